@@ -1,0 +1,48 @@
+"""Diagnostics: one finding anchored at file:line:col, with a stable rule code.
+
+Codes are stable forever; a retired code is never reused.
+- ``KV0xx`` reading the file (encoding, YAML syntax, duplicate keys, aliases, tags)
+- ``KV1xx`` the schema (types, ranges, unknown and missing keys)
+- ``KV2xx`` semantic lint rules (``generator/rules``)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One finding. ``line`` and ``col`` are 1-based, as editors and CI annotations expect."""
+
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+    severity: Severity = "error"
+    fix: str = field(default="", compare=False)
+
+    def render(self) -> str:
+        """``path:line:col: CODE message`` (plus how to fix it)."""
+        text = f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
+        if self.severity == "warning":
+            text = f"{self.path}:{self.line}:{self.col}: {self.code} [warning] {self.message}"
+        if self.fix:
+            text += f" (fix: {self.fix})"
+        return text
+
+
+class SpecError(Exception):
+    """Raised when a spec cannot be used; carries every diagnostic found."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = sorted(diagnostics)
+        super().__init__("\n".join(d.render() for d in self.diagnostics))
+
+
+def has_errors(diagnostics: list[Diagnostic]) -> bool:
+    return any(d.severity == "error" for d in diagnostics)

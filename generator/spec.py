@@ -1,0 +1,231 @@
+"""Spec format v1: the pydantic models that are the contract of a model-family YAML file.
+
+The JSON Schema in ``schema/kvspec.schema.json`` is exported from these models
+(``kvgen schema``); the field docs below become its descriptions.
+
+Structural rules (types, ranges, unknown keys, identifiers) live here; semantic
+rules that need the whole family (undefined pattern kinds, window >= max_seq_len, ...)
+are lint rules under ``generator/rules`` so that they get stable codes and positions.
+"""
+
+from __future__ import annotations
+
+import keyword
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+SCHEMA_ID = "https://kvgen.dev/schema/kvspec-v1.schema.json"
+
+Dtype = Literal["fp32", "bf16", "fp16", "fp8", "nvfp4"]
+DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
+
+SpeculativeMode = Literal[
+    "eagle3",
+    "eagle3_two_model",
+    "mtp",
+    "mtp_eagle",
+    "mtp_eagle_two_model",
+    "draft_target",
+    "draft_target_two_model",
+    "pard",
+    "dflash",
+    "ngram",
+]
+SPECULATIVE_MODES: tuple[str, ...] = SpeculativeMode.__args__  # type: ignore[attr-defined]
+
+# SIZING.md §6: one-model external drafters keep their own pool inside the GPU budget.
+MODES_WITH_DRAFT_POOL = frozenset({"pard", "dflash", "draft_target"})
+# One-model modes whose draft layers live in the target's own cache manager.
+MODES_WITH_EXTRA_LAYERS = frozenset({"eagle3", "mtp", "mtp_eagle"})
+
+
+def _check_identifier(value: str) -> str:
+    if keyword.iskeyword(value) or keyword.issoftkeyword(value):
+        raise ValueError(f"{value!r} is a Python keyword; choose another name")
+    return value
+
+
+# Names that become Python names in generated code (family, model, profile).
+Identifier = Annotated[
+    str,
+    Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64),
+    AfterValidator(_check_identifier),
+]
+# Layer-kind names only key the spec's own tables, so "global" is fine.
+KindName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class LayerKind(_Strict):
+    """How one kind of layer stores its cache.
+
+    Shape: ``kv_heads`` + ``head_dim`` (standard attention; ``head_dim`` may be derived from
+    the model's ``hidden_size / num_attention_heads``), ``kv_lora_rank`` + ``qk_rope_head_dim``
+    (MLA latent cache, never split by tensor parallelism), ``bytes_per_token`` (a synthetic shape,
+    per rank), or ``state_bytes`` (a recurrent layer: a fixed state per request, no per-token cost).
+    """
+
+    attention: Literal["full", "sliding", "recurrent"] = Field(
+        description="full attention, sliding-window attention, or a recurrent (Mamba, "
+        "linear-attention) layer with a fixed state per request."
+    )
+    window: int | None = Field(
+        default=None, ge=1, le=1 << 24, description="Attention window in tokens (sliding only)."
+    )
+    sink_tokens: int = Field(
+        default=0, ge=0, le=1 << 16, description="Attention-sink tokens kept forever (sliding)."
+    )
+    kv_heads: int | None = Field(default=None, ge=1, le=4096)
+    head_dim: int | None = Field(default=None, ge=1, le=65536)
+    kv_lora_rank: int | None = Field(default=None, ge=1, le=65536, description="MLA latent rank.")
+    qk_rope_head_dim: int | None = Field(
+        default=None, ge=0, le=65536, description="MLA decoupled RoPE key dimension."
+    )
+    bytes_per_token: int | None = Field(
+        default=None, ge=1, le=1 << 30, description="Raw bytes per token per layer on one rank."
+    )
+    extra_bytes_per_token: int = Field(
+        default=0,
+        ge=0,
+        le=1 << 30,
+        description="Extra per-layer buffers (e.g. a sparse-attention index-K cache), per token.",
+    )
+    state_bytes: int | None = Field(
+        default=None,
+        ge=1,
+        le=1 << 40,
+        description="Recurrent state per request per layer at tp=1 (split by ceil over tp).",
+    )
+    dtype: Dtype | None = Field(
+        default=None, description="Per-kind cache dtype; defaults to the pool's kv_cache_dtype."
+    )
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> LayerKind:
+        shapes = [
+            name
+            for name, present in (
+                ("kv_heads", self.kv_heads is not None),
+                ("kv_lora_rank", self.kv_lora_rank is not None),
+                ("bytes_per_token", self.bytes_per_token is not None),
+                ("state_bytes", self.state_bytes is not None),
+            )
+            if present
+        ]
+        if len(shapes) > 1:
+            raise ValueError(
+                "give exactly one shape: kv_heads (+head_dim), kv_lora_rank (+qk_rope_head_dim), "
+                f"bytes_per_token or state_bytes; found {', '.join(shapes)}"
+            )
+        if self.kv_lora_rank is not None and self.qk_rope_head_dim is None:
+            raise ValueError("an MLA kind needs qk_rope_head_dim beside kv_lora_rank")
+        if self.qk_rope_head_dim is not None and self.kv_lora_rank is None:
+            raise ValueError("qk_rope_head_dim is only meaningful with kv_lora_rank (MLA)")
+        if self.head_dim is not None and self.kv_heads is None:
+            raise ValueError("head_dim needs kv_heads")
+        return self
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+
+class LayerPattern(_Strict):
+    """``count`` layers whose kinds repeat ``pattern`` cyclically (layer i has pattern[i % len])."""
+
+    count: int = Field(ge=1, le=4096)
+    pattern: list[KindName] = Field(min_length=1, max_length=4096)
+
+
+class LayerStack(_Strict):
+    """A set of layer kinds and the cyclic pattern that places them."""
+
+    layer_kinds: dict[KindName, LayerKind] = Field(min_length=1)
+    layers: LayerPattern
+    kv_cache_dtype: Dtype | None = Field(
+        default=None,
+        description="Cache dtype of this pool; a draft pool inherits the family's when omitted.",
+    )
+
+
+class Model(LayerStack):
+    """One release of the family; becomes a name in the generated module."""
+
+    name: Identifier
+    max_seq_len: int = Field(ge=1, le=1 << 26, description="Native context length.")
+    hidden_size: int | None = Field(default=None, ge=1, description="Derives head_dim if absent.")
+    num_attention_heads: int | None = Field(default=None, ge=1)
+
+
+class Speculative(_Strict):
+    """A named speculative-decoding profile (SIZING.md §2)."""
+
+    name: Identifier
+    mode: SpeculativeMode
+    max_draft_len: int = Field(ge=1, le=64, description="K: draft tokens per step.")
+    tree_draft_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="T, total draft tokens of an EAGLE3 dynamic tree (eagle3 only).",
+    )
+    draft: LayerStack | None = Field(
+        default=None,
+        description="The separate draft pool of a one-model external drafter (pard, dflash, "
+        "draft_target).",
+    )
+    extra_layers: LayerStack | None = Field(
+        default=None,
+        description="Draft layers held by the target's own cache manager (eagle3, mtp, mtp_eagle).",
+    )
+
+
+class Acknowledgement(_Strict):
+    """A reviewed capacity-reducing or API change (read by ``kvgen diff``)."""
+
+    change: Literal["capacity-reducing", "api"]
+    model: str = Field(default="*", description="Model name, or * for every model.")
+    profile: str = Field(default="*", description="Profile name, or * for every profile.")
+    reason: str = Field(min_length=1)
+
+
+class Family(_Strict):
+    """A model family: its releases, their layer shapes, and the speculative profiles used."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        json_schema_extra={"$id": SCHEMA_ID, "title": "kvgen model-family spec v1"},
+    )
+
+    schema_version: Literal[1]
+    family: Identifier
+    tokens_per_block: int = Field(ge=1, le=4096, description="Tokens per page; a power of two.")
+    kv_cache_dtype: Dtype
+    models: list[Model] = Field(min_length=1)
+    speculative: list[Speculative] = Field(default_factory=list)
+    acknowledge: list[Acknowledgement] = Field(default_factory=list)
+
+    def model(self, name: str) -> Model:
+        for model in self.models:
+            if model.name == name:
+                return model
+        raise KeyError(name)
+
+    def profile(self, name: str) -> Speculative | None:
+        """The profile called ``name``; ``None`` for the implicit ``"none"`` profile."""
+        if name == "none":
+            return None
+        for profile in self.speculative:
+            if profile.name == name:
+                return profile
+        raise KeyError(name)
+
+    @property
+    def profile_names(self) -> tuple[str, ...]:
+        return ("none", *(p.name for p in self.speculative))
