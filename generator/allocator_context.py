@@ -1,0 +1,1 @@
+"""Template context of ``generated/<family>/allocator.py`` (placeholder until the shim lands)."""

@@ -1,0 +1,67 @@
+"""``kvgen generate``: render every spec into generated/, or check that it is up to date."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from generator.project import OUT_DIR, spec_paths
+
+log = logging.getLogger("kvgen")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "generate",
+        help="generate sizing modules and allocator shims",
+        description="Render generated/<family>/{sizing,allocator}.py from specs. With no "
+        "SPEC, every spec under schema/families is rendered and orphaned generated files "
+        "are removed (or reported with --check).",
+    )
+    parser.add_argument("specs", nargs="*", metavar="SPEC", help="spec files or directories")
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="output directory")
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 and print a diff on drift"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from generator.diagnostics import has_errors
+    from generator.project import load_specs
+    from generator.render import render
+    from generator.writer import apply, plan
+
+    paths = spec_paths(args.specs)
+    if not paths:
+        log.error("no spec files found")
+        return 2
+    inputs, diagnostics = load_specs(paths)
+    for diagnostic in diagnostics:
+        print(diagnostic.render())
+    if has_errors(diagnostics):
+        log.error("not generating: fix the errors above (%s nothing was written)", args.out)
+        return 1
+    log.info("rendering %d famil%s", len(inputs), "y" if len(inputs) == 1 else "ies")
+    rendered = render(inputs)
+    result = plan(rendered, args.out, prune=not args.specs)
+    if args.check:
+        if not result.drift:
+            log.info("%s is up to date (%d files)", args.out, len(result.unchanged))
+            return 0
+        sys.stdout.write(result.diff())
+        for rel in result.missing:
+            print(f"missing: {(args.out / rel).as_posix()}")
+        for rel in result.changed:
+            print(f"out of date: {(args.out / rel).as_posix()}")
+        for rel in result.orphaned:
+            print(f"orphaned: {(args.out / rel).as_posix()} (no spec produces it)")
+        print("run `kvgen generate` to update", file=sys.stderr)
+        return 1
+    touched = apply(result)
+    for rel in touched:
+        log.info("wrote %s", (args.out / rel).as_posix())
+    log.info("%d written, %d unchanged", len(touched), len(result.unchanged))
+    return 0

@@ -1,0 +1,455 @@
+"""The generic KV-cache cost model: a validated family plus runtime parameters in, costs out.
+
+This is the reference implementation of ../shared/SIZING.md, written layer by layer for
+readability. The generated sizing modules fold the same formulas per family for speed; the
+test suite checks the two agree on every shipped family.
+
+Two semantics:
+- ``"trtllm-v2"`` reproduces the engine's static estimate term by term (SIZING.md §4).
+- ``"exact"`` adds what that estimate leaves out so that the result bounds the runtime peak
+  of the page model (SIZING.md §3) from above, tightly: see ``EXACT_TERMS``.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+
+from generator.spec import (
+    MODES_WITH_DRAFT_POOL,
+    Family,
+    LayerKind,
+    LayerStack,
+    Model,
+    Speculative,
+)
+
+SEMANTICS = ("trtllm-v2", "exact")
+TIERS = ("gpu", "host")
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+
+# Terms that "exact" adds to the engine's intercept, and why (each one a SIZING.md §4 caveat).
+EXACT_TERMS = {
+    "full_page_rounding": (
+        "each request holds whole pages of every full-attention life cycle: up to tpb-1 "
+        "tokens per request beyond its capacity, B*(tpb-1)*slope bytes"
+    ),
+    "context_page_rounding": (
+        "a context chunk rounds its pages up; on an SWA life cycle where the generation "
+        "headroom does not already reserve a spare page (pages(w,H) == pages(w,E)) each "
+        "request in context may hold up to tpb-1 tokens more than the per-token context term: "
+        "min(B, N)*(tpb-1)*ctx bytes of that life cycle"
+    ),
+}
+
+
+# --------------------------------------------------------------------------- headroom (§2)
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """Speculative headroom of one profile: E before a step, G consumed by a step (SIZING §2)."""
+
+    extra: int  # E: capacity runs ahead of history by E before a step
+    step: int  # G: tokens one generation step adds (1 + draft slots)
+    slack: int  # opt-in overlap slack (the draft width K)
+    backoff: int  # D: block-reuse window extension (SIZING §5)
+
+    @property
+    def total(self) -> int:
+        """H = E + G (+ K with overlap slack): capacity minus history at the allocation peak."""
+        return self.extra + self.step + self.slack
+
+    @property
+    def draft_slots(self) -> int:
+        return self.step - 1
+
+
+def headroom(profile: Speculative | None, *, overlap_slack: bool = False) -> Headroom:
+    if profile is None:
+        return Headroom(extra=0, step=1, slack=0, backoff=0)
+    k = profile.max_draft_len
+    mode = profile.mode
+    slack = k if overlap_slack else 0
+    if mode in ("eagle3_two_model", "mtp_eagle_two_model", "draft_target_two_model", "ngram"):
+        return Headroom(extra=0, step=k + 1, slack=slack, backoff=0)
+    if mode == "pard":
+        # PARD carries 2K-1 draft tokens per request: one step consumes 2K runtime tokens.
+        return Headroom(extra=k - 1, step=2 * k, slack=slack, backoff=0)
+    if mode == "eagle3" and profile.tree_draft_tokens is not None:
+        return Headroom(extra=k - 1, step=1 + profile.tree_draft_tokens, slack=slack, backoff=1)
+    backoff = {"eagle3": 1, "mtp_eagle": 1, "mtp": k}.get(mode, 0)
+    return Headroom(extra=k - 1, step=k + 1, slack=slack, backoff=backoff)
+
+
+# --------------------------------------------------------------------------- shapes (§1)
+
+
+def element_bytes(dtype: str, elements: int) -> int:
+    """Bytes of ``elements`` cache elements; NVFP4 packs two per byte plus an FP8 scale per 16."""
+    if dtype == "nvfp4":
+        return -(-elements // 2) + -(-elements // 16)
+    return elements * DTYPE_BYTES[dtype]
+
+
+def kind_head_dim(kind: LayerKind, model: LayerStack) -> int:
+    if kind.head_dim is not None:
+        return kind.head_dim
+    hidden = getattr(model, "hidden_size", None)
+    heads = getattr(model, "num_attention_heads", None)
+    if hidden is None or heads is None or hidden % heads:
+        raise ValueError("head_dim is missing and cannot be derived from hidden_size / heads")
+    return hidden // heads
+
+
+def kind_bytes_per_token(
+    kind: LayerKind, stack: LayerStack, dtype: str, tp_size: int, *, shape_of: LayerStack
+) -> int:
+    """Bytes per token of one layer of ``kind`` on one rank (K and V plus extra buffers)."""
+    if kind.attention == "recurrent":
+        return 0
+    dtype = kind.dtype or dtype
+    if kind.bytes_per_token is not None:
+        base = kind.bytes_per_token
+    elif kind.kv_lora_rank is not None:
+        # MLA: one latent buffer, never split by tensor parallelism.
+        base = element_bytes(dtype, kind.kv_lora_rank + (kind.qk_rope_head_dim or 0))
+    elif kind.kv_heads is not None:
+        # ceil: with fewer KV heads than ranks, heads are replicated.
+        heads = -(-kind.kv_heads // tp_size)
+        base = 2 * element_bytes(dtype, heads * kind_head_dim(kind, shape_of))
+    else:
+        raise ValueError("layer kind has no shape (kv_heads, kv_lora_rank or bytes_per_token)")
+    return base + kind.extra_bytes_per_token
+
+
+def pp_layer_range(count: int, pp_size: int, pp_rank: int) -> range:
+    """Layers held by one pipeline rank: contiguous, the first ``count % pp`` ranks one more."""
+    base, rem = divmod(count, pp_size)
+    start = pp_rank * base + min(pp_rank, rem)
+    return range(start, start + base + (1 if pp_rank < rem else 0))
+
+
+# --------------------------------------------------------------------------- layers
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer as a cache manager sees it, after window resolution."""
+
+    index: int
+    kind: str
+    window: int | None  # resolved: None is full attention
+    sinks: int
+    bytes_per_token: int
+    state_bytes: int  # recurrent layers: fixed bytes per request
+
+    @property
+    def is_swa(self) -> bool:
+        return self.window is not None and self.state_bytes == 0
+
+    @property
+    def is_full(self) -> bool:
+        return self.window is None and self.state_bytes == 0
+
+
+def stack_layers(
+    stack: LayerStack,
+    dtype: str,
+    layer_indices: range,
+    *,
+    tp_size: int,
+    max_seq_len: int,
+    backoff: int,
+    shape_of: LayerStack,
+) -> list[Layer]:
+    """Resolve the layers ``layer_indices`` of ``stack`` (pattern phase kept across pp ranks)."""
+    dtype = stack.kv_cache_dtype or dtype
+    out = []
+    pattern = stack.layers.pattern
+    for index in layer_indices:
+        name = pattern[index % len(pattern)]
+        kind = stack.layer_kinds[name]
+        if kind.attention == "recurrent":
+            state = -(-(kind.state_bytes or 0) // tp_size)
+            out.append(Layer(index, name, None, 0, 0, state))
+            continue
+        window = None
+        if kind.attention == "sliding" and kind.window is not None:
+            # A window reaching max_seq_len is full attention (SIZING §1), also after the
+            # block-reuse backoff extension (§5). A natively full layer never becomes SWA.
+            extended = kind.window + backoff
+            window = extended if extended < max_seq_len else None
+        sinks = kind.sink_tokens if window is not None else 0
+        bpt = kind_bytes_per_token(kind, stack, dtype, tp_size, shape_of=shape_of)
+        out.append(Layer(index, name, window, sinks, bpt, 0))
+    return out
+
+
+# --------------------------------------------------------------------------- runtime params
+
+
+@dataclass(frozen=True)
+class RuntimeParams:
+    max_batch_size: int
+    max_num_tokens: int
+    max_seq_len: int
+    tp_size: int = 1
+    pp_size: int = 1
+    pp_rank: int = 0
+    scratch_reuse: bool = False
+    block_reuse: bool = False
+    max_util_for_resume: float = 0.95
+    overlap_slack: bool = False
+    semantics: str = "trtllm-v2"
+
+    def validate(self, model: Model) -> None:
+        for name in ("max_batch_size", "max_num_tokens", "max_seq_len", "tp_size", "pp_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.max_seq_len > model.max_seq_len:
+            raise ValueError(
+                f"max_seq_len must be <= {model.max_seq_len} (native context of {model.name}), "
+                f"got {self.max_seq_len}"
+            )
+        if self.pp_size > model.layers.count:
+            raise ValueError(f"pp_size must be <= {model.layers.count} layers, got {self.pp_size}")
+        if not isinstance(self.pp_rank, int) or not 0 <= self.pp_rank < self.pp_size:
+            raise ValueError(f"pp_rank must be in [0, {self.pp_size}), got {self.pp_rank!r}")
+        if not 0.0 < self.max_util_for_resume <= 1.0:
+            raise ValueError(
+                f"max_util_for_resume must be in (0, 1], got {self.max_util_for_resume!r}"
+            )
+        if self.semantics not in SEMANTICS:
+            raise ValueError(f"semantics must be one of {SEMANTICS}, got {self.semantics!r}")
+
+
+def float32(value: float) -> float:
+    """``value`` rounded to the nearest float32, as the engine stores max_util_for_resume."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+def pages_per_window(window: int, head: int, tokens_per_block: int, sinks: int = 0) -> int:
+    """Peak live pages of one request on an SWA life cycle (SIZING §3): the boundary page
+    included. ``ceil((w + H - 2) / tpb) + 1`` plus the sink blocks."""
+    sink_blocks = -(-sinks // tokens_per_block)
+    return -(-(window + head - 2) // tokens_per_block) + 1 + sink_blocks
+
+
+# --------------------------------------------------------------------------- managers (§4)
+
+
+@dataclass(frozen=True)
+class ManagerCost:
+    """The static cost of one cache manager: ``cost(T) = slope * T + intercept``."""
+
+    name: str
+    slope: int
+    per_request: int
+    ctx_swa: int
+    max_batch_size: int
+    max_num_tokens: int
+    exact_terms: dict[str, int] = field(default_factory=dict)
+    resume_rounded_intercept: int | None = None  # single-SWA-pool draft (SIZING §4)
+
+    @property
+    def base_intercept(self) -> int:
+        return self.max_batch_size * self.per_request + self.max_num_tokens * self.ctx_swa
+
+    @property
+    def intercept(self) -> int:
+        if self.resume_rounded_intercept is not None:
+            return self.resume_rounded_intercept
+        return self.base_intercept + sum(self.exact_terms.values())
+
+    @property
+    def fixed(self) -> int:
+        """Bytes held before any token of full-attention history."""
+        return self.max_batch_size * self.per_request + sum(self.exact_terms.values())
+
+    def quota(self, tokens: int) -> int:
+        """quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa (+ exact terms)."""
+        if self.resume_rounded_intercept is not None:
+            return self.resume_rounded_intercept
+        return tokens * self.slope + self.fixed + min(tokens, self.max_num_tokens) * self.ctx_swa
+
+    def max_tokens(self, quota: int) -> int | None:
+        """Inverse of ``quota``: the largest T with quota(T) <= q; None when unbounded."""
+        if self.resume_rounded_intercept is not None:
+            return None if quota >= self.resume_rounded_intercept else 0
+        room = quota - self.fixed
+        if room < 0:
+            return 0
+        rate = self.slope + self.ctx_swa
+        if rate == 0:
+            return None
+        if room // rate <= self.max_num_tokens:
+            return room // rate
+        if self.slope == 0:
+            return None
+        return self.max_num_tokens + (room - self.max_num_tokens * rate) // self.slope
+
+
+@dataclass(frozen=True)
+class ManagerLayers:
+    name: str  # "target" or "draft"
+    layers: list[Layer]
+    scratch_reuse: bool  # targets only
+
+
+def manager_layers(
+    family: Family, model: Model, profile: Speculative | None, params: RuntimeParams
+) -> list[ManagerLayers]:
+    """The layers each cache manager holds on this rank."""
+    head = headroom(profile, overlap_slack=params.overlap_slack)
+    backoff = head.backoff if params.block_reuse else 0
+    last_rank = params.pp_rank == params.pp_size - 1
+    common = {"tp_size": params.tp_size, "max_seq_len": params.max_seq_len, "backoff": backoff}
+    target = stack_layers(
+        model,
+        family.kv_cache_dtype,
+        pp_layer_range(model.layers.count, params.pp_size, params.pp_rank),
+        shape_of=model,
+        **common,
+    )
+    if profile is not None and profile.extra_layers is not None and last_rank:
+        extra = profile.extra_layers
+        target += stack_layers(
+            extra, family.kv_cache_dtype, range(extra.layers.count), shape_of=model, **common
+        )
+    managers = [ManagerLayers("target", target, params.scratch_reuse)]
+    if profile is not None and profile.mode in MODES_WITH_DRAFT_POOL and profile.draft is not None:
+        draft = profile.draft
+        layers = (
+            stack_layers(
+                draft, family.kv_cache_dtype, range(draft.layers.count), shape_of=draft, **common
+            )
+            if last_rank
+            else []
+        )
+        managers.append(ManagerLayers("draft", layers, False))
+    return managers
+
+
+def _life_cycles(layers: list[Layer]) -> dict[tuple[int, int], list[Layer]]:
+    """SWA life cycles: layers grouped by (window, sinks)."""
+    cycles: dict[tuple[int, int], list[Layer]] = {}
+    for layer in layers:
+        if layer.is_swa:
+            cycles.setdefault((layer.window, layer.sinks), []).append(layer)  # type: ignore[arg-type]
+    return dict(sorted(cycles.items()))
+
+
+def _ctx_bytes(layers: list[Layer], scratch_reuse: bool) -> int:
+    """Per-token context bytes of SWA layers; with scratch reuse one layer per (w, b) key."""
+    if scratch_reuse:
+        return sum(b for _w, b in {(lay.window, lay.bytes_per_token) for lay in layers})
+    return sum(lay.bytes_per_token for lay in layers)
+
+
+def manager_cost(
+    family: Family,
+    managed: ManagerLayers,
+    head: Headroom,
+    params: RuntimeParams,
+) -> ManagerCost:
+    tpb = family.tokens_per_block
+    layers = managed.layers
+    slope = sum(lay.bytes_per_token for lay in layers if lay.is_full)
+    cycles = _life_cycles(layers)
+    per_request = sum(lay.state_bytes for lay in layers)
+    for (window, sinks), members in cycles.items():
+        pages = pages_per_window(window, head.total, tpb, sinks)
+        per_request += pages * tpb * sum(lay.bytes_per_token for lay in members)
+    swa = [lay for lay in layers if lay.is_swa]
+    ctx_swa = _ctx_bytes(swa, managed.scratch_reuse)
+    batch, chunk = params.max_batch_size, params.max_num_tokens
+    exact: dict[str, int] = {}
+    if params.semantics == "exact":
+        exact["full_page_rounding"] = batch * (tpb - 1) * slope
+        context_rounding = 0
+        for (window, sinks), members in cycles.items():
+            at_peak = pages_per_window(window, head.total, tpb, sinks)
+            before_step = pages_per_window(window, head.extra, tpb, sinks)
+            if at_peak == before_step:
+                ctx = _ctx_bytes(members, managed.scratch_reuse)
+                context_rounding += min(batch, chunk) * (tpb - 1) * ctx
+        exact["context_page_rounding"] = context_rounding
+    cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact)
+    stateful = any(lay.state_bytes for lay in layers)
+    if managed.name == "draft" and len(cycles) == 1 and slope == 0 and not stateful:
+        # Resume watermark (SIZING §4, drift 4): a single-SWA-pool draft rounds its intercept
+        # so that a suspended request can come back under max_util_for_resume (a float32).
+        ((_key, members),) = cycles.items()
+        slot = tpb * sum(lay.bytes_per_token for lay in members)
+        slots = -(-cost.intercept // slot)
+        rounded = math.ceil(slots / float32(params.max_util_for_resume)) * slot
+        cost = ManagerCost(
+            managed.name, slope, per_request, ctx_swa, batch, chunk, exact, rounded
+        )
+    return cost
+
+
+def cache_costs(
+    family: Family, model_name: str, speculative: str, params: RuntimeParams
+) -> dict[str, ManagerCost]:
+    """Static cost per cache manager (``"target"``, and ``"draft"`` for a separate pool)."""
+    model = _model(family, model_name)
+    profile = _profile(family, speculative)
+    params.validate(model)
+    head = headroom(profile, overlap_slack=params.overlap_slack)
+    return {
+        managed.name: manager_cost(family, managed, head, params)
+        for managed in manager_layers(family, model, profile, params)
+    }
+
+
+def _model(family: Family, name: str) -> Model:
+    try:
+        return family.model(name)
+    except KeyError:
+        names = ", ".join(m.name for m in family.models)
+        raise ValueError(f"model must be one of {names}; got {name!r}") from None
+
+
+def _profile(family: Family, name: str) -> Speculative | None:
+    try:
+        return family.profile(name)
+    except KeyError:
+        raise ValueError(
+            f"speculative must be one of {', '.join(family.profile_names)}; got {name!r}"
+        ) from None
+
+
+def max_blocks_per_seq(
+    family: Family, speculative: str, max_seq_len: int, *, overlap_slack: bool = False
+) -> int:
+    """ceil((S + H) / tpb), rounded up to a multiple of 4 (the block-table width)."""
+    head = headroom(_profile(family, speculative), overlap_slack=overlap_slack)
+    blocks = -(-(max_seq_len + head.total) // family.tokens_per_block)
+    return -(-blocks // 4) * 4
+
+
+def split_budget(
+    budget_bytes: int, costs: dict[str, ManagerCost], *, tier: str = "gpu"
+) -> dict[str, int]:
+    """Share one budget between a target and its separate draft pool (SIZING §6)."""
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
+    if "draft" not in costs:
+        return {"target": budget_bytes}
+    target, draft = costs["target"], costs["draft"]
+    slopes = target.slope + draft.slope
+    if tier == "host":
+        share = budget_bytes * draft.slope // slopes if slopes else 0
+        return {"target": budget_bytes - share, "draft": share}
+    room = budget_bytes - (target.intercept + draft.intercept)
+    if room < 0 or (room == 0 and slopes > 0):
+        raise ValueError(
+            f"budget_bytes {budget_bytes} does not cover the fixed costs "
+            f"{target.intercept} (target) + {draft.intercept} (draft)"
+        )
+    draft_share = draft.intercept + (room * draft.slope // slopes if slopes else 0)
+    return {"target": budget_bytes - draft_share, "draft": draft_share}
