@@ -285,7 +285,7 @@ class ManagerCost:
         rate = self.slope + self.ctx_swa
         if rate == 0:
             return None
-        if room // rate <= self.max_num_tokens:
+        if room <= self.max_num_tokens * rate:
             return room // rate
         if self.slope == 0:
             return None

@@ -103,7 +103,7 @@ class _Builder:
     def build(self, node: yaml.Node, loc: Loc) -> Any:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise _TooLarge(node)
+            raise _TooLarge(node, loc)
         self.source.values.setdefault(loc, (node.start_mark.line + 1, node.start_mark.column + 1))
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, loc)
@@ -118,7 +118,13 @@ class _Builder:
             self._bad_tag(node)
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
+            # The core schema has no merge resolver, so a plain `<<` arrives as a string key.
+            is_merge = key_node.tag == "tag:yaml.org,2002:merge" or (
+                isinstance(key_node, yaml.ScalarNode)
+                and key_node.value == "<<"
+                and not key_node.style
+            )
+            if is_merge:
                 self._diag(
                     key_node,
                     "KV006",
@@ -180,8 +186,9 @@ class _Builder:
 
 
 class _TooLarge(Exception):
-    def __init__(self, node: yaml.Node):
+    def __init__(self, node: yaml.Node, loc: Loc):
         self.node = node
+        self.loc = loc
 
 
 def _position_of_offset(raw: bytes, offset: int) -> tuple[int, int]:
@@ -226,6 +233,8 @@ def parse_yaml(path: str, raw: bytes) -> tuple[Any, SourceMap, list[Diagnostic]]
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = exc.problem or exc.context or "invalid YAML"
+        if exc.problem and exc.context:
+            problem = f"{exc.problem} ({exc.context})"
         return None, SourceMap(), [
             Diagnostic(path, line, col, "KV001", f"YAML syntax error: {problem}",
                        fix="check indentation and quoting near this position")
@@ -243,10 +252,13 @@ def parse_yaml(path: str, raw: bytes) -> tuple[Any, SourceMap, list[Diagnostic]]
     try:
         data = builder.build(node, ())
     except _TooLarge as exc:
-        mark = exc.node.start_mark
+        # An alias expands to its anchor's node, whose position is elsewhere; point at the
+        # top-level entry whose expansion crossed the bound instead.
+        line, col = builder.source.value(exc.loc[:1])
+        where = f" in '{exc.loc[0]}'" if exc.loc else ""
         return None, SourceMap(), [
-            Diagnostic(path, mark.line + 1, mark.column + 1, "KV005",
-                       f"document expands to more than {MAX_NODES} values (alias bomb?)",
+            Diagnostic(path, line, col, "KV005",
+                       f"document expands to more than {MAX_NODES} values{where} (alias bomb?)",
                        fix="remove anchors and aliases; write values out")
         ]
     except RecursionError:

@@ -1,0 +1,82 @@
+"""Render small specs into a temporary package and import their generated sizing module.
+
+Both the generated module and the generic cost model are exercised by the sizing tests
+through ``Implementation``, so every hand-derived number checks both.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+from generator import costmodel
+from generator.loader import load_bytes
+from generator.render import SpecInput, render
+from generator.spec import Family
+
+_counter = 0
+
+
+def family_from_text(text: str) -> Family:
+    loaded = load_bytes("test.yaml", textwrap.dedent(text).encode())
+    assert loaded.family is not None, [d.render() for d in loaded.diagnostics]
+    return loaded.family
+
+
+def import_generated(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def render_sizing(text: str, tmp_dir: Path) -> ModuleType:
+    """Render ``text`` (a spec) and import its sizing module under a unique name."""
+    global _counter
+    raw = textwrap.dedent(text).encode()
+    family = family_from_text(text)
+    rendered = render([SpecInput(f"schema/families/{family.family}.yaml", raw, family)])
+    out = tmp_dir / f"gen{_counter}"
+    for rel, body in rendered.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+    _counter += 1
+    return import_generated(out / family.family / "sizing.py", f"_kvgen_test_sizing_{_counter}")
+
+
+class Implementation:
+    """``terms(...)`` as the generated module answers it, or as the generic model does."""
+
+    def __init__(self, kind: str, text: str, tmp_dir: Path):
+        self.kind = kind
+        self.family = family_from_text(text)
+        self.module = render_sizing(text, tmp_dir) if kind == "generated" else None
+
+    def terms(self, model: str, **kw) -> dict[str, dict[str, int]]:
+        if self.module is not None:
+            return self.module.cost_terms(model, **kw)
+        speculative = kw.pop("speculative", "none")
+        params = costmodel.RuntimeParams(**kw)
+        out = {}
+        for name, cost in costmodel.cache_costs(self.family, model, speculative, params).items():
+            terms = {
+                "slope": cost.slope,
+                "per_request": cost.per_request,
+                "ctx_swa": cost.ctx_swa,
+                **cost.exact_terms,
+                "intercept": cost.intercept,
+            }
+            if cost.resume_rounded_intercept is not None:
+                base = cost.base_intercept + sum(cost.exact_terms.values())
+                terms["resume_rounding"] = cost.resume_rounded_intercept - base
+            out[name] = terms
+        return out
+
+    def costs(self, model: str, **kw) -> dict[str, tuple[int, int]]:
+        return {m: (t["slope"], t["intercept"]) for m, t in self.terms(model, **kw).items()}
