@@ -386,9 +386,7 @@ def manager_cost(
         slot = tpb * sum(lay.bytes_per_token for lay in members)
         slots = -(-cost.intercept // slot)
         rounded = math.ceil(slots / float32(params.max_util_for_resume)) * slot
-        cost = ManagerCost(
-            managed.name, slope, per_request, ctx_swa, batch, chunk, exact, rounded
-        )
+        cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact, rounded)
     return cost
 
 

@@ -44,7 +44,9 @@ class _CoreLoader(_BaseLoader):  # type: ignore[misc, valid-type]
 
 
 _CoreLoader.add_implicit_resolver(_NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), list("~nN"))
-_CoreLoader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_CoreLoader.add_implicit_resolver(
+    _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 _CoreLoader.add_implicit_resolver(
     _INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789")
 )
@@ -202,7 +204,11 @@ def _decode(path: str, raw: bytes) -> tuple[str | None, list[Diagnostic]]:
     if len(raw) > MAX_BYTES:
         return None, [
             Diagnostic(
-                path, 1, 1, "KV008", f"file is {len(raw)} bytes, over the {MAX_BYTES}-byte limit",
+                path,
+                1,
+                1,
+                "KV008",
+                f"file is {len(raw)} bytes, over the {MAX_BYTES}-byte limit",
                 fix="split the family or remove generated content",
             )
         ]
@@ -212,7 +218,10 @@ def _decode(path: str, raw: bytes) -> tuple[str | None, list[Diagnostic]]:
         line, col = _position_of_offset(raw, exc.start)
         return None, [
             Diagnostic(
-                path, line, col, "KV002",
+                path,
+                line,
+                col,
+                "KV002",
                 f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
                 fix="save the file as UTF-8",
             )
@@ -235,19 +244,41 @@ def parse_yaml(path: str, raw: bytes) -> tuple[Any, SourceMap, list[Diagnostic]]
         problem = exc.problem or exc.context or "invalid YAML"
         if exc.problem and exc.context:
             problem = f"{exc.problem} ({exc.context})"
-        return None, SourceMap(), [
-            Diagnostic(path, line, col, "KV001", f"YAML syntax error: {problem}",
-                       fix="check indentation and quoting near this position")
-        ]
+        return (
+            None,
+            SourceMap(),
+            [
+                Diagnostic(
+                    path,
+                    line,
+                    col,
+                    "KV001",
+                    f"YAML syntax error: {problem}",
+                    fix="check indentation and quoting near this position",
+                )
+            ],
+        )
     except yaml.YAMLError as exc:  # e.g. "expected a single document"
-        return None, SourceMap(), [
-            Diagnostic(path, 1, 1, "KV001", f"YAML error: {exc}", fix="one document per file")
-        ]
+        return (
+            None,
+            SourceMap(),
+            [Diagnostic(path, 1, 1, "KV001", f"YAML error: {exc}", fix="one document per file")],
+        )
     if node is None:
-        return None, SourceMap(), [
-            Diagnostic(path, 1, 1, "KV003", "file is empty",
-                       fix="start from a shipped spec under schema/families/")
-        ]
+        return (
+            None,
+            SourceMap(),
+            [
+                Diagnostic(
+                    path,
+                    1,
+                    1,
+                    "KV003",
+                    "file is empty",
+                    fix="start from a shipped spec under schema/families/",
+                )
+            ],
+        )
     builder = _Builder(path)
     try:
         data = builder.build(node, ())
@@ -256,21 +287,41 @@ def parse_yaml(path: str, raw: bytes) -> tuple[Any, SourceMap, list[Diagnostic]]
         # top-level entry whose expansion crossed the bound instead.
         line, col = builder.source.value(exc.loc[:1])
         where = f" in '{exc.loc[0]}'" if exc.loc else ""
-        return None, SourceMap(), [
-            Diagnostic(path, line, col, "KV005",
-                       f"document expands to more than {MAX_NODES} values{where} (alias bomb?)",
-                       fix="remove anchors and aliases; write values out")
-        ]
+        return (
+            None,
+            SourceMap(),
+            [
+                Diagnostic(
+                    path,
+                    line,
+                    col,
+                    "KV005",
+                    f"document expands to more than {MAX_NODES} values{where} (alias bomb?)",
+                    fix="remove anchors and aliases; write values out",
+                )
+            ],
+        )
     except RecursionError:
-        return None, SourceMap(), [
-            Diagnostic(path, 1, 1, "KV005", "document nests too deeply", fix="flatten the document")
-        ]
+        return (
+            None,
+            SourceMap(),
+            [
+                Diagnostic(
+                    path, 1, 1, "KV005", "document nests too deeply", fix="flatten the document"
+                )
+            ],
+        )
     if not isinstance(data, dict) and not builder.diagnostics:
         mark = node.start_mark
         builder.diagnostics.append(
-            Diagnostic(path, mark.line + 1, mark.column + 1, "KV003",
-                       f"top level must be a mapping, found {type(data).__name__}",
-                       fix="start from a shipped spec under schema/families/")
+            Diagnostic(
+                path,
+                mark.line + 1,
+                mark.column + 1,
+                "KV003",
+                f"top level must be a mapping, found {type(data).__name__}",
+                fix="start from a shipped spec under schema/families/",
+            )
         )
     return data, builder.source, builder.diagnostics
 
@@ -300,7 +351,7 @@ def _message(error: dict[str, Any], loc: Loc) -> str:
         return f"missing required key '{loc[-1]}' in {'.'.join(map(str, loc[:-1])) or '<top>'}"
     msg = error["msg"]
     if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        msg = msg[len("Value error, ") :]
     return f"{where}: {msg}"
 
 
@@ -341,9 +392,20 @@ def load_path(path: str | Path) -> LoadedSpec:
         raw = path.read_bytes()
     except OSError as exc:
         return LoadedSpec(
-            display, {}, SourceMap(), None,
-            [Diagnostic(display, 1, 1, "KV009", f"cannot read file: {exc.strerror}",
-                        fix="check the path")],
+            display,
+            {},
+            SourceMap(),
+            None,
+            [
+                Diagnostic(
+                    display,
+                    1,
+                    1,
+                    "KV009",
+                    f"cannot read file: {exc.strerror}",
+                    fix="check the path",
+                )
+            ],
         )
     return load_bytes(display, raw)
 

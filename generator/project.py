@@ -43,7 +43,10 @@ def load_specs(paths: list[Path]) -> tuple[list[SpecInput], list[Diagnostic]]:
             line, col = loaded.source.value(("family",))
             diagnostics.append(
                 Diagnostic(
-                    loaded.path, line, col, "KV010",
+                    loaded.path,
+                    line,
+                    col,
+                    "KV010",
                     f"family '{name}' is also defined in {seen[name]}",
                     fix="give each spec file its own family name",
                 )

@@ -115,7 +115,7 @@ def artifact(name: str, template: str) -> Callable[[ContextBuilder], ContextBuil
 
 def _load_builders() -> None:
     # Context builders register themselves on import.
-    import generator.allocator_context  # noqa: F401
+    import generator.allocator_context
     import generator.sizing_context  # noqa: F401
 
 

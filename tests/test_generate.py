@@ -119,7 +119,8 @@ def test_check_reports_missing_and_orphaned_files(project, capsys):
 def test_bad_spec_exits_1_with_a_diagnostic_and_leaves_generated_untouched(project, capsys):
     assert main(["generate"]) == 0
     before = snapshot(project / "generated")
-    (project / "schema/families/toy.yaml").write_text(SPEC.replace("[local, global]", "[local, glob]"))
+    broken = SPEC.replace("[local, global]", "[local, glob]")
+    (project / "schema/families/toy.yaml").write_text(broken)
     capsys.readouterr()
     assert main(["generate"]) == 1
     out = capsys.readouterr().out
@@ -170,8 +171,12 @@ def test_rendering_is_byte_deterministic_across_hash_seeds(project):
     for seed in ("0", "4242"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         result = subprocess.run(
-            [sys.executable, "-c", code, str(REPO)], capture_output=True, text=True, env=env,
-            check=True, cwd=project,
+            [sys.executable, "-c", code, str(REPO)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            cwd=project,
         )
         assert result.stdout.strip() == here
 
@@ -180,7 +185,9 @@ def test_rendering_is_byte_deterministic_across_hash_seeds(project):
 def test_committed_generated_tree_equals_a_fresh_render():
     result = subprocess.run(
         [sys.executable, "-m", "generator", "-q", "generate", "--check"],
-        cwd=REPO, capture_output=True, text=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout[-4000:]
 

@@ -304,12 +304,17 @@ def test_block_reuse_backoff_extends_windows(tmp_path, mode, k, window, pages_of
         )
     module = Implementation("generated", text, tmp_path).module
     for block_reuse, pages in ((False, pages_off), (True, pages_on)):
-        got = module.pages_per_request("m", speculative="p", max_seq_len=1024,
-                                       block_reuse=block_reuse)
+        got = module.pages_per_request(
+            "m", speculative="p", max_seq_len=1024, block_reuse=block_reuse
+        )
         assert list(got["target"].values()) == [pages]
         # b = 2*1*8*2 = 32: per_request = pages * 16 * 32.
         generic = Implementation("generic", text, tmp_path).terms(
-            "m", speculative="p", max_batch_size=1, max_num_tokens=16, max_seq_len=1024,
+            "m",
+            speculative="p",
+            max_batch_size=1,
+            max_num_tokens=16,
+            max_seq_len=1024,
             block_reuse=block_reuse,
         )
         assert generic["target"]["per_request"] == pages * 16 * 32
@@ -366,7 +371,11 @@ def test_single_swa_draft_pool_rounds_for_resume_with_float32_util(kind, tmp_pat
 def test_resume_rounding_follows_max_util(kind, tmp_path):
     # u = 0.5: 19 slots / 0.5 = 38 slots = 77824 B.
     terms = impl(kind, RESUME, tmp_path).terms(
-        "m", speculative="pard2", max_batch_size=4, max_num_tokens=48, max_seq_len=4096,
+        "m",
+        speculative="pard2",
+        max_batch_size=4,
+        max_num_tokens=48,
+        max_seq_len=4096,
         max_util_for_resume=0.5,
     )
     assert terms["draft"]["intercept"] == 38 * 2048
@@ -464,8 +473,9 @@ def test_budget_split_errors(tmp_path):
     with pytest.raises(ValueError, match="tier must be one of gpu, host"):
         resume.split_budget(1 << 20, "m", tier="disk", **kw)
     # A profile without a separate pool keeps the whole budget.
-    assert resume.split_budget(5, "m", max_batch_size=1, max_num_tokens=1,
-                               max_seq_len=64) == {"target": 5}
+    assert resume.split_budget(5, "m", max_batch_size=1, max_num_tokens=1, max_seq_len=64) == {
+        "target": 5
+    }
 
 
 @pytest.mark.parametrize(
@@ -480,5 +490,6 @@ def test_budget_split_errors(tmp_path):
 )
 def test_max_blocks_per_seq(tmp_path, speculative, max_seq_len, expected):
     module = Implementation("generated", _modes_spec(4), tmp_path).module
-    assert module.max_blocks_per_seq("m", speculative=speculative,
-                                     max_seq_len=max_seq_len) == expected
+    assert (
+        module.max_blocks_per_seq("m", speculative=speculative, max_seq_len=max_seq_len) == expected
+    )
