@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generator.diagnostics import Diagnostic, has_errors
 from generator.loader import load_path
-from generator.render import SpecInput, spec_source
+
+if TYPE_CHECKING:  # render pulls in jinja2; lint must not
+    from generator.render import SpecInput
 
 SPEC_DIR = Path("schema/families")
 OUT_DIR = Path("generated")
@@ -28,6 +31,7 @@ def spec_paths(paths: Iterable[str | Path] | None) -> list[Path]:
 def load_specs(paths: list[Path]) -> tuple[list[SpecInput], list[Diagnostic]]:
     """Load, validate and lint every spec; inputs are returned only for clean specs."""
     from generator.lint import lint_loaded
+    from generator.render import SpecInput, spec_source
 
     inputs: list[SpecInput] = []
     diagnostics: list[Diagnostic] = []

@@ -1,0 +1,144 @@
+"""Print the README table of shipped families (markdown), computed from the specs.
+
+    python bench/families_table.py                 # print the table
+    python bench/families_table.py --write-readme  # replace the README families region
+    python bench/families_table.py --check         # exit 1 when the README region is stale
+
+Per model: KV bytes per token at bf16 (tp=1, every layer, full and sliding alike), and the
+fixed cost per request at tokens_per_block 64 with no speculation (H=1): the sum over
+window-bounded sliding layers of b_l * 64 * pages(w_l, 1), plus recurrent state
+(SIZING.md §1, §3). The numbers come straight from the spec data, not from the cost model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from generator.loader import load_family  # noqa: E402
+from generator.spec import Family, LayerKind, Model  # noqa: E402
+
+FAMILIES_DIR = ROOT / "schema" / "families"
+README = ROOT / "README.md"
+BEGIN, END = "<!-- families:begin -->", "<!-- families:end -->"
+TABLE_TPB = 64
+BF16_BYTES = 2
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def layer_kinds(model: Model) -> list[LayerKind]:
+    pattern = model.layers.pattern
+    return [model.layer_kinds[pattern[i % len(pattern)]] for i in range(model.layers.count)]
+
+
+def bytes_per_token(kind: LayerKind) -> int:
+    """b_l at bf16 and tp=1 (SIZING.md §1); recurrent layers have no per-token cost."""
+    if kind.state_bytes is not None:
+        return 0
+    if kind.bytes_per_token is not None:
+        return kind.bytes_per_token + kind.extra_bytes_per_token
+    if kind.kv_lora_rank is not None:
+        rank = kind.kv_lora_rank + (kind.qk_rope_head_dim or 0)
+        return rank * BF16_BYTES + kind.extra_bytes_per_token
+    head_dim = kind.head_dim
+    assert kind.kv_heads is not None and head_dim is not None
+    return 2 * kind.kv_heads * head_dim * BF16_BYTES + kind.extra_bytes_per_token
+
+
+def swa_pages(window: int, headroom: int, tpb: int) -> int:
+    """ceil((w + H - 2) / tpb) + 1: the peak live pages of one SWA layer (SIZING.md §3)."""
+    return ceil_div(window + headroom - 2, tpb) + 1
+
+
+def fixed_per_request(model: Model, tpb: int = TABLE_TPB, headroom: int = 1) -> int:
+    total = 0
+    for kind in layer_kinds(model):
+        if kind.state_bytes is not None:
+            total += kind.state_bytes
+        elif kind.attention == "sliding" and kind.window and kind.window < model.max_seq_len:
+            page_count = swa_pages(kind.window, headroom, tpb) + ceil_div(kind.sink_tokens, tpb)
+            total += bytes_per_token(kind) * tpb * page_count
+    return total
+
+
+def _mib(value: int) -> str:
+    return f"{value / (1 << 20):,.2f}"
+
+
+def families() -> list[Family]:
+    return [load_family(path) for path in sorted(FAMILIES_DIR.glob("*.yaml"))]
+
+
+def table() -> str:
+    lines = [
+        f"KV bytes per token at bf16 (tp=1, all layers) and the fixed cost per request at "
+        f"tokens_per_block {TABLE_TPB} (sliding-window pages at H=1 plus recurrent state).",
+        "Regenerate with `python bench/families_table.py --write-readme`.",
+        "",
+        "| family | model | max_seq_len | KV B/token | fixed B/request | fixed MiB | profiles |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for family in families():
+        profiles = ", ".join(f"`{p.name}` ({p.mode})" for p in family.speculative)
+        for i, model in enumerate(family.models):
+            per_token = sum(bytes_per_token(kind) for kind in layer_kinds(model))
+            fixed = fixed_per_request(model)
+            lines.append(
+                f"| {family.family if i == 0 else ''} | `{model.name}` | {model.max_seq_len:,} "
+                f"| {per_token:,} | {fixed:,} | {_mib(fixed)} | {profiles if i == 0 else ''} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def replace_region(readme: str, body: str) -> str:
+    start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
+    return readme[:start] + "\n" + body + readme[end:]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write-readme", action="store_true", help="replace the README region")
+    group.add_argument("--check", action="store_true", help="exit 1 if the README is stale")
+    args = parser.parse_args(argv)
+    body = table()
+    if not (args.write_readme or args.check):
+        sys.stdout.write(body)
+        return 0
+    readme = README.read_text(encoding="utf-8")
+    if BEGIN not in readme or END not in readme:
+        print(f"README.md has no {BEGIN} ... {END} region", file=sys.stderr)
+        return 2
+    updated = replace_region(readme, body)
+    if args.check:
+        if updated != readme:
+            print("README families table is stale: run bench/families_table.py --write-readme")
+            return 1
+        return 0
+    if updated != readme:
+        _write_atomic(README, updated)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""``kvgen import-hf CONFIG.json``: write a family spec from a Hugging Face config.json."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
+
+log = logging.getLogger("kvgen")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "import-hf",
+        help="write a family spec from a Hugging Face config.json",
+        description="Read a local config.json (no downloads) and write a kvgen family spec. "
+        "Unknown or contradictory fields are reported at their JSON key; nothing is written "
+        "then (exit 1).",
+    )
+    parser.add_argument("config", metavar="CONFIG.json", help="a model's config.json")
+    parser.add_argument("--family", help="family identifier (default: config model_type)")
+    parser.add_argument(
+        "--model", help="model identifier (default: from _name_or_path or the file name)"
+    )
+    parser.add_argument("--out", metavar="FILE", help="write here (default: stdout)")
+    parser.add_argument(
+        "--tokens-per-block", type=int, default=32, metavar="N", help="page size (default 32)"
+    )
+    parser.add_argument(
+        "--kv-cache-dtype", choices=DTYPES, help="cache dtype (default: the config's torch_dtype)"
+    )
+    parser.add_argument(
+        "--ignore-field",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a reviewed field that does not change the cache (repeatable)",
+    )
+    parser.set_defaults(func=run)
+
+
+def _usage(message: str) -> int:
+    print(f"kvgen import-hf: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    from generator.importhf import import_config, to_identifier
+    from generator.loader import load_bytes
+
+    for flag, value in (("--family", args.family), ("--model", args.model)):
+        if value is not None and to_identifier(value) != value:
+            return _usage(f"{flag} {value!r} is not an identifier (^[a-z][a-z0-9_]*$)")
+    tpb = args.tokens_per_block
+    if tpb < 1 or tpb > 4096 or tpb & (tpb - 1):
+        return _usage(f"--tokens-per-block {tpb} is not a power of two in [1, 4096]")
+    source = Path(args.config)
+    try:
+        raw = source.read_bytes()
+    except OSError as exc:
+        return _usage(f"cannot read {args.config}: {exc.strerror}")
+    display = source.as_posix()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        print(f"{display}:1:1: KV301 file is not valid UTF-8 (fix: save it as UTF-8)")
+        return EXIT_FINDINGS
+    result = import_config(
+        display,
+        text,
+        family=args.family,
+        model=args.model,
+        tokens_per_block=tpb,
+        kv_cache_dtype=args.kv_cache_dtype,
+        ignore_fields=args.ignore_field,
+    )
+    if result.text is None:
+        for diagnostic in result.diagnostics:
+            print(diagnostic.render())
+        return EXIT_FINDINGS
+    out_display = Path(args.out).as_posix() if args.out else "<stdout>"
+    check = load_bytes(out_display, result.text.encode("utf-8"))
+    if check.diagnostics:  # the importer built something the schema refuses: say so, write nothing
+        for diagnostic in check.diagnostics:
+            print(diagnostic.render())
+        return EXIT_FINDINGS
+    if args.out is None:
+        sys.stdout.write(result.text)
+        return EXIT_OK
+    _write_atomic(Path(args.out), result.text)
+    log.info("wrote %s", out_display)
+    return EXIT_OK

@@ -1,0 +1,83 @@
+"""``kvgen lint [PATH ...]``: validate specs and run the semantic rules.
+
+Exit codes: 0 no errors (warnings alone pass unless ``--strict``), 1 findings, 2 usage or
+internal error (including a PATH that does not exist). Findings go to stdout in the chosen
+format; the summary goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+log = logging.getLogger("kvgen")
+
+DEFAULT_PATH = "schema/families"
+FORMATS = ("text", "json", "github", "sarif")  # keep in step with generator.reporters.REPORTERS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "lint",
+        help="validate specs and run the lint rules",
+        description=__doc__.split("\n", 1)[1].strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help=f"spec files or directories of *.yaml/*.yml (default: {DEFAULT_PATH})",
+    )
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    parser.add_argument(
+        "--list-rules", action="store_true", help="list every diagnostic code and exit"
+    )
+    parser.set_defaults(func=run)
+
+
+def list_rules() -> str:
+    from generator.rules import all_rules
+
+    rules = all_rules()
+    width = max(len(rule.name) for rule in rules)
+    return "".join(
+        f"{rule.code}  {rule.severity:<7}  {rule.origin:<6}  {rule.name:<{width}}  {rule.summary}\n"
+        for rule in rules
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list_rules:
+        sys.stdout.write(list_rules())
+        return 0
+    paths = args.paths or [DEFAULT_PATH]
+    missing = [path for path in paths if not Path(path).exists()]
+    if missing:
+        for path in missing:
+            print(f"kvgen: error: no such file or directory: {path}", file=sys.stderr)
+        return 2
+
+    from generator.lint import expand_paths, lint_paths
+    from generator.reporters import render
+
+    files = expand_paths(paths)
+    if not files:
+        log.warning("no spec files (*.yaml, *.yml) under %s", ", ".join(paths))
+    diagnostics = lint_paths(files)
+    sys.stdout.write(render(args.format, diagnostics))
+    errors = sum(d.severity == "error" for d in diagnostics)
+    warnings = len(diagnostics) - errors
+    log.info(
+        "%d error%s, %d warning%s in %d file%s",
+        errors,
+        "" if errors == 1 else "s",
+        warnings,
+        "" if warnings == 1 else "s",
+        len(files),
+        "" if len(files) == 1 else "s",
+    )
+    return 1 if errors or (warnings and args.strict) else 0

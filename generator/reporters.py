@@ -1,0 +1,117 @@
+"""Output formats of ``kvgen lint``: one small emitter per format, in a registry by name.
+
+Each emitter turns sorted diagnostics into the full text written to stdout (``""`` when there
+is nothing to say). They never touch stderr; the command logs the summary there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+from generator.diagnostics import Diagnostic
+from generator.rules import RuleInfo, all_rules, find_rule
+
+__all__ = ["REPORTERS", "render"]
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+Emitter = Callable[[Sequence[Diagnostic]], str]
+
+
+def _lines(lines: list[str]) -> str:
+    return "".join(f"{line}\n" for line in lines)
+
+
+def text(diagnostics: Sequence[Diagnostic]) -> str:
+    """``path:line:col: CODE message (fix: ...)``, one per line."""
+    return _lines([d.render() for d in diagnostics])
+
+
+def _rule_name(code: str) -> str:
+    rule = find_rule(code)
+    return rule.name if rule else ""
+
+
+def as_json(diagnostics: Sequence[Diagnostic]) -> str:
+    """A stable JSON list: one object per diagnostic, keys in a fixed order."""
+    items = [
+        {
+            "path": d.path,
+            "line": d.line,
+            "col": d.col,
+            "code": d.code,
+            "name": _rule_name(d.code),
+            "severity": d.severity,
+            "message": d.message,
+            "fix": d.fix,
+        }
+        for d in diagnostics
+    ]
+    return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
+
+
+def _escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(value: str) -> str:
+    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(diagnostics: Sequence[Diagnostic]) -> str:
+    """GitHub Actions workflow commands: ``::error file=..,line=..,col=..,title=CODE::message``."""
+    lines = []
+    for d in diagnostics:
+        message = f"{d.message} (fix: {d.fix})" if d.fix else d.message
+        props = f"file={_escape_property(d.path)},line={d.line},col={d.col},title={d.code}"
+        lines.append(f"::{d.severity} {props}::{_escape_data(message)}")
+    return _lines(lines)
+
+
+def sarif(diagnostics: Sequence[Diagnostic], rules: Sequence[RuleInfo] | None = None) -> str:
+    """SARIF 2.1.0: every documented code as a rule (sorted by code), one result per finding."""
+    rules = sorted(all_rules() if rules is None else rules, key=lambda rule: rule.code)
+    index = {rule.code: i for i, rule in enumerate(rules)}
+    driver = {
+        "name": "kvgen",
+        "rules": [
+            {
+                "id": rule.code,
+                "name": rule.name,
+                "shortDescription": {"text": rule.summary},
+                "fullDescription": {"text": rule.doc},
+                "defaultConfiguration": {"level": rule.severity},
+            }
+            for rule in rules
+        ],
+    }
+    results = []
+    for d in diagnostics:
+        result: dict = {"ruleId": d.code}
+        if d.code in index:
+            result["ruleIndex"] = index[d.code]
+        result["level"] = d.severity
+        result["message"] = {"text": f"{d.message} (fix: {d.fix})" if d.fix else d.message}
+        result["locations"] = [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": d.path},
+                    "region": {"startLine": d.line, "startColumn": d.col},
+                }
+            }
+        ]
+        results.append(result)
+    log = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{"tool": {"driver": driver}, "results": results}],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+REPORTERS: dict[str, Emitter] = {"text": text, "json": as_json, "github": github, "sarif": sarif}
+
+
+def render(format_name: str, diagnostics: Sequence[Diagnostic]) -> str:
+    """Render with the emitter registered as ``format_name`` (KeyError if there is none)."""
+    return REPORTERS[format_name](diagnostics)

@@ -1,0 +1,42 @@
+"""A recurrent kind without `state_bytes`.
+
+## What it does
+Reports a kind with `attention: recurrent` that does not give `state_bytes` (for example one
+that gives `kv_heads` or `bytes_per_token` instead).
+
+## Why it matters
+A recurrent (Mamba, linear-attention) layer keeps a fixed state per request and no per-token
+cache; sizing it per token would charge memory that grows with the sequence and miss the
+per-request state.
+
+## Example
+```yaml
+mamba: {attention: recurrent, kv_heads: 8, head_dim: 128}
+```
+
+## Fix
+Give the state size per request per layer at tp=1:
+```yaml
+mamba: {attention: recurrent, state_bytes: 2359296}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from generator.rules._base import Finding, RuleContext
+
+CODE = "KV219"
+NAME = "recurrent-kind-without-state"
+SEVERITY = "error"
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    for kind in ctx.kinds:
+        if kind.kind.attention == "recurrent" and kind.kind.state_bytes is None:
+            yield Finding(
+                (*kind.loc, "attention"),
+                f"{kind.label} is recurrent but has no state_bytes",
+                "give state_bytes (per request per layer at tp=1) instead of a per-token shape",
+            )
