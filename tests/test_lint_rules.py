@@ -84,7 +84,7 @@ def test_list_rules_lists_every_code_once(capsys):
     assert main(["lint", "--list-rules"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == [rule.code for rule in all_rules()]
-    assert lines[-1].split()[:4] == ["KV223", "warning", "lint", "tree-smaller-than-draft-len"]
+    assert lines[-1].split()[:4] == ["KV307", "error", "import-hf", "invalid-config-value"]
 
 
 def _heavy_modules_after(code: str) -> str:
@@ -182,3 +182,12 @@ def test_rules_never_raise_on_a_validated_family(data):
         return
     for diagnostic in lint_family("x.yaml", validated, SourceMap()):
         assert diagnostic.line >= 1 and diagnostic.col >= 1
+
+
+def test_every_import_hf_code_is_documented_for_explain():
+    from generator.importhf import IMPORT_CODES
+    from generator.rules._import_codes import IMPORT_DOCS
+
+    assert [code for code, _name, _doc in IMPORT_DOCS] == sorted(IMPORT_CODES)
+    for code in IMPORT_CODES:
+        assert find_rule(code) is not None

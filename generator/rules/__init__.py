@@ -18,6 +18,7 @@ from functools import cache
 
 from generator.diagnostics import Severity
 from generator.rules._base import Finding, RuleContext
+from generator.rules._import_codes import IMPORT_DOCS
 from generator.rules._reader_codes import READER_CODES
 
 __all__ = ["LINT_RULE_MODULES", "RETIRED", "RuleInfo", "all_rules", "find_rule", "lint_rules"]
@@ -71,7 +72,7 @@ class RuleInfo:
 
     @property
     def origin(self) -> str:
-        return {"KV0": "reader", "KV1": "schema"}.get(self.code[:3], "lint")
+        return {"KV0": "reader", "KV1": "schema", "KV3": "import-hf"}.get(self.code[:3], "lint")
 
 
 @cache
@@ -91,7 +92,10 @@ def all_rules() -> tuple[RuleInfo, ...]:
     reader = [
         RuleInfo(code, name, "error", inspect.cleandoc(doc)) for code, name, doc in READER_CODES
     ]
-    return tuple(sorted([*reader, *lint_rules()], key=lambda rule: rule.code))
+    imported = [
+        RuleInfo(code, name, "error", inspect.cleandoc(doc)) for code, name, doc in IMPORT_DOCS
+    ]
+    return tuple(sorted([*reader, *lint_rules(), *imported], key=lambda rule: rule.code))
 
 
 def find_rule(code_or_name: str) -> RuleInfo | None:

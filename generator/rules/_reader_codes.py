@@ -350,4 +350,26 @@ mla: {attention: full, kv_lora_rank: 512, qk_rope_head_dim: 64, kv_heads: 128}
 Keep exactly one shape per kind; rename keyword names (e.g. `lambda_` instead of `lambda`).
 """,
     ),
+    (
+        "KV010",
+        "duplicate-family",
+        """Two spec files define the same family.
+
+## What it does
+Reports the second file (in path order) whose `family:` repeats one already defined.
+
+## Why it matters
+Each family becomes one package `generated/<family>/`; two specs would overwrite each
+other's output, and which one wins would depend on file order.
+
+## Example
+```yaml
+# schema/families/gemma3_new.yaml
+family: gemma3   # also defined in schema/families/gemma3.yaml
+```
+
+## Fix
+Give each spec file its own family name, or merge the models into one spec.
+""",
+    ),
 )
