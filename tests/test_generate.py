@@ -238,6 +238,7 @@ def test_generated_sizing_public_surface(project):
     assert module.__all__ == [
         "FAMILY",
         "MANAGERS",
+        "MAX_SEQ_LEN",
         "MODELS",
         "SEMANTICS",
         "SPECULATIVE",
@@ -255,6 +256,7 @@ def test_generated_sizing_public_surface(project):
         "split_budget",
     ]
     assert module.MODELS == ("toy_small",)
+    assert module.MAX_SEQ_LEN == {"toy_small": 4096}
     assert module.SPECULATIVE == ("none", "eagle2")
     assert module.MANAGERS == {"none": ("target",), "eagle2": ("target",)}
 

@@ -1,0 +1,230 @@
+"""Capacity planning on a generated sizing module (``kvgen plan``).
+
+Everything here asks the generated module ``generated/<family>/sizing.py`` (stdlib only), so the
+plan is exactly what an inference stack that imports it would compute::
+
+    sizing = load_sizing("llama3")
+    plan = make_plan(sizing, "llama3_1_8b", gpu_memory=16 * GiB, batch_sizes=[8])
+    plan.batches[0].managers[0].max_tokens    # 131072
+
+Per max_batch_size B it reports the budget split (SIZING.md §6, ``split_budget``), each
+manager's max tokens on its share (``max_tokens_from_quota``), the largest number of requests
+of one sequence length that fit together, and the largest max_seq_len that B requests fit at.
+"Fit" means every cache manager holds ``requests * length`` tokens of history on its share;
+both searches re-evaluate the costs at each candidate because the intercept grows with the
+batch and the windows depend on max_seq_len.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from generator.project import OUT_DIR
+
+__all__ = [
+    "BatchPlan",
+    "ManagerPlan",
+    "Plan",
+    "PlanError",
+    "capacity_curve",
+    "load_sizing",
+    "make_plan",
+    "native_max_seq_len",
+]
+
+DEFAULT_MAX_SEQ_LEN = 32768  # the default is min(native, this), as for ``kvgen diff``
+SEARCH_LIMIT = 1 << 24  # requests; a cost that never grows with them is reported at this cap
+_FAMILY = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class PlanError(Exception):
+    """A plan cannot be made: no generated module, unknown model, bad argument."""
+
+
+def load_sizing(family: str, generated_dir: Path = OUT_DIR) -> types.ModuleType:
+    """``generated/<family>/sizing.py`` of this project (not of any installed copy)."""
+    path = generated_dir / family / "sizing.py"
+    if not _FAMILY.match(family) or not path.is_file():
+        found = sorted(p.parent.name for p in generated_dir.glob("*/sizing.py"))
+        known = f" (generated families: {', '.join(found)})" if found else ""
+        raise PlanError(f"{path.as_posix()} not found{known}: run `kvgen generate` to create it")
+    spec = importlib.util.spec_from_file_location(f"kvgen_plan_{family}_sizing", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def native_max_seq_len(sizing: types.ModuleType, model: str) -> int:
+    if model not in sizing.MODELS:
+        raise PlanError(f"model must be one of {', '.join(sizing.MODELS)}; got {model!r}")
+    return int(sizing.MAX_SEQ_LEN[model])
+
+
+@dataclass(frozen=True)
+class ManagerPlan:
+    name: str
+    slope: int
+    intercept: int
+    share: int
+    max_tokens: int | None  # None: nothing bounds it
+
+
+@dataclass
+class BatchPlan:
+    max_batch_size: int
+    managers: list[ManagerPlan] = field(default_factory=list)
+    error: str | None = None  # the budget does not cover the intercepts
+    max_seq_len_fit: int = 0  # largest max_seq_len for max_batch_size requests of that length
+
+
+@dataclass
+class Plan:
+    family: str
+    model: str
+    speculative: str
+    semantics: str
+    gpu_memory: int
+    max_num_tokens: int
+    max_seq_len: int
+    native_max_seq_len: int
+    tp_size: int
+    seq_len: int
+    max_requests: int = 0  # requests of seq_len tokens that fit at once (batch = requests)
+    batches: list[BatchPlan] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return all(batch.error is None for batch in self.batches)
+
+
+class _Sizing:
+    """The generated module bound to one model, profile and deployment."""
+
+    def __init__(self, sizing, model, speculative, max_num_tokens, tp_size, semantics):
+        self.sizing = sizing
+        self.model = model
+        self.common = {
+            "speculative": speculative,
+            "max_num_tokens": max_num_tokens,
+            "tp_size": tp_size,
+            "semantics": semantics,
+        }
+
+    def managers(self, budget: int, batch: int, max_seq_len: int) -> list[ManagerPlan]:
+        """Each manager's cost, share and max tokens; ``ValueError`` when nothing fits."""
+        kwargs = {**self.common, "max_batch_size": batch, "max_seq_len": max_seq_len}
+        shares = self.sizing.split_budget(budget, self.model, **kwargs)
+        costs = self.sizing.cache_costs(self.model, **kwargs)
+        return [
+            ManagerPlan(
+                name,
+                int(cost[0]),
+                int(cost[1]),
+                shares[name],
+                self.sizing.max_tokens_from_quota(self.model, shares[name], manager=name, **kwargs),
+            )
+            for name, cost in costs.items()
+        ]
+
+    def fits(self, budget: int, requests: int, length: int, max_seq_len: int) -> bool:
+        try:
+            managers = self.managers(budget, requests, max_seq_len)
+        except ValueError:
+            return False
+        need = requests * length
+        return all(m.max_tokens is None or m.max_tokens >= need for m in managers)
+
+
+def _largest(fits: Callable[[int], bool], high: int) -> int:
+    """The largest n in [1, high] with fits(n) (assumed monotone), 0 when none."""
+    if not fits(1):
+        return 0
+    low, step = 1, 2
+    while step < high and fits(step):  # gallop: costs are cheap but the range is wide
+        low, step = step, step * 2
+    high = min(step, high)
+    if fits(high):
+        return high
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low
+
+
+def make_plan(
+    sizing: types.ModuleType,
+    model: str,
+    *,
+    gpu_memory: int,
+    batch_sizes: list[int],
+    speculative: str = "none",
+    max_num_tokens: int = 8192,
+    max_seq_len: int | None = None,
+    tp_size: int = 1,
+    semantics: str = "trtllm-v2",
+    seq_len: int | None = None,
+) -> Plan:
+    native = native_max_seq_len(sizing, model)
+    if speculative not in sizing.SPECULATIVE:
+        raise PlanError(
+            f"speculative must be one of {', '.join(sizing.SPECULATIVE)}; got {speculative!r}"
+        )
+    max_seq_len = max_seq_len or min(native, DEFAULT_MAX_SEQ_LEN)
+    if max_seq_len > native:
+        raise PlanError(f"max_seq_len must be <= {native} (native length of {model})")
+    seq_len = seq_len or max_seq_len
+    if seq_len > max_seq_len:
+        raise PlanError(f"seq_len {seq_len} is longer than max_seq_len {max_seq_len}")
+    bound = _Sizing(sizing, model, speculative, max_num_tokens, tp_size, semantics)
+    plan = Plan(
+        sizing.FAMILY, model, speculative, semantics, gpu_memory, max_num_tokens, max_seq_len,
+        native, tp_size, seq_len,
+    )  # fmt: skip
+    plan.max_requests = _largest(
+        lambda n: bound.fits(gpu_memory, n, seq_len, max_seq_len), SEARCH_LIMIT
+    )
+    for batch in batch_sizes:
+        entry = BatchPlan(batch)
+        try:
+            entry.managers = bound.managers(gpu_memory, batch, max_seq_len)
+        except ValueError as exc:
+            entry.error = str(exc)
+        for m in entry.managers:
+            if m.max_tokens == 0:
+                entry.error = f"the {m.name} share {m.share} B does not cover its fixed cost"
+        entry.max_seq_len_fit = _largest(
+            lambda s, batch=batch: bound.fits(gpu_memory, batch, s, s), native
+        )
+        plan.batches.append(entry)
+    return plan
+
+
+def capacity_curve(
+    sizing: types.ModuleType,
+    model: str,
+    budgets: list[int],
+    *,
+    speculative: str,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    tp_size: int = 1,
+    semantics: str = "trtllm-v2",
+) -> list[int | None]:
+    """Target max tokens at each GPU budget (0 where the intercepts do not fit)."""
+    bound = _Sizing(sizing, model, speculative, max_num_tokens, tp_size, semantics)
+    out: list[int | None] = []
+    for budget in budgets:
+        try:
+            managers = bound.managers(budget, max_batch_size, max_seq_len)
+        except ValueError:
+            out.append(0)
+            continue
+        out.append(next(m.max_tokens for m in managers if m.name == "target"))
+    return out

@@ -1,0 +1,97 @@
+"""Byte sizes as people write them (``80GiB``, ``1.5TiB``, ``512MiB``, ``17179869184``).
+
+Binary units (KiB, MiB, GiB, TiB, PiB) are powers of 1024, decimal ones (KB, MB, GB, TB, PB)
+powers of 1000; units are case-insensitive and may follow a space. A size must come to a whole
+number of bytes: ``1.5KiB`` is 1536 B, ``0.1B`` is an error rather than a silent rounding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from fractions import Fraction
+
+__all__ = [
+    "GiB",
+    "KiB",
+    "MiB",
+    "TiB",
+    "format_bytes",
+    "format_size",
+    "parse_size",
+    "positive_int",
+    "size_argument",
+]
+
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+TiB = 1 << 40
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kib": KiB,
+    "mib": MiB,
+    "gib": GiB,
+    "tib": TiB,
+    "pib": 1 << 50,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "pb": 10**15,
+}
+_SIZE = re.compile(r"^\s*(\d+(?:_\d+)*(?:\.\d+)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+_BINARY = (("PiB", 1 << 50), ("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB))
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``text``; raises ``ValueError`` naming the accepted forms."""
+    match = _SIZE.match(text)
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _UNITS:
+        raise ValueError(
+            f"invalid size {text!r}: use a number of bytes or a number with a unit "
+            "(B, KiB, MiB, GiB, TiB, PiB, KB, MB, GB, TB, PB), e.g. 80GiB or 1.5TiB"
+        )
+    value = Fraction(match.group(1).replace("_", "")) * _UNITS[unit]
+    if value.denominator != 1:
+        raise ValueError(f"invalid size {text!r}: {float(value):g} is not a whole number of bytes")
+    return int(value)
+
+
+def format_size(size: int) -> str:
+    """A short binary-unit form: ``16 GiB``, ``468.75 MiB``, ``512 B`` (two decimals at most)."""
+    sign = "-" if size < 0 else ""
+    size = abs(size)
+    for unit, scale in _BINARY:
+        if size >= scale:
+            text = f"{size / scale:.2f}".rstrip("0").rstrip(".")
+            return f"{sign}{text} {unit}"
+    return f"{sign}{size} B"
+
+
+def format_bytes(size: int) -> str:
+    """``format_size`` and the exact count when they differ: ``16 GiB (17179869184 B)``."""
+    short = format_size(size)
+    return short if short.endswith(" B") else f"{short} ({size} B)"
+
+
+def size_argument(text: str) -> int:
+    """``parse_size`` as an argparse ``type=`` (a bad size is a usage error, exit 2)."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type=`` for counts such as max_batch_size."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
