@@ -283,12 +283,10 @@ class ManagerCost:
         if room < 0:
             return 0
         rate = self.slope + self.ctx_swa
-        if rate == 0:
-            return None
+        if self.slope == 0 and room >= self.max_num_tokens * self.ctx_swa:
+            return None  # every context token fits and nothing else grows with T
         if room <= self.max_num_tokens * rate:
             return room // rate
-        if self.slope == 0:
-            return None
         return self.max_num_tokens + (room - self.max_num_tokens * rate) // self.slope
 
 
@@ -343,9 +341,14 @@ def _life_cycles(layers: list[Layer]) -> dict[tuple[int, int], list[Layer]]:
 
 
 def _ctx_bytes(layers: list[Layer], scratch_reuse: bool) -> int:
-    """Per-token context bytes of SWA layers; with scratch reuse one layer per (w, b) key."""
+    """Per-token context bytes of SWA layers; with scratch reuse one layer per key.
+
+    The key is (window, b_l) within a life cycle (SIZING §3); life cycles that share a window
+    but differ in sink count keep their own scratch pages, as their pools are separate.
+    """
     if scratch_reuse:
-        return sum(b for _w, b in {(lay.window, lay.bytes_per_token) for lay in layers})
+        keys = {(lay.window, lay.sinks, lay.bytes_per_token) for lay in layers}
+        return sum(b for _w, _s, b in keys)
     return sum(lay.bytes_per_token for lay in layers)
 
 

@@ -443,6 +443,22 @@ def test_inverse_below_the_fixed_cost_is_zero_and_all_swa_is_unbounded(tmp_path)
     assert resume.max_tokens_from_quota("m", 43008, manager="draft", **kw) is None
 
 
+def test_inverse_without_full_attention_is_unbounded_from_quota_n(tmp_path):
+    # An all-SWA target (Mistral-like; here THREE_LAYERS cut down to its one "near" layer):
+    # slope 0, so once all N context tokens fit (quota(N)), nothing else grows with T.
+    text = THREE_LAYERS.replace("[near, far, glob]", "[near]").replace("count: 3", "count: 1")
+    text = text.replace(
+        "      far: {attention: sliding, window: 100, kv_heads: 4, head_dim: 8}\n", ""
+    )
+    text = text.replace("      glob: {attention: full, kv_heads: 8, head_dim: 16}\n", "")
+    module = Implementation("generated", text, tmp_path).module
+    common = {"max_batch_size": 4, "max_num_tokens": 64, "max_seq_len": 1024}
+    # quota(N) = 4 * (4 pages * 16 * 64) + 64 * 64 = 16384 + 4096 = 20480.
+    assert module.quota_from_max_tokens("tri", 64, **common)["target"] == 20480
+    assert module.max_tokens_from_quota("tri", 20480, **common) is None
+    assert module.max_tokens_from_quota("tri", 20479, **common) == 63
+
+
 def test_budget_split_shares_sum_to_the_budget(tmp_path):
     module = Implementation("generated", RESUME, tmp_path).module
     kw = {"speculative": "pard2", "max_batch_size": 4, "max_num_tokens": 48, "max_seq_len": 4096}
