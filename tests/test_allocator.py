@@ -424,3 +424,15 @@ def test_usage_block_of_the_docstring_runs(mixed):
     namespace = {"allocator": module}
     exec(code, namespace)
     assert namespace["shim"].requests == ()
+
+
+def test_layer_views_accept_the_model_layer_index(mixed):
+    shim = make(mixed)
+    by_index = shim.layer_views(0)
+    by_name = shim.layer_views("layers.0")
+    assert by_index.keys() == by_name.keys()
+    for key in by_index:
+        assert by_index[key].data_ptr() == by_name[key].data_ptr()
+        assert by_index[key].shape == by_name[key].shape
+    with pytest.raises(KeyError, match=r"holds no layer 'layers\.999'"):
+        shim.layer_views(999)

@@ -986,9 +986,13 @@ class KVCacheShim:
         r = self._get(rid)
         return r.history, r.capacity
 
-    def layer_views(self, layer: str, manager: str = "target") -> dict[str, torch.Tensor]:
+    def layer_views(self, layer: str | int, manager: str = "target") -> dict[str, torch.Tensor]:
         """Typed views of a layer in its main pool: ``k``/``v`` (pages, tpb, heads, head_dim),
-        ``latent`` (MLA), ``raw``/``extra`` (uint8), ``*_scale`` (NVFP4), ``state`` (slots)."""
+        ``latent`` (MLA), ``raw``/``extra`` (uint8), ``*_scale`` (NVFP4), ``state`` (slots).
+
+        ``layer`` is a name such as ``"layers.5"`` or the model's layer index ``5``."""
+        if isinstance(layer, int):
+            layer = f"layers.{layer}"
         for pool in self._manager(manager).pools.values():
             if layer in pool.views and not pool.name.endswith("/scratch"):
                 return pool.views[layer]
