@@ -10,18 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from generator.costmodel import kind_head_dim
 from generator.render import SpecInput, artifact
 from generator.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
-
-
-def _head_dim(kind: LayerKind, shape_of: LayerStack) -> int:
-    if kind.head_dim is not None:
-        return kind.head_dim
-    hidden = getattr(shape_of, "hidden_size", None)
-    heads = getattr(shape_of, "num_attention_heads", None)
-    if hidden is None or heads is None or hidden % heads:
-        raise ValueError("head_dim is missing and cannot be derived from hidden_size / heads")
-    return hidden // heads
 
 
 def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict[str, Any]:
@@ -32,7 +23,7 @@ def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict
         "window": kind.window if kind.attention == "sliding" else None,
         "sink_tokens": kind.sink_tokens if kind.attention == "sliding" else 0,
         "kv_heads": kind.kv_heads if standard else 0,
-        "head_dim": _head_dim(kind, shape_of) if standard else 0,
+        "head_dim": kind_head_dim(kind, shape_of) if standard else 0,
         "kv_lora_rank": kind.kv_lora_rank or 0,
         "qk_rope_head_dim": kind.qk_rope_head_dim or 0,
         "bytes_per_token": kind.bytes_per_token or 0,
@@ -76,11 +67,7 @@ def allocator_context(spec: SpecInput) -> dict[str, Any]:
         if profile.mode in MODES_WITH_DRAFT_POOL and profile.draft is not None:
             drafts[profile.name] = stack_fields(profile.draft, dtype, profile.draft)
     return {
-        "tokens_per_block": family.tokens_per_block,
-        "kv_cache_dtype": dtype,
         "models": models,
-        "model_names": tuple(models),
-        "profile_names": tuple(profiles),
         "profiles": profiles,
         "extra_layers": extra_layers,
         "drafts": drafts,

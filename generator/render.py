@@ -119,6 +119,16 @@ def _load_builders() -> None:
     import generator.sizing_context  # noqa: F401
 
 
+def family_context(family: Family) -> dict[str, Any]:
+    """What every artifact's template states about the family."""
+    return {
+        "tokens_per_block": family.tokens_per_block,
+        "kv_cache_dtype": family.kv_cache_dtype,
+        "model_names": tuple(m.name for m in family.models),
+        "profile_names": family.profile_names,
+    }
+
+
 def render(specs: list[SpecInput]) -> dict[str, str]:
     """Render every artifact of every spec: ``{"<family>/sizing.py": text, ...}``."""
     _load_builders()
@@ -127,7 +137,12 @@ def render(specs: list[SpecInput]) -> dict[str, str]:
     for spec in sorted(specs, key=lambda s: s.family.family):
         family = spec.family.family
         header = HEADER.format(source=spec.source)
-        base = {"header": header, "spec_sha256": spec.sha256, "family": spec.family}
+        base = {
+            "header": header,
+            "spec_sha256": spec.sha256,
+            "family": spec.family,
+            **family_context(spec.family),
+        }
         out[f"{family}/__init__.py"] = format_python(
             env.get_template("family_init.py.j2").render(**base), f"{family}/__init__.py"
         )

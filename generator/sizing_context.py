@@ -98,11 +98,7 @@ def sizing_context(spec: SpecInput) -> dict[str, Any]:
         if profile.mode in MODES_WITH_DRAFT_POOL and profile.draft is not None:
             drafts[profile.name] = stack_row(profile.draft, dtype, profile.draft)
     return {
-        "tokens_per_block": family.tokens_per_block,
-        "kv_cache_dtype": dtype,
         "models": models,
-        "model_names": tuple(models),
-        "profile_names": tuple(profiles),
         "profiles": profiles,
         "drafts": drafts,
     }

@@ -12,8 +12,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.render import HEADER_PREFIX
-
 
 @dataclass
 class Plan:
@@ -47,6 +45,8 @@ class Plan:
 
 
 def _generated_files(out_dir: Path) -> list[str]:
+    from generator.render import HEADER_PREFIX  # render pulls in jinja2; keep writer light
+
     if not out_dir.is_dir():
         return []
     found = []
@@ -82,7 +82,7 @@ def write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
+            handle.write(text.encode("utf-8"))  # bytes: "\n" line endings on every platform
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -6,6 +6,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# CI runs on 2 busy cores: wall-clock deadlines would make property tests flaky, and a
+# derandomized run reproduces exactly what CI saw.
+settings.register_profile("kvgen", deadline=None, derandomize=True)
+settings.load_profile("kvgen")
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `tests.workloads` importable under plain `pytest` too

@@ -15,7 +15,6 @@ suspend/resume, and random mixes. Nothing here computes a cost itself.
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import sys
 from collections.abc import Callable, Iterable
@@ -26,6 +25,7 @@ from typing import Any
 
 from generator.loader import load_family
 from generator.render import SpecInput, render
+from tests.sizing_support import import_generated
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_SPECS = ROOT / "tests" / "fixtures" / "specs"
@@ -59,15 +59,6 @@ class Rendered:
     source: str
 
 
-def _import(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def render_family(family, raw: bytes, out_dir: Path, source: str) -> Rendered:
     """Render one family into ``out_dir/<family>/`` and import its sizing and allocator."""
     files = render([SpecInput(source, raw, family)])
@@ -80,8 +71,8 @@ def render_family(family, raw: bytes, out_dir: Path, source: str) -> Rendered:
     return Rendered(
         family.family,
         family,
-        _import(f"{tag}.sizing", base / "sizing.py"),
-        _import(f"{tag}.allocator", base / "allocator.py"),
+        import_generated(base / "sizing.py", f"{tag}.sizing"),
+        import_generated(base / "allocator.py", f"{tag}.allocator"),
         source,
     )
 

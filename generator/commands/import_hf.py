@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
-import tempfile
 from pathlib import Path
+
+from generator.writer import write_atomic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
@@ -48,18 +48,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _usage(message: str) -> int:
     print(f"kvgen import-hf: error: {message}", file=sys.stderr)
     return EXIT_USAGE
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,6 +93,6 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(result.text)
         return EXIT_OK
-    _write_atomic(Path(args.out), result.text)
+    write_atomic(Path(args.out), result.text)
     log.info("wrote %s", out_display)
     return EXIT_OK

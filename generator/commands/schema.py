@@ -11,8 +11,9 @@ import argparse
 import logging
 import os
 import sys
-import tempfile
 from pathlib import Path
+
+from generator.writer import write_atomic
 
 log = logging.getLogger("kvgen")
 
@@ -55,18 +56,6 @@ def missing_modelines(schema: Path) -> list[str]:
     return problems
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def run(args: argparse.Namespace) -> int:
     from generator.schema_export import export_schema, schema_diff
 
@@ -83,6 +72,6 @@ def run(args: argparse.Namespace) -> int:
     if not diff:
         log.info("%s is up to date", output.as_posix())
         return 0
-    _write_atomic(output, fresh)
+    write_atomic(output, fresh)
     log.info("wrote %s", output.as_posix())
     return 0
