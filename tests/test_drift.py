@@ -227,6 +227,45 @@ def test_6_window_override_on_a_full_layer(render, family):
     assert fixed > 4 * runtime  # the override bought fixed cost for every request
 
 
+def test_7_draft_cost_as_total_minus_target(render, family):
+    """The draft pool's own shape (a single SWA pool, rounded for resume) is lost when its cost
+    is taken as cost(target + draft layers) - cost(target)."""
+    from generator import costmodel
+
+    params = PARAMS
+    model = family.models[0]
+    draft_kind = family.speculative[0].draft.layer_kinds["d"]
+    # The draft layer joins the target's stack at its own dtype (bf16) to price "the total".
+    joint = model.model_copy(
+        update={
+            "layer_kinds": {
+                **model.layer_kinds,
+                "d": draft_kind.model_copy(update={"dtype": "bf16"}),
+            },
+            "layers": model.layers.model_copy(
+                update={"count": 5, "pattern": ["s", "t", "s", "g", "d"]}
+            ),
+        }
+    )
+    total_family = family.model_copy(update={"models": [joint]})
+    run = costmodel.RuntimeParams(**params)
+    total = costmodel.cache_costs(total_family, "swa", "pard4", run)["target"]
+    target = costmodel.cache_costs(family, "swa", "pard4", run)["target"]
+    buggy_intercept = total.intercept - target.intercept
+    # Draft: b = 2*2*16*2 = 128 (bf16). PARD K=4: H = 11, pages(58, 11) = ceil(67/16)+1 = 6.
+    # B*per_request + N*ctx = 4*6*16*128 + 16*128 = 51200: what "total minus target" says.
+    assert buggy_intercept == 51200
+    # Its own single SWA pool rounds for resume: 51200 / 2048 = 25 slots, / float32(0.95)
+    # -> 27 slots = 55296, which is what the shim builds.
+    rendered = render()
+    static = rendered.sizing.cache_costs("swa", speculative="pard4", **params)["draft"]
+    shim = rendered.allocator.KVCacheShim(
+        "swa", speculative="pard4", max_tokens=0, device="meta", **params
+    )
+    assert static.intercept == shim.quota_bytes()["draft"] == 55296
+    assert buggy_intercept != shim.quota_bytes()["draft"]
+
+
 def test_8_draft_dtype_charged_at_the_target_rate(render, family):
     profile = family.speculative[0]
     fp8_draft = profile.model_copy(
