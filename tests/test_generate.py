@@ -281,3 +281,21 @@ def test_bad_arguments_raise_value_errors_naming_the_argument(project):
     for args, kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
             sizing.cache_costs(*args, **kwargs)
+
+
+def test_generate_never_imports_torch(project):
+    """Only the allocator shim and its tests may import torch; rendering it must not."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from generator.cli import main
+        assert main(["-q", "generate"]) == 0
+        assert main(["-q", "generate", "--check"]) == 0
+        print(sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.")))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+    assert (project / "generated/toy/allocator.py").exists()
