@@ -97,7 +97,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         rendered = load(args.family, Path(tmp))
         model = args.model or rendered.sizing.MODELS[0]
-        profiles = [args.profile] if args.profile else list(rendered.sizing.SPECULATIVE)
+        profiles = [args.profile] if args.profile else list(rendered.sizing.PROFILES[model])
         print(f"family {rendered.name}, model {model}, device {args.device}")
         print("generation step, batch 256 (200 steps):")
         for profile in profiles:

@@ -58,7 +58,7 @@ def bench_family(family: str, calls: int) -> dict[str, float]:
     sizing = importlib.import_module(f"generated.{family}.sizing")
     spec = load_family(REPO / "schema" / "families" / f"{family}.yaml")
     model = sizing.MODELS[-1]
-    profile = sizing.SPECULATIVE[-1]
+    profile = sizing.PROFILES[model][-1]
     native = spec.model(model).max_seq_len
     kw = {
         "speculative": profile,

@@ -41,8 +41,9 @@ def layer_kinds(model: Model) -> list[LayerKind]:
 
 
 def bytes_per_token(kind: LayerKind) -> int:
-    """b_l at bf16 and tp=1 (SIZING.md §1); recurrent layers have no per-token cost."""
-    if kind.state_bytes is not None:
+    """b_l at bf16 and tp=1 (SIZING.md §1); recurrent and cache-less (``attention: none``)
+    layers have no per-token cost."""
+    if kind.attention == "none" or kind.state_bytes is not None:
         return 0
     if kind.bytes_per_token is not None:
         return kind.bytes_per_token + kind.extra_bytes_per_token
@@ -82,19 +83,27 @@ def table() -> str:
     lines = [
         f"KV bytes per token at bf16 (tp=1, all layers) and the fixed cost per request at "
         f"tokens_per_block {TABLE_TPB} (sliding-window pages at H=1 plus recurrent state).",
+        'Profiles on a family\'s first row apply to every model; "this model only" marks a '
+        "per-model profile (`models:`).",
         "Regenerate with `python bench/families_table.py --write-readme`.",
         "",
         "| family | model | max_seq_len | KV B/token | fixed B/request | fixed MiB | profiles |",
         "|---|---|---:|---:|---:|---:|---|",
     ]
     for family in families():
-        profiles = ", ".join(f"`{p.name}` ({p.mode})" for p in family.speculative)
         for i, model in enumerate(family.models):
+            # Family-wide profiles on the family's first row, per-model ones on their model's.
+            profiles = ", ".join(
+                f"`{p.name}` ({p.mode}{'' if p.models is None else '; this model only'})"
+                for p in family.speculative
+                if (p.models is None and i == 0)
+                or (p.models is not None and p.applies_to(model.name))
+            )
             per_token = sum(bytes_per_token(kind) for kind in layer_kinds(model))
             fixed = fixed_per_request(model)
             lines.append(
                 f"| {family.family if i == 0 else ''} | `{model.name}` | {model.max_seq_len:,} "
-                f"| {per_token:,} | {fixed:,} | {_mib(fixed)} | {profiles if i == 0 else ''} |"
+                f"| {per_token:,} | {fixed:,} | {_mib(fixed)} | {profiles} |"
             )
     return "\n".join(lines) + "\n"
 

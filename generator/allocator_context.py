@@ -17,7 +17,7 @@ from generator.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
 
 def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict[str, Any]:
     """Keyword fields of the generated ``LayerKind`` (absent shapes are 0, dtype resolved)."""
-    standard = kind.attention != "recurrent" and kind.kv_heads is not None
+    standard = kind.attention not in ("recurrent", "none") and kind.kv_heads is not None
     return {
         "attention": kind.attention,
         "window": kind.window if kind.attention == "sliding" else None,
@@ -51,14 +51,18 @@ def allocator_context(spec: SpecInput) -> dict[str, Any]:
     family = spec.family
     dtype = family.kv_cache_dtype
     models = {
-        model.name: {"max_seq_len": model.max_seq_len, "stack": stack_fields(model, dtype, model)}
+        model.name: {
+            "max_seq_len": model.max_seq_len,
+            "stack": stack_fields(model, dtype, model),
+            "profiles": family.profiles_for(model.name),
+        }
         for model in family.models
     }
     extra_layers = {
         (model.name, profile.name): stack_fields(profile.extra_layers, dtype, model)
         for model in family.models
         for profile in family.speculative
-        if profile.extra_layers is not None
+        if profile.extra_layers is not None and profile.applies_to(model.name)
     }
     profiles = {"none": ("none", 0, None)}
     drafts = {}

@@ -107,7 +107,7 @@ def kind_bytes_per_token(
     kind: LayerKind, stack: LayerStack, dtype: str, tp_size: int, *, shape_of: LayerStack
 ) -> int:
     """Bytes per token of one layer of ``kind`` on one rank (K and V plus extra buffers)."""
-    if kind.attention == "recurrent":
+    if kind.attention in ("recurrent", "none"):
         return 0
     dtype = kind.dtype or dtype
     if kind.bytes_per_token is not None:
@@ -164,13 +164,18 @@ def stack_layers(
     backoff: int,
     shape_of: LayerStack,
 ) -> list[Layer]:
-    """Resolve the layers ``layer_indices`` of ``stack`` (pattern phase kept across pp ranks)."""
+    """Resolve the layers ``layer_indices`` of ``stack`` (pattern phase kept across pp ranks).
+
+    Layers of an ``attention: none`` kind hold no cache: they take their index (and so their
+    place on a pipeline rank) but no cache manager sees them."""
     dtype = stack.kv_cache_dtype or dtype
     out = []
     pattern = stack.layers.pattern
     for index in layer_indices:
         name = pattern[index % len(pattern)]
         kind = stack.layer_kinds[name]
+        if kind.attention == "none":
+            continue
         if kind.attention == "recurrent":
             state = -(-(kind.state_bytes or 0) // tp_size)
             out.append(Layer(index, name, None, 0, 0, state))
@@ -399,6 +404,7 @@ def cache_costs(
     """Static cost per cache manager (``"target"``, and ``"draft"`` for a separate pool)."""
     model = _model(family, model_name)
     profile = _profile(family, speculative)
+    _check_applies(family, model, profile)
     params.validate(model)
     head = headroom(profile, overlap_slack=params.overlap_slack)
     return {
@@ -422,6 +428,15 @@ def _profile(family: Family, name: str) -> Speculative | None:
         raise ValueError(
             f"speculative must be one of {', '.join(family.profile_names)}; got {name!r}"
         ) from None
+
+
+def _check_applies(family: Family, model: Model, profile: Speculative | None) -> None:
+    """A per-model profile (``models:``) is used only with the models it names."""
+    if profile is not None and not profile.applies_to(model.name):
+        raise ValueError(
+            f"speculative {profile.name!r} does not apply to model {model.name!r}; "
+            f"profiles for {model.name}: {', '.join(family.profiles_for(model.name))}"
+        )
 
 
 def max_blocks_per_seq(

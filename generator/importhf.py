@@ -52,9 +52,11 @@ _LAYER_TYPES = {
     "mamba": "mamba",
     "mamba2": "mamba",
 }
-# Nemotron-H hybrid_override_pattern: M Mamba-2, * attention, - MLP, E MoE (no cache).
-_HYBRID_CHARS = {"M": "mamba", "*": "full", "-": None, "E": None}
-_BLOCK_TYPES = {"attention": "full", "mamba": "mamba", "mlp": None, "moe": None}
+# Nemotron-H hybrid_override_pattern: M Mamba-2, * attention, - MLP, E MoE. MLP and MoE
+# blocks hold no cache but count in num_hidden_layers (pipeline ranks split by layer index),
+# so they become an `attention: none` kind rather than being dropped.
+_HYBRID_CHARS = {"M": "mamba", "*": "full", "-": "none", "E": "none"}
+_BLOCK_TYPES = {"attention": "full", "mamba": "mamba", "mlp": "none", "moe": "none"}
 
 
 class _Abort(Exception):
@@ -123,7 +125,7 @@ class _JsonReader:
 class _Kind:
     """One cache shape; ``notes`` maps a spec field to the comment naming its source."""
 
-    attention: str  # full | sliding | mla | recurrent
+    attention: str  # full | sliding | mla | recurrent | none
     window: int | None = None
     kv_heads: int | None = None
     head_dim: int | None = None
@@ -132,6 +134,10 @@ class _Kind:
     state_bytes: int | None = None
     notes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     base: str = ""
+
+
+# An MLP-only or MoE-only block: no cache, but it keeps its layer index.
+_NO_CACHE = _Kind("none", notes=(("attention", "MLP/MoE block: no KV cache"),), base="ffn")
 
 
 @dataclass
@@ -282,7 +288,7 @@ def _alias(cfg: _Config, canonical: str) -> str:
 
 
 def _layer_types(cfg: _Config, layers: int) -> tuple[list[str | None], str]:
-    """Per layer: full | sliding | linear | mamba | None (no cache); and the source note."""
+    """Per layer: full | sliding | linear | mamba | none (no cache); and the source note."""
     window = cfg.get("sliding_window")
     layer_types = cfg.get("layer_types")
     pattern_every = (
@@ -447,7 +453,7 @@ def _attention_kinds(
                 ("qk_rope_head_dim", "config.json qk_rope_head_dim"),
             ),
         )
-        if any(t not in ("full", None) for t in types):
+        if any(t not in ("full", "none") for t in types):
             cfg.diag(
                 "KV305",
                 "kv_lora_rank",
@@ -455,7 +461,7 @@ def _attention_kinds(
                 "describe the model by hand",
             )
             raise _Abort
-        return [mla if t else None for t in types]
+        return [mla if t == "full" else None for t in types]
     heads_name = _alias(cfg, "num_key_value_heads")
     q_name = _alias(cfg, "num_attention_heads")
     q_heads = cfg.per_layer(q_name, layers)
@@ -784,10 +790,14 @@ def _build(
             kinds.append(_state_bytes(cfg, kind, dtype_bytes))
         elif shape is not None:
             kinds.append(shape)
-    skipped = types.count(None)
+        elif kind == "none":
+            kinds.append(_NO_CACHE)
+    cacheless = types.count("none")
     layers_note = f"config.json {layers_name}"
-    if skipped:
-        layers_note += f" {layers} minus {skipped} MLP/MoE blocks without cache ({types_note})"
+    if cacheless:
+        layers_note += (
+            f"; kinds from {types_note}, {cacheless} MLP/MoE blocks without cache (attention: none)"
+        )
     elif types_note not in ("full attention",):
         layers_note += f"; kinds from {types_note}"
     mtp = cfg.int_("num_nextn_predict_layers", minimum=0) or cfg.int_(

@@ -157,6 +157,12 @@ def _largest(fits: Callable[[int], bool], high: int) -> int:
     return low
 
 
+def profiles_for(sizing: types.ModuleType, model: str) -> tuple[str, ...]:
+    """The profiles of the generated module that apply to ``model`` ("none" first)."""
+    profiles = getattr(sizing, "PROFILES", None)
+    return tuple(profiles[model]) if profiles is not None else tuple(sizing.SPECULATIVE)
+
+
 def make_plan(
     sizing: types.ModuleType,
     model: str,
@@ -174,6 +180,12 @@ def make_plan(
     if speculative not in sizing.SPECULATIVE:
         raise PlanError(
             f"speculative must be one of {', '.join(sizing.SPECULATIVE)}; got {speculative!r}"
+        )
+    applicable = profiles_for(sizing, model)
+    if speculative not in applicable:
+        raise PlanError(
+            f"speculative {speculative!r} does not apply to model {model!r}; "
+            f"profiles for {model}: {', '.join(applicable)}"
         )
     max_seq_len = max_seq_len or min(native, DEFAULT_MAX_SEQ_LEN)
     if max_seq_len > native:

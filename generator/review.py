@@ -304,6 +304,13 @@ def _committed_module(side: Side, tree: GitTree, out_dir: Path) -> None:
 # --- evaluation and classification -----------------------------------------------------------
 
 
+def applicable_profiles(module: types.ModuleType, model: str) -> tuple[str, ...]:
+    """The profiles that apply to ``model``; a module generated before per-model profiles
+    (no ``PROFILES``) applies every profile to every model."""
+    profiles = getattr(module, "PROFILES", None)
+    return tuple(profiles[model]) if profiles is not None else tuple(module.SPECULATIVE)
+
+
 def capacities(side: Side, deployment: Deployment) -> dict[tuple[str, str], dict[str, Capacity]]:
     """Per (model, profile), per manager, the capacity at the reference deployment."""
     module = side.module
@@ -311,7 +318,7 @@ def capacities(side: Side, deployment: Deployment) -> dict[tuple[str, str], dict
     out: dict[tuple[str, str], dict[str, Capacity]] = {}
     for model in module.MODELS:
         kwargs = deployment.kwargs(side.family.model(model).max_seq_len)
-        for profile in module.SPECULATIVE:
+        for profile in applicable_profiles(module, model):
             costs = module.cache_costs(model, speculative=profile, **kwargs)
             try:
                 shares = module.split_budget(
@@ -385,6 +392,20 @@ def compare_family(name: str, old: Side, new: Side, deployment: Deployment) -> l
     changes += _names_changes(
         name, "profile", list(old.module.SPECULATIVE), list(new.module.SPECULATIVE)
     )
+    # A profile that stays but starts or stops applying to a model that stays.
+    for key in sorted(after.keys() ^ before.keys()):
+        model, profile = key
+        kept = (
+            model in old.module.MODELS
+            and model in new.module.MODELS
+            and profile in old.module.SPECULATIVE
+            and profile in new.module.SPECULATIVE
+        )
+        if kept:
+            stopped = key in before
+            kind = API if stopped else ADDED
+            detail = f"profile {'no longer applies' if stopped else 'now applies'} to the model"
+            changes.append(Change(name, model, profile, ANY, kind, detail))
     for key in [key for key in after if key in before]:
         model, profile = key
         for manager in sorted(set(before[key]) | set(after[key])):

@@ -61,6 +61,8 @@ def _add_validator_constraints(schema: dict[str, Any]) -> None:
     schema["properties"]["family"].update(not_keyword)
     defs["Model"]["properties"]["name"].update(not_keyword)
     defs["Speculative"]["properties"]["name"].update(not_keyword)
+    models = defs["Speculative"]["properties"]["models"]["anyOf"]
+    next(option for option in models if option.get("type") == "array")["items"].update(not_keyword)
     # pydantic validates dict keys; JSON Schema's patternProperties alone lets others through.
     for stack in ("LayerStack", "Model"):
         kinds = defs[stack]["properties"]["layer_kinds"]

@@ -12,7 +12,7 @@ from generator.costmodel import element_bytes, headroom, kind_head_dim
 from generator.render import SpecInput, artifact
 from generator.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
 
-ATTENTION_CODES = {"full": 0, "sliding": 1, "recurrent": 2}
+ATTENTION_CODES = {"full": 0, "sliding": 1, "recurrent": 2, "none": 3}
 
 
 def kind_row(kind_name: str, stack: LayerStack, dtype: str, shape_of: LayerStack) -> tuple:
@@ -24,7 +24,7 @@ def kind_row(kind_name: str, stack: LayerStack, dtype: str, shape_of: LayerStack
     kind = stack.layer_kinds[kind_name]
     dtype = kind.dtype or stack.kv_cache_dtype or dtype
     kv_heads = head_dim = fixed = 0
-    if kind.attention != "recurrent":
+    if kind.attention not in ("recurrent", "none"):
         if kind.bytes_per_token is not None:
             fixed = kind.bytes_per_token
         elif kind.kv_lora_rank is not None:
@@ -86,8 +86,9 @@ def sizing_context(spec: SpecInput) -> dict[str, Any]:
             "extra_layers": {
                 profile.name: stack_row(profile.extra_layers, dtype, model)
                 for profile in family.speculative
-                if profile.extra_layers is not None
+                if profile.extra_layers is not None and profile.applies_to(model.name)
             },
+            "profiles": family.profiles_for(model.name),
         }
         for model in family.models
     }

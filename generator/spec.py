@@ -67,11 +67,14 @@ class LayerKind(_Strict):
     the model's ``hidden_size / num_attention_heads``), ``kv_lora_rank`` + ``qk_rope_head_dim``
     (MLA latent cache, never split by tensor parallelism), ``bytes_per_token`` (a synthetic shape,
     per rank), or ``state_bytes`` (a recurrent layer: a fixed state per request, no per-token cost).
+    ``attention: none`` is a layer without any cache (an MLP-only or MoE-only block of a hybrid):
+    no shape, no cost, but it keeps its place in the layer index (pipeline ranks split by it).
     """
 
-    attention: Literal["full", "sliding", "recurrent"] = Field(
-        description="full attention, sliding-window attention, or a recurrent (Mamba, "
-        "linear-attention) layer with a fixed state per request."
+    attention: Literal["full", "sliding", "recurrent", "none"] = Field(
+        description="full attention, sliding-window attention, a recurrent (Mamba, "
+        "linear-attention) layer with a fixed state per request, or none: a layer that holds "
+        "no cache at all (MLP-only / MoE-only blocks), counted in the layer index only."
     )
     window: int | None = Field(
         default=None, ge=1, le=1 << 24, description="Attention window in tokens (sliding only)."
@@ -182,6 +185,15 @@ class Speculative(_Strict):
         default=None,
         description="Draft layers held by the target's own cache manager (eagle3, mtp, mtp_eagle).",
     )
+    models: list[Identifier] | None = Field(
+        default=None,
+        min_length=1,
+        description="Models this profile applies to; every model when omitted.",
+    )
+
+    def applies_to(self, model_name: str) -> bool:
+        """Whether this profile may be used with the model ``model_name``."""
+        return self.models is None or model_name in self.models
 
 
 class Acknowledgement(_Strict):
@@ -229,3 +241,15 @@ class Family(_Strict):
     @property
     def profile_names(self) -> tuple[str, ...]:
         return ("none", *(p.name for p in self.speculative))
+
+    def profiles_for(self, model_name: str) -> tuple[str, ...]:
+        """The profiles that apply to ``model_name``, ``"none"`` first (it always applies)."""
+        return ("none", *(p.name for p in self.speculative if p.applies_to(model_name)))
+
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        """Every applicable (model, profile) pair, in spec order."""
+        return tuple(
+            (model.name, profile)
+            for model in self.models
+            for profile in self.profiles_for(model.name)
+        )

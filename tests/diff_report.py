@@ -40,7 +40,8 @@ def _longest_window(rendered: Rendered, model: str) -> int:
     family = rendered.family
     stacks = [family.model(model)]
     for profile in family.speculative:
-        stacks += [s for s in (profile.draft, profile.extra_layers) if s is not None]
+        if profile.applies_to(model):
+            stacks += [s for s in (profile.draft, profile.extra_layers) if s is not None]
     windows = [
         (kind.window or 0) + kind.sink_tokens
         for stack in stacks
@@ -218,7 +219,7 @@ def format_table(rows: list[Row]) -> str:
 def cases(families: list[Rendered], quick: bool = False):
     for rendered in families:
         for model in rendered.sizing.MODELS:
-            for profile in rendered.sizing.SPECULATIVE:
+            for profile in rendered.sizing.PROFILES[model]:
                 sets = param_sets(rendered, model, profile)
                 for name, params in sets.items():
                     if quick and name != "base":

@@ -24,14 +24,14 @@ def _combos():
         family = load_family(path)
         for tpb in FIXTURE_TPBS:
             for model in family.models:
-                for profile in family.profile_names:
+                for profile in family.profiles_for(model.name):
                     out.append((f"{family.family}_t{tpb}", model.name, profile))
     for sizing in sorted((ROOT / "generated").glob("*/sizing.py")):
         spec = ROOT / "schema" / "families" / f"{sizing.parent.name}.yaml"
         if spec.exists():
             family = load_family(spec)
             for model in family.models:
-                for profile in family.profile_names:
+                for profile in family.profiles_for(model.name):
                     out.append((family.family, model.name, profile))
     return out
 

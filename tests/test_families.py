@@ -32,9 +32,10 @@ def layer_kinds(stack: LayerStack) -> list[LayerKind]:
 
 
 def layer_bytes(kind: LayerKind, dtype: str = "bf16", tp: int = 1) -> int:
-    """b_l of SIZING.md §1: bytes per token of one layer on one rank (0 for recurrent)."""
+    """b_l of SIZING.md §1: bytes per token of one layer on one rank (0 for recurrent and
+    cache-less ``attention: none`` layers)."""
     size = DTYPE_BYTES[dtype]
-    if kind.state_bytes is not None:
+    if kind.state_bytes is not None or kind.attention == "none":
         return 0
     if kind.bytes_per_token is not None:
         return kind.bytes_per_token + kind.extra_bytes_per_token
@@ -296,9 +297,19 @@ def test_nemotron_h_8b_mamba_state_and_attention():
 
 def test_nemotron_h_pattern_keeps_attention_positions():
     m = model("nemotron_h", "nemotron_h_8b")
-    attention_at = [i for i, k in enumerate(layer_kinds(m)) if k.attention == "full"]
-    # M-M-M-M*-M-M-M-M-M*-... with the MLP blocks removed: attention after 4, 5, 5, 5 Mamba
-    assert attention_at == [4, 10, 16, 22]
+    kinds = layer_kinds(m)
+    # hybrid_override_pattern M-M-M-M*-M-M-M-M-M*-...: one entry per layer of the 52
+    # (num_hidden_layers); "*" is at characters 7, 18, 29 and 40.
+    assert len(kinds) == 52
+    assert [i for i, k in enumerate(kinds) if k.attention == "full"] == [7, 18, 29, 40]
+    # 24 Mamba-2 ("M") and 24 MLP blocks ("-", attention: none, no cache).
+    assert sum(k.attention == "recurrent" for k in kinds) == 24
+    assert sum(k.attention == "none" for k in kinds) == 24
+    symbols = {"recurrent": "M", "full": "*", "none": "-"}
+    pattern = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+    assert "".join(symbols[k.attention] for k in kinds) == pattern
+    assert layer_kinds(model("nemotron_h", "nemotron_h_4b")) != []
+    assert model("nemotron_h", "nemotron_h_4b").layers.pattern == m.layers.pattern
 
 
 def test_llama3_pard_draft_has_llama_3_2_1b_shape():

@@ -240,6 +240,7 @@ def test_generated_sizing_public_surface(project):
         "MANAGERS",
         "MAX_SEQ_LEN",
         "MODELS",
+        "PROFILES",
         "SEMANTICS",
         "SPECULATIVE",
         "SPEC_SHA256",
@@ -259,6 +260,7 @@ def test_generated_sizing_public_surface(project):
     assert module.MAX_SEQ_LEN == {"toy_small": 4096}
     assert module.SPECULATIVE == ("none", "eagle2")
     assert module.MANAGERS == {"none": ("target",), "eagle2": ("target",)}
+    assert module.PROFILES == {"toy_small": ("none", "eagle2")}
 
 
 def test_bad_arguments_raise_value_errors_naming_the_argument(project):

@@ -153,9 +153,17 @@ def test_openelm_float32_config_needs_no_override():
 def test_nemotron_h_hybrid_override_pattern():
     family = imported("nemotron-h-8b")
     (model,) = family.models
-    # 24 M + 4 * of 52 blocks; the 24 MLP blocks hold no cache
-    assert model.layers.count == 28
-    assert [i for i, k in enumerate(layer_kinds(model)) if k.attention == "full"] == [4, 10, 16, 22]
+    # 24 M + 4 * + 24 - = 52 blocks (num_hidden_layers); the 24 MLP blocks hold no cache but
+    # keep their index ("attention: none"), so "*" stays at characters 7, 18, 29 and 40.
+    assert model.layers.count == 52
+    kinds = layer_kinds(model)
+    assert [i for i, k in enumerate(kinds) if k.attention == "full"] == [7, 18, 29, 40]
+    mlp = [
+        i for i, c in enumerate("M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-") if c == "-"
+    ]
+    assert len(mlp) == 24
+    assert [i for i, k in enumerate(kinds) if k.attention == "none"] == mlp
+    assert model.layer_kinds["ffn"].model_fields_set == {"attention"}
     # conv (4 - 1) * (128 * 64 + 2 * 8 * 128) = 30,720 + ssm 128 * 64 * 128 = 1,048,576
     # elements, * 2 B = 2,158,592 B per Mamba-2 layer per request
     assert model.layer_kinds["mamba"].state_bytes == 2158592

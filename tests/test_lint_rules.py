@@ -124,7 +124,7 @@ shape = st.one_of(
 layer_kind = st.builds(
     lambda base, extra: {**base, **extra},
     st.fixed_dictionaries(
-        {"attention": st.sampled_from(["full", "sliding", "recurrent"])},
+        {"attention": st.sampled_from(["full", "sliding", "recurrent", "none"])},
         optional={
             "window": small,
             "sink_tokens": st.integers(0, 8),

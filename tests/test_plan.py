@@ -216,6 +216,21 @@ def test_unknown_model_and_profile_are_usage_errors(project, capsys):
     assert err == "kvgen: error: speculative must be one of none, pard4; got 'mtp9'\n"
 
 
+@pytest.mark.skipif(
+    not (REPO / "schema/families/llama3.yaml").exists(), reason="llama3 family not shipped"
+)
+def test_profile_for_another_model_is_a_usage_error(project, capsys):
+    # eagle3 is the Llama-3.1-8B head (`models: [llama3_1_8b]`): it does not apply to 3.2-1B.
+    code, _, err = plan(
+        capsys, "llama3", "llama3_2_1b", "--gpu-memory", "80GiB", "--speculative", "eagle3"
+    )
+    assert code == 2
+    assert err == (
+        "kvgen: error: speculative 'eagle3' does not apply to model 'llama3_2_1b'; profiles "
+        "for llama3_2_1b: none, eagle3_1b, eagle3_two_model, pard4, ngram4\n"
+    )
+
+
 def test_plot_writes_a_png(project, capsys, tmp_path):
     pytest.importorskip("matplotlib")
     target = tmp_path / "capacity.png"

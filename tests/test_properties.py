@@ -35,6 +35,8 @@ COUNTER = itertools.count()
 @st.composite
 def layer_kind(draw, attention, window, tpb):
     kind = {"attention": attention}
+    if attention == "none":  # an MLP-only block: no cache, only a layer index
+        return kind
     if attention == "recurrent":
         kind["state_bytes"] = draw(st.integers(1, 1 << 14))
         return kind
@@ -59,7 +61,9 @@ def layer_kind(draw, attention, window, tpb):
 
 @st.composite
 def stack(draw, tpb, max_seq_len, allow_recurrent=True, windows=None):
-    attentions = ("full", "sliding", "recurrent") if allow_recurrent else ("full", "sliding")
+    attentions = (
+        ("full", "sliding", "recurrent", "none") if allow_recurrent else ("full", "sliding")
+    )
     chosen = draw(st.lists(st.sampled_from(attentions), min_size=1, max_size=3))
     # Distinct windows per sliding kind (see the report: scratch keys across sink cycles).
     windows = windows or draw(

@@ -496,3 +496,23 @@ def test_progress_goes_to_stderr_and_quiet_silences_it(repo, capsys):
     assert "kvgen: [1/1] evaluating family toy\n" in err
     assert main(["-q", "diff", "--against", "HEAD"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_profile_restricted_to_other_models_is_an_api_change(repo, capsys):
+    # A second model, committed; then pard4 is restricted to toy_a (`models:`).
+    second = TOY.split("speculative:")[0].split("models:\n")[1].replace("toy_a", "toy_b")
+    edit("speculative:", second + "speculative:")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "toy_b")
+    edit("    max_draft_len: 4\n", "    max_draft_len: 4\n    models: [toy_a]\n")
+    code, out, _ = diff(capsys, "--against", "HEAD")
+    assert code == 1
+    assert out.splitlines()[2] == (
+        "toy/toy_b/pard4/*: api: profile no longer applies to the model (NOT ACKNOWLEDGED)"
+    )
+    assert summary(api=1, blocking=1, changed=1) in out
+    # Lifting the restriction again is an addition, which never blocks.
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "restrict")
+    edit("    models: [toy_a]\n", "    models: [toy_a, toy_b]\n")
+    code, out, _ = diff(capsys, "--against", "HEAD")
+    assert code == 0
+    assert out.splitlines()[2] == "toy/toy_b/pard4/*: added: profile now applies to the model"

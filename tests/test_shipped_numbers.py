@@ -97,3 +97,32 @@ def test_qwen3_next_hybrid_charges_recurrent_state_per_request(tp_size, slope, s
     )["target"]
     assert (terms["slope"], terms["per_request"]) == (slope, state)
     assert terms["intercept"] == 4 * state
+
+
+@pytest.mark.parametrize(
+    ("rank", "slope", "mamba_layers"),
+    [
+        # 52 layers (hybrid_override_pattern M-M-M-M*-M-M-M-M-M*-..., MLP blocks included) over
+        # pp 7: divmod(52, 7) = (7, 3), so ranks 0-2 hold 8 layers and ranks 3-6 hold 7:
+        # [0, 8) [8, 16) [16, 24) [24, 31) [31, 38) [38, 45) [45, 52). Attention ("*") is at
+        # 7, 18, 29, 40 -> ranks 0, 2, 3, 5, each 1 layer * 2 * 8 * 128 * 2 B = 4096 B/token.
+        # Mamba ("M") per rank: 0 2 4 6 | 9 11 13 15 | 17 20 22 | 24 26 28 | 31 33 35 37 |
+        # 39 42 44 | 46 48 50. (With the 24 MLP blocks left out, the 28 cached layers would
+        # put attention on ranks 1, 2, 4, 5 instead.)
+        (0, 4096, 4),
+        (1, 0, 4),
+        (2, 4096, 3),
+        (3, 4096, 3),
+        (4, 0, 4),
+        (5, 4096, 3),
+        (6, 0, 3),
+    ],
+)
+def test_nemotron_h_8b_pipeline_ranks_count_mlp_blocks(rank, slope, mamba_layers):
+    module = sizing("nemotron_h")
+    costs = module.cache_costs(
+        "nemotron_h_8b", max_batch_size=8, max_num_tokens=8192, max_seq_len=8192,
+        pp_size=7, pp_rank=rank,
+    )  # fmt: skip
+    # intercept = B * per_request = 8 * mamba_layers * 2,158,592 B of Mamba-2 state.
+    assert costs["target"] == (slope, 8 * mamba_layers * 2158592)

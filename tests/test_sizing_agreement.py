@@ -39,7 +39,7 @@ def test_generated_module_matches_generic_cost_model(family_name):
     for model in family.models:
         seq = min(model.max_seq_len, 8192)
         pp_sizes = (1, 2) if model.layers.count >= 2 else (1,)
-        for profile in family.profile_names:
+        for profile in family.profiles_for(model.name):
             for semantics, scratch, reuse, tp, pp in itertools.product(
                 costmodel.SEMANTICS, (False, True), (False, True), (1, 8), pp_sizes
             ):

@@ -55,6 +55,7 @@ __all__ = [
     "KV_CACHE_DTYPE",
     "MODELS",
     "NO_PAGE",
+    "PROFILES",
     "SEMANTICS",
     "SPECULATIVE",
     "SPEC_SHA256",
@@ -86,6 +87,12 @@ TOKENS_PER_BLOCK = 64
 KV_CACHE_DTYPE = "bf16"
 MODELS = ("gemma2_2b", "gemma2_9b", "gemma2_27b")
 SPECULATIVE = ("none", "ngram4")
+# Profiles that apply to each model ("none" first); a profile with `models:` names its own.
+PROFILES = {
+    "gemma2_2b": ("none", "ngram4"),
+    "gemma2_9b": ("none", "ngram4"),
+    "gemma2_27b": ("none", "ngram4"),
+}
 SEMANTICS = ("trtllm-v2", "exact")
 NO_PAGE = -1  # block-table entry of a page not held (stale, scratch, or past capacity)
 
@@ -93,7 +100,7 @@ NO_PAGE = -1  # block-table entry of a page not held (stale, scratch, or past ca
 class LayerKind(NamedTuple):
     """One kind of layer as the spec gives it (absent shapes are 0; dtype resolved)."""
 
-    attention: str  # "full", "sliding" or "recurrent"
+    attention: str  # "full", "sliding", "recurrent" or "none" (no cache)
     window: int | None
     sink_tokens: int
     kv_heads: int
@@ -424,12 +431,23 @@ def _buffers(kind: LayerKind, tp_size: int) -> tuple:
 
 
 def _resolve(
-    stack: LayerStack, prefix: str, indices: range, tp_size: int, max_seq_len: int, backoff: int
+    stack: LayerStack,
+    prefix: str,
+    indices: range,
+    tp_size: int,
+    max_seq_len: int,
+    backoff: int,
+    cacheless: dict[str, str],
 ) -> list[Layer]:
+    """The layers ``indices`` of ``stack`` that hold a cache; ``attention: none`` layers keep
+    their index (so pipeline ranks split the model as it is) and go to ``cacheless``."""
     layers = []
     for index in indices:
         name = stack.pattern[index % len(stack.pattern)]
         kind = stack.kinds[name]
+        if kind.attention == "none":
+            cacheless[f"{prefix}.{index}"] = name
+            continue
         window = None
         if kind.attention == "sliding" and kind.window is not None:
             # Retention window w + D; a window reaching max_seq_len is full attention.
@@ -681,6 +699,11 @@ class KVCacheShim:
             raise ValueError(
                 f"speculative must be one of {', '.join(SPECULATIVE)}; got {speculative!r}"
             )
+        if speculative not in PROFILES[model]:
+            raise ValueError(
+                f"speculative {speculative!r} does not apply to model {model!r}; "
+                f"profiles for {model}: {', '.join(PROFILES[model])}"
+            )
         native, stack = _MODELS[model]
         self.model, self.speculative = model, speculative
         self.max_batch_size = _positive("max_batch_size", max_batch_size)
@@ -752,15 +775,24 @@ class KVCacheShim:
         start = pp_rank * base + min(pp_rank, rem)
         own = range(start, start + base + (1 if pp_rank < rem else 0))
         last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
+        # Layers of this rank that hold no cache (attention: none), per manager: name -> kind.
+        self.cacheless: dict[str, dict[str, str]] = {"target": {}}
         common = (tp_size, self.max_seq_len, backoff)
-        target = _resolve(stack, "layers", own, *common)
+        target = _resolve(stack, "layers", own, *common, self.cacheless["target"])
         extra = _EXTRA_LAYERS.get((self.model, speculative))
         if extra is not None and last:
-            target += _resolve(extra, "extra_layers", range(extra.count), *common)
+            target += _resolve(
+                extra, "extra_layers", range(extra.count), *common, self.cacheless["target"]
+            )
         managers = {"target": CacheManager("target", target, _cycles(target))}
         draft = _DRAFTS.get(speculative)
         if draft is not None:
-            layers = _resolve(draft, "draft", range(draft.count), *common) if last else []
+            self.cacheless["draft"] = {}
+            layers = (
+                _resolve(draft, "draft", range(draft.count), *common, self.cacheless["draft"])
+                if last
+                else []
+            )
             managers["draft"] = CacheManager("draft", layers, _cycles(layers))
         return managers
 
@@ -898,6 +930,12 @@ class KVCacheShim:
         for pool in self._manager(manager).pools.values():
             if layer in pool.views and not pool.name.endswith("/scratch"):
                 return pool.views[layer]
+        kind = self.cacheless.get(manager, {}).get(layer)
+        if kind is not None:
+            raise KeyError(
+                f"{manager} layer {layer!r} is cache-less (kind {kind!r}, attention: none): "
+                "it has no pool and no views"
+            )
         raise KeyError(f"{manager} holds no layer {layer!r}")
 
     def pool(self, name: str, manager: str = "target") -> Pool:

@@ -39,6 +39,7 @@ __all__ = [
     "MANAGERS",
     "MAX_SEQ_LEN",
     "MODELS",
+    "PROFILES",
     "SEMANTICS",
     "SPECULATIVE",
     "SPEC_SHA256",
@@ -79,6 +80,16 @@ MAX_SEQ_LEN = {
     "qwen2_5_72b": 32768,
 }
 SPECULATIVE = ("none", "pard4", "draft_0_5b")
+# Profiles that apply to each model ("none" first); a profile with `models:` names its own.
+PROFILES = {
+    "qwen2_5_0_5b": ("none", "pard4", "draft_0_5b"),
+    "qwen2_5_1_5b": ("none", "pard4", "draft_0_5b"),
+    "qwen2_5_3b": ("none", "pard4", "draft_0_5b"),
+    "qwen2_5_7b": ("none", "pard4", "draft_0_5b"),
+    "qwen2_5_14b": ("none", "pard4", "draft_0_5b"),
+    "qwen2_5_32b": ("none", "pard4", "draft_0_5b"),
+    "qwen2_5_72b": ("none", "pard4", "draft_0_5b"),
+}
 SEMANTICS = ("trtllm-v2", "exact")
 TIERS = ("gpu", "host")
 # Cache managers per profile: a separate draft pool is its own manager (SIZING.md §6).
@@ -101,7 +112,7 @@ class _Kind(NamedTuple):
     latent, raw bytes): its size is ``fixed_bytes_per_token``."""
 
     name: str
-    attention: str  # "full", "sliding" or "recurrent"
+    attention: str  # "full", "sliding", "recurrent" or "none" (no cache)
     window: int | None
     sink_tokens: int
     kv_heads: int
@@ -353,6 +364,11 @@ def _check(model, speculative, max_seq_len, tp_size, pp_size, pp_rank):
         raise ValueError(
             f"speculative must be one of {', '.join(SPECULATIVE)}; got {speculative!r}"
         )
+    if speculative not in PROFILES[model]:
+        raise ValueError(
+            f"speculative {speculative!r} does not apply to model {model!r}; "
+            f"profiles for {model}: {', '.join(PROFILES[model])}"
+        )
     if _positive("max_seq_len", max_seq_len) > native:
         raise ValueError(f"max_seq_len must be <= {native} for {model}, got {max_seq_len}")
     _positive("tp_size", tp_size)
@@ -392,6 +408,8 @@ def _layers(stack, start, stop, tp_size, max_seq_len, backoff, acc):
         if not n:
             continue
         _name, attention, window, sinks, kv_heads, head_dim, dtype, fixed, extra, state = kind
+        if attention == "none":
+            continue  # no cache; the layer only takes its index (and pipeline rank)
         if attention == "recurrent":
             acc[1] += n * -(-state // tp_size)
             continue

@@ -38,6 +38,7 @@ __all__ = [
     "MANAGERS",
     "MAX_SEQ_LEN",
     "MODELS",
+    "PROFILES",
     "SEMANTICS",
     "SPECULATIVE",
     "SPEC_SHA256",
@@ -64,6 +65,10 @@ MAX_SEQ_LEN = {
     "qwen3_next_80b_a3b": 262144,
 }
 SPECULATIVE = ("none", "mtp2", "ngram4")
+# Profiles that apply to each model ("none" first); a profile with `models:` names its own.
+PROFILES = {
+    "qwen3_next_80b_a3b": ("none", "mtp2", "ngram4"),
+}
 SEMANTICS = ("trtllm-v2", "exact")
 TIERS = ("gpu", "host")
 # Cache managers per profile: a separate draft pool is its own manager (SIZING.md §6).
@@ -86,7 +91,7 @@ class _Kind(NamedTuple):
     latent, raw bytes): its size is ``fixed_bytes_per_token``."""
 
     name: str
-    attention: str  # "full", "sliding" or "recurrent"
+    attention: str  # "full", "sliding", "recurrent" or "none" (no cache)
     window: int | None
     sink_tokens: int
     kv_heads: int
@@ -199,6 +204,11 @@ def _check(model, speculative, max_seq_len, tp_size, pp_size, pp_rank):
         raise ValueError(
             f"speculative must be one of {', '.join(SPECULATIVE)}; got {speculative!r}"
         )
+    if speculative not in PROFILES[model]:
+        raise ValueError(
+            f"speculative {speculative!r} does not apply to model {model!r}; "
+            f"profiles for {model}: {', '.join(PROFILES[model])}"
+        )
     if _positive("max_seq_len", max_seq_len) > native:
         raise ValueError(f"max_seq_len must be <= {native} for {model}, got {max_seq_len}")
     _positive("tp_size", tp_size)
@@ -238,6 +248,8 @@ def _layers(stack, start, stop, tp_size, max_seq_len, backoff, acc):
         if not n:
             continue
         _name, attention, window, sinks, kv_heads, head_dim, dtype, fixed, extra, state = kind
+        if attention == "none":
+            continue  # no cache; the layer only takes its index (and pipeline rank)
         if attention == "recurrent":
             acc[1] += n * -(-state // tp_size)
             continue

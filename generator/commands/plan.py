@@ -148,13 +148,13 @@ def plot(sizing, plan, path: Path) -> None:
         raise ValueError(
             "--plot needs matplotlib, which is not installed: pip install 'kvgen[plot]'"
         ) from None
-    from generator.planner import capacity_curve
+    from generator.planner import capacity_curve, profiles_for
     from generator.units import GiB, format_size
 
     budgets = [plan.gpu_memory * i // PLOT_POINTS for i in range(PLOT_POINTS + 1)]
     batch = plan.batches[0].max_batch_size
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for profile in sizing.SPECULATIVE:
+    for profile in profiles_for(sizing, plan.model):
         tokens = capacity_curve(
             sizing, plan.model, budgets, speculative=profile, max_batch_size=batch,
             max_num_tokens=plan.max_num_tokens, max_seq_len=plan.max_seq_len,

@@ -48,6 +48,8 @@ LINT_RULE_MODULES: tuple[str, ...] = (
     "unplaced_pattern_entries",  # KV221
     "sink_tokens_without_window",  # KV222
     "tree_smaller_than_draft_len",  # KV223
+    "unknown_profile_model",  # KV224
+    "cacheless_kind_with_fields",  # KV225
 )
 
 # code -> why it was retired. Never reuse one of these codes.

@@ -75,9 +75,11 @@ def _stacks(family: Family) -> Iterator[Stack]:
         dtype = model.kv_cache_dtype or family.kv_cache_dtype
         loc = ("models", i)
         yield Stack(loc, model, f"model '{model.name}'", dtype, model.max_seq_len, model, False)
-    # A profile applies to every model, so a draft sees the longest sequence of the family.
-    longest = max(model.max_seq_len for model in family.models)
+    # A draft sees the longest sequence of the models its profile applies to (every model
+    # when the profile names none, or none of the names is known).
     for i, profile in enumerate(family.speculative):
+        lengths = [m.max_seq_len for m in family.models if profile.applies_to(m.name)]
+        longest = max(lengths or [m.max_seq_len for m in family.models])
         for part in ("draft", "extra_layers"):
             stack = getattr(profile, part)
             if stack is None:

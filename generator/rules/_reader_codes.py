@@ -312,7 +312,7 @@ Use lowercase letters, digits and underscores, starting with a letter: `gemma3_2
         """A value that is not one of the allowed choices.
 
 ## What it does
-Reports values outside an enumeration: `attention` (full, sliding, recurrent), dtypes
+Reports values outside an enumeration: `attention` (full, sliding, recurrent, none), dtypes
 (fp32, bf16, fp16, fp8, nvfp4), speculative `mode`, `schema_version` (1).
 
 ## Why it matters

@@ -43,6 +43,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     for kind in ctx.kinds:
         if not kind.stack.is_draft or kind.stack.stack.kv_cache_dtype is not None:
             continue
+        if kind.kind.attention == "none":
+            continue  # a cache-less kind has no dtype to inherit
         if kind.kind.dtype is not None and kind.kind.dtype != family_dtype:
             yield Finding(
                 (*kind.loc, "dtype"),

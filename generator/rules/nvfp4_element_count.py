@@ -34,7 +34,7 @@ SEVERITY = "error"
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
     for kind in ctx.kinds:
-        if kind.dtype != "nvfp4":
+        if kind.dtype != "nvfp4" or kind.kind.attention == "none":
             continue
         layer = kind.kind
         if layer.kv_lora_rank is not None:

@@ -30,7 +30,7 @@ SEVERITY = "warning"
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
     for kind in ctx.kinds:
-        if kind.kind.sink_tokens and kind.kind.attention != "sliding":
+        if kind.kind.sink_tokens and kind.kind.attention not in ("sliding", "none"):
             yield Finding(
                 (*kind.loc, "sink_tokens"),
                 f"sink_tokens of {kind.label} are ignored: its attention is "

@@ -52,6 +52,8 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
     for kind in ctx.kinds:
         if kind.kind.kv_heads is None or kind.kind.head_dim is not None:
             continue
+        if kind.kind.attention == "none":
+            continue  # cache-less-kind-with-fields reports the stray kv_heads
         reason = _reason(kind.stack.model)
         if reason:
             yield Finding(
