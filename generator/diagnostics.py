@@ -4,7 +4,7 @@ Codes are stable forever; a retired code is never reused.
 - ``KV0xx`` reading the file (encoding, YAML syntax, duplicate keys, aliases, tags)
 - ``KV1xx`` the schema (types, ranges, unknown and missing keys)
 - ``KV2xx`` semantic lint rules (``generator/rules``)
-- ``KV3xx`` ``kvgen import-hf`` (``generator/importhf.py``)
+- ``KV3xx`` ``kvgen import-hf`` (``generator/importhf/``)
 """
 
 from __future__ import annotations

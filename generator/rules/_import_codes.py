@@ -1,4 +1,4 @@
-"""Documentation of the codes ``kvgen import-hf`` emits (``generator/importhf.py``), KV3xx."""
+"""Documentation of the codes ``kvgen import-hf`` emits (``generator/importhf/``), KV3xx."""
 
 from __future__ import annotations
 

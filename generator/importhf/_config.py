@@ -1,0 +1,159 @@
+"""Field access over a parsed config, and the check that every field is known."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.diagnostics import Diagnostic
+from generator.importhf._fields import (
+    ALIASES,
+    CACHE_FIELDS,
+    IGNORED_FIELDS,
+    IGNORED_PREFIXES,
+    IGNORED_SUFFIXES,
+    UNSUPPORTED_FIELDS,
+)
+from generator.importhf._json import JsonReader, Path_
+
+__all__ = ["Abort", "Config", "check_fields", "field_spelling"]
+
+
+class Abort(Exception):
+    """Stop reading: the diagnostics collected so far say why."""
+
+
+class Config:
+    """Field access over a config (or its ``text_config``) that reports at the key's position."""
+
+    def __init__(self, display: str, data: dict[str, Any], reader: JsonReader):
+        self.display = display
+        self.data = data
+        self.reader = reader
+        self.diagnostics: list[Diagnostic] = []
+        text_config = data.get("text_config")
+        self.prefix: Path_ = ("text_config",) if isinstance(text_config, dict) else ()
+        self.inner: dict[str, Any] = text_config if isinstance(text_config, dict) else data
+
+    def where(self, name: str) -> str:
+        return ".".join(str(p) for p in (*self.prefix, name)) if name in self.inner else name
+
+    def diag(self, code: str, name: str | None, message: str, fix: str) -> None:
+        line, col = 1, 1
+        if name is not None:
+            path = (*self.prefix, name) if name in self.inner else (name,)
+            line, col = self.reader.keys.get(path, (1, 1))
+        self.diagnostics.append(Diagnostic(self.display, line, col, code, message, fix=fix))
+
+    def has(self, name: str) -> bool:
+        return self.get(name) is not None
+
+    def get(self, name: str) -> Any:
+        if name in self.inner:
+            return self.inner[name]
+        return self.data.get(name) if self.prefix else None
+
+    def int_(self, name: str, *, required: bool = False, minimum: int = 1) -> int | None:
+        value = self.get(name)
+        if value is None:
+            if required:
+                self.diag("KV304", None, f"config has no '{name}'", f"add '{name}' to the config")
+                raise Abort
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            self.diag(
+                "KV307",
+                name,
+                f"'{self.where(name)}' must be an integer >= {minimum}, found {value!r}",
+                "use the value published with the model",
+            )
+            raise Abort
+        return value
+
+    def per_layer(self, name: str, layers: int) -> list[int] | None:
+        """A field that is one integer or one integer per layer."""
+        value = self.get(name)
+        if value is None:
+            return None
+        if isinstance(value, list):
+            if len(value) != layers:
+                self.diag(
+                    "KV303",
+                    name,
+                    f"'{self.where(name)}' lists {len(value)} values for {layers} layers",
+                    "give one value per layer, or check num_hidden_layers",
+                )
+                raise Abort
+            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value):
+                self.diag(
+                    "KV307",
+                    name,
+                    f"'{self.where(name)}' must list positive integers",
+                    "use the values published with the model",
+                )
+                raise Abort
+            return list(value)
+        return [self.int_(name)] * layers  # type: ignore[list-item]
+
+
+# --------------------------------------------------------------------------- field checks
+
+
+def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
+    def known(name: str) -> bool:
+        return (
+            name in CACHE_FIELDS
+            or name in IGNORED_FIELDS
+            or name in ignored
+            or name in ALIASES
+            or name.startswith(IGNORED_PREFIXES)
+            or name.endswith(IGNORED_SUFFIXES)
+        )
+
+    names = set(cfg.inner)
+    if cfg.prefix:
+        names |= {n for n in cfg.data if n != "text_config"}
+    for name in sorted(names):
+        if name in UNSUPPORTED_FIELDS:
+            value = cfg.get(name)
+            if value not in (None, False, 0, []):
+                cfg.diag(
+                    "KV305",
+                    name,
+                    f"'{cfg.where(name)}' = {value!r}: {UNSUPPORTED_FIELDS[name]}",
+                    "describe the model by hand in a spec; kvgen import-hf cannot express it",
+                )
+        elif not known(name):
+            cfg.diag(
+                "KV302",
+                name,
+                f"unknown config field '{cfg.where(name)}'; kvgen cannot tell whether it "
+                "changes the KV cache",
+                f"check the model's attention code, then pass --ignore-field {name}",
+            )
+    if cfg.prefix:
+        for name in sorted(set(cfg.inner) & set(cfg.data) - {"text_config"}):
+            if cfg.inner[name] != cfg.data[name] and name in CACHE_FIELDS - {"model_type"}:
+                cfg.diag(
+                    "KV303",
+                    name,
+                    f"'{name}' is {cfg.data[name]!r} at the top level but "
+                    f"{cfg.inner[name]!r} in text_config",
+                    "make the two agree",
+                )
+    for alias, canonical in ALIASES.items():
+        if cfg.has(alias) and cfg.has(canonical) and cfg.get(alias) != cfg.get(canonical):
+            cfg.diag(
+                "KV303",
+                alias,
+                f"'{alias}' ({cfg.get(alias)!r}) disagrees with '{canonical}' "
+                f"({cfg.get(canonical)!r})",
+                "keep one of the two",
+            )
+
+
+def field_spelling(cfg: Config, canonical: str) -> str:
+    """The name this config gives ``canonical``: an alias when only the alias is set."""
+    for alias, target in ALIASES.items():
+        if target == canonical and not cfg.has(canonical) and cfg.has(alias):
+            return alias
+    return canonical

@@ -1,0 +1,103 @@
+"""The config fields the importer knows: read, aliased, unsupported, or known to be harmless."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ALIASES",
+    "CACHE_FIELDS",
+    "IGNORED_FIELDS",
+    "IGNORED_PREFIXES",
+    "IGNORED_SUFFIXES",
+    "UNSUPPORTED_FIELDS",
+]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Fields the importer reads.
+CACHE_FIELDS = _words(
+    """num_hidden_layers num_key_value_heads num_attention_heads head_dim hidden_size
+    max_position_embeddings sliding_window layer_types sliding_window_pattern use_sliding_window
+    max_window_layers kv_lora_rank qk_rope_head_dim torch_dtype dtype model_type text_config
+    hybrid_override_pattern layers_block_type full_attention_interval mamba_num_heads
+    mamba_head_dim ssm_state_size n_groups conv_kernel mamba_ssm_dtype linear_num_key_heads
+    linear_key_head_dim linear_num_value_heads linear_value_head_dim linear_conv_kernel_dim
+    global_head_dim num_global_key_value_heads num_nextn_predict_layers
+    mtp_num_hidden_layers"""
+)
+# Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
+ALIASES = {
+    "num_transformer_layers": "num_hidden_layers",
+    "num_kv_heads": "num_key_value_heads",
+    "num_query_heads": "num_attention_heads",
+    "max_context_length": "max_position_embeddings",
+    "model_dim": "hidden_size",
+    "attention_head_dim": "head_dim",
+    "state_size": "ssm_state_size",
+    "mamba_d_state": "ssm_state_size",
+    "mamba_n_groups": "n_groups",
+    "mamba_d_conv": "conv_kernel",
+}
+# Fields that change the cache in ways the spec cannot express yet.
+UNSUPPORTED_FIELDS = {
+    "attention_chunk_size": "chunked local attention is not a spec layer kind",
+    "num_kv_shared_layers": "layers that reuse another layer's KV cache",
+    "attention_k_eq_v": "layers whose keys double as values",
+    "index_topk": "a sparse-attention indexer cache (use extra_bytes_per_token by hand)",
+    "index_head_dim": "a sparse-attention indexer cache (use extra_bytes_per_token by hand)",
+    "compress_ratios": "compressed per-layer caches",
+    "swa_num_key_value_heads": "separate sliding-layer head counts",
+    "swa_head_dim": "separate sliding-layer head sizes",
+}
+# Fields known not to change the KV cache (weights, training, tokenizer, rope, routing).
+IGNORED_FIELDS = _words(
+    """architectures transformers_version vocab_size intermediate_size tie_word_embeddings
+    initializer_range hidden_act hidden_activation pretraining_tp query_pre_attn_scalar
+    cache_implementation num_experts_per_tok num_local_experts n_routed_experts n_shared_experts
+    routed_scaling_factor topk_method n_group topk_group norm_topk_prob scoring_func
+    first_k_dense_replace ep_size seq_aux q_lora_rank qk_nope_head_dim v_head_dim
+    decoder_sparse_step mlp_only_layers num_experts experts_per_token swiglu_limit
+    initial_context_length logit_scale partial_rotary_factor attn_output_gate expand chunk_size
+    residual_in_fp32 rescale_prenorm_residual num_logits_to_keep model_max_length ffn_multipliers
+    qkv_multipliers ffn_dim_divisor normalization_layer_name normalize_qk_projections
+    share_input_output_layers activation_fn_name num_gqa_groups mm_tokens_per_image
+    is_encoder_decoder qk_layernorm aux_loss_alpha qk_norm ffn_with_glu
+    original_max_position_embeddings logits_scaling embedding_multiplier pad_vocab_size_multiple
+    hidden_size_per_layer_input layer_norm_type norm_type position_embedding_type"""
+)
+IGNORED_PREFIXES = (
+    "_",
+    "vision_",
+    "audio_",
+    "image_",
+    "rope_",
+    "moe_",
+    "router_",
+    "mamba_",
+    "time_step",
+    "output_",
+    "use_",
+    "num_experts",
+    "auto_",
+)
+IGNORED_SUFFIXES = (
+    "_token_id",
+    "_token_ids",
+    "_token_index",
+    "_dropout",
+    "_pdrop",
+    "_eps",
+    "_epsilon",
+    "_bias",
+    "_softcapping",
+    "_range",
+    "_act",
+    "_multiplier",
+    "_intermediate_size",
+    "_config",
+    "_theta",
+    "_scaling",
+    "_coef",
+)

@@ -1,0 +1,351 @@
+"""Which cache each layer holds: layer types, per-layer shapes, and the cache dtype."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from generator.importhf._config import Abort, Config, field_spelling
+
+__all__ = [
+    "NO_CACHE",
+    "Kind",
+    "attention_kinds",
+    "cache_dtype",
+    "per_layer_types",
+    "state_bytes",
+]
+
+_DTYPES = {"bfloat16": ("bf16", 2), "float16": ("fp16", 2), "float32": ("fp32", 4)}
+_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+_LAYER_TYPES = {
+    "full_attention": "full",
+    "attention": "full",
+    "sliding_attention": "sliding",
+    "linear_attention": "linear",
+    "mamba": "mamba",
+    "mamba2": "mamba",
+}
+# Nemotron-H hybrid_override_pattern: M Mamba-2, * attention, - MLP, E MoE. MLP and MoE
+# blocks hold no cache but count in num_hidden_layers (pipeline ranks split by layer index),
+# so they become an `attention: none` kind rather than being dropped.
+_HYBRID_CHARS = {"M": "mamba", "*": "full", "-": "none", "E": "none"}
+_BLOCK_TYPES = {"attention": "full", "mamba": "mamba", "mlp": "none", "moe": "none"}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One cache shape; ``notes`` maps a spec field to the comment naming its source."""
+
+    attention: str  # full | sliding | mla | recurrent | none
+    window: int | None = None
+    kv_heads: int | None = None
+    head_dim: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    state_bytes: int | None = None
+    notes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    base: str = ""
+
+
+# An MLP-only or MoE-only block: no cache, but it keeps its layer index.
+NO_CACHE = Kind("none", notes=(("attention", "MLP/MoE block: no KV cache"),), base="ffn")
+
+
+# --------------------------------------------------------------------------- layer types
+
+
+def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
+    """Per layer: full | sliding | linear | mamba | none (no cache); and the source note."""
+    window = cfg.get("sliding_window")
+    layer_types = cfg.get("layer_types")
+    pattern_every = (
+        cfg.int_("sliding_window_pattern") if cfg.has("sliding_window_pattern") else None
+    )
+    use_swa = cfg.get("use_sliding_window")
+    if layer_types is not None:
+        if not isinstance(layer_types, list) or len(layer_types) != layers:
+            count = len(layer_types) if isinstance(layer_types, list) else "no"
+            cfg.diag(
+                "KV303",
+                "layer_types",
+                f"'{cfg.where('layer_types')}' has {count} entries for {layers} layers "
+                f"(num_hidden_layers)",
+                "give one entry per layer",
+            )
+            raise Abort
+        kinds: list[str | None] = []
+        for entry in layer_types:
+            if entry not in _LAYER_TYPES:
+                cfg.diag(
+                    "KV305",
+                    "layer_types",
+                    f"layer type {entry!r} in '{cfg.where('layer_types')}' is not supported",
+                    "supported: " + ", ".join(sorted(_LAYER_TYPES)),
+                )
+                raise Abort
+            kinds.append(_LAYER_TYPES[entry])
+        if pattern_every is not None:
+            expected = [
+                "full" if (i + 1) % pattern_every == 0 else "sliding" for i in range(layers)
+            ]
+            attention = [k for k in kinds if k in ("full", "sliding")]
+            if attention != [
+                e for e, k in zip(expected, kinds, strict=True) if k in ("full", "sliding")
+            ]:
+                cfg.diag(
+                    "KV303",
+                    "layer_types",
+                    f"'{cfg.where('layer_types')}' disagrees with sliding_window_pattern "
+                    f"{pattern_every} (every {pattern_every}th layer global)",
+                    "remove the stale field, or fix the list",
+                )
+                raise Abort
+        if use_swa is False and "sliding" in kinds:
+            cfg.diag(
+                "KV303",
+                "layer_types",
+                "layer_types names sliding layers but use_sliding_window is false",
+                "make the two agree",
+            )
+            raise Abort
+        return kinds, "config.json layer_types"
+    hybrid = cfg.get("hybrid_override_pattern")
+    if hybrid is not None:
+        if not isinstance(hybrid, str) or len(hybrid) != layers or set(hybrid) - set(_HYBRID_CHARS):
+            cfg.diag(
+                "KV303",
+                "hybrid_override_pattern",
+                f"'{cfg.where('hybrid_override_pattern')}' must be {layers} characters of "
+                "M * - E (num_hidden_layers)",
+                "check the pattern against num_hidden_layers",
+            )
+            raise Abort
+        return [_HYBRID_CHARS[c] for c in hybrid], "config.json hybrid_override_pattern"
+    blocks = cfg.get("layers_block_type")
+    if blocks is not None:
+        if not isinstance(blocks, list) or len(blocks) != layers or set(blocks) - set(_BLOCK_TYPES):
+            cfg.diag(
+                "KV303",
+                "layers_block_type",
+                f"'{cfg.where('layers_block_type')}' must list {layers} of "
+                + ", ".join(sorted(_BLOCK_TYPES)),
+                "check it against num_hidden_layers",
+            )
+            raise Abort
+        return [_BLOCK_TYPES[b] for b in blocks], "config.json layers_block_type"
+    interval = cfg.int_("full_attention_interval") if cfg.has("full_attention_interval") else None
+    if interval is not None:  # Qwen3-Next: every interval-th layer full, the rest linear
+        kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
+        return kinds, f"config.json full_attention_interval {interval}"  # type: ignore[return-value]
+    if pattern_every is not None:
+        kinds = ["full" if (i + 1) % pattern_every == 0 else "sliding" for i in range(layers)]
+        return kinds, f"config.json sliding_window_pattern {pattern_every}"  # type: ignore[return-value]
+    if use_swa is False or window is None:
+        return ["full"] * layers, "full attention"
+    if cfg.get("model_type") == "gemma2":  # Gemma 2 hard-codes even layers local
+        return ["sliding" if i % 2 == 0 else "full" for i in range(layers)], "gemma2 alternation"
+    if use_swa is True:
+        first = cfg.int_("max_window_layers", minimum=0)
+        if first is None:
+            cfg.diag(
+                "KV304",
+                "use_sliding_window",
+                "use_sliding_window is true but max_window_layers is missing",
+                "add max_window_layers (Qwen2: layers from it on use the window)",
+            )
+            raise Abort
+        kinds = ["sliding" if i >= first else "full" for i in range(layers)]
+        return kinds, f"config.json use_sliding_window, layers >= max_window_layers {first}"  # type: ignore[return-value]
+    return ["sliding"] * layers, "config.json sliding_window on every layer"  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------- per-layer shapes
+
+
+def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
+    ssm_dtype = cfg.get("mamba_ssm_dtype")
+    ssm_bytes = _DTYPES[ssm_dtype][1] if ssm_dtype in _DTYPES else dtype_bytes
+    if kind == "linear":  # Gated DeltaNet (Qwen3-Next)
+        kh, kd = (
+            cfg.int_("linear_num_key_heads", required=True),
+            cfg.int_("linear_key_head_dim", required=True),
+        )
+        vh, vd = (
+            cfg.int_("linear_num_value_heads", required=True),
+            cfg.int_("linear_value_head_dim", required=True),
+        )
+        width = cfg.int_("linear_conv_kernel_dim", required=True)
+        conv = (width - 1) * (2 * kh * kd + vh * vd)  # type: ignore[operator]
+        ssm = vh * kd * vd  # type: ignore[operator]
+        note = (
+            f"config.json: conv (linear_conv_kernel_dim {width} - 1) * (2 * linear_num_key_heads "
+            f"{kh} * linear_key_head_dim {kd} + linear_num_value_heads {vh} * "
+            f"linear_value_head_dim {vd}) * {dtype_bytes} B + state {vh} * {kd} * {vd} "
+            f"* {ssm_bytes} B"
+        )
+    else:  # Mamba-2
+        heads = cfg.int_("mamba_num_heads", required=True)
+        head_dim = cfg.int_("mamba_head_dim", required=True)
+        state = cfg.int_(field_spelling(cfg, "ssm_state_size"), required=True)
+        groups = cfg.int_(field_spelling(cfg, "n_groups"), required=True)
+        width = cfg.int_(field_spelling(cfg, "conv_kernel"), required=True)
+        conv = (width - 1) * (heads * head_dim + 2 * groups * state)  # type: ignore[operator]
+        ssm = heads * head_dim * state  # type: ignore[operator]
+        note = (
+            f"config.json: conv (conv_kernel {width} - 1) * (mamba_num_heads {heads} * "
+            f"mamba_head_dim {head_dim} + 2 * n_groups {groups} * ssm_state_size {state}) * "
+            f"{dtype_bytes} B + ssm {heads} * {head_dim} * {state} * {ssm_bytes} B"
+        )
+    return Kind(
+        "recurrent",
+        state_bytes=conv * dtype_bytes + ssm * ssm_bytes,
+        notes=(("state_bytes", note),),
+        base=kind,
+    )
+
+
+def attention_kinds(
+    cfg: Config, layers: int, types: list[str | None], seq_len: int
+) -> list[Kind | None]:
+    if cfg.has("kv_lora_rank"):
+        rank = cfg.int_("kv_lora_rank")
+        rope = cfg.int_("qk_rope_head_dim", required=True, minimum=0)
+        mla = Kind(
+            "mla",
+            kv_lora_rank=rank,
+            qk_rope_head_dim=rope,
+            base="mla",
+            notes=(
+                ("kv_lora_rank", "config.json kv_lora_rank"),
+                ("qk_rope_head_dim", "config.json qk_rope_head_dim"),
+            ),
+        )
+        if any(t not in ("full", "none") for t in types):
+            cfg.diag(
+                "KV305",
+                "kv_lora_rank",
+                "MLA with sliding or recurrent layers is not supported",
+                "describe the model by hand",
+            )
+            raise Abort
+        return [mla if t == "full" else None for t in types]
+    heads_name = field_spelling(cfg, "num_key_value_heads")
+    q_name = field_spelling(cfg, "num_attention_heads")
+    q_heads = cfg.per_layer(q_name, layers)
+    kv_heads = cfg.per_layer(heads_name, layers) or q_heads
+    if kv_heads is None:
+        cfg.diag(
+            "KV304",
+            None,
+            "config has neither 'num_key_value_heads' nor 'num_attention_heads'",
+            "add num_key_value_heads",
+        )
+        raise Abort
+    head_dims = cfg.per_layer("head_dim", layers)
+    hd_note = "config.json head_dim"
+    if head_dims is None:
+        hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
+        if q_heads is None or len(set(q_heads)) != 1 or hidden % q_heads[0]:  # type: ignore[operator]
+            cfg.diag(
+                "KV303",
+                q_name,
+                f"cannot derive head_dim from hidden_size {hidden} and "
+                f"{q_name} {cfg.get(q_name)!r}",
+                "add head_dim",
+            )
+            raise Abort
+        head_dims = [hidden // q_heads[0]] * layers  # type: ignore[operator]
+        hd_note = f"config.json hidden_size {hidden} / {q_name} {q_heads[0]}"
+    for i, (kv, q) in enumerate(zip(kv_heads, q_heads or kv_heads, strict=True)):
+        if kv > q or q % kv:
+            cfg.diag(
+                "KV303",
+                heads_name,
+                f"layer {i}: {kv} KV heads do not divide {q} query heads",
+                "check num_key_value_heads against num_attention_heads",
+            )
+            raise Abort
+    window = cfg.int_("sliding_window") if cfg.has("sliding_window") else None
+    if window is None and "sliding" in types:
+        cfg.diag(
+            "KV303",
+            "layer_types" if cfg.has("layer_types") else "sliding_window",
+            "layers are sliding but sliding_window is null",
+            "set sliding_window",
+        )
+        raise Abort
+    global_hd = cfg.int_("global_head_dim") if cfg.has("global_head_dim") else None
+    global_kv = (
+        cfg.int_("num_global_key_value_heads") if cfg.has("num_global_key_value_heads") else None
+    )
+    per_list = isinstance(cfg.get(heads_name), list)
+    out: list[Kind | None] = []
+    for i, kind in enumerate(types):
+        if kind not in ("full", "sliding"):
+            out.append(None)
+            continue
+        kv, hd = kv_heads[i], head_dims[i]
+        kv_note = f"config.json {heads_name}" + (" (per-layer list)" if per_list else "")
+        this_hd_note = hd_note
+        if kind == "full" and global_kv is not None:
+            kv, kv_note = global_kv, "config.json num_global_key_value_heads"
+        if kind == "full" and global_hd is not None:
+            hd, this_hd_note = global_hd, "config.json global_head_dim"
+        notes = [("kv_heads", kv_note), ("head_dim", this_hd_note)]
+        if kind == "sliding" and window >= seq_len:  # type: ignore[operator]
+            notes.append(
+                (
+                    "attention",
+                    f"config.json sliding_window {window} >= "
+                    f"max_position_embeddings {seq_len}: full attention (SIZING.md §1)",
+                )
+            )
+            kind = "full"
+        if kind == "sliding":
+            notes.append(("window", "config.json sliding_window"))
+            out.append(
+                Kind(
+                    "sliding",
+                    window=window,
+                    kv_heads=kv,
+                    head_dim=hd,
+                    notes=tuple(notes),
+                    base="sliding",
+                )
+            )
+        else:
+            out.append(Kind("full", kv_heads=kv, head_dim=hd, notes=tuple(notes), base="full"))
+    return out
+
+
+# --------------------------------------------------------------------------- cache dtype
+
+
+def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
+    names = [n for n in ("torch_dtype", "dtype") if cfg.has(n)]
+    values = {cfg.get(n) for n in names}
+    if len(values) > 1:
+        cfg.diag(
+            "KV303",
+            "dtype",
+            f"torch_dtype {cfg.get('torch_dtype')!r} disagrees with dtype {cfg.get('dtype')!r}",
+            "keep one of the two",
+        )
+        raise Abort
+    model_dtype = values.pop() if values else None
+    if model_dtype is not None and model_dtype not in _DTYPES:
+        cfg.diag(
+            "KV305",
+            names[0],
+            f"{names[0]} {model_dtype!r} is not supported",
+            "use bfloat16, float16 or float32, or pass --kv-cache-dtype",
+        )
+        raise Abort
+    if override is not None:
+        bytes_ = _DTYPES[model_dtype][1] if model_dtype else _DTYPE_BYTES.get(override, 2)
+        return override, "kvgen import-hf --kv-cache-dtype", bytes_
+    if model_dtype is None:
+        cfg.diag("KV304", None, "config has no 'torch_dtype' (or 'dtype')", "pass --kv-cache-dtype")
+        raise Abort
+    short, bytes_ = _DTYPES[model_dtype]
+    return short, f"config.json {names[0]} {model_dtype}", bytes_

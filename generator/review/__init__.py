@@ -1,0 +1,59 @@
+"""Breaking-change review: the capacity of every spec at a git ref against the working tree.
+
+``kvgen diff`` is the command; this package is its logic, free of any output format::
+
+    review = review_specs("HEAD", ["schema/families"], Deployment())
+    review.blocking        # capacity-reducing or API changes nobody acknowledged
+
+Each side is evaluated through a sizing module. The OLD side uses the module committed at the
+ref (``generated/<family>/sizing.py``, stdlib only, exec'd into a fresh namespace) so that a
+generator change shows up as a capacity change too; when the ref has no such module, or it was
+generated from another spec, the old spec is rendered with the current generator. The NEW side
+always renders the working-tree spec with the current generator.
+
+Every (family, model, profile, manager) is evaluated at one reference deployment
+(``Deployment``) and classified:
+
+- ``capacity-reducing``: max tokens down, or intercept or slope up (blocks unless acknowledged);
+- ``capacity-increasing``: any other change of slope, intercept or max tokens;
+- ``api``: a family, model or profile renamed or removed, or a cache manager appearing or
+  disappearing (blocks unless acknowledged);
+- ``added``: a new family, model or profile (never blocks).
+
+A family whose spec or module text changed without any of the above is ``cosmetic``.
+An acknowledgement lives in the NEW spec: ``acknowledge: [{change, model, profile, reason}]``;
+``model`` and ``profile`` match by name or ``*``. A removed family has no new spec, so its
+removal cannot be acknowledged; a family renamed in the same file is acknowledged by the new one.
+"""
+
+from __future__ import annotations
+
+from generator.review._git import default_ref
+from generator.review._review import review_specs
+from generator.review._types import (
+    ADDED,
+    API,
+    BLOCKING,
+    CAPACITY_INCREASING,
+    CAPACITY_REDUCING,
+    Capacity,
+    Change,
+    Deployment,
+    Review,
+    ReviewError,
+)
+
+__all__ = [
+    "ADDED",
+    "API",
+    "BLOCKING",
+    "CAPACITY_INCREASING",
+    "CAPACITY_REDUCING",
+    "Capacity",
+    "Change",
+    "Deployment",
+    "Review",
+    "ReviewError",
+    "default_ref",
+    "review_specs",
+]

@@ -1,0 +1,163 @@
+"""Evaluating both sides at the reference deployment, and classifying every change."""
+
+from __future__ import annotations
+
+import types
+
+from generator.review._sides import Side
+from generator.review._types import (
+    ADDED,
+    ANY,
+    API,
+    CAPACITY_INCREASING,
+    CAPACITY_REDUCING,
+    Capacity,
+    Change,
+    Deployment,
+)
+from generator.spec import Acknowledgement
+
+__all__ = [
+    "acknowledgement_reason",
+    "applicable_profiles",
+    "capacities",
+    "classify",
+    "compare_family",
+    "family_status",
+    "pair_renames",
+]
+
+
+def applicable_profiles(module: types.ModuleType, model: str) -> tuple[str, ...]:
+    """The profiles that apply to ``model``; a module generated before per-model profiles
+    (no ``PROFILES``) applies every profile to every model."""
+    profiles = getattr(module, "PROFILES", None)
+    return tuple(profiles[model]) if profiles is not None else tuple(module.SPECULATIVE)
+
+
+def capacities(side: Side, deployment: Deployment) -> dict[tuple[str, str], dict[str, Capacity]]:
+    """Per (model, profile), per manager, the capacity at the reference deployment."""
+    module = side.module
+    assert module is not None
+    out: dict[tuple[str, str], dict[str, Capacity]] = {}
+    for model in module.MODELS:
+        kwargs = deployment.kwargs(side.family.model(model).max_seq_len)
+        for profile in applicable_profiles(module, model):
+            costs = module.cache_costs(model, speculative=profile, **kwargs)
+            try:
+                shares = module.split_budget(
+                    deployment.gpu_budget, model, speculative=profile, **kwargs
+                )
+            except ValueError:
+                shares = None  # the budget does not cover the intercepts: nothing fits
+            row = out[(model, profile)] = {}
+            for manager, cost in costs.items():
+                share = shares[manager] if shares else None
+                tokens = (
+                    module.max_tokens_from_quota(
+                        model, share, manager=manager, speculative=profile, **kwargs
+                    )
+                    if share is not None
+                    else 0
+                )
+                row[manager] = Capacity(int(cost[0]), int(cost[1]), share, tokens)
+    return out
+
+
+def _fewer(new: int | None, old: int | None) -> bool:
+    """``new < old`` with ``None`` as unbounded."""
+    if new is None:
+        return False
+    return old is None or new < old
+
+
+def classify(old: Capacity, new: Capacity) -> str | None:
+    """The kind of change of one manager, ``None`` when slope, intercept and tokens agree."""
+    if (old.slope, old.intercept, old.max_tokens) == (new.slope, new.intercept, new.max_tokens):
+        return None
+    if (
+        _fewer(new.max_tokens, old.max_tokens)
+        or new.intercept > old.intercept
+        or new.slope > old.slope
+    ):
+        return CAPACITY_REDUCING
+    return CAPACITY_INCREASING
+
+
+def acknowledgement_reason(acks: list[Acknowledgement], change: Change) -> str | None:
+    for ack in acks:
+        if (
+            ack.change == change.kind
+            and ack.model in (ANY, change.model)
+            and ack.profile in (ANY, change.profile)
+        ):
+            return ack.reason
+    return None
+
+
+def _names_changes(family: str, kind: str, old: list[str], new: list[str]) -> list[Change]:
+    """Models (``kind="model"``) or profiles removed (API) and added."""
+    out = []
+    for name in old:
+        if name not in new:
+            model, profile = (name, ANY) if kind == "model" else (ANY, name)
+            out.append(Change(family, model, profile, ANY, API, f"{kind} removed"))
+    for name in new:
+        if name not in old:
+            model, profile = (name, ANY) if kind == "model" else (ANY, name)
+            out.append(Change(family, model, profile, ANY, ADDED, f"{kind} added"))
+    return out
+
+
+def compare_family(name: str, old: Side, new: Side, deployment: Deployment) -> list[Change]:
+    """Every change of one family between two evaluated sides (``name`` is the new name)."""
+    before, after = capacities(old, deployment), capacities(new, deployment)
+    changes = _names_changes(name, "model", list(old.module.MODELS), list(new.module.MODELS))
+    changes += _names_changes(
+        name, "profile", list(old.module.SPECULATIVE), list(new.module.SPECULATIVE)
+    )
+    # A profile that stays but starts or stops applying to a model that stays.
+    for key in sorted(after.keys() ^ before.keys()):
+        model, profile = key
+        kept = (
+            model in old.module.MODELS
+            and model in new.module.MODELS
+            and profile in old.module.SPECULATIVE
+            and profile in new.module.SPECULATIVE
+        )
+        if kept:
+            stopped = key in before
+            kind = API if stopped else ADDED
+            detail = f"profile {'no longer applies' if stopped else 'now applies'} to the model"
+            changes.append(Change(name, model, profile, ANY, kind, detail))
+    for key in [key for key in after if key in before]:
+        model, profile = key
+        for manager in sorted(set(before[key]) | set(after[key])):
+            was, now = before[key].get(manager), after[key].get(manager)
+            if was is None or now is None:
+                detail = f"{manager} cache manager {'added' if was is None else 'removed'}"
+                changes.append(Change(name, model, profile, manager, API, detail, was, now))
+                continue
+            kind = classify(was, now)
+            if kind is not None:
+                changes.append(Change(name, model, profile, manager, kind, "", was, now))
+    return changes
+
+
+def pair_renames(
+    old: dict[str, Side], new: dict[str, Side]
+) -> dict[str, str]:  # new name -> old name
+    by_path = {side.path: name for name, side in old.items() if name not in new}
+    return {
+        name: by_path[side.path]
+        for name, side in new.items()
+        if name not in old and side.path in by_path
+    }
+
+
+def family_status(changes: list[Change], old: Side, new: Side) -> str:
+    if changes:
+        return "changed"
+    if old.raw != new.raw or old.module_text != new.module_text:
+        return "cosmetic"
+    return "unchanged"

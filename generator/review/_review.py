@@ -1,0 +1,119 @@
+"""``review_specs``: load both sides, evaluate them and classify every change."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+from generator.diagnostics import has_errors
+from generator.project import OUT_DIR, SPEC_DIR
+from generator.review._compare import (
+    acknowledgement_reason,
+    compare_family,
+    family_status,
+    pair_renames,
+)
+from generator.review._git import GitTree
+from generator.review._sides import (
+    Side,
+    by_family,
+    candidate_paths,
+    committed_module,
+    load_side,
+    render_module,
+)
+from generator.review._types import (
+    ADDED,
+    ANY,
+    API,
+    BLOCKING,
+    Change,
+    Deployment,
+    Review,
+    ReviewError,
+)
+
+__all__ = ["review_specs"]
+
+log = logging.getLogger("kvgen")
+
+
+def review_specs(
+    ref: str,
+    paths: list[str],
+    deployment: Deployment,
+    *,
+    cwd: Path | None = None,
+    out_dir: Path = OUT_DIR,
+) -> Review:
+    """Load both sides, evaluate them and classify every change (see the module docstring)."""
+    tree = GitTree(ref, cwd or Path.cwd())
+    review = Review(ref, deployment)
+    candidates = candidate_paths(tree, paths)
+    if not candidates:
+        raise ReviewError(f"no spec files under {', '.join(paths or [str(SPEC_DIR)])}")
+    old_sides, new_sides = [], []
+    for path in candidates:
+        display = path.as_posix()
+        log.debug("reading %s (at %s and in the working tree)", display, ref)
+        raw = tree.read(path)
+        if raw is not None and (side := load_side(f"{ref}:{display}", display, raw, review)):
+            old_sides.append(side)
+        if path.is_file() and (side := load_side(display, display, path.read_bytes(), review)):
+            new_sides.append(side)
+    old = by_family(old_sides, review, f"{ref}:")
+    new = by_family(new_sides, review, "")
+    if has_errors(review.diagnostics):
+        review.diagnostics.sort()
+        return review
+    renamed = pair_renames(old, new)
+    names = [n for n in sorted(set(old) | set(new)) if n not in renamed.values()]
+    for i, name in enumerate(names, 1):
+        log.info("[%d/%d] evaluating family %s", i, len(names), name)
+        _review_family(name, old, new, renamed, tree, out_dir, review)
+    return review
+
+
+def _review_family(
+    name: str,
+    old: dict[str, Side],
+    new: dict[str, Side],
+    renamed: dict[str, str],
+    tree: GitTree,
+    out_dir: Path,
+    review: Review,
+) -> None:
+    if name not in new:
+        review.families[name] = "removed"
+        review.changes.append(Change(name, ANY, ANY, ANY, API, "family removed"))
+        return
+    after = new[name]
+    review.spec_paths[name] = after.path
+    changes: list[Change] = []
+    before = old.get(renamed.get(name, name))
+    if before is None:
+        review.families[name] = "added"
+        changes.append(Change(name, ANY, ANY, ANY, ADDED, "family added"))
+    else:
+        committed_module(before, tree, out_dir)
+        render_module(after, "new")
+        log.debug("%s: old side from %s", name, before.origin)
+        if name in renamed:
+            detail = f"family renamed from {renamed[name]}"
+            changes.append(Change(name, ANY, ANY, ANY, API, detail))
+        try:
+            changes += compare_family(name, before, after, deployment=review.deployment)
+        except (TypeError, AttributeError) as exc:
+            # A module committed by an older generator may predate today's sizing API.
+            log.warning(
+                "%s does not answer today's API (%s); rendering the spec", before.origin, exc
+            )
+            render_module(before, "old")
+            changes += compare_family(name, before, after, deployment=review.deployment)
+        review.families[name] = family_status(changes, before, after)
+    acks = after.family.acknowledge
+    review.changes += [
+        replace(c, acknowledged=acknowledgement_reason(acks, c)) if c.kind in BLOCKING else c
+        for c in changes
+    ]
