@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 from pydantic import ValidationError
@@ -200,117 +200,91 @@ def _position_of_offset(raw: bytes, offset: int) -> tuple[int, int]:
     return line, col
 
 
-def _decode(path: str, raw: bytes) -> tuple[str | None, list[Diagnostic]]:
+class _Unreadable(Exception):
+    """The file cannot be read as a spec at all; carries the one diagnostic that says why."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        self.diagnostic = diagnostic
+
+
+def _fail(path: str, at: tuple[int, int], code: str, message: str, fix: str) -> NoReturn:
+    raise _Unreadable(Diagnostic(path, at[0], at[1], code, message, fix=fix))
+
+
+_START_FROM = "start from a shipped spec under schema/families/"
+
+
+def _decode(path: str, raw: bytes) -> str:
     if len(raw) > MAX_BYTES:
-        return None, [
-            Diagnostic(
-                path,
-                1,
-                1,
-                "KV008",
-                f"file is {len(raw)} bytes, over the {MAX_BYTES}-byte limit",
-                fix="split the family or remove generated content",
-            )
-        ]
+        _fail(
+            path,
+            (1, 1),
+            "KV008",
+            f"file is {len(raw)} bytes, over the {MAX_BYTES}-byte limit",
+            "split the family or remove generated content",
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line, col = _position_of_offset(raw, exc.start)
-        return None, [
-            Diagnostic(
-                path,
-                line,
-                col,
-                "KV002",
-                f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
-                fix="save the file as UTF-8",
-            )
-        ]
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text, []
+        _fail(
+            path,
+            _position_of_offset(raw, exc.start),
+            "KV002",
+            f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
+            "save the file as UTF-8",
+        )
+    return text[1:] if text.startswith("\ufeff") else text
 
 
-def parse_yaml(path: str, raw: bytes) -> tuple[Any, SourceMap, list[Diagnostic]]:
-    """Bytes to plain data with positions; never raises on bad input."""
-    text, diagnostics = _decode(path, raw)
-    if text is None:
-        return None, SourceMap(), diagnostics
+def _compose(path: str, text: str) -> yaml.Node:
     try:
         node = yaml.compose(text, Loader=_CoreLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        at = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = exc.problem or exc.context or "invalid YAML"
         if exc.problem and exc.context:
             problem = f"{exc.problem} ({exc.context})"
-        return (
-            None,
-            SourceMap(),
-            [
-                Diagnostic(
-                    path,
-                    line,
-                    col,
-                    "KV001",
-                    f"YAML syntax error: {problem}",
-                    fix="check indentation and quoting near this position",
-                )
-            ],
+        _fail(
+            path,
+            at,
+            "KV001",
+            f"YAML syntax error: {problem}",
+            "check indentation and quoting near this position",
         )
     except yaml.YAMLError as exc:  # e.g. "expected a single document"
-        return (
-            None,
-            SourceMap(),
-            [Diagnostic(path, 1, 1, "KV001", f"YAML error: {exc}", fix="one document per file")],
-        )
+        _fail(path, (1, 1), "KV001", f"YAML error: {exc}", "one document per file")
     if node is None:
-        return (
-            None,
-            SourceMap(),
-            [
-                Diagnostic(
-                    path,
-                    1,
-                    1,
-                    "KV003",
-                    "file is empty",
-                    fix="start from a shipped spec under schema/families/",
-                )
-            ],
-        )
-    builder = _Builder(path)
+        _fail(path, (1, 1), "KV003", "file is empty", _START_FROM)
+    return node
+
+
+def _build(builder: _Builder, node: yaml.Node) -> Any:
     try:
-        data = builder.build(node, ())
+        return builder.build(node, ())
     except _TooLarge as exc:
         # An alias expands to its anchor's node, whose position is elsewhere; point at the
         # top-level entry whose expansion crossed the bound instead.
-        line, col = builder.source.value(exc.loc[:1])
         where = f" in '{exc.loc[0]}'" if exc.loc else ""
-        return (
-            None,
-            SourceMap(),
-            [
-                Diagnostic(
-                    path,
-                    line,
-                    col,
-                    "KV005",
-                    f"document expands to more than {MAX_NODES} values{where} (alias bomb?)",
-                    fix="remove anchors and aliases; write values out",
-                )
-            ],
+        _fail(
+            builder.path,
+            builder.source.value(exc.loc[:1]),
+            "KV005",
+            f"document expands to more than {MAX_NODES} values{where} (alias bomb?)",
+            "remove anchors and aliases; write values out",
         )
     except RecursionError:
-        return (
-            None,
-            SourceMap(),
-            [
-                Diagnostic(
-                    path, 1, 1, "KV005", "document nests too deeply", fix="flatten the document"
-                )
-            ],
-        )
+        _fail(builder.path, (1, 1), "KV005", "document nests too deeply", "flatten the document")
+
+
+def parse_yaml(path: str, raw: bytes) -> tuple[Any, SourceMap, list[Diagnostic]]:
+    """Bytes to plain data with positions; never raises on bad input."""
+    builder = _Builder(path)
+    try:
+        node = _compose(path, _decode(path, raw))
+        data = _build(builder, node)
+    except _Unreadable as exc:
+        return None, SourceMap(), [exc.diagnostic]
     if not isinstance(data, dict) and not builder.diagnostics:
         mark = node.start_mark
         builder.diagnostics.append(
@@ -320,7 +294,7 @@ def parse_yaml(path: str, raw: bytes) -> tuple[Any, SourceMap, list[Diagnostic]]
                 mark.column + 1,
                 "KV003",
                 f"top level must be a mapping, found {type(data).__name__}",
-                fix="start from a shipped spec under schema/families/",
+                fix=_START_FROM,
             )
         )
     return data, builder.source, builder.diagnostics
