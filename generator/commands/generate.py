@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     for diagnostic in diagnostics:
         print(diagnostic.render())
     if has_errors(diagnostics):
-        log.error("not generating: fix the errors above (%s nothing was written)", args.out)
+        log.error("not generating: fix the errors above; nothing was written to %s", args.out)
         return 1
     log.info("rendering %d famil%s", len(inputs), "y" if len(inputs) == 1 else "ies")
     rendered = render(inputs)
