@@ -51,7 +51,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         write_specs(directory, args.files)
-        command = [sys.executable, "-m", "generator", "-q", "lint", str(directory)]
+        command = [sys.executable, "-m", "kvgen", "-q", "lint", str(directory)]
         walls = []
         for _ in range(args.repeat):
             start = time.perf_counter()

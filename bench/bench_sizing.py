@@ -4,7 +4,7 @@ Prints, per shipped family: import time of ``generated/<family>/sizing.py`` (fre
 interpreter, bytecode cached, median of runs; interpreter start excluded), and microseconds per
 call of ``cache_costs`` and ``max_tokens_from_quota`` -- warm (repeated arguments), varying the
 batch size (shape cached, arithmetic per call) and cold (every cache cleared) -- next to the
-generic ``generator.costmodel`` computing the same numbers, and the ratio.
+generic ``kvgen.costmodel`` computing the same numbers, and the ratio.
 
 Targets (issue 3): import < 5 ms, a call < 5 us, >= 10x faster than the generic model.
 
@@ -25,8 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from generator import costmodel  # noqa: E402
-from generator.loader import load_family  # noqa: E402
+from kvgen import costmodel  # noqa: E402
+from kvgen.loader import load_family  # noqa: E402
 
 IMPORT_PROBE = (
     "import time, importlib; t = time.perf_counter(); "

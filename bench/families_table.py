@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from generator.loader import load_family  # noqa: E402
-from generator.spec import Family, LayerKind, Model  # noqa: E402
+from kvgen.loader import load_family  # noqa: E402
+from kvgen.spec import Family, LayerKind, Model  # noqa: E402
 
 FAMILIES_DIR = ROOT / "schema" / "families"
 README = ROOT / "README.md"

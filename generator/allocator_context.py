@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.costmodel import kind_head_dim
-from generator.render import SpecInput, artifact
-from generator.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
+from kvgen.costmodel import kind_head_dim
+from kvgen.render import SpecInput, artifact
+from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
 
 
 def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict[str, Any]:

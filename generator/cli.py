@@ -17,7 +17,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 
-import generator.commands
+import kvgen.commands
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -38,10 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress or logs on stderr")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logs on stderr")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for info in sorted(pkgutil.iter_modules(generator.commands.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules(kvgen.commands.__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"generator.commands.{info.name}")
+        module = importlib.import_module(f"kvgen.commands.{info.name}")
         module.register(subparsers)
     return parser
 

@@ -16,7 +16,7 @@ import math
 import struct
 from dataclasses import dataclass, field
 
-from generator.spec import (
+from kvgen.spec import (
     MODES_WITH_DRAFT_POOL,
     Family,
     LayerKind,

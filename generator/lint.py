@@ -2,7 +2,7 @@
 
 Public API (used by ``kvgen lint`` and ``kvgen generate``)::
 
-    from generator.lint import lint_loaded, lint_paths
+    from kvgen.lint import lint_loaded, lint_paths
     diagnostics = lint_paths(["schema/families"])   # sorted list[Diagnostic]
 
 Importing this module must stay cheap: no jinja2, no torch, no jsonschema.
@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from generator.diagnostics import Diagnostic, Severity
-from generator.loader import LoadedSpec, SourceMap, load_path
-from generator.rules import lint_rules
-from generator.rules._base import Finding, RuleContext
-from generator.spec import Family
+from kvgen.diagnostics import Diagnostic, Severity
+from kvgen.loader import LoadedSpec, SourceMap, load_path
+from kvgen.rules import lint_rules
+from kvgen.rules._base import Finding, RuleContext
+from kvgen.spec import Family
 
 __all__ = ["SPEC_SUFFIXES", "expand_paths", "lint_family", "lint_loaded", "lint_paths"]
 

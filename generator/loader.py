@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
+from kvgen.diagnostics import Diagnostic, SpecError
+from kvgen.spec import Family
 from pydantic import ValidationError
-
-from generator.diagnostics import Diagnostic, SpecError
-from generator.spec import Family
 
 try:  # the C composer is several times faster; fall back to pure Python where absent
     _BaseLoader: type = yaml.CSafeLoader

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from generator.project import OUT_DIR
+from kvgen.project import OUT_DIR
 
 __all__ = [
     "BatchPlan",

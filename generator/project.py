@@ -6,11 +6,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator.diagnostics import Diagnostic, has_errors
-from generator.loader import load_path
+from kvgen.diagnostics import Diagnostic, has_errors
+from kvgen.loader import load_path
 
 if TYPE_CHECKING:  # render pulls in jinja2; lint must not
-    from generator.render import SpecInput
+    from kvgen.render import SpecInput
 
 SPEC_DIR = Path("schema/families")
 OUT_DIR = Path("generated")
@@ -30,8 +30,8 @@ def spec_paths(paths: Iterable[str | Path] | None) -> list[Path]:
 
 def load_specs(paths: list[Path]) -> tuple[list[SpecInput], list[Diagnostic]]:
     """Load, validate and lint every spec; inputs are returned only for clean specs."""
-    from generator.lint import lint_loaded
-    from generator.render import SpecInput, spec_source
+    from kvgen.lint import lint_loaded
+    from kvgen.render import SpecInput, spec_source
 
     inputs: list[SpecInput] = []
     diagnostics: list[Diagnostic] = []

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from generator.diagnostics import Diagnostic
-from generator.rules import RuleInfo, all_rules, find_rule
+from kvgen.diagnostics import Diagnostic
+from kvgen.rules import RuleInfo, all_rules, find_rule
 
 __all__ = ["REPORTERS", "render"]
 

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from generator.spec import SCHEMA_ID, Family
+from kvgen.spec import SCHEMA_ID, Family
 
 __all__ = ["DRAFT", "MODELINE_PREFIX", "export_schema", "schema_diff"]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.costmodel import element_bytes, headroom, kind_head_dim
-from generator.render import SpecInput, artifact
-from generator.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
+from kvgen.costmodel import element_bytes, headroom, kind_head_dim
+from kvgen.render import SpecInput, artifact
+from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
 
 ATTENTION_CODES = {"full": 0, "sliding": 1, "recurrent": 2, "none": 3}
 

@@ -45,7 +45,7 @@ class Plan:
 
 
 def _generated_files(out_dir: Path) -> list[str]:
-    from generator.render import HEADER_PREFIX  # render pulls in jinja2; keep writer light
+    from kvgen.render import HEADER_PREFIX  # render pulls in jinja2; keep writer light
 
     if not out_dir.is_dir():
         return []

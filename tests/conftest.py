@@ -25,7 +25,8 @@ def rendered_families(tmp_path_factory):
     Names are fixture families with a tokens_per_block suffix (``fx_mixed_t32``) or shipped
     family names (``gemma3``); each is rendered once per session into a temporary directory.
     """
-    from generator.loader import load_family
+    from kvgen.loader import load_family
+
     from tests.workloads import FIXTURE_SPECS, render_family, with_tokens_per_block
 
     out = tmp_path_factory.mktemp("rendered")

@@ -12,10 +12,10 @@ import textwrap
 from pathlib import Path
 from types import ModuleType
 
-from generator import costmodel
-from generator.loader import load_bytes
-from generator.render import SpecInput, render
-from generator.spec import Family
+from kvgen import costmodel
+from kvgen.loader import load_bytes
+from kvgen.render import SpecInput, render
+from kvgen.spec import Family
 
 _counter = 0
 

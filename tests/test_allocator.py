@@ -352,8 +352,8 @@ def test_cuda_pools(mixed):
 
 
 def test_generated_allocator_is_deterministic_and_self_contained(rendered_families, tmp_path):
-    from generator.loader import load_family
-    from generator.render import SpecInput, render
+    from kvgen.loader import load_family
+    from kvgen.render import SpecInput, render
 
     spec = ROOT / "tests" / "fixtures" / "specs" / "fx_mixed.yaml"
     first = render([SpecInput("x.yaml", spec.read_bytes(), load_family(spec))])
@@ -406,10 +406,7 @@ def test_generator_never_imports_torch():
         if isinstance(node, ast.Import)
         for alias in node.names
     }
-    code = (
-        "import sys, generator.render; generator.render._load_builders(); "
-        "print('torch' in sys.modules)"
-    )
+    code = "import sys, kvgen.render; kvgen.render._load_builders(); print('torch' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )

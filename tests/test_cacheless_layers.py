@@ -11,9 +11,9 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from kvgen.lint import lint_family
+from kvgen.loader import SourceMap
 
-from generator.lint import lint_family
-from generator.loader import SourceMap
 from tests.sizing_support import Implementation, family_from_text
 from tests.workloads import render_family
 

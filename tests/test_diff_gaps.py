@@ -8,8 +8,8 @@ pool per life cycle. The key is now per life cycle on both sides.
 from __future__ import annotations
 
 import yaml
+from kvgen.loader import load_bytes
 
-from generator.loader import load_bytes
 from tests.workloads import Harness, max_chunk_beside_generation, render_family
 
 # Two sliding life cycles with the same window and bytes per token but different sink counts.

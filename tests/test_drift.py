@@ -4,8 +4,8 @@ makes the diff fail when the static side carries the bug, and pass when it does 
 from __future__ import annotations
 
 import pytest
+from kvgen.loader import load_family
 
-from generator.loader import load_family
 from tests.workloads import (
     FIXTURE_SPECS,
     DiffError,
@@ -230,7 +230,7 @@ def test_6_window_override_on_a_full_layer(render, family):
 def test_7_draft_cost_as_total_minus_target(render, family):
     """The draft pool's own shape (a single SWA pool, rounded for resume) is lost when its cost
     is taken as cost(target + draft layers) - cost(target)."""
-    from generator import costmodel
+    from kvgen import costmodel
 
     params = PARAMS
     model = family.models[0]

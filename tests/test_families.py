@@ -11,10 +11,9 @@ import re
 from pathlib import Path
 
 import pytest
-
-from generator.lint import lint_loaded
-from generator.loader import load_family, load_path
-from generator.spec import Family, LayerKind, LayerStack, Model
+from kvgen.lint import lint_loaded
+from kvgen.loader import load_family, load_path
+from kvgen.spec import Family, LayerKind, LayerStack, Model
 
 FAMILIES_DIR = Path(__file__).resolve().parent.parent / "schema" / "families"
 FAMILY_FILES = sorted(FAMILIES_DIR.glob("*.yaml"))

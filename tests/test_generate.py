@@ -11,10 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from generator.cli import main
-from generator.project import load_specs, spec_paths
-from generator.render import render
+from kvgen.cli import main
+from kvgen.project import load_specs, spec_paths
+from kvgen.render import render
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = sorted((REPO / "schema" / "families").glob("*.yaml"))
@@ -164,7 +163,7 @@ def test_rendering_is_byte_deterministic_across_hash_seeds(project):
         import sys
         sys.path.insert(0, sys.argv[1])
         from tests.test_generate import _render_digest
-        from generator.project import spec_paths
+        from kvgen.project import spec_paths
         print(_render_digest(spec_paths(None)))
         """
     )
@@ -184,7 +183,7 @@ def test_rendering_is_byte_deterministic_across_hash_seeds(project):
 @pytest.mark.skipif(not SHIPPED, reason="no shipped families yet")
 def test_committed_generated_tree_equals_a_fresh_render():
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "-q", "generate", "--check"],
+        [sys.executable, "-m", "kvgen", "-q", "generate", "--check"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -215,7 +214,7 @@ def test_sizing_module_is_self_contained_without_generator_or_torch(project, tmp
         import sys
         sys.path.insert(0, ".")
         import sizing
-        assert "torch" not in sys.modules and "generator" not in sys.modules
+        assert "torch" not in sys.modules and "kvgen" not in sys.modules
         costs = sizing.cache_costs("toy_small", max_batch_size=2, max_num_tokens=32,
                                    max_seq_len=4096)
         print(costs["target"].slope)
@@ -290,7 +289,7 @@ def test_generate_never_imports_torch(project):
     code = textwrap.dedent(
         """
         import sys
-        from generator.cli import main
+        from kvgen.cli import main
         assert main(["-q", "generate"]) == 0
         assert main(["-q", "generate", "--check"]) == 0
         print(sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.")))

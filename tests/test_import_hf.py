@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kvgen.cli import main
+from kvgen.importhf import compact_pattern, import_config
+from kvgen.lint import lint_loaded
+from kvgen.loader import load_bytes, load_path
+from kvgen.spec import Family
 
-from generator.cli import main
-from generator.importhf import compact_pattern, import_config
-from generator.lint import lint_loaded
-from generator.loader import load_bytes, load_path
-from generator.spec import Family
 from tests.test_families import (
     bytes_per_token,
     fixed_bytes_per_request,

@@ -11,17 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from generator.cli import main
-from generator.lint import lint_paths
-from generator.rules import find_rule
+from kvgen.cli import main
+from kvgen.lint import lint_paths
+from kvgen.rules import find_rule
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(__file__).resolve().parent / "lint_corpus"
 BAD = sorted(p for p in CORPUS.glob("*.yaml") if not p.name.startswith("valid_"))
 VALID = sorted(CORPUS.glob("valid_*.yaml"))
 SHIPPED = sorted((ROOT / "schema" / "families").glob("*.yaml"))
-# A few go through a real `kvgen` process; the rest through generator.cli.main.
+# A few go through a real `kvgen` process; the rest through kvgen.cli.main.
 SUBPROCESS_CASES = {
     "kv002_latin1.yaml",
     "kv005_alias_bomb.yaml",
@@ -48,7 +47,7 @@ def test_corpus_has_at_least_thirty_bad_specs():
 
 def test_corpus_covers_every_lint_rule():
     covered = {entry.split()[0] for path in BAD for entry in expected(path)}
-    from generator.rules import lint_rules
+    from kvgen.rules import lint_rules
 
     assert {rule.code for rule in lint_rules()} <= covered
 
@@ -59,7 +58,7 @@ def test_bad_spec_reports_exact_codes_and_positions(path, tmp_path, monkeypatch,
     before = listing(CORPUS)
     if path.name in SUBPROCESS_CASES:
         proc = subprocess.run(
-            [sys.executable, "-m", "generator", "lint", "--format", "json", str(path)],
+            [sys.executable, "-m", "kvgen", "lint", "--format", "json", str(path)],
             capture_output=True,
             text=True,
             cwd=tmp_path,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import textwrap
 
-from generator.diagnostics import Diagnostic
-from generator.reporters import REPORTERS, render, sarif
-from generator.rules import RuleInfo
+from kvgen.diagnostics import Diagnostic
+from kvgen.reporters import REPORTERS, render, sarif
+from kvgen.rules import RuleInfo
 
 DIAGNOSTICS = [
     Diagnostic("specs/a.yaml", 4, 19, "KV201", "tokens_per_block 48 is not a power of two",

@@ -8,16 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import kvgen.rules
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kvgen.cli import main
+from kvgen.lint import lint_family
+from kvgen.loader import SourceMap
+from kvgen.rules import LINT_RULE_MODULES, RETIRED, all_rules, find_rule, lint_rules
+from kvgen.spec import DTYPES, SPECULATIVE_MODES, Family
 from pydantic import ValidationError
-
-import generator.rules
-from generator.cli import main
-from generator.lint import lint_family
-from generator.loader import SourceMap
-from generator.rules import LINT_RULE_MODULES, RETIRED, all_rules, find_rule, lint_rules
-from generator.spec import DTYPES, SPECULATIVE_MODES, Family
 
 SECTIONS = ("## What it does", "## Why it matters", "## Example", "## Fix")
 
@@ -25,7 +24,7 @@ SECTIONS = ("## What it does", "## Why it matters", "## Example", "## Fix")
 def test_every_rule_module_is_registered():
     modules = {
         info.name
-        for info in pkgutil.iter_modules(generator.rules.__path__)
+        for info in pkgutil.iter_modules(kvgen.rules.__path__)
         if not info.name.startswith("_")
     }
     assert modules == set(LINT_RULE_MODULES)
@@ -55,7 +54,7 @@ def test_every_code_documents_what_why_example_fix():
 
 def test_loader_codes_are_documented():
     documented = {rule.code for rule in all_rules()}
-    loader = Path(sys.modules["generator.loader"].__file__).read_text(encoding="utf-8")
+    loader = Path(sys.modules["kvgen.loader"].__file__).read_text(encoding="utf-8")
     assert set(re.findall(r'"(KV\d{3})"', loader)) <= documented
 
 
@@ -101,12 +100,12 @@ def _heavy_modules_after(code: str) -> str:
 
 
 def test_importing_the_lint_api_never_imports_torch_jinja2_or_jsonschema():
-    code = "import generator.lint, generator.reporters\ngenerator.lint.lint_paths(['tests'])"
+    code = "import kvgen.lint, kvgen.reporters\nkvgen.lint.lint_paths(['tests'])"
     assert _heavy_modules_after(code) == "[]"
 
 
 def test_kvgen_lint_never_imports_torch_jinja2_or_jsonschema():
-    code = "from generator.cli import main\nmain(['-q', 'lint', '--format', 'sarif', 'tests'])"
+    code = "from kvgen.cli import main\nmain(['-q', 'lint', '--format', 'sarif', 'tests'])"
     assert _heavy_modules_after(code) == "[]"
 
 
@@ -185,8 +184,8 @@ def test_rules_never_raise_on_a_validated_family(data):
 
 
 def test_every_import_hf_code_is_documented_for_explain():
-    from generator.importhf import IMPORT_CODES
-    from generator.rules._import_codes import IMPORT_DOCS
+    from kvgen.importhf import IMPORT_CODES
+    from kvgen.rules._import_codes import IMPORT_DOCS
 
     assert [code for code, _name, _doc in IMPORT_DOCS] == sorted(IMPORT_CODES)
     for code in IMPORT_CODES:

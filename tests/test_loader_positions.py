@@ -6,8 +6,7 @@ import textwrap
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from generator.loader import load_bytes, parse_yaml
+from kvgen.loader import load_bytes, parse_yaml
 
 VALID = textwrap.dedent(
     """\

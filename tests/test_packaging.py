@@ -1,5 +1,5 @@
 """kvgen works from a plain wheel, as pre-commit's hook environments install it: the templates
-travel inside it (package ``kvgen_templates``) and rendering needs no checkout."""
+travel inside it (as ``kvgen/templates``) and rendering needs no checkout."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ def test_every_generator_package_is_listed_in_pyproject():
         tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     )
     on_disk = {
-        ".".join(p.parent.relative_to(REPO).parts)
+        ".".join(("kvgen", *p.parent.relative_to(REPO / "generator").parts))
         for p in (REPO / "generator").rglob("__init__.py")
         if "__pycache__" not in p.parts
     }
-    assert on_disk | {"kvgen_templates"} == listed
+    assert on_disk | {"kvgen.templates"} == listed
 
 
 def test_a_wheel_install_renders_exactly_what_the_checkout_renders(tmp_path):
@@ -62,15 +62,15 @@ def test_a_wheel_install_renders_exactly_what_the_checkout_renders(tmp_path):
     (project / "schema" / "families" / "gemma3.yaml").write_bytes(spec.read_bytes())
     # -I: the checkout (and its editable install's path hooks) stay out of sys.path.
     where = subprocess.run(
-        [str(python), "-I", "-c", "import generator.render as r; print(r.TEMPLATES_DIR)"],
+        [str(python), "-I", "-c", "import kvgen.render as r; print(r.TEMPLATES_DIR)"],
         cwd=project,
         check=True,
         capture_output=True,
         text=True,
     ).stdout.strip()
-    assert Path(where).name == "kvgen_templates" and str(venv) in where
+    assert Path(where).parts[-2:] == ("kvgen", "templates") and str(venv) in where
     subprocess.run(
-        [str(python), "-I", "-m", "generator", "-q", "generate"],
+        [str(python), "-I", "-m", "kvgen", "-q", "generate"],
         cwd=project,
         check=True,
         capture_output=True,

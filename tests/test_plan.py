@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from generator.cli import main
+from kvgen.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -34,7 +34,7 @@ def test_readme_plan_example_is_the_commands_output():
     command, shown = block.group(1), block.group(2)
     args = command.split()[1:]
     result = subprocess.run(
-        [sys.executable, "-m", "generator", "-q", *args],
+        [sys.executable, "-m", "kvgen", "-q", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -19,9 +19,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from generator.cli import main
-from generator.review import default_ref
+from kvgen.cli import main
+from kvgen.review import default_ref
 
 TOY = """\
 schema_version: 1

@@ -7,8 +7,7 @@ import shlex
 from pathlib import Path
 
 import yaml
-
-from generator.cli import build_parser
+from kvgen.cli import build_parser
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
-
-from generator.cli import main
-from generator.loader import load_path, parse_yaml
-from generator.schema_export import DRAFT, MODELINE_PREFIX, export_schema
-from generator.spec import SCHEMA_ID
+from kvgen.cli import main
+from kvgen.loader import load_path, parse_yaml
+from kvgen.schema_export import DRAFT, MODELINE_PREFIX, export_schema
+from kvgen.spec import SCHEMA_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "schema" / "kvspec.schema.json"

@@ -11,9 +11,9 @@ import itertools
 from pathlib import Path
 
 import pytest
+from kvgen import costmodel
+from kvgen.loader import load_family
 
-from generator import costmodel
-from generator.loader import load_family
 from tests.sizing_support import import_generated
 
 REPO = Path(__file__).resolve().parent.parent

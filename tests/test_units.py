@@ -7,8 +7,7 @@ import argparse
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from generator.units import format_bytes, format_size, parse_size, positive_int, size_argument
+from kvgen.units import format_bytes, format_size, parse_size, positive_int, size_argument
 
 
 @pytest.mark.parametrize(

@@ -23,8 +23,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from generator.loader import load_family
-from generator.render import SpecInput, render
+from kvgen.loader import load_family
+from kvgen.render import SpecInput, render
+
 from tests.sizing_support import import_generated
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +54,7 @@ class Rendered:
     """One family's generated modules, imported from wherever they were written."""
 
     name: str
-    family: Any  # generator.spec.Family
+    family: Any  # kvgen.spec.Family
     sizing: ModuleType
     allocator: ModuleType
     source: str

@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 
-from generator.units import positive_int, size_argument
+from kvgen.units import positive_int, size_argument
 
 log = logging.getLogger("kvgen")
 
@@ -60,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.review import Deployment, ReviewError, default_ref, review_specs
+    from kvgen.review import Deployment, ReviewError, default_ref, review_specs
 
     ref = args.against or default_ref(dict(os.environ))
     deployment = Deployment(
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"kvgen: error: {exc}", file=sys.stderr)
         return 2
     if review.diagnostics:
-        from generator.reporters import render
+        from kvgen.reporters import render
 
         fmt = args.format if args.format in ("json", "github") else "text"
         sys.stdout.write(render(fmt, review.diagnostics))
@@ -104,7 +104,7 @@ def _delta(old: int | None, new: int | None, unit: str = "") -> str:
         return ""
     text = f"{new - old:+d}{unit}"
     if unit == " B" and abs(new - old) >= 1024:
-        from generator.units import format_size
+        from kvgen.units import format_size
 
         text += f", {'+' if new > old else '-'}{format_size(abs(new - old))}"
     return f"  ({text})"
@@ -123,7 +123,7 @@ def _ack_text(change) -> str:
 
 
 def _deployment_line(review) -> str:
-    from generator.units import format_size
+    from kvgen.units import format_size
 
     d = review.deployment
     return (
@@ -211,7 +211,7 @@ def _md_arrow(old: int | None, new: int | None, tokens: bool = False) -> str:
 
 def _sentence(change, review) -> str | None:
     """``this change reserves 469 MiB more per GPU for m at batch 8; ...`` for a PR comment."""
-    from generator.units import format_size
+    from kvgen.units import format_size
 
     old, new = change.old, change.new
     if old is None or new is None:
@@ -314,7 +314,7 @@ def as_json(review) -> str:
 
 def github(review) -> str:
     """Workflow commands: an error per unacknowledged change, a notice per other change."""
-    from generator.reporters import _escape_data, _escape_property
+    from kvgen.reporters import _escape_data, _escape_property
 
     lines = []
     for change in review.changes:

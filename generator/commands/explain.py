@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.rules import find_rule
+    from kvgen.rules import find_rule
 
     rule = find_rule(args.code)
     if rule is None:

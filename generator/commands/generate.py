@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from generator.project import OUT_DIR, spec_paths
+from kvgen.project import OUT_DIR, spec_paths
 
 log = logging.getLogger("kvgen")
 
@@ -29,10 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.diagnostics import has_errors
-    from generator.project import load_specs
-    from generator.render import render
-    from generator.writer import apply, plan
+    from kvgen.diagnostics import has_errors
+    from kvgen.project import load_specs
+    from kvgen.render import render
+    from kvgen.writer import apply, plan
 
     paths = spec_paths(args.specs)
     if not paths:

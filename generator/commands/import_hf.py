@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from generator.writer import write_atomic
+from kvgen.writer import write_atomic
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
@@ -51,8 +51,8 @@ def _usage(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.importhf import import_config, to_identifier
-    from generator.loader import load_bytes
+    from kvgen.importhf import import_config, to_identifier
+    from kvgen.loader import load_bytes
 
     for flag, value in (("--family", args.family), ("--model", args.model)):
         if value is not None and to_identifier(value) != value:

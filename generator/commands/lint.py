@@ -15,7 +15,7 @@ from pathlib import Path
 log = logging.getLogger("kvgen")
 
 DEFAULT_PATH = "schema/families"
-FORMATS = ("text", "json", "github", "sarif")  # keep in step with generator.reporters.REPORTERS
+FORMATS = ("text", "json", "github", "sarif")  # keep in step with kvgen.reporters.REPORTERS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def list_rules() -> str:
-    from generator.rules import all_rules
+    from kvgen.rules import all_rules
 
     rules = all_rules()
     width = max(len(rule.name) for rule in rules)
@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"kvgen: error: no such file or directory: {path}", file=sys.stderr)
         return 2
 
-    from generator.lint import expand_paths, lint_paths
-    from generator.reporters import render
+    from kvgen.lint import expand_paths, lint_paths
+    from kvgen.reporters import render
 
     files = expand_paths(paths)
     if not files:

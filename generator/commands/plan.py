@@ -19,7 +19,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from generator.units import positive_int, size_argument
+from kvgen.units import positive_int, size_argument
 
 log = logging.getLogger("kvgen")
 
@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.planner import PlanError, load_sizing, make_plan
+    from kvgen.planner import PlanError, load_sizing, make_plan
 
     try:
         sizing = load_sizing(args.family, args.generated)
@@ -97,7 +97,7 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 
 def text(plan) -> str:
-    from generator.units import format_bytes
+    from kvgen.units import format_bytes
 
     lines = [
         f"{plan.family}/{plan.model}, speculative {plan.speculative}, semantics {plan.semantics}",
@@ -148,8 +148,8 @@ def plot(sizing, plan, path: Path) -> None:
         raise ValueError(
             "--plot needs matplotlib, which is not installed: pip install 'kvgen[plot]'"
         ) from None
-    from generator.planner import capacity_curve, profiles_for
-    from generator.units import GiB, format_size
+    from kvgen.planner import capacity_curve, profiles_for
+    from kvgen.units import GiB, format_size
 
     budgets = [plan.gpu_memory * i // PLOT_POINTS for i in range(PLOT_POINTS + 1)]
     batch = plan.batches[0].max_batch_size

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from generator.writer import write_atomic
+from kvgen.writer import write_atomic
 
 log = logging.getLogger("kvgen")
 
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def expected_modeline(spec: Path, schema: Path) -> str:
-    from generator.schema_export import MODELINE_PREFIX
+    from kvgen.schema_export import MODELINE_PREFIX
 
     relative = os.path.relpath(schema.resolve(), spec.resolve().parent)
     return MODELINE_PREFIX + Path(relative).as_posix()
@@ -57,7 +57,7 @@ def missing_modelines(schema: Path) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generator.schema_export import export_schema, schema_diff
+    from kvgen.schema_export import export_schema, schema_diff
 
     output = Path(args.output)
     fresh = export_schema()

@@ -17,7 +17,7 @@ Codes (stable; a retired code is never reused):
 
 from __future__ import annotations
 
-from generator.importhf._import import IMPORT_CODES, ImportResult, import_config
-from generator.importhf._render import compact_pattern, to_identifier
+from kvgen.importhf._import import IMPORT_CODES, ImportResult, import_config
+from kvgen.importhf._render import compact_pattern, to_identifier
 
 __all__ = ["IMPORT_CODES", "ImportResult", "compact_pattern", "import_config", "to_identifier"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.diagnostics import Diagnostic
-from generator.importhf._fields import (
+from kvgen.diagnostics import Diagnostic
+from kvgen.importhf._fields import (
     ALIASES,
     CACHE_FIELDS,
     IGNORED_FIELDS,
@@ -13,7 +13,7 @@ from generator.importhf._fields import (
     IGNORED_SUFFIXES,
     UNSUPPORTED_FIELDS,
 )
-from generator.importhf._json import JsonReader, Path_
+from kvgen.importhf._json import JsonReader, Path_
 
 __all__ = ["Abort", "Config", "check_fields", "field_spelling"]
 

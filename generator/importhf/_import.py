@@ -6,10 +6,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from generator.diagnostics import Diagnostic
-from generator.importhf._config import Abort, Config, check_fields, field_spelling
-from generator.importhf._json import JsonReader
-from generator.importhf._layers import (
+from kvgen.diagnostics import Diagnostic
+from kvgen.importhf._config import Abort, Config, check_fields, field_spelling
+from kvgen.importhf._json import JsonReader
+from kvgen.importhf._layers import (
     NO_CACHE,
     Kind,
     attention_kinds,
@@ -17,7 +17,7 @@ from generator.importhf._layers import (
     per_layer_types,
     state_bytes,
 )
-from generator.importhf._render import Spec, default_model_name, render, to_identifier
+from kvgen.importhf._render import Spec, default_model_name, render, to_identifier
 
 __all__ = ["IMPORT_CODES", "ImportResult", "import_config"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.importhf._config import Abort, Config, field_spelling
+from kvgen.importhf._config import Abort, Config, field_spelling
 
 __all__ = [
     "NO_CACHE",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from generator.importhf._layers import Kind
+from kvgen.importhf._layers import Kind
 
 __all__ = ["Spec", "compact_pattern", "default_model_name", "render", "to_identifier"]
 

@@ -28,9 +28,9 @@ removal cannot be acknowledged; a family renamed in the same file is acknowledge
 
 from __future__ import annotations
 
-from generator.review._git import default_ref
-from generator.review._review import review_specs
-from generator.review._types import (
+from kvgen.review._git import default_ref
+from kvgen.review._review import review_specs
+from kvgen.review._types import (
     ADDED,
     API,
     BLOCKING,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import types
 
-from generator.review._sides import Side
-from generator.review._types import (
+from kvgen.review._sides import Side
+from kvgen.review._types import (
     ADDED,
     ANY,
     API,
@@ -15,7 +15,7 @@ from generator.review._types import (
     Change,
     Deployment,
 )
-from generator.spec import Acknowledgement
+from kvgen.spec import Acknowledgement
 
 __all__ = [
     "acknowledgement_reason",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from generator.project import SPEC_SUFFIXES
-from generator.review._types import ReviewError
+from kvgen.project import SPEC_SUFFIXES
+from kvgen.review._types import ReviewError
 
 __all__ = ["GitTree", "default_ref"]
 

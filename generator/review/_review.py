@@ -6,16 +6,16 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
-from generator.diagnostics import has_errors
-from generator.project import OUT_DIR, SPEC_DIR
-from generator.review._compare import (
+from kvgen.diagnostics import has_errors
+from kvgen.project import OUT_DIR, SPEC_DIR
+from kvgen.review._compare import (
     acknowledgement_reason,
     compare_family,
     family_status,
     pair_renames,
 )
-from generator.review._git import GitTree
-from generator.review._sides import (
+from kvgen.review._git import GitTree
+from kvgen.review._sides import (
     Side,
     by_family,
     candidate_paths,
@@ -23,7 +23,7 @@ from generator.review._sides import (
     load_side,
     render_module,
 )
-from generator.review._types import (
+from kvgen.review._types import (
     ADDED,
     ANY,
     API,

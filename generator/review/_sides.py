@@ -8,12 +8,12 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.diagnostics import Diagnostic, has_errors
-from generator.loader import load_bytes
-from generator.project import SPEC_DIR, SPEC_SUFFIXES
-from generator.review._git import GitTree
-from generator.review._types import Review, ReviewError
-from generator.spec import Family
+from kvgen.diagnostics import Diagnostic, has_errors
+from kvgen.loader import load_bytes
+from kvgen.project import SPEC_DIR, SPEC_SUFFIXES
+from kvgen.review._git import GitTree
+from kvgen.review._types import Review, ReviewError
+from kvgen.spec import Family
 
 __all__ = [
     "Side",
@@ -59,7 +59,7 @@ def candidate_paths(tree: GitTree, args: list[str]) -> list[Path]:
 
 
 def load_side(label: str, display: str, raw: bytes, review: Review) -> Side | None:
-    from generator.lint import lint_loaded
+    from kvgen.lint import lint_loaded
 
     loaded = load_bytes(label, raw)
     diagnostics = lint_loaded(loaded)
@@ -94,7 +94,7 @@ def _exec_module(text: str, name: str, filename: str) -> types.ModuleType:
 
 
 def render_module(side: Side, tag: str) -> None:
-    from generator.render import SpecInput, render
+    from kvgen.render import SpecInput, render
 
     name = side.family.family
     text = render([SpecInput(side.path, side.raw, side.family)])[f"{name}/sizing.py"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.diagnostics import Diagnostic, has_errors
-from generator.units import GiB
+from kvgen.diagnostics import Diagnostic, has_errors
+from kvgen.units import GiB
 
 __all__ = [
     "ADDED",

@@ -2,7 +2,7 @@
 
 Codes are stable forever. A retired code stays in ``RETIRED`` and is never reused.
 
-- ``KV0xx`` reading the file, ``KV1xx`` the schema: emitted by ``generator.loader``, documented
+- ``KV0xx`` reading the file, ``KV1xx`` the schema: emitted by ``kvgen.loader``, documented
   in ``_reader_codes``.
 - ``KV2xx`` semantic rules: each module in ``LINT_RULE_MODULES`` defines ``CODE``, ``NAME``,
   ``SEVERITY`` and ``check(ctx)``; its docstring is the rule's documentation.
@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 
-from generator.diagnostics import Severity
-from generator.rules._base import Finding, RuleContext
-from generator.rules._import_codes import IMPORT_DOCS
-from generator.rules._reader_codes import READER_CODES
+from kvgen.diagnostics import Severity
+from kvgen.rules._base import Finding, RuleContext
+from kvgen.rules._import_codes import IMPORT_DOCS
+from kvgen.rules._reader_codes import READER_CODES
 
 __all__ = ["LINT_RULE_MODULES", "RETIRED", "RuleInfo", "all_rules", "find_rule", "lint_rules"]
 
@@ -82,7 +82,7 @@ def lint_rules() -> tuple[RuleInfo, ...]:
     """The semantic rules, sorted by code."""
     rules = []
     for module_name in LINT_RULE_MODULES:
-        module = importlib.import_module(f"generator.rules.{module_name}")
+        module = importlib.import_module(f"kvgen.rules.{module_name}")
         doc = inspect.cleandoc(module.__doc__ or "")
         rules.append(RuleInfo(module.CODE, module.NAME, module.SEVERITY, doc, module.check))
     return tuple(sorted(rules, key=lambda rule: rule.code))

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from generator.spec import Family, LayerKind, LayerStack, Model
+from kvgen.spec import Family, LayerKind, LayerStack, Model
 
 Loc = tuple[str | int, ...]
 

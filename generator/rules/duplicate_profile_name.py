@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from generator.rules._base import Finding, RuleContext
+from kvgen.rules._base import Finding, RuleContext
 
 CODE = "KV214"
 NAME = "duplicate-profile-name"

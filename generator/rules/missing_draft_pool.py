@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from generator.rules._base import Finding, RuleContext
-from generator.spec import MODES_WITH_DRAFT_POOL
+from kvgen.rules._base import Finding, RuleContext
+from kvgen.spec import MODES_WITH_DRAFT_POOL
 
 CODE = "KV207"
 NAME = "missing-draft-pool"

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from generator.rules._base import Finding, RuleContext, derived_head_dim
+from kvgen.rules._base import Finding, RuleContext, derived_head_dim
 
 CODE = "KV212"
 NAME = "nvfp4-element-count"

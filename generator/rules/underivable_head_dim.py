@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from generator.rules._base import Finding, RuleContext
-from generator.spec import Model
+from kvgen.rules._base import Finding, RuleContext
+from kvgen.spec import Model
 
 CODE = "KV217"
 NAME = "underivable-head-dim"

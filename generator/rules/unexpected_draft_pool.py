@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from generator.rules._base import Finding, RuleContext
-from generator.spec import MODES_WITH_DRAFT_POOL, MODES_WITH_EXTRA_LAYERS
+from kvgen.rules._base import Finding, RuleContext
+from kvgen.spec import MODES_WITH_DRAFT_POOL, MODES_WITH_EXTRA_LAYERS
 
 CODE = "KV208"
 NAME = "unexpected-draft-pool"

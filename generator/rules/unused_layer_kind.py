@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from generator.rules._base import Finding, RuleContext, placed_kinds
+from kvgen.rules._base import Finding, RuleContext, placed_kinds
 
 CODE = "KV206"
 NAME = "unused-layer-kind"
