@@ -18,10 +18,9 @@ import sys
 from collections.abc import Sequence
 
 import kvgen.commands
+from kvgen.exits import Exit, UsageError
 
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_USAGE = 2
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = Exit.OK, Exit.FINDINGS, Exit.USAGE
 
 log = logging.getLogger("kvgen")
 
@@ -56,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(args.func(args))
+    except UsageError as exc:
+        print(f"kvgen: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:  # pragma: no cover - interactive
         return EXIT_USAGE
     except BrokenPipeError:  # pragma: no cover - `kvgen ... | head`
