@@ -1,5 +1,5 @@
-""""Did you mean" for every name a user can misspell: spec keys, families, models, profiles,
-rule codes. One wording everywhere, so a typo reads the same in lint, plan, diff and explain."""
+"""Suggestions ("did you mean") for every name a user can misspell: spec keys, families,
+models, profiles, rule codes. One wording everywhere: a typo reads the same in every command."""
 
 from __future__ import annotations
 
