@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from pathlib import Path
+
+from kvgen.exits import Exit
+from kvgen.project import expand_paths
 
 log = logging.getLogger("kvgen")
 
@@ -50,23 +52,18 @@ def list_rules() -> str:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Exit:
     if args.list_rules:
         sys.stdout.write(list_rules())
-        return 0
-    paths = args.paths or [DEFAULT_PATH]
-    missing = [path for path in paths if not Path(path).exists()]
-    if missing:
-        for path in missing:
-            print(f"kvgen: error: no such file or directory: {path}", file=sys.stderr)
-        return 2
+        return Exit.OK
+    paths = args.paths or [args.project.spec_dir]
+    files = expand_paths(paths)  # a missing path is a UsageError: exit 2
 
-    from kvgen.lint import expand_paths, lint_paths
+    from kvgen.lint import lint_paths
     from kvgen.reporters import render
 
-    files = expand_paths(paths)
     if not files:
-        log.warning("no spec files (*.yaml, *.yml) under %s", ", ".join(paths))
+        log.warning("no spec files (*.yaml, *.yml) under %s", ", ".join(map(str, paths)))
     diagnostics = lint_paths(files)
     sys.stdout.write(render(args.format, diagnostics))
     errors = sum(d.severity == "error" for d in diagnostics)
@@ -80,4 +77,4 @@ def run(args: argparse.Namespace) -> int:
         len(files),
         "" if len(files) == 1 else "s",
     )
-    return 1 if errors or (warnings and args.strict) else 0
+    return Exit.FINDINGS if errors or (warnings and args.strict) else Exit.OK
