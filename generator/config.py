@@ -39,7 +39,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10 takes the backport (a conditional dependency)
     import tomli as tomllib
 
-__all__ = ["DEPLOYMENT_KEYS", "PROJECT_KEYS", "Config", "find_config", "load_config"]
+__all__ = ["DEPLOYMENT_KEYS", "PROJECT_KEYS", "Config", "current", "find_config", "load_config"]
 
 PYPROJECT = "pyproject.toml"
 KVGEN_TOML = "kvgen.toml"
@@ -136,12 +136,12 @@ def _position(text: str, key: str, table: str) -> tuple[int, int]:
 
 def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageError:
     line, col = _position(text, key, table)
-    return UsageError(f"{path.as_posix()}:{line}:{col}: {message}")
+    return UsageError(f"{Path(os.path.relpath(path)).as_posix()}:{line}:{col}: {message}")
 
 
 def load_config(path: Path) -> Config:
     """Parse and check one config file; a problem is a positioned ``UsageError``."""
-    display = path.as_posix()
+    display = Path(os.path.relpath(path)).as_posix()
     try:
         raw = path.read_bytes()
     except OSError as exc:

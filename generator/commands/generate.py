@@ -37,7 +37,11 @@ def run(args: argparse.Namespace) -> Exit:
 
     paths = spec_paths(args.specs, default=args.project.spec_dir)
     if not paths:
-        raise UsageError(f"no spec files (*.yaml, *.yml) in {', '.join(map(str, args.specs))}")
+        where = ", ".join(map(str, args.specs)) or args.project.spec_dir.as_posix()
+        if args.specs:
+            raise UsageError(f"no spec files (*.yaml, *.yml) in {where}")
+        log.warning("no spec files (*.yaml, *.yml) in %s: nothing to generate", where)
+        return Exit.OK
     inputs, diagnostics = load_specs(paths, root=args.project.root)
     for diagnostic in diagnostics:
         print(diagnostic.render())
