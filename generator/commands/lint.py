@@ -11,6 +11,7 @@ import argparse
 import logging
 import sys
 
+from kvgen.console import colour_findings, use_colour
 from kvgen.exits import Exit
 from kvgen.project import expand_paths
 
@@ -65,7 +66,10 @@ def run(args: argparse.Namespace) -> Exit:
     if not files:
         log.warning("no spec files (*.yaml, *.yml) under %s", ", ".join(map(str, paths)))
     diagnostics = lint_paths(files)
-    sys.stdout.write(render(args.format, diagnostics))
+    report = render(args.format, diagnostics)
+    if args.format == "text" and use_colour(sys.stdout):
+        report = colour_findings(report)
+    sys.stdout.write(report)
     errors = sum(d.severity == "error" for d in diagnostics)
     warnings = len(diagnostics) - errors
     log.info(
