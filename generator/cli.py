@@ -21,6 +21,7 @@ import logging
 import pkgutil
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import kvgen.commands
 from kvgen.config import Config, current
@@ -103,12 +104,16 @@ def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    config_error = None
     try:
-        parser = build_parser()
-    except UsageError as exc:  # a broken [tool.kvgen] / kvgen.toml
-        print(f"kvgen: error: {exc}", file=sys.stderr)
-        return Exit.USAGE
+        config = current()
+    except UsageError as exc:  # a broken [tool.kvgen] / kvgen.toml: --version and -h still work
+        config_error, config = exc, Config(root=Path.cwd())
+    parser = build_parser(config)
     args = parser.parse_args(argv)
+    if config_error is not None:
+        print(f"kvgen: error: {config_error}", file=sys.stderr)
+        return Exit.USAGE
     level = logging.ERROR if args.quiet else logging.DEBUG if args.verbose else logging.INFO
     logging.basicConfig(level=level, format="kvgen: %(message)s", stream=sys.stderr, force=True)
     if not getattr(args, "func", None):

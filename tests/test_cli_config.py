@@ -209,3 +209,12 @@ def test_cli_reference_lists_every_command_and_flag():
             for flag in action.option_strings:
                 if flag.startswith("--") and flag not in ("--help", "--quiet", "--verbose"):
                     assert f"`{flag}" in section, (name, flag)
+
+
+def test_version_works_with_a_broken_config_and_commands_report_it(project, capsys):
+    write(project / "kvgen.toml", "bogus = 1\n")
+    with pytest.raises(SystemExit) as caught:
+        main(["--version"])
+    assert caught.value.code == 0 and capsys.readouterr().out.startswith("kvgen ")
+    assert main(["lint"]) == Exit.USAGE
+    assert "kvgen.toml:1:1: unknown key 'bogus'" in capsys.readouterr().err
