@@ -73,7 +73,7 @@ def test_init_appends_the_table_to_an_existing_pyproject_once(repo):
     text = (repo / "pyproject.toml").read_text()
     assert text.startswith(original + "\n[tool.kvgen]\n")
     assert not (repo / "kvgen.toml").exists()
-    assert (repo / "kv/specs").is_dir()
+    assert (repo / "kv/specs").is_dir() and (repo / "kv/kvspec.schema.json").is_file()
     found = config.current(repo)
     assert (found.specs, found.out) == (Path("kv/specs"), Path("src/adopter/kv"))
     hooks = yaml.safe_load((repo / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]
@@ -125,3 +125,12 @@ def test_readme_shows_exactly_what_init_writes():
 def test_schema_copy_is_valid_json_schema():
     schema = json.loads(export_schema())
     assert schema["title"] == "kvgen model-family spec v1"
+
+
+def test_init_in_a_subdirectory_of_a_set_up_project_is_refused(repo, monkeypatch, capsys):
+    assert main(["-q", "init"]) == Exit.OK
+    (repo / "sub").mkdir()
+    monkeypatch.chdir(repo / "sub")
+    assert main(["-q", "init"]) == Exit.USAGE
+    assert "already set up by ../kvgen.toml" in capsys.readouterr().err
+    assert list((repo / "sub").iterdir()) == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -158,13 +159,17 @@ def _write(path: Path, text: str, force: bool, done: list[str]) -> None:
 
 def _layout(args: argparse.Namespace) -> Layout:
     project = args.project
-    specs = args.specs or project.specs.as_posix()
-    out = args.out or project.out.as_posix()
-    schema = project.schema.as_posix() if project.source else SCHEMA_FILE
+    if project.source is not None and project.root != Path.cwd().resolve():
+        where = os.path.relpath(project.source)
+        raise UsageError(f"kvgen is already set up by {where}; run `kvgen init` in its directory")
+    specs = (args.specs or project.specs.as_posix()).rstrip("/")
+    out = (args.out or project.out.as_posix()).rstrip("/")
     for flag, value in (("--specs", specs), ("--out", out)):
         if not _RELATIVE.match(value) or ".." in Path(value).parts:
             raise UsageError(f"{flag} {value!r}: give a relative path inside the repository")
-    return Layout(specs.rstrip("/"), out.rstrip("/"), schema)
+    # Beside the spec directory, where the specs' `$schema=../kvspec.schema.json` finds it.
+    schema = project.schema if project.source else Path(specs).parent / Path(SCHEMA_FILE).name
+    return Layout(specs, out, schema.as_posix())
 
 
 def _configure(layout: Layout, force: bool, done: list[str]) -> str:

@@ -17,7 +17,6 @@ from kvgen.project import expand_paths
 
 log = logging.getLogger("kvgen")
 
-DEFAULT_PATH = "schema/families"
 FORMATS = ("text", "json", "github", "sarif")  # keep in step with kvgen.reporters.REPORTERS
 
 
@@ -32,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths",
         nargs="*",
         metavar="PATH",
-        help=f"spec files or directories of *.yaml/*.yml (default: {DEFAULT_PATH})",
+        help="spec files or directories of *.yaml/*.yml (default: the spec directory)",
     )
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")

@@ -13,12 +13,13 @@ import os
 import sys
 from pathlib import Path
 
+from kvgen.config import SCHEMA_FILE
 from kvgen.exits import Exit
 from kvgen.writer import write_atomic
 
 log = logging.getLogger("kvgen")
 
-DEFAULT_OUTPUT = "schema/kvspec.schema.json"
+DEFAULT_OUTPUT = SCHEMA_FILE  # the project config's `schema` replaces it (kvgen.config)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
