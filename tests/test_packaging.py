@@ -3,8 +3,8 @@ dependencies, its templates and docs inside, and README's "Use kvgen in your rep
 section run as written in an empty git repository.
 
 The wheel is built from this checkout once per module and installed with ``--no-deps`` into a
-fresh virtual environment that sees the machine's packages (``--system-site-packages``: torch,
-pydantic, jinja2 come from there), so no network is needed.
+fresh virtual environment that sees the test interpreter's packages (pydantic, jinja2 and
+torch come from there), so no network is needed.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -98,10 +99,15 @@ def wheel(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("venv")
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", str(root)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, capture_output=True)
+    # The venv sees the packages of the interpreter running the tests (pydantic, jinja2, ...;
+    # no network needed), but not its kvgen: directories a .pth file names are appended to
+    # sys.path without running their own .pth files (an editable install's import hook).
+    purelib = subprocess.run(
+        [str(root / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(purelib) / "kvgen_test_shared.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     subprocess.run(
         [str(root / "bin/python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
         check=True, capture_output=True,
