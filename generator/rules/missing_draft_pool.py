@@ -6,9 +6,8 @@ drafters) but which does not describe the drafter's layers under `draft`.
 
 ## Why it matters
 These drafters keep their own KV cache pool inside the same GPU budget (docs/cost-model.md §6).
-Without
-its shape the draft pool's cost cannot be computed, and deriving it as "total minus target"
-is a known drift source (docs/cost-model.md §7, item 7).
+Without its shape the draft pool's cost cannot be computed, and deriving it as "total minus
+target" is a known drift source (docs/cost-model.md §7, item 7).
 
 ## Example
 ```yaml

@@ -8,8 +8,7 @@ Reports a kind with `kv_heads` but no `head_dim` when the model does not give bo
 
 ## Why it matters
 Bytes per token are `2 * ceil(kv_heads / tp) * head_dim * dtype_bytes` (docs/cost-model.md §1);
-without
-`head_dim` the kind cannot be sized, and a rounded quotient would size the wrong cache.
+without `head_dim` the kind cannot be sized, and a rounded quotient would size the wrong cache.
 
 ## Example
 ```yaml
