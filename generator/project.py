@@ -6,30 +6,61 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kvgen import config
 from kvgen.diagnostics import Diagnostic, has_errors
+from kvgen.exits import UsageError
 from kvgen.loader import load_path
 
 if TYPE_CHECKING:  # render pulls in jinja2; lint must not
     from kvgen.render import SpecInput
 
-SPEC_DIR = Path("schema/families")
-OUT_DIR = Path("generated")
+# Built-in layout (a project's [tool.kvgen] overrides it; see kvgen.config).
+SPEC_DIR = Path(config.SPEC_DIR)
+OUT_DIR = Path(config.OUT_DIR)
 SPEC_SUFFIXES = (".yaml", ".yml")
 
 
-def spec_paths(paths: Iterable[str | Path] | None) -> list[Path]:
-    """Files named, and ``*.yaml``/``*.yml`` inside directories named (default: SPEC_DIR)."""
-    found: list[Path] = []
-    for path in [Path(p) for p in paths or [SPEC_DIR]]:
+def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Files as given; directories walked recursively to their ``*.yaml``/``*.yml`` files.
+
+    The one path expander of ``kvgen lint`` and ``kvgen generate``. A path that does not exist
+    is a usage error (exit 2), never a finding on a file that is not there.
+    """
+    paths = [Path(p) for p in paths]
+    missing = [p.as_posix() for p in paths if not p.exists()]
+    if missing:
+        raise UsageError(f"no such file or directory: {', '.join(missing)}")
+    files: list[Path] = []
+    for path in paths:
         if path.is_dir():
-            found.extend(sorted(p for p in path.iterdir() if p.suffix in SPEC_SUFFIXES))
+            files += sorted(
+                child
+                for child in path.rglob("*")
+                if child.suffix in SPEC_SUFFIXES and child.is_file()
+            )
         else:
-            found.append(path)
-    return found
+            files.append(path)
+    return list(dict.fromkeys(files))
 
 
-def load_specs(paths: list[Path]) -> tuple[list[SpecInput], list[Diagnostic]]:
-    """Load, validate and lint every spec; inputs are returned only for clean specs."""
+def spec_paths(paths: Iterable[str | Path] | None, default: Path = SPEC_DIR) -> list[Path]:
+    """``expand_paths`` of the paths named, or of ``default`` (the spec directory)."""
+    named = list(paths or [])
+    if not named and not Path(default).exists():
+        raise UsageError(
+            f"no spec directory {Path(default).as_posix()} "
+            "(run `kvgen init` to create one, or name spec files)"
+        )
+    return expand_paths(named or [default])
+
+
+def load_specs(
+    paths: list[Path], root: Path | None = None
+) -> tuple[list[SpecInput], list[Diagnostic]]:
+    """Load, validate and lint every spec; inputs are returned only for clean specs.
+
+    ``root`` is the project root that headers show spec paths relative to (default: cwd).
+    """
     from kvgen.lint import lint_loaded
     from kvgen.render import SpecInput, spec_source
 
@@ -57,5 +88,5 @@ def load_specs(paths: list[Path]) -> tuple[list[SpecInput], list[Diagnostic]]:
             )
             continue
         seen[name] = loaded.path
-        inputs.append(SpecInput(spec_source(path), path.read_bytes(), loaded.family))
+        inputs.append(SpecInput(spec_source(path, root), path.read_bytes(), loaded.family))
     return inputs, sorted(diagnostics)

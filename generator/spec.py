@@ -34,7 +34,7 @@ SpeculativeMode = Literal[
 ]
 SPECULATIVE_MODES: tuple[str, ...] = SpeculativeMode.__args__  # type: ignore[attr-defined]
 
-# SIZING.md §6: one-model external drafters keep their own pool inside the GPU budget.
+# docs/cost-model.md §6: one-model external drafters keep their own pool inside the GPU budget.
 MODES_WITH_DRAFT_POOL = frozenset({"pard", "dflash", "draft_target"})
 # One-model modes whose draft layers live in the target's own cache manager.
 MODES_WITH_EXTRA_LAYERS = frozenset({"eagle3", "mtp", "mtp_eagle"})
@@ -165,7 +165,7 @@ class Model(LayerStack):
 
 
 class Speculative(_Strict):
-    """A named speculative-decoding profile (SIZING.md §2)."""
+    """A named speculative-decoding profile (docs/cost-model.md §2)."""
 
     name: Identifier
     mode: SpeculativeMode

@@ -17,7 +17,10 @@ import json
 import logging
 import os
 import sys
+from pathlib import Path
 
+from kvgen.exits import Exit, UsageError
+from kvgen.project import OUT_DIR
 from kvgen.units import positive_int, size_argument
 
 log = logging.getLogger("kvgen")
@@ -56,10 +59,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="GPU KV-cache budget, split between target and draft pools (default: 40GiB)",
     )  # fmt: skip
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
+    parser.add_argument(
+        "--generated", type=Path, default=OUT_DIR, metavar="DIR",
+        help="output directory whose committed sizing modules are the old side",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Exit:
     from kvgen.review import Deployment, ReviewError, default_ref, review_specs
 
     ref = args.against or default_ref(dict(os.environ))
@@ -72,10 +79,9 @@ def run(args: argparse.Namespace) -> int:
         semantics=args.semantics,
     )
     try:
-        review = review_specs(ref, args.paths, deployment)
+        review = review_specs(ref, args.paths, deployment, out_dir=args.generated)
     except ReviewError as exc:
-        print(f"kvgen: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     if review.diagnostics:
         from kvgen.reporters import render
 
@@ -83,13 +89,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render(fmt, review.diagnostics))
         if review.failed and not review.changes:
             log.error("not comparing: fix the lint errors above")
-            return 1
+            return Exit.FINDINGS
     sys.stdout.write(EMITTERS[args.format](review))
     blocking = len(review.blocking)
     if blocking:
         plural = "" if blocking == 1 else "s"
         log.error("%d capacity-reducing or API change%s not acknowledged", blocking, plural)
-    return 1 if review.failed else 0
+    return Exit.FINDINGS if review.failed else Exit.OK
 
 
 # --- emitters: Review -> stdout text -------------------------------------------------------
@@ -129,7 +135,7 @@ def _deployment_line(review) -> str:
     return (
         f"max_batch_size {d.max_batch_size}, max_num_tokens {d.max_num_tokens}, "
         f"max_seq_len min(native, {d.max_seq_len}), tp_size {d.tp_size}, "
-        f"GPU KV budget {format_size(d.gpu_budget)} (split per SIZING §6), "
+        f"GPU KV budget {format_size(d.gpu_budget)} (split per docs/cost-model.md §6), "
         f"semantics {d.semantics}"
     )
 

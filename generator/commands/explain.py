@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kvgen.exits import Exit, UsageError
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -17,15 +19,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Exit:
     from kvgen.rules import find_rule
 
     rule = find_rule(args.code)
     if rule is None:
-        print(
-            f"kvgen: error: unknown code {args.code!r}; see 'kvgen lint --list-rules'",
-            file=sys.stderr,
-        )
-        return 2
+        raise UsageError(f"unknown code {args.code!r}; see 'kvgen lint --list-rules'")
     sys.stdout.write(f"{rule.code} ({rule.name}) [{rule.severity}]\n\n{rule.doc}\n")
-    return 0
+    return Exit.OK

@@ -7,6 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
+from kvgen.exits import Exit, UsageError
 from kvgen.project import OUT_DIR, spec_paths
 
 log = logging.getLogger("kvgen")
@@ -28,29 +29,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Exit:
     from kvgen.diagnostics import has_errors
     from kvgen.project import load_specs
     from kvgen.render import render
     from kvgen.writer import apply, plan
 
-    paths = spec_paths(args.specs)
+    paths = spec_paths(args.specs, default=args.project.spec_dir)
     if not paths:
-        log.error("no spec files found")
-        return 2
-    inputs, diagnostics = load_specs(paths)
+        where = ", ".join(map(str, args.specs)) or args.project.spec_dir.as_posix()
+        if args.specs:
+            raise UsageError(f"no spec files (*.yaml, *.yml) in {where}")
+        log.warning("no spec files (*.yaml, *.yml) in %s: nothing to generate", where)
+        return Exit.OK
+    inputs, diagnostics = load_specs(paths, root=args.project.root)
     for diagnostic in diagnostics:
         print(diagnostic.render())
     if has_errors(diagnostics):
         log.error("not generating: fix the errors above; nothing was written to %s", args.out)
-        return 1
+        return Exit.FINDINGS
     log.info("rendering %d famil%s", len(inputs), "y" if len(inputs) == 1 else "ies")
     rendered = render(inputs)
     result = plan(rendered, args.out, prune=not args.specs)
     if args.check:
         if not result.drift:
             log.info("%s is up to date (%d files)", args.out, len(result.unchanged))
-            return 0
+            return Exit.OK
         sys.stdout.write(result.diff())
         for rel in result.missing:
             print(f"missing: {(args.out / rel).as_posix()}")
@@ -59,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
         for rel in result.orphaned:
             print(f"orphaned: {(args.out / rel).as_posix()} (no spec produces it)")
         print("run `kvgen generate` to update", file=sys.stderr)
-        return 1
+        return Exit.FINDINGS
     touched = apply(result)
     for rel in touched:
         log.info("wrote %s", (args.out / rel).as_posix())
     log.info("%d written, %d unchanged", len(touched), len(result.unchanged))
-    return 0
+    return Exit.OK

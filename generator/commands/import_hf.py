@@ -7,9 +7,10 @@ import logging
 import sys
 from pathlib import Path
 
+from kvgen.exits import Exit, UsageError
 from kvgen.writer import write_atomic
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS = Exit.OK, Exit.FINDINGS
 DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
 
 log = logging.getLogger("kvgen")
@@ -45,12 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _usage(message: str) -> int:
-    print(f"kvgen import-hf: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
+def _usage(message: str) -> Exit:
+    raise UsageError(f"import-hf: {message}")  # printed once by cli.main, exit 2
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Exit:
     from kvgen.importhf import import_config, to_identifier
     from kvgen.loader import load_bytes
 

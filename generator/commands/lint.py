@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from pathlib import Path
+
+from kvgen.console import colour_findings, use_colour
+from kvgen.exits import Exit
+from kvgen.project import expand_paths
 
 log = logging.getLogger("kvgen")
 
-DEFAULT_PATH = "schema/families"
 FORMATS = ("text", "json", "github", "sarif")  # keep in step with kvgen.reporters.REPORTERS
 
 
@@ -29,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths",
         nargs="*",
         metavar="PATH",
-        help=f"spec files or directories of *.yaml/*.yml (default: {DEFAULT_PATH})",
+        help="spec files or directories of *.yaml/*.yml (default: the spec directory)",
     )
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
@@ -50,25 +52,23 @@ def list_rules() -> str:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Exit:
     if args.list_rules:
         sys.stdout.write(list_rules())
-        return 0
-    paths = args.paths or [DEFAULT_PATH]
-    missing = [path for path in paths if not Path(path).exists()]
-    if missing:
-        for path in missing:
-            print(f"kvgen: error: no such file or directory: {path}", file=sys.stderr)
-        return 2
+        return Exit.OK
+    paths = args.paths or [args.project.spec_dir]
+    files = expand_paths(paths)  # a missing path is a UsageError: exit 2
 
-    from kvgen.lint import expand_paths, lint_paths
+    from kvgen.lint import lint_paths
     from kvgen.reporters import render
 
-    files = expand_paths(paths)
     if not files:
-        log.warning("no spec files (*.yaml, *.yml) under %s", ", ".join(paths))
+        log.warning("no spec files (*.yaml, *.yml) under %s", ", ".join(map(str, paths)))
     diagnostics = lint_paths(files)
-    sys.stdout.write(render(args.format, diagnostics))
+    report = render(args.format, diagnostics)
+    if args.format == "text" and use_colour(sys.stdout):
+        report = colour_findings(report)
+    sys.stdout.write(report)
     errors = sum(d.severity == "error" for d in diagnostics)
     warnings = len(diagnostics) - errors
     log.info(
@@ -80,4 +80,4 @@ def run(args: argparse.Namespace) -> int:
         len(files),
         "" if len(files) == 1 else "s",
     )
-    return 1 if errors or (warnings and args.strict) else 0
+    return Exit.FINDINGS if errors or (warnings and args.strict) else Exit.OK

@@ -1,10 +1,11 @@
 """``kvgen plan FAMILY MODEL --gpu-memory SIZE``: capacity of one deployment.
 
 Uses this project's generated/<family>/sizing.py (run `kvgen generate` first). For each
---max-batch-size it prints the GPU budget split between target and draft pools (SIZING §6),
-each pool's max tokens, the most requests of --seq-len tokens that fit at once, and the
-largest max_seq_len that fits for that many requests. --plot draws tokens of capacity
-against GPU memory for every speculative profile (needs matplotlib: pip install 'kvgen[plot]').
+--max-batch-size it prints the GPU budget split between target and draft pools
+(docs/cost-model.md §6), each pool's max tokens, the most requests of --seq-len tokens that
+fit at once, and the largest max_seq_len that fits for that many requests. --plot draws
+tokens of capacity against GPU memory for every speculative profile (needs matplotlib:
+pip install 'kvgen[plot]').
 
 Exit codes: 0 the deployment fits, 1 the budget does not cover the fixed costs at some batch
 size, 2 usage error (no generated module, unknown model or profile, matplotlib missing).
@@ -19,6 +20,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from kvgen.exits import Exit, UsageError
+from kvgen.project import OUT_DIR
 from kvgen.units import positive_int, size_argument
 
 log = logging.getLogger("kvgen")
@@ -56,12 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--generated", type=Path, default=Path("generated"), metavar="DIR")
+    parser.add_argument("--generated", type=Path, default=OUT_DIR, metavar="DIR")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="write a capacity plot")
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Exit:
     from kvgen.planner import PlanError, load_sizing, make_plan
 
     try:
@@ -82,10 +85,9 @@ def run(args: argparse.Namespace) -> int:
             plot(sizing, plan, args.plot)
             log.info("wrote %s", args.plot)
     except (PlanError, ValueError) as exc:
-        print(f"kvgen: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     sys.stdout.write(as_json(plan) if args.format == "json" else text(plan))
-    return 0 if plan.fits else 1
+    return Exit.OK if plan.fits else Exit.FINDINGS
 
 
 def _table(rows: list[list[str]]) -> list[str]:

@@ -13,11 +13,13 @@ import os
 import sys
 from pathlib import Path
 
+from kvgen.config import SCHEMA_FILE
+from kvgen.exits import Exit
 from kvgen.writer import write_atomic
 
 log = logging.getLogger("kvgen")
 
-DEFAULT_OUTPUT = "schema/kvspec.schema.json"
+DEFAULT_OUTPUT = SCHEMA_FILE  # the project config's `schema` replaces it (kvgen.config)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,7 +58,7 @@ def missing_modelines(schema: Path) -> list[str]:
     return problems
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Exit:
     from kvgen.schema_export import export_schema, schema_diff
 
     output = Path(args.output)
@@ -68,10 +70,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("".join(f"{line}\n" for line in problems))
         if diff:
             log.error("%s is out of date; run 'kvgen schema'", output.as_posix())
-        return 1 if diff or problems else 0
+        return Exit.FINDINGS if diff or problems else Exit.OK
     if not diff:
         log.info("%s is up to date", output.as_posix())
-        return 0
+        return Exit.OK
     write_atomic(output, fresh)
     log.info("wrote %s", output.as_posix())
-    return 0
+    return Exit.OK

@@ -297,7 +297,7 @@ def attention_kinds(
                 (
                     "attention",
                     f"config.json sliding_window {window} >= "
-                    f"max_position_embeddings {seq_len}: full attention (SIZING.md §1)",
+                    f"max_position_embeddings {seq_len}: full attention (docs/cost-model.md §1)",
                 )
             )
             kind = "full"

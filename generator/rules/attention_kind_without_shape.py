@@ -7,7 +7,8 @@ count: it is the shape of a recurrent layer. An `attention: none` kind needs no 
 no cache).
 
 ## Why it matters
-Attention layers cost bytes per token (SIZING.md §1); a kind without a shape cannot be sized.
+Attention layers cost bytes per token (docs/cost-model.md §1); a kind without a shape cannot be
+sized.
 
 ## Example
 ```yaml

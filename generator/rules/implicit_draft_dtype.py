@@ -5,9 +5,9 @@ Warns when a layer kind of `draft` or `extra_layers` sets a `dtype` different fr
 family's `kv_cache_dtype` while that stack gives no `kv_cache_dtype` of its own.
 
 ## Why it matters
-Charging a bf16 draft pool at the target's fp8 rate is a known drift source (SIZING.md §7,
-item 8). When the draft stack inherits the family dtype but one of its kinds overrides it,
-a reviewer cannot tell whether the pool really is mixed or the override is a mistake.
+Charging a bf16 draft pool at the target's fp8 rate is a known drift source (docs/cost-model.md
+§7, item 8). When the draft stack inherits the family dtype but one of its kinds overrides it, a
+reviewer cannot tell whether the pool really is mixed or the override is a mistake.
 
 ## Example
 ```yaml

@@ -5,9 +5,9 @@ Reports a profile whose `mode` is `pard`, `dflash` or `draft_target` (one-model 
 drafters) but which does not describe the drafter's layers under `draft`.
 
 ## Why it matters
-These drafters keep their own KV cache pool inside the same GPU budget (SIZING.md §6). Without
-its shape the draft pool's cost cannot be computed, and deriving it as "total minus target"
-is a known drift source (SIZING.md §7, item 7).
+These drafters keep their own KV cache pool inside the same GPU budget (docs/cost-model.md §6).
+Without its shape the draft pool's cost cannot be computed, and deriving it as "total minus
+target" is a known drift source (docs/cost-model.md §7, item 7).
 
 ## Example
 ```yaml

@@ -6,9 +6,9 @@ of 16: `kv_heads * head_dim` (per rank at tp=1) for standard attention, `kv_lora
 qk_rope_head_dim` for MLA.
 
 ## Why it matters
-NVFP4 stores `n / 2` packed bytes plus one FP8 scale per 16 elements (SIZING.md §1). A count
-that is not a multiple of 16 has no valid block-scale layout, so the kernel cannot use it and
-the byte count in the generated sizing is wrong.
+NVFP4 stores `n / 2` packed bytes plus one FP8 scale per 16 elements (docs/cost-model.md §1). A
+count that is not a multiple of 16 has no valid block-scale layout, so the kernel cannot use it
+and the byte count in the generated sizing is wrong.
 
 ## Example
 ```yaml

@@ -5,8 +5,8 @@ Warns about a non-zero `sink_tokens` on a `full` or `recurrent` kind.
 
 ## Why it matters
 Attention sinks are the first tokens a sliding layer keeps forever beside its window
-(SIZING.md §3, stale range). A full layer keeps every token anyway and a recurrent layer keeps
-none, so the value is ignored and suggests the kind was meant to be sliding.
+(docs/cost-model.md §3, stale range). A full layer keeps every token anyway and a recurrent
+layer keeps none, so the value is ignored and suggests the kind was meant to be sliding.
 
 ## Example
 ```yaml

@@ -5,7 +5,8 @@ Reports a kind with `attention: sliding` that does not give `window`.
 
 ## Why it matters
 The window is what makes a sliding layer cheaper than a full one: the per-request page count
-`ceil((w + H - 2) / tpb) + 1` (SIZING.md §3) needs it. Without it the layer cannot be sized.
+`ceil((w + H - 2) / tpb) + 1` (docs/cost-model.md §3) needs it. Without it the layer cannot be
+sized.
 
 ## Example
 ```yaml

@@ -5,8 +5,8 @@ Warns when `tree_draft_tokens` (T, all tokens of the dynamic tree) is smaller th
 `max_draft_len` (K, the tree's depth).
 
 ## Why it matters
-A tree of depth K holds at least one token per level, so `T >= K`. With a smaller T the
-headroom `K + T` (SIZING.md §2) is under-sized, and the generated quota admits more tokens than
+A tree of depth K holds at least one token per level, so `T >= K`. With a smaller T the headroom
+`K + T` (docs/cost-model.md §2) is under-sized, and the generated quota admits more tokens than
 the runtime can hold. It usually means T was given per level instead of in total.
 
 ## Example

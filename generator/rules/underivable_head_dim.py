@@ -7,8 +7,8 @@ Reports a kind with `kv_heads` but no `head_dim` when the model does not give bo
 `head_dim`.
 
 ## Why it matters
-Bytes per token are `2 * ceil(kv_heads / tp) * head_dim * dtype_bytes` (SIZING.md §1); without
-`head_dim` the kind cannot be sized, and a rounded quotient would size the wrong cache.
+Bytes per token are `2 * ceil(kv_heads / tp) * head_dim * dtype_bytes` (docs/cost-model.md §1);
+without `head_dim` the kind cannot be sized, and a rounded quotient would size the wrong cache.
 
 ## Example
 ```yaml

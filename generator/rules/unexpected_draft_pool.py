@@ -5,8 +5,8 @@ Reports `draft` on a profile whose mode is not `pard`, `dflash` or `draft_target
 
 ## Why it matters
 Only one-model external drafters split the GPU budget with a separate draft pool
-(SIZING.md §6). For other modes the layers would be silently ignored (ngram has no drafter
-KV; two-model modes size their drafter in another engine), or they belong under
+(docs/cost-model.md §6). For other modes the layers would be silently ignored (ngram has no
+drafter KV; two-model modes size their drafter in another engine), or they belong under
 `extra_layers` (eagle3, mtp, mtp_eagle keep draft layers in the target's own manager).
 
 ## Example

@@ -4,9 +4,10 @@
 Reports `extra_layers` on a profile whose mode is not `eagle3`, `mtp` or `mtp_eagle`.
 
 ## Why it matters
-Only one-model EAGLE3 and MTP drafters add their layers to the target's own cache manager.
-For an external drafter those layers belong to the separate `draft` pool (sized from its own
-budget share, SIZING.md §6); elsewhere they would be charged to a manager that never holds them.
+Only one-model EAGLE3 and MTP drafters add their layers to the target's own cache manager. For
+an external drafter those layers belong to the separate `draft` pool (sized from its own budget
+share, docs/cost-model.md §6); elsewhere they would be charged to a manager that never holds
+them.
 
 ## Example
 ```yaml

@@ -5,8 +5,8 @@ Reports `tree_draft_tokens` on a profile whose mode is not `eagle3`.
 
 ## Why it matters
 Only the one-model EAGLE3 dynamic tree drafts `T` tokens per step; its headroom is `K + T`
-instead of `2K` (SIZING.md §2). On any other mode the value is ignored, so the spec claims a
-headroom the generated code does not use.
+instead of `2K` (docs/cost-model.md §2). On any other mode the value is ignored, so the spec
+claims a headroom the generated code does not use.
 
 ## Example
 ```yaml

@@ -5,8 +5,9 @@ Warns when a sliding kind's `window` is smaller than `tokens_per_block`.
 
 ## Why it matters
 Pages are the unit of allocation: a window shorter than a page still holds at least two pages
-per request at the peak (SIZING.md §3), so most of each page is wasted and the window saves far
-less than its size suggests. It often means the window was written in pages, not tokens.
+per request at the peak (docs/cost-model.md §3), so most of each page is wasted and the window
+saves far less than its size suggests. It often means the window was written in pages, not
+tokens.
 
 ## Example
 ```yaml

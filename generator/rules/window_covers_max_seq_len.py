@@ -6,8 +6,8 @@ pool: the longest `max_seq_len` of the family).
 
 ## Why it matters
 The engine clamps a window to `max_seq_len` and then treats the layer as full attention
-(SIZING.md §1, window resolution). The spec then says "sliding" while every page is kept,
-so a reader of the spec underestimates the cache by the whole SWA saving.
+(docs/cost-model.md §1, window resolution). The spec then says "sliding" while every page is
+kept, so a reader of the spec underestimates the cache by the whole SWA saving.
 
 ## Example
 ```yaml

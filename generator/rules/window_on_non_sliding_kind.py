@@ -4,9 +4,10 @@
 Reports `window` on a kind whose `attention` is `full` or `recurrent`.
 
 ## Why it matters
-Only sliding layers have a window. On a natively full layer a window override does not move
-the layer out of the fixed cost (SIZING.md §1), and counting it as bounded is a known source
-of drift (SIZING.md §7, item 6). A recurrent layer holds a fixed state, not a token window.
+Only sliding layers have a window. On a natively full layer a window override does not move the
+layer out of the fixed cost (docs/cost-model.md §1), and counting it as bounded is a known
+source of drift (docs/cost-model.md §7, item 6). A recurrent layer holds a fixed state, not a
+token window.
 
 ## Example
 ```yaml

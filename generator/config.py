@@ -1,0 +1,214 @@
+"""Project configuration: ``[tool.kvgen]`` in ``pyproject.toml``, or a ``kvgen.toml``.
+
+Found by walking up from the current directory; the walk stops at the first directory that
+holds either file with a kvgen table, or at a repository root (a ``.git`` entry). Paths in the
+file are relative to the directory that holds it, so every command behaves the same from any
+sub-directory. Command-line flags override the file; the file overrides the built-in defaults.
+
+    [tool.kvgen]                       # in kvgen.toml: the same keys at top level
+    specs = "schema/families"          # spec directory
+    out = "generated"                  # output package directory (import name: its last part)
+    schema = "schema/kvspec.schema.json"
+
+    [tool.kvgen.deployment]            # defaults of `kvgen plan` and `kvgen diff`
+    max_batch_size = 8
+    max_num_tokens = 8192
+    max_seq_len = 32768
+    tp_size = 1
+    gpu_memory = "40GiB"
+    semantics = "trtllm-v2"
+
+The file is data: it is parsed with ``tomllib`` and nothing in it is ever executed. An unknown
+key or a wrong type is a usage error positioned at the key, with a "did you mean".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kvgen.exits import UsageError
+from kvgen.suggest import did_you_mean
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 takes the backport (a conditional dependency)
+    import tomli as tomllib
+
+__all__ = ["DEPLOYMENT_KEYS", "PROJECT_KEYS", "Config", "current", "find_config", "load_config"]
+
+PYPROJECT = "pyproject.toml"
+KVGEN_TOML = "kvgen.toml"
+SPEC_DIR = "schema/families"
+OUT_DIR = "generated"
+SCHEMA_FILE = "schema/kvspec.schema.json"
+SEMANTICS = ("trtllm-v2", "exact")
+
+# key -> (type, meaning); the meaning is what `kvgen init` writes as a comment.
+PROJECT_KEYS: dict[str, tuple[type, str]] = {
+    "specs": (str, "spec directory"),
+    "out": (str, "output package directory (import name: its last part)"),
+    "schema": (str, "JSON Schema of the spec format, for editors"),
+    "deployment": (dict, "defaults of kvgen plan and kvgen diff"),
+}
+DEPLOYMENT_KEYS: dict[str, type] = {
+    "max_batch_size": int,
+    "max_num_tokens": int,
+    "max_seq_len": int,
+    "tp_size": int,
+    "gpu_memory": str,
+    "semantics": str,
+}
+MAX_CONFIG_BYTES = 1 << 20  # a config is a few lines; refuse anything that is clearly not one
+
+
+@dataclass(frozen=True)
+class Config:
+    """Where a project keeps its specs and output, and its reference deployment."""
+
+    root: Path  # the directory the paths below are relative to
+    source: Path | None = None  # the file read, or None for the built-in defaults
+    specs: Path = Path(SPEC_DIR)
+    out: Path = Path(OUT_DIR)
+    schema: Path = Path(SCHEMA_FILE)
+    deployment: dict[str, Any] = field(default_factory=dict)
+
+    def path(self, relative: Path) -> Path:
+        """``relative`` (to the root) as seen from the current directory: short and readable."""
+        absolute = self.root / relative
+        try:
+            return Path(os.path.relpath(absolute, Path.cwd()))
+        except ValueError:  # pragma: no cover - another drive on Windows
+            return absolute
+
+    @property
+    def spec_dir(self) -> Path:
+        return self.path(self.specs)
+
+    @property
+    def out_dir(self) -> Path:
+        return self.path(self.out)
+
+    @property
+    def schema_file(self) -> Path:
+        return self.path(self.schema)
+
+
+def _has_kvgen_table(pyproject: Path) -> bool:
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return re.search(r"^\s*\[\s*tool\s*\.\s*kvgen\s*[\].]", text, re.M) is not None
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """The config file that applies to ``start`` (default: the current directory), or None."""
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        pyproject = directory / PYPROJECT
+        if pyproject.is_file() and _has_kvgen_table(pyproject):
+            return pyproject
+        if (directory / KVGEN_TOML).is_file():
+            return directory / KVGEN_TOML
+        if (directory / ".git").exists():
+            return None
+    return None
+
+
+def _position(text: str, key: str, table: str) -> tuple[int, int]:
+    """1-based line and column of ``key =`` inside ``[table]`` (best effort: TOML has no map)."""
+    current = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        header = re.match(r"\s*\[\s*([^\]]+?)\s*\]", line)
+        if header:
+            current = re.sub(r"\s+", "", header.group(1))
+            continue
+        match = re.match(rf"(\s*)[\"']?{re.escape(key)}[\"']?\s*=", line)
+        if match and current == table:
+            return number, len(match.group(1)) + 1
+    return 1, 1
+
+
+def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageError:
+    line, col = _position(text, key, table)
+    return UsageError(f"{Path(os.path.relpath(path)).as_posix()}:{line}:{col}: {message}")
+
+
+def load_config(path: Path) -> Config:
+    """Parse and check one config file; a problem is a positioned ``UsageError``."""
+    display = Path(os.path.relpath(path)).as_posix()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{display}: cannot read: {exc.strerror}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise UsageError(f"{display}: {len(raw)} bytes is too large for a config file")
+    try:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError:
+        raise UsageError(f"{display}:1:1: not valid UTF-8 (save it as UTF-8)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{display}: invalid TOML: {exc}") from None
+    table = "tool.kvgen" if path.name == PYPROJECT else ""
+    section = data.get("tool", {}).get("kvgen", {}) if table else data
+    if not isinstance(section, dict):
+        raise _error(path, text, "tool", "kvgen", "[tool.kvgen] must be a table")
+    values = _checked(path, text, table, section, {k: t for k, (t, _) in PROJECT_KEYS.items()})
+    deployment_table = f"{table}.deployment" if table else "deployment"
+    deployment = _checked(
+        path, text, deployment_table, values.pop("deployment", {}), DEPLOYMENT_KEYS
+    )
+    _check_deployment(path, text, deployment_table, deployment)
+    paths = {key: Path(value) for key, value in values.items()}
+    for key, value in paths.items():
+        if value.is_absolute() or ".." in value.parts:
+            raise _error(path, text, table, key, f"{key} must be a path inside the project")
+    return Config(root=path.parent.resolve(), source=path, deployment=deployment, **paths)
+
+
+def _checked(
+    path: Path, text: str, table: str, section: dict[str, Any], known: dict[str, type]
+) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    where = f"[{table}]" if table else "the top level"
+    for key, value in section.items():
+        if key not in known:
+            hint = did_you_mean(key, known) or f" (known keys: {', '.join(known)})"
+            raise _error(path, text, table, key, f"unknown key '{key}' in {where}{hint}")
+        expected = known[key]
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            kind = {str: "a string", int: "an integer", dict: "a table"}[expected]
+            raise _error(path, text, table, key, f"{key} must be {kind}")
+        values[key] = value
+    return values
+
+
+def _check_deployment(path: Path, text: str, table: str, deployment: dict[str, Any]) -> None:
+    from kvgen.units import parse_size
+
+    for key, value in deployment.items():
+        if isinstance(value, int) and value < 1:
+            raise _error(path, text, table, key, f"{key} must be a positive integer")
+    if "semantics" in deployment and deployment["semantics"] not in SEMANTICS:
+        hint = did_you_mean(deployment["semantics"], SEMANTICS)
+        message = f"semantics must be one of {', '.join(SEMANTICS)}{hint}"
+        raise _error(path, text, table, "semantics", message)
+    if "gpu_memory" in deployment:
+        try:
+            deployment["gpu_memory"] = parse_size(deployment["gpu_memory"])
+        except ValueError as exc:
+            raise _error(path, text, table, "gpu_memory", f"gpu_memory: {exc}") from None
+
+
+def current(start: Path | None = None) -> Config:
+    """The configuration that applies here: the file found, or the built-in defaults."""
+    found = find_config(start)
+    if found is None:
+        return Config(root=(start or Path.cwd()).resolve())
+    return load_config(found)
