@@ -230,10 +230,8 @@ def allocator_context(spec: SpecInput) -> dict[str, Any]:
     return {
         "version_check": f"_rt.require_version({RUNTIME_VERSION}, {module})",
         "constants_code": "\n".join(statement(name, literal(value)) for name, value in constants),
-        "model_literal": statement("Model", Seq("Literal[", "]", literal(model_names).items)),  # type: ignore[union-attr]
-        "profile_literal": statement(
-            "Profile", Seq("Literal[", "]", literal(profile_names).items)  # type: ignore[union-attr]
-        ),
+        "model_literal": statement("Model", _literal_type(model_names)),
+        "profile_literal": statement("Profile", _literal_type(profile_names)),
         "models_code": statement("MODELS: tuple[Model, ...]", literal(model_names)),
         "speculative_code": statement("SPECULATIVE: tuple[Profile, ...]", literal(profile_names)),
         "profiles_code": statement(
@@ -242,6 +240,11 @@ def allocator_context(spec: SpecInput) -> dict[str, Any]:
         "tables_code": statement("TABLES", _tables_code(spec)),
         "usage_model": literal(model_names[0]),
     }
+
+
+def _literal_type(names: tuple[str, ...]) -> Seq:
+    """``Literal["a", "b", ...]``: the names a parameter accepts, for type checkers."""
+    return Seq("Literal[", "]", tuple(literal(name) for name in names))
 
 
 def _exploded_dict(value: dict[str, Any]) -> Dict:

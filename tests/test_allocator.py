@@ -351,7 +351,9 @@ def test_cuda_pools(mixed):
 # --------------------------------------------------------------------------- generated code
 
 
-def test_generated_allocator_is_deterministic_and_imports_only_the_runtime(rendered_families, tmp_path):
+def test_generated_allocator_is_deterministic_and_imports_only_the_runtime(
+    rendered_families, tmp_path
+):
     from kvgen.loader import load_family
     from kvgen.render import SpecInput, render
 
