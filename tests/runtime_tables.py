@@ -38,9 +38,7 @@ TINY = rt.FamilyTables(
         "sinks": rt.ModelTable(4096, rt.LayerStack(2, ("g", "s"), {"g": FULL, "s": SINK_SWA})),
         "hybrid": rt.ModelTable(
             4096,
-            rt.LayerStack(
-                4, ("g", "r", "m", "q"), {"g": FULL, "r": STATE, "m": MLA, "q": NVFP4}
-            ),
+            rt.LayerStack(4, ("g", "r", "m", "q"), {"g": FULL, "r": STATE, "m": MLA, "q": NVFP4}),
         ),
     },
     profiles=PROFILES,

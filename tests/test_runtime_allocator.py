@@ -12,9 +12,9 @@ import warnings
 
 import pytest
 import torch
-
 from kvgen.runtime import RUNTIME_VERSION, require_version
 from kvgen.runtime import allocator as rt
+
 from tests.runtime_tables import PAGE, TINY, shim
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from kvgen.runtime._pages import float32, integer, live_pages, mode_headroom, peak_live_pages
 
 

@@ -138,30 +138,30 @@ class Forwards(RequestLifecycle):
         """Draft tokens accepted per request, each checked against the slots and max_seq_len."""
         single = integer(accepted)
         if single is not None:
-            counts: list[int | None] = [single] * len(requests)
-        elif isinstance(accepted, Sequence) and not isinstance(accepted, str | bytes):
-            counts = [integer(count) for count in accepted]
+            given: list[object] = [accepted] * len(requests)
+        elif isinstance(accepted, Iterable) and not isinstance(accepted, str | bytes):
+            given = list(accepted)
         else:
             raise InvalidStepError(
                 f"accepted must be an int or a sequence of ints, got {accepted!r}"
             )
-        if len(counts) != len(requests):
-            raise InvalidStepError(f"{len(requests)} requests but {len(counts)} acceptances")
-        checked: list[int] = []
-        for (rid, r), count in zip(requests, counts, strict=True):
+        if len(given) != len(requests):
+            raise InvalidStepError(f"{len(requests)} requests but {len(given)} acceptances")
+        counts: list[int] = []
+        for (rid, r), value in zip(requests, given, strict=True):
+            count = integer(value)
             if count is None or not 0 <= count <= self.draft_slots:
-                given = accepted if single is not None else accepted[len(checked)]  # type: ignore[index]
                 raise InvalidStepError(
                     f"request {rid!r}: accepted must be in [0, {self.draft_slots}] draft "
-                    f"tokens, got {given!r}"
+                    f"tokens, got {value!r}"
                 )
             if r.history + count + 1 > self.max_seq_len:
                 raise InvalidStepError(
                     f"request {rid!r}: history {r.history} + {count + 1} exceeds max_seq_len "
                     f"{self.max_seq_len}"
                 )
-            checked.append(count)
-        return checked
+            counts.append(count)
+        return counts
 
     def _grow(self, requests: Batch) -> None:
         tpb, grow = self.tokens_per_block, self.step_tokens
