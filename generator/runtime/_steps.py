@@ -138,27 +138,27 @@ class Forwards(RequestLifecycle):
         """Draft tokens accepted per request, each checked against the slots and max_seq_len."""
         single = integer(accepted)
         if single is not None:
-            given: list[object] = [accepted] * len(requests)
+            given: list[object] = [single] * len(requests)
         elif isinstance(accepted, Iterable) and not isinstance(accepted, str | bytes):
             given = list(accepted)
+            if len(given) != len(requests):
+                raise InvalidStepError(f"{len(requests)} requests but {len(given)} acceptances")
         else:
             raise InvalidStepError(
                 f"accepted must be an int or a sequence of ints, got {accepted!r}"
             )
-        if len(given) != len(requests):
-            raise InvalidStepError(f"{len(requests)} requests but {len(given)} acceptances")
         counts: list[int] = []
+        slots, limit = self.draft_slots, self.max_seq_len
         for (rid, r), value in zip(requests, given, strict=True):
-            count = integer(value)
-            if count is None or not 0 <= count <= self.draft_slots:
+            count = value if type(value) is int else integer(value)
+            if count is None or not 0 <= count <= slots:
                 raise InvalidStepError(
-                    f"request {rid!r}: accepted must be in [0, {self.draft_slots}] draft "
-                    f"tokens, got {value!r}"
+                    f"request {rid!r}: accepted must be in [0, {slots}] draft tokens, got {value!r}"
                 )
-            if r.history + count + 1 > self.max_seq_len:
+            if r.history + count + 1 > limit:
                 raise InvalidStepError(
                     f"request {rid!r}: history {r.history} + {count + 1} exceeds max_seq_len "
-                    f"{self.max_seq_len}"
+                    f"{limit}"
                 )
             counts.append(count)
         return counts
