@@ -225,3 +225,12 @@ def test_runtime_never_imports_the_cost_model():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['kvgen']"
+
+
+def test_usage_block_of_the_runtime_docstring_runs():
+    usage = rt.__doc__.split("::")[1].split("Every size")[0]
+    code = "\n".join(line[4:] for line in usage.splitlines() if line.startswith("    "))
+    namespace: dict[str, object] = {}
+    exec(code, namespace)
+    # 2048 tokens / 16 = 128 pages of 16 tokens * 32 layers * 2 (K, V) * 8 heads * 128 * 2 B.
+    assert namespace["shim"].quota_bytes() == {"target": 128 * 16 * 32 * 2 * 8 * 128 * 2}

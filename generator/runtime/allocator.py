@@ -6,13 +6,12 @@ hand-built tables::
 
     from kvgen.runtime import allocator as rt
 
-    tables = rt.FamilyTables(
-        family="tiny",
-        tokens_per_block=16,
-        models={"m": rt.ModelTable(4096, rt.LayerStack(2, ("g",), {"g": rt.LayerKind("full")}))},
-    )
+    kind = rt.LayerKind("full", kv_heads=8, head_dim=128, dtype="bf16")
+    model = rt.ModelTable(max_seq_len=4096, stack=rt.LayerStack(32, ("g",), {"g": kind}))
+    tables = rt.FamilyTables(family="tiny", tokens_per_block=16, models={"m": model})
     shim = rt.KVCacheShim(tables, "m", max_batch_size=2, max_num_tokens=256,
                           max_seq_len=1024, max_tokens=2048, device="meta")
+    shim.quota_bytes()  # {"target": 2048 tokens * 32 layers * (K+V) 2 * 8 * 128 * 2 bytes}
 
 Every size is derived here from the layer shapes; the runtime never consults the static cost
 model, so the diff suite can compare the two (docs/cost-model.md §3).
