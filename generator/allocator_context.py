@@ -15,12 +15,11 @@ from typing import Any, NamedTuple
 
 from kvgen.costmodel import kind_head_dim
 from kvgen.render import SpecInput, artifact, pyrepr
+from kvgen.runtime import RUNTIME_VERSION  # the version module only: no torch here
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
 
 LINE_LENGTH = 100
 INDENT = 4
-# Runtime API version the template is written against (kvgen.runtime.RUNTIME_VERSION).
-RUNTIME_VERSION = 1
 
 
 class Call(NamedTuple):

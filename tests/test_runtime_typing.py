@@ -3,6 +3,7 @@ the allocator template emits canonical code by itself (what ``ruff format`` woul
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import subprocess
@@ -90,3 +91,24 @@ def test_generated_allocator_checks_the_runtime_version():
     imports = lines.index("from kvgen.runtime import allocator as _rt")
     assert lines[imports + 1].startswith("_rt.require_version(")
     assert '"generated/llama3/allocator.py"' in lines[imports + 1]
+
+
+def test_generated_allocator_public_names():
+    text = (GENERATED / "gemma3" / "allocator.py").read_text()
+    tree = ast.parse(text)
+    exported = next(
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__"
+    )
+    assert sorted(ast.literal_eval(exported)) == sorted(
+        [
+            *("FAMILY", "KV_CACHE_DTYPE", "MODELS", "NO_PAGE", "PROFILES", "SEMANTICS"),
+            *("SPECULATIVE", "SPEC_SHA256", "TABLES", "TOKENS_PER_BLOCK", "Model", "Profile"),
+            *("AllocatorError", "CacheManager", "DoubleFreeError", "DuplicateRequestError"),
+            *("InvalidRequestIdError", "InvalidStepError", "KVCacheShim", "Layer", "LayerKind"),
+            *("LayerStack", "OutOfPagesError", "Pool", "PoolAllocationError"),
+            *("QuotaTooSmallError", "RequestError", "ResumeRefusedError", "UnknownNameError"),
+            *("UnknownRequestError", "live_pages", "peak_live_pages", "select_device"),
+        ]
+    )

@@ -36,7 +36,7 @@ Exceptions::
     │                         InvalidRequestIdError
     ├── UnknownNameError      no such manager, pool or layer
     ├── InvalidStepError      accepting more than drafted, passing max_seq_len, chunk budget, ...
-    └── QuotaTooSmallError    quota_bytes cannot hold the pools of a single token
+    └── QuotaTooSmallError    quota_bytes cannot hold the pools of zero tokens (constructor)
 """
 
 from __future__ import annotations
