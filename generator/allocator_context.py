@@ -1,22 +1,119 @@
 """Template context of ``generated/<family>/allocator.py``: the family's layer shapes as data.
 
-The allocator shim derives every size itself from these shapes (heads, head_dim, dtype,
-window, ...). It deliberately receives no folded cost term, headroom or page count from the
-generator: the diff suite compares the shim's runtime bytes against the static sizing module,
-and that comparison only means something if the two are computed independently. No torch here.
+The runtime (``kvgen.runtime``) derives every size itself from these shapes (heads, head_dim,
+dtype, window, ...). It deliberately receives no folded cost term, headroom or page count from
+the generator: the diff suite compares the shim's runtime bytes against the static sizing
+module, and that comparison only means something if the two are computed independently.
+
+The tables are handed to the template as canonical source text (what ``ruff format`` would
+write), so that rendering needs no formatter. No torch here.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from kvgen.costmodel import kind_head_dim
-from kvgen.render import SpecInput, artifact
+from kvgen.render import SpecInput, artifact, pyrepr
+from kvgen.runtime import RUNTIME_VERSION  # the version module only: no torch here
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
+
+LINE_LENGTH = 100
+INDENT = 4
+
+
+class Call(NamedTuple):
+    """``name(key=value, ...)``; ``explode`` keeps one argument per line (magic comma)."""
+
+    name: str
+    args: tuple[tuple[str, Code], ...]
+    explode: bool = False
+
+
+class Seq(NamedTuple):
+    """A bracketed sequence (tuple, list, subscript) of code items."""
+
+    open: str
+    close: str
+    items: tuple[Code, ...]
+    explode: bool = False
+
+
+class Dict(NamedTuple):
+    items: tuple[tuple[Code, Code], ...]
+    explode: bool = False
+
+
+Code = str | Call | Seq | Dict
+
+
+def literal(value: Any) -> Code:
+    """A scalar, tuple or dict as code; strings in double quotes as ``ruff format`` writes them."""
+    if isinstance(value, tuple):
+        return Seq("(", ")", tuple(literal(v) for v in value))
+    if isinstance(value, dict):
+        return Dict(tuple((literal(k), literal(v)) for k, v in value.items()))
+    text = pyrepr(value)
+    if isinstance(value, str) and text.startswith("'") and '"' not in text:
+        text = '"' + text[1:-1] + '"'
+    return text
+
+
+def flat(code: Code) -> str:
+    """The one-line form of ``code``."""
+    if isinstance(code, str):
+        return code
+    if isinstance(code, Call):
+        return code.name + "(" + ", ".join(f"{k}={flat(v)}" for k, v in code.args) + ")"
+    if isinstance(code, Dict):
+        return "{" + ", ".join(f"{flat(k)}: {flat(v)}" for k, v in code.items) + "}"
+    inner = ", ".join(flat(item) for item in code.items)
+    single = code.open == "(" and len(code.items) == 1
+    return code.open + inner + ("," if single else "") + code.close
+
+
+def layout(code: Code, indent: int, column: int, tail: int) -> str:
+    """``code`` as ruff formats it, starting at ``column`` of a line indented ``indent``,
+    followed on its last line by ``tail`` characters (a comma, a closing bracket)."""
+    one_line = flat(code)
+    if isinstance(code, str):
+        return one_line
+    if not code.explode and column + len(one_line) + tail <= LINE_LENGTH:
+        return one_line
+    inner_indent = " " * (indent + INDENT)
+    if isinstance(code, Call):
+        if not code.explode:
+            inner = one_line[len(code.name) + 1 : -1]
+            if indent + INDENT + len(inner) <= LINE_LENGTH:
+                return f"{code.name}(\n{inner_indent}{inner}\n{' ' * indent})"
+        heads = [(f"{key}=", value) for key, value in code.args]
+        return _exploded(code.name + "(", ")", heads, indent)
+    if isinstance(code, Dict):
+        heads = [(flat(key) + ": ", value) for key, value in code.items]
+        return _exploded("{", "}", heads, indent)
+    return _exploded(code.open, code.close, [("", item) for item in code.items], indent)
+
+
+def _exploded(open_: str, close: str, heads: list[tuple[str, Code]], indent: int) -> str:
+    inner = indent + INDENT
+    lines = [open_]
+    for head, value in heads:
+        start = inner + len(head)
+        lines.append(" " * inner + head + layout(value, inner, start, 1) + ",")
+    lines.append(" " * indent + close)
+    return "\n".join(lines)
+
+
+def statement(target: str, code: Code) -> str:
+    """``target = code`` at module level."""
+    return f"{target} = " + layout(code, 0, len(target) + 3, 0)
+
+
+# --------------------------------------------------------------------------- the tables
 
 
 def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict[str, Any]:
-    """Keyword fields of the generated ``LayerKind`` (absent shapes are 0, dtype resolved)."""
+    """Keyword fields of ``LayerKind`` (absent shapes are 0, dtype resolved)."""
     standard = kind.attention not in ("recurrent", "none") and kind.kv_heads is not None
     return {
         "attention": kind.attention,
@@ -33,46 +130,123 @@ def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict
     }
 
 
-def stack_fields(stack: LayerStack, family_dtype: str, shape_of: LayerStack) -> dict[str, Any]:
-    """``count``, cyclic ``pattern`` and the ``kinds`` it names (sorted), dtypes resolved."""
+def _kind_call(fields: dict[str, Any]) -> Call:
+    # Fields at the runtime's defaults are left out: the table shows what the spec says.
+    shown = [
+        (key, literal(value))
+        for key, value in fields.items()
+        if key in ("attention", "dtype") or value not in (None, 0)
+    ]
+    return Call("LayerKind", tuple(shown))
+
+
+def stack_code(stack: LayerStack, family_dtype: str, shape_of: LayerStack) -> Call:
+    """``LayerStack(count, cyclic pattern, kinds)``: the kinds it names, sorted, dtypes resolved."""
     dtype = stack.kv_cache_dtype or family_dtype
     names = sorted(set(stack.layers.pattern))
-    return {
-        "count": stack.layers.count,
-        "pattern": tuple(stack.layers.pattern),
-        "kinds": {
-            name: layer_kind_fields(stack.layer_kinds[name], dtype, shape_of) for name in names
-        },
-    }
+    kinds = Dict(
+        tuple(
+            (literal(name), _kind_call(layer_kind_fields(stack.layer_kinds[name], dtype, shape_of)))
+            for name in names
+        ),
+        explode=True,
+    )
+    args = (
+        ("count", literal(stack.layers.count)),
+        ("pattern", literal(tuple(stack.layers.pattern))),
+        ("kinds", kinds),
+    )
+    return Call("LayerStack", args, explode=True)
+
+
+def _tables_code(spec: SpecInput) -> Call:
+    family = spec.family
+    dtype = family.kv_cache_dtype
+    models = Dict(
+        tuple(
+            (
+                literal(model.name),
+                Call(
+                    "_rt.ModelTable",
+                    (
+                        ("max_seq_len", literal(model.max_seq_len)),
+                        ("stack", stack_code(model, dtype, model)),
+                        ("profiles", literal(tuple(family.profiles_for(model.name)))),
+                    ),
+                    explode=True,
+                ),
+            )
+            for model in family.models
+        ),
+        explode=True,
+    )
+    profiles: list[tuple[Code, Code]] = []
+    drafts: list[tuple[Code, Code]] = []
+    for profile in family.speculative:
+        args: tuple[tuple[str, Code], ...] = (
+            ("mode", literal(profile.mode)),
+            ("max_draft_len", literal(profile.max_draft_len)),
+        )
+        if profile.tree_draft_tokens is not None:
+            args += (("tree_draft_tokens", literal(profile.tree_draft_tokens)),)
+        profiles.append((literal(profile.name), Call("_rt.SpeculativeProfile", args)))
+        if profile.mode in MODES_WITH_DRAFT_POOL and profile.draft is not None:
+            drafts.append((literal(profile.name), stack_code(profile.draft, dtype, profile.draft)))
+    extra_layers = [
+        (
+            literal((model.name, profile.name)),
+            stack_code(profile.extra_layers, dtype, model),
+        )
+        for model in family.models
+        for profile in family.speculative
+        if profile.extra_layers is not None and profile.applies_to(model.name)
+    ]
+    args = (
+        ("family", literal(family.family)),
+        ("tokens_per_block", literal(family.tokens_per_block)),
+        ("models", models),
+        ("profiles", Dict(tuple(profiles), explode=bool(profiles))),
+        ("extra_layers", Dict(tuple(extra_layers), explode=bool(extra_layers))),
+        ("drafts", Dict(tuple(drafts), explode=bool(drafts))),
+    )
+    return Call("_rt.FamilyTables", args, explode=True)
 
 
 @artifact("allocator.py", "allocator.py.j2")
 def allocator_context(spec: SpecInput) -> dict[str, Any]:
     family = spec.family
-    dtype = family.kv_cache_dtype
-    models = {
-        model.name: {
-            "max_seq_len": model.max_seq_len,
-            "stack": stack_fields(model, dtype, model),
-            "profiles": family.profiles_for(model.name),
-        }
-        for model in family.models
-    }
-    extra_layers = {
-        (model.name, profile.name): stack_fields(profile.extra_layers, dtype, model)
-        for model in family.models
-        for profile in family.speculative
-        if profile.extra_layers is not None and profile.applies_to(model.name)
-    }
-    profiles = {"none": ("none", 0, None)}
-    drafts = {}
-    for profile in family.speculative:
-        profiles[profile.name] = (profile.mode, profile.max_draft_len, profile.tree_draft_tokens)
-        if profile.mode in MODES_WITH_DRAFT_POOL and profile.draft is not None:
-            drafts[profile.name] = stack_fields(profile.draft, dtype, profile.draft)
+    model_names = tuple(m.name for m in family.models)
+    profile_names = tuple(family.profile_names)
+    profiles_by_model = {m.name: tuple(family.profiles_for(m.name)) for m in family.models}
+    constants = (
+        ("FAMILY", family.family),
+        ("SPEC_SHA256", spec.sha256),
+        ("TOKENS_PER_BLOCK", family.tokens_per_block),
+        ("KV_CACHE_DTYPE", family.kv_cache_dtype),
+    )
+    module = literal(f"generated/{family.family}/allocator.py")
+    assert isinstance(module, str)
     return {
-        "models": models,
-        "profiles": profiles,
-        "extra_layers": extra_layers,
-        "drafts": drafts,
+        "version_check": f"_rt.require_version({RUNTIME_VERSION}, {module})",
+        "constants_code": "\n".join(statement(name, literal(value)) for name, value in constants),
+        "model_literal": statement("Model", _literal_type(model_names)),
+        "profile_literal": statement("Profile", _literal_type(profile_names)),
+        "models_code": statement("MODELS: tuple[Model, ...]", literal(model_names)),
+        "speculative_code": statement("SPECULATIVE: tuple[Profile, ...]", literal(profile_names)),
+        "profiles_code": statement(
+            "PROFILES: dict[Model, tuple[Profile, ...]]", _exploded_dict(profiles_by_model)
+        ),
+        "tables_code": statement("TABLES", _tables_code(spec)),
+        "usage_model": literal(model_names[0]),
     }
+
+
+def _literal_type(names: tuple[str, ...]) -> Seq:
+    """``Literal["a", "b", ...]``: the names a parameter accepts, for type checkers."""
+    return Seq("Literal[", "]", tuple(literal(name) for name in names))
+
+
+def _exploded_dict(value: dict[str, Any]) -> Dict:
+    code = literal(value)
+    assert isinstance(code, Dict)
+    return code._replace(explode=True)

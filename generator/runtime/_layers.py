@@ -1,0 +1,142 @@
+"""Layers as a cache manager holds them on one rank, and their life cycles (§1, §3)."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+from kvgen.runtime._pages import ceil_div
+from kvgen.runtime._tables import LayerKind, LayerStack
+
+__all__ = ["Buffer", "Cycle", "Layer", "cycles", "resolve_layers"]
+
+TORCH_DTYPES = {
+    "fp32": torch.float32,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+    "fp8": torch.float8_e4m3fn,
+}
+NVFP4_SCALE = torch.float8_e4m3fn  # one FP8 block scale per 16 NVFP4 elements
+NVFP4_BLOCK = 16
+
+# A typed per-token buffer of a layer: (view name, element dtype, shape per token).
+Buffer = tuple[str, torch.dtype, tuple[int, ...]]
+
+
+class Layer(NamedTuple):
+    """One layer as its cache manager holds it on this rank."""
+
+    name: str  # "layers.<i>", "extra_layers.<i>" or "draft.<i>"
+    kind: str
+    window: int | None  # resolved: None is full attention (or a recurrent layer)
+    sink_tokens: int
+    buffers: tuple[Buffer, ...]  # per token
+    bytes_per_token: int  # sum of the buffers
+    state_bytes: int  # recurrent: bytes per request on this rank
+
+
+def _typed(name: str, dtype: str, shape: tuple[int, ...]) -> list[Buffer]:
+    if dtype != "nvfp4":
+        return [(name, TORCH_DTYPES[dtype], shape)]
+    # NVFP4: two elements per byte, plus a separate FP8 scale per 16 elements.
+    n, last = math.prod(shape), shape[-1]
+    data = (*shape[:-1], last // 2) if last % 2 == 0 else (ceil_div(n, 2),)
+    scale = (
+        (*shape[:-1], last // NVFP4_BLOCK)
+        if last % NVFP4_BLOCK == 0
+        else (ceil_div(n, NVFP4_BLOCK),)
+    )
+    return [(name, torch.uint8, data), (name + "_scale", NVFP4_SCALE, scale)]
+
+
+def _buffers(kind: LayerKind, tp_size: int) -> tuple[Buffer, ...]:
+    if kind.attention == "recurrent":
+        return ()
+    out: list[Buffer] = []
+    if kind.bytes_per_token:
+        out.append(("raw", torch.uint8, (kind.bytes_per_token,)))
+    elif kind.kv_lora_rank:
+        # MLA: one latent buffer, never split by tensor parallelism.
+        out += _typed("latent", kind.dtype, (kind.kv_lora_rank + kind.qk_rope_head_dim,))
+    else:
+        heads = ceil_div(kind.kv_heads, tp_size)  # replicated when fewer heads than ranks
+        out += _typed("k", kind.dtype, (heads, kind.head_dim))
+        out += _typed("v", kind.dtype, (heads, kind.head_dim))
+    if kind.extra_bytes_per_token:
+        out.append(("extra", torch.uint8, (kind.extra_bytes_per_token,)))
+    return tuple(out)
+
+
+def resolve_layers(
+    stack: LayerStack,
+    prefix: str,
+    indices: range,
+    tp_size: int,
+    max_seq_len: int,
+    backoff: int,
+    cacheless: dict[str, str],
+) -> list[Layer]:
+    """The layers ``indices`` of ``stack`` that hold a cache; ``attention: none`` layers keep
+    their index (so pipeline ranks split the model as it is) and go to ``cacheless``."""
+    layers = []
+    for index in indices:
+        name = stack.pattern[index % len(stack.pattern)]
+        kind = stack.kinds[name]
+        if kind.attention == "none":
+            cacheless[f"{prefix}.{index}"] = name
+            continue
+        window = None
+        if kind.attention == "sliding" and kind.window is not None:
+            # Retention window w + D; a window reaching max_seq_len is full attention.
+            extended = kind.window + backoff
+            window = extended if extended < max_seq_len else None
+        buffers = _buffers(kind, tp_size)
+        size = sum(math.prod(shape) * dtype.itemsize for _n, dtype, shape in buffers)
+        state = ceil_div(kind.state_bytes, tp_size) if kind.attention == "recurrent" else 0
+        sinks = kind.sink_tokens if window is not None else 0
+        layers.append(Layer(f"{prefix}.{index}", name, window, sinks, buffers, size, state))
+    return layers
+
+
+class Cycle(NamedTuple):
+    """A life cycle of one manager: the layers whose pages live and die together."""
+
+    name: str  # "full", "w<window>", "w<window>s<sinks>", "state"
+    kind: str  # "full", "swa" or "state"
+    window: int | None
+    sink_tokens: int
+    layers: tuple[Layer, ...]
+
+    @property
+    def token_bytes(self) -> int:
+        return sum(layer.bytes_per_token for layer in self.layers)
+
+    @property
+    def state_bytes(self) -> int:
+        return sum(layer.state_bytes for layer in self.layers)
+
+    @property
+    def scratch_layers(self) -> tuple[Layer, ...]:
+        """One layer per distinct bytes-per-token: the layers that scratch pages serve."""
+        seen: dict[int, Layer] = {}
+        for layer in self.layers:
+            seen.setdefault(layer.bytes_per_token, layer)
+        return tuple(seen.values())
+
+
+def cycles(layers: list[Layer]) -> list[Cycle]:
+    """The life cycles of a manager's layers: full, one per (window, sinks), state."""
+    full = tuple(lay for lay in layers if lay.window is None and not lay.state_bytes)
+    state = tuple(lay for lay in layers if lay.state_bytes)
+    swa: dict[tuple[int, int], list[Layer]] = {}
+    for lay in layers:
+        if lay.window is not None:
+            swa.setdefault((lay.window, lay.sink_tokens), []).append(lay)
+    out = [Cycle("full", "full", None, 0, full)] if full else []
+    for (window, sinks), members in sorted(swa.items()):
+        name = f"w{window}s{sinks}" if sinks else f"w{window}"
+        out.append(Cycle(name, "swa", window, sinks, tuple(members)))
+    if state:
+        out.append(Cycle("state", "state", None, 0, state))
+    return out

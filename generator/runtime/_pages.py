@@ -1,0 +1,104 @@
+"""The runtime page model (docs/cost-model.md §2, §3): pages held per life cycle, headroom.
+
+These are the shim's own derivations from the page rules of the runtime, written apart from
+the static cost model (``kvgen.costmodel`` and the generated sizing modules) on purpose: the
+diff suite compares the two, which only means something while neither uses the other.
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+from typing import NamedTuple
+
+__all__ = [
+    "TWO_MODEL_MODES",
+    "Headroom",
+    "ceil_div",
+    "float32",
+    "integer",
+    "live_pages",
+    "mode_headroom",
+    "peak_live_pages",
+    "stale_end",
+]
+
+# Modes whose drafter keeps its own engine: the target only verifies K draft tokens a step.
+TWO_MODEL_MODES = ("eagle3_two_model", "mtp_eagle_two_model", "draft_target_two_model", "ngram")
+
+
+def integer(value: object) -> int | None:
+    """``value`` as an int when it is an integer (``operator.index``: numpy ints too) and not
+    a bool; None otherwise."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def live_pages(
+    history: int, capacity: int, window: int | None, sink_tokens: int, tokens_per_block: int
+) -> int:
+    """Pages one request holds on a life cycle: ``[0, ceil(c/tpb))`` minus the stale range
+    ``[min(ceil(h/tpb), sink_blocks), max(start, floor((h+1-w)/tpb)))`` (§3)."""
+    held = ceil_div(capacity, tokens_per_block)
+    if window is None:
+        return held
+    sink_blocks = ceil_div(sink_tokens, tokens_per_block)
+    start = min(ceil_div(history, tokens_per_block), sink_blocks)
+    end = max(start, (history + 1 - window) // tokens_per_block)
+    return held - (end - start)
+
+
+def peak_live_pages(window: int, head: int, sink_tokens: int, tokens_per_block: int) -> int:
+    """The most pages a request holds on an SWA life cycle with capacity ``head`` tokens ahead
+    of its history, over every history, by scanning histories.
+
+    Below ``h1 = sink_blocks*tpb + w - 1`` no page is stale yet, so the count only grows with
+    the history; from ``h1`` on one page goes stale per ``tpb`` tokens, so the count repeats
+    with period ``tpb``. Scanning ``[h1 - 1, h1 + tpb)`` therefore visits every alignment.
+    """
+    h1 = ceil_div(sink_tokens, tokens_per_block) * tokens_per_block + window - 1
+    return max(
+        live_pages(h, h + head, window, sink_tokens, tokens_per_block)
+        for h in range(max(0, h1 - 1), h1 + tokens_per_block)
+    )
+
+
+def stale_end(history: int, window: int, sink_blocks: int, tokens_per_block: int) -> int:
+    """Pages ``[sink_blocks, end)`` are stale; an empty range when ``end == sink_blocks``."""
+    return max(sink_blocks, (history + 1 - window) // tokens_per_block)
+
+
+class Headroom(NamedTuple):
+    """What a speculative mode adds to a request's capacity (§2, §5)."""
+
+    extra_tokens: int  # E: capacity - history between forwards
+    draft_slots: int  # a step adds 1 + draft slots and accepts 0..draft slots
+    backoff: int  # D: block-reuse retention added to every window
+
+
+def mode_headroom(mode: str, max_draft_len: int, tree_draft_tokens: int | None) -> Headroom:
+    """(E, draft slots, D) of one speculative mode with K = ``max_draft_len``."""
+    k = max_draft_len
+    if mode == "none":
+        return Headroom(0, 0, 0)
+    if mode in TWO_MODEL_MODES:
+        return Headroom(0, k, 0)
+    if mode == "pard":
+        return Headroom(k - 1, 2 * k - 1, 0)  # K drafts padded to 2K-1 slots: 2K tokens a step
+    if mode == "eagle3" and tree_draft_tokens is not None:
+        return Headroom(k - 1, tree_draft_tokens, 1)
+    return Headroom(k - 1, k, {"eagle3": 1, "mtp_eagle": 1, "mtp": k}.get(mode, 0))
+
+
+def float32(value: float) -> float:
+    """``value`` rounded to a float32, as the runtime compares its resume watermark."""
+    rounded: float = struct.unpack("f", struct.pack("f", value))[0]
+    return rounded

@@ -1,0 +1,152 @@
+"""Pool tensors, free-page lists, typed per-layer views, and cache managers."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+
+import torch
+from kvgen.runtime._errors import PoolAllocationError
+from kvgen.runtime._layers import Cycle, Layer
+
+__all__ = ["CacheManager", "Pool", "select_device"]
+
+Views = dict[str, torch.Tensor]
+
+
+def select_device(device: str | torch.device | None = None) -> torch.device:
+    """``None``/"auto": cuda when available, else cpu. "cuda" without a GPU falls back to cpu
+    with a RuntimeWarning. "cpu" and "meta" (no storage: bookkeeping only) as asked.
+    Anything torch does not know as a device raises ``ValueError``."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not isinstance(device, str | torch.device):
+        raise ValueError(f"device must be a str or torch.device, got {device!r}")
+    try:
+        chosen = torch.device(device)
+    except (RuntimeError, ValueError) as exc:
+        raise ValueError(f"device must be 'cuda', 'cpu', 'meta' or 'auto', got {device!r}") from exc
+    if chosen.type == "cuda" and not torch.cuda.is_available():
+        warnings.warn("CUDA is not available; building the pools on cpu", RuntimeWarning, 2)
+        return torch.device("cpu")
+    return chosen
+
+
+class Pool:
+    """One pool tensor (raw ``uint8`` pages, or recurrent-state slots) and its free list."""
+
+    def __init__(
+        self, manager: str, name: str, kind: str, pages: int, row_bytes: int, device: torch.device
+    ) -> None:
+        self.manager, self.name, self.kind = manager, name, kind
+        try:
+            self.tensor = torch.empty((pages, row_bytes), dtype=torch.uint8, device=device)
+        except (RuntimeError, MemoryError) as exc:
+            raise PoolAllocationError(
+                f"{manager} pool {name!r}: cannot allocate {pages} x {row_bytes} bytes on "
+                f"{device}: {exc}; build it on device='meta'"
+            ) from exc
+        self.pages: int = self.tensor.shape[0]
+        self.page_bytes: int = self.tensor.shape[1] * self.tensor.element_size()
+        # Free pages: the recycled ones (reused last-in first-out), then [fresh, pages) never
+        # handed out, so that a pool of millions of pages costs nothing to build.
+        self.recycled: list[int] = []
+        self.fresh = 0
+        self.views: dict[str, Views] = {}
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the pool tensor: numel * element_size."""
+        return self.tensor.numel() * self.tensor.element_size()
+
+    @property
+    def free_pages(self) -> int:
+        return len(self.recycled) + self.pages - self.fresh
+
+    @property
+    def used(self) -> int:
+        return self.fresh - len(self.recycled)
+
+    def take(self, count: int) -> list[int]:
+        """``count`` free pages (the caller has checked that there are enough)."""
+        recycled = self.recycled
+        reuse = min(count, len(recycled))
+        pages = recycled[len(recycled) - reuse :]
+        del recycled[len(recycled) - reuse :]
+        pages.reverse()
+        if reuse < count:
+            start = self.fresh
+            self.fresh = start + count - reuse
+            pages += range(start, self.fresh)
+        return pages
+
+
+def _layer_views(tensor: torch.Tensor, offset: int, layer: Layer, tpb: int) -> Views:
+    """Typed views of one layer's buffers, laid out from ``offset`` in every page row."""
+    views = {}
+    # Widest elements first so that every typed buffer starts aligned to its element size.
+    for name, dtype, shape in sorted(layer.buffers, key=lambda b: -b[1].itemsize):
+        nbytes = tpb * math.prod(shape) * dtype.itemsize
+        raw = tensor[:, offset : offset + nbytes]
+        try:
+            views[name] = raw.view(dtype).view(tensor.shape[0], tpb, *shape)
+        except RuntimeError:  # misaligned rows (tokens_per_block < 4 with odd raw sizes)
+            views[name] = raw.view(tensor.shape[0], tpb, -1)
+        offset += nbytes
+    return views
+
+
+class CacheManager:
+    """The pools of one cache manager ("target" or "draft") and their layer views."""
+
+    def __init__(self, name: str, layers: list[Layer], cycles: list[Cycle]) -> None:
+        self.name, self.layers, self.cycles = name, layers, cycles
+        self.pools: dict[str, Pool] = {}
+        self.peak = 0
+
+    def build(
+        self, pages: Mapping[str, int], tpb: int, scratch: bool, device: torch.device
+    ) -> None:
+        """One pool per life cycle (and per SWA scratch pool), ``pages[name]`` pages each."""
+        for cycle in self.cycles:
+            if cycle.kind == "state":
+                self._build_state(cycle, pages[cycle.name], device)
+                continue
+            row = tpb * cycle.token_bytes
+            pool = Pool(self.name, cycle.name, cycle.kind, pages[cycle.name], row, device)
+            self.pools[cycle.name] = pool
+            offset = 0
+            for layer in cycle.layers:
+                pool.views[layer.name] = _layer_views(pool.tensor, offset, layer, tpb)
+                offset += tpb * layer.bytes_per_token
+            if scratch and cycle.kind == "swa":
+                self._build_scratch(cycle, pages[cycle.name + "/scratch"], tpb, device)
+
+    def _build_state(self, cycle: Cycle, slots: int, device: torch.device) -> None:
+        pool = Pool(self.name, cycle.name, "state", slots, cycle.state_bytes, device)
+        self.pools[cycle.name] = pool
+        offset = 0
+        for layer in cycle.layers:
+            pool.views[layer.name] = {"state": pool.tensor[:, offset : offset + layer.state_bytes]}
+            offset += layer.state_bytes
+
+    def _build_scratch(self, cycle: Cycle, pages: int, tpb: int, device: torch.device) -> None:
+        shared = cycle.scratch_layers
+        name = cycle.name + "/scratch"
+        row = tpb * sum(layer.bytes_per_token for layer in shared)
+        pool = self.pools[name] = Pool(self.name, name, "scratch", pages, row, device)
+        offsets, offset = {}, 0
+        for layer in shared:
+            offsets[layer.bytes_per_token] = offset
+            offset += tpb * layer.bytes_per_token
+        for layer in cycle.layers:  # layers with one (w, b) key share scratch pages
+            pool.views[layer.name] = _layer_views(
+                pool.tensor, offsets[layer.bytes_per_token], layer, tpb
+            )
+
+    def bytes_in_use(self) -> int:
+        return sum(pool.used * pool.page_bytes for pool in self.pools.values())
+
+    def quota_bytes(self) -> int:
+        return sum(pool.nbytes for pool in self.pools.values())

@@ -1,0 +1,126 @@
+"""What a shim reports: quotas, bytes in use and peak, views, block tables, request states."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+from kvgen.runtime._errors import UnknownNameError
+from kvgen.runtime._pages import integer
+from kvgen.runtime._plan import PagePlanner
+from kvgen.runtime._pools import CacheManager, Pool
+from kvgen.runtime._state import NO_PAGE, RequestId
+from kvgen.runtime._steps import Forwards
+from kvgen.runtime._tables import FamilyTables
+
+__all__ = ["Reports"]
+
+
+class Reports(Forwards):
+    """Read-only questions about a shim; none of them changes its state."""
+
+    tables: FamilyTables
+    cacheless: dict[str, dict[str, str]]
+    _planner: PagePlanner
+    max_blocks_per_seq: int
+
+    def quota_bytes(self) -> dict[str, int]:
+        """Runtime quota: bytes of the pools built, per manager (numel * element_size)."""
+        return {name: m.quota_bytes() for name, m in self.managers.items()}
+
+    def max_tokens(self) -> dict[str, int | None]:
+        """Runtime max_tokens: the largest T whose derived pools fit the bytes built."""
+        return {
+            name: self._planner.largest_tokens(m, m.quota_bytes())
+            for name, m in self.managers.items()
+        }
+
+    def bytes_in_use(self) -> dict[str, int]:
+        """Bytes of the pages and slots held by requests, per manager."""
+        return {name: m.bytes_in_use() for name, m in self.managers.items()}
+
+    def pool_bytes_in_use(self, manager: str = "target") -> dict[str, int]:
+        pools = self._manager(manager).pools
+        return {name: pool.used * pool.page_bytes for name, pool in pools.items()}
+
+    def peak_bytes(self) -> dict[str, int]:
+        """The most bytes in use each manager has reached."""
+        return {name: m.peak for name, m in self.managers.items()}
+
+    @property
+    def capacity_tokens(self) -> int:
+        """T(t): full-attention capacity tokens summed over live (not suspended) requests."""
+        return self._capacity_tokens
+
+    @property
+    def requests(self) -> tuple[RequestId, ...]:
+        return tuple(self._requests)
+
+    def request_state(self, rid: RequestId) -> tuple[int, int]:
+        """(history, capacity) of a request."""
+        r = self._get(rid)
+        return r.history, r.capacity
+
+    def layer_views(self, layer: str | int, manager: str = "target") -> dict[str, torch.Tensor]:
+        """Typed views of a layer in its main pool: ``k``/``v`` (pages, tpb, heads, head_dim),
+        ``latent`` (MLA), ``raw``/``extra`` (uint8), ``*_scale`` (NVFP4), ``state`` (slots).
+
+        ``layer`` is a name such as ``"layers.5"`` or the model's layer index ``5``."""
+        if not isinstance(layer, str):
+            index = integer(layer)
+            if index is None:
+                raise UnknownNameError(f"layer must be a name or an index, got {layer!r}")
+            layer = f"layers.{index}"
+        for pool in self._manager(manager).pools.values():
+            if layer in pool.views and not pool.name.endswith("/scratch"):
+                return pool.views[layer]
+        kind = self.cacheless.get(manager, {}).get(layer)
+        if kind is not None:
+            raise UnknownNameError(
+                f"{manager} layer {layer!r} is cache-less (kind {kind!r}, attention: none): "
+                "it has no pool and no views"
+            )
+        raise UnknownNameError(f"{manager} holds no layer {layer!r}")
+
+    def pool(self, name: str, manager: str = "target") -> Pool:
+        pools = self._manager(manager).pools
+        try:
+            return pools[name]
+        except (KeyError, TypeError):
+            known = ", ".join(pools)
+            raise UnknownNameError(f"{manager} has no pool {name!r} (pools: {known})") from None
+
+    def block_table(self, rid: RequestId, pool: str, manager: str = "target") -> torch.Tensor:
+        """One request's row of :meth:`block_tables`."""
+        return self.block_tables([rid], pool, manager)[0]
+
+    def block_tables(
+        self, rids: Iterable[RequestId], pool: str, manager: str = "target"
+    ) -> torch.Tensor:
+        """``torch.int32`` block tables, one row per request, width max_blocks_per_seq, padded
+        with NO_PAGE (a state pool gives one slot per request instead)."""
+        target = self.pool(pool, manager)
+        requests = [self._get(rid) for rid in self._ids(rids)]
+        if target.kind == "state":
+            index = self._states.index(target)
+            return torch.tensor([r.slots[index] for r in requests], dtype=torch.int32)
+        width = self.max_blocks_per_seq
+        rows = []
+        for r in requests:
+            if target.kind == "scratch":
+                index = next(i for i, p in enumerate(self._paged) if p.scratch is target)
+                row = [NO_PAGE] * r.held
+                pages = r.scratch.get(index, [])
+                row[r.stale[index] : r.stale[index] + len(pages)] = pages
+            else:
+                index = next(i for i, p in enumerate(self._paged) if p.pool is target)
+                row = r.tables[index]
+            rows.append(row + [NO_PAGE] * (width - len(row)))
+        return torch.tensor(rows, dtype=torch.int32).reshape(len(rows), width)
+
+    def _manager(self, name: str) -> CacheManager:
+        try:
+            return self.managers[name]
+        except (KeyError, TypeError):
+            names = ", ".join(self.managers)
+            raise UnknownNameError(f"manager must be one of {names}; got {name!r}") from None

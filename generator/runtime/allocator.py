@@ -1,0 +1,305 @@
+"""The shim runtime: real torch pools and the runtime page model for one family's tables.
+
+Generated allocators (``generated/<family>/allocator.py``) hold their family's tables and a
+thin subclass of :class:`KVCacheShim`; everything else lives here, once. Usage with
+hand-built tables::
+
+    from kvgen.runtime import allocator as rt
+
+    kind = rt.LayerKind("full", kv_heads=8, head_dim=128, dtype="bf16")
+    model = rt.ModelTable(max_seq_len=4096, stack=rt.LayerStack(32, ("g",), {"g": kind}))
+    tables = rt.FamilyTables(family="tiny", tokens_per_block=16, models={"m": model})
+    shim = rt.KVCacheShim(tables, "m", max_batch_size=2, max_num_tokens=256,
+                          max_seq_len=1024, max_tokens=2048, device="meta")
+    shim.quota_bytes()  # {"target": 2048 tokens * 32 layers * (K+V) 2 * 8 * 128 * 2 bytes}
+
+Every size is derived here from the layer shapes; the runtime never consults the static cost
+model, so the diff suite can compare the two (docs/cost-model.md §3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+from kvgen.runtime._errors import (
+    AllocatorError,
+    DoubleFreeError,
+    DuplicateRequestError,
+    InvalidRequestIdError,
+    InvalidStepError,
+    OutOfPagesError,
+    PoolAllocationError,
+    QuotaTooSmallError,
+    RequestError,
+    ResumeRefusedError,
+    UnknownNameError,
+    UnknownRequestError,
+)
+from kvgen.runtime._layers import Layer, cycles, resolve_layers
+from kvgen.runtime._pages import (
+    ceil_div,
+    float32,
+    integer,
+    live_pages,
+    mode_headroom,
+    peak_live_pages,
+)
+from kvgen.runtime._plan import PagePlanner
+from kvgen.runtime._pools import CacheManager, Pool, select_device
+from kvgen.runtime._reports import Reports
+from kvgen.runtime._state import NO_PAGE, PagedPool
+from kvgen.runtime._tables import (
+    FamilyTables,
+    LayerKind,
+    LayerStack,
+    ModelTable,
+    SpeculativeProfile,
+)
+from kvgen.runtime._version import RUNTIME_VERSION, require_version
+
+__all__ = [
+    "NO_PAGE",
+    "RUNTIME_VERSION",
+    "SEMANTICS",
+    "AllocatorError",
+    "CacheManager",
+    "DoubleFreeError",
+    "DuplicateRequestError",
+    "FamilyTables",
+    "InvalidRequestIdError",
+    "InvalidStepError",
+    "KVCacheShim",
+    "Layer",
+    "LayerKind",
+    "LayerStack",
+    "ModelTable",
+    "OutOfPagesError",
+    "Pool",
+    "PoolAllocationError",
+    "QuotaTooSmallError",
+    "RequestError",
+    "ResumeRefusedError",
+    "SpeculativeProfile",
+    "UnknownNameError",
+    "UnknownRequestError",
+    "live_pages",
+    "peak_live_pages",
+    "require_version",
+    "select_device",
+]
+
+SEMANTICS = ("trtllm-v2", "exact")
+Quota = int | Mapping[str, int]
+
+
+def _count(name: str, value: object, minimum: int) -> int:
+    number = integer(value)
+    if number is None or number < minimum:
+        kind = "positive" if minimum == 1 else "non-negative"
+        raise ValueError(f"{name} must be a {kind} int, got {value!r}")
+    return number
+
+
+def _choice(name: str, value: object, allowed: Sequence[str]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
+class KVCacheShim(Reports):
+    """Real pools for one configuration, and the runtime page model that drives them.
+
+    Give ``max_tokens`` (T: tokens of full-attention history the pools must hold) or
+    ``quota_bytes`` (an int for every manager, or ``{"target": ..., "draft": ...}``); with a
+    quota the shim finds the largest T whose pools fit. ``pool_pages`` overrides the derived
+    page count of named pools (``{(manager, pool): pages}``: what-if sizing, drift tests);
+    ``reserve_pages`` adds pages to every paged pool (lets adversarial workloads run past a
+    sizing's rounding without changing what is measured).
+
+    Pools per manager: ``"full"`` (every full-attention layer), one ``"w<window>[s<sinks>]"``
+    per sliding-window life cycle, ``"w.../scratch"`` (targets with scratch reuse) and
+    ``"state"`` (recurrent layers: one slot per request).
+    """
+
+    def __init__(
+        self,
+        tables: FamilyTables,
+        model: str,
+        *,
+        speculative: str = "none",
+        max_batch_size: int,
+        max_num_tokens: int,
+        max_seq_len: int,
+        max_tokens: int | None = None,
+        quota_bytes: Quota | None = None,
+        tp_size: int = 1,
+        pp_size: int = 1,
+        pp_rank: int = 0,
+        scratch_reuse: bool = False,
+        block_reuse: bool = False,
+        max_util_for_resume: float = 0.95,
+        overlap_slack: bool = False,
+        semantics: str = "trtllm-v2",
+        device: str | torch.device | None = None,
+        pool_pages: Mapping[tuple[str, str], int] | None = None,
+        reserve_pages: int = 0,
+    ) -> None:
+        self.tables = tables
+        self.model = _choice("model", model, tables.model_names)
+        self.speculative = _choice("speculative", speculative, tables.profile_names)
+        if speculative not in tables.models[model].profiles:
+            raise ValueError(
+                f"speculative {speculative!r} does not apply to model {model!r}; "
+                f"profiles for {model}: {', '.join(tables.models[model].profiles)}"
+            )
+        native, stack, _profiles = tables.models[model]
+        self.max_batch_size = _count("max_batch_size", max_batch_size, 1)
+        self.max_num_tokens = _count("max_num_tokens", max_num_tokens, 1)
+        self.max_seq_len = _count("max_seq_len", max_seq_len, 1)
+        if self.max_seq_len > native:
+            raise ValueError(f"max_seq_len must be <= {native} for {model}, got {max_seq_len}")
+        tp = _count("tp_size", tp_size, 1)
+        pp = _count("pp_size", pp_size, 1)
+        if pp > stack.count:
+            raise ValueError(f"pp_size must be <= {stack.count} layers, got {pp_size}")
+        rank = integer(pp_rank)
+        if rank is None or not 0 <= rank < pp:
+            raise ValueError(f"pp_rank must be in [0, {pp}), got {pp_rank!r}")
+        if (
+            isinstance(max_util_for_resume, bool)
+            or not isinstance(max_util_for_resume, int | float)
+            or not 0.0 < max_util_for_resume <= 1.0
+        ):
+            raise ValueError(f"max_util_for_resume must be in (0, 1], got {max_util_for_resume!r}")
+        self.semantics = _choice("semantics", semantics, SEMANTICS)
+        if (max_tokens is None) == (quota_bytes is None):
+            raise ValueError("give exactly one of max_tokens and quota_bytes")
+        tokens = None if max_tokens is None else _count("max_tokens", max_tokens, 0)
+        reserve = _count("reserve_pages", reserve_pages, 0)
+        self.tokens_per_block = tpb = tables.tokens_per_block
+        self.scratch_reuse = bool(scratch_reuse)
+        self.max_util_for_resume = float(max_util_for_resume)
+        self.device = select_device(device)
+        mode, k, tree = tables.profiles[speculative]
+        headroom = mode_headroom(mode, k, tree)
+        self.extra_tokens = headroom.extra_tokens  # E: capacity - history before a step
+        self.draft_slots = headroom.draft_slots
+        self.step_tokens = 1 + headroom.draft_slots + (k if overlap_slack else 0)
+        self.headroom = headroom.extra_tokens + self.step_tokens  # H at the step's peak
+        blocks = ceil_div(self.max_seq_len + self.headroom, tpb)
+        self.max_blocks_per_seq = ceil_div(blocks, 4) * 4
+        self._util32 = float32(self.max_util_for_resume)
+        backoff = headroom.backoff if block_reuse else 0
+        self.managers = self._managers(stack, tp, pp, rank, backoff)
+        self._planner = PagePlanner(
+            tpb,
+            self.max_batch_size,
+            self.max_num_tokens,
+            self.semantics == "exact",
+            self.scratch_reuse,
+            self.headroom,
+            self.extra_tokens,
+            self._util32,
+        )
+        budgets = self._budgets(quota_bytes)
+        overrides = self._overrides(pool_pages)
+        plans = {}
+        self.planned_tokens: dict[str, int | None] = {}
+        for name, manager in self.managers.items():
+            planned = tokens
+            if planned is None:
+                planned = self._planner.largest_tokens(manager, budgets[name])
+            self.planned_tokens[name] = planned
+            pages = self._planner.pages(
+                manager, self.max_num_tokens if planned is None else planned
+            )
+            for pool in pages:
+                pages[pool] = overrides.pop((name, pool), pages[pool])
+                if not pool.endswith("state"):
+                    pages[pool] += reserve
+            plans[name] = pages
+        if overrides:
+            raise ValueError(f"pool_pages names unknown pools: {sorted(overrides)}")
+        for name, manager in self.managers.items():
+            scratch = self.scratch_reuse and name == "target"
+            manager.build(plans[name], tpb, scratch, self.device)
+        self._layout()
+
+    # ----------------------------------------------------------------- construction
+
+    def _managers(
+        self, stack: LayerStack, tp_size: int, pp_size: int, pp_rank: int, backoff: int
+    ) -> dict[str, CacheManager]:
+        base, rem = divmod(stack.count, pp_size)
+        start = pp_rank * base + min(pp_rank, rem)
+        own = range(start, start + base + (1 if pp_rank < rem else 0))
+        last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
+        # Layers of this rank that hold no cache (attention: none), per manager: name -> kind.
+        self.cacheless: dict[str, dict[str, str]] = {"target": {}}
+        common = (tp_size, self.max_seq_len, backoff)
+        target = resolve_layers(stack, "layers", own, *common, self.cacheless["target"])
+        extra = self.tables.extra_layers.get((self.model, self.speculative))
+        if extra is not None and last:
+            target += resolve_layers(
+                extra, "extra_layers", range(extra.count), *common, self.cacheless["target"]
+            )
+        managers = {"target": CacheManager("target", target, cycles(target))}
+        draft = self.tables.drafts.get(self.speculative)
+        if draft is not None:
+            self.cacheless["draft"] = {}
+            layers = []
+            if last:
+                indices = range(draft.count)
+                layers = resolve_layers(draft, "draft", indices, *common, self.cacheless["draft"])
+            managers["draft"] = CacheManager("draft", layers, cycles(layers))
+        return managers
+
+    def _budgets(self, quota_bytes: Quota | None) -> dict[str, int]:
+        """Quota bytes per manager, checked before any pool is built."""
+        if quota_bytes is None:
+            return {}
+        single = integer(quota_bytes)
+        if single is not None:
+            quotas: Mapping[str, object] = dict.fromkeys(self.managers, single)
+        elif isinstance(quota_bytes, Mapping):
+            if set(quota_bytes) != set(self.managers):
+                raise ValueError(
+                    f"quota_bytes must give every manager ({', '.join(self.managers)}), "
+                    f"got {sorted(map(str, quota_bytes))}"
+                )
+            quotas = quota_bytes
+        else:
+            raise ValueError(
+                f"quota_bytes must be an int or a mapping of manager to int, got {quota_bytes!r}"
+            )
+        return {name: _count("quota_bytes", quotas[name], 0) for name in self.managers}
+
+    def _overrides(
+        self, pool_pages: Mapping[tuple[str, str], int] | None
+    ) -> dict[tuple[str, str], int]:
+        if pool_pages is None:
+            return {}
+        if not isinstance(pool_pages, Mapping):
+            raise ValueError(f"pool_pages must map (manager, pool) to pages, got {pool_pages!r}")
+        return {key: _count(f"pool_pages[{key!r}]", n, 0) for key, n in pool_pages.items()}
+
+    def _layout(self) -> None:
+        """Flatten the paged pools of every manager for the per-step bookkeeping."""
+        self._paged = []
+        self._states = []
+        for manager in self.managers.values():
+            for cycle in manager.cycles:
+                pool = manager.pools[cycle.name]
+                if cycle.kind == "state":
+                    self._states.append(pool)
+                    continue
+                sink_blocks = ceil_div(cycle.sink_tokens, self.tokens_per_block)
+                scratch = manager.pools.get(cycle.name + "/scratch")
+                self._paged.append(PagedPool(pool, cycle.window, sink_blocks, scratch))
+        self._initial_stale = [paged.sink_blocks for paged in self._paged]
+        self._requests = {}
+        self._freed = set()
+        self._live = 0
+        self._capacity_tokens = 0
+        self._context_tokens = 0
