@@ -14,6 +14,9 @@ from typing import Literal
 
 Severity = Literal["error", "warning"]
 
+# A path into a spec's data: ("models", 0, "layer_kinds", "local", "window").
+Loc = tuple[str | int, ...]
+
 
 @dataclass(frozen=True, order=True)
 class Diagnostic:

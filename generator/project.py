@@ -7,30 +7,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvgen.diagnostics import Diagnostic, has_errors
-from kvgen.loader import load_path
+from kvgen.loader import SPEC_SUFFIXES, expand_paths, load_path
 
 if TYPE_CHECKING:  # render pulls in jinja2; lint must not
     from kvgen.render import SpecInput
 
 SPEC_DIR = Path("schema/families")
 OUT_DIR = Path("generated")
-SPEC_SUFFIXES = (".yaml", ".yml")
+__all__ = ["OUT_DIR", "SPEC_DIR", "SPEC_SUFFIXES", "load_specs", "spec_paths"]
 
 
 def spec_paths(paths: Iterable[str | Path] | None) -> list[Path]:
-    """Files named, and ``*.yaml``/``*.yml`` inside directories named (default: SPEC_DIR)."""
-    found: list[Path] = []
-    for path in [Path(p) for p in paths or [SPEC_DIR]]:
-        if path.is_dir():
-            found.extend(sorted(p for p in path.iterdir() if p.suffix in SPEC_SUFFIXES))
-        else:
-            found.append(path)
-    return found
+    """Files named, and ``*.yaml``/``*.yml`` under directories named (default: SPEC_DIR);
+    a missing path is a ``UsageError`` (exit 2), as in ``kvgen lint``."""
+    return expand_paths(paths or [SPEC_DIR])
 
 
 def load_specs(paths: list[Path]) -> tuple[list[SpecInput], list[Diagnostic]]:
     """Load, validate and lint every spec; inputs are returned only for clean specs."""
-    from kvgen.lint import lint_loaded
+    from kvgen.lint import duplicate_family, lint_loaded
     from kvgen.render import SpecInput, spec_source
 
     inputs: list[SpecInput] = []
@@ -44,17 +39,8 @@ def load_specs(paths: list[Path]) -> tuple[list[SpecInput], list[Diagnostic]]:
             continue
         name = loaded.family.family
         if name in seen:
-            line, col = loaded.source.value(("family",))
-            diagnostics.append(
-                Diagnostic(
-                    loaded.path,
-                    line,
-                    col,
-                    "KV010",
-                    f"family '{name}' is also defined in {seen[name]}",
-                    fix="give each spec file its own family name",
-                )
-            )
+            at = loaded.source.value(("family",))
+            diagnostics.append(duplicate_family(loaded.path, at, name, seen[name]))
             continue
         seen[name] = loaded.path
         inputs.append(SpecInput(spec_source(path), path.read_bytes(), loaded.family))
