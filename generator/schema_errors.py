@@ -115,7 +115,7 @@ def _message(error: dict[str, Any], loc: Loc) -> str:
     ctx = error.get("ctx") or {}
     value = error.get("input")
     if kind == "extra_forbidden":
-        return f"unknown key '{loc[-1]}' at {where}"
+        return f"unknown key '{loc[-1]}' at {where}"  # wording other tools' tests match
     if kind == "missing":
         return f"missing required key '{loc[-1]}' in {_where(loc[:-1])}"
     if kind in _EXPECTED:
@@ -143,7 +143,9 @@ def _message(error: dict[str, Any], loc: Loc) -> str:
     if kind == "string_pattern_mismatch":
         return f"{where}: {describe(value)} is not a lowercase identifier (^[a-z][a-z0-9_]*$)"
     if kind == "literal_error":
-        return f"{where}: {describe(value)} is not one of {ctx.get('expected')}"
+        expected = str(ctx.get("expected"))
+        choices = f"one of {expected}" if " or " in expected else expected
+        return f"{where}: expected {choices}, found {describe(value)}"
     if kind == "value_error":
         return f"{where}: {ctx.get('error', '')}".rstrip(": ")
     return f"{where}: {describe(value)} is not valid here"
