@@ -237,9 +237,15 @@ class _Composer:
         tag = event.tag
         text = event.value
         plain = event.implicit[0] and (tag is None or tag == "!")
-        if not self.stack:
-            self.count(1, at, ())
-            self.deliver(self.value_of(tag, text, plain, at), 1, at)
+        if not self.stack or event.anchor is not None:
+            self.count(1, at, self.child_loc())
+            value = self.value_of(tag, text, plain, at)
+            if event.anchor is not None:
+                self.anchors[event.anchor] = (value, 1)
+            loc = self.child_loc()
+            if loc is not None:
+                self.source.values.setdefault(loc, at)
+            self.deliver(value, 1, at)
             return
         top = self.stack[-1]
         if top.is_map and top.key is _NO_KEY:  # a key

@@ -16,7 +16,6 @@ from kvgen.codes import reader as codes
 from kvgen.composer import SourceMap
 from kvgen.diagnostics import Diagnostic, Loc
 from kvgen.spec import Family
-from kvgen.suggest import closest
 from pydantic import BaseModel, ValidationError
 
 __all__ = ["describe", "schema_keys", "validation_diagnostics"]
@@ -109,7 +108,7 @@ def _where(loc: Loc) -> str:
     return ".".join(str(part) for part in loc) or "<top>"
 
 
-def _message(error: dict[str, Any], loc: Loc) -> str:
+def _message(error: Any, loc: Loc) -> str:
     kind = error["type"]
     where = _where(loc)
     ctx = error.get("ctx") or {}
@@ -168,6 +167,8 @@ def validation_diagnostics(
     path: str, exc: ValidationError, source: SourceMap, data: Any = None
 ) -> list[Diagnostic]:
     """Map pydantic errors back to YAML nodes, in kvgen's words."""
+    from kvgen.suggest import closest  # difflib: only when a spec is refused
+
     errors = exc.errors(include_url=False)
     missing = {_clean(e["loc"]) for e in errors if e["type"] == "missing"}
     suggestions: dict[Loc, str] = {}

@@ -14,7 +14,6 @@ from functools import cache
 
 from kvgen.codes import hf, reader
 from kvgen.codes._registry import Code, declare, declared
-from kvgen.suggest import did_you_mean
 
 __all__ = ["RETIRED", "Code", "all_codes", "declare", "find_code", "hf", "reader", "unknown_code"]
 
@@ -41,6 +40,8 @@ def find_code(code_or_name: str) -> Code | None:
 
 def unknown_code(code_or_name: str) -> str:
     """The message for a code that is not declared, with the closest code or name."""
+    from kvgen.suggest import did_you_mean  # difflib: only on this error path
+
     choices = [entry.code for entry in all_codes()] + [entry.name for entry in all_codes()]
     wanted = code_or_name.strip()
     hint = did_you_mean(wanted.upper() if wanted[:2].lower() == "kv" else wanted, choices)
