@@ -341,3 +341,14 @@ def test_import_hf_cli_never_names_the_output_file_in_a_diagnostic(tmp_path, cap
     assert out.startswith(f"{source.as_posix()}:")
     assert str(out_file) not in out and "internal error" not in err
     assert not out_file.exists()
+
+
+def test_anchors_on_scalars_and_keys_resolve_like_any_yaml_reader():
+    data, source, diagnostics = parse_yaml("s.yaml", b"a: &x 5\nb: *x\n&k c: [1, &y 2]\nd: *y\n")
+    assert diagnostics == []
+    assert data == {"a": 5, "b": 5, "c": [1, 2], "d": 2}
+    assert source.value(("b",)) == (2, 4) and source.value(("c", 1)) == (3, 11)
+
+
+def test_an_undefined_alias_is_a_syntax_error_with_its_position():
+    assert read(b"a: 1\nb: *nowhere\n") == [("KV001", 2, 4)]
