@@ -249,6 +249,17 @@ class _Composer:
             return
         top = self.stack[-1]
         if top.is_map and top.key is _NO_KEY:  # a key
+            if plain and text not in top.value and _IMPLICIT.fullmatch(text) is None:
+                self.nodes += 1  # a new plain string key: by far the most common key
+                if self.nodes > MAX_NODES:
+                    self.count(0, at, top.loc)
+                top.size += 1
+                top.key, top.drop_next = text, text == "<<"
+                if text == "<<":
+                    self.report(codes.UNSUPPORTED_YAML, at, "merge keys (<<) are not supported")
+                elif top.loc is not None:
+                    self.source.keys[(*top.loc, text)] = at
+                return
             if tag == _MERGE or (plain and text == "<<"):
                 self.report(codes.UNSUPPORTED_YAML, at, "merge keys (<<) are not supported")
                 self.count(1, at, None)
@@ -304,6 +315,8 @@ class _Composer:
         return None
 
     def integer(self, text: str, at: tuple[int, int]) -> int | None:
+        if len(text) <= MAX_INT_DIGITS and text[1:2] not in ("o", "x"):
+            return int(text)  # decimal and short: the common case
         digits = text.lstrip("+-")
         base = {"0o": 8, "0x": 16}.get(digits[:2], 10)
         if base != 10:

@@ -18,7 +18,6 @@ from kvgen.codes import reader as codes
 from kvgen.composer import MAX_DEPTH, MAX_NODES, SourceMap, Unreadable, compose
 from kvgen.diagnostics import Diagnostic, SpecError
 from kvgen.exits import UsageError
-from kvgen.schema_errors import validation_diagnostics
 from kvgen.spec import Family
 from pydantic import ValidationError
 
@@ -35,7 +34,6 @@ __all__ = [
     "load_family",
     "load_path",
     "parse_yaml",
-    "validation_diagnostics",
 ]
 
 MAX_BYTES = 4 << 20
@@ -102,6 +100,8 @@ def load_bytes(path: str, raw: bytes) -> LoadedSpec:
     try:
         family = Family.model_validate(data)
     except ValidationError as exc:
+        from kvgen.schema_errors import validation_diagnostics  # only for refused specs
+
         found = validation_diagnostics(path, exc, source, data)
         return LoadedSpec(path, data, source, None, found)
     return LoadedSpec(path, data, source, family, [])
