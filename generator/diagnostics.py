@@ -1,10 +1,11 @@
 """Diagnostics: one finding anchored at file:line:col, with a stable rule code.
 
-Codes are stable forever; a retired code is never reused.
+Codes are stable forever; a retired code is never reused. Each is declared once in the
+registry ``kvgen.codes`` (``docs/codes.md`` is generated from it):
 - ``KV0xx`` reading the file (encoding, YAML syntax, duplicate keys, aliases, tags)
 - ``KV1xx`` the schema (types, ranges, unknown and missing keys)
-- ``KV2xx`` semantic lint rules (``generator/rules``)
-- ``KV3xx`` ``kvgen import-hf`` (``generator/importhf/``)
+- ``KV2xx`` semantic lint rules (``kvgen.rules``)
+- ``KV3xx`` ``kvgen import-hf`` (``kvgen.importhf``)
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Severity = Literal["error", "warning"]
+
+# A path into a spec's data: ("models", 0, "layer_kinds", "local", "window").
+Loc = tuple[str | int, ...]
 
 
 @dataclass(frozen=True, order=True)

@@ -13,15 +13,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from kvgen.codes import reader as codes
 from kvgen.diagnostics import Diagnostic, Severity
-from kvgen.loader import LoadedSpec, SourceMap, load_path
+from kvgen.loader import SPEC_SUFFIXES, LoadedSpec, SourceMap, expand_paths, load_path
 from kvgen.rules import lint_rules
 from kvgen.rules._base import Finding, RuleContext
 from kvgen.spec import Family
 
-__all__ = ["SPEC_SUFFIXES", "expand_paths", "lint_family", "lint_loaded", "lint_paths"]
-
-SPEC_SUFFIXES = (".yaml", ".yml")
+__all__ = [
+    "SPEC_SUFFIXES",
+    "duplicate_family",
+    "expand_paths",
+    "lint_family",
+    "lint_loaded",
+    "lint_paths",
+]
 
 
 def lint_family(path: str, family: Family, source: SourceMap) -> list[Diagnostic]:
@@ -50,23 +56,14 @@ def lint_loaded(loaded: LoadedSpec) -> list[Diagnostic]:
     return sorted(diagnostics)
 
 
-def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
-    """Files as given; directories expanded (recursively) to their *.yaml and *.yml files."""
-    files: list[Path] = []
-    for path in map(Path, paths):
-        if path.is_dir():
-            files += sorted(
-                child
-                for child in path.rglob("*")
-                if child.suffix in SPEC_SUFFIXES and child.is_file()
-            )
-        else:
-            files.append(path)
-    return files
+def duplicate_family(path: str, at: tuple[int, int], family: str, first: str) -> Diagnostic:
+    """KV010: ``family`` is defined by the spec at ``path`` and, earlier, by ``first``."""
+    return codes.DUPLICATE_FAMILY.at(path, at, f"family '{family}' is also defined in {first}")
 
 
 def lint_paths(paths: Iterable[str | Path]) -> list[Diagnostic]:
-    """Lint files and directories; a path that cannot be read is a KV009 diagnostic."""
+    """Lint files and directories; a file that cannot be read is a KV009 diagnostic, a path
+    that does not exist a ``UsageError``."""
     diagnostics: list[Diagnostic] = []
     for path in dict.fromkeys(expand_paths(paths)):
         diagnostics += lint_loaded(load_path(path))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
+from kvgen._meta import PROJECT_URL, code_url, version
+from kvgen.codes import Code, all_codes, find_code
 from kvgen.diagnostics import Diagnostic
-from kvgen.rules import RuleInfo, all_rules, find_rule
 
 __all__ = ["REPORTERS", "render"]
 
@@ -28,7 +29,7 @@ def text(diagnostics: Sequence[Diagnostic]) -> str:
 
 
 def _rule_name(code: str) -> str:
-    rule = find_rule(code)
+    rule = find_code(code)
     return rule.name if rule else ""
 
 
@@ -68,18 +69,26 @@ def github(diagnostics: Sequence[Diagnostic]) -> str:
     return _lines(lines)
 
 
-def sarif(diagnostics: Sequence[Diagnostic], rules: Sequence[RuleInfo] | None = None) -> str:
-    """SARIF 2.1.0: every documented code as a rule (sorted by code), one result per finding."""
-    rules = sorted(all_rules() if rules is None else rules, key=lambda rule: rule.code)
+def sarif(diagnostics: Sequence[Diagnostic], rules: Sequence[Code] | None = None) -> str:
+    """SARIF 2.1.0: every documented code as a rule (sorted by code), one result per finding.
+
+    The driver names kvgen's version and home; each rule links its section of docs/codes.md
+    (``helpUri``) and carries its What/Why/Example/Fix as ``help`` markdown, which code
+    scanning UIs show beside the finding."""
+    rules = sorted(all_codes() if rules is None else rules, key=lambda rule: rule.code)
     index = {rule.code: i for i, rule in enumerate(rules)}
     driver = {
         "name": "kvgen",
+        "version": version(),
+        "informationUri": PROJECT_URL,
         "rules": [
             {
                 "id": rule.code,
                 "name": rule.name,
                 "shortDescription": {"text": rule.summary},
                 "fullDescription": {"text": rule.doc},
+                "helpUri": code_url(rule.code),
+                "help": {"text": rule.doc, "markdown": rule.doc},
                 "defaultConfiguration": {"level": rule.severity},
             }
             for rule in rules

@@ -13,7 +13,7 @@ from __future__ import annotations
 import keyword
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_ID = "https://kvgen.dev/schema/kvspec-v1.schema.json"
 
@@ -46,6 +46,16 @@ def _check_identifier(value: str) -> str:
     return value
 
 
+# Bounds shared with `kvgen import-hf` (which refuses configs past them before building).
+MAX_LAYERS = 4096
+MAX_SEQ_LEN = 1 << 26
+MAX_WINDOW = 1 << 24
+MAX_HEADS = 4096
+MAX_DIM = 65536
+MAX_HIDDEN_SIZE = 1 << 20
+MAX_BYTES_PER_TOKEN = 1 << 30
+MAX_STATE_BYTES = 1 << 40
+
 # Names that become Python names in generated code (family, model, profile).
 Identifier = Annotated[
     str,
@@ -58,6 +68,17 @@ KindName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _integral_floats(cls, value: object) -> object:
+        """JSON Schema's ``integer`` is any number with a zero fractional part (``128.0``
+        included), and editors validate specs with it; reading ``128.0`` as ``128`` keeps
+        kvgen and the exported schema in agreement. ``128.5``, strings and booleans stay
+        errors (strict mode)."""
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
 
 
 class LayerKind(_Strict):
@@ -77,19 +98,22 @@ class LayerKind(_Strict):
         "no cache at all (MLP-only / MoE-only blocks), counted in the layer index only."
     )
     window: int | None = Field(
-        default=None, ge=1, le=1 << 24, description="Attention window in tokens (sliding only)."
+        default=None, ge=1, le=MAX_WINDOW, description="Attention window in tokens (sliding only)."
     )
     sink_tokens: int = Field(
         default=0, ge=0, le=1 << 16, description="Attention-sink tokens kept forever (sliding)."
     )
-    kv_heads: int | None = Field(default=None, ge=1, le=4096)
-    head_dim: int | None = Field(default=None, ge=1, le=65536)
-    kv_lora_rank: int | None = Field(default=None, ge=1, le=65536, description="MLA latent rank.")
+    kv_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
+    head_dim: int | None = Field(default=None, ge=1, le=MAX_DIM)
+    kv_lora_rank: int | None = Field(default=None, ge=1, le=MAX_DIM, description="MLA latent rank.")
     qk_rope_head_dim: int | None = Field(
-        default=None, ge=0, le=65536, description="MLA decoupled RoPE key dimension."
+        default=None, ge=0, le=MAX_DIM, description="MLA decoupled RoPE key dimension."
     )
     bytes_per_token: int | None = Field(
-        default=None, ge=1, le=1 << 30, description="Raw bytes per token per layer on one rank."
+        default=None,
+        ge=1,
+        le=MAX_BYTES_PER_TOKEN,
+        description="Raw bytes per token per layer on one rank.",
     )
     extra_bytes_per_token: int = Field(
         default=0,
@@ -100,7 +124,7 @@ class LayerKind(_Strict):
     state_bytes: int | None = Field(
         default=None,
         ge=1,
-        le=1 << 40,
+        le=MAX_STATE_BYTES,
         description="Recurrent state per request per layer at tp=1 (split by ceil over tp).",
     )
     dtype: Dtype | None = Field(
@@ -140,7 +164,7 @@ class LayerKind(_Strict):
 class LayerPattern(_Strict):
     """``count`` layers whose kinds repeat ``pattern`` cyclically (layer i has pattern[i % len])."""
 
-    count: int = Field(ge=1, le=4096)
+    count: int = Field(ge=1, le=MAX_LAYERS)
     pattern: list[KindName] = Field(min_length=1, max_length=4096)
 
 
@@ -159,9 +183,11 @@ class Model(LayerStack):
     """One release of the family; becomes a name in the generated module."""
 
     name: Identifier
-    max_seq_len: int = Field(ge=1, le=1 << 26, description="Native context length.")
-    hidden_size: int | None = Field(default=None, ge=1, description="Derives head_dim if absent.")
-    num_attention_heads: int | None = Field(default=None, ge=1)
+    max_seq_len: int = Field(ge=1, le=MAX_SEQ_LEN, description="Native context length.")
+    hidden_size: int | None = Field(
+        default=None, ge=1, le=MAX_HIDDEN_SIZE, description="Derives head_dim if absent."
+    )
+    num_attention_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
 
 
 class Speculative(_Strict):

@@ -318,7 +318,7 @@ def test_unknown_layer_type():
 
 def test_wrong_value_type():
     (diagnostic,) = _import_text(dict(LLAMA, num_key_value_heads="8"))
-    assert "KV307 'num_key_value_heads' must be an integer >= 1, found '8'" in diagnostic
+    assert "KV307 'num_key_value_heads' must be an integer in [1, 4096], found '8'" in diagnostic
 
 
 def test_window_at_least_the_context_is_full_attention():

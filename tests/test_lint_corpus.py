@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from kvgen.cli import main
+from kvgen.exits import UsageError
 from kvgen.lint import lint_paths
 from kvgen.rules import find_rule
 
@@ -109,9 +110,16 @@ def test_missing_path_is_a_usage_error(tmp_path, capsys):
     assert "no such file or directory" in err
 
 
-def test_unreadable_path_is_kv009(tmp_path):
-    (diagnostic,) = lint_paths([tmp_path / "missing.yaml"])
+def test_unreadable_file_is_kv009(tmp_path):
+    dangling = tmp_path / "dangling.yaml"
+    dangling.symlink_to(tmp_path / "gone.yaml")  # listed by the expander, unreadable
+    (diagnostic,) = lint_paths([dangling])
     assert (diagnostic.code, diagnostic.line, diagnostic.col) == ("KV009", 1, 1)
+
+
+def test_lint_paths_refuses_a_missing_path_as_a_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="no such file or directory"):
+        lint_paths([tmp_path / "missing.yaml"])
 
 
 def test_oversized_file_is_kv008(tmp_path):

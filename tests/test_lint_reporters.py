@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import textwrap
+from pathlib import Path
 
+from kvgen._meta import PROJECT_URL, version
 from kvgen.diagnostics import Diagnostic
 from kvgen.reporters import REPORTERS, render, sarif
 from kvgen.rules import RuleInfo
 
+ROOT = Path(__file__).resolve().parent.parent
 DIAGNOSTICS = [
     Diagnostic("specs/a.yaml", 4, 19, "KV201", "tokens_per_block 48 is not a power of two",
                fix="use 32 or 64"),
@@ -90,6 +94,8 @@ def test_sarif():
               "tool": {
                 "driver": {
                   "name": "kvgen",
+                  "version": "VERSION",
+                  "informationUri": "https://github.com/kvgen-project/kvgen",
                   "rules": [
                     {
                       "id": "KV201",
@@ -99,6 +105,11 @@ def test_sarif():
                       },
                       "fullDescription": {
                         "text": "Not a power of two."
+                      },
+                      "helpUri": "HELP_KV201",
+                      "help": {
+                        "text": "Not a power of two.",
+                        "markdown": "Not a power of two."
                       },
                       "defaultConfiguration": {
                         "level": "error"
@@ -112,6 +123,11 @@ def test_sarif():
                       },
                       "fullDescription": {
                         "text": "A kind no layer uses.\\n\\nMore."
+                      },
+                      "helpUri": "HELP_KV206",
+                      "help": {
+                        "text": "A kind no layer uses.\\n\\nMore.",
+                        "markdown": "A kind no layer uses.\\n\\nMore."
                       },
                       "defaultConfiguration": {
                         "level": "warning"
@@ -168,7 +184,26 @@ def test_sarif():
           ]
         }
         """
-    )
+    ).replace("VERSION", version()).replace(  # kvgen's own version, from package metadata
+        "HELP_KV201", "https://github.com/kvgen-project/kvgen/blob/main/docs/codes.md#kv201"
+    ).replace("HELP_KV206", "https://github.com/kvgen-project/kvgen/blob/main/docs/codes.md#kv206")
+
+
+def test_sarif_driver_version_is_the_installed_package_version():
+    log = json.loads(render("sarif", []))
+    driver = log["runs"][0]["tool"]["driver"]
+    assert driver["version"] == importlib.metadata.version("kvgen")
+    assert driver["informationUri"] == PROJECT_URL
+
+
+def test_sarif_rules_link_their_section_of_the_codes_page_and_carry_help_markdown():
+    rules = json.loads(render("sarif", []))["runs"][0]["tool"]["driver"]["rules"]
+    page = (ROOT / "docs" / "codes.md").read_text(encoding="utf-8")
+    for rule in rules:
+        assert rule["helpUri"] == f"{PROJECT_URL}/blob/main/docs/codes.md#{rule['id'].lower()}"
+        assert f'<a id="{rule["id"].lower()}"></a>' in page  # the anchor exists
+        for section in ("## What it does", "## Why it matters", "## Example", "## Fix"):
+            assert section in rule["help"]["markdown"], (rule["id"], section)
 
 
 def test_sarif_by_default_lists_every_code_sorted_with_full_docs():

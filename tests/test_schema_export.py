@@ -102,16 +102,11 @@ def test_jsonschema_validates_shipped_spec(path, validator):
     assert [error.message for error in validator.iter_errors(data)] == []
 
 
-# Cases where the two validators cannot agree: JSON Schema's "integer" admits 64.0, pydantic's
-# strict int does not (the loader reads 128.0 as a float).
-KNOWN_DISAGREEMENTS = {"kv103_float_head_dim.yaml"}
 AGREEMENT_CASES = sorted(p for p in CORPUS.glob("*.yaml") if parsed(p)[1] == [])
 
 
 @pytest.mark.parametrize("path", AGREEMENT_CASES, ids=lambda p: p.name)
 def test_pydantic_and_jsonschema_agree(path, validator):
-    if path.name in KNOWN_DISAGREEMENTS:
-        pytest.xfail("JSON Schema integers include 64.0; pydantic strict ints do not")
     data, _ = parsed(path)
     pydantic_valid = load_path(path).family is not None
     assert validator.is_valid(data) == pydantic_valid

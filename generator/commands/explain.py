@@ -1,29 +1,82 @@
 """``kvgen explain CODE``: print the documentation of a diagnostic code (or rule name).
 
-Exit codes: 0 found, 2 unknown code.
+``--write-docs`` writes ``docs/codes.md`` from the same registry; ``--check-docs`` writes
+nothing and exits 1 with a diff when the file is stale. Exit codes: 0 found (or up to
+date), 1 stale docs, 2 unknown code or usage error.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+from pathlib import Path
 
+from kvgen._meta import CODES_DOC
 from kvgen.exits import Exit, UsageError
+
+log = logging.getLogger("kvgen")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "explain", help="explain a diagnostic code", description=__doc__.split("\n", 1)[0]
+        "explain",
+        help="explain a diagnostic code",
+        description=__doc__.split("\n", 1)[1].strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("code", metavar="CODE", help="a code such as KV205, or a rule name")
+    parser.add_argument(
+        "code", nargs="?", metavar="CODE", help="a code such as KV205, or a rule name"
+    )
+    docs = parser.add_mutually_exclusive_group()
+    docs.add_argument(
+        "--write-docs",
+        nargs="?",
+        const=CODES_DOC,
+        metavar="PATH",
+        help=f"write the codes reference (default: {CODES_DOC})",
+    )
+    docs.add_argument(
+        "--check-docs",
+        nargs="?",
+        const=CODES_DOC,
+        metavar="PATH",
+        help=f"exit 1 if the codes reference is stale (default: {CODES_DOC})",
+    )
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> Exit:
-    from kvgen.rules import find_rule
+def _docs(args: argparse.Namespace) -> Exit:
+    from kvgen.codes import all_codes
+    from kvgen.codes._docs import render_codes_page
+    from kvgen.schema_export import schema_diff
+    from kvgen.writer import write_atomic
 
-    rule = find_rule(args.code)
+    path = Path(args.write_docs or args.check_docs)
+    fresh = render_codes_page(all_codes())
+    diff = schema_diff(path, fresh)
+    if args.check_docs:
+        sys.stdout.write(diff)
+        if diff:
+            log.error("%s is out of date; run 'kvgen explain --write-docs'", path.as_posix())
+        return Exit.FINDINGS if diff else Exit.OK
+    if diff:
+        write_atomic(path, fresh)
+        log.info("wrote %s", path.as_posix())
+    return Exit.OK
+
+
+def run(args: argparse.Namespace) -> Exit:
+    if args.write_docs or args.check_docs:
+        if args.code:
+            raise UsageError("give a CODE or --write-docs/--check-docs, not both")
+        return _docs(args)
+    if not args.code:
+        raise UsageError("give a CODE to explain (see 'kvgen lint --list-rules')")
+    from kvgen.codes import find_code, unknown_code
+
+    rule = find_code(args.code)
     if rule is None:
-        raise UsageError(f"unknown code {args.code!r}; see 'kvgen lint --list-rules'")
+        raise UsageError(unknown_code(args.code))
     sys.stdout.write(f"{rule.code} ({rule.name}) [{rule.severity}]\n\n{rule.doc}\n")
     return Exit.OK

@@ -51,8 +51,9 @@ def _usage(message: str) -> Exit:
 
 
 def run(args: argparse.Namespace) -> Exit:
+    from kvgen.codes import hf as codes
     from kvgen.importhf import import_config, to_identifier
-    from kvgen.loader import load_bytes
+    from kvgen.loader import display_path
 
     for flag, value in (("--family", args.family), ("--model", args.model)):
         if value is not None and to_identifier(value) != value:
@@ -65,11 +66,14 @@ def run(args: argparse.Namespace) -> Exit:
         raw = source.read_bytes()
     except OSError as exc:
         return _usage(f"cannot read {args.config}: {exc.strerror}")
-    display = source.as_posix()
+    display = display_path(source)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        print(f"{display}:1:1: KV301 file is not valid UTF-8 (fix: save it as UTF-8)")
+        refused = codes.UNREADABLE_CONFIG.at(
+            display, (1, 1), "file is not valid UTF-8", "save it as UTF-8"
+        )
+        print(refused.render())
         return EXIT_FINDINGS
     result = import_config(
         display,
@@ -84,15 +88,9 @@ def run(args: argparse.Namespace) -> Exit:
         for diagnostic in result.diagnostics:
             print(diagnostic.render())
         return EXIT_FINDINGS
-    out_display = Path(args.out).as_posix() if args.out else "<stdout>"
-    check = load_bytes(out_display, result.text.encode("utf-8"))
-    if check.diagnostics:  # the importer built something the schema refuses: say so, write nothing
-        for diagnostic in check.diagnostics:
-            print(diagnostic.render())
-        return EXIT_FINDINGS
     if args.out is None:
         sys.stdout.write(result.text)
         return EXIT_OK
     write_atomic(Path(args.out), result.text)
-    log.info("wrote %s", out_display)
+    log.info("wrote %s", display_path(args.out))
     return EXIT_OK

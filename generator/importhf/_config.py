@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvgen.codes import Code
+from kvgen.codes import hf as codes
 from kvgen.diagnostics import Diagnostic
 from kvgen.importhf._fields import (
     ALIASES,
@@ -14,8 +16,39 @@ from kvgen.importhf._fields import (
     UNSUPPORTED_FIELDS,
 )
 from kvgen.importhf._json import JsonReader, Path_
+from kvgen.spec import (
+    MAX_DIM,
+    MAX_HEADS,
+    MAX_HIDDEN_SIZE,
+    MAX_LAYERS,
+    MAX_SEQ_LEN,
+    MAX_WINDOW,
+)
 
-__all__ = ["Abort", "Config", "check_fields", "field_spelling"]
+__all__ = ["DEFAULT_MAXIMUM", "MAXIMA", "Abort", "Config", "check_fields", "field_spelling"]
+
+# Upper bounds, checked before anything is built from a value: the spec's own bounds for
+# the fields that become spec values (so an import never builds a spec the schema refuses),
+# DEFAULT_MAXIMUM for the other integers (state sizes, intervals, kernel widths).
+MAXIMA = {
+    "num_hidden_layers": MAX_LAYERS,
+    "num_nextn_predict_layers": MAX_LAYERS,
+    "mtp_num_hidden_layers": MAX_LAYERS,
+    "max_window_layers": MAX_LAYERS,
+    "max_position_embeddings": MAX_SEQ_LEN,
+    "sliding_window": MAX_WINDOW,
+    "sliding_window_pattern": MAX_LAYERS,
+    "full_attention_interval": MAX_LAYERS,
+    "num_key_value_heads": MAX_HEADS,
+    "num_attention_heads": MAX_HEADS,
+    "num_global_key_value_heads": MAX_HEADS,
+    "head_dim": MAX_DIM,
+    "global_head_dim": MAX_DIM,
+    "kv_lora_rank": MAX_DIM,
+    "qk_rope_head_dim": MAX_DIM,
+    "hidden_size": MAX_HIDDEN_SIZE,
+}
+DEFAULT_MAXIMUM = 1 << 20
 
 
 class Abort(Exception):
@@ -37,12 +70,12 @@ class Config:
     def where(self, name: str) -> str:
         return ".".join(str(p) for p in (*self.prefix, name)) if name in self.inner else name
 
-    def diag(self, code: str, name: str | None, message: str, fix: str) -> None:
+    def diag(self, code: Code, name: str | None, message: str, fix: str) -> None:
         line, col = 1, 1
         if name is not None:
             path = (*self.prefix, name) if name in self.inner else (name,)
             line, col = self.reader.keys.get(path, (1, 1))
-        self.diagnostics.append(Diagnostic(self.display, line, col, code, message, fix=fix))
+        self.diagnostics.append(code.at(self.display, (line, col), message, fix))
 
     def has(self, name: str) -> bool:
         return self.get(name) is not None
@@ -52,18 +85,28 @@ class Config:
             return self.inner[name]
         return self.data.get(name) if self.prefix else None
 
+    def maximum(self, name: str) -> int:
+        return MAXIMA.get(ALIASES.get(name, name), DEFAULT_MAXIMUM)
+
     def int_(self, name: str, *, required: bool = False, minimum: int = 1) -> int | None:
         value = self.get(name)
         if value is None:
             if required:
-                self.diag("KV304", None, f"config has no '{name}'", f"add '{name}' to the config")
+                self.diag(
+                    codes.MISSING_CONFIG_FIELD,
+                    None,
+                    f"config has no '{name}'",
+                    f"add '{name}' to the config",
+                )
                 raise Abort
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        maximum = self.maximum(name)
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
             self.diag(
-                "KV307",
+                codes.INVALID_CONFIG_VALUE,
                 name,
-                f"'{self.where(name)}' must be an integer >= {minimum}, found {value!r}",
+                f"'{self.where(name)}' must be an integer in [{minimum}, {maximum}], "
+                f"found {value!r}",
                 "use the value published with the model",
             )
             raise Abort
@@ -77,17 +120,20 @@ class Config:
         if isinstance(value, list):
             if len(value) != layers:
                 self.diag(
-                    "KV303",
+                    codes.CONTRADICTORY_CONFIG_FIELDS,
                     name,
                     f"'{self.where(name)}' lists {len(value)} values for {layers} layers",
                     "give one value per layer, or check num_hidden_layers",
                 )
                 raise Abort
-            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value):
+            maximum = self.maximum(name)
+            if not all(
+                isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= maximum for v in value
+            ):
                 self.diag(
-                    "KV307",
+                    codes.INVALID_CONFIG_VALUE,
                     name,
-                    f"'{self.where(name)}' must list positive integers",
+                    f"'{self.where(name)}' must list integers in [1, {maximum}]",
                     "use the values published with the model",
                 )
                 raise Abort
@@ -117,14 +163,14 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
             value = cfg.get(name)
             if value not in (None, False, 0, []):
                 cfg.diag(
-                    "KV305",
+                    codes.UNSUPPORTED_CONFIG_FEATURE,
                     name,
                     f"'{cfg.where(name)}' = {value!r}: {UNSUPPORTED_FIELDS[name]}",
                     "describe the model by hand in a spec; kvgen import-hf cannot express it",
                 )
         elif not known(name):
             cfg.diag(
-                "KV302",
+                codes.UNKNOWN_CONFIG_FIELD,
                 name,
                 f"unknown config field '{cfg.where(name)}'; kvgen cannot tell whether it "
                 "changes the KV cache",
@@ -134,7 +180,7 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
         for name in sorted(set(cfg.inner) & set(cfg.data) - {"text_config"}):
             if cfg.inner[name] != cfg.data[name] and name in CACHE_FIELDS - {"model_type"}:
                 cfg.diag(
-                    "KV303",
+                    codes.CONTRADICTORY_CONFIG_FIELDS,
                     name,
                     f"'{name}' is {cfg.data[name]!r} at the top level but "
                     f"{cfg.inner[name]!r} in text_config",
@@ -143,7 +189,7 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
     for alias, canonical in ALIASES.items():
         if cfg.has(alias) and cfg.has(canonical) and cfg.get(alias) != cfg.get(canonical):
             cfg.diag(
-                "KV303",
+                codes.CONTRADICTORY_CONFIG_FIELDS,
                 alias,
                 f"'{alias}' ({cfg.get(alias)!r}) disagrees with '{canonical}' "
                 f"({cfg.get(canonical)!r})",

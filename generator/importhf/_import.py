@@ -6,9 +6,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kvgen.codes import hf as codes
 from kvgen.diagnostics import Diagnostic
 from kvgen.importhf._config import Abort, Config, check_fields, field_spelling
-from kvgen.importhf._json import JsonReader
+from kvgen.importhf._json import MAX_JSON_DEPTH, JsonReader, loads, nesting_too_deep
 from kvgen.importhf._layers import (
     NO_CACHE,
     Kind,
@@ -19,18 +20,9 @@ from kvgen.importhf._layers import (
 )
 from kvgen.importhf._render import Spec, default_model_name, render, to_identifier
 
-__all__ = ["IMPORT_CODES", "ImportResult", "import_config"]
+__all__ = ["MAX_CONFIG_BYTES", "ImportResult", "import_config"]
 
-# Stable diagnostic codes of ``kvgen import-hf`` (one line each, for ``kvgen explain``).
-IMPORT_CODES = {
-    "KV301": "the file cannot be read as a JSON object (syntax, encoding, top-level type)",
-    "KV302": "a config field the importer does not know; it may change the KV cache",
-    "KV303": "config fields that contradict each other",
-    "KV304": "a field the importer needs is missing",
-    "KV305": "a value or feature the spec format cannot express",
-    "KV306": "a duplicate key in a JSON object",
-    "KV307": "a value of the wrong type or range",
-}
+MAX_CONFIG_BYTES = 4 << 20  # published configs are a few KiB
 
 
 @dataclass
@@ -39,6 +31,10 @@ class ImportResult:
 
     text: str | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def _refused(diagnostic: Diagnostic) -> ImportResult:
+    return ImportResult(None, [diagnostic])
 
 
 def import_config(
@@ -51,49 +47,43 @@ def import_config(
     kv_cache_dtype: str | None = None,
     ignore_fields: Sequence[str] = (),
 ) -> ImportResult:
-    """Turn config.json text into spec text; every problem is a diagnostic, never an exception."""
+    """Turn config.json text into spec text; every problem is a diagnostic, never an exception.
+
+    Every diagnostic points into the config (``display``), never at the spec to be written."""
+    if len(text) > MAX_CONFIG_BYTES:
+        return _refused(
+            codes.CONFIG_TOO_LARGE.at(
+                display, (1, 1), f"config is {len(text)} characters, over {MAX_CONFIG_BYTES}"
+            )
+        )
+    deep = nesting_too_deep(text)
+    if deep is not None:
+        return _refused(
+            codes.CONFIG_TOO_LARGE.at(
+                display,
+                JsonReader(text[: deep + 1]).position(deep),
+                f"config nests deeper than {MAX_JSON_DEPTH} levels",
+            )
+        )
     try:
-        data = json.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as exc:
-        return ImportResult(
-            None,
-            [
-                Diagnostic(
-                    display,
-                    exc.lineno,
-                    exc.colno,
-                    "KV301",
-                    f"invalid JSON: {exc.msg}",
-                    fix="fix the JSON syntax",
-                )
-            ],
+        return _refused(
+            codes.UNREADABLE_CONFIG.at(
+                display, (exc.lineno, exc.colno), f"invalid JSON: {exc.msg}", "fix the JSON syntax"
+            )
         )
     if not isinstance(data, dict):
-        return ImportResult(
-            None,
-            [
-                Diagnostic(
-                    display,
-                    1,
-                    1,
-                    "KV301",
-                    "top level must be a JSON object",
-                    fix="pass the model's config.json",
-                )
-            ],
+        return _refused(
+            codes.UNREADABLE_CONFIG.at(display, (1, 1), "top level must be a JSON object")
         )
     reader = JsonReader(text)
     reader.read(0, ())
     cfg = Config(display, data, reader)
-    for path, (line, col) in reader.duplicates:
+    for path, at in reader.duplicates:
         cfg.diagnostics.append(
-            Diagnostic(
-                display,
-                line,
-                col,
-                "KV306",
-                f"duplicate key '{'.'.join(map(str, path))}'",
-                fix="remove one",
+            codes.DUPLICATE_CONFIG_KEY.at(
+                display, at, f"duplicate key '{'.'.join(map(str, path))}'"
             )
         )
     check_fields(cfg, frozenset(ignore_fields))
@@ -103,7 +93,23 @@ def import_config(
         spec = _build(cfg, family, model, tokens_per_block, kv_cache_dtype)
     except Abort:
         return ImportResult(None, sorted(cfg.diagnostics))
-    return ImportResult(render(spec), [])
+    out = render(spec)
+    refused = _refused_by_schema(display, out)
+    return ImportResult(None, refused) if refused else ImportResult(out, [])
+
+
+def _refused_by_schema(display: str, text: str) -> list[Diagnostic]:
+    """The schema's verdict on the spec built; the bounds above should leave it nothing to
+    say, but if it does, say it about the config (the spec is never written)."""
+    from kvgen.loader import load_bytes
+
+    found = load_bytes("<imported spec>", text.encode("utf-8")).diagnostics
+    return [
+        codes.INVALID_CONFIG_VALUE.at(
+            display, (1, 1), f"the spec built from this config would be refused: {d.message}"
+        )
+        for d in found
+    ]
 
 
 def _build(cfg: Config, family: str | None, model: str | None, tpb: int, dtype: str | None) -> Spec:

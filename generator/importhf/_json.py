@@ -1,15 +1,92 @@
-"""A JSON reader that records where each key and value starts (line:col), for diagnostics."""
+"""A JSON reader that records where each key and value starts (line:col), for diagnostics.
+
+Configs are untrusted: nesting is bounded before any parser recurses (``nesting_too_deep``),
+and numbers no config field can hold (NaN, infinities, integers of more than
+``MAX_INT_DIGITS`` digits) are read as ``Unrepresentable`` markers, so that the field checks
+report them at their key instead of Python raising ``ValueError`` or building a huge value.
+"""
 
 from __future__ import annotations
 
 import bisect
 import json
+import math
 import re
 from typing import Any
 
-__all__ = ["JsonReader", "Path_"]
+__all__ = [
+    "MAX_INT_DIGITS",
+    "MAX_JSON_DEPTH",
+    "JsonReader",
+    "Path_",
+    "Unrepresentable",
+    "loads",
+    "nesting_too_deep",
+]
 
 Path_ = tuple[str | int, ...]
+
+MAX_JSON_DEPTH = 32  # a Hugging Face config nests 3 or 4 levels (text_config, rope_scaling)
+MAX_INT_DIGITS = 20  # int64 has 19; Python refuses int() of more than 4300 digits
+
+# A string (escapes included) or a bracket: strings are skipped whole, brackets counted.
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+class Unrepresentable:
+    """A number no config field can hold; shown as written (shortened)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        if len(self.text) <= 24:
+            return self.text
+        return f"{self.text[:12]}...({len(self.text)} characters)"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Unrepresentable) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+def _int(text: str) -> int | Unrepresentable:
+    return int(text) if len(text.lstrip("-")) <= MAX_INT_DIGITS else Unrepresentable(text)
+
+
+def _float(text: str) -> float | Unrepresentable:
+    value = float(text)
+    return value if math.isfinite(value) else Unrepresentable(text)
+
+
+_HOOKS: dict[str, Any] = {
+    "parse_int": _int,
+    "parse_float": _float,
+    "parse_constant": Unrepresentable,
+}
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` with bounded numbers (call ``nesting_too_deep`` first)."""
+    return json.loads(text, **_HOOKS)
+
+
+def nesting_too_deep(text: str) -> int | None:
+    """The offset of the first bracket nested deeper than ``MAX_JSON_DEPTH``, else None.
+
+    Iterative, so it is safe on any input; run it before ``loads`` (whose C scanner and our
+    reader recurse once per level)."""
+    depth = 0
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return match.start()
+        elif token in "]}":
+            depth -= 1
+    return None
 
 
 class JsonReader:
@@ -21,7 +98,7 @@ class JsonReader:
         self.keys: dict[Path_, tuple[int, int]] = {}
         self.values: dict[Path_, tuple[int, int]] = {}
         self.duplicates: list[tuple[Path_, tuple[int, int]]] = []
-        self._decoder = json.JSONDecoder()
+        self._decoder = json.JSONDecoder(**_HOOKS)
 
     def position(self, offset: int) -> tuple[int, int]:
         line = bisect.bisect_right(self.line_starts, offset)

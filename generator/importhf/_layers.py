@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kvgen.codes import hf as codes
 from kvgen.importhf._config import Abort, Config, field_spelling
+from kvgen.spec import MAX_STATE_BYTES
 
 __all__ = [
     "NO_CACHE",
@@ -66,7 +68,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         if not isinstance(layer_types, list) or len(layer_types) != layers:
             count = len(layer_types) if isinstance(layer_types, list) else "no"
             cfg.diag(
-                "KV303",
+                codes.CONTRADICTORY_CONFIG_FIELDS,
                 "layer_types",
                 f"'{cfg.where('layer_types')}' has {count} entries for {layers} layers "
                 f"(num_hidden_layers)",
@@ -77,7 +79,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         for entry in layer_types:
             if entry not in _LAYER_TYPES:
                 cfg.diag(
-                    "KV305",
+                    codes.UNSUPPORTED_CONFIG_FEATURE,
                     "layer_types",
                     f"layer type {entry!r} in '{cfg.where('layer_types')}' is not supported",
                     "supported: " + ", ".join(sorted(_LAYER_TYPES)),
@@ -93,7 +95,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
                 e for e, k in zip(expected, kinds, strict=True) if k in ("full", "sliding")
             ]:
                 cfg.diag(
-                    "KV303",
+                    codes.CONTRADICTORY_CONFIG_FIELDS,
                     "layer_types",
                     f"'{cfg.where('layer_types')}' disagrees with sliding_window_pattern "
                     f"{pattern_every} (every {pattern_every}th layer global)",
@@ -102,7 +104,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
                 raise Abort
         if use_swa is False and "sliding" in kinds:
             cfg.diag(
-                "KV303",
+                codes.CONTRADICTORY_CONFIG_FIELDS,
                 "layer_types",
                 "layer_types names sliding layers but use_sliding_window is false",
                 "make the two agree",
@@ -113,7 +115,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     if hybrid is not None:
         if not isinstance(hybrid, str) or len(hybrid) != layers or set(hybrid) - set(_HYBRID_CHARS):
             cfg.diag(
-                "KV303",
+                codes.CONTRADICTORY_CONFIG_FIELDS,
                 "hybrid_override_pattern",
                 f"'{cfg.where('hybrid_override_pattern')}' must be {layers} characters of "
                 "M * - E (num_hidden_layers)",
@@ -125,7 +127,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     if blocks is not None:
         if not isinstance(blocks, list) or len(blocks) != layers or set(blocks) - set(_BLOCK_TYPES):
             cfg.diag(
-                "KV303",
+                codes.CONTRADICTORY_CONFIG_FIELDS,
                 "layers_block_type",
                 f"'{cfg.where('layers_block_type')}' must list {layers} of "
                 + ", ".join(sorted(_BLOCK_TYPES)),
@@ -148,7 +150,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         first = cfg.int_("max_window_layers", minimum=0)
         if first is None:
             cfg.diag(
-                "KV304",
+                codes.MISSING_CONFIG_FIELD,
                 "use_sliding_window",
                 "use_sliding_window is true but max_window_layers is missing",
                 "add max_window_layers (Qwen2: layers from it on use the window)",
@@ -196,9 +198,20 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
             f"mamba_head_dim {head_dim} + 2 * n_groups {groups} * ssm_state_size {state}) * "
             f"{dtype_bytes} B + ssm {heads} * {head_dim} * {state} * {ssm_bytes} B"
         )
+    total = conv * dtype_bytes + ssm * ssm_bytes
+    if total > MAX_STATE_BYTES:
+        first = "linear_num_value_heads" if kind == "linear" else "mamba_num_heads"
+        cfg.diag(
+            codes.INVALID_CONFIG_VALUE,
+            first,
+            f"recurrent state of {total} bytes per layer is over the spec's maximum "
+            f"{MAX_STATE_BYTES}",
+            "use the values published with the model",
+        )
+        raise Abort
     return Kind(
         "recurrent",
-        state_bytes=conv * dtype_bytes + ssm * ssm_bytes,
+        state_bytes=total,
         notes=(("state_bytes", note),),
         base=kind,
     )
@@ -222,7 +235,7 @@ def attention_kinds(
         )
         if any(t not in ("full", "none") for t in types):
             cfg.diag(
-                "KV305",
+                codes.UNSUPPORTED_CONFIG_FEATURE,
                 "kv_lora_rank",
                 "MLA with sliding or recurrent layers is not supported",
                 "describe the model by hand",
@@ -235,7 +248,7 @@ def attention_kinds(
     kv_heads = cfg.per_layer(heads_name, layers) or q_heads
     if kv_heads is None:
         cfg.diag(
-            "KV304",
+            codes.MISSING_CONFIG_FIELD,
             None,
             "config has neither 'num_key_value_heads' nor 'num_attention_heads'",
             "add num_key_value_heads",
@@ -247,7 +260,7 @@ def attention_kinds(
         hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
         if q_heads is None or len(set(q_heads)) != 1 or hidden % q_heads[0]:  # type: ignore[operator]
             cfg.diag(
-                "KV303",
+                codes.CONTRADICTORY_CONFIG_FIELDS,
                 q_name,
                 f"cannot derive head_dim from hidden_size {hidden} and "
                 f"{q_name} {cfg.get(q_name)!r}",
@@ -259,7 +272,7 @@ def attention_kinds(
     for i, (kv, q) in enumerate(zip(kv_heads, q_heads or kv_heads, strict=True)):
         if kv > q or q % kv:
             cfg.diag(
-                "KV303",
+                codes.CONTRADICTORY_CONFIG_FIELDS,
                 heads_name,
                 f"layer {i}: {kv} KV heads do not divide {q} query heads",
                 "check num_key_value_heads against num_attention_heads",
@@ -268,7 +281,7 @@ def attention_kinds(
     window = cfg.int_("sliding_window") if cfg.has("sliding_window") else None
     if window is None and "sliding" in types:
         cfg.diag(
-            "KV303",
+            codes.CONTRADICTORY_CONFIG_FIELDS,
             "layer_types" if cfg.has("layer_types") else "sliding_window",
             "layers are sliding but sliding_window is null",
             "set sliding_window",
@@ -326,7 +339,7 @@ def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
     values = {cfg.get(n) for n in names}
     if len(values) > 1:
         cfg.diag(
-            "KV303",
+            codes.CONTRADICTORY_CONFIG_FIELDS,
             "dtype",
             f"torch_dtype {cfg.get('torch_dtype')!r} disagrees with dtype {cfg.get('dtype')!r}",
             "keep one of the two",
@@ -335,7 +348,7 @@ def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
     model_dtype = values.pop() if values else None
     if model_dtype is not None and model_dtype not in _DTYPES:
         cfg.diag(
-            "KV305",
+            codes.UNSUPPORTED_CONFIG_FEATURE,
             names[0],
             f"{names[0]} {model_dtype!r} is not supported",
             "use bfloat16, float16 or float32, or pass --kv-cache-dtype",
@@ -345,7 +358,12 @@ def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
         bytes_ = _DTYPES[model_dtype][1] if model_dtype else _DTYPE_BYTES.get(override, 2)
         return override, "kvgen import-hf --kv-cache-dtype", bytes_
     if model_dtype is None:
-        cfg.diag("KV304", None, "config has no 'torch_dtype' (or 'dtype')", "pass --kv-cache-dtype")
+        cfg.diag(
+            codes.MISSING_CONFIG_FIELD,
+            None,
+            "config has no 'torch_dtype' (or 'dtype')",
+            "pass --kv-cache-dtype",
+        )
         raise Abort
     short, bytes_ = _DTYPES[model_dtype]
     return short, f"config.json {names[0]} {model_dtype}", bytes_

@@ -8,7 +8,8 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvgen.diagnostics import Diagnostic, has_errors
+from kvgen.diagnostics import has_errors
+from kvgen.lint import duplicate_family
 from kvgen.loader import load_bytes
 from kvgen.project import SPEC_DIR, SPEC_SUFFIXES
 from kvgen.review._git import GitTree
@@ -75,12 +76,8 @@ def by_family(sides: list[Side], review: Review, label: str) -> dict[str, Side]:
         name = side.family.family
         if name in out:
             review.diagnostics.append(
-                Diagnostic(
-                    f"{label}{side.path}", 1, 1, "KV010",
-                    f"family '{name}' is also defined in {out[name].path}",
-                    fix="give each spec file its own family name",
-                )
-            )  # fmt: skip
+                duplicate_family(f"{label}{side.path}", (1, 1), name, out[name].path)
+            )
             continue
         out[name] = side
     return out

@@ -1,25 +1,17 @@
-"""The central registry of diagnostic codes, and the semantic lint rules (one per module).
+"""The semantic lint rules (one per module); the registry of every code is ``kvgen.codes``.
 
-Codes are stable forever. A retired code stays in ``RETIRED`` and is never reused.
-
-- ``KV0xx`` reading the file, ``KV1xx`` the schema: emitted by ``kvgen.loader``, documented
-  in ``_reader_codes``.
-- ``KV2xx`` semantic rules: each module in ``LINT_RULE_MODULES`` defines ``CODE``, ``NAME``,
-  ``SEVERITY`` and ``check(ctx)``; its docstring is the rule's documentation.
+Each module in ``LINT_RULE_MODULES`` declares its KV2xx code once: ``CODE``, ``NAME``,
+``SEVERITY`` and ``check(ctx)``; its docstring is the rule's documentation.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import cache
 
-from kvgen.diagnostics import Severity
-from kvgen.rules._base import Finding, RuleContext
-from kvgen.rules._import_codes import IMPORT_DOCS
-from kvgen.rules._reader_codes import READER_CODES
+from kvgen.codes import RETIRED, all_codes, find_code
+from kvgen.codes import Code as RuleInfo
 
 __all__ = ["LINT_RULE_MODULES", "RETIRED", "RuleInfo", "all_rules", "find_rule", "lint_rules"]
 
@@ -52,30 +44,6 @@ LINT_RULE_MODULES: tuple[str, ...] = (
     "cacheless_kind_with_fields",  # KV225
 )
 
-# code -> why it was retired. Never reuse one of these codes.
-RETIRED: dict[str, str] = {}
-
-Check = Callable[[RuleContext], Iterable[Finding]]
-
-
-@dataclass(frozen=True)
-class RuleInfo:
-    """One code: its kebab name, default severity and documentation."""
-
-    code: str
-    name: str
-    severity: Severity
-    doc: str
-    check: Check | None = None  # None for codes the loader emits
-
-    @property
-    def summary(self) -> str:
-        return self.doc.split("\n", 1)[0].strip()
-
-    @property
-    def origin(self) -> str:
-        return {"KV0": "reader", "KV1": "schema", "KV3": "import-hf"}.get(self.code[:3], "lint")
-
 
 @cache
 def lint_rules() -> tuple[RuleInfo, ...]:
@@ -84,26 +52,15 @@ def lint_rules() -> tuple[RuleInfo, ...]:
     for module_name in LINT_RULE_MODULES:
         module = importlib.import_module(f"kvgen.rules.{module_name}")
         doc = inspect.cleandoc(module.__doc__ or "")
-        rules.append(RuleInfo(module.CODE, module.NAME, module.SEVERITY, doc, module.check))
+        rules.append(RuleInfo(module.CODE, module.NAME, module.SEVERITY, doc, check=module.check))
     return tuple(sorted(rules, key=lambda rule: rule.code))
 
 
-@cache
 def all_rules() -> tuple[RuleInfo, ...]:
-    """Every documented code (reader, schema and lint), sorted by code."""
-    reader = [
-        RuleInfo(code, name, "error", inspect.cleandoc(doc)) for code, name, doc in READER_CODES
-    ]
-    imported = [
-        RuleInfo(code, name, "error", inspect.cleandoc(doc)) for code, name, doc in IMPORT_DOCS
-    ]
-    return tuple(sorted([*reader, *lint_rules(), *imported], key=lambda rule: rule.code))
+    """Every documented code (reader, schema, lint and import-hf), sorted by code."""
+    return all_codes()
 
 
 def find_rule(code_or_name: str) -> RuleInfo | None:
-    """Look a rule up by code (any case) or by kebab name."""
-    wanted = code_or_name.strip()
-    for rule in all_rules():
-        if rule.code == wanted.upper() or rule.name == wanted.lower():
-            return rule
-    return None
+    """Look a code up by code (any case) or by kebab name."""
+    return find_code(code_or_name)

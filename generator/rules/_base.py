@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from kvgen.diagnostics import Loc
 from kvgen.spec import Family, LayerKind, LayerStack, Model
 
-Loc = tuple[str | int, ...]
+__all__ = ["Finding", "Kind", "Loc", "RuleContext", "Stack", "derived_head_dim", "placed_kinds"]
 
 
 @dataclass(frozen=True)

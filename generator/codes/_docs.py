@@ -1,0 +1,59 @@
+"""``docs/codes.md``: the reference of every diagnostic code, generated from the registry.
+
+``kvgen explain --write-docs`` writes it, ``kvgen explain --check-docs`` fails on drift (a
+test runs the check), so the page can never disagree with ``kvgen explain``.
+"""
+
+from __future__ import annotations
+
+from kvgen._meta import CODES_DOC
+from kvgen.codes._registry import Code
+
+__all__ = ["render_codes_page"]
+
+_ORIGINS = (
+    ("reader", "Reading the file (KV0xx)", "Emitted by the loader before the schema is checked."),
+    ("schema", "The schema (KV1xx)", "Types, ranges, unknown and missing keys."),
+    ("lint", "Lint rules (KV2xx)", "Semantic checks on a spec that passed the schema."),
+    ("import-hf", "kvgen import-hf (KV3xx)", "Problems in a Hugging Face config.json."),
+)
+
+
+def _section(code: Code) -> str:
+    summary, _, body = code.doc.partition("\n")
+    # The rule docs use level-2 headings; inside the page they sit below the code's heading.
+    body = "\n".join(f"#{line}" if line.startswith("## ") else line for line in body.splitlines())
+    fix = f"\nDefault fix hint: {code.fix}.\n" if code.fix else ""
+    return (
+        f'<a id="{code.code.lower()}"></a>\n\n'
+        f"## {code.code} {code.name}\n\n"
+        f"{code.severity} · {code.origin} · `kvgen explain {code.code}`\n\n"
+        f"{summary.strip()}\n{body.rstrip()}\n{fix}"
+    )
+
+
+def render_codes_page(codes: tuple[Code, ...]) -> str:
+    """The full text of ``docs/codes.md`` for ``codes`` (sorted by code)."""
+    parts = [
+        "# Diagnostic codes\n\n"
+        f"<!-- Generated from kvgen's code registry by `kvgen explain --write-docs`; do not\n"
+        f"     edit by hand. `kvgen explain --check-docs` fails when {CODES_DOC} is stale. -->\n\n"
+        "Every finding of `kvgen lint`, `kvgen generate` and `kvgen import-hf` carries one of "
+        "these codes.\nCodes are stable: a code never changes meaning and a retired code is "
+        "never reused.\n`kvgen explain CODE` prints the same text.\n"
+    ]
+    for origin, title, about in _ORIGINS:
+        group = [code for code in codes if code.origin == origin]
+        if not group:
+            continue
+        rows = "".join(
+            f"| [{c.code}](#{c.code.lower()}) | `{c.name}` | {c.severity} | {c.summary} |\n"
+            for c in group
+        )
+        parts.append(
+            f"\n## {title}\n\n{about}\n\n| Code | Name | Severity | Summary |\n"
+            f"| --- | --- | --- | --- |\n{rows}"
+        )
+    parts.append("\n---\n")
+    parts.extend(f"\n{_section(code)}" for code in codes)
+    return "".join(parts)

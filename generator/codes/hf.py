@@ -1,0 +1,188 @@
+"""KV3xx: ``kvgen import-hf`` (``kvgen.importhf``), declared once here."""
+
+from __future__ import annotations
+
+from kvgen.codes._registry import declare
+
+UNREADABLE_CONFIG = declare(
+    "KV301",
+    "unreadable-config",
+    fix="pass the model's config.json as published",
+    doc="""The config file cannot be read as a JSON object.
+
+## What it does
+Reports invalid JSON, bytes that are not UTF-8, or a top level that is not an object.
+
+## Why it matters
+Nothing can be imported from it.
+
+## Example
+```json
+[{"num_hidden_layers": 32}]
+```
+
+## Fix
+Pass the model's config.json as published.
+""",
+)
+
+UNKNOWN_CONFIG_FIELD = declare(
+    "KV302",
+    "unknown-config-field",
+    fix="check what the field does; pass --ignore-field NAME once reviewed",
+    doc="""A config field the importer does not know; it may change the KV cache.
+
+## What it does
+Reports a field that is neither mapped to the spec nor known to be irrelevant.
+
+## Why it matters
+New attention variants announce themselves through new fields. A wrong guess
+sizes the KV cache wrong for every deployment of the model.
+
+## Example
+```json
+{"num_hidden_layers": 32, "kv_sharing_stride": 2}
+```
+
+## Fix
+Check what the field does; pass `--ignore-field NAME` once reviewed.
+""",
+)
+
+CONTRADICTORY_CONFIG_FIELDS = declare(
+    "KV303",
+    "contradictory-config-fields",
+    fix="make the fields agree, or write the spec by hand",
+    doc="""Config fields that contradict each other.
+
+## What it does
+Reports fields that describe the same thing differently, e.g. a `layer_types` list
+whose length is not `num_hidden_layers`.
+
+## Why it matters
+A wrong guess sizes the KV cache wrong for every deployment of the model.
+
+## Example
+```json
+{"num_hidden_layers": 4, "layer_types": ["full_attention"]}
+```
+
+## Fix
+Correct the config, or write the spec by hand.
+""",
+)
+
+MISSING_CONFIG_FIELD = declare(
+    "KV304",
+    "missing-config-field",
+    fix="add the field with the value the model class uses",
+    doc="""A field the importer needs is missing.
+
+## What it does
+Reports a field with no safe default, such as `max_position_embeddings`.
+
+## Why it matters
+Defaults of the model's Python class are not in the file. A wrong guess
+sizes the KV cache wrong for every deployment of the model.
+
+## Example
+```json
+{"num_hidden_layers": 32}
+```
+
+## Fix
+Add the field with the value the model class uses.
+""",
+)
+
+UNSUPPORTED_CONFIG_FEATURE = declare(
+    "KV305",
+    "unsupported-config-feature",
+    fix="describe the model by hand in a spec",
+    doc="""A value or feature the spec format cannot express.
+
+## What it does
+Reports attention variants the spec has no kind for (chunked attention, shared KV layers, ...).
+
+## Why it matters
+Importing it as something else would size the cache wrong.
+
+## Example
+```json
+{"attention_chunk_size": 8192}
+```
+
+## Fix
+Write the spec by hand with the nearest exact shape, or file an issue for the kind.
+""",
+)
+
+DUPLICATE_CONFIG_KEY = declare(
+    "KV306",
+    "duplicate-config-key",
+    fix="remove one of the two",
+    doc="""A duplicate key in a JSON object.
+
+## What it does
+Reports a key that appears twice in one object.
+
+## Why it matters
+JSON readers silently keep the last value; which one the model uses is unclear.
+
+## Example
+```json
+{"num_key_value_heads": 8, "num_key_value_heads": 4}
+```
+
+## Fix
+Remove one of the two.
+""",
+)
+
+INVALID_CONFIG_VALUE = declare(
+    "KV307",
+    "invalid-config-value",
+    fix="use the value published with the model",
+    doc="""A value of the wrong type or range.
+
+## What it does
+Reports, for example, a negative head count or a string where a number belongs.
+
+## Why it matters
+A wrong guess sizes the KV cache wrong for every deployment of the model.
+
+## Example
+```json
+{"num_key_value_heads": "eight"}
+```
+
+## Fix
+Correct the value.
+""",
+)
+
+CONFIG_TOO_LARGE = declare(
+    "KV308",
+    "config-too-large",
+    fix="pass the model's config.json as published",
+    doc="""The config file is larger or nests deeper than any model config.
+
+## What it does
+Refuses, before parsing, a config of more than 4 MiB or with objects and arrays nested more
+than 32 levels deep (published configs are a few KiB and nest 3 or 4 levels).
+
+## Why it matters
+Configs are untrusted input in pull requests. Deeply nested JSON exhausts the parser's stack
+and huge files its memory; refusing them up front keeps `kvgen import-hf` a diagnostic, not
+a crash.
+
+## Example
+```json
+{"num_hidden_layers": 32,
+ "rope_scaling": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[0]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}
+```
+
+## Fix
+Pass the model's config.json as published.
+""",
+)
