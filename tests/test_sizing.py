@@ -1,4 +1,4 @@
-"""The sizing formulas of SIZING.md, term by term, for the generated module and the generic
+"""The sizing formulas of docs/cost-model.md, term by term, for the generated module and the generic
 cost model alike. Every number has its hand derivation beside it.
 
 Notation: b = bytes per token of one layer, tpb = tokens per block, B = max_batch_size,
@@ -225,7 +225,7 @@ speculative:
 
 
 def _expected_headroom(profile: str, k: int) -> int:
-    # SIZING.md §2: H = E + G.
+    # docs/cost-model.md §2: H = E + G.
     return {
         "none": 1,  # E = 0, G = 1
         "eagle3": 2 * k,  # E = K-1, G = K+1
@@ -256,7 +256,7 @@ def test_every_mode_headroom_at_k_1_to_6(tmp_path, k):
 
 
 def test_pard_at_k4_leads_by_eleven_tokens(tmp_path):
-    # SIZING.md §2 table: PARD at K=4 has E = 3, G = 8, H = 11 (sizing with K gives 8).
+    # docs/cost-model.md §2 table: PARD at K=4 has E = 3, G = 8, H = 11 (sizing with K gives 8).
     module = Implementation("generated", _modes_spec(4), tmp_path).module
     assert module.headroom("pard") == 11
 
