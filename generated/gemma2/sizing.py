@@ -33,8 +33,8 @@ Example::
     costs["target"].slope  # bytes per token of full-attention history
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: NamedTuple would turn every string annotation into
+# a compiled ForwardRef at import, which costs more than the rest of the import together.
 import functools
 import math
 import operator
@@ -353,11 +353,6 @@ def headroom(speculative: str = "none", *, overlap_slack: bool = False) -> int:
     return profile.extra + profile.step + slack
 
 
-def _pages(window: int, head: int, sinks: int) -> int:
-    # Peak live pages of one request on an SWA life cycle, boundary page included (§3).
-    return -(-(window + head - 2) // TOKENS_PER_BLOCK) + 1 + -(-sinks // TOKENS_PER_BLOCK)
-
-
 def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
     """Layers of each kind on one pipeline rank: contiguous layers, the first ``count % pp``
     ranks one more; counted from the pattern in O(pattern), never per layer."""
@@ -373,10 +368,10 @@ def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
 
 # One kind's cached layers on a rank: (layers, window, sinks, kv_heads, head_dim, element
 # bytes (0 for NVFP4), bytes per token not split by tp). A life cycle group: (window, sinks,
-# bytes per token of its layers, sum of its distinct b_l). At one tp, a manager's layers are
-# (slope of its full-attention layers, recurrent state, groups sorted by (window, sinks)).
+# sink pages, bytes per token of its layers, sum of its distinct b_l). At one tp, a manager's
+# layers are (slope of its full-attention layers, recurrent state, groups by (window, sinks)).
 _Row = tuple[int, int | None, int, int, int, int, int]
-_Group = tuple[int, int, int, int]
+_Group = tuple[int, int, int, int, int]
 _AtTp = tuple[int, int, tuple[_Group, ...]]
 # Per manager on one rank: (name, its layers at tp=1, rows, recurrent (layers, state bytes)).
 _Plan = tuple[tuple[str, _AtTp, tuple[_Row, ...], tuple[tuple[int, int], ...]], ...]
@@ -394,19 +389,27 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[tuple[int, int], ...], tp_size:
     slope = state = 0
     for layers, state_bytes in states:
         state += layers * -(-state_bytes // tp_size)
-    groups: dict[tuple[int, int], list[int]] = {}  # (w, sinks) -> [bytes, distinct b_l...]
+    cycles: dict[tuple[int, int], int] = {}  # (w, sinks) -> bytes per token of its layers
+    distinct: dict[tuple[int, int], list[int]] = {}  # (w, sinks) -> each of its b_l once
     for layers, window, sinks, kv_heads, head_dim, element, fixed in rows:
         # ceil: KV heads are replicated when there are fewer than tp ranks (§1).
         bpt = fixed + (_heads_bytes(-(-kv_heads // tp_size), head_dim, element) if kv_heads else 0)
         if window is None:
             slope += layers * bpt
             continue
-        group = groups.setdefault((window, sinks), [0])
-        group[0] += layers * bpt
-        if bpt not in group[1:]:
-            group.append(bpt)  # scratch reuse: one layer per (w, b_l) key grows (§3)
-    ordered = tuple((w, s, g[0], sum(g[1:])) for (w, s), g in sorted(groups.items()))
-    return slope, state, ordered
+        key = (window, sinks)
+        if key in cycles:
+            cycles[key] += layers * bpt
+            if bpt not in distinct[key]:
+                distinct[key].append(bpt)  # scratch reuse: one layer per (w, b_l) grows (§3)
+        else:
+            cycles[key] = layers * bpt
+            distinct[key] = [bpt]
+    ordered = []
+    for (window, sinks), cycle in sorted(cycles.items()):
+        sink_pages = -(-sinks // TOKENS_PER_BLOCK)
+        ordered.append((window, sinks, sink_pages, cycle, sum(distinct[window, sinks])))
+    return slope, state, tuple(ordered)
 
 
 def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_rank: int) -> _Plan:
@@ -471,6 +474,8 @@ def _compute(
     backoff = profile.backoff if block_reuse else 0
     extra = profile.extra
     head = extra + profile.step + (profile.draft_len if overlap_slack else 0)
+    tpb = TOKENS_PER_BLOCK
+    exact = semantics == "exact"
     if pp_size == 1:
         plan = _PLANS[model, speculative]
     else:
@@ -482,38 +487,37 @@ def _compute(
         scratch = scratch_reuse and name == "target"  # scratch reuse: targets only (§3)
         ctx_swa = ctx_rounding = 0
         cycles = []
-        for window, sinks, cycle, distinct in groups:
+        for window, sinks, sink_pages, cycle, distinct in groups:
             window += backoff  # block reuse extends retention (§5)
             if window >= max_seq_len:
                 slope += cycle  # a window that reaches S is full attention (§1)
                 continue
-            sink_pages = -(-sinks // TOKENS_PER_BLOCK)
-            pages = -(-(window + head - 2) // TOKENS_PER_BLOCK) + 1 + sink_pages
-            per_request += pages * TOKENS_PER_BLOCK * cycle
+            live = -(-(window + head - 2) // tpb)  # pages(w, H) = live + 1 + sink pages (§3)
+            per_request += (live + 1 + sink_pages) * tpb * cycle
             ctx = distinct if scratch else cycle
             ctx_swa += ctx
             # A context chunk rounds its pages up; unless the headroom already reserves a
             # spare page (pages(w, H) > pages(w, E)), "exact" charges tpb-1 tokens more (§4).
-            if pages == -(-(window + extra - 2) // TOKENS_PER_BLOCK) + 1 + sink_pages:
+            if live == -(-(window + extra - 2) // tpb):
                 ctx_rounding += ctx
-            cycles.append((window, sinks, pages, cycle))
+            cycles.append((window, sinks, live + 1 + sink_pages, cycle))
         intercept = batch * per_request + chunk * ctx_swa
         full_rounding = resume_rounding = None
-        if semantics == "exact":
-            full_rounding = batch * (TOKENS_PER_BLOCK - 1) * slope
-            ctx_rounding *= min(batch, chunk) * (TOKENS_PER_BLOCK - 1)
+        if exact:
+            full_rounding = batch * (tpb - 1) * slope
+            ctx_rounding *= min(batch, chunk) * (tpb - 1)
             intercept += full_rounding + ctx_rounding
         if name == "draft" and len(cycles) == 1 and not slope and not state:
             # Resume watermark (§4): round a single SWA pool up so that a suspended request can
             # resume under max_util_for_resume, which the engine compares as a float32.
-            slot = TOKENS_PER_BLOCK * cycles[0][3]
+            slot = tpb * cycles[0][3]
             util32 = _FLOAT32.unpack(_FLOAT32.pack(util))[0]
             rounded = math.ceil(-(-intercept // slot) / util32) * slot
             resume_rounding = rounded - intercept
             intercept = rounded
         out.append(
             _new(_Terms, (name, slope, per_request, ctx_swa, full_rounding,
-                          ctx_rounding if semantics == "exact" else None, resume_rounding,
+                          ctx_rounding if exact else None, resume_rounding,
                           intercept, tuple(cycles)))
         )  # fmt: skip
     return tuple(out)
