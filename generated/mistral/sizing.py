@@ -444,8 +444,10 @@ def _compute(
     util: float,
     overlap_slack: bool,
     semantics: str,
-) -> tuple[_Terms, ...]:
-    """Every named term of the static cost per manager (§3, §4); validates first."""
+) -> tuple[tuple[_Terms, ...], dict[str, CacheCost]]:
+    """Every named term of the static cost per manager (§3, §4), and the CacheCost of each
+    (built here, so that a never-seen ``cache_costs`` call runs one function); validates
+    first."""
     entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util = _arguments(
         model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
         scratch_reuse, block_reuse, util, overlap_slack, semantics,
@@ -460,6 +462,7 @@ def _compute(
     else:
         plan = _plan(entry, speculative, profile, pp_size, pp_rank)
     out: list[_Terms] = []
+    costs = {}
     for name, at_tp1, rows, states in plan:
         slope, state, groups = at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size)
         per_request = state
@@ -477,7 +480,7 @@ def _compute(
             ctx_swa += ctx
             # A context chunk rounds its pages up; unless the headroom already reserves a
             # spare page (pages(w, H) > pages(w, E)), "exact" charges tpb-1 tokens more (§4).
-            if live == -(-(window + extra - 2) // tpb):
+            if exact and live == -(-(window + extra - 2) // tpb):
                 ctx_rounding += ctx
             cycles.append((window, sinks, live + 1 + sink_pages, cycle))
         intercept = batch * per_request + chunk * ctx_swa
@@ -494,47 +497,22 @@ def _compute(
             rounded = math.ceil(-(-intercept // slot) / util32) * slot
             resume_rounding = rounded - intercept
             intercept = rounded
+        costs[name] = _new(CacheCost, (slope, intercept))
         out.append(
             _new(_Terms, (name, slope, per_request, ctx_swa, full_rounding,
                           ctx_rounding if exact else None, resume_rounding,
                           intercept, tuple(cycles)))
         )  # fmt: skip
-    return tuple(out)
+    return tuple(out), costs
 
 
 # Pure functions of hashable arguments; typed, so 1, 1.0 and True never share an entry.
-_terms = functools.lru_cache(maxsize=4096, typed=True)(_compute)
-
-
-@functools.lru_cache(maxsize=4096, typed=True)
-def _costs(
-    model: str,
-    speculative: str,
-    batch: int,
-    chunk: int,
-    max_seq_len: int,
-    tp_size: int,
-    pp_size: int,
-    pp_rank: int,
-    scratch_reuse: bool,
-    block_reuse: bool,
-    util: float,
-    overlap_slack: bool,
-    semantics: str,
-) -> dict[str, CacheCost]:
-    terms = _compute(
-        model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
-        scratch_reuse, block_reuse, util, overlap_slack, semantics,
-    )  # fmt: skip
-    costs = {}
-    for t in terms:  # a loop, not a comprehension: one frame less on a never-seen call
-        costs[t.manager] = _new(CacheCost, (t.slope, t.intercept))
-    return costs
+_answers = functools.lru_cache(maxsize=4096, typed=True)(_compute)
 
 
 def _cached_terms(*args: object) -> tuple[_Terms, ...]:
     try:
-        return _terms(*args)
+        return _answers(*args)[0]
     except TypeError:  # an unhashable argument: name it, as any other bad value
         _arguments(*args)
         raise
@@ -591,10 +569,10 @@ def cache_costs(
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
     try:
-        costs = _costs(
+        costs = _answers(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
             pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-        )  # fmt: skip
+        )[1]  # fmt: skip
     except TypeError:  # an unhashable argument: name it, as any other bad value
         _arguments(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
