@@ -256,6 +256,17 @@ def _integer(
     return number
 
 
+def _fraction(argument: str, value: object) -> float:
+    """A real number in (0, 1] as a float (numpy floats too); never a bool or a string."""
+    try:
+        number = None if isinstance(value, bool | str | bytes) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not 0.0 < number <= 1.0:
+        raise ValueError(f"{argument} must be in (0, 1], got {value!r}")
+    return number
+
+
 def _flag(argument: str, value: object) -> bool:
     if value is True or value is False:
         return value
@@ -311,9 +322,7 @@ def _arguments(
     if type(overlap_slack) is not bool:
         _flag("overlap_slack", overlap_slack)
     if type(util) is not float or not 0.0 < util <= 1.0:
-        if isinstance(util, bool) or not isinstance(util, float | int) or not 0 < util <= 1:
-            raise ValueError(f"max_util_for_resume must be in (0, 1], got {util!r}")
-        util = float(util)
+        util = _fraction("max_util_for_resume", util)
     if semantics != "trtllm-v2" and semantics != "exact":  # also for unhashable values
         _name("semantics", semantics, SEMANTICS)
     return entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util

@@ -215,6 +215,11 @@ def test_numpy_integers_are_accepted_and_answers_are_ints():
     assert core.max_tokens_from_quota("hybrid", {"target": np.int64(quota)}, **KW) == {
         "target": 100
     }
+    # numpy floats for the resume watermark: the pard2 draft rounds 20 slots to ceil(20/0.95f).
+    resume = core.cost_terms(
+        "hybrid", speculative="pard2", max_util_for_resume=np.float32(0.95), **KW
+    )
+    assert resume["draft"]["intercept"] == 22528
 
 
 @pytest.mark.parametrize(
@@ -244,7 +249,9 @@ def test_numpy_integers_are_accepted_and_answers_are_ints():
         (lambda: core.cache_costs("hybrid", scratch_reuse=1, **KW),
          "scratch_reuse must be True or False, got 1"),
         (lambda: core.cache_costs("hybrid", max_util_for_resume=0, **KW),
-         "max_util_for_resume must be in (0, 1]"),
+         "max_util_for_resume must be in (0, 1], got 0"),
+        (lambda: core.cache_costs("hybrid", max_util_for_resume="0.9", **KW),
+         "max_util_for_resume must be in (0, 1], got '0.9'"),
         (lambda: core.quota_from_max_tokens("hybrid", -1, **KW),
          "max_tokens must be a non-negative int, got -1"),
         (lambda: core.max_tokens_from_quota("hybrid", 1 << 20, **KW),

@@ -7,8 +7,8 @@ Speculative profiles: none, mtp1, mtp_eagle3.
 Spec sha256: 8bedcf9c7f66982cc08d19458409679b9cfa0ac8bb56a24d03d5b9f662828765.
 
 The family's tables come first (plain rows of the spec's facts); the interpreter after them is
-``kvgen.sizing_core``, the same text in every generated module. Static cost per cache manager,
-``cost(T) = slope * T + intercept`` (docs/cost-model.md §4)::
+``kvgen.sizing_core``, the same text in every generated module. Section numbers (§N) refer to
+docs/cost-model.md. Static cost per cache manager, ``cost(T) = slope * T + intercept`` (§4)::
 
     slope       = sum of b_l over full-attention layers
     per_request = sum over SWA layers of b_l * tpb * pages(w_l, H)  (+ recurrent state)
@@ -265,6 +265,17 @@ def _integer(
     return number
 
 
+def _fraction(argument: str, value: object) -> float:
+    """A real number in (0, 1] as a float (numpy floats too); never a bool or a string."""
+    try:
+        number = None if isinstance(value, bool | str | bytes) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not 0.0 < number <= 1.0:
+        raise ValueError(f"{argument} must be in (0, 1], got {value!r}")
+    return number
+
+
 def _flag(argument: str, value: object) -> bool:
     if value is True or value is False:
         return value
@@ -320,9 +331,7 @@ def _arguments(
     if type(overlap_slack) is not bool:
         _flag("overlap_slack", overlap_slack)
     if type(util) is not float or not 0.0 < util <= 1.0:
-        if isinstance(util, bool) or not isinstance(util, float | int) or not 0 < util <= 1:
-            raise ValueError(f"max_util_for_resume must be in (0, 1], got {util!r}")
-        util = float(util)
+        util = _fraction("max_util_for_resume", util)
     if semantics != "trtllm-v2" and semantics != "exact":  # also for unhashable values
         _name("semantics", semantics, SEMANTICS)
     return entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util

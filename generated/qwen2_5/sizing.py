@@ -8,8 +8,8 @@ Speculative profiles: none, pard4, draft_0_5b.
 Spec sha256: be12563648d1150cd3af1fb5bd03de9162920f496f2e3ae365cb579f7a7f3744.
 
 The family's tables come first (plain rows of the spec's facts); the interpreter after them is
-``kvgen.sizing_core``, the same text in every generated module. Static cost per cache manager,
-``cost(T) = slope * T + intercept`` (docs/cost-model.md §4)::
+``kvgen.sizing_core``, the same text in every generated module. Section numbers (§N) refer to
+docs/cost-model.md. Static cost per cache manager, ``cost(T) = slope * T + intercept`` (§4)::
 
     slope       = sum of b_l over full-attention layers
     per_request = sum over SWA layers of b_l * tpb * pages(w_l, H)  (+ recurrent state)
@@ -316,6 +316,17 @@ def _integer(
     return number
 
 
+def _fraction(argument: str, value: object) -> float:
+    """A real number in (0, 1] as a float (numpy floats too); never a bool or a string."""
+    try:
+        number = None if isinstance(value, bool | str | bytes) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not 0.0 < number <= 1.0:
+        raise ValueError(f"{argument} must be in (0, 1], got {value!r}")
+    return number
+
+
 def _flag(argument: str, value: object) -> bool:
     if value is True or value is False:
         return value
@@ -371,9 +382,7 @@ def _arguments(
     if type(overlap_slack) is not bool:
         _flag("overlap_slack", overlap_slack)
     if type(util) is not float or not 0.0 < util <= 1.0:
-        if isinstance(util, bool) or not isinstance(util, float | int) or not 0 < util <= 1:
-            raise ValueError(f"max_util_for_resume must be in (0, 1], got {util!r}")
-        util = float(util)
+        util = _fraction("max_util_for_resume", util)
     if semantics != "trtllm-v2" and semantics != "exact":  # also for unhashable values
         _name("semantics", semantics, SEMANTICS)
     return entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util
