@@ -1,13 +1,14 @@
 """The generic KV-cache cost model: a validated family plus runtime parameters in, costs out.
 
 This is the reference implementation of docs/cost-model.md, written layer by layer for
-readability. The generated sizing modules fold the same formulas per family for speed; the
-test suite checks the two agree on every shipped family.
+readability. The generated sizing modules compute the same formulas differently: each holds
+its family's tables and a copy of one shared interpreter (``kvgen.sizing_core``) that works per
+layer kind; the test suite checks the two agree on every shipped family.
 
 Two semantics:
-- ``"trtllm-v2"`` reproduces the engine's static estimate term by term (docs/cost-model.md §4).
+- ``"trtllm-v2"`` reproduces the engine's static estimate term by term (§4).
 - ``"exact"`` adds what that estimate leaves out so that the result bounds the runtime peak
-  of the page model (docs/cost-model.md §3) from above, tightly: see ``EXACT_TERMS``.
+  of the page model (§3) from above, tightly: see ``EXACT_TERMS``.
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ SEMANTICS = ("trtllm-v2", "exact")
 TIERS = ("gpu", "host")
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
-# Terms that "exact" adds to the engine's intercept, and why (each one a caveat of
-# docs/cost-model.md §4).
+# Terms that "exact" adds to the engine's intercept, and why (each one a §4 caveat).
 EXACT_TERMS = {
     "full_page_rounding": (
         "each request holds whole pages of every full-attention life cycle: up to tpb-1 "
@@ -50,15 +50,12 @@ EXACT_TERMS = {
 
 @dataclass(frozen=True)
 class Headroom:
-    """Speculative headroom of one profile: E before a step, G consumed by a step.
-
-    See docs/cost-model.md §2.
-    """
+    """Speculative headroom of one profile: E before a step, G consumed by a step (§2)."""
 
     extra: int  # E: capacity runs ahead of history by E before a step
     step: int  # G: tokens one generation step adds (1 + draft slots)
     slack: int  # opt-in overlap slack (the draft width K)
-    backoff: int  # D: block-reuse window extension (docs/cost-model.md §5)
+    backoff: int  # D: block-reuse window extension (§5)
 
     @property
     def total(self) -> int:
@@ -186,8 +183,8 @@ def stack_layers(
             continue
         window = None
         if kind.attention == "sliding" and kind.window is not None:
-            # A window reaching max_seq_len is full attention (docs/cost-model.md §1), also after
-            # the block-reuse backoff extension (§5). A natively full layer never becomes SWA.
+            # A window reaching max_seq_len is full attention (§1), also after the
+            # block-reuse backoff extension (§5). A natively full layer never becomes SWA.
             extended = kind.window + backoff
             window = extended if extended < max_seq_len else None
         sinks = kind.sink_tokens if window is not None else 0
@@ -241,8 +238,8 @@ def float32(value: float) -> float:
 
 
 def pages_per_window(window: int, head: int, tokens_per_block: int, sinks: int = 0) -> int:
-    """Peak live pages of one request on an SWA life cycle (docs/cost-model.md §3): the
-    boundary page included. ``ceil((w + H - 2) / tpb) + 1`` plus the sink blocks."""
+    """Peak live pages of one request on an SWA life cycle (§3): the boundary page
+    included. ``ceil((w + H - 2) / tpb) + 1`` plus the sink blocks."""
     sink_blocks = -(-sinks // tokens_per_block)
     return -(-(window + head - 2) // tokens_per_block) + 1 + sink_blocks
 
@@ -261,7 +258,7 @@ class ManagerCost:
     max_batch_size: int
     max_num_tokens: int
     exact_terms: dict[str, int] = field(default_factory=dict)
-    resume_rounded_intercept: int | None = None  # single-SWA-pool draft (docs/cost-model.md §4)
+    resume_rounded_intercept: int | None = None  # single-SWA-pool draft (§4)
 
     @property
     def base_intercept(self) -> int:
@@ -352,9 +349,8 @@ def _life_cycles(layers: list[Layer]) -> dict[tuple[int, int], list[Layer]]:
 def _ctx_bytes(layers: list[Layer], scratch_reuse: bool) -> int:
     """Per-token context bytes of SWA layers; with scratch reuse one layer per key.
 
-    The key is (window, b_l) within a life cycle (docs/cost-model.md §3); life cycles that
-    share a window but differ in sink count keep their own scratch pages, as their pools are
-    separate.
+    The key is (window, b_l) within a life cycle (§3); life cycles that share a window
+    but differ in sink count keep their own scratch pages, as their pools are separate.
     """
     if scratch_reuse:
         keys = {(lay.window, lay.sinks, lay.bytes_per_token) for lay in layers}
@@ -393,8 +389,8 @@ def manager_cost(
     cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact)
     stateful = any(lay.state_bytes for lay in layers)
     if managed.name == "draft" and len(cycles) == 1 and slope == 0 and not stateful:
-        # Resume watermark (docs/cost-model.md §4, drift 4): a single-SWA-pool draft rounds its
-        # intercept so that a suspended request can come back under max_util_for_resume (a float32).
+        # Resume watermark (§4, drift 4): a single-SWA-pool draft rounds its intercept
+        # so that a suspended request can come back under max_util_for_resume (a float32).
         ((_key, members),) = cycles.items()
         slot = tpb * sum(lay.bytes_per_token for lay in members)
         slots = -(-cost.intercept // slot)
@@ -456,7 +452,7 @@ def max_blocks_per_seq(
 def split_budget(
     budget_bytes: int, costs: dict[str, ManagerCost], *, tier: str = "gpu"
 ) -> dict[str, int]:
-    """Share one budget between a target and its separate draft pool (docs/cost-model.md §6)."""
+    """Share one budget between a target and its separate draft pool (§6)."""
     if tier not in TIERS:
         raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
     if "draft" not in costs:

@@ -57,6 +57,8 @@ def load_sizing(family: str, generated_dir: Path = OUT_DIR) -> types.ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    if getattr(module, "API_VERSION", 1) != 2:  # split_budget was budget first before 2
+        raise PlanError(f"{path.as_posix()} is from an older kvgen: run `kvgen generate`")
     return module
 
 
@@ -119,16 +121,11 @@ class _Sizing:
     def managers(self, budget: int, batch: int, max_seq_len: int) -> list[ManagerPlan]:
         """Each manager's cost, share and max tokens; ``ValueError`` when nothing fits."""
         kwargs = {**self.common, "max_batch_size": batch, "max_seq_len": max_seq_len}
-        shares = self.sizing.split_budget(budget, self.model, **kwargs)
+        shares = self.sizing.split_budget(self.model, budget, **kwargs)
         costs = self.sizing.cache_costs(self.model, **kwargs)
+        tokens = self.sizing.max_tokens_from_quota(self.model, shares, **kwargs)
         return [
-            ManagerPlan(
-                name,
-                int(cost[0]),
-                int(cost[1]),
-                shares[name],
-                self.sizing.max_tokens_from_quota(self.model, shares[name], manager=name, **kwargs),
-            )
+            ManagerPlan(name, int(cost[0]), int(cost[1]), shares[name], tokens[name])
             for name, cost in costs.items()
         ]
 

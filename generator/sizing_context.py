@@ -1,26 +1,58 @@
-"""Template context of ``generated/<family>/sizing.py``: the family folded into tables.
+"""Template context of ``generated/<family>/sizing.py``: the family's tables and the interpreter.
 
-Per-layer facts are aggregated per layer kind, with the pattern's prefix counts, so that the
-generated module answers for any pipeline rank in time independent of the layer count.
+A sizing module is the family's tables (rows of ``kvgen.sizing_core``'s own row types, built
+here from the spec) followed by the interpreter, ``kvgen.sizing_core`` copied verbatim. The
+tables are laid out here in the form ``ruff format`` gives them (a row on one line when it fits
+in 100 columns, else one item per line), so rendering needs no formatter. Text grows linearly
+with the spec: one row per layer kind and one name per pattern entry.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
+from kvgen import sizing_core
 from kvgen.costmodel import element_bytes, headroom, kind_head_dim
-from kvgen.render import SpecInput, artifact
+from kvgen.render import SpecInput, artifact, pyrepr
+from kvgen.sizing_core import Kind, Model, Profile, Stack
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
 
-ATTENTION_CODES = {"full": 0, "sliding": 1, "recurrent": 2, "none": 3}
+LINE_LENGTH = 100
+TABLES_MARK = "# ---- family tables (from the spec) ----\n"
+INTERPRETER_MARK = (
+    "# ---- interpreter: kvgen.sizing_core, the same in every generated module ----\n"
+)
 
 
-def kind_row(kind_name: str, stack: LayerStack, dtype: str, shape_of: LayerStack) -> tuple:
-    """``(name, attention, window, sinks, kv_heads, head_dim, dtype, fixed_bpt, extra, state)``.
+class CoreParts(NamedTuple):
+    """``kvgen.sizing_core``'s source cut where generation puts the family's text."""
 
-    ``fixed_bpt`` is the per-token size of shapes that tensor parallelism does not split
-    (MLA, raw bytes); standard attention is computed at call time from kv_heads and tp.
-    """
+    docstring: str  # the source's own module docstring, replaced by the family's
+    prelude: str  # imports, __all__, row types, up to and including the tables mark
+    tables: str  # the example family's tables, replaced by the family's
+    interpreter: str  # from the interpreter mark to the end, inlined verbatim
+
+
+def core_parts(source: str | None = None) -> CoreParts:
+    text = Path(sizing_core.__file__).read_text(encoding="utf-8") if source is None else source
+    docstring_end = text.index('"""\n', 3) + 4
+    tables = text.index(TABLES_MARK) + len(TABLES_MARK)
+    interpreter = text.index(INTERPRETER_MARK)
+    return CoreParts(
+        text[:docstring_end], text[docstring_end:tables], text[tables:interpreter],
+        text[interpreter:],
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- rows from the spec
+
+
+def kind_row(
+    kind_name: str, stack: LayerStack, layers: int, dtype: str, shape_of: LayerStack
+) -> Kind:
+    """One layer kind: standard attention keeps heads and dtype (tensor parallelism divides
+    the heads at call time); MLA latents and raw shapes are folded to bytes per token."""
     kind = stack.layer_kinds[kind_name]
     dtype = kind.dtype or stack.kv_cache_dtype or dtype
     kv_heads = head_dim = fixed = 0
@@ -32,74 +64,134 @@ def kind_row(kind_name: str, stack: LayerStack, dtype: str, shape_of: LayerStack
         else:
             kv_heads = kind.kv_heads or 0
             head_dim = kind_head_dim(kind, shape_of)
-    window = kind.window if kind.attention == "sliding" else None
-    return (
-        kind_name,
+    return Kind(
         kind.attention,
-        window,
-        kind.sink_tokens,
-        kv_heads,
-        head_dim,
-        dtype,
-        fixed,
-        kind.extra_bytes_per_token,
-        kind.state_bytes or 0,
+        layers=layers,
+        window=kind.window if kind.attention == "sliding" else None,
+        sink_tokens=kind.sink_tokens,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        dtype=dtype if kv_heads else "",
+        bytes_per_token=fixed,
+        extra_bytes_per_token=kind.extra_bytes_per_token,
+        state_bytes=kind.state_bytes or 0,
     )
 
 
-def stack_row(stack: LayerStack, dtype: str, shape_of: LayerStack) -> tuple:
-    """``(count, kinds, pattern, prefix)``: kinds in sorted order, pattern as kind indices,
-    and prefix[k][i] = occurrences of kind k in pattern[:i]."""
-    names = sorted(set(stack.layers.pattern))
-    index = {name: i for i, name in enumerate(names)}
-    pattern = tuple(index[name] for name in stack.layers.pattern)
-    prefix = tuple(
-        tuple(sum(1 for p in pattern[:i] if p == k) for i in range(len(pattern) + 1))
-        for k in range(len(names))
-    )
-    kinds = tuple(kind_row(name, stack, dtype, shape_of) for name in names)
-    return (stack.layers.count, kinds, pattern, prefix)
+def stack_row(stack: LayerStack, dtype: str, shape_of: LayerStack) -> Stack:
+    """The pattern as written and one row per kind it uses, sorted, with its layer count:
+    O(pattern + kinds) time and text."""
+    pattern = tuple(stack.layers.pattern)
+    laps, rest = divmod(stack.layers.count, len(pattern))
+    counts: dict[str, int] = {}
+    for i, name in enumerate(pattern):
+        counts[name] = counts.get(name, 0) + laps + (i < rest)
+    kinds = {name: kind_row(name, stack, counts[name], dtype, shape_of) for name in sorted(counts)}
+    return Stack(stack.layers.count, pattern, kinds)
 
 
-def profile_row(profile: Speculative | None) -> dict[str, Any]:
-    """Headroom terms of SIZING §2 without the opt-in overlap slack (added at call time)."""
-    head = headroom(profile)
+def profile_row(profile: Speculative | None, draft: Stack | None) -> Profile:
+    """Headroom terms of §2 and §5 without the opt-in overlap slack (added at call time)."""
     if profile is None:
-        return {"mode": "none", "draft_len": 0, "extra": 0, "step": 1, "backoff": 0}
-    return {
-        "mode": profile.mode,
-        "draft_len": profile.max_draft_len,
-        "extra": head.extra,
-        "step": head.step,
-        "backoff": head.backoff,
-    }
+        return Profile("none", draft_len=0, extra=0, step=1, backoff=0)
+    head = headroom(profile)
+    return Profile(profile.mode, profile.max_draft_len, head.extra, head.step, head.backoff, draft)
 
 
-@artifact("sizing.py", "sizing.py.j2")
-def sizing_context(spec: SpecInput) -> dict[str, Any]:
+def family_tables(spec: SpecInput) -> tuple[dict[str, Model], dict[str, Profile]]:
     family = spec.family
     dtype = family.kv_cache_dtype
     models = {
-        model.name: {
-            "max_seq_len": model.max_seq_len,
-            "target": stack_row(model, dtype, model),
-            "extra_layers": {
+        model.name: Model(
+            max_seq_len=model.max_seq_len,
+            layers=stack_row(model, dtype, model),
+            profiles=family.profiles_for(model.name),
+            extra_layers={
                 profile.name: stack_row(profile.extra_layers, dtype, model)
                 for profile in family.speculative
                 if profile.extra_layers is not None and profile.applies_to(model.name)
             },
-            "profiles": family.profiles_for(model.name),
-        }
+        )
         for model in family.models
     }
-    profiles = {"none": profile_row(None)}
-    drafts = {}
+    profiles = {"none": profile_row(None, None)}
     for profile in family.speculative:
-        profiles[profile.name] = profile_row(profile)
+        draft = None
         if profile.mode in MODES_WITH_DRAFT_POOL and profile.draft is not None:
-            drafts[profile.name] = stack_row(profile.draft, dtype, profile.draft)
+            draft = stack_row(profile.draft, dtype, profile.draft)
+        profiles[profile.name] = profile_row(profile, draft)
+    return models, profiles
+
+
+# --------------------------------------------------------------------------- canonical layout
+
+# Row types whose first field reads as the row's tag and is written positionally.
+_POSITIONAL_FIRST = (Kind, Profile)
+
+
+def _items(value: Any) -> tuple[str, str, list[tuple[str, Any]]]:
+    """Opening bracket, closing bracket and ``(prefix, item)`` of a bracketed literal."""
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        defaults = type(value)._field_defaults
+        items = []
+        for i, field in enumerate(value._fields):
+            item = getattr(value, field)
+            if i == 0 and isinstance(value, _POSITIONAL_FIRST):
+                items.append(("", item))
+            elif field not in defaults or defaults[field] != item:
+                items.append((f"{field}=", item))
+        return f"{type(value).__name__}(", ")", items
+    if isinstance(value, dict):
+        return "{", "}", [(f"{literal(k)}: ", v) for k, v in value.items()]
+    if isinstance(value, tuple):
+        return "(", ")", [("", v) for v in value]
+    raise TypeError(f"not a bracketed literal: {type(value).__name__}")
+
+
+def literal(value: Any) -> str:
+    """``pyrepr`` with the quotes ruff prefers: double, unless the text holds a double quote."""
+    text = pyrepr(value)
+    if isinstance(value, str) and text.startswith("'") and '"' not in value:
+        return f'"{text[1:-1]}"'
+    return text
+
+
+def _flat(value: Any) -> str:
+    if not isinstance(value, tuple | dict):
+        return literal(value)
+    opening, closing, items = _items(value)
+    inner = ", ".join(prefix + _flat(item) for prefix, item in items)
+    if opening == "(" and len(items) == 1:
+        inner += ","  # a one-element tuple
+    return opening + inner + closing
+
+
+def _lines(value: Any, indent: int, head: str, tail: str) -> list[str]:
+    """``head + value + tail`` at ``indent`` as ruff formats it: on one line when it fits,
+    else one item per line with a trailing comma, each item laid out the same way."""
+    flat = " " * indent + head + _flat(value) + tail
+    if len(flat) <= LINE_LENGTH or not isinstance(value, tuple | dict) or not value:
+        return [flat]
+    opening, closing, items = _items(value)
+    lines = [" " * indent + head + opening]
+    for prefix, item in items:
+        lines += _lines(item, indent + 4, prefix, ",")
+    lines.append(" " * indent + closing + tail)
+    return lines
+
+
+def statement(target: str, value: Any) -> str:
+    """``target = value`` in canonical layout (the template's one way to write a table)."""
+    return "\n".join(_lines(value, 0, f"{target} = ", ""))
+
+
+@artifact("sizing.py", "sizing.py.j2")
+def sizing_context(spec: SpecInput) -> dict[str, Any]:
+    models, profiles = family_tables(spec)
     return {
+        "core": core_parts(),
         "models": models,
         "profiles": profiles,
-        "drafts": drafts,
+        "statement": statement,
+        "literal": literal,
     }

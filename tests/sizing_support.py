@@ -80,3 +80,28 @@ class Implementation:
 
     def costs(self, model: str, **kw) -> dict[str, tuple[int, int]]:
         return {m: (t["slope"], t["intercept"]) for m, t in self.terms(model, **kw).items()}
+
+
+def many_kinds_spec(kinds: int) -> str:
+    """A lint-clean spec with ``kinds`` distinct sliding kinds in one pattern (issue 9,
+    item 6: the per-kind prefix tables of the old sizing template made generation quadratic)."""
+    rows = [
+        f"      k{i}: {{attention: sliding, window: {64 + i}, kv_heads: 1, head_dim: 8}}"
+        for i in range(kinds)
+    ]
+    pattern = ", ".join(f"k{i}" for i in range(kinds))
+    return "\n".join(
+        [
+            "schema_version: 1",
+            "family: many",
+            "tokens_per_block: 16",
+            "kv_cache_dtype: bf16",
+            "models:",
+            "  - name: m",
+            "    max_seq_len: 65536",
+            "    layer_kinds:",
+            *rows,
+            f"    layers: {{count: {kinds}, pattern: [{pattern}]}}",
+            "",
+        ]
+    )

@@ -96,7 +96,8 @@ def test_allocator_has_no_pool_and_no_views_for_none_layers(tmp_path):
     shim = shim_cls("m", max_tokens=32, pp_size=6, pp_rank=1, device="meta", **KW)
     assert shim.managers["target"].pools == {}
     assert shim.quota_bytes() == {"target": 0}
-    assert rendered.sizing.max_tokens_from_quota("m", 0, pp_size=6, pp_rank=1, **KW) is None
+    tokens = rendered.sizing.max_tokens_from_quota("m", {"target": 0}, pp_size=6, pp_rank=1, **KW)
+    assert tokens == {"target": None}
 
 
 def test_a_none_kind_with_fields_is_kv225_and_needs_no_shape():

@@ -75,8 +75,8 @@ def test_static_quota_equals_runtime_quota(rendered_families, family, model, pro
                 if aligned and tokens % tpb == 0:
                     assert slack == 0, (params, tokens, manager)
                     static_tokens = sizing.max_tokens_from_quota(
-                        model, runtime[manager], manager=manager, speculative=profile, **params
-                    )
+                        model, {manager: runtime[manager]}, speculative=profile, **params
+                    )[manager]
                     # With slope 0 a quota of quota(N) fits every T >= N: both say None.
                     runtime_tokens = shim.max_tokens()[manager]
                     assert static_tokens == runtime_tokens, (params, tokens, manager)

@@ -235,6 +235,7 @@ def test_generated_sizing_public_surface(project):
     assert main(["generate"]) == 0
     module = import_generated(project / "generated/toy/sizing.py", "_kvgen_surface_toy")
     assert module.__all__ == [
+        "API_VERSION",
         "FAMILY",
         "MANAGERS",
         "MAX_SEQ_LEN",

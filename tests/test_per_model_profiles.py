@@ -93,8 +93,8 @@ def test_every_public_function_of_the_generated_module_refuses(tmp_path):
         lambda: sizing.cache_costs("small", **spec, **KW),
         lambda: sizing.cost_terms("small", **spec, **KW),
         lambda: sizing.quota_from_max_tokens("small", 64, **spec, **KW),
-        lambda: sizing.max_tokens_from_quota("small", 1 << 20, **spec, **KW),
-        lambda: sizing.split_budget(1 << 20, "small", **spec, **KW),
+        lambda: sizing.max_tokens_from_quota("small", {"target": 1 << 20}, **spec, **KW),
+        lambda: sizing.split_budget("small", 1 << 20, **spec, **KW),
         lambda: sizing.max_blocks_per_seq("small", **spec, max_seq_len=4096),
         lambda: sizing.pages_per_request("small", **spec, max_seq_len=4096),
     ]

@@ -1,4 +1,4 @@
-"""The sizing formulas of SIZING.md, term by term, for the generated module and the generic
+"""The sizing formulas of docs/cost-model.md, term by term, for the generated module and the generic
 cost model alike. Every number has its hand derivation beside it.
 
 Notation: b = bytes per token of one layer, tpb = tokens per block, B = max_batch_size,
@@ -225,7 +225,7 @@ speculative:
 
 
 def _expected_headroom(profile: str, k: int) -> int:
-    # SIZING.md §2: H = E + G.
+    # docs/cost-model.md §2: H = E + G.
     return {
         "none": 1,  # E = 0, G = 1
         "eagle3": 2 * k,  # E = K-1, G = K+1
@@ -256,7 +256,7 @@ def test_every_mode_headroom_at_k_1_to_6(tmp_path, k):
 
 
 def test_pard_at_k4_leads_by_eleven_tokens(tmp_path):
-    # SIZING.md §2 table: PARD at K=4 has E = 3, G = 8, H = 11 (sizing with K gives 8).
+    # docs/cost-model.md §2 table: PARD at K=4 has E = 3, G = 8, H = 11 (sizing with K gives 8).
     module = Implementation("generated", _modes_spec(4), tmp_path).module
     assert module.headroom("pard") == 11
 
@@ -424,23 +424,27 @@ def test_quota_and_its_inverse_round_trip(tmp_path, tokens):
     quota = module.quota_from_max_tokens("tri", tokens, **common)["target"]
     # quota(T) = 512*T + 4*20480 + min(T, 64)*192
     assert quota == 512 * tokens + 81920 + min(tokens, 64) * 192
-    assert module.max_tokens_from_quota("tri", quota, **common) == tokens
+    assert module.max_tokens_from_quota("tri", {"target": quota}, **common) == {"target": tokens}
+    # The two are inverse dict to dict: tokens -> quota per manager -> tokens per manager.
+    quotas = module.quota_from_max_tokens("tri", tokens, **common)
+    assert module.max_tokens_from_quota("tri", quotas, **common) == {"target": tokens}
     # One byte short of quota(T) no longer fits T tokens (T > 0).
     if tokens:
-        assert module.max_tokens_from_quota("tri", quota - 1, **common) == tokens - 1
+        short = module.max_tokens_from_quota("tri", {"target": quota - 1}, **common)
+        assert short == {"target": tokens - 1}
 
 
 def test_inverse_below_the_fixed_cost_is_zero_and_all_swa_is_unbounded(tmp_path):
     module = Implementation("generated", THREE_LAYERS, tmp_path).module
     common = {"max_batch_size": 4, "max_num_tokens": 64, "max_seq_len": 1024}
     # Below B*per_request = 81920 not even the windows fit.
-    assert module.max_tokens_from_quota("tri", 81919, **common) == 0
+    assert module.max_tokens_from_quota("tri", {"target": 81919}, **common) == {"target": 0}
     # A manager with no full-attention layer (the RESUME draft: slope 0, one SWA pool) fits
     # nothing below its rounded intercept 43008 and is unbounded (None) at or above it.
     resume = Implementation("generated", RESUME, tmp_path).module
     kw = {"speculative": "pard2", "max_batch_size": 4, "max_num_tokens": 48, "max_seq_len": 4096}
-    assert resume.max_tokens_from_quota("m", 43007, manager="draft", **kw) == 0
-    assert resume.max_tokens_from_quota("m", 43008, manager="draft", **kw) is None
+    assert resume.max_tokens_from_quota("m", {"draft": 43007}, **kw) == {"draft": 0}
+    assert resume.max_tokens_from_quota("m", {"draft": 43008}, **kw) == {"draft": None}
 
 
 def test_inverse_without_full_attention_is_unbounded_from_quota_n(tmp_path):
@@ -455,8 +459,8 @@ def test_inverse_without_full_attention_is_unbounded_from_quota_n(tmp_path):
     common = {"max_batch_size": 4, "max_num_tokens": 64, "max_seq_len": 1024}
     # quota(N) = 4 * (4 pages * 16 * 64) + 64 * 64 = 16384 + 4096 = 20480.
     assert module.quota_from_max_tokens("tri", 64, **common)["target"] == 20480
-    assert module.max_tokens_from_quota("tri", 20480, **common) is None
-    assert module.max_tokens_from_quota("tri", 20479, **common) == 63
+    assert module.max_tokens_from_quota("tri", {"target": 20480}, **common) == {"target": None}
+    assert module.max_tokens_from_quota("tri", {"target": 20479}, **common) == {"target": 63}
 
 
 def test_budget_split_shares_sum_to_the_budget(tmp_path):
@@ -464,9 +468,9 @@ def test_budget_split_shares_sum_to_the_budget(tmp_path):
     kw = {"speculative": "pard2", "max_batch_size": 4, "max_num_tokens": 48, "max_seq_len": 4096}
     # target (s_t, i_t) = (1024, 0); draft (s_d, i_d) = (0, 43008).
     # M = 1 MiB: R = 1048576 - 43008 = 1005568; draft = 43008 + floor(R*0/1024) = 43008.
-    assert module.split_budget(1 << 20, "m", **kw) == {"target": 1048576 - 43008, "draft": 43008}
+    assert module.split_budget("m", 1 << 20, **kw) == {"target": 1048576 - 43008, "draft": 43008}
     # Host tier splits by slope alone: the draft's slope is 0.
-    assert module.split_budget(1 << 20, "m", tier="host", **kw) == {"target": 1 << 20, "draft": 0}
+    assert module.split_budget("m", 1 << 20, tier="host", **kw) == {"target": 1 << 20, "draft": 0}
 
 
 def test_budget_split_by_slopes(tmp_path):
@@ -474,22 +478,22 @@ def test_budget_split_by_slopes(tmp_path):
     kw = {"speculative": "pard", "max_batch_size": 2, "max_num_tokens": 16, "max_seq_len": 4096}
     # target slope 2*1*8*2 = 32, draft slope 32, both intercepts 0:
     # draft = 0 + floor(1000 * 32 / 64) = 500.
-    assert module.split_budget(1000, "m", **kw) == {"target": 500, "draft": 500}
+    assert module.split_budget("m", 1000, **kw) == {"target": 500, "draft": 500}
     # 1001: floor(1001*32/64) = 500, target takes the remainder 501.
-    assert module.split_budget(1001, "m", **kw) == {"target": 501, "draft": 500}
+    assert module.split_budget("m", 1001, **kw) == {"target": 501, "draft": 500}
 
 
 def test_budget_split_errors(tmp_path):
     resume = Implementation("generated", RESUME, tmp_path).module
     kw = {"speculative": "pard2", "max_batch_size": 4, "max_num_tokens": 48, "max_seq_len": 4096}
     with pytest.raises(ValueError, match="does not cover the fixed costs"):
-        resume.split_budget(43007, "m", **kw)  # R < 0
+        resume.split_budget("m", 43007, **kw)  # R < 0
     with pytest.raises(ValueError, match="does not cover the fixed costs"):
-        resume.split_budget(43008, "m", **kw)  # R == 0 while s_t + s_d = 1024 > 0
+        resume.split_budget("m", 43008, **kw)  # R == 0 while s_t + s_d = 1024 > 0
     with pytest.raises(ValueError, match="tier must be one of gpu, host"):
-        resume.split_budget(1 << 20, "m", tier="disk", **kw)
+        resume.split_budget("m", 1 << 20, tier="disk", **kw)
     # A profile without a separate pool keeps the whole budget.
-    assert resume.split_budget(5, "m", max_batch_size=1, max_num_tokens=1, max_seq_len=64) == {
+    assert resume.split_budget("m", 5, max_batch_size=1, max_num_tokens=1, max_seq_len=64) == {
         "target": 5
     }
 

@@ -1,8 +1,9 @@
 """The generated sizing modules and the generic cost model agree on every shipped family.
 
 The generic model (generator/costmodel.py) walks layers one by one; the generated module
-aggregates per layer kind with folded tables. Two independent derivations of SIZING.md §4
-that must give the same bytes for every model, profile and runtime option.
+(the family's tables and the kvgen.sizing_core interpreter) aggregates per layer kind. Two
+independent derivations of docs/cost-model.md §4 that must give the same bytes for every
+model, profile and runtime option.
 """
 
 from __future__ import annotations

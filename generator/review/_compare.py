@@ -18,7 +18,9 @@ from kvgen.review._types import (
 from kvgen.spec import Acknowledgement
 
 __all__ = [
+    "API_CHANGES",
     "acknowledgement_reason",
+    "api_version",
     "applicable_profiles",
     "capacities",
     "classify",
@@ -35,6 +37,38 @@ def applicable_profiles(module: types.ModuleType, model: str) -> tuple[str, ...]
     return tuple(profiles[model]) if profiles is not None else tuple(module.SPECULATIVE)
 
 
+# What each generated sizing API version changed for its callers (``API_VERSION``; 1 when
+# absent), reported as an API change when the two sides differ.
+API_CHANGES = {
+    2: "split_budget(model, budget_bytes, ...) takes the model first; max_tokens_from_quota "
+    "takes and returns per-manager dicts like quota_from_max_tokens",
+}
+
+
+def api_version(module: types.ModuleType) -> int:
+    return int(getattr(module, "API_VERSION", 1))
+
+
+def _shares_and_tokens(
+    module: types.ModuleType, model: str, budget: int, kwargs: dict[str, object]
+) -> tuple[dict[str, int] | None, dict[str, int | None]]:
+    """The budget split and each manager's max tokens on its share, in either API version."""
+    new_api = api_version(module) >= 2
+    try:
+        if new_api:
+            shares = module.split_budget(model, budget, **kwargs)
+        else:
+            shares = module.split_budget(budget, model, **kwargs)
+    except ValueError:
+        return None, {}  # the budget does not cover the intercepts: nothing fits
+    if new_api:
+        return shares, module.max_tokens_from_quota(model, shares, **kwargs)
+    return shares, {
+        manager: module.max_tokens_from_quota(model, share, manager=manager, **kwargs)
+        for manager, share in shares.items()
+    }
+
+
 def capacities(side: Side, deployment: Deployment) -> dict[tuple[str, str], dict[str, Capacity]]:
     """Per (model, profile), per manager, the capacity at the reference deployment."""
     module = side.module
@@ -44,23 +78,13 @@ def capacities(side: Side, deployment: Deployment) -> dict[tuple[str, str], dict
         kwargs = deployment.kwargs(side.family.model(model).max_seq_len)
         for profile in applicable_profiles(module, model):
             costs = module.cache_costs(model, speculative=profile, **kwargs)
-            try:
-                shares = module.split_budget(
-                    deployment.gpu_budget, model, speculative=profile, **kwargs
-                )
-            except ValueError:
-                shares = None  # the budget does not cover the intercepts: nothing fits
+            shares, tokens = _shares_and_tokens(
+                module, model, deployment.gpu_budget, {"speculative": profile, **kwargs}
+            )
             row = out[(model, profile)] = {}
             for manager, cost in costs.items():
                 share = shares[manager] if shares else None
-                tokens = (
-                    module.max_tokens_from_quota(
-                        model, share, manager=manager, speculative=profile, **kwargs
-                    )
-                    if share is not None
-                    else 0
-                )
-                row[manager] = Capacity(int(cost[0]), int(cost[1]), share, tokens)
+                row[manager] = Capacity(int(cost[0]), int(cost[1]), share, tokens.get(manager, 0))
     return out
 
 
@@ -112,7 +136,14 @@ def _names_changes(family: str, kind: str, old: list[str], new: list[str]) -> li
 def compare_family(name: str, old: Side, new: Side, deployment: Deployment) -> list[Change]:
     """Every change of one family between two evaluated sides (``name`` is the new name)."""
     before, after = capacities(old, deployment), capacities(new, deployment)
-    changes = _names_changes(name, "model", list(old.module.MODELS), list(new.module.MODELS))
+    changes = []
+    old_api, new_api = api_version(old.module), api_version(new.module)
+    if old_api != new_api:
+        detail = f"generated sizing API {old_api} -> {new_api}"
+        if new_api in API_CHANGES:
+            detail += f": {API_CHANGES[new_api]}"
+        changes.append(Change(name, ANY, ANY, ANY, API, detail))
+    changes += _names_changes(name, "model", list(old.module.MODELS), list(new.module.MODELS))
     changes += _names_changes(
         name, "profile", list(old.module.SPECULATIVE), list(new.module.SPECULATIVE)
     )
