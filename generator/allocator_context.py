@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvgen.costmodel import kind_head_dim
-from kvgen.render import SpecInput, artifact
+from kvgen.render_input import SpecInput, artifact
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvgen.costmodel import element_bytes, headroom, kind_head_dim
-from kvgen.render import SpecInput, artifact
+from kvgen.render_input import SpecInput, artifact
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
 
 ATTENTION_CODES = {"full": 0, "sliding": 1, "recurrent": 2, "none": 3}
