@@ -252,3 +252,29 @@ def test_plot_without_matplotlib_is_a_clear_error(project, capsys, monkeypatch, 
     assert err == (
         "kvgen: error: --plot needs matplotlib, which is not installed: pip install 'kvgen[plot]'\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("appended", "reason"),
+    [
+        ("\nraise RuntimeError('boom')\n", "failed to load: RuntimeError: boom"),
+        ("\nimport sys\nsys.exit(0)\n", "failed to load: it called sys.exit(0)"),
+    ],
+)
+def test_a_module_that_raises_or_exits_on_import_is_an_error(project, capsys, appended, reason):
+    module = Path("generated/llamaish/sizing.py")
+    module.write_text(module.read_text() + appended)
+    code, out, err = plan(capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB")
+    assert (code, out) == (2, "")
+    assert err == f"kvgen: error: generated/llamaish/sizing.py {reason}\n"
+
+
+def test_a_module_that_exits_when_called_is_an_error_not_success(project, capsys):
+    module = Path("generated/llamaish/sizing.py")
+    module.write_text(
+        module.read_text() + "\n\ndef split_budget(*args, **kwargs):  # noqa: F811\n"
+        "    import sys\n\n    sys.exit(0)\n"
+    )
+    code, out, err = plan(capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB")
+    assert (code, out) == (2, "")
+    assert err == "kvgen: error: llamaish/sizing.py called sys.exit(0)\n"

@@ -2,8 +2,13 @@
 
 Compares every spec at REF (default: origin/$GITHUB_BASE_REF in a GitHub pull-request job,
 else HEAD) with the working tree, at a reference deployment (flags below), per family, model,
-speculative profile and cache manager. The old side is evaluated through the sizing module
-committed at REF when there is one, so generator changes count too.
+speculative profile and cache manager. Both sides are evaluated through sizing modules
+that this kvgen renders from the specs of each side: nothing committed at REF is executed.
+
+Trust: --trust-committed-modules evaluates the old side through generated/<family>/sizing.py
+as committed at REF instead (so that a generator change counts too, as when reviewing kvgen
+itself). That RUNS CODE FROM REF as you, in a separate `python -I` process with a timeout;
+use it only when you trust every commit of REF, never on a pull request from a fork.
 
 Exit codes: 0 nothing to review, or every capacity-reducing and API change is acknowledged in
 the new spec's `acknowledge` list; 1 an unacknowledged one, or a spec that fails lint on either
@@ -56,6 +61,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="GPU KV-cache budget, split between target and draft pools (default: 40GiB)",
     )  # fmt: skip
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
+    parser.add_argument(
+        "--trust-committed-modules",
+        action="store_true",
+        help="evaluate the old side through the sizing modules committed at REF: runs code "
+        "from REF (in a separate process); only for refs you trust",
+    )
     parser.set_defaults(func=run)
 
 
@@ -72,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
         semantics=args.semantics,
     )
     try:
-        review = review_specs(ref, args.paths, deployment)
+        review = review_specs(
+            ref, args.paths, deployment, trust_committed_modules=args.trust_committed_modules
+        )
     except ReviewError as exc:
         print(f"kvgen: error: {exc}", file=sys.stderr)
         return 2

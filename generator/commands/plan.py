@@ -84,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
     except (PlanError, ValueError) as exc:
         print(f"kvgen: error: {exc}", file=sys.stderr)
         return 2
+    except SystemExit as exc:  # from the generated module: an error, never success
+        print(
+            f"kvgen: error: {args.family}/sizing.py called sys.exit({exc.code!r})", file=sys.stderr
+        )
+        return 2
     sys.stdout.write(as_json(plan) if args.format == "json" else text(plan))
     return 0 if plan.fits else 1
 

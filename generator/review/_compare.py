@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import types
-
 from kvgen.review._sides import Side
 from kvgen.review._types import (
     ADDED,
@@ -19,7 +17,6 @@ from kvgen.spec import Acknowledgement
 
 __all__ = [
     "acknowledgement_reason",
-    "applicable_profiles",
     "capacities",
     "classify",
     "compare_family",
@@ -28,40 +25,10 @@ __all__ = [
 ]
 
 
-def applicable_profiles(module: types.ModuleType, model: str) -> tuple[str, ...]:
-    """The profiles that apply to ``model``; a module generated before per-model profiles
-    (no ``PROFILES``) applies every profile to every model."""
-    profiles = getattr(module, "PROFILES", None)
-    return tuple(profiles[model]) if profiles is not None else tuple(module.SPECULATIVE)
-
-
 def capacities(side: Side, deployment: Deployment) -> dict[tuple[str, str], dict[str, Capacity]]:
     """Per (model, profile), per manager, the capacity at the reference deployment."""
-    module = side.module
-    assert module is not None
-    out: dict[tuple[str, str], dict[str, Capacity]] = {}
-    for model in module.MODELS:
-        kwargs = deployment.kwargs(side.family.model(model).max_seq_len)
-        for profile in applicable_profiles(module, model):
-            costs = module.cache_costs(model, speculative=profile, **kwargs)
-            try:
-                shares = module.split_budget(
-                    deployment.gpu_budget, model, speculative=profile, **kwargs
-                )
-            except ValueError:
-                shares = None  # the budget does not cover the intercepts: nothing fits
-            row = out[(model, profile)] = {}
-            for manager, cost in costs.items():
-                share = shares[manager] if shares else None
-                tokens = (
-                    module.max_tokens_from_quota(
-                        model, share, manager=manager, speculative=profile, **kwargs
-                    )
-                    if share is not None
-                    else 0
-                )
-                row[manager] = Capacity(int(cost[0]), int(cost[1]), share, tokens)
-    return out
+    assert side.evaluation is not None
+    return side.evaluation.capacities
 
 
 def _fewer(new: int | None, old: int | None) -> bool:
@@ -112,18 +79,18 @@ def _names_changes(family: str, kind: str, old: list[str], new: list[str]) -> li
 def compare_family(name: str, old: Side, new: Side, deployment: Deployment) -> list[Change]:
     """Every change of one family between two evaluated sides (``name`` is the new name)."""
     before, after = capacities(old, deployment), capacities(new, deployment)
-    changes = _names_changes(name, "model", list(old.module.MODELS), list(new.module.MODELS))
-    changes += _names_changes(
-        name, "profile", list(old.module.SPECULATIVE), list(new.module.SPECULATIVE)
-    )
+    was, now = old.evaluation, new.evaluation
+    assert was is not None and now is not None
+    changes = _names_changes(name, "model", list(was.models), list(now.models))
+    changes += _names_changes(name, "profile", list(was.speculative), list(now.speculative))
     # A profile that stays but starts or stops applying to a model that stays.
     for key in sorted(after.keys() ^ before.keys()):
         model, profile = key
         kept = (
-            model in old.module.MODELS
-            and model in new.module.MODELS
-            and profile in old.module.SPECULATIVE
-            and profile in new.module.SPECULATIVE
+            model in was.models
+            and model in now.models
+            and profile in was.speculative
+            and profile in now.speculative
         )
         if kept:
             stopped = key in before
@@ -133,14 +100,14 @@ def compare_family(name: str, old: Side, new: Side, deployment: Deployment) -> l
     for key in [key for key in after if key in before]:
         model, profile = key
         for manager in sorted(set(before[key]) | set(after[key])):
-            was, now = before[key].get(manager), after[key].get(manager)
-            if was is None or now is None:
-                detail = f"{manager} cache manager {'added' if was is None else 'removed'}"
-                changes.append(Change(name, model, profile, manager, API, detail, was, now))
+            old_cap, new_cap = before[key].get(manager), after[key].get(manager)
+            if old_cap is None or new_cap is None:
+                detail = f"{manager} cache manager {'added' if old_cap is None else 'removed'}"
+                changes.append(Change(name, model, profile, manager, API, detail, old_cap, new_cap))
                 continue
-            kind = classify(was, now)
+            kind = classify(old_cap, new_cap)
             if kind is not None:
-                changes.append(Change(name, model, profile, manager, kind, "", was, now))
+                changes.append(Change(name, model, profile, manager, kind, "", old_cap, new_cap))
     return changes
 
 
