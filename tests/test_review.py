@@ -473,12 +473,27 @@ def test_github_format_annotates_unacknowledged_changes(repo, capsys):
     edit("name: toy_a", "name: toy_b")
     code, out, _ = diff(capsys, "--against", "HEAD", "--format", "github")
     assert code == 1
+    # A removed model is anchored at `family:` (line 2); toy_b is named on line 6.
     assert out == (
-        "::error file=schema/families/toy.yaml,title=kvgen diff%3A api::"
+        "::error file=schema/families/toy.yaml,line=2,title=kvgen diff%3A api::"
         "toy/toy_a/*/*: api: model removed (NOT ACKNOWLEDGED)\n"
-        "::notice file=schema/families/toy.yaml,title=kvgen diff%3A added::"
+        "::notice file=schema/families/toy.yaml,line=6,title=kvgen diff%3A added::"
         "toy/toy_b/*/*: added: model added\n"
     )
+
+
+def test_github_annotation_of_a_profile_change_is_on_the_profile_line(repo, capsys):
+    # Renamed pard4 -> pard5: the removed profile is no longer in the new spec, so it is
+    # anchored at `family:` (line 2); pard5 is named on line 13 of the new spec.
+    edit("name: pard4", "name: pard5")
+    code, out, _ = diff(capsys, "--against", "HEAD", "--format", "github")
+    assert code == 1
+    assert out.splitlines() == [
+        "::error file=schema/families/toy.yaml,line=2,title=kvgen diff%3A api::"
+        "toy/*/pard4/*: api: profile removed (NOT ACKNOWLEDGED)",
+        "::notice file=schema/families/toy.yaml,line=13,title=kvgen diff%3A added::"
+        "toy/*/pard5/*: added: profile added",
+    ]
 
 
 def test_spec_failing_lint_prints_diagnostics_and_exits_1(repo, capsys):

@@ -96,6 +96,7 @@ def _review_family(
         return
     after = new[name]
     review.spec_paths[name] = after.path
+    review.spec_lines[name] = after.lines
     changes: list[Change] = []
     before = old.get(renamed.get(name, name))
     if before is None:

@@ -9,15 +9,14 @@ import subprocess
 import sys
 import tempfile
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import kvgen.review._evaluate as evaluator
 from kvgen.diagnostics import Diagnostic, has_errors
 from kvgen.loader import load_bytes
 from kvgen.project import SPEC_DIR, SPEC_SUFFIXES
-from kvgen.review import _evaluate
-from kvgen.review._evaluate import evaluate
 from kvgen.review._git import GitTree
 from kvgen.review._types import Capacity, Deployment, Review, ReviewError
 from kvgen.spec import Family
@@ -33,7 +32,7 @@ __all__ = [
 
 log = logging.getLogger("kvgen")
 
-EVALUATOR = Path(_evaluate.__file__)
+EVALUATOR = Path(evaluator.__file__)
 EVALUATE_TIMEOUT_S = 60
 
 
@@ -56,6 +55,7 @@ class Side:
     family: Family
     evaluation: Evaluation | None = None
     module_text: str = ""
+    lines: dict[str, int] = field(default_factory=dict)  # see ``Review.spec_lines``
     origin: str = ""
 
 
@@ -86,7 +86,13 @@ def load_side(label: str, display: str, raw: bytes, review: Review) -> Side | No
     if loaded.family is None or has_errors(diagnostics):
         review.diagnostics += diagnostics
         return None
-    return Side(display, raw, loaded.family)
+    family = loaded.family
+    lines = {"family": loaded.source.value(("family",))[0]}
+    for i, model in enumerate(family.models):
+        lines[f"model:{model.name}"] = loaded.source.value(("models", i, "name"))[0]
+    for i, profile in enumerate(family.speculative):
+        lines[f"profile:{profile.name}"] = loaded.source.value(("speculative", i, "name"))[0]
+    return Side(display, raw, family, lines=lines)
 
 
 def by_family(sides: list[Side], review: Review, label: str) -> dict[str, Side]:
@@ -158,7 +164,7 @@ def render_module(side: Side, tag: str, deployment: Deployment) -> None:
     module = types.ModuleType(f"kvgen_review_{tag}_{name}")
     module.__file__ = f"<{tag}:{name}/sizing.py>"
     exec(compile(text, module.__file__, "exec", dont_inherit=True), module.__dict__)
-    data = evaluate(module, vars(deployment), _native(side))
+    data = evaluator.evaluate(module, vars(deployment), _native(side))
     side.evaluation = _evaluation(data, module.__file__)
     side.module_text = text
 
