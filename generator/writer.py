@@ -240,6 +240,13 @@ def recover(out_dir: Path) -> None:
                 tmp.unlink()
 
 
+def _leftovers(out: Path) -> bool:
+    """Whether a killed run left anything for ``recover`` (cheap; no lock needed)."""
+    if _stage_dir(out).exists() or _backup_dir(out).exists() or (out / COMPLETE).exists():
+        return True
+    return out.is_dir() and any(p.is_file() for p in out.rglob(".*.tmp"))
+
+
 def _link_or_copy(src: str, dst: str) -> None:
     try:
         os.link(src, dst)
@@ -280,9 +287,12 @@ def apply(result: Plan) -> list[str]:
 
     Takes the output directory's lock for the whole run, so concurrent runs serialise.
     """
-    if not result.drift:
-        return []
     out = result.out_dir.resolve()
+    if not result.drift:
+        if _leftovers(out):
+            with output_lock(out):
+                recover(out)
+        return []
     with output_lock(out):
         recover(out)
         result = plan(result.rendered, out, prune=result.prune)  # another run may have written

@@ -152,11 +152,15 @@ def test_kill_9_mid_generate_leaves_the_old_tree_and_the_next_run_cleans_up(proj
     assert not list((project / "generated").rglob(".*.tmp"))
 
 
-def test_stale_tmp_files_are_removed_by_the_next_run(project):
+@pytest.mark.parametrize("drift", [True, False])
+def test_stale_tmp_files_are_removed_by_the_next_run(project, drift):
     assert main(["-q", "generate"]) == 0
     stale = project / "generated/toy/.sizing.py.abc123.tmp"  # what the old writer left
     stale.write_text("half a module")
-    (project / "schema/families/toy.yaml").write_text(SPEC.replace("256", "512"))
+    if drift:
+        (project / "schema/families/toy.yaml").write_text(SPEC.replace("256", "512"))
+    assert main(["-q", "generate", "--check"]) == int(drift)
+    assert stale.exists()  # --check writes and removes nothing
     assert main(["-q", "generate"]) == 0
     assert not stale.exists()
 

@@ -578,3 +578,15 @@ def test_profile_restricted_to_other_models_is_an_api_change(repo, capsys):
     code, out, _ = diff(capsys, "--against", "HEAD")
     assert code == 0
     assert out.splitlines()[2] == "toy/toy_b/pard4/*: added: profile now applies to the model"
+
+
+def test_spec_file_name_with_a_control_character_is_refused(repo, capsys):
+    hostile = SPEC.parent / 'x\nimport os; os.system("touch PWNED")\n#.yaml'
+    hostile.write_text(TOY.replace("family: toy", "family: other"))
+    code, out, _ = diff(capsys, "--against", "HEAD")
+    assert code == 1
+    assert out.splitlines()[0] == (
+        'schema/families/x\\nimport os; os.system("touch PWNED")\\n#.yaml:1:1: KV009 the file '
+        "name has a control character (U+000A) at offset 17 (fix: rename the file)"
+    )
+    assert not Path("PWNED").exists()

@@ -80,7 +80,13 @@ def candidate_paths(tree: GitTree, args: list[str]) -> list[Path]:
 
 def load_side(label: str, display: str, raw: bytes, review: Review) -> Side | None:
     from kvgen.lint import lint_loaded
+    from kvgen.render_input import unsafe_path
 
+    problem = unsafe_path(display)
+    if problem is not None:  # shown escaped: one line, and never named in generated code
+        shown = repr(label)[1:-1]
+        review.diagnostics.append(Diagnostic(shown, 1, 1, "KV009", problem, fix="rename the file"))
+        return None
     loaded = load_bytes(label, raw)
     diagnostics = lint_loaded(loaded)
     if loaded.family is None or has_errors(diagnostics):
