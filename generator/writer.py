@@ -60,7 +60,7 @@ class Plan:
 
     def diff(self) -> str:
         """A unified diff from what is on disk to what would be written."""
-        chunks = []
+        chunks: list[str] = []
         for rel in sorted(self.changed + self.missing + self.orphaned):
             path = self.out_dir / rel
             try:
@@ -85,7 +85,14 @@ def _generated_files(out_dir: Path) -> list[str]:
     if not out_dir.is_dir():
         return []
     found = []
-    for path in sorted(out_dir.rglob("*.py")):
+    # os.walk, not rglob: it skips a folder that another run's swap or prune just removed.
+    paths = [
+        Path(root, name)
+        for root, _, names in os.walk(out_dir)
+        for name in names
+        if name.endswith(".py")
+    ]
+    for path in sorted(paths):
         try:
             with path.open(encoding="utf-8") as handle:
                 first = handle.readline()
