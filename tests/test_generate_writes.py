@@ -194,3 +194,26 @@ def test_a_held_lock_is_a_clear_error(project, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "another kvgen is writing the output directory" in err
     assert not (project / "generated").exists()
+
+
+def test_a_swap_cut_between_two_renames_is_finished_or_undone(tmp_path):
+    """Where RENAME_EXCHANGE is missing the swap is two renames; a kill between them leaves no
+    output directory, and the next run finishes (new tree complete) or undoes it."""
+    from kvgen.writer import COMPLETE, recover
+
+    out = tmp_path / "generated"
+    stage, backup = tmp_path / ".generated.kvgen-stage", tmp_path / ".generated.kvgen-old"
+    for tree, text in ((stage, "new"), (backup, "old")):
+        (tree / "toy").mkdir(parents=True)
+        (tree / "toy/sizing.py").write_text(text)
+    (stage / COMPLETE).touch()
+    recover(out)  # complete stage: roll forward
+    assert (out / "toy/sizing.py").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["generated"]
+
+    out.rename(backup)
+    (stage / "toy").mkdir(parents=True)
+    (stage / "toy/sizing.py").write_text("half")  # no marker: the new tree was not complete
+    recover(out)
+    assert (out / "toy/sizing.py").read_text() == "new"  # what was in place before, restored
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["generated"]
