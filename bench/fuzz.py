@@ -200,24 +200,37 @@ def fuzz(
     limit: int | None = None,
     hang_s: float = 5.0,
     start: int = 0,
-    progress: Path | None = None,
+    journal: Path | None = None,
 ) -> Stats:
     """Run mutations ``start``, ``start + 1``, ... for ``seconds`` (or up to input ``limit``).
 
-    ``progress`` gets the index of the input being checked, written before each check, so
-    that a driver can name the input that killed the process (a C extension's segfault).
+    ``journal`` gets one JSON line per input checked, written as soon as it is checked, so
+    that a driver keeps every result and can name the input that killed the process (a C
+    extension's segfault): the one after the last line.
     """
+    import json
+
     rng = random.Random(seed)
     stats = Stats()
     deadline = time.monotonic() + seconds
-    for index, (name, data) in enumerate(mutations(rng, SEEDS)):
-        if time.monotonic() > deadline or (limit is not None and index >= limit):
-            break
-        if index < start:
-            continue
-        if progress is not None:
-            progress.write_text(str(index))
-        check_one(name, data, stats, hang_s)
+    handle = journal.open("a", encoding="utf-8") if journal is not None else None
+    try:
+        for index, (name, data) in enumerate(mutations(rng, SEEDS)):
+            if time.monotonic() > deadline or (limit is not None and index >= limit):
+                break
+            if index < start:
+                continue
+            one = Stats()
+            check_one(name, data, one, hang_s)
+            _merge(stats, _to_json(one))
+            if handle is not None:
+                handle.write(json.dumps({"index": index, **_to_json(one)}) + "\n")
+                handle.flush()
+        if handle is not None:
+            handle.write(json.dumps({"done": True}) + "\n")
+    finally:
+        if handle is not None:
+            handle.close()
     return stats
 
 
@@ -241,25 +254,32 @@ def fuzz_isolated(
     deadline = time.monotonic() + seconds
     start = 0
     with tempfile.TemporaryDirectory(prefix="kvgen-fuzz-") as tmp:
-        progress, result = Path(tmp) / "progress", Path(tmp) / "result.json"
+        journal = Path(tmp) / "journal.jsonl"
         while time.monotonic() < deadline and (limit is None or start < limit):
-            result.unlink(missing_ok=True)
-            progress.unlink(missing_ok=True)
+            journal.unlink(missing_ok=True)
             command = [
                 sys.executable, __file__, "--worker", "--seed", str(seed), "--start", str(start),
                 "--seconds", str(max(1.0, deadline - time.monotonic())), "--hang-s", str(hang_s),
-                "--progress", str(progress), "--result", str(result),
+                "--journal", str(journal),
             ]  # fmt: skip
             if limit is not None:
                 command += ["--limit", str(limit)]
             worker = subprocess.run(command, check=False, capture_output=True)
-            if result.exists():
-                _merge(total, json.loads(result.read_text()))
+            done, index = False, start
+            lines = journal.read_text().splitlines() if journal.exists() else []
+            for line in lines:
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    break  # the line being written when the worker died
+                if entry.get("done"):
+                    done = True
+                    break
+                _merge(total, entry)
+                index = entry["index"] + 1
+            if done:
                 break
-            index = int(progress.read_text()) if progress.exists() else start
             name, raw = input_at(seed, index)
-            if start < index:  # what the worker checked before it died is lost: redo it
-                _merge(total, _to_json(fuzz(float("inf"), seed, index, hang_s, start)))
             total.tried += 1
             detail = f"worker died with exit {worker.returncode}: {worker.stderr[-400:]!r}"
             total.findings.append(Finding("crash", name, raw, detail))
@@ -307,18 +327,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="stop after this many inputs")
     parser.add_argument("--hang-s", type=float, default=5.0)
     parser.add_argument("--out", type=Path, default=Path("fuzz-findings"))
-    # Worker mode (used by the driver itself): one process, results as JSON in a file.
+    # Worker mode (used by the driver itself): one process, one JSON line per input checked.
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, help=argparse.SUPPRESS)
-    parser.add_argument("--progress", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--journal", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        import json
-
-        stats = fuzz(args.seconds, args.seed, args.limit, args.hang_s, args.start, args.progress)
-        args.result.write_text(json.dumps(_to_json(stats)))
+        fuzz(args.seconds, args.seed, args.limit, args.hang_s, args.start, args.journal)
         return 0
     started = time.monotonic()
     stats = fuzz_isolated(args.minutes * 60, seed=args.seed, limit=args.limit, hang_s=args.hang_s)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 FUZZ = Path(__file__).resolve().parent.parent / "bench" / "fuzz.py"
-LIMIT = 80  # inputs; a few seconds, worker start-ups included
+LIMIT = 60  # inputs: a few seconds in one worker; each crash costs a worker start-up
 
 
 def _harness():
