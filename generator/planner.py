@@ -7,7 +7,7 @@ plan is exactly what an inference stack that imports it would compute::
     plan = make_plan(sizing, "llama3_1_8b", gpu_memory=16 * GiB, batch_sizes=[8])
     plan.batches[0].managers[0].max_tokens    # 131072
 
-Per max_batch_size B it reports the budget split (SIZING.md §6, ``split_budget``), each
+Per max_batch_size B it reports the budget split (docs/cost-model.md §6, ``split_budget``), each
 manager's max tokens on its share (``max_tokens_from_quota``), the largest number of requests
 of one sequence length that fit together, and the largest max_seq_len that B requests fit at.
 "Fit" means every cache manager holds ``requests * length`` tokens of history on its share;

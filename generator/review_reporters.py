@@ -57,7 +57,7 @@ def _deployment_line(review: Review) -> str:
     return (
         f"max_batch_size {d.max_batch_size}, max_num_tokens {d.max_num_tokens}, "
         f"max_seq_len min(native, {d.max_seq_len}), tp_size {d.tp_size}, "
-        f"GPU KV budget {format_size(d.gpu_budget)} (split per SIZING §6), "
+        f"GPU KV budget {format_size(d.gpu_budget)} (split per docs/cost-model.md §6), "
         f"semantics {d.semantics}"
     )
 

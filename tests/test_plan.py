@@ -114,7 +114,7 @@ def test_shipped_llama3_1_8b_in_16_gib_holds_131072_tokens(project, capsys):
 
 
 def test_separate_draft_pool_gets_the_sizing_6_split(project, capsys):
-    # SIZING §6 with M = 16 GiB, target (131072, 0), draft (8192, 0):
+    # docs/cost-model.md §6 with M = 16 GiB, target (131072, 0), draft (8192, 0):
     #   R = M - 0 = 17179869184
     #   draft  = 0 + floor(R * 8192 / (131072 + 8192)) = floor(17179869184 / 17) = 1010580540
     #   target = M - draft = 16169288644
@@ -140,7 +140,8 @@ def test_concurrency_search_charges_the_intercept_of_each_request(project, capsy
     #   n <= (1073741824 - 16777216) / 69271552 = 15.26  -> 15 requests.
     # 8 requests of length S (window 1024 < S): 8 * S * 2048 + 8 * 2162688 + 8192 * 2048
     #   <= 1073741824  ->  S <= 1039663104 / 16384 = 63456.
-    # max tokens (SIZING §4): 8192 + (1073741824 - 8 * 2162688 - 8192 * 4096) // 2048 = 507648.
+    # max tokens (docs/cost-model.md §4):
+    #   8192 + (1073741824 - 8 * 2162688 - 8192 * 4096) // 2048 = 507648.
     code, out, _ = plan(capsys, "swa", "swa_a", "--gpu-memory", "1GiB")
     assert code == 0
     assert out == (

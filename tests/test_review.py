@@ -46,7 +46,7 @@ SPEC = Path("schema/families/toy.yaml")
 HEAD = (
     "kvgen diff HEAD -> working tree\n"
     "reference: max_batch_size 8, max_num_tokens 8192, max_seq_len min(native, 32768), "
-    "tp_size 1, GPU KV budget 40 GiB (split per SIZING §6), semantics trtllm-v2\n"
+    "tp_size 1, GPU KV budget 40 GiB (split per docs/cost-model.md §6), semantics trtllm-v2\n"
 )
 
 
@@ -435,7 +435,8 @@ def test_markdown_output_is_a_pr_comment(repo, capsys):
         "### kvgen diff: `HEAD` → working tree\n"
         "\n"
         "Reference deployment: max_batch_size 8, max_num_tokens 8192, max_seq_len min(native, "
-        "32768), tp_size 1, GPU KV budget 40 GiB (split per SIZING §6), semantics trtllm-v2.\n"
+        "32768), tp_size 1, GPU KV budget 40 GiB (split per docs/cost-model.md §6), "
+        "semantics trtllm-v2.\n"
         "\n"
         ":x: **3 capacity-reducing or API changes not acknowledged.**\n"
         "\n"

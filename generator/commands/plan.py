@@ -1,10 +1,11 @@
 """``kvgen plan FAMILY MODEL --gpu-memory SIZE``: capacity of one deployment.
 
 Uses this project's generated/<family>/sizing.py (run `kvgen generate` first). For each
---max-batch-size it prints the GPU budget split between target and draft pools (SIZING §6),
-each pool's max tokens, the most requests of --seq-len tokens that fit at once, and the
-largest max_seq_len that fits for that many requests. --plot draws tokens of capacity
-against GPU memory for every speculative profile (needs matplotlib: pip install 'kvgen[plot]').
+--max-batch-size it prints the GPU budget split between target and draft pools
+(docs/cost-model.md §6), each pool's max tokens, the most requests of --seq-len tokens that
+fit at once, and the largest max_seq_len that fits for that many requests. --plot draws
+tokens of capacity against GPU memory, one panel per batch size and one line per speculative
+profile (needs matplotlib: pip install 'kvgen[plot]').
 
 Exit codes: 0 the deployment fits, 1 the budget does not cover the fixed costs at some batch
 size, 2 usage error (no generated module, unknown model or profile, matplotlib missing).

@@ -41,7 +41,7 @@ class Deployment:
     max_num_tokens: int = 8192
     max_seq_len: int = 32768  # capped at each model's native length
     tp_size: int = 1
-    gpu_budget: int = 40 * GiB  # split between target and draft pools per SIZING.md §6
+    gpu_budget: int = 40 * GiB  # split between target and draft pools per docs/cost-model.md §6
     semantics: str = "trtllm-v2"
 
     def kwargs(self, native_max_seq_len: int) -> dict[str, object]:
