@@ -82,7 +82,7 @@ def _legacy_format(text: str, name: str) -> str:  # MERGE FALLBACK, see above
 
 
 def _finish(text: str, name: str) -> str:
-    """A rendered module as it will be written: compiled, never reformatted."""
+    """A rendered module as it will be written: compiled (reformatted only by the fallback)."""
     if name.rpartition("/")[2] in _NOT_YET_CANONICAL:
         text = _legacy_format(text, name)  # MERGE FALLBACK, see above
     return check_module(text, name)
