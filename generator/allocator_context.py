@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from kvgen.costmodel import kind_head_dim
-from kvgen.render import SpecInput, artifact, pyrepr
+from kvgen.render_input import SpecInput, artifact, pyrepr
 from kvgen.runtime import RUNTIME_VERSION  # the version module only: no torch here
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
 

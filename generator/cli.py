@@ -126,8 +126,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Exit.USAGE
     except KeyboardInterrupt:  # pragma: no cover - interactive
         return Exit.USAGE
-    except BrokenPipeError:  # pragma: no cover - `kvgen ... | head`
-        return Exit.OK
+    except BrokenPipeError:  # `kvgen ... | head`: output was cut, so the result is not success
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail
+        return Exit.FINDINGS
     except Exception as exc:  # an internal error is still a diagnostic, not a traceback
         log.debug("internal error", exc_info=True)
         print(f"kvgen: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)

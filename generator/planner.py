@@ -56,10 +56,28 @@ def load_sizing(family: str, generated_dir: Path = OUT_DIR) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(f"kvgen_plan_{family}_sizing", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:  # SystemExit too: exiting is not answering
+        raise PlanError(f"{path.as_posix()} failed to load: {_describe(exc)}") from exc
+    missing = [name for name in _API if not hasattr(module, name)]
+    if missing:
+        raise PlanError(
+            f"{path.as_posix()} is not a kvgen sizing module (no {', '.join(missing)}): "
+            "run `kvgen generate`"
+        )
     if getattr(module, "API_VERSION", 1) != 2:  # split_budget was budget first before 2
         raise PlanError(f"{path.as_posix()} is from an older kvgen: run `kvgen generate`")
     return module
+
+
+_API = ("FAMILY", "MODELS", "MAX_SEQ_LEN", "SPECULATIVE", "cache_costs", "split_budget")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r})"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def native_max_seq_len(sizing: types.ModuleType, model: str) -> int:

@@ -13,7 +13,7 @@ from kvgen._meta import PROJECT_URL, code_url, version
 from kvgen.codes import Code, all_codes, find_code
 from kvgen.diagnostics import Diagnostic
 
-__all__ = ["REPORTERS", "render"]
+__all__ = ["REPORTERS", "escape_data", "escape_property", "render"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 Emitter = Callable[[Sequence[Diagnostic]], str]
@@ -51,12 +51,14 @@ def as_json(diagnostics: Sequence[Diagnostic]) -> str:
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
 
 
-def _escape_data(value: str) -> str:
+def escape_data(value: str) -> str:
+    """A workflow command's message: ``%``, CR and LF escaped so it stays one command."""
     return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
-def _escape_property(value: str) -> str:
-    return _escape_data(value).replace(":", "%3A").replace(",", "%2C")
+def escape_property(value: str) -> str:
+    """A workflow command's property value (file, title): also ``:`` and ``,`` escaped."""
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
 def github(diagnostics: Sequence[Diagnostic]) -> str:
@@ -64,8 +66,8 @@ def github(diagnostics: Sequence[Diagnostic]) -> str:
     lines = []
     for d in diagnostics:
         message = f"{d.message} (fix: {d.fix})" if d.fix else d.message
-        props = f"file={_escape_property(d.path)},line={d.line},col={d.col},title={d.code}"
-        lines.append(f"::{d.severity} {props}::{_escape_data(message)}")
+        props = f"file={escape_property(d.path)},line={d.line},col={d.col},title={d.code}"
+        lines.append(f"::{d.severity} {props}::{escape_data(message)}")
     return _lines(lines)
 
 

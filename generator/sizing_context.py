@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from kvgen import sizing_core
 from kvgen.costmodel import element_bytes, headroom, kind_head_dim
-from kvgen.render import SpecInput, artifact, pyrepr
+from kvgen.render_input import SpecInput, artifact, pyrepr
 from kvgen.sizing_core import Kind, Model, Profile, Stack
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
 

@@ -1,16 +1,47 @@
-"""Compare rendered output with a directory, and write it atomically.
+"""Compare rendered output with a directory, and swap the whole new tree in at once.
 
-``plan`` is pure (reads only); ``apply`` writes each changed file through a temporary file
-and ``os.replace`` so that a reader never sees half a module, and skips unchanged files.
+``plan`` is pure (reads only). ``apply`` never edits the output directory in place: under a
+lock it builds the complete new tree in a sibling staging directory (unchanged files hard
+linked, or copied), then exchanges it with the old tree in one step, so that a run killed at
+any point leaves the old tree or the new one, never a mix of families:
+
+- Linux: ``renameat2(RENAME_EXCHANGE)`` swaps the two directories atomically;
+- elsewhere: two renames, and the next run finishes or undoes a swap that was cut between
+  them (the staging directory is complete once its ``.kvgen-complete`` marker exists).
+
+Staging and backup directories and ``.*.tmp`` files left by a killed run are removed by the
+next one. Files are created with ``open``, so they get the mode the umask allows.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import difflib
+import errno
+import logging
 import os
+import shutil
+import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+__all__ = ["LockHeld", "Plan", "apply", "output_lock", "plan", "write_atomic"]
+
+log = logging.getLogger("kvgen")
+
+COMPLETE = ".kvgen-complete"  # written last into a staging directory
+LOCK_WAIT_S = 60.0
+# Test hook: pause after staging this many files (kill -9 tests). Set only by the person
+# running kvgen, never read from a spec, config or ref.
+PAUSE_ENV = "KVGEN_TEST_PAUSE_AFTER_FILES"
+
+
+class LockHeld(Exception):
+    """Another kvgen holds the output directory's lock for longer than we wait."""
 
 
 @dataclass
@@ -21,6 +52,7 @@ class Plan:
     missing: list[str] = field(default_factory=list)  # not on disk yet
     orphaned: list[str] = field(default_factory=list)  # carries our header, nothing renders it
     unchanged: list[str] = field(default_factory=list)
+    prune: bool = False
 
     @property
     def drift(self) -> bool:
@@ -28,10 +60,13 @@ class Plan:
 
     def diff(self) -> str:
         """A unified diff from what is on disk to what would be written."""
-        chunks = []
+        chunks: list[str] = []
         for rel in sorted(self.changed + self.missing + self.orphaned):
             path = self.out_dir / rel
-            old = path.read_text(encoding="utf-8") if path.exists() else ""
+            try:
+                old = path.read_text(encoding="utf-8")
+            except (FileNotFoundError, UnicodeDecodeError):
+                old = ""
             new = self.rendered.get(rel, "")
             chunks.extend(
                 difflib.unified_diff(
@@ -50,7 +85,14 @@ def _generated_files(out_dir: Path) -> list[str]:
     if not out_dir.is_dir():
         return []
     found = []
-    for path in sorted(out_dir.rglob("*.py")):
+    # os.walk, not rglob: it skips a folder that another run's swap or prune just removed.
+    paths = [
+        Path(root, name)
+        for root, _, names in os.walk(out_dir)
+        for name in names
+        if name.endswith(".py")
+    ]
+    for path in sorted(paths):
         try:
             with path.open(encoding="utf-8") as handle:
                 first = handle.readline()
@@ -63,39 +105,238 @@ def _generated_files(out_dir: Path) -> list[str]:
 
 def plan(rendered: dict[str, str], out_dir: Path, *, prune: bool) -> Plan:
     """What writing ``rendered`` into ``out_dir`` would change; ``prune`` looks for orphans."""
-    result = Plan(out_dir, rendered)
+    result = Plan(out_dir, rendered, prune=prune)
     for rel, text in sorted(rendered.items()):
-        path = out_dir / rel
-        if not path.exists():
+        try:
+            same = (out_dir / rel).read_bytes() == text.encode("utf-8")
+        except FileNotFoundError:
             result.missing.append(rel)
-        elif path.read_bytes() != text.encode("utf-8"):
-            result.changed.append(rel)
-        else:
-            result.unchanged.append(rel)
+            continue
+        (result.unchanged if same else result.changed).append(rel)
     if prune:
         result.orphaned = [rel for rel in _generated_files(out_dir) if rel not in rendered]
     return result
 
 
+def _umask() -> int:
+    mask = os.umask(0)  # the only portable way to read it; restored at once
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, text: str) -> None:
+    """Write one file through a temporary file and ``os.replace`` (mode: what the umask allows).
+
+    For single files (``kvgen import-hf``); a generated tree is written by ``apply``.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode("utf-8"))  # bytes: "\n" line endings on every platform
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
+# --- the lock ----------------------------------------------------------------------------
+
+
+def lock_path(out_dir: Path) -> Path:
+    """``<parent>/.<out>.kvgen.lock``: beside the tree, so swapping the tree keeps the lock."""
+    out = out_dir.resolve()
+    return out.parent / f".{out.name}.kvgen.lock"
+
+
+@contextlib.contextmanager
+def output_lock(out_dir: Path, wait_s: float | None = None) -> Iterator[None]:
+    """Hold the output directory's lock (``flock``; ``O_EXCL`` where there is none)."""
+    wait_s = LOCK_WAIT_S if wait_s is None else wait_s
+    path = lock_path(out_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield from _exclusive_file(path, wait_s)
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        deadline = time.monotonic() + wait_s
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LockHeld(_held_message(path, wait_s)) from None
+                if not told:
+                    log.info("waiting for another kvgen writing %s (lock %s)", out_dir, path)
+                    told = True
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def _exclusive_file(path: Path, wait_s: float) -> Iterator[None]:  # pragma: no cover - Windows
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            break
+        except FileExistsError:
+            if time.monotonic() > deadline:
+                raise LockHeld(_held_message(path, wait_s)) from None
+            time.sleep(0.05)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _held_message(path: Path, wait_s: float) -> str:
+    return (
+        f"another kvgen is writing the output directory (lock {path} held for more than "
+        f"{wait_s:.0f} s); wait for it to finish, or remove the lock file if no kvgen runs"
+    )
+
+
+# --- staging and swapping ------------------------------------------------------------------
+
+
+def _stage_dir(out: Path) -> Path:
+    return out.parent / f".{out.name}.kvgen-stage"
+
+
+def _backup_dir(out: Path) -> Path:
+    return out.parent / f".{out.name}.kvgen-old"
+
+
+def _rmtree(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+
+
+def recover(out_dir: Path) -> None:
+    """Finish or undo a swap cut short by a killed run, then remove what it left behind.
+
+    Call with the lock held.
+    """
+    out = out_dir.resolve()
+    stage, backup = _stage_dir(out), _backup_dir(out)
+    if not out.exists():
+        if (stage / COMPLETE).exists():
+            os.rename(stage, out)  # the new tree was complete: finish the swap
+            (out / COMPLETE).unlink()
+        elif backup.exists():
+            os.rename(backup, out)  # the new tree was not: put the old one back
+    (out / COMPLETE).unlink(missing_ok=True)  # killed between the exchange and its cleanup
+    for leftover in (stage, backup):
+        if leftover.exists() or leftover.is_symlink():
+            log.info("removing %s left by an interrupted run", leftover)
+            _rmtree(leftover)
+    if out.is_dir():
+        for tmp in out.rglob(".*.tmp"):
+            if tmp.is_file():
+                log.info("removing %s left by an interrupted run", tmp)
+                tmp.unlink()
+
+
+def _leftovers(out: Path) -> bool:
+    """Whether a killed run left anything for ``recover`` (cheap; no lock needed)."""
+    if _stage_dir(out).exists() or _backup_dir(out).exists() or (out / COMPLETE).exists():
+        return True
+    return out.is_dir() and any(p.is_file() for p in out.rglob(".*.tmp"))
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _pause_for_tests(count: int) -> None:
+    after = os.environ.get(PAUSE_ENV, "")
+    if after.isdigit() and count == int(after):
+        marker = os.environ.get(PAUSE_ENV + "_MARKER")
+        if marker:
+            Path(marker).write_text(str(os.getpid()))
+        time.sleep(60)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically (Linux ``renameat2``); ``False`` where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    result = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    if result == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False  # old kernel or a filesystem without RENAME_EXCHANGE
+    raise OSError(err, os.strerror(err), str(a))
+
+
 def apply(result: Plan) -> list[str]:
-    """Write changed and missing files, remove orphans; return the paths touched."""
-    touched = []
-    for rel in result.changed + result.missing:
-        write_atomic(result.out_dir / rel, result.rendered[rel])
-        touched.append(rel)
-    for rel in result.orphaned:
-        (result.out_dir / rel).unlink()
-        touched.append(rel)
-    return sorted(touched)
+    """Write the new tree and swap it in; return the paths that changed (none: no write).
+
+    Takes the output directory's lock for the whole run, so concurrent runs serialise.
+    """
+    out = result.out_dir.resolve()
+    if not result.drift:
+        if _leftovers(out):
+            with output_lock(out):
+                recover(out)
+        return []
+    with output_lock(out):
+        recover(out)
+        result = plan(result.rendered, out, prune=result.prune)  # another run may have written
+        touched = sorted(result.changed + result.missing + result.orphaned)
+        if not touched:
+            return []
+        stage = _stage_dir(out)
+        if out.is_dir():
+            shutil.copytree(out, stage, symlinks=True, copy_function=_link_or_copy)
+        else:
+            stage.mkdir(parents=True)
+        orphaned = [rel for rel in result.orphaned if rel not in result.rendered]
+        for rel in orphaned:
+            (stage / rel).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # the family's folder, once nothing is left
+                (stage / rel).parent.rmdir()
+        for count, rel in enumerate(sorted(result.changed + result.missing), 1):
+            target = stage / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.unlink(missing_ok=True)  # a hard link: never write through it
+            with open(target, "xb") as handle:  # mode: 0o666 & ~umask
+                handle.write(result.rendered[rel].encode("utf-8"))  # "\n" on every platform
+            _pause_for_tests(count)
+        (stage / COMPLETE).touch()
+        _swap(stage, out)
+    return touched
+
+
+def _swap(stage: Path, out: Path) -> None:
+    if not out.exists():
+        os.rename(stage, out)
+    elif _exchange(stage, out):
+        pass  # stage now holds the old tree
+    else:  # pragma: no cover - not Linux; a cut here is finished by ``recover``
+        backup = _backup_dir(out)
+        os.rename(out, backup)
+        os.rename(stage, out)
+        stage = backup
+    (out / COMPLETE).unlink()
+    _rmtree(stage)

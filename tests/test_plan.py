@@ -114,7 +114,7 @@ def test_shipped_llama3_1_8b_in_16_gib_holds_131072_tokens(project, capsys):
 
 
 def test_separate_draft_pool_gets_the_sizing_6_split(project, capsys):
-    # SIZING §6 with M = 16 GiB, target (131072, 0), draft (8192, 0):
+    # docs/cost-model.md §6 with M = 16 GiB, target (131072, 0), draft (8192, 0):
     #   R = M - 0 = 17179869184
     #   draft  = 0 + floor(R * 8192 / (131072 + 8192)) = floor(17179869184 / 17) = 1010580540
     #   target = M - draft = 16169288644
@@ -140,7 +140,8 @@ def test_concurrency_search_charges_the_intercept_of_each_request(project, capsy
     #   n <= (1073741824 - 16777216) / 69271552 = 15.26  -> 15 requests.
     # 8 requests of length S (window 1024 < S): 8 * S * 2048 + 8 * 2162688 + 8192 * 2048
     #   <= 1073741824  ->  S <= 1039663104 / 16384 = 63456.
-    # max tokens (SIZING §4): 8192 + (1073741824 - 8 * 2162688 - 8192 * 4096) // 2048 = 507648.
+    # max tokens (docs/cost-model.md §4):
+    #   8192 + (1073741824 - 8 * 2162688 - 8192 * 4096) // 2048 = 507648.
     code, out, _ = plan(capsys, "swa", "swa_a", "--gpu-memory", "1GiB")
     assert code == 0
     assert out == (
@@ -252,3 +253,85 @@ def test_plot_without_matplotlib_is_a_clear_error(project, capsys, monkeypatch, 
     assert err == (
         "kvgen: error: --plot needs matplotlib, which is not installed: pip install 'kvgen[plot]'\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("appended", "reason"),
+    [
+        ("\nraise RuntimeError('boom')\n", "failed to load: RuntimeError: boom"),
+        ("\nimport sys\nsys.exit(0)\n", "failed to load: it called sys.exit(0)"),
+    ],
+)
+def test_a_module_that_raises_or_exits_on_import_is_an_error(project, capsys, appended, reason):
+    module = Path("generated/llamaish/sizing.py")
+    module.write_text(module.read_text() + appended)
+    code, out, err = plan(capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB")
+    assert (code, out) == (2, "")
+    assert err == f"kvgen: error: generated/llamaish/sizing.py {reason}\n"
+
+
+def test_a_module_that_exits_when_called_is_an_error_not_success(project, capsys):
+    module = Path("generated/llamaish/sizing.py")
+    module.write_text(
+        module.read_text() + "\n\ndef split_budget(*args, **kwargs):  # noqa: F811\n"
+        "    import sys\n\n    sys.exit(0)\n"
+    )
+    code, out, err = plan(capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB")
+    assert (code, out) == (2, "")
+    assert err == "kvgen: error: llamaish/sizing.py called sys.exit(0)\n"
+
+
+def test_plot_has_a_panel_per_batch_size_with_budget_demand_and_human_units(project):
+    pytest.importorskip("matplotlib")
+    from kvgen.commands.plan import capacity_figure, human_tokens
+    from kvgen.planner import load_sizing, make_plan
+
+    sizing = load_sizing("llamaish")
+    plan = make_plan(sizing, "llama3_1_8b", gpu_memory=16 * 2**30, batch_sizes=[1, 64])
+    fig = capacity_figure(sizing, plan)
+    fig.canvas.draw()
+    axes = fig.axes
+    assert [ax.get_title() for ax in axes] == ["max_batch_size 1", "max_batch_size 64"]
+    # llamaish: 131072 B/token, no intercept; x runs to 1.25 x 16 GiB = 20 GiB, which holds
+    # 163840 tokens. B=1: demand 1 x 32768 is drawn; B=64: 64 x 32768 = 2097152 > 1.5 x 163840,
+    # so the panel says it is above rather than flattening the curves.
+    for ax, demand in zip(axes, (32768, None), strict=True):
+        lines = ax.get_lines()
+        labels = [line.get_label() for line in lines if not line.get_label().startswith("_")]
+        assert labels == ["none", "pard4"]
+        flat = [line for line in lines if line.get_label().startswith("_")]
+        horizontal = [line.get_ydata()[0] for line in flat if len(set(line.get_ydata())) == 1]
+        assert horizontal == ([demand] if demand else [])
+        assert 16.0 in [line.get_xdata()[0] for line in flat]  # the budget line, in GiB
+        notes = [t.get_text() for t in ax.texts]
+        assert "budget 16 GiB" in notes
+        if demand is None:
+            assert "demand B x S = 64 x 32.8k = 2.1M (above this panel)" in notes
+        assert ax.yaxis.get_offset_text().get_text() == ""  # no `1e6` offset
+        ticks = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert ticks and all(t[-1] in "0123456789kMG" and "e" not in t for t in ticks)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    assert [human_tokens(v) for v in (0, 512, 65536, 1.5e6, 2e9)] == [
+        "0", "512", "65.5k", "1.5M", "2G",
+    ]  # fmt: skip
+
+
+def test_coinciding_profiles_are_named_in_the_legend(project):
+    pytest.importorskip("matplotlib")
+    from kvgen.commands.plan import capacity_figure
+    from kvgen.planner import load_sizing, make_plan
+
+    sizing = load_sizing("llama3")
+    plan = make_plan(sizing, "llama3_1_8b", gpu_memory=24 * 2**30, batch_sizes=[8])
+    fig = capacity_figure(sizing, plan)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    # ngram4 keeps no draft cache and eagle3_two_model's draft lives in its own pool, so
+    # their target curves equal `none`'s; the legend says so.
+    assert "ngram4 (= none)" in labels and "none" in labels
+    styles = {line.get_linestyle() for line in fig.axes[0].get_lines()[: len(labels)]}
+    assert len(styles) >= min(len(labels), 4)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)

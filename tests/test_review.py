@@ -290,9 +290,57 @@ def test_added_family_does_not_block(repo, capsys):
     assert out.splitlines()[2] == "other/*/*/*: added: family added"
 
 
-def test_old_side_is_the_committed_generated_module(repo, capsys):
-    # A generator change shows up although the spec did not change: the committed module
-    # (same spec hash) answers for the old side, the current generator for the new one.
+TRUST = "--trust-committed-modules"
+HOSTILE = """
+import os as _os
+open(_os.environ.get("KVGEN_PWNED", "/tmp/kvgen-pwned-marker"), "w").close()
+"""
+
+
+def _commit_module(text: str, message: str) -> None:
+    module = Path("generated/toy/sizing.py")
+    original = module.read_text()
+    module.write_text(text)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", message)
+    module.write_text(original)
+
+
+def test_code_committed_at_the_ref_is_never_executed_by_default(repo, capsys, monkeypatch):
+    marker = repo.parent / f"{repo.name}-PWNED"
+    monkeypatch.setenv("KVGEN_PWNED", str(marker))
+    text = Path("generated/toy/sizing.py").read_text()
+    _commit_module(text + HOSTILE, "hostile module, same spec hash")
+    edit("window: 1024", "window: 2048")
+    code, out, _ = diff(capsys, "--against", "HEAD")
+    assert not marker.exists()
+    assert code == 1
+    assert out == HEAD + WINDOW_UP
+    # Opted in, it runs, but in another process: the marker proves where, kvgen is unharmed.
+    code, out, _ = diff(capsys, "--against", "HEAD", TRUST)
+    assert marker.exists()
+    assert out == HEAD + WINDOW_UP
+
+
+def test_a_committed_module_reporting_false_capacities_cannot_hide_a_regression(repo, capsys):
+    # The ref's module claims a huge intercept for the old side (same SPEC_SHA256), so the
+    # window growth would look capacity-increasing; by default the old spec is rendered.
+    text = Path("generated/toy/sizing.py").read_text()
+    lie = (
+        "\n_real = cache_costs\n\n\n"
+        "def cache_costs(*args, **kwargs):  # noqa: F811\n"
+        "    return {k: CacheCost(v.slope, v.intercept * 100) for k, v in "
+        "_real(*args, **kwargs).items()}\n"
+    )
+    _commit_module(text + lie, "lying module")
+    edit("window: 1024", "window: 2048")
+    code, out, _ = diff(capsys, "--against", "HEAD")
+    assert code == 1
+    assert out == HEAD + WINDOW_UP
+
+
+def test_trusted_old_side_is_the_committed_generated_module(repo, capsys):
+    # Opt-in: a generator change shows up although the spec did not change: the committed
+    # module (same spec hash) answers for the old side, the current generator for the new one.
     module = Path("generated/toy/sizing.py")
     text = module.read_text()
     assert text.count("bytes_per_token=512") + text.count(", 512,") >= 1
@@ -301,7 +349,7 @@ def test_old_side_is_the_committed_generated_module(repo, capsys):
     )
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "old generator")
     module.write_text(text)
-    code, out, _ = diff(capsys, "--against", "HEAD")
+    code, out, _ = diff(capsys, "--against", "HEAD", TRUST)
     assert code == 1
     assert out.splitlines()[2:4] == [
         "toy/toy_a/pard4/draft: capacity-reducing (NOT ACKNOWLEDGED)",
@@ -309,24 +357,24 @@ def test_old_side_is_the_committed_generated_module(repo, capsys):
     ]
 
 
-def test_stale_committed_module_falls_back_to_rendering_the_old_spec(repo, capsys):
+def test_trusted_stale_committed_module_falls_back_to_rendering_the_old_spec(repo, capsys):
     edit("window: 1024", "window: 2048")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "spec without generate")
     edit("window: 2048", "window: 1024")  # back to what generated/ was rendered from
-    code, out, err = diff(capsys, "--against", "HEAD")
+    code, out, err = diff(capsys, "--against", "HEAD", TRUST)
     assert "HEAD:generated/toy/sizing.py was generated from another spec" in err
     assert code == 0
     assert "3 capacity-increasing" in out
 
 
-def test_committed_module_with_an_older_api_falls_back_to_rendering(repo, capsys):
+def test_trusted_committed_module_with_an_older_api_falls_back_to_rendering(repo, capsys):
     module = Path("generated/toy/sizing.py")
     text = module.read_text()
     module.write_text(text + "\n\ndef cache_costs(model):\n    raise AssertionError\n")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "older generator")
     module.write_text(text)
     edit("window: 1024", "window: 2048")
-    code, out, err = diff(capsys, "--against", "HEAD")
+    code, out, err = diff(capsys, "--against", "HEAD", TRUST)
     assert "HEAD:generated/toy/sizing.py does not answer today's API" in err
     assert code == 1
     assert out == HEAD + WINDOW_UP
@@ -426,12 +474,27 @@ def test_github_format_annotates_unacknowledged_changes(repo, capsys):
     edit("name: toy_a", "name: toy_b")
     code, out, _ = diff(capsys, "--against", "HEAD", "--format", "github")
     assert code == 1
+    # A removed model is anchored at `family:` (line 2); toy_b is named on line 6.
     assert out == (
-        "::error file=schema/families/toy.yaml,title=kvgen diff%3A api::"
+        "::error file=schema/families/toy.yaml,line=2,title=kvgen diff%3A api::"
         "toy/toy_a/*/*: api: model removed (NOT ACKNOWLEDGED)\n"
-        "::notice file=schema/families/toy.yaml,title=kvgen diff%3A added::"
+        "::notice file=schema/families/toy.yaml,line=6,title=kvgen diff%3A added::"
         "toy/toy_b/*/*: added: model added\n"
     )
+
+
+def test_github_annotation_of_a_profile_change_is_on_the_profile_line(repo, capsys):
+    # Renamed pard4 -> pard5: the removed profile is no longer in the new spec, so it is
+    # anchored at `family:` (line 2); pard5 is named on line 13 of the new spec.
+    edit("name: pard4", "name: pard5")
+    code, out, _ = diff(capsys, "--against", "HEAD", "--format", "github")
+    assert code == 1
+    assert out.splitlines() == [
+        "::error file=schema/families/toy.yaml,line=2,title=kvgen diff%3A api::"
+        "toy/*/pard4/*: api: profile removed (NOT ACKNOWLEDGED)",
+        "::notice file=schema/families/toy.yaml,line=13,title=kvgen diff%3A added::"
+        "toy/*/pard5/*: added: profile added",
+    ]
 
 
 def test_spec_failing_lint_prints_diagnostics_and_exits_1(repo, capsys):
@@ -516,3 +579,15 @@ def test_profile_restricted_to_other_models_is_an_api_change(repo, capsys):
     code, out, _ = diff(capsys, "--against", "HEAD")
     assert code == 0
     assert out.splitlines()[2] == "toy/toy_b/pard4/*: added: profile now applies to the model"
+
+
+def test_spec_file_name_with_a_control_character_is_refused(repo, capsys):
+    hostile = SPEC.parent / 'x\nimport os; os.system("touch PWNED")\n#.yaml'
+    hostile.write_text(TOY.replace("family: toy", "family: other"))
+    code, out, _ = diff(capsys, "--against", "HEAD")
+    assert code == 1
+    assert out.splitlines()[0] == (
+        'schema/families/x\\nimport os; os.system("touch PWNED")\\n#.yaml:1:1: KV009 the file '
+        "name has a control character (U+000A) at offset 17 (fix: rename the file)"
+    )
+    assert not Path("PWNED").exists()

@@ -7,6 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
+from kvgen.diagnostics import Diagnostic
 from kvgen.exits import Exit, UsageError
 from kvgen.project import OUT_DIR, spec_paths
 
@@ -29,11 +30,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def path_diagnostic(path: Path) -> Diagnostic | None:
+    """A KV009 diagnostic for a spec whose name holds a control character, else ``None``.
+
+    The path is shown escaped (``\\n`` for a newline) so the diagnostic stays one line.
+    """
+    from kvgen.render_input import unsafe_path
+
+    display = path.as_posix()
+    problem = unsafe_path(display)
+    if problem is None:
+        return None
+    shown = repr(display)[1:-1]
+    return Diagnostic(shown, 1, 1, "KV009", problem, fix="rename the file (letters, digits, _-.)")
+
+
 def run(args: argparse.Namespace) -> Exit:
     from kvgen.diagnostics import has_errors
     from kvgen.project import load_specs
-    from kvgen.render import render
-    from kvgen.writer import apply, plan
+    from kvgen.render import RenderError, render
+    from kvgen.writer import LockHeld, apply, plan
 
     paths = spec_paths(args.specs, default=args.project.spec_dir)
     if not paths:
@@ -42,6 +58,12 @@ def run(args: argparse.Namespace) -> Exit:
             raise UsageError(f"no spec files (*.yaml, *.yml) in {where}")
         log.warning("no spec files (*.yaml, *.yml) in %s: nothing to generate", where)
         return Exit.OK
+    refused = [d for path in paths if (d := path_diagnostic(path))]
+    if refused:
+        for diagnostic in refused:
+            print(diagnostic.render())
+        log.error("not generating: rename the files above; nothing was written to %s", args.out)
+        return Exit.FINDINGS
     inputs, diagnostics = load_specs(paths, root=args.project.root)
     for diagnostic in diagnostics:
         print(diagnostic.render())
@@ -49,23 +71,48 @@ def run(args: argparse.Namespace) -> Exit:
         log.error("not generating: fix the errors above; nothing was written to %s", args.out)
         return Exit.FINDINGS
     log.info("rendering %d famil%s", len(inputs), "y" if len(inputs) == 1 else "ies")
-    rendered = render(inputs)
+    try:
+        rendered = render(inputs)  # every module compiled before anything is written
+    except RenderError as exc:
+        log.error("internal error, nothing was written to %s: %s", args.out, exc)
+        return Exit.USAGE
     result = plan(rendered, args.out, prune=not args.specs)
     if args.check:
         if not result.drift:
             log.info("%s is up to date (%d files)", args.out, len(result.unchanged))
             return Exit.OK
-        sys.stdout.write(result.diff())
-        for rel in result.missing:
-            print(f"missing: {(args.out / rel).as_posix()}")
-        for rel in result.changed:
-            print(f"out of date: {(args.out / rel).as_posix()}")
-        for rel in result.orphaned:
-            print(f"orphaned: {(args.out / rel).as_posix()} (no spec produces it)")
-        print("run `kvgen generate` to update", file=sys.stderr)
+        try:
+            _report_drift(result, args.out)
+        except BrokenPipeError:  # `kvgen generate --check | head`: drift is still drift
+            _silence_stdout()
         return Exit.FINDINGS
-    touched = apply(result)
+    try:
+        touched = apply(result)
+    except LockHeld as exc:
+        log.error("%s", exc)
+        return Exit.USAGE
     for rel in touched:
         log.info("wrote %s", (args.out / rel).as_posix())
     log.info("%d written, %d unchanged", len(touched), len(result.unchanged))
     return Exit.OK
+
+
+def _report_drift(result, out: Path) -> None:
+    sys.stdout.write(result.diff())
+    for rel in result.missing:
+        print(f"missing: {(out / rel).as_posix()}")
+    for rel in result.changed:
+        print(f"out of date: {(out / rel).as_posix()}")
+    for rel in result.orphaned:
+        print(f"orphaned: {(out / rel).as_posix()} (no spec produces it)")
+    sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    print("run `kvgen generate` to update", file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -4,8 +4,8 @@ Uses this project's generated/<family>/sizing.py (run `kvgen generate` first). F
 --max-batch-size it prints the GPU budget split between target and draft pools
 (docs/cost-model.md §6), each pool's max tokens, the most requests of --seq-len tokens that
 fit at once, and the largest max_seq_len that fits for that many requests. --plot draws
-tokens of capacity against GPU memory for every speculative profile (needs matplotlib:
-pip install 'kvgen[plot]').
+tokens of capacity against GPU memory, one panel per batch size and one line per speculative
+profile (needs matplotlib: pip install 'kvgen[plot]').
 
 Exit codes: 0 the deployment fits, 1 the budget does not cover the fixed costs at some batch
 size, 2 usage error (no generated module, unknown model or profile, matplotlib missing).
@@ -86,6 +86,8 @@ def run(args: argparse.Namespace) -> Exit:
             log.info("wrote %s", args.plot)
     except (PlanError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    except SystemExit as exc:  # from the generated module: an error, never success
+        raise UsageError(f"{args.family}/sizing.py called sys.exit({exc.code!r})") from None
     sys.stdout.write(as_json(plan) if args.format == "json" else text(plan))
     return Exit.OK if plan.fits else Exit.FINDINGS
 
@@ -138,14 +140,39 @@ def as_json(plan) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
+def human_tokens(value: float) -> str:
+    """Axis label for a token count: 0, 512, 64k, 1.5M, 2G (no offset, no scientific form)."""
+    for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g}{suffix}"
+    return f"{value:.0f}"
+
+
+# Coinciding curves (profiles with the same capacity) stay distinguishable: each profile gets
+# its own dash pattern and marker, and markers are staggered along the line.
+STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), "v"))
+
+
 def plot(sizing, plan, path: Path) -> None:
-    """Target max tokens against GPU memory, one line per speculative profile (Agg backend)."""
+    """Write ``capacity_figure`` as a PNG."""
+    fig = capacity_figure(sizing, plan)
+    fig.savefig(path, format="png", dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def capacity_figure(sizing, plan):  # -> matplotlib Figure (matplotlib is optional)
+    """Target max tokens against GPU memory: one panel per batch size, one line per
+    speculative profile, the budget (vertical) and the demand B x max_seq_len (horizontal)
+    marked; x runs to 1.25 x the budget so both marks sit inside the panel (Agg backend)."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         logging.getLogger("matplotlib").setLevel(logging.WARNING)  # font cache chatter
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter
     except ImportError:
         raise ValueError(
             "--plot needs matplotlib, which is not installed: pip install 'kvgen[plot]'"
@@ -153,25 +180,68 @@ def plot(sizing, plan, path: Path) -> None:
     from kvgen.planner import capacity_curve, profiles_for
     from kvgen.units import GiB, format_size
 
-    budgets = [plan.gpu_memory * i // PLOT_POINTS for i in range(PLOT_POINTS + 1)]
-    batch = plan.batches[0].max_batch_size
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for profile in profiles_for(sizing, plan.model):
-        tokens = capacity_curve(
-            sizing, plan.model, budgets, speculative=profile, max_batch_size=batch,
-            max_num_tokens=plan.max_num_tokens, max_seq_len=plan.max_seq_len,
-            tp_size=plan.tp_size, semantics=plan.semantics,
-        )  # fmt: skip
-        points = [(b / GiB, t) for b, t in zip(budgets, tokens, strict=True) if t is not None]
-        ax.plot([p[0] for p in points], [p[1] for p in points], label=profile)
-    ax.set_xlabel("GPU KV-cache memory (GiB)")
-    ax.set_ylabel("target max tokens")
-    ax.set_title(
-        f"{plan.family}/{plan.model}: batch {batch}, max_seq_len {plan.max_seq_len}, "
-        f"up to {format_size(plan.gpu_memory)}"
+    top = plan.gpu_memory * 5 // 4
+    budgets = [top * i // PLOT_POINTS for i in range(PLOT_POINTS + 1)]
+    profiles = profiles_for(sizing, plan.model)
+    panels = len(plan.batches)
+    fig, axes = plt.subplots(
+        panels, 1, figsize=(9.0, 3.0 * panels + 0.8), squeeze=False, sharex=True
     )
-    ax.grid(True, alpha=0.3)
-    ax.legend(title="speculative")
+    for ax, batch in zip(axes[:, 0], plan.batches, strict=True):
+        b = batch.max_batch_size
+        curves: dict[str, list[int | None]] = {}
+        for i, profile in enumerate(profiles):
+            tokens = capacity_curve(
+                sizing, plan.model, budgets, speculative=profile, max_batch_size=b,
+                max_num_tokens=plan.max_num_tokens, max_seq_len=plan.max_seq_len,
+                tp_size=plan.tp_size, semantics=plan.semantics,
+            )  # fmt: skip
+            same = next((name for name, curve in curves.items() if curve == tokens), None)
+            curves[profile] = tokens
+            points = [(x / GiB, t) for x, t in zip(budgets, tokens, strict=True) if t is not None]
+            style, marker = STYLES[i % len(STYLES)]
+            ax.plot(
+                [p[0] for p in points], [p[1] for p in points], linestyle=style, marker=marker,
+                markevery=(i, len(profiles)), markersize=4, linewidth=1.4, zorder=3 + i,
+                label=profile if same is None else f"{profile} (= {same})",
+            )  # fmt: skip
+        highest = max((t for curve in curves.values() for t in curve if t), default=1)
+        demand = b * plan.max_seq_len
+        label = f"demand B x S = {b} x {human_tokens(plan.max_seq_len)} = {human_tokens(demand)}"
+        if demand <= highest * 1.5:
+            ax.axhline(demand, color="0.25", linewidth=1, linestyle=(0, (2, 2)), zorder=2)
+            ax.annotate(
+                label, (0.01, demand), xycoords=("axes fraction", "data"), xytext=(0, 3),
+                textcoords="offset points", fontsize=8, color="0.25",
+                bbox={"fc": "white", "ec": "none", "alpha": 0.8, "pad": 1},
+            )  # fmt: skip
+            ax.set_ylim(0, max(highest, demand) * 1.12)
+        else:  # far above every curve: say so rather than flatten the curves
+            ax.set_ylim(0, highest * 1.12)
+            ax.annotate(
+                f"{label} (above this panel)", (0.01, 0.97), xycoords="axes fraction",
+                va="top", fontsize=8, color="0.25",
+            )  # fmt: skip
+        ax.axvline(plan.gpu_memory / GiB, color="tab:red", linewidth=1, zorder=2)
+        ax.annotate(
+            f"budget {format_size(plan.gpu_memory)}", (plan.gpu_memory / GiB, 0.03),
+            xycoords=("data", "axes fraction"), xytext=(-3, 0), textcoords="offset points",
+            ha="right", fontsize=8, color="tab:red",
+        )  # fmt: skip
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: human_tokens(v)))
+        ax.set_ylabel("target max tokens")
+        ax.set_title(f"max_batch_size {b}", fontsize=10)
+        ax.grid(True, alpha=0.3)
+        ax.legend(
+            title="speculative", fontsize=8, title_fontsize=8, loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+        )  # fmt: skip
+    axes[-1, 0].xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axes[-1, 0].set_xlabel("GPU KV-cache memory (GiB)")
+    fig.suptitle(
+        f"{plan.family}/{plan.model}: max_seq_len {plan.max_seq_len}, tp {plan.tp_size}, "
+        f"{plan.semantics}",
+        fontsize=11,
+    )
     fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    return fig

@@ -5,11 +5,16 @@
     review = review_specs("HEAD", ["schema/families"], Deployment())
     review.blocking        # capacity-reducing or API changes nobody acknowledged
 
-Each side is evaluated through a sizing module. The OLD side uses the module committed at the
-ref (``generated/<family>/sizing.py``, stdlib only, exec'd into a fresh namespace) so that a
-generator change shows up as a capacity change too; when the ref has no such module, or it was
-generated from another spec, the old spec is rendered with the current generator. The NEW side
-always renders the working-tree spec with the current generator.
+Each side is evaluated through a sizing module that THIS kvgen renders from that side's spec
+(after lint), executed from memory: nothing committed at the ref runs, only its specs are read.
+A module committed at the ref can therefore neither run code as the reviewer nor report false
+capacities to hide a regression.
+
+Reviewing a generator change (kvgen's own repository) needs the committed modules instead:
+``trust_committed_modules=True`` (``kvgen diff --trust-committed-modules``) evaluates
+``generated/<family>/sizing.py`` at the ref in a separate ``python -I`` process with a timeout,
+and reads back only JSON; it still runs that code as the user, so use it only on refs you
+trust. A committed module generated from another spec, or that fails, falls back to rendering.
 
 Every (family, model, profile, manager) is evaluated at one reference deployment
 (``Deployment``) and classified:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import types
-
 from kvgen.review._sides import Side
 from kvgen.review._types import (
     ADDED,
@@ -20,8 +18,6 @@ from kvgen.spec import Acknowledgement
 __all__ = [
     "API_CHANGES",
     "acknowledgement_reason",
-    "api_version",
-    "applicable_profiles",
     "capacities",
     "classify",
     "compare_family",
@@ -30,62 +26,19 @@ __all__ = [
 ]
 
 
-def applicable_profiles(module: types.ModuleType, model: str) -> tuple[str, ...]:
-    """The profiles that apply to ``model``; a module generated before per-model profiles
-    (no ``PROFILES``) applies every profile to every model."""
-    profiles = getattr(module, "PROFILES", None)
-    return tuple(profiles[model]) if profiles is not None else tuple(module.SPECULATIVE)
-
-
 # What each generated sizing API version changed for its callers (``API_VERSION``; 1 when
-# absent), reported as an API change when the two sides differ.
+# absent), reported as an API change when the two sides differ (``--trust-committed-modules``
+# shows it; by default both sides are rendered by the same kvgen and share one API).
 API_CHANGES = {
     2: "split_budget(model, budget_bytes, ...) takes the model first; max_tokens_from_quota "
     "takes and returns per-manager dicts like quota_from_max_tokens",
 }
 
 
-def api_version(module: types.ModuleType) -> int:
-    return int(getattr(module, "API_VERSION", 1))
-
-
-def _shares_and_tokens(
-    module: types.ModuleType, model: str, budget: int, kwargs: dict[str, object]
-) -> tuple[dict[str, int] | None, dict[str, int | None]]:
-    """The budget split and each manager's max tokens on its share, in either API version."""
-    new_api = api_version(module) >= 2
-    try:
-        if new_api:
-            shares = module.split_budget(model, budget, **kwargs)
-        else:
-            shares = module.split_budget(budget, model, **kwargs)
-    except ValueError:
-        return None, {}  # the budget does not cover the intercepts: nothing fits
-    if new_api:
-        return shares, module.max_tokens_from_quota(model, shares, **kwargs)
-    return shares, {
-        manager: module.max_tokens_from_quota(model, share, manager=manager, **kwargs)
-        for manager, share in shares.items()
-    }
-
-
 def capacities(side: Side, deployment: Deployment) -> dict[tuple[str, str], dict[str, Capacity]]:
     """Per (model, profile), per manager, the capacity at the reference deployment."""
-    module = side.module
-    assert module is not None
-    out: dict[tuple[str, str], dict[str, Capacity]] = {}
-    for model in module.MODELS:
-        kwargs = deployment.kwargs(side.family.model(model).max_seq_len)
-        for profile in applicable_profiles(module, model):
-            costs = module.cache_costs(model, speculative=profile, **kwargs)
-            shares, tokens = _shares_and_tokens(
-                module, model, deployment.gpu_budget, {"speculative": profile, **kwargs}
-            )
-            row = out[(model, profile)] = {}
-            for manager, cost in costs.items():
-                share = shares[manager] if shares else None
-                row[manager] = Capacity(int(cost[0]), int(cost[1]), share, tokens.get(manager, 0))
-    return out
+    assert side.evaluation is not None
+    return side.evaluation.capacities
 
 
 def _fewer(new: int | None, old: int | None) -> bool:
@@ -136,25 +89,24 @@ def _names_changes(family: str, kind: str, old: list[str], new: list[str]) -> li
 def compare_family(name: str, old: Side, new: Side, deployment: Deployment) -> list[Change]:
     """Every change of one family between two evaluated sides (``name`` is the new name)."""
     before, after = capacities(old, deployment), capacities(new, deployment)
+    was, now = old.evaluation, new.evaluation
+    assert was is not None and now is not None
     changes = []
-    old_api, new_api = api_version(old.module), api_version(new.module)
-    if old_api != new_api:
-        detail = f"generated sizing API {old_api} -> {new_api}"
-        if new_api in API_CHANGES:
-            detail += f": {API_CHANGES[new_api]}"
+    if was.api_version != now.api_version:
+        detail = f"generated sizing API {was.api_version} -> {now.api_version}"
+        if now.api_version in API_CHANGES:
+            detail += f": {API_CHANGES[now.api_version]}"
         changes.append(Change(name, ANY, ANY, ANY, API, detail))
-    changes += _names_changes(name, "model", list(old.module.MODELS), list(new.module.MODELS))
-    changes += _names_changes(
-        name, "profile", list(old.module.SPECULATIVE), list(new.module.SPECULATIVE)
-    )
+    changes += _names_changes(name, "model", list(was.models), list(now.models))
+    changes += _names_changes(name, "profile", list(was.speculative), list(now.speculative))
     # A profile that stays but starts or stops applying to a model that stays.
     for key in sorted(after.keys() ^ before.keys()):
         model, profile = key
         kept = (
-            model in old.module.MODELS
-            and model in new.module.MODELS
-            and profile in old.module.SPECULATIVE
-            and profile in new.module.SPECULATIVE
+            model in was.models
+            and model in now.models
+            and profile in was.speculative
+            and profile in now.speculative
         )
         if kept:
             stopped = key in before
@@ -164,14 +116,14 @@ def compare_family(name: str, old: Side, new: Side, deployment: Deployment) -> l
     for key in [key for key in after if key in before]:
         model, profile = key
         for manager in sorted(set(before[key]) | set(after[key])):
-            was, now = before[key].get(manager), after[key].get(manager)
-            if was is None or now is None:
-                detail = f"{manager} cache manager {'added' if was is None else 'removed'}"
-                changes.append(Change(name, model, profile, manager, API, detail, was, now))
+            old_cap, new_cap = before[key].get(manager), after[key].get(manager)
+            if old_cap is None or new_cap is None:
+                detail = f"{manager} cache manager {'added' if old_cap is None else 'removed'}"
+                changes.append(Change(name, model, profile, manager, API, detail, old_cap, new_cap))
                 continue
-            kind = classify(was, now)
+            kind = classify(old_cap, new_cap)
             if kind is not None:
-                changes.append(Change(name, model, profile, manager, kind, "", was, now))
+                changes.append(Change(name, model, profile, manager, kind, "", old_cap, new_cap))
     return changes
 
 

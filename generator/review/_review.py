@@ -46,8 +46,13 @@ def review_specs(
     *,
     cwd: Path | None = None,
     out_dir: Path = OUT_DIR,
+    trust_committed_modules: bool = False,
 ) -> Review:
-    """Load both sides, evaluate them and classify every change (see the module docstring)."""
+    """Load both sides, evaluate them and classify every change (see the package docstring).
+
+    ``trust_committed_modules``: evaluate the old side through the sizing module committed at
+    the ref (in a separate process); by default both sides are rendered by this kvgen.
+    """
     tree = GitTree(ref, cwd or Path.cwd())
     review = Review(ref, deployment)
     candidates = candidate_paths(tree, paths)
@@ -71,7 +76,8 @@ def review_specs(
     names = [n for n in sorted(set(old) | set(new)) if n not in renamed.values()]
     for i, name in enumerate(names, 1):
         log.info("[%d/%d] evaluating family %s", i, len(names), name)
-        _review_family(name, old, new, renamed, tree, out_dir, review)
+        trusted = tree if trust_committed_modules else None
+        _review_family(name, old, new, renamed, trusted, out_dir, review)
     return review
 
 
@@ -80,7 +86,7 @@ def _review_family(
     old: dict[str, Side],
     new: dict[str, Side],
     renamed: dict[str, str],
-    tree: GitTree,
+    tree: GitTree | None,
     out_dir: Path,
     review: Review,
 ) -> None:
@@ -90,27 +96,23 @@ def _review_family(
         return
     after = new[name]
     review.spec_paths[name] = after.path
+    review.spec_lines[name] = after.lines
     changes: list[Change] = []
     before = old.get(renamed.get(name, name))
     if before is None:
         review.families[name] = "added"
         changes.append(Change(name, ANY, ANY, ANY, ADDED, "family added"))
     else:
-        committed_module(before, tree, out_dir)
-        render_module(after, "new")
+        deployment = review.deployment
+        if tree is None or not committed_module(before, tree, out_dir, deployment):
+            render_module(before, "old", deployment)
+            before.origin = f"{review.ref}:{before.path} rendered by this kvgen"
+        render_module(after, "new", deployment)
         log.debug("%s: old side from %s", name, before.origin)
         if name in renamed:
             detail = f"family renamed from {renamed[name]}"
             changes.append(Change(name, ANY, ANY, ANY, API, detail))
-        try:
-            changes += compare_family(name, before, after, deployment=review.deployment)
-        except (TypeError, AttributeError) as exc:
-            # A module committed by an older generator may predate today's sizing API.
-            log.warning(
-                "%s does not answer today's API (%s); rendering the spec", before.origin, exc
-            )
-            render_module(before, "old")
-            changes += compare_family(name, before, after, deployment=review.deployment)
+        changes += compare_family(name, before, after, deployment=deployment)
         review.families[name] = family_status(changes, before, after)
     acks = after.family.acknowledge
     review.changes += [

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import subprocess
+import sys
+import tempfile
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from kvgen.diagnostics import has_errors
+import kvgen.review._evaluate as evaluator
+from kvgen.diagnostics import Diagnostic, has_errors
 from kvgen.lint import duplicate_family
 from kvgen.loader import load_bytes
 from kvgen.project import SPEC_DIR, SPEC_SUFFIXES
 from kvgen.review._git import GitTree
-from kvgen.review._types import Review, ReviewError
+from kvgen.review._types import Capacity, Deployment, Review, ReviewError
 from kvgen.spec import Family
 
 __all__ = [
@@ -27,16 +33,31 @@ __all__ = [
 
 log = logging.getLogger("kvgen")
 
+EVALUATOR = Path(evaluator.__file__)
+EVALUATE_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A sizing module's answers at the reference deployment (plain data, no code)."""
+
+    models: tuple[str, ...]
+    speculative: tuple[str, ...]
+    capacities: dict[tuple[str, str], dict[str, Capacity]]
+    spec_sha256: str | None = None
+    api_version: int = 1  # the generated sizing API (``API_VERSION``; 1 before it existed)
+
 
 @dataclass
 class Side:
-    """One family on one side: its spec and the sizing module that answers for it."""
+    """One family on one side: its spec and what its sizing module answers."""
 
     path: str
     raw: bytes
     family: Family
-    module: types.ModuleType | None = None
+    evaluation: Evaluation | None = None
     module_text: str = ""
+    lines: dict[str, int] = field(default_factory=dict)  # see ``Review.spec_lines``
     origin: str = ""
 
 
@@ -61,13 +82,25 @@ def candidate_paths(tree: GitTree, args: list[str]) -> list[Path]:
 
 def load_side(label: str, display: str, raw: bytes, review: Review) -> Side | None:
     from kvgen.lint import lint_loaded
+    from kvgen.render_input import unsafe_path
 
+    problem = unsafe_path(display)
+    if problem is not None:  # shown escaped: one line, and never named in generated code
+        shown = repr(label)[1:-1]
+        review.diagnostics.append(Diagnostic(shown, 1, 1, "KV009", problem, fix="rename the file"))
+        return None
     loaded = load_bytes(label, raw)
     diagnostics = lint_loaded(loaded)
     if loaded.family is None or has_errors(diagnostics):
         review.diagnostics += diagnostics
         return None
-    return Side(display, raw, loaded.family)
+    family = loaded.family
+    lines = {"family": loaded.source.value(("family",))[0]}
+    for i, model in enumerate(family.models):
+        lines[f"model:{model.name}"] = loaded.source.value(("models", i, "name"))[0]
+    for i, profile in enumerate(family.speculative):
+        lines[f"profile:{profile.name}"] = loaded.source.value(("speculative", i, "name"))[0]
+    return Side(display, raw, family, lines=lines)
 
 
 def by_family(sides: list[Side], review: Review, label: str) -> dict[str, Side]:
@@ -83,37 +116,117 @@ def by_family(sides: list[Side], review: Review, label: str) -> dict[str, Side]:
     return out
 
 
-def _exec_module(text: str, name: str, filename: str) -> types.ModuleType:
-    module = types.ModuleType(name)
-    module.__file__ = filename
-    exec(compile(text, filename, "exec"), module.__dict__)  # our own generated code, stdlib only
-    return module
+def _evaluation(data: Any, label: str) -> Evaluation:
+    """Check the shape of an evaluation (it may come from another process) and type it."""
+
+    def names(value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{label}: expected a list of names, got {value!r:.80}")
+        return tuple(value)
+
+    def count(value: Any, optional: bool = False) -> int | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{label}: expected an integer, got {value!r:.80}")
+        return value
+
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise ValueError(f"{label}: not an evaluation")
+    table: dict[tuple[str, str], dict[str, Capacity]] = {}
+    for row in data["rows"]:
+        if not isinstance(row, list) or len(row) != 7:
+            raise ValueError(f"{label}: bad row {row!r:.80}")
+        model, profile, manager = names(row[:3])
+        slope, intercept = count(row[3]), count(row[4])
+        assert slope is not None and intercept is not None
+        share, tokens = count(row[5], optional=True), count(row[6], optional=True)
+        table.setdefault((model, profile), {})[manager] = Capacity(slope, intercept, share, tokens)
+    sha = data.get("spec_sha256")
+    api = data.get("api_version", 1)
+    return Evaluation(
+        names(data.get("models")),
+        names(data.get("speculative")),
+        table,
+        sha if isinstance(sha, str) else None,
+        api if type(api) is int else 1,
+    )
 
 
-def render_module(side: Side, tag: str) -> None:
+def _native(side: Side) -> dict[str, int]:
+    return {model.name: model.max_seq_len for model in side.family.models}
+
+
+def render_module(side: Side, tag: str, deployment: Deployment) -> None:
+    """Evaluate ``side`` through the sizing module the running kvgen renders from its spec.
+
+    The text is rendered here, from a spec that passed lint, and executed from memory: no
+    file another process could swap, and nothing read from the ref but the spec.
+    """
     from kvgen.render import SpecInput, render
 
     name = side.family.family
     text = render([SpecInput(side.path, side.raw, side.family)])[f"{name}/sizing.py"]
-    side.module = _exec_module(text, f"kvgen_review_{tag}_{name}", f"<{tag}:{name}/sizing.py>")
+    module = types.ModuleType(f"kvgen_review_{tag}_{name}")
+    module.__file__ = f"<{tag}:{name}/sizing.py>"
+    exec(compile(text, module.__file__, "exec", dont_inherit=True), module.__dict__)
+    data = evaluator.evaluate(module, vars(deployment), _native(side))
+    side.evaluation = _evaluation(data, module.__file__)
     side.module_text = text
 
 
-def committed_module(side: Side, tree: GitTree, out_dir: Path) -> None:
-    """Use ``generated/<family>/sizing.py`` at the ref when it was generated from this spec."""
+def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deployment) -> bool:
+    """``--trust-committed-modules``: evaluate ``generated/<family>/sizing.py`` at the ref.
+
+    The module runs in a separate ``python -I`` process with a timeout, and only its
+    evaluation (JSON) comes back. Used when it was generated from this spec; otherwise, or
+    when it does not run or answer today's API, ``False`` (the caller renders the spec).
+    """
     name = side.family.family
     path = out_dir / name / "sizing.py"
     raw = tree.read(path)
-    if raw is not None:
-        label = f"{tree.ref}:{path.as_posix()}"
+    if raw is None:
+        return False
+    label = f"{tree.ref}:{path.as_posix()}"
+    try:
+        data = _run_isolated(raw, deployment, _native(side), label)
+        evaluation = _evaluation(data, label)
+    except ValueError as exc:
+        log.warning("%s does not answer today's API (%s); rendering the spec instead", label, exc)
+        return False
+    if evaluation.spec_sha256 != hashlib.sha256(side.raw).hexdigest():
+        log.warning("%s was generated from another spec; rendering the spec instead", label)
+        return False
+    side.evaluation, side.module_text, side.origin = evaluation, raw.decode(errors="replace"), label
+    return True
+
+
+def _run_isolated(raw: bytes, deployment: Deployment, native: dict[str, int], label: str) -> Any:
+    """Run ``_evaluate.py`` as ``python -I`` on ``raw``; its JSON answer (``ValueError`` if
+    it fails, times out or answers anything but JSON)."""
+    with tempfile.TemporaryDirectory(prefix="kvgen-review-") as tmp:
+        module = Path(tmp) / "sizing.py"
+        module.write_bytes(raw)
+        request = {"path": str(module), "deployment": vars(deployment), "native": native}
         try:
-            module = _exec_module(raw.decode(), f"kvgen_review_old_{name}", label)
-        except Exception as exc:  # an old module that no longer runs is rendered instead
-            log.warning("%s does not load (%s); rendering the spec instead", label, exc)
-        else:
-            if getattr(module, "SPEC_SHA256", None) == hashlib.sha256(side.raw).hexdigest():
-                side.module, side.module_text, side.origin = module, raw.decode(), label
-                return
-            log.warning("%s was generated from another spec; rendering the spec instead", label)
-    render_module(side, "old")
-    side.origin = f"{tree.ref}:{side.path} rendered by the current generator"
+            result = subprocess.run(
+                [sys.executable, "-I", "-S", "-c", EVALUATOR.read_text(encoding="utf-8")],
+                input=json.dumps(request),
+                capture_output=True,
+                text=True,
+                timeout=EVALUATE_TIMEOUT_S,
+                cwd=tmp,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise ValueError(f"no answer within {EVALUATE_TIMEOUT_S} s") from None
+    lines = result.stdout.strip().splitlines()
+    try:
+        answer = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        answer = None
+    if not isinstance(answer, dict) or ("ok" not in answer and "error" not in answer):
+        raise ValueError(f"exit {result.returncode}: {result.stderr.strip()[-200:]}")
+    if "error" in answer:
+        raise ValueError(str(answer["error"]))
+    return answer["ok"]

@@ -93,6 +93,8 @@ class Review:
     changes: list[Change] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     spec_paths: dict[str, str] = field(default_factory=dict)  # family -> new spec path
+    # family -> {"family" | "model:<name>" | "profile:<name>": line in the new spec}
+    spec_lines: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def blocking(self) -> list[Change]:

@@ -1,0 +1,98 @@
+"""Every capacity of one sizing module at the reference deployment, as plain data.
+
+Stdlib only and self-contained: ``kvgen diff`` calls ``evaluate`` in its own process on the
+modules it rendered itself, and, with ``--trust-committed-modules``, runs this very file as a
+separate ``python -I`` process on a module committed at the ref (request and result as JSON on
+stdin and stdout), so that code from the ref never runs inside kvgen.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from typing import Any
+
+__all__ = ["evaluate", "main"]
+
+
+def _profiles(module: types.ModuleType, model: str) -> list[str]:
+    """The profiles that apply to ``model``; a module generated before per-model profiles
+    (no ``PROFILES``) applies every profile to every model."""
+    profiles = getattr(module, "PROFILES", None)
+    return list(profiles[model]) if profiles is not None else list(module.SPECULATIVE)
+
+
+def _api_version(module: types.ModuleType) -> int:
+    return int(getattr(module, "API_VERSION", 1))
+
+
+def _shares_and_tokens(
+    module: types.ModuleType, model: str, budget: int, profile: str, kwargs: dict[str, Any]
+) -> tuple[dict[str, int] | None, dict[str, int | None]]:
+    """The budget split and each manager's max tokens on its share, in either sizing API:
+    API 2 takes the model first in ``split_budget`` and per-manager dicts in
+    ``max_tokens_from_quota``; API 1 (no ``API_VERSION``) the budget first and one manager."""
+    new_api = _api_version(module) >= 2
+    try:
+        if new_api:
+            shares = module.split_budget(model, budget, speculative=profile, **kwargs)
+        else:
+            shares = module.split_budget(budget, model, speculative=profile, **kwargs)
+    except ValueError:  # the budget does not cover the intercepts: nothing fits
+        return None, dict.fromkeys(module.MANAGERS[profile], 0)
+    if new_api:
+        return shares, module.max_tokens_from_quota(model, shares, speculative=profile, **kwargs)
+    return shares, {
+        manager: module.max_tokens_from_quota(
+            model, share, manager=manager, speculative=profile, **kwargs
+        )
+        for manager, share in shares.items()
+    }
+
+
+def evaluate(
+    module: types.ModuleType, deployment: dict[str, Any], native: dict[str, int]
+) -> dict[str, Any]:
+    """``{"models", "speculative", "spec_sha256", "rows"}``; a row is ``[model, profile,
+    manager, slope, intercept, share, max_tokens]`` (``share`` None: the budget does not
+    cover the intercepts; ``max_tokens`` None: unbounded)."""
+    rows: list[list[Any]] = []
+    for model in module.MODELS:
+        kwargs = {key: value for key, value in deployment.items() if key != "gpu_budget"}
+        kwargs["max_seq_len"] = min(deployment["max_seq_len"], native.get(model, 1 << 62))
+        for profile in _profiles(module, model):
+            costs = module.cache_costs(model, speculative=profile, **kwargs)
+            budget = deployment["gpu_budget"]
+            shares, tokens = _shares_and_tokens(module, model, budget, profile, kwargs)
+            for manager, cost in costs.items():
+                share = shares[manager] if shares else None
+                rows.append(
+                    [model, profile, manager, int(cost[0]), int(cost[1]), share, tokens[manager]]
+                )
+    return {
+        "models": list(module.MODELS),
+        "speculative": list(module.SPECULATIVE),
+        "spec_sha256": getattr(module, "SPEC_SHA256", None),
+        "api_version": _api_version(module),
+        "rows": rows,
+    }
+
+
+def main() -> None:
+    """Child process: ``{"path", "deployment", "native"}`` on stdin, the evaluation on stdout."""
+    request = json.load(sys.stdin)
+    module = types.ModuleType("kvgen_review_committed")
+    module.__file__ = request["path"]
+    try:
+        with open(request["path"], encoding="utf-8") as handle:
+            code = compile(handle.read(), request["path"], "exec", dont_inherit=True)
+        exec(code, module.__dict__)
+        result: dict[str, Any] = {"ok": evaluate(module, request["deployment"], request["native"])}
+    except BaseException as exc:  # SystemExit included: report, never crash silently
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write("\n" + json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""Output formats of ``kvgen diff``: one emitter per format, beside the lint reporters.
+
+Each emitter turns a ``Review`` into the full text written to stdout. Text and Markdown are
+for people (the Markdown one is a pull-request comment), JSON for tools, ``github`` for
+workflow annotations anchored at the spec line of the model or profile that changed.
+Strings from specs reach GitHub commands only through ``escape_data``/``escape_property``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from kvgen.reporters import escape_data, escape_property
+from kvgen.review import Change, Review
+from kvgen.units import format_size
+
+__all__ = ["EMITTERS", "FORMATS", "as_json", "github", "markdown", "spec_line", "text"]
+
+
+def spec_line(review: Review, change: Change) -> int:
+    """The new spec's line naming the change's model, else its profile, else its family."""
+    lines = review.spec_lines.get(change.family, {})
+    for key in (f"model:{change.model}", f"profile:{change.profile}", "family"):
+        if key in lines:
+            return lines[key]
+    return 1
+
+
+def _tokens(value: int | None) -> str:
+    return "unbounded" if value is None else str(value)
+
+
+def _delta(old: int | None, new: int | None, unit: str = "") -> str:
+    if old is None or new is None or old == new:
+        return ""
+    text = f"{new - old:+d}{unit}"
+    if unit == " B" and abs(new - old) >= 1024:
+        text += f", {'+' if new > old else '-'}{format_size(abs(new - old))}"
+    return f"  ({text})"
+
+
+def _where(change: Change) -> str:
+    return "/".join((change.family, change.model, change.profile, change.manager))
+
+
+def _ack_text(change: Change) -> str:
+    if change.kind not in ("capacity-reducing", "api"):
+        return ""
+    if change.acknowledged is not None:
+        return f" (acknowledged: {change.acknowledged})"
+    return " (NOT ACKNOWLEDGED)"
+
+
+def _deployment_line(review: Review) -> str:
+    d = review.deployment
+    return (
+        f"max_batch_size {d.max_batch_size}, max_num_tokens {d.max_num_tokens}, "
+        f"max_seq_len min(native, {d.max_seq_len}), tp_size {d.tp_size}, "
+        f"GPU KV budget {format_size(d.gpu_budget)} (split per docs/cost-model.md §6), "
+        f"semantics {d.semantics}"
+    )
+
+
+def _counts(review: Review) -> str:
+    kinds = ("capacity-reducing", "capacity-increasing", "api", "added")
+    parts = [f"{sum(c.kind == kind for c in review.changes)} {kind}" for kind in kinds]
+    statuses = ("changed", "added", "removed", "cosmetic", "unchanged")
+    fams = [f"{sum(s == status for s in review.families.values())} {status}" for status in statuses]
+    return (
+        f"{', '.join(parts)}; {len(review.blocking)} not acknowledged; families: {', '.join(fams)}"
+    )
+
+
+def _ack_entries(review: Review) -> tuple[dict[str, list[str]], list[str]]:
+    """Acknowledgement entries to add, per new spec path; and removed families (none possible)."""
+    entries: dict[str, list[str]] = {}
+    removed = []
+    for change in review.blocking:
+        path = review.spec_paths.get(change.family)
+        if path is None:
+            removed.append(change.family)
+            continue
+        entry = (
+            f'  - {{change: {change.kind}, model: "{change.model}", '
+            f'profile: "{change.profile}", reason: "..."}}'
+        )
+        if entry not in entries.setdefault(path, []):
+            entries[path].append(entry)
+    return entries, removed
+
+
+def _ack_hint(review: Review) -> list[str]:
+    entries, removed = _ack_entries(review)
+    lines = []
+    for path, items in sorted(entries.items()):
+        lines += [f"# {path}", "acknowledge:", *items]
+    lines += [
+        f"# {family}: a removed family has no spec to acknowledge it in" for family in removed
+    ]
+    return lines
+
+
+def text(review: Review) -> str:
+    lines = [f"kvgen diff {review.ref} -> working tree", f"reference: {_deployment_line(review)}"]
+    for change in review.changes:
+        detail = f": {change.detail}" if change.detail else ""
+        lines.append(f"{_where(change)}: {change.kind}{detail}{_ack_text(change)}")
+        old, new = change.old, change.new
+        if old is not None and new is not None:
+            slope = _delta(old.slope, new.slope, " B")
+            intercept = _delta(old.intercept, new.intercept, " B")
+            tokens = _delta(old.max_tokens, new.max_tokens)
+            lines += [
+                f"    slope       {old.slope} -> {new.slope} B/token{slope}",
+                f"    intercept   {old.intercept} -> {new.intercept} B{intercept}",
+                f"    max tokens  {_tokens(old.max_tokens)} -> {_tokens(new.max_tokens)}{tokens}",
+            ]
+    for family, status in sorted(review.families.items()):
+        if status == "cosmetic":
+            lines.append(f"{family}: cosmetic (no numeric change)")
+    lines.append(f"summary: {_counts(review)}")
+    hints = _ack_hint(review)
+    if hints:
+        lines.append("to acknowledge a reviewed change, add to the new spec:")
+        lines += [f"  {line}" for line in hints]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _md_arrow(old: int | None, new: int | None, tokens: bool = False) -> str:
+    show = _tokens if tokens else str
+    if old is None and new is None and not tokens:
+        return ""
+    if old == new:
+        return show(old)
+    delta = f" ({new - old:+d})" if old is not None and new is not None else ""
+    return f"{show(old)} → {show(new)}{delta}"
+
+
+def _sentence(change: Change, review: Review) -> str | None:
+    """``this change reserves 469 MiB more per GPU for m at batch 8; ...`` for a PR comment."""
+    old, new = change.old, change.new
+    if old is None or new is None:
+        return None
+    d = review.deployment
+    where = change.model if change.profile == "none" else f"{change.model} ({change.profile})"
+    if change.manager != "target":
+        where += f" {change.manager} pool"
+    parts = []
+    if new.intercept != old.intercept:
+        more = "more" if new.intercept > old.intercept else "less"
+        size = format_size(abs(new.intercept - old.intercept))
+        parts.append(f"reserves {size} {more} per GPU for {where} at batch {d.max_batch_size}")
+    if new.max_tokens != old.max_tokens and None not in (new.max_tokens, old.max_tokens):
+        fewer = "fewer" if new.max_tokens < old.max_tokens else "more"
+        count = abs(new.max_tokens - old.max_tokens)
+        target = "" if parts else f" for {where}"
+        parts.append(f"fits {count} {fewer} tokens{target} in {format_size(d.gpu_budget)}")
+    return "this change " + " and ".join(parts) if parts else None
+
+
+def markdown(review: Review) -> str:
+    blocking = len(review.blocking)
+    lines = [f"### kvgen diff: `{review.ref}` → working tree", ""]
+    lines.append(f"Reference deployment: {_deployment_line(review)}.")
+    lines.append("")
+    if blocking:
+        lines.append(
+            f":x: **{blocking} capacity-reducing or API change{'s' if blocking > 1 else ''} "
+            "not acknowledged.**"
+        )
+    else:
+        lines.append(":white_check_mark: No unacknowledged capacity-reducing or API change.")
+    if review.changes:
+        lines += [
+            "",
+            "| family | model | profile | manager | change | slope (B/token) | intercept (B) "
+            "| max tokens | acknowledged |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for c in review.changes:
+            old, new = c.old, c.new
+            kind = f"{c.kind}: {c.detail}" if c.detail else c.kind
+            ack = "" if c.kind not in ("capacity-reducing", "api") else (
+                "**no**" if c.acknowledged is None else f"yes: {c.acknowledged}"
+            )  # fmt: skip
+            cells = [c.family, c.model, c.profile, c.manager, kind]
+            if old is not None and new is not None:
+                cells += [
+                    _md_arrow(old.slope, new.slope),
+                    _md_arrow(old.intercept, new.intercept),
+                    _md_arrow(old.max_tokens, new.max_tokens, tokens=True),
+                ]
+            else:
+                cells += ["", "", ""]
+            lines.append("| " + " | ".join([*cells, ack]) + " |")
+        sentences = [s for c in review.changes if (s := _sentence(c, review))]
+        if sentences:
+            lines.append("")
+            lines += [f"- {s}." for s in sentences]
+    cosmetic = sorted(f for f, s in review.families.items() if s == "cosmetic")
+    if cosmetic:
+        lines += ["", f"Cosmetic (no numeric change): {', '.join(cosmetic)}."]
+    hints = _ack_hint(review)
+    if hints:
+        lines += ["", "To acknowledge a reviewed change, add to the new spec:", "", "```yaml"]
+        lines += [*hints, "```"]
+    lines += ["", f"<sub>{_counts(review)}</sub>"]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _change_json(change: Change) -> dict:
+    def cap(value):
+        return None if value is None else vars(value)
+
+    return {
+        "family": change.family,
+        "model": change.model,
+        "profile": change.profile,
+        "manager": change.manager,
+        "kind": change.kind,
+        "detail": change.detail,
+        "old": cap(change.old),
+        "new": cap(change.new),
+        "blocking": change.blocking,
+        "acknowledged": change.acknowledged,
+    }
+
+
+def as_json(review: Review) -> str:
+    data = {
+        "ref": review.ref,
+        "deployment": vars(review.deployment),
+        "families": dict(sorted(review.families.items())),
+        "changes": [_change_json(change) for change in review.changes],
+        "not_acknowledged": len(review.blocking),
+    }
+    return json.dumps(data, indent=2) + "\n"
+
+
+def github(review: Review) -> str:
+    """Workflow commands: an error per unacknowledged change, a notice per other change."""
+    lines = []
+    for change in review.changes:
+        level = "error" if change.blocking else "notice"
+        path = review.spec_paths.get(change.family)
+        props = f"file={escape_property(path)},line={spec_line(review, change)}," if path else ""
+        props += f"title={escape_property(f'kvgen diff: {change.kind}')}"
+        message = text_line(change)
+        lines.append(f"::{level} {props}::{escape_data(message)}")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def text_line(change: Change) -> str:
+    detail = f": {change.detail}" if change.detail else ""
+    line = f"{_where(change)}: {change.kind}{detail}{_ack_text(change)}"
+    old, new = change.old, change.new
+    if old is not None and new is not None:
+        line += (
+            f"; slope {old.slope} -> {new.slope} B/token, intercept {old.intercept} -> "
+            f"{new.intercept} B, max tokens {_tokens(old.max_tokens)} -> {_tokens(new.max_tokens)}"
+        )
+    return line
+
+
+EMITTERS: dict[str, Callable[[Review], str]] = {
+    "text": text,
+    "json": as_json,
+    "markdown": markdown,
+    "github": github,
+}
+FORMATS = tuple(EMITTERS)
