@@ -209,6 +209,9 @@ def _check_deployment(path: Path, text: str, table: str, deployment: dict[str, A
 def current(start: Path | None = None) -> Config:
     """The configuration that applies here: the file found, or the built-in defaults."""
     found = find_config(start)
-    if found is None:
-        return Config(root=(start or Path.cwd()).resolve())
+    if found is None:  # no config: the project root (pyproject.toml, kvgen.toml or .git) or here
+        from kvgen.render_input import project_root
+
+        here = (start or Path.cwd()).resolve()
+        return Config(root=project_root(here) or here)
     return load_config(found)

@@ -108,7 +108,17 @@ def load_bytes(path: str, raw: bytes) -> LoadedSpec:
 
 
 def _is_control(char: str) -> bool:
-    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
+    """Control, format, private, unassigned or separator characters (space excepted): any of
+    them could end or disguise a line that names the path (a header comment, a diagnostic)."""
+    return char != " " and unicodedata.category(char)[0] in "CZ"
+
+
+def path_problem(path: str | Path) -> str | None:
+    """Why a spec path may not be read or named (KV011), ``None`` when it may."""
+    bad = sorted({char for char in Path(path).as_posix() if _is_control(char)})
+    if not bad:
+        return None
+    return "file name contains " + ", ".join(f"U+{ord(char):04X}" for char in bad)
 
 
 def display_path(path: str | Path) -> str:
@@ -126,16 +136,10 @@ def display_path(path: str | Path) -> str:
 def load_path(path: str | Path) -> LoadedSpec:
     path = Path(path)
     display = display_path(path)
-    bad = sorted({char for char in path.as_posix() if _is_control(char)})
-    if bad:
-        names = ", ".join(f"U+{ord(char):04X}" for char in bad)
-        return LoadedSpec(
-            display,
-            {},
-            SourceMap(),
-            None,
-            [codes.CONTROL_CHARACTER_IN_PATH.at(display, (1, 1), f"file name contains {names}")],
-        )
+    problem = path_problem(path)
+    if problem is not None:
+        found = codes.CONTROL_CHARACTER_IN_PATH.at(display, (1, 1), problem)
+        return LoadedSpec(display, {}, SourceMap(), None, [found])
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -12,7 +12,6 @@ only this module, so the dependency runs one way. Nothing here imports jinja2.
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,16 +83,11 @@ def artifact(name: str, template: str) -> Callable[[ContextBuilder], ContextBuil
 
 
 def unsafe_path(path: str) -> str | None:
-    """Why ``path`` may not be named in generated code or diagnostics, ``None`` if it may.
+    """Why ``path`` may not be named in generated code or diagnostics, ``None`` if it may (the
+    loader's KV011 check: a control or separator character could end the header comment)."""
+    from kvgen.loader import path_problem
 
-    A control, format or separator character (newline, U+2028, ...) could end the header
-    comment that names the spec; such names are refused before anything is read.
-    """
-    for i, char in enumerate(path):
-        if char != " " and unicodedata.category(char)[0] in "CZ":
-            name = unicodedata.name(char, f"U+{ord(char):04X}")
-            return f"the file name has a control character ({name}) at offset {i}"
-    return None
+    return path_problem(path)
 
 
 def project_root(start: Path) -> Path | None:

@@ -10,8 +10,9 @@ import json
 from collections.abc import Callable, Sequence
 
 from kvgen._meta import PROJECT_URL, code_url, version
-from kvgen.codes import Code, all_codes, find_code
+from kvgen.codes import Code
 from kvgen.diagnostics import Diagnostic
+from kvgen.rules import all_codes, find_code
 
 __all__ = ["REPORTERS", "escape_data", "escape_property", "render"]
 

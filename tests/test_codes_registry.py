@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from kvgen.cli import main
-from kvgen.codes import all_codes, find_code
 from kvgen.codes._docs import render_codes_page
 from kvgen.diagnostics import Diagnostic
 from kvgen.lint import duplicate_family
+from kvgen.rules import all_codes, find_code
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "generator"

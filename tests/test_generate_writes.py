@@ -51,9 +51,9 @@ def test_injected_file_name_runs_nothing_writes_nothing_and_exits_1(project, cap
     out, err = capsys.readouterr()
     # One line, positioned, with the newline shown escaped; the file is refused by name.
     assert out.splitlines() == [
-        'schema/families/x\\nimport os; os.system("touch PWNED")\\n#.yaml:1:1: KV009 the file '
-        "name has a control character (U+000A) at offset 17 (fix: rename the file (letters, "
-        "digits, _-.))"
+        'schema/families/x\\nimport os; os.system("touch PWNED")\\n#.yaml:1:1: KV011 file name '
+        "contains U+000A (fix: rename the file to printable characters, e.g. lowercase letters, "
+        "digits and _)"
     ]
     assert "nothing was written" in err
     assert snapshot(project) == before  # generated/ never created

@@ -227,7 +227,7 @@ def test_generate_in_an_empty_repository_never_reports_the_directory(tmp_path, m
     assert main(["generate"]) == 2  # schema/families does not exist: usage, not KV009
     out, err = capsys.readouterr()
     assert "schema/families:1:1" not in out + err
-    assert "no such file or directory: schema/families" in err
+    assert "no spec directory schema/families (run `kvgen init`" in err
 
 
 def test_a_directory_without_specs_lints_clean_with_a_warning(tmp_path, capsys):

@@ -587,7 +587,8 @@ def test_spec_file_name_with_a_control_character_is_refused(repo, capsys):
     code, out, _ = diff(capsys, "--against", "HEAD")
     assert code == 1
     assert out.splitlines()[0] == (
-        'schema/families/x\\nimport os; os.system("touch PWNED")\\n#.yaml:1:1: KV009 the file '
-        "name has a control character (U+000A) at offset 17 (fix: rename the file)"
+        'schema/families/x\\nimport os; os.system("touch PWNED")\\n#.yaml:1:1: KV011 file name '
+        "contains U+000A (fix: rename the file to printable characters, e.g. lowercase letters, "
+        "digits and _)"
     )
     assert not Path("PWNED").exists()

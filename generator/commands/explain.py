@@ -47,8 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _docs(args: argparse.Namespace) -> Exit:
-    from kvgen.codes import all_codes
     from kvgen.codes._docs import render_codes_page
+    from kvgen.rules import all_codes
     from kvgen.schema_export import schema_diff
     from kvgen.writer import write_atomic
 
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> Exit:
         return _docs(args)
     if not args.code:
         raise UsageError("give a CODE to explain (see 'kvgen lint --list-rules')")
-    from kvgen.codes import find_code, unknown_code
+    from kvgen.rules import find_code, unknown_code
 
     rule = find_code(args.code)
     if rule is None:

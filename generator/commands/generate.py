@@ -7,7 +7,6 @@ import logging
 import sys
 from pathlib import Path
 
-from kvgen.diagnostics import Diagnostic
 from kvgen.exits import Exit, UsageError
 from kvgen.project import OUT_DIR, spec_paths
 
@@ -30,21 +29,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def path_diagnostic(path: Path) -> Diagnostic | None:
-    """A KV009 diagnostic for a spec whose name holds a control character, else ``None``.
-
-    The path is shown escaped (``\\n`` for a newline) so the diagnostic stays one line.
-    """
-    from kvgen.render_input import unsafe_path
-
-    display = path.as_posix()
-    problem = unsafe_path(display)
-    if problem is None:
-        return None
-    shown = repr(display)[1:-1]
-    return Diagnostic(shown, 1, 1, "KV009", problem, fix="rename the file (letters, digits, _-.)")
-
-
 def run(args: argparse.Namespace) -> Exit:
     from kvgen.diagnostics import has_errors
     from kvgen.project import load_specs
@@ -58,12 +42,6 @@ def run(args: argparse.Namespace) -> Exit:
             raise UsageError(f"no spec files (*.yaml, *.yml) in {where}")
         log.warning("no spec files (*.yaml, *.yml) in %s: nothing to generate", where)
         return Exit.OK
-    refused = [d for path in paths if (d := path_diagnostic(path))]
-    if refused:
-        for diagnostic in refused:
-            print(diagnostic.render())
-        log.error("not generating: rename the files above; nothing was written to %s", args.out)
-        return Exit.FINDINGS
     inputs, diagnostics = load_specs(paths, root=args.project.root)
     for diagnostic in diagnostics:
         print(diagnostic.render())

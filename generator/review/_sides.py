@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import kvgen.review._evaluate as evaluator
-from kvgen.diagnostics import Diagnostic, has_errors
+from kvgen.diagnostics import has_errors
 from kvgen.lint import duplicate_family
 from kvgen.loader import load_bytes
 from kvgen.project import SPEC_DIR, SPEC_SUFFIXES
@@ -81,13 +81,14 @@ def candidate_paths(tree: GitTree, args: list[str]) -> list[Path]:
 
 
 def load_side(label: str, display: str, raw: bytes, review: Review) -> Side | None:
+    from kvgen.codes import reader as codes
     from kvgen.lint import lint_loaded
-    from kvgen.render_input import unsafe_path
+    from kvgen.loader import display_path, path_problem
 
-    problem = unsafe_path(display)
+    problem = path_problem(display)
     if problem is not None:  # shown escaped: one line, and never named in generated code
-        shown = repr(label)[1:-1]
-        review.diagnostics.append(Diagnostic(shown, 1, 1, "KV009", problem, fix="rename the file"))
+        where = display_path(label)
+        review.diagnostics.append(codes.CONTROL_CHARACTER_IN_PATH.at(where, (1, 1), problem))
         return None
     loaded = load_bytes(label, raw)
     diagnostics = lint_loaded(loaded)

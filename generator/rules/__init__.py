@@ -10,10 +10,20 @@ import importlib
 import inspect
 from functools import cache
 
-from kvgen.codes import RETIRED, all_codes, find_code
+from kvgen.codes import RETIRED, declared
 from kvgen.codes import Code as RuleInfo
 
-__all__ = ["LINT_RULE_MODULES", "RETIRED", "RuleInfo", "all_rules", "find_rule", "lint_rules"]
+__all__ = [
+    "LINT_RULE_MODULES",
+    "RETIRED",
+    "RuleInfo",
+    "all_codes",
+    "all_rules",
+    "find_code",
+    "find_rule",
+    "lint_rules",
+    "unknown_code",
+]
 
 # In code order. Adding a rule: a new module here with the next free KV2xx code.
 LINT_RULE_MODULES: tuple[str, ...] = (
@@ -56,11 +66,30 @@ def lint_rules() -> tuple[RuleInfo, ...]:
     return tuple(sorted(rules, key=lambda rule: rule.code))
 
 
-def all_rules() -> tuple[RuleInfo, ...]:
-    """Every documented code (reader, schema, lint and import-hf), sorted by code."""
-    return all_codes()
+@cache
+def all_codes() -> tuple[RuleInfo, ...]:
+    """Every code (reader, schema, lint rules, import-hf), sorted by code."""
+    return tuple(sorted([*declared(), *lint_rules()], key=lambda entry: entry.code))
 
 
-def find_rule(code_or_name: str) -> RuleInfo | None:
+def find_code(code_or_name: str) -> RuleInfo | None:
     """Look a code up by code (any case) or by kebab name."""
-    return find_code(code_or_name)
+    wanted = code_or_name.strip()
+    for entry in all_codes():
+        if entry.code == wanted.upper() or entry.name == wanted.lower():
+            return entry
+    return None
+
+
+def unknown_code(code_or_name: str) -> str:
+    """The message for a code that is not declared, with the closest code or name."""
+    from kvgen.suggest import did_you_mean  # difflib: only on this error path
+
+    choices = [entry.code for entry in all_codes()] + [entry.name for entry in all_codes()]
+    wanted = code_or_name.strip()
+    hint = did_you_mean(wanted.upper() if wanted[:2].lower() == "kv" else wanted, choices)
+    return f"unknown code {code_or_name!r}{hint}; see 'kvgen lint --list-rules'"
+
+
+all_rules = all_codes  # the names the lint API has always had
+find_rule = find_code
