@@ -7,7 +7,7 @@
 Per model: KV bytes per token at bf16 (tp=1, every layer, full and sliding alike), and the
 fixed cost per request at tokens_per_block 64 with no speculation (H=1): the sum over
 window-bounded sliding layers of b_l * 64 * pages(w_l, 1), plus recurrent state
-(SIZING.md §1, §3). The numbers come straight from the spec data, not from the cost model.
+(docs/cost-model.md §1, §3). The numbers come straight from the spec data, not from the cost model.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def layer_kinds(model: Model) -> list[LayerKind]:
 
 
 def bytes_per_token(kind: LayerKind) -> int:
-    """b_l at bf16 and tp=1 (SIZING.md §1); recurrent and cache-less (``attention: none``)
+    """b_l at bf16 and tp=1 (docs/cost-model.md §1); recurrent and cache-less (``attention: none``)
     layers have no per-token cost."""
     if kind.attention == "none" or kind.state_bytes is not None:
         return 0
@@ -56,7 +56,7 @@ def bytes_per_token(kind: LayerKind) -> int:
 
 
 def swa_pages(window: int, headroom: int, tpb: int) -> int:
-    """ceil((w + H - 2) / tpb) + 1: the peak live pages of one SWA layer (SIZING.md §3)."""
+    """ceil((w + H - 2) / tpb) + 1: the peak live pages of one SWA layer (docs/cost-model.md §3)."""
     return ceil_div(window + headroom - 2, tpb) + 1
 
 

@@ -1,6 +1,6 @@
 """The diff suite: every generated family, model, speculative profile, both semantics and a
 grid of runtime parameters; the runtime bytes of the allocator shim under adversarial
-workloads never exceed the static cost of the sizing module (SIZING.md §3-4).
+workloads never exceed the static cost of the sizing module (docs/cost-model.md §3-4).
 
 Run with ``-s`` to print the diff table (also ``python -m tests.diff_report``).
 """

@@ -40,10 +40,15 @@ def scanned_files() -> list[Path]:
         ("templates", ("*.j2",)),
         ("generated", ("*.py",)),
         ("docs", ("*.md",)),
+        ("schema", ("*.yaml", "*.json")),
+        ("bench", ("*.py",)),
+        ("tests", ("*.py", "*.yaml", "*.json")),
+        (".ci", ("run",)),
     ):
         for pattern in patterns:
             files += sorted((REPO / folder).rglob(pattern))
-    return [f for f in files if "__pycache__" not in f.parts]
+    this = Path(__file__).resolve()  # it names the team notes it forbids
+    return [f for f in files if "__pycache__" not in f.parts and f.resolve() != this]
 
 
 def cli_texts() -> dict[str, str]:
@@ -68,7 +73,7 @@ def test_cost_model_has_the_cited_section_numbers():
 def test_every_cited_document_exists_in_the_repository_and_the_wheel_layout():
     cited: dict[str, set[str]] = {}
     for path in scanned_files():
-        for name in CITATION.findall(path.read_text(encoding="utf-8")):
+        for name in CITATION.findall(path.read_text(encoding="utf-8", errors="replace")):
             cited.setdefault(name, set()).add(path.relative_to(REPO).as_posix())
     for where, text in cli_texts().items():
         for name in CITATION.findall(text):
@@ -87,19 +92,13 @@ def test_every_cited_document_exists_in_the_repository_and_the_wheel_layout():
 def test_nothing_cites_the_unshipped_team_notes(source):
     if source == "files":
         texts = {
-            p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8") for p in scanned_files()
+            p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+            for p in scanned_files()
         }
     else:
         texts = cli_texts()
-    # Other parts of the project are rewriting these; they are held to the rule once merged.
-    pending = {"templates/sizing.py.j2", "templates/allocator.py.j2",
-               "generator/sizing_context.py", "generator/allocator_context.py"}  # fmt: skip
     offenders = {
-        where: UNSHIPPED.findall(text)
-        for where, text in texts.items()
-        if UNSHIPPED.search(text)
-        and where not in pending
-        and not re.fullmatch(r"generated/\w+/(sizing|allocator)\.py", where)  # from those two
+        where: UNSHIPPED.findall(text) for where, text in texts.items() if UNSHIPPED.search(text)
     }
     assert offenders == {}
 
@@ -108,6 +107,8 @@ def test_cost_model_citations_name_existing_sections():
     sections = {heading.split()[0] for heading in COST_MODEL_SECTIONS}
     cited = set()
     for path in scanned_files():
-        for match in re.finditer(r"docs/cost-model\.md`? (§\d+)", path.read_text(encoding="utf-8")):
+        for match in re.finditer(
+            r"docs/cost-model\.md`? (§\d+)", path.read_text(encoding="utf-8", errors="replace")
+        ):
             cited.add(match.group(1))
     assert cited and cited <= sections

@@ -1,5 +1,5 @@
 """The shipped model families: they load and lint clean, cite their sources, and their KV
-bytes match hand derivations from the published config.json numbers (SIZING.md §1, §3).
+bytes match hand derivations from the published config.json numbers (docs/cost-model.md §1, §3).
 
 The small helpers below compute straight from the spec data, independently of the cost model,
 so that a wrong number in a spec and a wrong formula in the generator cannot hide each other.
@@ -31,7 +31,7 @@ def layer_kinds(stack: LayerStack) -> list[LayerKind]:
 
 
 def layer_bytes(kind: LayerKind, dtype: str = "bf16", tp: int = 1) -> int:
-    """b_l of SIZING.md §1: bytes per token of one layer on one rank (0 for recurrent and
+    """b_l of docs/cost-model.md §1: bytes per token of one layer on one rank (0 for recurrent and
     cache-less ``attention: none`` layers)."""
     size = DTYPE_BYTES[dtype]
     if kind.state_bytes is not None or kind.attention == "none":
@@ -50,12 +50,12 @@ def bytes_per_token(stack: LayerStack, dtype: str = "bf16", tp: int = 1) -> int:
 
 
 def is_window_bounded(kind: LayerKind, max_seq_len: int) -> bool:
-    """SWA in the fixed cost: a sliding kind whose window is below max_seq_len (SIZING.md §1)."""
+    """SWA in the fixed cost: a sliding kind whose window is below max_seq_len (docs/cost-model.md §1)."""
     return kind.attention == "sliding" and kind.window is not None and kind.window < max_seq_len
 
 
 def pages(window: int, headroom: int, tpb: int) -> int:
-    """Peak SWA pages per request: ceil((w + H - 2) / tpb) + 1 (SIZING.md §3)."""
+    """Peak SWA pages per request: ceil((w + H - 2) / tpb) + 1 (docs/cost-model.md §3)."""
     return ceil_div(window + headroom - 2, tpb) + 1
 
 
@@ -78,7 +78,7 @@ def fixed_bytes_per_request(
 
 
 def full_slope(model: Model, dtype: str = "bf16", tp: int = 1) -> int:
-    """Bytes per token of history over full-attention layers only (SIZING.md §4 slope)."""
+    """Bytes per token of history over full-attention layers only (docs/cost-model.md §4 slope)."""
     return sum(
         layer_bytes(kind, dtype, tp)
         for kind in layer_kinds(model)

@@ -1,5 +1,5 @@
 """``kvgen import-hf``: config.json fixtures written from the published numbers (no downloads),
-imported and checked against hand-derived bytes (SIZING.md §1, §3)."""
+imported and checked against hand-derived bytes (docs/cost-model.md §1, §3)."""
 
 from __future__ import annotations
 
