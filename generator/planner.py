@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvgen.project import OUT_DIR
+from kvgen.suggest import did_you_mean
 
 __all__ = [
     "BatchPlan",
@@ -52,6 +53,7 @@ def load_sizing(family: str, generated_dir: Path = OUT_DIR) -> types.ModuleType:
     if not _FAMILY.match(family) or not path.is_file():
         found = sorted(p.parent.name for p in generated_dir.glob("*/sizing.py"))
         known = f" (generated families: {', '.join(found)})" if found else ""
+        known += did_you_mean(family, found)
         raise PlanError(f"{path.as_posix()} not found{known}: run `kvgen generate` to create it")
     spec = importlib.util.spec_from_file_location(f"kvgen_plan_{family}_sizing", path)
     assert spec is not None and spec.loader is not None
@@ -82,7 +84,8 @@ def _describe(exc: BaseException) -> str:
 
 def native_max_seq_len(sizing: types.ModuleType, model: str) -> int:
     if model not in sizing.MODELS:
-        raise PlanError(f"model must be one of {', '.join(sizing.MODELS)}; got {model!r}")
+        hint = did_you_mean(model, sizing.MODELS)
+        raise PlanError(f"model must be one of {', '.join(sizing.MODELS)}; got {model!r}{hint}")
     return int(sizing.MAX_SEQ_LEN[model])
 
 
@@ -193,8 +196,9 @@ def make_plan(
 ) -> Plan:
     native = native_max_seq_len(sizing, model)
     if speculative not in sizing.SPECULATIVE:
+        hint = did_you_mean(speculative, sizing.SPECULATIVE)
         raise PlanError(
-            f"speculative must be one of {', '.join(sizing.SPECULATIVE)}; got {speculative!r}"
+            f"speculative must be one of {', '.join(sizing.SPECULATIVE)}; got {speculative!r}{hint}"
         )
     applicable = profiles_for(sizing, model)
     if speculative not in applicable:

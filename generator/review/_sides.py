@@ -74,8 +74,13 @@ def candidate_paths(tree: GitTree, args: list[str]) -> list[Path]:
         elif arg.is_file() or tree.kind(arg) == "blob":
             found[arg] = None
         else:
+            from kvgen.suggest import did_you_mean
+
+            nearby = arg.parent if arg.parent.is_dir() else Path(".")
+            names = [p.as_posix() for p in nearby.iterdir() if p.suffix in SPEC_SUFFIXES]
             raise ReviewError(
                 f"{arg.as_posix()}: no such spec in the working tree or at {tree.ref}"
+                + did_you_mean(arg.as_posix(), names)
             )
     return sorted(found)
 
