@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from kvgen.suggest import closest, did_you_mean
 
 REPO = Path(__file__).resolve().parent.parent
