@@ -1,5 +1,5 @@
-"""Drift regressions (docs/cost-model.md §7): each known way a static estimate drifts from the runtime
-makes the diff fail when the static side carries the bug, and pass when it does not."""
+"""Drift regressions (docs/cost-model.md §7): each known way a static estimate drifts from the
+runtime makes the diff fail when the static side carries the bug, and pass when it does not."""
 
 from __future__ import annotations
 

@@ -50,7 +50,8 @@ def bytes_per_token(stack: LayerStack, dtype: str = "bf16", tp: int = 1) -> int:
 
 
 def is_window_bounded(kind: LayerKind, max_seq_len: int) -> bool:
-    """SWA in the fixed cost: a sliding kind whose window is below max_seq_len (docs/cost-model.md §1)."""
+    """SWA in the fixed cost: a sliding kind whose window is below max_seq_len
+    (docs/cost-model.md §1)."""
     return kind.attention == "sliding" and kind.window is not None and kind.window < max_seq_len
 
 

@@ -1,5 +1,6 @@
 """pages(w, H) = ceil((w + H - 2) / tpb) + 1 is exactly the peak of the runtime page model
-(docs/cost-model.md §3), and the two nearby formulas are off by one page where docs/cost-model.md §3 says."""
+(docs/cost-model.md §3), and the two nearby formulas are off by one page where that section
+says."""
 
 from __future__ import annotations
 
