@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgen.costmodel import kind_head_dim
+from kvgen.engines._sglang import SSM_STATE_BYTES
 from kvgen.loader import load_path
 from kvgen.spec import Family, Model
 
@@ -39,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 FIXTURES = ROOT / "tests" / "fixtures" / "engines"
 
-PINS = {"vllm": "vllm==0.33.0"}
+PINS = {"vllm": "vllm==0.33.0", "sglang": "sglang==0.5.23"}
 PAGE_SIZES = (16, 64)
 BUDGET_BYTES = 40 << 30
 MAX_NUM_TOKENS = 8192
@@ -69,7 +70,37 @@ PROVENANCE = {
             "attention_backend": "FLASH_ATTN (kernel blocks MultipleOf(16))",
             "mamba_cache_mode": "none",
         },
-    }
+    },
+    "sglang": {
+        "modules": [
+            "sglang/srt/model_executor/pool_configurator.py",
+            "sglang/srt/mem_cache/kv_cache_configurator.py",
+            "sglang/srt/configs/mamba_utils.py",
+            "sglang/srt/configs/model_config.py",
+        ],
+        "functions": [
+            "DefaultPoolConfigurator._compute_cell_size",
+            "DefaultPoolConfigurator.calculate_pool_sizes",
+            "HybridSWAPoolConfigurator._recompute_cell_size",
+            "HybridSWAPoolConfigurator._solve_pool_sizes",
+            "KVCacheConfigurator._profile_available_bytes",
+            "KVCacheConfigurator._handle_max_mamba_cache",
+            "Mamba2CacheParams.mamba_cache_per_req",
+            "is_hybrid_swa_model",
+        ],
+        "produced_by": (
+            "TRANSCRIBED, not engine-produced: bench/engines/sglang_transcribed.py says what "
+            "failed (sglang's import needs torchvision, which does not load against torch "
+            "2.13.0+cpu; its pool configurators read server-wide arguments)"
+        ),
+        "defaults": {
+            "swa_full_tokens_ratio": 0.8,
+            "mamba_full_memory_ratio": 0.9,
+            "mamba_ssm_dtype": "float32",
+            "mamba_conv_dtype": "bfloat16",
+            "radix_cache": "enabled",
+        },
+    },
 }
 
 
@@ -89,7 +120,14 @@ def engine_layers(family: Family, model: Model) -> list[dict[str, Any]]:
             continue
         layer: dict[str, Any] = {"index": index}
         if kind.attention == "recurrent":
-            layer.update(type="mamba", state_bytes=kind.state_bytes)
+            state = kind.state_bytes or 0
+            ssm = SSM_STATE_BYTES.get(model.name, 0)
+            layer.update(
+                type="mamba",
+                state_bytes=state,
+                ssm_elements=ssm // 2,
+                conv_elements=(state - ssm) // 2,
+            )
         elif kind.kv_lora_rank is not None:
             layer.update(type="mla", head_dim=kind.kv_lora_rank + (kind.qk_rope_head_dim or 0))
         else:
@@ -161,6 +199,14 @@ def run_engine(engine: str, python: Path, grid: list[dict[str, Any]]) -> dict[st
     return result
 
 
+def transcribed_sglang(grid: list[dict[str, Any]]) -> dict[str, Any]:
+    sys.path.insert(0, str(HERE))
+    import sglang_transcribed
+
+    results = [{"id": case["id"], **sglang_transcribed.run_case(case)} for case in grid]
+    return {"engine": "sglang", "version": sglang_transcribed.SGLANG_VERSION, "results": results}
+
+
 def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, Any]) -> Path:
     by_id = {r["id"]: r for r in produced["results"]}
     entries = []
@@ -190,8 +236,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--venv-root", type=Path, default=Path("/tmp/kvgen_engines"))
     args = parser.parse_args(argv)
     grid = cases()
-    python = ensure_venv(args.engine, args.venv_root)
-    produced = run_engine(args.engine, python, grid)
+    if args.engine == "sglang":
+        produced = transcribed_sglang(grid)
+    else:
+        python = ensure_venv(args.engine, args.venv_root)
+        produced = run_engine(args.engine, python, grid)
     path = write_golden(args.engine, grid, produced)
     print(f"{path.relative_to(ROOT)}: {len(grid)} cases from {args.engine} {produced['version']}")
     return 0
