@@ -18,7 +18,7 @@ DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 class CachedLayer(NamedTuple):
     """One layer that holds cache; ``attention: none`` layers are left out."""
 
-    index: int  # position in the model (pattern phase)
+    position: int  # index in the model (pattern phase)
     attention: str  # "full", "sliding", "mla" or "recurrent"
     kv_heads: int  # 1 for MLA (one latent), 0 for recurrent
     head_dim: int  # K head size; MLA: kv_lora_rank + qk_rope_head_dim
