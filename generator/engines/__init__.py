@@ -61,23 +61,27 @@ class EngineCapacity(NamedTuple):
     num_blocks: int  # blocks (pages) of the pool
 
 
+# NamedTuple's generated __new__ is a Python function; the tuple constructor is a C call.
+_new = tuple.__new__
+
 _CACHE: dict[tuple[object, ...], tuple[Family, object]] = {}
-
-
-def _cached(key: tuple[object, ...], family: Family, build):  # type: ignore[no-untyped-def]
-    # Keyed by the family object's id; the entry keeps the object, so the id stays unique.
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is family:
-        return hit[1]
-    value = build()
-    _CACHE[key] = (family, value)
-    return value
 
 
 def _positive(name: str, value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return value
+
+
+_VLLM_INTS = ("budget_bytes", "max_seq_len", "max_num_tokens")
+_SGLANG_INTS = ("budget_bytes", "max_seq_len", "block_size")
+
+
+def _check_ints(*values: object, names: tuple[str, ...] = _VLLM_INTS) -> None:
+    """Each value a positive int (bool excluded); the fast path is one type test per value."""
+    for name, value in zip(names, values, strict=True):
+        if type(value) is not int or value < 1:  # type: ignore[operator]
+            _positive(name, value)
 
 
 def _model(family: Family, name: str):  # type: ignore[no-untyped-def]
@@ -121,33 +125,26 @@ def engine_capacity(
     Raises ``ValueError`` naming the argument on bad input, and when the engine would refuse to
     start (vLLM: one request at ``max_seq_len`` does not fit).
     """
-    key = (id(family), model, engine, block_size, tp_size, mamba_cache_mode, ssm_dtype)
+    key = (id(family), model, engine, block_size, tp_size, speculative, mamba_cache_mode, ssm_dtype)
+    hit = _CACHE.get(key)
     if engine == "vllm":
-        plan = _cached(
-            key,
-            family,
-            lambda: _build_vllm(family, model, block_size, tp_size, speculative, mamba_cache_mode),
-        )
+        if hit is not None and hit[0] is family:
+            plan = hit[1]
+        else:
+            plan = _build_vllm(family, model, block_size, tp_size, speculative, mamba_cache_mode)
+            _CACHE[key] = (family, plan)
         return vllm_capacity(
-            plan,
-            budget_bytes,
-            max_seq_len=max_seq_len,
-            max_num_tokens=max_num_tokens,
-            async_scheduling=async_scheduling,
-            mamba_cache_mode=mamba_cache_mode,
+            plan, budget_bytes, max_seq_len, max_num_tokens, async_scheduling, mamba_cache_mode
         )
     if engine == "sglang":
-        plan_s = _cached(
-            key, family, lambda: _build_sglang(family, model, tp_size, ssm_dtype, speculative)
-        )
+        if hit is not None and hit[0] is family:
+            plan_s = hit[1]
+        else:
+            plan_s = _build_sglang(family, model, tp_size, ssm_dtype, speculative)
+            _CACHE[key] = (family, plan_s)
         page = _sglang.DEFAULT_PAGE_SIZE if block_size is None else block_size
         return sglang_capacity(
-            plan_s,
-            budget_bytes,
-            max_seq_len=max_seq_len,
-            page_size=page,
-            swa_full_tokens_ratio=swa_full_tokens_ratio,
-            mamba_full_memory_ratio=mamba_full_memory_ratio,
+            plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio
         )
     if engine == "trtllm-v2":
         return trtllm_capacity(
@@ -195,19 +192,23 @@ def _build_sglang(
 def vllm_capacity(
     plan: _vllm.VllmPlan,
     budget_bytes: int,
-    *,
     max_seq_len: int,
     max_num_tokens: int,
     async_scheduling: bool = True,
     mamba_cache_mode: str = "none",
 ) -> EngineCapacity:
     """vLLM's capacity for a planned model: its logged KV cache size and maximum concurrency."""
-    in_flight = _vllm.in_flight_tokens(
-        _positive("max_num_tokens", max_num_tokens), async_scheduling=async_scheduling
-    )
-    blocks = _vllm.request_blocks(
-        plan, _positive("max_seq_len", max_seq_len), in_flight, mamba_cache_mode
-    )
+    if not (
+        type(budget_bytes) is int
+        and type(max_seq_len) is int
+        and type(max_num_tokens) is int
+        and budget_bytes > 0
+        and max_seq_len > 0
+        and max_num_tokens > 0
+    ):
+        _check_ints(budget_bytes, max_seq_len, max_num_tokens)
+    in_flight = (2 if async_scheduling else 1) * max_num_tokens  # concurrent batches x N
+    blocks = _vllm.request_blocks(plan, max_seq_len, in_flight, mamba_cache_mode)
     request_bytes = blocks * plan.bytes_per_block
     # Null block: one block is never handed out, so a request must fit in the rest.
     usable = budget_bytes - plan.bytes_per_block
@@ -219,24 +220,33 @@ def vllm_capacity(
         )
     num_blocks = budget_bytes // plan.bytes_per_block
     concurrency = num_blocks / blocks
-    return EngineCapacity(int(concurrency * max_seq_len), concurrency, request_bytes, num_blocks)
+    return _new(
+        EngineCapacity, (int(concurrency * max_seq_len), concurrency, request_bytes, num_blocks)
+    )
 
 
 def sglang_capacity(
     plan: _sglang.SglangPlan,
     budget_bytes: int,
-    *,
     max_seq_len: int,
     page_size: int = _sglang.DEFAULT_PAGE_SIZE,
     swa_full_tokens_ratio: float = _sglang.SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = _sglang.MAMBA_FULL_MEMORY_RATIO,
 ) -> EngineCapacity:
     """SGLang's pools for a planned model, read as an ``EngineCapacity`` (see ``_sglang``)."""
-    _positive("max_seq_len", max_seq_len)
+    if not (
+        type(budget_bytes) is int
+        and type(max_seq_len) is int
+        and type(page_size) is int
+        and budget_bytes > 0
+        and max_seq_len > 0
+        and page_size > 0
+    ):
+        _check_ints(budget_bytes, max_seq_len, page_size, names=_SGLANG_INTS)
     pools = _sglang.sglang_pools(
         plan,
         budget_bytes,
-        _positive("page_size", page_size),
+        page_size,
         swa_full_tokens_ratio=swa_full_tokens_ratio,
         mamba_full_memory_ratio=mamba_full_memory_ratio,
     )
@@ -253,9 +263,8 @@ def sglang_capacity(
         concurrency = min(concurrency, pools.swa_tokens / sliding)
     if plan.state_bytes_per_request:
         concurrency = min(concurrency, float(pools.state_slots))
-    return EngineCapacity(
-        pools.full_tokens, concurrency, request_bytes, pools.full_tokens // page_size
-    )
+    full = pools.full_tokens
+    return _new(EngineCapacity, (full, concurrency, request_bytes, full // page_size))
 
 
 def trtllm_capacity(
@@ -283,10 +292,11 @@ def trtllm_capacity(
         max_num_tokens,
         max_seq_len,
     )
-    target, costs = _cached(
-        key,
-        family,
-        lambda: _trtllm.target_cost(
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is family:
+        target, costs = hit[1]
+    else:
+        target, costs = _trtllm.target_cost(
             family,
             model,
             speculative=speculative,
@@ -295,9 +305,11 @@ def trtllm_capacity(
             max_seq_len=max_seq_len,
             tp_size=tp_size,
             block_size=size,
-        ),
-    )
-    budget = _trtllm.target_budget(budget_bytes, costs)
+        )
+        _CACHE[key] = (family, (target, costs))
+    _positive("budget_bytes", budget_bytes)
+    # The whole budget is the target's unless a separate draft pool takes a share.
+    budget = budget_bytes if len(costs) == 1 else _trtllm.target_budget(budget_bytes, costs)
     tokens = target.max_tokens(budget)
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
@@ -306,4 +318,4 @@ def trtllm_capacity(
         + target.per_request
         + min(max_seq_len, max_num_tokens) * target.ctx_swa
     )
-    return EngineCapacity(tokens, tokens / max_seq_len, request_bytes, tokens // size)
+    return _new(EngineCapacity, (tokens, tokens / max_seq_len, request_bytes, tokens // size))

@@ -52,6 +52,7 @@ SSM_STATE_BYTES = {
     "nemotron_h_4b": 917504 * 2,  # 112 heads x 64 x 128
 }
 GIB = 1 << 30
+_new = tuple.__new__  # a C call; NamedTuple's own __new__ is a Python function
 
 
 class SglangPlan(NamedTuple):
@@ -138,8 +139,9 @@ def sglang_pools(
         per_token = plan.full_bytes_per_token + swa_full_tokens_ratio * plan.swa_bytes_per_token
         full = int(usable // per_token) // page_size * page_size
         swa = int(full * swa_full_tokens_ratio) // page_size * page_size
-        return SglangPools(full, swa, slots)
-    return SglangPools(usable // plan.full_bytes_per_token // page_size * page_size, 0, slots)
+        return _new(SglangPools, (full, swa, slots))
+    full = usable // plan.full_bytes_per_token // page_size * page_size
+    return _new(SglangPools, (full, 0, slots))
 
 
 def sliding_tokens_per_request(plan: SglangPlan, max_seq_len: int, page_size: int) -> int:

@@ -64,6 +64,36 @@ class VllmPlan(NamedTuple):
     group_size: int  # layers per group
     padding_layers: int  # pages per block no layer uses (group padding layers)
     mamba_page_padding: int  # bytes added to each Mamba page (Mamba page unification)
+    # The groups again, flattened for the per-call arithmetic:
+    full: tuple[tuple[int, int], ...]  # (groups, block size)
+    sliding: tuple[tuple[int, int, int], ...]  # (groups, window - 1, block size)
+    state_groups: int
+
+
+def _plan(
+    block_size: int,
+    bytes_per_block: int,
+    groups: list[VllmGroups],
+    group_size: int,
+    padding: int,
+    mamba_padding: int,
+) -> VllmPlan:
+    full = tuple((g.count, g.block_size) for g in groups if g.attention == "full")
+    sliding = tuple(
+        (g.count, (g.window or 1) - 1, g.block_size) for g in groups if g.attention == "sliding"
+    )
+    states = sum(g.count for g in groups if g.attention == "recurrent")
+    return VllmPlan(
+        block_size,
+        bytes_per_block,
+        tuple(groups),
+        group_size,
+        padding,
+        mamba_padding,
+        full,
+        sliding,
+        states,
+    )
 
 
 def _bytes_per_token(layer: CachedLayer, tp_size: int) -> int:
@@ -129,7 +159,7 @@ def vllm_plan(
         # One kind of layer (pages may differ): one group, a block holds every layer's page.
         ((kind, window),) = kinds
         group = VllmGroups(kind, window, block_size, 1, len(specs))
-        return VllmPlan(block_size, sum(p for *_k, p in specs), (group,), len(specs), 0, 0)
+        return _plan(block_size, sum(p for *_k, p in specs), [group], len(specs), 0, 0)
     # Hybrid: pages are unified to the largest one. A smaller attention page that divides it
     # covers proportionally more tokens per block; otherwise the page is padded.
     largest = max(p for *_k, p in specs)
@@ -150,30 +180,27 @@ def vllm_plan(
         groups.append(VllmGroups(kind, window, size, count, _ceil(n, count)))
         padding += count * group_size - n
     widest = max(g.layers for g in groups)
-    return VllmPlan(block_size, widest * largest, tuple(groups), group_size, padding, mamba_padding)
+    return _plan(block_size, widest * largest, groups, group_size, padding, mamba_padding)
 
 
 def in_flight_tokens(max_num_tokens: int, *, async_scheduling: bool, pp_size: int = 1) -> int:
     """Tokens scheduled but not yet settled: one batch per concurrent step."""
-    batches = 2 if async_scheduling and pp_size == 1 else pp_size
-    return batches * max_num_tokens
+    return (2 if async_scheduling and pp_size == 1 else pp_size) * max_num_tokens
 
 
 def request_blocks(
     plan: VllmPlan, max_seq_len: int, in_flight: int, mamba_cache_mode: str = "none"
 ) -> int:
     """Blocks one request at ``max_seq_len`` reserves over all groups."""
-    total = 0
-    for group in plan.groups:
-        if group.attention == "full":
-            blocks = _ceil(max_seq_len, group.block_size)
-        elif group.attention == "sliding":
-            # Per-request SWA bound: the window plus everything in flight, +1 boundary block.
-            held = min((group.window or 0) - 1 + in_flight, max_seq_len)
-            blocks = _ceil(held, group.block_size) + 1
-        else:
-            blocks = 2 if mamba_cache_mode == "align" else 1
-        total += group.count * blocks
+    total = plan.state_groups * (2 if mamba_cache_mode == "align" else 1)
+    for count, size in plan.full:
+        total += count * -(-max_seq_len // size)
+    for count, reach, size in plan.sliding:
+        # Per-request SWA bound: the window plus everything in flight, +1 boundary block.
+        held = reach + in_flight
+        if held > max_seq_len:
+            held = max_seq_len
+        total += count * (-(-held // size) + 1)
     return total
 
 
