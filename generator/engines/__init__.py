@@ -8,7 +8,7 @@ lives in its module, pinned to an engine version and written as named terms:
 
 - ``"trtllm-v2"``: kvgen's reference model (docs/cost-model.md §4), ``_trtllm``;
 - ``"vllm"``: vLLM 0.33.0, ``_vllm`` (verified against vLLM's own planner output);
-- ``"sglang"``: SGLang 0.5.23, ``_sglang`` (verified against a transcription of its code).
+- ``"sglang"``: SGLang 0.5.23, ``_sglang`` (verified against its own pool sizing).
 
 Engine defaults are the keyword defaults. ``POLICY_TERMS`` names each policy and says what it
 does (docs/cost-model.md §9); ``kvgen compare`` cites them.

@@ -4,7 +4,7 @@ SGLang sizes token pools, not block tables: a budget becomes a number of token s
 Its policies for the physics kvgen describes (read in ``sglang/srt/model_executor/
 pool_configurator.py``, ``sglang/srt/mem_cache/kv_cache_configurator.py`` and
 ``sglang/srt/configs/mamba_utils.py``; checked against ``tests/fixtures/engines/sglang.json``,
-whose numbers are a transcription of that code, not the engine's output: see its provenance):
+numbers SGLang's own pool configurators produced on CPU):
 
 - **full-length layers**: unless the architecture is on SGLang's hybrid-SWA list, every
   attention layer (sliding ones included) gets a slot per pool token. Of kvgen's families only
