@@ -240,6 +240,8 @@ def test_trtllm_v2_gemma3_27b_at_batch_8() -> None:
     )  # fmt: skip
     assert cap.kv_tokens == 438_425
     assert cap.num_blocks == 438_425 // 16
+    # 438,425 / 8,192 = 53.5 requests' worth of tokens, but at most B = 8 reside.
+    assert cap.max_concurrency == 8.0
     # one request: 8,192 x 81,920 + 443,023,360 + 8,192 x 425,984 = 4,603,772,928 B
     assert cap.request_bytes == 4_603_772_928
 

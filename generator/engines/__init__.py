@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 ENGINES = ("trtllm-v2", "vllm", "sglang")
 ENGINE_VERSIONS = {
-    "trtllm-v2": "TensorRT-LLM KV cache manager V2 (docs/cost-model.md §4)",
+    "trtllm-v2": "V2 (cost-model §4)",  # TensorRT-LLM's KV cache manager V2, kvgen's model
     "vllm": _vllm.VLLM_VERSION,
     "sglang": _sglang.SGLANG_VERSION,
 }
@@ -49,6 +49,8 @@ POLICY_TERMS = {
     "fp32_ssm_state": "SGLang keeps the SSM part of a recurrent state in fp32 by default",
     "swa_pages_per_request": "TensorRT-LLM charges each of B requests ceil((w+H-2)/tpb)+1 "
     "pages per sliding life cycle plus a per-token context term (docs/cost-model.md §4)",
+    "recurrent_state_slots": "TensorRT-LLM holds one recurrent state per request for all B "
+    "requests up front (docs/cost-model.md §8)",
 }
 
 
@@ -318,4 +320,6 @@ def trtllm_capacity(
         + target.per_request
         + min(max_seq_len, max_num_tokens) * target.ctx_swa
     )
-    return _new(EngineCapacity, (tokens, tokens / max_seq_len, request_bytes, tokens // size))
+    # At most B requests are resident, whatever the tokens would allow.
+    concurrency = min(tokens / max_seq_len, float(max_batch_size))
+    return _new(EngineCapacity, (tokens, concurrency, request_bytes, tokens // size))

@@ -7,7 +7,7 @@ concurrency; kvgen reads its numbers as:
 - ``kv_tokens``: tokens of full-attention history the budget holds beside ``B`` requests'
   sliding-window pages, ``tokens(q)`` of §4 (``B x max_seq_len`` when nothing grows with T);
 - ``request_bytes``: one request at ``max_seq_len``: ``S*slope + per_request + min(S, N)*ctx_swa``;
-- ``max_concurrency``: ``kv_tokens / max_seq_len``;
+- ``max_concurrency``: ``min(kv_tokens / max_seq_len, B)`` (no more than B requests reside);
 - ``num_blocks``: full-attention pages of ``kv_tokens`` (``kv_tokens // block_size``).
 """
 
