@@ -258,6 +258,11 @@ def test_trtllm_v2_gemma3_27b_at_batch_8() -> None:
         ({"engine": "vllm", "mamba_cache_mode": "all"}, "mamba_cache_mode must be one of"),
         ({"engine": "sglang", "ssm_dtype": "fp8"}, "ssm_dtype must be one of"),
         ({"engine": "sglang", "max_seq_len": 0}, "max_seq_len must be a positive int"),
+        # gpt_oss_20b's native context is 131,072 tokens
+        ({"engine": "vllm", "max_seq_len": 131073}, "max_seq_len must be <= 131072"),
+        ({"engine": "sglang", "max_seq_len": 131073}, "max_seq_len must be <= 131072"),
+        ({"engine": "trtllm-v2", "max_seq_len": 131073}, "max_seq_len must be <= 131072"),
+        ({"engine": "vllm", "max_num_tokens": True}, "max_num_tokens must be a positive int"),
     ],
 )
 def test_bad_arguments_name_the_argument(kwargs: dict, message: str) -> None:

@@ -86,6 +86,12 @@ def _check_ints(*values: object, names: tuple[str, ...] = _VLLM_INTS) -> None:
             _positive(name, value)
 
 
+def _too_long(max_seq_len: int, native: int) -> None:
+    raise ValueError(
+        f"max_seq_len must be <= {native} (the model's native context), got {max_seq_len}"
+    )
+
+
 def _model(family: Family, name: str):  # type: ignore[no-untyped-def]
     for model in family.models:
         if model.name == name:
@@ -209,6 +215,8 @@ def vllm_capacity(
         and max_num_tokens > 0
     ):
         _check_ints(budget_bytes, max_seq_len, max_num_tokens)
+    if max_seq_len > plan.native_max_seq_len:
+        _too_long(max_seq_len, plan.native_max_seq_len)
     in_flight = (2 if async_scheduling else 1) * max_num_tokens  # concurrent batches x N
     blocks = _vllm.request_blocks(plan, max_seq_len, in_flight, mamba_cache_mode)
     request_bytes = blocks * plan.bytes_per_block
@@ -245,6 +253,8 @@ def sglang_capacity(
         and page_size > 0
     ):
         _check_ints(budget_bytes, max_seq_len, page_size, names=_SGLANG_INTS)
+    if max_seq_len > plan.native_max_seq_len:
+        _too_long(max_seq_len, plan.native_max_seq_len)
     pools = _sglang.sglang_pools(
         plan,
         budget_bytes,

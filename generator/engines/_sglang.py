@@ -63,6 +63,7 @@ class SglangPlan(NamedTuple):
     window: int | None  # the sliding window of a hybrid-SWA model
     state_bytes_per_request: int  # all recurrent layers, SSM part in the SSM dtype
     ssm_extra_bytes: int  # what the SSM dtype adds over the spec's dtype, per request
+    native_max_seq_len: int  # the model's context length (SGLang's context_len)
 
 
 def sglang_plan(
@@ -107,7 +108,7 @@ def sglang_plan(
         for lay in recurrent:
             state += (lay.state_bytes + extra_per_layer) // tp_size
             extra += extra_per_layer // tp_size
-    return SglangPlan(full, swa, window, state, extra)
+    return SglangPlan(full, swa, window, state, extra, model.max_seq_len)
 
 
 class SglangPools(NamedTuple):

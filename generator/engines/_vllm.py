@@ -68,6 +68,7 @@ class VllmPlan(NamedTuple):
     full: tuple[tuple[int, int], ...]  # (groups, block size)
     sliding: tuple[tuple[int, int, int], ...]  # (groups, window - 1, block size)
     state_groups: int
+    native_max_seq_len: int  # the model's context length (vLLM's max_model_len limit)
 
 
 def _plan(
@@ -77,6 +78,7 @@ def _plan(
     group_size: int,
     padding: int,
     mamba_padding: int,
+    native: int,
 ) -> VllmPlan:
     full = tuple((g.count, g.block_size) for g in groups if g.attention == "full")
     sliding = tuple(
@@ -93,6 +95,7 @@ def _plan(
         full,
         sliding,
         states,
+        native,
     )
 
 
@@ -159,7 +162,9 @@ def vllm_plan(
         # One kind of layer (pages may differ): one group, a block holds every layer's page.
         ((kind, window),) = kinds
         group = VllmGroups(kind, window, block_size, 1, len(specs))
-        return _plan(block_size, sum(p for *_k, p in specs), [group], len(specs), 0, 0)
+        return _plan(
+            block_size, sum(p for *_k, p in specs), [group], len(specs), 0, 0, model.max_seq_len
+        )
     # Hybrid: pages are unified to the largest one. A smaller attention page that divides it
     # covers proportionally more tokens per block; otherwise the page is padded.
     largest = max(p for *_k, p in specs)
@@ -180,7 +185,9 @@ def vllm_plan(
         groups.append(VllmGroups(kind, window, size, count, _ceil(n, count)))
         padding += count * group_size - n
     widest = max(g.layers for g in groups)
-    return _plan(block_size, widest * largest, groups, group_size, padding, mamba_padding)
+    return _plan(
+        block_size, widest * largest, groups, group_size, padding, mamba_padding, model.max_seq_len
+    )
 
 
 def in_flight_tokens(max_num_tokens: int, *, async_scheduling: bool, pp_size: int = 1) -> int:
