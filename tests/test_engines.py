@@ -25,7 +25,10 @@ GIB40 = 40 << 30  # 42,949,672,960 bytes
 
 @cache
 def family(name: str) -> Family:
-    return load_family(ROOT / "schema" / "families" / f"{name}.yaml")
+    shipped = ROOT / "schema" / "families" / f"{name}.yaml"
+    return load_family(
+        shipped if shipped.exists() else ROOT / "tests/fixtures/specs" / f"{name}.yaml"
+    )
 
 
 def golden(engine: str) -> dict:
@@ -45,7 +48,7 @@ def test_goldens_cover_every_shipped_family_and_state_their_provenance() -> None
     shipped = {p.stem for p in (ROOT / "schema" / "families").glob("*.yaml")}
     for data, version in ((VLLM, "0.33.0"), (SGLANG, "0.5.23")):
         assert data["engine_version"] == version
-        assert {c["inputs"]["family"] for c in data["cases"]} == shipped
+        assert shipped <= {c["inputs"]["family"] for c in data["cases"]}
         assert data["provenance"]["modules"] and data["provenance"]["functions"]
         sizes = {(c["inputs"]["block_size"]) for c in data["cases"]}
         assert sizes == {16, 64}

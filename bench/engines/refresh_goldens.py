@@ -115,12 +115,13 @@ def engine_layers(family: Family, model: Model) -> list[dict[str, Any]]:
         layer: dict[str, Any] = {"index": index}
         if kind.attention == "recurrent":
             state = kind.state_bytes or 0
-            ssm = SSM_STATE_BYTES.get(model.name, 0)
+            # The conv/SSM split SGLang needs (its SSM part is fp32); None where kvgen has none.
+            ssm = SSM_STATE_BYTES.get(model.name)
             layer.update(
                 type="mamba",
                 state_bytes=state,
-                ssm_elements=ssm // 2,
-                conv_elements=(state - ssm) // 2,
+                ssm_elements=None if ssm is None else ssm // 2,
+                conv_elements=None if ssm is None else (state - ssm) // 2,
             )
         elif kind.kv_lora_rank is not None:
             layer.update(type="mla", head_dim=kind.kv_lora_rank + (kind.qk_rope_head_dim or 0))
@@ -135,14 +136,31 @@ def engine_layers(family: Family, model: Model) -> list[dict[str, Any]]:
     return out
 
 
+def representable(family: Family, model: Model) -> bool:
+    """Whether an engine has a spec for every layer: no NVFP4, attention sinks, synthetic
+    byte shapes or sliding MLA (the fixtures use these to test kvgen's own model)."""
+    for kind in model.layer_kinds.values():
+        dtype = kind.dtype or model.kv_cache_dtype or family.kv_cache_dtype
+        if dtype == "nvfp4" or kind.sink_tokens or kind.bytes_per_token is not None:
+            return False
+        if kind.extra_bytes_per_token or (kind.attention == "sliding" and kind.kv_lora_rank):
+            return False
+    return True
+
+
 def cases() -> list[dict[str, Any]]:
+    """Every shipped family, then every test fixture family an engine can represent."""
     grid = []
-    for path in sorted((ROOT / "schema" / "families").glob("*.yaml")):
+    shipped = sorted((ROOT / "schema" / "families").glob("*.yaml"))
+    fixtures = sorted((ROOT / "tests" / "fixtures" / "specs").glob("fx_*.yaml"))
+    for path in shipped + fixtures:
         loaded = load_path(path)
         if loaded.family is None:
             raise SystemExit(f"{path}: spec does not load; run `kvgen lint` first")
         family = loaded.family
         for model in family.models:
+            if not representable(family, model):
+                continue
             layers = engine_layers(family, model)
             for block_size in PAGE_SIZES:
                 for max_seq_len in context_lengths(model):
@@ -150,6 +168,7 @@ def cases() -> list[dict[str, Any]]:
                         {
                             "id": f"{family.family}/{model.name}/b{block_size}/s{max_seq_len}",
                             "family": family.family,
+                            "spec": path.relative_to(ROOT).as_posix(),
                             "model": model.name,
                             "block_size": block_size,
                             "max_model_len": max_seq_len,
@@ -199,7 +218,7 @@ def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, An
     for case in grid:
         got = dict(by_id[case["id"]])
         got.pop("id")
-        inputs = {k: case[k] for k in ("family", "model", "block_size", "max_model_len")}
+        inputs = {k: case[k] for k in ("spec", "family", "model", "block_size", "max_model_len")}
         inputs.update(budget_bytes=case["budget_bytes"], max_num_tokens=MAX_NUM_TOKENS)
         entries.append({"inputs": inputs, "engine_output": got})
     golden = {

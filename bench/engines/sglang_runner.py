@@ -213,6 +213,8 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     hybrid_swa = case["family"] in HYBRID_SWA_ARCHS and any(
         lay["type"] == "sliding" for lay in attention
     )
+    if any(lay["type"] == "mamba" and lay["ssm_elements"] is None for lay in case["layers"]):
+        return {"error": "the conv/SSM split of the recurrent state is unknown"}
     kvc = make_kvc(case, hybrid_swa)
     out: dict[str, Any] = {}
     rest_memory = case["budget_bytes"] / (1 << 30)  # _profile_available_bytes works in GiB

@@ -53,6 +53,10 @@ def cached_layers(family: Family, model: Model) -> tuple[CachedLayer, ...]:
             raise ValueError(f"{model.name}: kv_cache_dtype {dtype!r} is not modelled per engine")
         if kind.bytes_per_token is not None or kind.extra_bytes_per_token:
             raise ValueError(f"{model.name}: synthetic byte shapes have no engine equivalent")
+        if kind.sink_tokens:
+            raise ValueError(f"{model.name}: attention sinks are not modelled per engine")
+        if kind.kv_lora_rank is not None and kind.attention == "sliding":
+            raise ValueError(f"{model.name}: sliding-window MLA is not modelled per engine")
         if kind.kv_lora_rank is not None:
             latent = kind.kv_lora_rank + (kind.qk_rope_head_dim or 0)
             out.append(CachedLayer(index, "mla", 1, latent, 0, None, 0, dtype))
