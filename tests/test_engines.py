@@ -301,3 +301,40 @@ def test_engine_models_import_no_engine_and_no_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _synthetic(window: int) -> Family:
+    text = f"""schema_version: 1
+family: synth
+tokens_per_block: 16
+kv_cache_dtype: bf16
+models:
+  - name: m
+    max_seq_len: 8192
+    layer_kinds:
+      s: {{attention: sliding, window: {window}, kv_heads: 8, head_dim: 64}}
+      f: {{attention: full, kv_heads: 8, head_dim: 64}}
+    layers: {{count: 2, pattern: [s, f]}}
+""".encode()
+    fam = load_bytes("synth.yaml", text).family
+    assert fam is not None
+    return fam
+
+
+def test_plans_are_cached_per_family_object_not_per_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two specs named synth/m that differ only in the window. Block 16, S = 8,192, N = 8,192
+    # (in flight 16,384): window 128 -> sliding blocks ceil(min(127 + 16,384, 8,192)/16) + 1 =
+    # 513 either way, so use N = 1 (in flight 2): window 128 -> ceil(129/16) + 1 = 10 blocks,
+    # window 4,096 -> ceil(4,097/16) + 1 = 258 blocks; the full layer 512 blocks.
+    import kvgen.engines as engines
+
+    monkeypatch.setattr(engines, "_CACHE_BOUND", 2)
+    kwargs = {"engine": "vllm", "max_seq_len": 8192, "max_num_tokens": 1, "block_size": 16}
+    narrow = engine_capacity(_synthetic(128), "m", GIB40, **kwargs)
+    wide = engine_capacity(_synthetic(4096), "m", GIB40, **kwargs)
+    # a block is one page of 16 x 8 x 128 x 2 B = 32,768 B per group (2 groups of 1 layer)
+    assert narrow.request_bytes == (10 + 512) * 32_768
+    assert wide.request_bytes == (258 + 512) * 32_768
+    for window in (64, 256, 512):
+        engine_capacity(_synthetic(window), "m", GIB40, **kwargs)
+    assert len(engines._CACHE) <= 2

@@ -66,7 +66,16 @@ class EngineCapacity(NamedTuple):
 # NamedTuple's generated __new__ is a Python function; the tuple constructor is a C call.
 _new = tuple.__new__
 
+# Static plans by (id(family), model, settings). An entry keeps its family object alive, so an
+# id is never reused while its entry exists; the cache is emptied when it grows past the bound.
 _CACHE: dict[tuple[object, ...], tuple[Family, object]] = {}
+_CACHE_BOUND = 4096
+
+
+def _remember(key: tuple[object, ...], family: Family, plan: object) -> None:
+    if len(_CACHE) >= _CACHE_BOUND:
+        _CACHE.clear()
+    _CACHE[key] = (family, plan)
 
 
 def _positive(name: str, value: object) -> int:
@@ -140,7 +149,7 @@ def engine_capacity(
             plan = hit[1]
         else:
             plan = _build_vllm(family, model, block_size, tp_size, speculative, mamba_cache_mode)
-            _CACHE[key] = (family, plan)
+            _remember(key, family, plan)
         return vllm_capacity(
             plan, budget_bytes, max_seq_len, max_num_tokens, async_scheduling, mamba_cache_mode
         )
@@ -149,7 +158,7 @@ def engine_capacity(
             plan_s = hit[1]
         else:
             plan_s = _build_sglang(family, model, tp_size, ssm_dtype, speculative)
-            _CACHE[key] = (family, plan_s)
+            _remember(key, family, plan_s)
         page = _sglang.DEFAULT_PAGE_SIZE if block_size is None else block_size
         return sglang_capacity(
             plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio
@@ -318,7 +327,7 @@ def trtllm_capacity(
             tp_size=tp_size,
             block_size=size,
         )
-        _CACHE[key] = (family, (target, costs))
+        _remember(key, family, (target, costs))
     _positive("budget_bytes", budget_bytes)
     # The whole budget is the target's unless a separate draft pool takes a share.
     budget = budget_bytes if len(costs) == 1 else _trtllm.target_budget(budget_bytes, costs)
