@@ -338,3 +338,27 @@ def test_plans_are_cached_per_family_object_not_per_name(monkeypatch: pytest.Mon
     for window in (64, 256, 512):
         engine_capacity(_synthetic(window), "m", GIB40, **kwargs)
     assert len(engines._CACHE) <= 2
+
+
+def test_vllm_mamba_align_mode_keeps_two_state_blocks() -> None:
+    # qwen3_next at block 16 -> 544-token blocks (see above); S = 8,192: the full group needs
+    # ceil(8,192/544) = 16 blocks. Three state groups take 1 block each ("none", vLLM's default
+    # without prefix caching) or 2 each ("align", prefix caching on): 19 or 22 blocks per
+    # request, of 13,369,344 B.
+    q = family("qwen3_next")
+    kwargs = {"engine": "vllm", "max_seq_len": 8192, "max_num_tokens": 8192}
+    none = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, **kwargs)
+    align = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, mamba_cache_mode="align", **kwargs)
+    assert none.request_bytes == 19 * 13_369_344
+    assert align.request_bytes == 22 * 13_369_344
+
+
+def test_vllm_splits_kv_heads_by_floor_never_below_one() -> None:
+    # gemma3_1b has 1 KV head: at tp 2 each rank still holds one head (256 x 2 x 2 B = 1,024 B
+    # per token per layer), so a rank's block is as big as at tp 1. llama3_1_8b's 8 heads at
+    # tp 2: 4 heads per rank, half the block (32 layers x 16 x 4 x 256 x 2 B = 1,048,576 B).
+    g, ll = family("gemma3"), family("llama3")
+    one = _vllm.vllm_plan(g, g.model("gemma3_1b"), block_size=16, tp_size=1)
+    two = _vllm.vllm_plan(g, g.model("gemma3_1b"), block_size=16, tp_size=2)
+    assert one.bytes_per_block == two.bytes_per_block
+    assert _vllm.vllm_plan(ll, ll.model("llama3_1_8b"), tp_size=2).bytes_per_block == 1_048_576
