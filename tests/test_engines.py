@@ -90,7 +90,7 @@ def test_vllm_matches_its_own_planner(case: dict) -> None:
     )
     assert plan.bytes_per_block == want["bytes_per_block"]
     assert plan.block_size == want["attention_block_size"]
-    assert sum(g.count for g in plan.groups) == want["num_groups"]
+    assert sum(g.group_count for g in plan.groups) == want["num_groups"]
     assert plan.padding_layers == want["padding_layers"]
 
 
@@ -121,7 +121,7 @@ def test_vllm_group_padding_layers_gemma3_27b() -> None:
     g = family("gemma3")
     plan = _vllm.vllm_plan(g, g.model("gemma3_27b"), block_size=16)
     assert (plan.group_size, plan.padding_layers, plan.bytes_per_block) == (10, 8, 1_310_720)
-    assert sorted((grp.attention, grp.count) for grp in plan.groups) == [
+    assert sorted((grp.attention, grp.group_count) for grp in plan.groups) == [
         ("full", 1),
         ("sliding", 6),
     ]

@@ -19,11 +19,12 @@ few integer operations.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from kvgen.engines import _sglang, _trtllm, _vllm
 
 if TYPE_CHECKING:
+    from kvgen.costmodel import ManagerCost
     from kvgen.spec import Family
 
 ENGINES = ("trtllm-v2", "vllm", "sglang")
@@ -146,7 +147,7 @@ def engine_capacity(
     hit = _CACHE.get(key)
     if engine == "vllm":
         if hit is not None and hit[0] is family:
-            plan = hit[1]
+            plan = cast(_vllm.VllmPlan, hit[1])
         else:
             plan = _build_vllm(family, model, block_size, tp_size, speculative, mamba_cache_mode)
             _remember(key, family, plan)
@@ -155,7 +156,7 @@ def engine_capacity(
         )
     if engine == "sglang":
         if hit is not None and hit[0] is family:
-            plan_s = hit[1]
+            plan_s = cast(_sglang.SglangPlan, hit[1])
         else:
             plan_s = _build_sglang(family, model, tp_size, ssm_dtype, speculative)
             _remember(key, family, plan_s)
@@ -315,7 +316,7 @@ def trtllm_capacity(
     )
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is family:
-        target, costs = hit[1]
+        target, costs = cast("tuple[ManagerCost, dict[str, ManagerCost]]", hit[1])
     else:
         target, costs = _trtllm.target_cost(
             family,

@@ -29,11 +29,11 @@ def _vllm_terms(
     plan = _vllm.vllm_plan(family, spec_model, block_size=block_size)
     terms = []
     if plan.padding_layers:
-        layers = sum(g.count for g in plan.groups) * plan.group_size
+        layers = sum(g.group_count for g in plan.groups) * plan.group_size
         terms.append(
             PolicyTerm(
                 "group_padding_layers",
-                f"{sum(g.count for g in plan.groups)} groups of {plan.group_size} layers, "
+                f"{sum(g.group_count for g in plan.groups)} groups of {plan.group_size} layers, "
                 f"{plan.padding_layers} of them padding "
                 f"({100 * plan.padding_layers / layers:.1f}% of every block unused)",
             )

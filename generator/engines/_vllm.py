@@ -51,7 +51,7 @@ class VllmGroups(NamedTuple):
     attention: str  # "full" (also MLA), "sliding" or "recurrent"
     window: int | None
     block_size: int  # tokens per block of these layers (pages may be unified upwards)
-    count: int  # how many groups of this kind
+    group_count: int  # how many groups of this kind
     layers: int  # layers in the widest of them
 
 
@@ -80,11 +80,13 @@ def _plan(
     mamba_padding: int,
     native: int,
 ) -> VllmPlan:
-    full = tuple((g.count, g.block_size) for g in groups if g.attention == "full")
+    full = tuple((g.group_count, g.block_size) for g in groups if g.attention == "full")
     sliding = tuple(
-        (g.count, (g.window or 1) - 1, g.block_size) for g in groups if g.attention == "sliding"
+        (g.group_count, (g.window or 1) - 1, g.block_size)
+        for g in groups
+        if g.attention == "sliding"
     )
-    states = sum(g.count for g in groups if g.attention == "recurrent")
+    states = sum(g.group_count for g in groups if g.attention == "recurrent")
     return VllmPlan(
         block_size,
         bytes_per_block,
