@@ -47,7 +47,8 @@ def _vllm_terms(
             PolicyTerm(
                 "swa_in_flight_bound",
                 f"window {reach + 1}: {blocks} blocks per request on each of {count} sliding "
-                f"groups (min({reach} + {in_flight} in flight, {max_seq_len}) tokens + 1 block)",
+                f"group{'s' if count != 1 else ''} "
+                f"(min({reach} + {in_flight} in flight, {max_seq_len}) tokens + 1 block)",
             )
         )
     if plan.mamba_page_padding or plan.block_size != block_size:
