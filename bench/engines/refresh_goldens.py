@@ -51,8 +51,10 @@ PROVENANCE = {
             "vllm/v1/core/kv_cache_utils.py",
             "vllm/v1/kv_cache_interface.py",
             "vllm/platforms/interface.py",
+            "vllm/model_executor/models/config.py",
         ],
         "functions": [
+            "MambaModelConfig.verify_and_update_config",
             "Platform._align_hybrid_block_size",
             "get_global_kv_cache_groups",
             "get_kv_cache_configs",

@@ -6,7 +6,8 @@ list kvgen's spec resolves to. Output: one JSON object per case with what vLLM c
 
 What runs is vLLM's code, called in the order its engine core calls it at start-up
 (``vllm/v1/engine/core.py`` ``_initialize_kv_caches``):
-  ``Platform._align_hybrid_block_size`` (Mamba hybrids only: attention page >= Mamba page),
+  ``MambaModelConfig.verify_and_update_config`` and ``Platform._align_hybrid_block_size``
+  (Mamba hybrids only: Mamba cache mode and block size; attention page >= Mamba page),
   ``get_global_kv_cache_groups`` -> ``get_kv_cache_configs``
   -> ``generate_scheduler_kv_cache_config`` -> ``get_kv_cache_capacity`` (the logged
   "KV cache size" and "Maximum concurrency"),
@@ -34,6 +35,7 @@ from typing import Any
 import torch
 import vllm
 from vllm.config.vllm import VllmConfig
+from vllm.model_executor.models.config import MambaModelConfig
 from vllm.platforms.interface import Platform
 from vllm.v1.attention.backend import MultipleOf
 from vllm.v1.core import kv_cache_planning as planning
@@ -91,6 +93,7 @@ class StubCacheConfig:
     num_gpu_blocks_override: int | None = None
     prefix_cache_retention_interval: Any = None
     mamba_cache_mode: str = "none"
+    enable_prefix_caching: bool = False  # vLLM's hybrid Mamba default here: mode "none"
     mamba_page_size_padded: int | None = None
     mamba_block_size: int | None = None
     kv_cache_dtype_skip_layers: list[str] = field(default_factory=list)
@@ -170,7 +173,7 @@ def layer_spec(lay: dict[str, Any], block_size: int, dtype: torch.dtype, cache: 
         )
     if kind == "mamba":
         return MambaSpec(
-            block_size=block_size,
+            block_size=cache.mamba_block_size,
             shapes=((lay["state_bytes"] // 2,),),
             dtypes=(torch.bfloat16,),
             page_size_padded=cache.mamba_page_size_padded,
@@ -210,6 +213,8 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     config = StubVllmConfig(case)
     cache = config.cache_config
     if config.model_config.is_hybrid:
+        # vLLM's own hybrid set-up: Mamba cache mode and Mamba block size, then page alignment.
+        MambaModelConfig.verify_and_update_config(config)
         align_hybrid(config)
     dtype = DTYPES[case["dtype"]]
     specs = {
@@ -249,6 +254,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         "group_size": max(layers_in_groups),
         "padding_layers": sum(max(layers_in_groups) - n for n in layers_in_groups),
         "mamba_page_size_padded": cache.mamba_page_size_padded,
+        "mamba_block_size": cache.mamba_block_size,
     }
 
 
