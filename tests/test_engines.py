@@ -37,7 +37,7 @@ def golden(engine: str) -> dict:
 
 def case_id(case: dict) -> str:
     i = case["inputs"]
-    return f"{i['model']}-b{i['block_size']}-s{i['max_model_len']}"
+    return f"{i['model']}-b{i['block_size']}-s{i['max_model_len']}-{i['speculative']}"
 
 
 VLLM = golden("vllm")
@@ -65,6 +65,7 @@ def _capacity(engine: str, inputs: dict) -> EngineCapacity:
         max_seq_len=inputs["max_model_len"],
         max_num_tokens=inputs["max_num_tokens"],
         block_size=inputs["block_size"],
+        speculative=inputs["speculative"],
     )
 
 
@@ -83,10 +84,12 @@ def test_vllm_matches_its_own_planner(case: dict) -> None:
     assert got.num_blocks == want["num_blocks"]
     assert got.request_bytes == want["request_bytes"]
     assert round(got.max_concurrency, 3) == round(want["max_concurrency"], 3)
+    fam = family(inputs["family"])
     plan = _vllm.vllm_plan(
-        family(inputs["family"]),
-        family(inputs["family"]).model(inputs["model"]),
+        fam,
+        fam.model(inputs["model"]),
         block_size=inputs["block_size"],
+        speculative=fam.profile(inputs["speculative"]),
     )
     assert plan.bytes_per_block == want["bytes_per_block"]
     assert plan.block_size == want["attention_block_size"]
@@ -257,7 +260,8 @@ def test_trtllm_v2_gemma3_27b_at_batch_8() -> None:
     [
         ({"engine": "tgi"}, "engine must be one of"),
         ({"engine": "vllm", "block_size": 0}, "block_size must be a positive int"),
-        ({"engine": "vllm", "speculative": "eagle3"}, "speculative must be 'none'"),
+        ({"engine": "sglang", "speculative": "eagle3"}, "speculative must be 'none'"),
+        ({"engine": "vllm", "speculative": "pard9"}, "speculative must be one of none, eagle3"),
         ({"engine": "vllm", "mamba_cache_mode": "all"}, "mamba_cache_mode must be one of"),
         ({"engine": "sglang", "ssm_dtype": "fp8"}, "ssm_dtype must be one of"),
         ({"engine": "sglang", "max_seq_len": 0}, "max_seq_len must be a positive int"),
@@ -362,3 +366,25 @@ def test_vllm_splits_kv_heads_by_floor_never_below_one() -> None:
     two = _vllm.vllm_plan(g, g.model("gemma3_1b"), block_size=16, tp_size=2)
     assert one.bytes_per_block == two.bytes_per_block
     assert _vllm.vllm_plan(ll, ll.model("llama3_1_8b"), tp_size=2).bytes_per_block == 1_048_576
+
+
+def test_vllm_eagle_layer_joins_the_pool_and_regroups_gpt_oss() -> None:
+    # gpt_oss_20b + EAGLE3: 12 sliding + 12 full + 1 draft full layer (same shape). 13 < 1.5 x 12,
+    # so groups hold 13 layers: one sliding group with 1 padding layer, one full group.
+    # A block: 13 layers x 16 tokens x 8 heads x 128 x 1 B (fp8) = 212,992 B.
+    o = family("gpt_oss")
+    plan = _vllm.vllm_plan(
+        o, o.model("gpt_oss_20b"), block_size=16, speculative=o.profile("eagle3")
+    )
+    assert (plan.group_size, plan.padding_layers, plan.bytes_per_block) == (13, 1, 212_992)
+
+
+def test_vllm_mamba_keeps_one_state_block_per_draft_token() -> None:
+    # qwen3_next + ngram4 (K = 4, no drafter layers): each of the 3 state groups takes 1 + 4
+    # blocks, the full group ceil(8,192/544) = 16: 31 blocks x 13,369,344 B = 414,449,664 B.
+    q = family("qwen3_next")
+    cap = engine_capacity(
+        q, "qwen3_next_80b_a3b", GIB40,
+        engine="vllm", max_seq_len=8192, max_num_tokens=8192, speculative="ngram4",
+    )  # fmt: skip
+    assert cap.request_bytes == 414_449_664

@@ -10,8 +10,9 @@ For each engine this script
    its sizing modules import, each with ``pip install --no-deps``
    (``bench/engines/requirements-<engine>.txt``);
 2. builds the case grid from every shipped family spec (``schema/families/*.yaml``, loaded with
-   ``kvgen.loader.load_path``): every model, two page sizes, two context lengths, a 40 GiB
-   budget and max_num_tokens 8192;
+   ``kvgen.loader.load_path``) and every test fixture spec an engine can represent: every model,
+   two page sizes, two context lengths, a 40 GiB budget and max_num_tokens 8192; for vLLM also
+   each speculative profile whose drafter shares its pool (page 16, the short length);
 3. runs ``bench/engines/<engine>_runner.py`` inside that environment, which calls the engine's
    own KV-cache planner on CPU, and writes what it returns, with provenance (engine version,
    modules and functions), to ``tests/fixtures/engines/<engine>.json``.
@@ -34,7 +35,7 @@ from typing import Any
 from kvgen.costmodel import kind_head_dim
 from kvgen.engines._sglang import SSM_STATE_BYTES
 from kvgen.loader import load_path
-from kvgen.spec import Family, Model
+from kvgen.spec import Family, LayerStack, Model
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -106,12 +107,15 @@ def context_lengths(model: Model) -> tuple[int, int]:
     return (MAX_NUM_TOKENS if native > MAX_NUM_TOKENS else native // 2, native)
 
 
-def engine_layers(family: Family, model: Model) -> list[dict[str, Any]]:
-    """The model's cached layers in engine terms (per-layer shape as the engine sees it)."""
+def engine_layers(
+    family: Family, model: Model, stack: LayerStack | None = None
+) -> list[dict[str, Any]]:
+    """The cached layers of ``stack`` (default: the model) in engine terms."""
+    stack = model if stack is None else stack
     out = []
-    pattern = model.layers.pattern
-    for index in range(model.layers.count):
-        kind = model.layer_kinds[pattern[index % len(pattern)]]
+    pattern = stack.layers.pattern
+    for index in range(stack.layers.count):
+        kind = stack.layer_kinds[pattern[index % len(pattern)]]
         if kind.attention == "none":
             continue
         layer: dict[str, Any] = {"index": index}
@@ -150,7 +154,33 @@ def representable(family: Family, model: Model) -> bool:
     return True
 
 
-def cases() -> list[dict[str, Any]]:
+# kvgen speculative modes whose drafter shares vLLM's pool, and vLLM's name for the method.
+VLLM_METHODS = {"ngram": "ngram", "eagle3": "eagle3", "mtp": "mtp", "mtp_eagle": "mtp"}
+
+
+def speculative_cases(family: Family, model: Model, base: dict[str, Any]) -> list[dict[str, Any]]:
+    """vLLM only: each applicable profile whose drafter shares the pool, page 16, short length."""
+    out = []
+    for profile in family.speculative:
+        if profile.mode not in VLLM_METHODS or not profile.applies_to(model.name):
+            continue
+        extra = profile.extra_layers
+        case = dict(base)
+        case.update(
+            id=f"{base['id']}/{profile.name}",
+            speculative_profile=profile.name,
+            speculative={
+                "method": VLLM_METHODS[profile.mode],
+                "num_speculative_tokens": profile.max_draft_len,
+                "draft_modules": extra.layers.count if extra is not None else 1,
+            },
+            draft_layers=[] if extra is None else engine_layers(family, model, extra),
+        )
+        out.append(case)
+    return out
+
+
+def cases(engine: str) -> list[dict[str, Any]]:
     """Every shipped family, then every test fixture family an engine can represent."""
     grid = []
     shipped = sorted((ROOT / "schema" / "families").glob("*.yaml"))
@@ -166,21 +196,26 @@ def cases() -> list[dict[str, Any]]:
             layers = engine_layers(family, model)
             for block_size in PAGE_SIZES:
                 for max_seq_len in context_lengths(model):
-                    grid.append(
-                        {
-                            "id": f"{family.family}/{model.name}/b{block_size}/s{max_seq_len}",
-                            "family": family.family,
-                            "spec": path.relative_to(ROOT).as_posix(),
-                            "model": model.name,
-                            "block_size": block_size,
-                            "max_model_len": max_seq_len,
-                            "max_num_batched_tokens": MAX_NUM_TOKENS,
-                            "async_scheduling": True,
-                            "budget_bytes": BUDGET_BYTES,
-                            "dtype": model.kv_cache_dtype or family.kv_cache_dtype,
-                            "layers": layers,
-                        }
-                    )
+                    case = {
+                        "id": f"{family.family}/{model.name}/b{block_size}/s{max_seq_len}",
+                        "family": family.family,
+                        "spec": path.relative_to(ROOT).as_posix(),
+                        "model": model.name,
+                        "block_size": block_size,
+                        "max_model_len": max_seq_len,
+                        "max_num_batched_tokens": MAX_NUM_TOKENS,
+                        "async_scheduling": True,
+                        "budget_bytes": BUDGET_BYTES,
+                        "dtype": model.kv_cache_dtype or family.kv_cache_dtype,
+                        "layers": layers,
+                    }
+                    grid.append(case)
+                    if (
+                        engine == "vllm"
+                        and block_size == 16
+                        and max_seq_len == min(context_lengths(model))
+                    ):
+                        grid += speculative_cases(family, model, case)
     return grid
 
 
@@ -222,6 +257,7 @@ def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, An
         got.pop("id")
         inputs = {k: case[k] for k in ("spec", "family", "model", "block_size", "max_model_len")}
         inputs.update(budget_bytes=case["budget_bytes"], max_num_tokens=MAX_NUM_TOKENS)
+        inputs["speculative"] = case.get("speculative_profile", "none")
         entries.append({"inputs": inputs, "engine_output": got})
     golden = {
         "engine": engine,
@@ -243,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=sorted(PINS), default="vllm")
     parser.add_argument("--venv-root", type=Path, default=Path("/tmp/kvgen_engines"))
     args = parser.parse_args(argv)
-    grid = cases()
+    grid = cases(args.engine)
     python = ensure_venv(args.engine, args.venv_root)
     produced = run_engine(args.engine, python, grid)
     path = write_golden(args.engine, grid, produced)

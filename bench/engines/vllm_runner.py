@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 import vllm
+from vllm.config.speculative import SpeculativeConfig
 from vllm.config.vllm import VllmConfig
 from vllm.model_executor.models.config import MambaModelConfig
 from vllm.platforms.interface import Platform
@@ -59,10 +60,12 @@ class StubVllmConfig:
     max_concurrent_batches = VllmConfig.max_concurrent_batches
     max_in_flight_tokens = VllmConfig.max_in_flight_tokens
     num_prefill_lookahead_tokens = VllmConfig.num_prefill_lookahead_tokens
+    num_speculative_tokens = VllmConfig.num_speculative_tokens
 
     def __init__(self, case: dict[str, Any]) -> None:
         self.use_v2_model_runner = False  # pp=1: V1 and V2 both give 2 concurrent batches
-        self.speculative_config = None
+        spec = case.get("speculative")
+        self.speculative_config = None if spec is None else StubSpeculativeConfig(spec)
         self.diffusion_config = None
         self.scheduler_config = SimpleNamespace(
             disable_hybrid_kv_cache_manager=False,
@@ -107,6 +110,24 @@ class StubCacheConfig:
         return _layout_from_name(self.kv_cache_layout)
 
 
+class StubSpeculativeConfig:
+    """The drafter's method and width; ``use_eagle`` and ``use_multi_module_mtp`` are vLLM's own.
+    Block dropping only marks groups (no effect on sizes): off."""
+
+    use_eagle = SpeculativeConfig.use_eagle
+    use_multi_module_mtp = SpeculativeConfig.use_multi_module_mtp
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.method = spec["method"]
+        self.num_speculative_tokens = spec["num_speculative_tokens"]
+        self.draft_model_config = SimpleNamespace(
+            hf_config=SimpleNamespace(num_nextn_predict_layers=spec["draft_modules"])
+        )
+
+    def use_eagle_block_drop(self) -> bool:
+        return False
+
+
 class StubModelConfig:
     def __init__(self, case: dict[str, Any]) -> None:
         self.max_model_len = case["max_model_len"]
@@ -146,14 +167,19 @@ class StubBackend:
         return "FLASH_ATTN"
 
 
-def layer_spec(lay: dict[str, Any], block_size: int, dtype: torch.dtype, cache: Any) -> Any:
+def layer_spec(
+    lay: dict[str, Any], config: StubVllmConfig, dtype: torch.dtype, is_draft: bool = False
+) -> Any:
     kind = lay["type"]
+    cache = config.cache_config
+    block_size = cache.block_size
     if kind == "full":
         return FullAttentionSpec(
             block_size=block_size,
             num_kv_heads=lay["kv_heads"],
             head_size=lay["head_dim"],
             dtype=dtype,
+            is_draft=is_draft,
         )
     if kind == "sliding":
         return SlidingWindowSpec(
@@ -162,6 +188,7 @@ def layer_spec(lay: dict[str, Any], block_size: int, dtype: torch.dtype, cache: 
             head_size=lay["head_dim"],
             dtype=dtype,
             sliding_window=lay["window"],
+            is_draft=is_draft,
         )
     if kind == "mla":
         return MLAAttentionSpec(
@@ -170,14 +197,17 @@ def layer_spec(lay: dict[str, Any], block_size: int, dtype: torch.dtype, cache: 
             head_size=lay["head_dim"],
             dtype=dtype,
             cache_dtype_str=cache.cache_dtype,
+            is_draft=is_draft,
         )
     if kind == "mamba":
+        # As vLLM's MambaBase.get_kv_cache_spec builds it (one state block per draft token).
         return MambaSpec(
             block_size=cache.mamba_block_size,
             shapes=((lay["state_bytes"] // 2,),),
             dtypes=(torch.bfloat16,),
             page_size_padded=cache.mamba_page_size_padded,
             mamba_cache_mode=cache.mamba_cache_mode,
+            num_speculative_blocks=config.num_speculative_tokens,
         )
     raise ValueError(f"unknown layer type {kind!r}")
 
@@ -218,9 +248,11 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         align_hybrid(config)
     dtype = DTYPES[case["dtype"]]
     specs = {
-        f"model.layers.{lay['index']}.attn": layer_spec(lay, cache.block_size, dtype, cache)
+        f"model.layers.{lay['index']}.attn": layer_spec(lay, config, dtype)
         for lay in case["layers"]
     }
+    for lay in case.get("draft_layers", []):
+        specs[f"drafter.layers.{lay['index']}.attn"] = layer_spec(lay, config, dtype, True)
     groups = planning.get_global_kv_cache_groups(config, [specs])
     budget = case["budget_bytes"]
     builder = get_kv_cache_config_builder(config)

@@ -110,6 +110,19 @@ def _model(family: Family, name: str):  # type: ignore[no-untyped-def]
     raise ValueError(f"model must be one of {names}; got {name!r}")
 
 
+def _profile(family: Family, model: str, name: str):  # type: ignore[no-untyped-def]
+    """The speculative profile ``name`` (None for "none"), checked to apply to ``model``."""
+    if name == "none":
+        return None
+    for profile in family.speculative:
+        if profile.name == name:
+            if not profile.applies_to(model):
+                raise ValueError(f"speculative {name!r} does not apply to model {model!r}")
+            return profile
+    names = ", ".join(family.profile_names)
+    raise ValueError(f"speculative must be one of {names}; got {name!r}")
+
+
 def _only_plain(engine: str, speculative: str) -> None:
     if speculative != "none":
         raise ValueError(f"speculative must be 'none' for engine {engine!r} (not modelled yet)")
@@ -140,6 +153,8 @@ def engine_capacity(
     budget (vLLM's ``max_num_batched_tokens``). Engine-specific keywords: ``max_batch_size``
     (TensorRT-LLM), ``async_scheduling`` and ``mamba_cache_mode`` (vLLM),
     ``swa_full_tokens_ratio``, ``mamba_full_memory_ratio`` and ``ssm_dtype`` (SGLang).
+    ``speculative`` names a profile of the family: TensorRT-LLM takes any; vLLM takes ngram and
+    the drafters that share its pool (eagle3, mtp, mtp_eagle); SGLang only ``"none"`` so far.
     Raises ``ValueError`` naming the argument on bad input, and when the engine would refuse to
     start (vLLM: one request at ``max_seq_len`` does not fit).
     """
@@ -187,14 +202,18 @@ def _build_vllm(
     speculative: str,
     mamba_cache_mode: str,
 ) -> _vllm.VllmPlan:
-    _only_plain("vllm", speculative)
     if mamba_cache_mode not in _vllm.MAMBA_CACHE_MODES:
         raise ValueError(
             f"mamba_cache_mode must be one of {_vllm.MAMBA_CACHE_MODES}, got {mamba_cache_mode!r}"
         )
     size = _vllm.DEFAULT_BLOCK_SIZE if block_size is None else _positive("block_size", block_size)
+    spec_model = _model(family, model)
     return _vllm.vllm_plan(
-        family, _model(family, model), block_size=size, tp_size=_positive("tp_size", tp_size)
+        family,
+        spec_model,
+        block_size=size,
+        tp_size=_positive("tp_size", tp_size),
+        speculative=_profile(family, spec_model.name, speculative),
     )
 
 

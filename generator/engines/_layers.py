@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from kvgen.spec import Family, LayerKind, Model
+    from kvgen.spec import Family, LayerKind, LayerStack, Model
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
@@ -38,11 +38,17 @@ def _head_dim(kind: LayerKind, model: Model) -> int:
 
 def cached_layers(family: Family, model: Model) -> tuple[CachedLayer, ...]:
     """The model's cached layers in layer order, with the pool dtype resolved."""
-    pattern = model.layers.pattern
-    pool_dtype = model.kv_cache_dtype or family.kv_cache_dtype
+    return stack_layers(family, model, model)
+
+
+def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[CachedLayer, ...]:
+    """The cached layers of ``stack`` (the model, or a profile's draft layers, whose missing
+    head_dim derives from ``model``), with the pool dtype resolved."""
+    pattern = stack.layers.pattern
+    pool_dtype = stack.kv_cache_dtype or family.kv_cache_dtype
     out = []
-    for index in range(model.layers.count):
-        kind = model.layer_kinds[pattern[index % len(pattern)]]
+    for index in range(stack.layers.count):
+        kind = stack.layer_kinds[pattern[index % len(pattern)]]
         dtype = kind.dtype or pool_dtype
         if kind.attention == "none":
             continue

@@ -23,6 +23,10 @@ that vLLM's own code produced, ``tests/fixtures/engines/vllm.json``):
   of the kernel block, 16 tokens for FlashAttention) until one attention page holds a Mamba
   state; the Mamba page is padded up to the attention page. A Mamba group takes one block per
   request (``mamba_cache_mode="none"``; ``"align"`` keeps two).
+- Speculative decoding (``ngram``, and drafters whose layers share the pool: ``eagle3``,
+  ``mtp``, ``mtp_eagle``): the drafter's layers join the grouping like any other layer, every
+  Mamba layer keeps one more state block per draft token, and a multi-module MTP drafter keeps
+  K - 1 more tokens below each sliding window. Separate draft models are not modelled.
 - Reported capacity: ``max_concurrency = num_blocks / blocks per request at max_seq_len`` (all
   groups together) and ``kv_tokens = int(max_concurrency x max_seq_len)``, the numbers vLLM logs
   as "KV cache size" and "Maximum concurrency".
@@ -32,10 +36,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from kvgen.engines._layers import DTYPE_BYTES, CachedLayer, cached_layers
+from kvgen.engines._layers import DTYPE_BYTES, CachedLayer, cached_layers, stack_layers
 
 if TYPE_CHECKING:
-    from kvgen.spec import Family, Model
+    from kvgen.spec import Family, Model, Speculative
 
 VLLM_VERSION = "0.33.0"
 DEFAULT_BLOCK_SIZE = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
@@ -43,6 +47,8 @@ KERNEL_BLOCK_MULTIPLE = 16  # FlashAttention kernel blocks: any multiple of 16 t
 MLA_HYBRID_BLOCK_MULTIPLE = 128  # MLA decode kernels in a Mamba hybrid
 EQUAL_GROUPS_BELOW = 1.5  # largest/smallest kind count under which groups take the largest
 MAMBA_CACHE_MODES = ("none", "align")
+# Drafters whose layers live in the target's pool (EAGLE-family, MTP); ngram has no layers.
+SPECULATIVE_MODES = ("eagle3", "mtp", "mtp_eagle")
 
 
 class VllmGroups(NamedTuple):
@@ -69,6 +75,7 @@ class VllmPlan(NamedTuple):
     sliding: tuple[tuple[int, int, int], ...]  # (groups, window - 1, block size)
     state_groups: int
     native_max_seq_len: int  # the model's context length (vLLM's max_model_len limit)
+    speculative_blocks: int  # extra state blocks per request per Mamba group (draft tokens)
 
 
 def _plan(
@@ -79,10 +86,12 @@ def _plan(
     padding: int,
     mamba_padding: int,
     native: int,
+    retained: int = 0,
+    speculative_blocks: int = 0,
 ) -> VllmPlan:
     full = tuple((g.group_count, g.block_size) for g in groups if g.attention == "full")
     sliding = tuple(
-        (g.group_count, (g.window or 1) - 1, g.block_size)
+        (g.group_count, (g.window or 1) - 1 + retained, g.block_size)
         for g in groups
         if g.attention == "sliding"
     )
@@ -98,6 +107,7 @@ def _plan(
         sliding,
         states,
         native,
+        speculative_blocks,
     )
 
 
@@ -137,58 +147,104 @@ def _unified_block_size(
     return block_size, max(0, block_size * per_token - state)
 
 
+def speculative_layers(
+    family: Family, model: Model, profile: Speculative | None
+) -> tuple[tuple[CachedLayer, ...], int, int]:
+    """(draft layers in the target's pool, retained tokens, Mamba speculative blocks).
+
+    vLLM keeps an EAGLE/MTP drafter's layers in the one KV pool beside the target's; a
+    multi-module MTP drafter re-prefills K - 1 tokens below each sliding window, so those stay
+    retained; every Mamba layer keeps one state block per draft token (``num_speculative_tokens``).
+    """
+    if profile is None:
+        return (), 0, 0
+    k = profile.max_draft_len
+    if profile.mode == "ngram":
+        return (), 0, k
+    if profile.mode not in SPECULATIVE_MODES:
+        raise ValueError(
+            f"speculative {profile.name!r} ({profile.mode}) runs a separate draft model; "
+            f"vLLM modes modelled: ngram, {', '.join(SPECULATIVE_MODES)}"
+        )
+    extra = profile.extra_layers
+    draft = stack_layers(family, extra, model) if extra is not None else ()
+    modules = extra.layers.count if extra is not None else 1
+    lookahead = k if profile.mode == "mtp" and min(modules, k) > 1 else 1
+    return draft, max(0, lookahead - 1), k
+
+
 def vllm_plan(
     family: Family,
     model: Model,
     *,
     block_size: int = DEFAULT_BLOCK_SIZE,
     tp_size: int = 1,
+    speculative: Speculative | None = None,
 ) -> VllmPlan:
     """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does."""
-    layers = cached_layers(family, model)
+    draft, retained, spec_blocks = speculative_layers(family, model, speculative)
+    layers = cached_layers(family, model) + draft
     if not layers:
         raise ValueError(f"{model.name}: no cached layers")
     block_size, mamba_padding = _unified_block_size(layers, block_size, tp_size)
-    # A layer's spec: how it reserves blocks, and its page at this block size.
-    specs: list[tuple[str, int | None, int, int]] = []
+    # A layer's spec: how it reserves blocks, its page at this block size, and its shape
+    # (vLLM groups equal specs only: two layers with the same page but other heads differ).
+    specs: list[tuple[str, int | None, int, int, tuple[object, ...]]] = []
     for lay in layers:
+        shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)
         if lay.attention == "recurrent":
             page = _state_bytes(lay, tp_size) + mamba_padding
-            specs.append(("recurrent", None, block_size, page))
+            specs.append(("recurrent", None, block_size, page, (lay.state_bytes,)))
         else:
             page = block_size * _bytes_per_token(lay, tp_size)
             kind = "sliding" if lay.attention == "sliding" else "full"
-            specs.append((kind, lay.window, block_size, page))
-    kinds = {(kind, window) for kind, window, _b, _p in specs}
+            specs.append((kind, lay.window, block_size, page, shape))
+    kinds = {(kind, window) for kind, window, *_rest in specs}
     if len(kinds) == 1:
         # One kind of layer (pages may differ): one group, a block holds every layer's page.
         ((kind, window),) = kinds
         group = VllmGroups(kind, window, block_size, 1, len(specs))
         return _plan(
-            block_size, sum(p for *_k, p in specs), [group], len(specs), 0, 0, model.max_seq_len
+            block_size,
+            sum(page for _k, _w, _b, page, _s in specs),
+            [group],
+            len(specs),
+            0,
+            0,
+            model.max_seq_len,
+            retained,
+            spec_blocks,
         )
     # Hybrid: pages are unified to the largest one. A smaller attention page that divides it
     # covers proportionally more tokens per block; otherwise the page is padded.
-    largest = max(p for *_k, p in specs)
+    largest = max(page for _k, _w, _b, page, _s in specs)
     unified = []
-    for kind, window, size, page in specs:
+    for kind, window, size, page, shape in specs:
         if kind != "recurrent" and largest % page == 0:
             size = size * (largest // page)
-        unified.append((kind, window, size, largest))
-    buckets: dict[tuple[str, int | None, int, int], int] = {}
+        unified.append((kind, window, size, largest, shape))
+    buckets: dict[tuple[str, int | None, int, int, tuple[object, ...]], int] = {}
     for spec in unified:
         buckets[spec] = buckets.get(spec, 0) + 1
     smallest, biggest = min(buckets.values()), max(buckets.values())
     group_size = biggest if biggest < smallest * EQUAL_GROUPS_BELOW else smallest
     groups = []
     padding = 0
-    for (kind, window, size, _page), n in buckets.items():
+    for (kind, window, size, _page, _shape), n in buckets.items():
         count = _ceil(n, group_size)
         groups.append(VllmGroups(kind, window, size, count, _ceil(n, count)))
         padding += count * group_size - n
     widest = max(g.layers for g in groups)
     return _plan(
-        block_size, widest * largest, groups, group_size, padding, mamba_padding, model.max_seq_len
+        block_size,
+        widest * largest,
+        groups,
+        group_size,
+        padding,
+        mamba_padding,
+        model.max_seq_len,
+        retained,
+        spec_blocks,
     )
 
 
@@ -201,7 +257,8 @@ def request_blocks(
     plan: VllmPlan, max_seq_len: int, in_flight: int, mamba_cache_mode: str = "none"
 ) -> int:
     """Blocks one request at ``max_seq_len`` reserves over all groups."""
-    total = plan.state_groups * (2 if mamba_cache_mode == "align" else 1)
+    states = (2 if mamba_cache_mode == "align" else 1) + plan.speculative_blocks
+    total = plan.state_groups * states
     for count, size in plan.full:
         total += count * -(-max_seq_len // size)
     for count, reach, size in plan.sliding:
