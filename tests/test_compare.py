@@ -72,3 +72,15 @@ def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     target = tmp_path / "engines.png"
     assert main(["-q", *GEMMA, *ARGS, "--plot", str(target)]) == 0
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_speculative_profile_and_not_modelled_engines(capsys: pytest.CaptureFixture[str]) -> None:
+    # gpt_oss_20b + EAGLE3 in vLLM: 12 sliding + 13 full layers -> 2 groups of 13, 1 padding
+    # (1/26 = 3.8% of a block). SGLang's speculative sizing is not modelled: "n/a", exit 0.
+    spec = str(REPO / "schema" / "families" / "gpt_oss.yaml")
+    assert main(["compare", spec, "gpt_oss_20b", *ARGS, "--speculative", "eagle3"]) == 0
+    out = capsys.readouterr().out
+    assert "group_padding_layers: 2 groups of 13 layers, 1 of them padding (3.8%" in out
+    assert "not modelled: speculative must be 'none' for engine 'sglang'" in out
+    assert main(["compare", spec, "gpt_oss_20b", *ARGS, "--speculative", "pard"]) == 2
+    assert "--speculative must be one of none, eagle3, ngram4" in capsys.readouterr().err

@@ -46,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--max-seq-len", type=positive_int, metavar="S", help="default: min(native, 32768)"
     )
     parser.add_argument("--max-num-tokens", type=positive_int, default=8192, metavar="N")
+    parser.add_argument("--speculative", default="none", metavar="PROFILE")
     parser.add_argument(
         "--block-size", type=positive_int, metavar="T",
         help="page size for every engine (default: each engine's own)",
@@ -77,7 +78,7 @@ def load_family(name: str) -> Any:
 
 
 def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]:
-    from kvgen.engines import ENGINE_VERSIONS, ENGINES, engine_capacity
+    from kvgen.engines import ENGINE_VERSIONS, ENGINES, NotModelled, engine_capacity
     from kvgen.engines._terms import policy_terms
 
     names = [m.name for m in family.models]
@@ -87,7 +88,14 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
     seq_len = args.max_seq_len or min(native, 32768)
     if seq_len > native:
         raise UsageError(f"--max-seq-len must be <= {native} (native context of {model})")
-    common = {"max_seq_len": seq_len, "max_num_tokens": args.max_num_tokens}
+    profiles = family.profiles_for(model)
+    if args.speculative not in profiles:
+        raise UsageError(f"--speculative must be one of {', '.join(profiles)} for {model}")
+    common = {
+        "max_seq_len": seq_len,
+        "max_num_tokens": args.max_num_tokens,
+        "speculative": args.speculative,
+    }
     rows = []
     for engine in ENGINES:
         row: dict[str, Any] = {"engine": engine, "version": ENGINE_VERSIONS[engine]}
@@ -97,6 +105,8 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
                 max_batch_size=args.max_batch_size, **common,
             )  # fmt: skip
             row.update(cap._asdict())
+        except NotModelled as exc:
+            row["not_modelled"] = str(exc)
         except ValueError as exc:
             row["error"] = str(exc)
         try:
@@ -114,14 +124,16 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
         "gpu_memory": args.gpu_memory,
         "max_seq_len": seq_len,
         "max_num_tokens": args.max_num_tokens,
+        "speculative": args.speculative,
         "block_size": args.block_size,
         "engines": rows,
     }
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
-    if "error" in row:
-        return [row["engine"], row["version"], "-", "-", "-", "-"]
+    if "error" in row or "not_modelled" in row:
+        gap = "-" if "error" in row else "n/a"
+        return [row["engine"], row["version"], gap, gap, gap, gap]
     return [
         row["engine"],
         row["version"],
@@ -142,7 +154,8 @@ def text(result: dict[str, Any]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
     lines = [
         f"{result['family']}/{result['model']}: KV budget {format_bytes(result['gpu_memory'])}, "
-        f"max_seq_len {result['max_seq_len']}, max_num_tokens {result['max_num_tokens']}",
+        f"max_seq_len {result['max_seq_len']}, max_num_tokens {result['max_num_tokens']}, "
+        f"speculative {result['speculative']}",
         "",
     ]
     for row in rows:
@@ -150,10 +163,12 @@ def text(result: dict[str, Any]) -> str:
         cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:], strict=True)]
         lines.append("  " + "  ".join(cells).rstrip())
     for row in result["engines"]:
-        if "error" in row or row["terms"]:
+        if "error" in row or "not_modelled" in row or row["terms"]:
             lines += ["", f"{row['engine']}:"]
         if "error" in row:
             lines.append(f"  cannot serve: {row['error']}")
+        if "not_modelled" in row:
+            lines.append(f"  not modelled: {row['not_modelled']}")
         lines += [f"  {t['name']}: {t['detail']}" for t in row["terms"]]
     return "".join(f"{line}\n" for line in lines)
 
@@ -173,6 +188,8 @@ def markdown(result: dict[str, Any]) -> str:
     for row in result["engines"]:
         if "error" in row:
             lines.append(f"- {row['engine']}: cannot serve: {row['error']}")
+        if "not_modelled" in row:
+            lines.append(f"- {row['engine']}: not modelled: {row['not_modelled']}")
         lines += [f"- {row['engine']} `{t['name']}`: {t['detail']}" for t in row["terms"]]
     return "".join(f"{line}\n" for line in lines)
 
@@ -197,7 +214,7 @@ def plot(family: Any, model: str, args: argparse.Namespace, result: dict[str, An
                 cap = engine_capacity(
                     family, model, budget, engine=engine, block_size=args.block_size,
                     max_seq_len=result["max_seq_len"], max_num_tokens=args.max_num_tokens,
-                    max_batch_size=args.max_batch_size,
+                    max_batch_size=args.max_batch_size, speculative=args.speculative,
                 )  # fmt: skip
             except ValueError:
                 continue

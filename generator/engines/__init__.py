@@ -22,6 +22,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple, cast
 
 from kvgen.engines import _sglang, _trtllm, _vllm
+from kvgen.engines._layers import NotModelled
+
+__all__ = [
+    "ENGINES",
+    "ENGINE_VERSIONS",
+    "POLICY_TERMS",
+    "EngineCapacity",
+    "NotModelled",
+    "engine_capacity",
+    "sglang_capacity",
+    "trtllm_capacity",
+    "vllm_capacity",
+]
 
 if TYPE_CHECKING:
     from kvgen.costmodel import ManagerCost
@@ -125,7 +138,7 @@ def _profile(family: Family, model: str, name: str):  # type: ignore[no-untyped-
 
 def _only_plain(engine: str, speculative: str) -> None:
     if speculative != "none":
-        raise ValueError(f"speculative must be 'none' for engine {engine!r} (not modelled yet)")
+        raise NotModelled(f"speculative must be 'none' for engine {engine!r} (not modelled yet)")
 
 
 def engine_capacity(

@@ -15,6 +15,11 @@ if TYPE_CHECKING:
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 
+class NotModelled(ValueError):
+    """The engine model has no answer for this input (a shape or mode it does not cover yet),
+    as opposed to an answer of "does not fit"."""
+
+
 class CachedLayer(NamedTuple):
     """One layer that holds cache; ``attention: none`` layers are left out."""
 
@@ -56,13 +61,13 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
             out.append(CachedLayer(index, "recurrent", 0, 0, 0, None, kind.state_bytes or 0, dtype))
             continue
         if dtype not in DTYPE_BYTES:
-            raise ValueError(f"{model.name}: kv_cache_dtype {dtype!r} is not modelled per engine")
+            raise NotModelled(f"{model.name}: kv_cache_dtype {dtype!r} is not modelled per engine")
         if kind.bytes_per_token is not None or kind.extra_bytes_per_token:
-            raise ValueError(f"{model.name}: synthetic byte shapes have no engine equivalent")
+            raise NotModelled(f"{model.name}: synthetic byte shapes have no engine equivalent")
         if kind.sink_tokens:
-            raise ValueError(f"{model.name}: attention sinks are not modelled per engine")
+            raise NotModelled(f"{model.name}: attention sinks are not modelled per engine")
         if kind.kv_lora_rank is not None and kind.attention == "sliding":
-            raise ValueError(f"{model.name}: sliding-window MLA is not modelled per engine")
+            raise NotModelled(f"{model.name}: sliding-window MLA is not modelled per engine")
         if kind.kv_lora_rank is not None:
             latent = kind.kv_lora_rank + (kind.qk_rope_head_dim or 0)
             out.append(CachedLayer(index, "mla", 1, latent, 0, None, 0, dtype))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from kvgen.engines._layers import DTYPE_BYTES, cached_layers
+from kvgen.engines._layers import DTYPE_BYTES, NotModelled, cached_layers
 
 if TYPE_CHECKING:
     from kvgen.spec import Family, Model
@@ -81,7 +81,7 @@ def sglang_plan(
     attention = [lay for lay in layers if lay.attention != "recurrent"]
     shapes = {(lay.kv_heads, lay.head_dim, lay.dtype) for lay in attention}
     if len(shapes) > 1:
-        raise ValueError(
+        raise NotModelled(
             f"{model.name}: SGLang sizes every layer with one head count and head size; "
             "a model whose layers differ is not modelled"
         )
@@ -101,7 +101,7 @@ def sglang_plan(
     recurrent = [lay for lay in layers if lay.attention == "recurrent"]
     if recurrent:
         if model.name not in SSM_STATE_BYTES:
-            raise ValueError(f"{model.name}: the SSM share of its recurrent state is unknown")
+            raise NotModelled(f"{model.name}: the SSM share of its recurrent state is unknown")
         ssm = SSM_STATE_BYTES[model.name]
         # fp32 SSM state: the SSM part is stored at ssm_dtype instead of the spec's 2 bytes.
         extra_per_layer = ssm * DTYPE_BYTES[ssm_dtype] // 2 - ssm

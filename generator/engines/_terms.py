@@ -23,10 +23,16 @@ class PolicyTerm(NamedTuple):
 
 
 def _vllm_terms(
-    family: Family, model: str, block_size: int, max_seq_len: int, max_num_tokens: int
+    family: Family,
+    model: str,
+    block_size: int,
+    max_seq_len: int,
+    max_num_tokens: int,
+    speculative: str,
 ) -> list[PolicyTerm]:
     spec_model = family.model(model)
-    plan = _vllm.vllm_plan(family, spec_model, block_size=block_size)
+    profile = family.profile(speculative)
+    plan = _vllm.vllm_plan(family, spec_model, block_size=block_size, speculative=profile)
     terms = []
     if plan.padding_layers:
         layers = sum(g.group_count for g in plan.groups) * plan.group_size
@@ -111,11 +117,12 @@ def _trtllm_terms(
     max_seq_len: int,
     max_num_tokens: int,
     max_batch_size: int,
+    speculative: str,
 ) -> list[PolicyTerm]:
     target, _costs = _trtllm.target_cost(
         family,
         model,
-        speculative="none",
+        speculative=speculative,
         max_batch_size=max_batch_size,
         max_num_tokens=max_num_tokens,
         max_seq_len=max_seq_len,
@@ -152,14 +159,17 @@ def policy_terms(
     block_size: int | None = None,
     max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
     ssm_dtype: str = "fp32",
+    speculative: str = "none",
 ) -> list[PolicyTerm]:
     """The policy terms of ``engine`` that apply to ``model``, each with its size."""
     if engine == "vllm":
         size = _vllm.DEFAULT_BLOCK_SIZE if block_size is None else block_size
-        return _vllm_terms(family, model, size, max_seq_len, max_num_tokens)
+        return _vllm_terms(family, model, size, max_seq_len, max_num_tokens, speculative)
     if engine == "sglang":
-        return _sglang_terms(family, model, ssm_dtype)
+        return _sglang_terms(family, model, ssm_dtype) if speculative == "none" else []
     if engine == "trtllm-v2":
         size = family.tokens_per_block if block_size is None else block_size
-        return _trtllm_terms(family, model, size, max_seq_len, max_num_tokens, max_batch_size)
+        return _trtllm_terms(
+            family, model, size, max_seq_len, max_num_tokens, max_batch_size, speculative
+        )
     raise ValueError(f"engine must be one of trtllm-v2, vllm, sglang; got {engine!r}")

@@ -36,7 +36,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from kvgen.engines._layers import DTYPE_BYTES, CachedLayer, cached_layers, stack_layers
+from kvgen.engines._layers import (
+    DTYPE_BYTES,
+    CachedLayer,
+    NotModelled,
+    cached_layers,
+    stack_layers,
+)
 
 if TYPE_CHECKING:
     from kvgen.spec import Family, Model, Speculative
@@ -162,7 +168,7 @@ def speculative_layers(
     if profile.mode == "ngram":
         return (), 0, k
     if profile.mode not in SPECULATIVE_MODES:
-        raise ValueError(
+        raise NotModelled(
             f"speculative {profile.name!r} ({profile.mode}) runs a separate draft model; "
             f"vLLM modes modelled: ngram, {', '.join(SPECULATIVE_MODES)}"
         )
