@@ -1,0 +1,291 @@
+"""Refresh the engine golden numbers in tests/fixtures/engines/ from the engines' own code.
+
+Usage (from the repository root, kvgen's virtualenv active):
+    python bench/engines/refresh_goldens.py [--engine vllm] [--venv-root DIR]
+
+For each engine this script
+1. makes a virtual environment of its own under ``--venv-root`` (default
+   ``/tmp/kvgen_engines``; reused when present), with ``--system-site-packages`` so that the
+   machine's CPU torch is reused, and installs the pinned engine wheel and only the packages
+   its sizing modules import, each with ``pip install --no-deps``
+   (``bench/engines/requirements-<engine>.txt``);
+2. builds the case grid from every shipped family spec (``schema/families/*.yaml``, loaded with
+   ``kvgen.loader.load_path``) and every test fixture spec an engine can represent: every model,
+   two page sizes, two context lengths, a 40 GiB budget and max_num_tokens 8192; for vLLM also
+   each speculative profile whose drafter shares its pool (page 16, the short length);
+3. runs ``bench/engines/<engine>_runner.py`` inside that environment, which calls the engine's
+   own KV-cache planner on CPU, and writes what it returns, with provenance (engine version,
+   modules and functions), to ``tests/fixtures/engines/<engine>.json``.
+
+kvgen's tests compare ``kvgen.engines.engine_capacity`` with these files; CI needs no engine.
+For a new engine release: change the pin in the requirements file and ``PINS`` below, run this
+script, and review the diff of the fixture (every changed number is a policy change to model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+from typing import Any
+
+from kvgen.costmodel import kind_head_dim
+from kvgen.engines._sglang import SSM_STATE_BYTES
+from kvgen.loader import load_path
+from kvgen.spec import Family, LayerStack, Model
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+FIXTURES = ROOT / "tests" / "fixtures" / "engines"
+
+PINS = {"vllm": "vllm==0.33.0", "sglang": "sglang==0.5.23"}
+PAGE_SIZES = (16, 64)
+BUDGET_BYTES = 40 << 30
+MAX_NUM_TOKENS = 8192
+PROVENANCE = {
+    "vllm": {
+        "modules": [
+            "vllm/v1/core/kv_cache_planning.py",
+            "vllm/v1/core/kv_cache_utils.py",
+            "vllm/v1/kv_cache_interface.py",
+            "vllm/platforms/interface.py",
+            "vllm/model_executor/models/config.py",
+        ],
+        "functions": [
+            "MambaModelConfig.verify_and_update_config",
+            "Platform._align_hybrid_block_size",
+            "get_global_kv_cache_groups",
+            "get_kv_cache_configs",
+            "generate_scheduler_kv_cache_config",
+            "get_kv_cache_capacity",
+            "_max_memory_usage_bytes_from_groups",
+            "_estimate_max_model_len_from_groups",
+            "_pool_bytes_per_block_from_builder",
+        ],
+        "produced_by": "engine code (run on CPU; stubs listed in bench/engines/vllm_runner.py)",
+        "defaults": {
+            "async_scheduling": True,
+            "max_num_batched_tokens": "= max_num_tokens",
+            "kv_cache_layout": "LBNHC",
+            "attention_backend": "FLASH_ATTN (kernel blocks MultipleOf(16))",
+            "mamba_cache_mode": "none",
+        },
+    },
+    "sglang": {
+        "modules": [
+            "sglang/srt/model_executor/pool_configurator.py",
+            "sglang/srt/mem_cache/kv_cache_configurator.py",
+            "sglang/srt/configs/mamba_utils.py",
+            "sglang/srt/configs/model_config.py",
+        ],
+        "functions": [
+            "DefaultPoolConfigurator._compute_cell_size",
+            "DefaultPoolConfigurator.calculate_pool_sizes",
+            "HybridSWAPoolConfigurator.calculate_pool_sizes",
+            "HybridSWAPoolConfigurator._solve_pool_sizes",
+            "KVCacheConfigurator._handle_max_mamba_cache",
+            "BaseLinearStateParams.mamba_cache_per_req",
+        ],
+        "produced_by": "engine code (run on CPU; stubs listed in bench/engines/sglang_runner.py)",
+        "defaults": {
+            "swa_full_tokens_ratio": 0.8,
+            "mamba_full_memory_ratio": 0.9,
+            "mamba_ssm_dtype": "float32",
+            "mamba_conv_dtype": "bfloat16",
+            "radix_cache": "enabled",
+        },
+    },
+}
+
+
+def context_lengths(model: Model) -> tuple[int, int]:
+    """The grid's two lengths: a short one (8192, or half the native length) and the native."""
+    native = model.max_seq_len
+    return (MAX_NUM_TOKENS if native > MAX_NUM_TOKENS else native // 2, native)
+
+
+def engine_layers(
+    family: Family, model: Model, stack: LayerStack | None = None
+) -> list[dict[str, Any]]:
+    """The cached layers of ``stack`` (default: the model) in engine terms."""
+    stack = model if stack is None else stack
+    out = []
+    pattern = stack.layers.pattern
+    for index in range(stack.layers.count):
+        kind = stack.layer_kinds[pattern[index % len(pattern)]]
+        if kind.attention == "none":
+            continue
+        layer: dict[str, Any] = {"index": index}
+        if kind.attention == "recurrent":
+            state = kind.state_bytes or 0
+            # The conv/SSM split SGLang needs (its SSM part is fp32); None where kvgen has none.
+            ssm = SSM_STATE_BYTES.get(model.name)
+            layer.update(
+                type="mamba",
+                state_bytes=state,
+                ssm_elements=None if ssm is None else ssm // 2,
+                conv_elements=None if ssm is None else (state - ssm) // 2,
+            )
+        elif kind.kv_lora_rank is not None:
+            layer.update(type="mla", head_dim=kind.kv_lora_rank + (kind.qk_rope_head_dim or 0))
+        else:
+            layer.update(
+                type="sliding" if kind.attention == "sliding" else "full",
+                kv_heads=kind.kv_heads,
+                head_dim=kind_head_dim(kind, model),
+                window=kind.window,
+            )
+        out.append(layer)
+    return out
+
+
+def representable(family: Family, model: Model) -> bool:
+    """Whether an engine has a spec for every layer: no NVFP4, attention sinks, synthetic
+    byte shapes or sliding MLA (the fixtures use these to test kvgen's own model)."""
+    for kind in model.layer_kinds.values():
+        dtype = kind.dtype or model.kv_cache_dtype or family.kv_cache_dtype
+        if dtype == "nvfp4" or kind.sink_tokens or kind.bytes_per_token is not None:
+            return False
+        if kind.extra_bytes_per_token or (kind.attention == "sliding" and kind.kv_lora_rank):
+            return False
+    return True
+
+
+# kvgen speculative modes whose drafter shares vLLM's pool, and vLLM's name for the method.
+VLLM_METHODS = {"ngram": "ngram", "eagle3": "eagle3", "mtp": "mtp", "mtp_eagle": "mtp"}
+
+
+def speculative_cases(family: Family, model: Model, base: dict[str, Any]) -> list[dict[str, Any]]:
+    """vLLM only: each applicable profile whose drafter shares the pool, page 16, short length."""
+    out = []
+    for profile in family.speculative:
+        if profile.mode not in VLLM_METHODS or not profile.applies_to(model.name):
+            continue
+        extra = profile.extra_layers
+        case = dict(base)
+        case.update(
+            id=f"{base['id']}/{profile.name}",
+            speculative_profile=profile.name,
+            speculative={
+                "method": VLLM_METHODS[profile.mode],
+                "num_speculative_tokens": profile.max_draft_len,
+                "draft_modules": extra.layers.count if extra is not None else 1,
+            },
+            draft_layers=[] if extra is None else engine_layers(family, model, extra),
+        )
+        out.append(case)
+    return out
+
+
+def cases(engine: str) -> list[dict[str, Any]]:
+    """Every shipped family, then every test fixture family an engine can represent."""
+    grid = []
+    shipped = sorted((ROOT / "schema" / "families").glob("*.yaml"))
+    fixtures = sorted((ROOT / "tests" / "fixtures" / "specs").glob("fx_*.yaml"))
+    for path in shipped + fixtures:
+        loaded = load_path(path)
+        if loaded.family is None:
+            raise SystemExit(f"{path}: spec does not load; run `kvgen lint` first")
+        family = loaded.family
+        for model in family.models:
+            if not representable(family, model):
+                continue
+            layers = engine_layers(family, model)
+            for block_size in PAGE_SIZES:
+                for max_seq_len in context_lengths(model):
+                    case = {
+                        "id": f"{family.family}/{model.name}/b{block_size}/s{max_seq_len}",
+                        "family": family.family,
+                        "spec": path.relative_to(ROOT).as_posix(),
+                        "model": model.name,
+                        "block_size": block_size,
+                        "max_model_len": max_seq_len,
+                        "max_num_batched_tokens": MAX_NUM_TOKENS,
+                        "async_scheduling": True,
+                        "budget_bytes": BUDGET_BYTES,
+                        "dtype": model.kv_cache_dtype or family.kv_cache_dtype,
+                        "layers": layers,
+                    }
+                    grid.append(case)
+                    if (
+                        engine == "vllm"
+                        and block_size == 16
+                        and max_seq_len == min(context_lengths(model))
+                    ):
+                        grid += speculative_cases(family, model, case)
+    return grid
+
+
+def ensure_venv(engine: str, venv_root: Path) -> Path:
+    """The engine's own environment; installs only the pinned packages, without dependencies."""
+    env_dir = venv_root / f"venv-{engine}"
+    python = env_dir / "bin" / "python"
+    if not python.exists():
+        venv.create(env_dir, system_site_packages=True, with_pip=True)
+    requirements = HERE / f"requirements-{engine}.txt"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-r", str(requirements)],
+        check=True,
+    )
+    return python
+
+
+def run_engine(engine: str, python: Path, grid: list[dict[str, Any]]) -> dict[str, Any]:
+    runner = HERE / f"{engine}_runner.py"
+    proc = subprocess.run(
+        [str(python), str(runner)],
+        input=json.dumps(grid),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-4000:])
+        raise SystemExit(f"{runner.name} failed (exit {proc.returncode})")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, Any]) -> Path:
+    by_id = {r["id"]: r for r in produced["results"]}
+    entries = []
+    for case in grid:
+        got = dict(by_id[case["id"]])
+        got.pop("id")
+        inputs = {k: case[k] for k in ("spec", "family", "model", "block_size", "max_model_len")}
+        inputs.update(budget_bytes=case["budget_bytes"], max_num_tokens=MAX_NUM_TOKENS)
+        inputs["speculative"] = case.get("speculative_profile", "none")
+        entries.append({"inputs": inputs, "engine_output": got})
+    golden = {
+        "engine": engine,
+        "engine_version": produced["version"],
+        "pin": PINS[engine],
+        "provenance": PROVENANCE[engine],
+        "refresh": "python bench/engines/refresh_goldens.py --engine " + engine,
+        "unset_flags_read_as_none": produced.get("unset_flags_read_as_none", []),
+        "cases": entries,
+    }
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    path = FIXTURES / f"{engine}.json"
+    path.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", choices=sorted(PINS), default="vllm")
+    parser.add_argument("--venv-root", type=Path, default=Path("/tmp/kvgen_engines"))
+    args = parser.parse_args(argv)
+    grid = cases(args.engine)
+    python = ensure_venv(args.engine, args.venv_root)
+    produced = run_engine(args.engine, python, grid)
+    path = write_golden(args.engine, grid, produced)
+    print(f"{path.relative_to(ROOT)}: {len(grid)} cases from {args.engine} {produced['version']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

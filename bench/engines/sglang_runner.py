@@ -1,0 +1,265 @@
+"""Run SGLang's own KV pool sizing on CPU for the cases given on stdin; print results as JSON.
+
+Runs INSIDE the engine's virtual environment made by ``refresh_goldens.py`` (SGLang pinned there),
+never in kvgen's. What runs is SGLang's code (0.5.23):
+- ``sglang/srt/model_executor/pool_configurator.py``: ``DefaultPoolConfigurator`` (``__init__``,
+  ``_compute_cell_size``, ``calculate_pool_sizes``) and ``HybridSWAPoolConfigurator``
+  (``__init__``, ``_recompute_cell_size``, ``calculate_pool_sizes``, ``_solve_pool_sizes``);
+- ``sglang/srt/mem_cache/kv_cache_configurator.py``: ``KVCacheConfigurator._handle_max_mamba_cache``
+  (the Mamba memory ratio) on the budget in GiB, then ``int(rest * (1 << 30))`` as its
+  ``_profile_available_bytes`` returns it;
+- ``sglang/srt/configs/mamba_utils.py``: ``BaseLinearStateParams.mamba_cache_per_req`` with the
+  engine's default state dtypes (``mamba2_state_dtype``: conv bf16, SSM fp32).
+The defaults ``swa_full_tokens_ratio`` and ``mamba_full_memory_ratio`` are read from SGLang's
+own argument definitions (``arg_groups/fields/schedule.py``, the ``fallback`` of each ``Arg``).
+
+Stubs (the smallest that stand in for the server and for what cannot load here):
+- ``torchvision``: imported by SGLang's multimodal configs; the PyPI wheel does not load against
+  the machine's CPU torch, so an empty module (version 0.28.0) stands in. No sizing code uses it.
+- the server-wide argument accessors (``get_parallel``, ``get_schedule``, ``get_memory``,
+  ``get_exec``, ``get_spec``, ``get_context``) of the two modules: plain objects with tp = dp = 1,
+  no speculative decoding, radix cache on, no unified memory, no user token cap.
+- the ``kvc`` (KVCacheConfigurator) and its model config: plain objects with the layer ids, head
+  count, head size and cache dtype from kvgen's spec; ``mambaish_config`` returns the attention
+  layer ids and a real ``Mamba2CacheParams`` built with the spec's conv/SSM element counts.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.metadata
+import json
+import sys
+import typing
+from types import SimpleNamespace
+from typing import Any
+from unittest import mock
+
+
+class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Stands in for torchvision (see the module docstring)."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name.split(".")[0] == "torchvision":
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec: Any) -> Any:
+        module = mock.MagicMock(name=spec.name)
+        module.__path__ = []
+        module.__spec__ = spec
+        module.__version__ = "0.28.0"
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        return None
+
+
+sys.meta_path.insert(0, _StubFinder())
+_metadata_version = importlib.metadata.version
+importlib.metadata.version = lambda name: (  # type: ignore[assignment]
+    "0.28.0" if name == "torchvision" else _metadata_version(name)
+)
+
+import sglang  # noqa: E402
+import sglang.srt.mem_cache.kv_cache_configurator as kv_configurator  # noqa: E402
+import sglang.srt.model_executor.pool_configurator as pool_configurator  # noqa: E402
+import torch  # noqa: E402
+from sglang.srt.arg_groups.fields.schedule import Schedule  # noqa: E402
+from sglang.srt.configs.mamba_utils import Mamba2CacheParams  # noqa: E402
+from sglang.srt.configs.model_config import AttentionArch  # noqa: E402
+
+TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+TORCH_DTYPES["fp8"] = torch.float8_e4m3fn
+HYBRID_SWA_ARCHS = {"gpt_oss": "GptOssForCausalLM"}  # kvgen family -> SGLang architecture
+
+
+def sglang_default(field: str) -> Any:
+    """The fallback SGLang's own argument definition gives ``field``."""
+    hints = typing.get_type_hints(Schedule, include_extras=True)
+    for meta in hints[field].__metadata__:
+        if hasattr(meta, "fallback"):
+            return meta.fallback
+    raise KeyError(field)
+
+
+SWA_FULL_TOKENS_RATIO = sglang_default("swa_full_tokens_ratio")
+MAMBA_FULL_MEMORY_RATIO = sglang_default("mamba_full_memory_ratio")
+
+
+UNSET_READS: set[str] = set()
+
+
+class Flags(SimpleNamespace):
+    """Server arguments: the values set here; any other flag reads as None (feature off), and
+    each such read is recorded in the golden's provenance."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        UNSET_READS.add(name)
+        return None
+
+
+def server_state() -> SimpleNamespace:
+    schedule = Flags(
+        swa_full_tokens_ratio=SWA_FULL_TOKENS_RATIO,
+        mamba_full_memory_ratio=MAMBA_FULL_MEMORY_RATIO,
+        max_total_tokens=None,
+        max_running_requests=None,
+        max_mamba_cache_size=None,
+        disable_overlap_schedule=False,
+        chunked_prefill_size=8192,
+        page_size=1,
+    )
+
+    def override(_reason: str, **values: Any) -> None:
+        for name, value in values.items():
+            setattr(schedule, name, value)
+
+    return SimpleNamespace(
+        parallel=Flags(attn_tp_size=1, attn_dcp_size=1, attn_dp_size=1, pp_size=1),
+        schedule=schedule,
+        memory=Flags(enable_hisparse=False, enable_unified_memory=False, disable_radix_cache=False),
+        exec=Flags(mamba=Flags(enable_linear_replayssm_spec=False)),
+        spec=Flags(speculative_num_draft_tokens=None, speculative_algorithm=None),
+        context=Flags(override=override),
+    )
+
+
+def _returning(value: Any) -> Any:
+    return lambda: value
+
+
+def install(state: SimpleNamespace) -> None:
+    """Point every loaded SGLang module's server-argument accessors at ``state``."""
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("sglang") or module is None:
+            continue
+        for name in ("parallel", "schedule", "memory", "exec", "spec", "context"):
+            if callable(getattr(module, f"get_{name}", None)):
+                setattr(module, f"get_{name}", _returning(getattr(state, name)))
+
+
+def make_kvc(case: dict[str, Any], hybrid_swa: bool) -> SimpleNamespace:
+    attention = [lay for lay in case["layers"] if lay["type"] != "mamba"]
+    mamba = [lay for lay in case["layers"] if lay["type"] == "mamba"]
+    first = attention[0]
+    mla = first["type"] == "mla"
+    heads = 1 if mla else first["kv_heads"]
+    head_dim = first["head_dim"]
+    hf_config = SimpleNamespace(
+        architectures=[HYBRID_SWA_ARCHS.get(case["family"], "KvgenStubForCausalLM")]
+    )
+    model_config = SimpleNamespace(
+        hf_config=hf_config,
+        hf_text_config=hf_config,
+        attention_arch=AttentionArch.MLA if mla else AttentionArch.MHA,
+        head_dim=head_dim,
+        v_head_dim=0 if mla else head_dim,
+        swa_head_dim=head_dim,
+        swa_v_head_dim=head_dim,
+        kv_lora_rank=head_dim - 64 if mla else None,
+        qk_rope_head_dim=64 if mla else None,
+        context_len=case["max_model_len"],
+        num_hidden_layers=max(lay["index"] for lay in case["layers"]) + 1,
+        get_num_kv_heads=lambda tp, dcp=1: max(1, heads // tp),
+        get_swa_num_kv_heads=lambda tp: max(1, heads // tp),
+    )
+    sliding = [lay["index"] for lay in attention if lay["type"] == "sliding"]
+    full = [lay["index"] for lay in attention if lay["type"] != "sliding" or not hybrid_swa]
+    return SimpleNamespace(
+        model_config=model_config,
+        kv_cache_dtype=TORCH_DTYPES[case["dtype"]],
+        kv_cache_dtype_str="auto" if case["dtype"] != "fp8" else "fp8_e4m3",
+        use_mla_backend=mla,
+        server_args=SimpleNamespace(enable_hisparse=False),
+        layer_info=SimpleNamespace(
+            num_effective_layers=len(attention),
+            start_layer=0,
+            end_layer=model_config.num_hidden_layers,
+            full_attention_layer_ids=full,
+            swa_attention_layer_ids=sliding if hybrid_swa else [],
+        ),
+        sliding_window_size=(attention[0]["window"] if hybrid_swa and sliding else None),
+        page_size=case["block_size"],
+        spec_algorithm=SimpleNamespace(
+            is_eagle=lambda: False,
+            is_standalone=lambda: False,
+            is_dflash_family=lambda: False,
+            is_none=lambda: True,
+        ),
+        spec_aux_config=SimpleNamespace(),
+        is_draft_worker=False,
+        pp_size=1,
+        attn_dp_size=1,
+        fused_entry_bytes=lambda kind: None,
+        extra_mamba_cache_bytes_per_req=0,
+        hybrid_gdn_config=None,
+        hybrid_kda_config=None,
+        mamba_layers=[lay["index"] for lay in mamba],
+        mamba=mamba,
+    )
+
+
+def run_case(case: dict[str, Any]) -> dict[str, Any]:
+    state = server_state()
+    install(state)
+    state.schedule.page_size = case["block_size"]
+    attention = [lay for lay in case["layers"] if lay["type"] != "mamba"]
+    if len({(lay.get("kv_heads", 1), lay["head_dim"]) for lay in attention}) != 1:
+        return {"error": "SGLang sizes every layer with one head count; not modelled"}
+    hybrid_swa = case["family"] in HYBRID_SWA_ARCHS and any(
+        lay["type"] == "sliding" for lay in attention
+    )
+    if any(lay["type"] == "mamba" and lay["ssm_elements"] is None for lay in case["layers"]):
+        return {"error": "the conv/SSM split of the recurrent state is unknown"}
+    kvc = make_kvc(case, hybrid_swa)
+    out: dict[str, Any] = {}
+    rest_memory = case["budget_bytes"] / (1 << 30)  # _profile_available_bytes works in GiB
+    if kvc.mamba:
+        shape = SimpleNamespace(
+            conv=[(kvc.mamba[0]["conv_elements"],)], temporal=(kvc.mamba[0]["ssm_elements"],)
+        )
+        params = Mamba2CacheParams(shape=shape, layers=kvc.mamba_layers)
+        full_ids = kvc.layer_info.full_attention_layer_ids
+        kvc.mambaish_config = SimpleNamespace(
+            mamba2_cache_params=params, full_attention_layer_ids=full_ids
+        )
+        rest_memory = kv_configurator.KVCacheConfigurator._handle_max_mamba_cache(kvc, rest_memory)
+        out.update(
+            mamba_cache_per_req=params.mamba_cache_per_req,
+            max_mamba_cache_size=state.schedule.max_mamba_cache_size,
+            mamba_ssm_dtype=str(params.dtype.temporal),
+        )
+        pool_configurator.mambaish_config = lambda model_config: kvc.mambaish_config
+    else:
+        pool_configurator.mambaish_config = lambda model_config: None
+    available_bytes = int(rest_memory * (1 << 30))
+    if hybrid_swa:
+        configurator = pool_configurator.HybridSWAPoolConfigurator(kvc)
+    else:
+        configurator = pool_configurator.DefaultPoolConfigurator(kvc)
+    try:
+        config = configurator.calculate_pool_sizes(available_bytes, case["block_size"])
+    except (ValueError, RuntimeError) as exc:
+        return {"error": str(exc).split(":")[0]}
+    out["max_total_num_tokens"] = config.max_total_num_tokens
+    if config.swa_max_total_num_tokens is not None:
+        out["swa_max_total_num_tokens"] = config.swa_max_total_num_tokens
+    return out
+
+
+def main() -> int:
+    cases = json.load(sys.stdin)
+    out: dict[str, Any] = {"engine": "sglang", "version": sglang.__version__, "results": []}
+    for case in cases:
+        out["results"].append({"id": case["id"], **run_case(case)})
+    out["unset_flags_read_as_none"] = sorted(UNSET_READS)
+    json.dump(out, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

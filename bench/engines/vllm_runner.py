@@ -1,0 +1,303 @@
+"""Run vLLM's own KV-cache planner on CPU for the cases given on stdin; print results as JSON.
+
+Runs INSIDE the engine's virtual environment made by ``refresh_goldens.py`` (vLLM pinned there),
+never in kvgen's: it imports no kvgen module. Input: a JSON list of cases, each with the layer
+list kvgen's spec resolves to. Output: one JSON object per case with what vLLM computed.
+
+What runs is vLLM's code, called in the order its engine core calls it at start-up
+(``vllm/v1/engine/core.py`` ``_initialize_kv_caches``):
+  ``MambaModelConfig.verify_and_update_config`` and ``Platform._align_hybrid_block_size``
+  (Mamba hybrids only: Mamba cache mode and block size; attention page >= Mamba page),
+  ``get_global_kv_cache_groups`` -> ``get_kv_cache_configs``
+  -> ``generate_scheduler_kv_cache_config`` -> ``get_kv_cache_capacity`` (the logged
+  "KV cache size" and "Maximum concurrency"),
+plus ``_max_memory_usage_bytes_from_groups`` (the per-request bound the memory check uses).
+
+Stubs (the smallest that stand in for GPU-only or model-loading parts; each named here):
+- ``VllmConfig``: a plain object carrying only the fields the planner reads; its properties
+  ``max_concurrent_batches``, ``max_in_flight_tokens`` and ``num_prefill_lookahead_tokens``
+  are vLLM's own, borrowed from the real class.
+- attention backend: FlashAttention's answer on an H100, ``get_supported_kernel_block_sizes``
+  -> ``[MultipleOf(16)]`` and ``customize_spec`` unchanged; no backend declares a layout, so
+  the layout is vLLM's default preference, ``LBNHC``.
+- model class for Mamba hybrids: ``ModelRegistry.resolve_model_cls`` returns a class whose
+  Mamba state is one bf16 buffer of the spec's ``state_bytes`` (vLLM only uses the byte total).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+import vllm
+from vllm.config.speculative import SpeculativeConfig
+from vllm.config.vllm import VllmConfig
+from vllm.model_executor.models.config import MambaModelConfig
+from vllm.platforms.interface import Platform
+from vllm.v1.attention.backend import MultipleOf
+from vllm.v1.core import kv_cache_planning as planning
+from vllm.v1.core import kv_cache_utils as utils
+from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder
+from vllm.v1.kv_cache_interface import (
+    FullAttentionSpec,
+    MambaSpec,
+    MLAAttentionSpec,
+    SlidingWindowSpec,
+)
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+DTYPES["fp8"] = torch.float8_e4m3fn
+CACHE_DTYPE = {"bf16": "auto", "fp16": "auto", "fp32": "auto", "fp8": "fp8"}
+
+
+class StubVllmConfig:
+    """Only the fields the planner reads; the derived properties are vLLM's own."""
+
+    max_concurrent_batches = VllmConfig.max_concurrent_batches
+    max_in_flight_tokens = VllmConfig.max_in_flight_tokens
+    num_prefill_lookahead_tokens = VllmConfig.num_prefill_lookahead_tokens
+    num_speculative_tokens = VllmConfig.num_speculative_tokens
+
+    def __init__(self, case: dict[str, Any]) -> None:
+        self.use_v2_model_runner = False  # pp=1: V1 and V2 both give 2 concurrent batches
+        spec = case.get("speculative")
+        self.speculative_config = None if spec is None else StubSpeculativeConfig(spec)
+        self.diffusion_config = None
+        self.scheduler_config = SimpleNamespace(
+            disable_hybrid_kv_cache_manager=False,
+            async_scheduling=case["async_scheduling"],
+            max_num_batched_tokens=case["max_num_batched_tokens"],
+            enable_chunked_prefill=True,
+        )
+        self.cache_config = StubCacheConfig(
+            block_size=case["block_size"], cache_dtype=CACHE_DTYPE[case["dtype"]]
+        )
+        self.model_config = StubModelConfig(case)
+        self.parallel_config = SimpleNamespace(
+            tensor_parallel_size=1,
+            pipeline_parallel_size=1,
+            decode_context_parallel_size=1,
+            prefill_context_parallel_size=1,
+        )
+        self.attention_config = SimpleNamespace(hisparse_config=None)
+        self.device_config = SimpleNamespace(device_type="cuda")
+        self.kv_transfer_config = None
+
+
+@dataclass
+class StubCacheConfig:
+    block_size: int
+    cache_dtype: str
+    kv_cache_layout: str = "LBNHC"
+    num_gpu_blocks_override: int | None = None
+    prefix_cache_retention_interval: Any = None
+    mamba_cache_mode: str = "none"
+    enable_prefix_caching: bool = False  # vLLM's hybrid Mamba default here: mode "none"
+    mamba_page_size_padded: int | None = None
+    mamba_block_size: int | None = None
+    kv_cache_dtype_skip_layers: list[str] = field(default_factory=list)
+    num_gpu_blocks: int | None = None
+    kv_cache_size_tokens: int | None = None
+    kv_cache_max_concurrency: float | None = None
+
+    def get_resolved_kv_cache_layout(self):  # type: ignore[no-untyped-def]
+        from vllm.config.cache import _layout_from_name
+
+        return _layout_from_name(self.kv_cache_layout)
+
+
+class StubSpeculativeConfig:
+    """The drafter's method and width; ``use_eagle`` and ``use_multi_module_mtp`` are vLLM's own.
+    Block dropping only marks groups (no effect on sizes): off."""
+
+    use_eagle = SpeculativeConfig.use_eagle
+    use_multi_module_mtp = SpeculativeConfig.use_multi_module_mtp
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.method = spec["method"]
+        self.num_speculative_tokens = spec["num_speculative_tokens"]
+        self.draft_model_config = SimpleNamespace(
+            hf_config=SimpleNamespace(num_nextn_predict_layers=spec["draft_modules"])
+        )
+
+    def use_eagle_block_drop(self) -> bool:
+        return False
+
+
+class StubModelConfig:
+    def __init__(self, case: dict[str, Any]) -> None:
+        self.max_model_len = case["max_model_len"]
+        self.original_max_model_len = case["max_model_len"]
+        self.dtype = torch.bfloat16
+        attn = [lay for lay in case["layers"] if lay["type"] != "mamba"]
+        self.use_mla = any(lay["type"] == "mla" for lay in attn)
+        self._heads = attn[0].get("kv_heads", 1) if attn else 1
+        self._head_dim = attn[0]["head_dim"] if attn else 1
+        self.architecture = "KvgenStubHybrid"
+        self.supports_kv_cache_grouping = False
+        self.is_hybrid = any(lay["type"] == "mamba" for lay in case["layers"])
+        self._state_bytes = max(
+            (lay["state_bytes"] for lay in case["layers"] if lay["type"] == "mamba"), default=0
+        )
+
+    def get_num_kv_heads(self, parallel_config: Any) -> int:
+        return self._heads
+
+    def get_head_size(self) -> int:
+        return self._head_dim
+
+
+class StubBackend:
+    """FlashAttention on an H100: kernel blocks of any multiple of 16 tokens."""
+
+    @staticmethod
+    def get_supported_kernel_block_sizes(kv_cache_spec: Any = None) -> list[Any]:
+        return [MultipleOf(16)]
+
+    @staticmethod
+    def customize_spec(spec: Any) -> Any:
+        return spec
+
+    @staticmethod
+    def get_name() -> str:
+        return "FLASH_ATTN"
+
+
+def layer_spec(
+    lay: dict[str, Any], config: StubVllmConfig, dtype: torch.dtype, is_draft: bool = False
+) -> Any:
+    kind = lay["type"]
+    cache = config.cache_config
+    block_size = cache.block_size
+    if kind == "full":
+        return FullAttentionSpec(
+            block_size=block_size,
+            num_kv_heads=lay["kv_heads"],
+            head_size=lay["head_dim"],
+            dtype=dtype,
+            is_draft=is_draft,
+        )
+    if kind == "sliding":
+        return SlidingWindowSpec(
+            block_size=block_size,
+            num_kv_heads=lay["kv_heads"],
+            head_size=lay["head_dim"],
+            dtype=dtype,
+            sliding_window=lay["window"],
+            is_draft=is_draft,
+        )
+    if kind == "mla":
+        return MLAAttentionSpec(
+            block_size=block_size,
+            num_kv_heads=1,
+            head_size=lay["head_dim"],
+            dtype=dtype,
+            cache_dtype_str=cache.cache_dtype,
+            is_draft=is_draft,
+        )
+    if kind == "mamba":
+        # As vLLM's MambaBase.get_kv_cache_spec builds it (one state block per draft token).
+        return MambaSpec(
+            block_size=cache.mamba_block_size,
+            shapes=((lay["state_bytes"] // 2,),),
+            dtypes=(torch.bfloat16,),
+            page_size_padded=cache.mamba_page_size_padded,
+            mamba_cache_mode=cache.mamba_cache_mode,
+            num_speculative_blocks=config.num_speculative_tokens,
+        )
+    raise ValueError(f"unknown layer type {kind!r}")
+
+
+def align_hybrid(config: StubVllmConfig) -> None:
+    """vLLM's own Mamba page alignment, with the model class and backend stubbed."""
+    model = config.model_config
+    state_elements = model._state_bytes // 2
+
+    class StubModelClass:
+        @staticmethod
+        def get_mamba_state_shape_from_config(vllm_config: Any) -> tuple[tuple[int, ...], ...]:
+            return ((state_elements,),)
+
+        @staticmethod
+        def get_mamba_state_dtype_from_config(vllm_config: Any) -> tuple[torch.dtype, ...]:
+            return (torch.bfloat16,)
+
+    from vllm.model_executor.models import ModelRegistry
+
+    saved_resolve = ModelRegistry.resolve_model_cls
+    saved_find = Platform._find_non_ssm_backends
+    ModelRegistry.resolve_model_cls = lambda *a, **k: (StubModelClass, model.architecture)
+    Platform._find_non_ssm_backends = classmethod(lambda cls, cfg: [StubBackend])
+    try:
+        Platform._align_hybrid_block_size(config, StubBackend)
+    finally:
+        ModelRegistry.resolve_model_cls = saved_resolve
+        Platform._find_non_ssm_backends = saved_find
+
+
+def run_case(case: dict[str, Any]) -> dict[str, Any]:
+    config = StubVllmConfig(case)
+    cache = config.cache_config
+    if config.model_config.is_hybrid:
+        # vLLM's own hybrid set-up: Mamba cache mode and Mamba block size, then page alignment.
+        MambaModelConfig.verify_and_update_config(config)
+        align_hybrid(config)
+    dtype = DTYPES[case["dtype"]]
+    specs = {
+        f"model.layers.{lay['index']}.attn": layer_spec(lay, config, dtype)
+        for lay in case["layers"]
+    }
+    for lay in case.get("draft_layers", []):
+        specs[f"drafter.layers.{lay['index']}.attn"] = layer_spec(lay, config, dtype, True)
+    groups = planning.get_global_kv_cache_groups(config, [specs])
+    budget = case["budget_bytes"]
+    builder = get_kv_cache_config_builder(config)
+    request_bytes = planning._max_memory_usage_bytes_from_groups(builder, config, groups)
+    bytes_per_block = planning._pool_bytes_per_block_from_builder(builder, config, groups)
+    try:
+        (kv_config,) = planning.get_kv_cache_configs(config, [specs], [budget], groups)
+    except ValueError as exc:
+        # The engine refuses to start: one request at max_model_len does not fit.
+        fits = planning._estimate_max_model_len_from_groups(
+            builder, config, groups, budget - bytes_per_block
+        )
+        return {
+            "error": str(exc).split("(")[0].strip(),
+            "request_bytes": request_bytes,
+            "bytes_per_block": bytes_per_block,
+            "estimated_max_model_len": fits,
+        }
+    sched = utils.generate_scheduler_kv_cache_config([kv_config])
+    cache.block_size = min(g.kv_cache_spec.block_size for g in sched.kv_cache_groups)
+    kv_tokens, concurrency = utils.get_kv_cache_capacity(config, sched)
+    layers_in_groups = [len(g.layer_names) for g in groups]
+    return {
+        "kv_tokens": kv_tokens,
+        "max_concurrency": concurrency,
+        "num_blocks": kv_config.num_blocks,
+        "request_bytes": request_bytes,
+        "bytes_per_block": bytes_per_block,
+        "attention_block_size": cache.block_size,
+        "num_groups": len(groups),
+        "group_size": max(layers_in_groups),
+        "padding_layers": sum(max(layers_in_groups) - n for n in layers_in_groups),
+        "mamba_page_size_padded": cache.mamba_page_size_padded,
+        "mamba_block_size": cache.mamba_block_size,
+    }
+
+
+def main() -> int:
+    cases = json.load(sys.stdin)
+    out = {"engine": "vllm", "version": vllm.__version__, "results": []}
+    for case in cases:
+        out["results"].append({"id": case["id"], **run_case(case)})
+    json.dump(out, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,377 @@
+"""One spec, every engine: what TensorRT-LLM V2, vLLM and SGLang allocate for the same model.
+
+``engine_capacity(family, model, budget_bytes, engine=..., max_seq_len=..., max_num_tokens=...)``
+answers, for a loaded ``kvgen.spec.Family``, the quantities an engine reports or uses for a KV
+budget: tokens the cache holds, how many requests at ``max_seq_len`` fit at once, the bytes one
+such request needs, and the number of blocks (pages) of the pool. Each engine's pool policy
+lives in its module, pinned to an engine version and written as named terms:
+
+- ``"trtllm-v2"``: kvgen's reference model (docs/cost-model.md §4), ``_trtllm``;
+- ``"vllm"``: vLLM 0.33.0, ``_vllm`` (verified against vLLM's own planner output);
+- ``"sglang"``: SGLang 0.5.23, ``_sglang`` (verified against its own pool sizing).
+
+Engine defaults are the keyword defaults. ``POLICY_TERMS`` names each policy and says what it
+does (docs/cost-model.md §9); ``kvgen compare`` cites them.
+
+The static part of each plan is cached per (family object, model, settings), so a warm call is a
+few integer operations.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple, cast
+
+from kvgen.engines import _sglang, _trtllm, _vllm
+from kvgen.engines._layers import NotModelled
+
+__all__ = [
+    "ENGINES",
+    "ENGINE_VERSIONS",
+    "POLICY_TERMS",
+    "EngineCapacity",
+    "NotModelled",
+    "engine_capacity",
+    "sglang_capacity",
+    "trtllm_capacity",
+    "vllm_capacity",
+]
+
+if TYPE_CHECKING:
+    from kvgen.costmodel import ManagerCost
+    from kvgen.spec import Family
+
+ENGINES = ("trtllm-v2", "vllm", "sglang")
+ENGINE_VERSIONS = {
+    "trtllm-v2": "V2 (cost-model §4)",  # TensorRT-LLM's KV cache manager V2, kvgen's model
+    "vllm": _vllm.VLLM_VERSION,
+    "sglang": _sglang.SGLANG_VERSION,
+}
+POLICY_TERMS = {
+    "group_padding_layers": "vLLM cuts a hybrid into groups of equal layer count; the missing "
+    "layers of a short group still take a page in every block",
+    "null_block": "vLLM never hands out one block of the pool; a request at max_seq_len must "
+    "fit in the rest",
+    "swa_in_flight_bound": "vLLM reserves window - 1 + the whole in-flight token budget "
+    "(2 x max_num_batched_tokens under async scheduling) per request on every sliding group",
+    "mamba_page_unification": "vLLM grows the attention block until a page holds a Mamba "
+    "state, and pads the Mamba page to it",
+    "full_length_layers": "SGLang sizes sliding layers full length unless the architecture is "
+    "on its hybrid-SWA list",
+    "swa_ratio": "SGLang's sliding pool is a fixed 0.8 of the full pool's tokens, whatever the "
+    "window",
+    "mamba_memory_ratio": "SGLang gives 0.9/1.9 of the budget to recurrent state slots first",
+    "fp32_ssm_state": "SGLang keeps the SSM part of a recurrent state in fp32 by default",
+    "swa_pages_per_request": "TensorRT-LLM charges each of B requests ceil((w+H-2)/tpb)+1 "
+    "pages per sliding life cycle plus a per-token context term (docs/cost-model.md §4)",
+    "recurrent_state_slots": "TensorRT-LLM holds one recurrent state per request for all B "
+    "requests up front (docs/cost-model.md §8)",
+}
+
+
+class EngineCapacity(NamedTuple):
+    """What an engine reports or uses for one KV budget (see each engine module's reading)."""
+
+    kv_tokens: int  # tokens the KV cache holds (vLLM's logged "KV cache size")
+    max_concurrency: float  # requests at max_seq_len at once (vLLM's "Maximum concurrency")
+    request_bytes: int  # bytes one request at max_seq_len needs
+    num_blocks: int  # blocks (pages) of the pool
+
+
+# NamedTuple's generated __new__ is a Python function; the tuple constructor is a C call.
+_new = tuple.__new__
+
+# Static plans by (id(family), model, settings). An entry keeps its family object alive, so an
+# id is never reused while its entry exists; the cache is emptied when it grows past the bound.
+_CACHE: dict[tuple[object, ...], tuple[Family, object]] = {}
+_CACHE_BOUND = 4096
+
+
+def _remember(key: tuple[object, ...], family: Family, plan: object) -> None:
+    if len(_CACHE) >= _CACHE_BOUND:
+        _CACHE.clear()
+    _CACHE[key] = (family, plan)
+
+
+def _positive(name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+_VLLM_INTS = ("budget_bytes", "max_seq_len", "max_num_tokens")
+_SGLANG_INTS = ("budget_bytes", "max_seq_len", "block_size")
+
+
+def _check_ints(*values: object, names: tuple[str, ...] = _VLLM_INTS) -> None:
+    """Each value a positive int (bool excluded); the fast path is one type test per value."""
+    for name, value in zip(names, values, strict=True):
+        if type(value) is not int or value < 1:  # type: ignore[operator]
+            _positive(name, value)
+
+
+def _too_long(max_seq_len: int, native: int) -> None:
+    raise ValueError(
+        f"max_seq_len must be <= {native} (the model's native context), got {max_seq_len}"
+    )
+
+
+def _model(family: Family, name: str):  # type: ignore[no-untyped-def]
+    for model in family.models:
+        if model.name == name:
+            return model
+    names = ", ".join(m.name for m in family.models)
+    raise ValueError(f"model must be one of {names}; got {name!r}")
+
+
+def _profile(family: Family, model: str, name: str):  # type: ignore[no-untyped-def]
+    """The speculative profile ``name`` (None for "none"), checked to apply to ``model``."""
+    if name == "none":
+        return None
+    for profile in family.speculative:
+        if profile.name == name:
+            if not profile.applies_to(model):
+                raise ValueError(f"speculative {name!r} does not apply to model {model!r}")
+            return profile
+    names = ", ".join(family.profile_names)
+    raise ValueError(f"speculative must be one of {names}; got {name!r}")
+
+
+def _only_plain(engine: str, speculative: str) -> None:
+    if speculative != "none":
+        raise NotModelled(f"speculative must be 'none' for engine {engine!r} (not modelled yet)")
+
+
+def engine_capacity(
+    family: Family,
+    model: str,
+    budget_bytes: int,
+    *,
+    engine: str,
+    max_seq_len: int,
+    max_num_tokens: int,
+    block_size: int | None = None,
+    speculative: str = "none",
+    tp_size: int = 1,
+    max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
+    async_scheduling: bool = True,
+    mamba_cache_mode: str = "none",
+    swa_full_tokens_ratio: float = _sglang.SWA_FULL_TOKENS_RATIO,
+    mamba_full_memory_ratio: float = _sglang.MAMBA_FULL_MEMORY_RATIO,
+    ssm_dtype: str = "fp32",
+) -> EngineCapacity:
+    """What ``engine`` gives ``model`` of ``family`` for a KV budget of ``budget_bytes``.
+
+    ``block_size`` defaults to the engine's own page size (TensorRT-LLM: the spec's
+    ``tokens_per_block``; vLLM: 16; SGLang: 1). ``max_num_tokens`` is the per-iteration token
+    budget (vLLM's ``max_num_batched_tokens``). Engine-specific keywords: ``max_batch_size``
+    (TensorRT-LLM), ``async_scheduling`` and ``mamba_cache_mode`` (vLLM),
+    ``swa_full_tokens_ratio``, ``mamba_full_memory_ratio`` and ``ssm_dtype`` (SGLang).
+    ``speculative`` names a profile of the family: TensorRT-LLM takes any; vLLM takes ngram and
+    the drafters that share its pool (eagle3, mtp, mtp_eagle); SGLang only ``"none"`` so far.
+    Raises ``ValueError`` naming the argument on bad input, and when the engine would refuse to
+    start (vLLM: one request at ``max_seq_len`` does not fit).
+    """
+    key = (id(family), model, engine, block_size, tp_size, speculative, mamba_cache_mode, ssm_dtype)
+    hit = _CACHE.get(key)
+    if engine == "vllm":
+        if hit is not None and hit[0] is family:
+            plan = cast(_vllm.VllmPlan, hit[1])
+        else:
+            plan = _build_vllm(family, model, block_size, tp_size, speculative, mamba_cache_mode)
+            _remember(key, family, plan)
+        return vllm_capacity(
+            plan, budget_bytes, max_seq_len, max_num_tokens, async_scheduling, mamba_cache_mode
+        )
+    if engine == "sglang":
+        if hit is not None and hit[0] is family:
+            plan_s = cast(_sglang.SglangPlan, hit[1])
+        else:
+            plan_s = _build_sglang(family, model, tp_size, ssm_dtype, speculative)
+            _remember(key, family, plan_s)
+        page = _sglang.DEFAULT_PAGE_SIZE if block_size is None else block_size
+        return sglang_capacity(
+            plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio
+        )
+    if engine == "trtllm-v2":
+        return trtllm_capacity(
+            family,
+            model,
+            budget_bytes,
+            max_seq_len=max_seq_len,
+            max_num_tokens=max_num_tokens,
+            block_size=block_size,
+            speculative=speculative,
+            tp_size=tp_size,
+            max_batch_size=max_batch_size,
+        )
+    raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+
+
+def _build_vllm(
+    family: Family,
+    model: str,
+    block_size: int | None,
+    tp_size: int,
+    speculative: str,
+    mamba_cache_mode: str,
+) -> _vllm.VllmPlan:
+    if mamba_cache_mode not in _vllm.MAMBA_CACHE_MODES:
+        raise ValueError(
+            f"mamba_cache_mode must be one of {_vllm.MAMBA_CACHE_MODES}, got {mamba_cache_mode!r}"
+        )
+    size = _vllm.DEFAULT_BLOCK_SIZE if block_size is None else _positive("block_size", block_size)
+    spec_model = _model(family, model)
+    return _vllm.vllm_plan(
+        family,
+        spec_model,
+        block_size=size,
+        tp_size=_positive("tp_size", tp_size),
+        speculative=_profile(family, spec_model.name, speculative),
+    )
+
+
+def _build_sglang(
+    family: Family, model: str, tp_size: int, ssm_dtype: str, speculative: str
+) -> _sglang.SglangPlan:
+    _only_plain("sglang", speculative)
+    return _sglang.sglang_plan(
+        family, _model(family, model), tp_size=_positive("tp_size", tp_size), ssm_dtype=ssm_dtype
+    )
+
+
+def vllm_capacity(
+    plan: _vllm.VllmPlan,
+    budget_bytes: int,
+    max_seq_len: int,
+    max_num_tokens: int,
+    async_scheduling: bool = True,
+    mamba_cache_mode: str = "none",
+) -> EngineCapacity:
+    """vLLM's capacity for a planned model: its logged KV cache size and maximum concurrency."""
+    if not (
+        type(budget_bytes) is int
+        and type(max_seq_len) is int
+        and type(max_num_tokens) is int
+        and budget_bytes > 0
+        and max_seq_len > 0
+        and max_num_tokens > 0
+    ):
+        _check_ints(budget_bytes, max_seq_len, max_num_tokens)
+    if max_seq_len > plan.native_max_seq_len:
+        _too_long(max_seq_len, plan.native_max_seq_len)
+    in_flight = (2 if async_scheduling else 1) * max_num_tokens  # concurrent batches x N
+    blocks = _vllm.request_blocks(plan, max_seq_len, in_flight, mamba_cache_mode)
+    request_bytes = blocks * plan.bytes_per_block
+    # Null block: one block is never handed out, so a request must fit in the rest.
+    usable = budget_bytes - plan.bytes_per_block
+    if request_bytes > usable:
+        longest = _vllm.longest_fitting(plan, usable, max_seq_len, in_flight, mamba_cache_mode)
+        raise ValueError(
+            f"budget_bytes {budget_bytes} cannot hold one request of max_seq_len {max_seq_len} "
+            f"in vLLM ({request_bytes} bytes plus the null block); longest that fits: {longest}"
+        )
+    num_blocks = budget_bytes // plan.bytes_per_block
+    concurrency = num_blocks / blocks
+    return _new(
+        EngineCapacity, (int(concurrency * max_seq_len), concurrency, request_bytes, num_blocks)
+    )
+
+
+def sglang_capacity(
+    plan: _sglang.SglangPlan,
+    budget_bytes: int,
+    max_seq_len: int,
+    page_size: int = _sglang.DEFAULT_PAGE_SIZE,
+    swa_full_tokens_ratio: float = _sglang.SWA_FULL_TOKENS_RATIO,
+    mamba_full_memory_ratio: float = _sglang.MAMBA_FULL_MEMORY_RATIO,
+) -> EngineCapacity:
+    """SGLang's pools for a planned model, read as an ``EngineCapacity`` (see ``_sglang``)."""
+    if not (
+        type(budget_bytes) is int
+        and type(max_seq_len) is int
+        and type(page_size) is int
+        and budget_bytes > 0
+        and max_seq_len > 0
+        and page_size > 0
+    ):
+        _check_ints(budget_bytes, max_seq_len, page_size, names=_SGLANG_INTS)
+    if max_seq_len > plan.native_max_seq_len:
+        _too_long(max_seq_len, plan.native_max_seq_len)
+    pools = _sglang.sglang_pools(
+        plan,
+        budget_bytes,
+        page_size,
+        swa_full_tokens_ratio=swa_full_tokens_ratio,
+        mamba_full_memory_ratio=mamba_full_memory_ratio,
+    )
+    if pools.full_tokens <= 0:
+        raise ValueError(f"budget_bytes {budget_bytes} leaves SGLang no KV pool")
+    sliding = _sglang.sliding_tokens_per_request(plan, max_seq_len, page_size)
+    request_bytes = (
+        max_seq_len * plan.full_bytes_per_token
+        + sliding * plan.swa_bytes_per_token
+        + plan.state_bytes_per_request
+    )
+    concurrency = pools.full_tokens / max_seq_len
+    if sliding:
+        concurrency = min(concurrency, pools.swa_tokens / sliding)
+    if plan.state_bytes_per_request:
+        concurrency = min(concurrency, float(pools.state_slots))
+    full = pools.full_tokens
+    return _new(EngineCapacity, (full, concurrency, request_bytes, full // page_size))
+
+
+def trtllm_capacity(
+    family: Family,
+    model: str,
+    budget_bytes: int,
+    *,
+    max_seq_len: int,
+    max_num_tokens: int,
+    block_size: int | None = None,
+    speculative: str = "none",
+    tp_size: int = 1,
+    max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
+) -> EngineCapacity:
+    """TensorRT-LLM V2's affine estimate read as an ``EngineCapacity`` (see ``_trtllm``)."""
+    size = family.tokens_per_block if block_size is None else _positive("block_size", block_size)
+    key = (
+        id(family),
+        model,
+        "trtllm-v2",
+        size,
+        tp_size,
+        speculative,
+        max_batch_size,
+        max_num_tokens,
+        max_seq_len,
+    )
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is family:
+        target, costs = cast("tuple[ManagerCost, dict[str, ManagerCost]]", hit[1])
+    else:
+        target, costs = _trtllm.target_cost(
+            family,
+            model,
+            speculative=speculative,
+            max_batch_size=max_batch_size,
+            max_num_tokens=max_num_tokens,
+            max_seq_len=max_seq_len,
+            tp_size=tp_size,
+            block_size=size,
+        )
+        _remember(key, family, (target, costs))
+    _positive("budget_bytes", budget_bytes)
+    # The whole budget is the target's unless a separate draft pool takes a share.
+    budget = budget_bytes if len(costs) == 1 else _trtllm.target_budget(budget_bytes, costs)
+    tokens = target.max_tokens(budget)
+    if tokens is None:  # nothing grows with history: every request reaches max_seq_len
+        tokens = max_batch_size * max_seq_len
+    request_bytes = (
+        max_seq_len * target.slope
+        + target.per_request
+        + min(max_seq_len, max_num_tokens) * target.ctx_swa
+    )
+    # At most B requests are resident, whatever the tokens would allow.
+    concurrency = min(tokens / max_seq_len, float(max_batch_size))
+    return _new(EngineCapacity, (tokens, concurrency, request_bytes, tokens // size))

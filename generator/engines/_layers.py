@@ -1,0 +1,79 @@
+"""The cached layers of one model, as every engine model here reads them (stdlib only).
+
+The physics is engine-independent (docs/cost-model.md §1): bytes per token of an attention
+layer, the window of a sliding layer, the fixed state of a recurrent layer. What differs per
+engine is how pools are laid out around it, which the engine modules add.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from kvgen.spec import Family, LayerKind, LayerStack, Model
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+
+
+class NotModelled(ValueError):
+    """The engine model has no answer for this input (a shape or mode it does not cover yet),
+    as opposed to an answer of "does not fit"."""
+
+
+class CachedLayer(NamedTuple):
+    """One layer that holds cache; ``attention: none`` layers are left out."""
+
+    position: int  # index in the model (pattern phase)
+    attention: str  # "full", "sliding", "mla" or "recurrent"
+    kv_heads: int  # 1 for MLA (one latent), 0 for recurrent
+    head_dim: int  # K head size; MLA: kv_lora_rank + qk_rope_head_dim
+    value_dim: int  # V head size; 0 for MLA (no separate V)
+    window: int | None  # sliding layers only
+    state_bytes: int  # recurrent layers only, at tp=1
+    dtype: str
+
+
+def _head_dim(kind: LayerKind, model: Model) -> int:
+    if kind.head_dim is not None:
+        return kind.head_dim
+    if model.hidden_size is None or model.num_attention_heads is None:
+        raise ValueError(f"{model.name}: head_dim cannot be derived (no hidden_size/heads)")
+    return model.hidden_size // model.num_attention_heads
+
+
+def cached_layers(family: Family, model: Model) -> tuple[CachedLayer, ...]:
+    """The model's cached layers in layer order, with the pool dtype resolved."""
+    return stack_layers(family, model, model)
+
+
+def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[CachedLayer, ...]:
+    """The cached layers of ``stack`` (the model, or a profile's draft layers, whose missing
+    head_dim derives from ``model``), with the pool dtype resolved."""
+    pattern = stack.layers.pattern
+    pool_dtype = stack.kv_cache_dtype or family.kv_cache_dtype
+    out = []
+    for index in range(stack.layers.count):
+        kind = stack.layer_kinds[pattern[index % len(pattern)]]
+        dtype = kind.dtype or pool_dtype
+        if kind.attention == "none":
+            continue
+        if kind.attention == "recurrent":
+            out.append(CachedLayer(index, "recurrent", 0, 0, 0, None, kind.state_bytes or 0, dtype))
+            continue
+        if dtype not in DTYPE_BYTES:
+            raise NotModelled(f"{model.name}: kv_cache_dtype {dtype!r} is not modelled per engine")
+        if kind.bytes_per_token is not None or kind.extra_bytes_per_token:
+            raise NotModelled(f"{model.name}: synthetic byte shapes have no engine equivalent")
+        if kind.sink_tokens:
+            raise NotModelled(f"{model.name}: attention sinks are not modelled per engine")
+        if kind.kv_lora_rank is not None and kind.attention == "sliding":
+            raise NotModelled(f"{model.name}: sliding-window MLA is not modelled per engine")
+        if kind.kv_lora_rank is not None:
+            latent = kind.kv_lora_rank + (kind.qk_rope_head_dim or 0)
+            out.append(CachedLayer(index, "mla", 1, latent, 0, None, 0, dtype))
+            continue
+        head = _head_dim(kind, model)
+        window = kind.window if kind.attention == "sliding" else None
+        attention = "sliding" if window is not None else "full"
+        out.append(CachedLayer(index, attention, kind.kv_heads or 0, head, head, window, 0, dtype))
+    return tuple(out)

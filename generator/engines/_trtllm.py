@@ -1,0 +1,52 @@
+"""TensorRT-LLM V2 (the reference engine) as an ``EngineCapacity``, from kvgen's own cost model.
+
+The pool policy is the affine estimate of docs/cost-model.md §4 (``semantics="trtllm-v2"``):
+``quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa``. The engine reports no
+concurrency; kvgen reads its numbers as:
+
+- ``kv_tokens``: tokens of full-attention history the budget holds beside ``B`` requests'
+  sliding-window pages, ``tokens(q)`` of §4 (``B x max_seq_len`` when nothing grows with T);
+- ``request_bytes``: one request at ``max_seq_len``: ``S*slope + per_request + min(S, N)*ctx_swa``;
+- ``max_concurrency``: ``min(kv_tokens / max_seq_len, B)`` (no more than B requests reside);
+- ``num_blocks``: full-attention pages of ``kv_tokens`` (``kv_tokens // block_size``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kvgen.costmodel import ManagerCost, RuntimeParams, cache_costs, split_budget
+
+if TYPE_CHECKING:
+    from kvgen.spec import Family
+
+DEFAULT_MAX_BATCH_SIZE = 8  # kvgen's comparison default, not the engine's
+
+
+def target_cost(
+    family: Family,
+    model_name: str,
+    *,
+    speculative: str,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    tp_size: int,
+    block_size: int,
+) -> tuple[ManagerCost, dict[str, ManagerCost]]:
+    """The target manager's static cost (and every manager's) at ``block_size`` tokens/page."""
+    if block_size != family.tokens_per_block:
+        family = family.model_copy(update={"tokens_per_block": block_size})
+    params = RuntimeParams(
+        max_batch_size=max_batch_size,
+        max_num_tokens=max_num_tokens,
+        max_seq_len=max_seq_len,
+        tp_size=tp_size,
+    )
+    costs = cache_costs(family, model_name, speculative, params)
+    return costs["target"], costs
+
+
+def target_budget(budget_bytes: int, costs: dict[str, ManagerCost]) -> int:
+    """The target's share of the budget (a separate draft pool takes its own, §6)."""
+    return split_budget(budget_bytes, costs)["target"]
