@@ -10,7 +10,6 @@ from pathlib import Path
 from kvgen.exits import Exit, UsageError
 from kvgen.writer import write_atomic
 
-EXIT_OK, EXIT_FINDINGS = Exit.OK, Exit.FINDINGS
 DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
 
 log = logging.getLogger("kvgen")
@@ -74,7 +73,7 @@ def run(args: argparse.Namespace) -> Exit:
             display, (1, 1), "file is not valid UTF-8", "save it as UTF-8"
         )
         print(refused.render())
-        return EXIT_FINDINGS
+        return Exit.FINDINGS
     result = import_config(
         display,
         text,
@@ -87,10 +86,10 @@ def run(args: argparse.Namespace) -> Exit:
     if result.text is None:
         for diagnostic in result.diagnostics:
             print(diagnostic.render())
-        return EXIT_FINDINGS
+        return Exit.FINDINGS
     if args.out is None:
         sys.stdout.write(result.text)
-        return EXIT_OK
+        return Exit.OK
     write_atomic(Path(args.out), result.text)
     log.info("wrote %s", display_path(args.out))
-    return EXIT_OK
+    return Exit.OK

@@ -14,10 +14,11 @@ import sys
 from kvgen.console import colour_findings, use_colour
 from kvgen.exits import Exit
 from kvgen.project import expand_paths
+from kvgen.reporters import REPORTERS
 
 log = logging.getLogger("kvgen")
 
-FORMATS = ("text", "json", "github", "sarif")  # keep in step with kvgen.reporters.REPORTERS
+FORMATS = tuple(REPORTERS)  # the reporter registry is the one list of formats
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
