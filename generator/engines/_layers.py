@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from kvgen.engines_core import NotModelled
+
 if TYPE_CHECKING:
     from kvgen.spec import Family, LayerKind, LayerStack, Model
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-
-
-class NotModelled(ValueError):
-    """The engine model has no answer for this input (a shape or mode it does not cover yet),
-    as opposed to an answer of "does not fit"."""
+__all__ = ["DTYPE_BYTES", "CachedLayer", "NotModelled", "cached_layers", "stack_layers"]
 
 
 class CachedLayer(NamedTuple):
