@@ -48,7 +48,21 @@ class EngineCapacity(NamedTuple):
 
 class NotModelled(ValueError):
     """The engine model has no answer for this input (a shape or mode it does not cover yet),
-    as opposed to an answer of "does not fit"."""
+    as opposed to an answer of "does not fit". ``reason`` is a key of ``UNMODELLED``."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+# Why a model or profile has no engine answer; rows name the key, so tables stay short.
+UNMODELLED = {
+    "dtype": "its kv_cache_dtype is not modelled per engine (fp32, bf16, fp16 and fp8 are)",
+    "synthetic": "synthetic byte shapes have no engine equivalent",
+    "sinks": "attention sinks are not modelled per engine",
+    "sliding_mla": "sliding-window MLA is not modelled per engine",
+    "separate_draft": "a separate draft model is not modelled for vLLM",
+}
 
 
 class EngineLayer(NamedTuple):
@@ -72,7 +86,7 @@ class EngineDraft(NamedTuple):
     layers: tuple[EngineLayer, ...]
     retained: int
     state_blocks: int
-    unmodelled: str = ""  # why vLLM's answer is not modelled ("" when it is)
+    unmodelled: str = ""  # why vLLM's answer is not modelled: a key of UNMODELLED
 
 
 class EngineModel(NamedTuple):
@@ -84,10 +98,12 @@ class EngineModel(NamedTuple):
     drafts: dict[str, EngineDraft]
     hybrid_swa: bool = False
     ssm_state_bytes: int = 0  # per recurrent layer, bf16, tp=1 (0: unknown)
-    unmodelled: str = ""
+    unmodelled: str = ""  # why no engine answers for the model: a key of UNMODELLED
 
 
 # ---- engine tables (from the spec) ----
+# Per model: the cached layers as engines read them, how vLLM runs each speculative profile,
+# and what SGLang needs beyond the layers (§9).
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "hybrid": EngineModel(
         max_seq_len=4096,
@@ -97,20 +113,45 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 layers=(),
                 retained=0,
                 state_blocks=0,
-                unmodelled="speculative 'pard2' (pard) runs a separate draft model; vLLM modes "
-                "modelled: ngram, eagle3, mtp, mtp_eagle",
+                unmodelled="separate_draft",
             ),
             "eagle1": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full", layers=1, kv_heads=1, head_dim=8, value_dim=8, dtype="bf16"
+                        "full",
+                        layers=1,
+                        kv_heads=1,
+                        head_dim=8,
+                        value_dim=8,
+                        dtype="bf16",
                     ),
                 ),
                 retained=0,
                 state_blocks=1,
             ),
         },
-        unmodelled="hybrid: attention sinks are not modelled per engine",
+        unmodelled="sinks",
+    ),
+    "latent": EngineModel(
+        max_seq_len=2048,
+        layers=(),
+        drafts={
+            "eagle1": EngineDraft(
+                layers=(
+                    EngineLayer(
+                        "full",
+                        layers=1,
+                        kv_heads=1,
+                        head_dim=8,
+                        value_dim=8,
+                        dtype="bf16",
+                    ),
+                ),
+                retained=0,
+                state_blocks=1,
+            ),
+        },
+        unmodelled="synthetic",
     ),
 }
 
@@ -214,10 +255,11 @@ def vllm_plan(
     if speculative != "none":
         profile = entry.drafts[speculative]
         if profile.unmodelled:
-            raise NotModelled(profile.unmodelled)
+            reason = profile.unmodelled
+            raise NotModelled(f"speculative {speculative!r}: {UNMODELLED[reason]}", reason)
         draft, retained, state_blocks = profile.layers, profile.retained, profile.state_blocks
     if entry.unmodelled:
-        raise NotModelled(entry.unmodelled)
+        raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
     layers = entry.layers + draft
     if not layers:
         raise ValueError("the model has no cached layers")
@@ -230,10 +272,10 @@ def vllm_plan(
             page = _state_at_tp(lay, tp_size) + mamba_padding
             specs.append(("recurrent", None, block_size, page, (lay.state_bytes,), lay.layers))
         else:
-            shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)
+            heads = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)
             kind = "sliding" if lay.attention == "sliding" else "full"
             page = block_size * _layer_bytes(lay, tp_size)
-            specs.append((kind, lay.window, block_size, page, shape, lay.layers))
+            specs.append((kind, lay.window, block_size, page, heads, lay.layers))
     total = sum(spec[5] for spec in specs)
     kinds = {(spec[0], spec[1]) for spec in specs}
     if len(kinds) == 1:
@@ -309,9 +351,7 @@ def vllm_request_blocks(
         total += count * -(-max_seq_len // size)
     for count, reach, size in plan.sliding:
         # Per-request SWA bound: the window plus everything in flight, +1 boundary block.
-        held = reach + in_flight
-        if held > max_seq_len:
-            held = max_seq_len
+        held = min(reach + in_flight, max_seq_len)
         total += count * (-(-held // size) + 1)
     return total
 
@@ -379,9 +419,10 @@ def vllm_capacity(
         )
     num_blocks = budget_bytes // plan.bytes_per_block
     concurrency = num_blocks / blocks
-    return _new(
+    capacity: EngineCapacity = _new(
         EngineCapacity, (int(concurrency * max_seq_len), concurrency, request_bytes, num_blocks)
     )
+    return capacity
 
 
 def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32") -> SglangPlan:
@@ -389,7 +430,7 @@ def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32"
     if ssm_dtype not in SSM_DTYPES:
         raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm_dtype!r}")
     if entry.unmodelled:
-        raise NotModelled(entry.unmodelled)
+        raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
     attention = [lay for lay in entry.layers if lay.attention != "recurrent"]
     if len({(lay.kv_heads, lay.head_dim, lay.dtype) for lay in attention}) > 1:
         raise NotModelled(
@@ -441,9 +482,11 @@ def sglang_pools(
         per_token = plan.full_bytes_per_token + swa_full_tokens_ratio * plan.swa_bytes_per_token
         full = int(usable // per_token) // page_size * page_size
         swa = int(full * swa_full_tokens_ratio) // page_size * page_size
-        return _new(SglangPools, (full, swa, slots))
+        pools: SglangPools = _new(SglangPools, (full, swa, slots))
+        return pools
     full = usable // plan.full_bytes_per_token // page_size * page_size
-    return _new(SglangPools, (full, 0, slots))
+    pools = _new(SglangPools, (full, 0, slots))
+    return pools
 
 
 def sglang_sliding_tokens(plan: SglangPlan, max_seq_len: int, page_size: int) -> int:
@@ -495,7 +538,10 @@ def sglang_capacity(
     if plan.state_bytes_per_request:
         concurrency = min(concurrency, float(pools.state_slots))
     full = pools.full_tokens
-    return _new(EngineCapacity, (full, concurrency, request_bytes, full // page_size))
+    capacity: EngineCapacity = _new(
+        EngineCapacity, (full, concurrency, request_bytes, full // page_size)
+    )
+    return capacity
 
 
 # Static plans by (model, block size or SSM dtype, tp, profile, Mamba cache mode); bounded.
@@ -505,15 +551,13 @@ _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan] = {}
 
 def _check_model(model: object, speculative: object, engine: str) -> EngineModel:
     """The model's rows, the profile checked to apply to it; else ValueError naming them."""
-    entry = _ENGINE_MODELS.get(model) if type(model) is str else None
-    if entry is None:
-        entry = _ENGINE_MODELS[_name("model", model, MODELS)]
+    name = _name("model", model, MODELS)
     profile = _name("speculative", speculative, SPECULATIVE)
-    if profile not in _MODELS[model].profiles:  # type: ignore[index]
-        raise ValueError(f"speculative {profile!r} does not apply to model {model!r}")
+    if profile not in _MODELS[name].profiles:
+        raise ValueError(f"speculative {profile!r} does not apply to model {name!r}")
     if engine == "sglang" and profile != "none":
         raise NotModelled("speculative must be 'none' for engine 'sglang' (not modelled yet)")
-    return entry
+    return _ENGINE_MODELS[name]
 
 
 def _trtllm_capacity(
@@ -555,7 +599,10 @@ def _trtllm_capacity(
     )
     # At most B requests are resident, whatever the tokens would allow.
     concurrency = min(tokens / max_seq_len, float(max_batch_size))
-    return _new(EngineCapacity, (tokens, concurrency, request_bytes, tokens // TOKENS_PER_BLOCK))
+    capacity: EngineCapacity = _new(
+        EngineCapacity, (tokens, concurrency, request_bytes, tokens // TOKENS_PER_BLOCK)
+    )
+    return capacity
 
 
 def engine_capacity(
@@ -619,9 +666,9 @@ def engine_capacity(
         )
     if engine != "sglang":
         _name("engine", engine, ENGINE_VERSIONS)
-    key = (model, ssm_dtype, tp_size, speculative)
+    key_s = (model, ssm_dtype, tp_size, speculative)
     try:
-        plan_s = _SGLANG_PLANS.get(key)
+        plan_s = _SGLANG_PLANS.get(key_s)
     except TypeError:  # an unhashable argument: named below
         plan_s = None
     if plan_s is None:
@@ -629,7 +676,7 @@ def engine_capacity(
         plan_s = sglang_plan(entry, tp_size=_integer("tp_size", tp_size, 1), ssm_dtype=ssm_dtype)
         if len(_SGLANG_PLANS) >= 4096:
             _SGLANG_PLANS.clear()
-        _SGLANG_PLANS[key] = plan_s
+        _SGLANG_PLANS[key_s] = plan_s
     page = SGLANG_PAGE_SIZE if block_size is None else block_size
     return sglang_capacity(
         plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio

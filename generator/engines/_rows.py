@@ -57,16 +57,12 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
     if profile.mode == "ngram":
         return EngineDraft((), 0, k)
     if profile.mode not in VLLM_SPECULATIVE_MODES:
-        return EngineDraft(
-            (), 0, 0,
-            f"speculative {profile.name!r} ({profile.mode}) runs a separate draft model; "
-            f"vLLM modes modelled: ngram, {', '.join(VLLM_SPECULATIVE_MODES)}",
-        )  # fmt: skip
+        return EngineDraft((), 0, 0, "separate_draft")
     extra = profile.extra_layers
     try:
         draft = stack_layers(family, extra, model) if extra is not None else ()
     except NotModelled as exc:
-        return EngineDraft((), 0, 0, str(exc))
+        return EngineDraft((), 0, 0, exc.reason)
     modules = extra.layers.count if extra is not None else 1
     lookahead = k if profile.mode == "mtp" and min(modules, k) > 1 else 1
     return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k)
@@ -84,7 +80,7 @@ def engine_model(family: Family, model: Model) -> EngineModel:
     try:
         layers = cached_layers(family, model)
     except NotModelled as exc:
-        return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, str(exc))
+        return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason)
     return EngineModel(model.max_seq_len, layer_rows(layers), drafts, hybrid_swa, ssm)
 
 
