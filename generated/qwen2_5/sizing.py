@@ -1477,7 +1477,9 @@ def _trtllm_capacity(
         False, False, 0.95, False, "trtllm-v2",
     )  # fmt: skip
     terms = _cached_terms(*args)
-    budget = _integer("budget_bytes", budget_bytes, 1)
+    budget = budget_bytes
+    if type(budget) is not int or budget < 1:
+        budget = _integer("budget_bytes", budget_bytes, 1)
     target = terms[0]
     if len(terms) > 1:  # a separate draft pool takes its share first (§6)
         budget = split_budget(
