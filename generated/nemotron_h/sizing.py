@@ -25,6 +25,11 @@ dicts, so ``max_tokens_from_quota(model, split_budget(model, budget, **kw), **kw
 pool's tokens. Integers may be any ``operator.index``-able integer (numpy ints too), never a bool
 or a float; every bad argument raises ``ValueError`` naming it and the allowed values.
 
+``engine_capacity(model, budget_bytes, engine=..., max_seq_len=..., max_num_tokens=...)``
+answers what TensorRT-LLM V2, vLLM 0.33.0 and SGLang 0.5.23 give the model for one KV budget
+(§9): the pool policies of ``kvgen.engines_core``, inlined after the interpreter, read the
+family's engine rows; "trtllm-v2" answers from this module's own sizing functions.
+
 Example::
 
     from generated.nemotron_h import sizing
