@@ -173,3 +173,21 @@ def test_generated_module_imports_nothing_but_the_stdlib() -> None:
         [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_engines_core_runs_as_source_on_the_example_family() -> None:
+    # kvgen.engines_core holds the engine rows of tests/fixtures/sizing_core_example.yaml:
+    # "hybrid" has attention sinks and "latent" a synthetic byte shape, which no engine
+    # model covers; "trtllm-v2" answers from kvgen.sizing_core's tables. hybrid at B = 8,
+    # N = 64, S = 1,024: slope 64 (global), per_request = 6 pages x 16 x 128 + 2,000 = 14,288,
+    # ctx_swa 128; quota 1 MiB: room = 1,048,576 - 8 x 14,288 = 934,272 > 64 x 192, so
+    # tokens = 64 + (934,272 - 12,288) // 64 = 64 + 14,406 = 14,470.
+    from kvgen import engines_core as core
+
+    kw = {"max_seq_len": 1024, "max_num_tokens": 64}
+    with pytest.raises(core.NotModelled, match="attention sinks"):
+        core.engine_capacity("hybrid", 1 << 20, engine="vllm", **kw)
+    with pytest.raises(core.NotModelled, match="synthetic byte shapes"):
+        core.engine_capacity("latent", 1 << 20, engine="sglang", **kw)
+    cap = core.engine_capacity("hybrid", 1 << 20, engine="trtllm-v2", **kw)
+    assert (cap.kv_tokens, cap.num_blocks, cap.max_concurrency) == (14_470, 14_470 // 16, 8.0)

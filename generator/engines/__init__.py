@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
+from kvgen import engines_core
 from kvgen.engines import _sglang, _trtllm, _vllm
 from kvgen.engines_core import EngineCapacity, NotModelled, sglang_capacity, vllm_capacity
 
@@ -40,12 +41,9 @@ if TYPE_CHECKING:
     from kvgen.costmodel import ManagerCost
     from kvgen.spec import Family
 
-ENGINES = ("trtllm-v2", "vllm", "sglang")
-ENGINE_VERSIONS = {
-    "trtllm-v2": "V2 (cost-model §4)",  # TensorRT-LLM's KV cache manager V2, kvgen's model
-    "vllm": _vllm.VLLM_VERSION,
-    "sglang": _sglang.SGLANG_VERSION,
-}
+# TensorRT-LLM's KV cache manager V2 (kvgen's model), vLLM and SGLang, with their pins.
+ENGINE_VERSIONS = engines_core.ENGINE_VERSIONS
+ENGINES = tuple(ENGINE_VERSIONS)
 POLICY_TERMS = {
     "group_padding_layers": "vLLM cuts a hybrid into groups of equal layer count; the missing "
     "layers of a short group still take a page in every block",
