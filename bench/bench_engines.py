@@ -1,20 +1,24 @@
-"""Time ``kvgen.engines.engine_capacity`` per call (warm: the static plan is cached).
+"""Time ``engine_capacity`` per call, in kvgen.engines and in the generated sizing modules.
 
 Usage: python bench/bench_engines.py [--calls N]
 
-Prints microseconds per call for each engine on a few shipped models (target: < 5 us warm),
-and the cold cost of the first call (building the plan). Warm figures are the best of 5
-repeats (the least disturbed by other load on the machine); max_seq_len cycles through
-four lengths so no call repeats the previous one's arguments.
+Prints microseconds per call for each engine on a few shipped models (target: < 5 us warm):
+``kvgen.engines.engine_capacity`` (cold: the first call, building the plan; warm: the plan
+cached) and ``generated/<family>/sizing.py``'s ``engine_capacity`` (warm), which answers from
+the module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. Warm
+figures are the best of 5 repeats (the least disturbed by other load on the machine);
+max_seq_len cycles through four lengths so no call repeats the previous one's arguments.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import itertools
 import time
 import timeit
 from pathlib import Path
+from types import ModuleType
 
 from kvgen.engines import _CACHE, ENGINES, engine_capacity
 from kvgen.loader import load_family
@@ -24,13 +28,29 @@ CASES = (("gemma3", "gemma3_27b"), ("gpt_oss", "gpt_oss_20b"), ("qwen3_next", "q
 BUDGET = 40 << 30
 
 
+def generated_module(family_name: str) -> ModuleType:
+    path = ROOT / "generated" / family_name / "sizing.py"
+    spec = importlib.util.spec_from_file_location(f"_bench_{family_name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def warm_us(call: object, calls: int) -> float:
+    """Best of 5 repeats, microseconds per call."""
+    per_repeat = calls // 5
+    return min(timeit.repeat(call, number=per_repeat, repeat=5)) * 1e6 / per_repeat  # type: ignore[arg-type]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
     args = parser.parse_args(argv)
-    print(f"{'engine':10} {'model':22} {'cold us':>9} {'warm us/call':>13}")
+    print(f"{'engine':10} {'model':22} {'cold us':>9} {'warm us/call':>13} {'generated us':>13}")
     for family_name, model in CASES:
         family = load_family(ROOT / "schema" / "families" / f"{family_name}.yaml")
+        module = generated_module(family_name)
         for engine in ENGINES:
             kwargs = {"engine": engine, "max_seq_len": 8192, "max_num_tokens": 8192}
             _CACHE.clear()
@@ -45,10 +65,19 @@ def main(argv: list[str] | None = None) -> int:
                     family, model, BUDGET, block_size=16, max_seq_len=next(lengths), **kwargs
                 )
 
-            per_repeat = args.calls // 5
-            best = min(timeit.repeat(call, number=per_repeat, repeat=5))
-            warm = best * 1e6 / per_repeat
-            print(f"{engine:10} {model:22} {cold:9.1f} {warm:13.2f}")
+            warm = warm_us(call, args.calls)
+            size = None if engine == "trtllm-v2" else 16
+            lengths_g = itertools.cycle((4096, 8192, 16384, 32768))
+
+            def call_generated(
+                module=module, model=model, kwargs=kwargs, size=size, lengths=lengths_g
+            ) -> None:
+                module.engine_capacity(
+                    model, BUDGET, block_size=size, max_seq_len=next(lengths), **kwargs
+                )
+
+            gen = warm_us(call_generated, args.calls)
+            print(f"{engine:10} {model:22} {cold:9.1f} {warm:13.2f} {gen:13.2f}")
     return 0
 
 

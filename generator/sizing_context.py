@@ -12,8 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kvgen import sizing_core
+from kvgen import engines_core, sizing_core
 from kvgen.costmodel import element_bytes, headroom, kind_head_dim
+from kvgen.engines._rows import engine_tables
+from kvgen.engines_core import EngineLayer
 from kvgen.render_input import SpecInput, artifact, pyrepr
 from kvgen.sizing_core import Kind, Model, Profile, Stack
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
@@ -32,6 +34,30 @@ class CoreParts(NamedTuple):
     prelude: str  # imports, __all__, row types, up to and including the tables mark
     tables: str  # the example family's tables, replaced by the family's
     interpreter: str  # from the interpreter mark to the end, inlined verbatim
+
+
+ENGINE_ROWS_MARK = "# ---- engine rows: kvgen.engines_core ----\n"
+ENGINE_TABLES_MARK = "# ---- engine tables (from the spec) ----\n"
+ENGINE_POLICIES_MARK = (
+    "# ---- engine policies: kvgen.engines_core, the same in every generated module ----\n"
+)
+
+
+class EngineParts(NamedTuple):
+    """``kvgen.engines_core``'s source cut where generation puts the family's engine rows."""
+
+    prelude: str  # docstring and imports: dropped (the sizing module defines those names)
+    rows: str  # row types, from the rows mark up to and including the tables mark, verbatim
+    tables: str  # the example family's engine rows, replaced by the family's
+    policies: str  # from the policies mark to the end, inlined verbatim
+
+
+def engine_parts(source: str | None = None) -> EngineParts:
+    text = Path(engines_core.__file__).read_text(encoding="utf-8") if source is None else source
+    rows = text.index(ENGINE_ROWS_MARK)
+    tables = text.index(ENGINE_TABLES_MARK) + len(ENGINE_TABLES_MARK)
+    policies = text.index(ENGINE_POLICIES_MARK)
+    return EngineParts(text[:rows], text[rows:tables], text[tables:policies], text[policies:])
 
 
 def core_parts(source: str | None = None) -> CoreParts:
@@ -126,7 +152,7 @@ def family_tables(spec: SpecInput) -> tuple[dict[str, Model], dict[str, Profile]
 # --------------------------------------------------------------------------- canonical layout
 
 # Row types whose first field reads as the row's tag and is written positionally.
-_POSITIONAL_FIRST = (Kind, Profile)
+_POSITIONAL_FIRST = (Kind, Profile, EngineLayer)
 
 
 def _items(value: Any) -> tuple[str, str, list[tuple[str, Any]]]:
@@ -190,6 +216,8 @@ def sizing_context(spec: SpecInput) -> dict[str, Any]:
     models, profiles = family_tables(spec)
     return {
         "core": core_parts(),
+        "engines": engine_parts(),
+        "engine_models": engine_tables(spec.family),
         "models": models,
         "profiles": profiles,
         "statement": statement,

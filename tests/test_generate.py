@@ -255,6 +255,9 @@ def test_generated_sizing_public_surface(project):
         "pages_per_request",
         "quota_from_max_tokens",
         "split_budget",
+        # kvgen.engines_core, inlined after the sizing interpreter
+        "EngineCapacity",
+        "engine_capacity",
     ]
     assert module.MODELS == ("toy_small",)
     assert module.MAX_SEQ_LEN == {"toy_small": 4096}

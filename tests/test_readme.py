@@ -1,5 +1,5 @@
 """The README's examples are real: its ``>>>`` sessions run against the committed generated
-modules, and its `kvgen plan` output is what the command prints."""
+modules, and its `kvgen plan` and `kvgen compare` outputs are what the commands print."""
 
 from __future__ import annotations
 
@@ -41,3 +41,22 @@ def test_readme_plan_example_is_the_commands_output():
         check=True,
     )
     assert result.stdout == shown
+
+
+def test_readme_compare_tables_are_the_commands_output():
+    # Each region names its command; the region is exactly what the command prints.
+    regions = re.findall(
+        r"<!-- compare:begin (kvgen compare [^\n]*?) -->\n(.*?)<!-- compare:end -->",
+        README.read_text(),
+        re.S,
+    )
+    assert len(regions) >= 2
+    for command, shown in regions:
+        result = subprocess.run(
+            [sys.executable, "-m", "kvgen", "-q", *command.split()[1:]],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert result.stdout == shown, command

@@ -22,7 +22,16 @@ import pytest
 from kvgen import sizing_core as core
 from kvgen.loader import load_bytes, load_family
 from kvgen.render import HEADER, SpecInput, _environment, family_context
-from kvgen.sizing_context import INTERPRETER_MARK, TABLES_MARK, core_parts, sizing_context
+from kvgen.sizing_context import (
+    ENGINE_POLICIES_MARK,
+    ENGINE_ROWS_MARK,
+    ENGINE_TABLES_MARK,
+    INTERPRETER_MARK,
+    TABLES_MARK,
+    core_parts,
+    engine_parts,
+    sizing_context,
+)
 from kvgen.suggest import did_you_mean
 
 from tests.sizing_support import many_kinds_spec
@@ -68,7 +77,14 @@ def test_every_generated_module_inlines_the_interpreter_verbatim(path):
     text = path.read_text(encoding="utf-8")
     before, tables = text.split(TABLES_MARK)
     assert before.endswith(parts.prelude.removesuffix(TABLES_MARK))
-    assert tables[tables.index(INTERPRETER_MARK) :] == parts.interpreter
+    sizing, engines = tables.split(ENGINE_ROWS_MARK)
+    # Two blank lines between the two cores, as ruff lays out top-level statements.
+    assert sizing[sizing.index(INTERPRETER_MARK) :] == parts.interpreter + "\n\n"
+    # Then kvgen.engines_core verbatim, its example rows replaced by the family's.
+    rows, policies = engine_parts().rows, engine_parts().policies
+    assert (ENGINE_ROWS_MARK + engines).startswith(rows)
+    assert engines.endswith(policies)
+    assert engines.count(ENGINE_TABLES_MARK) == engines.count(ENGINE_POLICIES_MARK) == 1
 
 
 def test_the_source_tables_are_what_kvgen_renders_for_the_example_spec():
@@ -77,7 +93,36 @@ def test_the_source_tables_are_what_kvgen_renders_for_the_example_spec():
     assert tables == core_parts().tables
     # And the rest of the source is the rest of that module: only the docstring differs.
     source = Path(core.__file__).read_text(encoding="utf-8")
-    assert text.endswith(source.removeprefix(core_parts().docstring))
+    sizing = text[: text.index(ENGINE_ROWS_MARK)]
+    assert sizing.endswith(source.removeprefix(core_parts().docstring) + "\n\n")
+    # kvgen.engines_core likewise: after its docstring and imports, the module is its text,
+    # example engine rows included.
+    engines = engine_parts()
+    assert text.endswith(engines.rows + engines.tables + engines.policies)
+    assert (
+        engines.tables
+        == text[
+            text.index(ENGINE_TABLES_MARK) + len(ENGINE_TABLES_MARK) : text.index(
+                ENGINE_POLICIES_MARK
+            )
+        ]
+    )
+
+
+def test_engines_core_imports_only_what_the_sizing_module_defines():
+    # The prelude generation drops: stdlib imports the sizing core also makes, and names of
+    # kvgen.sizing_core, which the sizing module defines itself.
+    prelude = engine_parts().prelude
+    imports = re.findall(r"^(from \S+ import|import) \(?([^)]*?)\)?$", prelude, re.M | re.S)
+    assert imports
+    sizing_source = Path(core.__file__).read_text(encoding="utf-8")
+    for statement, names in imports:
+        module = statement.split()[1]
+        for name in re.findall(r"\w+", names):
+            if module == "kvgen.sizing_core":
+                assert hasattr(core, name), name
+            else:
+                assert f"from {module} import" in sizing_source and name in sizing_source, name
 
 
 def test_templates_hold_no_generic_logic():
@@ -144,9 +189,10 @@ def test_generated_text_grows_linearly_with_the_number_of_kinds():
         assert loaded.family is not None
         text = raw_render(SpecInput("schema/families/many.yaml", raw, loaded.family))
         sizes[kinds] = len(text.encode())
-    # A row exploded one field per line is ~230 B, a pattern entry ~16 B: < 400 B per kind.
-    assert (sizes[2048] - sizes[512]) / (2048 - 512) < 400
-    assert sizes[2048] < 1_000_000
+    # A row exploded one field per line is ~230 B, a pattern entry ~16 B, and each distinct
+    # shape is one more engine row (~230 B, kvgen.engines_core): < 600 B per kind.
+    assert (sizes[2048] - sizes[512]) / (2048 - 512) < 600
+    assert sizes[2048] < 1_500_000
 
 
 # --------------------------------------------------------------------------- the interpreter

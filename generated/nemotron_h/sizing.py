@@ -25,6 +25,11 @@ dicts, so ``max_tokens_from_quota(model, split_budget(model, budget, **kw), **kw
 pool's tokens. Integers may be any ``operator.index``-able integer (numpy ints too), never a bool
 or a float; every bad argument raises ``ValueError`` naming it and the allowed values.
 
+``engine_capacity(model, budget_bytes, engine=..., max_seq_len=..., max_num_tokens=...)``
+answers what TensorRT-LLM V2, vLLM 0.33.0 and SGLang 0.5.23 give the model for one KV budget
+(§9): the pool policies of ``kvgen.engines_core``, inlined after the interpreter, read the
+family's engine rows; "trtllm-v2" answers from this module's own sizing functions.
+
 Example::
 
     from generated.nemotron_h import sizing
@@ -874,3 +879,625 @@ def pages_per_request(
         t.manager: {(f"w{w}s{s}" if s else f"w{w}"): pages for w, s, pages, _ in t.life_cycles}
         for t in terms
     }
+
+
+# ---- engine rows: kvgen.engines_core ----
+__all__ += ["EngineCapacity", "engine_capacity"]
+
+
+class EngineCapacity(NamedTuple):
+    """What an engine reports or uses for one KV budget (docs/cost-model.md §9)."""
+
+    kv_tokens: int  # tokens the KV cache holds (vLLM's logged "KV cache size")
+    max_concurrency: float  # requests at max_seq_len at once (vLLM's "Maximum concurrency")
+    request_bytes: int  # bytes one request at max_seq_len needs
+    num_blocks: int  # blocks (pages) of the pool
+
+
+class NotModelled(ValueError):
+    """The engine model has no answer for this input (a shape or mode it does not cover yet),
+    as opposed to an answer of "does not fit". ``reason`` is a key of ``UNMODELLED``."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+# Why a model or profile has no engine answer; rows name the key, so tables stay short.
+UNMODELLED = {
+    "dtype": "its kv_cache_dtype is not modelled per engine (fp32, bf16, fp16 and fp8 are)",
+    "synthetic": "synthetic byte shapes have no engine equivalent",
+    "sinks": "attention sinks are not modelled per engine",
+    "sliding_mla": "sliding-window MLA is not modelled per engine",
+    "separate_draft": "a separate draft model is not modelled for vLLM",
+}
+
+
+class EngineLayer(NamedTuple):
+    """``layers`` cached layers of one shape, as every engine reads them (§1); rows keep the
+    order in which each shape first appears in the model."""
+
+    attention: str  # "full", "sliding", "mla" or "recurrent"
+    layers: int
+    kv_heads: int = 0  # 1 for MLA (one latent), 0 for recurrent
+    head_dim: int = 0  # K head size; MLA: kv_lora_rank + qk_rope_head_dim
+    value_dim: int = 0  # V head size; 0 for MLA
+    window: int | None = None  # sliding layers only
+    state_bytes: int = 0  # recurrent layers only, at tp=1
+    dtype: str = ""
+
+
+class EngineDraft(NamedTuple):
+    """A speculative profile as vLLM runs it: drafter layers in the target's pool, tokens kept
+    below each sliding window, and one more Mamba state block per draft token."""
+
+    layers: tuple[EngineLayer, ...]
+    retained: int
+    state_blocks: int
+    unmodelled: str = ""  # why vLLM's answer is not modelled: a key of UNMODELLED
+
+
+class EngineModel(NamedTuple):
+    """One model's engine rows: native context, cached layers, vLLM profiles, and what SGLang
+    needs beyond the layers (hybrid-SWA architecture, SSM share of each recurrent state)."""
+
+    max_seq_len: int
+    layers: tuple[EngineLayer, ...]
+    drafts: dict[str, EngineDraft]
+    hybrid_swa: bool = False
+    ssm_state_bytes: int = 0  # per recurrent layer, bf16, tp=1 (0: unknown)
+    unmodelled: str = ""  # why no engine answers for the model: a key of UNMODELLED
+
+
+# ---- engine tables (from the spec) ----
+# Per model: the cached layers as engines read them, how vLLM runs each speculative profile,
+# and what SGLang needs beyond the layers (§9).
+_ENGINE_MODELS: dict[str, EngineModel] = {
+    "nemotron_h_8b": EngineModel(
+        max_seq_len=8192,
+        layers=(
+            EngineLayer("recurrent", layers=24, state_bytes=2158592, dtype="bf16"),
+            EngineLayer("full", layers=4, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+        ),
+        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        ssm_state_bytes=2097152,
+    ),
+    "nemotron_h_4b": EngineModel(
+        max_seq_len=8192,
+        layers=(
+            EngineLayer("recurrent", layers=24, state_bytes=1890304, dtype="bf16"),
+            EngineLayer("full", layers=4, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+        ),
+        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        ssm_state_bytes=1835008,
+    ),
+}
+
+
+# ---- engine policies: kvgen.engines_core, the same in every generated module ----
+ENGINE_VERSIONS = {"trtllm-v2": "V2 (cost-model §4)", "vllm": "0.33.0", "sglang": "0.5.23"}
+_ENGINE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+VLLM_BLOCK_SIZE = 16  # vLLM's CacheConfig.DEFAULT_BLOCK_SIZE
+_KERNEL_BLOCK = 16  # FlashAttention kernel blocks: any multiple of 16 tokens
+_MLA_HYBRID_BLOCK = 128  # MLA decode kernels in a Mamba hybrid
+_EQUAL_GROUPS_BELOW = 1.5  # largest/smallest kind count under which groups take the largest
+MAMBA_CACHE_MODES = ("none", "align")
+SGLANG_PAGE_SIZE = 1
+SWA_FULL_TOKENS_RATIO = 0.8
+MAMBA_FULL_MEMORY_RATIO = 0.9
+SSM_DTYPES = ("fp32", "bf16", "fp16")
+_GIB = 1 << 30
+
+
+class VllmGroups(NamedTuple):
+    """One kind of group: ``group_count`` groups of layers that reserve blocks the same way."""
+
+    attention: str  # "full" (also MLA), "sliding" or "recurrent"
+    window: int | None
+    block_size: int  # tokens per block of these layers (pages may be unified upwards)
+    group_count: int
+    layers: int  # layers in the widest of them
+
+
+class VllmPlan(NamedTuple):
+    """The static part of vLLM's plan: everything that does not depend on the budget."""
+
+    block_size: int  # attention block size after Mamba page unification
+    bytes_per_block: int  # one block of the shared pool
+    groups: tuple[VllmGroups, ...]
+    group_size: int  # layers per group
+    padding_layers: int  # pages per block no layer uses (group padding layers)
+    mamba_page_padding: int  # bytes added to each Mamba page (Mamba page unification)
+    full: tuple[tuple[int, int], ...]  # (groups, block size)
+    sliding: tuple[tuple[int, int, int], ...]  # (groups, window - 1 + retained, block size)
+    state_groups: int
+    native_max_seq_len: int  # the model's context length (vLLM's max_model_len limit)
+    speculative_blocks: int  # extra state blocks per request per Mamba group (draft tokens)
+
+
+class SglangPlan(NamedTuple):
+    """The static part of SGLang's sizing for one model (bytes per pool token and per slot)."""
+
+    full_bytes_per_token: int  # every layer sized full length
+    swa_bytes_per_token: int  # hybrid-SWA sliding layers (0 otherwise)
+    window: int | None  # the sliding window of a hybrid-SWA model
+    state_bytes_per_request: int  # all recurrent layers, SSM part in the SSM dtype
+    ssm_extra_bytes: int  # what the SSM dtype adds over the spec's dtype, per request
+    native_max_seq_len: int  # the model's context length (SGLang's context_len)
+
+
+class SglangPools(NamedTuple):
+    full_tokens: int
+    swa_tokens: int  # 0 unless hybrid SWA
+    state_slots: int  # 0 unless Mamba hybrid (usable slots; one more is padding)
+
+
+def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
+    # vLLM and SGLang split KV heads over TP by floor, never below one head; MLA is not split.
+    heads = 1 if layer.attention == "mla" else max(1, layer.kv_heads // tp_size)
+    return heads * (layer.head_dim + layer.value_dim) * _ENGINE_BYTES[layer.dtype]
+
+
+def _state_at_tp(layer: EngineLayer, tp_size: int) -> int:
+    if layer.state_bytes % tp_size:
+        raise ValueError(f"recurrent state of {layer.state_bytes} bytes does not split over tp")
+    return layer.state_bytes // tp_size
+
+
+def _unified_block_size(
+    layers: tuple[EngineLayer, ...], block_size: int, tp_size: int
+) -> tuple[int, int]:
+    """Mamba page unification: (attention block size, bytes added to each Mamba page)."""
+    states = [_state_at_tp(lay, tp_size) for lay in layers if lay.attention == "recurrent"]
+    attention = [lay for lay in layers if lay.attention != "recurrent"]
+    if not states or not attention:
+        return block_size, 0
+    state = max(states)
+    # The model's one head config sizes the attention page (vLLM reads it from the model).
+    per_token = _layer_bytes(attention[0], tp_size)
+    step = max(_KERNEL_BLOCK, block_size)
+    if any(lay.attention == "mla" for lay in attention):
+        step = max(step, _MLA_HYBRID_BLOCK)
+    needed = step * -(-state // (step * per_token))
+    needed = _KERNEL_BLOCK * -(-needed // _KERNEL_BLOCK)
+    block_size = max(block_size, needed)
+    return block_size, max(0, block_size * per_token - state)
+
+
+def vllm_plan(
+    entry: EngineModel, *, block_size: int, tp_size: int = 1, speculative: str = "none"
+) -> VllmPlan:
+    """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does."""
+    retained = state_blocks = 0
+    draft: tuple[EngineLayer, ...] = ()
+    if speculative != "none":
+        profile = entry.drafts[speculative]
+        if profile.unmodelled:
+            reason = profile.unmodelled
+            raise NotModelled(f"speculative {speculative!r}: {UNMODELLED[reason]}", reason)
+        draft, retained, state_blocks = profile.layers, profile.retained, profile.state_blocks
+    if entry.unmodelled:
+        raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
+    layers = entry.layers + draft
+    if not layers:
+        raise ValueError("the model has no cached layers")
+    block_size, mamba_padding = _unified_block_size(layers, block_size, tp_size)
+    # A layer's spec: how it reserves blocks, its page at this block size, and its shape
+    # (vLLM groups equal specs only: two layers with the same page but other heads differ).
+    specs: list[tuple[str, int | None, int, int, tuple[object, ...], int]] = []
+    for lay in layers:
+        if lay.attention == "recurrent":
+            page = _state_at_tp(lay, tp_size) + mamba_padding
+            specs.append(("recurrent", None, block_size, page, (lay.state_bytes,), lay.layers))
+        else:
+            heads = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)
+            kind = "sliding" if lay.attention == "sliding" else "full"
+            page = block_size * _layer_bytes(lay, tp_size)
+            specs.append((kind, lay.window, block_size, page, heads, lay.layers))
+    total = sum(spec[5] for spec in specs)
+    kinds = {(spec[0], spec[1]) for spec in specs}
+    if len(kinds) == 1:
+        # One kind of layer (pages may differ): one group, a block holds every layer's page.
+        ((kind, window),) = kinds
+        group = VllmGroups(kind, window, block_size, 1, total)
+        per_block = sum(spec[3] * spec[5] for spec in specs)
+        return _vllm_plan(
+            block_size, per_block, [group], total, 0, 0, entry.max_seq_len, retained, state_blocks
+        )
+    # Hybrid: pages are unified to the largest one. A smaller attention page that divides it
+    # covers proportionally more tokens per block; otherwise the page is padded.
+    largest = max(spec[3] for spec in specs)
+    buckets: dict[tuple[str, int | None, int, tuple[object, ...]], int] = {}
+    for kind, window, size, page, shape, count in specs:
+        if kind != "recurrent" and largest % page == 0:
+            size = size * (largest // page)
+        key = (kind, window, size, shape)
+        buckets[key] = buckets.get(key, 0) + count
+    smallest, biggest = min(buckets.values()), max(buckets.values())
+    group_size = biggest if biggest < smallest * _EQUAL_GROUPS_BELOW else smallest
+    groups = []
+    padding = 0
+    for (kind, window, size, _shape), n in buckets.items():
+        count = -(-n // group_size)
+        groups.append(VllmGroups(kind, window, size, count, -(-n // count)))
+        padding += count * group_size - n
+    widest = max(g.layers for g in groups)
+    return _vllm_plan(
+        block_size,
+        widest * largest,
+        groups,
+        group_size,
+        padding,
+        mamba_padding,
+        entry.max_seq_len,
+        retained,
+        state_blocks,
+    )
+
+
+def _vllm_plan(
+    block_size: int,
+    bytes_per_block: int,
+    groups: list[VllmGroups],
+    group_size: int,
+    padding: int,
+    mamba_padding: int,
+    native: int,
+    retained: int,
+    state_blocks: int,
+) -> VllmPlan:
+    full = tuple((g.group_count, g.block_size) for g in groups if g.attention == "full")
+    sliding = tuple(
+        (g.group_count, (g.window or 1) - 1 + retained, g.block_size)
+        for g in groups
+        if g.attention == "sliding"
+    )
+    states = sum(g.group_count for g in groups if g.attention == "recurrent")
+    return VllmPlan(
+        block_size, bytes_per_block, tuple(groups), group_size, padding, mamba_padding, full,
+        sliding, states, native, state_blocks,
+    )  # fmt: skip
+
+
+def vllm_request_blocks(
+    plan: VllmPlan, max_seq_len: int, in_flight: int, mamba_cache_mode: str = "none"
+) -> int:
+    """Blocks one request at ``max_seq_len`` reserves over all groups."""
+    states = (2 if mamba_cache_mode == "align" else 1) + plan.speculative_blocks
+    total = plan.state_groups * states
+    for count, size in plan.full:
+        total += count * -(-max_seq_len // size)
+    for count, reach, size in plan.sliding:
+        # Per-request SWA bound: the window plus everything in flight, +1 boundary block.
+        held = min(reach + in_flight, max_seq_len)
+        total += count * (-(-held // size) + 1)
+    return total
+
+
+def vllm_longest_fitting(
+    plan: VllmPlan, usable_bytes: int, max_seq_len: int, in_flight: int, mamba_cache_mode: str
+) -> int:
+    """The longest max_seq_len whose one request fits in ``usable_bytes`` (0 if none)."""
+    low, high, best = 1, max_seq_len, 0
+    while low <= high:
+        mid = (low + high) // 2
+        blocks = vllm_request_blocks(plan, mid, in_flight, mamba_cache_mode)
+        if blocks * plan.bytes_per_block <= usable_bytes:
+            best, low = mid, mid + 1
+        else:
+            high = mid - 1
+    return best
+
+
+def _positive_ints(names: tuple[str, ...], *values: object) -> None:
+    """Each value a positive int (never a bool or a float), else ValueError naming it."""
+    for name, value in zip(names, values, strict=True):
+        _integer(name, value, 1)
+
+
+def _native(max_seq_len: int, native: int) -> None:
+    if max_seq_len > native:
+        raise ValueError(
+            f"max_seq_len must be <= {native} (the model's native context), got {max_seq_len}"
+        )
+
+
+def vllm_capacity(
+    plan: VllmPlan,
+    budget_bytes: int,
+    max_seq_len: int,
+    max_num_tokens: int,
+    async_scheduling: bool = True,
+    mamba_cache_mode: str = "none",
+) -> EngineCapacity:
+    """vLLM's capacity for a planned model: its logged KV cache size and maximum concurrency."""
+    if not (
+        type(budget_bytes) is int
+        and type(max_seq_len) is int
+        and type(max_num_tokens) is int
+        and budget_bytes > 0
+        and max_seq_len > 0
+        and max_num_tokens > 0
+    ):
+        _positive_ints(
+            ("budget_bytes", "max_seq_len", "max_num_tokens"),
+            budget_bytes, max_seq_len, max_num_tokens,
+        )  # fmt: skip
+    _native(max_seq_len, plan.native_max_seq_len)
+    in_flight = (2 if async_scheduling else 1) * max_num_tokens  # concurrent batches x N
+    blocks = vllm_request_blocks(plan, max_seq_len, in_flight, mamba_cache_mode)
+    request_bytes = blocks * plan.bytes_per_block
+    # Null block: one block is never handed out, so a request must fit in the rest.
+    usable = budget_bytes - plan.bytes_per_block
+    if request_bytes > usable:
+        longest = vllm_longest_fitting(plan, usable, max_seq_len, in_flight, mamba_cache_mode)
+        raise ValueError(
+            f"budget_bytes {budget_bytes} cannot hold one request of max_seq_len {max_seq_len} "
+            f"in vLLM ({request_bytes} bytes plus the null block); longest that fits: {longest}"
+        )
+    num_blocks = budget_bytes // plan.bytes_per_block
+    concurrency = num_blocks / blocks
+    capacity: EngineCapacity = _new(
+        EngineCapacity, (int(concurrency * max_seq_len), concurrency, request_bytes, num_blocks)
+    )
+    return capacity
+
+
+def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32") -> SglangPlan:
+    """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them."""
+    if ssm_dtype not in SSM_DTYPES:
+        raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm_dtype!r}")
+    if entry.unmodelled:
+        raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
+    attention = [lay for lay in entry.layers if lay.attention != "recurrent"]
+    if len({(lay.kv_heads, lay.head_dim, lay.dtype) for lay in attention}) > 1:
+        raise NotModelled(
+            "SGLang sizes every layer with one head count and head size; "
+            "a model whose layers differ is not modelled"
+        )
+    full = swa = 0
+    window = None
+    for lay in attention:
+        if entry.hybrid_swa and lay.attention == "sliding":
+            swa += lay.layers * _layer_bytes(lay, tp_size)
+            window = lay.window
+        else:
+            full += lay.layers * _layer_bytes(lay, tp_size)
+    state = extra = 0
+    recurrent = [lay for lay in entry.layers if lay.attention == "recurrent"]
+    if recurrent:
+        if not entry.ssm_state_bytes:
+            raise NotModelled("the SSM share of its recurrent state is unknown")
+        ssm = entry.ssm_state_bytes
+        # fp32 SSM state: the SSM part is stored at ssm_dtype instead of the spec's 2 bytes.
+        extra_per_layer = ssm * _ENGINE_BYTES[ssm_dtype] // 2 - ssm
+        for lay in recurrent:
+            state += lay.layers * ((lay.state_bytes + extra_per_layer) // tp_size)
+            extra += lay.layers * (extra_per_layer // tp_size)
+    return SglangPlan(full, swa, window, state, extra, entry.max_seq_len)
+
+
+def sglang_pools(
+    plan: SglangPlan,
+    budget_bytes: int,
+    page_size: int,
+    *,
+    swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
+    mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
+) -> SglangPools:
+    """Token slots of each pool for a KV budget."""
+    budget_gib = budget_bytes / _GIB  # SGLang keeps the budget in GiB as a float
+    slots = 0
+    if plan.state_bytes_per_request:
+        # Mamba memory ratio: r/(1+r) of the budget to whole slots, one of them padding.
+        share = budget_gib * mamba_full_memory_ratio / (1 + mamba_full_memory_ratio)
+        per_slot = plan.state_bytes_per_request
+        slots = int((share * _GIB - per_slot) // per_slot)
+        budget_gib -= (slots + 1) * per_slot / _GIB
+    usable = int(budget_gib * _GIB)
+    if plan.swa_bytes_per_token:
+        # SWA ratio: the sliding pool is a fixed share of the full pool, whatever the window.
+        per_token = plan.full_bytes_per_token + swa_full_tokens_ratio * plan.swa_bytes_per_token
+        full = int(usable // per_token) // page_size * page_size
+        swa = int(full * swa_full_tokens_ratio) // page_size * page_size
+        pools: SglangPools = _new(SglangPools, (full, swa, slots))
+        return pools
+    full = usable // plan.full_bytes_per_token // page_size * page_size
+    pools = _new(SglangPools, (full, 0, slots))
+    return pools
+
+
+def sglang_sliding_tokens(plan: SglangPlan, max_seq_len: int, page_size: int) -> int:
+    """Sliding-pool tokens one request needs at admission: its window plus a page."""
+    if plan.window is None:
+        return 0
+    return min(max_seq_len, plan.window + page_size)
+
+
+def sglang_capacity(
+    plan: SglangPlan,
+    budget_bytes: int,
+    max_seq_len: int,
+    page_size: int = SGLANG_PAGE_SIZE,
+    swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
+    mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
+) -> EngineCapacity:
+    """SGLang's pools for a planned model, read as an ``EngineCapacity``."""
+    if not (
+        type(budget_bytes) is int
+        and type(max_seq_len) is int
+        and type(page_size) is int
+        and budget_bytes > 0
+        and max_seq_len > 0
+        and page_size > 0
+    ):
+        _positive_ints(
+            ("budget_bytes", "max_seq_len", "block_size"), budget_bytes, max_seq_len, page_size
+        )
+    _native(max_seq_len, plan.native_max_seq_len)
+    pools = sglang_pools(
+        plan,
+        budget_bytes,
+        page_size,
+        swa_full_tokens_ratio=swa_full_tokens_ratio,
+        mamba_full_memory_ratio=mamba_full_memory_ratio,
+    )
+    if pools.full_tokens <= 0:
+        raise ValueError(f"budget_bytes {budget_bytes} leaves SGLang no KV pool")
+    sliding = sglang_sliding_tokens(plan, max_seq_len, page_size)
+    request_bytes = (
+        max_seq_len * plan.full_bytes_per_token
+        + sliding * plan.swa_bytes_per_token
+        + plan.state_bytes_per_request
+    )
+    concurrency = pools.full_tokens / max_seq_len
+    if sliding:
+        concurrency = min(concurrency, pools.swa_tokens / sliding)
+    if plan.state_bytes_per_request:
+        concurrency = min(concurrency, float(pools.state_slots))
+    full = pools.full_tokens
+    capacity: EngineCapacity = _new(
+        EngineCapacity, (full, concurrency, request_bytes, full // page_size)
+    )
+    return capacity
+
+
+# Static plans by (model, block size or SSM dtype, tp, profile, Mamba cache mode); bounded.
+_VLLM_PLANS: dict[tuple[object, ...], VllmPlan] = {}
+_SGLANG_PLANS: dict[tuple[object, ...], SglangPlan] = {}
+
+
+def _check_model(model: object, speculative: object, engine: str) -> EngineModel:
+    """The model's rows, the profile checked to apply to it; else ValueError naming them."""
+    name = _name("model", model, MODELS)
+    profile = _name("speculative", speculative, SPECULATIVE)
+    if profile not in _MODELS[name].profiles:
+        raise ValueError(f"speculative {profile!r} does not apply to model {name!r}")
+    if engine == "sglang" and profile != "none":
+        raise NotModelled("speculative must be 'none' for engine 'sglang' (not modelled yet)")
+    return _ENGINE_MODELS[name]
+
+
+def _trtllm_capacity(
+    model: str,
+    budget_bytes: int,
+    max_seq_len: int,
+    max_num_tokens: int,
+    block_size: int | None,
+    speculative: str,
+    tp_size: int,
+    max_batch_size: int,
+) -> EngineCapacity:
+    """TensorRT-LLM V2's affine estimate (§4) from this module's own sizing functions."""
+    if block_size is not None and block_size != TOKENS_PER_BLOCK:
+        _integer("block_size", block_size, 1)
+        raise NotModelled(
+            f"block_size must be {TOKENS_PER_BLOCK} (the spec's tokens_per_block) for "
+            f"engine 'trtllm-v2' here; kvgen.engines answers for other page sizes"
+        )
+    args = (
+        model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, 1, 0,
+        False, False, 0.95, False, "trtllm-v2",
+    )  # fmt: skip
+    terms = _cached_terms(*args)
+    budget = budget_bytes
+    if type(budget) is not int or budget < 1:
+        budget = _integer("budget_bytes", budget_bytes, 1)
+    target = terms[0]
+    if len(terms) > 1:  # a separate draft pool takes its share first (§6)
+        budget = split_budget(
+            model, budget, speculative=speculative, max_batch_size=max_batch_size,
+            max_num_tokens=max_num_tokens, max_seq_len=max_seq_len, tp_size=tp_size,
+        )["target"]  # fmt: skip
+    tokens = _tokens(target, budget, max_num_tokens)
+    if tokens is None:  # nothing grows with history: every request reaches max_seq_len
+        tokens = max_batch_size * max_seq_len
+    request_bytes = (
+        max_seq_len * target.slope
+        + target.per_request
+        + min(max_seq_len, max_num_tokens) * target.ctx_swa
+    )
+    # At most B requests are resident, whatever the tokens would allow.
+    concurrency = min(tokens / max_seq_len, float(max_batch_size))
+    capacity: EngineCapacity = _new(
+        EngineCapacity, (tokens, concurrency, request_bytes, tokens // TOKENS_PER_BLOCK)
+    )
+    return capacity
+
+
+def engine_capacity(
+    model: str,
+    budget_bytes: int,
+    *,
+    engine: str,
+    max_seq_len: int,
+    max_num_tokens: int,
+    block_size: int | None = None,
+    speculative: str = "none",
+    tp_size: int = 1,
+    max_batch_size: int = 8,
+    async_scheduling: bool = True,
+    mamba_cache_mode: str = "none",
+    swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
+    mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
+    ssm_dtype: str = "fp32",
+) -> EngineCapacity:
+    """What ``engine`` ("trtllm-v2", "vllm" 0.33.0 or "sglang" 0.5.23) gives ``model`` for a
+    KV budget of ``budget_bytes``: tokens, requests at ``max_seq_len`` at once, bytes of one
+    such request, blocks of the pool (docs/cost-model.md §9).
+
+    ``block_size`` defaults to the engine's own page size (TensorRT-LLM: TOKENS_PER_BLOCK,
+    the only one answered here; vLLM: 16; SGLang: 1). ``max_num_tokens`` is the per-iteration
+    token budget (vLLM's ``max_num_batched_tokens``). Engine keywords: ``max_batch_size``
+    (TensorRT-LLM), ``async_scheduling`` and ``mamba_cache_mode`` (vLLM),
+    ``swa_full_tokens_ratio``, ``mamba_full_memory_ratio`` and ``ssm_dtype`` (SGLang).
+    Raises ``ValueError`` naming the argument on bad input, when the engine would refuse to
+    start, and (``NotModelled``, a ValueError) for a shape or mode not modelled per engine.
+    """
+    if engine == "trtllm-v2":
+        return _trtllm_capacity(
+            model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
+            tp_size, max_batch_size,
+        )  # fmt: skip
+    if engine == "vllm":
+        key = (model, block_size, tp_size, speculative, mamba_cache_mode)
+        try:
+            plan = _VLLM_PLANS.get(key)
+        except TypeError:  # an unhashable argument: named below
+            plan = None
+        if plan is None:
+            entry = _check_model(model, speculative, engine)
+            size = VLLM_BLOCK_SIZE if block_size is None else _integer("block_size", block_size, 1)
+            if mamba_cache_mode not in MAMBA_CACHE_MODES:
+                raise ValueError(
+                    f"mamba_cache_mode must be one of {MAMBA_CACHE_MODES}, got {mamba_cache_mode!r}"
+                )
+            plan = vllm_plan(
+                entry,
+                block_size=size,
+                tp_size=_integer("tp_size", tp_size, 1),
+                speculative=speculative,
+            )
+            if len(_VLLM_PLANS) >= 4096:
+                _VLLM_PLANS.clear()
+            _VLLM_PLANS[key] = plan
+        return vllm_capacity(
+            plan, budget_bytes, max_seq_len, max_num_tokens, async_scheduling, mamba_cache_mode
+        )
+    if engine != "sglang":
+        _name("engine", engine, ENGINE_VERSIONS)
+    key_s = (model, ssm_dtype, tp_size, speculative)
+    try:
+        plan_s = _SGLANG_PLANS.get(key_s)
+    except TypeError:  # an unhashable argument: named below
+        plan_s = None
+    if plan_s is None:
+        entry = _check_model(model, speculative, engine)
+        plan_s = sglang_plan(entry, tp_size=_integer("tp_size", tp_size, 1), ssm_dtype=ssm_dtype)
+        if len(_SGLANG_PLANS) >= 4096:
+            _SGLANG_PLANS.clear()
+        _SGLANG_PLANS[key_s] = plan_s
+    page = SGLANG_PAGE_SIZE if block_size is None else block_size
+    return sglang_capacity(
+        plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio
+    )

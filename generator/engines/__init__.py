@@ -19,10 +19,11 @@ few integer operations.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, cast
 
+from kvgen import engines_core
 from kvgen.engines import _sglang, _trtllm, _vllm
-from kvgen.engines._layers import NotModelled
+from kvgen.engines_core import EngineCapacity, NotModelled, sglang_capacity, vllm_capacity
 
 __all__ = [
     "ENGINES",
@@ -40,12 +41,9 @@ if TYPE_CHECKING:
     from kvgen.costmodel import ManagerCost
     from kvgen.spec import Family
 
-ENGINES = ("trtllm-v2", "vllm", "sglang")
-ENGINE_VERSIONS = {
-    "trtllm-v2": "V2 (cost-model §4)",  # TensorRT-LLM's KV cache manager V2, kvgen's model
-    "vllm": _vllm.VLLM_VERSION,
-    "sglang": _sglang.SGLANG_VERSION,
-}
+# TensorRT-LLM's KV cache manager V2 (kvgen's model), vLLM and SGLang, with their pins.
+ENGINE_VERSIONS = engines_core.ENGINE_VERSIONS
+ENGINES = tuple(ENGINE_VERSIONS)
 POLICY_TERMS = {
     "group_padding_layers": "vLLM cuts a hybrid into groups of equal layer count; the missing "
     "layers of a short group still take a page in every block",
@@ -68,15 +66,6 @@ POLICY_TERMS = {
 }
 
 
-class EngineCapacity(NamedTuple):
-    """What an engine reports or uses for one KV budget (see each engine module's reading)."""
-
-    kv_tokens: int  # tokens the KV cache holds (vLLM's logged "KV cache size")
-    max_concurrency: float  # requests at max_seq_len at once (vLLM's "Maximum concurrency")
-    request_bytes: int  # bytes one request at max_seq_len needs
-    num_blocks: int  # blocks (pages) of the pool
-
-
 # NamedTuple's generated __new__ is a Python function; the tuple constructor is a C call.
 _new = tuple.__new__
 
@@ -96,23 +85,6 @@ def _positive(name: str, value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return value
-
-
-_VLLM_INTS = ("budget_bytes", "max_seq_len", "max_num_tokens")
-_SGLANG_INTS = ("budget_bytes", "max_seq_len", "block_size")
-
-
-def _check_ints(*values: object, names: tuple[str, ...] = _VLLM_INTS) -> None:
-    """Each value a positive int (bool excluded); the fast path is one type test per value."""
-    for name, value in zip(names, values, strict=True):
-        if type(value) is not int or value < 1:  # type: ignore[operator]
-            _positive(name, value)
-
-
-def _too_long(max_seq_len: int, native: int) -> None:
-    raise ValueError(
-        f"max_seq_len must be <= {native} (the model's native context), got {max_seq_len}"
-    )
 
 
 def _model(family: Family, name: str):  # type: ignore[no-untyped-def]
@@ -237,88 +209,6 @@ def _build_sglang(
     return _sglang.sglang_plan(
         family, _model(family, model), tp_size=_positive("tp_size", tp_size), ssm_dtype=ssm_dtype
     )
-
-
-def vllm_capacity(
-    plan: _vllm.VllmPlan,
-    budget_bytes: int,
-    max_seq_len: int,
-    max_num_tokens: int,
-    async_scheduling: bool = True,
-    mamba_cache_mode: str = "none",
-) -> EngineCapacity:
-    """vLLM's capacity for a planned model: its logged KV cache size and maximum concurrency."""
-    if not (
-        type(budget_bytes) is int
-        and type(max_seq_len) is int
-        and type(max_num_tokens) is int
-        and budget_bytes > 0
-        and max_seq_len > 0
-        and max_num_tokens > 0
-    ):
-        _check_ints(budget_bytes, max_seq_len, max_num_tokens)
-    if max_seq_len > plan.native_max_seq_len:
-        _too_long(max_seq_len, plan.native_max_seq_len)
-    in_flight = (2 if async_scheduling else 1) * max_num_tokens  # concurrent batches x N
-    blocks = _vllm.request_blocks(plan, max_seq_len, in_flight, mamba_cache_mode)
-    request_bytes = blocks * plan.bytes_per_block
-    # Null block: one block is never handed out, so a request must fit in the rest.
-    usable = budget_bytes - plan.bytes_per_block
-    if request_bytes > usable:
-        longest = _vllm.longest_fitting(plan, usable, max_seq_len, in_flight, mamba_cache_mode)
-        raise ValueError(
-            f"budget_bytes {budget_bytes} cannot hold one request of max_seq_len {max_seq_len} "
-            f"in vLLM ({request_bytes} bytes plus the null block); longest that fits: {longest}"
-        )
-    num_blocks = budget_bytes // plan.bytes_per_block
-    concurrency = num_blocks / blocks
-    return _new(
-        EngineCapacity, (int(concurrency * max_seq_len), concurrency, request_bytes, num_blocks)
-    )
-
-
-def sglang_capacity(
-    plan: _sglang.SglangPlan,
-    budget_bytes: int,
-    max_seq_len: int,
-    page_size: int = _sglang.DEFAULT_PAGE_SIZE,
-    swa_full_tokens_ratio: float = _sglang.SWA_FULL_TOKENS_RATIO,
-    mamba_full_memory_ratio: float = _sglang.MAMBA_FULL_MEMORY_RATIO,
-) -> EngineCapacity:
-    """SGLang's pools for a planned model, read as an ``EngineCapacity`` (see ``_sglang``)."""
-    if not (
-        type(budget_bytes) is int
-        and type(max_seq_len) is int
-        and type(page_size) is int
-        and budget_bytes > 0
-        and max_seq_len > 0
-        and page_size > 0
-    ):
-        _check_ints(budget_bytes, max_seq_len, page_size, names=_SGLANG_INTS)
-    if max_seq_len > plan.native_max_seq_len:
-        _too_long(max_seq_len, plan.native_max_seq_len)
-    pools = _sglang.sglang_pools(
-        plan,
-        budget_bytes,
-        page_size,
-        swa_full_tokens_ratio=swa_full_tokens_ratio,
-        mamba_full_memory_ratio=mamba_full_memory_ratio,
-    )
-    if pools.full_tokens <= 0:
-        raise ValueError(f"budget_bytes {budget_bytes} leaves SGLang no KV pool")
-    sliding = _sglang.sliding_tokens_per_request(plan, max_seq_len, page_size)
-    request_bytes = (
-        max_seq_len * plan.full_bytes_per_token
-        + sliding * plan.swa_bytes_per_token
-        + plan.state_bytes_per_request
-    )
-    concurrency = pools.full_tokens / max_seq_len
-    if sliding:
-        concurrency = min(concurrency, pools.swa_tokens / sliding)
-    if plan.state_bytes_per_request:
-        concurrency = min(concurrency, float(pools.state_slots))
-    full = pools.full_tokens
-    return _new(EngineCapacity, (full, concurrency, request_bytes, full // page_size))
 
 
 def trtllm_capacity(

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from kvgen.engines_core import UNMODELLED, NotModelled
+
 if TYPE_CHECKING:
     from kvgen.spec import Family, LayerKind, LayerStack, Model
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-
-
-class NotModelled(ValueError):
-    """The engine model has no answer for this input (a shape or mode it does not cover yet),
-    as opposed to an answer of "does not fit"."""
+__all__ = ["DTYPE_BYTES", "CachedLayer", "NotModelled", "cached_layers", "stack_layers"]
 
 
 class CachedLayer(NamedTuple):
@@ -31,6 +29,10 @@ class CachedLayer(NamedTuple):
     window: int | None  # sliding layers only
     state_bytes: int  # recurrent layers only, at tp=1
     dtype: str
+
+
+def _unmodelled(model: Model, reason: str) -> NotModelled:
+    return NotModelled(f"{model.name}: {UNMODELLED[reason]}", reason)
 
 
 def _head_dim(kind: LayerKind, model: Model) -> int:
@@ -61,13 +63,13 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
             out.append(CachedLayer(index, "recurrent", 0, 0, 0, None, kind.state_bytes or 0, dtype))
             continue
         if dtype not in DTYPE_BYTES:
-            raise NotModelled(f"{model.name}: kv_cache_dtype {dtype!r} is not modelled per engine")
+            raise _unmodelled(model, "dtype")
         if kind.bytes_per_token is not None or kind.extra_bytes_per_token:
-            raise NotModelled(f"{model.name}: synthetic byte shapes have no engine equivalent")
+            raise _unmodelled(model, "synthetic")
         if kind.sink_tokens:
-            raise NotModelled(f"{model.name}: attention sinks are not modelled per engine")
+            raise _unmodelled(model, "sinks")
         if kind.kv_lora_rank is not None and kind.attention == "sliding":
-            raise NotModelled(f"{model.name}: sliding-window MLA is not modelled per engine")
+            raise _unmodelled(model, "sliding_mla")
         if kind.kv_lora_rank is not None:
             latent = kind.kv_lora_rank + (kind.qk_rope_head_dim or 0)
             out.append(CachedLayer(index, "mla", 1, latent, 0, None, 0, dtype))

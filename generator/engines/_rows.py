@@ -1,0 +1,89 @@
+"""The engine rows of a loaded spec (``kvgen.engines_core``'s row types), built here for both
+``kvgen.engines`` (at call time) and generation (the tables of ``generated/<f>/sizing.py``).
+
+What an engine needs beyond the layers is decided here, once: which speculative profiles vLLM
+runs in the target's pool (and how), whether SGLang sizes the architecture as hybrid SWA, and
+the SSM share of a recurrent state.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kvgen.engines._layers import CachedLayer, NotModelled, cached_layers, stack_layers
+from kvgen.engines_core import EngineDraft, EngineLayer, EngineModel
+
+if TYPE_CHECKING:
+    from kvgen.spec import Family, Model, Speculative
+
+# Drafters whose layers live in vLLM's one pool beside the target's (EAGLE-family, MTP);
+# ngram has no layers. Others run a separate draft model, not modelled.
+VLLM_SPECULATIVE_MODES = ("eagle3", "mtp", "mtp_eagle")
+# kvgen families whose architecture SGLang 0.5.23 sizes as hybrid SWA (configs/model_config.py
+# is_hybrid_swa_model: gpt-oss is in SWA_SINK_ARCHS).
+SGLANG_HYBRID_SWA_FAMILIES = frozenset({"gpt_oss"})
+# The SSM part of each recurrent layer's state_bytes (bf16, tp=1), from the shipped specs'
+# derivations: a spec gives only the total, and SGLang stores this part in fp32.
+# TODO(spec): move into the spec as a recurrent-kind field (docs/cost-model.md §8).
+SSM_STATE_BYTES = {
+    "qwen3_next_80b_a3b": 524288 * 2,  # 32 value heads x 128 x 128
+    "nemotron_h_8b": 1048576 * 2,  # 128 heads x 64 x 128
+    "nemotron_h_4b": 917504 * 2,  # 112 heads x 64 x 128
+}
+
+
+def layer_rows(layers: tuple[CachedLayer, ...]) -> tuple[EngineLayer, ...]:
+    """One row per distinct shape with its layer count, in order of first appearance."""
+    counts: dict[tuple[object, ...], int] = {}
+    for lay in layers:
+        shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.window,
+                 lay.state_bytes, lay.dtype)  # fmt: skip
+        counts[shape] = counts.get(shape, 0) + 1
+    return tuple(
+        EngineLayer(attention, count, heads, head, value, window, state, dtype)  # type: ignore[arg-type]
+        for (attention, heads, head, value, window, state, dtype), count in counts.items()
+    )
+
+
+def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraft:
+    """A profile as vLLM runs it: drafter layers in the target's pool, tokens retained below
+    each sliding window, Mamba state blocks per request added by the draft tokens.
+
+    vLLM keeps an EAGLE/MTP drafter's layers in the one KV pool beside the target's; a
+    multi-module MTP drafter re-prefills K - 1 tokens below each sliding window, so those stay
+    retained; every Mamba layer keeps one state block per draft token (``num_speculative_tokens``).
+    """
+    k = profile.max_draft_len
+    if profile.mode == "ngram":
+        return EngineDraft((), 0, k)
+    if profile.mode not in VLLM_SPECULATIVE_MODES:
+        return EngineDraft((), 0, 0, "separate_draft")
+    extra = profile.extra_layers
+    try:
+        draft = stack_layers(family, extra, model) if extra is not None else ()
+    except NotModelled as exc:
+        return EngineDraft((), 0, 0, exc.reason)
+    modules = extra.layers.count if extra is not None else 1
+    lookahead = k if profile.mode == "mtp" and min(modules, k) > 1 else 1
+    return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k)
+
+
+def engine_model(family: Family, model: Model) -> EngineModel:
+    """The engine rows of one model of a loaded spec."""
+    drafts = {
+        profile.name: vllm_draft(family, model, profile)
+        for profile in family.speculative
+        if profile.applies_to(model.name)
+    }
+    hybrid_swa = family.family in SGLANG_HYBRID_SWA_FAMILIES
+    ssm = SSM_STATE_BYTES.get(model.name, 0)
+    try:
+        layers = cached_layers(family, model)
+    except NotModelled as exc:
+        return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason)
+    return EngineModel(model.max_seq_len, layer_rows(layers), drafts, hybrid_swa, ssm)
+
+
+def engine_tables(family: Family) -> dict[str, EngineModel]:
+    """Every model's engine rows, as generation writes them."""
+    return {model.name: engine_model(family, model) for model in family.models}

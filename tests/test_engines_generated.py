@@ -1,0 +1,193 @@
+"""``engine_capacity`` in the generated sizing modules (kvgen.engines_core inlined there).
+
+The generated module answers from its own tables, without kvgen: every golden of
+tests/fixtures/engines/ (numbers vLLM 0.33.0's and SGLang 0.5.23's own code produced) must come
+out of it exactly, as they come out of ``kvgen.engines`` (tests/test_engines.py), and
+"trtllm-v2" must equal ``kvgen.engines``'s answer from the cost model for every shipped model.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from kvgen.engines import EngineCapacity, engine_capacity
+
+from tests.sizing_support import import_generated, render_sizing
+from tests.test_engines import GIB40, case_id, family
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "engines"
+SHIPPED = sorted(p.stem for p in (ROOT / "schema" / "families").glob("*.yaml"))
+
+
+def golden(engine: str) -> list[dict]:
+    cases = json.loads((FIXTURES / f"{engine}.json").read_text(encoding="utf-8"))["cases"]
+    return [{"engine": engine, **case} for case in cases]
+
+
+CASES = golden("vllm") + golden("sglang")
+
+
+@cache
+def generated(name: str, tmp: Path) -> ModuleType:
+    """The committed module of a shipped family; a fixture spec's module rendered to ``tmp``."""
+    shipped = ROOT / "generated" / name / "sizing.py"
+    if shipped.exists():
+        return import_generated(shipped, f"_kvgen_engines_{name}")
+    text = (ROOT / "tests" / "fixtures" / "specs" / f"{name}.yaml").read_text(encoding="utf-8")
+    return render_sizing(text, tmp)
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("engines_generated")
+
+
+def _args(inputs: dict, engine: str) -> tuple[tuple[object, ...], dict[str, object]]:
+    return (inputs["model"], inputs["budget_bytes"]), {
+        "engine": engine,
+        "max_seq_len": inputs["max_model_len"],
+        "max_num_tokens": inputs["max_num_tokens"],
+        "block_size": inputs["block_size"],
+        "speculative": inputs["speculative"],
+    }
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c['engine']}-{case_id(c)}")
+def test_generated_module_matches_every_golden(case: dict, tmp: Path) -> None:
+    inputs, want, engine = case["inputs"], case["engine_output"], case["engine"]
+    module = generated(inputs["family"], tmp)
+    args, kwargs = _args(inputs, engine)
+    if "error" in want:
+        with pytest.raises(ValueError) as err:
+            module.engine_capacity(*args, **kwargs)
+        if engine == "vllm":  # vLLM names the longest length that fits; so does the module
+            assert str(err.value).endswith(f"longest that fits: {want['estimated_max_model_len']}")
+        return
+    got = module.engine_capacity(*args, **kwargs)
+    if engine == "vllm":
+        assert got.kv_tokens == want["kv_tokens"]
+        assert got.num_blocks == want["num_blocks"]
+        assert got.request_bytes == want["request_bytes"]
+        assert round(got.max_concurrency, 3) == round(want["max_concurrency"], 3)
+    else:
+        assert got.kv_tokens == want["max_total_num_tokens"]
+    # And exactly what kvgen.engines answers from the loaded spec (one policy, two callers).
+    package = engine_capacity(family(inputs["family"]), *args, **kwargs)  # type: ignore[arg-type]
+    assert tuple(got) == tuple(package)
+
+
+def _trtllm_settings(module: ModuleType) -> list[tuple[str, str, int]]:
+    out = []
+    for model in module.MODELS:
+        for speculative in module.PROFILES[model]:
+            out.append((model, speculative, min(8192, module.MAX_SEQ_LEN[model])))
+    return out
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_generated_trtllm_v2_equals_the_cost_model_for_every_model_and_profile(
+    name: str, tmp: Path
+) -> None:
+    module = generated(name, tmp)
+    fam = family(name)
+    for model, speculative, seq in _trtllm_settings(module):
+        for budget in (GIB40, 1 << 30):
+            kwargs = {"engine": "trtllm-v2", "max_seq_len": seq, "max_num_tokens": 2048}
+            kwargs["speculative"] = speculative
+            try:
+                want: EngineCapacity | str = engine_capacity(fam, model, budget, **kwargs)  # type: ignore[arg-type]
+            except ValueError as exc:  # the budget does not cover a draft pool's fixed cost
+                want = type(exc).__name__
+            try:
+                got: EngineCapacity | str = module.engine_capacity(model, budget, **kwargs)
+            except ValueError as exc:
+                got = type(exc).__name__
+            assert got == want, (model, speculative, budget)
+
+
+def test_generated_public_surface_and_engine_defaults(tmp: Path) -> None:
+    gemma = generated("gemma3", tmp)
+    assert gemma.__all__[-2:] == ["EngineCapacity", "engine_capacity"]
+    # Defaults: vLLM block 16, SGLang page 1, TensorRT-LLM the spec's tokens_per_block (16).
+    # gemma3_27b, S = N = 8,192: SGLang sizes all 62 layers full length, 16 heads x 256 x 2 B
+    # = 8,192 B each: 507,904 B per token; 42,949,672,960 // 507,904 = 84,562 tokens.
+    kw = {"max_seq_len": 8192, "max_num_tokens": 8192}
+    assert gemma.engine_capacity("gemma3_27b", GIB40, engine="sglang", **kw).kv_tokens == 84_562
+    # TensorRT-LLM V2 at B = 8 and the spec's tokens_per_block, 64 (tests/test_engines.py
+    # derives 438,425 at 16): per_request = 52 x 8,192 x 64 x (ceil(1,023/64) + 1 = 17) =
+    # 463,470,592; room = 40 GiB - 8 x 463,470,592 = 39,241,908,224; tokens = 8,192 +
+    # (39,241,908,224 - 8,192 x (81,920 + 425,984)) // 81,920 = 8,192 + 428,236 = 436,428.
+    assert gemma.TOKENS_PER_BLOCK == 64
+    trt = gemma.engine_capacity("gemma3_27b", GIB40, engine="trtllm-v2", **kw)
+    assert (trt.kv_tokens, trt.num_blocks) == (436_428, 436_428 // 64)
+    # vLLM: 7 groups of 10 layers, a block 1,310,720 B: 32,768 blocks in 40 GiB.
+    assert gemma.engine_capacity("gemma3_27b", GIB40, engine="vllm", **kw).num_blocks == 32_768
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"engine": "tgi"}, "engine must be one of trtllm-v2, vllm, sglang; got 'tgi'"),
+        ({"engine": "vllm", "block_size": 0}, "block_size must be a positive int, got 0"),
+        ({"engine": "vllm", "model": "gemma3_27"}, "(did you mean 'gemma3_27b'?)"),
+        ({"engine": "sglang", "speculative": "ngram4"}, "speculative must be 'none'"),
+        ({"engine": "vllm", "speculative": "pard9"}, "speculative must be one of"),
+        ({"engine": "vllm", "speculative": "draft_1b"}, "separate draft model"),
+        ({"engine": "vllm", "mamba_cache_mode": "all"}, "mamba_cache_mode must be one of"),
+        ({"engine": "sglang", "ssm_dtype": "fp8"}, "ssm_dtype must be one of"),
+        ({"engine": "sglang", "max_seq_len": 0}, "max_seq_len must be a positive int"),
+        ({"engine": "vllm", "max_seq_len": 131073}, "max_seq_len must be <= 131072"),
+        ({"engine": "trtllm-v2", "max_seq_len": 131073}, "max_seq_len must be <= 131072"),
+        ({"engine": "trtllm-v2", "block_size": 16}, "block_size must be 64"),
+        ({"engine": "vllm", "max_num_tokens": True}, "max_num_tokens must be a positive int"),
+        ({"engine": "vllm", "tp_size": [2]}, "tp_size must be a positive int"),
+    ],
+)
+def test_generated_bad_arguments_name_the_argument(kwargs: dict, message: str, tmp: Path) -> None:
+    gemma = generated("gemma3", tmp)
+    args = {"model": "gemma3_27b", "max_seq_len": 8192, "max_num_tokens": 8192, **kwargs}
+    model = args.pop("model")
+    with pytest.raises(ValueError) as err:
+        gemma.engine_capacity(model, GIB40, **args)
+    assert message in str(err.value)
+
+
+def test_generated_module_imports_nothing_but_the_stdlib() -> None:
+    path = ROOT / "generated" / "qwen3_next" / "sizing.py"
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('m', {str(path)!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "m.engine_capacity('qwen3_next_80b_a3b', 40 << 30, engine='vllm', max_seq_len=8192,"
+        " max_num_tokens=8192)\n"
+        "print(sorted(n for n in sys.modules if n.split('.')[0] in ('kvgen', 'torch')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_engines_core_runs_as_source_on_the_example_family() -> None:
+    # kvgen.engines_core holds the engine rows of tests/fixtures/sizing_core_example.yaml:
+    # "hybrid" has attention sinks and "latent" a synthetic byte shape, which no engine
+    # model covers; "trtllm-v2" answers from kvgen.sizing_core's tables. hybrid at B = 8,
+    # N = 64, S = 1,024: slope 64 (global), per_request = 6 pages x 16 x 128 + 2,000 = 14,288,
+    # ctx_swa 128; quota 1 MiB: room = 1,048,576 - 8 x 14,288 = 934,272 > 64 x 192, so
+    # tokens = 64 + (934,272 - 12,288) // 64 = 64 + 14,406 = 14,470.
+    from kvgen import engines_core as core
+
+    kw = {"max_seq_len": 1024, "max_num_tokens": 64}
+    with pytest.raises(core.NotModelled, match="attention sinks"):
+        core.engine_capacity("hybrid", 1 << 20, engine="vllm", **kw)
+    with pytest.raises(core.NotModelled, match="synthetic byte shapes"):
+        core.engine_capacity("latent", 1 << 20, engine="sglang", **kw)
+    cap = core.engine_capacity("hybrid", 1 << 20, engine="trtllm-v2", **kw)
+    assert (cap.kv_tokens, cap.num_blocks, cap.max_concurrency) == (14_470, 14_470 // 16, 8.0)
