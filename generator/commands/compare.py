@@ -203,11 +203,14 @@ def plot(family: Any, model: str, args: argparse.Namespace, result: dict[str, An
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise UsageError("--plot needs matplotlib: pip install 'kvgen[plot]'") from exc
+    from kvgen.commands.plan import STYLES, human_tokens
     from kvgen.engines import ENGINES, engine_capacity
+    from matplotlib.ticker import FuncFormatter
 
     budgets = [args.gpu_memory * (i + 1) // PLOT_POINTS for i in range(PLOT_POINTS)]
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for engine in ENGINES:
+    for index, engine in enumerate(ENGINES):
+        line, marker = STYLES[index % len(STYLES)]
         xs, ys = [], []
         for budget in budgets:
             try:
@@ -220,8 +223,19 @@ def plot(family: Any, model: str, args: argparse.Namespace, result: dict[str, An
                 continue
             xs.append(budget / (1 << 30))
             ys.append(cap.kv_tokens)
-        ax.plot(xs, ys, label=engine)
-    ax.set_xlabel("KV budget (GiB)")
+        # Own dash and marker per engine: lines that coincide stay distinguishable.
+        ax.plot(
+            xs,
+            ys,
+            label=engine,
+            linestyle=line,
+            marker=marker,
+            markevery=(index, 4),
+        )
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: human_tokens(v)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.axvline(args.gpu_memory / (1 << 30), color="grey", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("KV budget (GiB; dotted: --gpu-memory)")
     ax.set_ylabel("KV tokens")
     ax.set_title(f"{result['family']}/{model}, max_seq_len {result['max_seq_len']}")
     ax.legend()
