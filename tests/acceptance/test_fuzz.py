@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-FUZZ = Path(__file__).resolve().parent.parent / "bench" / "fuzz.py"
+FUZZ = Path(__file__).resolve().parents[2] / "bench" / "fuzz.py"
 LIMIT = 60  # inputs: a few seconds in one worker; each crash costs a worker start-up
 
 

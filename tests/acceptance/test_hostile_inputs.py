@@ -20,7 +20,7 @@ from kvgen.composer import MAX_DEPTH
 from kvgen.importhf import import_config
 from kvgen.loader import load_bytes, load_path, parse_yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf"
 
 SPEC = """\

@@ -24,7 +24,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 FIXTURE_CONFIG = REPO / "tests/fixtures/hf/llama-3.1-8b.json"
 tomllib = pytest.importorskip("tomllib")  # stdlib from Python 3.11

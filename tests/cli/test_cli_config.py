@@ -15,7 +15,7 @@ from kvgen.cli import build_parser, main
 from kvgen.console import colour_findings, use_colour
 from kvgen.exits import Exit, UsageError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GEMMA3 = REPO / "schema/families/gemma3.yaml"
 LLAMA3 = REPO / "schema/families/llama3.yaml"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from kvgen.cli import main
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GEMMA = ["compare", str(REPO / "schema" / "families" / "gemma3.yaml"), "gemma3_27b"]
 ARGS = ["--gpu-memory", "40GiB", "--max-seq-len", "8192", "--block-size", "16"]
 

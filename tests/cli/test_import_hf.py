@@ -15,14 +15,14 @@ from kvgen.lint import lint_loaded
 from kvgen.loader import load_bytes, load_path
 from kvgen.spec import Family
 
-from tests.test_families import (
+from tests.generated.test_families import (
     bytes_per_token,
     fixed_bytes_per_request,
     full_slope,
     layer_kinds,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf"
 
 

@@ -14,7 +14,7 @@ from kvgen.commands.init import Layout, pre_commit_config, requirement, workflow
 from kvgen.exits import Exit
 from kvgen.schema_export import export_schema
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCAFFOLD = [
     "kvgen.toml",
     "schema/families/.gitkeep",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from kvgen.cli import main
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # Llama-3.1-8B shape: 32 layers * 2 (K, V) * 8 kv heads * 128 head_dim * 2 B (bf16)
 #   = 131072 B per token, all full attention so the intercept is 0.

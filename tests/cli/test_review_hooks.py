@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from kvgen.cli import build_parser
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def hooks() -> dict[str, dict]:

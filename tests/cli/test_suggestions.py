@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kvgen.suggest import closest, did_you_mean
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _kvgen(*args: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ from kvgen.lint import lint_loaded
 from kvgen.loader import load_family, load_path
 from kvgen.spec import Family, LayerKind, LayerStack, Model
 
-FAMILIES_DIR = Path(__file__).resolve().parent.parent / "schema" / "families"
+FAMILIES_DIR = Path(__file__).resolve().parents[2] / "schema" / "families"
 FAMILY_FILES = sorted(FAMILIES_DIR.glob("*.yaml"))
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 

@@ -15,7 +15,7 @@ from kvgen.cli import main
 from kvgen.project import load_specs, spec_paths
 from kvgen.render import render
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "schema" / "families").glob("*.yaml"))
 
 SPEC = """\
@@ -162,7 +162,7 @@ def test_rendering_is_byte_deterministic_across_hash_seeds(project):
         """
         import sys
         sys.path.insert(0, sys.argv[1])
-        from tests.test_generate import _render_digest
+        from tests.generated.test_generate import _render_digest
         from kvgen.project import spec_paths
         print(_render_digest(spec_paths(None)))
         """

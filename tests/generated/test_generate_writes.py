@@ -13,7 +13,7 @@ import pytest
 from kvgen.cli import main
 from kvgen.render import RenderError, check_module, header
 
-from tests.test_generate import SPEC, snapshot
+from tests.generated.test_generate import SPEC, snapshot
 
 INJECTION = 'x\nimport os; os.system("touch PWNED")\n#.yaml'
 

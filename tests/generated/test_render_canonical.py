@@ -8,10 +8,10 @@ from pathlib import Path
 
 from kvgen.render import SpecInput, render
 
+from tests.generated.test_generate import SPEC
 from tests.sizing_support import family_from_text
-from tests.test_generate import SPEC
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def spec_input(text: str, source: str) -> SpecInput:

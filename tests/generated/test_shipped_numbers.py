@@ -9,7 +9,7 @@ import pytest
 
 from tests.sizing_support import import_generated
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def sizing(family: str):

@@ -17,7 +17,7 @@ from kvgen.loader import load_family
 
 from tests.sizing_support import import_generated
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FAMILIES = sorted(p.stem for p in (REPO / "schema" / "families").glob("*.yaml"))
 
 

@@ -16,8 +16,8 @@ from kvgen.exits import UsageError
 from kvgen.lint import lint_paths
 from kvgen.rules import find_rule
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = Path(__file__).resolve().parent / "lint_corpus"
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = Path(__file__).resolve().parents[1] / "lint_corpus"
 BAD = sorted(p for p in CORPUS.glob("*.yaml") if not p.name.startswith("valid_"))
 VALID = sorted(CORPUS.glob("valid_*.yaml"))
 SHIPPED = sorted((ROOT / "schema" / "families").glob("*.yaml"))

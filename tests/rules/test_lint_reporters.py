@@ -12,7 +12,7 @@ from kvgen.diagnostics import Diagnostic
 from kvgen.reporters import REPORTERS, render, sarif
 from kvgen.rules import RuleInfo
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DIAGNOSTICS = [
     Diagnostic("specs/a.yaml", 4, 19, "KV201", "tokens_per_block 48 is not a power of two",
                fix="use 32 or 64"),

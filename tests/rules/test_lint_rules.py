@@ -87,7 +87,7 @@ def _heavy_modules_after(code: str) -> str:
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.splitlines()[-1]

@@ -13,7 +13,7 @@ from kvgen.loader import load_path, parse_yaml
 from kvgen.schema_export import DRAFT, MODELINE_PREFIX, export_schema
 from kvgen.spec import SCHEMA_ID
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "schema" / "kvspec.schema.json"
 CORPUS = ROOT / "tests" / "lint_corpus"
 SHIPPED = sorted((ROOT / "schema" / "families").glob("*.yaml"))

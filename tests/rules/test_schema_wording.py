@@ -17,7 +17,7 @@ from kvgen.schema_errors import describe, schema_keys, validation_diagnostics
 from kvgen.spec import Family
 from pydantic import ValidationError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "lint_corpus"
 VALID_SPECS = sorted([*(ROOT / "schema" / "families").glob("*.yaml"), *CORPUS.glob("valid_*.yaml")])
 PYDANTIC_PHRASES = re.compile(

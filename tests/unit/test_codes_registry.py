@@ -15,7 +15,7 @@ from kvgen.diagnostics import Diagnostic
 from kvgen.lint import duplicate_family
 from kvgen.rules import all_codes, find_code
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "generator"
 CODES_PAGE = ROOT / "docs" / "codes.md"
 CODE = re.compile(r"KV\d{3}")

@@ -18,7 +18,7 @@ from kvgen.engines import ENGINES, POLICY_TERMS, EngineCapacity, _sglang, _vllm,
 from kvgen.loader import load_bytes, load_family
 from kvgen.spec import Family
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "engines"
 GIB40 = 40 << 30  # 42,949,672,960 bytes
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "generator"
+PACKAGE = Path(__file__).resolve().parents[2] / "generator"
 
 
 def _module_name(path: Path) -> str:

@@ -33,6 +33,7 @@ def _mypy(tmp_path: Path, *targets: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path)
 
 
+@pytest.mark.slow
 @needs_mypy
 def test_runtime_and_generated_allocators_pass_mypy_strict(tmp_path):
     # One mypy run for both: reading torch's stubs dominates its time.
