@@ -1,6 +1,6 @@
 """Every name a user types gets a "did you mean" when it is close to a real one (issue 11):
-spec keys (tests/test_schema_wording.py), rule codes (tests/test_lint_rules.py), and here the
-family, model and profile of ``kvgen plan`` and the spec paths of ``kvgen diff``."""
+spec keys (tests/rules/test_schema_wording.py), rule codes (tests/rules/test_lint_rules.py),
+and here the family, model and profile of ``kvgen plan`` and the spec paths of ``kvgen diff``."""
 
 from __future__ import annotations
 
