@@ -14,7 +14,7 @@ is clean, ``render`` (which compiles every module). It reports:
 - diagnostics without a position (``file:line:col`` with line and col >= 1 and the input's path),
 
 prints a summary, and writes each offending input and its report to ``--out``. Deterministic
-for a given ``--seed``. The test suite runs a bounded slice (``tests/test_fuzz.py``).
+for a given ``--seed``. The test suite runs a bounded slice (``tests/acceptance/test_fuzz.py``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ file can be compared byte for byte with a fresh export (``kvgen schema --check``
 Pydantic cannot express its ``model_validator``/``AfterValidator`` checks in JSON Schema, so
 ``_add_validator_constraints`` writes them out by hand, making editors (yaml-language-server)
 and ``jsonschema`` reject the same structures as pydantic. Keep it in step with
-``generator/spec.py``; ``tests/test_schema_export.py`` compares both validators on a corpus.
+``generator/spec.py``; ``tests/rules/test_schema_export.py`` compares both validators on a corpus.
 """
 
 from __future__ import annotations

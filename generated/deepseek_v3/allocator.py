@@ -9,7 +9,7 @@ Speculative profiles: none, mtp1, mtp_eagle3.
 This module holds only the family's tables (layer shapes, pool layout inputs, profiles). The
 pools, free lists, block tables, views and the runtime page model (docs/cost-model.md §3) are
 ``kvgen.runtime.allocator``, which derives every size from these shapes and never consults
-the static sizing module, so the two can be compared (``tests/test_diff*.py``).
+the static sizing module, so the two can be compared (``tests/generated/test_diff*.py``).
 
 Usage::
 

@@ -1,0 +1,233 @@
+"""kvgen as an adopter gets it: a wheel that installs only ``kvgen``, with ranges for
+dependencies, its templates and docs inside, and README's "Use kvgen in your repository"
+section run as written in an empty git repository.
+
+The wheel is built from this checkout once per module and installed with ``--no-deps`` into a
+fresh virtual environment that sees the test interpreter's packages (pydantic, jinja2 and
+torch come from there), so no network is needed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import site
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text()
+FIXTURE_CONFIG = REPO / "tests/fixtures/hf/llama-3.1-8b.json"
+tomllib = pytest.importorskip("tomllib")  # stdlib from Python 3.11
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def readme_region(name: str) -> str:
+    return README.split(f"<!-- {name}:begin -->\n")[1].split(f"<!-- {name}:end -->")[0]
+
+
+def readme_commands(name: str) -> list[str]:
+    block = readme_region(name).split("```bash\n")[1].split("```")[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_every_package_is_listed_in_pyproject():
+    listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
+    on_disk = {
+        ".".join(("kvgen", *p.parent.relative_to(REPO / "generator").parts))
+        for p in (REPO / "generator").rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
+    assert on_disk | {"kvgen.templates", "kvgen.docs"} == listed  # the last two: data only
+
+
+def test_runtime_dependencies_are_ranges_and_dev_pins_live_in_the_constraints_file():
+    for extra, requirements in [
+        ("runtime", PYPROJECT["project"]["dependencies"]),
+        *PYPROJECT["project"]["optional-dependencies"].items(),
+    ]:
+        for text in requirements:
+            requirement = Requirement(text)
+            assert all(spec.operator not in ("==", "===") for spec in requirement.specifier), (
+                extra,
+                text,
+            )
+            assert requirement.name != "ruff" or extra == "dev", "no formatter at run time"
+    torch = Requirement(PYPROJECT["project"]["optional-dependencies"]["torch"][0])
+    pins = {
+        Requirement(line).name.lower(): Requirement(line)
+        for line in (REPO / "constraints.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    }
+    assert str(pins["torch"].specifier) == "==2.13.0"
+    assert str(pins["ruff"].specifier) == "==0.17.6"
+    assert Version("2.13.0") in torch.specifier  # the tested torch is inside the range
+
+
+def test_ci_runs_the_readme_set_up_commands():
+    ci_lines = (REPO / ".ci/run").read_text().splitlines()
+    commands = readme_commands("setup")
+    assert len(commands) == 2 and "-c constraints.txt" in commands[0]
+    for command in commands:
+        assert command in ci_lines
+
+
+# --- the wheel -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheels")
+    build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)]
+    # Offline first, with the installed setuptools; an older one without bdist_wheel (no
+    # `wheel` package) falls back to pip's isolated build, from the configured index.
+    if subprocess.run([*build, "--no-build-isolation"], capture_output=True).returncode:
+        subprocess.run(build, check=True, capture_output=True)
+    (built,) = out.glob("kvgen-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, capture_output=True)
+    # The venv sees the packages of the interpreter running the tests (pydantic, jinja2, ...;
+    # no network needed), but not its kvgen: directories a .pth file names are appended to
+    # sys.path without running their own .pth files (an editable install's import hook).
+    purelib = subprocess.run(
+        [str(root / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(purelib) / "kvgen_test_shared.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    subprocess.run(
+        [str(root / "bin/python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return root
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_only_kvgen_with_its_templates_and_docs(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {name.split("/")[0] for name in names}
+    version = PYPROJECT["project"]["version"]
+    assert top == {"kvgen", f"kvgen-{version}.dist-info"}
+    assert "kvgen/templates/sizing.py.j2" in names and "kvgen/py.typed" in names
+    for doc in ("cost-model.md", "spec-reference.md", "cli.md", "security.md"):
+        assert f"kvgen/docs/{doc}" in names
+    metadata = zipfile.ZipFile(wheel).read(f"kvgen-{version}.dist-info/METADATA").decode()
+    requires = re.findall(r"^Requires-Dist: (.*)$", metadata, re.M)
+    pinned = [r for r in map(Requirement, requires) if any(s.operator == "==" for s in r.specifier)]
+    assert requires and pinned == []
+
+
+@pytest.mark.slow
+def test_a_wheel_install_renders_exactly_what_the_checkout_renders(venv, tmp_path):
+    project = tmp_path / "project"
+    (project / "schema" / "families").mkdir(parents=True)
+    spec = REPO / "schema" / "families" / "gemma3.yaml"
+    (project / "schema" / "families" / "gemma3.yaml").write_bytes(spec.read_bytes())
+    python = str(venv / "bin/python")
+    # -I: the checkout (and any editable install's path hooks) stay out of sys.path.
+    where = subprocess.run(
+        [python, "-I", "-c", "import kvgen.render as r; print(r.TEMPLATES_DIR)"],
+        cwd=project, check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    assert Path(where).parts[-2:] == ("kvgen", "templates") and str(venv) in where
+    subprocess.run(
+        [python, "-I", "-m", "kvgen", "-q", "generate"], cwd=project, check=True,
+        capture_output=True,
+    )  # fmt: skip
+    for name in ("sizing.py", "allocator.py", "__init__.py"):
+        built = (project / "generated" / "gemma3" / name).read_bytes()
+        assert built == (REPO / "generated" / "gemma3" / name).read_bytes(), name
+
+
+# --- adoption, exactly as README says ------------------------------------------------------
+
+
+def _run_hooks_directly(repo: Path, env: dict[str, str]) -> None:
+    """What `pre-commit run --all-files` runs, without pre-commit: each hook's entry, given
+    the tracked files its `files` pattern selects unless `pass_filenames: false`."""
+    hooks = yaml.safe_load((repo / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.split()
+    assert [hook["id"] for hook in hooks] == ["kvgen-lint", "kvgen-generate-check"]
+    for hook in hooks:
+        files = [f for f in tracked if re.search(hook.get("files", ""), f)]
+        assert files, hook["id"]  # the hook would run on this repository's files
+        argv = shlex.split(hook["entry"])
+        if hook.get("pass_filenames", True):
+            argv += files
+        result = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True)
+        assert result.returncode == 0, (hook["id"], result.stdout, result.stderr)
+
+
+@pytest.mark.slow
+def test_adopting_kvgen_in_an_empty_repository_as_the_readme_says(venv, wheel, tmp_path):
+    commands = readme_commands("adopt")
+    repo = tmp_path / "your-repo"
+    repo.mkdir()
+    (tmp_path / "llama-3.1-8b").mkdir()
+    shutil.copy(FIXTURE_CONFIG, tmp_path / "llama-3.1-8b" / "config.json")
+    env = {
+        **os.environ,
+        "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "VIRTUAL_ENV": str(venv),
+        "GIT_AUTHOR_NAME": "adopter", "GIT_AUTHOR_EMAIL": "adopter@example.com",
+        "GIT_COMMITTER_NAME": "adopter", "GIT_COMMITTER_EMAIL": "adopter@example.com",
+        "PIP_FIND_LINKS": f"{wheel.parent} {os.environ.get('PIP_FIND_LINKS', '')}".strip(),
+    }  # fmt: skip
+    env.pop("GITHUB_BASE_REF", None)
+    env.pop("PYTHONPATH", None)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env)
+
+    install, *steps = commands
+    # The release is replaced by the wheel of this checkout, already in the venv; the
+    # README's range must admit it.
+    (requirement,) = [Requirement(a) for a in shlex.split(install)[2:] if a.startswith("kvgen")]
+    assert Version(PYPROJECT["project"]["version"]) in requirement.specifier
+    where = subprocess.run(
+        ["kvgen", "--version"], cwd=repo, env=env, check=True, capture_output=True, text=True
+    )
+    assert where.stdout == f"kvgen {PYPROJECT['project']['version']}\n"
+    assert shutil.which("kvgen", path=env["PATH"]) == str(venv / "bin" / "kvgen")
+
+    outputs = {}
+    for command in steps:
+        if command.startswith("pre-commit ") and not shutil.which("pre-commit", path=env["PATH"]):
+            _run_hooks_directly(repo, env)
+            continue
+        result = subprocess.run(
+            ["bash", "-c", command], cwd=repo, env=env, capture_output=True, text=True
+        )
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+        outputs[command.split()[0] + " " + command.split()[1]] = result.stdout
+
+    # The generated module answers from the adopter's code. Llama-3.1-8B: 32 layers x 2 x 8
+    # KV heads x 128 x 2 B (bf16) = 131072 B per token and no sliding window, so a 16 GiB
+    # quota holds 16 GiB / 131072 B = 131072 tokens.
+    assert outputs["python -c"] == "131072\n"
+    assert (repo / "generated/llama/sizing.py").is_file()
+    assert "1 unchanged" in outputs["kvgen diff"]
+    committed = subprocess.run(
+        ["git", "ls-files"], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout.split()
+    for path in ("kvgen.toml", ".pre-commit-config.yaml", ".github/workflows/kvgen.yml",
+                 "schema/families/llama.yaml", "generated/llama/sizing.py"):  # fmt: skip
+        assert path in committed
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo, env=env, check=True, capture_output=True,
+        text=True,
+    ).stdout  # fmt: skip
+    assert status == ""  # nothing kvgen ran after the commit changed the tree

@@ -1,0 +1,390 @@
+"""kvgen.engines against the engines' goldens, and each pool-policy term derived by hand.
+
+The goldens in tests/fixtures/engines/ come from ``bench/engines/refresh_goldens.py``: vLLM's
+numbers from vLLM 0.33.0's own planner and SGLang 0.5.23's own pool configurators, run on CPU
+with the stubs each runner names. No engine is needed here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+from kvgen.engines import ENGINES, POLICY_TERMS, EngineCapacity, _sglang, _vllm, engine_capacity
+from kvgen.loader import load_bytes, load_family
+from kvgen.spec import Family
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "engines"
+GIB40 = 40 << 30  # 42,949,672,960 bytes
+
+
+@cache
+def family(name: str) -> Family:
+    shipped = ROOT / "schema" / "families" / f"{name}.yaml"
+    return load_family(
+        shipped if shipped.exists() else ROOT / "tests/fixtures/specs" / f"{name}.yaml"
+    )
+
+
+def golden(engine: str) -> dict:
+    return json.loads((FIXTURES / f"{engine}.json").read_text(encoding="utf-8"))
+
+
+def case_id(case: dict) -> str:
+    i = case["inputs"]
+    return f"{i['model']}-b{i['block_size']}-s{i['max_model_len']}-{i['speculative']}"
+
+
+VLLM = golden("vllm")
+SGLANG = golden("sglang")
+
+
+def test_goldens_cover_every_shipped_family_and_state_their_provenance() -> None:
+    shipped = {p.stem for p in (ROOT / "schema" / "families").glob("*.yaml")}
+    for data, version in ((VLLM, "0.33.0"), (SGLANG, "0.5.23")):
+        assert data["engine_version"] == version
+        assert shipped <= {c["inputs"]["family"] for c in data["cases"]}
+        assert data["provenance"]["modules"] and data["provenance"]["functions"]
+        sizes = {(c["inputs"]["block_size"]) for c in data["cases"]}
+        assert sizes == {16, 64}
+    assert VLLM["provenance"]["produced_by"].startswith("engine code")
+    assert SGLANG["provenance"]["produced_by"].startswith("engine code")
+
+
+def _capacity(engine: str, inputs: dict) -> EngineCapacity:
+    return engine_capacity(
+        family(inputs["family"]),
+        inputs["model"],
+        inputs["budget_bytes"],
+        engine=engine,
+        max_seq_len=inputs["max_model_len"],
+        max_num_tokens=inputs["max_num_tokens"],
+        block_size=inputs["block_size"],
+        speculative=inputs["speculative"],
+    )
+
+
+@pytest.mark.parametrize("case", VLLM["cases"], ids=case_id)
+def test_vllm_matches_its_own_planner(case: dict) -> None:
+    inputs, want = case["inputs"], case["engine_output"]
+    if "error" in want:
+        # vLLM refuses to start; kvgen says so and names the same longest length that fits.
+        with pytest.raises(
+            ValueError, match=rf"longest that fits: {want['estimated_max_model_len']}$"
+        ):
+            _capacity("vllm", inputs)
+        return
+    got = _capacity("vllm", inputs)
+    assert got.kv_tokens == want["kv_tokens"]
+    assert got.num_blocks == want["num_blocks"]
+    assert got.request_bytes == want["request_bytes"]
+    assert round(got.max_concurrency, 3) == round(want["max_concurrency"], 3)
+    fam = family(inputs["family"])
+    plan = _vllm.vllm_plan(
+        fam,
+        fam.model(inputs["model"]),
+        block_size=inputs["block_size"],
+        speculative=fam.profile(inputs["speculative"]),
+    )
+    assert plan.bytes_per_block == want["bytes_per_block"]
+    assert plan.block_size == want["attention_block_size"]
+    assert sum(g.group_count for g in plan.groups) == want["num_groups"]
+    assert plan.padding_layers == want["padding_layers"]
+
+
+@pytest.mark.parametrize("case", SGLANG["cases"], ids=case_id)
+def test_sglang_matches_its_own_pool_configurators(case: dict) -> None:
+    inputs, want = case["inputs"], case["engine_output"]
+    fam = family(inputs["family"])
+    if "error" in want:
+        with pytest.raises(ValueError):
+            _capacity("sglang", inputs)
+        return
+    assert _capacity("sglang", inputs).kv_tokens == want["max_total_num_tokens"]
+    pools = _sglang.sglang_pools(
+        _sglang.sglang_plan(fam, fam.model(inputs["model"])), GIB40, inputs["block_size"]
+    )
+    assert pools.swa_tokens == want.get("swa_max_total_num_tokens", 0)
+    assert pools.state_slots == want.get("max_mamba_cache_size", 0)
+
+
+# ----------------------------------------------------------------------------- vLLM terms
+
+
+def test_vllm_group_padding_layers_gemma3_27b() -> None:
+    # 52 sliding + 10 full layers: group size = min(52, 10) = 10 (52 >= 1.5 x 10), so the
+    # sliding layers take ceil(52/10) = 6 groups and the full ones 1: 7 groups, and
+    # 6 x 10 - 52 = 8 padding layers. A page is 16 tokens x 16 heads x (128+128) x 2 B =
+    # 131,072 B; a block holds one page of the 10 layers of a group: 1,310,720 B.
+    g = family("gemma3")
+    plan = _vllm.vllm_plan(g, g.model("gemma3_27b"), block_size=16)
+    assert (plan.group_size, plan.padding_layers, plan.bytes_per_block) == (10, 8, 1_310_720)
+    assert sorted((grp.attention, grp.group_count) for grp in plan.groups) == [
+        ("full", 1),
+        ("sliding", 6),
+    ]
+
+
+def test_vllm_groups_take_the_largest_count_under_one_and_a_half() -> None:
+    # 12 sliding + 13 full (vLLM's own example, gpt-oss + an EAGLE layer): 13 < 1.5 x 12, so
+    # the group size is 13: two groups, one padding layer (13 - 12).
+    text = b"""schema_version: 1
+family: synth
+tokens_per_block: 16
+kv_cache_dtype: bf16
+models:
+  - name: m
+    max_seq_len: 8192
+    layer_kinds:
+      s: {attention: sliding, window: 128, kv_heads: 8, head_dim: 64}
+      f: {attention: full, kv_heads: 8, head_dim: 64}
+    layers: {count: 25, pattern: [s, f]}
+"""
+    fam = load_bytes("synth.yaml", text).family
+    assert fam is not None
+    plan = _vllm.vllm_plan(fam, fam.model("m"), block_size=16)
+    assert (plan.group_size, plan.padding_layers, len(plan.groups)) == (13, 1, 2)
+
+
+def test_vllm_per_request_swa_bound_adds_the_in_flight_budget() -> None:
+    # gemma3_27b, S = 131,072, N = 8,192, block 16. A sliding group reserves
+    # ceil(min(1024 - 1 + in_flight, S) / 16) + 1 blocks:
+    #   async (2 batches): in_flight 16,384 -> ceil(17,407/16) + 1 = 1,089
+    #   sync (1 batch):    in_flight  8,192 -> ceil( 9,215/16) + 1 =   577
+    # the full group ceil(131,072/16) = 8,192; 6 sliding groups + 1 full.
+    # async: 6 x 1,089 + 8,192 = 14,726 blocks x 1,310,720 B = 19,301,662,720 B
+    # sync:  6 x   577 + 8,192 = 11,654 blocks x 1,310,720 B = 15,275,130,880 B
+    # num_blocks = 42,949,672,960 // 1,310,720 = 32,768 either way.
+    g = family("gemma3")
+    kwargs = {"engine": "vllm", "max_seq_len": 131072, "max_num_tokens": 8192}
+    on = engine_capacity(g, "gemma3_27b", GIB40, **kwargs)
+    off = engine_capacity(g, "gemma3_27b", GIB40, async_scheduling=False, **kwargs)
+    assert (on.request_bytes, on.num_blocks) == (19_301_662_720, 32_768)
+    assert (off.request_bytes, off.num_blocks) == (15_275_130_880, 32_768)
+    # concurrency 32,768 / 14,726 = 2.2252; tokens int(2.2252 x 131,072) = 291,658
+    assert on.kv_tokens == 291_658 and round(on.max_concurrency, 3) == 2.225
+
+
+def test_vllm_null_block_refuses_a_request_that_fills_the_whole_budget() -> None:
+    # llama3_1_70b at S = 131,072: 80 layers x 8 heads x 256 x 2 B = 327,680 B per token, a
+    # block of 16 tokens 5,242,880 B; one request needs 8,192 blocks = 42,949,672,960 B, the
+    # whole 40 GiB, but the null block leaves 8,191 blocks usable: 8,191 x 16 = 131,056 tokens.
+    with pytest.raises(ValueError, match=r"longest that fits: 131056$"):
+        engine_capacity(
+            family("llama3"), "llama3_1_70b", GIB40,
+            engine="vllm", max_seq_len=131072, max_num_tokens=8192,
+        )  # fmt: skip
+
+
+def test_vllm_mamba_page_unification_qwen3_next() -> None:
+    # Attention: 2 heads x (256+256) x 2 B = 2,048 B per token; a GatedDeltaNet state is
+    # 1,097,728 B. Block 16: 16 x ceil(1,097,728 / (16 x 2,048)) = 16 x 34 = 544 tokens, a page
+    # of 544 x 2,048 = 1,114,112 B, so each state page is padded by 16,384 B. Block 64:
+    # 64 x ceil(1,097,728 / 131,072) = 64 x 9 = 576 tokens.
+    q = family("qwen3_next")
+    model = q.model("qwen3_next_80b_a3b")
+    plan16 = _vllm.vllm_plan(q, model, block_size=16)
+    assert (plan16.block_size, plan16.mamba_page_padding) == (544, 16_384)
+    assert _vllm.vllm_plan(q, model, block_size=64).block_size == 576
+    # 36 linear + 12 full: 3 state groups + 1 attention group of 12 layers each;
+    # a block is 12 x 1,114,112 = 13,369,344 B.
+    assert plan16.bytes_per_block == 13_369_344
+
+
+# ----------------------------------------------------------------------------- SGLang terms
+
+
+def test_sglang_sizes_sliding_layers_full_length_outside_its_hybrid_swa_list() -> None:
+    # gemma3_27b: all 62 layers x 16 heads x 256 x 2 B = 507,904 B per token;
+    # 42,949,672,960 // 507,904 = 84,562 tokens (page 1), 84,560 at page 16.
+    g = family("gemma3")
+    kwargs = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192}
+    assert engine_capacity(g, "gemma3_27b", GIB40, **kwargs).kv_tokens == 84_562
+    assert engine_capacity(g, "gemma3_27b", GIB40, block_size=16, **kwargs).kv_tokens == 84_560
+
+
+def test_sglang_swa_ratio_gpt_oss_20b() -> None:
+    # 12 sliding + 12 full layers x 8 heads x 128 x 1 B (fp8) = 12,288 B per token each.
+    # Per full-pool token: 12,288 + 0.8 x 12,288 = 22,118.4 B; 42,949,672,960 / 22,118.4 =
+    # 1,941,807.4 -> 1,941,807 full tokens; sliding pool int(0.8 x 1,941,807) = 1,553,445.
+    o = family("gpt_oss")
+    pools = _sglang.sglang_pools(_sglang.sglang_plan(o, o.model("gpt_oss_20b")), GIB40, 1)
+    assert pools == _sglang.SglangPools(1_941_807, 1_553_445, 0)
+
+
+def test_sglang_mamba_memory_ratio_and_fp32_ssm_state_qwen3_next() -> None:
+    # Per linear layer: conv 24,576 elements in bf16 (49,152 B) + SSM 524,288 in fp32
+    # (2,097,152 B) = 2,146,304 B; 36 layers: 77,266,944 B (73.7 MiB; 37.7 MiB in bf16).
+    # State share 40 x 0.9/1.9 GiB = 20,344,581,928.4 B = 263.3 slots, one of them padding:
+    # 262 usable. The rest, 42,949,672,960 - 263 x 77,266,944 = 22,628,466,688 B, over
+    # 12 attention layers x 2,048 B = 24,576 B per token: 920,754 tokens.
+    q = family("qwen3_next")
+    plan = _sglang.sglang_plan(q, q.model("qwen3_next_80b_a3b"))
+    assert (plan.state_bytes_per_request, plan.ssm_extra_bytes) == (77_266_944, 37_748_736)
+    assert _sglang.sglang_pools(plan, GIB40, 1) == _sglang.SglangPools(920_754, 0, 262)
+    bf16 = _sglang.sglang_plan(q, q.model("qwen3_next_80b_a3b"), ssm_dtype="bf16")
+    assert bf16.state_bytes_per_request == 36 * 1_097_728
+
+
+# ----------------------------------------------------------------------------- TensorRT-LLM
+
+
+def test_trtllm_v2_gemma3_27b_at_batch_8() -> None:
+    # tpb 16, B 8, N 8,192. slope = 10 full layers x 8,192 B = 81,920 B/token;
+    # per_request = 52 x 8,192 x 16 x (ceil((1024 + 1 - 2)/16) + 1 = 65) = 443,023,360 B;
+    # ctx_swa = 52 x 8,192 = 425,984 B. room = 40 GiB - 8 x 443,023,360 = 39,405,486,080;
+    # N x (slope + ctx) = 4,160,749,568 fits, so tokens = 8,192 + (39,405,486,080 -
+    # 4,160,749,568) // 81,920 = 8,192 + 430,233 = 438,425.
+    cap = engine_capacity(
+        family("gemma3"), "gemma3_27b", GIB40,
+        engine="trtllm-v2", max_seq_len=8192, max_num_tokens=8192, block_size=16,
+    )  # fmt: skip
+    assert cap.kv_tokens == 438_425
+    assert cap.num_blocks == 438_425 // 16
+    # 438,425 / 8,192 = 53.5 requests' worth of tokens, but at most B = 8 reside.
+    assert cap.max_concurrency == 8.0
+    # one request: 8,192 x 81,920 + 443,023,360 + 8,192 x 425,984 = 4,603,772,928 B
+    assert cap.request_bytes == 4_603_772_928
+
+
+# ----------------------------------------------------------------------------- API
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"engine": "tgi"}, "engine must be one of"),
+        ({"engine": "vllm", "block_size": 0}, "block_size must be a positive int"),
+        ({"engine": "sglang", "speculative": "eagle3"}, "speculative must be 'none'"),
+        ({"engine": "vllm", "speculative": "pard9"}, "speculative must be one of none, eagle3"),
+        ({"engine": "vllm", "mamba_cache_mode": "all"}, "mamba_cache_mode must be one of"),
+        ({"engine": "sglang", "ssm_dtype": "fp8"}, "ssm_dtype must be one of"),
+        ({"engine": "sglang", "max_seq_len": 0}, "max_seq_len must be a positive int"),
+        # gpt_oss_20b's native context is 131,072 tokens
+        ({"engine": "vllm", "max_seq_len": 131073}, "max_seq_len must be <= 131072"),
+        ({"engine": "sglang", "max_seq_len": 131073}, "max_seq_len must be <= 131072"),
+        ({"engine": "trtllm-v2", "max_seq_len": 131073}, "max_seq_len must be <= 131072"),
+        ({"engine": "vllm", "max_num_tokens": True}, "max_num_tokens must be a positive int"),
+    ],
+)
+def test_bad_arguments_name_the_argument(kwargs: dict, message: str) -> None:
+    args = {"max_seq_len": 8192, "max_num_tokens": 8192, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        engine_capacity(family("gpt_oss"), "gpt_oss_20b", GIB40, **args)
+
+
+def test_unknown_model_lists_the_models() -> None:
+    with pytest.raises(ValueError, match="model must be one of gpt_oss_20b, gpt_oss_120b"):
+        engine_capacity(
+            family("gpt_oss"), "gpt_oss_1b", GIB40,
+            engine="vllm", max_seq_len=8192, max_num_tokens=8192,
+        )  # fmt: skip
+
+
+def test_every_engine_answers_for_a_plain_model_and_terms_are_named() -> None:
+    for engine in ENGINES:
+        cap = engine_capacity(
+            family("llama3"), "llama3_1_8b", GIB40,
+            engine=engine, max_seq_len=8192, max_num_tokens=8192, block_size=16,
+        )  # fmt: skip
+        # 32 layers x 8 heads x 256 x 2 B = 131,072 B per token: 327,680 tokens in 40 GiB
+        # (vLLM and SGLang exactly; TensorRT-LLM has no sliding layers either).
+        assert cap.kv_tokens == 327_680
+    assert {"null_block", "swa_ratio", "mamba_memory_ratio"} <= set(POLICY_TERMS)
+
+
+def test_engine_models_import_no_engine_and_no_torch() -> None:
+    code = (
+        "import sys, kvgen.engines; "
+        "print(sorted(m for m in ('torch', 'vllm', 'sglang') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _synthetic(window: int) -> Family:
+    text = f"""schema_version: 1
+family: synth
+tokens_per_block: 16
+kv_cache_dtype: bf16
+models:
+  - name: m
+    max_seq_len: 8192
+    layer_kinds:
+      s: {{attention: sliding, window: {window}, kv_heads: 8, head_dim: 64}}
+      f: {{attention: full, kv_heads: 8, head_dim: 64}}
+    layers: {{count: 2, pattern: [s, f]}}
+""".encode()
+    fam = load_bytes("synth.yaml", text).family
+    assert fam is not None
+    return fam
+
+
+def test_plans_are_cached_per_family_object_not_per_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two specs named synth/m that differ only in the window. Block 16, S = 8,192, N = 8,192
+    # (in flight 16,384): window 128 -> sliding blocks ceil(min(127 + 16,384, 8,192)/16) + 1 =
+    # 513 either way, so use N = 1 (in flight 2): window 128 -> ceil(129/16) + 1 = 10 blocks,
+    # window 4,096 -> ceil(4,097/16) + 1 = 258 blocks; the full layer 512 blocks.
+    import kvgen.engines as engines
+
+    monkeypatch.setattr(engines, "_CACHE_BOUND", 2)
+    kwargs = {"engine": "vllm", "max_seq_len": 8192, "max_num_tokens": 1, "block_size": 16}
+    narrow = engine_capacity(_synthetic(128), "m", GIB40, **kwargs)
+    wide = engine_capacity(_synthetic(4096), "m", GIB40, **kwargs)
+    # a block is one page of 16 x 8 x 128 x 2 B = 32,768 B per group (2 groups of 1 layer)
+    assert narrow.request_bytes == (10 + 512) * 32_768
+    assert wide.request_bytes == (258 + 512) * 32_768
+    for window in (64, 256, 512):
+        engine_capacity(_synthetic(window), "m", GIB40, **kwargs)
+    assert len(engines._CACHE) <= 2
+
+
+def test_vllm_mamba_align_mode_keeps_two_state_blocks() -> None:
+    # qwen3_next at block 16 -> 544-token blocks (see above); S = 8,192: the full group needs
+    # ceil(8,192/544) = 16 blocks. Three state groups take 1 block each ("none", vLLM's default
+    # without prefix caching) or 2 each ("align", prefix caching on): 19 or 22 blocks per
+    # request, of 13,369,344 B.
+    q = family("qwen3_next")
+    kwargs = {"engine": "vllm", "max_seq_len": 8192, "max_num_tokens": 8192}
+    none = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, **kwargs)
+    align = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, mamba_cache_mode="align", **kwargs)
+    assert none.request_bytes == 19 * 13_369_344
+    assert align.request_bytes == 22 * 13_369_344
+
+
+def test_vllm_splits_kv_heads_by_floor_never_below_one() -> None:
+    # gemma3_1b has 1 KV head: at tp 2 each rank still holds one head (256 x 2 x 2 B = 1,024 B
+    # per token per layer), so a rank's block is as big as at tp 1. llama3_1_8b's 8 heads at
+    # tp 2: 4 heads per rank, half the block (32 layers x 16 x 4 x 256 x 2 B = 1,048,576 B).
+    g, ll = family("gemma3"), family("llama3")
+    one = _vllm.vllm_plan(g, g.model("gemma3_1b"), block_size=16, tp_size=1)
+    two = _vllm.vllm_plan(g, g.model("gemma3_1b"), block_size=16, tp_size=2)
+    assert one.bytes_per_block == two.bytes_per_block
+    assert _vllm.vllm_plan(ll, ll.model("llama3_1_8b"), tp_size=2).bytes_per_block == 1_048_576
+
+
+def test_vllm_eagle_layer_joins_the_pool_and_regroups_gpt_oss() -> None:
+    # gpt_oss_20b + EAGLE3: 12 sliding + 12 full + 1 draft full layer (same shape). 13 < 1.5 x 12,
+    # so groups hold 13 layers: one sliding group with 1 padding layer, one full group.
+    # A block: 13 layers x 16 tokens x 8 heads x 128 x 1 B (fp8) = 212,992 B.
+    o = family("gpt_oss")
+    plan = _vllm.vllm_plan(
+        o, o.model("gpt_oss_20b"), block_size=16, speculative=o.profile("eagle3")
+    )
+    assert (plan.group_size, plan.padding_layers, plan.bytes_per_block) == (13, 1, 212_992)
+
+
+def test_vllm_mamba_keeps_one_state_block_per_draft_token() -> None:
+    # qwen3_next + ngram4 (K = 4, no drafter layers): each of the 3 state groups takes 1 + 4
+    # blocks, the full group ceil(8,192/544) = 16: 31 blocks x 13,369,344 B = 414,449,664 B.
+    q = family("qwen3_next")
+    cap = engine_capacity(
+        q, "qwen3_next_80b_a3b", GIB40,
+        engine="vllm", max_seq_len=8192, max_num_tokens=8192, speculative="ngram4",
+    )  # fmt: skip
+    assert cap.request_bytes == 414_449_664

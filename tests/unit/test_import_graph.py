@@ -1,0 +1,77 @@
+"""The package's import graph has no cycle (issue 12), and the diff reporters stay in step."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "generator"
+
+
+def _module_name(path: Path) -> str:
+    parts = ["kvgen", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every ``kvgen`` module and the ``kvgen`` modules it imports, at module level or in a
+    function (a lazy import still couples two modules), TYPE_CHECKING blocks excluded."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = {
+            id(n)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for child in node.body
+            for n in ast.walk(child)
+        }
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module)
+                found |= {f"{node.module}.{a.name}" for a in node.names}
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def _cycle_through(graph: dict[str, set[str]], start: str) -> list[str] | None:
+    stack = [(start, [start])]
+    seen: set[str] = set()
+    while stack:
+        node, path = stack.pop()
+        for nxt in sorted(graph[node]):
+            if nxt == start:
+                return [*path, start]
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, [*path, nxt]))
+    return None
+
+
+def test_render_and_the_context_builders_form_no_cycle():
+    graph = import_graph()
+    for module in ("kvgen.render", "kvgen.sizing_context", "kvgen.allocator_context"):
+        assert _cycle_through(graph, module) is None, _cycle_through(graph, module)
+    assert "kvgen.render" not in graph["kvgen.sizing_context"]
+    assert "kvgen.render" not in graph["kvgen.allocator_context"]
+    assert {"kvgen.sizing_context", "kvgen.allocator_context"} <= graph["kvgen.render"]
+
+
+def test_the_package_has_no_import_cycle():
+    graph = import_graph()
+    assert len(graph) > 40  # the walk found the package
+    cycles = [c for module in sorted(graph) if (c := _cycle_through(graph, module))]
+    assert cycles == []
+
+
+def test_diff_formats_are_the_reporters_formats():
+    from kvgen.commands import diff
+    from kvgen.review_reporters import EMITTERS, FORMATS
+
+    assert diff.FORMATS == FORMATS == tuple(EMITTERS)

@@ -1,0 +1,115 @@
+"""The runtime and generated allocators pass ``mypy --strict`` and default ``ruff check``, and
+the allocator template emits canonical code by itself (what ``ruff format`` would write)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.workloads import ROOT
+
+GENERATED = ROOT / "generated"
+TYPED_FAMILIES = ("gemma3", "deepseek_v3", "qwen3_next", "llama3")
+
+needs_mypy = pytest.mark.skipif(
+    importlib.util.find_spec("mypy") is None, reason="mypy is not installed"
+)
+
+
+def _mypy(tmp_path: Path, *targets: str) -> subprocess.CompletedProcess[str]:
+    # The source folder generator/ is installed as `kvgen`: give mypy the same view.
+    (tmp_path / "kvgen").symlink_to(ROOT / "generator", target_is_directory=True)
+    (tmp_path / "generated").symlink_to(GENERATED, target_is_directory=True)
+    env = {**os.environ, "MYPYPATH": str(tmp_path)}
+    args = [sys.executable, "-m", "mypy", "--strict", "--no-incremental"]
+    for target in targets:
+        args += ["-p", target]
+    return subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path)
+
+
+@pytest.mark.slow
+@needs_mypy
+def test_runtime_and_generated_allocators_pass_mypy_strict(tmp_path):
+    # One mypy run for both: reading torch's stubs dominates its time.
+    modules = [f"generated.{family}.allocator" for family in TYPED_FAMILIES]
+    result = _mypy(tmp_path, "kvgen.runtime", *modules)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Success: no issues found in" in result.stdout
+
+
+@pytest.mark.parametrize("config", ["--isolated", f"--config={ROOT / 'pyproject.toml'}"])
+def test_generated_allocators_pass_ruff_check(config):
+    files = sorted(str(path) for path in GENERATED.glob("*/allocator.py"))
+    assert len(files) >= 13
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", config, *files], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout
+
+
+def _raw_allocator_renders() -> dict[str, str]:
+    """The allocator template rendered for every shipped and fixture spec, unformatted."""
+    from kvgen.allocator_context import allocator_context
+    from kvgen.loader import load_family
+    from kvgen.render import HEADER, SpecInput, _environment, family_context
+
+    template = _environment().get_template("allocator.py.j2")
+    specs = sorted((ROOT / "schema" / "families").glob("*.yaml"))
+    specs += sorted((ROOT / "tests" / "fixtures" / "specs").glob("*.yaml"))
+    out = {}
+    for path in specs:
+        family = load_family(path)
+        spec = SpecInput(path.relative_to(ROOT).as_posix(), path.read_bytes(), family)
+        base = {
+            "header": HEADER.format(source=spec.source),
+            "spec_sha256": spec.sha256,
+            "family": family,
+            **family_context(family),
+        }
+        out[spec.source] = template.render(**base, **allocator_context(spec))
+    return out
+
+
+def test_allocator_template_emits_canonical_code():
+    args = ["format", "--isolated", "--line-length", "100", "--target-version", "py310", "-"]
+    for source, text in _raw_allocator_renders().items():
+        result = subprocess.run(
+            [sys.executable, "-m", "ruff", *args], input=text, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == text, source
+
+
+def test_generated_allocator_checks_the_runtime_version():
+    text = (GENERATED / "llama3" / "allocator.py").read_text()
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    imports = lines.index("from kvgen.runtime import allocator as _rt")
+    assert lines[imports + 1].startswith("_rt.require_version(")
+    assert '"generated/llama3/allocator.py"' in lines[imports + 1]
+
+
+def test_generated_allocator_public_names():
+    text = (GENERATED / "gemma3" / "allocator.py").read_text()
+    tree = ast.parse(text)
+    exported = next(
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__"
+    )
+    assert sorted(ast.literal_eval(exported)) == sorted(
+        [
+            *("FAMILY", "KV_CACHE_DTYPE", "MODELS", "NO_PAGE", "PROFILES", "SEMANTICS"),
+            *("SPECULATIVE", "SPEC_SHA256", "TABLES", "TOKENS_PER_BLOCK", "Model", "Profile"),
+            *("AllocatorError", "CacheManager", "DoubleFreeError", "DuplicateRequestError"),
+            *("InvalidRequestIdError", "InvalidStepError", "KVCacheShim", "Layer", "LayerKind"),
+            *("LayerStack", "OutOfPagesError", "Pool", "PoolAllocationError"),
+            *("QuotaTooSmallError", "RequestError", "ResumeRefusedError", "UnknownNameError"),
+            *("UnknownRequestError", "live_pages", "peak_live_pages", "select_device"),
+        ]
+    )
