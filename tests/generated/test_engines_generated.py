@@ -19,9 +19,9 @@ import pytest
 from kvgen.engines import EngineCapacity, engine_capacity
 
 from tests.sizing_support import import_generated, render_sizing
-from tests.test_engines import GIB40, case_id, family
+from tests.unit.test_engines import GIB40, case_id, family
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "engines"
 SHIPPED = sorted(p.stem for p in (ROOT / "schema" / "families").glob("*.yaml"))
 
