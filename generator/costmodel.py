@@ -27,6 +27,10 @@ from kvgen.spec import (
 )
 
 SEMANTICS = ("trtllm-v2", "exact")
+MAMBA_STATE_UPDATES = ("default", "replay")
+# The replay path keeps at least this many steps of x, B, dt and dA_cumsum (docs/cost-model.md §8):
+# its kernels pad the token dimension to a tensor-core tile of 16.
+MIN_REPLAY_HISTORY = 16
 TIERS = ("gpu", "host")
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
@@ -132,6 +136,71 @@ def pp_layer_range(count: int, pp_size: int, pp_rank: int) -> range:
     return range(start, start + base + (1 if pp_rank < rem else 0))
 
 
+# --------------------------------------------------------------------------- recurrent (§8)
+
+
+@dataclass(frozen=True)
+class RecurrentState:
+    """One recurrent layer's buffers on one rank, in bytes per slot (§8)."""
+
+    conv: int  # conv window: conv_dim/tp x (d_conv - 1), cache dtype
+    ssm: int  # SSM state: num_heads/tp x head_dim x d_state, SSM dtype
+    replay_step: int  # one replay history step: x (heads/tp x head_dim) + B (groups/tp x d_state)
+    replay_scalars: int  # one replay history step of dt and dA_cumsum: 2 x heads/tp x fp32
+
+
+def recurrent_state(kind: LayerKind, dtype: str, tp_size: int) -> RecurrentState:
+    """The conv and SSM buffers of a ``mamba:`` kind at ``tp_size`` (§8); ValueError naming
+    tp_size when the heads or the conv channels do not split evenly (the engine asserts)."""
+    state = kind.mamba
+    assert state is not None
+    conv_dim = state.conv_dim
+    for what, value in (("num_heads", state.num_heads), ("conv_dim", conv_dim)):
+        if value % tp_size:
+            raise ValueError(
+                f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
+                "the engine splits the state evenly (use a divisor, or attention_dp=True)"
+            )
+    dtype = kind.dtype or dtype
+    heads, groups = state.num_heads // tp_size, state.n_groups // tp_size
+    conv = element_bytes(dtype, conv_dim // tp_size * (state.d_conv - 1))
+    ssm = element_bytes(state.ssm_dtype or dtype, heads * state.head_dim * state.d_state)
+    step = element_bytes(dtype, heads * state.head_dim + groups * state.d_state)
+    return RecurrentState(conv, ssm, step, 2 * heads * 4)
+
+
+def state_terms(
+    layers: list[Layer],
+    batch: int,
+    profile: Speculative | None,
+    *,
+    attention_dp: bool,
+    mamba_state_update: str,
+) -> dict[str, int]:
+    """The recurrent rows the engine keeps beyond one per request (§8): the reserved rows
+    (one slot shared by the CUDA-graph padding dummies, one more for the attention-DP dummy)
+    and, under speculative decoding, the intermediate states of every step (default path)
+    or the conv windows plus the replay history (replay path). Empty without recurrent
+    layers. The raw ``state_bytes`` form has no dimensions, so no intermediate states."""
+    state = sum(lay.state_bytes for lay in layers)
+    if not state:
+        return {}
+    reserved = 1 + attention_dp
+    terms = {"state_reserved_rows": reserved * state}
+    if profile is None:
+        return terms
+    step = 1 + (profile.tree_draft_tokens or profile.max_draft_len)  # T = K + 1
+    mambas = [lay.mamba for lay in layers if lay.mamba is not None]
+    if mamba_state_update == "replay":
+        history = max(MIN_REPLAY_HISTORY, step)
+        terms["spec_intermediate_states"] = batch * step * sum(m.conv for m in mambas)
+        per_slot = sum(2 * history * (m.replay_step + m.replay_scalars) for m in mambas)
+        terms["spec_replay_history"] = (batch + reserved) * per_slot
+    else:
+        terms["spec_intermediate_states"] = batch * step * sum(m.conv + m.ssm for m in mambas)
+    return terms
+
+
 # --------------------------------------------------------------------------- layers
 
 
@@ -145,6 +214,7 @@ class Layer:
     sinks: int
     bytes_per_token: int
     state_bytes: int  # recurrent layers: fixed bytes per request
+    mamba: RecurrentState | None = None  # the state's buffers when the spec gives dimensions
 
     @property
     def is_swa(self) -> bool:
@@ -176,6 +246,10 @@ def stack_layers(
         name = pattern[index % len(pattern)]
         kind = stack.layer_kinds[name]
         if kind.attention == "none":
+            continue
+        if kind.attention == "recurrent" and kind.mamba is not None:
+            mamba = recurrent_state(kind, dtype, tp_size)
+            out.append(Layer(index, name, None, 0, 0, mamba.conv + mamba.ssm, mamba))
             continue
         if kind.attention == "recurrent":
             state = -(-(kind.state_bytes or 0) // tp_size)
@@ -209,6 +283,13 @@ class RuntimeParams:
     max_util_for_resume: float = 0.95
     overlap_slack: bool = False
     semantics: str = "trtllm-v2"
+    attention_dp: bool = False  # tp = 1 for the KV cache and the state, one more reserved row
+    mamba_state_update: str = "default"  # "replay": compact history instead of SSM states
+
+    @property
+    def cache_tp_size(self) -> int:
+        """The tp size the caches are split by: 1 under attention-DP (§9)."""
+        return 1 if self.attention_dp else self.tp_size
 
     def validate(self, model: Model) -> None:
         for name in ("max_batch_size", "max_num_tokens", "max_seq_len", "tp_size", "pp_size"):
@@ -230,6 +311,13 @@ class RuntimeParams:
             )
         if self.semantics not in SEMANTICS:
             raise ValueError(f"semantics must be one of {SEMANTICS}, got {self.semantics!r}")
+        if self.attention_dp is not True and self.attention_dp is not False:
+            raise ValueError(f"attention_dp must be True or False, got {self.attention_dp!r}")
+        if self.mamba_state_update not in MAMBA_STATE_UPDATES:
+            raise ValueError(
+                f"mamba_state_update must be one of {MAMBA_STATE_UPDATES}, "
+                f"got {self.mamba_state_update!r}"
+            )
 
 
 def float32(value: float) -> float:
@@ -259,10 +347,15 @@ class ManagerCost:
     max_num_tokens: int
     exact_terms: dict[str, int] = field(default_factory=dict)
     resume_rounded_intercept: int | None = None  # single-SWA-pool draft (§4)
+    state_terms: dict[str, int] = field(default_factory=dict)  # recurrent rows (§8)
 
     @property
     def base_intercept(self) -> int:
-        return self.max_batch_size * self.per_request + self.max_num_tokens * self.ctx_swa
+        return (
+            self.max_batch_size * self.per_request
+            + self.max_num_tokens * self.ctx_swa
+            + sum(self.state_terms.values())
+        )
 
     @property
     def intercept(self) -> int:
@@ -273,7 +366,11 @@ class ManagerCost:
     @property
     def fixed(self) -> int:
         """Bytes held before any token of full-attention history."""
-        return self.max_batch_size * self.per_request + sum(self.exact_terms.values())
+        return (
+            self.max_batch_size * self.per_request
+            + sum(self.exact_terms.values())
+            + sum(self.state_terms.values())
+        )
 
     def quota(self, tokens: int) -> int:
         """quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa (+ exact terms)."""
@@ -310,7 +407,11 @@ def manager_layers(
     head = headroom(profile, overlap_slack=params.overlap_slack)
     backoff = head.backoff if params.block_reuse else 0
     last_rank = params.pp_rank == params.pp_size - 1
-    common = {"tp_size": params.tp_size, "max_seq_len": params.max_seq_len, "backoff": backoff}
+    common = {
+        "tp_size": params.cache_tp_size,
+        "max_seq_len": params.max_seq_len,
+        "backoff": backoff,
+    }
     target = stack_layers(
         model,
         family.kv_cache_dtype,
@@ -363,6 +464,7 @@ def manager_cost(
     managed: ManagerLayers,
     head: Headroom,
     params: RuntimeParams,
+    profile: Speculative | None = None,
 ) -> ManagerCost:
     tpb = family.tokens_per_block
     layers = managed.layers
@@ -386,7 +488,14 @@ def manager_cost(
                 ctx = _ctx_bytes(members, managed.scratch_reuse)
                 context_rounding += min(batch, chunk) * (tpb - 1) * ctx
         exact["context_page_rounding"] = context_rounding
-    cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact)
+    states = state_terms(
+        layers,
+        batch,
+        profile,
+        attention_dp=params.attention_dp,
+        mamba_state_update=params.mamba_state_update,
+    )
+    cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact, None, states)
     stateful = any(lay.state_bytes for lay in layers)
     if managed.name == "draft" and len(cycles) == 1 and slope == 0 and not stateful:
         # Resume watermark (§4, drift 4): a single-SWA-pool draft rounds its intercept
@@ -409,7 +518,7 @@ def cache_costs(
     params.validate(model)
     head = headroom(profile, overlap_slack=params.overlap_slack)
     return {
-        managed.name: manager_cost(family, managed, head, params)
+        managed.name: manager_cost(family, managed, head, params, profile)
         for managed in manager_layers(family, model, profile, params)
     }
 
