@@ -17,6 +17,7 @@ import math
 import struct
 from dataclasses import dataclass, field
 
+from kvgen.recurrent import MAMBA_STATE_UPDATES, RecurrentState, recurrent_state, state_terms
 from kvgen.spec import (
     MODES_WITH_DRAFT_POOL,
     Family,
@@ -27,10 +28,7 @@ from kvgen.spec import (
 )
 
 SEMANTICS = ("trtllm-v2", "exact")
-MAMBA_STATE_UPDATES = ("default", "replay")
-# The replay path keeps at least this many steps of x, B, dt and dA_cumsum (docs/cost-model.md §8):
-# its kernels pad the token dimension to a tensor-core tile of 16.
-MIN_REPLAY_HISTORY = 16
+
 TIERS = ("gpu", "host")
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
@@ -136,71 +134,6 @@ def pp_layer_range(count: int, pp_size: int, pp_rank: int) -> range:
     return range(start, start + base + (1 if pp_rank < rem else 0))
 
 
-# --------------------------------------------------------------------------- recurrent (§8)
-
-
-@dataclass(frozen=True)
-class RecurrentState:
-    """One recurrent layer's buffers on one rank, in bytes per slot (§8)."""
-
-    conv: int  # conv window: conv_dim/tp x (d_conv - 1), cache dtype
-    ssm: int  # SSM state: num_heads/tp x head_dim x d_state, SSM dtype
-    replay_step: int  # one replay history step: x (heads/tp x head_dim) + B (groups/tp x d_state)
-    replay_scalars: int  # one replay history step of dt and dA_cumsum: 2 x heads/tp x fp32
-
-
-def recurrent_state(kind: LayerKind, dtype: str, tp_size: int) -> RecurrentState:
-    """The conv and SSM buffers of a ``mamba:`` kind at ``tp_size`` (§8); ValueError naming
-    tp_size when the heads or the conv channels do not split evenly (the engine asserts)."""
-    state = kind.mamba
-    assert state is not None
-    conv_dim = state.conv_dim
-    for what, value in (("num_heads", state.num_heads), ("conv_dim", conv_dim)):
-        if value % tp_size:
-            raise ValueError(
-                f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
-                "the engine splits the state evenly (use a divisor, or attention_dp=True)"
-            )
-    dtype = kind.dtype or dtype
-    heads, groups = state.num_heads // tp_size, state.n_groups // tp_size
-    conv = element_bytes(dtype, conv_dim // tp_size * (state.d_conv - 1))
-    ssm = element_bytes(state.ssm_dtype or dtype, heads * state.head_dim * state.d_state)
-    step = element_bytes(dtype, heads * state.head_dim + groups * state.d_state)
-    return RecurrentState(conv, ssm, step, 2 * heads * 4)
-
-
-def state_terms(
-    layers: list[Layer],
-    batch: int,
-    profile: Speculative | None,
-    *,
-    attention_dp: bool,
-    mamba_state_update: str,
-) -> dict[str, int]:
-    """The recurrent rows the engine keeps beyond one per request (§8): the reserved rows
-    (one slot shared by the CUDA-graph padding dummies, one more for the attention-DP dummy)
-    and, under speculative decoding, the intermediate states of every step (default path)
-    or the conv windows plus the replay history (replay path). Empty without recurrent
-    layers. The raw ``state_bytes`` form has no dimensions, so no intermediate states."""
-    state = sum(lay.state_bytes for lay in layers)
-    if not state:
-        return {}
-    reserved = 1 + attention_dp
-    terms = {"state_reserved_rows": reserved * state}
-    if profile is None:
-        return terms
-    step = 1 + (profile.tree_draft_tokens or profile.max_draft_len)  # T = K + 1
-    mambas = [lay.mamba for lay in layers if lay.mamba is not None]
-    if mamba_state_update == "replay":
-        history = max(MIN_REPLAY_HISTORY, step)
-        terms["spec_intermediate_states"] = batch * step * sum(m.conv for m in mambas)
-        per_slot = sum(2 * history * (m.replay_step + m.replay_scalars) for m in mambas)
-        terms["spec_replay_history"] = (batch + reserved) * per_slot
-    else:
-        terms["spec_intermediate_states"] = batch * step * sum(m.conv + m.ssm for m in mambas)
-    return terms
-
-
 # --------------------------------------------------------------------------- layers
 
 
@@ -248,7 +181,8 @@ def stack_layers(
         if kind.attention == "none":
             continue
         if kind.attention == "recurrent" and kind.mamba is not None:
-            mamba = recurrent_state(kind, dtype, tp_size)
+            assert kind.mamba is not None
+            mamba = recurrent_state(kind.mamba, kind.dtype or dtype, tp_size, element_bytes)
             out.append(Layer(index, name, None, 0, 0, mamba.conv + mamba.ssm, mamba))
             continue
         if kind.attention == "recurrent":

@@ -79,7 +79,7 @@ def kind_row(
     )
 
 
-def _mamba_fields(kind: LayerKind, dtype: str) -> dict[str, int | str]:
+def _mamba_fields(kind: LayerKind, dtype: str) -> dict[str, Any]:
     """The recurrent state's dimensions (§8) as Kind fields; none for the raw state_bytes."""
     state = kind.mamba
     if state is None:

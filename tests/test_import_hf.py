@@ -415,3 +415,39 @@ def test_cli_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[
         code = exc.code
     assert code == 2
     assert capsys.readouterr().out == ""
+
+
+def test_granite_4_hybrid_field_spellings_and_ssm_dtype():
+    """Granite 4.0 (granitemoehybrid) spells the Mamba-2 fields mamba_n_heads, mamba_d_head,
+    mamba_d_state, mamba_n_groups, mamba_d_conv and lists layer_types. A small config in that
+    spelling (not a released model's numbers), with an fp32 SSM cache dtype."""
+    config = {
+        "model_type": "granitemoehybrid",
+        "torch_dtype": "bfloat16",
+        "num_hidden_layers": 4,
+        "layer_types": ["mamba", "mamba", "mamba", "attention"],
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 4096,
+        "mamba_n_heads": 8,
+        "mamba_d_head": 16,
+        "mamba_d_state": 32,
+        "mamba_n_groups": 2,
+        "mamba_d_conv": 4,
+        "mamba_ssm_dtype": "float32",
+    }
+    result = import_config("granite.json", json.dumps(config))
+    assert [d.render() for d in result.diagnostics] == []
+    assert result.text is not None
+    assert "num_heads: 8  # config.json mamba_n_heads" in result.text
+    loaded = load_bytes("granite.yaml", result.text.encode())
+    assert loaded.family is not None, [d.render() for d in loaded.diagnostics]
+    (model,) = loaded.family.models
+    state = model.layer_kinds["mamba"].mamba
+    assert state is not None
+    assert (state.num_heads, state.head_dim, state.d_state, state.n_groups, state.d_conv) == (
+        8, 16, 32, 2, 4,
+    )  # fmt: skip
+    assert state.ssm_dtype == "fp32"
+    assert model.layers.pattern == ["mamba", "mamba", "mamba", "full"]

@@ -183,7 +183,7 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
         width = cfg.int_("linear_conv_kernel_dim", required=True)
         conv = (width - 1) * (2 * kh * kd + vh * vd)  # type: ignore[operator]
         ssm = vh * kd * vd  # type: ignore[operator]
-        dims = (
+        dims: tuple[tuple[str, int | str | None, str], ...] = (
             ("num_heads", vh, "config.json linear_num_value_heads"),
             ("head_dim", vd, "config.json linear_value_head_dim"),
             ("d_state", kd, "config.json linear_key_head_dim"),
