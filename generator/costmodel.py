@@ -17,6 +17,7 @@ import math
 import struct
 from dataclasses import dataclass, field
 
+from kvgen.recurrent import MAMBA_STATE_UPDATES, RecurrentState, recurrent_state, state_terms
 from kvgen.spec import (
     MODES_WITH_DRAFT_POOL,
     Family,
@@ -27,6 +28,7 @@ from kvgen.spec import (
 )
 
 SEMANTICS = ("trtllm-v2", "exact")
+
 TIERS = ("gpu", "host")
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
@@ -145,6 +147,7 @@ class Layer:
     sinks: int
     bytes_per_token: int
     state_bytes: int  # recurrent layers: fixed bytes per request
+    mamba: RecurrentState | None = None  # the state's buffers when the spec gives dimensions
 
     @property
     def is_swa(self) -> bool:
@@ -176,6 +179,11 @@ def stack_layers(
         name = pattern[index % len(pattern)]
         kind = stack.layer_kinds[name]
         if kind.attention == "none":
+            continue
+        if kind.attention == "recurrent" and kind.mamba is not None:
+            assert kind.mamba is not None
+            mamba = recurrent_state(kind.mamba, kind.dtype or dtype, tp_size, element_bytes)
+            out.append(Layer(index, name, None, 0, 0, mamba.conv + mamba.ssm, mamba))
             continue
         if kind.attention == "recurrent":
             state = -(-(kind.state_bytes or 0) // tp_size)
@@ -209,6 +217,13 @@ class RuntimeParams:
     max_util_for_resume: float = 0.95
     overlap_slack: bool = False
     semantics: str = "trtllm-v2"
+    attention_dp: bool = False  # tp = 1 for the KV cache and the state, one more reserved row
+    mamba_state_update: str = "default"  # "replay": compact history instead of SSM states
+
+    @property
+    def cache_tp_size(self) -> int:
+        """The tp size the caches are split by: 1 under attention-DP (§9)."""
+        return 1 if self.attention_dp else self.tp_size
 
     def validate(self, model: Model) -> None:
         for name in ("max_batch_size", "max_num_tokens", "max_seq_len", "tp_size", "pp_size"):
@@ -230,6 +245,13 @@ class RuntimeParams:
             )
         if self.semantics not in SEMANTICS:
             raise ValueError(f"semantics must be one of {SEMANTICS}, got {self.semantics!r}")
+        if self.attention_dp is not True and self.attention_dp is not False:
+            raise ValueError(f"attention_dp must be True or False, got {self.attention_dp!r}")
+        if self.mamba_state_update not in MAMBA_STATE_UPDATES:
+            raise ValueError(
+                f"mamba_state_update must be one of {MAMBA_STATE_UPDATES}, "
+                f"got {self.mamba_state_update!r}"
+            )
 
 
 def float32(value: float) -> float:
@@ -259,10 +281,15 @@ class ManagerCost:
     max_num_tokens: int
     exact_terms: dict[str, int] = field(default_factory=dict)
     resume_rounded_intercept: int | None = None  # single-SWA-pool draft (§4)
+    state_terms: dict[str, int] = field(default_factory=dict)  # recurrent rows (§8)
 
     @property
     def base_intercept(self) -> int:
-        return self.max_batch_size * self.per_request + self.max_num_tokens * self.ctx_swa
+        return (
+            self.max_batch_size * self.per_request
+            + self.max_num_tokens * self.ctx_swa
+            + sum(self.state_terms.values())
+        )
 
     @property
     def intercept(self) -> int:
@@ -273,7 +300,11 @@ class ManagerCost:
     @property
     def fixed(self) -> int:
         """Bytes held before any token of full-attention history."""
-        return self.max_batch_size * self.per_request + sum(self.exact_terms.values())
+        return (
+            self.max_batch_size * self.per_request
+            + sum(self.exact_terms.values())
+            + sum(self.state_terms.values())
+        )
 
     def quota(self, tokens: int) -> int:
         """quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa (+ exact terms)."""
@@ -310,7 +341,11 @@ def manager_layers(
     head = headroom(profile, overlap_slack=params.overlap_slack)
     backoff = head.backoff if params.block_reuse else 0
     last_rank = params.pp_rank == params.pp_size - 1
-    common = {"tp_size": params.tp_size, "max_seq_len": params.max_seq_len, "backoff": backoff}
+    common = {
+        "tp_size": params.cache_tp_size,
+        "max_seq_len": params.max_seq_len,
+        "backoff": backoff,
+    }
     target = stack_layers(
         model,
         family.kv_cache_dtype,
@@ -363,6 +398,7 @@ def manager_cost(
     managed: ManagerLayers,
     head: Headroom,
     params: RuntimeParams,
+    profile: Speculative | None = None,
 ) -> ManagerCost:
     tpb = family.tokens_per_block
     layers = managed.layers
@@ -386,7 +422,14 @@ def manager_cost(
                 ctx = _ctx_bytes(members, managed.scratch_reuse)
                 context_rounding += min(batch, chunk) * (tpb - 1) * ctx
         exact["context_page_rounding"] = context_rounding
-    cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact)
+    states = state_terms(
+        layers,
+        batch,
+        profile,
+        attention_dp=params.attention_dp,
+        mamba_state_update=params.mamba_state_update,
+    )
+    cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact, None, states)
     stateful = any(lay.state_bytes for lay in layers)
     if managed.name == "draft" and len(cycles) == 1 and slope == 0 and not stateful:
         # Resume watermark (§4, drift 4): a single-SWA-pool draft rounds its intercept
@@ -409,7 +452,7 @@ def cache_costs(
     params.validate(model)
     head = headroom(profile, overlap_slack=params.overlap_slack)
     return {
-        managed.name: manager_cost(family, managed, head, params)
+        managed.name: manager_cost(family, managed, head, params, profile)
         for managed in manager_layers(family, model, profile, params)
     }
 

@@ -32,7 +32,7 @@ _KEYWORDS = (
     "is", "lambda", "match", "nonlocal", "not", "or", "pass", "raise", "return", "try", "type",
     "while", "with", "yield",
 )  # fmt: skip
-_SHAPES = ("kv_heads", "kv_lora_rank", "bytes_per_token", "state_bytes")
+_SHAPES = ("kv_heads", "kv_lora_rank", "bytes_per_token", "state_bytes", "mamba")
 
 
 def _present(field: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from kvgen.engines._rows import engine_tables
 from kvgen.engines_core import EngineLayer
 from kvgen.render_input import SpecInput, artifact, pyrepr
 from kvgen.sizing_core import Kind, Model, Profile, Stack
-from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
+from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack, Speculative
 
 LINE_LENGTH = 100
 TABLES_MARK = "# ---- family tables (from the spec) ----\n"
@@ -97,11 +97,27 @@ def kind_row(
         sink_tokens=kind.sink_tokens,
         kv_heads=kv_heads,
         head_dim=head_dim,
-        dtype=dtype if kv_heads else "",
+        dtype=dtype if kv_heads or kind.mamba is not None else "",
         bytes_per_token=fixed,
         extra_bytes_per_token=kind.extra_bytes_per_token,
         state_bytes=kind.state_bytes or 0,
+        **_mamba_fields(kind, dtype),
     )
+
+
+def _mamba_fields(kind: LayerKind, dtype: str) -> dict[str, Any]:
+    """The recurrent state's dimensions (§8) as Kind fields; none for the raw state_bytes."""
+    state = kind.mamba
+    if state is None:
+        return {}
+    return {
+        "ssm_heads": state.num_heads,
+        "ssm_head_dim": state.head_dim,
+        "d_state": state.d_state,
+        "n_groups": state.n_groups,
+        "d_conv": state.d_conv,
+        "ssm_dtype": state.ssm_dtype or dtype,
+    }
 
 
 def stack_row(stack: LayerStack, dtype: str, shape_of: LayerStack) -> Stack:

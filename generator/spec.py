@@ -81,6 +81,29 @@ class _Strict(BaseModel):
         return value
 
 
+class MambaState(_Strict):
+    """The recurrent state of one Mamba-2 / Gated-DeltaNet layer as the engine allocates it
+    (docs/cost-model.md §8): a conv window ``conv_dim/tp x (d_conv - 1)`` in the cache dtype,
+    ``conv_dim = num_heads*head_dim + 2*n_groups*d_state``, and an SSM state
+    ``num_heads/tp x head_dim x d_state`` in ``ssm_dtype``. For Gated DeltaNet (Qwen3-Next):
+    num_heads = value heads, head_dim = value head dim, n_groups = key heads, d_state = key
+    head dim."""
+
+    num_heads: int = Field(ge=1, le=MAX_HEADS, description="SSM heads (split by tp).")
+    head_dim: int = Field(ge=1, le=MAX_DIM, description="SSM head dimension.")
+    d_state: int = Field(ge=1, le=MAX_DIM, description="SSM state size per head.")
+    n_groups: int = Field(ge=1, le=MAX_HEADS, description="B/C groups (split by tp).")
+    d_conv: int = Field(ge=2, le=64, description="Convolution kernel width (d_conv - 1 kept).")
+    ssm_dtype: Dtype | None = Field(
+        default=None,
+        description="SSM cache dtype (e.g. fp32); defaults to the kind's / pool's cache dtype.",
+    )
+
+    @property
+    def conv_dim(self) -> int:
+        return self.num_heads * self.head_dim + 2 * self.n_groups * self.d_state
+
+
 class LayerKind(_Strict):
     """How one kind of layer stores its cache.
 
@@ -127,6 +150,11 @@ class LayerKind(_Strict):
         le=MAX_STATE_BYTES,
         description="Recurrent state per request per layer at tp=1 (split by ceil over tp).",
     )
+    mamba: MambaState | None = Field(
+        default=None,
+        description="Recurrent state dimensions (conv + SSM buffers, docs/cost-model.md §8); "
+        "the dimension form of state_bytes.",
+    )
     dtype: Dtype | None = Field(
         default=None, description="Per-kind cache dtype; defaults to the pool's kv_cache_dtype."
     )
@@ -140,14 +168,17 @@ class LayerKind(_Strict):
                 ("kv_lora_rank", self.kv_lora_rank is not None),
                 ("bytes_per_token", self.bytes_per_token is not None),
                 ("state_bytes", self.state_bytes is not None),
+                ("mamba", self.mamba is not None),
             )
             if present
         ]
         if len(shapes) > 1:
             raise ValueError(
                 "give exactly one shape: kv_heads (+head_dim), kv_lora_rank (+qk_rope_head_dim), "
-                f"bytes_per_token or state_bytes; found {', '.join(shapes)}"
+                f"bytes_per_token, state_bytes or mamba; found {', '.join(shapes)}"
             )
+        if self.mamba is not None and self.attention != "recurrent":
+            raise ValueError("mamba (recurrent state dimensions) needs attention: recurrent")
         if self.kv_lora_rank is not None and self.qk_rope_head_dim is None:
             raise ValueError("an MLA kind needs qk_rope_head_dim beside kv_lora_rank")
         if self.qk_rope_head_dim is not None and self.kv_lora_rank is None:

@@ -76,6 +76,7 @@ __all__ = [
 API_VERSION = 2
 SEMANTICS = ("trtllm-v2", "exact")
 TIERS = ("gpu", "host")
+MAMBA_STATE_UPDATES = ("default", "replay")
 
 
 class CacheCost(NamedTuple):
@@ -102,6 +103,14 @@ class Kind(NamedTuple):
     bytes_per_token: int = 0
     extra_bytes_per_token: int = 0
     state_bytes: int = 0  # recurrent: per request per layer at tp=1
+    # Recurrent state by dimensions (§8): conv window conv_dim/tp x (d_conv-1) in ``dtype``,
+    # SSM state ssm_heads/tp x ssm_head_dim x d_state in ``ssm_dtype``; ssm_heads 0: raw bytes.
+    ssm_heads: int = 0
+    ssm_head_dim: int = 0
+    d_state: int = 0
+    n_groups: int = 0
+    d_conv: int = 0
+    ssm_dtype: str = ""
 
 
 class Stack(NamedTuple):
@@ -282,6 +291,7 @@ class _Terms(NamedTuple):
     resume_rounding: int | None
     intercept: int
     life_cycles: tuple[tuple[int, int, int, int], ...]  # SWA: (window, sinks, pages, b_l sum)
+    states: tuple[tuple[str, int], ...] = ()  # recurrent rows beyond one per request (§8)
 
 
 def _did_you_mean(word: object, choices: Iterable[str]) -> str:
@@ -352,6 +362,8 @@ def _arguments(
     util: object,
     overlap_slack: object,
     semantics: object,
+    attention_dp: object = False,
+    mamba_state_update: object = "default",
 ) -> tuple[Model, Profile, int, int, int, int, int, int, float]:
     """The one keyword validation of every public function: the model and profile rows and
     the integers as ints, or ValueError naming the argument and the allowed values. Plain
@@ -390,6 +402,10 @@ def _arguments(
         util = _fraction("max_util_for_resume", util)
     if semantics != "trtllm-v2" and semantics != "exact":  # also for unhashable values
         _name("semantics", semantics, SEMANTICS)
+    if type(attention_dp) is not bool:
+        _flag("attention_dp", attention_dp)
+    if mamba_state_update != "default" and mamba_state_update != "replay":
+        _name("mamba_state_update", mamba_state_update, MAMBA_STATE_UPDATES)
     return entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util
 
 
@@ -421,8 +437,11 @@ def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
 _Row = tuple[int, int | None, int, int, int, int, int]
 _Group = tuple[int, int, int, int, int]
 _AtTp = tuple[int, int, tuple[_Group, ...]]
-# Per manager on one rank: (name, its layers at tp=1, rows, recurrent (layers, state bytes)).
-_Plan = tuple[tuple[str, _AtTp, tuple[_Row, ...], tuple[tuple[int, int], ...]], ...]
+# A recurrent kind on a rank: (layers, raw state bytes at tp=1, then by dimensions (§8): SSM
+# heads, head dim, d_state, groups, d_conv, conv and SSM element bytes (0: NVFP4)).
+_StateRow = tuple[int, int, int, int, int, int, int, int, int]
+# Per manager on one rank: (name, its layers at tp=1, rows, recurrent rows).
+_Plan = tuple[tuple[str, _AtTp, tuple[_Row, ...], tuple[_StateRow, ...]], ...]
 
 
 def _heads_bytes(heads: int, head_dim: int, element: int) -> int:
@@ -432,11 +451,47 @@ def _heads_bytes(heads: int, head_dim: int, element: int) -> int:
     return 2 * (n * element if element else -(-n // 2) + -(-n // 16))
 
 
-def _at_tp(rows: tuple[_Row, ...], states: tuple[tuple[int, int], ...], tp_size: int) -> _AtTp:
+def _elements(count: int, element: int) -> int:
+    """Bytes of ``count`` elements; element 0 is NVFP4: two per byte plus an FP8 scale per 16."""
+    return count * element if element else -(-count // 2) + -(-count // 16)
+
+
+def _state_at_tp(states: tuple[_StateRow, ...], tp_size: int) -> tuple[int, int, int, int]:
+    """Per slot on one rank, summed over a manager's recurrent layers (§8): the state (conv +
+    SSM), the conv windows, the SSM states, and one replay history step (x and B in the cache
+    dtype, dt and dA_cumsum in fp32). ValueError naming tp_size where the engine's even split
+    of heads or conv channels is impossible."""
+    state = conv = ssm = replay = 0
+    for layers, raw, heads, head_dim, d_state, groups, d_conv, conv_el, ssm_el in states:
+        if not heads:
+            state += layers * -(-raw // tp_size)
+            continue
+        conv_dim = heads * head_dim + 2 * groups * d_state
+        for what, value in (("num_heads", heads), ("conv_dim", conv_dim)):
+            if value % tp_size:
+                raise ValueError(
+                    f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
+                    "the engine splits the state evenly (use a divisor, or attention_dp=True)"
+                )
+        heads //= tp_size
+        one_conv = _elements(conv_dim // tp_size * (d_conv - 1), conv_el)
+        one_ssm = _elements(heads * head_dim * d_state, ssm_el)
+        one_step = _elements(heads * head_dim + groups // tp_size * d_state, conv_el)
+        state += layers * (one_conv + one_ssm)
+        conv += layers * one_conv
+        ssm += layers * one_ssm
+        replay += layers * (one_step + 2 * heads * 4)
+    return state, conv, ssm, replay
+
+
+# A few (layers, tp) pairs per model: summed once, like the plans at tp 1.
+_state_sums = functools.lru_cache(maxsize=256)(_state_at_tp)
+
+
+def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) -> _AtTp:
     """A manager's layers at one tensor-parallel size, windows as declared (§1, §3)."""
-    slope = state = 0
-    for layers, state_bytes in states:
-        state += layers * -(-state_bytes // tp_size)
+    slope = 0
+    state = _state_sums(states, tp_size)[0] if states else 0
     cycles: dict[tuple[int, int], int] = {}  # (w, sinks) -> bytes per token of its layers
     distinct: dict[tuple[int, int], list[int]] = {}  # (w, sinks) -> each of its b_l once
     for layers, window, sinks, kv_heads, head_dim, element, fixed in rows:
@@ -474,14 +529,19 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
     plan = []
     for name, stacks in managers:
         rows: list[_Row] = []
-        states: list[tuple[int, int]] = []
+        states: list[_StateRow] = []
         for stack, layer_counts in stacks:
             for kind_name, kind in stack.kinds.items():
                 layers = kind.layers if layer_counts is None else layer_counts[kind_name]
                 if not layers or kind.attention == "none":
                     continue  # no cache; the layer only takes its index (and pipeline rank)
                 if kind.attention == "recurrent":
-                    states.append((layers, kind.state_bytes))
+                    conv_el = 0 if kind.dtype in ("", "nvfp4") else _DTYPE_BYTES[kind.dtype]
+                    ssm_el = 0 if kind.ssm_dtype in ("", "nvfp4") else _DTYPE_BYTES[kind.ssm_dtype]
+                    states.append(
+                        (layers, kind.state_bytes, kind.ssm_heads, kind.ssm_head_dim,
+                         kind.d_state, kind.n_groups, kind.d_conv, conv_el, ssm_el)
+                    )  # fmt: skip
                     continue
                 element = 0 if kind.dtype in ("", "nvfp4") else _DTYPE_BYTES[kind.dtype]
                 fixed = kind.bytes_per_token + kind.extra_bytes_per_token
@@ -513,14 +573,19 @@ def _compute(
     util: float,
     overlap_slack: bool,
     semantics: str,
+    attention_dp: bool = False,
+    mamba_state_update: str = "default",
 ) -> tuple[tuple[_Terms, ...], dict[str, CacheCost]]:
     """Every named term of the static cost per manager (§3, §4), and the CacheCost of each
     (built here, so that a never-seen ``cache_costs`` call runs one function); validates
     first."""
     entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util = _arguments(
         model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
-        scratch_reuse, block_reuse, util, overlap_slack, semantics,
+        scratch_reuse, block_reuse, util, overlap_slack, semantics, attention_dp,
+        mamba_state_update,
     )  # fmt: skip
+    if attention_dp:
+        tp_size = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
     backoff = profile.backoff if block_reuse else 0
     extra = profile.extra
     head = extra + profile.step + (profile.draft_len if overlap_slack else 0)
@@ -566,13 +631,44 @@ def _compute(
             rounded = math.ceil(-(-intercept // slot) / util32) * slot
             resume_rounding = rounded - intercept
             intercept = rounded
+        recurrent: tuple[tuple[str, int], ...] = ()
+        if states:
+            recurrent = _state_rows(states, tp_size, batch, profile, attention_dp,
+                                    mamba_state_update)  # fmt: skip
+            intercept += sum(value for _term, value in recurrent)
         costs[name] = _new(CacheCost, (slope, intercept))
         out.append(
             _new(_Terms, (name, slope, per_request, ctx_swa, full_rounding,
                           ctx_rounding if exact else None, resume_rounding,
-                          intercept, tuple(cycles)))
+                          intercept, tuple(cycles), recurrent))
         )  # fmt: skip
     return tuple(out), costs
+
+
+def _state_rows(
+    states: tuple[_StateRow, ...],
+    tp_size: int,
+    batch: int,
+    profile: Profile,
+    attention_dp: bool,
+    update: str,
+) -> tuple[tuple[str, int], ...]:
+    """The recurrent rows the engine keeps beyond one per request (§8): one slot shared by the
+    CUDA-graph padding dummies (+1 for the attention-DP dummy), and under speculative decoding
+    B intermediate conv windows of T = K + 1 steps with either T SSM states (default) or a
+    double-buffered replay history of max(16, T) steps per slot (replay)."""
+    state, conv, ssm, replay = _state_sums(states, tp_size)
+    reserved = 1 + attention_dp
+    rows = [("state_reserved_rows", reserved * state)]
+    if profile.mode != "none":
+        step = profile.draft_len + 1 if profile.mode == "pard" else profile.step  # T
+        if update == "replay":
+            rows.append(("spec_intermediate_states", batch * step * conv))
+            history = max(16, step)
+            rows.append(("spec_replay_history", (batch + reserved) * 2 * history * replay))
+        else:
+            rows.append(("spec_intermediate_states", batch * step * (conv + ssm)))
+    return tuple(rows)
 
 
 # Pure functions of hashable arguments; typed, so 1, 1.0 and True never share an entry.
@@ -602,22 +698,32 @@ def cost_terms(
     max_util_for_resume: float = 0.95,
     overlap_slack: bool = False,
     semantics: str = "trtllm-v2",
+    attention_dp: bool = False,
+    mamba_state_update: str = "default",
 ) -> dict[str, dict[str, int]]:
     """Every named term of the static cost, per cache manager, in bytes (§4).
 
     ``slope``, ``per_request``, ``ctx_swa`` and ``intercept`` always; under ``"exact"`` also
     ``full_page_rounding`` (B*(tpb-1)*slope: whole pages of full attention per request) and
     ``context_page_rounding`` (min(B, N)*(tpb-1)*ctx of each SWA life cycle whose headroom
-    leaves no spare page); ``resume_rounding`` for a single-SWA-pool draft.
+    leaves no spare page); ``resume_rounding`` for a single-SWA-pool draft. With recurrent
+    layers (§8) ``state_reserved_rows`` (the CUDA-graph padding slot, + 1 row with
+    ``attention_dp``) and, under a speculative profile, ``spec_intermediate_states`` (+
+    ``spec_replay_history`` with ``mamba_state_update="replay"``). ``attention_dp=True`` holds
+    whole KV heads and states on every rank (tp = 1 for the caches, §9).
     """
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
+        attention_dp, mamba_state_update,
     )  # fmt: skip
-    return {
-        t.manager: {k: v for k, v in zip(_TERM_NAMES, t[1:8], strict=True) if v is not None}
-        for t in terms
-    }
+    out = {}
+    for t in terms:
+        named = {k: v for k, v in zip(_TERM_NAMES[:6], t[1:7], strict=True) if v is not None}
+        named.update(t.states)  # recurrent rows beyond one per request (§8)
+        named["intercept"] = t.intercept
+        out[t.manager] = named
+    return out
 
 
 def cache_costs(
@@ -635,17 +741,21 @@ def cache_costs(
     max_util_for_resume: float = 0.95,
     overlap_slack: bool = False,
     semantics: str = "trtllm-v2",
+    attention_dp: bool = False,
+    mamba_state_update: str = "default",
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
     try:
         costs = _answers(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
             pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
+            attention_dp, mamba_state_update,
         )[1]  # fmt: skip
     except TypeError:  # an unhashable argument: name it, as any other bad value
         _arguments(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
             pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
+            attention_dp, mamba_state_update,
         )  # fmt: skip
         raise
     return costs.copy()
@@ -676,6 +786,8 @@ def quota_from_max_tokens(
     max_util_for_resume: float = 0.95,
     overlap_slack: bool = False,
     semantics: str = "trtllm-v2",
+    attention_dp: bool = False,
+    mamba_state_update: str = "default",
 ) -> dict[str, int]:
     """Per manager, the quota in bytes for ``max_tokens`` tokens of full-attention history:
     ``quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa`` (§4). The inverse of
@@ -685,6 +797,7 @@ def quota_from_max_tokens(
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
+        attention_dp, mamba_state_update,
     )  # fmt: skip
     chunk = operator.index(max_num_tokens)
     return {t.manager: _quota(t, tokens, chunk) for t in terms}
@@ -721,6 +834,8 @@ def max_tokens_from_quota(
     max_util_for_resume: float = 0.95,
     overlap_slack: bool = False,
     semantics: str = "trtllm-v2",
+    attention_dp: bool = False,
+    mamba_state_update: str = "default",
 ) -> dict[str, int | None]:
     """Per manager in ``quota_bytes`` (a dict like the one ``quota_from_max_tokens`` and
     ``split_budget`` return; any of the profile's managers), the largest T with
@@ -731,7 +846,7 @@ def max_tokens_from_quota(
         for t in _cached_terms(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
             pp_size, pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack,
-            semantics,
+            semantics, attention_dp, mamba_state_update,
         )
     }  # fmt: skip
     if not isinstance(quota_bytes, Mapping) or not quota_bytes:
@@ -765,6 +880,8 @@ def split_budget(
     max_util_for_resume: float = 0.95,
     overlap_slack: bool = False,
     semantics: str = "trtllm-v2",
+    attention_dp: bool = False,
+    mamba_state_update: str = "default",
 ) -> dict[str, int]:
     """Share one budget between the target and a separate draft pool (§6).
 
@@ -779,7 +896,7 @@ def split_budget(
         for t in _cached_terms(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
             pp_size, pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack,
-            semantics,
+            semantics, attention_dp, mamba_state_update,
         )
     }  # fmt: skip
     if "draft" not in terms:

@@ -39,6 +39,8 @@ ALIASES = {
     "mamba_d_state": "ssm_state_size",
     "mamba_n_groups": "n_groups",
     "mamba_d_conv": "conv_kernel",
+    "mamba_n_heads": "mamba_num_heads",  # Granite 4.0 (granitemoehybrid)
+    "mamba_d_head": "mamba_head_dim",
 }
 # Fields that change the cache in ways the spec cannot express yet.
 UNSUPPORTED_FIELDS = {

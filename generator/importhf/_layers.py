@@ -45,6 +45,8 @@ class Kind:
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
     state_bytes: int | None = None
+    # A recurrent state by dimensions (docs/cost-model.md §8): (field, value, source note).
+    mamba: tuple[tuple[str, int | str, str], ...] = ()
     notes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     base: str = ""
 
@@ -165,6 +167,8 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
 
 
 def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
+    """A recurrent kind by its dimensions (Mamba-2 or Gated DeltaNet, §8), each number with
+    the config field it came from."""
     ssm_dtype = cfg.get("mamba_ssm_dtype")
     ssm_bytes = _DTYPES[ssm_dtype][1] if ssm_dtype in _DTYPES else dtype_bytes
     if kind == "linear":  # Gated DeltaNet (Qwen3-Next)
@@ -179,6 +183,13 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
         width = cfg.int_("linear_conv_kernel_dim", required=True)
         conv = (width - 1) * (2 * kh * kd + vh * vd)  # type: ignore[operator]
         ssm = vh * kd * vd  # type: ignore[operator]
+        dims: tuple[tuple[str, int | str | None, str], ...] = (
+            ("num_heads", vh, "config.json linear_num_value_heads"),
+            ("head_dim", vd, "config.json linear_value_head_dim"),
+            ("d_state", kd, "config.json linear_key_head_dim"),
+            ("n_groups", kh, "config.json linear_num_key_heads"),
+            ("d_conv", width, "config.json linear_conv_kernel_dim"),
+        )
         note = (
             f"config.json: conv (linear_conv_kernel_dim {width} - 1) * (2 * linear_num_key_heads "
             f"{kh} * linear_key_head_dim {kd} + linear_num_value_heads {vh} * "
@@ -186,11 +197,25 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
             f"* {ssm_bytes} B"
         )
     else:  # Mamba-2
-        heads = cfg.int_("mamba_num_heads", required=True)
-        head_dim = cfg.int_("mamba_head_dim", required=True)
-        state = cfg.int_(field_spelling(cfg, "ssm_state_size"), required=True)
-        groups = cfg.int_(field_spelling(cfg, "n_groups"), required=True)
-        width = cfg.int_(field_spelling(cfg, "conv_kernel"), required=True)
+        names = [
+            field_spelling(cfg, name)
+            for name in ("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups")
+        ]
+        heads, head_dim, state, groups = (cfg.int_(name, required=True) for name in names)
+        width_name = field_spelling(cfg, "conv_kernel")
+        width = cfg.int_(width_name, required=True)
+        dims = (
+            *(
+                (field, value, f"config.json {name}")
+                for field, value, name in zip(
+                    ("num_heads", "head_dim", "d_state", "n_groups"),
+                    (heads, head_dim, state, groups),
+                    names,
+                    strict=True,
+                )
+            ),
+            ("d_conv", width, f"config.json {width_name}"),
+        )
         conv = (width - 1) * (heads * head_dim + 2 * groups * state)  # type: ignore[operator]
         ssm = heads * head_dim * state  # type: ignore[operator]
         note = (
@@ -209,10 +234,12 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
             "use the values published with the model",
         )
         raise Abort
+    if ssm_dtype in _DTYPES and ssm_bytes != dtype_bytes:
+        dims += (("ssm_dtype", _DTYPES[ssm_dtype][0], "config.json mamba_ssm_dtype"),)
     return Kind(
         "recurrent",
-        state_bytes=total,
-        notes=(("state_bytes", note),),
+        mamba=dims,  # type: ignore[arg-type]
+        notes=(("mamba", f"{total} B per request at tp=1: " + note.removeprefix("config.json: ")),),
         base=kind,
     )
 

@@ -52,6 +52,7 @@ LINT_RULE_MODULES: tuple[str, ...] = (
     "tree_smaller_than_draft_len",  # KV223
     "unknown_profile_model",  # KV224
     "cacheless_kind_with_fields",  # KV225
+    "mamba_heads_not_grouped",  # KV226
 )
 
 

@@ -1,8 +1,8 @@
-"""A recurrent kind without `state_bytes`.
+"""A recurrent kind without `state_bytes` or `mamba`.
 
 ## What it does
-Reports a kind with `attention: recurrent` that does not give `state_bytes` (for example one
-that gives `kv_heads` or `bytes_per_token` instead).
+Reports a kind with `attention: recurrent` that gives neither `state_bytes` nor `mamba` (for
+example one that gives `kv_heads` or `bytes_per_token` instead).
 
 ## Why it matters
 A recurrent (Mamba, linear-attention) layer keeps a fixed state per request and no per-token
@@ -15,7 +15,13 @@ mamba: {attention: recurrent, kv_heads: 8, head_dim: 128}
 ```
 
 ## Fix
-Give the state size per request per layer at tp=1:
+Give the state's dimensions (split by tp as the engine does, docs/cost-model.md §8):
+```yaml
+mamba:
+  attention: recurrent
+  mamba: {num_heads: 128, head_dim: 64, d_state: 128, n_groups: 8, d_conv: 4}
+```
+or, as the raw form, the state size per request per layer at tp=1:
 ```yaml
 mamba: {attention: recurrent, state_bytes: 2359296}
 ```
@@ -34,9 +40,14 @@ SEVERITY = "error"
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
     for kind in ctx.kinds:
-        if kind.kind.attention == "recurrent" and kind.kind.state_bytes is None:
+        if (
+            kind.kind.attention == "recurrent"
+            and kind.kind.state_bytes is None
+            and kind.kind.mamba is None
+        ):
             yield Finding(
                 (*kind.loc, "attention"),
-                f"{kind.label} is recurrent but has no state_bytes",
-                "give state_bytes (per request per layer at tp=1) instead of a per-token shape",
+                f"{kind.label} is recurrent but has neither mamba nor state_bytes",
+                "give mamba: {num_heads, head_dim, d_state, n_groups, d_conv} (or state_bytes) "
+                "instead of a per-token shape",
             )

@@ -34,6 +34,9 @@ class Layer(NamedTuple):
     buffers: tuple[Buffer, ...]  # per token
     bytes_per_token: int  # sum of the buffers
     state_bytes: int  # recurrent: bytes per request on this rank
+    # Recurrent by dimensions (§8), per slot on this rank: conv window, SSM state, and one
+    # replay history step (x and B in the cache dtype, dt and dA_cumsum in fp32).
+    mamba: tuple[int, int, int] = (0, 0, 0)
 
 
 def _typed(name: str, dtype: str, shape: tuple[int, ...]) -> list[Buffer]:
@@ -68,6 +71,30 @@ def _buffers(kind: LayerKind, tp_size: int) -> tuple[Buffer, ...]:
     return tuple(out)
 
 
+def _element_bytes(dtype: str, count: int) -> int:
+    if dtype == "nvfp4":
+        return ceil_div(count, 2) + ceil_div(count, NVFP4_BLOCK)
+    return count * int(TORCH_DTYPES[dtype].itemsize)
+
+
+def mamba_bytes(kind: LayerKind, tp_size: int) -> tuple[int, int, int]:
+    """(conv window, SSM state, replay step) bytes per slot of a recurrent kind given by its
+    dimensions at ``tp_size`` (§8); ValueError naming tp_size where the engine cannot split."""
+    conv_dim = kind.ssm_heads * kind.ssm_head_dim + 2 * kind.n_groups * kind.d_state
+    for what, value in (("num_heads", kind.ssm_heads), ("conv_dim", conv_dim)):
+        if value % tp_size:
+            raise ValueError(
+                f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
+                "the engine splits the state evenly (use a divisor, or attention_dp=True)"
+            )
+    heads = kind.ssm_heads // tp_size
+    conv = _element_bytes(kind.dtype, conv_dim // tp_size * (kind.d_conv - 1))
+    ssm = _element_bytes(kind.ssm_dtype or kind.dtype, heads * kind.ssm_head_dim * kind.d_state)
+    x_and_b = heads * kind.ssm_head_dim + kind.n_groups // tp_size * kind.d_state
+    step = _element_bytes(kind.dtype, x_and_b) + 2 * heads * 4
+    return conv, ssm, step
+
+
 def resolve_layers(
     stack: LayerStack,
     prefix: str,
@@ -94,8 +121,12 @@ def resolve_layers(
         buffers = _buffers(kind, tp_size)
         size = sum(math.prod(shape) * dtype.itemsize for _n, dtype, shape in buffers)
         state = ceil_div(kind.state_bytes, tp_size) if kind.attention == "recurrent" else 0
+        mamba = (0, 0, 0)
+        if kind.attention == "recurrent" and kind.ssm_heads:
+            mamba = mamba_bytes(kind, tp_size)
+            state = mamba[0] + mamba[1]
         sinks = kind.sink_tokens if window is not None else 0
-        layers.append(Layer(f"{prefix}.{index}", name, window, sinks, buffers, size, state))
+        layers.append(Layer(f"{prefix}.{index}", name, window, sinks, buffers, size, state, mamba))
     return layers
 
 

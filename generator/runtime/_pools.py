@@ -128,7 +128,12 @@ class CacheManager:
         self.pools[cycle.name] = pool
         offset = 0
         for layer in cycle.layers:
-            pool.views[layer.name] = {"state": pool.tensor[:, offset : offset + layer.state_bytes]}
+            views = {"state": pool.tensor[:, offset : offset + layer.state_bytes]}
+            conv = layer.mamba[0]
+            if conv:  # given by dimensions: the conv window first, then the SSM state (§8)
+                views["conv"] = pool.tensor[:, offset : offset + conv]
+                views["ssm"] = pool.tensor[:, offset + conv : offset + layer.state_bytes]
+            pool.views[layer.name] = views
             offset += layer.state_bytes
 
     def _build_scratch(self, cycle: Cycle, pages: int, tpb: int, device: torch.device) -> None:

@@ -9,6 +9,7 @@ from kvgen.runtime._errors import UnknownNameError
 from kvgen.runtime._pages import integer
 from kvgen.runtime._plan import PagePlanner
 from kvgen.runtime._pools import CacheManager, Pool
+from kvgen.runtime._recurrent import StateRows
 from kvgen.runtime._state import NO_PAGE, RequestId
 from kvgen.runtime._steps import Forwards
 from kvgen.runtime._tables import FamilyTables
@@ -23,6 +24,7 @@ class Reports(Forwards):
     cacheless: dict[str, dict[str, str]]
     _planner: PagePlanner
     max_blocks_per_seq: int
+    state_rows: dict[str, StateRows]
 
     def quota_bytes(self) -> dict[str, int]:
         """Runtime quota: bytes of the pools built, per manager (numel * element_size)."""
@@ -30,8 +32,12 @@ class Reports(Forwards):
 
     def max_tokens(self) -> dict[str, int | None]:
         """Runtime max_tokens: the largest T whose derived pools fit the bytes built."""
+        # The planner sizes one state slot per request; the engine's reserved rows and
+        # speculative state buffers are fixed bytes beside it (§8).
         return {
-            name: self._planner.largest_tokens(m, m.quota_bytes())
+            name: self._planner.largest_tokens(
+                m, max(m.quota_bytes() - self.state_rows[name].extra_bytes, 0)
+            )
             for name, m in self.managers.items()
         }
 

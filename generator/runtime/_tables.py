@@ -30,6 +30,13 @@ class LayerKind(NamedTuple):
     extra_bytes_per_token: int = 0
     state_bytes: int = 0
     dtype: str = "bf16"
+    # Recurrent state by dimensions (docs/cost-model.md §8); ssm_heads 0: raw state_bytes.
+    ssm_heads: int = 0
+    ssm_head_dim: int = 0
+    d_state: int = 0
+    n_groups: int = 0
+    d_conv: int = 0
+    ssm_dtype: str = ""
 
 
 @dataclass(frozen=True)

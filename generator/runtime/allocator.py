@@ -47,6 +47,7 @@ from kvgen.runtime._pages import (
 )
 from kvgen.runtime._plan import PagePlanner
 from kvgen.runtime._pools import CacheManager, Pool, select_device
+from kvgen.runtime._recurrent import MAMBA_STATE_UPDATES, StateRows, state_rows
 from kvgen.runtime._reports import Reports
 from kvgen.runtime._state import NO_PAGE, PagedPool
 from kvgen.runtime._tables import (
@@ -119,7 +120,11 @@ class KVCacheShim(Reports):
 
     Pools per manager: ``"full"`` (every full-attention layer), one ``"w<window>[s<sinks>]"``
     per sliding-window life cycle, ``"w.../scratch"`` (targets with scratch reuse) and
-    ``"state"`` (recurrent layers: one slot per request).
+    ``"state"`` (recurrent layers: one slot per request plus the engine's reserved rows),
+    and under speculative decoding ``"state/spec"`` (intermediate states) and, with
+    ``mamba_state_update="replay"``, ``"state/replay"`` (docs/cost-model.md §8).
+    ``attention_dp=True`` holds whole KV heads and states on every rank (tp = 1 for the caches)
+    and one more reserved state row (§9).
     """
 
     def __init__(
@@ -141,6 +146,8 @@ class KVCacheShim(Reports):
         max_util_for_resume: float = 0.95,
         overlap_slack: bool = False,
         semantics: str = "trtllm-v2",
+        attention_dp: bool = False,
+        mamba_state_update: str = "default",
         device: str | torch.device | None = None,
         pool_pages: Mapping[tuple[str, str], int] | None = None,
         reserve_pages: int = 0,
@@ -173,6 +180,14 @@ class KVCacheShim(Reports):
         ):
             raise ValueError(f"max_util_for_resume must be in (0, 1], got {max_util_for_resume!r}")
         self.semantics = _choice("semantics", semantics, SEMANTICS)
+        if attention_dp is not True and attention_dp is not False:
+            raise ValueError(f"attention_dp must be True or False, got {attention_dp!r}")
+        self.attention_dp = attention_dp
+        self.mamba_state_update = _choice(
+            "mamba_state_update", mamba_state_update, MAMBA_STATE_UPDATES
+        )
+        if attention_dp:
+            tp = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
         if (max_tokens is None) == (quota_bytes is None):
             raise ValueError("give exactly one of max_tokens and quota_bytes")
         tokens = None if max_tokens is None else _count("max_tokens", max_tokens, 0)
@@ -206,24 +221,38 @@ class KVCacheShim(Reports):
         overrides = self._overrides(pool_pages)
         plans = {}
         self.planned_tokens: dict[str, int | None] = {}
+        self.state_rows: dict[str, StateRows] = {}
         for name, manager in self.managers.items():
+            rows = state_rows(
+                manager,
+                self.max_batch_size,
+                tables.profiles[speculative],
+                attention_dp=attention_dp,
+                update=self.mamba_state_update,
+            )
+            self.state_rows[name] = rows
             planned = tokens
             if planned is None:
-                planned = self._planner.largest_tokens(manager, budgets[name])
+                budget = max(budgets[name] - rows.extra_bytes, 0)
+                planned = self._planner.largest_tokens(manager, budget)
             self.planned_tokens[name] = planned
             pages = self._planner.pages(
                 manager, self.max_num_tokens if planned is None else planned
             )
+            overridden = set(overrides)
             for pool in pages:
                 pages[pool] = overrides.pop((name, pool), pages[pool])
                 if not pool.endswith("state"):
                     pages[pool] += reserve
+            if "state" in pages and (name, "state") not in overridden:
+                pages["state"] += rows.reserved
             plans[name] = pages
         if overrides:
             raise ValueError(f"pool_pages names unknown pools: {sorted(overrides)}")
         for name, manager in self.managers.items():
             scratch = self.scratch_reuse and name == "target"
             manager.build(plans[name], tpb, scratch, self.device)
+            self.state_rows[name].build(manager, self.device)
         self._layout()
 
     # ----------------------------------------------------------------- construction

@@ -164,9 +164,13 @@ def test_nemotron_h_hybrid_override_pattern():
     assert len(mlp) == 24
     assert [i for i, k in enumerate(kinds) if k.attention == "none"] == mlp
     assert model.layer_kinds["ffn"].model_fields_set == {"attention"}
-    # conv (4 - 1) * (128 * 64 + 2 * 8 * 128) = 30,720 + ssm 128 * 64 * 128 = 1,048,576
-    # elements, * 2 B = 2,158,592 B per Mamba-2 layer per request
-    assert model.layer_kinds["mamba"].state_bytes == 2158592
+    # Mamba-2 by its dimensions (docs/cost-model.md §8): conv (4 - 1) * (128 * 64 + 2 * 8 *
+    # 128) = 30,720 + ssm 128 * 64 * 128 = 1,048,576 elements, * 2 B = 2,158,592 B per layer
+    state = model.layer_kinds["mamba"].mamba
+    assert state is not None and model.layer_kinds["mamba"].state_bytes is None
+    assert (state.num_heads, state.head_dim, state.d_state, state.n_groups, state.d_conv) == (
+        128, 64, 128, 8, 4,
+    )  # fmt: skip
     assert fixed_bytes_per_request(model, tpb=32) == 24 * 2158592
     assert full_slope(model) == 4 * 2 * 8 * 128 * 2
 
@@ -175,8 +179,15 @@ def test_qwen3_next_full_attention_interval():
     family = imported("qwen3-next-80b-a3b")
     (model,) = family.models
     assert model.layers.pattern == ["linear", "linear", "linear", "full"]
-    # conv (4 - 1) * (2 * 16 * 128 + 32 * 128) = 24,576 + state 32 * 128 * 128 = 524,288
-    assert model.layer_kinds["linear"].state_bytes == (24576 + 524288) * 2
+    # Gated DeltaNet in Mamba-2 dimensions: value heads 32 of 128, key heads 16 as groups, key
+    # head dim 128 as d_state; conv (4 - 1) * (2 * 16 * 128 + 32 * 128) = 24,576 + state
+    # 32 * 128 * 128 = 524,288 elements
+    state = model.layer_kinds["linear"].mamba
+    assert state is not None
+    assert (state.num_heads, state.head_dim, state.d_state, state.n_groups, state.d_conv) == (
+        32, 128, 128, 16, 4,
+    )  # fmt: skip
+    assert fixed_bytes_per_request(model, tpb=64) == 36 * (24576 + 524288) * 2
     assert full_slope(model) == 12 * 2 * 2 * 256 * 2
 
 
@@ -404,3 +415,39 @@ def test_cli_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[
         code = exc.code
     assert code == 2
     assert capsys.readouterr().out == ""
+
+
+def test_granite_4_hybrid_field_spellings_and_ssm_dtype():
+    """Granite 4.0 (granitemoehybrid) spells the Mamba-2 fields mamba_n_heads, mamba_d_head,
+    mamba_d_state, mamba_n_groups, mamba_d_conv and lists layer_types. A small config in that
+    spelling (not a released model's numbers), with an fp32 SSM cache dtype."""
+    config = {
+        "model_type": "granitemoehybrid",
+        "torch_dtype": "bfloat16",
+        "num_hidden_layers": 4,
+        "layer_types": ["mamba", "mamba", "mamba", "attention"],
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 4096,
+        "mamba_n_heads": 8,
+        "mamba_d_head": 16,
+        "mamba_d_state": 32,
+        "mamba_n_groups": 2,
+        "mamba_d_conv": 4,
+        "mamba_ssm_dtype": "float32",
+    }
+    result = import_config("granite.json", json.dumps(config))
+    assert [d.render() for d in result.diagnostics] == []
+    assert result.text is not None
+    assert "num_heads: 8  # config.json mamba_n_heads" in result.text
+    loaded = load_bytes("granite.yaml", result.text.encode())
+    assert loaded.family is not None, [d.render() for d in loaded.diagnostics]
+    (model,) = loaded.family.models
+    state = model.layer_kinds["mamba"].mamba
+    assert state is not None
+    assert (state.num_heads, state.head_dim, state.d_state, state.n_groups, state.d_conv) == (
+        8, 16, 32, 2, 4,
+    )  # fmt: skip
+    assert state.ssm_dtype == "fp32"
+    assert model.layers.pattern == ["mamba", "mamba", "mamba", "full"]

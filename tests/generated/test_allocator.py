@@ -112,7 +112,7 @@ def test_raw_bytes_and_recurrent_state_views(rendered_families):
     assert raw["raw"].dtype == torch.uint8 and raw["raw"].shape[1:] == (32, 48)
     shim = make(rendered_families("fx_hybrid_t32"), model="mamba")
     state = shim.layer_views("layers.0")["state"]
-    assert state.shape == (4, 4096)
+    assert state.shape == (4 + 1, 4096)  # B = 4 slots + the CUDA-graph padding slot (§8)
     shim.add_request("a")
     assert shim.block_table("a", "state").item() == 0
 

@@ -43,8 +43,9 @@ def impl(request, tmp_path):
 
 def test_none_layers_cost_nothing(impl):
     # slope = 2 full layers * 128 = 256; per_request = one recurrent layer = 1000;
-    # intercept = B * per_request = 4 * 1000 (no sliding layer, so no N * ctx term).
-    assert impl.costs("m", **KW) == {"target": (256, 4000)}
+    # intercept = (B + 1 reserved state row, docs/cost-model.md §8) * per_request = 5 * 1000
+    # (no sliding layer, so no N * ctx term).
+    assert impl.costs("m", **KW) == {"target": (256, 5000)}
 
 
 @pytest.mark.parametrize(
@@ -53,11 +54,12 @@ def test_none_layers_cost_nothing(impl):
         # pp 2: ranks hold layers [0, 3) = g n n and [3, 6) = g n r.
         # (Were the n layers dropped, the 3 cached layers g g r would split [g g] [r]:
         # slopes 256 and 0, which is not where the model's layers live.)
-        (2, [(128, 0), (128, 4 * 1000)]),
+        # The rank with the recurrent layer keeps B + 1 state rows (the padding slot, §8).
+        (2, [(128, 0), (128, 5 * 1000)]),
         # pp 3: [0, 2) = g n, [2, 4) = n g, [4, 6) = n r.
-        (3, [(128, 0), (128, 0), (0, 4 * 1000)]),
+        (3, [(128, 0), (128, 0), (0, 5 * 1000)]),
         # pp 6: one layer per rank; ranks 1, 2 and 4 hold a cache-less layer only.
-        (6, [(128, 0), (0, 0), (0, 0), (128, 0), (0, 0), (0, 4 * 1000)]),
+        (6, [(128, 0), (0, 0), (0, 0), (128, 0), (0, 0), (0, 5 * 1000)]),
     ],
 )
 def test_pipeline_ranks_count_none_layers(impl, pp_size, expected):
@@ -86,10 +88,11 @@ def test_allocator_has_no_pool_and_no_views_for_none_layers(tmp_path):
         shim.layer_views(1)
     with pytest.raises(KeyError, match=r"holds no layer 'layers\.3'"):
         shim.layer_views(3)  # a cached layer, but on the other rank
-    # Rank 1 holds 3 (g), 4 (n), 5 (r): the full pool (4096 B) and B = 4 state slots of 1000 B.
+    # Rank 1 holds 3 (g), 4 (n), 5 (r): the full pool (4096 B) and B = 4 state slots of 1000 B
+    # plus the CUDA-graph padding slot (§8).
     shim = shim_cls("m", max_tokens=32, pp_size=2, pp_rank=1, device="meta", **KW)
     assert sorted(shim.managers["target"].pools) == ["full", "state"]
-    assert shim.quota_bytes() == {"target": 4096 + 4 * 1000}
+    assert shim.quota_bytes() == {"target": 4096 + (4 + 1) * 1000}
     with pytest.raises(KeyError, match="cache-less"):
         shim.layer_views(4)
     # A rank of cache-less layers only (pp 6, rank 1: layer 1) builds no pool at all.

@@ -34,7 +34,7 @@ def layer_bytes(kind: LayerKind, dtype: str = "bf16", tp: int = 1) -> int:
     """b_l of docs/cost-model.md §1: bytes per token of one layer on one rank (0 for recurrent and
     cache-less ``attention: none`` layers)."""
     size = DTYPE_BYTES[dtype]
-    if kind.state_bytes is not None or kind.attention == "none":
+    if kind.attention in ("recurrent", "none"):
         return 0
     if kind.bytes_per_token is not None:
         return kind.bytes_per_token + kind.extra_bytes_per_token
@@ -68,6 +68,13 @@ def fixed_bytes_per_request(
     for kind in layer_kinds(model):
         if kind.state_bytes is not None:
             total += ceil_div(kind.state_bytes, tp)
+        elif kind.mamba is not None:
+            # conv (heads*head_dim + 2*groups*d_state)/tp x (d_conv-1) + SSM heads/tp x
+            # head_dim x d_state, both in the cache dtype here (§8).
+            m = kind.mamba
+            conv = (m.num_heads * m.head_dim + 2 * m.n_groups * m.d_state) // tp * (m.d_conv - 1)
+            ssm = m.num_heads // tp * m.head_dim * m.d_state
+            total += (conv + ssm) * DTYPE_BYTES[dtype]
         elif is_window_bounded(kind, model.max_seq_len):
             sink_pages = ceil_div(kind.sink_tokens, tpb)
             total += (
@@ -291,8 +298,9 @@ def test_nemotron_h_8b_mamba_state_and_attention():
     # 24 Mamba-2 layers: conv (4-1)*(128*64 + 2*8*128) = 30,720, ssm 128*64*128 = 1,048,576
     # elements, * 2 B = 2,158,592 B each
     assert fixed_bytes_per_request(m, tpb=64) == 24 * 2158592
-    # the recurrent state splits by ceil over tp
-    assert fixed_bytes_per_request(m, tpb=64, tp=3) == 24 * ceil_div(2158592, 3)
+    # the recurrent state splits by tp as the engine does (§8): conv 10240/2 * 3 * 2 B =
+    # 30,720 + ssm 64 * 64 * 128 * 2 B = 1,048,576 per layer at tp=2
+    assert fixed_bytes_per_request(m, tpb=64, tp=2) == 24 * (30720 + 1048576)
 
 
 def test_nemotron_h_pattern_keeps_attention_positions():

@@ -83,7 +83,8 @@ def test_gpt_oss_20b_fp8_alternating_windows_with_eagle3():
         # 48 layers of [lin lin lin full]: 12 full with b = 2 * 2 * 256 * 2 = 2048;
         # 36 linear-attention layers of 1097728 B state each (see the spec's derivation).
         (1, 12 * 2048, 36 * 1097728),
-        # tp=2: 1 KV head per rank (b = 1024); state ceil(1097728 / 2) = 548864 per layer.
+        # tp=2: 1 KV head per rank (b = 1024); state split by dimensions (§8): conv
+        # 8192/2 * 3 * 2 B = 24576 + SSM 32/2 * 128 * 128 * 2 B = 524288 -> 548864 per layer.
         (2, 12 * 1024, 36 * 548864),
     ],
 )
@@ -96,7 +97,9 @@ def test_qwen3_next_hybrid_charges_recurrent_state_per_request(tp_size, slope, s
         tp_size=tp_size,
     )["target"]
     assert (terms["slope"], terms["per_request"]) == (slope, state)
-    assert terms["intercept"] == 4 * state
+    # B = 4 rows + one reserved row (the CUDA-graph padding slot, §8).
+    assert terms["state_reserved_rows"] == state
+    assert terms["intercept"] == (4 + 1) * state
 
 
 @pytest.mark.parametrize(
@@ -124,5 +127,5 @@ def test_nemotron_h_8b_pipeline_ranks_count_mlp_blocks(rank, slope, mamba_layers
         "nemotron_h_8b", max_batch_size=8, max_num_tokens=8192, max_seq_len=8192,
         pp_size=7, pp_rank=rank,
     )  # fmt: skip
-    # intercept = B * per_request = 8 * mamba_layers * 2,158,592 B of Mamba-2 state.
-    assert costs["target"] == (slope, 8 * mamba_layers * 2158592)
+    # intercept = (B + 1 reserved row) * mamba_layers * 2,158,592 B of Mamba-2 state (§8).
+    assert costs["target"] == (slope, (8 + 1) * mamba_layers * 2158592)

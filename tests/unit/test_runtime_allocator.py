@@ -44,7 +44,8 @@ def test_typed_views_alias_the_pool():
     views = s.layer_views(3)  # NVFP4: head_dim 32 packs in 16 bytes, one FP8 scale per 16
     assert views["k"].shape == (16, 16, 2, 16) and views["k"].dtype == torch.uint8
     assert views["k_scale"].shape == (16, 16, 2, 2)
-    assert s.layer_views(1)["state"].shape == (2, 4096)  # one slot per request
+    # one slot per request and the CUDA-graph padding slot (docs/cost-model.md §8)
+    assert s.layer_views(1)["state"].shape == (2 + 1, 4096)
 
 
 def test_recurrent_state_takes_one_slot_per_request():

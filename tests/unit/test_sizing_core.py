@@ -202,8 +202,10 @@ def test_generated_text_grows_linearly_with_the_number_of_kinds():
 def test_example_family_costs_by_hand():
     # local: 2 layers (0, 4), pages(64, H=1, 4 sinks) = ceil(63/16) + 1 + 1 = 6;
     # per_request = 6*16*128 + 2 ssm layers * 1000 = 12288 + 2000 = 14288; ctx_swa = 128;
-    # slope = global 64; intercept = 4*14288 + 64*128 = 57152 + 8192 = 65344.
-    assert core.cache_costs("hybrid", **KW) == {"target": (64, 65344)}
+    # slope = global 64; the engine keeps one reserved state row (the CUDA-graph padding slot,
+    # §8): 2 ssm layers * 1000 = 2000; intercept = 4*14288 + 64*128 + 2000 = 57152 + 8192 +
+    # 2000 = 67344.
+    assert core.cache_costs("hybrid", **KW) == {"target": (64, 67344)}
     # pard2 (K=2, E=1, G=4, H=5) adds a draft pool of 2 sliding w=32 layers of 2*1*8*2 = 32 B:
     # pages(32, 5) = ceil(35/16) + 1 = 4; per_request = 4*16*64 = 4096; ctx = 64;
     # intercept = 4*4096 + 64*64 = 20480 = 20 slots of 16*64 B; resume: ceil(20/0.95f) = 22
@@ -243,8 +245,9 @@ def test_pipeline_ranks_count_kinds_from_the_pattern():
 def test_quota_and_tokens_are_inverse_per_manager_dicts():
     kw = {"speculative": "pard2", **KW}
     quotas = core.quota_from_max_tokens("hybrid", 100, **kw)
-    # target: 100*64 + 4*per_request(H=5: pages(64, 5) = 7 -> 7*16*128 + 2000) + 64*128.
-    assert quotas == {"target": 6400 + 4 * (14336 + 2000) + 8192, "draft": 22528}
+    # target: 100*64 + 4*per_request(H=5: pages(64, 5) = 7 -> 7*16*128 + 2000) + 64*128
+    # + the reserved state row 2000 (raw state_bytes: no intermediate states, §8).
+    assert quotas == {"target": 6400 + 4 * (14336 + 2000) + 8192 + 2000, "draft": 22528}
     assert core.max_tokens_from_quota("hybrid", quotas, **kw) == {"target": 100, "draft": None}
     shares = core.split_budget("hybrid", 1 << 20, **kw)  # model first, like every function
     assert sum(shares.values()) == 1 << 20
