@@ -117,7 +117,7 @@ class Profile(NamedTuple):
 
 # ---- family tables (from the spec) ----
 FAMILY = "example"
-SPEC_SHA256 = "b6cf6c42755983654fa7f811b3dba696a2c3b1e5dadcf84d44d924e0a77684c6"
+SPEC_SHA256 = "fff392bff196ed960e6b7be8969b3b857be535590d7f229a0f8dc6b5cd8540c7"
 TOKENS_PER_BLOCK = 16
 KV_CACHE_DTYPE = "bf16"
 # Models: native context length, the target's layers (each kind with its layer count, §1), the

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgen.costmodel import kind_head_dim
-from kvgen.engines._sglang import SSM_STATE_BYTES
+from kvgen.engines._layers import cached_layers, ssm_state_bytes
 from kvgen.loader import load_path
 from kvgen.spec import Family, LayerStack, Model
 
@@ -120,9 +120,12 @@ def engine_layers(
             continue
         layer: dict[str, Any] = {"index": index}
         if kind.attention == "recurrent":
-            state = kind.state_bytes or 0
-            # The conv/SSM split SGLang needs (its SSM part is fp32); None where kvgen has none.
-            ssm = SSM_STATE_BYTES.get(model.name)
+            # One request's state at tp=1 and the conv/SSM split SGLang needs (its SSM part is
+            # fp32); the split is None where the spec gives only the raw state_bytes.
+            state = next(
+                lay.state_bytes for lay in cached_layers(family, model) if lay.index == index
+            )
+            ssm = ssm_state_bytes(family, model) or None
             layer.update(
                 type="mamba",
                 state_bytes=state,

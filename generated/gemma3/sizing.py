@@ -1201,7 +1201,7 @@ def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
     return heads * (layer.head_dim + layer.value_dim) * _ENGINE_BYTES[layer.dtype]
 
 
-def _state_at_tp(layer: EngineLayer, tp_size: int) -> int:
+def _engine_state_bytes(layer: EngineLayer, tp_size: int) -> int:
     if layer.state_bytes % tp_size:
         raise ValueError(f"recurrent state of {layer.state_bytes} bytes does not split over tp")
     return layer.state_bytes // tp_size
@@ -1211,7 +1211,7 @@ def _unified_block_size(
     layers: tuple[EngineLayer, ...], block_size: int, tp_size: int
 ) -> tuple[int, int]:
     """Mamba page unification: (attention block size, bytes added to each Mamba page)."""
-    states = [_state_at_tp(lay, tp_size) for lay in layers if lay.attention == "recurrent"]
+    states = [_engine_state_bytes(lay, tp_size) for lay in layers if lay.attention == "recurrent"]
     attention = [lay for lay in layers if lay.attention != "recurrent"]
     if not states or not attention:
         return block_size, 0
@@ -1250,7 +1250,7 @@ def vllm_plan(
     specs: list[tuple[str, int | None, int, int, tuple[object, ...], int]] = []
     for lay in layers:
         if lay.attention == "recurrent":
-            page = _state_at_tp(lay, tp_size) + mamba_padding
+            page = _engine_state_bytes(lay, tp_size) + mamba_padding
             specs.append(("recurrent", None, block_size, page, (lay.state_bytes,), lay.layers))
         else:
             heads = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)

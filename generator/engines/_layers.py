@@ -43,6 +43,29 @@ def _head_dim(kind: LayerKind, model: Model) -> int:
     return model.hidden_size // model.num_attention_heads
 
 
+def _state_bytes(kind: LayerKind, dtype: str) -> int:
+    """One request's recurrent state at tp=1: the raw ``state_bytes``, or the conv and SSM
+    buffers of a ``mamba:`` kind in their own dtypes (docs/cost-model.md §8)."""
+    if kind.mamba is None:
+        return kind.state_bytes or 0
+    from kvgen.costmodel import element_bytes
+    from kvgen.recurrent import recurrent_state
+
+    state = recurrent_state(kind.mamba, dtype, 1, element_bytes)
+    return state.conv + state.ssm
+
+
+def ssm_state_bytes(family: Family, model: Model) -> int:
+    """The SSM part of one recurrent layer's state in the model dtype at tp=1 (SGLang keeps
+    it in its own dtype, fp32 by default); 0 without a ``mamba:`` kind."""
+    for kind in model.layer_kinds.values():
+        if kind.attention == "recurrent" and kind.mamba is not None:
+            dtype = kind.dtype or model.kv_cache_dtype or family.kv_cache_dtype
+            elements = kind.mamba.num_heads * kind.mamba.head_dim * kind.mamba.d_state
+            return elements * DTYPE_BYTES[dtype]
+    return 0
+
+
 def cached_layers(family: Family, model: Model) -> tuple[CachedLayer, ...]:
     """The model's cached layers in layer order, with the pool dtype resolved."""
     return stack_layers(family, model, model)
@@ -60,7 +83,9 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
         if kind.attention == "none":
             continue
         if kind.attention == "recurrent":
-            out.append(CachedLayer(index, "recurrent", 0, 0, 0, None, kind.state_bytes or 0, dtype))
+            out.append(
+                CachedLayer(index, "recurrent", 0, 0, 0, None, _state_bytes(kind, dtype), dtype)
+            )
             continue
         if dtype not in DTYPE_BYTES:
             raise _unmodelled(model, "dtype")

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvgen.engines._layers import CachedLayer, NotModelled, cached_layers, stack_layers
+from kvgen.engines._layers import (
+    CachedLayer,
+    NotModelled,
+    cached_layers,
+    ssm_state_bytes,
+    stack_layers,
+)
 from kvgen.engines_core import EngineDraft, EngineLayer, EngineModel
 
 if TYPE_CHECKING:
@@ -22,14 +28,6 @@ VLLM_SPECULATIVE_MODES = ("eagle3", "mtp", "mtp_eagle")
 # kvgen families whose architecture SGLang 0.5.23 sizes as hybrid SWA (configs/model_config.py
 # is_hybrid_swa_model: gpt-oss is in SWA_SINK_ARCHS).
 SGLANG_HYBRID_SWA_FAMILIES = frozenset({"gpt_oss"})
-# The SSM part of each recurrent layer's state_bytes (bf16, tp=1), from the shipped specs'
-# derivations: a spec gives only the total, and SGLang stores this part in fp32.
-# TODO(spec): move into the spec as a recurrent-kind field (docs/cost-model.md §8).
-SSM_STATE_BYTES = {
-    "qwen3_next_80b_a3b": 524288 * 2,  # 32 value heads x 128 x 128
-    "nemotron_h_8b": 1048576 * 2,  # 128 heads x 64 x 128
-    "nemotron_h_4b": 917504 * 2,  # 112 heads x 64 x 128
-}
 
 
 def layer_rows(layers: tuple[CachedLayer, ...]) -> tuple[EngineLayer, ...]:
@@ -76,7 +74,7 @@ def engine_model(family: Family, model: Model) -> EngineModel:
         if profile.applies_to(model.name)
     }
     hybrid_swa = family.family in SGLANG_HYBRID_SWA_FAMILIES
-    ssm = SSM_STATE_BYTES.get(model.name, 0)
+    ssm = ssm_state_bytes(family, model)
     try:
         layers = cached_layers(family, model)
     except NotModelled as exc:

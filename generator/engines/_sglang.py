@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from kvgen import engines_core
 from kvgen.engines._rows import SGLANG_HYBRID_SWA_FAMILIES as HYBRID_SWA_FAMILIES
-from kvgen.engines._rows import SSM_STATE_BYTES, engine_model
+from kvgen.engines._rows import engine_model
 from kvgen.engines_core import (
     MAMBA_FULL_MEMORY_RATIO,
     SSM_DTYPES,
@@ -51,7 +51,6 @@ __all__ = [
     "MAMBA_FULL_MEMORY_RATIO",
     "SGLANG_VERSION",
     "SSM_DTYPES",
-    "SSM_STATE_BYTES",
     "SWA_FULL_TOKENS_RATIO",
     "SglangPlan",
     "SglangPools",

@@ -18,7 +18,7 @@ from kvgen.loader import SourceMap, load_bytes, load_family
 from tests.sizing_support import family_from_text, import_generated
 from tests.workloads import render_family
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def generated(family: str, module: str):
