@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvgen.spec import (
     MODES_WITH_DRAFT_POOL,
@@ -259,6 +259,11 @@ class ManagerCost:
     max_num_tokens: int
     exact_terms: dict[str, int] = field(default_factory=dict)
     resume_rounded_intercept: int | None = None  # single-SWA-pool draft (§4)
+    # "exact" (§4): the pools as whole pages. Bytes of the pools that do not grow with T, and
+    # per growing pool (bytes per page, tokens its pages are rounded up with, capped at N).
+    tokens_per_block: int = 1
+    fixed_pool_bytes: int = 0
+    pools: tuple[tuple[int, int, bool], ...] | None = None
 
     @property
     def base_intercept(self) -> int:
@@ -279,12 +284,16 @@ class ManagerCost:
         """quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa (+ exact terms)."""
         if self.resume_rounded_intercept is not None:
             return self.resume_rounded_intercept
+        if self.pools is not None:
+            return self.pool_bytes(tokens)
         return tokens * self.slope + self.fixed + min(tokens, self.max_num_tokens) * self.ctx_swa
 
     def max_tokens(self, quota: int) -> int | None:
         """Inverse of ``quota``: the largest T with quota(T) <= q; None when unbounded."""
         if self.resume_rounded_intercept is not None:
             return None if quota >= self.resume_rounded_intercept else 0
+        if self.pools is not None:
+            return self._whole_page_tokens(quota)
         room = quota - self.fixed
         if room < 0:
             return 0
@@ -294,6 +303,46 @@ class ManagerCost:
         if room <= self.max_num_tokens * rate:
             return room // rate
         return self.max_num_tokens + (room - self.max_num_tokens * rate) // self.slope
+
+    @property
+    def pool_page_rounding(self) -> int | None:
+        """ "exact": the most bytes whole pages add to ``slope*T + intercept`` at some T."""
+        if self.pools is None or self.resume_rounded_intercept is not None:
+            return None
+        tpb = self.tokens_per_block
+        return (tpb - 1) * sum(page_bytes // tpb for page_bytes, _, _ in self.pools)
+
+    def pool_bytes(self, tokens: int) -> int:
+        """ "exact": each pool holds ``ceil((min(T, N) + rounding) / tpb)`` pages (the full
+        pool ``ceil((T + B*(tpb-1)) / tpb)``) on top of the pages that do not grow with T."""
+        assert self.pools is not None
+        tpb, total = self.tokens_per_block, self.fixed_pool_bytes
+        for page_bytes, rounding, capped in self.pools:
+            held = min(tokens, self.max_num_tokens) if capped else tokens
+            total += page_bytes * -(-(held + rounding) // tpb)
+        return total
+
+    def _whole_page_tokens(self, quota: int) -> int | None:
+        """The largest T with ``pool_bytes(T) <= quota``, by bisection over the monotone
+        page counts (this reference model favours plainness over speed)."""
+        if quota < self.pool_bytes(0):
+            return 0
+        grows = any(not capped for _, _, capped in self.pools or ())
+        if self.pool_bytes(self.max_num_tokens) <= quota:
+            if not grows:
+                return None
+            low, high = self.max_num_tokens, 2 * self.max_num_tokens + 1
+            while self.pool_bytes(high) <= quota:
+                low, high = high, 2 * high
+        else:
+            low, high = 0, self.max_num_tokens
+        while high - low > 1:
+            mid = (low + high) // 2
+            if self.pool_bytes(mid) <= quota:
+                low = mid
+            else:
+                high = mid
+        return low
 
 
 @dataclass(frozen=True)
@@ -387,6 +436,8 @@ def manager_cost(
                 context_rounding += min(batch, chunk) * (tpb - 1) * ctx
         exact["context_page_rounding"] = context_rounding
     cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact)
+    if params.semantics == "exact":
+        cost = _with_pools(cost, cycles, head, tpb, managed.scratch_reuse)
     stateful = any(lay.state_bytes for lay in layers)
     if managed.name == "draft" and len(cycles) == 1 and slope == 0 and not stateful:
         # Resume watermark (§4, drift 4): a single-SWA-pool draft rounds its intercept
@@ -397,6 +448,31 @@ def manager_cost(
         rounded = math.ceil(slots / float32(params.max_util_for_resume)) * slot
         cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact, rounded)
     return cost
+
+
+def _with_pools(
+    cost: ManagerCost,
+    cycles: dict[tuple[int, int], list[Layer]],
+    head: Headroom,
+    tpb: int,
+    scratch_reuse: bool,
+) -> ManagerCost:
+    """``cost`` with its pools in whole pages (§3, §4): the B*pages(w, H) pages of each SWA life
+    cycle and the recurrent slots are fixed; each SWA cycle's context pages grow with min(T, N)
+    (rounded up by (tpb-1) per chunk slot where no spare page exists); the full pool grows
+    with T, each of B requests rounding up to whole pages."""
+    batch, chunk = cost.max_batch_size, cost.max_num_tokens
+    fixed = cost.per_request * batch  # SWA peak pages and recurrent state, per request
+    pools: list[tuple[int, int, bool]] = []
+    for (window, sinks), members in cycles.items():
+        at_peak = pages_per_window(window, head.total, tpb, sinks)
+        rounding = 0
+        if at_peak == pages_per_window(window, head.extra, tpb, sinks):
+            rounding = min(batch, chunk) * (tpb - 1)
+        pools.append((tpb * _ctx_bytes(members, scratch_reuse), rounding, True))
+    if cost.slope:
+        pools.append((tpb * cost.slope, batch * (tpb - 1), False))
+    return replace(cost, tokens_per_block=tpb, fixed_pool_bytes=fixed, pools=tuple(pools))
 
 
 def cache_costs(

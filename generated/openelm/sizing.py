@@ -347,6 +347,10 @@ class _Terms(NamedTuple):
     resume_rounding: int | None
     intercept: int
     life_cycles: tuple[tuple[int, int, int, int], ...]  # SWA: (window, sinks, pages, b_l sum)
+    # "exact": bytes of the pools that do not grow with T, and per growing pool (bytes per
+    # page, the T its growth stops at (-1: never), tokens its pages are rounded up with).
+    fixed_pool_bytes: int
+    pools: tuple[tuple[int, int, int], ...]
 
 
 def _did_you_mean(word: object, choices: Iterable[str]) -> str:
@@ -603,6 +607,9 @@ def _compute(
         scratch = scratch_reuse and name == "target"  # scratch reuse: targets only (§3)
         ctx_swa = ctx_rounding = 0
         cycles = []
+        # "exact": whole pages of every pool as the shim builds them for T (§3, §4).
+        pools = []
+        fixed_pool_bytes = batch * state
         for window, sinks, sink_pages, cycle, distinct in groups:
             window += backoff  # block reuse extends retention (§5)
             if window >= max_seq_len:
@@ -614,10 +621,16 @@ def _compute(
             ctx_swa += ctx
             # A context chunk rounds its pages up; unless the headroom already reserves a
             # spare page (pages(w, H) > pages(w, E)), "exact" charges tpb-1 tokens more (§4).
+            rounding = 0
             if exact and live == -(-(window + extra - 2) // tpb):
                 ctx_rounding += ctx
+                rounding = min(batch, chunk) * (tpb - 1)
+            fixed_pool_bytes += batch * (live + 1 + sink_pages) * tpb * cycle
+            pools.append((tpb * ctx, chunk, rounding))
             cycles.append((window, sinks, live + 1 + sink_pages, cycle))
         intercept = batch * per_request + chunk * ctx_swa
+        if slope:  # full attention: ceil((T + B*(tpb-1))/tpb) pages, never capped (§3)
+            pools.append((tpb * slope, -1, batch * (tpb - 1)))
         full_rounding = resume_rounding = None
         if exact:
             full_rounding = batch * (tpb - 1) * slope
@@ -635,7 +648,7 @@ def _compute(
         out.append(
             _new(_Terms, (name, slope, per_request, ctx_swa, full_rounding,
                           ctx_rounding if exact else None, resume_rounding,
-                          intercept, tuple(cycles)))
+                          intercept, tuple(cycles), fixed_pool_bytes, tuple(pools)))
         )  # fmt: skip
     return tuple(out), costs
 
@@ -673,16 +686,24 @@ def cost_terms(
     ``slope``, ``per_request``, ``ctx_swa`` and ``intercept`` always; under ``"exact"`` also
     ``full_page_rounding`` (B*(tpb-1)*slope: whole pages of full attention per request) and
     ``context_page_rounding`` (min(B, N)*(tpb-1)*ctx of each SWA life cycle whose headroom
-    leaves no spare page); ``resume_rounding`` for a single-SWA-pool draft.
+    leaves no spare page) and ``pool_page_rounding`` (the most bytes that rounding every
+    growing pool up to whole pages adds to ``slope*T + intercept`` at some T: tpb-1 tokens
+    of each; ``quota_from_max_tokens`` is exactly that whole-page sum, §4);
+    ``resume_rounding`` for a single-SWA-pool draft.
     """
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
     )  # fmt: skip
-    return {
-        t.manager: {k: v for k, v in zip(_TERM_NAMES, t[1:8], strict=True) if v is not None}
-        for t in terms
-    }
+    out = {}
+    for t in terms:
+        named = {k: v for k, v in zip(_TERM_NAMES, t[1:8], strict=True) if v is not None}
+        if t.context_page_rounding is not None and t.resume_rounding is None:
+            # quota(T) rounds each growing pool up to whole pages: at most tpb-1 tokens each.
+            rounding = sum(b // TOKENS_PER_BLOCK for b, _, _ in t.pools)
+            named["pool_page_rounding"] = (TOKENS_PER_BLOCK - 1) * rounding
+        out[t.manager] = named
+    return out
 
 
 def cache_costs(
@@ -716,11 +737,22 @@ def cache_costs(
     return costs.copy()
 
 
+def _pool_bytes(terms: _Terms, tokens: int) -> int:
+    # "exact": every pool in whole pages, ceil((min(T, cap) + rounding)/tpb) each (§4).
+    total = terms.fixed_pool_bytes
+    for page_bytes, cap, rounding in terms.pools:
+        held = tokens if cap < 0 or tokens < cap else cap
+        total += page_bytes * -(-(held + rounding) // TOKENS_PER_BLOCK)
+    return total
+
+
 def _quota(terms: _Terms, tokens: int, chunk: int) -> int:
     # quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa (§4); a resume-rounded pool is
     # sized for any T.
     if terms.resume_rounding is not None:
         return terms.intercept
+    if terms.context_page_rounding is not None:
+        return _pool_bytes(terms, tokens)
     fixed = terms.intercept - chunk * terms.ctx_swa
     return tokens * terms.slope + fixed + min(tokens, chunk) * terms.ctx_swa
 
@@ -759,6 +791,8 @@ def _tokens(terms: _Terms, quota: int, chunk: int) -> int | None:
     # The largest T with quota(T) <= quota, None when nothing bounds it (§4).
     if terms.resume_rounding is not None:
         return None if quota >= terms.intercept else 0
+    if terms.context_page_rounding is not None:
+        return _exact_tokens(terms, quota, chunk)
     slope, ctx = terms.slope, terms.ctx_swa
     room = quota - (terms.intercept - chunk * ctx)
     if room < 0:
@@ -768,6 +802,32 @@ def _tokens(terms: _Terms, quota: int, chunk: int) -> int | None:
     if room <= chunk * (slope + ctx):
         return room // (slope + ctx)
     return chunk + (room - chunk * (slope + ctx)) // slope
+
+
+def _exact_tokens(terms: _Terms, quota: int, chunk: int) -> int | None:
+    # The largest T whose whole-page pools fit (§4): past N only the full pool grows, one
+    # page per tpb tokens; below N every pool grows one page per tpb tokens, so whole periods
+    # of tpb tokens are counted and the last period is searched.
+    if quota < _pool_bytes(terms, 0):
+        return 0
+    tpb = TOKENS_PER_BLOCK
+    at_chunk = _pool_bytes(terms, chunk)
+    if quota >= at_chunk:
+        if not terms.slope:
+            return None  # nothing grows past N
+        page_bytes, _, rounding = terms.pools[-1]  # the full pool
+        pages = -(-(chunk + rounding) // tpb) + (quota - at_chunk) // page_bytes
+        return pages * tpb - rounding
+    period = sum(page_bytes for page_bytes, _, _ in terms.pools)
+    low = min((quota - _pool_bytes(terms, 0)) // period * tpb, chunk - 1)
+    high = min(low + tpb, chunk)  # _pool_bytes(high) > quota
+    while high - low > 1:
+        mid = (low + high) // 2
+        if _pool_bytes(terms, mid) <= quota:
+            low = mid
+        else:
+            high = mid
+    return low
 
 
 def max_tokens_from_quota(
