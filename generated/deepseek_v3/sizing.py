@@ -61,6 +61,7 @@ __all__ = [
     "max_blocks_per_seq",
     "max_tokens_from_quota",
     "pages_per_request",
+    "quota_for_requests",
     "quota_from_max_tokens",
     "split_budget",
 ]
@@ -750,6 +751,45 @@ def max_tokens_from_quota(
         quota = _integer(f"quota_bytes[{manager!r}]", quota, 0)
         out[manager] = _tokens(terms[manager], quota, chunk)
     return out
+
+
+def quota_for_requests(
+    model: str,
+    *,
+    requests: int,
+    seq_len: int,
+    speculative: str = "none",
+    max_num_tokens: int,
+    tp_size: int = 1,
+    pp_size: int = 1,
+    pp_rank: int = 0,
+    scratch_reuse: bool = False,
+    block_reuse: bool = False,
+    max_util_for_resume: float = 0.95,
+    semantics: str = "exact",
+) -> dict[str, int]:
+    """Per manager, the least quota in bytes with which ``requests`` concurrent requests (the
+    batch size) each run to ``seq_len`` tokens (the max_seq_len), prompts chunked by
+    ``max_num_tokens`` and speculative steps with any acceptance, without running out of pages.
+
+    A request's capacity peaks at ``seq_len - 1 + H`` (its last step), so the full pool must
+    hold ``R * ceil((seq_len - 1 + H) / tpb)`` pages at once, which the shim's whole-page pools
+    reach from ``T = R*P*tpb - R*(tpb-1) - tpb + 1``; context pages are sized for
+    ``min(N, R*seq_len)`` tokens (§3, §4). The answer is ``quota_from_max_tokens`` of the larger T.
+    """
+    requests = _integer("requests", requests, 1)
+    seq_len = _integer("seq_len", seq_len, 1)
+    terms = _cached_terms(
+        model, speculative, requests, max_num_tokens, seq_len, tp_size, pp_size, pp_rank,
+        scratch_reuse, block_reuse, max_util_for_resume, False, semantics,
+    )  # fmt: skip
+    profile = _PROFILES[speculative]
+    tpb = TOKENS_PER_BLOCK
+    pages = -(-(seq_len - 1 + profile.extra + profile.step) // tpb)  # one request at its peak
+    full = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
+    chunk = operator.index(max_num_tokens)
+    tokens = max(full, min(chunk, requests * seq_len))
+    return {t.manager: _quota(t, tokens, chunk) for t in terms}
 
 
 def split_budget(
