@@ -516,6 +516,24 @@ def _check_applies(family: Family, model: Model, profile: Speculative | None) ->
         )
 
 
+def quota_for_requests(
+    family: Family, model_name: str, speculative: str, params: RuntimeParams
+) -> dict[str, int]:
+    """The least quota per manager with which ``params.max_batch_size`` requests each run to
+    ``params.max_seq_len`` tokens (§3, §4): the quota of the T whose pools hold every request
+    at its last step (capacity S - 1 + H) at once, in whole pages."""
+    if params.overlap_slack:
+        raise ValueError("quota_for_requests takes no overlap_slack")
+    costs = cache_costs(family, model_name, speculative, params)
+    head = headroom(_profile(family, speculative)).total
+    tpb, requests = family.tokens_per_block, params.max_batch_size
+    # The full pool: requests * pages_one whole pages, planned from the least T that gives them.
+    pages_one = -(-(params.max_seq_len - 1 + head) // tpb)
+    tokens = requests * pages_one * tpb - requests * (tpb - 1) - tpb + 1
+    tokens = max(tokens, 0)
+    return {name: cost.quota(tokens) for name, cost in costs.items()}
+
+
 def max_blocks_per_seq(
     family: Family, speculative: str, max_seq_len: int, *, overlap_slack: bool = False
 ) -> int:

@@ -7,6 +7,7 @@ small S and R = 2 so that it stays fast.
 from __future__ import annotations
 
 import pytest
+from kvgen import costmodel
 from kvgen.loader import load_family
 
 from tests.diff_report import _longest_window
@@ -119,3 +120,40 @@ def test_quota_for_requests_is_enough_and_least(tmp_path_factory, spec, model, p
         less = {**quota, manager: bytes_ - 1}
         with pytest.raises(errors.OutOfPagesError):
             _run(rendered, model, profile, params, less, adversarial=False)
+
+
+@pytest.mark.parametrize(
+    ("spec", "model", "profile"), COMBOS, ids=[f"{c[0].stem}-{c[1]}-{c[2]}" for c in COMBOS]
+)
+def test_generic_model_agrees(tmp_path_factory, spec, model, profile):
+    rendered, params = _setup(spec, model, profile, tmp_path_factory)
+    for semantics in ("exact", "trtllm-v2"):
+        for requests, seq_len in ((1, 1), (3, 17), (5, params["max_seq_len"])):
+            kw = dict(params, max_batch_size=requests, max_seq_len=seq_len, semantics=semantics)
+            generic = costmodel.quota_for_requests(
+                rendered.family, model, profile, costmodel.RuntimeParams(**kw)
+            )
+            static = rendered.sizing.quota_for_requests(
+                model,
+                requests=requests,
+                seq_len=seq_len,
+                speculative=profile,
+                max_num_tokens=params["max_num_tokens"],
+                semantics=semantics,
+            )
+            assert static == generic, (semantics, requests, seq_len)
+
+
+def test_quota_for_requests_by_hand(tmp_path_factory):
+    # fx_mqa_pages: 2,048 B/token, tpb 64, page 131,072 B. R = 2 requests of S = 100, H = 1:
+    # each peaks at 99 + 1 = 100 tokens = 2 pages, so P = 4 pages = 524,288 B, planned from
+    # T = 4*64 - 2*63 - 64 + 1 = 67 (ceil((67 + 126)/64) = 4, ceil((66 + 126)/64) = 3).
+    spec = FIXTURE_SPECS / "pages" / "fx_mqa_pages.yaml"
+    rendered = render_family(
+        load_family(spec), spec.read_bytes(), tmp_path_factory.mktemp("h"), "x"
+    )
+    kw = dict(requests=2, seq_len=100, max_num_tokens=100)
+    assert rendered.sizing.quota_for_requests("mqa", **kw) == {"target": 524_288}
+    plain = dict(max_batch_size=2, max_num_tokens=100, max_seq_len=100, semantics="exact")
+    assert rendered.sizing.quota_from_max_tokens("mqa", 67, **plain) == {"target": 524_288}
+    assert rendered.sizing.quota_from_max_tokens("mqa", 66, **plain) == {"target": 393_216}

@@ -824,9 +824,9 @@ def quota_for_requests(
     ``max_num_tokens`` and speculative steps with any acceptance, without running out of pages.
 
     A request's capacity peaks at ``seq_len - 1 + H`` (its last step), so the full pool must
-    hold ``R * ceil((seq_len - 1 + H) / tpb)`` pages at once, which the shim's whole-page pools
-    reach from ``T = R*P*tpb - R*(tpb-1) - tpb + 1``; context pages are sized for
-    ``min(N, R*seq_len)`` tokens (§3, §4). The answer is ``quota_from_max_tokens`` of the larger T.
+    hold ``P = R * ceil((seq_len - 1 + H) / tpb)`` pages at once, which the whole-page pools
+    first reach at ``T = P*tpb - R*(tpb-1) - tpb + 1`` (§3, §4); the answer is
+    ``quota_from_max_tokens`` of that T, SWA and recurrent pools as that T plans them.
     """
     requests = _integer("requests", requests, 1)
     seq_len = _integer("seq_len", seq_len, 1)
@@ -837,9 +837,8 @@ def quota_for_requests(
     profile = _PROFILES[speculative]
     tpb = TOKENS_PER_BLOCK
     pages = -(-(seq_len - 1 + profile.extra + profile.step) // tpb)  # one request at its peak
-    full = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
+    tokens = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
     chunk = operator.index(max_num_tokens)
-    tokens = max(full, min(chunk, requests * seq_len))
     return {t.manager: _quota(t, tokens, chunk) for t in terms}
 
 
