@@ -521,16 +521,19 @@ def quota_for_requests(
 ) -> dict[str, int]:
     """The least quota per manager with which ``params.max_batch_size`` requests each run to
     ``params.max_seq_len`` tokens (§3, §4): the quota of the T whose pools hold every request
-    at its last step (capacity S - 1 + H) at once, in whole pages."""
+    at its last step (capacity S - 1 + H) at once, in whole pages ("trtllm-v2": the quota
+    of R * (S - 1 + H) tokens)."""
     if params.overlap_slack:
         raise ValueError("quota_for_requests takes no overlap_slack")
     costs = cache_costs(family, model_name, speculative, params)
     head = headroom(_profile(family, speculative)).total
     tpb, requests = family.tokens_per_block, params.max_batch_size
     # The full pool: requests * pages_one whole pages, planned from the least T that gives them.
-    pages_one = -(-(params.max_seq_len - 1 + head) // tpb)
-    tokens = requests * pages_one * tpb - requests * (tpb - 1) - tpb + 1
-    tokens = max(tokens, 0)
+    peak = params.max_seq_len - 1 + head
+    tokens = requests * peak  # "trtllm-v2": capacity tokens, no pages
+    if params.semantics == "exact":
+        pages_one = -(-peak // tpb)
+        tokens = max(0, requests * pages_one * tpb - requests * (tpb - 1) - tpb + 1)
     return {name: cost.quota(tokens) for name, cost in costs.items()}
 
 

@@ -772,7 +772,8 @@ def quota_for_requests(
     A request's capacity peaks at ``seq_len - 1 + H`` (its last step), so the full pool must
     hold ``P = R * ceil((seq_len - 1 + H) / tpb)`` pages at once, which the whole-page pools
     first reach at ``T = P*tpb - R*(tpb-1) - tpb + 1`` (§3, §4); the answer is
-    ``quota_from_max_tokens`` of that T, SWA and recurrent pools as that T plans them.
+    ``quota_from_max_tokens`` of that T, SWA and recurrent pools as that T plans them. Under
+    ``"trtllm-v2"`` (no pages) T is ``R * (seq_len - 1 + H)``.
     """
     requests = _integer("requests", requests, 1)
     seq_len = _integer("seq_len", seq_len, 1)
@@ -782,8 +783,11 @@ def quota_for_requests(
     )  # fmt: skip
     profile = _PROFILES[speculative]
     tpb = TOKENS_PER_BLOCK
-    pages = -(-(seq_len - 1 + profile.extra + profile.step) // tpb)  # one request at its peak
-    tokens = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
+    peak = seq_len - 1 + profile.extra + profile.step  # one request's capacity at its peak
+    tokens = requests * peak  # "trtllm-v2": tokens, no pages
+    if semantics == "exact":
+        pages = -(-peak // tpb)
+        tokens = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
     chunk = operator.index(max_num_tokens)
     return {t.manager: _quota(t, tokens, chunk) for t in terms}
 
