@@ -501,15 +501,16 @@ def _compute(
             ctx_swa += ctx
             # A context chunk rounds its pages up; unless the headroom already reserves a
             # spare page (pages(w, H) > pages(w, E)), "exact" charges tpb-1 tokens more (§4).
-            rounding = 0
-            if exact and live == -(-(window + extra - 2) // tpb):
-                ctx_rounding += ctx
-                rounding = min(batch, chunk) * (tpb - 1)
-            fixed_pool_bytes += batch * (live + 1 + sink_pages) * tpb * cycle
-            pools.append((tpb * ctx, chunk, rounding))
+            if exact:
+                rounding = 0
+                if live == -(-(window + extra - 2) // tpb):
+                    ctx_rounding += ctx
+                    rounding = min(batch, chunk) * (tpb - 1)
+                fixed_pool_bytes += batch * (live + 1 + sink_pages) * tpb * cycle
+                pools.append((tpb * ctx, chunk, rounding))
             cycles.append((window, sinks, live + 1 + sink_pages, cycle))
         intercept = batch * per_request + chunk * ctx_swa
-        if slope:  # full attention: ceil((T + B*(tpb-1))/tpb) pages, never capped (§3)
+        if exact and slope:  # full attention: ceil((T + B*(tpb-1))/tpb) pages, uncapped (§3)
             pools.append((tpb * slope, -1, batch * (tpb - 1)))
         full_rounding = resume_rounding = None
         if exact:
