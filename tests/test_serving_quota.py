@@ -1,7 +1,10 @@
 """``quota_for_requests`` (docs/cost-model.md §3, §4) proven by the shim: given that quota, R
-requests of S tokens never run out of pages under the adversarial workloads; with one page
-less in a pool, some workload does. Every shipped family and fixture, every profile, with a
-small S and R = 2 so that it stays fast.
+requests of S tokens never run out of pages under the adversarial workloads; given one byte
+less, the shim plans one full-attention page less and R requests at their last step run out.
+Every shipped family and fixture, every profile, R = 3 and S just past the longest window.
+
+Not proven here: leastness for managers with no full-attention pool (all sliding, or a draft
+rounded for the resume watermark), whose pools the shim sizes by pages(w, H) and N, not by S.
 """
 
 from __future__ import annotations
