@@ -4,9 +4,11 @@ Prints, per shipped family: import time of ``generated/<family>/sizing.py`` (fre
 interpreter, bytecode cached, median of runs; interpreter start excluded), and microseconds per
 ``cache_costs`` call -- warm (repeated arguments), never-seen (every cache of the module cleared
 before each call, the clearing included) at tp 1 / pp 1 and at tp 8 / pp 2, and with a new
-batch size -- plus ``max_tokens_from_quota`` warm, next to the generic ``kvgen.costmodel``
-computing the same numbers. Times are CPU time of the process (``time.process_time``): on a
-shared machine wall-clock time also counts other processes' time slices. Each figure is the
+batch size -- plus ``max_tokens_from_quota`` warm, and warm under "exact"
+``quota_from_max_tokens``, ``max_tokens_from_quota`` and ``quota_for_requests`` (target < 5 us),
+next to the generic ``kvgen.costmodel`` computing the same numbers. Times are CPU time of the
+process (``time.process_time``): on a shared machine wall-clock time also counts other
+processes' time slices. Each figure is the
 best of ``--rounds`` passes over all families.
 
 Targets (issue 12): import < 2 ms, a never-seen call < 3 us, a warm call < 0.8 us, on every
@@ -87,6 +89,11 @@ def bench_family(family: str, calls: int) -> dict[str, float]:
         sizing._answers.cache_clear()  # the module's one cache
         sizing.cache_costs(model, **kw, **extra)
 
+    def requests(model: str, profile: str, seq_len: int) -> None:
+        sizing.quota_for_requests(
+            model, requests=8, seq_len=seq_len, speculative=profile, max_num_tokens=8192
+        )
+
     layers = spec.model(model).layers.count
     split = {"tp_size": 8, "pp_size": 2, "pp_rank": 1} if layers >= 2 else {"tp_size": 8}
     return {
@@ -97,6 +104,26 @@ def bench_family(family: str, calls: int) -> dict[str, float]:
         "varying_us": per_call_us(varying, calls),
         "inverse_us": per_call_us(
             lambda: sizing.max_tokens_from_quota(model, {"target": 40 << 30}, **kw), calls
+        ),
+        # "exact" (page-exact, issue 10): the quota of T, its inverse, the serving quota.
+        "exact_quota_us": per_call_us(
+            lambda: sizing.quota_from_max_tokens(model, 100_000, semantics="exact", **kw), calls
+        ),
+        "exact_inverse_us": per_call_us(
+            lambda: sizing.max_tokens_from_quota(
+                model, {"target": 40 << 30}, semantics="exact", **kw
+            ),
+            calls,
+        ),
+        "requests_us": per_call_us(
+            lambda: sizing.quota_for_requests(
+                model,
+                requests=8,
+                seq_len=kw["max_seq_len"],
+                speculative=profile,
+                max_num_tokens=8192,
+            ),
+            calls,
         ),
         "generic_us": per_call_us(
             lambda: costmodel.cache_costs(spec, model, profile, params), max(calls // 20, 50)
@@ -142,6 +169,9 @@ def main() -> int:
         ("new tp8pp2", "cold_split_us", 11, 2),
         ("vary-B us", "varying_us", 10, 2),
         ("inverse us", "inverse_us", 11, 2),
+        ("exact q us", "exact_quota_us", 11, 2),
+        ("exact inv", "exact_inverse_us", 10, 2),
+        ("requests", "requests_us", 9, 2),
         ("generic us", "generic_us", 11, 1),
     ]
     header = f"{'family':<14}" + "".join(f"{title:>{width}}" for title, _, width, _ in columns)
@@ -168,6 +198,11 @@ def main() -> int:
         f"{worst['cold_us']:.2f} us never-seen (target < 3 us; {worst['cold_split_us']:.2f} us "
         f"at tp 8 / pp 2), {worst['varying_us']:.2f} us with a new batch size; "
         f"max_tokens_from_quota {worst['inverse_us']:.2f} us warm"
+    )
+    print(
+        f"worst exact (warm, target < 5 us): quota_from_max_tokens {worst['exact_quota_us']:.2f} "
+        f"us, max_tokens_from_quota {worst['exact_inverse_us']:.2f} us, quota_for_requests "
+        f"{worst['requests_us']:.2f} us"
     )
     return 0
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvgen.recurrent import MAMBA_STATE_UPDATES, RecurrentState, recurrent_state, state_terms
 from kvgen.spec import (
@@ -282,6 +282,11 @@ class ManagerCost:
     exact_terms: dict[str, int] = field(default_factory=dict)
     resume_rounded_intercept: int | None = None  # single-SWA-pool draft (§4)
     state_terms: dict[str, int] = field(default_factory=dict)  # recurrent rows (§8)
+    # "exact" (§4): the pools as whole pages. Bytes of the pools that do not grow with T, and
+    # per growing pool (bytes per page, tokens its pages are rounded up with, capped at N).
+    tokens_per_block: int = 1
+    fixed_pool_bytes: int = 0
+    pools: tuple[tuple[int, int, bool], ...] | None = None
 
     @property
     def base_intercept(self) -> int:
@@ -310,12 +315,16 @@ class ManagerCost:
         """quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa (+ exact terms)."""
         if self.resume_rounded_intercept is not None:
             return self.resume_rounded_intercept
+        if self.pools is not None:
+            return self.pool_bytes(tokens)
         return tokens * self.slope + self.fixed + min(tokens, self.max_num_tokens) * self.ctx_swa
 
     def max_tokens(self, quota: int) -> int | None:
         """Inverse of ``quota``: the largest T with quota(T) <= q; None when unbounded."""
         if self.resume_rounded_intercept is not None:
             return None if quota >= self.resume_rounded_intercept else 0
+        if self.pools is not None:
+            return self._whole_page_tokens(quota)
         room = quota - self.fixed
         if room < 0:
             return 0
@@ -325,6 +334,46 @@ class ManagerCost:
         if room <= self.max_num_tokens * rate:
             return room // rate
         return self.max_num_tokens + (room - self.max_num_tokens * rate) // self.slope
+
+    @property
+    def pool_page_rounding(self) -> int | None:
+        """ "exact": the most bytes whole pages add to ``slope*T + intercept`` at some T."""
+        if self.pools is None or self.resume_rounded_intercept is not None:
+            return None
+        tpb = self.tokens_per_block
+        return (tpb - 1) * sum(page_bytes // tpb for page_bytes, _, _ in self.pools)
+
+    def pool_bytes(self, tokens: int) -> int:
+        """ "exact": each pool holds ``ceil((min(T, N) + rounding) / tpb)`` pages (the full
+        pool ``ceil((T + B*(tpb-1)) / tpb)``) on top of the pages that do not grow with T."""
+        assert self.pools is not None
+        tpb, total = self.tokens_per_block, self.fixed_pool_bytes
+        for page_bytes, rounding, capped in self.pools:
+            held = min(tokens, self.max_num_tokens) if capped else tokens
+            total += page_bytes * -(-(held + rounding) // tpb)
+        return total
+
+    def _whole_page_tokens(self, quota: int) -> int | None:
+        """The largest T with ``pool_bytes(T) <= quota``, by bisection over the monotone
+        page counts (this reference model favours plainness over speed)."""
+        if quota < self.pool_bytes(0):
+            return 0
+        grows = any(not capped for _, _, capped in self.pools or ())
+        if self.pool_bytes(self.max_num_tokens) <= quota:
+            if not grows:
+                return None
+            low, high = self.max_num_tokens, 2 * self.max_num_tokens + 1
+            while self.pool_bytes(high) <= quota:
+                low, high = high, 2 * high
+        else:
+            low, high = 0, self.max_num_tokens
+        while high - low > 1:
+            mid = (low + high) // 2
+            if self.pool_bytes(mid) <= quota:
+                low = mid
+            else:
+                high = mid
+        return low
 
 
 @dataclass(frozen=True)
@@ -430,6 +479,8 @@ def manager_cost(
         mamba_state_update=params.mamba_state_update,
     )
     cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact, None, states)
+    if params.semantics == "exact":
+        cost = _with_pools(cost, cycles, head, tpb, managed.scratch_reuse)
     stateful = any(lay.state_bytes for lay in layers)
     if managed.name == "draft" and len(cycles) == 1 and slope == 0 and not stateful:
         # Resume watermark (§4, drift 4): a single-SWA-pool draft rounds its intercept
@@ -440,6 +491,33 @@ def manager_cost(
         rounded = math.ceil(slots / float32(params.max_util_for_resume)) * slot
         cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact, rounded)
     return cost
+
+
+def _with_pools(
+    cost: ManagerCost,
+    cycles: dict[tuple[int, int], list[Layer]],
+    head: Headroom,
+    tpb: int,
+    scratch_reuse: bool,
+) -> ManagerCost:
+    """``cost`` with its pools in whole pages (§3, §4): the B*pages(w, H) pages of each SWA life
+    cycle and the recurrent slots are fixed; each SWA cycle's context pages grow with min(T, N)
+    (rounded up by (tpb-1) per chunk slot where no spare page exists); the full pool grows
+    with T, each of B requests rounding up to whole pages."""
+    batch, chunk = cost.max_batch_size, cost.max_num_tokens
+    # SWA peak pages and recurrent state per request, plus the reserved and speculative state
+    # rows (§8), which the runtime's state pools hold beside the B request slots.
+    fixed = cost.per_request * batch + sum(cost.state_terms.values())
+    pools: list[tuple[int, int, bool]] = []
+    for (window, sinks), members in cycles.items():
+        at_peak = pages_per_window(window, head.total, tpb, sinks)
+        rounding = 0
+        if at_peak == pages_per_window(window, head.extra, tpb, sinks):
+            rounding = min(batch, chunk) * (tpb - 1)
+        pools.append((tpb * _ctx_bytes(members, scratch_reuse), rounding, True))
+    if cost.slope:
+        pools.append((tpb * cost.slope, batch * (tpb - 1), False))
+    return replace(cost, tokens_per_block=tpb, fixed_pool_bytes=fixed, pools=tuple(pools))
 
 
 def cache_costs(
@@ -481,6 +559,27 @@ def _check_applies(family: Family, model: Model, profile: Speculative | None) ->
             f"speculative {profile.name!r} does not apply to model {model.name!r}; "
             f"profiles for {model.name}: {', '.join(family.profiles_for(model.name))}"
         )
+
+
+def quota_for_requests(
+    family: Family, model_name: str, speculative: str, params: RuntimeParams
+) -> dict[str, int]:
+    """The least quota per manager with which ``params.max_batch_size`` requests each run to
+    ``params.max_seq_len`` tokens (§3, §4): the quota of the T whose pools hold every request
+    at its last step (capacity S - 1 + H) at once, in whole pages ("trtllm-v2": the quota
+    of R * (S - 1 + H) tokens)."""
+    if params.overlap_slack:
+        raise ValueError("quota_for_requests takes no overlap_slack")
+    costs = cache_costs(family, model_name, speculative, params)
+    head = headroom(_profile(family, speculative)).total
+    tpb, requests = family.tokens_per_block, params.max_batch_size
+    # The full pool: requests * pages_one whole pages, planned from the least T that gives them.
+    peak = params.max_seq_len - 1 + head
+    tokens = requests * peak  # "trtllm-v2": capacity tokens, no pages
+    if params.semantics == "exact":
+        pages_one = -(-peak // tpb)
+        tokens = max(0, requests * pages_one * tpb - requests * (tpb - 1) - tpb + 1)
+    return {name: cost.quota(tokens) for name, cost in costs.items()}
 
 
 def max_blocks_per_seq(

@@ -151,12 +151,63 @@ class _Sizing:
         ]
 
     def fits(self, budget: int, requests: int, length: int, max_seq_len: int) -> bool:
+        if hasattr(self.sizing, "quota_for_requests"):
+            # The least quota with which ``requests`` requests each reach ``length`` (§4).
+            need = self.sizing.quota_for_requests(
+                self.model, requests=requests, seq_len=length, **self.common
+            )
+            return sum(need.values()) <= budget
         try:
             managers = self.managers(budget, requests, max_seq_len)
         except ValueError:
             return False
         need = requests * length
         return all(m.max_tokens is None or m.max_tokens >= need for m in managers)
+
+
+@dataclass
+class RequestsNeed:
+    """The memory ``requests`` concurrent requests of ``seq_len`` tokens need (§4)."""
+
+    family: str
+    model: str
+    speculative: str
+    semantics: str
+    requests: int
+    seq_len: int
+    max_num_tokens: int
+    tp_size: int
+    managers: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.managers.values())
+
+
+def memory_for_requests(
+    sizing: types.ModuleType,
+    model: str,
+    *,
+    requests: int,
+    seq_len: int | None,
+    speculative: str = "none",
+    max_num_tokens: int = 8192,
+    tp_size: int = 1,
+    semantics: str = "trtllm-v2",
+) -> RequestsNeed:
+    """``quota_for_requests`` of the generated module: bytes per manager."""
+    if not hasattr(sizing, "quota_for_requests"):
+        raise PlanError(f"{sizing.FAMILY}/sizing.py has no quota_for_requests: run kvgen generate")
+    native = native_max_seq_len(sizing, model)
+    seq_len = seq_len or min(native, DEFAULT_MAX_SEQ_LEN)
+    managers = sizing.quota_for_requests(
+        model, requests=requests, seq_len=seq_len, speculative=speculative,
+        max_num_tokens=max_num_tokens, tp_size=tp_size, semantics=semantics,
+    )  # fmt: skip
+    return RequestsNeed(
+        sizing.FAMILY, model, speculative, semantics, requests, seq_len, max_num_tokens,
+        tp_size, dict(managers),
+    )  # fmt: skip
 
 
 def _largest(fits: Callable[[int], bool], high: int) -> int:

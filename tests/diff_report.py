@@ -12,6 +12,9 @@ parameter set and tokens_per_block 32 only). Columns, per cache manager:
   ``min slack exact`` / ``min slack v2``: the smallest ``static(T(t)) - bytes_in_use(t)`` over
   every step (never negative for exact; negative v2 slack is covered by the named terms in
   ``v2 excess explained by``).
+- ``q.slack exact`` / ``t.slack exact``: under "exact", at T = 16*tpb + 5 (off a page edge),
+  the runtime's quota bytes minus ``quota_from_max_tokens(T)``, and the tokens the shim plans
+  for that quota less one byte minus ``max_tokens_from_quota``: 0 (page-exact, §4).
 """
 
 from __future__ import annotations
@@ -132,6 +135,8 @@ class Row:
     min_slack_exact: int
     min_slack_v2: int
     explained: str
+    exact_quota_slack: int = 0
+    exact_tokens_slack: int = 0
 
     @property
     def quota_slack(self) -> int:
@@ -149,6 +154,26 @@ def quota_pair(rendered: Rendered, model: str, profile: str, params: dict, token
     return static, shim.quota_bytes()
 
 
+def exact_slack(rendered: Rendered, model: str, profile: str, params: dict, tokens: int):
+    """Per manager under "exact", at an unaligned T: (runtime - static quota bytes for T,
+    runtime - static tokens held by that quota minus one byte); both 0 when page-exact (§4)."""
+    kw = dict(speculative=profile, semantics="exact", **params)
+    static = rendered.sizing.quota_from_max_tokens(model, tokens, **kw)
+    shim = rendered.allocator.KVCacheShim(model, max_tokens=tokens, device="meta", **kw)
+    built = shim.quota_bytes()
+    # One byte below the quota of T the pools shrink: the inverse is probed off a page edge.
+    floor = rendered.sizing.quota_from_max_tokens(model, 0, **kw)
+    quota = {m: max(q - 1, floor[m]) for m, q in static.items()}
+    held = rendered.allocator.KVCacheShim(model, quota_bytes=quota, device="meta", **kw)
+    static_held = rendered.sizing.max_tokens_from_quota(model, quota, **kw)
+    out = {}
+    for manager in static:
+        runtime_t, static_t = held.max_tokens()[manager], static_held[manager]
+        gap = 0 if runtime_t == static_t else (runtime_t or -1) - (static_t or -1)
+        out[manager] = (built[manager] - static[manager], gap)
+    return out
+
+
 def run_case(
     rendered: Rendered, model: str, profile: str, name: str, params: dict, thorough: bool
 ) -> list[Row]:
@@ -157,6 +182,7 @@ def run_case(
     run_adversarial(harness, thorough=thorough)
     tpb = rendered.family.tokens_per_block
     static_quota, runtime_quota = quota_pair(rendered, model, profile, params, 16 * tpb)
+    exact = exact_slack(rendered, model, profile, params, 16 * tpb + 5)
     rows = []
     for manager, stats in harness.stats.items():
         rows.append(
@@ -173,6 +199,7 @@ def run_case(
                 stats.min_slack.get("exact", 0),
                 stats.min_slack.get("trtllm-v2", 0),
                 ",".join(sorted(stats.explained_by)) or "-",
+                *exact[manager],
             )
         )
     return rows
@@ -187,6 +214,8 @@ COLUMNS = (
     ("static_quota", "quota static"),
     ("runtime_quota", "quota runtime"),
     ("quota_slack", "q.slack"),
+    ("exact_quota_slack", "q.slack exact"),
+    ("exact_tokens_slack", "t.slack exact"),
     ("static_at_peak", "static@peak"),
     ("runtime_peak", "runtime peak"),
     ("min_slack_exact", "min slack exact"),

@@ -72,6 +72,8 @@ class Implementation:
                 **cost.exact_terms,
                 "intercept": cost.intercept,
             }
+            if cost.pool_page_rounding is not None:
+                terms["pool_page_rounding"] = cost.pool_page_rounding
             if cost.resume_rounded_intercept is not None:
                 base = cost.base_intercept + sum(cost.exact_terms.values())
                 terms["resume_rounding"] = cost.resume_rounded_intercept - base

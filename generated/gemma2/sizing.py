@@ -66,6 +66,7 @@ __all__ = [
     "max_blocks_per_seq",
     "max_tokens_from_quota",
     "pages_per_request",
+    "quota_for_requests",
     "quota_from_max_tokens",
     "split_budget",
 ]
@@ -257,6 +258,10 @@ class _Terms(NamedTuple):
     resume_rounding: int | None
     intercept: int
     life_cycles: tuple[tuple[int, int, int, int], ...]  # SWA: (window, sinks, pages, b_l sum)
+    # "exact": bytes of the pools that do not grow with T, and per growing pool (bytes per
+    # page, the T its growth stops at (-1: never), tokens its pages are rounded up with).
+    fixed_pool_bytes: int
+    pools: tuple[tuple[int, int, int], ...]
     states: tuple[tuple[str, int], ...] = ()  # recurrent rows beyond one per request (§8)
 
 
@@ -569,6 +574,9 @@ def _compute(
         scratch = scratch_reuse and name == "target"  # scratch reuse: targets only (§3)
         ctx_swa = ctx_rounding = 0
         cycles = []
+        # "exact": whole pages of every pool as the shim builds them for T (§3, §4).
+        pools = []
+        fixed_pool_bytes = batch * state
         for window, sinks, sink_pages, cycle, distinct in groups:
             window += backoff  # block reuse extends retention (§5)
             if window >= max_seq_len:
@@ -580,10 +588,17 @@ def _compute(
             ctx_swa += ctx
             # A context chunk rounds its pages up; unless the headroom already reserves a
             # spare page (pages(w, H) > pages(w, E)), "exact" charges tpb-1 tokens more (§4).
-            if exact and live == -(-(window + extra - 2) // tpb):
-                ctx_rounding += ctx
+            if exact:
+                rounding = 0
+                if live == -(-(window + extra - 2) // tpb):
+                    ctx_rounding += ctx
+                    rounding = min(batch, chunk) * (tpb - 1)
+                fixed_pool_bytes += batch * (live + 1 + sink_pages) * tpb * cycle
+                pools.append((tpb * ctx, chunk, rounding))
             cycles.append((window, sinks, live + 1 + sink_pages, cycle))
         intercept = batch * per_request + chunk * ctx_swa
+        if exact and slope:  # full attention: ceil((T + B*(tpb-1))/tpb) pages, uncapped (§3)
+            pools.append((tpb * slope, -1, batch * (tpb - 1)))
         full_rounding = resume_rounding = None
         if exact:
             full_rounding = batch * (tpb - 1) * slope
@@ -602,11 +617,14 @@ def _compute(
             recurrent = _state_rows(states, tp_size, batch, profile, attention_dp,
                                     mamba_state_update)  # fmt: skip
             intercept += sum(value for _term, value in recurrent)
+            # The reserved and speculative state rows are fixed pools of the runtime too (§8).
+            fixed_pool_bytes += sum(value for _term, value in recurrent)
         costs[name] = _new(CacheCost, (slope, intercept))
         out.append(
             _new(_Terms, (name, slope, per_request, ctx_swa, full_rounding,
                           ctx_rounding if exact else None, resume_rounding,
-                          intercept, tuple(cycles), recurrent))
+                          intercept, tuple(cycles), fixed_pool_bytes, tuple(pools),
+                          recurrent))
         )  # fmt: skip
     return tuple(out), costs
 
@@ -672,11 +690,14 @@ def cost_terms(
     ``slope``, ``per_request``, ``ctx_swa`` and ``intercept`` always; under ``"exact"`` also
     ``full_page_rounding`` (B*(tpb-1)*slope: whole pages of full attention per request) and
     ``context_page_rounding`` (min(B, N)*(tpb-1)*ctx of each SWA life cycle whose headroom
-    leaves no spare page); ``resume_rounding`` for a single-SWA-pool draft. With recurrent
-    layers (§8) ``state_reserved_rows`` (the CUDA-graph padding slot, + 1 row with
-    ``attention_dp``) and, under a speculative profile, ``spec_intermediate_states`` (+
-    ``spec_replay_history`` with ``mamba_state_update="replay"``). ``attention_dp=True`` holds
-    whole KV heads and states on every rank (tp = 1 for the caches, §9).
+    leaves no spare page) and ``pool_page_rounding`` (the most bytes that rounding every
+    growing pool up to whole pages adds to ``slope*T + intercept`` at some T: tpb-1 tokens
+    of each; ``quota_from_max_tokens`` is exactly that whole-page sum, §4);
+    ``resume_rounding`` for a single-SWA-pool draft. With recurrent layers (§8)
+    ``state_reserved_rows`` (the CUDA-graph padding slot, + 1 row with ``attention_dp``) and,
+    under a speculative profile, ``spec_intermediate_states`` (+ ``spec_replay_history`` with
+    ``mamba_state_update="replay"``). ``attention_dp=True`` holds whole KV heads and states on
+    every rank (tp = 1 for the caches, §9).
     """
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
@@ -688,6 +709,10 @@ def cost_terms(
         named = {k: v for k, v in zip(_TERM_NAMES[:6], t[1:7], strict=True) if v is not None}
         named.update(t.states)  # recurrent rows beyond one per request (§8)
         named["intercept"] = t.intercept
+        if t.context_page_rounding is not None and t.resume_rounding is None:
+            # quota(T) rounds each growing pool up to whole pages: at most tpb-1 tokens each.
+            rounding = sum(b // TOKENS_PER_BLOCK for b, _, _ in t.pools)
+            named["pool_page_rounding"] = (TOKENS_PER_BLOCK - 1) * rounding
         out[t.manager] = named
     return out
 
@@ -727,11 +752,22 @@ def cache_costs(
     return costs.copy()
 
 
+def _pool_bytes(terms: _Terms, tokens: int) -> int:
+    # "exact": every pool in whole pages, ceil((min(T, cap) + rounding)/tpb) each (§4).
+    total = terms.fixed_pool_bytes
+    for page_bytes, cap, rounding in terms.pools:
+        held = tokens if cap < 0 or tokens < cap else cap
+        total += page_bytes * -(-(held + rounding) // TOKENS_PER_BLOCK)
+    return total
+
+
 def _quota(terms: _Terms, tokens: int, chunk: int) -> int:
     # quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa (§4); a resume-rounded pool is
     # sized for any T.
     if terms.resume_rounding is not None:
         return terms.intercept
+    if terms.context_page_rounding is not None:
+        return _pool_bytes(terms, tokens)
     fixed = terms.intercept - chunk * terms.ctx_swa
     return tokens * terms.slope + fixed + min(tokens, chunk) * terms.ctx_swa
 
@@ -773,6 +809,8 @@ def _tokens(terms: _Terms, quota: int, chunk: int) -> int | None:
     # The largest T with quota(T) <= quota, None when nothing bounds it (§4).
     if terms.resume_rounding is not None:
         return None if quota >= terms.intercept else 0
+    if terms.context_page_rounding is not None:
+        return _exact_tokens(terms, quota, chunk)
     slope, ctx = terms.slope, terms.ctx_swa
     room = quota - (terms.intercept - chunk * ctx)
     if room < 0:
@@ -782,6 +820,32 @@ def _tokens(terms: _Terms, quota: int, chunk: int) -> int | None:
     if room <= chunk * (slope + ctx):
         return room // (slope + ctx)
     return chunk + (room - chunk * (slope + ctx)) // slope
+
+
+def _exact_tokens(terms: _Terms, quota: int, chunk: int) -> int | None:
+    # The largest T whose whole-page pools fit (§4): past N only the full pool grows, one
+    # page per tpb tokens; below N every pool grows one page per tpb tokens, so whole periods
+    # of tpb tokens are counted and the last period is searched.
+    if quota < _pool_bytes(terms, 0):
+        return 0
+    tpb = TOKENS_PER_BLOCK
+    at_chunk = _pool_bytes(terms, chunk)
+    if quota >= at_chunk:
+        if not terms.slope:
+            return None  # nothing grows past N
+        page_bytes, _, rounding = terms.pools[-1]  # the full pool
+        pages = -(-(chunk + rounding) // tpb) + (quota - at_chunk) // page_bytes
+        return pages * tpb - rounding
+    period = sum(page_bytes for page_bytes, _, _ in terms.pools)
+    low = min((quota - _pool_bytes(terms, 0)) // period * tpb, chunk - 1)
+    high = min(low + tpb, chunk)  # _pool_bytes(high) > quota
+    while high - low > 1:
+        mid = (low + high) // 2
+        if _pool_bytes(terms, mid) <= quota:
+            low = mid
+        else:
+            high = mid
+    return low
 
 
 def max_tokens_from_quota(
@@ -827,6 +891,48 @@ def max_tokens_from_quota(
         quota = _integer(f"quota_bytes[{manager!r}]", quota, 0)
         out[manager] = _tokens(terms[manager], quota, chunk)
     return out
+
+
+def quota_for_requests(
+    model: str,
+    *,
+    requests: int,
+    seq_len: int,
+    speculative: str = "none",
+    max_num_tokens: int,
+    tp_size: int = 1,
+    pp_size: int = 1,
+    pp_rank: int = 0,
+    scratch_reuse: bool = False,
+    block_reuse: bool = False,
+    max_util_for_resume: float = 0.95,
+    semantics: str = "exact",
+) -> dict[str, int]:
+    """Per manager, the least quota in bytes with which ``requests`` concurrent requests (the
+    batch size) each run to ``seq_len`` tokens (the max_seq_len), prompts chunked by
+    ``max_num_tokens`` and speculative steps with any acceptance, without running out of pages.
+
+    A request's capacity peaks at ``seq_len - 1 + H`` (its last step), so the full pool must
+    hold ``P = R * ceil((seq_len - 1 + H) / tpb)`` pages at once, which the whole-page pools
+    first reach at ``T = P*tpb - R*(tpb-1) - tpb + 1`` (§3, §4); the answer is
+    ``quota_from_max_tokens`` of that T, SWA and recurrent pools as that T plans them. Under
+    ``"trtllm-v2"`` (no pages) T is ``R * (seq_len - 1 + H)``.
+    """
+    requests = _integer("requests", requests, 1)
+    seq_len = _integer("seq_len", seq_len, 1)
+    terms = _cached_terms(
+        model, speculative, requests, max_num_tokens, seq_len, tp_size, pp_size, pp_rank,
+        scratch_reuse, block_reuse, max_util_for_resume, False, semantics,
+    )  # fmt: skip
+    profile = _PROFILES[speculative]
+    tpb = TOKENS_PER_BLOCK
+    peak = seq_len - 1 + profile.extra + profile.step  # one request's capacity at its peak
+    tokens = requests * peak  # "trtllm-v2": tokens, no pages
+    if semantics == "exact":
+        pages = -(-peak // tpb)
+        tokens = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
+    chunk = operator.index(max_num_tokens)
+    return {t.manager: _quota(t, tokens, chunk) for t in terms}
 
 
 def split_budget(

@@ -3,7 +3,9 @@
 Uses this project's generated/<family>/sizing.py (run `kvgen generate` first). For each
 --max-batch-size it prints the GPU budget split between target and draft pools
 (docs/cost-model.md §6), each pool's max tokens, the most requests of --seq-len tokens that
-fit at once, and the largest max_seq_len that fits for that many requests. --plot draws
+fit at once (by quota_for_requests, §4), and the largest max_seq_len that fits for that many
+requests. With --requests R it prints instead the memory R requests of --seq-len tokens need
+(quota_for_requests per manager and their sum); --gpu-memory is then optional. --plot draws
 tokens of capacity against GPU memory, one panel per batch size and one line per speculative
 profile (needs matplotlib: pip install 'kvgen[plot]').
 
@@ -39,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("family")
     parser.add_argument("model")
     parser.add_argument(
-        "--gpu-memory", type=size_argument, required=True, metavar="SIZE",
+        "--gpu-memory", type=size_argument, metavar="SIZE",
         help="GPU KV-cache budget per rank: 80GiB, 1.5TiB, 512MiB or bytes",
     )  # fmt: skip
     parser.add_argument("--speculative", default="none", metavar="PROFILE")
@@ -56,6 +58,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--seq-len", type=positive_int, metavar="L",
         help="request length for max concurrent requests (default: max_seq_len)",
     )  # fmt: skip
+    parser.add_argument(
+        "--requests", type=positive_int, metavar="R",
+        help="print the memory R concurrent requests of --seq-len tokens need",
+    )  # fmt: skip
     parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
     parser.add_argument("--format", choices=("text", "json"), default="text")
@@ -67,6 +73,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> Exit:
     from kvgen.planner import PlanError, load_sizing, make_plan
 
+    if args.requests is not None:
+        return _requests(args)
+    if args.gpu_memory is None:
+        raise UsageError("plan needs --gpu-memory SIZE (or --requests R for the memory R need)")
     try:
         sizing = load_sizing(args.family, args.generated)
         plan = make_plan(
@@ -90,6 +100,47 @@ def run(args: argparse.Namespace) -> Exit:
         raise UsageError(f"{args.family}/sizing.py called sys.exit({exc.code!r})") from None
     sys.stdout.write(as_json(plan) if args.format == "json" else text(plan))
     return Exit.OK if plan.fits else Exit.FINDINGS
+
+
+def _requests(args: argparse.Namespace) -> Exit:
+    """``--requests R``: the memory R requests of --seq-len tokens need, per manager."""
+    from kvgen.planner import PlanError, load_sizing, memory_for_requests
+    from kvgen.units import format_bytes
+
+    try:
+        sizing = load_sizing(args.family, args.generated)
+        need = memory_for_requests(
+            sizing,
+            args.model,
+            requests=args.requests,
+            seq_len=args.seq_len or args.max_seq_len,
+            speculative=args.speculative,
+            max_num_tokens=args.max_num_tokens,
+            tp_size=args.tp_size,
+            semantics=args.semantics,
+        )
+    except (PlanError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    except SystemExit as exc:  # from the generated module: an error, never success
+        raise UsageError(f"{args.family}/sizing.py called sys.exit({exc.code!r})") from None
+    fits = args.gpu_memory is None or need.total <= args.gpu_memory
+    if args.format == "json":
+        data = {**asdict(need), "total": need.total, "fits": fits, "gpu_memory": args.gpu_memory}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        lines = [
+            f"{need.family}/{need.model}, speculative {need.speculative}, "
+            f"semantics {need.semantics}",
+            f"memory for {need.requests} requests of {need.seq_len} tokens "
+            f"(max_num_tokens {need.max_num_tokens}, tp_size {need.tp_size}): "
+            f"{format_bytes(need.total)}",
+        ]
+        lines += [f"  {name}: {format_bytes(size)}" for name, size in need.managers.items()]
+        if args.gpu_memory is not None:
+            verdict = "fits" if fits else "does not fit"
+            lines.append(f"{verdict} in {format_bytes(args.gpu_memory)}")
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+    return Exit.OK if fits else Exit.FINDINGS
 
 
 def _table(rows: list[list[str]]) -> list[str]:

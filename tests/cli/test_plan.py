@@ -119,6 +119,11 @@ def test_separate_draft_pool_gets_the_sizing_6_split(project, capsys):
     #   draft  = 0 + floor(R * 8192 / (131072 + 8192)) = floor(17179869184 / 17) = 1010580540
     #   target = M - draft = 16169288644
     # max tokens: 16169288644 // 131072 = 123361 and 1010580540 // 8192 = 123361.
+    # Requests (quota_for_requests, trtllm-v2): each of R requests of S tokens peaks at
+    # S - 1 + H = S + 10 tokens (pard, K = 4: H = 3K - 1 = 11), on both managers:
+    #   R * (S + 10) * (131072 + 8192) <= 17179869184
+    #   R = 3 at S = 32768 (3 * 32778 * 139264 = 13694386176; 4 would need 18259181568);
+    #   R = 8: S + 10 <= 17179869184 / (8 * 139264) = 15420.2  ->  S = 15410.
     code, out, _ = plan(
         capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB", "--speculative", "pard4"
     )
@@ -130,7 +135,7 @@ def test_separate_draft_pool_gets_the_sizing_6_split(project, capsys):
         "  manager  slope (B/token)  intercept (B)  share                      max tokens",
         "  target   131072           0              15.06 GiB (16169288644 B)  123361",
         "  draft    8192             0              963.76 MiB (1010580540 B)  123361",
-        "  largest max_seq_len for 8 requests: 15420",
+        "  largest max_seq_len for 8 requests: 15410",
     ]
 
 
@@ -335,3 +340,38 @@ def test_coinciding_profiles_are_named_in_the_legend(project):
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+def test_memory_for_requests_of_seq_len(project, capsys):
+    # llamaish (131072 B/token, tpb 32, H = 1): 2 requests of 1000 tokens each peak at
+    # 999 + 1 = 1000 tokens. trtllm-v2: 2 * 1000 * 131072 = 262144000 B = 250 MiB.
+    code, out, _ = plan(capsys, "llamaish", "llama3_1_8b", "--requests", "2", "--seq-len", "1000")
+    assert code == 0
+    assert out == (
+        "llamaish/llama3_1_8b, speculative none, semantics trtllm-v2\n"
+        "memory for 2 requests of 1000 tokens (max_num_tokens 8192, tp_size 1): "
+        "250 MiB (262144000 B)\n"
+        "  target: 250 MiB (262144000 B)\n"
+    )
+    # exact: whole pages, ceil(1000/32) = 32 per request, 64 pages * 32 * 131072 = 256 MiB.
+    args = ("llamaish", "llama3_1_8b", "--requests", "2", "--seq-len", "1000")
+    code, out, _ = plan(capsys, *args, "--semantics", "exact", "--gpu-memory", "256MiB")
+    assert code == 0
+    assert out.splitlines()[1:] == [
+        "memory for 2 requests of 1000 tokens (max_num_tokens 8192, tp_size 1): "
+        "256 MiB (268435456 B)",
+        "  target: 256 MiB (268435456 B)",
+        "fits in 256 MiB (268435456 B)",
+    ]
+    code, out, _ = plan(capsys, *args, "--semantics", "exact", "--gpu-memory", "255MiB")
+    assert code == 1
+    assert out.splitlines()[-1] == "does not fit in 255 MiB (267386880 B)"
+    code, out, _ = plan(capsys, *args, "--format", "json")
+    assert code == 0
+    assert json.loads(out)["managers"] == {"target": 262144000}
+
+
+def test_plan_needs_gpu_memory_or_requests(project, capsys):
+    code, _, err = plan(capsys, "llamaish", "llama3_1_8b")
+    assert code == 2
+    assert "--gpu-memory" in err

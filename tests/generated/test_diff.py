@@ -82,23 +82,4 @@ def test_static_quota_equals_runtime_quota(rendered_families, family, model, pro
                     assert static_tokens == runtime_tokens, (params, tokens, manager)
 
 
-@pytest.mark.parametrize(("family", "model", "profile"), COMBOS, ids=["-".join(c) for c in COMBOS])
-def test_exact_quota_within_one_page_per_pool(rendered_families, family, model, profile):
-    rendered = rendered_families(family)
-    tpb = rendered.family.tokens_per_block
-    for params in param_sets(rendered, model, profile).values():
-        for tokens in (0, 5 * tpb + 3, 64 * tpb):
-            static = rendered.sizing.quota_from_max_tokens(
-                model, tokens, speculative=profile, semantics="exact", **params
-            )
-            shim = rendered.allocator.KVCacheShim(
-                model,
-                speculative=profile,
-                max_tokens=tokens,
-                semantics="exact",
-                device="meta",
-                **params,
-            )
-            for manager, built in shim.quota_bytes().items():
-                pages = sum(p.page_bytes for p in shim.managers[manager].pools.values())
-                assert 0 <= built - static[manager] <= max(0, pages - 1), (params, manager)
+# "exact" quota == the shim's whole-page pools, both directions: tests/test_diff_exact.py.

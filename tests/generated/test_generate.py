@@ -253,6 +253,7 @@ def test_generated_sizing_public_surface(project):
         "max_blocks_per_seq",
         "max_tokens_from_quota",
         "pages_per_request",
+        "quota_for_requests",
         "quota_from_max_tokens",
         "split_budget",
         # kvgen.engines_core, inlined after the sizing interpreter

@@ -1,0 +1,162 @@
+"""``quota_for_requests`` (docs/cost-model.md §3, §4) proven by the shim: given that quota, R
+requests of S tokens never run out of pages under the adversarial workloads; given one byte
+less, the shim plans one full-attention page less and R requests at their last step run out.
+Every shipped family and fixture, every profile, R = 3 and S just past the longest window.
+
+Not proven here: leastness for managers with no full-attention pool (all sliding, or a draft
+rounded for the resume watermark), whose pools the shim sizes by pages(w, H) and N, not by S.
+"""
+
+from __future__ import annotations
+
+import pytest
+from kvgen import costmodel
+from kvgen.loader import load_family
+
+from tests.diff_report import _longest_window
+from tests.workloads import (
+    FIXTURE_SPECS,
+    ROOT,
+    Harness,
+    generate,
+    prefill,
+    render_family,
+    run_adversarial,
+    shim_errors,
+)
+
+REQUESTS = 3
+
+
+def _combos():
+    specs = sorted(FIXTURE_SPECS.glob("*.yaml"))
+    for sizing in sorted((ROOT / "generated").glob("*/sizing.py")):
+        spec = ROOT / "schema" / "families" / f"{sizing.parent.name}.yaml"
+        if spec.exists():
+            specs.append(spec)
+    return [
+        (spec, model.name, profile)
+        for spec in specs
+        for family in [load_family(spec)]
+        for model in family.models
+        for profile in family.profiles_for(model.name)
+    ]
+
+
+COMBOS = _combos()
+_RENDERED: dict = {}
+
+
+def _setup(spec, model, profile, tmp_path_factory):
+    if spec not in _RENDERED:
+        out = tmp_path_factory.mktemp("serving")
+        _RENDERED[spec] = render_family(load_family(spec), spec.read_bytes(), out, spec.name)
+    rendered = _RENDERED[spec]
+    tpb = rendered.family.tokens_per_block
+    native = rendered.family.model(model).max_seq_len
+    # Long enough that every SWA window's stale boundary passes every page alignment (the
+    # pools hold pages(w, H) per request, reached only past the window), no longer.
+    head = rendered.sizing.headroom(profile)
+    longest = _longest_window(rendered, model)
+    seq_len = 2 * tpb + 5 if not longest else longest + head + 2 * tpb + 5
+    return rendered, {
+        "max_batch_size": REQUESTS,
+        "max_num_tokens": tpb + 3,
+        "max_seq_len": min(native, seq_len),
+        "semantics": "exact",
+    }
+
+
+def _quota(rendered, model, profile, params):
+    return rendered.sizing.quota_for_requests(
+        model,
+        requests=params["max_batch_size"],
+        seq_len=params["max_seq_len"],
+        speculative=profile,
+        max_num_tokens=params["max_num_tokens"],
+    )
+
+
+def serve(h: Harness, accept: int) -> None:
+    """All R requests together: prompts of S-1 tokens chunked by N, then generation steps
+    to S with ``accept`` drafts accepted; every request peaks at capacity S-1+H at once."""
+    shim = h.shim
+    rids = list(range(shim.max_batch_size))
+    for rid in rids:
+        h.add(rid)
+    prefill(h, dict.fromkeys(rids, shim.max_seq_len - 1))
+    generate(h, rids, shim.max_seq_len, lambda rid, step: accept)
+    for rid in rids:
+        h.free(rid)
+
+
+def _run(rendered, model, profile, params, quota, adversarial=True):
+    shim = rendered.allocator.KVCacheShim(
+        model, speculative=profile, quota_bytes=quota, device="meta", **params
+    )
+    harness = Harness(shim, rendered.sizing, params)
+    serve(harness, 0)
+    serve(harness, shim.draft_slots)
+    if adversarial:
+        run_adversarial(harness, thorough=False)
+    return shim
+
+
+@pytest.mark.parametrize(
+    ("spec", "model", "profile"), COMBOS, ids=[f"{c[0].stem}-{c[1]}-{c[2]}" for c in COMBOS]
+)
+def test_quota_for_requests_is_enough_and_least(tmp_path_factory, spec, model, profile):
+    rendered, params = _setup(spec, model, profile, tmp_path_factory)
+    quota = _quota(rendered, model, profile, params)
+    shim = _run(rendered, model, profile, params, quota)  # never runs out of pages
+    assert shim.quota_bytes() == quota
+    errors = shim_errors(shim)
+    tpb, seq_len = rendered.family.tokens_per_block, params["max_seq_len"]
+    head = rendered.sizing.headroom(profile)
+    for manager, bytes_ in quota.items():
+        if "full" not in shim.managers[manager].pools:
+            continue  # nothing grows with T: see README "serving quota"
+        # The full pool holds exactly R * ceil((S - 1 + H)/tpb) pages: one byte less of
+        # quota plans one page less, and R requests at their last step run out.
+        pages = REQUESTS * -(-(seq_len - 1 + head) // tpb)
+        assert shim.managers[manager].pools["full"].pages == pages
+        less = {**quota, manager: bytes_ - 1}
+        with pytest.raises(errors.OutOfPagesError):
+            _run(rendered, model, profile, params, less, adversarial=False)
+
+
+@pytest.mark.parametrize(
+    ("spec", "model", "profile"), COMBOS, ids=[f"{c[0].stem}-{c[1]}-{c[2]}" for c in COMBOS]
+)
+def test_generic_model_agrees(tmp_path_factory, spec, model, profile):
+    rendered, params = _setup(spec, model, profile, tmp_path_factory)
+    for semantics in ("exact", "trtllm-v2"):
+        for requests, seq_len in ((1, 1), (3, 17), (5, params["max_seq_len"])):
+            kw = dict(params, max_batch_size=requests, max_seq_len=seq_len, semantics=semantics)
+            generic = costmodel.quota_for_requests(
+                rendered.family, model, profile, costmodel.RuntimeParams(**kw)
+            )
+            static = rendered.sizing.quota_for_requests(
+                model,
+                requests=requests,
+                seq_len=seq_len,
+                speculative=profile,
+                max_num_tokens=params["max_num_tokens"],
+                semantics=semantics,
+            )
+            assert static == generic, (semantics, requests, seq_len)
+
+
+def test_quota_for_requests_by_hand(tmp_path_factory):
+    # fx_mqa_pages: 2,048 B/token, tpb 64, page 131,072 B. R = 2 requests of S = 100, H = 1:
+    # each peaks at 99 + 1 = 100 tokens = 2 pages, so P = 4 pages = 524,288 B, planned from
+    # T = 4*64 - 2*63 - 64 + 1 = 67 (ceil((67 + 126)/64) = 4, ceil((66 + 126)/64) = 3).
+    spec = FIXTURE_SPECS / "pages" / "fx_mqa_pages.yaml"
+    rendered = render_family(
+        load_family(spec), spec.read_bytes(), tmp_path_factory.mktemp("h"), "x"
+    )
+    kw = dict(requests=2, seq_len=100, max_num_tokens=100)
+    assert rendered.sizing.quota_for_requests("mqa", **kw) == {"target": 524_288}
+    plain = dict(max_batch_size=2, max_num_tokens=100, max_seq_len=100, semantics="exact")
+    assert rendered.sizing.quota_from_max_tokens("mqa", 67, **plain) == {"target": 524_288}
+    assert rendered.sizing.quota_from_max_tokens("mqa", 66, **plain) == {"target": 393_216}
