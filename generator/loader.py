@@ -115,7 +115,10 @@ def _is_control(char: str) -> bool:
 
 def path_problem(path: str | Path) -> str | None:
     """Why a spec path may not be read or named (KV011), ``None`` when it may."""
-    bad = sorted({char for char in Path(path).as_posix() if _is_control(char)})
+    text = Path(path).as_posix()
+    if text.isprintable():  # str.isprintable: no C* or Z* character but the space (fast path)
+        return None
+    bad = sorted({char for char in text if _is_control(char)})
     if not bad:
         return None
     return "file name contains " + ", ".join(f"U+{ord(char):04X}" for char in bad)
@@ -125,7 +128,7 @@ def display_path(path: str | Path) -> str:
     """The path as diagnostics show it: POSIX separators, control characters escaped
     (``\\n``, ``\\x1b``, ``\\u2028``) so that a file name can never break an output line."""
     text = Path(path).as_posix()
-    if not any(_is_control(char) for char in text):
+    if text.isprintable() or not any(_is_control(char) for char in text):
         return text
     return "".join(
         char.encode("unicode_escape").decode("ascii") if _is_control(char) else char
