@@ -140,3 +140,26 @@ def test_generated_modules_agree_with_the_generic_engine_terms(family_name):
             mine = {m: {k: v for k, v in t.items() if k in ENGINE} for m, t in got.items()}
             params = costmodel.RuntimeParams(semantics=semantics, **kw)
             assert costmodel.engine_terms(family, model.name, profile, params) == mine
+
+
+def test_nemotron_h_8b_ngram4_engine_terms_by_hand():
+    path = REPO / "generated" / "nemotron_h" / "sizing.py"
+    if not path.exists():
+        pytest.skip("run kvgen generate")
+    sizing = import_generated(path, "_kvgen_engine_terms_nemotron_by_hand")
+    kw = {"max_batch_size": 8, "max_num_tokens": 512, "max_seq_len": 8192}
+    terms = sizing.cost_terms("nemotron_h_8b", speculative="ngram4", engine_terms=True, **kw)
+    target = terms["target"]
+    # tpb 64; 4 attention layers of 8 KV heads x 128 bf16: slope 4*2*8*128*2 = 16384; 24 Mamba-2
+    # layers of 2158592 B of state (test_recurrent_state.py derives it): per_request 51806208;
+    # intercept (8 + 1 reserved + 8*5 intermediate) * 51806208 = 2538504192; no SWA layer.
+    assert "startup_estimate_difference" not in target
+    quota = 8192 * 16384 + 2538504192  # quota(S) = 2672721920
+    assert sizing.quota_from_max_tokens("nemotron_h_8b", 8192, speculative="ngram4", **kw) == {
+        "target": quota
+    }
+    assert target["watermark_quota"] == math.ceil(quota / U32) - quota
+    # ngram K=4: H = K + 1 = 5; the dummy holds ceil((1 + 5)/64) = 1 page of the 4 attention
+    # layers: 64 * 16384 = 1 MiB.
+    assert target["cuda_graph_padding"] == 64 * 16384
+    assert target["overlap_scheduler_requests"] == 8 * 51806208  # 414449664
