@@ -46,6 +46,30 @@ EXACT_TERMS = {
     ),
 }
 
+# What the engine does beside the quota (§9): reported by ``engine_terms``, never added to the
+# intercept or to any quota.
+ENGINE_TERMS = {
+    "startup_estimate_difference": (
+        "the startup estimate calls the target manager with max_num_tokens = 0: it leaves out "
+        "N*ctx_swa bytes that the runtime quota charges (target, where ctx_swa > 0)"
+    ),
+    "watermark_quota": (
+        "a quota from max_tokens is divided by the resume watermark: ceil(quota(T) / "
+        "float32(u)) - quota(T), reported at T = max_seq_len (the least max_tokens holding one "
+        "request of S); absent where resume_rounding already applies the watermark"
+    ),
+    "cuda_graph_padding": (
+        "the one CUDA-graph padding dummy (one per distinct runtime draft length): a "
+        "generation request of one token at its step, capacity 1 + H, holding "
+        "ceil((1 + H)/tpb) pages of every attention life cycle (its state row is "
+        "state_reserved_rows)"
+    ),
+    "overlap_scheduler_requests": (
+        "the overlap scheduler's index mapper admits B*pp*2 requests: a second batch of B "
+        "would need B*per_request bytes more"
+    ),
+}
+
 
 # --------------------------------------------------------------------------- headroom (§2)
 
@@ -533,6 +557,35 @@ def cache_costs(
         managed.name: manager_cost(family, managed, head, params, profile)
         for managed in manager_layers(family, model, profile, params)
     }
+
+
+def engine_terms(
+    family: Family, model_name: str, speculative: str, params: RuntimeParams
+) -> dict[str, dict[str, int]]:
+    """Per manager, the ``ENGINE_TERMS`` that apply (§9), in bytes, layer by layer."""
+    costs = cache_costs(family, model_name, speculative, params)
+    profile = _profile(family, speculative)
+    head = headroom(profile, overlap_slack=params.overlap_slack).total
+    tpb = family.tokens_per_block
+    util = float32(params.max_util_for_resume)
+    out: dict[str, dict[str, int]] = {}
+    for managed in manager_layers(family, _model(family, model_name), profile, params):
+        cost = costs[managed.name]
+        terms: dict[str, int] = {}
+        if managed.name == "target" and cost.ctx_swa:
+            terms["startup_estimate_difference"] = cost.max_num_tokens * cost.ctx_swa
+        if cost.resume_rounded_intercept is None:
+            quota = cost.quota(params.max_seq_len)
+            terms["watermark_quota"] = math.ceil(quota / util) - quota
+        # A dummy of history 1 has no stale SWA page (§3): ceil((1 + H)/tpb) on every layer.
+        pages = -(-(1 + head) // tpb)
+        paged = sum(lay.bytes_per_token for lay in managed.layers if lay.is_full or lay.is_swa)
+        if paged:
+            terms["cuda_graph_padding"] = pages * tpb * paged
+        if cost.per_request:
+            terms["overlap_scheduler_requests"] = cost.max_batch_size * cost.per_request
+        out[managed.name] = terms
+    return out
 
 
 def _model(family: Family, name: str) -> Model:

@@ -684,6 +684,7 @@ def cost_terms(
     semantics: str = "trtllm-v2",
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    engine_terms: bool = False,
 ) -> dict[str, dict[str, int]]:
     """Every named term of the static cost, per cache manager, in bytes (§4).
 
@@ -698,6 +699,18 @@ def cost_terms(
     under a speculative profile, ``spec_intermediate_states`` (+ ``spec_replay_history`` with
     ``mamba_state_update="replay"``). ``attention_dp=True`` holds whole KV heads and states on
     every rank (tp = 1 for the caches, §9).
+
+    ``engine_terms=True`` adds what the engine does beside the quota (§9), reported and never
+    added to the intercept or any quota: ``startup_estimate_difference`` (target, ctx_swa > 0:
+    N*ctx_swa, which the startup estimate leaves out by calling the target with
+    max_num_tokens = 0), ``watermark_quota`` (the engine divides a quota from max_tokens by the
+    resume watermark; reported at T = max_seq_len, the least max_tokens that holds one request
+    of S: ceil(quota(S) / float32(u)) - quota(S); absent where resume_rounding already applies
+    it), ``cuda_graph_padding`` (the pages of the one CUDA-graph padding dummy: a generation
+    request of one token at its step, capacity 1 + H, so ceil((1 + H)/tpb) pages of every
+    attention life cycle; its state row is ``state_reserved_rows``) and
+    ``overlap_scheduler_requests`` (B*per_request: the second batch the overlap scheduler's
+    index mapper admits, B*pp*2 requests instead of B*pp).
     """
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
@@ -714,7 +727,35 @@ def cost_terms(
             rounding = sum(b // TOKENS_PER_BLOCK for b, _, _ in t.pools)
             named["pool_page_rounding"] = (TOKENS_PER_BLOCK - 1) * rounding
         out[t.manager] = named
+    if _flag("engine_terms", engine_terms):
+        head = headroom(speculative, overlap_slack=overlap_slack)
+        util32 = _FLOAT32.unpack(_FLOAT32.pack(max_util_for_resume))[0]
+        for t in terms:
+            out[t.manager].update(
+                _engine_terms(t, head, max_batch_size, max_num_tokens, max_seq_len, util32)
+            )
     return out
+
+
+def _engine_terms(
+    terms: _Terms, head: int, batch: int, chunk: int, seq: int, util32: float
+) -> dict[str, int]:
+    """The engine's terms beside the quota of one manager (§9); see ``cost_terms``."""
+    batch, chunk, seq = operator.index(batch), operator.index(chunk), operator.index(seq)
+    named = {}
+    if terms.manager == "target" and terms.ctx_swa:
+        named["startup_estimate_difference"] = chunk * terms.ctx_swa
+    if terms.resume_rounding is None:
+        quota = _quota(terms, seq, chunk)
+        named["watermark_quota"] = math.ceil(quota / util32) - quota
+    # History 1 holds no stale SWA page (§3): every life cycle holds ceil((1 + H)/tpb) pages.
+    paged = terms.slope + sum(cycle for _w, _s, _pages, cycle in terms.life_cycles)
+    if paged:
+        pages = -(-(1 + head) // TOKENS_PER_BLOCK)
+        named["cuda_graph_padding"] = pages * TOKENS_PER_BLOCK * paged
+    if terms.per_request:
+        named["overlap_scheduler_requests"] = batch * terms.per_request
+    return named
 
 
 def cache_costs(
