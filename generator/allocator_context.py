@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from kvgen.costmodel import kind_head_dim
+from kvgen.recurrent import mamba_fields
 from kvgen.render_input import SpecInput, artifact, pyrepr
 from kvgen.runtime import RUNTIME_VERSION  # the version module only: no torch here
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
@@ -127,22 +128,7 @@ def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict
         "extra_bytes_per_token": kind.extra_bytes_per_token,
         "state_bytes": kind.state_bytes or 0,
         "dtype": kind.dtype or dtype,
-        **_mamba_fields(kind, dtype),
-    }
-
-
-def _mamba_fields(kind: LayerKind, dtype: str) -> dict[str, Any]:
-    """The recurrent state's dimensions (docs/cost-model.md §8); none for raw state_bytes."""
-    state = kind.mamba
-    if state is None:
-        return {}
-    return {
-        "ssm_heads": state.num_heads,
-        "ssm_head_dim": state.head_dim,
-        "d_state": state.d_state,
-        "n_groups": state.n_groups,
-        "d_conv": state.d_conv,
-        "ssm_dtype": state.ssm_dtype or kind.dtype or dtype,
+        **mamba_fields(kind, dtype),
     }
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kvgen.spec import MambaState, Speculative
+from kvgen.spec import LayerKind, MambaState, Speculative
 
 if TYPE_CHECKING:
     from kvgen.costmodel import Layer
@@ -80,3 +80,20 @@ def state_terms(
     else:
         terms["spec_intermediate_states"] = batch * step * sum(m.conv + m.ssm for m in mambas)
     return terms
+
+
+def mamba_fields(kind: LayerKind, dtype: str) -> dict[str, Any]:
+    """A recurrent kind's state dimensions (§8) as the generated tables' fields (the sizing
+    ``Kind`` and the shim's ``LayerKind`` name them alike); none for the raw ``state_bytes``.
+    ``dtype`` is the pool's; the SSM state keeps its own dtype when the spec gives one."""
+    state = kind.mamba
+    if state is None:
+        return {}
+    return {
+        "ssm_heads": state.num_heads,
+        "ssm_head_dim": state.head_dim,
+        "d_state": state.d_state,
+        "n_groups": state.n_groups,
+        "d_conv": state.d_conv,
+        "ssm_dtype": state.ssm_dtype or kind.dtype or dtype,
+    }

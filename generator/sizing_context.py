@@ -16,9 +16,10 @@ from kvgen import engines_core, sizing_core
 from kvgen.costmodel import element_bytes, headroom, kind_head_dim
 from kvgen.engines._rows import engine_tables
 from kvgen.engines_core import EngineLayer
+from kvgen.recurrent import mamba_fields
 from kvgen.render_input import SpecInput, artifact, pyrepr
 from kvgen.sizing_core import Kind, Model, Profile, Stack
-from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack, Speculative
+from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
 
 LINE_LENGTH = 100
 TABLES_MARK = "# ---- family tables (from the spec) ----\n"
@@ -101,23 +102,8 @@ def kind_row(
         bytes_per_token=fixed,
         extra_bytes_per_token=kind.extra_bytes_per_token,
         state_bytes=kind.state_bytes or 0,
-        **_mamba_fields(kind, dtype),
+        **mamba_fields(kind, dtype),
     )
-
-
-def _mamba_fields(kind: LayerKind, dtype: str) -> dict[str, Any]:
-    """The recurrent state's dimensions (§8) as Kind fields; none for the raw state_bytes."""
-    state = kind.mamba
-    if state is None:
-        return {}
-    return {
-        "ssm_heads": state.num_heads,
-        "ssm_head_dim": state.head_dim,
-        "d_state": state.d_state,
-        "n_groups": state.n_groups,
-        "d_conv": state.d_conv,
-        "ssm_dtype": state.ssm_dtype or dtype,
-    }
 
 
 def stack_row(stack: LayerStack, dtype: str, shape_of: LayerStack) -> Stack:
