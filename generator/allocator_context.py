@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from kvgen.costmodel import kind_head_dim
 from kvgen.recurrent import mamba_fields
-from kvgen.render_input import SpecInput, artifact, pyrepr
+from kvgen.render_input import SpecInput, artifact, scalar_literal
 from kvgen.runtime import RUNTIME_VERSION  # the version module only: no torch here
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
 
@@ -54,10 +54,7 @@ def literal(value: Any) -> Code:
         return Seq("(", ")", tuple(literal(v) for v in value))
     if isinstance(value, dict):
         return Dict(tuple((literal(k), literal(v)) for k, v in value.items()))
-    text = pyrepr(value)
-    if isinstance(value, str) and text.startswith("'") and '"' not in text:
-        text = '"' + text[1:-1] + '"'
-    return text
+    return scalar_literal(value)
 
 
 def flat(code: Code) -> str:

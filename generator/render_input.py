@@ -27,6 +27,7 @@ __all__ = [
     "artifact",
     "project_root",
     "pyrepr",
+    "scalar_literal",
     "spec_source",
     "unsafe_path",
 ]
@@ -70,6 +71,16 @@ def pyrepr(value: Any) -> str:
 # An artifact: file name inside generated/<family>/, its template, and its context builder.
 ContextBuilder = Callable[[SpecInput], dict[str, Any]]
 ARTIFACTS: dict[str, tuple[str, ContextBuilder]] = {}
+
+
+def scalar_literal(value: Any) -> str:
+    """``pyrepr`` of a scalar with the quotes ``ruff format`` prefers: a string goes in double
+    quotes unless it holds one (repr already picked double quotes then). Both table builders
+    write scalars through this, so generated tables are canonical without a formatter."""
+    text = pyrepr(value)
+    if isinstance(value, str) and text.startswith("'") and '"' not in value:
+        return f'"{text[1:-1]}"'
+    return text
 
 
 def artifact(name: str, template: str) -> Callable[[ContextBuilder], ContextBuilder]:

@@ -17,7 +17,7 @@ from kvgen.costmodel import element_bytes, headroom, kind_head_dim
 from kvgen.engines._rows import engine_tables
 from kvgen.engines_core import EngineLayer
 from kvgen.recurrent import mamba_fields
-from kvgen.render_input import SpecInput, artifact, pyrepr
+from kvgen.render_input import SpecInput, artifact, scalar_literal
 from kvgen.sizing_core import Kind, Model, Profile, Stack
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
 
@@ -176,12 +176,7 @@ def _items(value: Any) -> tuple[str, str, list[tuple[str, Any]]]:
     raise TypeError(f"not a bracketed literal: {type(value).__name__}")
 
 
-def literal(value: Any) -> str:
-    """``pyrepr`` with the quotes ruff prefers: double, unless the text holds a double quote."""
-    text = pyrepr(value)
-    if isinstance(value, str) and text.startswith("'") and '"' not in value:
-        return f'"{text[1:-1]}"'
-    return text
+literal = scalar_literal  # a scalar as canonical code (the one quoting rule)
 
 
 def _flat(value: Any) -> str:
