@@ -28,6 +28,7 @@ def test_text_table_names_each_difference(capsys: pytest.CaptureFixture[str]) ->
     # 7 groups of 10 layers, 8 of them padding: 8/70 = 11.4% of every block unused.
     assert "group_padding_layers: 7 groups of 10 layers, 8 of them padding (11.4%" in out
     assert "null_block: one block of 1,310,720 bytes" in out
+    # min(1,023 + 2 x 8,192 in flight, S = 8,192) tokens / 16 per block + 1 block = 513.
     assert "swa_in_flight_bound: window 1024: 513 blocks per request" in out
     assert "full_length_layers: 52 sliding layers sized full length" in out
 
