@@ -27,6 +27,7 @@ from kvgen.sizing_core import (
     _integer,
     _name,
     _new,
+    _Record,
     _tokens,
     split_budget,
 )
@@ -65,40 +66,85 @@ UNMODELLED = {
 }
 
 
-class EngineLayer(NamedTuple):
+class EngineLayer(_Record):
     """``layers`` cached layers of one shape, as every engine reads them (§1); rows keep the
     order in which each shape first appears in the model."""
 
-    attention: str  # "full", "sliding", "mla" or "recurrent"
-    layers: int
-    kv_heads: int = 0  # 1 for MLA (one latent), 0 for recurrent
-    head_dim: int = 0  # K head size; MLA: kv_lora_rank + qk_rope_head_dim
-    value_dim: int = 0  # V head size; 0 for MLA
-    window: int | None = None  # sliding layers only
-    state_bytes: int = 0  # recurrent layers only, at tp=1
-    dtype: str = ""
+    _fields = (
+        "attention",
+        "layers",
+        "kv_heads",
+        "head_dim",
+        "value_dim",
+        "window",
+        "state_bytes",
+        "dtype",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        attention: str,  # "full", "sliding", "mla" or "recurrent"
+        layers: int,
+        kv_heads: int = 0,  # 1 for MLA (one latent), 0 for recurrent
+        head_dim: int = 0,  # K head size; MLA: kv_lora_rank + qk_rope_head_dim
+        value_dim: int = 0,  # V head size; 0 for MLA
+        window: int | None = None,  # sliding layers only
+        state_bytes: int = 0,  # recurrent layers only, at tp=1
+        dtype: str = "",
+    ) -> None:
+        self.attention = attention
+        self.layers = layers
+        self.kv_heads = kv_heads
+        self.head_dim = head_dim
+        self.value_dim = value_dim
+        self.window = window
+        self.state_bytes = state_bytes
+        self.dtype = dtype
 
 
-class EngineDraft(NamedTuple):
+class EngineDraft(_Record):
     """A speculative profile as vLLM runs it: drafter layers in the target's pool, tokens kept
     below each sliding window, and one more Mamba state block per draft token."""
 
-    layers: tuple[EngineLayer, ...]
-    retained: int
-    state_blocks: int
-    unmodelled: str = ""  # why vLLM's answer is not modelled: a key of UNMODELLED
+    _fields = ("layers", "retained", "state_blocks", "unmodelled")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        layers: tuple[EngineLayer, ...],
+        retained: int,
+        state_blocks: int,
+        unmodelled: str = "",  # why vLLM's answer is not modelled: a key of UNMODELLED
+    ) -> None:
+        self.layers = layers
+        self.retained = retained
+        self.state_blocks = state_blocks
+        self.unmodelled = unmodelled
 
 
-class EngineModel(NamedTuple):
+class EngineModel(_Record):
     """One model's engine rows: native context, cached layers, vLLM profiles, and what SGLang
     needs beyond the layers (hybrid-SWA architecture, SSM share of each recurrent state)."""
 
-    max_seq_len: int
-    layers: tuple[EngineLayer, ...]
-    drafts: dict[str, EngineDraft]
-    hybrid_swa: bool = False
-    ssm_state_bytes: int = 0  # per recurrent layer, bf16, tp=1 (0: unknown)
-    unmodelled: str = ""  # why no engine answers for the model: a key of UNMODELLED
+    _fields = ("max_seq_len", "layers", "drafts", "hybrid_swa", "ssm_state_bytes", "unmodelled")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        max_seq_len: int,
+        layers: tuple[EngineLayer, ...],
+        drafts: dict[str, EngineDraft],
+        hybrid_swa: bool = False,
+        ssm_state_bytes: int = 0,  # per recurrent layer, bf16, tp=1 (0: unknown)
+        unmodelled: str = "",  # why no engine answers for the model: a key of UNMODELLED
+    ) -> None:
+        self.max_seq_len = max_seq_len
+        self.layers = layers
+        self.drafts = drafts
+        self.hybrid_swa = hybrid_swa
+        self.ssm_state_bytes = ssm_state_bytes
+        self.unmodelled = unmodelled
 
 
 # ---- engine tables (from the spec) ----
@@ -171,47 +217,115 @@ SSM_DTYPES = ("fp32", "bf16", "fp16")
 _GIB = 1 << 30
 
 
-class VllmGroups(NamedTuple):
+class VllmGroups(_Record):
     """One kind of group: ``group_count`` groups of layers that reserve blocks the same way."""
 
-    attention: str  # "full" (also MLA), "sliding" or "recurrent"
-    window: int | None
-    block_size: int  # tokens per block of these layers (pages may be unified upwards)
-    group_count: int
-    layers: int  # layers in the widest of them
+    _fields = ("attention", "window", "block_size", "group_count", "layers")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        attention: str,  # "full" (also MLA), "sliding" or "recurrent"
+        window: int | None,
+        block_size: int,  # tokens per block of these layers (pages may be unified upwards)
+        group_count: int,
+        layers: int,  # layers in the widest of them
+    ) -> None:
+        self.attention = attention
+        self.window = window
+        self.block_size = block_size
+        self.group_count = group_count
+        self.layers = layers
 
 
-class VllmPlan(NamedTuple):
+class VllmPlan(_Record):
     """The static part of vLLM's plan: everything that does not depend on the budget."""
 
-    block_size: int  # attention block size after Mamba page unification
-    bytes_per_block: int  # one block of the shared pool
-    groups: tuple[VllmGroups, ...]
-    group_size: int  # layers per group
-    padding_layers: int  # pages per block no layer uses (group padding layers)
-    mamba_page_padding: int  # bytes added to each Mamba page (Mamba page unification)
-    full: tuple[tuple[int, int], ...]  # (groups, block size)
-    sliding: tuple[tuple[int, int, int], ...]  # (groups, window - 1 + retained, block size)
-    state_groups: int
-    native_max_seq_len: int  # the model's context length (vLLM's max_model_len limit)
-    speculative_blocks: int  # extra state blocks per request per Mamba group (draft tokens)
+    _fields = (
+        "block_size",
+        "bytes_per_block",
+        "groups",
+        "group_size",
+        "padding_layers",
+        "mamba_page_padding",
+        "full",
+        "sliding",
+        "state_groups",
+        "native_max_seq_len",
+        "speculative_blocks",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        block_size: int,  # attention block size after Mamba page unification
+        bytes_per_block: int,  # one block of the shared pool
+        groups: tuple[VllmGroups, ...],
+        group_size: int,  # layers per group
+        padding_layers: int,  # pages per block no layer uses (group padding layers)
+        mamba_page_padding: int,  # bytes added to each Mamba page (Mamba page unification)
+        full: tuple[tuple[int, int], ...],  # (groups, block size)
+        sliding: tuple[tuple[int, int, int], ...],  # (groups, window - 1 + retained, block size)
+        state_groups: int,
+        native_max_seq_len: int,  # the model's context length (vLLM's max_model_len limit)
+        speculative_blocks: int,  # extra state blocks per request per Mamba group (draft tokens)
+    ) -> None:
+        self.block_size = block_size
+        self.bytes_per_block = bytes_per_block
+        self.groups = groups
+        self.group_size = group_size
+        self.padding_layers = padding_layers
+        self.mamba_page_padding = mamba_page_padding
+        self.full = full
+        self.sliding = sliding
+        self.state_groups = state_groups
+        self.native_max_seq_len = native_max_seq_len
+        self.speculative_blocks = speculative_blocks
 
 
-class SglangPlan(NamedTuple):
+class SglangPlan(_Record):
     """The static part of SGLang's sizing for one model (bytes per pool token and per slot)."""
 
-    full_bytes_per_token: int  # every layer sized full length
-    swa_bytes_per_token: int  # hybrid-SWA sliding layers (0 otherwise)
-    window: int | None  # the sliding window of a hybrid-SWA model
-    state_bytes_per_request: int  # all recurrent layers, SSM part in the SSM dtype
-    ssm_extra_bytes: int  # what the SSM dtype adds over the spec's dtype, per request
-    native_max_seq_len: int  # the model's context length (SGLang's context_len)
+    _fields = (
+        "full_bytes_per_token",
+        "swa_bytes_per_token",
+        "window",
+        "state_bytes_per_request",
+        "ssm_extra_bytes",
+        "native_max_seq_len",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        full_bytes_per_token: int,  # every layer sized full length
+        swa_bytes_per_token: int,  # hybrid-SWA sliding layers (0 otherwise)
+        window: int | None,  # the sliding window of a hybrid-SWA model
+        state_bytes_per_request: int,  # all recurrent layers, SSM part in the SSM dtype
+        ssm_extra_bytes: int,  # what the SSM dtype adds over the spec's dtype, per request
+        native_max_seq_len: int,  # the model's context length (SGLang's context_len)
+    ) -> None:
+        self.full_bytes_per_token = full_bytes_per_token
+        self.swa_bytes_per_token = swa_bytes_per_token
+        self.window = window
+        self.state_bytes_per_request = state_bytes_per_request
+        self.ssm_extra_bytes = ssm_extra_bytes
+        self.native_max_seq_len = native_max_seq_len
 
 
-class SglangPools(NamedTuple):
-    full_tokens: int
-    swa_tokens: int  # 0 unless hybrid SWA
-    state_slots: int  # 0 unless Mamba hybrid (usable slots; one more is padding)
+class SglangPools(_Record):
+    _fields = ("full_tokens", "swa_tokens", "state_slots")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        full_tokens: int,
+        swa_tokens: int,  # 0 unless hybrid SWA
+        state_slots: int,  # 0 unless Mamba hybrid (usable slots; one more is padding)
+    ) -> None:
+        self.full_tokens = full_tokens
+        self.swa_tokens = swa_tokens
+        self.state_slots = state_slots
 
 
 def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
@@ -482,11 +596,9 @@ def sglang_pools(
         per_token = plan.full_bytes_per_token + swa_full_tokens_ratio * plan.swa_bytes_per_token
         full = int(usable // per_token) // page_size * page_size
         swa = int(full * swa_full_tokens_ratio) // page_size * page_size
-        pools: SglangPools = _new(SglangPools, (full, swa, slots))
-        return pools
+        return SglangPools(full, swa, slots)
     full = usable // plan.full_bytes_per_token // page_size * page_size
-    pools = _new(SglangPools, (full, 0, slots))
-    return pools
+    return SglangPools(full, 0, slots)
 
 
 def sglang_sliding_tokens(plan: SglangPlan, max_seq_len: int, page_size: int) -> int:

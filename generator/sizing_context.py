@@ -159,8 +159,8 @@ _POSITIONAL_FIRST = (Kind, Profile, EngineLayer)
 
 def _items(value: Any) -> tuple[str, str, list[tuple[str, Any]]]:
     """Opening bracket, closing bracket and ``(prefix, item)`` of a bracketed literal."""
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        defaults = type(value)._field_defaults
+    if hasattr(value, "_fields"):
+        defaults = _field_defaults(type(value))
         items = []
         for i, field in enumerate(value._fields):
             item = getattr(value, field)
@@ -176,11 +176,22 @@ def _items(value: Any) -> tuple[str, str, list[tuple[str, Any]]]:
     raise TypeError(f"not a bracketed literal: {type(value).__name__}")
 
 
+def _field_defaults(row_type: type) -> dict[str, Any]:
+    """A row type's defaults by field: a NamedTuple's own, or a ``_Record``'s constructor's."""
+    if hasattr(row_type, "_field_defaults"):
+        return dict(row_type._field_defaults)
+    names: tuple[str, ...] = row_type._fields  # type: ignore[attr-defined]
+    values = row_type.__init__.__defaults__ or ()  # type: ignore[misc]
+    return dict(zip(names[len(names) - len(values) :], values, strict=True))
+
+
+# Values written with brackets: tuples (NamedTuple rows too), dicts and the tables' rows.
+_BRACKETED = (tuple, dict, sizing_core._Record)
 literal = scalar_literal  # a scalar as canonical code (the one quoting rule)
 
 
 def _flat(value: Any) -> str:
-    if not isinstance(value, tuple | dict):
+    if not isinstance(value, _BRACKETED):
         return literal(value)
     opening, closing, items = _items(value)
     inner = ", ".join(prefix + _flat(item) for prefix, item in items)
@@ -193,7 +204,7 @@ def _lines(value: Any, indent: int, head: str, tail: str) -> list[str]:
     """``head + value + tail`` at ``indent`` as ruff formats it: on one line when it fits,
     else one item per line with a trailing comma, each item laid out the same way."""
     flat = " " * indent + head + _flat(value) + tail
-    if len(flat) <= LINE_LENGTH or not isinstance(value, tuple | dict) or not value:
+    if len(flat) <= LINE_LENGTH or not isinstance(value, _BRACKETED) or value in ((), {}):
         return [flat]
     opening, closing, items = _items(value)
     lines = [" " * indent + head + opening]

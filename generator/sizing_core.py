@@ -58,62 +58,152 @@ class CacheCost(NamedTuple):
     intercept: int
 
 
-class Kind(NamedTuple):
+class _Record:
+    """Named fields compared, hashed and printed by value like a NamedTuple's. The table rows
+    use it because creating a NamedTuple class compiles its ``__new__`` when the module is
+    imported (about 0.1 ms a class); rows are never changed after they are built."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()  # in the constructor's order, as NamedTuple's
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple([getattr(self, name) for name in self._fields])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Record) or type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join([f"{name}={getattr(self, name)!r}" for name in self._fields])
+        return f"{type(self).__name__}({fields})"
+
+
+class Kind(_Record):
     """One layer kind of a stack and how many of the stack's layers have it (§1).
 
     ``kv_heads`` 0 means a shape that tensor parallelism does not split (MLA latent, raw
     bytes): its size is ``bytes_per_token``. ``window`` is None for full attention.
+    Recurrent state by dimensions (§8): conv window conv_dim/tp x (d_conv-1) in ``dtype``, SSM
+    state ssm_heads/tp x ssm_head_dim x d_state in ``ssm_dtype``; ssm_heads 0: ``state_bytes``
+    raw, per request per layer at tp=1.
     """
 
-    attention: str  # "full", "sliding", "recurrent" or "none" (no cache)
-    layers: int
-    window: int | None = None
-    sink_tokens: int = 0
-    kv_heads: int = 0
-    head_dim: int = 0
-    dtype: str = ""
-    bytes_per_token: int = 0
-    extra_bytes_per_token: int = 0
-    state_bytes: int = 0  # recurrent: per request per layer at tp=1
-    # Recurrent state by dimensions (§8): conv window conv_dim/tp x (d_conv-1) in ``dtype``,
-    # SSM state ssm_heads/tp x ssm_head_dim x d_state in ``ssm_dtype``; ssm_heads 0: raw bytes.
-    ssm_heads: int = 0
-    ssm_head_dim: int = 0
-    d_state: int = 0
-    n_groups: int = 0
-    d_conv: int = 0
-    ssm_dtype: str = ""
+    _fields = (
+        "attention",
+        "layers",
+        "window",
+        "sink_tokens",
+        "kv_heads",
+        "head_dim",
+        "dtype",
+        "bytes_per_token",
+        "extra_bytes_per_token",
+        "state_bytes",
+        "ssm_heads",
+        "ssm_head_dim",
+        "d_state",
+        "n_groups",
+        "d_conv",
+        "ssm_dtype",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        attention: str,  # "full", "sliding", "recurrent" or "none" (no cache)
+        layers: int,
+        window: int | None = None,
+        sink_tokens: int = 0,
+        kv_heads: int = 0,
+        head_dim: int = 0,
+        dtype: str = "",
+        bytes_per_token: int = 0,
+        extra_bytes_per_token: int = 0,
+        state_bytes: int = 0,
+        ssm_heads: int = 0,
+        ssm_head_dim: int = 0,
+        d_state: int = 0,
+        n_groups: int = 0,
+        d_conv: int = 0,
+        ssm_dtype: str = "",
+    ) -> None:
+        self.attention = attention
+        self.layers = layers
+        self.window = window
+        self.sink_tokens = sink_tokens
+        self.kv_heads = kv_heads
+        self.head_dim = head_dim
+        self.dtype = dtype
+        self.bytes_per_token = bytes_per_token
+        self.extra_bytes_per_token = extra_bytes_per_token
+        self.state_bytes = state_bytes
+        self.ssm_heads = ssm_heads
+        self.ssm_head_dim = ssm_head_dim
+        self.d_state = d_state
+        self.n_groups = n_groups
+        self.d_conv = d_conv
+        self.ssm_dtype = ssm_dtype
 
 
-class Stack(NamedTuple):
+class Stack(_Record):
     """``layer_count`` layers whose kinds repeat ``pattern`` cyclically; layer i keeps its
     kind on every pipeline rank (§1)."""
 
-    layer_count: int
-    pattern: tuple[str, ...]
-    kinds: dict[str, Kind]
+    _fields = ("layer_count", "pattern", "kinds")
+    __slots__ = _fields
+
+    def __init__(self, layer_count: int, pattern: tuple[str, ...], kinds: dict[str, Kind]) -> None:
+        self.layer_count = layer_count
+        self.pattern = pattern
+        self.kinds = kinds
 
 
-class Model(NamedTuple):
+class Model(_Record):
     """A model: native context length, target layers, the profiles that apply ("none" first)
     and, per EAGLE3/MTP one-model profile, the draft layers the target manager holds."""
 
-    max_seq_len: int
-    layers: Stack
-    profiles: tuple[str, ...]
-    extra_layers: dict[str, Stack]
+    _fields = ("max_seq_len", "layers", "profiles", "extra_layers")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        max_seq_len: int,
+        layers: Stack,
+        profiles: tuple[str, ...],
+        extra_layers: dict[str, Stack],
+    ) -> None:
+        self.max_seq_len = max_seq_len
+        self.layers = layers
+        self.profiles = profiles
+        self.extra_layers = extra_layers
 
 
-class Profile(NamedTuple):
+class Profile(_Record):
     """Speculative headroom terms (§2, §5): K, E, G, the block-reuse backoff D, and the
     separate draft pool of a one-model external drafter (§6)."""
 
-    mode: str
-    draft_len: int
-    extra: int
-    step: int
-    backoff: int
-    draft: Stack | None = None
+    _fields = ("mode", "draft_len", "extra", "step", "backoff", "draft")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        mode: str,
+        draft_len: int,
+        extra: int,
+        step: int,
+        backoff: int,
+        draft: Stack | None = None,
+    ) -> None:
+        self.mode = mode
+        self.draft_len = draft_len
+        self.extra = extra
+        self.step = step
+        self.backoff = backoff
+        self.draft = draft
 
 
 # ---- family tables (from the spec) ----
@@ -214,10 +304,14 @@ _TERM_NAMES = (
 _new = tuple.__new__  # builds a row without NamedTuple.__new__'s Python frame
 
 
-class _Terms(NamedTuple):
+class _Terms(tuple):  # type: ignore[type-arg]
     """One manager's named terms of §4; the rounding terms are None where they do not apply
-    (the two "exact" ones under "trtllm-v2", resume rounding but for a single-SWA-pool draft)."""
+    (the two "exact" ones under "trtllm-v2", resume rounding but for a single-SWA-pool draft).
+    Built with ``_new`` from a plain tuple of the fields in this order; each field reads
+    through an ``operator.itemgetter`` property (set below), as a NamedTuple's would, without
+    compiling a NamedTuple class at import."""
 
+    __slots__ = ()
     manager: str
     slope: int
     per_request: int
@@ -231,7 +325,12 @@ class _Terms(NamedTuple):
     # page, the T its growth stops at (-1: never), tokens its pages are rounded up with).
     fixed_pool_bytes: int
     pools: tuple[tuple[int, int, int], ...]
-    states: tuple[tuple[str, int], ...] = ()  # recurrent rows beyond one per request (§8)
+    states: tuple[tuple[str, int], ...]  # recurrent rows beyond one per request (§8)
+
+
+for _index, _field in enumerate(_Terms.__annotations__):
+    setattr(_Terms, _field, property(operator.itemgetter(_index)))
+del _index, _field
 
 
 def _did_you_mean(word: object, choices: Iterable[str]) -> str:

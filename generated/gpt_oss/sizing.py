@@ -86,62 +86,152 @@ class CacheCost(NamedTuple):
     intercept: int
 
 
-class Kind(NamedTuple):
+class _Record:
+    """Named fields compared, hashed and printed by value like a NamedTuple's. The table rows
+    use it because creating a NamedTuple class compiles its ``__new__`` when the module is
+    imported (about 0.1 ms a class); rows are never changed after they are built."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()  # in the constructor's order, as NamedTuple's
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple([getattr(self, name) for name in self._fields])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Record) or type(other) is not type(self):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join([f"{name}={getattr(self, name)!r}" for name in self._fields])
+        return f"{type(self).__name__}({fields})"
+
+
+class Kind(_Record):
     """One layer kind of a stack and how many of the stack's layers have it (§1).
 
     ``kv_heads`` 0 means a shape that tensor parallelism does not split (MLA latent, raw
     bytes): its size is ``bytes_per_token``. ``window`` is None for full attention.
+    Recurrent state by dimensions (§8): conv window conv_dim/tp x (d_conv-1) in ``dtype``, SSM
+    state ssm_heads/tp x ssm_head_dim x d_state in ``ssm_dtype``; ssm_heads 0: ``state_bytes``
+    raw, per request per layer at tp=1.
     """
 
-    attention: str  # "full", "sliding", "recurrent" or "none" (no cache)
-    layers: int
-    window: int | None = None
-    sink_tokens: int = 0
-    kv_heads: int = 0
-    head_dim: int = 0
-    dtype: str = ""
-    bytes_per_token: int = 0
-    extra_bytes_per_token: int = 0
-    state_bytes: int = 0  # recurrent: per request per layer at tp=1
-    # Recurrent state by dimensions (§8): conv window conv_dim/tp x (d_conv-1) in ``dtype``,
-    # SSM state ssm_heads/tp x ssm_head_dim x d_state in ``ssm_dtype``; ssm_heads 0: raw bytes.
-    ssm_heads: int = 0
-    ssm_head_dim: int = 0
-    d_state: int = 0
-    n_groups: int = 0
-    d_conv: int = 0
-    ssm_dtype: str = ""
+    _fields = (
+        "attention",
+        "layers",
+        "window",
+        "sink_tokens",
+        "kv_heads",
+        "head_dim",
+        "dtype",
+        "bytes_per_token",
+        "extra_bytes_per_token",
+        "state_bytes",
+        "ssm_heads",
+        "ssm_head_dim",
+        "d_state",
+        "n_groups",
+        "d_conv",
+        "ssm_dtype",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        attention: str,  # "full", "sliding", "recurrent" or "none" (no cache)
+        layers: int,
+        window: int | None = None,
+        sink_tokens: int = 0,
+        kv_heads: int = 0,
+        head_dim: int = 0,
+        dtype: str = "",
+        bytes_per_token: int = 0,
+        extra_bytes_per_token: int = 0,
+        state_bytes: int = 0,
+        ssm_heads: int = 0,
+        ssm_head_dim: int = 0,
+        d_state: int = 0,
+        n_groups: int = 0,
+        d_conv: int = 0,
+        ssm_dtype: str = "",
+    ) -> None:
+        self.attention = attention
+        self.layers = layers
+        self.window = window
+        self.sink_tokens = sink_tokens
+        self.kv_heads = kv_heads
+        self.head_dim = head_dim
+        self.dtype = dtype
+        self.bytes_per_token = bytes_per_token
+        self.extra_bytes_per_token = extra_bytes_per_token
+        self.state_bytes = state_bytes
+        self.ssm_heads = ssm_heads
+        self.ssm_head_dim = ssm_head_dim
+        self.d_state = d_state
+        self.n_groups = n_groups
+        self.d_conv = d_conv
+        self.ssm_dtype = ssm_dtype
 
 
-class Stack(NamedTuple):
+class Stack(_Record):
     """``layer_count`` layers whose kinds repeat ``pattern`` cyclically; layer i keeps its
     kind on every pipeline rank (§1)."""
 
-    layer_count: int
-    pattern: tuple[str, ...]
-    kinds: dict[str, Kind]
+    _fields = ("layer_count", "pattern", "kinds")
+    __slots__ = _fields
+
+    def __init__(self, layer_count: int, pattern: tuple[str, ...], kinds: dict[str, Kind]) -> None:
+        self.layer_count = layer_count
+        self.pattern = pattern
+        self.kinds = kinds
 
 
-class Model(NamedTuple):
+class Model(_Record):
     """A model: native context length, target layers, the profiles that apply ("none" first)
     and, per EAGLE3/MTP one-model profile, the draft layers the target manager holds."""
 
-    max_seq_len: int
-    layers: Stack
-    profiles: tuple[str, ...]
-    extra_layers: dict[str, Stack]
+    _fields = ("max_seq_len", "layers", "profiles", "extra_layers")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        max_seq_len: int,
+        layers: Stack,
+        profiles: tuple[str, ...],
+        extra_layers: dict[str, Stack],
+    ) -> None:
+        self.max_seq_len = max_seq_len
+        self.layers = layers
+        self.profiles = profiles
+        self.extra_layers = extra_layers
 
 
-class Profile(NamedTuple):
+class Profile(_Record):
     """Speculative headroom terms (§2, §5): K, E, G, the block-reuse backoff D, and the
     separate draft pool of a one-model external drafter (§6)."""
 
-    mode: str
-    draft_len: int
-    extra: int
-    step: int
-    backoff: int
-    draft: Stack | None = None
+    _fields = ("mode", "draft_len", "extra", "step", "backoff", "draft")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        mode: str,
+        draft_len: int,
+        extra: int,
+        step: int,
+        backoff: int,
+        draft: Stack | None = None,
+    ) -> None:
+        self.mode = mode
+        self.draft_len = draft_len
+        self.extra = extra
+        self.step = step
+        self.backoff = backoff
+        self.draft = draft
 
 
 # ---- family tables (from the spec) ----
@@ -238,10 +328,14 @@ _TERM_NAMES = (
 _new = tuple.__new__  # builds a row without NamedTuple.__new__'s Python frame
 
 
-class _Terms(NamedTuple):
+class _Terms(tuple):  # type: ignore[type-arg]
     """One manager's named terms of §4; the rounding terms are None where they do not apply
-    (the two "exact" ones under "trtllm-v2", resume rounding but for a single-SWA-pool draft)."""
+    (the two "exact" ones under "trtllm-v2", resume rounding but for a single-SWA-pool draft).
+    Built with ``_new`` from a plain tuple of the fields in this order; each field reads
+    through an ``operator.itemgetter`` property (set below), as a NamedTuple's would, without
+    compiling a NamedTuple class at import."""
 
+    __slots__ = ()
     manager: str
     slope: int
     per_request: int
@@ -255,7 +349,12 @@ class _Terms(NamedTuple):
     # page, the T its growth stops at (-1: never), tokens its pages are rounded up with).
     fixed_pool_bytes: int
     pools: tuple[tuple[int, int, int], ...]
-    states: tuple[tuple[str, int], ...] = ()  # recurrent rows beyond one per request (§8)
+    states: tuple[tuple[str, int], ...]  # recurrent rows beyond one per request (§8)
+
+
+for _index, _field in enumerate(_Terms.__annotations__):
+    setattr(_Terms, _field, property(operator.itemgetter(_index)))
+del _index, _field
 
 
 def _did_you_mean(word: object, choices: Iterable[str]) -> str:
@@ -1096,40 +1195,85 @@ UNMODELLED = {
 }
 
 
-class EngineLayer(NamedTuple):
+class EngineLayer(_Record):
     """``layers`` cached layers of one shape, as every engine reads them (§1); rows keep the
     order in which each shape first appears in the model."""
 
-    attention: str  # "full", "sliding", "mla" or "recurrent"
-    layers: int
-    kv_heads: int = 0  # 1 for MLA (one latent), 0 for recurrent
-    head_dim: int = 0  # K head size; MLA: kv_lora_rank + qk_rope_head_dim
-    value_dim: int = 0  # V head size; 0 for MLA
-    window: int | None = None  # sliding layers only
-    state_bytes: int = 0  # recurrent layers only, at tp=1
-    dtype: str = ""
+    _fields = (
+        "attention",
+        "layers",
+        "kv_heads",
+        "head_dim",
+        "value_dim",
+        "window",
+        "state_bytes",
+        "dtype",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        attention: str,  # "full", "sliding", "mla" or "recurrent"
+        layers: int,
+        kv_heads: int = 0,  # 1 for MLA (one latent), 0 for recurrent
+        head_dim: int = 0,  # K head size; MLA: kv_lora_rank + qk_rope_head_dim
+        value_dim: int = 0,  # V head size; 0 for MLA
+        window: int | None = None,  # sliding layers only
+        state_bytes: int = 0,  # recurrent layers only, at tp=1
+        dtype: str = "",
+    ) -> None:
+        self.attention = attention
+        self.layers = layers
+        self.kv_heads = kv_heads
+        self.head_dim = head_dim
+        self.value_dim = value_dim
+        self.window = window
+        self.state_bytes = state_bytes
+        self.dtype = dtype
 
 
-class EngineDraft(NamedTuple):
+class EngineDraft(_Record):
     """A speculative profile as vLLM runs it: drafter layers in the target's pool, tokens kept
     below each sliding window, and one more Mamba state block per draft token."""
 
-    layers: tuple[EngineLayer, ...]
-    retained: int
-    state_blocks: int
-    unmodelled: str = ""  # why vLLM's answer is not modelled: a key of UNMODELLED
+    _fields = ("layers", "retained", "state_blocks", "unmodelled")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        layers: tuple[EngineLayer, ...],
+        retained: int,
+        state_blocks: int,
+        unmodelled: str = "",  # why vLLM's answer is not modelled: a key of UNMODELLED
+    ) -> None:
+        self.layers = layers
+        self.retained = retained
+        self.state_blocks = state_blocks
+        self.unmodelled = unmodelled
 
 
-class EngineModel(NamedTuple):
+class EngineModel(_Record):
     """One model's engine rows: native context, cached layers, vLLM profiles, and what SGLang
     needs beyond the layers (hybrid-SWA architecture, SSM share of each recurrent state)."""
 
-    max_seq_len: int
-    layers: tuple[EngineLayer, ...]
-    drafts: dict[str, EngineDraft]
-    hybrid_swa: bool = False
-    ssm_state_bytes: int = 0  # per recurrent layer, bf16, tp=1 (0: unknown)
-    unmodelled: str = ""  # why no engine answers for the model: a key of UNMODELLED
+    _fields = ("max_seq_len", "layers", "drafts", "hybrid_swa", "ssm_state_bytes", "unmodelled")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        max_seq_len: int,
+        layers: tuple[EngineLayer, ...],
+        drafts: dict[str, EngineDraft],
+        hybrid_swa: bool = False,
+        ssm_state_bytes: int = 0,  # per recurrent layer, bf16, tp=1 (0: unknown)
+        unmodelled: str = "",  # why no engine answers for the model: a key of UNMODELLED
+    ) -> None:
+        self.max_seq_len = max_seq_len
+        self.layers = layers
+        self.drafts = drafts
+        self.hybrid_swa = hybrid_swa
+        self.ssm_state_bytes = ssm_state_bytes
+        self.unmodelled = unmodelled
 
 
 # ---- engine tables (from the spec) ----
@@ -1220,47 +1364,115 @@ SSM_DTYPES = ("fp32", "bf16", "fp16")
 _GIB = 1 << 30
 
 
-class VllmGroups(NamedTuple):
+class VllmGroups(_Record):
     """One kind of group: ``group_count`` groups of layers that reserve blocks the same way."""
 
-    attention: str  # "full" (also MLA), "sliding" or "recurrent"
-    window: int | None
-    block_size: int  # tokens per block of these layers (pages may be unified upwards)
-    group_count: int
-    layers: int  # layers in the widest of them
+    _fields = ("attention", "window", "block_size", "group_count", "layers")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        attention: str,  # "full" (also MLA), "sliding" or "recurrent"
+        window: int | None,
+        block_size: int,  # tokens per block of these layers (pages may be unified upwards)
+        group_count: int,
+        layers: int,  # layers in the widest of them
+    ) -> None:
+        self.attention = attention
+        self.window = window
+        self.block_size = block_size
+        self.group_count = group_count
+        self.layers = layers
 
 
-class VllmPlan(NamedTuple):
+class VllmPlan(_Record):
     """The static part of vLLM's plan: everything that does not depend on the budget."""
 
-    block_size: int  # attention block size after Mamba page unification
-    bytes_per_block: int  # one block of the shared pool
-    groups: tuple[VllmGroups, ...]
-    group_size: int  # layers per group
-    padding_layers: int  # pages per block no layer uses (group padding layers)
-    mamba_page_padding: int  # bytes added to each Mamba page (Mamba page unification)
-    full: tuple[tuple[int, int], ...]  # (groups, block size)
-    sliding: tuple[tuple[int, int, int], ...]  # (groups, window - 1 + retained, block size)
-    state_groups: int
-    native_max_seq_len: int  # the model's context length (vLLM's max_model_len limit)
-    speculative_blocks: int  # extra state blocks per request per Mamba group (draft tokens)
+    _fields = (
+        "block_size",
+        "bytes_per_block",
+        "groups",
+        "group_size",
+        "padding_layers",
+        "mamba_page_padding",
+        "full",
+        "sliding",
+        "state_groups",
+        "native_max_seq_len",
+        "speculative_blocks",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        block_size: int,  # attention block size after Mamba page unification
+        bytes_per_block: int,  # one block of the shared pool
+        groups: tuple[VllmGroups, ...],
+        group_size: int,  # layers per group
+        padding_layers: int,  # pages per block no layer uses (group padding layers)
+        mamba_page_padding: int,  # bytes added to each Mamba page (Mamba page unification)
+        full: tuple[tuple[int, int], ...],  # (groups, block size)
+        sliding: tuple[tuple[int, int, int], ...],  # (groups, window - 1 + retained, block size)
+        state_groups: int,
+        native_max_seq_len: int,  # the model's context length (vLLM's max_model_len limit)
+        speculative_blocks: int,  # extra state blocks per request per Mamba group (draft tokens)
+    ) -> None:
+        self.block_size = block_size
+        self.bytes_per_block = bytes_per_block
+        self.groups = groups
+        self.group_size = group_size
+        self.padding_layers = padding_layers
+        self.mamba_page_padding = mamba_page_padding
+        self.full = full
+        self.sliding = sliding
+        self.state_groups = state_groups
+        self.native_max_seq_len = native_max_seq_len
+        self.speculative_blocks = speculative_blocks
 
 
-class SglangPlan(NamedTuple):
+class SglangPlan(_Record):
     """The static part of SGLang's sizing for one model (bytes per pool token and per slot)."""
 
-    full_bytes_per_token: int  # every layer sized full length
-    swa_bytes_per_token: int  # hybrid-SWA sliding layers (0 otherwise)
-    window: int | None  # the sliding window of a hybrid-SWA model
-    state_bytes_per_request: int  # all recurrent layers, SSM part in the SSM dtype
-    ssm_extra_bytes: int  # what the SSM dtype adds over the spec's dtype, per request
-    native_max_seq_len: int  # the model's context length (SGLang's context_len)
+    _fields = (
+        "full_bytes_per_token",
+        "swa_bytes_per_token",
+        "window",
+        "state_bytes_per_request",
+        "ssm_extra_bytes",
+        "native_max_seq_len",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        full_bytes_per_token: int,  # every layer sized full length
+        swa_bytes_per_token: int,  # hybrid-SWA sliding layers (0 otherwise)
+        window: int | None,  # the sliding window of a hybrid-SWA model
+        state_bytes_per_request: int,  # all recurrent layers, SSM part in the SSM dtype
+        ssm_extra_bytes: int,  # what the SSM dtype adds over the spec's dtype, per request
+        native_max_seq_len: int,  # the model's context length (SGLang's context_len)
+    ) -> None:
+        self.full_bytes_per_token = full_bytes_per_token
+        self.swa_bytes_per_token = swa_bytes_per_token
+        self.window = window
+        self.state_bytes_per_request = state_bytes_per_request
+        self.ssm_extra_bytes = ssm_extra_bytes
+        self.native_max_seq_len = native_max_seq_len
 
 
-class SglangPools(NamedTuple):
-    full_tokens: int
-    swa_tokens: int  # 0 unless hybrid SWA
-    state_slots: int  # 0 unless Mamba hybrid (usable slots; one more is padding)
+class SglangPools(_Record):
+    _fields = ("full_tokens", "swa_tokens", "state_slots")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        full_tokens: int,
+        swa_tokens: int,  # 0 unless hybrid SWA
+        state_slots: int,  # 0 unless Mamba hybrid (usable slots; one more is padding)
+    ) -> None:
+        self.full_tokens = full_tokens
+        self.swa_tokens = swa_tokens
+        self.state_slots = state_slots
 
 
 def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
@@ -1531,11 +1743,9 @@ def sglang_pools(
         per_token = plan.full_bytes_per_token + swa_full_tokens_ratio * plan.swa_bytes_per_token
         full = int(usable // per_token) // page_size * page_size
         swa = int(full * swa_full_tokens_ratio) // page_size * page_size
-        pools: SglangPools = _new(SglangPools, (full, swa, slots))
-        return pools
+        return SglangPools(full, swa, slots)
     full = usable // plan.full_bytes_per_token // page_size * page_size
-    pools = _new(SglangPools, (full, 0, slots))
-    return pools
+    return SglangPools(full, 0, slots)
 
 
 def sglang_sliding_tokens(plan: SglangPlan, max_seq_len: int, page_size: int) -> int:

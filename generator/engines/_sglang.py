@@ -37,6 +37,7 @@ from kvgen.engines_core import (
     MAMBA_FULL_MEMORY_RATIO,
     SSM_DTYPES,
     SWA_FULL_TOKENS_RATIO,
+    EngineModel,
     SglangPlan,
     SglangPools,
     sglang_pools,
@@ -76,5 +77,8 @@ def sglang_plan(
     (``kvgen.engines_core.sglang_plan`` on the model's engine rows)."""
     entry = engine_model(family, model)
     if hybrid_swa is not None:
-        entry = entry._replace(hybrid_swa=hybrid_swa)
+        entry = EngineModel(
+            entry.max_seq_len, entry.layers, entry.drafts, hybrid_swa, entry.ssm_state_bytes,
+            entry.unmodelled,
+        )  # fmt: skip
     return engines_core.sglang_plan(entry, tp_size=tp_size, ssm_dtype=ssm_dtype)
