@@ -472,10 +472,13 @@ def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
 # One kind's cached layers on a rank: (layers, window, sinks, kv_heads, head_dim, element
 # bytes (0 for NVFP4), bytes per token not split by tp). A life cycle group: (window, sinks,
 # sink pages, bytes per token of its layers, sum of its distinct b_l). At one tp, a manager's
-# layers are (slope of its full-attention layers, recurrent state, groups by (window, sinks)).
+# layers are (slope of its full-attention layers, its recurrent state sums (``_state_at_tp``),
+# groups by (window, sinks)).
 _Row = tuple[int, int | None, int, int, int, int, int]
 _Group = tuple[int, int, int, int, int]
-_AtTp = tuple[int, int, tuple[_Group, ...]]
+_StateSums = tuple[int, int, int, int]
+_AtTp = tuple[int, _StateSums, tuple[_Group, ...]]
+_NO_STATE: _StateSums = (0, 0, 0, 0)
 # A recurrent kind on a rank: (layers, raw state bytes at tp=1, then by dimensions (§8): SSM
 # heads, head dim, d_state, groups, d_conv, conv and SSM element bytes (0: NVFP4)).
 _StateRow = tuple[int, int, int, int, int, int, int, int, int]
@@ -495,7 +498,7 @@ def _elements(count: int, element: int) -> int:
     return count * element if element else -(-count // 2) + -(-count // 16)
 
 
-def _state_at_tp(states: tuple[_StateRow, ...], tp_size: int) -> tuple[int, int, int, int]:
+def _state_at_tp(states: tuple[_StateRow, ...], tp_size: int) -> _StateSums:
     """Per slot on one rank, summed over a manager's recurrent layers (§8): the state (conv +
     SSM), the conv windows, the SSM states, and one replay history step (x and B in the cache
     dtype, dt and dA_cumsum in fp32). ValueError naming tp_size where the engine's even split
@@ -523,14 +526,10 @@ def _state_at_tp(states: tuple[_StateRow, ...], tp_size: int) -> tuple[int, int,
     return state, conv, ssm, replay
 
 
-# A few (layers, tp) pairs per model: summed once, like the plans at tp 1.
-_state_sums = functools.lru_cache(maxsize=256)(_state_at_tp)
-
-
 def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) -> _AtTp:
     """A manager's layers at one tensor-parallel size, windows as declared (§1, §3)."""
     slope = 0
-    state = _state_sums(states, tp_size)[0] if states else 0
+    sums = _state_at_tp(states, tp_size) if states else _NO_STATE
     cycles: dict[tuple[int, int], int] = {}  # (w, sinks) -> bytes per token of its layers
     distinct: dict[tuple[int, int], list[int]] = {}  # (w, sinks) -> each of its b_l once
     for layers, window, sinks, kv_heads, head_dim, element, fixed in rows:
@@ -551,7 +550,7 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
     for (window, sinks), cycle in sorted(cycles.items()):
         sink_pages = -(-sinks // TOKENS_PER_BLOCK)
         ordered.append((window, sinks, sink_pages, cycle, sum(distinct[window, sinks])))
-    return slope, state, tuple(ordered)
+    return slope, sums, tuple(ordered)
 
 
 def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_rank: int) -> _Plan:
@@ -637,8 +636,8 @@ def _compute(
     out: list[_Terms] = []
     costs = {}
     for name, at_tp1, rows, states in plan:
-        slope, state, groups = at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size)
-        per_request = state
+        slope, sums, groups = at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size)
+        per_request = state = sums[0]
         scratch = scratch_reuse and name == "target"  # scratch reuse: targets only (§3)
         ctx_swa = ctx_rounding = 0
         cycles = []
@@ -682,11 +681,11 @@ def _compute(
             intercept = rounded
         recurrent: tuple[tuple[str, int], ...] = ()
         if states:
-            recurrent = _state_rows(states, tp_size, batch, profile, attention_dp,
-                                    mamba_state_update)  # fmt: skip
-            intercept += sum(value for _term, value in recurrent)
+            recurrent = _state_rows(sums, batch, profile, attention_dp, mamba_state_update)
+            rows_bytes = sum([value for _term, value in recurrent])
+            intercept += rows_bytes
             # The reserved and speculative state rows are fixed pools of the runtime too (§8).
-            fixed_pool_bytes += sum(value for _term, value in recurrent)
+            fixed_pool_bytes += rows_bytes
         costs[name] = _new(CacheCost, (slope, intercept))
         out.append(
             _new(_Terms, (name, slope, per_request, ctx_swa, full_rounding,
@@ -698,8 +697,7 @@ def _compute(
 
 
 def _state_rows(
-    states: tuple[_StateRow, ...],
-    tp_size: int,
+    sums: _StateSums,
     batch: int,
     profile: Profile,
     attention_dp: bool,
@@ -709,7 +707,7 @@ def _state_rows(
     CUDA-graph padding dummies (+1 for the attention-DP dummy), and under speculative decoding
     B intermediate conv windows of T = K + 1 steps with either T SSM states (default) or a
     double-buffered replay history of max(16, T) steps per slot (replay)."""
-    state, conv, ssm, replay = _state_sums(states, tp_size)
+    state, conv, ssm, replay = sums
     reserved = 1 + attention_dp
     rows = [("state_reserved_rows", reserved * state)]
     if profile.mode != "none":
