@@ -5,107 +5,20 @@ dtype, window, ...). It deliberately receives no folded cost term, headroom or p
 the generator: the diff suite compares the shim's runtime bytes against the static sizing
 module, and that comparison only means something if the two are computed independently.
 
-The tables are handed to the template as canonical source text (what ``ruff format`` would
-write), so that rendering needs no formatter. No torch here.
+The tables are handed to the template as canonical source text (``kvgen.layout``: what
+``ruff format`` would write), so that rendering needs no formatter. No torch here.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from kvgen.costmodel import kind_head_dim
+from kvgen.layout import Call, Code, Dict, Seq, literal, statement
 from kvgen.recurrent import mamba_fields
-from kvgen.render_input import SpecInput, artifact, scalar_literal
+from kvgen.render_input import SpecInput, artifact
 from kvgen.runtime import RUNTIME_VERSION  # the version module only: no torch here
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
-
-LINE_LENGTH = 100
-INDENT = 4
-
-
-class Call(NamedTuple):
-    """``name(key=value, ...)``; ``explode`` keeps one argument per line (magic comma)."""
-
-    name: str
-    args: tuple[tuple[str, Code], ...]
-    explode: bool = False
-
-
-class Seq(NamedTuple):
-    """A bracketed sequence (tuple, list, subscript) of code items."""
-
-    open: str
-    close: str
-    items: tuple[Code, ...]
-    explode: bool = False
-
-
-class Dict(NamedTuple):
-    items: tuple[tuple[Code, Code], ...]
-    explode: bool = False
-
-
-Code = str | Call | Seq | Dict
-
-
-def literal(value: Any) -> Code:
-    """A scalar, tuple or dict as code; strings in double quotes as ``ruff format`` writes them."""
-    if isinstance(value, tuple):
-        return Seq("(", ")", tuple(literal(v) for v in value))
-    if isinstance(value, dict):
-        return Dict(tuple((literal(k), literal(v)) for k, v in value.items()))
-    return scalar_literal(value)
-
-
-def flat(code: Code) -> str:
-    """The one-line form of ``code``."""
-    if isinstance(code, str):
-        return code
-    if isinstance(code, Call):
-        return code.name + "(" + ", ".join(f"{k}={flat(v)}" for k, v in code.args) + ")"
-    if isinstance(code, Dict):
-        return "{" + ", ".join(f"{flat(k)}: {flat(v)}" for k, v in code.items) + "}"
-    inner = ", ".join(flat(item) for item in code.items)
-    single = code.open == "(" and len(code.items) == 1
-    return code.open + inner + ("," if single else "") + code.close
-
-
-def layout(code: Code, indent: int, column: int, tail: int) -> str:
-    """``code`` as ruff formats it, starting at ``column`` of a line indented ``indent``,
-    followed on its last line by ``tail`` characters (a comma, a closing bracket)."""
-    one_line = flat(code)
-    if isinstance(code, str):
-        return one_line
-    if not code.explode and column + len(one_line) + tail <= LINE_LENGTH:
-        return one_line
-    inner_indent = " " * (indent + INDENT)
-    if isinstance(code, Call):
-        if not code.explode:
-            inner = one_line[len(code.name) + 1 : -1]
-            if indent + INDENT + len(inner) <= LINE_LENGTH:
-                return f"{code.name}(\n{inner_indent}{inner}\n{' ' * indent})"
-        heads = [(f"{key}=", value) for key, value in code.args]
-        return _exploded(code.name + "(", ")", heads, indent)
-    if isinstance(code, Dict):
-        heads = [(flat(key) + ": ", value) for key, value in code.items]
-        return _exploded("{", "}", heads, indent)
-    return _exploded(code.open, code.close, [("", item) for item in code.items], indent)
-
-
-def _exploded(open_: str, close: str, heads: list[tuple[str, Code]], indent: int) -> str:
-    inner = indent + INDENT
-    lines = [open_]
-    for head, value in heads:
-        start = inner + len(head)
-        lines.append(" " * inner + head + layout(value, inner, start, 1) + ",")
-    lines.append(" " * indent + close)
-    return "\n".join(lines)
-
-
-def statement(target: str, code: Code) -> str:
-    """``target = code`` at module level."""
-    return f"{target} = " + layout(code, 0, len(target) + 3, 0)
-
 
 # --------------------------------------------------------------------------- the tables
 

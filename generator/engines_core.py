@@ -156,20 +156,12 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(),
         drafts={
             "pard2": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "eagle1": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=1,
-                        head_dim=8,
-                        value_dim=8,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=1, head_dim=8, value_dim=8, dtype="bf16"
                     ),
                 ),
                 retained=0,
@@ -185,12 +177,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle1": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=1,
-                        head_dim=8,
-                        value_dim=8,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=1, head_dim=8, value_dim=8, dtype="bf16"
                     ),
                 ),
                 retained=0,

@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kvgen import engines_core, sizing_core
+from kvgen import engines_core, layout, sizing_core
 from kvgen.costmodel import element_bytes, headroom, kind_head_dim
 from kvgen.engines._rows import engine_tables
 from kvgen.engines_core import EngineLayer
 from kvgen.recurrent import mamba_fields
-from kvgen.render_input import SpecInput, artifact, scalar_literal
+from kvgen.render_input import SpecInput, artifact
 from kvgen.sizing_core import Kind, Model, Profile, Stack
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
 
@@ -157,66 +157,14 @@ def family_tables(spec: SpecInput) -> tuple[dict[str, Model], dict[str, Profile]
 _POSITIONAL_FIRST = (Kind, Profile, EngineLayer)
 
 
-def _items(value: Any) -> tuple[str, str, list[tuple[str, Any]]]:
-    """Opening bracket, closing bracket and ``(prefix, item)`` of a bracketed literal."""
-    if hasattr(value, "_fields"):
-        defaults = _field_defaults(type(value))
-        items = []
-        for i, field in enumerate(value._fields):
-            item = getattr(value, field)
-            if i == 0 and isinstance(value, _POSITIONAL_FIRST):
-                items.append(("", item))
-            elif field not in defaults or defaults[field] != item:
-                items.append((f"{field}=", item))
-        return f"{type(value).__name__}(", ")", items
-    if isinstance(value, dict):
-        return "{", "}", [(f"{literal(k)}: ", v) for k, v in value.items()]
-    if isinstance(value, tuple):
-        return "(", ")", [("", v) for v in value]
-    raise TypeError(f"not a bracketed literal: {type(value).__name__}")
-
-
-def _field_defaults(row_type: type) -> dict[str, Any]:
-    """A row type's defaults by field: a NamedTuple's own, or a ``_Record``'s constructor's."""
-    if hasattr(row_type, "_field_defaults"):
-        return dict(row_type._field_defaults)
-    names: tuple[str, ...] = row_type._fields  # type: ignore[attr-defined]
-    values = row_type.__init__.__defaults__ or ()  # type: ignore[misc]
-    return dict(zip(names[len(names) - len(values) :], values, strict=True))
-
-
-# Values written with brackets: tuples (NamedTuple rows too), dicts and the tables' rows.
-_BRACKETED = (tuple, dict, sizing_core._Record)
-literal = scalar_literal  # a scalar as canonical code (the one quoting rule)
-
-
-def _flat(value: Any) -> str:
-    if not isinstance(value, _BRACKETED):
-        return literal(value)
-    opening, closing, items = _items(value)
-    inner = ", ".join(prefix + _flat(item) for prefix, item in items)
-    if opening == "(" and len(items) == 1:
-        inner += ","  # a one-element tuple
-    return opening + inner + closing
-
-
-def _lines(value: Any, indent: int, head: str, tail: str) -> list[str]:
-    """``head + value + tail`` at ``indent`` as ruff formats it: on one line when it fits,
-    else one item per line with a trailing comma, each item laid out the same way."""
-    flat = " " * indent + head + _flat(value) + tail
-    if len(flat) <= LINE_LENGTH or not isinstance(value, _BRACKETED) or value in ((), {}):
-        return [flat]
-    opening, closing, items = _items(value)
-    lines = [" " * indent + head + opening]
-    for prefix, item in items:
-        lines += _lines(item, indent + 4, prefix, ",")
-    lines.append(" " * indent + closing + tail)
-    return lines
-
-
 def statement(target: str, value: Any) -> str:
     """``target = value`` in canonical layout (the template's one way to write a table)."""
-    return "\n".join(_lines(value, 0, f"{target} = ", ""))
+    return layout.statement(target, layout.literal(value, _POSITIONAL_FIRST))
+
+
+def literal(value: Any) -> str:
+    """A scalar as canonical code (the one quoting rule)."""
+    return layout.flat(layout.literal(value))
 
 
 @artifact("sizing.py", "sizing.py.j2")

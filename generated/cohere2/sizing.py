@@ -250,12 +250,7 @@ _MODELS: dict[str, Model] = {
             kinds={
                 "global": Kind("full", layers=8, kv_heads=8, head_dim=128, dtype="bf16"),
                 "local": Kind(
-                    "sliding",
-                    layers=24,
-                    window=4096,
-                    kv_heads=8,
-                    head_dim=128,
-                    dtype="bf16",
+                    "sliding", layers=24, window=4096, kv_heads=8, head_dim=128, dtype="bf16"
                 ),
             },
         ),
@@ -270,12 +265,7 @@ _MODELS: dict[str, Model] = {
             kinds={
                 "global": Kind("full", layers=16, kv_heads=8, head_dim=128, dtype="bf16"),
                 "local": Kind(
-                    "sliding",
-                    layers=48,
-                    window=4096,
-                    kv_heads=8,
-                    head_dim=128,
-                    dtype="bf16",
+                    "sliding", layers=48, window=4096, kv_heads=8, head_dim=128, dtype="bf16"
                 ),
             },
         ),

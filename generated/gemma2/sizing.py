@@ -250,12 +250,7 @@ _MODELS: dict[str, Model] = {
             kinds={
                 "global": Kind("full", layers=13, kv_heads=4, head_dim=256, dtype="bf16"),
                 "local": Kind(
-                    "sliding",
-                    layers=13,
-                    window=4096,
-                    kv_heads=4,
-                    head_dim=256,
-                    dtype="bf16",
+                    "sliding", layers=13, window=4096, kv_heads=4, head_dim=256, dtype="bf16"
                 ),
             },
         ),
@@ -270,12 +265,7 @@ _MODELS: dict[str, Model] = {
             kinds={
                 "global": Kind("full", layers=21, kv_heads=8, head_dim=256, dtype="bf16"),
                 "local": Kind(
-                    "sliding",
-                    layers=21,
-                    window=4096,
-                    kv_heads=8,
-                    head_dim=256,
-                    dtype="bf16",
+                    "sliding", layers=21, window=4096, kv_heads=8, head_dim=256, dtype="bf16"
                 ),
             },
         ),
@@ -290,12 +280,7 @@ _MODELS: dict[str, Model] = {
             kinds={
                 "global": Kind("full", layers=23, kv_heads=16, head_dim=128, dtype="bf16"),
                 "local": Kind(
-                    "sliding",
-                    layers=23,
-                    window=4096,
-                    kv_heads=16,
-                    head_dim=128,
-                    dtype="bf16",
+                    "sliding", layers=23, window=4096, kv_heads=16, head_dim=128, dtype="bf16"
                 ),
             },
         ),

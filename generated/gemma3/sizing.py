@@ -250,12 +250,7 @@ _MODELS: dict[str, Model] = {
             kinds={
                 "global": Kind("full", layers=4, kv_heads=1, head_dim=256, dtype="bf16"),
                 "local": Kind(
-                    "sliding",
-                    layers=22,
-                    window=512,
-                    kv_heads=1,
-                    head_dim=256,
-                    dtype="bf16",
+                    "sliding", layers=22, window=512, kv_heads=1, head_dim=256, dtype="bf16"
                 ),
             },
         ),
@@ -270,12 +265,7 @@ _MODELS: dict[str, Model] = {
             kinds={
                 "global": Kind("full", layers=5, kv_heads=4, head_dim=256, dtype="bf16"),
                 "local": Kind(
-                    "sliding",
-                    layers=29,
-                    window=1024,
-                    kv_heads=4,
-                    head_dim=256,
-                    dtype="bf16",
+                    "sliding", layers=29, window=1024, kv_heads=4, head_dim=256, dtype="bf16"
                 ),
             },
         ),
@@ -290,12 +280,7 @@ _MODELS: dict[str, Model] = {
             kinds={
                 "global": Kind("full", layers=8, kv_heads=8, head_dim=256, dtype="bf16"),
                 "local": Kind(
-                    "sliding",
-                    layers=40,
-                    window=1024,
-                    kv_heads=8,
-                    head_dim=256,
-                    dtype="bf16",
+                    "sliding", layers=40, window=1024, kv_heads=8, head_dim=256, dtype="bf16"
                 ),
             },
         ),
@@ -310,12 +295,7 @@ _MODELS: dict[str, Model] = {
             kinds={
                 "global": Kind("full", layers=10, kv_heads=16, head_dim=128, dtype="bf16"),
                 "local": Kind(
-                    "sliding",
-                    layers=52,
-                    window=1024,
-                    kv_heads=16,
-                    head_dim=128,
-                    dtype="bf16",
+                    "sliding", layers=52, window=1024, kv_heads=16, head_dim=128, dtype="bf16"
                 ),
             },
         ),
@@ -338,12 +318,7 @@ _PROFILES: dict[str, Profile] = {
             kinds={
                 "global": Kind("full", layers=4, kv_heads=1, head_dim=256, dtype="bf16"),
                 "local": Kind(
-                    "sliding",
-                    layers=22,
-                    window=512,
-                    kv_heads=1,
-                    head_dim=256,
-                    dtype="bf16",
+                    "sliding", layers=22, window=512, kv_heads=1, head_dim=256, dtype="bf16"
                 ),
             },
         ),
@@ -1343,10 +1318,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "draft_1b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1367,10 +1339,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "draft_1b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1391,10 +1360,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "draft_1b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1415,10 +1381,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "draft_1b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },

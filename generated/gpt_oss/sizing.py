@@ -250,12 +250,7 @@ _MODELS: dict[str, Model] = {
             kinds={
                 "full": Kind("full", layers=12, kv_heads=8, head_dim=64, dtype="fp8"),
                 "sliding": Kind(
-                    "sliding",
-                    layers=12,
-                    window=128,
-                    kv_heads=8,
-                    head_dim=64,
-                    dtype="fp8",
+                    "sliding", layers=12, window=128, kv_heads=8, head_dim=64, dtype="fp8"
                 ),
             },
         ),
@@ -276,12 +271,7 @@ _MODELS: dict[str, Model] = {
             kinds={
                 "full": Kind("full", layers=18, kv_heads=8, head_dim=64, dtype="fp8"),
                 "sliding": Kind(
-                    "sliding",
-                    layers=18,
-                    window=128,
-                    kv_heads=8,
-                    head_dim=64,
-                    dtype="fp8",
+                    "sliding", layers=18, window=128, kv_heads=8, head_dim=64, dtype="fp8"
                 ),
             },
         ),
@@ -1282,13 +1272,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         max_seq_len=131072,
         layers=(
             EngineLayer(
-                "sliding",
-                layers=12,
-                kv_heads=8,
-                head_dim=64,
-                value_dim=64,
-                window=128,
-                dtype="fp8",
+                "sliding", layers=12, kv_heads=8, head_dim=64, value_dim=64, window=128, dtype="fp8"
             ),
             EngineLayer("full", layers=12, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"),
         ),
@@ -1296,12 +1280,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle3": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=8,
-                        head_dim=64,
-                        value_dim=64,
-                        dtype="fp8",
+                        "full", layers=1, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"
                     ),
                 ),
                 retained=0,
@@ -1315,13 +1294,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         max_seq_len=131072,
         layers=(
             EngineLayer(
-                "sliding",
-                layers=18,
-                kv_heads=8,
-                head_dim=64,
-                value_dim=64,
-                window=128,
-                dtype="fp8",
+                "sliding", layers=18, kv_heads=8, head_dim=64, value_dim=64, window=128, dtype="fp8"
             ),
             EngineLayer("full", layers=18, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"),
         ),
@@ -1329,12 +1302,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle3": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=8,
-                        head_dim=64,
-                        value_dim=64,
-                        dtype="fp8",
+                        "full", layers=1, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"
                     ),
                 ),
                 retained=0,

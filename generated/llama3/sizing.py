@@ -1318,28 +1318,17 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle3": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=8,
-                        head_dim=128,
-                        value_dim=128,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
                     ),
                 ),
                 retained=0,
                 state_blocks=3,
             ),
             "eagle3_two_model": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1353,28 +1342,17 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle3_70b": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=8,
-                        head_dim=128,
-                        value_dim=128,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
                     ),
                 ),
                 retained=0,
                 state_blocks=3,
             ),
             "eagle3_two_model": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1386,16 +1364,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "eagle3_two_model": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1409,28 +1381,17 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle3_1b": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=8,
-                        head_dim=64,
-                        value_dim=64,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"
                     ),
                 ),
                 retained=0,
                 state_blocks=3,
             ),
             "eagle3_two_model": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1442,16 +1403,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "eagle3_two_model": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },

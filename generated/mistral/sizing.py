@@ -249,12 +249,7 @@ _MODELS: dict[str, Model] = {
             pattern=("local",),
             kinds={
                 "local": Kind(
-                    "sliding",
-                    layers=32,
-                    window=4096,
-                    kv_heads=8,
-                    head_dim=128,
-                    dtype="bf16",
+                    "sliding", layers=32, window=4096, kv_heads=8, head_dim=128, dtype="bf16"
                 ),
             },
         ),

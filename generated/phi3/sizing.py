@@ -249,12 +249,7 @@ _MODELS: dict[str, Model] = {
             pattern=("local",),
             kinds={
                 "local": Kind(
-                    "sliding",
-                    layers=32,
-                    window=2047,
-                    kv_heads=32,
-                    head_dim=96,
-                    dtype="bf16",
+                    "sliding", layers=32, window=2047, kv_heads=32, head_dim=96, dtype="bf16"
                 ),
             },
         ),
@@ -278,12 +273,7 @@ _MODELS: dict[str, Model] = {
             pattern=("local",),
             kinds={
                 "local": Kind(
-                    "sliding",
-                    layers=40,
-                    window=2047,
-                    kv_heads=10,
-                    head_dim=128,
-                    dtype="bf16",
+                    "sliding", layers=40, window=2047, kv_heads=10, head_dim=128, dtype="bf16"
                 ),
             },
         ),

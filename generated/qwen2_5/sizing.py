@@ -1326,16 +1326,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
         },
     ),
@@ -1346,16 +1340,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
         },
     ),
@@ -1366,16 +1354,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
         },
     ),
@@ -1386,16 +1368,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
         },
     ),
@@ -1406,16 +1382,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
         },
     ),
@@ -1426,16 +1396,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
         },
     ),
@@ -1446,16 +1410,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
         },
     ),

@@ -1343,22 +1343,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle3": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=8,
-                        head_dim=128,
-                        value_dim=128,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
                     ),
                 ),
                 retained=0,
                 state_blocks=3,
             ),
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1372,22 +1364,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle3": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=8,
-                        head_dim=128,
-                        value_dim=128,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
                     ),
                 ),
                 retained=0,
                 state_blocks=3,
             ),
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1401,22 +1385,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle3": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=8,
-                        head_dim=128,
-                        value_dim=128,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
                     ),
                 ),
                 retained=0,
                 state_blocks=3,
             ),
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1430,22 +1406,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle3": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=8,
-                        head_dim=128,
-                        value_dim=128,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
                     ),
                 ),
                 retained=0,
                 state_blocks=3,
             ),
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1459,22 +1427,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle3": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=8,
-                        head_dim=128,
-                        value_dim=128,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
                     ),
                 ),
                 retained=0,
                 state_blocks=3,
             ),
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1488,22 +1448,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "eagle3": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=8,
-                        head_dim=128,
-                        value_dim=128,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
                     ),
                 ),
                 retained=0,
                 state_blocks=3,
             ),
             "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="separate_draft",
+                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },

@@ -1265,12 +1265,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "mtp2": EngineDraft(
                 layers=(
                     EngineLayer(
-                        "full",
-                        layers=1,
-                        kv_heads=2,
-                        head_dim=256,
-                        value_dim=256,
-                        dtype="bf16",
+                        "full", layers=1, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"
                     ),
                 ),
                 retained=0,
