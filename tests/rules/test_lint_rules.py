@@ -34,8 +34,10 @@ def test_codes_are_unique_sequential_and_never_retired():
     codes = [rule.code for rule in all_rules()]
     assert len(codes) == len(set(codes))
     assert not set(codes) & set(RETIRED)
-    lint = [rule.code for rule in lint_rules()]
-    assert lint == [f"KV{201 + i}" for i in range(len(lint))]
+    lint = [int(rule.code.removeprefix("KV")) for rule in lint_rules()]
+    assert lint == sorted(lint) and lint[0] == 201
+    # Issue 13 hands KV227-KV245 to parallel branches; a branch alone holds a gap there.
+    assert set(range(201, lint[-1] + 1)) - set(lint) <= set(range(227, 246))
 
 
 def test_names_are_unique_kebab_case():
