@@ -19,7 +19,8 @@ TORCH_DTYPES = {
 }
 NVFP4_SCALE = torch.float8_e4m3fn  # one FP8 block scale per 16 NVFP4 elements
 NVFP4_BLOCK = 16
-MX_SCALE = torch.float8_e8m0fnu  # OCP MX: one power-of-two (e8m0) scale per 32 elements
+# OCP MX: one power-of-two (e8m0) scale byte per 32 elements; raw bytes before torch 2.7.
+MX_SCALE: torch.dtype = getattr(torch, "float8_e8m0fnu", torch.uint8)
 MX_BLOCK = 32
 # Per (token, head) scales: one fp32 beside each head's row of 8-bit elements.
 PER_TOKEN_HEAD = {"fp8_per_token_head": torch.float8_e4m3fn, "int8_per_token_head": torch.int8}
