@@ -21,7 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kvgen.costmodel import element_bytes  # noqa: E402
 from kvgen.loader import load_family  # noqa: E402
+from kvgen.recurrent import recurrent_state  # noqa: E402
 from kvgen.spec import Family, LayerKind, Model  # noqa: E402
 
 FAMILIES_DIR = ROOT / "schema" / "families"
@@ -43,13 +45,16 @@ def layer_kinds(model: Model) -> list[LayerKind]:
 def bytes_per_token(kind: LayerKind) -> int:
     """b_l at bf16 and tp=1 (docs/cost-model.md §1); recurrent and cache-less (``attention: none``)
     layers have no per-token cost."""
-    if kind.attention == "none" or kind.state_bytes is not None:
+    if kind.attention in ("none", "recurrent"):
         return 0
     if kind.bytes_per_token is not None:
         return kind.bytes_per_token + kind.extra_bytes_per_token
     if kind.kv_lora_rank is not None:
         rank = kind.kv_lora_rank + (kind.qk_rope_head_dim or 0)
-        return rank * BF16_BYTES + kind.extra_bytes_per_token
+        # A sparse-attention index-K cache is fp8 + an fp32 scale per 128 whatever the dtype.
+        index = kind.index_head_dim or 0
+        index += 4 * ceil_div(index, 128)
+        return rank * BF16_BYTES + index + kind.extra_bytes_per_token
     head_dim = kind.head_dim
     assert kind.kv_heads is not None and head_dim is not None
     return 2 * kind.kv_heads * head_dim * BF16_BYTES + kind.extra_bytes_per_token
@@ -65,6 +70,9 @@ def fixed_per_request(model: Model, tpb: int = TABLE_TPB, headroom: int = 1) -> 
     for kind in layer_kinds(model):
         if kind.state_bytes is not None:
             total += kind.state_bytes
+        elif kind.mamba is not None:  # conv + SSM buffers at tp=1 (docs/cost-model.md §8)
+            state = recurrent_state(kind.mamba, kind.dtype or "bf16", 1, element_bytes)
+            total += state.conv + state.ssm
         elif kind.attention == "sliding" and kind.window and kind.window < model.max_seq_len:
             page_count = swa_pages(kind.window, headroom, tpb) + ceil_div(kind.sink_tokens, tpb)
             total += bytes_per_token(kind) * tpb * page_count

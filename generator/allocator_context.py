@@ -39,6 +39,7 @@ def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict
         "state_bytes": kind.state_bytes or 0,
         "dtype": kind.dtype or dtype,
         **mamba_fields(kind, dtype),
+        "index_head_dim": kind.index_head_dim or 0,
     }
 
 

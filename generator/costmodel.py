@@ -17,6 +17,7 @@ import math
 import struct
 from dataclasses import dataclass, field, replace
 
+from kvgen.quant import ds_mla_bytes, index_k_bytes, layout_bytes
 from kvgen.recurrent import MAMBA_STATE_UPDATES, RecurrentState, recurrent_state, state_terms
 from kvgen.spec import (
     MODES_WITH_DRAFT_POOL,
@@ -117,7 +118,21 @@ def element_bytes(dtype: str, elements: int) -> int:
     """Bytes of ``elements`` cache elements; NVFP4 packs two per byte plus an FP8 scale per 16."""
     if dtype == "nvfp4":
         return -(-elements // 2) + -(-elements // 16)
+    if dtype not in DTYPE_BYTES:
+        return layout_bytes(dtype, 1, elements)  # a scaled layout (kvgen.quant)
     return elements * DTYPE_BYTES[dtype]
+
+
+def mla_bytes(kind: LayerKind, dtype: str) -> int:
+    """One MLA layer per token: the latent (never split by tensor parallelism) in ``dtype``,
+    or FlashMLA's fp8_ds_mla layout, plus a sparse-attention index-K cache if any (§1)."""
+    rank, rope = kind.kv_lora_rank or 0, kind.qk_rope_head_dim or 0
+    if dtype == "fp8_ds_mla":
+        latent = ds_mla_bytes(rank, rope)
+    else:
+        latent = layout_bytes(dtype, 1, rank + rope)
+    index = index_k_bytes(kind.index_head_dim) if kind.index_head_dim is not None else 0
+    return latent + index
 
 
 def kind_head_dim(kind: LayerKind, model: LayerStack) -> int:
@@ -140,12 +155,11 @@ def kind_bytes_per_token(
     if kind.bytes_per_token is not None:
         base = kind.bytes_per_token
     elif kind.kv_lora_rank is not None:
-        # MLA: one latent buffer, never split by tensor parallelism.
-        base = element_bytes(dtype, kind.kv_lora_rank + (kind.qk_rope_head_dim or 0))
+        base = mla_bytes(kind, dtype)
     elif kind.kv_heads is not None:
         # ceil: with fewer KV heads than ranks, heads are replicated.
         heads = -(-kind.kv_heads // tp_size)
-        base = 2 * element_bytes(dtype, heads * kind_head_dim(kind, shape_of))
+        base = 2 * layout_bytes(dtype, heads, kind_head_dim(kind, shape_of))
     else:
         raise ValueError("layer kind has no shape (kv_heads, kv_lora_rank or bytes_per_token)")
     return base + kind.extra_bytes_per_token

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kvgen import engines_core, layout, sizing_core
-from kvgen.costmodel import element_bytes, headroom, kind_head_dim
+from kvgen.costmodel import headroom, kind_head_dim, mla_bytes
 from kvgen.engines._rows import engine_tables
 from kvgen.engines_core import EngineLayer
 from kvgen.recurrent import mamba_fields
@@ -87,7 +87,8 @@ def kind_row(
         if kind.bytes_per_token is not None:
             fixed = kind.bytes_per_token
         elif kind.kv_lora_rank is not None:
-            fixed = element_bytes(dtype, kind.kv_lora_rank + (kind.qk_rope_head_dim or 0))
+            # MLA (with an fp8_ds_mla layout and an index-K cache) folds to bytes per token.
+            fixed = mla_bytes(kind, dtype)
         else:
             kv_heads = kind.kv_heads or 0
             head_dim = kind_head_dim(kind, shape_of)

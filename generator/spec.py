@@ -17,8 +17,23 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 SCHEMA_ID = "https://kvgen.dev/schema/kvspec-v1.schema.json"
 
-Dtype = Literal["fp32", "bf16", "fp16", "fp8", "nvfp4"]
-DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
+Dtype = Literal[
+    "fp32",
+    "bf16",
+    "fp16",
+    "fp8",
+    "nvfp4",
+    "fp8_per_token_head",
+    "int8_per_token_head",
+    "mxfp8",
+    "mxfp4",
+    "fp8_ds_mla",
+]
+DTYPES: tuple[str, ...] = Dtype.__args__  # type: ignore[attr-defined]
+# Quantized layouts that carry their scales in the cache (docs/cost-model.md §1); nvfp4 too.
+SCALED_DTYPES = frozenset(
+    {"nvfp4", "fp8_per_token_head", "int8_per_token_head", "mxfp8", "mxfp4", "fp8_ds_mla"}
+)
 
 SpeculativeMode = Literal[
     "eagle3",
@@ -158,6 +173,13 @@ class LayerKind(_Strict):
     dtype: Dtype | None = Field(
         default=None, description="Per-kind cache dtype; defaults to the pool's kv_cache_dtype."
     )
+    index_head_dim: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_DIM,
+        description="MLA only: head dim of a sparse-attention indexer's key cache "
+        "(DeepSeek-V3.2 index_head_dim), stored fp8 with one fp32 scale per 128 elements.",
+    )
 
     @model_validator(mode="after")
     def _one_shape(self) -> LayerKind:
@@ -185,6 +207,8 @@ class LayerKind(_Strict):
             raise ValueError("qk_rope_head_dim is only meaningful with kv_lora_rank (MLA)")
         if self.head_dim is not None and self.kv_heads is None:
             raise ValueError("head_dim needs kv_heads")
+        if self.index_head_dim is not None and self.kv_lora_rank is None:
+            raise ValueError("index_head_dim (a sparse-attention index-K cache) needs an MLA kind")
         return self
 
     @property

@@ -339,6 +339,17 @@ MANAGERS: dict[str, tuple[str, ...]] = {
     for name, profile in _PROFILES.items()
 }
 _DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+# A row's element code: bytes per element, or <= 0 for a layout that stores scales beside its
+# elements (§1): (bits per element, elements per 1-byte block scale, fp32 scale bytes per head).
+_ELEMENT_CODES = {
+    **_DTYPE_BYTES,
+    "nvfp4": 0,
+    "mxfp8": -1,
+    "mxfp4": -2,
+    "fp8_per_token_head": -3,
+    "int8_per_token_head": -3,
+}
+_SCALED = {0: (4, 16, 0), -1: (8, 32, 0), -2: (4, 32, 0), -3: (8, 0, 4)}
 _FLOAT32 = struct.Struct("f")
 _TERM_NAMES = (
     "slope",
@@ -534,16 +545,22 @@ _StateRow = tuple[int, int, int, int, int, int, int, int, int]
 _Plan = tuple[tuple[str, _AtTp, tuple[_Row, ...], tuple[_StateRow, ...]], ...]
 
 
+def _scaled_bytes(heads: int, count: int, element: int) -> int:
+    """Bytes of ``count`` elements over ``heads`` heads in a scaled layout (element <= 0):
+    packed elements, a 1-byte scale per block (NVFP4 16, MX 32) or an fp32 scale per head."""
+    bits, block, head_scale = _SCALED[element]
+    return -(-count * bits // 8) + (-(-count // block) if block else 0) + heads * head_scale
+
+
 def _heads_bytes(heads: int, head_dim: int, element: int) -> int:
-    """K and V of ``heads`` heads per token; NVFP4 (element 0) packs two elements per byte
-    plus an FP8 scale per 16 (§1)."""
+    """K and V of ``heads`` heads per token, scales included (§1)."""
     n = heads * head_dim
-    return 2 * (n * element if element else -(-n // 2) + -(-n // 16))
+    return 2 * (n * element if element > 0 else _scaled_bytes(heads, n, element))
 
 
 def _elements(count: int, element: int) -> int:
     """Bytes of ``count`` elements; element 0 is NVFP4: two per byte plus an FP8 scale per 16."""
-    return count * element if element else -(-count // 2) + -(-count // 16)
+    return count * element if element > 0 else _scaled_bytes(1, count, element)
 
 
 def _state_at_tp(states: tuple[_StateRow, ...], tp_size: int) -> _StateSums:
@@ -622,14 +639,14 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
                 if not layers or kind.attention == "none":
                     continue  # no cache; the layer only takes its index (and pipeline rank)
                 if kind.attention == "recurrent":
-                    conv_el = 0 if kind.dtype in ("", "nvfp4") else _DTYPE_BYTES[kind.dtype]
-                    ssm_el = 0 if kind.ssm_dtype in ("", "nvfp4") else _DTYPE_BYTES[kind.ssm_dtype]
+                    conv_el = _ELEMENT_CODES.get(kind.dtype, 0)
+                    ssm_el = _ELEMENT_CODES.get(kind.ssm_dtype, 0)
                     states.append(
                         (layers, kind.state_bytes, kind.ssm_heads, kind.ssm_head_dim,
                          kind.d_state, kind.n_groups, kind.d_conv, conv_el, ssm_el)
                     )  # fmt: skip
                     continue
-                element = 0 if kind.dtype in ("", "nvfp4") else _DTYPE_BYTES[kind.dtype]
+                element = _ELEMENT_CODES.get(kind.dtype, 0)
                 fixed = kind.bytes_per_token + kind.extra_bytes_per_token
                 shape = (kind.window, kind.sink_tokens, kind.kv_heads, kind.head_dim, element)
                 rows.append((layers, *shape, fixed))

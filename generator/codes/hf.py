@@ -186,3 +186,32 @@ a crash.
 Pass the model's config.json as published.
 """,
 )
+
+KV_CACHE_LAYOUT_MISMATCH = declare(
+    "KV312",
+    "kv-cache-layout-mismatch",
+    fix="pick a --kv-cache-dtype that fits the model's cache shape",
+    doc="""A quantized cache layout that does not fit the config's cache shape.
+
+## What it does
+Refuses `--kv-cache-dtype` layouts the imported shape cannot hold: `fp8_ds_mla` for a model
+without MLA (`kv_lora_rank`) or with a `kv_lora_rank` that is not a multiple of 128, `mxfp8` /
+`mxfp4` when a head (or the MLA latent) is not a multiple of the 32-element MX block, any
+scaled layout for a model with recurrent (Mamba / linear-attention) layers, and an
+`index_head_dim` that is not a multiple of the indexer cache's 128-element scale block.
+
+## Why it matters
+Each layout stores scales per head or per block beside its elements (docs/cost-model.md §1);
+on a shape that does not divide, no engine allocates what the spec would charge. The written
+spec would only fail `kvgen lint` later (KV237-KV239), far from the flag that caused it.
+
+## Example
+```console
+$ kvgen import-hf llama-3.1-8b.json --kv-cache-dtype fp8_ds_mla
+```
+
+## Fix
+Pick a `--kv-cache-dtype` that fits (`fp8_per_token_head` fits every attention shape), or
+leave the flag out to keep the config's `torch_dtype`.
+""",
+)

@@ -10,7 +10,20 @@ from pathlib import Path
 from kvgen.exits import Exit, UsageError
 from kvgen.writer import write_atomic
 
-DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
+# kvgen.spec.DTYPES, spelt out: registering the command must not import pydantic (a test
+# checks the two agree).
+DTYPES = (
+    "fp32",
+    "bf16",
+    "fp16",
+    "fp8",
+    "nvfp4",
+    "fp8_per_token_head",
+    "int8_per_token_head",
+    "mxfp8",
+    "mxfp4",
+    "fp8_ds_mla",
+)
 
 log = logging.getLogger("kvgen")
 

@@ -18,6 +18,7 @@ from kvgen.importhf._layers import (
     per_layer_types,
     state_bytes,
 )
+from kvgen.importhf._quant import layout_misfit
 from kvgen.importhf._render import Spec, default_model_name, render, to_identifier
 
 __all__ = ["MAX_CONFIG_BYTES", "ImportResult", "import_config"]
@@ -128,6 +129,16 @@ def _build(cfg: Config, family: str | None, model: str | None, tpb: int, dtype: 
             kinds.append(shape)
         elif kind == "none":
             kinds.append(NO_CACHE)
+    misfit = layout_misfit(kinds, short)
+    if misfit is not None:
+        where, why = misfit
+        cfg.diag(
+            codes.KV_CACHE_LAYOUT_MISMATCH,
+            where if cfg.has(where) else None,
+            f"--kv-cache-dtype {short}: {why}",
+            codes.KV_CACHE_LAYOUT_MISMATCH.fix,
+        )
+        raise Abort
     cacheless = types.count("none")
     layers_note = f"config.json {layers_name}"
     if cacheless:

@@ -49,6 +49,7 @@ class Kind:
     mamba: tuple[tuple[str, int | str, str], ...] = ()
     notes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     base: str = ""
+    index_head_dim: int | None = None  # MLA: a sparse-attention indexer's key cache
 
 
 # An MLP-only or MoE-only block: no cache, but it keeps its layer index.
@@ -250,6 +251,7 @@ def attention_kinds(
     if cfg.has("kv_lora_rank"):
         rank = cfg.int_("kv_lora_rank")
         rope = cfg.int_("qk_rope_head_dim", required=True, minimum=0)
+        index = cfg.int_("index_head_dim") if cfg.has("index_head_dim") else None
         mla = Kind(
             "mla",
             kv_lora_rank=rank,
@@ -258,7 +260,12 @@ def attention_kinds(
             notes=(
                 ("kv_lora_rank", "config.json kv_lora_rank"),
                 ("qk_rope_head_dim", "config.json qk_rope_head_dim"),
+                (
+                    "index_head_dim",
+                    "config.json index_head_dim: the sparse-attention indexer's key cache",
+                ),
             ),
+            index_head_dim=index,
         )
         if any(t not in ("full", "none") for t in types):
             cfg.diag(

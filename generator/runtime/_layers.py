@@ -19,6 +19,14 @@ TORCH_DTYPES = {
 }
 NVFP4_SCALE = torch.float8_e4m3fn  # one FP8 block scale per 16 NVFP4 elements
 NVFP4_BLOCK = 16
+# OCP MX: one power-of-two (e8m0) scale byte per 32 elements; raw bytes before torch 2.7.
+MX_SCALE: torch.dtype = getattr(torch, "float8_e8m0fnu", torch.uint8)
+MX_BLOCK = 32
+# Per (token, head) scales: one fp32 beside each head's row of 8-bit elements.
+PER_TOKEN_HEAD = {"fp8_per_token_head": torch.float8_e4m3fn, "int8_per_token_head": torch.int8}
+# FlashMLA's fp8_ds_mla (vLLM flashmla_sparse.py) and DeepSeek-V3.2's indexer key cache
+# (vLLM DeepseekV32IndexerCache): fp8 elements with an fp32 scale per 128 of them.
+FP32_SCALE_BLOCK = 128
 
 # A typed per-token buffer of a layer: (view name, element dtype, shape per token).
 Buffer = tuple[str, torch.dtype, tuple[int, ...]]
@@ -39,18 +47,43 @@ class Layer(NamedTuple):
     mamba: tuple[int, int, int] = (0, 0, 0)
 
 
+def _blocks(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
+    """Scale shape of one block scale per ``block`` elements (per row when rows divide)."""
+    if shape[-1] % block == 0:
+        return (*shape[:-1], shape[-1] // block)
+    return (ceil_div(math.prod(shape), block),)
+
+
 def _typed(name: str, dtype: str, shape: tuple[int, ...]) -> list[Buffer]:
-    if dtype != "nvfp4":
+    if dtype in TORCH_DTYPES:
         return [(name, TORCH_DTYPES[dtype], shape)]
-    # NVFP4: two elements per byte, plus a separate FP8 scale per 16 elements.
+    if dtype in PER_TOKEN_HEAD:
+        # 8-bit elements and one fp32 scale per (token, head) row.
+        return [(name, PER_TOKEN_HEAD[dtype], shape), (name + "_scale", torch.float32, shape[:-1])]
+    if dtype == "mxfp8":
+        scale = _blocks(shape, MX_BLOCK)
+        return [(name, torch.float8_e4m3fn, shape), (name + "_scale", MX_SCALE, scale)]
+    # NVFP4 / MXFP4: two elements per byte, plus a separate block scale per 16 / 32 elements.
     n, last = math.prod(shape), shape[-1]
     data = (*shape[:-1], last // 2) if last % 2 == 0 else (ceil_div(n, 2),)
-    scale = (
-        (*shape[:-1], last // NVFP4_BLOCK)
-        if last % NVFP4_BLOCK == 0
-        else (ceil_div(n, NVFP4_BLOCK),)
-    )
-    return [(name, torch.uint8, data), (name + "_scale", NVFP4_SCALE, scale)]
+    if dtype == "mxfp4":
+        return [(name, torch.uint8, data), (name + "_scale", MX_SCALE, _blocks(shape, MX_BLOCK))]
+    if dtype != "nvfp4":
+        raise ValueError(f"{name}: {dtype} is not a per-element layout (fp8_ds_mla is MLA-only)")
+    return [(name, torch.uint8, data), (name + "_scale", NVFP4_SCALE, _blocks(shape, NVFP4_BLOCK))]
+
+
+def _latent(kind: LayerKind) -> list[Buffer]:
+    """An MLA layer's latent: fp8_ds_mla splits it into an fp8 no-RoPE part with its fp32
+    scales and a bf16 RoPE part (512 + 16 + 128 = 656 B for DeepSeek-V3.2)."""
+    if kind.dtype != "fp8_ds_mla":
+        return _typed("latent", kind.dtype, (kind.kv_lora_rank + kind.qk_rope_head_dim,))
+    scales = (ceil_div(kind.kv_lora_rank, FP32_SCALE_BLOCK),)
+    return [
+        ("latent", torch.float8_e4m3fn, (kind.kv_lora_rank,)),
+        ("latent_scale", torch.float32, scales),
+        ("rope", torch.bfloat16, (kind.qk_rope_head_dim,)),
+    ]
 
 
 def _buffers(kind: LayerKind, tp_size: int) -> tuple[Buffer, ...]:
@@ -61,7 +94,11 @@ def _buffers(kind: LayerKind, tp_size: int) -> tuple[Buffer, ...]:
         out.append(("raw", torch.uint8, (kind.bytes_per_token,)))
     elif kind.kv_lora_rank:
         # MLA: one latent buffer, never split by tensor parallelism.
-        out += _typed("latent", kind.dtype, (kind.kv_lora_rank + kind.qk_rope_head_dim,))
+        out += _latent(kind)
+        if kind.index_head_dim:
+            scales = (ceil_div(kind.index_head_dim, FP32_SCALE_BLOCK),)
+            out.append(("index_k", torch.float8_e4m3fn, (kind.index_head_dim,)))
+            out.append(("index_k_scale", torch.float32, scales))
     else:
         heads = ceil_div(kind.kv_heads, tp_size)  # replicated when fewer heads than ranks
         out += _typed("k", kind.dtype, (heads, kind.head_dim))

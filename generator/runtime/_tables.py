@@ -13,7 +13,18 @@ from typing import NamedTuple
 __all__ = ["FamilyTables", "LayerKind", "LayerStack", "ModelTable", "SpeculativeProfile"]
 
 ATTENTIONS = ("full", "sliding", "recurrent", "none")
-DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
+DTYPES = (
+    "fp32",
+    "bf16",
+    "fp16",
+    "fp8",
+    "nvfp4",
+    "fp8_per_token_head",
+    "int8_per_token_head",
+    "mxfp8",
+    "mxfp4",
+    "fp8_ds_mla",
+)
 
 
 class LayerKind(NamedTuple):
@@ -37,6 +48,8 @@ class LayerKind(NamedTuple):
     n_groups: int = 0
     d_conv: int = 0
     ssm_dtype: str = ""
+    # MLA only: a sparse-attention indexer's key cache (fp8 + an fp32 scale per 128), per token.
+    index_head_dim: int = 0
 
 
 @dataclass(frozen=True)

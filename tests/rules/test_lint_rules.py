@@ -34,8 +34,10 @@ def test_codes_are_unique_sequential_and_never_retired():
     codes = [rule.code for rule in all_rules()]
     assert len(codes) == len(set(codes))
     assert not set(codes) & set(RETIRED)
-    lint = [rule.code for rule in lint_rules()]
-    assert lint == [f"KV{201 + i}" for i in range(len(lint))]
+    lint = [int(rule.code.removeprefix("KV")) for rule in lint_rules()]
+    assert lint == sorted(lint) and lint[0] == 201
+    # Issue 13 hands KV227-KV245 to parallel branches; a branch alone holds a gap there.
+    assert set(range(201, lint[-1] + 1)) - set(lint) <= set(range(227, 246))
 
 
 def test_names_are_unique_kebab_case():
@@ -77,7 +79,7 @@ def test_list_rules_lists_every_code_once(capsys):
     assert main(["lint", "--list-rules"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == [rule.code for rule in all_rules()]
-    assert lines[-1].split()[:4] == ["KV308", "error", "import-hf", "config-too-large"]
+    assert lines[-1].split()[:4] == ["KV312", "error", "import-hf", "kv-cache-layout-mismatch"]
 
 
 def _heavy_modules_after(code: str) -> str:

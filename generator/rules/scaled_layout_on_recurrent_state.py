@@ -1,0 +1,63 @@
+"""A quantized layout with scales as the dtype of a recurrent state.
+
+## What it does
+Reports a recurrent kind given by its `mamba:` dimensions whose conv dtype (its `dtype`, else
+its pool's `kv_cache_dtype`) or `ssm_dtype` is one of the scaled KV layouts
+`fp8_per_token_head`, `int8_per_token_head`, `mxfp8`, `mxfp4` or `fp8_ds_mla`.
+
+## Why it matters
+Those layouts quantize attention K/V rows (or an MLA latent) with per-head or per-block scales
+(docs/cost-model.md §1). The engines keep a Mamba / linear-attention state in a plain dtype
+(the model dtype, or fp32 for the SSM part, §8), so there is no state size to charge for such a
+spec; a hybrid family inherits the attention pool's quantized dtype easily.
+
+## Example
+```yaml
+kv_cache_dtype: mxfp8
+...
+  ssm:
+    attention: recurrent
+    mamba: {num_heads: 128, head_dim: 64, d_state: 128, n_groups: 8, d_conv: 4}
+```
+
+## Fix
+Give the recurrent kind its own plain `dtype` (e.g. `bf16`) and, if the engine keeps it so,
+`ssm_dtype: fp32`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kvgen.rules._base import Finding, RuleContext
+
+CODE = "KV239"
+NAME = "scaled-layout-on-recurrent-state"
+SEVERITY = "error"
+
+ATTENTION_ONLY = frozenset(
+    {"fp8_per_token_head", "int8_per_token_head", "mxfp8", "mxfp4", "fp8_ds_mla"}
+)
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    for kind in ctx.kinds:
+        state = kind.kind.mamba
+        if kind.kind.attention != "recurrent" or state is None:
+            continue
+        if kind.dtype in ATTENTION_ONLY:
+            explicit = kind.kind.dtype is not None
+            yield Finding(
+                (*kind.loc, "dtype") if explicit else kind.loc,
+                f"{kind.label} is a recurrent state in {kind.dtype}, a layout for attention "
+                "K/V with scales",
+                "give the recurrent kind its own plain 'dtype' (e.g. bf16)",
+                at="value" if explicit else "key",
+            )
+        if state.ssm_dtype in ATTENTION_ONLY:
+            yield Finding(
+                (*kind.loc, "mamba", "ssm_dtype"),
+                f"{kind.label} keeps its SSM state in {state.ssm_dtype}, a layout for "
+                "attention K/V with scales",
+                "use a plain ssm_dtype (fp32, bf16 or fp16)",
+            )
