@@ -252,6 +252,10 @@ def test_quota_for_requests_is_enough_and_least(rendered_families, family, model
         tp_size=extra["tp_size"],
         dcp_size=extra["dcp_size"],
     )
+    generic = costmodel.quota_for_requests(
+        rendered.family, model, profile, costmodel.RuntimeParams(**params)
+    )
+    assert quota == generic
 
     def serve(quota_bytes):
         shim = rendered.allocator.KVCacheShim(
@@ -339,3 +343,49 @@ def test_a_slope_that_does_not_divide_is_refused_statically(tmp_path):
             rendered.family, "latent", "none", costmodel.RuntimeParams(dcp_size=5, **kw)
         )
     assert rendered.sizing.cache_costs("latent", dcp_size=1, **kw)["target"].slope == 504
+
+
+@pytest.mark.parametrize(("family", "model", "profile", "extra"), COMBOS, ids=IDS)
+def test_named_terms_agree_with_the_generic_model(rendered_families, family, model, profile, extra):
+    rendered = rendered_families(family)
+    params = _params(rendered, extra)
+    span = rendered.family.tokens_per_block * extra["dcp_size"]
+    terms = rendered.sizing.cost_terms(
+        model, speculative=profile, semantics="exact", engine_terms=True, **params
+    )
+    runtime = costmodel.RuntimeParams(semantics="exact", **params)
+    generic = costmodel.cache_costs(rendered.family, model, profile, runtime)
+    engine = costmodel.engine_terms(rendered.family, model, profile, runtime)
+    head = rendered.sizing.headroom(profile)
+    for manager, named in terms.items():
+        cost = generic[manager]
+        assert named["slope"] == cost.slope and named["intercept"] == cost.intercept
+        assert named["full_page_rounding"] == params["max_batch_size"] * (span - 1) * cost.slope
+        assert named["pool_page_rounding"] == cost.pool_page_rounding == (span - 1) * cost.slope
+        # The padding dummy at capacity 1 + H: ceil((1 + H) / span) pages of span * slope B.
+        padding = -(-(1 + head) // span) * span * cost.slope
+        assert named["cuda_graph_padding"] == engine[manager]["cuda_graph_padding"] == padding
+        assert named["watermark_quota"] == engine[manager]["watermark_quota"]
+
+
+def test_dcp_size_goes_through_the_one_keyword_validation(rendered_families):
+    import numpy as np
+
+    sizing = rendered_families("deepseek_v3").sizing
+    kw = {"max_batch_size": 2, "max_num_tokens": 64, "max_seq_len": 1024, "tp_size": 8}
+    for bad in (True, 2.0, "2", -1, None):
+        with pytest.raises(ValueError, match=f"dcp_size must be a positive int, got {bad!r}"):
+            sizing.cache_costs("deepseek_v3", dcp_size=bad, **kw)
+        with pytest.raises(ValueError, match="dcp_size must be a positive int"):
+            sizing.max_blocks_per_seq("deepseek_v3", max_seq_len=1024, dcp_size=bad)
+    with pytest.raises(ValueError, match="dcp_size must be a positive int"):
+        sizing.quota_for_requests(
+            "deepseek_v3", requests=1, seq_len=8, max_num_tokens=8, tp_size=8, dcp_size=[2]
+        )
+    # numpy integers are integers (as for every other keyword); the answer is the int's.
+    assert sizing.cache_costs("deepseek_v3", dcp_size=np.int64(2), **kw) == sizing.cache_costs(
+        "deepseek_v3", dcp_size=2, **kw
+    )
+    assert sizing.cache_costs("deepseek_v3", dcp_size=1, **kw) == sizing.cache_costs(
+        "deepseek_v3", **kw
+    )
