@@ -17,6 +17,7 @@ import math
 import struct
 from dataclasses import dataclass, field, replace
 
+from kvgen.dcp import check_dcp, dcp_slope
 from kvgen.quant import ds_mla_bytes, index_k_bytes, layout_bytes
 from kvgen.recurrent import MAMBA_STATE_UPDATES, RecurrentState, recurrent_state, state_terms
 from kvgen.spec import (
@@ -257,11 +258,17 @@ class RuntimeParams:
     semantics: str = "trtllm-v2"
     attention_dp: bool = False  # tp = 1 for the KV cache and the state, one more reserved row
     mamba_state_update: str = "default"  # "replay": compact history instead of SSM states
+    dcp_size: int = 1  # decode context parallelism: full-attention history sharded (§9)
 
     @property
     def cache_tp_size(self) -> int:
         """The tp size the caches are split by: 1 under attention-DP (§9)."""
         return 1 if self.attention_dp else self.tp_size
+
+    def page_span(self, tokens_per_block: int) -> int:
+        """Tokens one full-attention page covers: a page of ``tpb`` tokens on each of the
+        ``dcp_size`` ranks, which hold every dcp_size-th token (§9)."""
+        return tokens_per_block * self.dcp_size
 
     def validate(self, model: Model) -> None:
         for name in ("max_batch_size", "max_num_tokens", "max_seq_len", "tp_size", "pp_size"):
@@ -290,6 +297,9 @@ class RuntimeParams:
                 f"mamba_state_update must be one of {MAMBA_STATE_UPDATES}, "
                 f"got {self.mamba_state_update!r}"
             )
+        dcp = self.dcp_size
+        if not isinstance(dcp, int) or isinstance(dcp, bool) or dcp < 1:
+            raise ValueError(f"dcp_size must be a positive int, got {dcp!r}")
 
 
 def float32(value: float) -> float:
@@ -488,8 +498,9 @@ def manager_cost(
     profile: Speculative | None = None,
 ) -> ManagerCost:
     tpb = family.tokens_per_block
+    span = params.page_span(tpb)  # tokens of one full-attention page (§9: tpb * dcp_size)
     layers = managed.layers
-    slope = sum(lay.bytes_per_token for lay in layers if lay.is_full)
+    slope = dcp_slope(managed.name, layers, params.dcp_size)
     cycles = _life_cycles(layers)
     per_request = sum(lay.state_bytes for lay in layers)
     for (window, sinks), members in cycles.items():
@@ -500,7 +511,7 @@ def manager_cost(
     batch, chunk = params.max_batch_size, params.max_num_tokens
     exact: dict[str, int] = {}
     if params.semantics == "exact":
-        exact["full_page_rounding"] = batch * (tpb - 1) * slope
+        exact["full_page_rounding"] = batch * (span - 1) * slope
         context_rounding = 0
         for (window, sinks), members in cycles.items():
             at_peak = pages_per_window(window, head.total, tpb, sinks)
@@ -518,7 +529,7 @@ def manager_cost(
     )
     cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact, None, states)
     if params.semantics == "exact":
-        cost = _with_pools(cost, cycles, head, tpb, managed.scratch_reuse)
+        cost = _with_pools(cost, cycles, head, tpb, managed.scratch_reuse, span)
     stateful = any(lay.state_bytes for lay in layers)
     if managed.name == "draft" and len(cycles) == 1 and slope == 0 and not stateful:
         # Resume watermark (§4, drift 4): a single-SWA-pool draft rounds its intercept
@@ -537,11 +548,13 @@ def _with_pools(
     head: Headroom,
     tpb: int,
     scratch_reuse: bool,
+    span: int,
 ) -> ManagerCost:
     """``cost`` with its pools in whole pages (§3, §4): the B*pages(w, H) pages of each SWA life
     cycle and the recurrent slots are fixed; each SWA cycle's context pages grow with min(T, N)
     (rounded up by (tpb-1) per chunk slot where no spare page exists); the full pool grows
-    with T, each of B requests rounding up to whole pages."""
+    with T, each of B requests rounding up to whole pages of ``span`` tokens (tpb, or
+    tpb * dcp_size under DCP, where no SWA cycle exists, §9)."""
     batch, chunk = cost.max_batch_size, cost.max_num_tokens
     # SWA peak pages and recurrent state per request, plus the reserved and speculative state
     # rows (§8), which the runtime's state pools hold beside the B request slots.
@@ -554,8 +567,8 @@ def _with_pools(
             rounding = min(batch, chunk) * (tpb - 1)
         pools.append((tpb * _ctx_bytes(members, scratch_reuse), rounding, True))
     if cost.slope:
-        pools.append((tpb * cost.slope, batch * (tpb - 1), False))
-    return replace(cost, tokens_per_block=tpb, fixed_pool_bytes=fixed, pools=tuple(pools))
+        pools.append((span * cost.slope, batch * (span - 1), False))
+    return replace(cost, tokens_per_block=span, fixed_pool_bytes=fixed, pools=tuple(pools))
 
 
 def cache_costs(
@@ -566,6 +579,8 @@ def cache_costs(
     profile = _profile(family, speculative)
     _check_applies(family, model, profile)
     params.validate(model)
+    if params.dcp_size != 1:
+        check_dcp(model, profile, params)
     head = headroom(profile, overlap_slack=params.overlap_slack)
     return {
         managed.name: manager_cost(family, managed, head, params, profile)
@@ -581,6 +596,7 @@ def engine_terms(
     profile = _profile(family, speculative)
     head = headroom(profile, overlap_slack=params.overlap_slack).total
     tpb = family.tokens_per_block
+    span = params.page_span(tpb)  # a full page under DCP covers tpb tokens per rank (§9)
     util = float32(params.max_util_for_resume)
     out: dict[str, dict[str, int]] = {}
     for managed in manager_layers(family, _model(family, model_name), profile, params):
@@ -592,7 +608,7 @@ def engine_terms(
             quota = cost.quota(params.max_seq_len)
             terms["watermark_quota"] = math.ceil(quota / util) - quota
         # A dummy of history 1 has no stale SWA page (§3): ceil((1 + H)/tpb) on every layer.
-        pages = -(-(1 + head) // tpb)
+        pages = -(-(1 + head) // span)
         paged = sum(lay.bytes_per_token for lay in managed.layers if lay.is_full or lay.is_swa)
         if paged:
             terms["cuda_graph_padding"] = pages * tpb * paged
@@ -639,7 +655,7 @@ def quota_for_requests(
         raise ValueError("quota_for_requests takes no overlap_slack")
     costs = cache_costs(family, model_name, speculative, params)
     head = headroom(_profile(family, speculative)).total
-    tpb, requests = family.tokens_per_block, params.max_batch_size
+    tpb, requests = params.page_span(family.tokens_per_block), params.max_batch_size
     # The full pool: requests * pages_one whole pages, planned from the least T that gives them.
     peak = params.max_seq_len - 1 + head
     tokens = requests * peak  # "trtllm-v2": capacity tokens, no pages
@@ -650,11 +666,17 @@ def quota_for_requests(
 
 
 def max_blocks_per_seq(
-    family: Family, speculative: str, max_seq_len: int, *, overlap_slack: bool = False
+    family: Family,
+    speculative: str,
+    max_seq_len: int,
+    *,
+    overlap_slack: bool = False,
+    dcp_size: int = 1,
 ) -> int:
-    """ceil((S + H) / tpb), rounded up to a multiple of 4 (the block-table width)."""
+    """ceil((S + H) / tpb), rounded up to a multiple of 4 (the block-table width); under DCP
+    a page spans tpb * dcp_size tokens (§9)."""
     head = headroom(_profile(family, speculative), overlap_slack=overlap_slack)
-    blocks = -(-(max_seq_len + head.total) // family.tokens_per_block)
+    blocks = -(-(max_seq_len + head.total) // (family.tokens_per_block * dcp_size))
     return -(-blocks // 4) * 4
 
 

@@ -120,6 +120,7 @@ class Plan:
     seq_len: int
     max_requests: int = 0  # requests of seq_len tokens that fit at once (batch = requests)
     batches: list[BatchPlan] = field(default_factory=list)
+    dcp_size: int = 1  # decode context parallelism: history sharded over dcp TP ranks (§9)
 
     @property
     def fits(self) -> bool:
@@ -129,7 +130,7 @@ class Plan:
 class _Sizing:
     """The generated module bound to one model, profile and deployment."""
 
-    def __init__(self, sizing, model, speculative, max_num_tokens, tp_size, semantics):
+    def __init__(self, sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size=1):
         self.sizing = sizing
         self.model = model
         self.common = {
@@ -138,6 +139,8 @@ class _Sizing:
             "tp_size": tp_size,
             "semantics": semantics,
         }
+        if dcp_size != 1:  # modules generated before dcp_size take no such keyword
+            self.common["dcp_size"] = dcp_size
 
     def managers(self, budget: int, batch: int, max_seq_len: int) -> list[ManagerPlan]:
         """Each manager's cost, share and max tokens; ``ValueError`` when nothing fits."""
@@ -178,6 +181,7 @@ class RequestsNeed:
     max_num_tokens: int
     tp_size: int
     managers: dict[str, int] = field(default_factory=dict)
+    dcp_size: int = 1
 
     @property
     def total(self) -> int:
@@ -194,19 +198,21 @@ def memory_for_requests(
     max_num_tokens: int = 8192,
     tp_size: int = 1,
     semantics: str = "trtllm-v2",
+    dcp_size: int = 1,
 ) -> RequestsNeed:
     """``quota_for_requests`` of the generated module: bytes per manager."""
     if not hasattr(sizing, "quota_for_requests"):
         raise PlanError(f"{sizing.FAMILY}/sizing.py has no quota_for_requests: run kvgen generate")
     native = native_max_seq_len(sizing, model)
     seq_len = seq_len or min(native, DEFAULT_MAX_SEQ_LEN)
+    sharded = {"dcp_size": dcp_size} if dcp_size != 1 else {}
     managers = sizing.quota_for_requests(
         model, requests=requests, seq_len=seq_len, speculative=speculative,
-        max_num_tokens=max_num_tokens, tp_size=tp_size, semantics=semantics,
+        max_num_tokens=max_num_tokens, tp_size=tp_size, semantics=semantics, **sharded,
     )  # fmt: skip
     return RequestsNeed(
         sizing.FAMILY, model, speculative, semantics, requests, seq_len, max_num_tokens,
-        tp_size, dict(managers),
+        tp_size, dict(managers), dcp_size,
     )  # fmt: skip
 
 
@@ -244,6 +250,7 @@ def make_plan(
     tp_size: int = 1,
     semantics: str = "trtllm-v2",
     seq_len: int | None = None,
+    dcp_size: int = 1,
 ) -> Plan:
     native = native_max_seq_len(sizing, model)
     if speculative not in sizing.SPECULATIVE:
@@ -263,10 +270,10 @@ def make_plan(
     seq_len = seq_len or max_seq_len
     if seq_len > max_seq_len:
         raise PlanError(f"seq_len {seq_len} is longer than max_seq_len {max_seq_len}")
-    bound = _Sizing(sizing, model, speculative, max_num_tokens, tp_size, semantics)
+    bound = _Sizing(sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size)
     plan = Plan(
         sizing.FAMILY, model, speculative, semantics, gpu_memory, max_num_tokens, max_seq_len,
-        native, tp_size, seq_len,
+        native, tp_size, seq_len, dcp_size=dcp_size,
     )  # fmt: skip
     plan.max_requests = _largest(
         lambda n: bound.fits(gpu_memory, n, seq_len, max_seq_len), SEARCH_LIMIT
@@ -298,9 +305,10 @@ def capacity_curve(
     max_seq_len: int,
     tp_size: int = 1,
     semantics: str = "trtllm-v2",
+    dcp_size: int = 1,
 ) -> list[int | None]:
     """Target max tokens at each GPU budget (0 where the intercepts do not fit)."""
-    bound = _Sizing(sizing, model, speculative, max_num_tokens, tp_size, semantics)
+    bound = _Sizing(sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size)
     out: list[int | None] = []
     for budget in budgets:
         try:

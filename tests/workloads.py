@@ -43,6 +43,7 @@ SIZING_KEYS = (
     "block_reuse",
     "max_util_for_resume",
     "overlap_slack",
+    "dcp_size",
 )
 
 
@@ -287,7 +288,8 @@ def alignment_sweep(h: Harness, accept: Callable[[Any, int], int], rid_base: int
     """Requests whose histories pass every page alignment through each SWA window's stale
     boundary (and every full-page alignment), a full batch at a time."""
     shim = h.shim
-    tpb, batch = shim.tokens_per_block, shim.max_batch_size
+    # A full-attention page spans tpb tokens, tpb * dcp_size under DCP (docs/cost-model.md §9).
+    tpb, batch = shim.page_span, shim.max_batch_size
     steps = 2 * tpb + 2 * shim.headroom
     rid = rid_base
     for start in _zone_starts(shim):
@@ -310,7 +312,7 @@ def aligned_batch_sweep(h: Harness, accept: Callable[[Any, int], int] = lambda r
     """A full batch at one alignment, for every alignment: all B requests reach their peak
     pages in the same step (the worst case the static intercept B * per_request covers)."""
     shim = h.shim
-    tpb, batch = shim.tokens_per_block, shim.max_batch_size
+    tpb, batch = shim.page_span, shim.max_batch_size  # tpb * dcp_size under DCP (§9)
     steps = tpb + 2 * shim.headroom
     rid = 50_000
     for start in _zone_starts(shim):

@@ -392,6 +392,9 @@ class _Terms(tuple):  # type: ignore[type-arg]
     fixed_pool_bytes: int
     pools: tuple[tuple[int, int, int], ...]
     states: tuple[tuple[str, int], ...]  # recurrent rows beyond one per request (§8)
+    # Tokens one page of the growing pools spans: tpb, or tpb * dcp_size under decode context
+    # parallelism, where a full-attention page holds tpb tokens on each DCP rank (§9).
+    span: int
 
 
 for _index, _field in enumerate(_Terms.__annotations__):
@@ -469,7 +472,8 @@ def _arguments(
     semantics: object,
     attention_dp: object = False,
     mamba_state_update: object = "default",
-) -> tuple[Model, Profile, int, int, int, int, int, int, float]:
+    dcp_size: object = 1,
+) -> tuple[Model, Profile, int, int, int, int, int, int, float, int]:
     """The one keyword validation of every public function: the model and profile rows and
     the integers as ints, or ValueError naming the argument and the allowed values. Plain
     valid values take the inline checks; anything else goes through ``_integer`` and co."""
@@ -511,7 +515,53 @@ def _arguments(
         _flag("attention_dp", attention_dp)
     if mamba_state_update != "default" and mamba_state_update != "replay":
         _name("mamba_state_update", mamba_state_update, MAMBA_STATE_UPDATES)
-    return entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util
+    if type(dcp_size) is not int or dcp_size != 1:
+        dcp_size = _dcp_size(entry, profile, speculative, tp_size, attention_dp, dcp_size)
+    return entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp_size
+
+
+def _dcp_size(
+    entry: Model,
+    profile: Profile,
+    speculative: str,
+    tp_size: int,
+    attention_dp: object,
+    dcp: object,
+) -> int:
+    """``dcp`` as an int, or ValueError where the engines refuse decode context parallelism
+    (§9): the DCP group is carved from the TP ranks that hold copies of the same KV heads
+    (vLLM ``config/parallel.py``, ``config/model.py``), and only full-attention caches are
+    sharded (vLLM ``SlidingWindowSpec`` asserts ``DCP not support sliding window``)."""
+    dcp = _integer("dcp_size", dcp, 1)
+    if dcp == 1:
+        return dcp
+    if attention_dp:
+        raise ValueError(
+            f"dcp_size {dcp} shards the KV cache over the TP ranks that hold copies of it; "
+            "attention_dp=True leaves every rank whole heads of its own requests "
+            "(use dcp_size=1 with attention_dp=True)"
+        )
+    if tp_size % dcp:
+        raise ValueError(
+            f"tp_size {tp_size} must be divisible by dcp_size {dcp}: the DCP group is carved "
+            "from the TP group"
+        )
+    for stack in (entry.layers, entry.extra_layers.get(speculative), profile.draft):
+        for name, kind in stack.kinds.items() if stack is not None else ():
+            if kind.attention not in ("full", "recurrent", "none"):
+                raise ValueError(
+                    f"dcp_size {dcp} shards full-attention caches only; layer kind {name!r} is "
+                    f"{kind.attention} attention, which the engines refuse under decode "
+                    "context parallelism (use dcp_size=1)"
+                )
+            if kind.kv_heads and (tp_size <= kind.kv_heads or dcp > tp_size // kind.kv_heads):
+                raise ValueError(
+                    f"dcp_size {dcp} needs {dcp} TP ranks holding copies of each KV head, but "
+                    f"layer kind {name!r} splits {kind.kv_heads} KV heads over tp_size "
+                    f"{tp_size}: dcp_size must be <= tp_size // kv_heads = "
+                    f"{tp_size // kind.kv_heads} (and tp_size > kv_heads)"
+                )
+    return dcp
 
 
 def headroom(speculative: str = "none", *, overlap_slack: bool = False) -> int:
@@ -685,14 +735,15 @@ def _compute(
     semantics: str,
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    dcp_size: int = 1,
 ) -> tuple[tuple[_Terms, ...], dict[str, CacheCost]]:
     """Every named term of the static cost per manager (§3, §4), and the CacheCost of each
     (built here, so that a never-seen ``cache_costs`` call runs one function); validates
     first."""
-    entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util = _arguments(
+    entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp = _arguments(
         model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
         scratch_reuse, block_reuse, util, overlap_slack, semantics, attention_dp,
-        mamba_state_update,
+        mamba_state_update, dcp_size,
     )  # fmt: skip
     if attention_dp:
         tp_size = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
@@ -700,6 +751,7 @@ def _compute(
     extra = profile.extra
     head = extra + profile.step + (profile.draft_len if overlap_slack else 0)
     tpb = TOKENS_PER_BLOCK
+    span = tpb * dcp  # DCP: one page of tpb tokens on each DCP rank spans tpb * dcp tokens (§9)
     exact = semantics == "exact"
     if pp_size == 1:
         plan = _PLANS[model, speculative]
@@ -709,6 +761,8 @@ def _compute(
     costs = {}
     for name, at_tp1, rows, states in plan:
         slope, sums, groups = at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size)
+        if dcp != 1:
+            slope = _dcp_slope(name, slope, dcp)
         per_request = state = sums[0]
         scratch = scratch_reuse and name == "target"  # scratch reuse: targets only (§3)
         ctx_swa = ctx_rounding = 0
@@ -736,11 +790,11 @@ def _compute(
                 pools.append((tpb * ctx, chunk, rounding))
             cycles.append((window, sinks, live + 1 + sink_pages, cycle))
         intercept = batch * per_request + chunk * ctx_swa
-        if exact and slope:  # full attention: ceil((T + B*(tpb-1))/tpb) pages, uncapped (§3)
-            pools.append((tpb * slope, -1, batch * (tpb - 1)))
+        if exact and slope:  # full attention: ceil((T + B*(span-1))/span) pages, uncapped (§3)
+            pools.append((span * slope, -1, batch * (span - 1)))
         full_rounding = resume_rounding = None
         if exact:
-            full_rounding = batch * (tpb - 1) * slope
+            full_rounding = batch * (span - 1) * slope
             ctx_rounding *= min(batch, chunk) * (tpb - 1)
             intercept += full_rounding + ctx_rounding
         if name == "draft" and len(cycles) == 1 and not slope and not state:
@@ -763,9 +817,20 @@ def _compute(
             _new(_Terms, (name, slope, per_request, ctx_swa, full_rounding,
                           ctx_rounding if exact else None, resume_rounding,
                           intercept, tuple(cycles), fixed_pool_bytes, tuple(pools),
-                          recurrent))
+                          recurrent, span))
         )  # fmt: skip
     return tuple(out), costs
+
+
+def _dcp_slope(manager: str, slope: int, dcp: int) -> int:
+    """Bytes per token of full-attention history on one DCP rank: each rank holds one token
+    in ``dcp`` (§9); ValueError where that is not a whole number of bytes."""
+    if slope % dcp:
+        raise ValueError(
+            f"{manager}: the {slope} bytes per token of full attention on this rank do not "
+            f"divide by dcp_size {dcp}; the affine cost needs whole bytes per token of history"
+        )
+    return slope // dcp
 
 
 def _state_rows(
@@ -822,6 +887,7 @@ def cost_terms(
     semantics: str = "trtllm-v2",
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    dcp_size: int = 1,
     engine_terms: bool = False,
 ) -> dict[str, dict[str, int]]:
     """Every named term of the static cost, per cache manager, in bytes (§4).
@@ -836,7 +902,10 @@ def cost_terms(
     ``state_reserved_rows`` (the CUDA-graph padding slot, + 1 row with ``attention_dp``) and,
     under a speculative profile, ``spec_intermediate_states`` (+ ``spec_replay_history`` with
     ``mamba_state_update="replay"``). ``attention_dp=True`` holds whole KV heads and states on
-    every rank (tp = 1 for the caches, §9).
+    every rank (tp = 1 for the caches, §9). ``dcp_size`` (decode context parallelism, §9)
+    shards full-attention history over that many TP ranks: ``slope`` is the bytes per token on
+    one rank, and one page spans tpb * dcp_size tokens, so the rounding terms count
+    tpb * dcp_size - 1 tokens where they count tpb - 1.
 
     ``engine_terms=True`` adds what the engine does beside the quota (§9), reported and never
     added to the intercept or any quota: ``startup_estimate_difference`` (target, ctx_swa > 0:
@@ -853,7 +922,7 @@ def cost_terms(
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-        attention_dp, mamba_state_update,
+        attention_dp, mamba_state_update, dcp_size,
     )  # fmt: skip
     out = {}
     for t in terms:
@@ -862,8 +931,8 @@ def cost_terms(
         named["intercept"] = t.intercept
         if t.context_page_rounding is not None and t.resume_rounding is None:
             # quota(T) rounds each growing pool up to whole pages: at most tpb-1 tokens each.
-            rounding = sum(b // TOKENS_PER_BLOCK for b, _, _ in t.pools)
-            named["pool_page_rounding"] = (TOKENS_PER_BLOCK - 1) * rounding
+            rounding = sum(b // t.span for b, _, _ in t.pools)
+            named["pool_page_rounding"] = (t.span - 1) * rounding
         out[t.manager] = named
     if _flag("engine_terms", engine_terms):
         head = headroom(speculative, overlap_slack=overlap_slack)
@@ -889,8 +958,8 @@ def _engine_terms(
     # History 1 holds no stale SWA page (§3): every life cycle holds ceil((1 + H)/tpb) pages.
     paged = terms.slope + sum(cycle for _w, _s, _pages, cycle in terms.life_cycles)
     if paged:
-        pages = -(-(1 + head) // TOKENS_PER_BLOCK)
-        named["cuda_graph_padding"] = pages * TOKENS_PER_BLOCK * paged
+        pages = -(-(1 + head) // terms.span)  # span: tpb, or tpb * dcp_size under DCP (§9)
+        named["cuda_graph_padding"] = pages * terms.span * paged
     if terms.per_request:
         named["overlap_scheduler_requests"] = batch * terms.per_request
     return named
@@ -913,30 +982,32 @@ def cache_costs(
     semantics: str = "trtllm-v2",
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    dcp_size: int = 1,
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
     try:
         costs = _answers(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
             pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-            attention_dp, mamba_state_update,
+            attention_dp, mamba_state_update, dcp_size,
         )[1]  # fmt: skip
     except TypeError:  # an unhashable argument: name it, as any other bad value
         _arguments(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
             pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-            attention_dp, mamba_state_update,
+            attention_dp, mamba_state_update, dcp_size,
         )  # fmt: skip
         raise
     return costs.copy()
 
 
 def _pool_bytes(terms: _Terms, tokens: int) -> int:
-    # "exact": every pool in whole pages, ceil((min(T, cap) + rounding)/tpb) each (§4).
-    total = terms.fixed_pool_bytes
+    # "exact": every pool in whole pages, ceil((min(T, cap) + rounding)/span) each (§4; the
+    # span is tpb but under DCP, where only the full pool grows, §9).
+    total, span = terms.fixed_pool_bytes, terms.span
     for page_bytes, cap, rounding in terms.pools:
         held = tokens if cap < 0 or tokens < cap else cap
-        total += page_bytes * -(-(held + rounding) // TOKENS_PER_BLOCK)
+        total += page_bytes * -(-(held + rounding) // span)
     return total
 
 
@@ -969,6 +1040,7 @@ def quota_from_max_tokens(
     semantics: str = "trtllm-v2",
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    dcp_size: int = 1,
 ) -> dict[str, int]:
     """Per manager, the quota in bytes for ``max_tokens`` tokens of full-attention history:
     ``quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa`` (§4). The inverse of
@@ -978,7 +1050,7 @@ def quota_from_max_tokens(
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-        attention_dp, mamba_state_update,
+        attention_dp, mamba_state_update, dcp_size,
     )  # fmt: skip
     chunk = operator.index(max_num_tokens)
     return {t.manager: _quota(t, tokens, chunk) for t in terms}
@@ -1007,7 +1079,7 @@ def _exact_tokens(terms: _Terms, quota: int, chunk: int) -> int | None:
     # of tpb tokens are counted and the last period is searched.
     if quota < _pool_bytes(terms, 0):
         return 0
-    tpb = TOKENS_PER_BLOCK
+    tpb = terms.span  # tokens per page of every growing pool (tpb * dcp_size under DCP, §9)
     at_chunk = _pool_bytes(terms, chunk)
     if quota >= at_chunk:
         if not terms.slope:
@@ -1045,6 +1117,7 @@ def max_tokens_from_quota(
     semantics: str = "trtllm-v2",
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    dcp_size: int = 1,
 ) -> dict[str, int | None]:
     """Per manager in ``quota_bytes`` (a dict like the one ``quota_from_max_tokens`` and
     ``split_budget`` return; any of the profile's managers), the largest T with
@@ -1055,7 +1128,7 @@ def max_tokens_from_quota(
         for t in _cached_terms(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
             pp_size, pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack,
-            semantics, attention_dp, mamba_state_update,
+            semantics, attention_dp, mamba_state_update, dcp_size,
         )
     }  # fmt: skip
     if not isinstance(quota_bytes, Mapping) or not quota_bytes:
@@ -1086,6 +1159,7 @@ def quota_for_requests(
     block_reuse: bool = False,
     max_util_for_resume: float = 0.95,
     semantics: str = "exact",
+    dcp_size: int = 1,
 ) -> dict[str, int]:
     """Per manager, the least quota in bytes with which ``requests`` concurrent requests (the
     batch size) each run to ``seq_len`` tokens (the max_seq_len), prompts chunked by
@@ -1095,16 +1169,18 @@ def quota_for_requests(
     hold ``P = R * ceil((seq_len - 1 + H) / tpb)`` pages at once, which the whole-page pools
     first reach at ``T = P*tpb - R*(tpb-1) - tpb + 1`` (§3, §4); the answer is
     ``quota_from_max_tokens`` of that T, SWA and recurrent pools as that T plans them. Under
-    ``"trtllm-v2"`` (no pages) T is ``R * (seq_len - 1 + H)``.
+    ``"trtllm-v2"`` (no pages) T is ``R * (seq_len - 1 + H)``. Under decode context
+    parallelism a full-attention page spans ``tpb * dcp_size`` tokens (§9) in place of tpb.
     """
     requests = _integer("requests", requests, 1)
     seq_len = _integer("seq_len", seq_len, 1)
     terms = _cached_terms(
         model, speculative, requests, max_num_tokens, seq_len, tp_size, pp_size, pp_rank,
-        scratch_reuse, block_reuse, max_util_for_resume, False, semantics,
+        scratch_reuse, block_reuse, max_util_for_resume, False, semantics, False, "default",
+        dcp_size,
     )  # fmt: skip
     profile = _PROFILES[speculative]
-    tpb = TOKENS_PER_BLOCK
+    tpb = terms[0].span  # tokens per full-attention page: tpb * dcp_size under DCP (§9)
     peak = seq_len - 1 + profile.extra + profile.step  # one request's capacity at its peak
     tokens = requests * peak  # "trtllm-v2": tokens, no pages
     if semantics == "exact":
@@ -1133,6 +1209,7 @@ def split_budget(
     semantics: str = "trtllm-v2",
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    dcp_size: int = 1,
 ) -> dict[str, int]:
     """Share one budget between the target and a separate draft pool (§6).
 
@@ -1147,7 +1224,7 @@ def split_budget(
         for t in _cached_terms(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
             pp_size, pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack,
-            semantics, attention_dp, mamba_state_update,
+            semantics, attention_dp, mamba_state_update, dcp_size,
         )
     }  # fmt: skip
     if "draft" not in terms:
@@ -1173,14 +1250,17 @@ def max_blocks_per_seq(
     speculative: str = "none",
     max_seq_len: int,
     overlap_slack: bool = False,
+    dcp_size: int = 1,
 ) -> int:
-    """ceil((S + H) / tpb), rounded up to a multiple of 4 (the block-table width) (§4)."""
+    """ceil((S + H) / tpb), rounded up to a multiple of 4 (the block-table width) (§4); under
+    decode context parallelism a page spans tpb * dcp_size tokens (§9)."""
     _, profile, _, _, seq, *_ = _arguments(
         model, speculative, 1, 1, max_seq_len, 1, 1, 0, False, False, 0.95, overlap_slack,
         "trtllm-v2",
     )  # fmt: skip
+    dcp = dcp_size if type(dcp_size) is int and dcp_size > 0 else _integer("dcp_size", dcp_size, 1)
     head = profile.extra + profile.step + (profile.draft_len if overlap_slack else 0)
-    blocks = -(-(seq + head) // TOKENS_PER_BLOCK)
+    blocks = -(-(seq + head) // (TOKENS_PER_BLOCK * dcp))
     return -(-blocks // 4) * 4
 
 

@@ -63,6 +63,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="print the memory R concurrent requests of --seq-len tokens need",
     )  # fmt: skip
     parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
+    parser.add_argument(
+        "--dcp-size", type=positive_int, default=1, metavar="D",
+        help="decode context parallel size: full-attention history sharded over D TP ranks",
+    )  # fmt: skip
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--generated", type=Path, default=OUT_DIR, metavar="DIR")
@@ -90,6 +94,7 @@ def run(args: argparse.Namespace) -> Exit:
             tp_size=args.tp_size,
             semantics=args.semantics,
             seq_len=args.seq_len,
+            dcp_size=args.dcp_size,
         )
         if args.plot:
             plot(sizing, plan, args.plot)
@@ -118,6 +123,7 @@ def _requests(args: argparse.Namespace) -> Exit:
             max_num_tokens=args.max_num_tokens,
             tp_size=args.tp_size,
             semantics=args.semantics,
+            dcp_size=args.dcp_size,
         )
     except (PlanError, ValueError) as exc:
         raise UsageError(str(exc)) from None
@@ -132,7 +138,7 @@ def _requests(args: argparse.Namespace) -> Exit:
             f"{need.family}/{need.model}, speculative {need.speculative}, "
             f"semantics {need.semantics}",
             f"memory for {need.requests} requests of {need.seq_len} tokens "
-            f"(max_num_tokens {need.max_num_tokens}, tp_size {need.tp_size}): "
+            f"(max_num_tokens {need.max_num_tokens}, tp_size {need.tp_size}{_dcp(need)}): "
             f"{format_bytes(need.total)}",
         ]
         lines += [f"  {name}: {format_bytes(size)}" for name, size in need.managers.items()]
@@ -141,6 +147,11 @@ def _requests(args: argparse.Namespace) -> Exit:
             lines.append(f"{verdict} in {format_bytes(args.gpu_memory)}")
         sys.stdout.write("".join(f"{line}\n" for line in lines))
     return Exit.OK if fits else Exit.FINDINGS
+
+
+def _dcp(plan) -> str:
+    """ ", dcp_size D" under decode context parallelism; nothing otherwise."""
+    return f", dcp_size {plan.dcp_size}" if plan.dcp_size != 1 else ""
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -158,7 +169,7 @@ def text(plan) -> str:
         f"{plan.family}/{plan.model}, speculative {plan.speculative}, semantics {plan.semantics}",
         f"GPU KV budget {format_bytes(plan.gpu_memory)}; max_num_tokens {plan.max_num_tokens}, "
         f"max_seq_len {plan.max_seq_len} (native {plan.native_max_seq_len}), "
-        f"tp_size {plan.tp_size}",
+        f"tp_size {plan.tp_size}{_dcp(plan)}",
         f"max concurrent requests of {plan.seq_len} tokens: {plan.max_requests}",
     ]
     for batch in plan.batches:
@@ -245,7 +256,7 @@ def capacity_figure(sizing, plan):  # -> matplotlib Figure (matplotlib is option
             tokens = capacity_curve(
                 sizing, plan.model, budgets, speculative=profile, max_batch_size=b,
                 max_num_tokens=plan.max_num_tokens, max_seq_len=plan.max_seq_len,
-                tp_size=plan.tp_size, semantics=plan.semantics,
+                tp_size=plan.tp_size, semantics=plan.semantics, dcp_size=plan.dcp_size,
             )  # fmt: skip
             same = next((name for name, curve in curves.items() if curve == tokens), None)
             curves[profile] = tokens

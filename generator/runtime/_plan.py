@@ -27,6 +27,7 @@ class PagePlanner(NamedTuple):
     headroom: int  # H: capacity - history at a step's peak
     extra_tokens: int  # E: capacity - history between forwards
     util32: float  # max_util_for_resume as a float32
+    dcp_size: int = 1  # decode context parallelism: a full page spans tpb * dcp_size tokens
 
     def pages(self, manager: CacheManager, tokens: int) -> dict[str, int]:
         """Pages of every pool of ``manager`` for T = ``tokens``."""
@@ -40,9 +41,10 @@ class PagePlanner(NamedTuple):
             if cycle.kind == "state":
                 pages[cycle.name] = batch  # one slot per request
             elif cycle.kind == "full":
-                # Whole pages per request: under "exact" room for tpb-1 more tokens each.
-                padding = batch * (tpb - 1) if self.exact else 0
-                pages[cycle.name] = ceil_div(tokens + padding, tpb)
+                # Whole pages per request: under "exact" room for span-1 more tokens each.
+                span = tpb * self.dcp_size  # one page of tpb tokens on each DCP rank (§9)
+                padding = batch * (span - 1) if self.exact else 0
+                pages[cycle.name] = ceil_div(tokens + padding, span)
             else:
                 self._swa_pages(pages, cycle, context, scratch)
                 if rounded:

@@ -71,7 +71,7 @@ class RequestLifecycle(ShimState):
         if self._live >= self.max_batch_size:
             raise InvalidStepError(f"batch is full: {self.max_batch_size} live requests")
         tpb = self.tokens_per_block
-        held = ceil_div(r.capacity, tpb)
+        held = ceil_div(r.capacity, self.page_span)
         needs: list[tuple[Pool, int]] = []
         for pool, window, sink_blocks, _s in self._paged:
             stale = 0

@@ -52,7 +52,7 @@ class Request:
     def __init__(self, paged: int, states: int, stale: list[int]) -> None:
         self.history = 0  # committed tokens
         self.capacity = 0  # tokens with KV space
-        self.held = 0  # ceil(capacity / tpb): logical pages covered
+        self.held = 0  # ceil(capacity / page_span): logical pages covered
         self.phase = IDLE
         self.chunk = 0  # context tokens of the forward in flight
         self.suspended = False
@@ -66,6 +66,7 @@ class ShimState:
     """The mutable state of a shim and the lookups that refuse before anything changes."""
 
     tokens_per_block: int
+    page_span: int  # tokens a page covers: tpb, or tpb * dcp_size under DCP (§9)
     max_batch_size: int
     max_num_tokens: int
     max_seq_len: int

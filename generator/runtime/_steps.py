@@ -40,7 +40,7 @@ class Forwards(RequestLifecycle):
             )
         tpb = self.tokens_per_block
         capacity = r.history + count + self.extra_tokens
-        held = ceil_div(capacity, tpb)
+        held = ceil_div(capacity, self.page_span)
         after = r.history + count
         plan: list[tuple[int, int, tuple[int, int] | None]] = []  # (index, pages, transient)
         for i, (pool, window, sink_blocks, scratch) in enumerate(self._paged):
@@ -164,8 +164,9 @@ class Forwards(RequestLifecycle):
         return counts
 
     def _grow(self, requests: Batch) -> None:
-        tpb, grow = self.tokens_per_block, self.step_tokens
-        grown = [ceil_div(r.capacity + grow, tpb) - r.held for _rid, r in requests]
+        grow = self.step_tokens
+        span = self.page_span  # tpb, or tpb * dcp_size under DCP (docs/cost-model.md §9)
+        grown = [ceil_div(r.capacity + grow, span) - r.held for _rid, r in requests]
         total = sum(grown)
         for pool, _w, _sb, _s in self._paged:
             self._check_free(pool, total)
@@ -192,7 +193,7 @@ class Forwards(RequestLifecycle):
         for (_rid, r), count in zip(requests, counts, strict=True):
             history = r.history + count + 1
             capacity = history + extra
-            held = ceil_div(capacity, tpb)
+            held = ceil_div(capacity, self.page_span)
             for i, (pool, window, _sb, _s) in paged:
                 table = r.tables[i]
                 if held < r.held:

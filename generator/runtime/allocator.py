@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import torch
+from kvgen.runtime._dcp import DecodeContextParallel, check_dcp
 from kvgen.runtime._errors import (
     AllocatorError,
     DoubleFreeError,
@@ -49,7 +50,7 @@ from kvgen.runtime._plan import PagePlanner
 from kvgen.runtime._pools import CacheManager, Pool, select_device
 from kvgen.runtime._recurrent import MAMBA_STATE_UPDATES, StateRows, state_rows
 from kvgen.runtime._reports import Reports
-from kvgen.runtime._state import NO_PAGE, PagedPool
+from kvgen.runtime._state import NO_PAGE, PagedPool, RequestId
 from kvgen.runtime._tables import (
     FamilyTables,
     LayerKind,
@@ -125,6 +126,13 @@ class KVCacheShim(Reports):
     ``mamba_state_update="replay"``, ``"state/replay"`` (docs/cost-model.md §8).
     ``attention_dp=True`` holds whole KV heads and states on every rank (tp = 1 for the caches)
     and one more reserved state row (§9).
+
+    ``dcp_size`` d (decode context parallelism, §9) makes this shim one rank (``dcp_rank``) of
+    a DCP group: full-attention pages hold tpb tokens of this rank, a block-table entry spans
+    tpb * d tokens of the request, token t lives on rank ``(t // dcp_interleave) % d``
+    (:meth:`dcp_slot`), and every rank holds the same number of pages. Refused (ValueError)
+    where the engines refuse it: sliding windows, tp_size not a multiple of d, d above
+    tp_size // kv_heads, attention_dp.
     """
 
     def __init__(
@@ -148,6 +156,9 @@ class KVCacheShim(Reports):
         semantics: str = "trtllm-v2",
         attention_dp: bool = False,
         mamba_state_update: str = "default",
+        dcp_size: int = 1,
+        dcp_rank: int = 0,
+        dcp_interleave: int = 1,
         device: str | torch.device | None = None,
         pool_pages: Mapping[tuple[str, str], int] | None = None,
         reserve_pages: int = 0,
@@ -186,6 +197,7 @@ class KVCacheShim(Reports):
         self.mamba_state_update = _choice(
             "mamba_state_update", mamba_state_update, MAMBA_STATE_UPDATES
         )
+        self.dcp = self._dcp(stack, tp, dcp_size, dcp_rank, dcp_interleave)
         if attention_dp:
             tp = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
         if (max_tokens is None) == (quota_bytes is None):
@@ -193,6 +205,7 @@ class KVCacheShim(Reports):
         tokens = None if max_tokens is None else _count("max_tokens", max_tokens, 0)
         reserve = _count("reserve_pages", reserve_pages, 0)
         self.tokens_per_block = tpb = tables.tokens_per_block
+        self.page_span = tpb * self.dcp.size  # one page on each DCP rank (§9)
         self.scratch_reuse = bool(scratch_reuse)
         self.max_util_for_resume = float(max_util_for_resume)
         self.device = select_device(device)
@@ -202,7 +215,7 @@ class KVCacheShim(Reports):
         self.draft_slots = headroom.draft_slots
         self.step_tokens = 1 + headroom.draft_slots + (k if overlap_slack else 0)
         self.headroom = headroom.extra_tokens + self.step_tokens  # H at the step's peak
-        blocks = ceil_div(self.max_seq_len + self.headroom, tpb)
+        blocks = ceil_div(self.max_seq_len + self.headroom, self.page_span)
         self.max_blocks_per_seq = ceil_div(blocks, 4) * 4
         self._util32 = float32(self.max_util_for_resume)
         backoff = headroom.backoff if block_reuse else 0
@@ -216,6 +229,7 @@ class KVCacheShim(Reports):
             self.headroom,
             self.extra_tokens,
             self._util32,
+            self.dcp.size,
         )
         budgets = self._budgets(quota_bytes)
         overrides = self._overrides(pool_pages)
@@ -283,6 +297,38 @@ class KVCacheShim(Reports):
                 layers = resolve_layers(draft, "draft", indices, *common, self.cacheless["draft"])
             managers["draft"] = CacheManager("draft", layers, cycles(layers))
         return managers
+
+    def _dcp(
+        self, stack: LayerStack, tp: int, size: object, rank: object, interleave: object
+    ) -> DecodeContextParallel:
+        """The DCP group this shim is one rank of, checked as the engines check it (§9)."""
+        dcp = DecodeContextParallel(
+            _count("dcp_size", size, 1), 0, _count("dcp_interleave", interleave, 1)
+        )
+        number = integer(rank)
+        if number is None or not 0 <= number < dcp.size:
+            raise ValueError(f"dcp_rank must be in [0, {dcp.size}), got {rank!r}")
+        stacks = (
+            stack,
+            self.tables.extra_layers.get((self.model, self.speculative)),
+            self.tables.drafts.get(self.speculative),
+        )
+        check_dcp(self.tables, stacks, tp, self.attention_dp, dcp)
+        return dcp._replace(rank=number)
+
+    def dcp_slot(self, rid: RequestId, position: int, pool: str = "full") -> tuple[int, int] | None:
+        """Where token ``position`` of request ``rid`` lives on this DCP rank: (page of
+        ``pool``, token offset in it), or None when another rank of the group holds it (§9)."""
+        r = self._get(rid)
+        target = self.pool(pool)
+        index = next(i for i, p in enumerate(self._paged) if p.pool is target)
+        at = integer(position)
+        if at is None or not 0 <= at < r.capacity:
+            raise InvalidStepError(
+                f"request {rid!r}: position must be in [0, {r.capacity}), got {position!r}"
+            )
+        slot = self.dcp.slot(at, self.tokens_per_block)
+        return None if slot is None else (r.tables[index][slot[0]], slot[1])
 
     def _budgets(self, quota_bytes: Quota | None) -> dict[str, int]:
         """Quota bytes per manager, checked before any pool is built."""

@@ -375,3 +375,26 @@ def test_plan_needs_gpu_memory_or_requests(project, capsys):
     code, _, err = plan(capsys, "llamaish", "llama3_1_8b")
     assert code == 2
     assert "--gpu-memory" in err
+
+
+def test_memory_for_requests_under_decode_context_parallelism(project, capsys):
+    # llamaish at tp 16: ceil(8/16) = 1 KV head per rank, 32 * 2 * 128 * 2 B = 16384 B per
+    # token on every rank; --dcp-size 2 shards it: 8192 B per token of history on one rank,
+    # pages of 32 tokens on each of 2 ranks span 64 tokens (docs/cost-model.md §9). exact: 2
+    # requests peak at 1000 tokens, ceil(1000/64) = 16 pages each, 32 pages * 32 * 16384 B.
+    args = ("llamaish", "llama3_1_8b", "--requests", "2", "--seq-len", "1000", "--tp-size", "16")
+    code, out, _ = plan(capsys, *args, "--dcp-size", "2", "--semantics", "exact")
+    assert code == 0
+    assert out.splitlines()[1:] == [
+        "memory for 2 requests of 1000 tokens (max_num_tokens 8192, tp_size 16, dcp_size 2): "
+        "16 MiB (16777216 B)",
+        "  target: 16 MiB (16777216 B)",
+    ]
+    code, out, _ = plan(capsys, *args, "--dcp-size", "2", "--format", "json")
+    assert json.loads(out)["dcp_size"] == 2
+    assert json.loads(out)["managers"] == {"target": 2 * 1000 * 8192}  # trtllm-v2: no pages
+    # tp 8 over 8 KV heads leaves no copies to shard: the engines refuse, exit 2.
+    args = ("llamaish", "llama3_1_8b", "--gpu-memory", "1GiB", "--tp-size", "8")
+    code, out, err = plan(capsys, *args, "--dcp-size", "2")
+    assert code == 2 and out == ""
+    assert "dcp_size must be <= tp_size // kv_heads = 1" in err

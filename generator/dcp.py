@@ -1,0 +1,84 @@
+"""Decode context parallelism (DCP) in the generic cost model (docs/cost-model.md §9).
+
+With ``dcp_size`` d, the d TP ranks that would each hold a copy of the same KV heads hold every
+d-th token of full-attention history instead (vLLM ``decode_context_parallel_size``; the token
+to rank interleave is ``cp_kv_cache_interleave_size``). The engines' page unit becomes a page
+of ``tpb`` tokens on each of the d ranks, so one page spans ``tpb * d`` tokens of a request and
+every rank holds ``ceil(c / (tpb * d))`` pages for capacity ``c`` (vLLM
+``single_type_kv_cache_manager.py`` multiplies the manager's block size by d). Sliding-window
+(and every other non-full attention) caches are not sharded and the engines refuse them under
+DCP (vLLM ``kv_cache_interface.py``: ``SlidingWindowSpec`` asserts ``DCP not support sliding
+window``); recurrent state stays whole on every rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Model, Speculative
+
+if TYPE_CHECKING:
+    from kvgen.costmodel import Layer, RuntimeParams
+
+__all__ = ["SHARDED_ATTENTION", "check_dcp", "dcp_slope"]
+
+# Attention kinds whose caches DCP leaves alone (recurrent: replicated; none: no cache) or
+# shards (full); any other kind is refused under DCP rather than sized wrongly.
+SHARDED_ATTENTION = ("full", "recurrent", "none")
+
+
+def _stacks(model: Model, profile: Speculative | None) -> Iterable[LayerStack]:
+    yield model
+    if profile is not None and profile.extra_layers is not None:
+        yield profile.extra_layers
+    if profile is not None and profile.mode in MODES_WITH_DRAFT_POOL and profile.draft is not None:
+        yield profile.draft
+
+
+def check_dcp(model: Model, profile: Speculative | None, params: RuntimeParams) -> None:
+    """ValueError where the engines refuse ``params.dcp_size`` for this model (§9): the DCP
+    group is carved from the TP group (tp_size % dcp_size == 0, vLLM ``config/parallel.py``),
+    it shards only copies of the same KV heads (tp_size > kv_heads and dcp_size <= tp_size //
+    kv_heads, vLLM ``config/model.py``; MLA and raw-byte kinds have one latent copy per rank),
+    attention-DP leaves no copies to shard, and only full attention is sharded."""
+    dcp, tp = params.dcp_size, params.tp_size
+    if params.attention_dp:
+        raise ValueError(
+            f"dcp_size {dcp} shards the KV cache over the TP ranks that hold copies of it; "
+            "attention_dp=True leaves every rank whole heads of its own requests "
+            "(use dcp_size=1 with attention_dp=True)"
+        )
+    if tp % dcp:
+        raise ValueError(
+            f"tp_size {tp} must be divisible by dcp_size {dcp}: the DCP group is carved "
+            "from the TP group"
+        )
+    for stack in _stacks(model, profile):
+        for name, kind in stack.layer_kinds.items():
+            if kind.attention not in SHARDED_ATTENTION:
+                raise ValueError(
+                    f"dcp_size {dcp} shards full-attention caches only; layer kind {name!r} is "
+                    f"{kind.attention} attention, which the engines refuse under decode "
+                    "context parallelism (use dcp_size=1)"
+                )
+            heads = kind.kv_heads  # None for MLA and raw-byte shapes: one copy per rank
+            if heads is not None and (tp <= heads or dcp > tp // heads):
+                raise ValueError(
+                    f"dcp_size {dcp} needs {dcp} TP ranks holding copies of each KV head, but "
+                    f"layer kind {name!r} splits {heads} KV heads over tp_size "
+                    f"{tp}: dcp_size must be <= tp_size // kv_heads = "
+                    f"{tp // heads} (and tp_size > kv_heads)"
+                )
+
+
+def dcp_slope(manager: str, layers: Iterable[Layer], dcp: int) -> int:
+    """Bytes per token of full-attention history on one rank: each of the ``dcp`` ranks holds
+    one token in ``dcp`` (§9); ValueError where that is not a whole number of bytes."""
+    slope = sum(lay.bytes_per_token for lay in layers if lay.is_full)
+    if slope % dcp:
+        raise ValueError(
+            f"{manager}: the {slope} bytes per token of full attention on this rank do not "
+            f"divide by dcp_size {dcp}; the affine cost needs whole bytes per token of history"
+        )
+    return slope // dcp

@@ -1,0 +1,98 @@
+"""Decode context parallelism in the shim (docs/cost-model.md §9): the rank a token lives on.
+
+With ``dcp_size`` d and interleave I (vLLM ``cp_kv_cache_interleave_size``), token t of a
+request lives on DCP rank ``(t // I) % d``. A page of the block table spans ``tpb * d`` tokens
+of the request (a "virtual block" of one page of tpb tokens on each rank); within it, a rank
+keeps its tokens in order, I at a time. The shim's own derivation of the engines' slot
+mapping (vLLM ``vllm/v1/worker/block_table.py``), written apart from the static cost model.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kvgen.runtime._tables import FamilyTables, LayerStack
+
+__all__ = ["DecodeContextParallel", "check_dcp"]
+
+# Kinds DCP shards (full) or leaves whole on every rank (recurrent, none); the engines refuse
+# decode context parallelism with any other attention (vLLM SlidingWindowSpec).
+_ALLOWED = ("full", "recurrent", "none")
+
+
+class DecodeContextParallel(NamedTuple):
+    """One rank of a DCP group: its size d, its rank and the interleave I."""
+
+    size: int
+    rank: int
+    interleave: int
+
+    def owner(self, position: int) -> int:
+        """The DCP rank that holds token ``position`` of a request."""
+        return (position // self.interleave) % self.size
+
+    def local_tokens(self, capacity: int) -> int:
+        """Tokens of positions [0, capacity) this rank holds: whole rounds of I * d tokens
+        give I each; the rest is dealt I at a time from rank 0."""
+        step = self.interleave * self.size
+        rounds, rest = divmod(capacity, step)
+        return rounds * self.interleave + min(
+            max(rest - self.rank * self.interleave, 0), self.interleave
+        )
+
+    def slot(self, position: int, tokens_per_block: int) -> tuple[int, int] | None:
+        """(block-table index, token offset in that rank's page) of ``position``, or None when
+        another rank holds it."""
+        span = tokens_per_block * self.size
+        block, offset = divmod(position, span)
+        if (offset // self.interleave) % self.size != self.rank:
+            return None
+        rounds, within = divmod(offset, self.interleave * self.size)
+        return block, rounds * self.interleave + within % self.interleave
+
+
+def check_dcp(
+    tables: FamilyTables,
+    stacks: tuple[LayerStack | None, ...],
+    tp_size: int,
+    attention_dp: bool,
+    dcp: DecodeContextParallel,
+) -> None:
+    """ValueError where the engines refuse this DCP group (§9): carved from the TP group,
+    sharding copies of the same KV heads, full attention only; and where the interleave does
+    not tile a page (``tpb % I``, vLLM ``config/vllm.py``)."""
+    d = dcp.size
+    if tables.tokens_per_block % dcp.interleave:
+        raise ValueError(
+            f"dcp_interleave {dcp.interleave} must divide tokens_per_block "
+            f"{tables.tokens_per_block}: a rank's page holds whole interleave groups"
+        )
+    if d == 1:
+        return
+    if attention_dp:
+        raise ValueError(
+            f"dcp_size {d} shards the KV cache over the TP ranks that hold copies of it; "
+            "attention_dp=True leaves every rank whole heads of its own requests "
+            "(use dcp_size=1 with attention_dp=True)"
+        )
+    if tp_size % d:
+        raise ValueError(
+            f"tp_size {tp_size} must be divisible by dcp_size {d}: the DCP group is carved "
+            "from the TP group"
+        )
+    for stack in stacks:
+        for name, kind in stack.kinds.items() if stack is not None else ():
+            if kind.attention not in _ALLOWED:
+                raise ValueError(
+                    f"dcp_size {d} shards full-attention caches only; layer kind {name!r} is "
+                    f"{kind.attention} attention, which the engines refuse under decode "
+                    "context parallelism (use dcp_size=1)"
+                )
+            heads = kind.kv_heads
+            if heads and (tp_size <= heads or d > tp_size // heads):
+                raise ValueError(
+                    f"dcp_size {d} needs {d} TP ranks holding copies of each KV head, but "
+                    f"layer kind {name!r} splits {heads} KV heads over tp_size {tp_size}: "
+                    f"dcp_size must be <= tp_size // kv_heads = {tp_size // heads} "
+                    "(and tp_size > kv_heads)"
+                )
