@@ -126,6 +126,7 @@ def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict
         "state_bytes": kind.state_bytes or 0,
         "dtype": kind.dtype or dtype,
         **mamba_fields(kind, dtype),
+        "reads": kind.reads,
     }
 
 
@@ -134,7 +135,7 @@ def _kind_call(fields: dict[str, Any]) -> Call:
     shown = [
         (key, literal(value))
         for key, value in fields.items()
-        if key in ("attention", "dtype") or value not in (None, 0)
+        if key in ("attention", "dtype") or value not in (None, 0) or (key, value) == ("reads", 0)
     ]
     return Call("LayerKind", tuple(shown))
 

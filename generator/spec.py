@@ -158,6 +158,15 @@ class LayerKind(_Strict):
     dtype: Dtype | None = Field(
         default=None, description="Per-kind cache dtype; defaults to the pool's kv_cache_dtype."
     )
+    reads: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_LAYERS - 1,
+        description="KV sharing: every layer of this kind attends over the cache of the layer "
+        "with this index (same stack, earlier, same shape) and holds no cache of its own; it "
+        "keeps its index (pipeline ranks split by it). Gemma 3n num_kv_shared_layers; vLLM "
+        "kv_sharing_target_layer_name.",
+    )
 
     @model_validator(mode="after")
     def _one_shape(self) -> LayerKind:
@@ -185,7 +194,17 @@ class LayerKind(_Strict):
             raise ValueError("qk_rope_head_dim is only meaningful with kv_lora_rank (MLA)")
         if self.head_dim is not None and self.kv_heads is None:
             raise ValueError("head_dim needs kv_heads")
+        if self.reads is not None and self.attention not in ("full", "sliding"):
+            raise ValueError(
+                "reads (KV sharing) needs attention: full or sliding, the attention the layer "
+                "computes over the cache it reads"
+            )
         return self
+
+    @property
+    def is_shared(self) -> bool:
+        """Whether the layers of this kind read another layer's cache (no cache of their own)."""
+        return self.reads is not None
 
     @property
     def is_mla(self) -> bool:

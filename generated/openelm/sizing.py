@@ -111,6 +111,8 @@ class Kind(NamedTuple):
     n_groups: int = 0
     d_conv: int = 0
     ssm_dtype: str = ""
+    # KV sharing: the index of the layer whose cache these layers read; they hold none (§1).
+    reads: int | None = None
 
 
 class Stack(NamedTuple):
@@ -590,10 +592,32 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
     return slope, state, tuple(ordered)
 
 
+def _check_shared_on_rank(stack: Stack, pp_size: int, pp_rank: int) -> None:
+    """ValueError when a layer of this rank reads (KV sharing) a layer another pipeline rank
+    holds: the engines refuse it (vLLM validate_kv_sharing_target). O(pattern) per shared kind."""
+    base, rem = divmod(stack.layer_count, pp_size)
+    start = pp_rank * base + min(pp_rank, rem)
+    end = start + base + (pp_rank < rem)
+    period = len(stack.pattern)
+    for name, kind in stack.kinds.items():
+        if kind.reads is None or kind.reads >= start:
+            continue
+        phases = [i for i, entry in enumerate(stack.pattern) if entry == name]
+        first = min(start + (i - start) % period for i in phases)
+        if first < end:
+            raise ValueError(
+                f"pp_size {pp_size}: layer {first} (pipeline rank {pp_rank}) reads the cache of "
+                f"layer {kind.reads}, held by an earlier rank; a layer reads only a cache on its "
+                "own rank (choose a pp_size that keeps the shared layers with the layers they read)"
+            )
+
+
 def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_rank: int) -> _Plan:
     """The cached layers of each manager on one pipeline rank, as flat rows."""
     last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
     counts = _rank_counts(entry.layers, pp_size, pp_rank) if pp_size > 1 else None
+    if counts is not None:
+        _check_shared_on_rank(entry.layers, pp_size, pp_rank)
     target = [(entry.layers, counts)]
     extra_layers = entry.extra_layers.get(speculative)
     if extra_layers is not None and last:
@@ -608,8 +632,8 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
         for stack, layer_counts in stacks:
             for kind_name, kind in stack.kinds.items():
                 layers = kind.layers if layer_counts is None else layer_counts[kind_name]
-                if not layers or kind.attention == "none":
-                    continue  # no cache; the layer only takes its index (and pipeline rank)
+                if not layers or kind.attention == "none" or kind.reads is not None:
+                    continue  # no cache (or another layer's, §1): it only takes its index
                 if kind.attention == "recurrent":
                     conv_el = 0 if kind.dtype in ("", "nvfp4") else _DTYPE_BYTES[kind.dtype]
                     ssm_el = 0 if kind.ssm_dtype in ("", "nvfp4") else _DTYPE_BYTES[kind.ssm_dtype]
@@ -1204,6 +1228,7 @@ UNMODELLED = {
     "sinks": "attention sinks are not modelled per engine",
     "sliding_mla": "sliding-window MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
+    "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled per engine",
 }
 
 
