@@ -469,23 +469,26 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
 
 
 def _check_shared_on_rank(stack: Stack, pp_size: int, pp_rank: int) -> None:
-    """ValueError when a layer of this rank reads (KV sharing) a layer another pipeline rank
-    holds: the engines refuse it (vLLM validate_kv_sharing_target). O(pattern) per shared kind."""
+    """ValueError naming the first layer of this rank that reads (KV sharing) a layer another
+    pipeline rank holds: the engines refuse it (vLLM validate_kv_sharing_target). O(pattern)."""
     base, rem = divmod(stack.layer_count, pp_size)
     start = pp_rank * base + min(pp_rank, rem)
     end = start + base + (pp_rank < rem)
     period = len(stack.pattern)
+    away = []  # (first layer of the kind on this rank, the layer it reads)
     for name, kind in stack.kinds.items():
-        if kind.reads is None or kind.reads >= start:
-            continue
-        phases = [i for i, entry in enumerate(stack.pattern) if entry == name]
-        first = min(start + (i - start) % period for i in phases)
-        if first < end:
-            raise ValueError(
-                f"pp_size {pp_size}: layer {first} (pipeline rank {pp_rank}) reads the cache of "
-                f"layer {kind.reads}, held by an earlier rank; a layer reads only a cache on its "
-                "own rank (choose a pp_size that keeps the shared layers with the layers they read)"
-            )
+        if kind.reads is not None and kind.reads < start:
+            phases = [i for i, entry in enumerate(stack.pattern) if entry == name]
+            first = min(start + (i - start) % period for i in phases)
+            if first < end:
+                away.append((first, kind.reads))
+    if away:
+        layer, reads = min(away)
+        raise ValueError(
+            f"pp_size {pp_size}: layer {layer} (pipeline rank {pp_rank}) reads the cache of "
+            f"layer {reads}, held by an earlier rank; a layer reads only a cache on its own "
+            "rank (choose a pp_size that keeps the shared layers with the layers they read)"
+        )
 
 
 def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_rank: int) -> _Plan:

@@ -145,12 +145,12 @@ def _check_shared(where: str, stack: LayerStack, name: str, kind: LayerKind) -> 
     target = stack.kinds[stack.pattern[reads % period]] if 0 <= reads < stack.count else None
     problem = ""
     if target is None:
-        problem = f"layer {reads} does not exist (count {stack.count})"
+        problem = f"does not exist (count {stack.count})"
     elif reads >= first:
-        problem = f"layer {reads} is not before layer {first}, the kind's first layer"
+        problem = f"is not before layer {first}, the kind's first layer"
     elif target.reads is not None or target.attention not in ("full", "sliding"):
-        problem = f"layer {reads} holds no attention cache of its own"
+        problem = "holds no attention cache of its own"
     elif target != kind._replace(reads=None):
-        problem = f"layer {reads} has another shape ({target})"
+        problem = f"has another shape ({target})"
     if problem:
-        raise ValueError(f"{where}: layer kind {name!r} reads the cache of {problem}")
+        raise ValueError(f"{where}: layer kind {name!r} reads layer {reads}, which {problem}")
