@@ -17,7 +17,7 @@ from kvgen import costmodel
 from kvgen.engines import NotModelled, engine_capacity
 
 from tests.sizing_support import Implementation, family_from_text
-from tests.workloads import Harness, render_family, run_adversarial
+from tests.workloads import DiffError, Harness, render_family, run_adversarial
 
 # Layers 0..7 are l g l g l g sl sg: the shared kinds read the last earlier layer of their
 # type (4 and 5), as Gemma 3n does.
@@ -237,3 +237,88 @@ def test_generic_costmodel_layers_leave_readers_out():
         model, "bf16", range(8), tp_size=1, max_seq_len=4096, backoff=0, shape_of=model
     )
     assert [layer.index for layer in layers] == [0, 1, 2, 3, 4, 5]
+
+
+# --------------------------------------------------------------------------- drift (§7)
+# The plausible mistakes of a KV-sharing model each make the diff fail when the static side
+# carries them, and pass when it does not (the tests/generated/test_drift.py pattern).
+
+DRIFT = {**KW, "max_seq_len": 256}
+
+
+def _harness(rendered, buggy=None) -> Harness:
+    shim = rendered.allocator.KVCacheShim(
+        "m", max_tokens=4 * (256 + 64), device="meta", semantics="exact", reserve_pages=16, **DRIFT
+    )
+    h = Harness(shim, rendered.sizing, DRIFT)
+    if buggy is not None:
+        h.cost_override["exact"] = buggy
+    return h
+
+
+def _exact(h: Harness, manager: str, tokens: int) -> int:
+    t = h.terms["exact"][manager]
+    return t["slope"] * tokens + t["intercept"]
+
+
+def test_drift_an_owner_counted_as_a_reader_is_caught(tmp_path):
+    # Off by one in first_shared = num_hidden_layers - num_kv_shared_layers (one layer too
+    # early): the global owner (layer 5) is charged nothing, so the static slope is 384 - 128
+    # and the runtime, which holds layer 5's pages, exceeds it.
+    rendered = _render(SHARING, tmp_path, "drift_owner")
+    run_adversarial(_harness(rendered), seed=1, thorough=False)
+    h = _harness(rendered)
+    h.cost_override["exact"] = lambda manager, tokens: _exact(h, manager, tokens) - 128 * tokens
+    with pytest.raises(DiffError):
+        run_adversarial(h, seed=1, thorough=False)
+
+
+def test_drift_a_sliding_owner_dropped_is_caught(tmp_path):
+    # The sliding owner (layer 4) charged nothing: per_request loses 128 * 16 * 5 = 10,240 and
+    # ctx_swa 128, so the intercept is B * 10,240 + N * 128 = 40,960 + 4,096 = 45,056 short.
+    rendered = _render(SHARING, tmp_path, "drift_swa_owner")
+    h = _harness(rendered)
+    h.cost_override["exact"] = lambda manager, tokens: _exact(h, manager, tokens) - 45_056
+    with pytest.raises(DiffError):
+        run_adversarial(h, seed=2, thorough=False)
+
+
+@pytest.mark.parametrize("tokens", [0, 1, 15, 16, 31, 32, 33, 83, 1024])
+def test_drift_readers_charged_as_owners_breaks_page_exactness(tmp_path, tokens):
+    # Readers charged as if they owned a cache: the static quota is the AS_OWN model's, above
+    # the bytes of the pools the shim builds for T (page-exact "exact", §4), at every T.
+    rendered = _render(SHARING, tmp_path, "drift_own")
+    own = _render(AS_OWN, tmp_path, "drift_own_buggy").sizing
+    kw = {"device": "meta", "semantics": "exact", **KW}
+    built = rendered.allocator.KVCacheShim("m", max_tokens=tokens, **kw).quota_bytes()
+    assert rendered.sizing.quota_from_max_tokens("m", tokens, semantics="exact", **KW) == built
+    # At least one page of each life cycle's readers: 16 * 128 per full page and the
+    # reader's 5 pages per request on w64, so the buggy quota is strictly above.
+    assert (
+        own.quota_from_max_tokens("m", tokens, semantics="exact", **KW)["target"] > built["target"]
+    )
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_drift_readers_dropped_from_the_index_misplace_pipeline_ranks(tmp_path, rank):
+    # Readers dropped from the index: a 6-layer l g l g l g model, whose pp 2 ranks hold
+    # [0, 3) and [3, 6) (PP2_DROPPED) instead of [0, 4) and [4, 8) (PP2_COSTS).
+    dropped = SHARING.replace("count: 8", "count: 6").replace(
+        "[local, global, local, global, local, global, shared_local, shared_global]",
+        "[local, global, local, global, local, global]",
+    )
+    dropped = "\n".join(line for line in dropped.splitlines() if "reads:" not in line)
+    buggy = Implementation("generic", dropped, tmp_path)
+    assert buggy.costs("m", pp_size=2, pp_rank=rank, **KW)["target"] == PP2_DROPPED[rank]
+    rendered = _render(SHARING, tmp_path, f"drift_pp{rank}")
+    kw = {"device": "meta", "semantics": "exact", "pp_size": 2, "pp_rank": rank, **KW}
+    built = rendered.allocator.KVCacheShim("m", max_tokens=100, **kw).quota_bytes()
+    static = rendered.sizing.quota_from_max_tokens(
+        "m", 100, semantics="exact", pp_size=2, pp_rank=rank, **KW
+    )
+    assert static == built
+    wrong = _render(dropped, tmp_path, f"drift_dropped{rank}").sizing
+    assert (
+        wrong.quota_from_max_tokens("m", 100, semantics="exact", pp_size=2, pp_rank=rank, **KW)
+        != built
+    )
