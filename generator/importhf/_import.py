@@ -19,6 +19,7 @@ from kvgen.importhf._layers import (
     state_bytes,
 )
 from kvgen.importhf._render import Spec, default_model_name, render, to_identifier
+from kvgen.importhf._sharing import shared_kinds
 
 __all__ = ["MAX_CONFIG_BYTES", "ImportResult", "import_config"]
 
@@ -128,6 +129,7 @@ def _build(cfg: Config, family: str | None, model: str | None, tpb: int, dtype: 
             kinds.append(shape)
         elif kind == "none":
             kinds.append(NO_CACHE)
+    kinds = shared_kinds(cfg, kinds, types)
     cacheless = types.count("none")
     layers_note = f"config.json {layers_name}"
     if cacheless:

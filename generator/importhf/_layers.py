@@ -49,6 +49,7 @@ class Kind:
     mamba: tuple[tuple[str, int | str, str], ...] = ()
     notes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     base: str = ""
+    reads: int | None = None  # KV sharing: the layer whose cache this one reads
 
 
 # An MLP-only or MoE-only block: no cache, but it keeps its layer index.
