@@ -42,9 +42,9 @@ def layer_kinds(model: Model) -> list[LayerKind]:
 
 def bytes_per_token(kind: LayerKind) -> int:
     """b_l at bf16 and tp=1 (docs/cost-model.md §1); recurrent and cache-less (``attention: none``)
-    layers have no per-token cost."""
-    if kind.attention == "none" or kind.state_bytes is not None:
-        return 0
+    layers and KV-sharing readers (``reads:``) have no per-token cost."""
+    if kind.attention in ("none", "recurrent") or kind.reads is not None:
+        return 0  # no cache of its own: cache-less, a recurrent state, or KV sharing
     if kind.bytes_per_token is not None:
         return kind.bytes_per_token + kind.extra_bytes_per_token
     if kind.kv_lora_rank is not None:
@@ -55,6 +55,17 @@ def bytes_per_token(kind: LayerKind) -> int:
     return 2 * kind.kv_heads * head_dim * BF16_BYTES + kind.extra_bytes_per_token
 
 
+def recurrent_state_bytes(kind: LayerKind) -> int:
+    """One request's recurrent state at tp=1: raw ``state_bytes``, or the conv and SSM buffers
+    of a ``mamba:`` kind at bf16 (its ``ssm_dtype`` when given) (docs/cost-model.md §8)."""
+    if kind.mamba is None:
+        return kind.state_bytes or 0
+    m = kind.mamba
+    ssm_bytes = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}.get(m.ssm_dtype or "bf16", 2)
+    conv = (m.d_conv - 1) * m.conv_dim * BF16_BYTES
+    return conv + m.num_heads * m.head_dim * m.d_state * ssm_bytes
+
+
 def swa_pages(window: int, headroom: int, tpb: int) -> int:
     """ceil((w + H - 2) / tpb) + 1: the peak live pages of one SWA layer (docs/cost-model.md §3)."""
     return ceil_div(window + headroom - 2, tpb) + 1
@@ -63,8 +74,10 @@ def swa_pages(window: int, headroom: int, tpb: int) -> int:
 def fixed_per_request(model: Model, tpb: int = TABLE_TPB, headroom: int = 1) -> int:
     total = 0
     for kind in layer_kinds(model):
-        if kind.state_bytes is not None:
-            total += kind.state_bytes
+        if kind.reads is not None:
+            continue  # reads another layer's pages (KV sharing): none of its own
+        if kind.attention == "recurrent":
+            total += recurrent_state_bytes(kind)
         elif kind.attention == "sliding" and kind.window and kind.window < model.max_seq_len:
             page_count = swa_pages(kind.window, headroom, tpb) + ceil_div(kind.sink_tokens, tpb)
             total += bytes_per_token(kind) * tpb * page_count
