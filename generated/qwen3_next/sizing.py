@@ -485,8 +485,6 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
     """The cached layers of each manager on one pipeline rank, as flat rows."""
     last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
     counts = _rank_counts(entry.layers, pp_size, pp_rank) if pp_size > 1 else None
-    if counts is not None:
-        _check_shared_on_rank(entry.layers, pp_size, pp_rank)
     target = [(entry.layers, counts)]
     extra_layers = entry.extra_layers.get(speculative)
     if extra_layers is not None and last:
@@ -519,6 +517,12 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
     return tuple(plan)
 
 
+# Models with KV-sharing readers, whose pipeline splits are checked (none: no per-call work).
+_READERS = frozenset(
+    name
+    for name, model in _MODELS.items()
+    if any(kind.reads is not None for kind in model.layers.kinds.values())
+)
 # Every (model, profile) on a single pipeline rank, planned and summed at tp=1 at import.
 _PLANS = {
     (name, speculative): _plan(model, speculative, _PROFILES[speculative], 1, 0)
@@ -562,6 +566,8 @@ def _compute(
     if pp_size == 1:
         plan = _PLANS[model, speculative]
     else:
+        if model in _READERS:  # KV sharing: each reader on the rank of its cache (§1)
+            _check_shared_on_rank(entry.layers, pp_size, pp_rank)
         plan = _plan(entry, speculative, profile, pp_size, pp_rank)
     out: list[_Terms] = []
     costs = {}
