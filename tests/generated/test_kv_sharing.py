@@ -322,3 +322,27 @@ def test_drift_readers_dropped_from_the_index_misplace_pipeline_ranks(tmp_path, 
         wrong.quota_from_max_tokens("m", 100, semantics="exact", pp_size=2, pp_rank=rank, **KW)
         != built
     )
+
+
+def test_reading_layer_zero_survives_rendering(tmp_path):
+    # reads: 0 is falsy: the allocator table must still carry it (a table that dropped it
+    # would give layer 1 its own pages: 2 pages * 16 * 128 B more in the full pool).
+    text = """
+schema_version: 1
+family: sharing_zero
+tokens_per_block: 16
+kv_cache_dtype: bf16
+models:
+  - name: m
+    max_seq_len: 4096
+    layer_kinds:
+      g: {attention: full, kv_heads: 2, head_dim: 16}
+      r: {attention: full, kv_heads: 2, head_dim: 16, reads: 0}
+    layers: {count: 2, pattern: [g, r]}
+"""
+    rendered = _render(text, tmp_path, "sharing_zero")
+    assert "reads=0" in (tmp_path / "sharing_zero" / "allocator.py").read_text()
+    shim = rendered.allocator.KVCacheShim("m", max_tokens=32, device="meta", **KW)
+    assert shim.layer_views(1) is shim.layer_views(0)
+    # One owning layer: T = 32 -> 2 pages * 16 tokens * 128 B = 4,096 B.
+    assert shim.quota_bytes() == {"target": 4096}
