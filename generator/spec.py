@@ -202,11 +202,6 @@ class LayerKind(_Strict):
         return self
 
     @property
-    def is_shared(self) -> bool:
-        """Whether the layers of this kind read another layer's cache (no cache of their own)."""
-        return self.reads is not None
-
-    @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank is not None
 
