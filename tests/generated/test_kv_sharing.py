@@ -10,6 +10,7 @@ pages(w, H) = ceil((64 + 1 - 2) / 16) + 1 = 4 + 1 = 5 pages per request per slid
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -346,3 +347,21 @@ models:
     assert shim.layer_views(1) is shim.layer_views(0)
     # One owning layer: T = 32 -> 2 pages * 16 tokens * 128 B = 4,096 B.
     assert shim.quota_bytes() == {"target": 4096}
+
+
+def test_plan_on_shipped_gemma3n_charges_only_the_owning_layers(capsys):
+    from kvgen.cli import main
+
+    from tests.workloads import ROOT
+
+    # gemma3n_e4b: 20 owning layers (16 local w512, 4 global), b = 2 * 2 * 256 * 2 = 2,048;
+    # the 15 readers add nothing. slope = 4 * 2,048 = 8,192; pages(512, 1) at tpb 64 =
+    # ceil(511 / 64) + 1 = 9; per_request = 16 * 2,048 * 64 * 9 = 18,874,368; ctx_swa =
+    # 16 * 2,048 = 32,768. 8 requests of 32,768 tokens with N = 2,048:
+    # 8 * 32,768 * 8,192 + 8 * 18,874,368 + 2,048 * 32,768 = 2,147,483,648 + 150,994,944 +
+    # 67,108,864 = 2,365,587,456 B (owning caches on all 35 layers: slope 7 * 2,048).
+    args = ["plan", "gemma3n", "gemma3n_e4b", "--generated", str(ROOT / "generated")]
+    args += ["--requests", "8", "--seq-len", "32768", "--max-num-tokens", "2048"]
+    assert main([*args, "--max-batch-size", "8", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["managers"] == {"target": 2_365_587_456} and data["total"] == 2_365_587_456
