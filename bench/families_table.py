@@ -44,9 +44,9 @@ def layer_kinds(model: Model) -> list[LayerKind]:
 
 def bytes_per_token(kind: LayerKind) -> int:
     """b_l at bf16 and tp=1 (docs/cost-model.md §1); recurrent and cache-less (``attention: none``)
-    layers have no per-token cost."""
-    if kind.attention in ("none", "recurrent"):
-        return 0
+    layers and KV-sharing readers (``reads:``) have no per-token cost."""
+    if kind.attention in ("none", "recurrent") or kind.reads is not None:
+        return 0  # no cache of its own: cache-less, a recurrent state, or KV sharing
     if kind.bytes_per_token is not None:
         return kind.bytes_per_token + kind.extra_bytes_per_token
     if kind.kv_lora_rank is not None:
@@ -68,6 +68,8 @@ def swa_pages(window: int, headroom: int, tpb: int) -> int:
 def fixed_per_request(model: Model, tpb: int = TABLE_TPB, headroom: int = 1) -> int:
     total = 0
     for kind in layer_kinds(model):
+        if kind.reads is not None:
+            continue  # reads another layer's pages (KV sharing): none of its own
         if kind.state_bytes is not None:
             total += kind.state_bytes
         elif kind.mamba is not None:  # conv + SSM buffers at tp=1 (docs/cost-model.md §8)

@@ -40,6 +40,7 @@ def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict
         "dtype": kind.dtype or dtype,
         **mamba_fields(kind, dtype),
         "index_head_dim": kind.index_head_dim or 0,
+        "reads": kind.reads,
     }
 
 
@@ -48,7 +49,7 @@ def _kind_call(fields: dict[str, Any]) -> Call:
     shown = [
         (key, literal(value))
         for key, value in fields.items()
-        if key in ("attention", "dtype") or value not in (None, 0)
+        if key in ("attention", "dtype") or value not in (None, 0) or (key, value) == ("reads", 0)
     ]
     return Call("LayerKind", tuple(shown))
 

@@ -150,7 +150,7 @@ def kind_bytes_per_token(
     kind: LayerKind, stack: LayerStack, dtype: str, tp_size: int, *, shape_of: LayerStack
 ) -> int:
     """Bytes per token of one layer of ``kind`` on one rank (K and V plus extra buffers)."""
-    if kind.attention in ("recurrent", "none"):
+    if kind.attention in ("recurrent", "none") or kind.reads is not None:
         return 0
     dtype = kind.dtype or dtype
     if kind.bytes_per_token is not None:
@@ -209,8 +209,9 @@ def stack_layers(
 ) -> list[Layer]:
     """Resolve the layers ``layer_indices`` of ``stack`` (pattern phase kept across pp ranks).
 
-    Layers of an ``attention: none`` kind hold no cache: they take their index (and so their
-    place on a pipeline rank) but no cache manager sees them."""
+    Layers of an ``attention: none`` kind hold no cache, and layers of a kind that ``reads``
+    another layer's cache hold none of their own: they take their index (and so their place on
+    a pipeline rank) but no cache manager sees them."""
     dtype = stack.kv_cache_dtype or dtype
     out = []
     pattern = stack.layers.pattern
@@ -218,6 +219,16 @@ def stack_layers(
         name = pattern[index % len(pattern)]
         kind = stack.layer_kinds[name]
         if kind.attention == "none":
+            continue
+        if kind.reads is not None:
+            # KV sharing: the layer reads the cache of an earlier layer and holds none (§1);
+            # that layer must be on this pipeline rank, as the engines require.
+            if kind.reads < layer_indices.start:
+                raise ValueError(
+                    f"layer {index} reads the cache of layer {kind.reads}, held by an earlier "
+                    "pipeline rank; a layer reads only a cache on its own rank (choose a "
+                    "pp_size that keeps the shared layers with the layers they read)"
+                )
             continue
         if kind.attention == "recurrent" and kind.mamba is not None:
             assert kind.mamba is not None

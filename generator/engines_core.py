@@ -63,6 +63,7 @@ UNMODELLED = {
     "sinks": "attention sinks are not modelled per engine",
     "sliding_mla": "sliding-window MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
+    "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled per engine",
 }
 
 

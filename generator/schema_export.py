@@ -56,6 +56,11 @@ def _add_validator_constraints(schema: dict[str, Any]) -> None:
         _needs("kv_lora_rank", "qk_rope_head_dim"),
         _needs("qk_rope_head_dim", "kv_lora_rank"),
         _needs("head_dim", "kv_heads"),
+        # KV sharing: a reading layer computes full or sliding attention.
+        {
+            "if": _present("reads"),
+            "then": {"properties": {"attention": {"enum": ["full", "sliding"]}}},
+        },
     ]
     not_keyword = {"not": {"enum": list(_KEYWORDS)}}
     schema["properties"]["family"].update(not_keyword)

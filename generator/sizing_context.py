@@ -104,6 +104,7 @@ def kind_row(
         extra_bytes_per_token=kind.extra_bytes_per_token,
         state_bytes=kind.state_bytes or 0,
         **mamba_fields(kind, dtype),
+        reads=kind.reads,
     )
 
 

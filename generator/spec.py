@@ -180,6 +180,15 @@ class LayerKind(_Strict):
         description="MLA only: head dim of a sparse-attention indexer's key cache "
         "(DeepSeek-V3.2 index_head_dim), stored fp8 with one fp32 scale per 128 elements.",
     )
+    reads: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_LAYERS - 1,
+        description="KV sharing: every layer of this kind attends over the cache of the layer "
+        "with this index (same stack, earlier, same shape) and holds no cache of its own; it "
+        "keeps its index (pipeline ranks split by it). Gemma 3n num_kv_shared_layers; vLLM "
+        "kv_sharing_target_layer_name.",
+    )
 
     @model_validator(mode="after")
     def _one_shape(self) -> LayerKind:
@@ -209,6 +218,11 @@ class LayerKind(_Strict):
             raise ValueError("head_dim needs kv_heads")
         if self.index_head_dim is not None and self.kv_lora_rank is None:
             raise ValueError("index_head_dim (a sparse-attention index-K cache) needs an MLA kind")
+        if self.reads is not None and self.attention not in ("full", "sliding"):
+            raise ValueError(
+                "reads (KV sharing) needs attention: full or sliding, the attention the layer "
+                "computes over the cache it reads"
+            )
         return self
 
     @property

@@ -137,6 +137,7 @@ class Kind(_Record):
         "n_groups",
         "d_conv",
         "ssm_dtype",
+        "reads",
     )
     __slots__ = _fields
 
@@ -158,6 +159,7 @@ class Kind(_Record):
         n_groups: int = 0,
         d_conv: int = 0,
         ssm_dtype: str = "",
+        reads: int | None = None,  # KV sharing: the layer whose cache these read; none own (§1)
     ) -> None:
         self.attention = attention
         self.layers = layers
@@ -175,6 +177,7 @@ class Kind(_Record):
         self.n_groups = n_groups
         self.d_conv = d_conv
         self.ssm_dtype = ssm_dtype
+        self.reads = reads
 
 
 class Stack(_Record):
@@ -607,6 +610,29 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
     return slope, sums, tuple(ordered)
 
 
+def _check_shared_on_rank(stack: Stack, pp_size: int, pp_rank: int) -> None:
+    """ValueError naming the first layer of this rank that reads (KV sharing) a layer another
+    pipeline rank holds: the engines refuse it (vLLM validate_kv_sharing_target). O(pattern)."""
+    base, rem = divmod(stack.layer_count, pp_size)
+    start = pp_rank * base + min(pp_rank, rem)
+    end = start + base + (pp_rank < rem)
+    period = len(stack.pattern)
+    away = []  # (first layer of the kind on this rank, the layer it reads)
+    for name, kind in stack.kinds.items():
+        if kind.reads is not None and kind.reads < start:
+            phases = [i for i, entry in enumerate(stack.pattern) if entry == name]
+            first = min(start + (i - start) % period for i in phases)
+            if first < end:
+                away.append((first, kind.reads))
+    if away:
+        layer, reads = min(away)
+        raise ValueError(
+            f"pp_size {pp_size}: layer {layer} (pipeline rank {pp_rank}) reads the cache of "
+            f"layer {reads}, held by an earlier rank; a layer reads only a cache on its own "
+            "rank (choose a pp_size that keeps the shared layers with the layers they read)"
+        )
+
+
 def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_rank: int) -> _Plan:
     """The cached layers of each manager on one pipeline rank, as flat rows."""
     last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
@@ -625,8 +651,8 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
         for stack, layer_counts in stacks:
             for kind_name, kind in stack.kinds.items():
                 layers = kind.layers if layer_counts is None else layer_counts[kind_name]
-                if not layers or kind.attention == "none":
-                    continue  # no cache; the layer only takes its index (and pipeline rank)
+                if not layers or kind.attention == "none" or kind.reads is not None:
+                    continue  # no cache (or another layer's, §1): it only takes its index
                 if kind.attention == "recurrent":
                     conv_el = _ELEMENT_CODES.get(kind.dtype, 0)
                     ssm_el = _ELEMENT_CODES.get(kind.ssm_dtype, 0)
@@ -643,6 +669,12 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
     return tuple(plan)
 
 
+# Models with KV-sharing readers, whose pipeline splits are checked (none: no per-call work).
+_READERS = frozenset(
+    name
+    for name, model in _MODELS.items()
+    if any(kind.reads is not None for kind in model.layers.kinds.values())
+)
 # Every (model, profile) on a single pipeline rank, planned and summed at tp=1 at import.
 _PLANS = {
     (name, speculative): _plan(model, speculative, _PROFILES[speculative], 1, 0)
@@ -688,6 +720,8 @@ def _compute(
     if pp_size == 1:
         plan = _PLANS[model, speculative]
     else:
+        if model in _READERS:  # KV sharing: each reader on the rank of its cache (§1)
+            _check_shared_on_rank(entry.layers, pp_size, pp_rank)
         plan = _plan(entry, speculative, profile, pp_size, pp_rank)
     out: list[_Terms] = []
     costs = {}
@@ -1250,6 +1284,7 @@ UNMODELLED = {
     "sinks": "attention sinks are not modelled per engine",
     "sliding_mla": "sliding-window MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
+    "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled per engine",
 }
 
 

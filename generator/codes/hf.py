@@ -187,6 +187,35 @@ Pass the model's config.json as published.
 """,
 )
 
+SHARED_LAYER_WITHOUT_OWNER = declare(
+    "KV311",
+    "shared-layer-without-owner",
+    fix="use the num_kv_shared_layers and layer_types published with the model",
+    doc="""A KV-shared layer (`num_kv_shared_layers`) has no earlier layer whose cache it can read.
+
+## What it does
+Reports a config whose last `num_kv_shared_layers` layers include one with no earlier,
+non-shared layer of the same attention type (full or sliding), or one that is not an
+attention layer at all, or a `num_kv_shared_layers` that leaves no layer with its own cache.
+
+## Why it matters
+A shared layer computes no keys or values: it attends over the cache of the last earlier
+layer of its own type (Gemma 3n). Without such a layer the model cannot run (transformers
+fails to find the layer; vLLM's `validate_kv_sharing_target` refuses it), and guessing a
+layer to read would size a cache the model does not have.
+
+## Example
+```json
+{"num_hidden_layers": 4, "num_kv_shared_layers": 2,
+ "layer_types": ["sliding_attention", "sliding_attention", "full_attention", "full_attention"]}
+```
+
+## Fix
+Use the `num_kv_shared_layers` and `layer_types` published with the model, or write the
+spec by hand with `reads:` on the shared kinds.
+""",
+)
+
 KV_CACHE_LAYOUT_MISMATCH = declare(
     "KV312",
     "kv-cache-layout-mismatch",

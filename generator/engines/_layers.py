@@ -82,6 +82,8 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
         dtype = kind.dtype or pool_dtype
         if kind.attention == "none":
             continue
+        if kind.reads is not None:
+            raise _unmodelled(model, "kv_sharing")
         if kind.attention == "recurrent":
             out.append(
                 CachedLayer(index, "recurrent", 0, 0, 0, None, _state_bytes(kind, dtype), dtype)

@@ -25,7 +25,7 @@ CACHE_FIELDS = _words(
     mamba_head_dim ssm_state_size n_groups conv_kernel mamba_ssm_dtype linear_num_key_heads
     linear_key_head_dim linear_num_value_heads linear_value_head_dim linear_conv_kernel_dim
     global_head_dim num_global_key_value_heads num_nextn_predict_layers
-    mtp_num_hidden_layers index_head_dim"""
+    mtp_num_hidden_layers index_head_dim num_kv_shared_layers"""
 )
 # Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
 ALIASES = {
@@ -45,7 +45,6 @@ ALIASES = {
 # Fields that change the cache in ways the spec cannot express yet.
 UNSUPPORTED_FIELDS = {
     "attention_chunk_size": "chunked local attention is not a spec layer kind",
-    "num_kv_shared_layers": "layers that reuse another layer's KV cache",
     "attention_k_eq_v": "layers whose keys double as values",
     "compress_ratios": "compressed per-layer caches",
     "swa_num_key_value_heads": "separate sliding-layer head counts",
@@ -66,7 +65,7 @@ IGNORED_FIELDS = _words(
     is_encoder_decoder qk_layernorm aux_loss_alpha qk_norm ffn_with_glu
     original_max_position_embeddings logits_scaling embedding_multiplier pad_vocab_size_multiple
     hidden_size_per_layer_input layer_norm_type norm_type position_embedding_type
-    index_topk index_n_heads"""
+    index_topk index_n_heads laurel_rank activation_sparsity_pattern vocab_size_per_layer_input"""
 )
 IGNORED_PREFIXES = (
     "_",
@@ -82,6 +81,7 @@ IGNORED_PREFIXES = (
     "use_",
     "num_experts",
     "auto_",
+    "altup_",  # Gemma 3n AltUp: weights and routing
 )
 IGNORED_SUFFIXES = (
     "_token_id",

@@ -20,6 +20,7 @@ from kvgen.importhf._layers import (
 )
 from kvgen.importhf._quant import layout_misfit
 from kvgen.importhf._render import Spec, default_model_name, render, to_identifier
+from kvgen.importhf._sharing import shared_kinds
 
 __all__ = ["MAX_CONFIG_BYTES", "ImportResult", "import_config"]
 
@@ -129,6 +130,7 @@ def _build(cfg: Config, family: str | None, model: str | None, tpb: int, dtype: 
             kinds.append(shape)
         elif kind == "none":
             kinds.append(NO_CACHE)
+    kinds = shared_kinds(cfg, kinds, types)
     misfit = layout_misfit(kinds, short)
     if misfit is not None:
         where, why = misfit

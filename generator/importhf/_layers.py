@@ -50,6 +50,7 @@ class Kind:
     notes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     base: str = ""
     index_head_dim: int | None = None  # MLA: a sparse-attention indexer's key cache
+    reads: int | None = None  # KV sharing: the layer whose cache this one reads
 
 
 # An MLP-only or MoE-only block: no cache, but it keeps its layer index.

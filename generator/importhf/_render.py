@@ -63,6 +63,7 @@ _FIELDS = (
     "qk_rope_head_dim",
     "state_bytes",
     "index_head_dim",
+    "reads",
 )
 
 

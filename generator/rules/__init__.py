@@ -53,6 +53,10 @@ LINT_RULE_MODULES: tuple[str, ...] = (
     "unknown_profile_model",  # KV224
     "cacheless_kind_with_fields",  # KV225
     "mamba_heads_not_grouped",  # KV226
+    "shared_layer_out_of_range",  # KV233
+    "shared_layer_not_earlier",  # KV234
+    "shared_layer_reads_no_cache",  # KV235
+    "shared_layer_shape_mismatch",  # KV236
     "scale_block_element_count",  # KV237
     "ds_mla_layout_without_mla",  # KV238
     "scaled_layout_on_recurrent_state",  # KV239

@@ -140,15 +140,28 @@ def resolve_layers(
     max_seq_len: int,
     backoff: int,
     cacheless: dict[str, str],
+    shared: dict[str, str] | None = None,
 ) -> list[Layer]:
     """The layers ``indices`` of ``stack`` that hold a cache; ``attention: none`` layers keep
-    their index (so pipeline ranks split the model as it is) and go to ``cacheless``."""
+    their index (so pipeline ranks split the model as it is) and go to ``cacheless``; layers
+    that read another layer's cache (KV sharing) keep theirs too, get no pages, and go to
+    ``shared`` as reader -> the layer read. ValueError when that layer is on another rank."""
     layers = []
     for index in indices:
         name = stack.pattern[index % len(stack.pattern)]
         kind = stack.kinds[name]
         if kind.attention == "none":
             cacheless[f"{prefix}.{index}"] = name
+            continue
+        if kind.reads is not None:
+            if kind.reads < indices.start:
+                raise ValueError(
+                    f"layer {index} reads the cache of layer {kind.reads}, held by an earlier "
+                    "pipeline rank; a layer reads only a cache on its own rank (choose a "
+                    "pp_size that keeps the shared layers with the layers they read)"
+                )
+            if shared is not None:
+                shared[f"{prefix}.{index}"] = f"{prefix}.{kind.reads}"
             continue
         window = None
         if kind.attention == "sliding" and kind.window is not None:

@@ -22,6 +22,7 @@ class Reports(Forwards):
 
     tables: FamilyTables
     cacheless: dict[str, dict[str, str]]
+    shared: dict[str, dict[str, str]]
     _planner: PagePlanner
     max_blocks_per_seq: int
     state_rows: dict[str, StateRows]
@@ -70,6 +71,7 @@ class Reports(Forwards):
     def layer_views(self, layer: str | int, manager: str = "target") -> dict[str, torch.Tensor]:
         """Typed views of a layer in its main pool: ``k``/``v`` (pages, tpb, heads, head_dim),
         ``latent`` (MLA), ``raw``/``extra`` (uint8), ``*_scale`` (NVFP4), ``state`` (slots).
+        A layer that reads another layer's cache (KV sharing) gets that layer's views.
 
         ``layer`` is a name such as ``"layers.5"`` or the model's layer index ``5``."""
         if not isinstance(layer, str):
@@ -77,6 +79,8 @@ class Reports(Forwards):
             if index is None:
                 raise UnknownNameError(f"layer must be a name or an index, got {layer!r}")
             layer = f"layers.{index}"
+        # KV sharing: a layer that reads another layer's cache sees that layer's views.
+        layer = self.shared.get(manager, {}).get(layer, layer)
         for pool in self._manager(manager).pools.values():
             if layer in pool.views and not pool.name.endswith("/scratch"):
                 return pool.views[layer]

@@ -50,6 +50,9 @@ class LayerKind(NamedTuple):
     ssm_dtype: str = ""
     # MLA only: a sparse-attention indexer's key cache (fp8 + an fp32 scale per 128), per token.
     index_head_dim: int = 0
+    # KV sharing: the index of the earlier layer (same stack, same shape) whose cache the
+    # layers of this kind read; they get no pages of their own (docs/cost-model.md §1).
+    reads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -140,3 +143,27 @@ def _check_stack(where: str, stack: LayerStack) -> None:
             raise ValueError(f"{where}: pattern names unknown layer kind {name!r}")
         if kind.attention not in ATTENTIONS or kind.dtype not in DTYPES:
             raise ValueError(f"{where}: layer kind {name!r} has an unknown attention or dtype")
+    for name, kind in stack.kinds.items():
+        if kind.reads is not None and name in stack.pattern:
+            _check_shared(where, stack, name, kind)
+
+
+def _check_shared(where: str, stack: LayerStack, name: str, kind: LayerKind) -> None:
+    """A kind that reads another layer's cache: that layer exists, comes before every layer
+    of the kind, holds its own cache, and has the same shape (so its views serve both)."""
+    reads = kind.reads
+    assert reads is not None
+    period = len(stack.pattern)
+    first = min(i for i, entry in enumerate(stack.pattern) if entry == name)
+    target = stack.kinds[stack.pattern[reads % period]] if 0 <= reads < stack.count else None
+    problem = ""
+    if target is None:
+        problem = f"does not exist (count {stack.count})"
+    elif reads >= first:
+        problem = f"is not before layer {first}, the kind's first layer"
+    elif target.reads is not None or target.attention not in ("full", "sliding"):
+        problem = "holds no attention cache of its own"
+    elif target != kind._replace(reads=None):
+        problem = f"has another shape ({target})"
+    if problem:
+        raise ValueError(f"{where}: layer kind {name!r} reads layer {reads}, which {problem}")

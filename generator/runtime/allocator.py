@@ -280,21 +280,24 @@ class KVCacheShim(Reports):
         last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
         # Layers of this rank that hold no cache (attention: none), per manager: name -> kind.
         self.cacheless: dict[str, dict[str, str]] = {"target": {}}
+        # Layers that read another layer's cache (KV sharing), per manager: reader -> read.
+        self.shared: dict[str, dict[str, str]] = {"target": {}}
         common = (tp_size, self.max_seq_len, backoff)
-        target = resolve_layers(stack, "layers", own, *common, self.cacheless["target"])
+        holders = (self.cacheless["target"], self.shared["target"])
+        target = resolve_layers(stack, "layers", own, *common, *holders)
         extra = self.tables.extra_layers.get((self.model, self.speculative))
         if extra is not None and last:
-            target += resolve_layers(
-                extra, "extra_layers", range(extra.count), *common, self.cacheless["target"]
-            )
+            target += resolve_layers(extra, "extra_layers", range(extra.count), *common, *holders)
         managers = {"target": CacheManager("target", target, cycles(target))}
         draft = self.tables.drafts.get(self.speculative)
         if draft is not None:
             self.cacheless["draft"] = {}
+            self.shared["draft"] = {}
             layers = []
             if last:
                 indices = range(draft.count)
-                layers = resolve_layers(draft, "draft", indices, *common, self.cacheless["draft"])
+                holders = (self.cacheless["draft"], self.shared["draft"])
+                layers = resolve_layers(draft, "draft", indices, *common, *holders)
             managers["draft"] = CacheManager("draft", layers, cycles(layers))
         return managers
 
