@@ -62,6 +62,8 @@ UNMODELLED = {
     "sinks": "attention sinks are not modelled per engine",
     "sliding_mla": "sliding-window MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
+    "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
+    "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
 }
 
 

@@ -65,7 +65,7 @@ class Kind(NamedTuple):
     bytes): its size is ``bytes_per_token``. ``window`` is None for full attention.
     """
 
-    attention: str  # "full", "sliding", "recurrent" or "none" (no cache)
+    attention: str  # "full", "sliding", "recurrent", "none" (no cache) or "cross"
     layers: int
     window: int | None = None
     sink_tokens: int = 0
@@ -83,6 +83,7 @@ class Kind(NamedTuple):
     n_groups: int = 0
     d_conv: int = 0
     ssm_dtype: str = ""
+    encoder_tokens: int = 0  # cross-attention: encoder tokens cached per request (§4)
 
 
 class Stack(NamedTuple):
@@ -304,6 +305,7 @@ def _arguments(
     semantics: object,
     attention_dp: object = False,
     mamba_state_update: object = "default",
+    encoder_tokens: object = None,
 ) -> tuple[Model, Profile, int, int, int, int, int, int, float]:
     """The one keyword validation of every public function: the model and profile rows and
     the integers as ints, or ValueError naming the argument and the allowed values. Plain
@@ -346,7 +348,23 @@ def _arguments(
         _flag("attention_dp", attention_dp)
     if mamba_state_update != "default" and mamba_state_update != "replay":
         _name("mamba_state_update", mamba_state_update, MAMBA_STATE_UPDATES)
+    if encoder_tokens is not None:
+        _encoder_tokens(entry, model, encoder_tokens)
     return entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util
+
+
+def _encoder_tokens(entry: Model, model: object, value: object) -> int:
+    """``value`` when the model has cross-attention layers and the encoder can produce that
+    many tokens (at most the spec's count); ValueError naming encoder_tokens otherwise."""
+    most = max(
+        (k.encoder_tokens for k in entry.layers.kinds.values() if k.attention == "cross"),
+        default=0,
+    )
+    if not most:
+        raise ValueError(
+            f"encoder_tokens is only for models with cross-attention layers; {model} has none"
+        )
+    return _integer("encoder_tokens", value, 1, most, f" for {model}")
 
 
 def headroom(speculative: str = "none", *, overlap_slack: bool = False) -> int:
@@ -380,8 +398,13 @@ _AtTp = tuple[int, int, tuple[_Group, ...]]
 # A recurrent kind on a rank: (layers, raw state bytes at tp=1, then by dimensions (§8): SSM
 # heads, head dim, d_state, groups, d_conv, conv and SSM element bytes (0: NVFP4)).
 _StateRow = tuple[int, int, int, int, int, int, int, int, int]
-# Per manager on one rank: (name, its layers at tp=1, rows, recurrent rows).
-_Plan = tuple[tuple[str, _AtTp, tuple[_Row, ...], tuple[_StateRow, ...]], ...]
+# A cross-attention kind on a rank: (layers, kv_heads, head_dim, element bytes, bytes per
+# token not split by tp, encoder tokens of the spec).
+_CrossRow = tuple[int, int, int, int, int, int]
+# Per manager on one rank: (name, its layers at tp=1, rows, recurrent rows, cross rows).
+_Plan = tuple[
+    tuple[str, _AtTp, tuple[_Row, ...], tuple[_StateRow, ...], tuple[_CrossRow, ...]], ...
+]
 
 
 def _heads_bytes(heads: int, head_dim: int, element: int) -> int:
@@ -455,6 +478,18 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
     return slope, state, tuple(ordered)
 
 
+def _cross_bytes(crosses: tuple[_CrossRow, ...], tp_size: int, encoder_tokens: int | None) -> int:
+    """Bytes one request holds on a manager's cross-attention layers at one tp (§4): the K/V of
+    its encoder tokens in whole pages, ``ceil(e/tpb)*tpb`` tokens per layer, allocated at
+    admission and never grown; ``encoder_tokens`` (when given) replaces the spec's count."""
+    total = 0
+    for layers, kv_heads, head_dim, element, fixed, spec_tokens in crosses:
+        tokens = encoder_tokens or spec_tokens
+        bpt = fixed + (_heads_bytes(-(-kv_heads // tp_size), head_dim, element) if kv_heads else 0)
+        total += layers * -(-tokens // TOKENS_PER_BLOCK) * TOKENS_PER_BLOCK * bpt
+    return total
+
+
 def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_rank: int) -> _Plan:
     """The cached layers of each manager on one pipeline rank, as flat rows."""
     last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
@@ -470,6 +505,7 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
     for name, stacks in managers:
         rows: list[_Row] = []
         states: list[_StateRow] = []
+        crosses: list[_CrossRow] = []
         for stack, layer_counts in stacks:
             for kind_name, kind in stack.kinds.items():
                 layers = kind.layers if layer_counts is None else layer_counts[kind_name]
@@ -485,9 +521,15 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
                     continue
                 element = 0 if kind.dtype in ("", "nvfp4") else _DTYPE_BYTES[kind.dtype]
                 fixed = kind.bytes_per_token + kind.extra_bytes_per_token
+                if kind.attention == "cross":
+                    crosses.append(
+                        (layers, kind.kv_heads, kind.head_dim, element, fixed, kind.encoder_tokens)
+                    )
+                    continue
                 shape = (kind.window, kind.sink_tokens, kind.kv_heads, kind.head_dim, element)
                 rows.append((layers, *shape, fixed))
-        plan.append((name, _at_tp(tuple(rows), tuple(states), 1), tuple(rows), tuple(states)))
+        at_tp1 = _at_tp(tuple(rows), tuple(states), 1)
+        plan.append((name, at_tp1, tuple(rows), tuple(states), tuple(crosses)))
     return tuple(plan)
 
 
@@ -515,6 +557,7 @@ def _compute(
     semantics: str,
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    encoder_tokens: int | None = None,
 ) -> tuple[tuple[_Terms, ...], dict[str, CacheCost]]:
     """Every named term of the static cost per manager (§3, §4), and the CacheCost of each
     (built here, so that a never-seen ``cache_costs`` call runs one function); validates
@@ -522,7 +565,7 @@ def _compute(
     entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util = _arguments(
         model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
         scratch_reuse, block_reuse, util, overlap_slack, semantics, attention_dp,
-        mamba_state_update,
+        mamba_state_update, encoder_tokens,
     )  # fmt: skip
     if attention_dp:
         tp_size = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
@@ -537,15 +580,17 @@ def _compute(
         plan = _plan(entry, speculative, profile, pp_size, pp_rank)
     out: list[_Terms] = []
     costs = {}
-    for name, at_tp1, rows, states in plan:
+    for name, at_tp1, rows, states, crosses in plan:
         slope, state, groups = at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size)
         per_request = state
+        if crosses:  # cross-attention: fixed per request, whole pages (§4)
+            per_request += _cross_bytes(crosses, tp_size, encoder_tokens)
         scratch = scratch_reuse and name == "target"  # scratch reuse: targets only (§3)
         ctx_swa = ctx_rounding = 0
         cycles = []
         # "exact": whole pages of every pool as the shim builds them for T (§3, §4).
         pools = []
-        fixed_pool_bytes = batch * state
+        fixed_pool_bytes = batch * per_request
         for window, sinks, sink_pages, cycle, distinct in groups:
             window += backoff  # block reuse extends retention (§5)
             if window >= max_seq_len:
@@ -573,7 +618,7 @@ def _compute(
             full_rounding = batch * (tpb - 1) * slope
             ctx_rounding *= min(batch, chunk) * (tpb - 1)
             intercept += full_rounding + ctx_rounding
-        if name == "draft" and len(cycles) == 1 and not slope and not state:
+        if name == "draft" and len(cycles) == 1 and not slope and not state and not crosses:
             # Resume watermark (§4): round a single SWA pool up so that a suspended request can
             # resume under max_util_for_resume, which the engine compares as a float32.
             slot = tpb * cycles[0][3]
@@ -654,6 +699,7 @@ def cost_terms(
     attention_dp: bool = False,
     mamba_state_update: str = "default",
     engine_terms: bool = False,
+    encoder_tokens: int | None = None,
 ) -> dict[str, dict[str, int]]:
     """Every named term of the static cost, per cache manager, in bytes (§4).
 
@@ -667,7 +713,9 @@ def cost_terms(
     ``state_reserved_rows`` (the CUDA-graph padding slot, + 1 row with ``attention_dp``) and,
     under a speculative profile, ``spec_intermediate_states`` (+ ``spec_replay_history`` with
     ``mamba_state_update="replay"``). ``attention_dp=True`` holds whole KV heads and states on
-    every rank (tp = 1 for the caches, §9).
+    every rank (tp = 1 for the caches, §9). Cross-attention layers add the K/V of each
+    request's encoder tokens in whole pages to ``per_request`` (§4); ``encoder_tokens``
+    (models with cross-attention only, at most the spec's count) replaces that count.
 
     ``engine_terms=True`` adds what the engine does beside the quota (§9), reported and never
     added to the intercept or any quota: ``startup_estimate_difference`` (target, ctx_swa > 0:
@@ -684,7 +732,7 @@ def cost_terms(
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-        attention_dp, mamba_state_update,
+        attention_dp, mamba_state_update, encoder_tokens,
     )  # fmt: skip
     out = {}
     for t in terms:
@@ -744,19 +792,20 @@ def cache_costs(
     semantics: str = "trtllm-v2",
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    encoder_tokens: int | None = None,
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
     try:
         costs = _answers(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
             pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-            attention_dp, mamba_state_update,
+            attention_dp, mamba_state_update, encoder_tokens,
         )[1]  # fmt: skip
     except TypeError:  # an unhashable argument: name it, as any other bad value
         _arguments(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
             pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-            attention_dp, mamba_state_update,
+            attention_dp, mamba_state_update, encoder_tokens,
         )  # fmt: skip
         raise
     return costs.copy()
@@ -800,6 +849,7 @@ def quota_from_max_tokens(
     semantics: str = "trtllm-v2",
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    encoder_tokens: int | None = None,
 ) -> dict[str, int]:
     """Per manager, the quota in bytes for ``max_tokens`` tokens of full-attention history:
     ``quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa`` (§4). The inverse of
@@ -809,7 +859,7 @@ def quota_from_max_tokens(
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-        attention_dp, mamba_state_update,
+        attention_dp, mamba_state_update, encoder_tokens,
     )  # fmt: skip
     chunk = operator.index(max_num_tokens)
     return {t.manager: _quota(t, tokens, chunk) for t in terms}
@@ -876,6 +926,7 @@ def max_tokens_from_quota(
     semantics: str = "trtllm-v2",
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    encoder_tokens: int | None = None,
 ) -> dict[str, int | None]:
     """Per manager in ``quota_bytes`` (a dict like the one ``quota_from_max_tokens`` and
     ``split_budget`` return; any of the profile's managers), the largest T with
@@ -886,7 +937,7 @@ def max_tokens_from_quota(
         for t in _cached_terms(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
             pp_size, pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack,
-            semantics, attention_dp, mamba_state_update,
+            semantics, attention_dp, mamba_state_update, encoder_tokens,
         )
     }  # fmt: skip
     if not isinstance(quota_bytes, Mapping) or not quota_bytes:
@@ -917,6 +968,7 @@ def quota_for_requests(
     block_reuse: bool = False,
     max_util_for_resume: float = 0.95,
     semantics: str = "exact",
+    encoder_tokens: int | None = None,
 ) -> dict[str, int]:
     """Per manager, the least quota in bytes with which ``requests`` concurrent requests (the
     batch size) each run to ``seq_len`` tokens (the max_seq_len), prompts chunked by
@@ -932,7 +984,8 @@ def quota_for_requests(
     seq_len = _integer("seq_len", seq_len, 1)
     terms = _cached_terms(
         model, speculative, requests, max_num_tokens, seq_len, tp_size, pp_size, pp_rank,
-        scratch_reuse, block_reuse, max_util_for_resume, False, semantics,
+        scratch_reuse, block_reuse, max_util_for_resume, False, semantics, False, "default",
+        encoder_tokens,
     )  # fmt: skip
     profile = _PROFILES[speculative]
     tpb = TOKENS_PER_BLOCK
@@ -964,6 +1017,7 @@ def split_budget(
     semantics: str = "trtllm-v2",
     attention_dp: bool = False,
     mamba_state_update: str = "default",
+    encoder_tokens: int | None = None,
 ) -> dict[str, int]:
     """Share one budget between the target and a separate draft pool (§6).
 
@@ -978,7 +1032,7 @@ def split_budget(
         for t in _cached_terms(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
             pp_size, pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack,
-            semantics, attention_dp, mamba_state_update,
+            semantics, attention_dp, mamba_state_update, encoder_tokens,
         )
     }  # fmt: skip
     if "draft" not in terms:

@@ -82,6 +82,8 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
         dtype = kind.dtype or pool_dtype
         if kind.attention == "none":
             continue
+        if kind.attention == "cross":
+            raise _unmodelled(model, "cross")  # the engines' own encoder-cache pools
         if kind.attention == "recurrent":
             out.append(
                 CachedLayer(index, "recurrent", 0, 0, 0, None, _state_bytes(kind, dtype), dtype)
