@@ -43,6 +43,7 @@ SIZING_KEYS = (
     "block_reuse",
     "max_util_for_resume",
     "overlap_slack",
+    "encoder_tokens",
 )
 
 

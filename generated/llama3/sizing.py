@@ -1788,6 +1788,10 @@ def _trtllm_capacity(
     max_batch_size: int,
 ) -> EngineCapacity:
     """TensorRT-LLM V2's affine estimate (§4) from this module's own sizing functions."""
+    entry = _MODELS.get(model) if type(model) is str else None
+    if entry is not None and any(k.attention == "cross" for k in entry.layers.kinds.values()):
+        # TensorRT-LLM sizes the encoder cache in its own manager from a memory fraction.
+        raise NotModelled(f"{model}: {UNMODELLED['cross']}", "cross")
     if block_size is not None and block_size != TOKENS_PER_BLOCK:
         _integer("block_size", block_size, 1)
         raise NotModelled(
