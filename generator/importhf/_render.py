@@ -62,6 +62,7 @@ _FIELDS = (
     "kv_lora_rank",
     "qk_rope_head_dim",
     "state_bytes",
+    "encoder_tokens",
 )
 
 
