@@ -43,8 +43,8 @@ def layer_kinds(model: Model) -> list[LayerKind]:
 def bytes_per_token(kind: LayerKind) -> int:
     """b_l at bf16 and tp=1 (docs/cost-model.md §1); recurrent and cache-less (``attention: none``)
     layers have no per-token cost."""
-    if kind.attention == "none" or kind.state_bytes is not None:
-        return 0
+    if kind.attention in ("none", "recurrent", "cross"):
+        return 0  # no cache, a fixed state, or the encoder's K/V: none grows per token
     if kind.bytes_per_token is not None:
         return kind.bytes_per_token + kind.extra_bytes_per_token
     if kind.kv_lora_rank is not None:
@@ -63,7 +63,16 @@ def swa_pages(window: int, headroom: int, tpb: int) -> int:
 def fixed_per_request(model: Model, tpb: int = TABLE_TPB, headroom: int = 1) -> int:
     total = 0
     for kind in layer_kinds(model):
-        if kind.state_bytes is not None:
+        if kind.attention == "cross":
+            # The encoder's K/V in whole pages (docs/cost-model.md §4).
+            b = 2 * (kind.kv_heads or 0) * (kind.head_dim or 0) * BF16_BYTES
+            total += b * tpb * ceil_div(kind.encoder_tokens or 0, tpb)
+        elif kind.mamba is not None:
+            m = kind.mamba  # conv + SSM state (docs/cost-model.md §8), bf16 unless ssm_dtype
+            conv = (m.num_heads * m.head_dim + 2 * m.n_groups * m.d_state) * (m.d_conv - 1)
+            ssm_bytes = {"fp32": 4, "fp8": 1}.get(m.ssm_dtype or "bf16", BF16_BYTES)
+            total += conv * BF16_BYTES + m.num_heads * m.head_dim * m.d_state * ssm_bytes
+        elif kind.state_bytes is not None:
             total += kind.state_bytes
         elif kind.attention == "sliding" and kind.window and kind.window < model.max_seq_len:
             page_count = swa_pages(kind.window, headroom, tpb) + ceil_div(kind.sink_tokens, tpb)
@@ -82,7 +91,8 @@ def families() -> list[Family]:
 def table() -> str:
     lines = [
         f"KV bytes per token at bf16 (tp=1, all layers) and the fixed cost per request at "
-        f"tokens_per_block {TABLE_TPB} (sliding-window pages at H=1 plus recurrent state).",
+        f"tokens_per_block {TABLE_TPB} (sliding-window pages at H=1, recurrent state, "
+        "cross-attention encoder pages).",
         'Profiles on a family\'s first row apply to every model; "this model only" marks a '
         "per-model profile (`models:`).",
         "Regenerate with `python bench/families_table.py --write-readme`.",
