@@ -461,26 +461,37 @@ def manager_layers(
         "tp_size": params.cache_tp_size,
         "max_seq_len": params.max_seq_len,
         "backoff": backoff,
-        "encoder_tokens": params.encoder_tokens,
     }
+    encoder = params.encoder_tokens
     target = stack_layers(
         model,
         family.kv_cache_dtype,
         pp_layer_range(model.layers.count, params.pp_size, params.pp_rank),
         shape_of=model,
+        encoder_tokens=encoder,
         **common,
     )
     if profile is not None and profile.extra_layers is not None and last_rank:
         extra = profile.extra_layers
         target += stack_layers(
-            extra, family.kv_cache_dtype, range(extra.layers.count), shape_of=model, **common
+            extra,
+            family.kv_cache_dtype,
+            range(extra.layers.count),
+            shape_of=model,
+            encoder_tokens=encoder,
+            **common,
         )
     managers = [ManagerLayers("target", target, params.scratch_reuse)]
     if profile is not None and profile.mode in MODES_WITH_DRAFT_POOL and profile.draft is not None:
         draft = profile.draft
         layers = (
             stack_layers(
-                draft, family.kv_cache_dtype, range(draft.layers.count), shape_of=draft, **common
+                draft,
+                family.kv_cache_dtype,
+                range(draft.layers.count),
+                shape_of=draft,
+                encoder_tokens=encoder,
+                **common,
             )
             if last_rank
             else []

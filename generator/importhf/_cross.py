@@ -43,7 +43,7 @@ def _encoder_tokens(cfg: Config) -> tuple[int, str]:
     """mllama: ``max_num_tiles x ((image_size / patch_size)^2 + 1)``: per tile one token per
     patch plus the class token (HF MllamaVisionModel num_patches, vLLM mllama.py)."""
     vision = cfg.data.get("vision_config")
-    values = {}
+    values: dict[str, int] = {}
     for name in _VISION_FIELDS:
         value = vision.get(name) if isinstance(vision, dict) else None
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1 << 16:
