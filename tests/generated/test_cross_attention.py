@@ -227,3 +227,25 @@ def test_static_sized_for_a_smaller_encoder_than_the_runtime_runs_out(cross):
     errors = shim_errors(_serve(cross, "vision", "ngram3"))
     with pytest.raises(errors.OutOfPagesError):
         _serve(cross, "vision", "ngram3", cross_bytes // (TPB * 256))
+
+
+def test_cross_layer_views_and_tensor_parallel_split(vision):
+    # tp 8: ceil(8 / 8) = 1 KV head per rank; the view is (pages, tpb, heads, head_dim).
+    shim = vision.allocator.KVCacheShim(
+        MODEL, encoder_tokens=33, tp_size=8, max_tokens=64, device="meta", **PARAMS
+    )
+    views = shim.layer_views(3)  # layer 3 is the first cross-attention layer
+    assert set(views) == {"k", "v"}
+    assert tuple(views["k"].shape) == (8 * 2, 32, 1, 128)  # B x ceil(33 / 32) pages
+    pool = shim.managers["target"].pools["cross"]
+    assert pool.page_bytes == 8 * 32 * 2 * 1 * 128 * 2  # 8 layers x tpb x K,V x 1 head x bf16
+
+
+def test_a_pipeline_rank_without_cross_layers_has_no_cross_pool(vision):
+    # 40 layers over pp 20: rank 0 holds layers 0-1, both self-attention (cross at 3, 8, ...).
+    shim = vision.allocator.KVCacheShim(
+        MODEL, pp_size=20, pp_rank=0, max_tokens=64, device="meta", **PARAMS
+    )
+    assert "cross" not in shim.managers["target"].pools
+    terms = vision.sizing.cost_terms(MODEL, pp_size=20, pp_rank=0, **PARAMS)["target"]
+    assert terms["per_request"] == 0 and terms["slope"] == 2 * B_TOKEN
