@@ -44,9 +44,10 @@ def layer_kinds(model: Model) -> list[LayerKind]:
 
 def bytes_per_token(kind: LayerKind) -> int:
     """b_l at bf16 and tp=1 (docs/cost-model.md §1); recurrent and cache-less (``attention: none``)
-    layers and KV-sharing readers (``reads:``) have no per-token cost."""
-    if kind.attention in ("none", "recurrent") or kind.reads is not None:
-        return 0  # no cache of its own: cache-less, a recurrent state, or KV sharing
+    layers, cross-attention layers (the encoder's K/V, fixed per request) and KV-sharing
+    readers (``reads:``) have no per-token cost."""
+    if kind.attention in ("none", "recurrent", "cross") or kind.reads is not None:
+        return 0  # no cache of its own, a fixed state, or the encoder's K/V
     if kind.bytes_per_token is not None:
         return kind.bytes_per_token + kind.extra_bytes_per_token
     if kind.kv_lora_rank is not None:
@@ -70,7 +71,11 @@ def fixed_per_request(model: Model, tpb: int = TABLE_TPB, headroom: int = 1) -> 
     for kind in layer_kinds(model):
         if kind.reads is not None:
             continue  # reads another layer's pages (KV sharing): none of its own
-        if kind.state_bytes is not None:
+        if kind.attention == "cross":
+            # The encoder's K/V in whole pages (docs/cost-model.md §4).
+            b = 2 * (kind.kv_heads or 0) * (kind.head_dim or 0) * BF16_BYTES
+            total += b * tpb * ceil_div(kind.encoder_tokens or 0, tpb)
+        elif kind.state_bytes is not None:
             total += kind.state_bytes
         elif kind.mamba is not None:  # conv + SSM buffers at tp=1 (docs/cost-model.md §8)
             state = recurrent_state(kind.mamba, kind.dtype or "bf16", 1, element_bytes)
@@ -92,7 +97,8 @@ def families() -> list[Family]:
 def table() -> str:
     lines = [
         f"KV bytes per token at bf16 (tp=1, all layers) and the fixed cost per request at "
-        f"tokens_per_block {TABLE_TPB} (sliding-window pages at H=1 plus recurrent state).",
+        f"tokens_per_block {TABLE_TPB} (sliding-window pages at H=1, recurrent state, "
+        "cross-attention encoder pages).",
         'Profiles on a family\'s first row apply to every model; "this model only" marks a '
         "per-model profile (`models:`).",
         "Regenerate with `python bench/families_table.py --write-readme`.",

@@ -187,6 +187,7 @@ class Layer:
     bytes_per_token: int
     state_bytes: int  # recurrent layers: fixed bytes per request
     mamba: RecurrentState | None = None  # the state's buffers when the spec gives dimensions
+    encoder_tokens: int = 0  # cross-attention: encoder tokens cached per request (§4)
 
     @property
     def is_swa(self) -> bool:
@@ -194,7 +195,11 @@ class Layer:
 
     @property
     def is_full(self) -> bool:
-        return self.window is None and self.state_bytes == 0
+        return self.window is None and self.state_bytes == 0 and not self.encoder_tokens
+
+    @property
+    def is_cross(self) -> bool:
+        return self.encoder_tokens > 0
 
 
 def stack_layers(
@@ -206,6 +211,7 @@ def stack_layers(
     max_seq_len: int,
     backoff: int,
     shape_of: LayerStack,
+    encoder_tokens: int | None = None,
 ) -> list[Layer]:
     """Resolve the layers ``layer_indices`` of ``stack`` (pattern phase kept across pp ranks).
 
@@ -239,6 +245,13 @@ def stack_layers(
             state = -(-(kind.state_bytes or 0) // tp_size)
             out.append(Layer(index, name, None, 0, 0, state))
             continue
+        if kind.attention == "cross":
+            # The K/V of the request's encoder tokens, written once (§4); the runtime keyword
+            # encoder_tokens overrides the spec's count.
+            bpt = kind_bytes_per_token(kind, stack, dtype, tp_size, shape_of=shape_of)
+            tokens = encoder_tokens or kind.encoder_tokens or 0
+            out.append(Layer(index, name, None, 0, bpt, 0, encoder_tokens=tokens))
+            continue
         window = None
         if kind.attention == "sliding" and kind.window is not None:
             # A window reaching max_seq_len is full attention (§1), also after the
@@ -270,6 +283,7 @@ class RuntimeParams:
     attention_dp: bool = False  # tp = 1 for the KV cache and the state, one more reserved row
     mamba_state_update: str = "default"  # "replay": compact history instead of SSM states
     dcp_size: int = 1  # decode context parallelism: full-attention history sharded (§9)
+    encoder_tokens: int | None = None  # cross-attention: overrides the spec's count (§4)
 
     @property
     def cache_tp_size(self) -> int:
@@ -303,6 +317,8 @@ class RuntimeParams:
             raise ValueError(f"semantics must be one of {SEMANTICS}, got {self.semantics!r}")
         if self.attention_dp is not True and self.attention_dp is not False:
             raise ValueError(f"attention_dp must be True or False, got {self.attention_dp!r}")
+        if self.encoder_tokens is not None:
+            check_encoder_tokens(model, self.encoder_tokens)
         if self.mamba_state_update not in MAMBA_STATE_UPDATES:
             raise ValueError(
                 f"mamba_state_update must be one of {MAMBA_STATE_UPDATES}, "
@@ -311,6 +327,33 @@ class RuntimeParams:
         dcp = self.dcp_size
         if not isinstance(dcp, int) or isinstance(dcp, bool) or dcp < 1:
             raise ValueError(f"dcp_size must be a positive int, got {dcp!r}")
+
+
+def cross_encoder_tokens(model: Model) -> int:
+    """The most encoder tokens the model's cross-attention kinds cache per request; 0 for a
+    model without cross-attention."""
+    counts = [k.encoder_tokens or 0 for k in model.layer_kinds.values() if k.attention == "cross"]
+    return max(counts, default=0)
+
+
+def check_encoder_tokens(model: Model, value: object) -> None:
+    """ValueError unless ``value`` is a positive int no larger than the model's encoder
+    tokens (the encoder cannot produce more), and the model has cross-attention layers."""
+    most = cross_encoder_tokens(model)
+    if not most:
+        raise ValueError(
+            f"encoder_tokens is only for models with cross-attention layers; {model.name} has none"
+        )
+    if type(value) is not int or not 1 <= value <= most:
+        raise ValueError(
+            f"encoder_tokens must be an int in [1, {most}] for {model.name}, got {value!r}"
+        )
+
+
+def cross_pages(encoder_tokens: int, tokens_per_block: int) -> int:
+    """Pages one request holds on a cross-attention life cycle at every step: its encoder
+    tokens in whole pages, allocated at admission and never grown (§4)."""
+    return -(-encoder_tokens // tokens_per_block)
 
 
 def float32(value: float) -> float:
@@ -454,24 +497,36 @@ def manager_layers(
         "max_seq_len": params.max_seq_len,
         "backoff": backoff,
     }
+    encoder = params.encoder_tokens
     target = stack_layers(
         model,
         family.kv_cache_dtype,
         pp_layer_range(model.layers.count, params.pp_size, params.pp_rank),
         shape_of=model,
+        encoder_tokens=encoder,
         **common,
     )
     if profile is not None and profile.extra_layers is not None and last_rank:
         extra = profile.extra_layers
         target += stack_layers(
-            extra, family.kv_cache_dtype, range(extra.layers.count), shape_of=model, **common
+            extra,
+            family.kv_cache_dtype,
+            range(extra.layers.count),
+            shape_of=model,
+            encoder_tokens=encoder,
+            **common,
         )
     managers = [ManagerLayers("target", target, params.scratch_reuse)]
     if profile is not None and profile.mode in MODES_WITH_DRAFT_POOL and profile.draft is not None:
         draft = profile.draft
         layers = (
             stack_layers(
-                draft, family.kv_cache_dtype, range(draft.layers.count), shape_of=draft, **common
+                draft,
+                family.kv_cache_dtype,
+                range(draft.layers.count),
+                shape_of=draft,
+                encoder_tokens=encoder,
+                **common,
             )
             if last_rank
             else []
@@ -514,6 +569,12 @@ def manager_cost(
     slope = dcp_slope(managed.name, layers, params.dcp_size)
     cycles = _life_cycles(layers)
     per_request = sum(lay.state_bytes for lay in layers)
+    # Cross-attention: each request's encoder K/V in whole pages, held from admission (§4).
+    per_request += sum(
+        cross_pages(lay.encoder_tokens, tpb) * tpb * lay.bytes_per_token
+        for lay in layers
+        if lay.is_cross
+    )
     for (window, sinks), members in cycles.items():
         pages = pages_per_window(window, head.total, tpb, sinks)
         per_request += pages * tpb * sum(lay.bytes_per_token for lay in members)
@@ -541,7 +602,7 @@ def manager_cost(
     cost = ManagerCost(managed.name, slope, per_request, ctx_swa, batch, chunk, exact, None, states)
     if params.semantics == "exact":
         cost = _with_pools(cost, cycles, head, tpb, managed.scratch_reuse, span)
-    stateful = any(lay.state_bytes for lay in layers)
+    stateful = any(lay.state_bytes or lay.is_cross for lay in layers)
     if managed.name == "draft" and len(cycles) == 1 and slope == 0 and not stateful:
         # Resume watermark (§4, drift 4): a single-SWA-pool draft rounds its intercept
         # so that a suspended request can come back under max_util_for_resume (a float32).

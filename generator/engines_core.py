@@ -64,6 +64,8 @@ UNMODELLED = {
     "sliding_mla": "sliding-window MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
     "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled per engine",
+    "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
+    "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
 }
 
 
@@ -671,6 +673,10 @@ def _trtllm_capacity(
     max_batch_size: int,
 ) -> EngineCapacity:
     """TensorRT-LLM V2's affine estimate (§4) from this module's own sizing functions."""
+    entry = _MODELS.get(model) if type(model) is str else None
+    if entry is not None and any(k.attention == "cross" for k in entry.layers.kinds.values()):
+        # TensorRT-LLM sizes the encoder cache in its own manager from a memory fraction.
+        raise NotModelled(f"{model}: {UNMODELLED['cross']}", "cross")
     if block_size is not None and block_size != TOKENS_PER_BLOCK:
         _integer("block_size", block_size, 1)
         raise NotModelled(

@@ -105,6 +105,7 @@ def kind_row(
         state_bytes=kind.state_bytes or 0,
         **mamba_fields(kind, dtype),
         reads=kind.reads,
+        **({"encoder_tokens": kind.encoder_tokens or 0} if kind.attention == "cross" else {}),
     )
 
 

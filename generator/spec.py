@@ -130,10 +130,12 @@ class LayerKind(_Strict):
     no shape, no cost, but it keeps its place in the layer index (pipeline ranks split by it).
     """
 
-    attention: Literal["full", "sliding", "recurrent", "none"] = Field(
+    attention: Literal["full", "sliding", "recurrent", "none", "cross"] = Field(
         description="full attention, sliding-window attention, a recurrent (Mamba, "
-        "linear-attention) layer with a fixed state per request, or none: a layer that holds "
-        "no cache at all (MLP-only / MoE-only blocks), counted in the layer index only."
+        "linear-attention) layer with a fixed state per request, none: a layer that holds "
+        "no cache at all (MLP-only / MoE-only blocks), counted in the layer index only, or "
+        "cross: a cross-attention layer caching K/V of encoder_tokens encoder tokens per "
+        "request (docs/cost-model.md §4), with no per-token growth."
     )
     window: int | None = Field(
         default=None, ge=1, le=MAX_WINDOW, description="Attention window in tokens (sliding only)."
@@ -188,6 +190,13 @@ class LayerKind(_Strict):
         "with this index (same stack, earlier, same shape) and holds no cache of its own; it "
         "keeps its index (pipeline ranks split by it). Gemma 3n num_kv_shared_layers; vLLM "
         "kv_sharing_target_layer_name.",
+    )
+    encoder_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_SEQ_LEN,
+        description="Cross-attention only: encoder tokens whose K/V every request caches (e.g. "
+        "vision tiles x tokens per tile); the runtime keyword encoder_tokens= overrides it.",
     )
 
     @model_validator(mode="after")

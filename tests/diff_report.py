@@ -88,6 +88,20 @@ def param_sets(rendered: Rendered, model: str, profile: str) -> dict[str, dict]:
             "max_util_for_resume": 0.9,
         },
     }
+    encoder = [
+        kind.encoder_tokens
+        for kind in rendered.family.model(model).layer_kinds.values()
+        if kind.attention == "cross" and kind.encoder_tokens
+    ]
+    if encoder:
+        # A runtime encoder_tokens below the spec's count (fewer image tiles): one page more
+        # than the shortest, so the rounding still shows.
+        sets["encoder"] = {
+            "max_batch_size": 3,
+            "max_num_tokens": 2 * tpb + 3,
+            "max_seq_len": long,
+            "encoder_tokens": min(min(encoder), tpb + 1),
+        }
     shortest = _shortest_window(rendered, model)
     if shortest is not None and shortest > 8:
         # max_seq_len at the shortest window: that window resolves to full attention.

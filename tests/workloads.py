@@ -44,6 +44,7 @@ SIZING_KEYS = (
     "max_util_for_resume",
     "overlap_slack",
     "dcp_size",
+    "encoder_tokens",
 )
 
 

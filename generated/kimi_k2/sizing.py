@@ -138,12 +138,13 @@ class Kind(_Record):
         "d_conv",
         "ssm_dtype",
         "reads",
+        "encoder_tokens",
     )
     __slots__ = _fields
 
     def __init__(
         self,
-        attention: str,  # "full", "sliding", "recurrent" or "none" (no cache)
+        attention: str,  # "full", "sliding", "recurrent", "none" (no cache) or "cross"
         layers: int,
         window: int | None = None,
         sink_tokens: int = 0,
@@ -160,6 +161,7 @@ class Kind(_Record):
         d_conv: int = 0,
         ssm_dtype: str = "",
         reads: int | None = None,  # KV sharing: the layer whose cache these read; none own (§1)
+        encoder_tokens: int = 0,  # cross-attention: encoder tokens cached per request (§4)
     ) -> None:
         self.attention = attention
         self.layers = layers
@@ -178,6 +180,7 @@ class Kind(_Record):
         self.d_conv = d_conv
         self.ssm_dtype = ssm_dtype
         self.reads = reads
+        self.encoder_tokens = encoder_tokens
 
 
 class Stack(_Record):
@@ -402,6 +405,7 @@ def _arguments(
     attention_dp: object = False,
     mamba_state_update: object = "default",
     dcp_size: object = 1,
+    encoder_tokens: object = None,
 ) -> tuple[Model, Profile, int, int, int, int, int, int, float, int]:
     """The one keyword validation of every public function: the model and profile rows and
     the integers as ints, or ValueError naming the argument and the allowed values. Plain
@@ -446,6 +450,8 @@ def _arguments(
         _name("mamba_state_update", mamba_state_update, MAMBA_STATE_UPDATES)
     if type(dcp_size) is not int or dcp_size != 1:
         dcp_size = _dcp_size(entry, profile, speculative, tp_size, attention_dp, dcp_size)
+    if encoder_tokens is not None:
+        _encoder_tokens(entry, model, encoder_tokens)
     return entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp_size
 
 
@@ -493,6 +499,20 @@ def _dcp_size(
     return dcp
 
 
+def _encoder_tokens(entry: Model, model: object, value: object) -> int:
+    """``value`` when the model has cross-attention layers and the encoder can produce that
+    many tokens (at most the spec's count); ValueError naming encoder_tokens otherwise."""
+    most = max(
+        (k.encoder_tokens for k in entry.layers.kinds.values() if k.attention == "cross"),
+        default=0,
+    )
+    if not most:
+        raise ValueError(
+            f"encoder_tokens is only for models with cross-attention layers; {model} has none"
+        )
+    return _integer("encoder_tokens", value, 1, most, f" for {model}")
+
+
 def headroom(speculative: str = "none", *, overlap_slack: bool = False) -> int:
     """H = E + G (+ K with the overlap slack): how far capacity runs ahead of history at the
     allocation peak (§2). A property of the profile alone, so it takes no model."""
@@ -527,8 +547,13 @@ _NO_STATE: _StateSums = (0, 0, 0, 0)
 # A recurrent kind on a rank: (layers, raw state bytes at tp=1, then by dimensions (§8): SSM
 # heads, head dim, d_state, groups, d_conv, conv and SSM element bytes (0: NVFP4)).
 _StateRow = tuple[int, int, int, int, int, int, int, int, int]
-# Per manager on one rank: (name, its layers at tp=1, rows, recurrent rows).
-_Plan = tuple[tuple[str, _AtTp, tuple[_Row, ...], tuple[_StateRow, ...]], ...]
+# A cross-attention kind on a rank: (layers, kv_heads, head_dim, element bytes, bytes per
+# token not split by tp, encoder tokens of the spec).
+_CrossRow = tuple[int, int, int, int, int, int]
+# Per manager on one rank: (name, its layers at tp=1, rows, recurrent rows, cross rows).
+_Plan = tuple[
+    tuple[str, _AtTp, tuple[_Row, ...], tuple[_StateRow, ...], tuple[_CrossRow, ...]], ...
+]
 
 
 def _scaled_bytes(heads: int, count: int, element: int) -> int:
@@ -627,6 +652,18 @@ def _check_shared_on_rank(stack: Stack, pp_size: int, pp_rank: int) -> None:
         )
 
 
+def _cross_bytes(crosses: tuple[_CrossRow, ...], tp_size: int, encoder_tokens: int | None) -> int:
+    """Bytes one request holds on a manager's cross-attention layers at one tp (§4): the K/V of
+    its encoder tokens in whole pages, ``ceil(e/tpb)*tpb`` tokens per layer, allocated at
+    admission and never grown; ``encoder_tokens`` (when given) replaces the spec's count."""
+    total = 0
+    for layers, kv_heads, head_dim, element, fixed, spec_tokens in crosses:
+        tokens = encoder_tokens or spec_tokens
+        bpt = fixed + (_heads_bytes(-(-kv_heads // tp_size), head_dim, element) if kv_heads else 0)
+        total += layers * -(-tokens // TOKENS_PER_BLOCK) * TOKENS_PER_BLOCK * bpt
+    return total
+
+
 def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_rank: int) -> _Plan:
     """The cached layers of each manager on one pipeline rank, as flat rows."""
     last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
@@ -642,6 +679,7 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
     for name, stacks in managers:
         rows: list[_Row] = []
         states: list[_StateRow] = []
+        crosses: list[_CrossRow] = []
         for stack, layer_counts in stacks:
             for kind_name, kind in stack.kinds.items():
                 layers = kind.layers if layer_counts is None else layer_counts[kind_name]
@@ -657,9 +695,15 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
                     continue
                 element = _ELEMENT_CODES.get(kind.dtype, 0)
                 fixed = kind.bytes_per_token + kind.extra_bytes_per_token
+                if kind.attention == "cross":
+                    crosses.append(
+                        (layers, kind.kv_heads, kind.head_dim, element, fixed, kind.encoder_tokens)
+                    )
+                    continue
                 shape = (kind.window, kind.sink_tokens, kind.kv_heads, kind.head_dim, element)
                 rows.append((layers, *shape, fixed))
-        plan.append((name, _at_tp(tuple(rows), tuple(states), 1), tuple(rows), tuple(states)))
+        at_tp1 = _at_tp(tuple(rows), tuple(states), 1)
+        plan.append((name, at_tp1, tuple(rows), tuple(states), tuple(crosses)))
     return tuple(plan)
 
 
@@ -694,6 +738,7 @@ def _compute(
     attention_dp: bool = False,
     mamba_state_update: str = "default",
     dcp_size: int = 1,
+    encoder_tokens: int | None = None,
 ) -> tuple[tuple[_Terms, ...], dict[str, CacheCost]]:
     """Every named term of the static cost per manager (§3, §4), and the CacheCost of each
     (built here, so that a never-seen ``cache_costs`` call runs one function); validates
@@ -701,7 +746,7 @@ def _compute(
     entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp = _arguments(
         model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
         scratch_reuse, block_reuse, util, overlap_slack, semantics, attention_dp,
-        mamba_state_update, dcp_size,
+        mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
     if attention_dp:
         tp_size = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
@@ -719,17 +764,19 @@ def _compute(
         plan = _plan(entry, speculative, profile, pp_size, pp_rank)
     out: list[_Terms] = []
     costs = {}
-    for name, at_tp1, rows, states in plan:
+    for name, at_tp1, rows, states, crosses in plan:
         slope, sums, groups = at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size)
         if dcp != 1:
             slope = _dcp_slope(name, slope, dcp)
         per_request = state = sums[0]
+        if crosses:  # cross-attention: fixed per request, whole pages (§4)
+            per_request += _cross_bytes(crosses, tp_size, encoder_tokens)
         scratch = scratch_reuse and name == "target"  # scratch reuse: targets only (§3)
         ctx_swa = ctx_rounding = 0
         cycles = []
         # "exact": whole pages of every pool as the shim builds them for T (§3, §4).
         pools = []
-        fixed_pool_bytes = batch * state
+        fixed_pool_bytes = batch * per_request
         for window, sinks, sink_pages, cycle, distinct in groups:
             window += backoff  # block reuse extends retention (§5)
             if window >= max_seq_len:
@@ -757,7 +804,7 @@ def _compute(
             full_rounding = batch * (span - 1) * slope
             ctx_rounding *= min(batch, chunk) * (tpb - 1)
             intercept += full_rounding + ctx_rounding
-        if name == "draft" and len(cycles) == 1 and not slope and not state:
+        if name == "draft" and len(cycles) == 1 and not slope and not state and not crosses:
             # Resume watermark (§4): round a single SWA pool up so that a suspended request can
             # resume under max_util_for_resume, which the engine compares as a float32.
             slot = tpb * cycles[0][3]
@@ -849,6 +896,7 @@ def cost_terms(
     mamba_state_update: str = "default",
     dcp_size: int = 1,
     engine_terms: bool = False,
+    encoder_tokens: int | None = None,
 ) -> dict[str, dict[str, int]]:
     """Every named term of the static cost, per cache manager, in bytes (§4).
 
@@ -866,6 +914,9 @@ def cost_terms(
     shards full-attention history over that many TP ranks: ``slope`` is the bytes per token on
     one rank, and one page spans tpb * dcp_size tokens, so the rounding terms count
     tpb * dcp_size - 1 tokens where they count tpb - 1.
+    Cross-attention layers add the K/V of each
+    request's encoder tokens in whole pages to ``per_request`` (§4); ``encoder_tokens``
+    (models with cross-attention only, at most the spec's count) replaces that count.
 
     ``engine_terms=True`` adds what the engine does beside the quota (§9), reported and never
     added to the intercept or any quota: ``startup_estimate_difference`` (target, ctx_swa > 0:
@@ -882,7 +933,7 @@ def cost_terms(
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-        attention_dp, mamba_state_update, dcp_size,
+        attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
     out = {}
     for t in terms:
@@ -943,19 +994,20 @@ def cache_costs(
     attention_dp: bool = False,
     mamba_state_update: str = "default",
     dcp_size: int = 1,
+    encoder_tokens: int | None = None,
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
     try:
         costs = _answers(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
             pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-            attention_dp, mamba_state_update, dcp_size,
+            attention_dp, mamba_state_update, dcp_size, encoder_tokens,
         )[1]  # fmt: skip
     except TypeError:  # an unhashable argument: name it, as any other bad value
         _arguments(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
             pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-            attention_dp, mamba_state_update, dcp_size,
+            attention_dp, mamba_state_update, dcp_size, encoder_tokens,
         )  # fmt: skip
         raise
     return costs.copy()
@@ -1001,6 +1053,7 @@ def quota_from_max_tokens(
     attention_dp: bool = False,
     mamba_state_update: str = "default",
     dcp_size: int = 1,
+    encoder_tokens: int | None = None,
 ) -> dict[str, int]:
     """Per manager, the quota in bytes for ``max_tokens`` tokens of full-attention history:
     ``quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa`` (§4). The inverse of
@@ -1010,7 +1063,7 @@ def quota_from_max_tokens(
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-        attention_dp, mamba_state_update, dcp_size,
+        attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
     chunk = operator.index(max_num_tokens)
     return {t.manager: _quota(t, tokens, chunk) for t in terms}
@@ -1078,6 +1131,7 @@ def max_tokens_from_quota(
     attention_dp: bool = False,
     mamba_state_update: str = "default",
     dcp_size: int = 1,
+    encoder_tokens: int | None = None,
 ) -> dict[str, int | None]:
     """Per manager in ``quota_bytes`` (a dict like the one ``quota_from_max_tokens`` and
     ``split_budget`` return; any of the profile's managers), the largest T with
@@ -1088,7 +1142,7 @@ def max_tokens_from_quota(
         for t in _cached_terms(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
             pp_size, pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack,
-            semantics, attention_dp, mamba_state_update, dcp_size,
+            semantics, attention_dp, mamba_state_update, dcp_size, encoder_tokens,
         )
     }  # fmt: skip
     if not isinstance(quota_bytes, Mapping) or not quota_bytes:
@@ -1120,6 +1174,7 @@ def quota_for_requests(
     max_util_for_resume: float = 0.95,
     semantics: str = "exact",
     dcp_size: int = 1,
+    encoder_tokens: int | None = None,
 ) -> dict[str, int]:
     """Per manager, the least quota in bytes with which ``requests`` concurrent requests (the
     batch size) each run to ``seq_len`` tokens (the max_seq_len), prompts chunked by
@@ -1138,6 +1193,7 @@ def quota_for_requests(
         model, speculative, requests, max_num_tokens, seq_len, tp_size, pp_size, pp_rank,
         scratch_reuse, block_reuse, max_util_for_resume, False, semantics, False, "default",
         dcp_size,
+        encoder_tokens,
     )  # fmt: skip
     profile = _PROFILES[speculative]
     tpb = terms[0].span  # tokens per full-attention page: tpb * dcp_size under DCP (§9)
@@ -1170,6 +1226,7 @@ def split_budget(
     attention_dp: bool = False,
     mamba_state_update: str = "default",
     dcp_size: int = 1,
+    encoder_tokens: int | None = None,
 ) -> dict[str, int]:
     """Share one budget between the target and a separate draft pool (§6).
 
@@ -1184,7 +1241,7 @@ def split_budget(
         for t in _cached_terms(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
             pp_size, pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack,
-            semantics, attention_dp, mamba_state_update, dcp_size,
+            semantics, attention_dp, mamba_state_update, dcp_size, encoder_tokens,
         )
     }  # fmt: skip
     if "draft" not in terms:
@@ -1279,6 +1336,8 @@ UNMODELLED = {
     "sliding_mla": "sliding-window MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
     "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled per engine",
+    "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
+    "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
 }
 
 
@@ -1856,6 +1915,10 @@ def _trtllm_capacity(
     max_batch_size: int,
 ) -> EngineCapacity:
     """TensorRT-LLM V2's affine estimate (§4) from this module's own sizing functions."""
+    entry = _MODELS.get(model) if type(model) is str else None
+    if entry is not None and any(k.attention == "cross" for k in entry.layers.kinds.values()):
+        # TensorRT-LLM sizes the encoder cache in its own manager from a memory fraction.
+        raise NotModelled(f"{model}: {UNMODELLED['cross']}", "cross")
     if block_size is not None and block_size != TOKENS_PER_BLOCK:
         _integer("block_size", block_size, 1)
         raise NotModelled(

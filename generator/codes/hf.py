@@ -187,6 +187,36 @@ Pass the model's config.json as published.
 """,
 )
 
+UNKNOWN_ENCODER_TOKENS = declare(
+    "KV310",
+    "unknown-encoder-tokens",
+    fix="give vision_config image_size, patch_size and max_num_tiles as published",
+    doc="""Cross-attention layers whose encoder token count cannot be derived.
+
+## What it does
+Reports a config with `cross_attention_layers` (Llama 3.2 Vision, `mllama`) whose
+`vision_config` does not give `image_size`, `patch_size` and `max_num_tiles` as positive
+integers, or whose `patch_size` does not divide `image_size`.
+
+## Why it matters
+A cross-attention layer caches the K/V of every encoder token of the request, once:
+`max_num_tiles x ((image_size / patch_size)^2 + 1)` tokens for mllama (one class token per
+tile). Without the count the layer's cost per request is unknown, and guessing it sizes every
+deployment of the model wrong.
+
+## Example
+```json
+{"text_config": {"cross_attention_layers": [3, 8]},
+ "vision_config": {"image_size": 560}}
+```
+
+## Fix
+Pass the model's config.json as published (its `vision_config` gives all three), or write
+the spec by hand with `attention: cross` and `encoder_tokens`.
+""",
+)
+
+
 SHARED_LAYER_WITHOUT_OWNER = declare(
     "KV311",
     "shared-layer-without-owner",

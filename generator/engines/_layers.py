@@ -84,6 +84,8 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
             continue
         if kind.reads is not None:
             raise _unmodelled(model, "kv_sharing")
+        if kind.attention == "cross":
+            raise _unmodelled(model, "cross")  # the engines' own encoder-cache pools
         if kind.attention == "recurrent":
             out.append(
                 CachedLayer(index, "recurrent", 0, 0, 0, None, _state_bytes(kind, dtype), dtype)

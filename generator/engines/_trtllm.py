@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvgen.costmodel import ManagerCost, RuntimeParams, cache_costs, split_budget
+from kvgen.engines_core import UNMODELLED, NotModelled
 
 if TYPE_CHECKING:
     from kvgen.spec import Family
@@ -34,7 +35,12 @@ def target_cost(
     tp_size: int,
     block_size: int,
 ) -> tuple[ManagerCost, dict[str, ManagerCost]]:
-    """The target manager's static cost (and every manager's) at ``block_size`` tokens/page."""
+    """The target manager's static cost (and every manager's) at ``block_size`` tokens/page.
+    NotModelled for cross-attention layers: the engine sizes their encoder cache in a cross KV
+    cache manager of its own (docs/cost-model.md §4)."""
+    model = next((m for m in family.models if m.name == model_name), None)
+    if model is not None and any(k.attention == "cross" for k in model.layer_kinds.values()):
+        raise NotModelled(f"{model_name}: {UNMODELLED['cross']}", "cross")
     if block_size != family.tokens_per_block:
         family = family.model_copy(update={"tokens_per_block": block_size})
     params = RuntimeParams(

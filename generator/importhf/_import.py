@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from kvgen.codes import hf as codes
 from kvgen.diagnostics import Diagnostic
 from kvgen.importhf._config import Abort, Config, check_fields, field_spelling
+from kvgen.importhf._cross import cross_attention_kinds
 from kvgen.importhf._json import MAX_JSON_DEPTH, JsonReader, loads, nesting_too_deep
 from kvgen.importhf._layers import (
     NO_CACHE,
@@ -130,6 +131,7 @@ def _build(cfg: Config, family: str | None, model: str | None, tpb: int, dtype: 
             kinds.append(shape)
         elif kind == "none":
             kinds.append(NO_CACHE)
+    kinds, cross_note = cross_attention_kinds(cfg, kinds, layers)  # type: ignore[arg-type]
     kinds = shared_kinds(cfg, kinds, types)
     misfit = layout_misfit(kinds, short)
     if misfit is not None:
@@ -149,6 +151,8 @@ def _build(cfg: Config, family: str | None, model: str | None, tpb: int, dtype: 
         )
     elif types_note not in ("full attention",):
         layers_note += f"; kinds from {types_note}"
+    if cross_note:
+        layers_note += f"; {cross_note}"
     mtp = cfg.int_("num_nextn_predict_layers", minimum=0) or cfg.int_(
         "mtp_num_hidden_layers", minimum=0
     )

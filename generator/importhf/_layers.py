@@ -38,7 +38,7 @@ _BLOCK_TYPES = {"attention": "full", "mamba": "mamba", "mlp": "none", "moe": "no
 class Kind:
     """One cache shape; ``notes`` maps a spec field to the comment naming its source."""
 
-    attention: str  # full | sliding | mla | recurrent | none
+    attention: str  # full | sliding | mla | recurrent | none | cross
     window: int | None = None
     kv_heads: int | None = None
     head_dim: int | None = None
@@ -51,6 +51,7 @@ class Kind:
     base: str = ""
     index_head_dim: int | None = None  # MLA: a sparse-attention indexer's key cache
     reads: int | None = None  # KV sharing: the layer whose cache this one reads
+    encoder_tokens: int | None = None  # cross-attention (docs/cost-model.md §4)
 
 
 # An MLP-only or MoE-only block: no cache, but it keeps its layer index.

@@ -64,6 +64,7 @@ _FIELDS = (
     "state_bytes",
     "index_head_dim",
     "reads",
+    "encoder_tokens",
 )
 
 

@@ -53,6 +53,9 @@ LINT_RULE_MODULES: tuple[str, ...] = (
     "unknown_profile_model",  # KV224
     "cacheless_kind_with_fields",  # KV225
     "mamba_heads_not_grouped",  # KV226
+    "cross_kind_without_encoder_tokens",  # KV230
+    "encoder_tokens_on_non_cross_kind",  # KV231
+    "cross_kinds_disagree",  # KV232
     "shared_layer_out_of_range",  # KV233
     "shared_layer_not_earlier",  # KV234
     "shared_layer_reads_no_cache",  # KV235

@@ -45,6 +45,7 @@ class Layer(NamedTuple):
     # Recurrent by dimensions (§8), per slot on this rank: conv window, SSM state, and one
     # replay history step (x and B in the cache dtype, dt and dA_cumsum in fp32).
     mamba: tuple[int, int, int] = (0, 0, 0)
+    encoder_tokens: int = 0  # cross-attention: encoder tokens held per request (§4)
 
 
 def _blocks(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
@@ -141,11 +142,14 @@ def resolve_layers(
     backoff: int,
     cacheless: dict[str, str],
     shared: dict[str, str] | None = None,
+    encoder_tokens: int | None = None,
 ) -> list[Layer]:
     """The layers ``indices`` of ``stack`` that hold a cache; ``attention: none`` layers keep
     their index (so pipeline ranks split the model as it is) and go to ``cacheless``; layers
     that read another layer's cache (KV sharing) keep theirs too, get no pages, and go to
-    ``shared`` as reader -> the layer read. ValueError when that layer is on another rank."""
+    ``shared`` as reader -> the layer read. ValueError when that layer is on another rank.
+    Cross-attention layers hold ``encoder_tokens`` tokens per request (the spec's count
+    when None)."""
     layers = []
     for index in indices:
         name = stack.pattern[index % len(stack.pattern)]
@@ -176,18 +180,22 @@ def resolve_layers(
             mamba = mamba_bytes(kind, tp_size)
             state = mamba[0] + mamba[1]
         sinks = kind.sink_tokens if window is not None else 0
-        layers.append(Layer(f"{prefix}.{index}", name, window, sinks, buffers, size, state, mamba))
+        encoder = (encoder_tokens or kind.encoder_tokens) if kind.attention == "cross" else 0
+        layers.append(
+            Layer(f"{prefix}.{index}", name, window, sinks, buffers, size, state, mamba, encoder)
+        )
     return layers
 
 
 class Cycle(NamedTuple):
     """A life cycle of one manager: the layers whose pages live and die together."""
 
-    name: str  # "full", "w<window>", "w<window>s<sinks>", "state"
-    kind: str  # "full", "swa" or "state"
+    name: str  # "full", "w<window>", "w<window>s<sinks>", "state", "cross"
+    kind: str  # "full", "swa", "state" or "cross"
     window: int | None
     sink_tokens: int
     layers: tuple[Layer, ...]
+    encoder_tokens: int = 0  # cross: encoder tokens each request holds from admission
 
     @property
     def token_bytes(self) -> int:
@@ -207,8 +215,14 @@ class Cycle(NamedTuple):
 
 
 def cycles(layers: list[Layer]) -> list[Cycle]:
-    """The life cycles of a manager's layers: full, one per (window, sinks), state."""
-    full = tuple(lay for lay in layers if lay.window is None and not lay.state_bytes)
+    """The life cycles of a manager's layers: full, one per (window, sinks), state, and
+    cross (encoder K/V: pages taken at admission, held until the request leaves)."""
+    full = tuple(
+        lay
+        for lay in layers
+        if lay.window is None and not lay.state_bytes and not lay.encoder_tokens
+    )
+    cross = tuple(lay for lay in layers if lay.encoder_tokens)
     state = tuple(lay for lay in layers if lay.state_bytes)
     swa: dict[tuple[int, int], list[Layer]] = {}
     for lay in layers:
@@ -220,4 +234,8 @@ def cycles(layers: list[Layer]) -> list[Cycle]:
         out.append(Cycle(name, "swa", window, sinks, tuple(members)))
     if state:
         out.append(Cycle("state", "state", None, 0, state))
+    if cross:
+        # One encoder output per request: lint (KV232) keeps a model's counts equal.
+        tokens = max(lay.encoder_tokens for lay in cross)
+        out.append(Cycle("cross", "cross", None, 0, cross, tokens))
     return out

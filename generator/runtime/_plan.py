@@ -40,6 +40,9 @@ class PagePlanner(NamedTuple):
         for cycle in manager.cycles:
             if cycle.kind == "state":
                 pages[cycle.name] = batch  # one slot per request
+            elif cycle.kind == "cross":
+                # Every request's encoder tokens in whole pages, never more, never fewer (§4).
+                pages[cycle.name] = batch * ceil_div(cycle.encoder_tokens, tpb)
             elif cycle.kind == "full":
                 # Whole pages per request: under "exact" room for span-1 more tokens each.
                 span = tpb * self.dcp_size  # one page of tpb tokens on each DCP rank (§9)

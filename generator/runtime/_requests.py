@@ -19,7 +19,8 @@ class RequestLifecycle(ShimState):
     """Requests enter, leave, and step aside under memory pressure."""
 
     def add_request(self, rid: RequestId) -> None:
-        """Admit a request (history 0): it takes a slot in every recurrent-state pool.
+        """Admit a request (history 0): it takes a slot in every recurrent-state pool and its
+        encoder tokens' pages in every cross-attention pool (held until it leaves, §4).
 
         Request ids are any hashable value but None (ints, strings, numpy ints, tuples)."""
         if rid is None:
@@ -34,9 +35,13 @@ class RequestLifecycle(ShimState):
             raise InvalidStepError(f"batch is full: {self.max_batch_size} live requests")
         for pool in self._states:
             self._check_free(pool, 1)
-        r = Request(len(self._paged), len(self._states), self._initial_stale)
+        for pool, pages in self._cross:
+            self._check_free(pool, pages)
+        r = Request(len(self._paged), len(self._states), self._initial_stale, len(self._cross))
         for j, pool in enumerate(self._states):
             r.slots[j] = pool.take(1)[0]
+        for j, (pool, pages) in enumerate(self._cross):
+            r.cross[j] = pool.take(pages)
         self._requests[rid] = r
         self._freed.discard(rid)
         self._live += 1
@@ -79,6 +84,7 @@ class RequestLifecycle(ShimState):
                 stale = stale_end(r.history, window, sink_blocks, tpb) - sink_blocks
             needs.append((pool, held - stale))
         needs += [(pool, 1) for pool in self._states]
+        needs += self._cross
         for pool, need in needs:
             self._check_free(pool, need)
         for pool, need in needs:
@@ -93,6 +99,8 @@ class RequestLifecycle(ShimState):
             r.stale[i] = end
         for j, pool in enumerate(self._states):
             r.slots[j] = pool.take(1)[0]
+        for j, (pool, pages) in enumerate(self._cross):
+            r.cross[j] = pool.take(pages)
         r.held = held
         r.suspended = False
         self._live += 1

@@ -39,6 +39,7 @@ class Request:
     __slots__ = (
         "capacity",
         "chunk",
+        "cross",
         "held",
         "history",
         "phase",
@@ -49,7 +50,7 @@ class Request:
         "tables",
     )
 
-    def __init__(self, paged: int, states: int, stale: list[int]) -> None:
+    def __init__(self, paged: int, states: int, stale: list[int], crosses: int = 0) -> None:
         self.history = 0  # committed tokens
         self.capacity = 0  # tokens with KV space
         self.held = 0  # ceil(capacity / page_span): logical pages covered
@@ -60,6 +61,7 @@ class Request:
         self.stale = list(stale)  # per paged pool: pages [sink_blocks, stale) are released
         self.scratch: dict[int, list[int]] = {}  # paged index -> scratch pages of a chunk
         self.slots = [NO_PAGE] * states
+        self.cross: list[list[int]] = [[] for _ in range(crosses)]  # encoder pages per pool
 
 
 class ShimState:
@@ -76,6 +78,7 @@ class ShimState:
     managers: dict[str, CacheManager]
     _paged: list[PagedPool]
     _states: list[Pool]
+    _cross: list[tuple[Pool, int]]  # cross-attention pools and the pages a request takes
     _initial_stale: list[int]
     _util32: float
     _requests: dict[RequestId, Request]
@@ -143,3 +146,6 @@ class ShimState:
             if r.slots[j] != NO_PAGE:
                 pool.recycled.append(r.slots[j])
                 r.slots[j] = NO_PAGE
+        for j, (pool, _pages) in enumerate(self._cross):
+            pool.recycled.extend(r.cross[j])
+            r.cross[j] = []

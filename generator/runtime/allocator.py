@@ -122,6 +122,8 @@ class KVCacheShim(Reports):
     Pools per manager: ``"full"`` (every full-attention layer), one ``"w<window>[s<sinks>]"``
     per sliding-window life cycle, ``"w.../scratch"`` (targets with scratch reuse) and
     ``"state"`` (recurrent layers: one slot per request plus the engine's reserved rows),
+    ``"cross"`` (cross-attention layers: ``ceil(encoder_tokens/tpb)`` pages per request, taken
+    at admission and held until the request leaves; ``encoder_tokens=`` overrides the spec),
     and under speculative decoding ``"state/spec"`` (intermediate states) and, with
     ``mamba_state_update="replay"``, ``"state/replay"`` (docs/cost-model.md §8).
     ``attention_dp=True`` holds whole KV heads and states on every rank (tp = 1 for the caches)
@@ -159,6 +161,7 @@ class KVCacheShim(Reports):
         dcp_size: int = 1,
         dcp_rank: int = 0,
         dcp_interleave: int = 1,
+        encoder_tokens: int | None = None,
         device: str | torch.device | None = None,
         pool_pages: Mapping[tuple[str, str], int] | None = None,
         reserve_pages: int = 0,
@@ -198,6 +201,7 @@ class KVCacheShim(Reports):
             "mamba_state_update", mamba_state_update, MAMBA_STATE_UPDATES
         )
         self.dcp = self._dcp(stack, tp, dcp_size, dcp_rank, dcp_interleave)
+        self.encoder_tokens = self._encoder_tokens(stack, encoder_tokens)
         if attention_dp:
             tp = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
         if (max_tokens is None) == (quota_bytes is None):
@@ -284,10 +288,13 @@ class KVCacheShim(Reports):
         self.shared: dict[str, dict[str, str]] = {"target": {}}
         common = (tp_size, self.max_seq_len, backoff)
         holders = (self.cacheless["target"], self.shared["target"])
-        target = resolve_layers(stack, "layers", own, *common, *holders)
+        encoder = self.encoder_tokens
+        target = resolve_layers(stack, "layers", own, *common, *holders, encoder)
         extra = self.tables.extra_layers.get((self.model, self.speculative))
         if extra is not None and last:
-            target += resolve_layers(extra, "extra_layers", range(extra.count), *common, *holders)
+            target += resolve_layers(
+                extra, "extra_layers", range(extra.count), *common, *holders, encoder
+            )
         managers = {"target": CacheManager("target", target, cycles(target))}
         draft = self.tables.drafts.get(self.speculative)
         if draft is not None:
@@ -297,7 +304,7 @@ class KVCacheShim(Reports):
             if last:
                 indices = range(draft.count)
                 holders = (self.cacheless["draft"], self.shared["draft"])
-                layers = resolve_layers(draft, "draft", indices, *common, *holders)
+                layers = resolve_layers(draft, "draft", indices, *common, *holders, encoder)
             managers["draft"] = CacheManager("draft", layers, cycles(layers))
         return managers
 
@@ -333,6 +340,24 @@ class KVCacheShim(Reports):
         slot = self.dcp.slot(at, self.tokens_per_block)
         return None if slot is None else (r.tables[index][slot[0]], slot[1])
 
+    def _encoder_tokens(self, stack: LayerStack, value: object) -> int | None:
+        """The runtime's encoder tokens per request: None keeps each cross-attention kind's
+        own count; a positive int up to the spec's count replaces it (§4)."""
+        if value is None:
+            return None
+        most = max(
+            (k.encoder_tokens for k in stack.kinds.values() if k.attention == "cross"), default=0
+        )
+        if not most:
+            raise ValueError(
+                f"encoder_tokens is only for models with cross-attention layers; "
+                f"{self.model} has none"
+            )
+        number = integer(value)
+        if number is None or not 1 <= number <= most:
+            raise ValueError(f"encoder_tokens must be an int in [1, {most}], got {value!r}")
+        return number
+
     def _budgets(self, quota_bytes: Quota | None) -> dict[str, int]:
         """Quota bytes per manager, checked before any pool is built."""
         if quota_bytes is None:
@@ -366,11 +391,16 @@ class KVCacheShim(Reports):
         """Flatten the paged pools of every manager for the per-step bookkeeping."""
         self._paged = []
         self._states = []
+        self._cross = []
         for manager in self.managers.values():
             for cycle in manager.cycles:
                 pool = manager.pools[cycle.name]
                 if cycle.kind == "state":
                     self._states.append(pool)
+                    continue
+                if cycle.kind == "cross":
+                    pages = ceil_div(cycle.encoder_tokens, self.tokens_per_block)
+                    self._cross.append((pool, pages))
                     continue
                 sink_blocks = ceil_div(cycle.sink_tokens, self.tokens_per_block)
                 scratch = manager.pools.get(cycle.name + "/scratch")

@@ -66,6 +66,47 @@ def test_llama_3_1_8b():
     assert fixed_bytes_per_request(model, tpb=family.tokens_per_block) == 0
 
 
+def test_llama_3_2_11b_vision_cross_attention():
+    family = imported("llama-3.2-11b-vision")
+    (model,) = family.models
+    assert model.layers.pattern == ["full", "full", "full", "cross", "full"]
+    assert model.layer_kinds["cross"].encoder_tokens == 6404  # 4 tiles x (40^2 + 1)
+    # 32 self-attention layers * 2 * 8 heads * 128 * 2 bytes = 131,072 B/token; the 8 cross
+    # layers hold ceil(6404 / 32) = 201 pages of 32 tokens * 4,096 B each per request.
+    assert full_slope(model) == 131072
+    assert fixed_bytes_per_request(model, tpb=family.tokens_per_block) == 8 * 201 * 32 * 4096
+
+
+def test_cross_attention_without_the_vision_dimensions():
+    config = json.loads((FIXTURES / "llama-3.2-11b-vision.json").read_text())
+    del config["vision_config"]["patch_size"]
+    (diagnostic,) = _import_text(config)
+    # Reported at the vision_config key of the text _import_text passes (indent 2).
+    lines = json.dumps(config, indent=2).splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if text.startswith('  "vision_config"'))
+    assert diagnostic == (
+        f"config.json:{line}:3: KV310 cross_attention_layers need the encoder token count: "
+        "vision_config lacks patch_size (fix: give vision_config image_size, patch_size and "
+        "max_num_tiles as published)"
+    )
+
+
+def test_cross_attention_layers_past_the_layer_count():
+    config = json.loads((FIXTURES / "llama-3.2-11b-vision.json").read_text())
+    config["text_config"]["cross_attention_layers"] = [3, 40]
+    (diagnostic,) = _import_text(config)
+    assert "KV303 'text_config.cross_attention_layers' must list distinct layers in [0, 40)" in (
+        diagnostic
+    )
+
+
+def test_cross_attention_layers_not_a_list():
+    config = json.loads((FIXTURES / "llama-3.2-11b-vision.json").read_text())
+    config["text_config"]["cross_attention_layers"] = "3,8"
+    (diagnostic,) = _import_text(config)
+    assert "KV307 'text_config.cross_attention_layers' must list layer indices" in diagnostic
+
+
 def test_mistral_7b_uniform_window():
     family = imported("mistral-7b")
     (model,) = family.models

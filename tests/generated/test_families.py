@@ -63,10 +63,13 @@ def pages(window: int, headroom: int, tpb: int) -> int:
 def fixed_bytes_per_request(
     model: Model, tpb: int, headroom: int = 1, dtype: str = "bf16", tp: int = 1
 ) -> int:
-    """Per-request window cost (sum over SWA layers of b_l * tpb * pages) plus recurrent state."""
+    """Per-request window cost (sum over SWA layers of b_l * tpb * pages) plus recurrent state
+    plus the encoder K/V of cross-attention layers (b_l * tpb * ceil(e / tpb), §4)."""
     total = 0
     for kind in layer_kinds(model):
-        if kind.state_bytes is not None:
+        if kind.attention == "cross":
+            total += layer_bytes(kind, dtype, tp) * tpb * ceil_div(kind.encoder_tokens or 0, tpb)
+        elif kind.state_bytes is not None:
             total += ceil_div(kind.state_bytes, tp)
         elif kind.mamba is not None:
             # conv (heads*head_dim + 2*groups*d_state)/tp x (d_conv-1) + SSM heads/tp x
@@ -90,7 +93,9 @@ def full_slope(model: Model, dtype: str = "bf16", tp: int = 1) -> int:
     return sum(
         layer_bytes(kind, dtype, tp)
         for kind in layer_kinds(model)
-        if kind.state_bytes is None and not is_window_bounded(kind, model.max_seq_len)
+        if kind.state_bytes is None
+        and kind.attention != "cross"
+        and not is_window_bounded(kind, model.max_seq_len)
     )
 
 

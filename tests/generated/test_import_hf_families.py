@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from kvgen import costmodel
 from kvgen.importhf import import_config
+from kvgen.lint import lint_loaded
 from kvgen.loader import load_bytes, load_family
 
 from tests.workloads import ROOT
@@ -27,6 +28,7 @@ CASES = [
     ("qwen3-235b-a22b.json", "qwen3_moe", "qwen3_235b_a22b_fp8_pth"),
     ("gemma-3n-E2B.json", "gemma3n", "gemma3n_e2b"),
     ("gemma-3n-E4B.json", "gemma3n", "gemma3n_e4b"),
+    ("llama-3.2-11b-vision.json", "llama3_2_vision", "llama3_2_11b_vision"),
 ]
 GRID = [
     {"max_batch_size": b, "max_num_tokens": n, "max_seq_len": s, "tp_size": tp, "pp_size": pp}
@@ -46,8 +48,8 @@ def _costs(family, model: str, profile: str, params: dict) -> list:
     return out
 
 
-@pytest.mark.parametrize(("config", "family_name", "model_name"), CASES, ids=[c[2] for c in CASES])
-def test_import_reproduces_the_shipped_costs(config, family_name, model_name):
+def _imported(config: str, family_name: str, model_name: str):
+    """The spec import-hf writes for the fixture, loaded; it must lint clean."""
     shipped = load_family(FAMILIES / f"{family_name}.yaml")
     model = shipped.model(model_name)
     dtype = model.kv_cache_dtype or shipped.kv_cache_dtype
@@ -59,9 +61,17 @@ def test_import_reproduces_the_shipped_costs(config, family_name, model_name):
         tokens_per_block=shipped.tokens_per_block,
         kv_cache_dtype=None if dtype == "bf16" else dtype,
     )
-    assert result.diagnostics == [] and result.text is not None
-    imported = load_bytes(f"{family_name}.yaml", result.text.encode("utf-8")).family
-    assert imported is not None
+    assert [d.render() for d in result.diagnostics] == [] and result.text is not None
+    loaded = load_bytes(f"{family_name}.yaml", result.text.encode("utf-8"))
+    assert loaded.diagnostics == [] and loaded.family is not None
+    assert [d.render() for d in lint_loaded(loaded)] == []
+    return shipped, loaded.family
+
+
+@pytest.mark.parametrize(("config", "family_name", "model_name"), CASES, ids=[c[2] for c in CASES])
+def test_import_reproduces_the_shipped_costs(config, family_name, model_name):
+    shipped, imported = _imported(config, family_name, model_name)
+    model = shipped.model(model_name)
     assert imported.model(model_name).max_seq_len == model.max_seq_len
     assert imported.model(model_name).layers.count == model.layers.count
     profiles = [
@@ -72,3 +82,14 @@ def test_import_reproduces_the_shipped_costs(config, family_name, model_name):
         for params in GRID:
             got = _costs(imported, model_name, profile, params)
             assert got == _costs(shipped, model_name, profile, params), (profile, params)
+
+
+def test_import_reproduces_the_encoder_tokens_keyword():
+    # Cross-attention: one image tile (1601 tokens) up to four, imported as shipped (§4).
+    shipped, imported = _imported(*CASES[-1])
+    model = CASES[-1][2]
+    for tokens in (1, 1601, 6404):
+        runtime = costmodel.RuntimeParams(8, 8192, 8192, encoder_tokens=tokens)
+        ours = costmodel.cache_costs(imported, model, "none", runtime)["target"]
+        theirs = costmodel.cache_costs(shipped, model, "none", runtime)["target"]
+        assert (ours.slope, ours.intercept) == (theirs.slope, theirs.intercept)

@@ -128,7 +128,7 @@ def test_write_docs_writes_the_page_then_check_is_clean(tmp_path):
 @pytest.mark.parametrize(
     ("typed", "suggested"),
     [
-        ("KV21", "KV221"),
+        ("KV2211", "KV221"),  # one digit too many: the closest declared code
         ("window-covers-max-seqlen", "window-covers-max-seq-len"),
         ("unused-layer-knd", "unused-layer-kind"),
     ],
