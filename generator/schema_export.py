@@ -56,6 +56,7 @@ def _add_validator_constraints(schema: dict[str, Any]) -> None:
         _needs("kv_lora_rank", "qk_rope_head_dim"),
         _needs("qk_rope_head_dim", "kv_lora_rank"),
         _needs("head_dim", "kv_heads"),
+        _needs("index_head_dim", "kv_lora_rank"),
     ]
     not_keyword = {"not": {"enum": list(_KEYWORDS)}}
     schema["properties"]["family"].update(not_keyword)

@@ -1151,6 +1151,7 @@ UNMODELLED = {
     "sinks": "attention sinks are not modelled per engine",
     "sliding_mla": "sliding-window MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
+    "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled per engine",
 }
 
 
