@@ -61,6 +61,7 @@ def _add_validator_constraints(schema: dict[str, Any]) -> None:
             "if": _present("reads"),
             "then": {"properties": {"attention": {"enum": ["full", "sliding"]}}},
         },
+        _needs("index_head_dim", "kv_lora_rank"),
     ]
     not_keyword = {"not": {"enum": list(_KEYWORDS)}}
     schema["properties"]["family"].update(not_keyword)

@@ -123,7 +123,7 @@ def engine_layers(
             # One request's state at tp=1 and the conv/SSM split SGLang needs (its SSM part is
             # fp32); the split is None where the spec gives only the raw state_bytes.
             state = next(
-                lay.state_bytes for lay in cached_layers(family, model) if lay.index == index
+                lay.state_bytes for lay in cached_layers(family, model) if lay.position == index
             )
             ssm = ssm_state_bytes(family, model) or None
             layer.update(
@@ -146,11 +146,14 @@ def engine_layers(
 
 
 def representable(family: Family, model: Model) -> bool:
-    """Whether an engine has a spec for every layer: no NVFP4, attention sinks, synthetic
-    byte shapes or sliding MLA (the fixtures use these to test kvgen's own model)."""
+    """Whether an engine has a spec for every layer: no NVFP4 or other layout with scales,
+    attention sinks, synthetic byte shapes, index-K caches or sliding MLA (the fixtures use
+    these to test kvgen's own model; kvgen's engine models raise NotModelled for them)."""
     for kind in model.layer_kinds.values():
         dtype = kind.dtype or model.kv_cache_dtype or family.kv_cache_dtype
-        if dtype == "nvfp4" or kind.sink_tokens or kind.bytes_per_token is not None:
+        if dtype not in ("fp32", "bf16", "fp16", "fp8") or kind.index_head_dim is not None:
+            return False
+        if kind.sink_tokens or kind.bytes_per_token is not None:
             return False
         if kind.extra_bytes_per_token or (kind.attention == "sliding" and kind.kv_lora_rank):
             return False

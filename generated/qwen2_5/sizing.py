@@ -1422,6 +1422,7 @@ UNMODELLED = {
     "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled per engine",
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
+    "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled per engine",
 }
 
 

@@ -97,6 +97,8 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
             raise _unmodelled(model, "synthetic")
         if kind.sink_tokens:
             raise _unmodelled(model, "sinks")
+        if kind.index_head_dim is not None:
+            raise _unmodelled(model, "index_cache")
         if kind.kv_lora_rank is not None and kind.attention == "sliding":
             raise _unmodelled(model, "sliding_mla")
         if kind.kv_lora_rank is not None:

@@ -30,14 +30,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kvgen.rules._base import Finding, RuleContext
+from kvgen.spec import SCALED_DTYPES
 
 CODE = "KV239"
 NAME = "scaled-layout-on-recurrent-state"
 SEVERITY = "error"
 
-ATTENTION_ONLY = frozenset(
-    {"fp8_per_token_head", "int8_per_token_head", "mxfp8", "mxfp4", "fp8_ds_mla"}
-)
+# nvfp4 predates these layouts and keeps its meaning on a recurrent state (KV212 checks it).
+ATTENTION_ONLY = SCALED_DTYPES - {"nvfp4"}
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
