@@ -21,7 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kvgen.costmodel import element_bytes  # noqa: E402
 from kvgen.loader import load_family  # noqa: E402
+from kvgen.recurrent import recurrent_state  # noqa: E402
 from kvgen.spec import Family, LayerKind, Model  # noqa: E402
 
 FAMILIES_DIR = ROOT / "schema" / "families"
@@ -43,7 +45,7 @@ def layer_kinds(model: Model) -> list[LayerKind]:
 def bytes_per_token(kind: LayerKind) -> int:
     """b_l at bf16 and tp=1 (docs/cost-model.md §1); recurrent and cache-less (``attention: none``)
     layers have no per-token cost."""
-    if kind.attention == "none" or kind.state_bytes is not None:
+    if kind.attention in ("none", "recurrent"):
         return 0
     if kind.bytes_per_token is not None:
         return kind.bytes_per_token + kind.extra_bytes_per_token
@@ -55,6 +57,16 @@ def bytes_per_token(kind: LayerKind) -> int:
     return 2 * kind.kv_heads * head_dim * BF16_BYTES + kind.extra_bytes_per_token
 
 
+def recurrent_bytes(kind: LayerKind) -> int:
+    """One request's recurrent state at bf16 and tp=1 (docs/cost-model.md §8): the raw
+    ``state_bytes``, or the conv and SSM buffers of a ``mamba:`` / ``mamba1:`` kind."""
+    dims = kind.recurrent_dims
+    if dims is None:
+        return kind.state_bytes or 0
+    state = recurrent_state(dims, kind.dtype or "bf16", 1, element_bytes)
+    return state.conv + state.ssm
+
+
 def swa_pages(window: int, headroom: int, tpb: int) -> int:
     """ceil((w + H - 2) / tpb) + 1: the peak live pages of one SWA layer (docs/cost-model.md §3)."""
     return ceil_div(window + headroom - 2, tpb) + 1
@@ -63,8 +75,8 @@ def swa_pages(window: int, headroom: int, tpb: int) -> int:
 def fixed_per_request(model: Model, tpb: int = TABLE_TPB, headroom: int = 1) -> int:
     total = 0
     for kind in layer_kinds(model):
-        if kind.state_bytes is not None:
-            total += kind.state_bytes
+        if kind.attention == "recurrent":
+            total += recurrent_bytes(kind)
         elif kind.attention == "sliding" and kind.window and kind.window < model.max_seq_len:
             page_count = swa_pages(kind.window, headroom, tpb) + ceil_div(kind.sink_tokens, tpb)
             total += bytes_per_token(kind) * tpb * page_count

@@ -204,9 +204,9 @@ def stack_layers(
         kind = stack.layer_kinds[name]
         if kind.attention == "none":
             continue
-        if kind.attention == "recurrent" and kind.mamba is not None:
-            assert kind.mamba is not None
-            mamba = recurrent_state(kind.mamba, kind.dtype or dtype, tp_size, element_bytes)
+        dims = kind.recurrent_dims  # mamba:, or mamba1: in Mamba-2 dimensions (§8)
+        if kind.attention == "recurrent" and dims is not None:
+            mamba = recurrent_state(dims, kind.dtype or dtype, tp_size, element_bytes)
             out.append(Layer(index, name, None, 0, 0, mamba.conv + mamba.ssm, mamba))
             continue
         if kind.attention == "recurrent":

@@ -86,7 +86,7 @@ def mamba_fields(kind: LayerKind, dtype: str) -> dict[str, Any]:
     """A recurrent kind's state dimensions (§8) as the generated tables' fields (the sizing
     ``Kind`` and the shim's ``LayerKind`` name them alike); none for the raw ``state_bytes``.
     ``dtype`` is the pool's; the SSM state keeps its own dtype when the spec gives one."""
-    state = kind.mamba
+    state = kind.recurrent_dims  # a mamba1: kind in Mamba-2 dimensions
     if state is None:
         return {}
     return {

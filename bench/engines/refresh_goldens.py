@@ -123,7 +123,7 @@ def engine_layers(
             # One request's state at tp=1 and the conv/SSM split SGLang needs (its SSM part is
             # fp32); the split is None where the spec gives only the raw state_bytes.
             state = next(
-                lay.state_bytes for lay in cached_layers(family, model) if lay.index == index
+                lay.state_bytes for lay in cached_layers(family, model) if lay.position == index
             )
             ssm = ssm_state_bytes(family, model) or None
             layer.update(

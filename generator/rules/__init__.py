@@ -53,6 +53,8 @@ LINT_RULE_MODULES: tuple[str, ...] = (
     "unknown_profile_model",  # KV224
     "cacheless_kind_with_fields",  # KV225
     "mamba_heads_not_grouped",  # KV226
+    "mamba1_inner_not_expanded",  # KV243
+    "mixed_mamba_versions",  # KV244
 )
 
 

@@ -35,7 +35,14 @@ def test_codes_are_unique_sequential_and_never_retired():
     assert len(codes) == len(set(codes))
     assert not set(codes) & set(RETIRED)
     lint = [rule.code for rule in lint_rules()]
-    assert lint == [f"KV{201 + i}" for i in range(len(lint))]
+    last = int(lint[-1].removeprefix("KV"))
+    expected = [f"KV{n}" for n in range(201, last + 1)]
+    assert lint == [code for code in expected if code not in IN_FLIGHT_CODES]
+
+
+# Issue 13 assigns each parallel branch its own block of codes so that none collide; the
+# blocks of the branches not merged here are the only gaps allowed (empty once merged).
+IN_FLIGHT_CODES = frozenset(f"KV{n}" for n in range(227, 243))
 
 
 def test_names_are_unique_kebab_case():
@@ -77,7 +84,7 @@ def test_list_rules_lists_every_code_once(capsys):
     assert main(["lint", "--list-rules"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == [rule.code for rule in all_rules()]
-    assert lines[-1].split()[:4] == ["KV308", "error", "import-hf", "config-too-large"]
+    assert lines[-1].split()[:4] == ["KV313", "error", "import-hf", "ambiguous-mamba-version"]
 
 
 def _heavy_modules_after(code: str) -> str:
