@@ -94,6 +94,33 @@ def test_qwen3_next_mtp2_intermediate_states_and_attention_dp():
     assert dp["state_reserved_rows"] == 2 * QWEN_LAYERS * QWEN_STATE
 
 
+# Jamba 1.5 Mini, one Mamba-1 layer at tp=1 (bf16): d_inner = 2 * 4096 = 8192 channels;
+# conv = 8192 * (4 - 1) * 2 B = 49152; SSM = 8192 * 16 * 2 B = 262144; state = 311296.
+JAMBA_CONV, JAMBA_SSM = 49152, 262144
+JAMBA_LAYERS = 28  # 32 layers, attention where i % 8 == 4
+
+
+def test_jamba_mamba1_state_rows_and_intermediate_states():
+    terms = generated("jamba", "sizing").cost_terms(
+        "jamba_1_5_mini", speculative="ngram4", tp_size=8, **NEMO
+    )["target"]
+    # tp 8 splits the 8192 channels of both buffers: 1024 * 3 * 2 B + 1024 * 16 * 2 B = 38912
+    state = JAMBA_LAYERS * (JAMBA_CONV + JAMBA_SSM) // 8
+    assert state == JAMBA_LAYERS * 38912
+    assert terms["per_request"] == state
+    assert terms["state_reserved_rows"] == state  # the CUDA-graph padding slot
+    # ngram K = 4: T = 5 intermediate conv windows and SSM states per request and layer
+    assert terms["spec_intermediate_states"] == 8 * 5 * state
+    # 4 attention layers * 2 * ceil(8 / 8) KV heads * 128 * 2 B
+    assert terms["slope"] == 4 * 2 * 1 * 128 * 2
+
+
+def test_jamba_tp_that_cannot_split_the_channels_is_a_value_error():
+    # d_inner 8192 does not divide by 3 (the engine's divide() asserts the same)
+    with pytest.raises(ValueError, match="tp_size 3 does not divide num_heads 8192"):
+        generated("jamba", "sizing").cost_terms("jamba_1_5_mini", tp_size=3, **NEMO)
+
+
 def test_without_speculation_only_the_padding_slot_is_added():
     terms = generated("qwen3_next", "sizing").cost_terms(
         "qwen3_next_80b_a3b", max_batch_size=2, max_num_tokens=64, max_seq_len=4096
@@ -136,6 +163,9 @@ GRID = [
     ("nemotron_h", "nemotron_h_4b", "none"),
     ("qwen3_next", "qwen3_next_80b_a3b", "mtp2"),
     ("qwen3_next", "qwen3_next_80b_a3b", "ngram4"),
+    ("granite4", "granite_4_0_h_tiny", "ngram4"),
+    ("jamba", "jamba_1_5_mini", "ngram4"),
+    ("jamba", "jamba_1_5_mini", "none"),
 ]
 
 
