@@ -1050,8 +1050,10 @@ def quota_for_requests(
     A request's capacity peaks at ``seq_len - 1 + H`` (its last step), so the full pool must
     hold ``P = R * ceil((seq_len - 1 + H) / tpb)`` pages at once, which the whole-page pools
     first reach at ``T = P*tpb - R*(tpb-1) - tpb + 1`` (§3, §4); the answer is
-    ``quota_from_max_tokens`` of that T, SWA and recurrent pools as that T plans them. Under
-    ``"trtllm-v2"`` (no pages) T is ``R * (seq_len - 1 + H)``.
+    ``quota_from_max_tokens`` of that T, SWA and recurrent pools as that T plans them. An SWA
+    pool's context pages grow with min(T, N) too: T is also at least the least T whose
+    context pages cover the worst iteration (``_swa_context_tokens``), and without a full
+    pool that alone sets T. Under ``"trtllm-v2"`` (no pages) T is ``R * (seq_len - 1 + H)``.
     """
     requests = _integer("requests", requests, 1)
     seq_len = _integer("seq_len", seq_len, 1)
@@ -1063,11 +1065,41 @@ def quota_for_requests(
     tpb = TOKENS_PER_BLOCK
     peak = seq_len - 1 + profile.extra + profile.step  # one request's capacity at its peak
     tokens = requests * peak  # "trtllm-v2": tokens, no pages
-    if semantics == "exact":
-        pages = -(-peak // tpb)
-        tokens = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
     chunk = operator.index(max_num_tokens)
-    return {t.manager: _quota(t, tokens, chunk) for t in terms}
+    if semantics != "exact":
+        return {t.manager: _quota(t, tokens, chunk) for t in terms}
+    pages = -(-peak // tpb)
+    full_tokens = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
+    out = {}
+    for t in terms:
+        tokens = full_tokens if t.slope else 0
+        # The SWA pools come in life-cycle order; the full pool, if any, is one more at the end.
+        cycles = zip(t.life_cycles, t.pools, strict=False)
+        for (window, _sinks, _pages, _bytes), (_page, _cap, rounding) in cycles:
+            least = _swa_context_tokens(window, profile.extra, profile.extra + profile.step,
+                                        requests, chunk, rounding)  # fmt: skip
+            tokens = max(tokens, least)
+        out[t.manager] = _quota(t, tokens, chunk)
+    return out
+
+
+def _swa_context_tokens(
+    window: int, extra: int, head: int, requests: int, chunk: int, rounding: int
+) -> int:
+    """The least T whose SWA context pages, ``ceil((min(T, N) + rounding) / tpb)``, cover the
+    worst iteration of R requests (§3): each request holds at most pages(w, H) generating, and
+    a context chunk of n tokens at most pages(w, n + E) = ceil((w + E + n - 2)/tpb) + 1; the
+    first chunk length that adds a page to pages(w, H) is ``first``, every tpb tokens more add
+    one. With k chunks of N tokens the most added pages are ``k + (N - k*first) // tpb``,
+    which grows with k while first < tpb (most chunks) and shrinks from k = 1 otherwise."""
+    tpb = TOKENS_PER_BLOCK
+    live = -(-(window + head - 2) // tpb)  # pages(w, H) - 1
+    first = live * tpb - (window + extra - 2) + 1
+    if chunk < first:
+        return 0
+    chunks = min(requests, chunk // first) if first < tpb else 1
+    pages = chunks + (chunk - chunks * first) // tpb
+    return max(0, (pages - 1) * tpb + 1 - rounding)
 
 
 def split_budget(
