@@ -275,3 +275,47 @@ def test_spec_format_and_lint_for_mamba_dimensions():
         loaded = load_bytes("x.yaml", textwrap.dedent(text).encode())
         assert loaded.family is None
         assert any(message in d.render() for d in loaded.diagnostics), message
+
+
+# Drift (docs/cost-model.md §7 style) for the Mamba-1 state: the shim's state pool against a
+# static cost that carries a plausible Mamba-1 mistake. Per request at tp 1, Jamba's 28
+# Mamba-1 layers hold 28 * (49152 + 262144) B; the mistakes charge less.
+JAMBA_BUGS = {
+    # the conv window forgotten: only d_inner x d_state per layer
+    "conv_window_forgotten": JAMBA_LAYERS * JAMBA_CONV,
+    # mamba_expand forgotten: d_inner = hidden_size 4096, half of both buffers
+    "expand_forgotten": JAMBA_LAYERS * (JAMBA_CONV + JAMBA_SSM) // 2,
+}
+
+
+@pytest.mark.parametrize("bug", [None, *JAMBA_BUGS])
+def test_mamba1_drift_fails_the_diff(bug):
+    from tests.workloads import DiffError, Harness, generate, prefill
+
+    sizing = generated("jamba", "sizing")
+    # 40 requests: the conv window (1,376,256 B a request) outgrows what the exact intercept
+    # holds beyond the state, the full-attention page rounding (40 * 63 * 16384 B) and the
+    # padding row (8,716,288 B), once the whole batch is resident.
+    params = {"max_batch_size": 40, "max_num_tokens": 512, "max_seq_len": 512}
+    shim = generated("jamba", "allocator").KVCacheShim(
+        "jamba_1_5_mini", max_tokens=40 * 600, device="meta", semantics="exact", **params
+    )
+    h = Harness(shim, sizing, params)
+    if bug is not None:
+        # every request's state (and the padding row) charged short by the mistake
+        terms = h.terms["exact"]["target"]
+        short = (params["max_batch_size"] + 1) * JAMBA_BUGS[bug]
+        h.cost_override["exact"] = lambda m, t: terms["slope"] * t + terms["intercept"] - short
+
+    def workload() -> None:
+        rids = list(range(params["max_batch_size"]))
+        for rid in rids:
+            h.add(rid)
+        prefill(h, dict.fromkeys(rids, 100))
+        generate(h, rids, 3, lambda rid, step: 0)
+
+    if bug is None:
+        workload()
+    else:
+        with pytest.raises(DiffError):
+            workload()
