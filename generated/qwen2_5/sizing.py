@@ -472,7 +472,8 @@ def _state_at_tp(states: tuple[_StateRow, ...], tp_size: int) -> tuple[int, int,
             state += layers * -(-raw // tp_size)
             continue
         conv_dim = heads * head_dim + 2 * groups * d_state
-        for what, value in (("num_heads", heads), ("conv_dim", conv_dim)):
+        heads_name = "num_heads" if groups else "d_inner"  # no groups: a Mamba-1 kind
+        for what, value in ((heads_name, heads), ("conv_dim", conv_dim)):
             if value % tp_size:
                 raise ValueError(
                     f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "

@@ -117,7 +117,7 @@ def test_jamba_mamba1_state_rows_and_intermediate_states():
 
 def test_jamba_tp_that_cannot_split_the_channels_is_a_value_error():
     # d_inner 8192 does not divide by 3 (the engine's divide() asserts the same)
-    with pytest.raises(ValueError, match="tp_size 3 does not divide num_heads 8192"):
+    with pytest.raises(ValueError, match="tp_size 3 does not divide d_inner 8192"):
         generated("jamba", "sizing").cost_terms("jamba_1_5_mini", tp_size=3, **NEMO)
 
 
