@@ -61,6 +61,16 @@ def bytes_per_token(kind: LayerKind) -> int:
     return 2 * kind.kv_heads * head_dim * BF16_BYTES + kind.extra_bytes_per_token
 
 
+def recurrent_bytes(kind: LayerKind) -> int:
+    """One request's recurrent state at bf16 and tp=1 (docs/cost-model.md §8): the raw
+    ``state_bytes``, or the conv and SSM buffers of a ``mamba:`` / ``mamba1:`` kind."""
+    dims = kind.recurrent_dims
+    if dims is None:
+        return kind.state_bytes or 0
+    state = recurrent_state(dims, kind.dtype or "bf16", 1, element_bytes)
+    return state.conv + state.ssm
+
+
 def swa_pages(window: int, headroom: int, tpb: int) -> int:
     """ceil((w + H - 2) / tpb) + 1: the peak live pages of one SWA layer (docs/cost-model.md §3)."""
     return ceil_div(window + headroom - 2, tpb) + 1
@@ -75,11 +85,8 @@ def fixed_per_request(model: Model, tpb: int = TABLE_TPB, headroom: int = 1) -> 
             # The encoder's K/V in whole pages (docs/cost-model.md §4).
             b = 2 * (kind.kv_heads or 0) * (kind.head_dim or 0) * BF16_BYTES
             total += b * tpb * ceil_div(kind.encoder_tokens or 0, tpb)
-        elif kind.state_bytes is not None:
-            total += kind.state_bytes
-        elif kind.mamba is not None:  # conv + SSM buffers at tp=1 (docs/cost-model.md §8)
-            state = recurrent_state(kind.mamba, kind.dtype or "bf16", 1, element_bytes)
-            total += state.conv + state.ssm
+        elif kind.attention == "recurrent":
+            total += recurrent_bytes(kind)
         elif kind.attention == "sliding" and kind.window and kind.window < model.max_seq_len:
             page_count = swa_pages(kind.window, headroom, tpb) + ceil_div(kind.sink_tokens, tpb)
             total += bytes_per_token(kind) * tpb * page_count

@@ -236,9 +236,9 @@ def stack_layers(
                     "pp_size that keeps the shared layers with the layers they read)"
                 )
             continue
-        if kind.attention == "recurrent" and kind.mamba is not None:
-            assert kind.mamba is not None
-            mamba = recurrent_state(kind.mamba, kind.dtype or dtype, tp_size, element_bytes)
+        dims = kind.recurrent_dims  # mamba:, or mamba1: in Mamba-2 dimensions (§8)
+        if kind.attention == "recurrent" and dims is not None:
+            mamba = recurrent_state(dims, kind.dtype or dtype, tp_size, element_bytes)
             out.append(Layer(index, name, None, 0, 0, mamba.conv + mamba.ssm, mamba))
             continue
         if kind.attention == "recurrent":
@@ -726,15 +726,39 @@ def quota_for_requests(
     if params.overlap_slack:
         raise ValueError("quota_for_requests takes no overlap_slack")
     costs = cache_costs(family, model_name, speculative, params)
-    head = headroom(_profile(family, speculative)).total
+    profile = _profile(family, speculative)
+    head = headroom(profile)
     tpb, requests = params.page_span(family.tokens_per_block), params.max_batch_size
     # The full pool: requests * pages_one whole pages, planned from the least T that gives them.
-    peak = params.max_seq_len - 1 + head
-    tokens = requests * peak  # "trtllm-v2": capacity tokens, no pages
-    if params.semantics == "exact":
-        pages_one = -(-peak // tpb)
-        tokens = max(0, requests * pages_one * tpb - requests * (tpb - 1) - tpb + 1)
-    return {name: cost.quota(tokens) for name, cost in costs.items()}
+    peak = params.max_seq_len - 1 + head.total
+    if params.semantics != "exact":
+        return {name: cost.quota(requests * peak) for name, cost in costs.items()}
+    pages_one = -(-peak // tpb)
+    full_tokens = max(0, requests * pages_one * tpb - requests * (tpb - 1) - tpb + 1)
+    out = {}
+    for managed in manager_layers(family, _model(family, model_name), profile, params):
+        cost = costs[managed.name]
+        tokens = full_tokens if cost.slope else 0
+        for window, sinks in _life_cycles(managed.layers):
+            rounding = 0
+            if pages_per_window(window, head.total, tpb, sinks) == pages_per_window(
+                window, head.extra, tpb, sinks
+            ):
+                rounding = min(requests, params.max_num_tokens) * (tpb - 1)
+            context = _context_pages(window, head, tpb, requests, params.max_num_tokens)
+            tokens = max(tokens, max(0, (context - 1) * tpb + 1 - rounding))
+        out[managed.name] = cost.quota(tokens)
+    return out
+
+
+def _context_pages(window: int, head: Headroom, tpb: int, requests: int, chunk: int) -> int:
+    """The most pages an iteration's context chunks (N tokens among at most R requests) hold
+    on an SWA life cycle beyond R * pages(w, H) (§3): a chunk of n tokens at its worst
+    position holds pages(w, n + E); it adds a page to pages(w, H) from n = ``first`` on, and
+    one more every tpb tokens, so k chunks add at most k + (N - k*first) // tpb pages."""
+    first = -(-(window + head.total - 2) // tpb) * tpb - (window + head.extra - 2) + 1
+    chunks = range(1, min(requests, chunk // first) + 1)
+    return max((k + (chunk - k * first) // tpb for k in chunks), default=0)
 
 
 def max_blocks_per_seq(

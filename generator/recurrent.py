@@ -37,7 +37,8 @@ def recurrent_state(
     ``dtype`` (the kind's cache dtype); ValueError naming tp_size when the heads or the conv
     channels do not split evenly (the engine asserts)."""
     conv_dim = state.conv_dim
-    for what, value in (("num_heads", state.num_heads), ("conv_dim", conv_dim)):
+    heads_name = "num_heads" if state.n_groups else "d_inner"  # no groups: Mamba-1 (mamba1:)
+    for what, value in ((heads_name, state.num_heads), ("conv_dim", conv_dim)):
         if value % tp_size:
             raise ValueError(
                 f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
@@ -86,7 +87,7 @@ def mamba_fields(kind: LayerKind, dtype: str) -> dict[str, Any]:
     """A recurrent kind's state dimensions (§8) as the generated tables' fields (the sizing
     ``Kind`` and the shim's ``LayerKind`` name them alike); none for the raw ``state_bytes``.
     ``dtype`` is the pool's; the SSM state keeps its own dtype when the spec gives one."""
-    state = kind.mamba
+    state = kind.recurrent_dims  # a mamba1: kind in Mamba-2 dimensions
     if state is None:
         return {}
     return {

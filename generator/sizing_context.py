@@ -99,7 +99,7 @@ def kind_row(
         sink_tokens=kind.sink_tokens,
         kv_heads=kv_heads,
         head_dim=head_dim,
-        dtype=dtype if kv_heads or kind.mamba is not None else "",
+        dtype=dtype if kv_heads or kind.recurrent_dims is not None else "",
         bytes_per_token=fixed,
         extra_bytes_per_token=kind.extra_bytes_per_token,
         state_bytes=kind.state_bytes or 0,

@@ -119,6 +119,41 @@ class MambaState(_Strict):
         return self.num_heads * self.head_dim + 2 * self.n_groups * self.d_state
 
 
+class Mamba1State(_Strict):
+    """The recurrent state of one Mamba-1 layer (Jamba, Falcon-Mamba) as the engines allocate it
+    (docs/cost-model.md §8; vLLM ``MambaStateShapeCalculator.mamba1_state_shape``): a conv
+    window ``d_inner/tp x (d_conv - 1)`` in the cache dtype and an SSM state
+    ``d_inner/tp x d_state`` in ``ssm_dtype``, with ``d_inner = mamba_expand * hidden_size``.
+    Unlike Mamba-2 there are no heads and no B/C groups: the conv window holds x alone and
+    every inner channel keeps its own ``d_state`` vector."""
+
+    d_inner: int = Field(
+        ge=1,
+        le=MAX_HIDDEN_SIZE,
+        description="Inner channels, mamba_expand x hidden_size (split by tp).",
+    )
+    d_state: int = Field(ge=1, le=MAX_DIM, description="SSM state size per channel.")
+    d_conv: int = Field(ge=2, le=64, description="Convolution kernel width (d_conv - 1 kept).")
+    ssm_dtype: Dtype | None = Field(
+        default=None,
+        description="SSM cache dtype (e.g. fp32); defaults to the kind's / pool's cache dtype.",
+    )
+
+    def as_mamba2(self) -> MambaState:
+        """The same buffers in Mamba-2 dimensions: one channel per head (head_dim 1) and no
+        B/C groups, so ``conv_dim = d_inner`` and the SSM state is ``d_inner x d_state``;
+        the sizing tables, the shim and the engines' split by tp need no second formula.
+        Built without validation because ``n_groups = 0`` is outside what a spec may write."""
+        return MambaState.model_construct(
+            num_heads=self.d_inner,
+            head_dim=1,
+            d_state=self.d_state,
+            n_groups=0,
+            d_conv=self.d_conv,
+            ssm_dtype=self.ssm_dtype,
+        )
+
+
 class LayerKind(_Strict):
     """How one kind of layer stores its cache.
 
@@ -198,6 +233,11 @@ class LayerKind(_Strict):
         description="Cross-attention only: encoder tokens whose K/V every request caches (e.g. "
         "vision tiles x tokens per tile); the runtime keyword encoder_tokens= overrides it.",
     )
+    mamba1: Mamba1State | None = Field(
+        default=None,
+        description="Mamba-1 state dimensions (Jamba: conv + SSM buffers of d_inner channels, "
+        "docs/cost-model.md §8); the Mamba-1 form of mamba.",
+    )
 
     @model_validator(mode="after")
     def _one_shape(self) -> LayerKind:
@@ -209,16 +249,19 @@ class LayerKind(_Strict):
                 ("bytes_per_token", self.bytes_per_token is not None),
                 ("state_bytes", self.state_bytes is not None),
                 ("mamba", self.mamba is not None),
+                ("mamba1", self.mamba1 is not None),
             )
             if present
         ]
         if len(shapes) > 1:
             raise ValueError(
                 "give exactly one shape: kv_heads (+head_dim), kv_lora_rank (+qk_rope_head_dim), "
-                f"bytes_per_token, state_bytes or mamba; found {', '.join(shapes)}"
+                f"bytes_per_token, state_bytes, mamba or mamba1; found {', '.join(shapes)}"
             )
         if self.mamba is not None and self.attention != "recurrent":
             raise ValueError("mamba (recurrent state dimensions) needs attention: recurrent")
+        if self.mamba1 is not None and self.attention != "recurrent":
+            raise ValueError("mamba1 (Mamba-1 state dimensions) needs attention: recurrent")
         if self.kv_lora_rank is not None and self.qk_rope_head_dim is None:
             raise ValueError("an MLA kind needs qk_rope_head_dim beside kv_lora_rank")
         if self.qk_rope_head_dim is not None and self.kv_lora_rank is None:
@@ -237,6 +280,14 @@ class LayerKind(_Strict):
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank is not None
+
+    @property
+    def recurrent_dims(self) -> MambaState | None:
+        """The recurrent state's dimensions in Mamba-2 form (``mamba1`` lowered, §8); none
+        for the raw ``state_bytes`` form and for attention kinds."""
+        if self.mamba1 is not None:
+            return self.mamba1.as_mamba2()
+        return self.mamba
 
 
 class LayerPattern(_Strict):

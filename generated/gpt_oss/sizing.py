@@ -618,7 +618,8 @@ def _state_at_tp(states: tuple[_StateRow, ...], tp_size: int) -> _StateSums:
             state += layers * -(-raw // tp_size)
             continue
         conv_dim = heads * head_dim + 2 * groups * d_state
-        for what, value in (("num_heads", heads), ("conv_dim", conv_dim)):
+        heads_name = "num_heads" if groups else "d_inner"  # no groups: a Mamba-1 kind
+        for what, value in ((heads_name, heads), ("conv_dim", conv_dim)):
             if value % tp_size:
                 raise ValueError(
                     f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
@@ -1216,9 +1217,12 @@ def quota_for_requests(
     A request's capacity peaks at ``seq_len - 1 + H`` (its last step), so the full pool must
     hold ``P = R * ceil((seq_len - 1 + H) / tpb)`` pages at once, which the whole-page pools
     first reach at ``T = P*tpb - R*(tpb-1) - tpb + 1`` (§3, §4); the answer is
-    ``quota_from_max_tokens`` of that T, SWA and recurrent pools as that T plans them. Under
-    ``"trtllm-v2"`` (no pages) T is ``R * (seq_len - 1 + H)``. Under decode context
-    parallelism a full-attention page spans ``tpb * dcp_size`` tokens (§9) in place of tpb.
+    ``quota_from_max_tokens`` of that T, SWA and recurrent pools as that T plans them. An SWA
+    pool's context pages grow with min(T, N) too: T is also at least the least T whose
+    context pages cover the worst iteration (``_swa_context_tokens``), and without a full
+    pool that alone sets T. Under ``"trtllm-v2"`` (no pages) T is ``R * (seq_len - 1 + H)``.
+    Under decode context parallelism a full-attention page spans ``tpb * dcp_size`` tokens
+    (§9) in place of tpb.
     """
     requests = _integer("requests", requests, 1)
     seq_len = _integer("seq_len", seq_len, 1)
@@ -1232,11 +1236,41 @@ def quota_for_requests(
     tpb = terms[0].span  # tokens per full-attention page: tpb * dcp_size under DCP (§9)
     peak = seq_len - 1 + profile.extra + profile.step  # one request's capacity at its peak
     tokens = requests * peak  # "trtllm-v2": tokens, no pages
-    if semantics == "exact":
-        pages = -(-peak // tpb)
-        tokens = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
     chunk = operator.index(max_num_tokens)
-    return {t.manager: _quota(t, tokens, chunk) for t in terms}
+    if semantics != "exact":
+        return {t.manager: _quota(t, tokens, chunk) for t in terms}
+    pages = -(-peak // tpb)
+    full_tokens = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
+    out = {}
+    for t in terms:
+        tokens = full_tokens if t.slope else 0
+        # The SWA pools come in life-cycle order; the full pool, if any, is one more at the end.
+        cycles = zip(t.life_cycles, t.pools, strict=False)
+        for (window, _sinks, _pages, _bytes), (_page, _cap, rounding) in cycles:
+            least = _swa_context_tokens(window, profile.extra, profile.extra + profile.step,
+                                        requests, chunk, rounding)  # fmt: skip
+            tokens = max(tokens, least)
+        out[t.manager] = _quota(t, tokens, chunk)
+    return out
+
+
+def _swa_context_tokens(
+    window: int, extra: int, head: int, requests: int, chunk: int, rounding: int
+) -> int:
+    """The least T whose SWA context pages, ``ceil((min(T, N) + rounding) / tpb)``, cover the
+    worst iteration of R requests (§3): each request holds at most pages(w, H) generating, and
+    a context chunk of n tokens at most pages(w, n + E) = ceil((w + E + n - 2)/tpb) + 1; the
+    first chunk length that adds a page to pages(w, H) is ``first``, every tpb tokens more add
+    one. With k chunks of N tokens the most added pages are ``k + (N - k*first) // tpb``,
+    which grows with k while first < tpb (most chunks) and shrinks from k = 1 otherwise."""
+    tpb = TOKENS_PER_BLOCK
+    live = -(-(window + head - 2) // tpb)  # pages(w, H) - 1
+    first = live * tpb - (window + extra - 2) + 1
+    if chunk < first:
+        return 0
+    chunks = min(requests, chunk // first) if first < tpb else 1
+    pages = chunks + (chunk - chunks * first) // tpb
+    return max(0, (pages - 1) * tpb + 1 - rounding)
 
 
 def split_budget(

@@ -274,3 +274,34 @@ Pick a `--kv-cache-dtype` that fits (`fp8_per_token_head` fits every attention s
 leave the flag out to keep the config's `torch_dtype`.
 """,
 )
+
+
+AMBIGUOUS_MAMBA_VERSION = declare(
+    "KV313",
+    "ambiguous-mamba-version",
+    fix="keep the fields of the model's one Mamba version, as published",
+    doc="""A config that describes its recurrent layers both as Mamba-1 and as Mamba-2.
+
+## What it does
+Reports a config whose Mamba layers are placed the Jamba way (`attn_layer_period`, Mamba-1:
+`mamba_expand` x `hidden_size` inner channels, one state vector per channel) but that also
+gives Mamba-2 head fields (`mamba_n_heads`, `mamba_num_heads`, `mamba_d_head`, `n_groups`).
+
+## Why it matters
+The two versions keep different state per layer (docs/cost-model.md §8): Mamba-1 keeps
+`d_inner x d_state` SSM elements and a conv window of `d_inner` channels; Mamba-2 keeps
+`num_heads x head_dim x d_state` and a conv window that also holds the B/C groups. Jamba's
+Mamba-1 layer is 311,296 B at bf16; read as Mamba-2 with 128 heads of 64 it would be over
+2 MB. Guessing either way sizes the cache wrong.
+
+## Example
+```json
+{"model_type": "jamba", "attn_layer_period": 8, "attn_layer_offset": 4,
+ "mamba_expand": 2, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_n_heads": 128}
+```
+
+## Fix
+Remove the fields that do not belong to the model's Mamba version (compare with the
+published config.json), or describe the model by hand.
+""",
+)

@@ -46,12 +46,13 @@ def _head_dim(kind: LayerKind, model: Model) -> int:
 def _state_bytes(kind: LayerKind, dtype: str) -> int:
     """One request's recurrent state at tp=1: the raw ``state_bytes``, or the conv and SSM
     buffers of a ``mamba:`` kind in their own dtypes (docs/cost-model.md §8)."""
-    if kind.mamba is None:
+    dims = kind.recurrent_dims
+    if dims is None:
         return kind.state_bytes or 0
     from kvgen.costmodel import element_bytes
     from kvgen.recurrent import recurrent_state
 
-    state = recurrent_state(kind.mamba, dtype, 1, element_bytes)
+    state = recurrent_state(dims, dtype, 1, element_bytes)
     return state.conv + state.ssm
 
 
@@ -59,9 +60,10 @@ def ssm_state_bytes(family: Family, model: Model) -> int:
     """The SSM part of one recurrent layer's state in the model dtype at tp=1 (SGLang keeps
     it in its own dtype, fp32 by default); 0 without a ``mamba:`` kind."""
     for kind in model.layer_kinds.values():
-        if kind.attention == "recurrent" and kind.mamba is not None:
+        dims = kind.recurrent_dims
+        if kind.attention == "recurrent" and dims is not None:
             dtype = kind.dtype or model.kv_cache_dtype or family.kv_cache_dtype
-            elements = kind.mamba.num_heads * kind.mamba.head_dim * kind.mamba.d_state
+            elements = dims.num_heads * dims.head_dim * dims.d_state
             return elements * DTYPE_BYTES[dtype]
     return 0
 

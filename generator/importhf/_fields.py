@@ -25,7 +25,8 @@ CACHE_FIELDS = _words(
     mamba_head_dim ssm_state_size n_groups conv_kernel mamba_ssm_dtype linear_num_key_heads
     linear_key_head_dim linear_num_value_heads linear_value_head_dim linear_conv_kernel_dim
     global_head_dim num_global_key_value_heads num_nextn_predict_layers
-    mtp_num_hidden_layers index_head_dim num_kv_shared_layers cross_attention_layers"""
+    mtp_num_hidden_layers index_head_dim num_kv_shared_layers cross_attention_layers
+    attn_layer_period attn_layer_offset mamba_expand"""
 )
 # Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
 ALIASES = {
@@ -65,7 +66,8 @@ IGNORED_FIELDS = _words(
     is_encoder_decoder qk_layernorm aux_loss_alpha qk_norm ffn_with_glu
     original_max_position_embeddings logits_scaling embedding_multiplier pad_vocab_size_multiple
     hidden_size_per_layer_input layer_norm_type norm_type position_embedding_type dropout
-    index_topk index_n_heads laurel_rank activation_sparsity_pattern vocab_size_per_layer_input"""
+    index_topk index_n_heads laurel_rank activation_sparsity_pattern vocab_size_per_layer_input
+    expert_layer_period expert_layer_offset"""
 )
 IGNORED_PREFIXES = (
     "_",

@@ -13,9 +13,11 @@ from kvgen.importhf._cross import cross_attention_kinds
 from kvgen.importhf._json import MAX_JSON_DEPTH, JsonReader, loads, nesting_too_deep
 from kvgen.importhf._layers import (
     NO_CACHE,
+    RECURRENT_TYPES,
     Kind,
     attention_kinds,
     cache_dtype,
+    mamba1_state,
     per_layer_types,
     state_bytes,
 )
@@ -125,7 +127,9 @@ def _build(cfg: Config, family: str | None, model: str | None, tpb: int, dtype: 
     attention = attention_kinds(cfg, layers, types, seq_len)  # type: ignore[arg-type]
     kinds: list[Kind] = []
     for kind, shape in zip(types, attention, strict=True):
-        if kind in ("linear", "mamba"):
+        if kind == "mamba1":
+            kinds.append(mamba1_state(cfg, dtype_bytes))
+        elif kind in RECURRENT_TYPES:
             kinds.append(state_bytes(cfg, kind, dtype_bytes))
         elif shape is not None:
             kinds.append(shape)

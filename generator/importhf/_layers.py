@@ -10,9 +10,11 @@ from kvgen.spec import MAX_STATE_BYTES
 
 __all__ = [
     "NO_CACHE",
+    "RECURRENT_TYPES",
     "Kind",
     "attention_kinds",
     "cache_dtype",
+    "mamba1_state",
     "per_layer_types",
     "state_bytes",
 ]
@@ -27,6 +29,8 @@ _LAYER_TYPES = {
     "mamba": "mamba",
     "mamba2": "mamba",
 }
+# Kinds held by a recurrent state rather than a per-token cache.
+RECURRENT_TYPES = ("linear", "mamba", "mamba1")
 # Nemotron-H hybrid_override_pattern: M Mamba-2, * attention, - MLP, E MoE. MLP and MoE
 # blocks hold no cache but count in num_hidden_layers (pipeline ranks split by layer index),
 # so they become an `attention: none` kind rather than being dropped.
@@ -52,6 +56,7 @@ class Kind:
     index_head_dim: int | None = None  # MLA: a sparse-attention indexer's key cache
     reads: int | None = None  # KV sharing: the layer whose cache this one reads
     encoder_tokens: int | None = None  # cross-attention (docs/cost-model.md §4)
+    mamba_key: str = "mamba"  # the spec key of ``mamba``: mamba (Mamba-2) or mamba1
 
 
 # An MLP-only or MoE-only block: no cache, but it keeps its layer index.
@@ -140,6 +145,8 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
             )
             raise Abort
         return [_BLOCK_TYPES[b] for b in blocks], "config.json layers_block_type"
+    if cfg.has("attn_layer_period"):
+        return _jamba_layer_types(cfg, layers)
     interval = cfg.int_("full_attention_interval") if cfg.has("full_attention_interval") else None
     if interval is not None:  # Qwen3-Next: every interval-th layer full, the rest linear
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
@@ -166,7 +173,81 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     return ["sliding"] * layers, "config.json sliding_window on every layer"  # type: ignore[return-value]
 
 
+def _jamba_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
+    """Jamba: attention where ``i % attn_layer_period == attn_layer_offset``, Mamba-1 elsewhere
+    (transformers' JambaConfig.layers_block_type). Mamba-2 head fields beside them are
+    refused: the two versions keep different state (KV313)."""
+    period = cfg.int_("attn_layer_period", required=True)
+    offset = cfg.int_("attn_layer_offset", minimum=0) or 0
+    assert period is not None
+    if offset >= period:
+        cfg.diag(
+            codes.CONTRADICTORY_CONFIG_FIELDS,
+            "attn_layer_offset",
+            f"attn_layer_offset {offset} is not below attn_layer_period {period}: no layer "
+            "would be attention",
+            "use the published attn_layer_offset and attn_layer_period",
+        )
+        raise Abort
+    mamba2 = [
+        name
+        for name in ("mamba_n_heads", "mamba_num_heads", "mamba_d_head", "mamba_head_dim")
+        if cfg.has(name)
+    ]
+    if mamba2:
+        cfg.diag(
+            codes.AMBIGUOUS_MAMBA_VERSION,
+            mamba2[0],
+            f"'{cfg.where(mamba2[0])}' is a Mamba-2 field, but attn_layer_period places "
+            "Mamba-1 layers (Jamba)",
+            "keep the fields of the model's one Mamba version, as published",
+        )
+        raise Abort
+    kinds: list[str | None] = ["full" if i % period == offset else "mamba1" for i in range(layers)]
+    return kinds, f"config.json attn_layer_period {period}, attn_layer_offset {offset}"
+
+
 # --------------------------------------------------------------------------- per-layer shapes
+
+
+def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
+    """A Mamba-1 kind (Jamba, §8): ``d_inner = mamba_expand * hidden_size`` channels, each
+    with a conv window of ``d_conv - 1`` and an SSM state of ``d_state`` (vLLM
+    ``MambaStateShapeCalculator.mamba1_state_shape``)."""
+    hidden_name = field_spelling(cfg, "hidden_size")
+    hidden = cfg.int_(hidden_name, required=True)
+    expand = cfg.int_("mamba_expand", required=True)
+    state_name = field_spelling(cfg, "ssm_state_size")
+    state = cfg.int_(state_name, required=True)
+    width_name = field_spelling(cfg, "conv_kernel")
+    width = cfg.int_(width_name, required=True)
+    inner = expand * hidden  # type: ignore[operator]
+    ssm_dtype = cfg.get("mamba_ssm_dtype")
+    ssm_bytes = _DTYPES[ssm_dtype][1] if ssm_dtype in _DTYPES else dtype_bytes
+    total = inner * (width - 1) * dtype_bytes + inner * state * ssm_bytes  # type: ignore[operator]
+    if total > MAX_STATE_BYTES:
+        cfg.diag(
+            codes.INVALID_CONFIG_VALUE,
+            "mamba_expand",
+            f"recurrent state of {total} bytes per layer is over the spec's maximum "
+            f"{MAX_STATE_BYTES}",
+            "use the values published with the model",
+        )
+        raise Abort
+    dims: tuple[tuple[str, int | str, str], ...] = (
+        ("d_inner", inner, f"config.json mamba_expand {expand} * {hidden_name} {hidden}"),
+        ("d_state", state, f"config.json {state_name}"),  # type: ignore[arg-type]
+        ("d_conv", width, f"config.json {width_name}"),  # type: ignore[arg-type]
+    )
+    if ssm_dtype in _DTYPES and ssm_bytes != dtype_bytes:
+        dims += (("ssm_dtype", _DTYPES[ssm_dtype][0], "config.json mamba_ssm_dtype"),)
+    note = (
+        f"{total} B per request at tp=1: conv {inner} * (d_conv {width} - 1) * {dtype_bytes} B "
+        f"+ ssm {inner} * d_state {state} * {ssm_bytes} B"
+    )
+    return Kind(
+        "recurrent", mamba=dims, mamba_key="mamba1", notes=(("mamba", note),), base="mamba1"
+    )
 
 
 def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:

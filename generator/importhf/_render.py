@@ -80,7 +80,7 @@ def _kind_lines(kind: Kind, indent: str) -> list[str]:
         note = notes.get(name)
         lines.append(f"{indent}{name}: {value}" + (f"  # {note}" if note else ""))
     if kind.mamba:
-        lines.append(f"{indent}mamba:  # {notes['mamba']}")
+        lines.append(f"{indent}{kind.mamba_key}:  # {notes['mamba']}")
         lines += [f"{indent}  {name}: {value}  # {note}" for name, value, note in kind.mamba]
     return lines
 

@@ -63,6 +63,8 @@ LINT_RULE_MODULES: tuple[str, ...] = (
     "scale_block_element_count",  # KV237
     "ds_mla_layout_without_mla",  # KV238
     "scaled_layout_on_recurrent_state",  # KV239
+    "mamba1_inner_not_expanded",  # KV243
+    "mixed_mamba_versions",  # KV244
 )
 
 

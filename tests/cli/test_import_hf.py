@@ -458,37 +458,75 @@ def test_cli_usage_errors_exit_2(args: list[str], capsys: pytest.CaptureFixture[
     assert capsys.readouterr().out == ""
 
 
-def test_granite_4_hybrid_field_spellings_and_ssm_dtype():
+def test_granite_4_0_h_tiny_published_config():
     """Granite 4.0 (granitemoehybrid) spells the Mamba-2 fields mamba_n_heads, mamba_d_head,
-    mamba_d_state, mamba_n_groups, mamba_d_conv and lists layer_types. A small config in that
-    spelling (not a released model's numbers), with an fp32 SSM cache dtype."""
-    config = {
-        "model_type": "granitemoehybrid",
-        "torch_dtype": "bfloat16",
-        "num_hidden_layers": 4,
-        "layer_types": ["mamba", "mamba", "mamba", "attention"],
-        "hidden_size": 64,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "max_position_embeddings": 4096,
-        "mamba_n_heads": 8,
-        "mamba_d_head": 16,
-        "mamba_d_state": 32,
-        "mamba_n_groups": 2,
-        "mamba_d_conv": 4,
-        "mamba_ssm_dtype": "float32",
-    }
+    mamba_d_state, mamba_n_groups, mamba_d_conv and lists layer_types "mamba" / "attention"
+    (tests/fixtures/hf/granite-4.0-h-tiny.json, the published numbers)."""
+    family = imported("granite-4.0-h-tiny", "--tokens-per-block", "64")
+    (model,) = family.models
+    kinds = layer_kinds(model)
+    assert [i for i, k in enumerate(kinds) if k.attention == "full"] == [5, 15, 25, 35]
+    assert model.layers.pattern == ["mamba"] * 5 + ["full"] + ["mamba"] * 4
+    state = model.layer_kinds["mamba"].mamba
+    assert state is not None
+    assert (state.num_heads, state.head_dim, state.d_state, state.n_groups, state.d_conv) == (
+        48, 64, 128, 1, 4,
+    )  # fmt: skip
+    # no head_dim in the config: hidden_size 1536 / num_attention_heads 12 = 128
+    assert model.layer_kinds["full"].head_dim == 128
+    # 36 Mamba-2 layers: conv (4 - 1) * (48 * 64 + 2 * 1 * 128) = 9,984 + ssm 48 * 64 * 128 =
+    # 393,216 elements, * 2 B = 806,400 B each; 4 attention layers * 2 * 4 * 128 * 2 B
+    assert fixed_bytes_per_request(model, tpb=64) == 36 * 806400
+    assert full_slope(model) == 4 * 2 * 4 * 128 * 2
+
+
+def test_granite_4_ssm_dtype_keeps_its_own_dtype():
+    """A config that sets mamba_ssm_dtype (the published one does not: this is the published
+    config plus that one field) keeps the SSM state in it."""
+    config = json.loads((FIXTURES / "granite-4.0-h-tiny.json").read_text(encoding="utf-8"))
+    config["mamba_ssm_dtype"] = "float32"
     result = import_config("granite.json", json.dumps(config))
     assert [d.render() for d in result.diagnostics] == []
     assert result.text is not None
-    assert "num_heads: 8  # config.json mamba_n_heads" in result.text
+    assert "num_heads: 48  # config.json mamba_n_heads" in result.text
     loaded = load_bytes("granite.yaml", result.text.encode())
     assert loaded.family is not None, [d.render() for d in loaded.diagnostics]
     (model,) = loaded.family.models
     state = model.layer_kinds["mamba"].mamba
-    assert state is not None
-    assert (state.num_heads, state.head_dim, state.d_state, state.n_groups, state.d_conv) == (
-        8, 16, 32, 2, 4,
-    )  # fmt: skip
-    assert state.ssm_dtype == "fp32"
-    assert model.layers.pattern == ["mamba", "mamba", "mamba", "full"]
+    assert state is not None and state.ssm_dtype == "fp32"
+
+
+def test_jamba_attn_layer_period_and_mamba1_state():
+    """Jamba places attention where i % attn_layer_period == attn_layer_offset and keeps a
+    Mamba-1 state elsewhere: d_inner = mamba_expand * hidden_size channels, no heads or
+    groups (tests/fixtures/hf/jamba-1.5-mini.json, the published numbers)."""
+    family = imported("jamba-1.5-mini", "--tokens-per-block", "64")
+    (model,) = family.models
+    kinds = layer_kinds(model)
+    assert [i for i, k in enumerate(kinds) if k.attention == "full"] == [4, 12, 20, 28]
+    mamba1 = model.layer_kinds["mamba1"].mamba1
+    assert mamba1 is not None and model.layer_kinds["mamba1"].mamba is None
+    # d_inner = mamba_expand 2 * hidden_size 4096
+    assert (mamba1.d_inner, mamba1.d_state, mamba1.d_conv) == (8192, 16, 4)
+    # 28 Mamba-1 layers: conv 8192 * (4 - 1) + ssm 8192 * 16 elements, * 2 B = 311,296 B each
+    assert fixed_bytes_per_request(model, tpb=64) == 28 * 311296
+    assert full_slope(model) == 4 * 2 * 8 * 128 * 2
+
+
+def _jamba_with(**changes: object) -> list[str]:
+    config = json.loads((FIXTURES / "jamba-1.5-mini.json").read_text(encoding="utf-8"))
+    config.update(changes)
+    result = import_config("jamba.json", json.dumps(config, indent=1))
+    assert result.text is None
+    return [d.render() for d in result.diagnostics]
+
+
+def test_jamba_with_mamba2_head_fields_is_ambiguous():
+    (message,) = _jamba_with(mamba_n_heads=128)
+    assert message.startswith("jamba.json:")
+    assert "KV313 'mamba_n_heads' is a Mamba-2 field, but attn_layer_period places " in message
+
+
+def test_jamba_attention_offset_past_the_period_is_contradictory():
+    (message,) = _jamba_with(attn_layer_offset=8)
+    assert "KV303 attn_layer_offset 8 is not below attn_layer_period 8" in message

@@ -78,6 +78,10 @@ def fixed_bytes_per_request(
             conv = (m.num_heads * m.head_dim + 2 * m.n_groups * m.d_state) // tp * (m.d_conv - 1)
             ssm = m.num_heads // tp * m.head_dim * m.d_state
             total += (conv + ssm) * DTYPE_BYTES[dtype]
+        elif kind.mamba1 is not None:
+            # Mamba-1: conv d_inner/tp x (d_conv-1) + SSM d_inner/tp x d_state (§8)
+            m1 = kind.mamba1
+            total += m1.d_inner // tp * (m1.d_conv - 1 + m1.d_state) * DTYPE_BYTES[dtype]
         elif is_window_bounded(kind, model.max_seq_len):
             sink_pages = ceil_div(kind.sink_tokens, tpb)
             total += (
@@ -306,6 +310,35 @@ def test_nemotron_h_8b_mamba_state_and_attention():
     # the recurrent state splits by tp as the engine does (§8): conv 10240/2 * 3 * 2 B =
     # 30,720 + ssm 64 * 64 * 128 * 2 B = 1,048,576 per layer at tp=2
     assert fixed_bytes_per_request(m, tpb=64, tp=2) == 24 * (30720 + 1048576)
+
+
+def test_granite_4_0_h_tiny_mamba2_state_and_attention():
+    m = model("granite4", "granite_4_0_h_tiny")
+    kinds = layer_kinds(m)
+    # config.json layer_types: attention at 5, 15, 25, 35 of 40; the other 36 are Mamba-2
+    assert [i for i, k in enumerate(kinds) if k.attention == "full"] == [5, 15, 25, 35]
+    assert sum(k.attention == "recurrent" for k in kinds) == 36
+    # 4 attention layers * 2 * 4 KV heads * (1536 / 12 = 128) * 2 B = 8,192 B per token
+    assert full_slope(m) == 8192
+    # 36 Mamba-2 layers: conv (4-1)*(48*64 + 2*1*128) = 9,984, ssm 48*64*128 = 393,216
+    # elements, * 2 B = 806,400 B each
+    assert fixed_bytes_per_request(m, tpb=64) == 36 * 806400
+    # at tp=2: conv 3328/2 * 3 = 4,992 + ssm 24*64*128 = 196,608 elements, * 2 B = 403,200
+    assert fixed_bytes_per_request(m, tpb=64, tp=2) == 36 * 403200
+
+
+def test_jamba_1_5_mini_mamba1_state_and_attention():
+    m = model("jamba", "jamba_1_5_mini")
+    kinds = layer_kinds(m)
+    # attn_layer_period 8, attn_layer_offset 4: attention where i % 8 == 4
+    assert [i for i, k in enumerate(kinds) if k.attention == "full"] == [4, 12, 20, 28]
+    # 4 attention layers * 2 * 8 KV heads * (4096 / 32 = 128) * 2 B = 16,384 B per token
+    assert full_slope(m) == 16384
+    # 28 Mamba-1 layers, d_inner = mamba_expand 2 * hidden_size 4096 = 8,192 channels:
+    # conv 8192 * (4-1) = 24,576 + ssm 8192 * 16 = 131,072 elements, * 2 B = 311,296 B each
+    assert fixed_bytes_per_request(m, tpb=64) == 28 * 311296
+    # at tp=8 every buffer splits by 8: 1,024 channels * (3 + 16) * 2 B = 38,912 B each
+    assert fixed_bytes_per_request(m, tpb=64, tp=8) == 28 * 38912
 
 
 def test_nemotron_h_pattern_keeps_attention_positions():

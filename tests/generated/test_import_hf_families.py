@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from kvgen import costmodel
+from kvgen.costmodel import pp_layer_range, stack_layers
 from kvgen.importhf import import_config
 from kvgen.lint import lint_loaded
 from kvgen.loader import load_bytes, load_family
@@ -28,6 +29,10 @@ CASES = [
     ("qwen3-235b-a22b.json", "qwen3_moe", "qwen3_235b_a22b_fp8_pth"),
     ("gemma-3n-E2B.json", "gemma3n", "gemma3n_e2b"),
     ("gemma-3n-E4B.json", "gemma3n", "gemma3n_e4b"),
+    ("nemotron-h-8b.json", "nemotron_h", "nemotron_h_8b"),
+    ("qwen3-next-80b-a3b.json", "qwen3_next", "qwen3_next_80b_a3b"),
+    ("granite-4.0-h-tiny.json", "granite4", "granite_4_0_h_tiny"),
+    ("jamba-1.5-mini.json", "jamba", "jamba_1_5_mini"),
     ("llama-3.2-11b-vision.json", "llama3_2_vision", "llama3_2_11b_vision"),
 ]
 GRID = [
@@ -40,6 +45,7 @@ GRID = [
 def _costs(family, model: str, profile: str, params: dict) -> list:
     """Every manager's slope, intercept and exact terms, per semantics and pipeline rank."""
     out = []
+    params = {**params, "max_seq_len": min(params["max_seq_len"], family.model(model).max_seq_len)}
     for semantics in costmodel.SEMANTICS:
         for rank in range(params["pp_size"]):
             runtime = costmodel.RuntimeParams(**params, pp_rank=rank, semantics=semantics)
@@ -82,6 +88,29 @@ def test_import_reproduces_the_shipped_costs(config, family_name, model_name):
         for params in GRID:
             got = _costs(imported, model_name, profile, params)
             assert got == _costs(shipped, model_name, profile, params), (profile, params)
+
+
+def _layer_shapes(family, model: str, tp: int, pp: int, rank: int) -> list[tuple]:
+    """Per cached layer on one rank: index, bytes per token, window, state and its buffers
+    (the kind names may differ between the two specs; the layers may not)."""
+    stack = family.model(model)
+    indices = pp_layer_range(stack.layers.count, pp, rank)
+    layers = stack_layers(
+        stack, family.kv_cache_dtype, indices, tp_size=tp, max_seq_len=stack.max_seq_len,
+        backoff=0, shape_of=stack,
+    )  # fmt: skip
+    return [
+        (lay.index, lay.bytes_per_token, lay.window, lay.state_bytes, lay.mamba) for lay in layers
+    ]
+
+
+@pytest.mark.parametrize(("config", "family_name", "model_name"), CASES, ids=[c[2] for c in CASES])
+def test_import_reproduces_the_shipped_layers(config, family_name, model_name):
+    shipped, imported = _imported(config, family_name, model_name)
+    for tp in (1, 2, 4):
+        for pp, rank in ((1, 0), (2, 0), (2, 1)):
+            got = _layer_shapes(imported, model_name, tp, pp, rank)
+            assert got == _layer_shapes(shipped, model_name, tp, pp, rank), (tp, pp, rank)
 
 
 def test_import_reproduces_the_encoder_tokens_keyword():

@@ -94,6 +94,33 @@ def test_qwen3_next_mtp2_intermediate_states_and_attention_dp():
     assert dp["state_reserved_rows"] == 2 * QWEN_LAYERS * QWEN_STATE
 
 
+# Jamba 1.5 Mini, one Mamba-1 layer at tp=1 (bf16): d_inner = 2 * 4096 = 8192 channels;
+# conv = 8192 * (4 - 1) * 2 B = 49152; SSM = 8192 * 16 * 2 B = 262144; state = 311296.
+JAMBA_CONV, JAMBA_SSM = 49152, 262144
+JAMBA_LAYERS = 28  # 32 layers, attention where i % 8 == 4
+
+
+def test_jamba_mamba1_state_rows_and_intermediate_states():
+    terms = generated("jamba", "sizing").cost_terms(
+        "jamba_1_5_mini", speculative="ngram4", tp_size=8, **NEMO
+    )["target"]
+    # tp 8 splits the 8192 channels of both buffers: 1024 * 3 * 2 B + 1024 * 16 * 2 B = 38912
+    state = JAMBA_LAYERS * (JAMBA_CONV + JAMBA_SSM) // 8
+    assert state == JAMBA_LAYERS * 38912
+    assert terms["per_request"] == state
+    assert terms["state_reserved_rows"] == state  # the CUDA-graph padding slot
+    # ngram K = 4: T = 5 intermediate conv windows and SSM states per request and layer
+    assert terms["spec_intermediate_states"] == 8 * 5 * state
+    # 4 attention layers * 2 * ceil(8 / 8) KV heads * 128 * 2 B
+    assert terms["slope"] == 4 * 2 * 1 * 128 * 2
+
+
+def test_jamba_tp_that_cannot_split_the_channels_is_a_value_error():
+    # d_inner 8192 does not divide by 3 (the engine's divide() asserts the same)
+    with pytest.raises(ValueError, match="tp_size 3 does not divide d_inner 8192"):
+        generated("jamba", "sizing").cost_terms("jamba_1_5_mini", tp_size=3, **NEMO)
+
+
 def test_without_speculation_only_the_padding_slot_is_added():
     terms = generated("qwen3_next", "sizing").cost_terms(
         "qwen3_next_80b_a3b", max_batch_size=2, max_num_tokens=64, max_seq_len=4096
@@ -136,6 +163,9 @@ GRID = [
     ("nemotron_h", "nemotron_h_4b", "none"),
     ("qwen3_next", "qwen3_next_80b_a3b", "mtp2"),
     ("qwen3_next", "qwen3_next_80b_a3b", "ngram4"),
+    ("granite4", "granite_4_0_h_tiny", "ngram4"),
+    ("jamba", "jamba_1_5_mini", "ngram4"),
+    ("jamba", "jamba_1_5_mini", "none"),
 ]
 
 
@@ -245,3 +275,47 @@ def test_spec_format_and_lint_for_mamba_dimensions():
         loaded = load_bytes("x.yaml", textwrap.dedent(text).encode())
         assert loaded.family is None
         assert any(message in d.render() for d in loaded.diagnostics), message
+
+
+# Drift (docs/cost-model.md §7 style) for the Mamba-1 state: the shim's state pool against a
+# static cost that carries a plausible Mamba-1 mistake. Per request at tp 1, Jamba's 28
+# Mamba-1 layers hold 28 * (49152 + 262144) B; the mistakes charge less.
+JAMBA_BUGS = {
+    # the conv window forgotten: only d_inner x d_state per layer
+    "conv_window_forgotten": JAMBA_LAYERS * JAMBA_CONV,
+    # mamba_expand forgotten: d_inner = hidden_size 4096, half of both buffers
+    "expand_forgotten": JAMBA_LAYERS * (JAMBA_CONV + JAMBA_SSM) // 2,
+}
+
+
+@pytest.mark.parametrize("bug", [None, *JAMBA_BUGS])
+def test_mamba1_drift_fails_the_diff(bug):
+    from tests.workloads import DiffError, Harness, generate, prefill
+
+    sizing = generated("jamba", "sizing")
+    # 40 requests: the conv window (1,376,256 B a request) outgrows what the exact intercept
+    # holds beyond the state, the full-attention page rounding (40 * 63 * 16384 B) and the
+    # padding row (8,716,288 B), once the whole batch is resident.
+    params = {"max_batch_size": 40, "max_num_tokens": 512, "max_seq_len": 512}
+    shim = generated("jamba", "allocator").KVCacheShim(
+        "jamba_1_5_mini", max_tokens=40 * 600, device="meta", semantics="exact", **params
+    )
+    h = Harness(shim, sizing, params)
+    if bug is not None:
+        # every request's state (and the padding row) charged short by the mistake
+        terms = h.terms["exact"]["target"]
+        short = (params["max_batch_size"] + 1) * JAMBA_BUGS[bug]
+        h.cost_override["exact"] = lambda m, t: terms["slope"] * t + terms["intercept"] - short
+
+    def workload() -> None:
+        rids = list(range(params["max_batch_size"]))
+        for rid in rids:
+            h.add(rid)
+        prefill(h, dict.fromkeys(rids, 100))
+        generate(h, rids, 3, lambda rid, step: 0)
+
+    if bug is None:
+        workload()
+    else:
+        with pytest.raises(DiffError):
+            workload()

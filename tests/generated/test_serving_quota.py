@@ -1,10 +1,12 @@
 """``quota_for_requests`` (docs/cost-model.md §3, §4) proven by the shim: given that quota, R
-requests of S tokens never run out of pages under the adversarial workloads; given one byte
-less, the shim plans one full-attention page less and R requests at their last step run out.
-Every shipped family and fixture, every profile, R = 3 and S just past the longest window.
-
-Not proven here: leastness for managers with no full-attention pool (all sliding, or a draft
-rounded for the resume watermark), whose pools the shim sizes by pages(w, H) and N, not by S.
+requests of S tokens never run out of pages under the adversarial workloads and the worst
+iteration of every SWA life cycle; given one byte less, the shim plans one page less in the
+pool that set the quota and some workload runs out: R requests at their last step (a full
+pool), or the worst iteration of an SWA life cycle (R - k requests at their peak step beside
+k context chunks at their worst positions). Where the quota is the pools of zero tokens (a
+draft rounded for the resume watermark, or SWA pools whose context rounding already covers
+the worst iteration), one byte less is refused outright: no smaller plan exists. Every
+shipped family and fixture, every profile, R = 3 and S just past the longest window.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import pytest
 from kvgen import costmodel
 from kvgen.loader import load_family
+from kvgen.runtime._pages import live_pages
 
 from tests.diff_report import _longest_window
 from tests.workloads import (
@@ -90,6 +93,56 @@ def serve(h: Harness, accept: int) -> None:
         h.free(rid)
 
 
+def _swa_cycles(shim) -> list[tuple[str, int, int]]:
+    """(manager, window, sink tokens) of every SWA life cycle the shim built."""
+    return [
+        (name, cycle.window, cycle.sink_tokens)
+        for name, manager in shim.managers.items()
+        for cycle in manager.cycles
+        if cycle.kind == "swa"
+    ]
+
+
+def worst_iteration(h: Harness, window: int, sinks: int) -> None:
+    """The iteration that holds the most pages on one SWA life cycle, found by brute force
+    over the runtime's own page count (``live_pages``, §3): R - k requests at the history
+    whose generation step holds the most pages, beside k context chunks (N tokens in all) at
+    their worst positions, for the best k and split (k - 1 chunks of the shortest length
+    that holds more pages than a generation step, the rest of N in the last)."""
+    shim = h.shim
+    tpb, batch, chunk = shim.tokens_per_block, shim.max_batch_size, shim.max_num_tokens
+    seq_len, extra, head = shim.max_seq_len, shim.extra_tokens, shim.headroom
+
+    def live(history: int, capacity: int) -> int:
+        return live_pages(history, capacity, window, sinks, tpb)
+
+    gen_pages, gen_at = max((live(p, p + head), p) for p in range(seq_len))
+
+    def best_chunk(n: int) -> tuple[int, int]:  # (pages, position) with p + n <= S - 1
+        return max((live(p, p + n + extra), p) for p in range(seq_len - n))
+
+    first = next((n for n in range(1, chunk + 1) if best_chunk(n)[0] > gen_pages), None)
+    plans = [(batch * gen_pages, [])]
+    for k in range(1, min(batch, chunk // first) + 1) if first else ():
+        lengths = [first] * (k - 1) + [chunk - (k - 1) * first]
+        held = [best_chunk(n) for n in lengths]
+        pages = (batch - k) * gen_pages + sum(pages for pages, _p in held)
+        plans.append((pages, [(n, p) for n, (_pages, p) in zip(lengths, held, strict=True)]))
+    _pages, chunks = max(plans, key=lambda plan: plan[0])
+    rids = list(range(7000, 7000 + batch))
+    for rid in rids:
+        h.add(rid)
+    starts = {rid: p for rid, (_n, p) in zip(rids, chunks, strict=False)}
+    generating = rids[len(chunks) :]
+    prefill(h, {**starts, **dict.fromkeys(generating, gen_at)})
+    h.forward(
+        {rid: n for rid, (n, _p) in zip(rids, chunks, strict=False)},
+        dict.fromkeys(generating, 0),
+    )
+    for rid in rids:
+        h.free(rid)
+
+
 def _run(rendered, model, profile, params, quota, adversarial=True):
     shim = rendered.allocator.KVCacheShim(
         model, speculative=profile, quota_bytes=quota, device="meta", **params
@@ -97,6 +150,8 @@ def _run(rendered, model, profile, params, quota, adversarial=True):
     harness = Harness(shim, rendered.sizing, params)
     serve(harness, 0)
     serve(harness, shim.draft_slots)
+    for _manager, window, sinks in _swa_cycles(shim):
+        worst_iteration(harness, window, sinks)
     if adversarial:
         run_adversarial(harness, thorough=False)
     return shim
@@ -113,14 +168,22 @@ def test_quota_for_requests_is_enough_and_least(tmp_path_factory, spec, model, p
     errors = shim_errors(shim)
     tpb, seq_len = rendered.family.tokens_per_block, params["max_seq_len"]
     head = rendered.sizing.headroom(profile)
+    zero = rendered.sizing.quota_from_max_tokens(model, 0, speculative=profile, **params)
     for manager, bytes_ in quota.items():
-        if "full" not in shim.managers[manager].pools:
-            continue  # nothing grows with T: see README "serving quota"
-        # The full pool holds exactly R * ceil((S - 1 + H)/tpb) pages: one byte less of
-        # quota plans one page less, and R requests at their last step run out.
-        pages = REQUESTS * -(-(seq_len - 1 + head) // tpb)
-        assert shim.managers[manager].pools["full"].pages == pages
         less = {**quota, manager: bytes_ - 1}
+        if bytes_ == zero[manager]:
+            # The pools of zero tokens (or a resume-rounded draft, sized for any T): the shim
+            # plans nothing smaller, so one byte less cannot be served at all.
+            with pytest.raises(errors.QuotaTooSmallError):
+                _run(rendered, model, profile, params, less, adversarial=False)
+            continue
+        if "full" in shim.managers[manager].pools:
+            # The full pool holds exactly R * ceil((S - 1 + H)/tpb) pages: one byte less of
+            # quota plans one page less, and R requests at their last step run out.
+            pages = REQUESTS * -(-(seq_len - 1 + head) // tpb)
+            assert shim.managers[manager].pools["full"].pages == pages
+        # One byte less plans one page less in the pool that set T: R requests at their last
+        # step, or the worst iteration of an SWA life cycle, run out.
         with pytest.raises(errors.OutOfPagesError):
             _run(rendered, model, profile, params, less, adversarial=False)
 
