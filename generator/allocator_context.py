@@ -126,6 +126,7 @@ def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict
         "state_bytes": kind.state_bytes or 0,
         "dtype": kind.dtype or dtype,
         **mamba_fields(kind, dtype),
+        "chunk": (kind.chunk or 0) if kind.attention == "chunked" else 0,
     }
 
 

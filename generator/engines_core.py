@@ -62,6 +62,7 @@ UNMODELLED = {
     "sinks": "attention sinks are not modelled per engine",
     "sliding_mla": "sliding-window MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
+    "chunked": "chunked local attention is not modelled per engine",
 }
 
 

@@ -103,6 +103,7 @@ def kind_row(
         extra_bytes_per_token=kind.extra_bytes_per_token,
         state_bytes=kind.state_bytes or 0,
         **mamba_fields(kind, dtype),
+        chunk=(kind.chunk or 0) if kind.attention == "chunked" else 0,
     )
 
 

@@ -65,7 +65,7 @@ class Kind(NamedTuple):
     bytes): its size is ``bytes_per_token``. ``window`` is None for full attention.
     """
 
-    attention: str  # "full", "sliding", "recurrent" or "none" (no cache)
+    attention: str  # "full", "sliding", "recurrent", "none" (no cache) or "chunked"
     layers: int
     window: int | None = None
     sink_tokens: int = 0
@@ -83,6 +83,7 @@ class Kind(NamedTuple):
     n_groups: int = 0
     d_conv: int = 0
     ssm_dtype: str = ""
+    chunk: int = 0  # chunked local attention: tokens per attention chunk (§3)
 
 
 class Stack(NamedTuple):
@@ -226,7 +227,8 @@ class _Terms(NamedTuple):
     context_page_rounding: int | None
     resume_rounding: int | None
     intercept: int
-    life_cycles: tuple[tuple[int, int, int, int], ...]  # SWA: (window, sinks, pages, b_l sum)
+    # SWA and chunked: (window, sinks, pages, b_l sum, chunk (0: SWA))
+    life_cycles: tuple[tuple[int, int, int, int, int], ...]
     # "exact": bytes of the pools that do not grow with T, and per growing pool (bytes per
     # page, the T its growth stops at (-1: never), tokens its pages are rounded up with).
     fixed_pool_bytes: int
@@ -371,11 +373,12 @@ def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
 
 
 # One kind's cached layers on a rank: (layers, window, sinks, kv_heads, head_dim, element
-# bytes (0 for NVFP4), bytes per token not split by tp). A life cycle group: (window, sinks,
-# sink pages, bytes per token of its layers, sum of its distinct b_l). At one tp, a manager's
-# layers are (slope of its full-attention layers, recurrent state, groups by (window, sinks)).
-_Row = tuple[int, int | None, int, int, int, int, int]
-_Group = tuple[int, int, int, int, int]
+# bytes (0 for NVFP4), bytes per token not split by tp, chunk (chunked attention, else 0)). A
+# life cycle group: (window, sinks, sink pages, bytes per token of its layers, sum of its
+# distinct b_l, chunk). At one tp, a manager's layers are (slope of its full-attention layers,
+# recurrent state, groups by (window, sinks, chunk)).
+_Row = tuple[int, int | None, int, int, int, int, int, int]
+_Group = tuple[int, int, int, int, int, int]
 _AtTp = tuple[int, int, tuple[_Group, ...]]
 # A recurrent kind on a rank: (layers, raw state bytes at tp=1, then by dimensions (§8): SSM
 # heads, head dim, d_state, groups, d_conv, conv and SSM element bytes (0: NVFP4)).
@@ -432,15 +435,15 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
     """A manager's layers at one tensor-parallel size, windows as declared (§1, §3)."""
     slope = 0
     state = _state_sums(states, tp_size)[0] if states else 0
-    cycles: dict[tuple[int, int], int] = {}  # (w, sinks) -> bytes per token of its layers
-    distinct: dict[tuple[int, int], list[int]] = {}  # (w, sinks) -> each of its b_l once
-    for layers, window, sinks, kv_heads, head_dim, element, fixed in rows:
+    cycles: dict[tuple[int, int, int], int] = {}  # (w, sinks, chunk) -> b_l sum of its layers
+    distinct: dict[tuple[int, int, int], list[int]] = {}  # (w, sinks, chunk) -> each b_l once
+    for layers, window, sinks, kv_heads, head_dim, element, fixed, chunk in rows:
         # ceil: KV heads are replicated when there are fewer than tp ranks (§1).
         bpt = fixed + (_heads_bytes(-(-kv_heads // tp_size), head_dim, element) if kv_heads else 0)
         if window is None:
             slope += layers * bpt
             continue
-        key = (window, sinks)
+        key = (window, sinks, chunk)
         if key in cycles:
             cycles[key] += layers * bpt
             if bpt not in distinct[key]:
@@ -449,9 +452,11 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
             cycles[key] = layers * bpt
             distinct[key] = [bpt]
     ordered = []
-    for (window, sinks), cycle in sorted(cycles.items()):
+    for (window, sinks, chunk), cycle in sorted(cycles.items()):
         sink_pages = -(-sinks // TOKENS_PER_BLOCK)
-        ordered.append((window, sinks, sink_pages, cycle, sum(distinct[window, sinks])))
+        ordered.append(
+            (window, sinks, sink_pages, cycle, sum(distinct[window, sinks, chunk]), chunk)
+        )
     return slope, state, tuple(ordered)
 
 
@@ -485,8 +490,9 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
                     continue
                 element = 0 if kind.dtype in ("", "nvfp4") else _DTYPE_BYTES[kind.dtype]
                 fixed = kind.bytes_per_token + kind.extra_bytes_per_token
-                shape = (kind.window, kind.sink_tokens, kind.kv_heads, kind.head_dim, element)
-                rows.append((layers, *shape, fixed))
+                window = kind.chunk or kind.window  # a chunked kind's life cycle spans a chunk
+                shape = (window, kind.sink_tokens, kind.kv_heads, kind.head_dim, element)
+                rows.append((layers, *shape, fixed, kind.chunk))
         plan.append((name, _at_tp(tuple(rows), tuple(states), 1), tuple(rows), tuple(states)))
     return tuple(plan)
 
@@ -546,25 +552,32 @@ def _compute(
         # "exact": whole pages of every pool as the shim builds them for T (§3, §4).
         pools = []
         fixed_pool_bytes = batch * state
-        for window, sinks, sink_pages, cycle, distinct in groups:
-            window += backoff  # block reuse extends retention (§5)
+        for window, sinks, sink_pages, cycle, distinct, attn_chunk in groups:
+            if not attn_chunk:
+                window += backoff  # block reuse extends retention (§5), never a chunk
             if window >= max_seq_len:
-                slope += cycle  # a window that reaches S is full attention (§1)
+                slope += cycle  # a window or chunk that reaches S is full attention (§1)
                 continue
-            live = -(-(window + head - 2) // tpb)  # pages(w, H) = live + 1 + sink pages (§3)
+            if attn_chunk:
+                # pages(C, H) = ceil((C + H - 1 + tpb - gcd(C, tpb))/tpb) = live + 1 (§3)
+                live = -(-(attn_chunk + head - 1 - math.gcd(attn_chunk, tpb)) // tpb)
+            else:
+                live = -(-(window + head - 2) // tpb)  # pages(w, H) = live + 1 + sink pages (§3)
             per_request += (live + 1 + sink_pages) * tpb * cycle
-            ctx = distinct if scratch else cycle
+            # Scratch reuse is for SWA only: a chunk boundary makes a whole chunk stale at once.
+            ctx = distinct if scratch and not attn_chunk else cycle
             ctx_swa += ctx
             # A context chunk rounds its pages up; unless the headroom already reserves a
             # spare page (pages(w, H) > pages(w, E)), "exact" charges tpb-1 tokens more (§4).
             if exact:
                 rounding = 0
-                if live == -(-(window + extra - 2) // tpb):
+                spare = attn_chunk - 1 - math.gcd(attn_chunk, tpb) if attn_chunk else window - 2
+                if live == -(-(spare + extra) // tpb):
                     ctx_rounding += ctx
                     rounding = min(batch, chunk) * (tpb - 1)
                 fixed_pool_bytes += batch * (live + 1 + sink_pages) * tpb * cycle
                 pools.append((tpb * ctx, chunk, rounding))
-            cycles.append((window, sinks, live + 1 + sink_pages, cycle))
+            cycles.append((window, sinks, live + 1 + sink_pages, cycle, attn_chunk))
         intercept = batch * per_request + chunk * ctx_swa
         if exact and slope:  # full attention: ceil((T + B*(tpb-1))/tpb) pages, uncapped (§3)
             pools.append((tpb * slope, -1, batch * (tpb - 1)))
@@ -718,7 +731,7 @@ def _engine_terms(
         quota = _quota(terms, seq, chunk)
         named["watermark_quota"] = math.ceil(quota / util32) - quota
     # History 1 holds no stale SWA page (§3): every life cycle holds ceil((1 + H)/tpb) pages.
-    paged = terms.slope + sum(cycle for _w, _s, _pages, cycle in terms.life_cycles)
+    paged = terms.slope + sum(cycle[3] for cycle in terms.life_cycles)
     if paged:
         pages = -(-(1 + head) // TOKENS_PER_BLOCK)
         named["cuda_graph_padding"] = pages * TOKENS_PER_BLOCK * paged
@@ -1027,14 +1040,21 @@ def pages_per_request(
 ) -> dict[str, dict[str, int]]:
     """Peak pages one request holds on each SWA life cycle, per manager (§3).
 
-    Keys are ``"w<window>"`` (``"w<window>s<sinks>"`` with attention sinks); full-attention
-    life cycles grow with the sequence and are not listed.
+    Keys are ``"w<window>"`` (``"w<window>s<sinks>"`` with attention sinks, ``"c<chunk>"``
+    for chunked local attention); full-attention life cycles grow with the sequence and are
+    not listed.
     """
     terms = _cached_terms(
         model, speculative, 1, 1, max_seq_len, 1, pp_size, pp_rank, False, block_reuse, 0.95,
         overlap_slack, "trtllm-v2",
     )  # fmt: skip
     return {
-        t.manager: {(f"w{w}s{s}" if s else f"w{w}"): pages for w, s, pages, _ in t.life_cycles}
+        t.manager: {_cycle_name(w, s, c): pages for w, s, pages, _, c in t.life_cycles}
         for t in terms
     }
+
+
+def _cycle_name(window: int, sinks: int, chunk: int) -> str:
+    if chunk:
+        return f"c{chunk}"
+    return f"w{window}s{sinks}" if sinks else f"w{window}"

@@ -115,10 +115,11 @@ class LayerKind(_Strict):
     no shape, no cost, but it keeps its place in the layer index (pipeline ranks split by it).
     """
 
-    attention: Literal["full", "sliding", "recurrent", "none"] = Field(
+    attention: Literal["full", "sliding", "recurrent", "none", "chunked"] = Field(
         description="full attention, sliding-window attention, a recurrent (Mamba, "
-        "linear-attention) layer with a fixed state per request, or none: a layer that holds "
-        "no cache at all (MLP-only / MoE-only blocks), counted in the layer index only."
+        "linear-attention) layer with a fixed state per request, none: a layer that holds "
+        "no cache at all (MLP-only / MoE-only blocks), counted in the layer index only, or "
+        "chunked: local attention within fixed chunks of `chunk` tokens (Llama 4 RoPE layers)."
     )
     window: int | None = Field(
         default=None, ge=1, le=MAX_WINDOW, description="Attention window in tokens (sliding only)."
@@ -158,6 +159,13 @@ class LayerKind(_Strict):
     dtype: Dtype | None = Field(
         default=None, description="Per-kind cache dtype; defaults to the pool's kv_cache_dtype."
     )
+    chunk: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WINDOW,
+        description="Attention chunk in tokens (chunked only): a token at position p attends "
+        "to positions [floor(p/chunk)*chunk, p], so earlier chunks' pages go stale.",
+    )
 
     @model_validator(mode="after")
     def _one_shape(self) -> LayerKind:
@@ -185,6 +193,8 @@ class LayerKind(_Strict):
             raise ValueError("qk_rope_head_dim is only meaningful with kv_lora_rank (MLA)")
         if self.head_dim is not None and self.kv_heads is None:
             raise ValueError("head_dim needs kv_heads")
+        if self.attention == "chunked" and self.chunk is None:
+            raise ValueError("a chunked kind needs chunk (tokens per attention chunk)")
         return self
 
     @property

@@ -524,7 +524,7 @@ def snapshot_state(shim) -> tuple:
 
 def check_invariants(shim) -> None:
     """Pages held by requests are exactly the pages missing from the free lists."""
-    for index, (pool, _window, _sb, scratch) in enumerate(shim._paged):
+    for index, (pool, _window, _sb, scratch, _chunk) in enumerate(shim._paged):
         held = [p for r in shim._requests.values() for p in r.tables[index] if p >= 0]
         assert len(held) == len(set(held)) == pool.used, (pool.name, len(held), pool.used)
         free = set(pool.recycled) | set(range(pool.fresh, pool.pages))

@@ -37,6 +37,7 @@ class Layer(NamedTuple):
     # Recurrent by dimensions (§8), per slot on this rank: conv window, SSM state, and one
     # replay history step (x and B in the cache dtype, dt and dA_cumsum in fp32).
     mamba: tuple[int, int, int] = (0, 0, 0)
+    chunk: int = 0  # chunked local attention: the chunk (``window`` holds it too)
 
 
 def _typed(name: str, dtype: str, shape: tuple[int, ...]) -> list[Buffer]:
@@ -114,7 +115,11 @@ def resolve_layers(
             cacheless[f"{prefix}.{index}"] = name
             continue
         window = None
-        if kind.attention == "sliding" and kind.window is not None:
+        chunk = 0
+        if kind.attention == "chunked" and kind.chunk < max_seq_len:
+            # Pages of earlier chunks go stale; a chunk reaching max_seq_len never does.
+            window = chunk = kind.chunk
+        elif kind.attention == "sliding" and kind.window is not None:
             # Retention window w + D; a window reaching max_seq_len is full attention.
             extended = kind.window + backoff
             window = extended if extended < max_seq_len else None
@@ -126,18 +131,21 @@ def resolve_layers(
             mamba = mamba_bytes(kind, tp_size)
             state = mamba[0] + mamba[1]
         sinks = kind.sink_tokens if window is not None else 0
-        layers.append(Layer(f"{prefix}.{index}", name, window, sinks, buffers, size, state, mamba))
+        layers.append(
+            Layer(f"{prefix}.{index}", name, window, sinks, buffers, size, state, mamba, chunk)
+        )
     return layers
 
 
 class Cycle(NamedTuple):
     """A life cycle of one manager: the layers whose pages live and die together."""
 
-    name: str  # "full", "w<window>", "w<window>s<sinks>", "state"
-    kind: str  # "full", "swa" or "state"
+    name: str  # "full", "w<window>", "w<window>s<sinks>", "c<chunk>", "state"
+    kind: str  # "full", "swa" (also chunked: pages go stale) or "state"
     window: int | None
     sink_tokens: int
     layers: tuple[Layer, ...]
+    chunk: int = 0  # chunked local attention: pages stale by chunk, not by window
 
     @property
     def token_bytes(self) -> int:
@@ -157,17 +165,19 @@ class Cycle(NamedTuple):
 
 
 def cycles(layers: list[Layer]) -> list[Cycle]:
-    """The life cycles of a manager's layers: full, one per (window, sinks), state."""
+    """The life cycles of a manager's layers: full, one per (window, sinks, chunk), state."""
     full = tuple(lay for lay in layers if lay.window is None and not lay.state_bytes)
     state = tuple(lay for lay in layers if lay.state_bytes)
-    swa: dict[tuple[int, int], list[Layer]] = {}
+    swa: dict[tuple[int, int, int], list[Layer]] = {}
     for lay in layers:
         if lay.window is not None:
-            swa.setdefault((lay.window, lay.sink_tokens), []).append(lay)
+            swa.setdefault((lay.window, lay.sink_tokens, lay.chunk), []).append(lay)
     out = [Cycle("full", "full", None, 0, full)] if full else []
-    for (window, sinks), members in sorted(swa.items()):
+    for (window, sinks, chunk), members in sorted(swa.items()):
         name = f"w{window}s{sinks}" if sinks else f"w{window}"
-        out.append(Cycle(name, "swa", window, sinks, tuple(members)))
+        out.append(
+            Cycle(f"c{chunk}" if chunk else name, "swa", window, sinks, tuple(members), chunk)
+        )
     if state:
         out.append(Cycle("state", "state", None, 0, state))
     return out

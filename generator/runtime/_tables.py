@@ -12,14 +12,14 @@ from typing import NamedTuple
 
 __all__ = ["FamilyTables", "LayerKind", "LayerStack", "ModelTable", "SpeculativeProfile"]
 
-ATTENTIONS = ("full", "sliding", "recurrent", "none")
+ATTENTIONS = ("full", "sliding", "recurrent", "none", "chunked")
 DTYPES = ("fp32", "bf16", "fp16", "fp8", "nvfp4")
 
 
 class LayerKind(NamedTuple):
     """One kind of layer as the spec gives it (absent shapes are 0; dtype resolved)."""
 
-    attention: str  # "full", "sliding", "recurrent" or "none" (no cache)
+    attention: str  # "full", "sliding", "recurrent", "none" (no cache) or "chunked"
     window: int | None = None
     sink_tokens: int = 0
     kv_heads: int = 0
@@ -37,6 +37,7 @@ class LayerKind(NamedTuple):
     n_groups: int = 0
     d_conv: int = 0
     ssm_dtype: str = ""
+    chunk: int = 0  # chunked local attention: tokens per attention chunk (§3)
 
 
 @dataclass(frozen=True)
