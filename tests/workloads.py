@@ -240,7 +240,24 @@ def _zone_starts(shim) -> list[int]:
     for window, sinks in _windows(shim):
         zone = -(-sinks // tpb) * tpb + window - 1
         starts.add(max(1, zone - tpb - shim.headroom))
+    # Chunked attention peaks at each chunk's last history q*C + C - 1, and the stale offset
+    # q*C mod tpb repeats within tpb chunks: approach every chunk end of the first tpb chunks.
+    for chunk in _chunks(shim):
+        for q in range(tpb):
+            starts.add(max(1, q * chunk + chunk - 1 - tpb - shim.headroom))
     return sorted(s for s in starts if s < shim.max_seq_len)
+
+
+def _chunks(shim) -> list[int]:
+    """Distinct chunks of every chunked life cycle the shim built."""
+    return sorted(
+        {
+            cycle.chunk
+            for manager in shim.managers.values()
+            for cycle in manager.cycles
+            if getattr(cycle, "chunk", 0)
+        }
+    )
 
 
 def _room(shim, rid) -> int:

@@ -25,7 +25,7 @@ CACHE_FIELDS = _words(
     mamba_head_dim ssm_state_size n_groups conv_kernel mamba_ssm_dtype linear_num_key_heads
     linear_key_head_dim linear_num_value_heads linear_value_head_dim linear_conv_kernel_dim
     global_head_dim num_global_key_value_heads num_nextn_predict_layers
-    mtp_num_hidden_layers"""
+    mtp_num_hidden_layers attention_chunk_size no_rope_layers no_rope_layer_interval"""
 )
 # Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
 ALIASES = {
@@ -44,7 +44,6 @@ ALIASES = {
 }
 # Fields that change the cache in ways the spec cannot express yet.
 UNSUPPORTED_FIELDS = {
-    "attention_chunk_size": "chunked local attention is not a spec layer kind",
     "num_kv_shared_layers": "layers that reuse another layer's KV cache",
     "attention_k_eq_v": "layers whose keys double as values",
     "index_topk": "a sparse-attention indexer cache (use extra_bytes_per_token by hand)",
@@ -67,7 +66,9 @@ IGNORED_FIELDS = _words(
     share_input_output_layers activation_fn_name num_gqa_groups mm_tokens_per_image
     is_encoder_decoder qk_layernorm aux_loss_alpha qk_norm ffn_with_glu
     original_max_position_embeddings logits_scaling embedding_multiplier pad_vocab_size_multiple
-    hidden_size_per_layer_input layer_norm_type norm_type position_embedding_type"""
+    hidden_size_per_layer_input layer_norm_type norm_type position_embedding_type
+    attn_scale attn_temperature_tuning floor_scale interleave_moe_layer_step
+    intermediate_size_mlp for_llm_compressor"""
 )
 IGNORED_PREFIXES = (
     "_",

@@ -23,6 +23,7 @@ _LAYER_TYPES = {
     "full_attention": "full",
     "attention": "full",
     "sliding_attention": "sliding",
+    "chunked_attention": "chunked",
     "linear_attention": "linear",
     "mamba": "mamba",
     "mamba2": "mamba",
@@ -49,6 +50,7 @@ class Kind:
     mamba: tuple[tuple[str, int | str, str], ...] = ()
     notes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     base: str = ""
+    chunk: int | None = None  # chunked local attention: tokens per attention chunk
 
 
 # An MLP-only or MoE-only block: no cache, but it keeps its layer index.
@@ -66,6 +68,8 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         cfg.int_("sliding_window_pattern") if cfg.has("sliding_window_pattern") else None
     )
     use_swa = cfg.get("use_sliding_window")
+    if layer_types is None and cfg.get("attention_chunk_size") is not None:
+        return _chunked_layer_types(cfg, layers)
     if layer_types is not None:
         if not isinstance(layer_types, list) or len(layer_types) != layers:
             count = len(layer_types) if isinstance(layer_types, list) else "no"
@@ -161,6 +165,34 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         kinds = ["sliding" if i >= first else "full" for i in range(layers)]
         return kinds, f"config.json use_sliding_window, layers >= max_window_layers {first}"  # type: ignore[return-value]
     return ["sliding"] * layers, "config.json sliding_window on every layer"  # type: ignore[return-value]
+
+
+def _chunked_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
+    """Llama 4: RoPE layers attend within chunks of attention_chunk_size, NoPE layers are full
+    attention. ``no_rope_layers`` lists 1 (RoPE: chunked) or 0 (NoPE: full) per layer; when
+    it is empty or absent, transformers' Llama4TextConfig places a NoPE layer every
+    ``no_rope_layer_interval`` (default 4) layers, and vLLM's llama4.py gives only RoPE layers
+    the chunk."""
+    flags = cfg.get("no_rope_layers")
+    if flags:
+        if not isinstance(flags, list) or len(flags) != layers or set(flags) - {0, 1}:
+            cfg.diag(
+                codes.CONTRADICTORY_CONFIG_FIELDS,
+                "no_rope_layers",
+                f"'{cfg.where('no_rope_layers')}' must list {layers} flags of 0 or 1 "
+                "(num_hidden_layers)",
+                "give one flag per layer (1: RoPE, chunked; 0: NoPE, full)",
+            )
+            raise Abort
+        kinds: list[str | None] = ["chunked" if flag else "full" for flag in flags]
+        return kinds, "config.json no_rope_layers (1: RoPE, chunked)"
+    interval = 4  # transformers Llama4TextConfig.no_rope_layer_interval default
+    note = "no_rope_layer_interval 4 (transformers default)"
+    if cfg.has("no_rope_layer_interval"):
+        interval = cfg.int_("no_rope_layer_interval") or 4
+        note = f"config.json no_rope_layer_interval {interval}"
+    kinds = ["full" if (i + 1) % interval == 0 else "chunked" for i in range(layers)]
+    return kinds, f"{note}: every {interval}th layer NoPE full attention, the rest chunked"
 
 
 # --------------------------------------------------------------------------- per-layer shapes
@@ -306,6 +338,15 @@ def attention_kinds(
             )
             raise Abort
     window = cfg.int_("sliding_window") if cfg.has("sliding_window") else None
+    chunk = cfg.int_("attention_chunk_size") if cfg.has("attention_chunk_size") else None
+    if chunk is None and "chunked" in types:
+        cfg.diag(
+            codes.CONTRADICTORY_CONFIG_FIELDS,
+            "layer_types",
+            "layers are chunked_attention but attention_chunk_size is null",
+            "set attention_chunk_size",
+        )
+        raise Abort
     if window is None and "sliding" in types:
         cfg.diag(
             codes.CONTRADICTORY_CONFIG_FIELDS,
@@ -321,7 +362,7 @@ def attention_kinds(
     per_list = isinstance(cfg.get(heads_name), list)
     out: list[Kind | None] = []
     for i, kind in enumerate(types):
-        if kind not in ("full", "sliding"):
+        if kind not in ("full", "sliding", "chunked"):
             out.append(None)
             continue
         kv, hd = kv_heads[i], head_dims[i]
@@ -341,7 +382,28 @@ def attention_kinds(
                 )
             )
             kind = "full"
-        if kind == "sliding":
+        if kind == "chunked" and chunk >= seq_len:  # type: ignore[operator]
+            notes.append(
+                (
+                    "attention",
+                    f"config.json attention_chunk_size {chunk} >= max_position_embeddings "
+                    f"{seq_len}: full attention (docs/cost-model.md §1)",
+                )
+            )
+            kind = "full"
+        if kind == "chunked":
+            notes.append(("chunk", "config.json attention_chunk_size"))
+            out.append(
+                Kind(
+                    "chunked",
+                    kv_heads=kv,
+                    head_dim=hd,
+                    notes=tuple(notes),
+                    base="chunked",
+                    chunk=chunk,
+                )
+            )
+        elif kind == "sliding":
             notes.append(("window", "config.json sliding_window"))
             out.append(
                 Kind(
