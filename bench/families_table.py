@@ -13,6 +13,7 @@ window-bounded sliding layers of b_l * 64 * pages(w_l, 1), plus recurrent state
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -21,7 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kvgen.costmodel import element_bytes  # noqa: E402
 from kvgen.loader import load_family  # noqa: E402
+from kvgen.recurrent import recurrent_state  # noqa: E402
 from kvgen.spec import Family, LayerKind, Model  # noqa: E402
 
 FAMILIES_DIR = ROOT / "schema" / "families"
@@ -43,7 +46,7 @@ def layer_kinds(model: Model) -> list[LayerKind]:
 def bytes_per_token(kind: LayerKind) -> int:
     """b_l at bf16 and tp=1 (docs/cost-model.md §1); recurrent and cache-less (``attention: none``)
     layers have no per-token cost."""
-    if kind.attention == "none" or kind.state_bytes is not None:
+    if kind.attention in ("none", "recurrent"):
         return 0
     if kind.bytes_per_token is not None:
         return kind.bytes_per_token + kind.extra_bytes_per_token
@@ -65,8 +68,16 @@ def fixed_per_request(model: Model, tpb: int = TABLE_TPB, headroom: int = 1) -> 
     for kind in layer_kinds(model):
         if kind.state_bytes is not None:
             total += kind.state_bytes
+        elif kind.mamba is not None:
+            # conv window + SSM state at tp=1 in their dtypes (docs/cost-model.md §8)
+            state = recurrent_state(kind.mamba, kind.dtype or "bf16", 1, element_bytes)
+            total += state.conv + state.ssm
         elif kind.attention == "sliding" and kind.window and kind.window < model.max_seq_len:
             page_count = swa_pages(kind.window, headroom, tpb) + ceil_div(kind.sink_tokens, tpb)
+            total += bytes_per_token(kind) * tpb * page_count
+        elif kind.attention == "chunked" and kind.chunk and kind.chunk < model.max_seq_len:
+            # pages(C, H) = ceil((C + H - 1 + tpb - gcd(C, tpb)) / tpb) (docs/cost-model.md §3)
+            page_count = ceil_div(kind.chunk + headroom - 1 + tpb - math.gcd(kind.chunk, tpb), tpb)
             total += bytes_per_token(kind) * tpb * page_count
     return total
 
@@ -82,7 +93,8 @@ def families() -> list[Family]:
 def table() -> str:
     lines = [
         f"KV bytes per token at bf16 (tp=1, all layers) and the fixed cost per request at "
-        f"tokens_per_block {TABLE_TPB} (sliding-window pages at H=1 plus recurrent state).",
+        f"tokens_per_block {TABLE_TPB} (sliding-window and chunked-attention pages at H=1 "
+        "plus recurrent state).",
         'Profiles on a family\'s first row apply to every model; "this model only" marks a '
         "per-model profile (`models:`).",
         "Regenerate with `python bench/families_table.py --write-readme`.",
