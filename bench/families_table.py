@@ -13,6 +13,7 @@ window-bounded sliding layers of b_l * 64 * pages(w_l, 1), plus recurrent state
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -90,6 +91,10 @@ def fixed_per_request(model: Model, tpb: int = TABLE_TPB, headroom: int = 1) -> 
         elif kind.attention == "sliding" and kind.window and kind.window < model.max_seq_len:
             page_count = swa_pages(kind.window, headroom, tpb) + ceil_div(kind.sink_tokens, tpb)
             total += bytes_per_token(kind) * tpb * page_count
+        elif kind.attention == "chunked" and kind.chunk and kind.chunk < model.max_seq_len:
+            # pages(C, H) = ceil((C + H - 1 + tpb - gcd(C, tpb)) / tpb) (docs/cost-model.md §3)
+            page_count = ceil_div(kind.chunk + headroom - 1 + tpb - math.gcd(kind.chunk, tpb), tpb)
+            total += bytes_per_token(kind) * tpb * page_count
     return total
 
 
@@ -104,8 +109,8 @@ def families() -> list[Family]:
 def table() -> str:
     lines = [
         f"KV bytes per token at bf16 (tp=1, all layers) and the fixed cost per request at "
-        f"tokens_per_block {TABLE_TPB} (sliding-window pages at H=1, recurrent state, "
-        "cross-attention encoder pages).",
+        f"tokens_per_block {TABLE_TPB} (sliding-window and chunked-attention pages at H=1, "
+        "recurrent state, cross-attention encoder pages).",
         'Profiles on a family\'s first row apply to every model; "this model only" marks a '
         "per-model profile (`models:`).",
         "Regenerate with `python bench/families_table.py --write-readme`.",

@@ -42,6 +42,7 @@ def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict
         "index_head_dim": kind.index_head_dim or 0,
         "reads": kind.reads,
         **({"encoder_tokens": kind.encoder_tokens or 0} if kind.attention == "cross" else {}),
+        "chunk": (kind.chunk or 0) if kind.attention == "chunked" else 0,
     }
 
 

@@ -188,6 +188,7 @@ class Layer:
     state_bytes: int  # recurrent layers: fixed bytes per request
     mamba: RecurrentState | None = None  # the state's buffers when the spec gives dimensions
     encoder_tokens: int = 0  # cross-attention: encoder tokens cached per request (§4)
+    chunk: int = 0  # chunked local attention: the chunk (then ``window`` is the chunk too)
 
     @property
     def is_swa(self) -> bool:
@@ -253,14 +254,19 @@ def stack_layers(
             out.append(Layer(index, name, None, 0, bpt, 0, encoder_tokens=tokens))
             continue
         window = None
-        if kind.attention == "sliding" and kind.window is not None:
+        chunk = 0
+        if kind.attention == "chunked" and kind.chunk is not None and kind.chunk < max_seq_len:
+            # A chunk reaching max_seq_len never goes stale: full attention (§1). Block reuse
+            # does not extend a chunk: the chunk start does not move with a re-matched block.
+            window = chunk = kind.chunk
+        elif kind.attention == "sliding" and kind.window is not None:
             # A window reaching max_seq_len is full attention (§1), also after the
             # block-reuse backoff extension (§5). A natively full layer never becomes SWA.
             extended = kind.window + backoff
             window = extended if extended < max_seq_len else None
         sinks = kind.sink_tokens if window is not None else 0
         bpt = kind_bytes_per_token(kind, stack, dtype, tp_size, shape_of=shape_of)
-        out.append(Layer(index, name, window, sinks, bpt, 0))
+        out.append(Layer(index, name, window, sinks, bpt, 0, None, chunk=chunk))
     return out
 
 
@@ -366,6 +372,22 @@ def pages_per_window(window: int, head: int, tokens_per_block: int, sinks: int =
     included. ``ceil((w + H - 2) / tpb) + 1`` plus the sink blocks."""
     sink_blocks = -(-sinks // tokens_per_block)
     return -(-(window + head - 2) // tokens_per_block) + 1 + sink_blocks
+
+
+def pages_per_chunk(chunk: int, head: int, tokens_per_block: int) -> int:
+    """Peak live pages of one request on a chunked life cycle (§3): with ``g = gcd(C, tpb)``,
+    ``ceil((C + H - 1 + tpb - g) / tpb)``. History ``h = qC + r`` holds pages from
+    ``floor(qC/tpb)`` to ``ceil((h+H)/tpb)``: ``ceil((qC mod tpb + r + H)/tpb)``, largest at
+    ``r = C - 1`` and ``qC mod tpb = tpb - g``; ``ceil((C + H - 1)/tpb)`` when tpb divides C."""
+    tpb = tokens_per_block
+    return -(-(chunk + head - 1 + tpb - math.gcd(chunk, tpb)) // tpb)
+
+
+def cycle_pages(window: int, sinks: int, chunk: int, head: int, tokens_per_block: int) -> int:
+    """Peak live pages of one request on an SWA (``chunk`` 0) or chunked life cycle (§3)."""
+    if chunk:
+        return pages_per_chunk(chunk, head, tokens_per_block)
+    return pages_per_window(window, head, tokens_per_block, sinks)
 
 
 # --------------------------------------------------------------------------- managers (§4)
@@ -535,12 +557,13 @@ def manager_layers(
     return managers
 
 
-def _life_cycles(layers: list[Layer]) -> dict[tuple[int, int], list[Layer]]:
-    """SWA life cycles: layers grouped by (window, sinks)."""
-    cycles: dict[tuple[int, int], list[Layer]] = {}
+def _life_cycles(layers: list[Layer]) -> dict[tuple[int, int, int], list[Layer]]:
+    """SWA and chunked life cycles: layers grouped by (window, sinks, chunk)."""
+    cycles: dict[tuple[int, int, int], list[Layer]] = {}
     for layer in layers:
         if layer.is_swa:
-            cycles.setdefault((layer.window, layer.sinks), []).append(layer)  # type: ignore[arg-type]
+            key = (layer.window, layer.sinks, layer.chunk)
+            cycles.setdefault(key, []).append(layer)  # type: ignore[arg-type]
     return dict(sorted(cycles.items()))
 
 
@@ -549,10 +572,13 @@ def _ctx_bytes(layers: list[Layer], scratch_reuse: bool) -> int:
 
     The key is (window, b_l) within a life cycle (§3); life cycles that share a window
     but differ in sink count keep their own scratch pages, as their pools are separate.
+    Chunked layers never use scratch pages: a chunk boundary makes a whole chunk of pages
+    stale at once, which a scratch pool sized by the context chunk cannot hold.
     """
+    chunked = sum(lay.bytes_per_token for lay in layers if lay.chunk)
     if scratch_reuse:
-        keys = {(lay.window, lay.sinks, lay.bytes_per_token) for lay in layers}
-        return sum(b for _w, _s, b in keys)
+        keys = {(lay.window, lay.sinks, lay.bytes_per_token) for lay in layers if not lay.chunk}
+        return chunked + sum(b for _w, _s, b in keys)
     return sum(lay.bytes_per_token for lay in layers)
 
 
@@ -575,8 +601,8 @@ def manager_cost(
         for lay in layers
         if lay.is_cross
     )
-    for (window, sinks), members in cycles.items():
-        pages = pages_per_window(window, head.total, tpb, sinks)
+    for (window, sinks, attn_chunk), members in cycles.items():
+        pages = cycle_pages(window, sinks, attn_chunk, head.total, tpb)
         per_request += pages * tpb * sum(lay.bytes_per_token for lay in members)
     swa = [lay for lay in layers if lay.is_swa]
     ctx_swa = _ctx_bytes(swa, managed.scratch_reuse)
@@ -585,9 +611,9 @@ def manager_cost(
     if params.semantics == "exact":
         exact["full_page_rounding"] = batch * (span - 1) * slope
         context_rounding = 0
-        for (window, sinks), members in cycles.items():
-            at_peak = pages_per_window(window, head.total, tpb, sinks)
-            before_step = pages_per_window(window, head.extra, tpb, sinks)
+        for (window, sinks, attn_chunk), members in cycles.items():
+            at_peak = cycle_pages(window, sinks, attn_chunk, head.total, tpb)
+            before_step = cycle_pages(window, sinks, attn_chunk, head.extra, tpb)
             if at_peak == before_step:
                 ctx = _ctx_bytes(members, managed.scratch_reuse)
                 context_rounding += min(batch, chunk) * (tpb - 1) * ctx
@@ -616,7 +642,7 @@ def manager_cost(
 
 def _with_pools(
     cost: ManagerCost,
-    cycles: dict[tuple[int, int], list[Layer]],
+    cycles: dict[tuple[int, int, int], list[Layer]],
     head: Headroom,
     tpb: int,
     scratch_reuse: bool,
@@ -632,10 +658,10 @@ def _with_pools(
     # rows (§8), which the runtime's state pools hold beside the B request slots.
     fixed = cost.per_request * batch + sum(cost.state_terms.values())
     pools: list[tuple[int, int, bool]] = []
-    for (window, sinks), members in cycles.items():
-        at_peak = pages_per_window(window, head.total, tpb, sinks)
+    for (window, sinks, attn_chunk), members in cycles.items():
+        at_peak = cycle_pages(window, sinks, attn_chunk, head.total, tpb)
         rounding = 0
-        if at_peak == pages_per_window(window, head.extra, tpb, sinks):
+        if at_peak == cycle_pages(window, sinks, attn_chunk, head.extra, tpb):
             rounding = min(batch, chunk) * (tpb - 1)
         pools.append((tpb * _ctx_bytes(members, scratch_reuse), rounding, True))
     if cost.slope:
@@ -739,24 +765,29 @@ def quota_for_requests(
     for managed in manager_layers(family, _model(family, model_name), profile, params):
         cost = costs[managed.name]
         tokens = full_tokens if cost.slope else 0
-        for window, sinks in _life_cycles(managed.layers):
+        for window, sinks, attn_chunk in _life_cycles(managed.layers):
             rounding = 0
-            if pages_per_window(window, head.total, tpb, sinks) == pages_per_window(
-                window, head.extra, tpb, sinks
+            if cycle_pages(window, sinks, attn_chunk, head.total, tpb) == cycle_pages(
+                window, sinks, attn_chunk, head.extra, tpb
             ):
                 rounding = min(requests, params.max_num_tokens) * (tpb - 1)
-            context = _context_pages(window, head, tpb, requests, params.max_num_tokens)
+            context = _context_pages(window, head, tpb, requests, params.max_num_tokens, attn_chunk)
             tokens = max(tokens, max(0, (context - 1) * tpb + 1 - rounding))
         out[managed.name] = cost.quota(tokens)
     return out
 
 
-def _context_pages(window: int, head: Headroom, tpb: int, requests: int, chunk: int) -> int:
+def _context_pages(
+    window: int, head: Headroom, tpb: int, requests: int, chunk: int, attn_chunk: int = 0
+) -> int:
     """The most pages an iteration's context chunks (N tokens among at most R requests) hold
     on an SWA life cycle beyond R * pages(w, H) (§3): a chunk of n tokens at its worst
     position holds pages(w, n + E); it adds a page to pages(w, H) from n = ``first`` on, and
-    one more every tpb tokens, so k chunks add at most k + (N - k*first) // tpb pages."""
-    first = -(-(window + head.total - 2) // tpb) * tpb - (window + head.extra - 2) + 1
+    one more every tpb tokens, so k chunks add at most k + (N - k*first) // tpb pages. A
+    chunked life cycle is the same with pages(C, x) = ceil((C - 1 - gcd(C, tpb) + x)/tpb) + 1
+    in place of pages(w, x) = ceil((w - 2 + x)/tpb) + 1."""
+    offset = attn_chunk - 1 - math.gcd(attn_chunk, tpb) if attn_chunk else window - 2
+    first = -(-(offset + head.total) // tpb) * tpb - (offset + head.extra) + 1
     chunks = range(1, min(requests, chunk // first) + 1)
     return max((k + (chunk - k * first) // tpb for k in chunks), default=0)
 

@@ -67,6 +67,7 @@ UNMODELLED = {
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
     "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled per engine",
+    "chunked": "chunked local attention is not modelled per engine",
 }
 
 

@@ -106,6 +106,7 @@ def kind_row(
         **mamba_fields(kind, dtype),
         reads=kind.reads,
         **({"encoder_tokens": kind.encoder_tokens or 0} if kind.attention == "cross" else {}),
+        chunk=(kind.chunk or 0) if kind.attention == "chunked" else 0,
     )
 
 

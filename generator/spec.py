@@ -165,12 +165,13 @@ class LayerKind(_Strict):
     no shape, no cost, but it keeps its place in the layer index (pipeline ranks split by it).
     """
 
-    attention: Literal["full", "sliding", "recurrent", "none", "cross"] = Field(
+    attention: Literal["full", "sliding", "recurrent", "none", "cross", "chunked"] = Field(
         description="full attention, sliding-window attention, a recurrent (Mamba, "
         "linear-attention) layer with a fixed state per request, none: a layer that holds "
-        "no cache at all (MLP-only / MoE-only blocks), counted in the layer index only, or "
+        "no cache at all (MLP-only / MoE-only blocks), counted in the layer index only, "
         "cross: a cross-attention layer caching K/V of encoder_tokens encoder tokens per "
-        "request (docs/cost-model.md §4), with no per-token growth."
+        "request (docs/cost-model.md §4), with no per-token growth, or chunked: local "
+        "attention within fixed chunks of `chunk` tokens (Llama 4 RoPE layers)."
     )
     window: int | None = Field(
         default=None, ge=1, le=MAX_WINDOW, description="Attention window in tokens (sliding only)."
@@ -238,6 +239,13 @@ class LayerKind(_Strict):
         description="Mamba-1 state dimensions (Jamba: conv + SSM buffers of d_inner channels, "
         "docs/cost-model.md §8); the Mamba-1 form of mamba.",
     )
+    chunk: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_WINDOW,
+        description="Attention chunk in tokens (chunked only): a token at position p attends "
+        "to positions [floor(p/chunk)*chunk, p], so earlier chunks' pages go stale.",
+    )
 
     @model_validator(mode="after")
     def _one_shape(self) -> LayerKind:
@@ -275,6 +283,8 @@ class LayerKind(_Strict):
                 "reads (KV sharing) needs attention: full or sliding, the attention the layer "
                 "computes over the cache it reads"
             )
+        if self.attention == "chunked" and self.chunk is None:
+            raise ValueError("a chunked kind needs chunk (tokens per attention chunk)")
         return self
 
     @property

@@ -242,7 +242,24 @@ def _zone_starts(shim) -> list[int]:
     for window, sinks in _windows(shim):
         zone = -(-sinks // tpb) * tpb + window - 1
         starts.add(max(1, zone - tpb - shim.headroom))
+    # Chunked attention peaks at each chunk's last history q*C + C - 1, and the stale offset
+    # q*C mod tpb repeats within tpb chunks: approach every chunk end of the first tpb chunks.
+    for chunk in _chunks(shim):
+        for q in range(tpb):
+            starts.add(max(1, q * chunk + chunk - 1 - tpb - shim.headroom))
     return sorted(s for s in starts if s < shim.max_seq_len)
+
+
+def _chunks(shim) -> list[int]:
+    """Distinct chunks of every chunked life cycle the shim built."""
+    return sorted(
+        {
+            cycle.chunk
+            for manager in shim.managers.values()
+            for cycle in manager.cycles
+            if getattr(cycle, "chunk", 0)
+        }
+    )
 
 
 def _room(shim, rid) -> int:
@@ -527,7 +544,7 @@ def snapshot_state(shim) -> tuple:
 
 def check_invariants(shim) -> None:
     """Pages held by requests are exactly the pages missing from the free lists."""
-    for index, (pool, _window, _sb, scratch) in enumerate(shim._paged):
+    for index, (pool, _window, _sb, scratch, _chunk) in enumerate(shim._paged):
         held = [p for r in shim._requests.values() for p in r.tables[index] if p >= 0]
         assert len(held) == len(set(held)) == pool.used, (pool.name, len(held), pool.used)
         free = set(pool.recycled) | set(range(pool.fresh, pool.pages))

@@ -139,12 +139,13 @@ class Kind(_Record):
         "ssm_dtype",
         "reads",
         "encoder_tokens",
+        "chunk",
     )
     __slots__ = _fields
 
     def __init__(
         self,
-        attention: str,  # "full", "sliding", "recurrent", "none" (no cache) or "cross"
+        attention: str,  # "full", "sliding", "recurrent", "none", "cross" or "chunked"
         layers: int,
         window: int | None = None,
         sink_tokens: int = 0,
@@ -162,6 +163,7 @@ class Kind(_Record):
         ssm_dtype: str = "",
         reads: int | None = None,  # KV sharing: the layer whose cache these read; none own (§1)
         encoder_tokens: int = 0,  # cross-attention: encoder tokens cached per request (§4)
+        chunk: int = 0,  # chunked local attention: tokens per attention chunk (§3)
     ) -> None:
         self.attention = attention
         self.layers = layers
@@ -181,6 +183,7 @@ class Kind(_Record):
         self.ssm_dtype = ssm_dtype
         self.reads = reads
         self.encoder_tokens = encoder_tokens
+        self.chunk = chunk
 
 
 class Stack(_Record):
@@ -462,7 +465,8 @@ class _Terms(tuple):  # type: ignore[type-arg]
     context_page_rounding: int | None
     resume_rounding: int | None
     intercept: int
-    life_cycles: tuple[tuple[int, int, int, int], ...]  # SWA: (window, sinks, pages, b_l sum)
+    # SWA and chunked: (window, sinks, pages, b_l sum, chunk (0: SWA))
+    life_cycles: tuple[tuple[int, int, int, int, int], ...]
     # "exact": bytes of the pools that do not grow with T, and per growing pool (bytes per
     # page, the T its growth stops at (-1: never), tokens its pages are rounded up with).
     fixed_pool_bytes: int
@@ -679,12 +683,12 @@ def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
 
 
 # One kind's cached layers on a rank: (layers, window, sinks, kv_heads, head_dim, element
-# bytes (0 for NVFP4), bytes per token not split by tp). A life cycle group: (window, sinks,
-# sink pages, bytes per token of its layers, sum of its distinct b_l). At one tp, a manager's
-# layers are (slope of its full-attention layers, its recurrent state sums (``_state_at_tp``),
-# groups by (window, sinks)).
-_Row = tuple[int, int | None, int, int, int, int, int]
-_Group = tuple[int, int, int, int, int]
+# bytes (0 for NVFP4), bytes per token not split by tp, chunk (chunked attention, else 0)). A
+# life cycle group: (window, sinks, sink pages, bytes per token of its layers, sum of its
+# distinct b_l, chunk). At one tp, a manager's layers are (slope of its full-attention layers,
+# its recurrent state sums (``_state_at_tp``), groups by (window, sinks, chunk)).
+_Row = tuple[int, int | None, int, int, int, int, int, int]
+_Group = tuple[int, int, int, int, int, int]
 _StateSums = tuple[int, int, int, int]
 _AtTp = tuple[int, _StateSums, tuple[_Group, ...]]
 _NO_STATE: _StateSums = (0, 0, 0, 0)
@@ -751,15 +755,15 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
     """A manager's layers at one tensor-parallel size, windows as declared (§1, §3)."""
     slope = 0
     sums = _state_at_tp(states, tp_size) if states else _NO_STATE
-    cycles: dict[tuple[int, int], int] = {}  # (w, sinks) -> bytes per token of its layers
-    distinct: dict[tuple[int, int], list[int]] = {}  # (w, sinks) -> each of its b_l once
-    for layers, window, sinks, kv_heads, head_dim, element, fixed in rows:
+    cycles: dict[tuple[int, int, int], int] = {}  # (w, sinks, chunk) -> b_l sum of its layers
+    distinct: dict[tuple[int, int, int], list[int]] = {}  # (w, sinks, chunk) -> each b_l once
+    for layers, window, sinks, kv_heads, head_dim, element, fixed, chunk in rows:
         # ceil: KV heads are replicated when there are fewer than tp ranks (§1).
         bpt = fixed + (_heads_bytes(-(-kv_heads // tp_size), head_dim, element) if kv_heads else 0)
         if window is None:
             slope += layers * bpt
             continue
-        key = (window, sinks)
+        key = (window, sinks, chunk)
         if key in cycles:
             cycles[key] += layers * bpt
             if bpt not in distinct[key]:
@@ -768,9 +772,11 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
             cycles[key] = layers * bpt
             distinct[key] = [bpt]
     ordered = []
-    for (window, sinks), cycle in sorted(cycles.items()):
+    for (window, sinks, chunk), cycle in sorted(cycles.items()):
         sink_pages = -(-sinks // TOKENS_PER_BLOCK)
-        ordered.append((window, sinks, sink_pages, cycle, sum(distinct[window, sinks])))
+        ordered.append(
+            (window, sinks, sink_pages, cycle, sum(distinct[window, sinks, chunk]), chunk)
+        )
     return slope, sums, tuple(ordered)
 
 
@@ -845,8 +851,9 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
                         (layers, kind.kv_heads, kind.head_dim, element, fixed, kind.encoder_tokens)
                     )
                     continue
-                shape = (kind.window, kind.sink_tokens, kind.kv_heads, kind.head_dim, element)
-                rows.append((layers, *shape, fixed))
+                window = kind.chunk or kind.window  # a chunked kind's life cycle spans a chunk
+                shape = (window, kind.sink_tokens, kind.kv_heads, kind.head_dim, element)
+                rows.append((layers, *shape, fixed, kind.chunk))
         at_tp1 = _at_tp(tuple(rows), tuple(states), 1)
         plan.append((name, at_tp1, tuple(rows), tuple(states), tuple(crosses)))
     return tuple(plan)
@@ -922,25 +929,32 @@ def _compute(
         # "exact": whole pages of every pool as the shim builds them for T (§3, §4).
         pools = []
         fixed_pool_bytes = batch * per_request
-        for window, sinks, sink_pages, cycle, distinct in groups:
-            window += backoff  # block reuse extends retention (§5)
+        for window, sinks, sink_pages, cycle, distinct, attn_chunk in groups:
+            if not attn_chunk:
+                window += backoff  # block reuse extends retention (§5), never a chunk
             if window >= max_seq_len:
-                slope += cycle  # a window that reaches S is full attention (§1)
+                slope += cycle  # a window or chunk that reaches S is full attention (§1)
                 continue
-            live = -(-(window + head - 2) // tpb)  # pages(w, H) = live + 1 + sink pages (§3)
+            if attn_chunk:
+                # pages(C, H) = ceil((C + H - 1 + tpb - gcd(C, tpb))/tpb) = live + 1 (§3)
+                live = -(-(attn_chunk + head - 1 - math.gcd(attn_chunk, tpb)) // tpb)
+            else:
+                live = -(-(window + head - 2) // tpb)  # pages(w, H) = live + 1 + sink pages (§3)
             per_request += (live + 1 + sink_pages) * tpb * cycle
-            ctx = distinct if scratch else cycle
+            # Scratch reuse is for SWA only: a chunk boundary makes a whole chunk stale at once.
+            ctx = distinct if scratch and not attn_chunk else cycle
             ctx_swa += ctx
             # A context chunk rounds its pages up; unless the headroom already reserves a
             # spare page (pages(w, H) > pages(w, E)), "exact" charges tpb-1 tokens more (§4).
             if exact:
                 rounding = 0
-                if live == -(-(window + extra - 2) // tpb):
+                spare = attn_chunk - 1 - math.gcd(attn_chunk, tpb) if attn_chunk else window - 2
+                if live == -(-(spare + extra) // tpb):
                     ctx_rounding += ctx
                     rounding = min(batch, chunk) * (tpb - 1)
                 fixed_pool_bytes += batch * (live + 1 + sink_pages) * tpb * cycle
                 pools.append((tpb * ctx, chunk, rounding))
-            cycles.append((window, sinks, live + 1 + sink_pages, cycle))
+            cycles.append((window, sinks, live + 1 + sink_pages, cycle, attn_chunk))
         intercept = batch * per_request + chunk * ctx_swa
         if exact and slope:  # full attention: ceil((T + B*(span-1))/span) pages, uncapped (§3)
             pools.append((span * slope, -1, batch * (span - 1)))
@@ -1112,7 +1126,7 @@ def _engine_terms(
         quota = _quota(terms, seq, chunk)
         named["watermark_quota"] = math.ceil(quota / util32) - quota
     # History 1 holds no stale SWA page (§3): every life cycle holds ceil((1 + H)/tpb) pages.
-    paged = terms.slope + sum(cycle for _w, _s, _pages, cycle in terms.life_cycles)
+    paged = terms.slope + sum(cycle[3] for cycle in terms.life_cycles)
     if paged:
         pages = -(-(1 + head) // terms.span)  # span: tpb, or tpb * dcp_size under DCP (§9)
         named["cuda_graph_padding"] = pages * terms.span * paged
@@ -1357,8 +1371,10 @@ def quota_for_requests(
         tokens = full_tokens if t.slope else 0
         # The SWA pools come in life-cycle order; the full pool, if any, is one more at the end.
         cycles = zip(t.life_cycles, t.pools, strict=False)
-        for (window, _sinks, _pages, _bytes), (_page, _cap, rounding) in cycles:
-            least = _swa_context_tokens(window, profile.extra, profile.extra + profile.step,
+        for (window, _sinks, _pages, _bytes, attn_chunk), (_page, _cap, rounding) in cycles:
+            # pages(w, x) - 1 = ceil((w - 2 + x)/tpb); chunked: ceil((C - 1 - gcd + x)/tpb) (§3)
+            offset = attn_chunk - 1 - math.gcd(attn_chunk, tpb) if attn_chunk else window - 2
+            least = _swa_context_tokens(offset, profile.extra, profile.extra + profile.step,
                                         requests, chunk, rounding)  # fmt: skip
             tokens = max(tokens, least)
         out[t.manager] = _quota(t, tokens, chunk)
@@ -1366,17 +1382,19 @@ def quota_for_requests(
 
 
 def _swa_context_tokens(
-    window: int, extra: int, head: int, requests: int, chunk: int, rounding: int
+    offset: int, extra: int, head: int, requests: int, chunk: int, rounding: int
 ) -> int:
     """The least T whose SWA context pages, ``ceil((min(T, N) + rounding) / tpb)``, cover the
     worst iteration of R requests (§3): each request holds at most pages(w, H) generating, and
     a context chunk of n tokens at most pages(w, n + E) = ceil((w + E + n - 2)/tpb) + 1; the
     first chunk length that adds a page to pages(w, H) is ``first``, every tpb tokens more add
     one. With k chunks of N tokens the most added pages are ``k + (N - k*first) // tpb``,
-    which grows with k while first < tpb (most chunks) and shrinks from k = 1 otherwise."""
+    which grows with k while first < tpb (most chunks) and shrinks from k = 1 otherwise.
+    ``offset`` is w - 2 (pages(w, x) - 1 = ceil((offset + x)/tpb)), or C - 1 - gcd(C, tpb)
+    for a chunked life cycle."""
     tpb = TOKENS_PER_BLOCK
-    live = -(-(window + head - 2) // tpb)  # pages(w, H) - 1
-    first = live * tpb - (window + extra - 2) + 1
+    live = -(-(offset + head) // tpb)  # pages(w, H) - 1
+    first = live * tpb - (offset + extra) + 1
     if chunk < first:
         return 0
     chunks = min(requests, chunk // first) if first < tpb else 1
@@ -1471,17 +1489,24 @@ def pages_per_request(
 ) -> dict[str, dict[str, int]]:
     """Peak pages one request holds on each SWA life cycle, per manager (§3).
 
-    Keys are ``"w<window>"`` (``"w<window>s<sinks>"`` with attention sinks); full-attention
-    life cycles grow with the sequence and are not listed.
+    Keys are ``"w<window>"`` (``"w<window>s<sinks>"`` with attention sinks, ``"c<chunk>"``
+    for chunked local attention); full-attention life cycles grow with the sequence and are
+    not listed.
     """
     terms = _cached_terms(
         model, speculative, 1, 1, max_seq_len, 1, pp_size, pp_rank, False, block_reuse, 0.95,
         overlap_slack, "trtllm-v2",
     )  # fmt: skip
     return {
-        t.manager: {(f"w{w}s{s}" if s else f"w{w}"): pages for w, s, pages, _ in t.life_cycles}
+        t.manager: {_cycle_name(w, s, c): pages for w, s, pages, _, c in t.life_cycles}
         for t in terms
     }
+
+
+def _cycle_name(window: int, sinks: int, chunk: int) -> str:
+    if chunk:
+        return f"c{chunk}"
+    return f"w{window}s{sinks}" if sinks else f"w{window}"
 
 
 # ---- engine rows: kvgen.engines_core ----
@@ -1517,6 +1542,7 @@ UNMODELLED = {
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
     "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled per engine",
+    "chunked": "chunked local attention is not modelled per engine",
 }
 
 

@@ -101,6 +101,10 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
             raise _unmodelled(model, "sinks")
         if kind.index_head_dim is not None:
             raise _unmodelled(model, "index_cache")
+        if kind.attention == "chunked":
+            # vLLM (ChunkedLocalAttentionManager) and SGLang (Llama 4 as hybrid SWA) each pool
+            # chunked layers their own way; no engine row here models either yet.
+            raise _unmodelled(model, "chunked")
         if kind.kv_lora_rank is not None and kind.attention == "sliding":
             raise _unmodelled(model, "sliding_mla")
         if kind.kv_lora_rank is not None:

@@ -26,7 +26,8 @@ CACHE_FIELDS = _words(
     linear_key_head_dim linear_num_value_heads linear_value_head_dim linear_conv_kernel_dim
     global_head_dim num_global_key_value_heads num_nextn_predict_layers
     mtp_num_hidden_layers index_head_dim num_kv_shared_layers cross_attention_layers
-    attn_layer_period attn_layer_offset mamba_expand"""
+    attn_layer_period attn_layer_offset mamba_expand
+    attention_chunk_size no_rope_layers no_rope_layer_interval"""
 )
 # Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
 ALIASES = {
@@ -45,7 +46,6 @@ ALIASES = {
 }
 # Fields that change the cache in ways the spec cannot express yet.
 UNSUPPORTED_FIELDS = {
-    "attention_chunk_size": "chunked local attention is not a spec layer kind",
     "attention_k_eq_v": "layers whose keys double as values",
     "compress_ratios": "compressed per-layer caches",
     "swa_num_key_value_heads": "separate sliding-layer head counts",
@@ -67,7 +67,9 @@ IGNORED_FIELDS = _words(
     original_max_position_embeddings logits_scaling embedding_multiplier pad_vocab_size_multiple
     hidden_size_per_layer_input layer_norm_type norm_type position_embedding_type dropout
     index_topk index_n_heads laurel_rank activation_sparsity_pattern vocab_size_per_layer_input
-    expert_layer_period expert_layer_offset"""
+    expert_layer_period expert_layer_offset
+    attn_scale attn_temperature_tuning floor_scale interleave_moe_layer_step
+    intermediate_size_mlp for_llm_compressor"""
 )
 IGNORED_PREFIXES = (
     "_",

@@ -25,6 +25,7 @@ _LAYER_TYPES = {
     "full_attention": "full",
     "attention": "full",
     "sliding_attention": "sliding",
+    "chunked_attention": "chunked",
     "linear_attention": "linear",
     "mamba": "mamba",
     "mamba2": "mamba",
@@ -57,6 +58,7 @@ class Kind:
     reads: int | None = None  # KV sharing: the layer whose cache this one reads
     encoder_tokens: int | None = None  # cross-attention (docs/cost-model.md §4)
     mamba_key: str = "mamba"  # the spec key of ``mamba``: mamba (Mamba-2) or mamba1
+    chunk: int | None = None  # chunked local attention: tokens per attention chunk
 
 
 # An MLP-only or MoE-only block: no cache, but it keeps its layer index.
@@ -74,6 +76,8 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         cfg.int_("sliding_window_pattern") if cfg.has("sliding_window_pattern") else None
     )
     use_swa = cfg.get("use_sliding_window")
+    if layer_types is None and cfg.get("attention_chunk_size") is not None:
+        return _chunked_layer_types(cfg, layers)
     if layer_types is not None:
         if not isinstance(layer_types, list) or len(layer_types) != layers:
             count = len(layer_types) if isinstance(layer_types, list) else "no"
@@ -205,6 +209,34 @@ def _jamba_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]
         raise Abort
     kinds: list[str | None] = ["full" if i % period == offset else "mamba1" for i in range(layers)]
     return kinds, f"config.json attn_layer_period {period}, attn_layer_offset {offset}"
+
+
+def _chunked_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
+    """Llama 4: RoPE layers attend within chunks of attention_chunk_size, NoPE layers are full
+    attention. ``no_rope_layers`` lists 1 (RoPE: chunked) or 0 (NoPE: full) per layer; when
+    it is empty or absent, transformers' Llama4TextConfig places a NoPE layer every
+    ``no_rope_layer_interval`` (default 4) layers, and vLLM's llama4.py gives only RoPE layers
+    the chunk."""
+    flags = cfg.get("no_rope_layers")
+    if flags:
+        if not isinstance(flags, list) or len(flags) != layers or set(flags) - {0, 1}:
+            cfg.diag(
+                codes.CONTRADICTORY_CONFIG_FIELDS,
+                "no_rope_layers",
+                f"'{cfg.where('no_rope_layers')}' must list {layers} flags of 0 or 1 "
+                "(num_hidden_layers)",
+                "give one flag per layer (1: RoPE, chunked; 0: NoPE, full)",
+            )
+            raise Abort
+        kinds: list[str | None] = ["chunked" if flag else "full" for flag in flags]
+        return kinds, "config.json no_rope_layers (1: RoPE, chunked)"
+    interval = 4  # transformers Llama4TextConfig.no_rope_layer_interval default
+    note = "no_rope_layer_interval 4 (transformers default)"
+    if cfg.has("no_rope_layer_interval"):
+        interval = cfg.int_("no_rope_layer_interval") or 4
+        note = f"config.json no_rope_layer_interval {interval}"
+    kinds = ["full" if (i + 1) % interval == 0 else "chunked" for i in range(layers)]
+    return kinds, f"{note}: every {interval}th layer NoPE full attention, the rest chunked"
 
 
 # --------------------------------------------------------------------------- per-layer shapes
@@ -396,6 +428,15 @@ def attention_kinds(
             )
             raise Abort
     window = cfg.int_("sliding_window") if cfg.has("sliding_window") else None
+    chunk = cfg.int_("attention_chunk_size") if cfg.has("attention_chunk_size") else None
+    if chunk is None and "chunked" in types:
+        cfg.diag(
+            codes.CONTRADICTORY_CONFIG_FIELDS,
+            "layer_types",
+            "layers are chunked_attention but attention_chunk_size is null",
+            "set attention_chunk_size",
+        )
+        raise Abort
     if window is None and "sliding" in types:
         cfg.diag(
             codes.CONTRADICTORY_CONFIG_FIELDS,
@@ -411,7 +452,7 @@ def attention_kinds(
     per_list = isinstance(cfg.get(heads_name), list)
     out: list[Kind | None] = []
     for i, kind in enumerate(types):
-        if kind not in ("full", "sliding"):
+        if kind not in ("full", "sliding", "chunked"):
             out.append(None)
             continue
         kv, hd = kv_heads[i], head_dims[i]
@@ -431,7 +472,28 @@ def attention_kinds(
                 )
             )
             kind = "full"
-        if kind == "sliding":
+        if kind == "chunked" and chunk >= seq_len:  # type: ignore[operator]
+            notes.append(
+                (
+                    "attention",
+                    f"config.json attention_chunk_size {chunk} >= max_position_embeddings "
+                    f"{seq_len}: full attention (docs/cost-model.md §1)",
+                )
+            )
+            kind = "full"
+        if kind == "chunked":
+            notes.append(("chunk", "config.json attention_chunk_size"))
+            out.append(
+                Kind(
+                    "chunked",
+                    kv_heads=kv,
+                    head_dim=hd,
+                    notes=tuple(notes),
+                    base="chunked",
+                    chunk=chunk,
+                )
+            )
+        elif kind == "sliding":
             notes.append(("window", "config.json sliding_window"))
             out.append(
                 Kind(

@@ -57,6 +57,7 @@ def _name_kinds(kinds: list[Kind]) -> dict[Kind, str]:
 _FIELDS = (
     "attention",
     "window",
+    "chunk",
     "kv_heads",
     "head_dim",
     "kv_lora_rank",

@@ -53,6 +53,9 @@ LINT_RULE_MODULES: tuple[str, ...] = (
     "unknown_profile_model",  # KV224
     "cacheless_kind_with_fields",  # KV225
     "mamba_heads_not_grouped",  # KV226
+    "chunk_not_page_aligned",  # KV227
+    "chunk_covers_max_seq_len",  # KV228
+    "chunk_on_non_chunked_kind",  # KV229
     "cross_kind_without_encoder_tokens",  # KV230
     "encoder_tokens_on_non_cross_kind",  # KV231
     "cross_kinds_disagree",  # KV232

@@ -46,6 +46,7 @@ class Layer(NamedTuple):
     # replay history step (x and B in the cache dtype, dt and dA_cumsum in fp32).
     mamba: tuple[int, int, int] = (0, 0, 0)
     encoder_tokens: int = 0  # cross-attention: encoder tokens held per request (§4)
+    chunk: int = 0  # chunked local attention: the chunk (``window`` holds it too)
 
 
 def _blocks(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
@@ -169,7 +170,11 @@ def resolve_layers(
                 shared[f"{prefix}.{index}"] = f"{prefix}.{kind.reads}"
             continue
         window = None
-        if kind.attention == "sliding" and kind.window is not None:
+        chunk = 0
+        if kind.attention == "chunked" and kind.chunk < max_seq_len:
+            # Pages of earlier chunks go stale; a chunk reaching max_seq_len never does.
+            window = chunk = kind.chunk
+        elif kind.attention == "sliding" and kind.window is not None:
             # Retention window w + D; a window reaching max_seq_len is full attention.
             extended = kind.window + backoff
             window = extended if extended < max_seq_len else None
@@ -183,7 +188,18 @@ def resolve_layers(
         sinks = kind.sink_tokens if window is not None else 0
         encoder = (encoder_tokens or kind.encoder_tokens) if kind.attention == "cross" else 0
         layers.append(
-            Layer(f"{prefix}.{index}", name, window, sinks, buffers, size, state, mamba, encoder)
+            Layer(
+                f"{prefix}.{index}",
+                name,
+                window,
+                sinks,
+                buffers,
+                size,
+                state,
+                mamba,
+                encoder_tokens=encoder,
+                chunk=chunk,
+            )
         )
     return layers
 
@@ -191,12 +207,13 @@ def resolve_layers(
 class Cycle(NamedTuple):
     """A life cycle of one manager: the layers whose pages live and die together."""
 
-    name: str  # "full", "w<window>", "w<window>s<sinks>", "state", "cross"
-    kind: str  # "full", "swa", "state" or "cross"
+    name: str  # "full", "w<window>", "w<window>s<sinks>", "c<chunk>", "state", "cross"
+    kind: str  # "full", "swa" (also chunked: pages go stale), "state" or "cross"
     window: int | None
     sink_tokens: int
     layers: tuple[Layer, ...]
     encoder_tokens: int = 0  # cross: encoder tokens each request holds from admission
+    chunk: int = 0  # chunked local attention: pages stale by chunk, not by window
 
     @property
     def token_bytes(self) -> int:
@@ -216,8 +233,8 @@ class Cycle(NamedTuple):
 
 
 def cycles(layers: list[Layer]) -> list[Cycle]:
-    """The life cycles of a manager's layers: full, one per (window, sinks), state, and
-    cross (encoder K/V: pages taken at admission, held until the request leaves)."""
+    """The life cycles of a manager's layers: full, one per (window, sinks, chunk), state,
+    and cross (encoder K/V: pages taken at admission, held until the request leaves)."""
     full = tuple(
         lay
         for lay in layers
@@ -225,14 +242,16 @@ def cycles(layers: list[Layer]) -> list[Cycle]:
     )
     cross = tuple(lay for lay in layers if lay.encoder_tokens)
     state = tuple(lay for lay in layers if lay.state_bytes)
-    swa: dict[tuple[int, int], list[Layer]] = {}
+    swa: dict[tuple[int, int, int], list[Layer]] = {}
     for lay in layers:
         if lay.window is not None:
-            swa.setdefault((lay.window, lay.sink_tokens), []).append(lay)
+            swa.setdefault((lay.window, lay.sink_tokens, lay.chunk), []).append(lay)
     out = [Cycle("full", "full", None, 0, full)] if full else []
-    for (window, sinks), members in sorted(swa.items()):
+    for (window, sinks, chunk), members in sorted(swa.items()):
         name = f"w{window}s{sinks}" if sinks else f"w{window}"
-        out.append(Cycle(name, "swa", window, sinks, tuple(members)))
+        out.append(
+            Cycle(f"c{chunk}" if chunk else name, "swa", window, sinks, tuple(members), chunk=chunk)
+        )
     if state:
         out.append(Cycle("state", "state", None, 0, state))
     if cross:

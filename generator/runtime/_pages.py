@@ -15,10 +15,12 @@ __all__ = [
     "TWO_MODEL_MODES",
     "Headroom",
     "ceil_div",
+    "chunk_live_pages",
     "float32",
     "integer",
     "live_pages",
     "mode_headroom",
+    "peak_chunk_pages",
     "peak_live_pages",
     "stale_end",
 ]
@@ -71,9 +73,38 @@ def peak_live_pages(window: int, head: int, sink_tokens: int, tokens_per_block: 
     )
 
 
-def stale_end(history: int, window: int, sink_blocks: int, tokens_per_block: int) -> int:
-    """Pages ``[sink_blocks, end)`` are stale; an empty range when ``end == sink_blocks``."""
+def stale_end(
+    history: int, window: int, sink_blocks: int, tokens_per_block: int, chunk: int = 0
+) -> int:
+    """Pages ``[sink_blocks, end)`` are stale; an empty range when ``end == sink_blocks``.
+    Chunked attention (``chunk`` > 0): the next token attends from its chunk's start
+    ``floor(h/C)*C`` (vLLM ``ChunkedLocalAttentionManager.get_num_skipped_tokens``), so the
+    pages wholly before it are stale."""
+    if chunk:
+        return history // chunk * chunk // tokens_per_block
     return max(sink_blocks, (history + 1 - window) // tokens_per_block)
+
+
+def chunk_live_pages(history: int, capacity: int, chunk: int, tokens_per_block: int) -> int:
+    """Pages one request holds on a chunked life cycle: ``[0, ceil(c/tpb))`` minus the pages
+    before its chunk's start, ``[0, floor(floor(h/C)*C/tpb))`` (§3)."""
+    return ceil_div(capacity, tokens_per_block) - stale_end(history, 0, 0, tokens_per_block, chunk)
+
+
+def peak_chunk_pages(chunk: int, head: int, tokens_per_block: int) -> int:
+    """The most pages a request holds on a chunked life cycle with capacity ``head`` tokens
+    ahead of its history, over every history, by scanning histories.
+
+    Within one chunk (``h = qC + r``) the stale pages are fixed and the count grows with
+    ``r``, so each chunk peaks at its last history ``qC + C - 1``; the stale offset
+    ``qC mod tpb`` repeats after at most ``tpb`` chunks, so scanning ``q < tpb`` visits every
+    alignment."""
+    return max(
+        chunk_live_pages(
+            q * chunk + chunk - 1, q * chunk + chunk - 1 + head, chunk, tokens_per_block
+        )
+        for q in range(tokens_per_block)
+    )
 
 
 class Headroom(NamedTuple):

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from kvgen.runtime._errors import QuotaTooSmallError
 from kvgen.runtime._layers import Cycle
-from kvgen.runtime._pages import ceil_div, peak_live_pages
+from kvgen.runtime._pages import ceil_div, peak_chunk_pages, peak_live_pages
 from kvgen.runtime._pools import CacheManager
 
 __all__ = ["PagePlanner"]
@@ -49,7 +49,9 @@ class PagePlanner(NamedTuple):
                 padding = batch * (span - 1) if self.exact else 0
                 pages[cycle.name] = ceil_div(tokens + padding, span)
             else:
-                self._swa_pages(pages, cycle, context, scratch)
+                # No scratch pages for chunked attention: a chunk boundary makes a whole
+                # chunk of pages stale at once, more than one context chunk's worth.
+                self._swa_pages(pages, cycle, context, scratch and not cycle.chunk)
                 if rounded:
                     pages[cycle.name] = math.ceil(pages[cycle.name] / self.util32)
         return pages
@@ -57,10 +59,10 @@ class PagePlanner(NamedTuple):
     def _swa_pages(self, pages: dict[str, int], cycle: Cycle, context: int, scratch: bool) -> None:
         assert cycle.window is not None
         tpb, batch = self.tokens_per_block, self.max_batch_size
-        peak = peak_live_pages(cycle.window, self.headroom, cycle.sink_tokens, tpb)
+        peak = self._peak(cycle, self.headroom)
         rounding = 0
         if self.exact:
-            before = peak_live_pages(cycle.window, self.extra_tokens, cycle.sink_tokens, tpb)
+            before = self._peak(cycle, self.extra_tokens)
             if peak == before:  # no spare page: a chunk may round up one page more
                 rounding = min(batch, self.max_num_tokens) * (tpb - 1)
         context_pages = ceil_div(context + rounding, tpb)
@@ -69,6 +71,13 @@ class PagePlanner(NamedTuple):
             pages[cycle.name + "/scratch"] = context_pages
         else:
             pages[cycle.name] = batch * peak + context_pages
+
+    def _peak(self, cycle: Cycle, head: int) -> int:
+        """Peak pages of one request on an SWA or chunked life cycle, ``head`` tokens ahead."""
+        assert cycle.window is not None
+        if cycle.chunk:
+            return peak_chunk_pages(cycle.chunk, head, self.tokens_per_block)
+        return peak_live_pages(cycle.window, head, cycle.sink_tokens, self.tokens_per_block)
 
     def bytes(self, manager: CacheManager, tokens: int) -> int:
         """Bytes of the pools of ``manager`` for T = ``tokens``."""

@@ -120,7 +120,7 @@ class CacheManager:
             for layer in cycle.layers:
                 pool.views[layer.name] = _layer_views(pool.tensor, offset, layer, tpb)
                 offset += tpb * layer.bytes_per_token
-            if scratch and cycle.kind == "swa":
+            if scratch and cycle.kind == "swa" and not cycle.chunk:
                 self._build_scratch(cycle, pages[cycle.name + "/scratch"], tpb, device)
 
     def _build_state(self, cycle: Cycle, slots: int, device: torch.device) -> None:

@@ -78,10 +78,10 @@ class RequestLifecycle(ShimState):
         tpb = self.tokens_per_block
         held = ceil_div(r.capacity, self.page_span)
         needs: list[tuple[Pool, int]] = []
-        for pool, window, sink_blocks, _s in self._paged:
+        for pool, window, sink_blocks, _s, chunk in self._paged:
             stale = 0
             if window is not None:
-                stale = stale_end(r.history, window, sink_blocks, tpb) - sink_blocks
+                stale = stale_end(r.history, window, sink_blocks, tpb, chunk) - sink_blocks
             needs.append((pool, held - stale))
         needs += [(pool, 1) for pool in self._states]
         needs += self._cross
@@ -91,8 +91,12 @@ class RequestLifecycle(ShimState):
             utilisation = (pool.used + need) / pool.pages if need else 0.0
             if utilisation > self._util32:
                 raise ResumeRefusedError(pool.manager, pool.name, utilisation, self._util32)
-        for i, (pool, window, sink_blocks, _s) in enumerate(self._paged):
-            end = sink_blocks if window is None else stale_end(r.history, window, sink_blocks, tpb)
+        for i, (pool, window, sink_blocks, _s, chunk) in enumerate(self._paged):
+            end = (
+                sink_blocks
+                if window is None
+                else stale_end(r.history, window, sink_blocks, tpb, chunk)
+            )
             r.tables[i] = [
                 NO_PAGE if sink_blocks <= x < end else pool.take(1)[0] for x in range(held)
             ]

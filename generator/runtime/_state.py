@@ -31,6 +31,7 @@ class PagedPool(NamedTuple):
     window: int | None  # None: full attention, no page goes stale
     sink_blocks: int  # pages [0, sink_blocks) never go stale
     scratch: Pool | None  # the life cycle's scratch pool (targets with scratch reuse)
+    chunk: int = 0  # chunked attention: pages go stale chunk by chunk (``window`` = chunk)
 
 
 class Request:
@@ -137,7 +138,7 @@ class ShimState:
 
     def _release(self, r: Request) -> None:
         """Give every page and slot of ``r`` back to its pool."""
-        for i, (pool, _w, _sb, scratch) in enumerate(self._paged):
+        for i, (pool, _w, _sb, scratch, _c) in enumerate(self._paged):
             pool.recycled.extend(p for p in r.tables[i] if p != NO_PAGE)
             r.tables[i] = []
             if i in r.scratch and scratch is not None:

@@ -43,13 +43,13 @@ class Forwards(RequestLifecycle):
         held = ceil_div(capacity, self.page_span)
         after = r.history + count
         plan: list[tuple[int, int, tuple[int, int] | None]] = []  # (index, pages, transient)
-        for i, (pool, window, sink_blocks, scratch) in enumerate(self._paged):
+        for i, (pool, window, sink_blocks, scratch, chunk) in enumerate(self._paged):
             if scratch is None or window is None:
                 need = held - r.held
                 self._check_free(pool, need)
                 plan.append((i, need, None))
                 continue
-            start, end = r.stale[i], stale_end(after, window, sink_blocks, tpb)
+            start, end = r.stale[i], stale_end(after, window, sink_blocks, tpb, chunk)
             moved = max(0, min(end, r.held) - start)
             need = held - max(r.held, end)
             self._check_free(pool, need, moved)
@@ -65,7 +65,7 @@ class Forwards(RequestLifecycle):
     def _grow_for_chunk(
         self, r: Request, i: int, need: int, transient: tuple[int, int] | None
     ) -> None:
-        pool, _w, _sb, scratch = self._paged[i]
+        pool, _w, _sb, scratch, _c = self._paged[i]
         table = r.tables[i]
         if transient is None or scratch is None:
             table += pool.take(need)
@@ -86,12 +86,12 @@ class Forwards(RequestLifecycle):
             raise InvalidStepError(f"request {rid!r} has no context chunk in flight")
         tpb = self.tokens_per_block
         r.history += r.chunk
-        for i, (pool, window, sink_blocks, scratch) in enumerate(self._paged):
+        for i, (pool, window, sink_blocks, scratch, chunk) in enumerate(self._paged):
             if window is None:
                 continue
             if i in r.scratch and scratch is not None:
                 scratch.recycled.extend(r.scratch.pop(i))
-            end = stale_end(r.history, window, sink_blocks, tpb)
+            end = stale_end(r.history, window, sink_blocks, tpb, chunk)
             table = r.tables[i]
             for x in range(r.stale[i], end):
                 if table[x] != NO_PAGE:
@@ -168,9 +168,9 @@ class Forwards(RequestLifecycle):
         span = self.page_span  # tpb, or tpb * dcp_size under DCP (docs/cost-model.md §9)
         grown = [ceil_div(r.capacity + grow, span) - r.held for _rid, r in requests]
         total = sum(grown)
-        for pool, _w, _sb, _s in self._paged:
+        for pool, _w, _sb, _s, _c in self._paged:
             self._check_free(pool, total)
-        for i, (pool, _w, _sb, _s) in enumerate(self._paged):
+        for i, (pool, _w, _sb, _s, _c) in enumerate(self._paged):
             pages, at = pool.take(total), 0
             for (_rid, r), count in zip(requests, grown, strict=True):
                 if count == 1:
@@ -194,13 +194,16 @@ class Forwards(RequestLifecycle):
             history = r.history + count + 1
             capacity = history + extra
             held = ceil_div(capacity, self.page_span)
-            for i, (pool, window, _sb, _s) in paged:
+            for i, (pool, window, _sb, _s, chunk) in paged:
                 table = r.tables[i]
                 if held < r.held:
                     pool.recycled.extend(table[held:])
                     del table[held:]
                 if window is not None:
-                    end = (history + 1 - window) // tpb
+                    # The stale boundary: of the chunk start, or of the window (§3).
+                    end = (
+                        history // chunk * chunk // tpb if chunk else (history + 1 - window) // tpb
+                    )
                     stale = r.stale[i]
                     if end > stale:
                         for x in range(stale, end):

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 __all__ = ["FamilyTables", "LayerKind", "LayerStack", "ModelTable", "SpeculativeProfile"]
 
-ATTENTIONS = ("full", "sliding", "recurrent", "none", "cross")
+ATTENTIONS = ("full", "sliding", "recurrent", "none", "cross", "chunked")
 DTYPES = (
     "fp32",
     "bf16",
@@ -30,7 +30,7 @@ DTYPES = (
 class LayerKind(NamedTuple):
     """One kind of layer as the spec gives it (absent shapes are 0; dtype resolved)."""
 
-    attention: str  # "full", "sliding", "recurrent", "none" (no cache) or "cross"
+    attention: str  # "full", "sliding", "recurrent", "none" (no cache), "cross" or "chunked"
     window: int | None = None
     sink_tokens: int = 0
     kv_heads: int = 0
@@ -54,6 +54,7 @@ class LayerKind(NamedTuple):
     # layers of this kind read; they get no pages of their own (docs/cost-model.md §1).
     reads: int | None = None
     encoder_tokens: int = 0  # cross-attention: encoder tokens cached per request (§4)
+    chunk: int = 0  # chunked local attention: tokens per attention chunk (§3)
 
 
 @dataclass(frozen=True)

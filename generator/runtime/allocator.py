@@ -404,7 +404,7 @@ class KVCacheShim(Reports):
                     continue
                 sink_blocks = ceil_div(cycle.sink_tokens, self.tokens_per_block)
                 scratch = manager.pools.get(cycle.name + "/scratch")
-                self._paged.append(PagedPool(pool, cycle.window, sink_blocks, scratch))
+                self._paged.append(PagedPool(pool, cycle.window, sink_blocks, scratch, cycle.chunk))
         self._initial_stale = [paged.sink_blocks for paged in self._paged]
         self._requests = {}
         self._freed = set()

@@ -357,15 +357,64 @@ def test_text_config_disagreeing_with_top_level():
     assert "KV303 'num_hidden_layers' is 60 at the top level but 62 in text_config" in diagnostic
 
 
-def test_unsupported_chunked_attention():
-    (diagnostic,) = _import_text(dict(LLAMA, attention_chunk_size=8192))
-    assert "KV305 'attention_chunk_size' = 8192" in diagnostic
-
-
 def test_unknown_layer_type():
-    config = dict(LLAMA, layer_types=["chunked_attention"] * 32)
+    config = dict(LLAMA, layer_types=["diagonal_attention"] * 32)
     (diagnostic,) = _import_text(config)
-    assert "KV305 layer type 'chunked_attention'" in diagnostic
+    assert "KV305 layer type 'diagonal_attention'" in diagnostic
+
+
+def test_llama_4_scout_chunked_layers_from_the_default_interval():
+    # no_rope_layers [] -> transformers' default: every 4th layer NoPE (full), the rest RoPE
+    # layers attending within attention_chunk_size 8192 (chunked).
+    family = imported("llama-4-scout-17b-16e")
+    (model,) = family.models
+    assert model.max_seq_len == 10485760
+    assert model.layers.count == 48
+    assert model.layers.pattern == ["chunked", "chunked", "chunked", "full"]
+    chunked, full = model.layer_kinds["chunked"], model.layer_kinds["full"]
+    assert (chunked.attention, chunked.chunk, chunked.kv_heads, chunked.head_dim) == (
+        "chunked",
+        8192,
+        8,
+        128,
+    )
+    assert (full.attention, full.chunk, full.kv_heads, full.head_dim) == ("full", None, 8, 128)
+
+
+def test_no_rope_layers_and_interval_place_the_chunked_layers():
+    base = json.loads((FIXTURES / "llama-4-maverick-17b-128e.json").read_text())
+    text = base["text_config"]
+    flags = [1, 0] * 24  # an explicit list: 1 RoPE (chunked), 0 NoPE (full)
+    for extra, pattern in (
+        ({"no_rope_layers": flags}, ["chunked", "full"]),
+        ({"no_rope_layer_interval": 3}, ["chunked", "chunked", "full"]),
+        ({"layer_types": ["chunked_attention", "full_attention"] * 24}, ["chunked", "full"]),
+    ):
+        config = dict(base, text_config=dict(text, **extra))
+        result = import_config("config.json", json.dumps(config))
+        assert result.diagnostics == []
+        assert result.text is not None
+        loaded = load_bytes("x.yaml", result.text.encode())
+        assert loaded.family is not None
+        assert loaded.family.models[0].layers.pattern == pattern, extra
+
+
+def test_chunk_reaching_the_context_is_full_attention():
+    base = json.loads((FIXTURES / "llama-4-maverick-17b-128e.json").read_text())
+    text = dict(base["text_config"], max_position_embeddings=8192)
+    result = import_config("config.json", json.dumps(dict(base, text_config=text)))
+    assert result.text is not None
+    assert "attention_chunk_size 8192 >= max_position_embeddings 8192" in result.text
+    loaded = load_bytes("x.yaml", result.text.encode())
+    assert loaded.family is not None
+    assert loaded.family.models[0].layers.pattern == ["full"]
+
+
+def test_malformed_no_rope_layers_is_reported_at_the_key():
+    base = json.loads((FIXTURES / "llama-4-maverick-17b-128e.json").read_text())
+    config = dict(base, text_config=dict(base["text_config"], no_rope_layers=[1, 0, 2]))
+    (diagnostic,) = _import_text(config)
+    assert "KV303 'text_config.no_rope_layers' must list 48 flags of 0 or 1" in diagnostic
 
 
 def test_wrong_value_type():

@@ -34,10 +34,12 @@ CASES = [
     ("granite-4.0-h-tiny.json", "granite4", "granite_4_0_h_tiny"),
     ("jamba-1.5-mini.json", "jamba", "jamba_1_5_mini"),
     ("llama-3.2-11b-vision.json", "llama3_2_vision", "llama3_2_11b_vision"),
+    ("llama-4-scout-17b-16e.json", "llama4_scout", "llama4_scout_17b_16e"),
+    ("llama-4-maverick-17b-128e.json", "llama4_maverick", "llama4_maverick_17b_128e"),
 ]
 GRID = [
     {"max_batch_size": b, "max_num_tokens": n, "max_seq_len": s, "tp_size": tp, "pp_size": pp}
-    for b, n, s in ((1, 512, 4096), (8, 2048, 32768), (5, 1000, 7777))
+    for b, n, s in ((1, 512, 4096), (8, 2048, 32768), (5, 1000, 7777), (3, 8193, 131072))
     for tp, pp in ((1, 1), (8, 1), (2, 2))
 ]
 
@@ -115,8 +117,9 @@ def test_import_reproduces_the_shipped_layers(config, family_name, model_name):
 
 def test_import_reproduces_the_encoder_tokens_keyword():
     # Cross-attention: one image tile (1601 tokens) up to four, imported as shipped (§4).
-    shipped, imported = _imported(*CASES[-1])
-    model = CASES[-1][2]
+    (case,) = [case for case in CASES if case[1] == "llama3_2_vision"]
+    shipped, imported = _imported(*case)
+    model = case[2]
     for tokens in (1, 1601, 6404):
         runtime = costmodel.RuntimeParams(8, 8192, 8192, encoder_tokens=tokens)
         ours = costmodel.cache_costs(imported, model, "none", runtime)["target"]

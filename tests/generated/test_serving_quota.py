@@ -11,10 +11,12 @@ shipped family and fixture, every profile, R = 3 and S just past the longest win
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from kvgen import costmodel
 from kvgen.loader import load_family
-from kvgen.runtime._pages import live_pages
+from kvgen.runtime._pages import chunk_live_pages, live_pages
 
 from tests.diff_report import _longest_window
 from tests.workloads import (
@@ -60,7 +62,7 @@ def _setup(spec, model, profile, tmp_path_factory):
     # Long enough that every SWA window's stale boundary passes every page alignment (the
     # pools hold pages(w, H) per request, reached only past the window), no longer.
     head = rendered.sizing.headroom(profile)
-    longest = _longest_window(rendered, model)
+    longest = max(_longest_window(rendered, model), _chunk_reach(rendered, model, tpb))
     seq_len = 2 * tpb + 5 if not longest else longest + head + 2 * tpb + 5
     return rendered, {
         "max_batch_size": REQUESTS,
@@ -68,6 +70,24 @@ def _setup(spec, model, profile, tmp_path_factory):
         "max_seq_len": min(native, seq_len),
         "semantics": "exact",
     }
+
+
+def _chunk_reach(rendered, model: str, tpb: int) -> int:
+    """History past which every chunked life cycle has shown every stale-page alignment: a
+    chunk boundary q*C falls at q*C mod tpb, which repeats every tpb / gcd(C, tpb) chunks
+    (§3); 0 without chunked kinds."""
+    family = rendered.family
+    stacks = [family.model(model)]
+    for profile in family.speculative:
+        if profile.applies_to(model):
+            stacks += [s for s in (profile.draft, profile.extra_layers) if s is not None]
+    chunks = [
+        kind.chunk
+        for stack in stacks
+        for kind in stack.layer_kinds.values()
+        if kind.attention == "chunked" and kind.chunk
+    ]
+    return max((c * (tpb // math.gcd(c, tpb) + 1) for c in chunks), default=0)
 
 
 def _quota(rendered, model, profile, params):
@@ -93,17 +113,18 @@ def serve(h: Harness, accept: int) -> None:
         h.free(rid)
 
 
-def _swa_cycles(shim) -> list[tuple[str, int, int]]:
-    """(manager, window, sink tokens) of every SWA life cycle the shim built."""
+def _swa_cycles(shim) -> list[tuple[str, int, int, int]]:
+    """(manager, window, sink tokens, chunk) of every SWA (or chunked) life cycle the shim
+    built."""
     return [
-        (name, cycle.window, cycle.sink_tokens)
+        (name, cycle.window, cycle.sink_tokens, cycle.chunk)
         for name, manager in shim.managers.items()
         for cycle in manager.cycles
         if cycle.kind == "swa"
     ]
 
 
-def worst_iteration(h: Harness, window: int, sinks: int) -> None:
+def worst_iteration(h: Harness, window: int, sinks: int, attn_chunk: int = 0) -> None:
     """The iteration that holds the most pages on one SWA life cycle, found by brute force
     over the runtime's own page count (``live_pages``, §3): R - k requests at the history
     whose generation step holds the most pages, beside k context chunks (N tokens in all) at
@@ -114,6 +135,8 @@ def worst_iteration(h: Harness, window: int, sinks: int) -> None:
     seq_len, extra, head = shim.max_seq_len, shim.extra_tokens, shim.headroom
 
     def live(history: int, capacity: int) -> int:
+        if attn_chunk:  # pages before the chunk's start are stale (§3)
+            return chunk_live_pages(history, capacity, attn_chunk, tpb)
         return live_pages(history, capacity, window, sinks, tpb)
 
     gen_pages, gen_at = max((live(p, p + head), p) for p in range(seq_len))
@@ -150,8 +173,8 @@ def _run(rendered, model, profile, params, quota, adversarial=True):
     harness = Harness(shim, rendered.sizing, params)
     serve(harness, 0)
     serve(harness, shim.draft_slots)
-    for _manager, window, sinks in _swa_cycles(shim):
-        worst_iteration(harness, window, sinks)
+    for _manager, window, sinks, attn_chunk in _swa_cycles(shim):
+        worst_iteration(harness, window, sinks, attn_chunk)
     if adversarial:
         run_adversarial(harness, thorough=False)
     return shim

@@ -69,8 +69,8 @@ def test_generated_core_plans_the_least_tokens_that_hold_them(monkeypatch, extra
                 rounding = 0 if spare else min(requests, chunk) * (tpb - 1)
                 want = brute_force_context_pages(window, extra, head, tpb, requests, chunk)
                 tokens = sizing_core._swa_context_tokens(
-                    window, extra, head, requests, chunk, rounding
-                )
+                    window - 2, extra, head, requests, chunk, rounding
+                )  # offset w - 2: pages(w, x) - 1 = ceil((w - 2 + x)/tpb)
                 assert 0 <= tokens <= chunk  # reached within min(T, N)
                 assert -(-(tokens + rounding) // tpb) >= want
                 if tokens:
