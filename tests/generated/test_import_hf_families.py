@@ -22,6 +22,12 @@ FAMILIES = ROOT / "schema" / "families"
 
 # (config fixture, shipped family, shipped model)
 CASES = [
+    ("llama-3.1-8b.json", "llama3", "llama3_1_8b"),
+    ("mistral-7b.json", "mistral", "mistral_7b_v0_1"),
+    ("gemma-3-27b.json", "gemma3", "gemma3_27b"),
+    ("gpt-oss-20b.json", "gpt_oss", "gpt_oss_20b"),
+    ("deepseek-v3.json", "deepseek_v3", "deepseek_v3"),
+    ("openelm-270m.json", "openelm", "openelm_270m"),
     ("deepseek-v3.2-exp.json", "deepseek_v3_2", "deepseek_v3_2_exp"),
     ("kimi-k2-instruct.json", "kimi_k2", "kimi_k2_instruct"),
     ("qwen3-30b-a3b.json", "qwen3_moe", "qwen3_30b_a3b"),
@@ -67,7 +73,7 @@ def _imported(config: str, family_name: str, model_name: str):
         family=family_name,
         model=model_name,
         tokens_per_block=shipped.tokens_per_block,
-        kv_cache_dtype=None if dtype == "bf16" else dtype,
+        kv_cache_dtype=dtype,  # the dtype the family is served in (--kv-cache-dtype)
     )
     assert [d.render() for d in result.diagnostics] == [] and result.text is not None
     loaded = load_bytes(f"{family_name}.yaml", result.text.encode("utf-8"))
