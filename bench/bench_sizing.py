@@ -84,9 +84,15 @@ def bench_family(family: str, calls: int) -> dict[str, float]:
         kw2 = {**kw, "max_batch_size": next(batches) % 512 + 1}
         sizing.cache_costs(model, **kw2)
 
+    # Every lru cache of the module (the general one, and the one of calls at the defaults).
+    clears = [
+        value.cache_clear for value in vars(sizing).values() if hasattr(value, "cache_clear")
+    ]
+
     def cold(**extra):
         # A never-seen configuration: every cache of the module cleared (clearing included).
-        sizing._answers.cache_clear()  # the module's one cache
+        for clear in clears:
+            clear()
         sizing.cache_costs(model, **kw, **extra)
 
     def requests(model: str, profile: str, seq_len: int) -> None:

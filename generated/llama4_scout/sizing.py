@@ -75,6 +75,8 @@ __all__ = [
 # returns per-manager dicts like quota_from_max_tokens. Modules without API_VERSION are 1.
 API_VERSION = 2
 SEMANTICS = ("trtllm-v2", "exact")
+# Defaults as objects: ``cache_costs`` takes its plain path when each option *is* its default.
+_ONE, _ZERO, _UTIL = 1, 0, 0.95  # _UTIL: the default max_util_for_resume
 TIERS = ("gpu", "host")
 MAMBA_STATE_UPDATES = ("default", "replay")
 
@@ -341,6 +343,8 @@ class _Terms(tuple):  # type: ignore[type-arg]
 for _index, _field in enumerate(_Terms.__annotations__):
     setattr(_Terms, _field, property(operator.itemgetter(_index)))
 del _index, _field
+# What one computation answers: each manager's terms, and each manager's CacheCost.
+_Answer = tuple[tuple[_Terms, ...], dict[str, CacheCost]]
 
 
 def _did_you_mean(word: object, choices: Iterable[str]) -> str:
@@ -419,23 +423,9 @@ def _arguments(
     """The one keyword validation of every public function: the model and profile rows and
     the integers as ints, or ValueError naming the argument and the allowed values. Plain
     valid values take the inline checks; anything else goes through ``_integer`` and co."""
-    entry = _MODELS.get(model) if type(model) is str else None
-    if entry is None:
-        entry = _MODELS[_name("model", model, MODELS)]
-    profile = _PROFILES.get(speculative) if type(speculative) is str else None
-    if profile is None:
-        profile = _PROFILES[_name("speculative", speculative, SPECULATIVE)]
-    if speculative not in entry.profiles:
-        raise ValueError(
-            f"speculative {speculative!r} does not apply to model {model!r}; "
-            f"profiles for {model}: {', '.join(entry.profiles)}"
-        )
-    if type(batch) is not int or batch < 1:
-        batch = _integer("max_batch_size", batch, 1)
-    if type(chunk) is not int or chunk < 1:
-        chunk = _integer("max_num_tokens", chunk, 1)
-    if type(max_seq_len) is not int or not 0 < max_seq_len <= entry.max_seq_len:
-        max_seq_len = _integer("max_seq_len", max_seq_len, 1, entry.max_seq_len, f" for {model}")
+    entry, profile, batch, chunk, max_seq_len = _required(
+        model, speculative, batch, chunk, max_seq_len
+    )
     if type(tp_size) is not int or tp_size < 1:
         tp_size = _integer("tp_size", tp_size, 1)
     if type(pp_size) is not int or not 0 < pp_size <= entry.layers.layer_count:
@@ -458,10 +448,35 @@ def _arguments(
     if mamba_state_update != "default" and mamba_state_update != "replay":
         _name("mamba_state_update", mamba_state_update, MAMBA_STATE_UPDATES)
     if type(dcp_size) is not int or dcp_size != 1:
-        dcp_size = _dcp_size(entry, profile, speculative, tp_size, attention_dp, dcp_size)
+        dcp_size = _dcp_size(entry, profile, str(speculative), tp_size, attention_dp, dcp_size)
     if encoder_tokens is not None:
         _encoder_tokens(entry, model, encoder_tokens)
     return entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp_size
+
+
+def _required(
+    model: object, speculative: object, batch: object, chunk: object, max_seq_len: object
+) -> tuple[Model, Profile, int, int, int]:
+    """The model and profile rows and the three required integers, validated as in
+    ``_arguments`` (which calls this first)."""
+    entry = _MODELS.get(model) if type(model) is str else None
+    if entry is None:
+        entry = _MODELS[_name("model", model, MODELS)]
+    profile = _PROFILES.get(speculative) if type(speculative) is str else None
+    if profile is None:
+        profile = _PROFILES[_name("speculative", speculative, SPECULATIVE)]
+    if speculative not in entry.profiles:
+        raise ValueError(
+            f"speculative {speculative!r} does not apply to model {model!r}; "
+            f"profiles for {model}: {', '.join(entry.profiles)}"
+        )
+    if type(batch) is not int or batch < 1:
+        batch = _integer("max_batch_size", batch, 1)
+    if type(chunk) is not int or chunk < 1:
+        chunk = _integer("max_num_tokens", chunk, 1)
+    if type(max_seq_len) is not int or not 0 < max_seq_len <= entry.max_seq_len:
+        max_seq_len = _integer("max_seq_len", max_seq_len, 1, entry.max_seq_len, f" for {model}")
+    return entry, profile, batch, chunk, max_seq_len
 
 
 def _dcp_size(
@@ -752,15 +767,24 @@ def _compute(
     mamba_state_update: str = "default",
     dcp_size: int = 1,
     encoder_tokens: int | None = None,
-) -> tuple[tuple[_Terms, ...], dict[str, CacheCost]]:
+    plain: bool = False,
+) -> _Answer:
     """Every named term of the static cost per manager (§3, §4), and the CacheCost of each
     (built here, so that a never-seen ``cache_costs`` call runs one function); validates
-    first."""
-    entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp = _arguments(
-        model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
-        scratch_reuse, block_reuse, util, overlap_slack, semantics, attention_dp,
-        mamba_state_update, dcp_size, encoder_tokens,
-    )  # fmt: skip
+    first (``plain``: the options are the defaults, so only the required arguments)."""
+    if plain:
+        entry, profile, batch, chunk, max_seq_len = _required(
+            model, speculative, batch, chunk, max_seq_len
+        )
+        dcp = 1
+    else:
+        entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp = (
+            _arguments(
+                model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
+                scratch_reuse, block_reuse, util, overlap_slack, semantics, attention_dp,
+                mamba_state_update, dcp_size, encoder_tokens,
+            )
+        )  # fmt: skip
     if attention_dp:
         tp_size = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
     backoff = profile.backoff if block_reuse else 0
@@ -889,6 +913,19 @@ def _state_rows(
 _answers = functools.lru_cache(maxsize=4096, typed=True)(_compute)
 
 
+def _plain(model: str, speculative: str, batch: int, chunk: int, max_seq_len: int) -> _Answer:
+    """``_compute`` with every option at its default."""
+    return _compute(
+        model, speculative, batch, chunk, max_seq_len, 1, 1, 0, False, False, _UTIL, False,
+        "trtllm-v2", False, "default", 1, None, True,
+    )  # fmt: skip
+
+
+# Calls that leave every option at its default (most calls) look up a cache keyed by the five
+# required arguments: the typed key of all 17 costs as much as the rest of a repeated call.
+_answers_plain = functools.lru_cache(maxsize=4096, typed=True)(_plain)
+
+
 def _cached_terms(*args: object) -> tuple[_Terms, ...]:
     try:
         return _answers(*args)[0]
@@ -1008,7 +1045,7 @@ def cache_costs(
     pp_rank: int = 0,
     scratch_reuse: bool = False,
     block_reuse: bool = False,
-    max_util_for_resume: float = 0.95,
+    max_util_for_resume: float = _UTIL,
     overlap_slack: bool = False,
     semantics: str = "trtllm-v2",
     attention_dp: bool = False,
@@ -1017,6 +1054,21 @@ def cache_costs(
     encoder_tokens: int | None = None,
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
+    # Every option at its default object (small ints and bools are singletons; any other
+    # value, even an equal one, takes the general path): the cache of the five required ones.
+    if (
+        tp_size is _ONE and pp_size is _ONE and pp_rank is _ZERO and dcp_size is _ONE
+        and scratch_reuse is False and block_reuse is False and overlap_slack is False
+        and attention_dp is False and encoder_tokens is None and max_util_for_resume is _UTIL
+        and semantics == "trtllm-v2" and mamba_state_update == "default"
+    ):  # fmt: skip
+        try:
+            plain = _answers_plain(model, speculative, max_batch_size, max_num_tokens, max_seq_len)
+            costs = plain[1]
+        except TypeError:  # an unhashable argument: name it, as any other bad value
+            _required(model, speculative, max_batch_size, max_num_tokens, max_seq_len)
+            raise
+        return costs.copy()
     try:
         costs = _answers(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,

@@ -333,3 +333,25 @@ def test_the_copied_suggestion_matches_kvgen_suggest():
     choices = ("gemma3_27b", "gemma3_1b", "trtllm-v2", "exact", "target", "draft")
     for word in ("gemma3_27", "Gemma3_1B", "exakt", "trtllm", "drafts", "zzz", ""):
         assert core._did_you_mean(word, choices) == did_you_mean(word, choices), word
+
+
+def test_calls_at_the_defaults_and_explicit_equal_options_answer_alike():
+    # cache_costs looks calls that leave every option at its default object up in a cache of
+    # the five required arguments; equal options given explicitly (other objects) take the
+    # general path. Both must answer the same, and both refuse what the other refuses.
+    plain = core.cache_costs("hybrid", speculative="pard2", **KW)
+    explicit = core.cache_costs(
+        "hybrid", speculative="pard2", tp_size=np.int64(1), pp_size=1, pp_rank=0,
+        max_util_for_resume=float("0.95"), semantics="trtllm-" + "v2", dcp_size=np.int32(1),
+        mamba_state_update="def" + "ault", **KW,
+    )  # fmt: skip
+    assert plain == explicit
+    assert core._answers_plain.cache_info().currsize >= 1
+    assert core._answers.cache_info().currsize >= 1
+    for bad in (True, 4.0):  # warm caches on both paths still refuse a bool or a float
+        with pytest.raises(ValueError, match="max_batch_size"):
+            core.cache_costs("hybrid", **{**KW, "max_batch_size": bad})
+        with pytest.raises(ValueError, match="max_batch_size"):
+            core.cache_costs("hybrid", tp_size=2, **{**KW, "max_batch_size": bad})
+    with pytest.raises(ValueError, match="max_batch_size"):
+        core.cache_costs("hybrid", **{**KW, "max_batch_size": [4]})  # unhashable: named
