@@ -85,9 +85,7 @@ def bench_family(family: str, calls: int) -> dict[str, float]:
         sizing.cache_costs(model, **kw2)
 
     # Every lru cache of the module (the general one, and the one of calls at the defaults).
-    clears = [
-        value.cache_clear for value in vars(sizing).values() if hasattr(value, "cache_clear")
-    ]
+    clears = [value.cache_clear for value in vars(sizing).values() if hasattr(value, "cache_clear")]
 
     def cold(**extra):
         # A never-seen configuration: every cache of the module cleared (clearing included).
