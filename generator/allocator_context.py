@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvgen.costmodel import kind_head_dim
 from kvgen.layout import Call, Code, Dict, Seq, literal, statement
 from kvgen.recurrent import mamba_fields
 from kvgen.render_input import SpecInput, artifact
 from kvgen.runtime import RUNTIME_VERSION  # the version module only: no torch here
+from kvgen.shapes import kind_head_dim
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
 
 # --------------------------------------------------------------------------- the tables

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Model, Speculative
 
 if TYPE_CHECKING:
-    from kvgen.costmodel import Layer, RuntimeParams
+    from kvgen.costmodel import RuntimeParams
+    from kvgen.shapes import Layer
 
 __all__ = ["SHARDED_ATTENTION", "check_dcp", "dcp_slope"]
 

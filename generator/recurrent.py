@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kvgen.spec import LayerKind, MambaState, Speculative
 
 if TYPE_CHECKING:
-    from kvgen.costmodel import Layer
+    from kvgen.shapes import Layer
 
 MAMBA_STATE_UPDATES = ("default", "replay")
 # The replay path keeps at least this many steps of x, B, dt and dA_cumsum: its kernels pad the

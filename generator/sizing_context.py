@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kvgen import engines_core, layout, sizing_core
-from kvgen.costmodel import headroom, kind_head_dim, mla_bytes
+from kvgen.costmodel import headroom
 from kvgen.engines._rows import engine_tables
 from kvgen.engines_core import EngineLayer
 from kvgen.recurrent import mamba_fields
 from kvgen.render_input import SpecInput, artifact
+from kvgen.shapes import kind_head_dim, mla_bytes
 from kvgen.sizing_core import Kind, Model, Profile, Stack
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
 

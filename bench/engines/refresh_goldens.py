@@ -32,9 +32,9 @@ import venv
 from pathlib import Path
 from typing import Any
 
-from kvgen.costmodel import kind_head_dim
 from kvgen.engines._layers import cached_layers, ssm_state_bytes
 from kvgen.loader import load_path
+from kvgen.shapes import kind_head_dim
 from kvgen.spec import Family, LayerStack, Model
 
 ROOT = Path(__file__).resolve().parents[2]

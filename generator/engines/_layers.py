@@ -49,8 +49,8 @@ def _state_bytes(kind: LayerKind, dtype: str) -> int:
     dims = kind.recurrent_dims
     if dims is None:
         return kind.state_bytes or 0
-    from kvgen.costmodel import element_bytes
     from kvgen.recurrent import recurrent_state
+    from kvgen.shapes import element_bytes
 
     state = recurrent_state(dims, dtype, 1, element_bytes)
     return state.conv + state.ssm

@@ -5,7 +5,7 @@ static estimate of a chunked layer goes wrong (each one fails the diff against t
 from __future__ import annotations
 
 import pytest
-from kvgen import costmodel
+from kvgen import costmodel, shapes
 from kvgen.engines import NotModelled, engine_capacity
 from kvgen.loader import load_family
 
@@ -208,7 +208,7 @@ def test_drift_ceil_chunk_over_block_under_speculation(drift_family):
     # last page. pages(128, E) = 4 < 5 leaves a spare page, so "exact" adds no context
     # rounding, and N = 16 keeps the context term (16 x 768 B) below one page per request.
     params = {"max_batch_size": 4, "max_num_tokens": 16, "max_seq_len": 300}
-    assert costmodel.pages_per_chunk(128, 5, 32) == 5
+    assert shapes.pages_per_chunk(128, 5, 32) == 5
     _both_ways(
         lambda short: _harness(drift_family, "four", "pard", params, short),
         aligned_batch_sweep,
@@ -239,7 +239,7 @@ def test_drift_aligned_formula_on_a_misaligned_chunk(drift_family):
         shim.begin_generation([0])
         peaks[history // 100] = max(peaks.get(history // 100, 0), shim.pool("c100").used)
         shim.end_generation([0], 0)
-    assert max(peaks.values()) == costmodel.pages_per_chunk(100, 6, 32) == 5
+    assert max(peaks.values()) == shapes.pages_per_chunk(100, 6, 32) == 5
     assert peaks[7] == 5  # the chunk whose start sits 28 tokens into a page
     assert peaks[0] == 4  # an aligned chunk start: the aligned formula holds there
     assert -(-(100 + 6 - 1) // 32) == 4

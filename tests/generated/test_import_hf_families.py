@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 from kvgen import costmodel
-from kvgen.costmodel import pp_layer_range, stack_layers
 from kvgen.importhf import import_config
 from kvgen.lint import lint_loaded
 from kvgen.loader import load_bytes, load_family
+from kvgen.shapes import pp_layer_range, stack_layers
 
 from tests.workloads import ROOT
 

@@ -14,7 +14,7 @@ import json
 import textwrap
 
 import pytest
-from kvgen import costmodel
+from kvgen import shapes
 from kvgen.engines import NotModelled, engine_capacity
 
 from tests.sizing_support import Implementation, family_from_text
@@ -234,7 +234,7 @@ def test_brute_force_readers_hold_no_page_at_any_step(tmp_path, profile):
 def test_generic_costmodel_layers_leave_readers_out():
     family = family_from_text(SHARING)
     model = family.model("m")
-    layers = costmodel.stack_layers(
+    layers = shapes.stack_layers(
         model, "bf16", range(8), tp_size=1, max_seq_len=4096, backoff=0, shape_of=model
     )
     assert [layer.index for layer in layers] == [0, 1, 2, 3, 4, 5]

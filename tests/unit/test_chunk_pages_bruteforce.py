@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from kvgen import costmodel
+from kvgen import shapes
 
 TPBS = (16, 32, 64)
 HEADS = (0, 1, 2, 5, 8, 11, 20, 36)
@@ -44,7 +44,7 @@ def test_formula_is_the_brute_force_peak(tpb):
             peak = brute_force_peak(chunk, head, tpb)
             closed = ceil_div(chunk + head - 1 + tpb - math.gcd(chunk, tpb), tpb)
             assert peak == closed, (chunk, head, tpb)
-            assert costmodel.pages_per_chunk(chunk, head, tpb) == peak
+            assert shapes.pages_per_chunk(chunk, head, tpb) == peak
             assert peak_chunk_pages(chunk, head, tpb) == peak
             h = 3 * chunk + chunk - 1
             assert chunk_live_pages(h, h + head, chunk, tpb) == held_pages(h, head, chunk, tpb)
@@ -57,7 +57,7 @@ def test_page_aligned_chunks_peak_at_chunk_plus_headroom(tpb):
     for chunk in (tpb, 2 * tpb, 8192):
         for head in HEADS:
             assert brute_force_peak(chunk, head, tpb) == ceil_div(chunk + head - 1, tpb)
-    assert costmodel.pages_per_chunk(8192, 1, 32) == 256
+    assert shapes.pages_per_chunk(8192, 1, 32) == 256
 
 
 @pytest.mark.parametrize("tpb", TPBS)
@@ -82,7 +82,7 @@ def test_sliding_formula_on_a_chunk_is_a_page_over_when_aligned(tpb):
     for head in HEADS[1:]:
         for chunk in range(tpb, 8 * tpb + 1, tpb):
             peak = brute_force_peak(chunk, head, tpb)
-            sliding = costmodel.pages_per_window(chunk, head, tpb)
+            sliding = shapes.pages_per_window(chunk, head, tpb)
             expected = peak + 1 if (chunk + head - 2) % tpb else peak
             assert sliding == expected, (chunk, head, tpb)
 

@@ -9,7 +9,7 @@ import itertools
 import math
 
 import pytest
-from kvgen import costmodel, quant, sizing_core
+from kvgen import quant, shapes, sizing_core
 from kvgen.runtime import _layers
 from kvgen.runtime._tables import LayerKind as RuntimeKind
 from kvgen.spec import LayerKind, LayerStack
@@ -94,7 +94,7 @@ def _runtime_kind(kind: LayerKind) -> RuntimeKind:
 def _core_bytes(kind: LayerKind, tp: int) -> int:
     """The inlined interpreter's bytes: MLA folded at generate time, heads at call time."""
     if kind.kv_lora_rank is not None:
-        return costmodel.mla_bytes(kind, kind.dtype or "bf16")
+        return shapes.mla_bytes(kind, kind.dtype or "bf16")
     element = sizing_core._ELEMENT_CODES[kind.dtype or "bf16"]
     heads = -(-(kind.kv_heads or 0) // tp)
     return sizing_core._heads_bytes(heads, kind.head_dim or 0, element)
@@ -108,7 +108,7 @@ def test_costmodel_core_and_shim_agree(tp):
     )
     seen = 0
     for dtype, kind in _kinds():
-        static = costmodel.kind_bytes_per_token(kind, stack, dtype, tp, shape_of=stack)
+        static = shapes.kind_bytes_per_token(kind, stack, dtype, tp, shape_of=stack)
         buffers = _layers._buffers(_runtime_kind(kind), tp)
         shim = sum(math.prod(shape) * torch_dtype.itemsize for _n, torch_dtype, shape in buffers)
         assert static == shim == _core_bytes(kind, tp), (dtype, kind, tp)
