@@ -463,21 +463,15 @@ def attention_kinds(
         if kind == "full" and global_hd is not None:
             hd, this_hd_note = global_hd, "config.json global_head_dim"
         notes = [("kv_heads", kv_note), ("head_dim", this_hd_note)]
-        if kind == "sliding" and window >= seq_len:  # type: ignore[operator]
+        # A window or chunk that reaches the context never goes stale: full attention (§1).
+        reach = {"sliding": ("sliding_window", window), "chunked": ("attention_chunk_size", chunk)}
+        if kind in reach and reach[kind][1] >= seq_len:  # type: ignore[operator]
+            field, value = reach[kind]
             notes.append(
                 (
                     "attention",
-                    f"config.json sliding_window {window} >= "
-                    f"max_position_embeddings {seq_len}: full attention (docs/cost-model.md §1)",
-                )
-            )
-            kind = "full"
-        if kind == "chunked" and chunk >= seq_len:  # type: ignore[operator]
-            notes.append(
-                (
-                    "attention",
-                    f"config.json attention_chunk_size {chunk} >= max_position_embeddings "
-                    f"{seq_len}: full attention (docs/cost-model.md §1)",
+                    f"config.json {field} {value} >= max_position_embeddings {seq_len}: "
+                    "full attention (docs/cost-model.md §1)",
                 )
             )
             kind = "full"
