@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kvgen.escaping import text as shown
+
 Severity = Literal["error", "warning"]
 
 # A path into a spec's data: ("models", 0, "layer_kinds", "local", "window").
@@ -32,12 +34,13 @@ class Diagnostic:
     fix: str = field(default="", compare=False)
 
     def render(self) -> str:
-        """``path:line:col: CODE message`` (plus how to fix it)."""
-        text = f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
-        if self.severity == "warning":
-            text = f"{self.path}:{self.line}:{self.col}: {self.code} [warning] {self.message}"
+        """``path:line:col: CODE message`` (plus how to fix it), as one printable line: the
+        path, message and fix may quote a spec and go through ``kvgen.escaping.text``."""
+        where = f"{shown(self.path)}:{self.line}:{self.col}: {self.code}"
+        level = " [warning]" if self.severity == "warning" else ""
+        text = f"{where}{level} {shown(self.message)}"
         if self.fix:
-            text += f" (fix: {self.fix})"
+            text += f" (fix: {shown(self.fix)})"
         return text
 
 
