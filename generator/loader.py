@@ -18,6 +18,7 @@ from kvgen.composer import MAX_DEPTH, MAX_NODES, SourceMap, Unreadable, compose
 from kvgen.diagnostics import Diagnostic, SpecError
 from kvgen.escaping import is_control as _is_control
 from kvgen.exits import UsageError
+from kvgen.lines import line_break_diagnostics
 from kvgen.spec import Family
 from pydantic import ValidationError
 
@@ -79,7 +80,14 @@ def _decode(path: str, raw: bytes) -> str:
 def parse_yaml(path: str, raw: bytes) -> tuple[Any, SourceMap, list[Diagnostic]]:
     """Bytes to plain data with positions; never raises on bad input."""
     try:
-        data, source, diagnostics = compose(path, _decode(path, raw))
+        text = _decode(path, raw)
+    except Unreadable as exc:
+        return None, SourceMap(), [exc.diagnostic]
+    breaks = line_break_diagnostics(path, text)  # before YAML sees them: it would split there
+    if breaks:
+        return None, SourceMap(), breaks
+    try:
+        data, source, diagnostics = compose(path, text)
     except Unreadable as exc:
         return None, SourceMap(), [exc.diagnostic]
     if not isinstance(data, dict) and not diagnostics:
