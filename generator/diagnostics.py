@@ -6,6 +6,7 @@ registry ``kvgen.codes`` (``docs/codes.md`` is generated from it):
 - ``KV1xx`` the schema (types, ranges, unknown and missing keys)
 - ``KV2xx`` semantic lint rules (``kvgen.rules``)
 - ``KV3xx`` ``kvgen import-hf`` (``kvgen.importhf``)
+- ``KV4xx`` ``kvgen diff`` (``kvgen.review``)
 """
 
 from __future__ import annotations
