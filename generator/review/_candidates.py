@@ -25,7 +25,7 @@ __all__ = ["Candidate", "collect", "new_bytes", "old_bytes"]
 _NOT_REGULAR = {
     "submodule": "a submodule (git mode 160000)",
     "dir": "a folder",
-    "file": "a file",  # on the path of a spec, where a folder should be
+    "file": "a file",  # on the path of a spec, where a folder should be (never the spec)
     "other": "neither a regular file nor a folder (a device, FIFO or socket)",
 }
 
@@ -48,7 +48,7 @@ def _refusal(entry: Entry, rel: str, side: str, tree: GitTree) -> Diagnostic | N
         return None
     where = display_path(f"{side}{tree.display(entry.path)}")
     own = entry.path == rel
-    subject = "spec" if own else "entry"
+    subject = "path" if own else "entry"
     on_path = "" if own else f" on the path of {display_path(tree.display(rel))}"
     if entry.kind == "symlink":
         message = (
@@ -56,8 +56,8 @@ def _refusal(entry: Entry, rel: str, side: str, tree: GitTree) -> Diagnostic | N
             "follows a link"
         )
         return SYMLINKED_SPEC.at(where, (1, 1), message)
-    wanted = "a regular file" if own else "a folder"
-    message = f"this {subject} is {_NOT_REGULAR[entry.kind]}{on_path}, not {wanted}"
+    what = _NOT_REGULAR[entry.kind]
+    message = f"this {subject} is {what}{on_path}; kvgen diff compares regular files only"
     return IRREGULAR_SPEC.at(where, (1, 1), message)
 
 

@@ -144,7 +144,8 @@ def test_github_and_json_outputs_carry_the_reason_as_data(capsys):
 
 KV401_FIX = "(fix: commit the spec itself (a regular file) in place of the link)"
 KV402_FIX = "(fix: keep only regular spec files under the spec directory)"
-LINK = "this spec is a symlink; kvgen diff compares files and never follows a link"
+REGULAR = "kvgen diff compares regular files only"
+LINK = "this path is a symlink; kvgen diff compares files and never follows a link"
 
 
 def commit(message: str) -> None:
@@ -184,10 +185,7 @@ def test_symlinked_spec_folder_in_the_working_tree_is_a_finding_at_the_folder(ca
     Path("schema/families").symlink_to("v2")
     code, out, _ = diff(capsys, "--against", "HEAD")
     assert code == Exit.FINDINGS
-    assert out == (
-        "schema/families:1:1: KV401 this spec is a symlink; kvgen diff compares files and never "
-        f"follows a link {KV401_FIX}\n"
-    )
+    assert out == f"schema/families:1:1: KV401 {LINK} {KV401_FIX}\n"
 
 
 @pytest.mark.usefixtures("repo")
@@ -214,8 +212,8 @@ def test_submodule_named_like_a_spec_at_the_base_ref_is_a_finding(capsys):
     code, out, _ = diff(capsys, "--against", "HEAD")
     assert code == Exit.FINDINGS
     assert out == (
-        "HEAD:schema/families/extra.yaml:1:1: KV402 this spec is a submodule (git mode 160000), "
-        f"not a regular file {KV402_FIX}\n"
+        "HEAD:schema/families/extra.yaml:1:1: KV402 this path is a submodule (git mode 160000); "
+        f"{REGULAR} {KV402_FIX}\n"
     )
 
 
@@ -230,7 +228,7 @@ def test_non_regular_entry_named_like_a_spec_in_the_working_tree_is_a_finding(ca
         "neither a regular file nor a folder (a device, FIFO or socket)"
     )  # fmt: skip
     assert out == (
-        f"schema/families/odd.yaml:1:1: KV402 this spec is {what}, not a regular file {KV402_FIX}\n"
+        f"schema/families/odd.yaml:1:1: KV402 this path is {what}; {REGULAR} {KV402_FIX}\n"
     )
 
 
@@ -304,3 +302,35 @@ def test_hostile_refs_stay_usage_errors(capsys, ref):
     code, out, err = diff(capsys, f"--against={ref}")
     assert (code, out) == (Exit.USAGE, "")
     assert f"unknown git ref {ref!r}" in err
+
+
+@pytest.mark.usefixtures("repo")
+def test_symlinked_spec_folder_at_the_base_ref_is_a_finding_at_the_ref(capsys):
+    # At the ref, schema/families is a link to schema/v2; the working tree has the folder back.
+    os.rename("schema/families", "schema/v2")
+    Path("schema/families").symlink_to("v2")
+    commit("spec folder as a link")
+    Path("schema/families").unlink()
+    os.rename("schema/v2", "schema/families")
+    code, out, _ = diff(capsys, "--against", "HEAD")
+    assert code == Exit.FINDINGS
+    assert out == f"HEAD:schema/families:1:1: KV401 {LINK} {KV401_FIX}\n"
+
+
+@pytest.mark.usefixtures("repo")
+def test_paths_are_shown_relative_to_a_subdirectory(capsys, monkeypatch):
+    SPEC.unlink()
+    SPEC.symlink_to("/dev/null")
+    monkeypatch.chdir("schema")
+    code, out, _ = diff(capsys, "--against", "HEAD", "families")
+    assert code == Exit.FINDINGS
+    assert out == f"families/toy.yaml:1:1: KV401 {LINK} {KV401_FIX}\n"
+
+
+@pytest.mark.parametrize("code", ["KV020", "KV401", "KV402"])
+def test_new_codes_are_explained(capsys, code):
+    assert main(["explain", code]) == Exit.OK
+    out = capsys.readouterr().out
+    assert out.startswith(f"{code} (")
+    for heading in ("## What it does", "## Why it matters", "## Example", "## Fix"):
+        assert heading in out
