@@ -45,7 +45,7 @@ def line_break_diagnostics(path: str, text: str) -> list[Diagnostic]:
     """KV020 for the first ``MAX_REPORTED`` foreign line breaks of ``text`` (``[]``: none)."""
     if _FOREIGN.search(text) is None:  # the fast path: one scan of a clean file
         return []
-    found = []
+    found: list[Diagnostic] = []
     for line, col, char in foreign_line_breaks(text):
         if len(found) == MAX_REPORTED:
             break

@@ -75,3 +75,47 @@ def test_no_format_lets_a_line_break_through(char):
     value = f"a{char}::error::b"
     for escape in (escaping.text, escaping.markdown, escaping.github_data):
         assert escape(value).isprintable(), (escape, char)
+
+
+def _hostile_review():
+    from kvgen.review import Capacity, Change, Deployment, Review
+
+    # Names a lint-clean spec cannot hold (they are identifiers), built directly: the emitters
+    # must not rely on lint for their escaping. One blocking change, one cosmetic family.
+    review = Review("main`x", Deployment())
+    old, new = Capacity(2048, 0, 1 << 30, 100), Capacity(4096, 0, 1 << 30, 50)
+    family, model = "f|<!--", "m\n::error::forged"
+    review.changes.append(
+        Change(family, model, "none", "target", "capacity-reducing", "", old, new)
+    )
+    review.families = {family: "changed", "c\u2028::warning::x": "cosmetic"}
+    review.spec_paths = {family: "schema/```<b>.yaml"}
+    return review
+
+
+def test_every_diff_emitter_escapes_names_paths_and_the_ref():
+    from kvgen.review_reporters import EMITTERS
+
+    review = _hostile_review()
+    text = EMITTERS["text"](review)
+    assert not [line for line in text.splitlines() if line.lstrip().startswith("::")]
+    assert "f|<!--/m\\n::error::forged/none/target: capacity-reducing" in text
+    assert "c\\u2028::warning::x: cosmetic" in text
+    assert "  # schema/```<b>.yaml" in text
+    markdown = EMITTERS["markdown"](review)
+    outside_code = markdown.split("````yaml\n")[0] + markdown.split("\n````\n")[1]
+    html = outside_code.replace("<sub>", "").replace("</sub>", "")  # kvgen's own footer
+    assert "<" not in html  # no HTML, no comment from the author: `<` only as &lt;
+    assert markdown.startswith("### kvgen diff: ``main`x`` → working tree\n")
+    assert (
+        "| f\\|&lt;\\!-- | m\\\\n::error::forged | none | target | capacity-reducing |" in markdown
+    )
+    assert "- this change fits 50 fewer tokens for m\\\\n::error::forged in 40 GiB." in markdown
+    assert "Cosmetic (no numeric change): c\\\\u2028::warning::x." in markdown
+    # The hints are a code block whose fence outgrows the path's backticks: literal text there.
+    block = markdown.split("````yaml\n", 1)[1].split("\n````\n", 1)[0]
+    assert block.splitlines()[0] == "# schema/```<b>.yaml"
+    github = EMITTERS["github"](review)
+    assert github.count("\n") == 1 and github.startswith("::error file=schema/```<b>.yaml,line=1,")
+    assert "f|<!--/m%0A::error::forged/none/target" in github
+    assert json.loads(EMITTERS["json"](review))["changes"][0]["model"] == "m\n::error::forged"
