@@ -61,12 +61,6 @@ def _refusal(entry: Entry, rel: str, side: str, tree: GitTree) -> Diagnostic | N
     return IRREGULAR_SPEC.at(where, (1, 1), message)
 
 
-def _refuse(entry: Entry, rel: str, side: str, tree: GitTree, review: Review) -> None:
-    found = _refusal(entry, rel, side, tree)
-    if found is not None and found not in review.diagnostics:
-        review.diagnostics.append(found)
-
-
 def _spec_entries(tree: GitTree, entry: Entry | None, old: bool) -> dict[str, Entry]:
     """A side's entries named like a spec directly inside the folder ``entry``, by name."""
     if entry is None or entry.kind != "dir":
@@ -78,17 +72,25 @@ def _spec_entries(tree: GitTree, entry: Entry | None, old: bool) -> dict[str, En
 def _missing(tree: GitTree, arg: Path) -> ReviewError:
     from kvgen.suggest import did_you_mean
 
-    nearby = arg.parent if arg.parent.is_dir() else Path(".")
-    names = [p.as_posix() for p in nearby.iterdir() if p.suffix in SPEC_SUFFIXES]
+    # Names for "did you mean", from the working tree without following a link either.
+    parent = tree.rel(arg.parent)
+    folder = None if parent is None else worktree.lookup(tree.root, parent)
+    inside = worktree.children(tree.root, folder) if folder and folder.kind == "dir" else []
+    names = [
+        (arg.parent / e.path.rsplit("/", 1)[-1]).as_posix()
+        for e in inside
+        if Path(e.path).suffix in SPEC_SUFFIXES
+    ]
     return ReviewError(
         f"{arg.as_posix()}: no such spec in the working tree or at {tree.ref}"
         + did_you_mean(arg.as_posix(), names)
     )
 
 
-def collect(tree: GitTree, args: list[str], review: Review) -> list[Candidate]:
-    """Every spec path under ``args`` (default: the spec directory), files directly inside a
-    folder, with its entry at both sides. Entries that block a folder go to ``review``."""
+def collect(tree: GitTree, args: list[str]) -> list[Candidate]:
+    """Every spec path under ``args`` (default: the spec directory; a folder's spec entries
+    directly inside it) with its entry at each side, as found: ``old_bytes`` and ``new_bytes``
+    refuse what is not a regular spec file when they read it."""
     found: dict[str, Candidate] = {}
     for arg in [Path(a) for a in args or [SPEC_DIR]]:
         rel = tree.rel(arg)
@@ -97,13 +99,15 @@ def collect(tree: GitTree, args: list[str], review: Review) -> list[Candidate]:
         old, new = tree.lookup(rel), worktree.lookup(tree.root, rel)
         if old is None and new is None:
             raise _missing(tree, arg)
-        sides = [(old, f"{tree.ref}:"), (new, "")]
-        if not any(e is not None and e.kind == "dir" and e.path == rel for e, _ in sides):
+        if not any(e is not None and e.kind == "dir" and e.path == rel for e in (old, new)):
             found.setdefault(rel, Candidate(arg, rel, old, new))
             continue
-        for entry, side in sides:  # a folder on one side and a link (or else) on the other
-            if entry is not None and not (entry.kind == "dir" and entry.path == rel):
-                _refuse(entry, rel, side, tree, review)
+        # A folder on one side and something else on the other: a link (or else) is refused; a
+        # spec that became a folder (or the reverse) is still read on its side.
+        if old is not None and not (old.kind == "dir" and old.path == rel):
+            found.setdefault(rel, Candidate(arg, rel, old, None))
+        if new is not None and not (new.kind == "dir" and new.path == rel):
+            found.setdefault(rel, Candidate(arg, rel, None, new))
         before, after = _spec_entries(tree, old, True), _spec_entries(tree, new, False)
         for name in sorted(before.keys() | after.keys()):
             child = f"{rel}/{name}" if rel else name
@@ -122,8 +126,10 @@ def _bytes(
     """A side's spec bytes, or ``None`` (absent, or refused with its finding in ``review``)."""
     if entry is None:
         return None
-    if _refusal(entry, rel, side, tree) is not None:
-        _refuse(entry, rel, side, tree, review)
+    refused = _refusal(entry, rel, side, tree)
+    if refused is not None:
+        if refused not in review.diagnostics:  # a blocking folder, named once for all below
+            review.diagnostics.append(refused)
         return None
     where = display_path(f"{side}{tree.display(rel)}")
     assert entry.size is not None

@@ -55,8 +55,8 @@ def review_specs(
     """
     tree = GitTree(ref, cwd or Path.cwd())
     review = Review(ref, deployment)
-    candidates = collect(tree, paths, review)
-    if not candidates and not review.diagnostics:
+    candidates = collect(tree, paths)
+    if not candidates:
         raise ReviewError(f"no spec files under {', '.join(paths or [str(SPEC_DIR)])}")
     old_sides, new_sides = [], []
     for candidate in candidates:
