@@ -54,7 +54,10 @@ class GitTree:
         if top.returncode:
             raise ReviewError(f"{self.cwd} is not in a git repository; kvgen diff compares a ref")
         self.root = Path(os.fsdecode(top.stdout.rstrip(b"\n"))).resolve()
-        self.base = self.cwd.relative_to(self.root).as_posix()  # "." at the root
+        try:
+            self.base = self.cwd.relative_to(self.root).as_posix()  # "." at the root
+        except ValueError:  # inside .git, or a checkout reached another way: no work tree here
+            raise ReviewError(f"{self.cwd} is not inside the work tree at {self.root}") from None
         bad = not ref or ref.startswith("-")
         commit = None if bad else self._git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
         if commit is None or commit.returncode:
