@@ -141,6 +141,8 @@ def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageEr
 
 def load_config(path: Path) -> Config:
     """Parse and check one config file; a problem is a positioned ``UsageError``."""
+    from kvgen.lines import line_break_diagnostics
+
     display = Path(os.path.relpath(path)).as_posix()
     try:
         raw = path.read_bytes()
@@ -150,6 +152,9 @@ def load_config(path: Path) -> Config:
         raise UsageError(f"{display}: {len(raw)} bytes is too large for a config file")
     try:
         text = raw.decode("utf-8")
+        breaks = line_break_diagnostics(display, text)  # TOML and git agree; _position would not
+        if breaks:
+            raise UsageError(breaks[0].render())
         data = tomllib.loads(text)
     except UnicodeDecodeError:
         raise UsageError(f"{display}:1:1: not valid UTF-8 (save it as UTF-8)") from None

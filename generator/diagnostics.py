@@ -6,12 +6,15 @@ registry ``kvgen.codes`` (``docs/codes.md`` is generated from it):
 - ``KV1xx`` the schema (types, ranges, unknown and missing keys)
 - ``KV2xx`` semantic lint rules (``kvgen.rules``)
 - ``KV3xx`` ``kvgen import-hf`` (``kvgen.importhf``)
+- ``KV4xx`` ``kvgen diff`` (``kvgen.review``)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+
+from kvgen.escaping import text as shown
 
 Severity = Literal["error", "warning"]
 
@@ -32,12 +35,13 @@ class Diagnostic:
     fix: str = field(default="", compare=False)
 
     def render(self) -> str:
-        """``path:line:col: CODE message`` (plus how to fix it)."""
-        text = f"{self.path}:{self.line}:{self.col}: {self.code} {self.message}"
-        if self.severity == "warning":
-            text = f"{self.path}:{self.line}:{self.col}: {self.code} [warning] {self.message}"
+        """``path:line:col: CODE message`` (plus how to fix it), as one printable line: the
+        path, message and fix may quote a spec and go through ``kvgen.escaping.text``."""
+        where = f"{shown(self.path)}:{self.line}:{self.col}: {self.code}"
+        level = " [warning]" if self.severity == "warning" else ""
+        text = f"{where}{level} {shown(self.message)}"
         if self.fix:
-            text += f" (fix: {self.fix})"
+            text += f" (fix: {shown(self.fix)})"
         return text
 
 

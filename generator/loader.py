@@ -8,7 +8,6 @@ depth and size), and values to a validated ``Family`` with pydantic, whose error
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,9 @@ from typing import Any
 from kvgen.codes import reader as codes
 from kvgen.composer import MAX_DEPTH, MAX_NODES, SourceMap, Unreadable, compose
 from kvgen.diagnostics import Diagnostic, SpecError
+from kvgen.escaping import is_control as _is_control
 from kvgen.exits import UsageError
+from kvgen.lines import line_break_diagnostics
 from kvgen.spec import Family
 from pydantic import ValidationError
 
@@ -79,7 +80,14 @@ def _decode(path: str, raw: bytes) -> str:
 def parse_yaml(path: str, raw: bytes) -> tuple[Any, SourceMap, list[Diagnostic]]:
     """Bytes to plain data with positions; never raises on bad input."""
     try:
-        data, source, diagnostics = compose(path, _decode(path, raw))
+        text = _decode(path, raw)
+    except Unreadable as exc:
+        return None, SourceMap(), [exc.diagnostic]
+    breaks = line_break_diagnostics(path, text)  # before YAML sees them: it would split there
+    if breaks:
+        return None, SourceMap(), breaks
+    try:
+        data, source, diagnostics = compose(path, text)
     except Unreadable as exc:
         return None, SourceMap(), [exc.diagnostic]
     if not isinstance(data, dict) and not diagnostics:
@@ -105,12 +113,6 @@ def load_bytes(path: str, raw: bytes) -> LoadedSpec:
         found = validation_diagnostics(path, exc, source, data)
         return LoadedSpec(path, data, source, None, found)
     return LoadedSpec(path, data, source, family, [])
-
-
-def _is_control(char: str) -> bool:
-    """Control, format, private, unassigned or separator characters (space excepted): any of
-    them could end or disguise a line that names the path (a header comment, a diagnostic)."""
-    return char != " " and unicodedata.category(char)[0] in "CZ"
 
 
 def path_problem(path: str | Path) -> str | None:

@@ -1,17 +1,21 @@
 """Output formats of ``kvgen lint``: one small emitter per format, in a registry by name.
 
 Each emitter turns sorted diagnostics into the full text written to stdout (``""`` when there
-is nothing to say). They never touch stderr; the command logs the summary there.
+is nothing to say). They never touch stderr; the command logs the summary there. Paths and
+messages may quote a spec: each format escapes them with its one function of
+``kvgen.escaping`` (text through ``Diagnostic.render``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 
 from kvgen._meta import PROJECT_URL, code_url, version
 from kvgen.codes import Code
 from kvgen.diagnostics import Diagnostic
+from kvgen.escaping import github_data as escape_data
+from kvgen.escaping import github_property as escape_property
+from kvgen.escaping import json_dumps
 from kvgen.rules import all_codes, find_code
 
 __all__ = ["REPORTERS", "escape_data", "escape_property", "render"]
@@ -49,17 +53,7 @@ def as_json(diagnostics: Sequence[Diagnostic]) -> str:
         }
         for d in diagnostics
     ]
-    return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
-
-
-def escape_data(value: str) -> str:
-    """A workflow command's message: ``%``, CR and LF escaped so it stays one command."""
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(value: str) -> str:
-    """A workflow command's property value (file, title): also ``:`` and ``,`` escaped."""
-    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+    return json_dumps(items) + "\n"
 
 
 def github(diagnostics: Sequence[Diagnostic]) -> str:
@@ -118,7 +112,7 @@ def sarif(diagnostics: Sequence[Diagnostic], rules: Sequence[Code] | None = None
         "version": "2.1.0",
         "runs": [{"tool": {"driver": driver}, "results": results}],
     }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    return json_dumps(log) + "\n"
 
 
 REPORTERS: dict[str, Emitter] = {"text": text, "json": as_json, "github": github, "sarif": sarif}

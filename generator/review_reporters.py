@@ -3,15 +3,16 @@
 Each emitter turns a ``Review`` into the full text written to stdout. Text and Markdown are
 for people (the Markdown one is a pull-request comment), JSON for tools, ``github`` for
 workflow annotations anchored at the spec line of the model or profile that changed.
-Strings from specs reach GitHub commands only through ``escape_data``/``escape_property``.
+Every string a spec author or a ref controls (reasons, names, paths, the ref, details quoting
+them) reaches the output only through its format's function of ``kvgen.escaping``.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Callable
 
-from kvgen.reporters import escape_data, escape_property
+from kvgen import escaping
 from kvgen.review import Change, Review
 from kvgen.units import format_size
 
@@ -41,10 +42,12 @@ def _delta(old: int | None, new: int | None, unit: str = "") -> str:
 
 
 def _where(change: Change) -> str:
+    """``family/model/profile/manager``, raw: each emitter escapes it for its format."""
     return "/".join((change.family, change.model, change.profile, change.manager))
 
 
 def _ack_text(change: Change) -> str:
+    """Raw like ``_where``: the reason is the spec author's text."""
     if change.kind not in ("capacity-reducing", "api"):
         return ""
     if change.acknowledged is not None:
@@ -91,6 +94,7 @@ def _ack_entries(review: Review) -> tuple[dict[str, list[str]], list[str]]:
 
 
 def _ack_hint(review: Review) -> list[str]:
+    """YAML lines to paste, each escaped as plain text (a path is the only free text)."""
     entries, removed = _ack_entries(review)
     lines = []
     for path, items in sorted(entries.items()):
@@ -98,14 +102,18 @@ def _ack_hint(review: Review) -> list[str]:
     lines += [
         f"# {family}: a removed family has no spec to acknowledge it in" for family in removed
     ]
-    return lines
+    return [escaping.text(line) for line in lines]
 
 
 def text(review: Review) -> str:
-    lines = [f"kvgen diff {review.ref} -> working tree", f"reference: {_deployment_line(review)}"]
+    shown = escaping.text
+    lines = [
+        f"kvgen diff {shown(review.ref)} -> working tree",
+        f"reference: {_deployment_line(review)}",
+    ]
     for change in review.changes:
         detail = f": {change.detail}" if change.detail else ""
-        lines.append(f"{_where(change)}: {change.kind}{detail}{_ack_text(change)}")
+        lines.append(shown(f"{_where(change)}: {change.kind}{detail}{_ack_text(change)}"))
         old, new = change.old, change.new
         if old is not None and new is not None:
             slope = _delta(old.slope, new.slope, " B")
@@ -118,7 +126,7 @@ def text(review: Review) -> str:
             ]
     for family, status in sorted(review.families.items()):
         if status == "cosmetic":
-            lines.append(f"{family}: cosmetic (no numeric change)")
+            lines.append(f"{shown(family)}: cosmetic (no numeric change)")
     lines.append(f"summary: {_counts(review)}")
     hints = _ack_hint(review)
     if hints:
@@ -144,6 +152,7 @@ def _sentence(change: Change, review: Review) -> str | None:
         return None
     d = review.deployment
     where = change.model if change.profile == "none" else f"{change.model} ({change.profile})"
+    where = escaping.markdown(where)
     if change.manager != "target":
         where += f" {change.manager} pool"
     parts = []
@@ -161,7 +170,8 @@ def _sentence(change: Change, review: Review) -> str | None:
 
 def markdown(review: Review) -> str:
     blocking = len(review.blocking)
-    lines = [f"### kvgen diff: `{review.ref}` → working tree", ""]
+    cell = escaping.markdown
+    lines = [f"### kvgen diff: {escaping.markdown_code(review.ref)} → working tree", ""]
     lines.append(f"Reference deployment: {_deployment_line(review)}.")
     lines.append("")
     if blocking:
@@ -182,9 +192,9 @@ def markdown(review: Review) -> str:
             old, new = c.old, c.new
             kind = f"{c.kind}: {c.detail}" if c.detail else c.kind
             ack = "" if c.kind not in ("capacity-reducing", "api") else (
-                "**no**" if c.acknowledged is None else f"yes: {c.acknowledged}"
+                "**no**" if c.acknowledged is None else f"yes: {cell(c.acknowledged)}"
             )  # fmt: skip
-            cells = [c.family, c.model, c.profile, c.manager, kind]
+            cells = [cell(value) for value in (c.family, c.model, c.profile, c.manager, kind)]
             if old is not None and new is not None:
                 cells += [
                     _md_arrow(old.slope, new.slope),
@@ -200,11 +210,13 @@ def markdown(review: Review) -> str:
             lines += [f"- {s}." for s in sentences]
     cosmetic = sorted(f for f, s in review.families.items() if s == "cosmetic")
     if cosmetic:
-        lines += ["", f"Cosmetic (no numeric change): {', '.join(cosmetic)}."]
+        lines += ["", f"Cosmetic (no numeric change): {cell(', '.join(cosmetic))}."]
     hints = _ack_hint(review)
     if hints:
-        lines += ["", "To acknowledge a reviewed change, add to the new spec:", "", "```yaml"]
-        lines += [*hints, "```"]
+        # A fence longer than any run of backticks in the hints (a path may hold some).
+        fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", "\n".join(hints)))])
+        lines += ["", "To acknowledge a reviewed change, add to the new spec:", "", f"{fence}yaml"]
+        lines += [*hints, fence]
     lines += ["", f"<sub>{_counts(review)}</sub>"]
     return "".join(f"{line}\n" for line in lines)
 
@@ -235,7 +247,7 @@ def as_json(review: Review) -> str:
         "changes": [_change_json(change) for change in review.changes],
         "not_acknowledged": len(review.blocking),
     }
-    return json.dumps(data, indent=2) + "\n"
+    return escaping.json_dumps(data) + "\n"
 
 
 def github(review: Review) -> str:
@@ -244,10 +256,10 @@ def github(review: Review) -> str:
     for change in review.changes:
         level = "error" if change.blocking else "notice"
         path = review.spec_paths.get(change.family)
-        props = f"file={escape_property(path)},line={spec_line(review, change)}," if path else ""
-        props += f"title={escape_property(f'kvgen diff: {change.kind}')}"
-        message = text_line(change)
-        lines.append(f"::{level} {props}::{escape_data(message)}")
+        line = spec_line(review, change)
+        props = f"file={escaping.github_property(path)},line={line}," if path else ""
+        props += f"title={escaping.github_property(f'kvgen diff: {change.kind}')}"
+        lines.append(f"::{level} {props}::{escaping.github_data(text_line(change))}")
     return "".join(f"{line}\n" for line in lines)
 
 

@@ -3,19 +3,21 @@
 
 Codes are stable forever; a retired code stays in ``RETIRED`` and is never reused.
 
-- ``KV0xx`` reading the file, ``KV1xx`` the schema: ``kvgen.codes.reader``
+- ``KV0xx`` reading the file, ``KV1xx`` the schema: ``kvgen.codes.reader`` (KV020, what a
+  line is: ``kvgen.codes.lines``)
 - ``KV2xx`` semantic lint rules: one module each under ``kvgen.rules``, which also gives
   the whole catalogue (``kvgen.rules.all_codes``): the rules depend on this package, never
   the reverse
 - ``KV3xx`` ``kvgen import-hf``: ``kvgen.codes.hf``
+- ``KV4xx`` ``kvgen diff``: ``kvgen.codes.review``
 """
 
 from __future__ import annotations
 
-from kvgen.codes import hf, reader
+from kvgen.codes import hf, lines, reader, review
 from kvgen.codes._registry import Code, declare, declared
 
-__all__ = ["RETIRED", "Code", "declare", "declared", "hf", "reader"]
+__all__ = ["RETIRED", "Code", "declare", "declared", "hf", "lines", "reader", "review"]
 
 # code -> why it was retired. Never reuse one of these codes.
 RETIRED: dict[str, str] = {}

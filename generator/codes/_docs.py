@@ -16,6 +16,7 @@ _ORIGINS = (
     ("schema", "The schema (KV1xx)", "Types, ranges, unknown and missing keys."),
     ("lint", "Lint rules (KV2xx)", "Semantic checks on a spec that passed the schema."),
     ("import-hf", "kvgen import-hf (KV3xx)", "Problems in a Hugging Face config.json."),
+    ("diff", "kvgen diff (KV4xx)", "Entries `kvgen diff` refuses to compare, at the ref or here."),
 )
 
 
@@ -38,9 +39,9 @@ def render_codes_page(codes: tuple[Code, ...]) -> str:
         "# Diagnostic codes\n\n"
         f"<!-- Generated from kvgen's code registry by `kvgen explain --write-docs`; do not\n"
         f"     edit by hand. `kvgen explain --check-docs` fails when {CODES_DOC} is stale. -->\n\n"
-        "Every finding of `kvgen lint`, `kvgen generate` and `kvgen import-hf` carries one of "
-        "these codes.\nCodes are stable: a code never changes meaning and a retired code is "
-        "never reused.\n`kvgen explain CODE` prints the same text.\n"
+        "Every finding of `kvgen lint`, `kvgen generate`, `kvgen import-hf` and `kvgen diff` "
+        "carries one of these codes.\nCodes are stable: a code never changes meaning and a "
+        "retired code is never reused.\n`kvgen explain CODE` prints the same text.\n"
     ]
     for origin, title, about in _ORIGINS:
         group = [code for code in codes if code.origin == origin]

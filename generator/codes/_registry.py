@@ -1,7 +1,8 @@
 """The one table of diagnostic codes: each code is declared exactly once, with ``declare``.
 
 A code never changes meaning and a retired code is never reused. KV0xx/KV1xx are declared in
-``kvgen.codes.reader``, KV3xx in ``kvgen.codes.hf``; each KV2xx lint rule is declared by its
+``kvgen.codes.reader`` (KV020 in ``kvgen.codes.lines``), KV3xx in ``kvgen.codes.hf``, KV4xx in
+``kvgen.codes.review``; each KV2xx lint rule is declared by its
 own module under ``kvgen.rules`` (``CODE``, ``NAME``, ``SEVERITY``, docstring, ``check``).
 """
 
@@ -16,7 +17,7 @@ from kvgen.diagnostics import Diagnostic, Severity
 
 __all__ = ["Code", "declare", "declared"]
 
-_ORIGINS = {"KV0": "reader", "KV1": "schema", "KV2": "lint", "KV3": "import-hf"}
+_ORIGINS = {"KV0": "reader", "KV1": "schema", "KV2": "lint", "KV3": "import-hf", "KV4": "diff"}
 
 
 @dataclass(frozen=True)

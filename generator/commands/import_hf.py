@@ -65,6 +65,7 @@ def _usage(message: str) -> Exit:
 def run(args: argparse.Namespace) -> Exit:
     from kvgen.codes import hf as codes
     from kvgen.importhf import import_config, to_identifier
+    from kvgen.lines import line_break_diagnostics
     from kvgen.loader import display_path
 
     for flag, value in (("--family", args.family), ("--model", args.model)):
@@ -86,6 +87,10 @@ def run(args: argparse.Namespace) -> Exit:
             display, (1, 1), "file is not valid UTF-8", "save it as UTF-8"
         )
         print(refused.render())
+        return Exit.FINDINGS
+    breaks = line_break_diagnostics(display, text)  # positions must be git's, as in specs
+    if breaks:
+        print("".join(f"{diagnostic.render()}\n" for diagnostic in breaks), end="")
         return Exit.FINDINGS
     result = import_config(
         display,

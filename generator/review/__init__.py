@@ -16,6 +16,11 @@ Reviewing a generator change (kvgen's own repository) needs the committed module
 and reads back only JSON; it still runs that code as the user, so use it only on refs you
 trust. A committed module generated from another spec, or that fails, falls back to rendering.
 
+Both sides are found by path, never through a link: the ref's trees by object id (``git
+ls-tree -z``: NUL-separated, names unquoted), the working tree with ``lstat``. A symlink
+(KV401) or another non-regular entry (KV402) at either side is a finding, never an added or
+removed family (``kvgen.review._candidates``).
+
 Every (family, model, profile, manager) is evaluated at one reference deployment
 (``Deployment``) and classified:
 

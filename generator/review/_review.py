@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kvgen.diagnostics import has_errors
 from kvgen.project import OUT_DIR, SPEC_DIR
+from kvgen.review._candidates import collect, new_bytes, old_bytes
 from kvgen.review._compare import (
     acknowledgement_reason,
     compare_family,
@@ -18,7 +19,6 @@ from kvgen.review._git import GitTree
 from kvgen.review._sides import (
     Side,
     by_family,
-    candidate_paths,
     committed_module,
     load_side,
     render_module,
@@ -55,17 +55,18 @@ def review_specs(
     """
     tree = GitTree(ref, cwd or Path.cwd())
     review = Review(ref, deployment)
-    candidates = candidate_paths(tree, paths)
+    candidates = collect(tree, paths)
     if not candidates:
         raise ReviewError(f"no spec files under {', '.join(paths or [str(SPEC_DIR)])}")
     old_sides, new_sides = [], []
-    for path in candidates:
-        display = path.as_posix()
+    for candidate in candidates:
+        display = candidate.path.as_posix()
         log.debug("reading %s (at %s and in the working tree)", display, ref)
-        raw = tree.read(path)
+        raw = old_bytes(candidate, tree, review)
         if raw is not None and (side := load_side(f"{ref}:{display}", display, raw, review)):
             old_sides.append(side)
-        if path.is_file() and (side := load_side(display, display, path.read_bytes(), review)):
+        raw = new_bytes(candidate, tree, review)
+        if raw is not None and (side := load_side(display, display, raw, review)):
             new_sides.append(side)
     old = by_family(old_sides, review, f"{ref}:")
     new = by_family(new_sides, review, "")

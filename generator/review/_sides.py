@@ -17,15 +17,13 @@ import kvgen.review._evaluate as evaluator
 from kvgen.diagnostics import has_errors
 from kvgen.lint import duplicate_family
 from kvgen.loader import load_bytes
-from kvgen.project import SPEC_DIR, SPEC_SUFFIXES
 from kvgen.review._git import GitTree
-from kvgen.review._types import Capacity, Deployment, Review, ReviewError
+from kvgen.review._types import Capacity, Deployment, Review
 from kvgen.spec import Family
 
 __all__ = [
     "Side",
     "by_family",
-    "candidate_paths",
     "committed_module",
     "load_side",
     "render_module",
@@ -59,30 +57,6 @@ class Side:
     module_text: str = ""
     lines: dict[str, int] = field(default_factory=dict)  # see ``Review.spec_lines``
     origin: str = ""
-
-
-def candidate_paths(tree: GitTree, args: list[str]) -> list[Path]:
-    found: dict[Path, None] = {}
-    for arg in [Path(a) for a in args or [SPEC_DIR]]:
-        if arg.is_dir() or tree.kind(arg) == "tree":
-            now = (
-                [p for p in sorted(arg.iterdir()) if p.suffix in SPEC_SUFFIXES]
-                if arg.is_dir()
-                else []
-            )
-            found.update(dict.fromkeys([*now, *tree.specs_in(arg)]))
-        elif arg.is_file() or tree.kind(arg) == "blob":
-            found[arg] = None
-        else:
-            from kvgen.suggest import did_you_mean
-
-            nearby = arg.parent if arg.parent.is_dir() else Path(".")
-            names = [p.as_posix() for p in nearby.iterdir() if p.suffix in SPEC_SUFFIXES]
-            raise ReviewError(
-                f"{arg.as_posix()}: no such spec in the working tree or at {tree.ref}"
-                + did_you_mean(arg.as_posix(), names)
-            )
-    return sorted(found)
 
 
 def load_side(label: str, display: str, raw: bytes, review: Review) -> Side | None:
@@ -190,7 +164,7 @@ def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deplo
     """
     name = side.family.family
     path = out_dir / name / "sizing.py"
-    raw = tree.read(path)
+    raw = tree.read_file(path)  # a regular file at the ref; a link there is never read
     if raw is None:
         return False
     label = f"{tree.ref}:{path.as_posix()}"

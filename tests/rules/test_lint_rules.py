@@ -81,8 +81,12 @@ def test_list_rules_lists_every_code_once(capsys):
     assert main(["lint", "--list-rules"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == [rule.code for rule in all_rules()]
-    last = max((r for r in all_rules() if r.code.startswith("KV3")), key=lambda r: r.code)
-    assert lines[-1].split()[:4] == [last.code, last.severity, "import-hf", last.name]
+    last = max((r for r in all_rules() if r.code.startswith("KV4")), key=lambda r: r.code)
+    assert lines[-1].split()[:4] == [last.code, last.severity, "diff", last.name]
+    kv3 = max((r for r in all_rules() if r.code.startswith("KV3")), key=lambda r: r.code)
+    assert (
+        f" {kv3.severity:<7}  import-hf  " in lines[[r.code for r in all_rules()].index(kv3.code)]
+    )
 
 
 def _heavy_modules_after(code: str) -> str:
