@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from kvgen._meta import PROJECT_URL, code_url, version
-from kvgen.codes import Code
 from kvgen.diagnostics import Diagnostic
-from kvgen.rules import all_codes, find_code
+
+if TYPE_CHECKING:
+    from kvgen.codes import Code
 
 __all__ = ["REPORTERS", "escape_data", "escape_property", "render"]
 
@@ -30,6 +32,8 @@ def text(diagnostics: Sequence[Diagnostic]) -> str:
 
 
 def _rule_name(code: str) -> str:
+    from kvgen.rules import find_code  # the rule registry: not needed to list the formats
+
     rule = find_code(code)
     return rule.name if rule else ""
 
@@ -78,6 +82,8 @@ def sarif(diagnostics: Sequence[Diagnostic], rules: Sequence[Code] | None = None
     The driver names kvgen's version and home; each rule links its section of docs/codes.md
     (``helpUri``) and carries its What/Why/Example/Fix as ``help`` markdown, which code
     scanning UIs show beside the finding."""
+    from kvgen.rules import all_codes
+
     rules = sorted(all_codes() if rules is None else rules, key=lambda rule: rule.code)
     index = {rule.code: i for i, rule in enumerate(rules)}
     driver = {

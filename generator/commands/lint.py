@@ -13,7 +13,6 @@ import sys
 
 from kvgen.console import colour_findings, use_colour
 from kvgen.exits import Exit
-from kvgen.project import expand_paths
 from kvgen.reporters import REPORTERS
 
 log = logging.getLogger("kvgen")
@@ -58,6 +57,8 @@ def run(args: argparse.Namespace) -> Exit:
         sys.stdout.write(list_rules())
         return Exit.OK
     paths = args.paths or [args.project.spec_dir]
+    from kvgen.project import expand_paths  # the loader: pydantic and yaml
+
     files = expand_paths(paths)  # a missing path is a UsageError: exit 2
 
     from kvgen.lint import lint_paths

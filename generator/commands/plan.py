@@ -22,8 +22,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from kvgen.config import OUT_DIR
 from kvgen.exits import Exit, UsageError
-from kvgen.project import OUT_DIR
 from kvgen.units import positive_int, size_argument
 
 log = logging.getLogger("kvgen")
@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--generated", type=Path, default=OUT_DIR, metavar="DIR")
+    parser.add_argument("--generated", type=Path, default=Path(OUT_DIR), metavar="DIR")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="write a capacity plot")
     parser.set_defaults(func=run)
 
