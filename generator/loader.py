@@ -47,6 +47,7 @@ class LoadedSpec:
     source: SourceMap
     family: Family | None
     diagnostics: list[Diagnostic]
+    raw: bytes = b""  # the file, for its `# kvgen: noqa` comments (kvgen.noqa); set once valid
 
 
 def _position_of_offset(raw: bytes, offset: int) -> tuple[int, int]:
@@ -104,7 +105,7 @@ def load_bytes(path: str, raw: bytes) -> LoadedSpec:
 
         found = validation_diagnostics(path, exc, source, data)
         return LoadedSpec(path, data, source, None, found)
-    return LoadedSpec(path, data, source, family, [])
+    return LoadedSpec(path, data, source, family, [], raw)
 
 
 def _is_control(char: str) -> bool:

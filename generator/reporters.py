@@ -1,7 +1,9 @@
 """Output formats of ``kvgen lint``: one small emitter per format, in a registry by name.
 
 Each emitter turns sorted diagnostics into the full text written to stdout (``""`` when there
-is nothing to say). They never touch stderr; the command logs the summary there.
+is nothing to say). They never touch stderr; the command logs the summary there. Findings that
+a ``# kvgen: noqa`` comment suppressed (``suppressed``) appear only in SARIF, which has a
+place for them (``suppressions``); the text summary counts them.
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ if TYPE_CHECKING:
 __all__ = ["REPORTERS", "escape_data", "escape_property", "render"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-Emitter = Callable[[Sequence[Diagnostic]], str]
+Emitter = Callable[..., str]  # (diagnostics, *, suppressed=()) -> the text of stdout
 
 
 def _lines(lines: list[str]) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-def text(diagnostics: Sequence[Diagnostic]) -> str:
+def text(diagnostics: Sequence[Diagnostic], suppressed: Sequence[Diagnostic] = ()) -> str:
     """``path:line:col: CODE message (fix: ...)``, one per line."""
     return _lines([d.render() for d in diagnostics])
 
@@ -38,7 +40,7 @@ def _rule_name(code: str) -> str:
     return rule.name if rule else ""
 
 
-def as_json(diagnostics: Sequence[Diagnostic]) -> str:
+def as_json(diagnostics: Sequence[Diagnostic], suppressed: Sequence[Diagnostic] = ()) -> str:
     """A stable JSON list: one object per diagnostic, keys in a fixed order."""
     items = [
         {
@@ -66,7 +68,7 @@ def escape_property(value: str) -> str:
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def github(diagnostics: Sequence[Diagnostic]) -> str:
+def github(diagnostics: Sequence[Diagnostic], suppressed: Sequence[Diagnostic] = ()) -> str:
     """GitHub Actions workflow commands: ``::error file=..,line=..,col=..,title=CODE::message``."""
     lines = []
     for d in diagnostics:
@@ -76,7 +78,12 @@ def github(diagnostics: Sequence[Diagnostic]) -> str:
     return _lines(lines)
 
 
-def sarif(diagnostics: Sequence[Diagnostic], rules: Sequence[Code] | None = None) -> str:
+def sarif(
+    diagnostics: Sequence[Diagnostic],
+    rules: Sequence[Code] | None = None,
+    *,
+    suppressed: Sequence[Diagnostic] = (),
+) -> str:
     """SARIF 2.1.0: every documented code as a rule (sorted by code), one result per finding.
 
     The driver names kvgen's version and home; each rule links its section of docs/codes.md
@@ -104,7 +111,8 @@ def sarif(diagnostics: Sequence[Diagnostic], rules: Sequence[Code] | None = None
         ],
     }
     results = []
-    for d in diagnostics:
+    hidden = set(suppressed)
+    for d in sorted([*diagnostics, *suppressed]):
         result: dict = {"ruleId": d.code}
         if d.code in index:
             result["ruleIndex"] = index[d.code]
@@ -118,6 +126,8 @@ def sarif(diagnostics: Sequence[Diagnostic], rules: Sequence[Code] | None = None
                 }
             }
         ]
+        if d in hidden:  # SARIF 2.1.0 §3.27.23: reported, and marked as suppressed in source
+            result["suppressions"] = [{"kind": "inSource"}]
         results.append(result)
     log = {
         "$schema": SARIF_SCHEMA,
@@ -130,6 +140,8 @@ def sarif(diagnostics: Sequence[Diagnostic], rules: Sequence[Code] | None = None
 REPORTERS: dict[str, Emitter] = {"text": text, "json": as_json, "github": github, "sarif": sarif}
 
 
-def render(format_name: str, diagnostics: Sequence[Diagnostic]) -> str:
+def render(
+    format_name: str, diagnostics: Sequence[Diagnostic], suppressed: Sequence[Diagnostic] = ()
+) -> str:
     """Render with the emitter registered as ``format_name`` (KeyError if there is none)."""
-    return REPORTERS[format_name](diagnostics)
+    return REPORTERS[format_name](diagnostics, suppressed=suppressed)

@@ -49,8 +49,11 @@ def run(args: argparse.Namespace) -> Exit:
         log.error("not generating: fix the errors above; nothing was written to %s", args.out)
         return Exit.FINDINGS
     log.info("rendering %d famil%s", len(inputs), "y" if len(inputs) == 1 else "ies")
+    from kvgen.progress import Progress
+
     try:
-        rendered = render(inputs)  # every module compiled before anything is written
+        with Progress("rendering", len(inputs)) as progress:
+            rendered = render(inputs, progress.advance)  # all compiled before anything is written
     except RenderError as exc:
         log.error("internal error, nothing was written to %s: %s", args.out, exc)
         return Exit.USAGE
