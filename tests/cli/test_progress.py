@@ -52,6 +52,21 @@ def test_generate_shows_one_step_per_family_on_a_terminal_then_clears_it():
     assert f"{CLEAR}kvgen: generated is up to date".encode() in err
 
 
+def test_plan_plot_shows_one_step_per_curve_then_the_write(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "capacity.png"
+    code, err = _stderr_on_a_terminal(
+        "plan", "gemma3", "gemma3_27b", "--gpu-memory", "80GiB", "--max-batch-size", "1", "8",
+        "--plot", str(png),
+    )  # fmt: skip
+    assert code == 0 and png.is_file()
+    # 2 batch sizes x the profiles of gemma3_27b (at least none), then writing the file.
+    steps = err.count(b"kvgen: plotting ")
+    assert steps >= 2 + 1
+    assert f"plotting {steps}/{steps} writing {png}".encode() in err
+    assert b"plotting 1/" in err and b"max_batch_size 1, none" in err
+
+
 def test_quiet_silences_the_progress_on_a_terminal():
     code, err = _stderr_on_a_terminal("-q", "generate", "--check")
     assert code == 0
