@@ -14,9 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from kvgen.completion import SHELLS, script
 from kvgen.exits import Exit
-
-SHELLS = ("bash", "zsh", "fish")  # kvgen.completion.SHELLS, in the same order (a test)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,13 +25,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n", 1)[1].strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash, zsh or fish")
+    parser.add_argument("shell", choices=tuple(SHELLS), metavar="SHELL", help="bash, zsh or fish")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> Exit:
-    from kvgen.cli import build_parser
-    from kvgen.completion import script
+    from kvgen.cli import build_parser  # every command's parser: built only to print it
 
     sys.stdout.write(script(args.shell, build_parser(project=False)))
     return Exit.OK

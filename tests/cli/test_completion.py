@@ -9,7 +9,6 @@ import subprocess
 
 import pytest
 from kvgen.cli import main
-from kvgen.commands import completion as command
 from kvgen.completion import SHELLS
 
 
@@ -24,10 +23,6 @@ def _run(shell: str, *args: str) -> str:
     result = subprocess.run([shell, *args], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout
-
-
-def test_the_command_offers_the_shells_the_generator_writes():
-    assert tuple(SHELLS) == command.SHELLS
 
 
 BASH_CASES = [
