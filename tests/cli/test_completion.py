@@ -17,10 +17,10 @@ def _script(capsys, shell: str) -> str:
     return capsys.readouterr().out
 
 
-def _run(shell: str, *args: str) -> str:
+def _run(shell: str, *args: str, timeout: float = 60) -> str:
     if shutil.which(shell) is None:
         pytest.skip(f"{shell} is not installed")
-    result = subprocess.run([shell, *args], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([shell, *args], capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -61,6 +61,35 @@ def test_zsh_accepts_the_script_and_registers_the_completion(tmp_path, capsys):
         " print -r -- ${_comps[kvgen]}",
     )  # fmt: skip
     assert out == "_kvgen\n"
+
+
+ZSH_DRIVER = """\
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z 'PS1="> "; fpath=(FPATH $fpath); autoload -U compinit; compinit -u -d FPATH/zcd'
+zpty -w z 'kvgen() {}'
+zpty -n -w z TYPED$'\\t'
+zpty -r z out '*EXPECTED*' && print -r -- matched
+zpty -d z
+"""
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("kvgen pl", "kvgen plan"),
+        ("kvgen lint --form", "kvgen lint --format"),
+        ("kvgen lint --format s", "kvgen lint --format sarif"),
+        ("kvgen completion f", "kvgen completion fish"),
+    ],
+)
+def test_zsh_completes_commands_flags_and_choices(tmp_path, capsys, typed, expected):
+    """TAB pressed in an interactive zsh on a pseudo-terminal (zsh/zpty)."""
+    (tmp_path / "_kvgen").write_text(_script(capsys, "zsh"))
+    driver = tmp_path / "driver.zsh"
+    text = ZSH_DRIVER.replace("FPATH", str(tmp_path)).replace("EXPECTED", expected)
+    driver.write_text(text.replace("TYPED", repr(typed)))
+    assert _run("zsh", "-f", str(driver), timeout=30) == "matched\n"  # the line, completed
 
 
 def test_fish_completes_commands_flags_and_choices(tmp_path, capsys):
