@@ -52,6 +52,13 @@ def test_generate_shows_one_step_per_family_on_a_terminal_then_clears_it():
     assert f"{CLEAR}kvgen: generated is up to date".encode() in err
 
 
+def test_diff_shows_the_specs_read_and_the_families_evaluated():
+    code, err = _stderr_on_a_terminal("diff", "--against", "HEAD", "schema/families/llama3.yaml")
+    assert code in (0, 1)  # 1 only while the working tree changes llama3's capacity
+    assert f"{CLEAR}kvgen: reading specs 1/1 schema/families/llama3.yaml".encode() in err
+    assert f"{CLEAR}kvgen: evaluating families 1/1 llama3".encode() in err
+
+
 def test_plan_plot_shows_one_step_per_curve_then_the_write(tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "capacity.png"
