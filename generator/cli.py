@@ -17,17 +17,39 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
-import pkgutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import kvgen.commands
-from kvgen.config import Config, current
+from kvgen._meta import version
 from kvgen.exits import Exit, UsageError
+from kvgen.suggest import did_you_mean
 
-log = logging.getLogger("kvgen")
+if TYPE_CHECKING:
+    from kvgen.config import Config
+
+__all__ = ["build_parser", "main", "version"]
+
+# Every command (module kvgen.commands.<name with _>) and its one-line help, so that `kvgen`,
+# `kvgen --help` and `kvgen --version` import no command module and each command imports only
+# its own. Each module's register() gives the same help (tests/cli/test_startup.py).
+COMMANDS: dict[str, str] = {
+    "compare": "compare the KV-cache capacity each engine gives one model",
+    "completion": "print a shell completion script (bash, zsh, fish)",
+    "diff": "report capacity and API changes against a git ref",
+    "explain": "explain a diagnostic code",
+    "generate": "generate sizing modules and allocator shims",
+    "import-hf": "write a family spec from a Hugging Face config.json",
+    "init": "set up kvgen in this repository",
+    "lint": "validate specs and run the lint rules",
+    "plan": "plan KV-cache capacity for one model and GPU budget",
+    "schema": "export the JSON Schema of the spec format",
+}
+
+# Commands that never read the project's configuration: they start without parsing it (and
+# without the dataclasses/tomllib it takes), as `kvgen --version` and `kvgen --help` do.
+WITHOUT_PROJECT = frozenset({"completion", "explain"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,16 +58,52 @@ class _Parser(argparse.ArgumentParser):
         print(f"kvgen: error: {message}", file=sys.stderr)
         raise SystemExit(Exit.USAGE)
 
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        # A misspelt command or choice (`kvgen plna`, `--format jsno`) names the one meant.
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        names = [str(choice) for choice in choices]
+        hint = did_you_mean(str(value), names) or f" (choose from {', '.join(names)})"
+        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}")
 
-def version() -> str:
-    """The installed distribution's version (package metadata), or ``unknown`` in a bare tree."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as distribution_version
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            _unrecognized(self, namespace, extras)
+        return namespace
 
-    try:
-        return distribution_version("kvgen")
-    except PackageNotFoundError:  # pragma: no cover - source tree without an install
-        return "unknown"
+
+def _unrecognized(parser: argparse.ArgumentParser, namespace: object, extras: list[str]) -> None:
+    """``unrecognized arguments``, with the flag meant when one of them is a misspelt flag."""
+    command = _subcommands(parser).get(getattr(namespace, "command", None) or "")
+    target = command or parser
+    flags = [flag for action in target._actions for flag in action.option_strings]
+    hint = ""
+    for extra in extras:
+        if extra.startswith("-"):
+            hint = did_you_mean(extra.split("=", 1)[0], flags)
+            if hint:
+                break
+    target.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command in ``argv``: the first word that is not an option (global options take no
+    value), or None for ``kvgen``, ``kvgen --version`` and ``kvgen --help``."""
+    for word in argv:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
 
 
 def _add_verbosity(parser: argparse.ArgumentParser, default: object) -> None:
@@ -85,35 +143,56 @@ def _apply_project(name: str, parser: argparse.ArgumentParser, config: Config) -
     parser.set_defaults(project=config)
 
 
-def build_parser(config: Config | None = None) -> argparse.ArgumentParser:
-    """The ``kvgen`` parser; ``config`` (default: the one found from cwd) sets flag defaults."""
-    config = config or current()
+def build_parser(config: Config | None = None, *, project: bool = True) -> argparse.ArgumentParser:
+    """The full ``kvgen`` parser (every command registered); ``config`` (default: the one found
+    from cwd) sets flag defaults, unless ``project`` is false (built-in defaults only)."""
+    if config is None and project:
+        from kvgen.config import current
+
+        config = current()
+    return _build(config, COMMANDS)
+
+
+def _build(config: Config | None, commands: Iterable[str]) -> argparse.ArgumentParser:
+    """The parser with ``commands`` registered by their modules and the others as placeholders
+    (a name and its help: enough for ``--help`` and "did you mean"); the project's defaults
+    apply when ``config`` is given (see WITHOUT_PROJECT)."""
     parser = _Parser(prog="kvgen", description="Declarative KV-cache sizing.")
     parser.add_argument("--version", action="version", version=f"kvgen {version()}")
     _add_verbosity(parser, False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for info in sorted(pkgutil.iter_modules(kvgen.commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"kvgen.commands.{info.name}")
-        module.register(subparsers)
+    registered = set(commands)
+    for name, summary in COMMANDS.items():
+        if name in registered:
+            module = importlib.import_module(f"kvgen.commands.{name.replace('-', '_')}")
+            module.register(subparsers)
+        else:
+            subparsers.add_parser(name, help=summary)
     for name, subparser in subparsers.choices.items():
         _add_verbosity(subparser, argparse.SUPPRESS)
-        _apply_project(name, subparser, config)
+        if config is not None:
+            _apply_project(name, subparser, config)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    config_error = None
-    try:
-        config = current()
-    except UsageError as exc:  # a broken [tool.kvgen] / kvgen.toml: --version and -h still work
-        config_error, config = exc, Config(root=Path.cwd())
-    parser = build_parser(config)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _command_word(argv)
+    config, config_error = None, None
+    if command is not None and command not in WITHOUT_PROJECT:
+        from kvgen.config import Config, current
+
+        try:
+            config = current()
+        except UsageError as exc:  # a broken [tool.kvgen] / kvgen.toml: -h still works
+            config_error, config = exc, Config(root=Path.cwd())
+    parser = _build(config, [command] if command in COMMANDS else [])
     args = parser.parse_args(argv)
     if config_error is not None:
         print(f"kvgen: error: {config_error}", file=sys.stderr)
         return Exit.USAGE
+    import logging  # after parsing: --version and --help never need it
+
     level = logging.ERROR if args.quiet else logging.DEBUG if args.verbose else logging.INFO
     logging.basicConfig(level=level, format="kvgen: %(message)s", stream=sys.stderr, force=True)
     if not getattr(args, "func", None):
@@ -133,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail
         return Exit.FINDINGS
     except Exception as exc:  # an internal error is still a diagnostic, not a traceback
-        log.debug("internal error", exc_info=True)
+        logging.getLogger("kvgen").debug("internal error", exc_info=True)
         print(f"kvgen: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return Exit.USAGE
 

@@ -12,22 +12,33 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from kvgen.codes import reader as codes
 from kvgen.diagnostics import Diagnostic, Severity
 from kvgen.loader import SPEC_SUFFIXES, LoadedSpec, SourceMap, expand_paths, load_path
+from kvgen.noqa import directives, suppress
 from kvgen.rules import lint_rules
 from kvgen.rules._base import Finding, RuleContext
 from kvgen.spec import Family
 
 __all__ = [
     "SPEC_SUFFIXES",
+    "LintReport",
     "duplicate_family",
     "expand_paths",
     "lint_family",
     "lint_loaded",
     "lint_paths",
+    "lint_report",
 ]
+
+
+class LintReport(NamedTuple):
+    """What lint reports, and the findings that ``# kvgen: noqa`` comments suppressed."""
+
+    diagnostics: list[Diagnostic]
+    suppressed: list[Diagnostic]
 
 
 def lint_family(path: str, family: Family, source: SourceMap) -> list[Diagnostic]:
@@ -49,11 +60,19 @@ def _diagnostic(
 
 
 def lint_loaded(loaded: LoadedSpec) -> list[Diagnostic]:
-    """Reader and schema diagnostics, plus rule diagnostics when the family validated; sorted."""
+    """Reader and schema diagnostics, plus rule diagnostics when the family validated (less
+    those a ``# kvgen: noqa`` comment suppresses); sorted."""
+    return report_loaded(loaded).diagnostics
+
+
+def report_loaded(loaded: LoadedSpec) -> LintReport:
+    """``lint_loaded``, with the suppressed findings beside it."""
     diagnostics = list(loaded.diagnostics)
-    if loaded.family is not None:
-        diagnostics += lint_family(loaded.path, loaded.family, loaded.source)
-    return sorted(diagnostics)
+    if loaded.family is None:
+        return LintReport(sorted(diagnostics), [])
+    diagnostics += lint_family(loaded.path, loaded.family, loaded.source)
+    kept, suppressed = suppress(loaded.path, diagnostics, directives(loaded.raw))
+    return LintReport(sorted(kept), suppressed)
 
 
 def duplicate_family(path: str, at: tuple[int, int], family: str, first: str) -> Diagnostic:
@@ -64,7 +83,15 @@ def duplicate_family(path: str, at: tuple[int, int], family: str, first: str) ->
 def lint_paths(paths: Iterable[str | Path]) -> list[Diagnostic]:
     """Lint files and directories; a file that cannot be read is a KV009 diagnostic, a path
     that does not exist a ``UsageError``."""
+    return lint_report(paths).diagnostics
+
+
+def lint_report(paths: Iterable[str | Path]) -> LintReport:
+    """``lint_paths``, with the suppressed findings beside it."""
     diagnostics: list[Diagnostic] = []
+    suppressed: list[Diagnostic] = []
     for path in dict.fromkeys(expand_paths(paths)):
-        diagnostics += lint_loaded(load_path(path))
-    return sorted(diagnostics)
+        report = report_loaded(load_path(path))
+        diagnostics += report.diagnostics
+        suppressed += report.suppressed
+    return LintReport(sorted(diagnostics), sorted(suppressed))

@@ -48,6 +48,7 @@ class LoadedSpec:
     source: SourceMap
     family: Family | None
     diagnostics: list[Diagnostic]
+    raw: bytes = b""  # the file, for its `# kvgen: noqa` comments (kvgen.noqa); set once valid
 
 
 def _position_of_offset(raw: bytes, offset: int) -> tuple[int, int]:
@@ -112,7 +113,7 @@ def load_bytes(path: str, raw: bytes) -> LoadedSpec:
 
         found = validation_diagnostics(path, exc, source, data)
         return LoadedSpec(path, data, source, None, found)
-    return LoadedSpec(path, data, source, family, [])
+    return LoadedSpec(path, data, source, family, [], raw)
 
 
 def path_problem(path: str | Path) -> str | None:

@@ -12,6 +12,7 @@ Dependencies run one way: this module imports the context builders, which import
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +108,11 @@ def family_context(family: Family) -> dict[str, Any]:
     }
 
 
-def render(specs: list[SpecInput]) -> dict[str, str]:
-    """Render every artifact of every spec: ``{"<family>/sizing.py": text, ...}``.
+def render(
+    specs: list[SpecInput], progress: Callable[[str], object] | None = None
+) -> dict[str, str]:
+    """Render every artifact of every spec: ``{"<family>/sizing.py": text, ...}``;
+    ``progress(family)`` is called as each family starts.
 
     Raises ``RenderError`` (nothing rendered) when any module would not compile.
     """
@@ -116,6 +120,8 @@ def render(specs: list[SpecInput]) -> dict[str, str]:
     out: dict[str, str] = {"__init__.py": _render_root(env)}
     for spec in sorted(specs, key=lambda s: s.family.family):
         family = spec.family.family
+        if progress is not None:
+            progress(family)
         _check_names(spec.family)
         base = {
             "header": header(spec.source),

@@ -3,7 +3,6 @@ models, profiles, rule codes. One wording everywhere: a typo reads the same in e
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = ["closest", "did_you_mean"]
@@ -11,6 +10,8 @@ __all__ = ["closest", "did_you_mean"]
 
 def closest(word: str, choices: Iterable[str]) -> str | None:
     """The single closest choice to ``word`` (case-insensitive), or None when nothing is near."""
+    import difflib  # ~2 ms: only on the error path that suggests a name
+
     options = sorted(set(choices))
     lowered = {option.lower(): option for option in options}
     found = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=0.6)

@@ -2,6 +2,10 @@
 
 ``kvgen explain --write-docs`` writes it, ``kvgen explain --check-docs`` fails on drift (a
 test runs the check), so the page can never disagree with ``kvgen explain``.
+
+``kvgen/catalogue.py`` is the same registry as a literal table, for ``kvgen explain CODE`` to
+read without importing the rules (and pydantic with them). ``python -m kvgen.codes._docs``
+rewrites it; tests/unit/test_codes_registry.py fails while it is stale.
 """
 
 from __future__ import annotations
@@ -9,7 +13,9 @@ from __future__ import annotations
 from kvgen._meta import CODES_DOC
 from kvgen.codes._registry import Code
 
-__all__ = ["render_codes_page"]
+__all__ = ["CATALOGUE", "render_catalogue", "render_codes_page"]
+
+CATALOGUE = "catalogue.py"  # beside kvgen/__init__.py
 
 _ORIGINS = (
     ("reader", "Reading the file (KV0xx)", "Emitted by the loader before the schema is checked."),
@@ -58,3 +64,30 @@ def render_codes_page(codes: tuple[Code, ...]) -> str:
     parts.append("\n---\n")
     parts.extend(f"\n{_section(code)}" for code in codes)
     return "".join(parts)
+
+
+def render_catalogue(codes: tuple[Code, ...]) -> str:
+    """The full text of ``kvgen/catalogue.py``: code -> (name, severity, fix, doc)."""
+    rows = "".join(
+        f"    {c.code!r}: ({c.name!r}, {c.severity!r}, {c.fix!r}, {c.doc!r}),\n" for c in codes
+    )
+    return (
+        '"""Every diagnostic code as a literal table: code -> (name, severity, fix, doc).\n\n'
+        "Generated from kvgen's code registry by ``python -m kvgen.codes._docs``; do not edit.\n"
+        "``kvgen explain CODE`` reads it so that it starts without importing the rules.\n"
+        '"""\n\n'
+        "# ruff: noqa: E501\n"
+        "# fmt: off\n"
+        f"CODES: dict[str, tuple[str, str, str, str]] = {{\n{rows}}}\n"
+    )
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    import kvgen
+    from kvgen.rules import all_codes
+
+    target = Path(kvgen.__file__).with_name(CATALOGUE)
+    target.write_text(render_catalogue(all_codes()), encoding="utf-8")
+    print(f"wrote {target}")

@@ -481,3 +481,29 @@ family: !!int name
 Remove the tag (specs need none), or write a value of the tagged type (`!!bool true`).
 """,
 )
+
+UNUSED_NOQA = declare(
+    "KV014",
+    "unused-noqa",
+    severity="warning",
+    fix="remove the comment, or name the code reported on that line",
+    doc="""A `# kvgen: noqa` comment that suppresses nothing.
+
+## What it does
+Warns when a `# kvgen: noqa` or `# kvgen: noqa: KV2xx` comment is on a line where no lint
+finding is reported, or names a code that is not a lint rule (KV2xx): findings of reading the
+file and of the schema cannot be suppressed, since a spec that does not load is never used.
+
+## Why it matters
+A stale suppression hides the next real finding on that line, and a misspelt code suppresses
+nothing while looking as if it did.
+
+## Example
+```yaml
+tokens_per_block: 64  # kvgen: noqa: KV261
+```
+
+## Fix
+Remove the comment, or name the code that `kvgen lint` reports on that line.
+""",
+)

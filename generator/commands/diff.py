@@ -23,8 +23,8 @@ import os
 import sys
 from pathlib import Path
 
+from kvgen.config import OUT_DIR
 from kvgen.exits import Exit, UsageError
-from kvgen.project import OUT_DIR
 from kvgen.units import positive_int, size_argument
 
 log = logging.getLogger("kvgen")
@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
     parser.add_argument(
-        "--generated", type=Path, default=OUT_DIR, metavar="DIR",
+        "--generated", type=Path, default=Path(OUT_DIR), metavar="DIR",
         help="output directory whose committed sizing modules are the old side "
         "(with --trust-committed-modules)",
     )  # fmt: skip

@@ -73,10 +73,16 @@ def run(args: argparse.Namespace) -> Exit:
         return _docs(args)
     if not args.code:
         raise UsageError("give a CODE to explain (see 'kvgen lint --list-rules')")
-    from kvgen.rules import find_code, unknown_code
+    from kvgen.catalogue import CODES  # a literal table: no rule (nor pydantic) imported
 
-    rule = find_code(args.code)
-    if rule is None:
+    wanted = args.code.strip()
+    code = wanted.upper()
+    if code not in CODES:
+        code = next((c for c, entry in CODES.items() if entry[0] == wanted.lower()), "")
+    if not code:
+        from kvgen.rules import unknown_code  # the registry, for the "did you mean"
+
         raise UsageError(unknown_code(args.code))
-    sys.stdout.write(f"{rule.code} ({rule.name}) [{rule.severity}]\n\n{rule.doc}\n")
+    name, severity, _fix, doc = CODES[code]
+    sys.stdout.write(f"{code} ({name}) [{severity}]\n\n{doc}\n")
     return Exit.OK

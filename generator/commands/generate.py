@@ -7,8 +7,8 @@ import logging
 import sys
 from pathlib import Path
 
+from kvgen.config import OUT_DIR
 from kvgen.exits import Exit, UsageError
-from kvgen.project import OUT_DIR, spec_paths
 
 log = logging.getLogger("kvgen")
 
@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "are removed (or reported with --check).",
     )
     parser.add_argument("specs", nargs="*", metavar="SPEC", help="spec files or directories")
-    parser.add_argument("--out", type=Path, default=OUT_DIR, help="output directory")
+    parser.add_argument("--out", type=Path, default=Path(OUT_DIR), help="output directory")
     parser.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 and print a diff on drift"
     )
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> Exit:
     from kvgen.diagnostics import has_errors
-    from kvgen.project import load_specs
+    from kvgen.project import load_specs, spec_paths
     from kvgen.render import RenderError, render
     from kvgen.writer import LockHeld, apply, plan
 
@@ -49,8 +49,11 @@ def run(args: argparse.Namespace) -> Exit:
         log.error("not generating: fix the errors above; nothing was written to %s", args.out)
         return Exit.FINDINGS
     log.info("rendering %d famil%s", len(inputs), "y" if len(inputs) == 1 else "ies")
+    from kvgen.progress import Progress
+
     try:
-        rendered = render(inputs)  # every module compiled before anything is written
+        with Progress("rendering", len(inputs)) as progress:
+            rendered = render(inputs, progress.advance)  # all compiled before anything is written
     except RenderError as exc:
         log.error("internal error, nothing was written to %s: %s", args.out, exc)
         return Exit.USAGE

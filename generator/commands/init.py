@@ -83,25 +83,36 @@ def config_table(layout: Layout, header: str) -> str:
 
 
 def pre_commit_config(layout: Layout) -> str:
+    """The hooks as a ``repo: local`` entry running the kvgen installed beside pre-commit
+    (``language: system``): they work offline and before kvgen's first release, where a
+    hook that pre-commit installs itself (``language: python``) fails to find kvgen on the
+    package index. The remote form, for once a release tag exists, is in the comment."""
+    from kvgen._meta import PROJECT_URL, version
+
     spec_files = re.escape(layout.specs) + r"/.*\.ya?ml"
     out_files = re.escape(layout.out) + r"/.*\.py"
     return f"""\
-# kvgen hooks (https://pre-commit.com). They run the kvgen release named in
-# additional_dependencies, installed by pre-commit from PyPI, and read [tool.kvgen].
+# kvgen hooks (https://pre-commit.com); both read [tool.kvgen]. They run the kvgen that is
+# installed where pre-commit runs (as the one that wrote this file), so they work offline and
+# before kvgen is released. Once the release tag v{version()} exists, pre-commit can install
+# kvgen itself instead: replace the `repo: local` entry below with this one (with specs outside
+# schema/families, add each hook's `files:` line below to it):
+#   - repo: {PROJECT_URL}
+#     rev: v{version()}
+#     hooks: [{{id: kvgen-lint}}, {{id: kvgen-generate-check}}]
+# The hooks of an unreleased kvgen clone: pre-commit try-repo /path/to/kvgen --all-files
 repos:
   - repo: local
     hooks:
       - id: kvgen-lint
         name: kvgen lint
         entry: kvgen lint
-        language: python
-        additional_dependencies: ["{requirement()}"]
+        language: system
         files: ^{spec_files}$
       - id: kvgen-generate-check
         name: kvgen generate --check
         entry: kvgen generate --check
-        language: python
-        additional_dependencies: ["{requirement()}"]
+        language: system
         pass_filenames: false
         files: ^({spec_files}|{out_files}|pyproject\\.toml|kvgen\\.toml)$
 """

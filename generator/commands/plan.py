@@ -22,8 +22,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from kvgen.config import OUT_DIR
 from kvgen.exits import Exit, UsageError
-from kvgen.project import OUT_DIR
 from kvgen.units import positive_int, size_argument
 
 log = logging.getLogger("kvgen")
@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    parser.add_argument("--generated", type=Path, default=OUT_DIR, metavar="DIR")
+    parser.add_argument("--generated", type=Path, default=Path(OUT_DIR), metavar="DIR")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="write a capacity plot")
     parser.set_defaults(func=run)
 
@@ -216,18 +216,25 @@ STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), 
 
 
 def plot(sizing, plan, path: Path) -> None:
-    """Write ``capacity_figure`` as a PNG."""
-    fig = capacity_figure(sizing, plan)
-    fig.savefig(path, format="png", dpi=110)
+    """Write ``capacity_figure`` as a PNG (a progress line on a terminal: one step a curve)."""
+    from kvgen.planner import profiles_for
+    from kvgen.progress import Progress
+
+    curves = len(plan.batches) * len(profiles_for(sizing, plan.model))
+    with Progress("plotting", curves + 1) as progress:
+        fig = capacity_figure(sizing, plan, progress.advance)
+        progress.advance(f"writing {path}")
+        fig.savefig(path, format="png", dpi=110)
     import matplotlib.pyplot as plt
 
     plt.close(fig)
 
 
-def capacity_figure(sizing, plan):  # -> matplotlib Figure (matplotlib is optional)
+def capacity_figure(sizing, plan, progress=None):  # -> matplotlib Figure (matplotlib: optional)
     """Target max tokens against GPU memory: one panel per batch size, one line per
     speculative profile, the budget (vertical) and the demand B x max_seq_len (horizontal)
-    marked; x runs to 1.25 x the budget so both marks sit inside the panel (Agg backend)."""
+    marked; x runs to 1.25 x the budget so both marks sit inside the panel (Agg backend).
+    ``progress(label)`` is called as each curve starts."""
     try:
         import matplotlib
 
@@ -253,6 +260,8 @@ def capacity_figure(sizing, plan):  # -> matplotlib Figure (matplotlib is option
         b = batch.max_batch_size
         curves: dict[str, list[int | None]] = {}
         for i, profile in enumerate(profiles):
+            if progress is not None:
+                progress(f"max_batch_size {b}, {profile}")
             tokens = capacity_curve(
                 sizing, plan.model, budgets, speculative=profile, max_batch_size=b,
                 max_num_tokens=plan.max_num_tokens, max_seq_len=plan.max_seq_len,

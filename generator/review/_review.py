@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kvgen.diagnostics import has_errors
+from kvgen.progress import Progress
 from kvgen.project import OUT_DIR, SPEC_DIR
 from kvgen.review._candidates import collect, new_bytes, old_bytes
 from kvgen.review._compare import (
@@ -59,15 +60,17 @@ def review_specs(
     if not candidates:
         raise ReviewError(f"no spec files under {', '.join(paths or [str(SPEC_DIR)])}")
     old_sides, new_sides = [], []
-    for candidate in candidates:
-        display = candidate.path.as_posix()
-        log.debug("reading %s (at %s and in the working tree)", display, ref)
-        raw = old_bytes(candidate, tree, review)
-        if raw is not None and (side := load_side(f"{ref}:{display}", display, raw, review)):
-            old_sides.append(side)
-        raw = new_bytes(candidate, tree, review)
-        if raw is not None and (side := load_side(display, display, raw, review)):
-            new_sides.append(side)
+    with Progress("reading specs", len(candidates)) as progress:
+        for candidate in candidates:
+            display = candidate.path.as_posix()
+            progress.advance(display)
+            log.debug("reading %s (at %s and in the working tree)", display, ref)
+            raw = old_bytes(candidate, tree, review)
+            if raw is not None and (side := load_side(f"{ref}:{display}", display, raw, review)):
+                old_sides.append(side)
+            raw = new_bytes(candidate, tree, review)
+            if raw is not None and (side := load_side(display, display, raw, review)):
+                new_sides.append(side)
     old = by_family(old_sides, review, f"{ref}:")
     new = by_family(new_sides, review, "")
     if has_errors(review.diagnostics):
@@ -75,10 +78,12 @@ def review_specs(
         return review
     renamed = pair_renames(old, new)
     names = [n for n in sorted(set(old) | set(new)) if n not in renamed.values()]
-    for i, name in enumerate(names, 1):
-        log.info("[%d/%d] evaluating family %s", i, len(names), name)
-        trusted = tree if trust_committed_modules else None
-        _review_family(name, old, new, renamed, trusted, out_dir, review)
+    with Progress("evaluating families", len(names)) as progress:
+        for i, name in enumerate(names, 1):
+            progress.advance(name)
+            log.debug("[%d/%d] evaluating family %s", i, len(names), name)
+            trusted = tree if trust_committed_modules else None
+            _review_family(name, old, new, renamed, trusted, out_dir, review)
     return review
 
 

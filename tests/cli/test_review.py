@@ -553,10 +553,14 @@ def test_cli_defaults_to_origin_base_in_github_actions(repo, capsys, monkeypatch
     assert out.startswith("kvgen diff origin/main -> working tree\n")
 
 
-def test_progress_goes_to_stderr_and_quiet_silences_it(repo, capsys):
+def test_progress_is_a_debug_log_off_a_terminal_and_quiet_silences_everything(repo, capsys):
+    # The progress line is for terminals only (tests/cli/test_progress.py); a pipe or CI log
+    # gets the per-family line with -v alone.
     code, _, err = diff(capsys, "--against", "HEAD")
     assert code == 0
-    assert "kvgen: [1/1] evaluating family toy\n" in err
+    assert "evaluating" not in err
+    assert main(["-v", "diff", "--against", "HEAD"]) == 0
+    assert "kvgen: [1/1] evaluating family toy\n" in capsys.readouterr().err
     assert main(["-q", "diff", "--against", "HEAD"]) == 0
     assert capsys.readouterr().err == ""
 

@@ -51,3 +51,29 @@ def test_diff_suggests_the_spec_file_meant():
     result = _kvgen("diff", "--against", "HEAD", "schema/families/llama4.yaml")
     assert result.returncode == 2
     assert "(did you mean 'schema/families/llama3.yaml'?)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        # issue 23: a misspelt command, flag or choice names the one meant (argparse alone
+        # printed the whole list of choices, or nothing, for these).
+        (("plna",), "invalid choice: 'plna' (did you mean 'plan'?)"),
+        (("lnit",), "(did you mean 'lint'?)"),
+        (("lint", "--strcit"), "unrecognized arguments: --strcit (did you mean '--strict'?)"),
+        (("lint", "--format", "jsno"), "invalid choice: 'jsno' (did you mean 'json'?)"),
+        (("plan", "llama3", "llama3_1_8b", "--gpu-memroy=80GiB"), "(did you mean '--gpu-memory'?)"),
+        (("completion", "bsh"), "(did you mean 'bash'?)"),
+    ],
+)
+def test_a_misspelt_command_flag_or_choice_names_the_one_meant(args, expected):
+    result = _kvgen(*args)
+    assert result.returncode == 2
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unrecognised_word_with_nothing_near_lists_the_choices():
+    result = _kvgen("zzzzzz")
+    assert result.returncode == 2
+    assert "invalid choice: 'zzzzzz' (choose from compare, completion, diff," in result.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from kvgen.cli import main
-from kvgen.codes._docs import render_codes_page
+from kvgen.codes._docs import render_catalogue, render_codes_page
 from kvgen.diagnostics import Diagnostic
 from kvgen.lint import duplicate_family
 from kvgen.rules import all_codes, find_code
@@ -18,6 +18,7 @@ from kvgen.rules import all_codes, find_code
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "generator"
 CODES_PAGE = ROOT / "docs" / "codes.md"
+CATALOGUE = SOURCE / "catalogue.py"
 CODE = re.compile(r"KV\d{3}")
 # Where a code may be declared: the reader/schema (and line rule), import-hf and diff tables,
 # and the rule modules.
@@ -36,6 +37,8 @@ def _string_constants(path: Path) -> list[str]:
 def _code_literals() -> Counter[tuple[str, Path]]:
     found: Counter[tuple[str, Path]] = Counter()
     for path in SOURCE.rglob("*.py"):
+        if path == CATALOGUE:  # generated from the registry: test_the_catalogue_is_up_to_date
+            continue
         for value in _string_constants(path):
             if CODE.fullmatch(value):
                 found[(value, path)] += 1
@@ -100,6 +103,21 @@ def test_the_codes_page_is_up_to_date(capsys):
     assert CODES_PAGE.read_text(encoding="utf-8") == render_codes_page(all_codes())
     assert main(["explain", "--check-docs", str(CODES_PAGE)]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_the_catalogue_is_up_to_date():
+    """``kvgen explain`` reads kvgen/catalogue.py instead of importing the rules (start-up);
+    it must say what the registry says. Stale: run ``python -m kvgen.codes._docs``."""
+    assert CATALOGUE.read_text(encoding="utf-8") == render_catalogue(all_codes())
+
+
+def test_explain_prints_the_registry_entry_from_the_catalogue(capsys):
+    for entry in all_codes():
+        assert main(["explain", entry.code.lower()]) == 0
+        out = capsys.readouterr().out
+        assert out == f"{entry.code} ({entry.name}) [{entry.severity}]\n\n{entry.doc}\n"
+    assert main(["explain", "undefined-pattern-kind"]) == 0
+    assert capsys.readouterr().out.startswith("KV205 (undefined-pattern-kind) [error]\n")
 
 
 def test_the_codes_page_has_an_anchor_and_the_full_doc_of_every_code():
