@@ -113,12 +113,17 @@ class Reports(Forwards):
         target = self.pool(pool, manager)
         requests = [self._get(rid) for rid in self._ids(rids)]
         if target.kind == "state":
+            if target not in self._states:  # state/spec, state/replay: indexed by batch slot
+                raise UnknownNameError(
+                    f"{manager} pool {pool!r} holds the engine's rows by batch slot, not rows "
+                    "of a request: it has no block table"
+                )
             index = self._states.index(target)
             return torch.tensor([r.slots[index] for r in requests], dtype=torch.int32)
         if target.kind == "cross":  # held from admission to release, never paged by history
             index, pages = next((j, n) for j, (p, n) in enumerate(self._cross) if p is target)
-            rows = [r.cross[index] + [NO_PAGE] * (pages - len(r.cross[index])) for r in requests]
-            return torch.tensor(rows, dtype=torch.int32).reshape(len(rows), pages)
+            held = [r.cross[index] + [NO_PAGE] * (pages - len(r.cross[index])) for r in requests]
+            return torch.tensor(held, dtype=torch.int32).reshape(len(held), pages)
         width = self.max_blocks_per_seq
         rows = []
         for r in requests:
