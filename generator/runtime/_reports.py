@@ -121,9 +121,9 @@ class Reports(Forwards):
             index = self._states.index(target)
             return torch.tensor([r.slots[index] for r in requests], dtype=torch.int32)
         if target.kind == "cross":  # held from admission to release, never paged by history
-            index, pages = next((j, n) for j, (p, n) in enumerate(self._cross) if p is target)
-            held = [r.cross[index] + [NO_PAGE] * (pages - len(r.cross[index])) for r in requests]
-            return torch.tensor(held, dtype=torch.int32).reshape(len(held), pages)
+            index, size = next((j, n) for j, (p, n) in enumerate(self._cross) if p is target)
+            held = [r.cross[index] + [NO_PAGE] * (size - len(r.cross[index])) for r in requests]
+            return torch.tensor(held, dtype=torch.int32).reshape(len(held), size)
         width = self.max_blocks_per_seq
         rows = []
         for r in requests:
