@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import hashlib
 import importlib.util
 import random
@@ -219,15 +220,25 @@ MUTATORS: tuple[Callable[[random.Random, dict], None], ...] = (
 )  # fmt: skip
 
 
+@functools.cache
+def seeds() -> tuple[tuple[str, dict], ...]:
+    """The parsed seed specs (each mutant starts from a deep copy)."""
+    return tuple((p.relative_to(ROOT).as_posix(), yaml.safe_load(p.read_text())) for p in SEEDS)
+
+
+def mutant(rng: random.Random) -> tuple[str, bytes]:
+    """One ``(name, data)``: a seed with one to three structural mutations, as YAML."""
+    name, spec = rng.choice(seeds())
+    spec = copy.deepcopy(spec)
+    for _ in range(rng.randint(1, 3)):
+        rng.choice(MUTATORS)(rng, spec)
+    return name, yaml.safe_dump(spec, sort_keys=False, allow_unicode=True).encode()
+
+
 def mutations(rng: random.Random) -> Iterator[tuple[str, bytes]]:
-    """Endless ``(name, data)``: a seed with one to three structural mutations, as YAML."""
-    seeds = [(p.relative_to(ROOT).as_posix(), yaml.safe_load(p.read_text())) for p in SEEDS]
+    """Endless mutants drawn from ``rng``."""
     while True:
-        name, spec = rng.choice(seeds)
-        spec = copy.deepcopy(spec)
-        for _ in range(rng.randint(1, 3)):
-            rng.choice(MUTATORS)(rng, spec)
-        yield name, yaml.safe_dump(spec, sort_keys=False, allow_unicode=True).encode()
+        yield mutant(rng)
 
 
 def input_at(seed: int, index: int) -> tuple[str, bytes]:
