@@ -97,6 +97,7 @@ def test_integers_past_64_bits_are_a_value_error_naming_the_argument(call, argum
         ("mamba_full_memory_ratio", BIG),
         ("mamba_full_memory_ratio", None),
     ],
+    ids=lambda value: str(value)[:24],
 )
 def test_sglang_ratios_are_validated(ratio, value):
     with pytest.raises(ValueError, match=f"^{ratio} must be"):
