@@ -292,47 +292,49 @@ def generate(name: str, data: bytes, family, tmp: Path, tag: str):
     return _import(base / "sizing.py", f"{tag}_sizing"), _import(base / "allocator.py", tag)
 
 
+def exercise_generated(name: str, data: bytes, family, rng: random.Random, stats) -> list:
+    """Generate a lint-clean ``family``, import its modules and drive them; ``(kind, detail)``
+    of every failure (``stats`` counts ``generated`` and ``shim_calls``). Also used by
+    ``bench/fuzz.py`` for the byte-level mutants that stay lint-clean."""
+    exercise = _sibling("fuzz_shim")
+    found: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory(prefix="kvgen-ffz-") as tmp:
+        tag = f"kvgen_ffz_{hashlib.sha256(data).hexdigest()[:16]}"
+        try:
+            sizing, allocator = generate(name, data, family, Path(tmp), tag)
+        except _Timeout:
+            raise
+        except Exception:
+            return [("generated", f"generate or import: {traceback.format_exc(limit=8)}")]
+        stats.generated += 1
+        found += [("generated", problem) for problem in exercise.exercise_sizing(sizing)]
+        found += list(exercise.exercise_shim(allocator, sizing, rng, stats))
+    return found
+
+
 def check_one(name: str, data: bytes, stats: Stats, rng: random.Random, hang_s: float = 10.0):
     """Load, lint and (when clean) generate and exercise one mutant; record what goes wrong."""
     from kvgen.lint import lint_loaded
     from kvgen.loader import load_bytes
 
-    exercise = _sibling("fuzz_shim")
-
     stats.tried += 1
     start = time.perf_counter()
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, hang_s * 4)
-    stage = "load"
     try:
         loaded = load_bytes(name, data)
-        stage = "lint"
         diagnostics = lint_loaded(loaded)
         for d in diagnostics:
             if d.path != name or d.line < 1 or d.col < 1 or not d.code:
                 stats.findings.append(Finding("unpositioned", name, data, d.render()))
-        if loaded.family is None or any(d.severity == "error" for d in diagnostics):
-            return
-        stats.clean += 1
-        stage = "render"
-        with tempfile.TemporaryDirectory(prefix="kvgen-ffz-") as tmp:
-            tag = f"kvgen_ffz_{hashlib.sha256(data).hexdigest()[:16]}"
-            try:
-                sizing, allocator = generate(name, data, loaded.family, Path(tmp), tag)
-            except Exception:
-                stage = "import"
-                raise
-            stats.generated += 1
-            stage = "generated"
-            for problem in exercise.exercise_sizing(sizing):
-                stats.findings.append(Finding("generated", name, data, problem))
-            for kind, problem in exercise.exercise_shim(allocator, sizing, rng, stats):
-                stats.findings.append(Finding(kind, name, data, problem))
+        if loaded.family is not None and not any(d.severity == "error" for d in diagnostics):
+            stats.clean += 1
+            for kind, detail in exercise_generated(name, data, loaded.family, rng, stats):
+                stats.findings.append(Finding(kind, name, data, detail))
     except _Timeout:
         stats.findings.append(Finding("hang", name, data, f"aborted after {hang_s * 4:.0f} s"))
     except Exception:
-        kind = "generated" if stage in ("import", "generated") else "traceback"
-        stats.findings.append(Finding(kind, name, data, f"{stage}: {traceback.format_exc(8)}"))
+        stats.findings.append(Finding("traceback", name, data, traceback.format_exc(limit=8)))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -344,6 +346,8 @@ def check_one(name: str, data: bytes, stats: Stats, rng: random.Random, hang_s: 
 
 def fuzz(seconds: float, seed: int = 0, limit: int | None = None, hang_s: float = 10.0) -> Stats:
     """Mutants ``0, 1, ...`` for ``seconds`` (or up to ``limit`` mutants)."""
+    import kvgen.runtime.allocator  # noqa: F401  (torch's import is no mutant's time)
+
     rng = random.Random(seed)
     calls = random.Random(seed + 1)  # the shim's call sequences: independent of the mutants
     stats = Stats()
