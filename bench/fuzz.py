@@ -234,7 +234,9 @@ def fuzz(
     """
     import json
 
-    import kvgen.runtime.allocator  # noqa: F401  (torch's import is no input's time)
+    import kvgen.lint
+    import kvgen.render
+    import kvgen.runtime.allocator  # noqa: F401  (imports are no input's time)
 
     rng = random.Random(seed)
     stats = Stats()

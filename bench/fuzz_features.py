@@ -6,7 +6,8 @@ shim call sequences.
 Spec mutants: a lint-clean seed (shipped specs, fixture specs, the valid lint corpus) parsed,
 then one to three structural edits of its newer features (chunked and cross kinds, ``reads:``,
 scaled dtypes, ``index_head_dim``, ``mamba`` / ``mamba1`` states, ``extra_layers`` and drafts,
-``acknowledge``, counts and patterns), dumped back to YAML. Each mutant is loaded and linted;
+``acknowledge``, counts and patterns, windows and sinks, page sizes, derived head dims, raw
+byte shapes), dumped back to YAML. Each mutant is loaded and linted;
 when lint is clean it is rendered, written to a temporary tree, its sizing module and
 allocator imported, every public sizing function called for every model and profile (both
 semantics; ``tp_size``, ``dcp_size``, ``attention_dp`` and ``encoder_tokens`` variants), every
@@ -214,9 +215,40 @@ def _layers(rng: random.Random, spec: dict) -> None:
             layers["pattern"] = layers["pattern"] + layers["pattern"][: rng.randint(0, 2)]
 
 
+def _window(rng: random.Random, spec: dict) -> None:
+    got = _kind(rng, spec)
+    if got is not None:
+        got[2]["attention"] = "sliding"
+        got[2]["window"] = rng.choice(INTS[1:])
+        if rng.random() < 0.3:
+            got[2]["sink_tokens"] = rng.choice((1, 4, 64, 100))
+
+
+def _shape(rng: random.Random, spec: dict) -> None:
+    """Page size, derived head dims, raw byte shapes: what every per-token size reads."""
+    choice = rng.random()
+    if choice < 0.3:
+        spec["tokens_per_block"] = rng.choice((1, 2, 4, 16, 32, 64, 256))
+        return
+    got = _kind(rng, spec)
+    if got is None:
+        return
+    stack, _name, kind = got
+    if choice < 0.6 and "head_dim" in kind:
+        del kind["head_dim"]
+        stack["hidden_size"] = rng.choice((4096, 4000, 2048))
+        stack["num_attention_heads"] = rng.choice((32, 16, 3))
+    elif choice < 0.8:
+        for key in ("kv_heads", "head_dim", "kv_lora_rank", "qk_rope_head_dim"):
+            kind.pop(key, None)
+        kind["bytes_per_token"] = rng.choice((1, 1000, 4096))
+    else:
+        kind["extra_bytes_per_token"] = rng.choice((0, 1, 132))
+
+
 MUTATORS: tuple[Callable[[random.Random, dict], None], ...] = (
     _chunked, _cross, _reads, _reads, _dtype, _dtype, _index_head_dim, _mamba, _mamba,
-    _speculative, _acknowledge, _layers,
+    _speculative, _acknowledge, _layers, _window, _shape,
 )  # fmt: skip
 
 
@@ -346,7 +378,9 @@ def check_one(name: str, data: bytes, stats: Stats, rng: random.Random, hang_s: 
 
 def fuzz(seconds: float, seed: int = 0, limit: int | None = None, hang_s: float = 10.0) -> Stats:
     """Mutants ``0, 1, ...`` for ``seconds`` (or up to ``limit`` mutants)."""
-    import kvgen.runtime.allocator  # noqa: F401  (torch's import is no mutant's time)
+    import kvgen.lint
+    import kvgen.render
+    import kvgen.runtime.allocator  # noqa: F401  (imports are no mutant's time)
 
     rng = random.Random(seed)
     calls = random.Random(seed + 1)  # the shim's call sequences: independent of the mutants
