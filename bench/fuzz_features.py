@@ -191,6 +191,8 @@ def _speculative(rng: random.Random, spec: dict) -> None:
     entry = {"name": f"p{rng.randrange(100)}", "mode": mode, "max_draft_len": rng.choice((1, 3, 8))}
     if rng.random() < 0.8:
         entry[part] = stack
+    if mode == "eagle3" and rng.random() < 0.5:  # a tree smaller than K is only a warning
+        entry["tree_draft_tokens"] = rng.choice((1, 2, 8, 60))
     if part == "draft":
         stack["kv_cache_dtype"] = rng.choice(DTYPES[:4])
     profiles.append(entry)
@@ -217,11 +219,13 @@ def _layers(rng: random.Random, spec: dict) -> None:
 
 def _window(rng: random.Random, spec: dict) -> None:
     got = _kind(rng, spec)
-    if got is not None:
+    if got is None:
+        return
+    if rng.random() < 0.7:
         got[2]["attention"] = "sliding"
         got[2]["window"] = rng.choice(INTS[1:])
-        if rng.random() < 0.3:
-            got[2]["sink_tokens"] = rng.choice((1, 4, 64, 100))
+    if rng.random() < 0.4:  # on a sliding kind, or (a warning) on any other
+        got[2]["sink_tokens"] = rng.choice((1, 4, 64, 100))
 
 
 def _shape(rng: random.Random, spec: dict) -> None:
