@@ -379,7 +379,7 @@ def _name(argument: str, value: object, allowed: Iterable[str]) -> str:
     if isinstance(value, str) and value in allowed:
         return value
     hint = _did_you_mean(value, allowed)
-    raise ValueError(f"{argument} must be one of {', '.join(allowed)}; got {value!r}{hint}")
+    raise ValueError(f"{argument} must be one of {', '.join(allowed)}; got {_shown(value)}{hint}")
 
 
 # Every count and byte size an engine takes is a 64-bit integer; past this bound an argument
