@@ -5,13 +5,17 @@
 Mutates the shipped specs and the lint corpus (byte flips, deletions, duplications, YAML-aware
 edits: numeric extremes, odd tags, deep nesting, control characters, anchors, huge patterns),
 and for each input runs, in this process, ``load_bytes`` + ``lint_loaded`` and, when the spec
-is clean, ``render`` (which compiles every module). It reports:
+is clean, generates it (``render``, which compiles every module), imports its sizing module and
+allocator, calls every sizing function and drives a shim (``bench/fuzz_features.py``'s
+``exercise_generated``). It reports:
 
 - tracebacks (any exception escaping kvgen: what the CLI reports as an internal error),
 - crashes (the process killed, e.g. a segfault in the C YAML parser: inputs run in worker
   processes, and the driver restarts after the input that killed one),
 - hangs (one input taking more than ``--hang-s``, default 5 s; aborted at 4 x that),
 - diagnostics without a position (``file:line:col`` with line and col >= 1 and the input's path),
+- lint-clean specs whose generated code fails (``generated``; ``untyped`` and ``state`` for a
+  shim call refused untyped or with its state changed),
 
 prints a summary, and writes each offending input and its report to ``--out``. Deterministic
 for a given ``--seed``. The test suite runs a bounded slice (``tests/acceptance/test_fuzz.py``).
@@ -51,7 +55,7 @@ CONTROL = ("\x00", "\x07", "\x0b", "\x0c", "\x1b", "\x7f", "\x85", "\u2028", "\u
 
 @dataclass
 class Finding:
-    kind: str  # traceback | crash | hang | unpositioned
+    kind: str  # traceback | crash | hang | unpositioned | generated | untyped | state
     name: str
     data: bytes
     detail: str
@@ -160,8 +164,9 @@ def check_one(name: str, data: bytes, stats: Stats, hang_s: float = 5.0) -> None
     """Load, lint and (when clean) render one input; record what goes wrong in ``stats``."""
     from kvgen.lint import lint_loaded
     from kvgen.loader import load_bytes
-    from kvgen.render import SpecInput, render
 
+    features = _features()
+    exercised_s = 0.0
     stats.tried += 1
     start = time.perf_counter()
     use_alarm = hasattr(signal, "setitimer")
@@ -176,8 +181,12 @@ def check_one(name: str, data: bytes, stats: Stats, hang_s: float = 5.0) -> None
                 stats.findings.append(Finding("unpositioned", name, data, d.render()))
         if loaded.family is not None and not any(d.severity == "error" for d in diagnostics):
             stats.clean += 1
-            render([SpecInput(name, data, loaded.family)])
-            stats.rendered += 1
+            counts = features.Stats()
+            began = time.perf_counter()
+            found = features.exercise_generated(name, data, loaded.family, random.Random(0), counts)
+            exercised_s = time.perf_counter() - began  # the generated code's time, not kvgen's
+            stats.rendered += counts.generated
+            stats.findings += [Finding(kind, name, data, detail) for kind, detail in found]
     except _Timeout:
         stats.findings.append(Finding("hang", name, data, f"aborted after {hang_s * 4:.0f} s"))
     except RecursionError:
@@ -188,10 +197,25 @@ def check_one(name: str, data: bytes, stats: Stats, hang_s: float = 5.0) -> None
         if use_alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
-    elapsed = time.perf_counter() - start
+    elapsed = time.perf_counter() - start - exercised_s
     stats.slowest_s = max(stats.slowest_s, elapsed)
     if elapsed > hang_s and not any(f.data is data for f in stats.findings):
         stats.findings.append(Finding("hang", name, data, f"took {elapsed:.1f} s"))
+
+
+def _features():
+    """``bench/fuzz_features.py`` (bench/ is not a package): generation and shim checks."""
+    import importlib.util
+
+    module = sys.modules.get("kvgen_bench_fuzz_features")
+    if module is None:
+        path = Path(__file__).with_name("fuzz_features.py")
+        spec = importlib.util.spec_from_file_location("kvgen_bench_fuzz_features", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return module
 
 
 def fuzz(
@@ -209,6 +233,10 @@ def fuzz(
     extension's segfault): the one after the last line.
     """
     import json
+
+    import kvgen.lint
+    import kvgen.render
+    import kvgen.runtime.allocator  # noqa: F401  (imports are no input's time)
 
     rng = random.Random(seed)
     stats = Stats()
@@ -345,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"crashes (worker killed):    {stats.count('crash')}")
     print(f"hangs (> {args.hang_s:g} s):              {stats.count('hang')}")
     print(f"diagnostics without a position: {stats.count('unpositioned')}")
+    failed = stats.count("generated") + stats.count("untyped") + stats.count("state")
+    print(f"lint-clean specs whose generated code fails: {failed}")
     print(f"slowest input:              {stats.slowest_s:.2f} s")
     if stats.findings:
         write_findings(stats, args.out)

@@ -19,6 +19,7 @@ SGLang 0.5.23 (``sglang_plan``, ``sglang_pools``, ``sglang_capacity``); each is 
 from typing import NamedTuple
 
 from kvgen.sizing_core import (
+    _MAX_INT,
     _MODELS,
     MODELS,
     SPECULATIVE,
@@ -28,6 +29,7 @@ from kvgen.sizing_core import (
     _name,
     _new,
     _Record,
+    _shown,
     _tokens,
     split_budget,
 )
@@ -503,9 +505,9 @@ def vllm_capacity(
         type(budget_bytes) is int
         and type(max_seq_len) is int
         and type(max_num_tokens) is int
-        and budget_bytes > 0
-        and max_seq_len > 0
-        and max_num_tokens > 0
+        and 0 < budget_bytes <= _MAX_INT
+        and 0 < max_seq_len <= _MAX_INT
+        and 0 < max_num_tokens <= _MAX_INT
     ):
         _positive_ints(
             ("budget_bytes", "max_seq_len", "max_num_tokens"),
@@ -553,6 +555,10 @@ def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32"
             full += lay.layers * _layer_bytes(lay, tp_size)
     state = extra = 0
     recurrent = [lay for lay in entry.layers if lay.attention == "recurrent"]
+    if not full and not swa:  # SGLang counts its pools in tokens of attention KV
+        if not recurrent:
+            raise ValueError("the model has no cached layers")
+        raise NotModelled("SGLang sizes its pools by attention KV; a model without any is not")
     if recurrent:
         if not entry.ssm_state_bytes:
             raise NotModelled("the SSM share of its recurrent state is unknown")
@@ -600,6 +606,24 @@ def sglang_sliding_tokens(plan: SglangPlan, max_seq_len: int, page_size: int) ->
     return min(max_seq_len, plan.window + page_size)
 
 
+def _sglang_ratios(swa: object, mamba: object) -> None:
+    """ValueError naming the ratio that SGLang would not take: the sliding pool is a share
+    (0, 1] of the full pool's tokens, the Mamba state a positive multiple of its memory."""
+    for argument, value, most in (
+        ("swa_full_tokens_ratio", swa, 1.0),
+        ("mamba_full_memory_ratio", mamba, float("inf")),
+    ):
+        if type(value) is float and 0.0 < value <= most and value != float("inf"):
+            continue
+        try:
+            number = None if isinstance(value, bool | str | bytes) else float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError, OverflowError):
+            number = None
+        if number is None or not 0.0 < number <= most or number == float("inf"):
+            bound = "in (0, 1]" if most == 1.0 else "a positive finite number"
+            raise ValueError(f"{argument} must be {bound}, got {_shown(value)}")
+
+
 def sglang_capacity(
     plan: SglangPlan,
     budget_bytes: int,
@@ -609,13 +633,14 @@ def sglang_capacity(
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
 ) -> EngineCapacity:
     """SGLang's pools for a planned model, read as an ``EngineCapacity``."""
+    _sglang_ratios(swa_full_tokens_ratio, mamba_full_memory_ratio)
     if not (
         type(budget_bytes) is int
         and type(max_seq_len) is int
         and type(page_size) is int
-        and budget_bytes > 0
-        and max_seq_len > 0
-        and page_size > 0
+        and 0 < budget_bytes <= _MAX_INT
+        and 0 < max_seq_len <= _MAX_INT
+        and 0 < page_size <= _MAX_INT
     ):
         _positive_ints(
             ("budget_bytes", "max_seq_len", "block_size"), budget_bytes, max_seq_len, page_size
@@ -691,7 +716,7 @@ def _trtllm_capacity(
     )  # fmt: skip
     terms = _cached_terms(*args)
     budget = budget_bytes
-    if type(budget) is not int or budget < 1:
+    if type(budget) is not int or not 0 < budget <= _MAX_INT:
         budget = _integer("budget_bytes", budget_bytes, 1)
     target = terms[0]
     if len(terms) > 1:  # a separate draft pool takes its share first (§6)

@@ -42,8 +42,15 @@ _UNITS = {
     "tb": 10**12,
     "pb": 10**15,
 }
+# Sizes and counts are 64-bit in every engine and in torch; a larger one describes no device
+# (and would overflow the float arithmetic of the engine policies and of format_size).
+MAX_COUNT = (1 << 63) - 1
 _SIZE = re.compile(r"^\s*(\d+(?:_\d+)*(?:\.\d+)?|\.\d+)\s*([a-zA-Z]*)\s*$")
 _BINARY = (("PiB", 1 << 50), ("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB))
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
 
 
 def parse_size(text: str) -> int:
@@ -55,7 +62,10 @@ def parse_size(text: str) -> int:
             f"invalid size {text!r}: use a number of bytes or a number with a unit "
             "(B, KiB, MiB, GiB, TiB, PiB, KB, MB, GB, TB, PB), e.g. 80GiB or 1.5TiB"
         )
-    value = Fraction(match.group(1).replace("_", "")) * _UNITS[unit]
+    digits = match.group(1).replace("_", "")
+    value = Fraction(digits) * _UNITS[unit] if len(digits) <= 64 else Fraction(MAX_COUNT + 1)
+    if value > MAX_COUNT:
+        raise ValueError(f"invalid size {_shown(text)}: over 2**63 - 1 bytes (8 EiB)")
     if value.denominator != 1:
         raise ValueError(f"invalid size {text!r}: {float(value):g} is not a whole number of bytes")
     return int(value)
@@ -89,9 +99,11 @@ def size_argument(text: str) -> int:
 def positive_int(text: str) -> int:
     """An argparse ``type=`` for counts such as max_batch_size."""
     try:
-        value = int(text)
+        value = int(text) if len(text) <= 64 else 0
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if not 1 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer up to 2**63 - 1, got {_shown(text)}"
+        )
     return value

@@ -397,23 +397,37 @@ def _name(argument: str, value: object, allowed: Iterable[str]) -> str:
     if isinstance(value, str) and value in allowed:
         return value
     hint = _did_you_mean(value, allowed)
-    raise ValueError(f"{argument} must be one of {', '.join(allowed)}; got {value!r}{hint}")
+    raise ValueError(f"{argument} must be one of {', '.join(allowed)}; got {_shown(value)}{hint}")
+
+
+# Every count and byte size an engine takes is a 64-bit integer; past this bound an argument
+# describes no deployment, and the float arithmetic of the engine policies would overflow.
+_MAX_INT = (1 << 63) - 1
+
+
+def _shown(value: object) -> str:
+    # repr of an argument for a message; an int too long for str() is shown by its size.
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"an int of {value.bit_length()} bits"
+    return repr(value)
 
 
 def _integer(
     argument: str, value: object, low: int, high: int | None = None, what: str = ""
 ) -> int:
-    """Any ``operator.index``-able integer (numpy ints too) in [low, high]; never a bool or a
-    float."""
+    """Any ``operator.index``-able integer (numpy ints too) in [low, high] (high: at most
+    ``_MAX_INT``), as a plain ``int``; never a bool or a float."""
     try:
-        number = None if isinstance(value, bool | float) else operator.index(value)  # type: ignore[arg-type]
+        number = None if isinstance(value, bool | float) else int(operator.index(value))  # type: ignore[arg-type]
     except TypeError:
         number = None
     kind = "a positive int" if low == 1 else "a non-negative int" if low == 0 else "an int"
     if number is None or number < low:
-        raise ValueError(f"{argument} must be {kind}, got {value!r}")
-    if high is not None and number > high:
-        raise ValueError(f"{argument} must be <= {high}{what}, got {number}")
+        raise ValueError(f"{argument} must be {kind}, got {_shown(value)}")
+    if high is None:
+        high, what = _MAX_INT, " (a 64-bit count)"
+    if number > high:
+        raise ValueError(f"{argument} must be <= {high}{what}, got {_shown(number)}")
     return number
 
 
@@ -421,10 +435,10 @@ def _fraction(argument: str, value: object) -> float:
     """A real number in (0, 1] as a float (numpy floats too); never a bool or a string."""
     try:
         number = None if isinstance(value, bool | str | bytes) else float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         number = None
     if number is None or not 0.0 < number <= 1.0:
-        raise ValueError(f"{argument} must be in (0, 1], got {value!r}")
+        raise ValueError(f"{argument} must be in (0, 1], got {_shown(value)}")
     return number
 
 
@@ -459,7 +473,7 @@ def _arguments(
     entry, profile, batch, chunk, max_seq_len = _required(
         model, speculative, batch, chunk, max_seq_len
     )
-    if type(tp_size) is not int or tp_size < 1:
+    if type(tp_size) is not int or not 0 < tp_size <= _MAX_INT:
         tp_size = _integer("tp_size", tp_size, 1)
     if type(pp_size) is not int or not 0 < pp_size <= entry.layers.layer_count:
         pp_size = _integer("pp_size", pp_size, 1, entry.layers.layer_count, " layers")
@@ -503,9 +517,9 @@ def _required(
             f"speculative {speculative!r} does not apply to model {model!r}; "
             f"profiles for {model}: {', '.join(entry.profiles)}"
         )
-    if type(batch) is not int or batch < 1:
+    if type(batch) is not int or not 0 < batch <= _MAX_INT:
         batch = _integer("max_batch_size", batch, 1)
-    if type(chunk) is not int or chunk < 1:
+    if type(chunk) is not int or not 0 < chunk <= _MAX_INT:
         chunk = _integer("max_num_tokens", chunk, 1)
     if type(max_seq_len) is not int or not 0 < max_seq_len <= entry.max_seq_len:
         max_seq_len = _integer("max_seq_len", max_seq_len, 1, entry.max_seq_len, f" for {model}")
@@ -818,6 +832,8 @@ def _compute(
                 mamba_state_update, dcp_size, encoder_tokens,
             )
         )  # fmt: skip
+        if encoder_tokens is not None:  # validated above; a plain int from here on
+            encoder_tokens = operator.index(encoder_tokens)
     if attention_dp:
         tp_size = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
     backoff = profile.backoff if block_reuse else 0
@@ -1163,7 +1179,7 @@ def quota_from_max_tokens(
     """Per manager, the quota in bytes for ``max_tokens`` tokens of full-attention history:
     ``quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa`` (§4). The inverse of
     ``max_tokens_from_quota``."""
-    tokens = max_tokens if type(max_tokens) is int and max_tokens >= 0 else None
+    tokens = max_tokens if type(max_tokens) is int and 0 <= max_tokens <= _MAX_INT else None
     tokens = _integer("max_tokens", max_tokens, 0) if tokens is None else tokens
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
@@ -1933,9 +1949,9 @@ def vllm_capacity(
         type(budget_bytes) is int
         and type(max_seq_len) is int
         and type(max_num_tokens) is int
-        and budget_bytes > 0
-        and max_seq_len > 0
-        and max_num_tokens > 0
+        and 0 < budget_bytes <= _MAX_INT
+        and 0 < max_seq_len <= _MAX_INT
+        and 0 < max_num_tokens <= _MAX_INT
     ):
         _positive_ints(
             ("budget_bytes", "max_seq_len", "max_num_tokens"),
@@ -1983,6 +1999,10 @@ def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32"
             full += lay.layers * _layer_bytes(lay, tp_size)
     state = extra = 0
     recurrent = [lay for lay in entry.layers if lay.attention == "recurrent"]
+    if not full and not swa:  # SGLang counts its pools in tokens of attention KV
+        if not recurrent:
+            raise ValueError("the model has no cached layers")
+        raise NotModelled("SGLang sizes its pools by attention KV; a model without any is not")
     if recurrent:
         if not entry.ssm_state_bytes:
             raise NotModelled("the SSM share of its recurrent state is unknown")
@@ -2030,6 +2050,24 @@ def sglang_sliding_tokens(plan: SglangPlan, max_seq_len: int, page_size: int) ->
     return min(max_seq_len, plan.window + page_size)
 
 
+def _sglang_ratios(swa: object, mamba: object) -> None:
+    """ValueError naming the ratio that SGLang would not take: the sliding pool is a share
+    (0, 1] of the full pool's tokens, the Mamba state a positive multiple of its memory."""
+    for argument, value, most in (
+        ("swa_full_tokens_ratio", swa, 1.0),
+        ("mamba_full_memory_ratio", mamba, float("inf")),
+    ):
+        if type(value) is float and 0.0 < value <= most and value != float("inf"):
+            continue
+        try:
+            number = None if isinstance(value, bool | str | bytes) else float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError, OverflowError):
+            number = None
+        if number is None or not 0.0 < number <= most or number == float("inf"):
+            bound = "in (0, 1]" if most == 1.0 else "a positive finite number"
+            raise ValueError(f"{argument} must be {bound}, got {_shown(value)}")
+
+
 def sglang_capacity(
     plan: SglangPlan,
     budget_bytes: int,
@@ -2039,13 +2077,14 @@ def sglang_capacity(
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
 ) -> EngineCapacity:
     """SGLang's pools for a planned model, read as an ``EngineCapacity``."""
+    _sglang_ratios(swa_full_tokens_ratio, mamba_full_memory_ratio)
     if not (
         type(budget_bytes) is int
         and type(max_seq_len) is int
         and type(page_size) is int
-        and budget_bytes > 0
-        and max_seq_len > 0
-        and page_size > 0
+        and 0 < budget_bytes <= _MAX_INT
+        and 0 < max_seq_len <= _MAX_INT
+        and 0 < page_size <= _MAX_INT
     ):
         _positive_ints(
             ("budget_bytes", "max_seq_len", "block_size"), budget_bytes, max_seq_len, page_size
@@ -2121,7 +2160,7 @@ def _trtllm_capacity(
     )  # fmt: skip
     terms = _cached_terms(*args)
     budget = budget_bytes
-    if type(budget) is not int or budget < 1:
+    if type(budget) is not int or not 0 < budget <= _MAX_INT:
         budget = _integer("budget_bytes", budget_bytes, 1)
     target = terms[0]
     if len(terms) > 1:  # a separate draft pool takes its share first (§6)

@@ -104,14 +104,21 @@ def import_config(
 
 
 def _refused_by_schema(display: str, text: str) -> list[Diagnostic]:
-    """The schema's verdict on the spec built; the bounds above should leave it nothing to
-    say, but if it does, say it about the config (the spec is never written)."""
+    """The schema's and lint's verdict on the spec built; the checks above should leave them
+    nothing to say, but if they do, say it about the config (the spec is never written): what
+    import-hf writes always lints clean, so it always generates."""
+    from kvgen.lint import lint_loaded
     from kvgen.loader import load_bytes
 
-    found = load_bytes("<imported spec>", text.encode("utf-8")).diagnostics
+    loaded = load_bytes("<imported spec>", text.encode("utf-8"))
+    found = loaded.diagnostics
+    if not found:
+        found = [d for d in lint_loaded(loaded) if d.severity == "error"]
     return [
         codes.INVALID_CONFIG_VALUE.at(
-            display, (1, 1), f"the spec built from this config would be refused: {d.message}"
+            display,
+            (1, 1),
+            f"the spec built from this config would be refused ({d.code}): {d.message}",
         )
         for d in found
     ]

@@ -282,6 +282,22 @@ def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
     )
 
 
+def _check_grouped(
+    cfg: Config, heads: int | None, groups: int | None, heads_name: str, groups_name: str
+) -> None:
+    """Refuse SSM heads that do not divide into their B/C groups (what KV226 refuses in the
+    spec): no engine can split such a state, not even at tp=1."""
+    if heads and groups and heads % groups:
+        cfg.diag(
+            codes.INVALID_CONFIG_VALUE,
+            groups_name,
+            f"{heads_name} {heads} is not a multiple of {groups_name} {groups}: each B/C group "
+            "serves a whole number of SSM heads",
+            "use the values published with the model",
+        )
+        raise Abort
+
+
 def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
     """A recurrent kind by its dimensions (Mamba-2 or Gated DeltaNet, §8), each number with
     the config field it came from."""
@@ -297,6 +313,7 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
             cfg.int_("linear_value_head_dim", required=True),
         )
         width = cfg.int_("linear_conv_kernel_dim", required=True)
+        _check_grouped(cfg, vh, kh, "linear_num_value_heads", "linear_num_key_heads")
         conv = (width - 1) * (2 * kh * kd + vh * vd)  # type: ignore[operator]
         ssm = vh * kd * vd  # type: ignore[operator]
         dims: tuple[tuple[str, int | str | None, str], ...] = (
@@ -318,6 +335,7 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
             for name in ("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups")
         ]
         heads, head_dim, state, groups = (cfg.int_(name, required=True) for name in names)
+        _check_grouped(cfg, heads, groups, names[0], names[3])
         width_name = field_spelling(cfg, "conv_kernel")
         width = cfg.int_(width_name, required=True)
         dims = (

@@ -23,10 +23,12 @@ def layout_misfit(kinds: Sequence[Kind], dtype: str) -> tuple[str, str] | None:
                 f"index_head_dim {kind.index_head_dim} is not a multiple of the indexer "
                 f"cache's {FP32_SCALE_BLOCK}-element scale block"
             )
-        if dtype not in SCALED or dtype == "nvfp4":
-            continue  # nvfp4's own rule (KV212) keeps its historical place in lint
-        if kind.attention == "recurrent":
+        if dtype not in SCALED:
+            continue
+        if kind.attention == "recurrent":  # nvfp4 too: KV239 refuses any scaled state
             return "layer_types", f"{dtype} is an attention layout; recurrent states stay plain"
+        if dtype == "nvfp4":
+            continue  # nvfp4's own rule (KV212) keeps its historical place in lint
         if dtype == "fp8_ds_mla":
             if kind.kv_lora_rank is None:
                 if kind.attention == "none":

@@ -1,12 +1,16 @@
 """The layer kinds that read another layer's cache (KV sharing, ``reads:``), as the
-``shared-*`` lint rules see them: each reading kind, its first layer and the layer it reads."""
+``shared-*`` lint rules see them: each reading kind, its first layer and the layer it reads.
+
+Every kind the pattern names counts, also one past ``count`` that lands on no layer (KV221
+warns about it): the generated allocator checks the ``reads`` of every kind in its pattern
+when it is imported, so lint must refuse whatever that check refuses."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from kvgen.rules._base import Kind, RuleContext, placed_kinds
+from kvgen.rules._base import Kind, RuleContext
 
 __all__ = ["Reader", "readers"]
 
@@ -17,7 +21,7 @@ class Reader(NamedTuple):
 
     kind: Kind
     reads: int
-    first: int  # index of the kind's first layer in the stack
+    first: int  # index of the kind's first pattern entry (its first layer, when placed)
     target: Kind | None
 
 
@@ -25,11 +29,10 @@ def readers(ctx: RuleContext) -> Iterator[Reader]:
     kinds = {(id(k.stack), k.name): k for k in ctx.kinds}
     for kind in ctx.kinds:
         reads = kind.kind.reads
-        placed = placed_kinds(kind.stack.stack)
-        if reads is None or kind.name not in placed:
-            continue  # an unplaced kind is KV206's finding
         pattern = kind.stack.stack.layers.pattern
+        if reads is None or kind.name not in pattern:
+            continue  # a kind outside the pattern is KV206's finding, and reads nothing
         target = None
         if reads < kind.stack.stack.layers.count:
             target = kinds.get((id(kind.stack), pattern[reads % len(pattern)]))
-        yield Reader(kind, reads, placed.index(kind.name), target)
+        yield Reader(kind, reads, pattern.index(kind.name), target)

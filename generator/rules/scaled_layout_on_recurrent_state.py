@@ -1,15 +1,17 @@
 """A quantized layout with scales as the dtype of a recurrent state.
 
 ## What it does
-Reports a recurrent kind given by its `mamba:` dimensions whose conv dtype (its `dtype`, else
-its pool's `kv_cache_dtype`) or `ssm_dtype` is one of the scaled KV layouts
-`fp8_per_token_head`, `int8_per_token_head`, `mxfp8`, `mxfp4` or `fp8_ds_mla`.
+Reports a recurrent kind given by its `mamba:` or `mamba1:` dimensions whose conv dtype (its
+`dtype`, else its pool's `kv_cache_dtype`) or `ssm_dtype` is one of the scaled layouts
+`nvfp4`, `fp8_per_token_head`, `int8_per_token_head`, `mxfp8`, `mxfp4` or `fp8_ds_mla`.
 
 ## Why it matters
 Those layouts quantize attention K/V rows (or an MLA latent) with per-head or per-block scales
 (docs/cost-model.md §1). The engines keep a Mamba / linear-attention state in a plain dtype
 (the model dtype, or fp32 for the SSM part, §8), so there is no state size to charge for such a
-spec; a hybrid family inherits the attention pool's quantized dtype easily.
+spec (and no engine pool to compare it with); a hybrid family inherits the attention pool's
+quantized dtype easily. A recurrent kind given as raw `state_bytes` is not affected: its bytes
+are what they are, whatever the pool's dtype.
 
 ## Example
 ```yaml
@@ -36,13 +38,14 @@ CODE = "KV239"
 NAME = "scaled-layout-on-recurrent-state"
 SEVERITY = "error"
 
-# nvfp4 predates these layouts and keeps its meaning on a recurrent state (KV212 checks it).
-ATTENTION_ONLY = SCALED_DTYPES - {"nvfp4"}
+# Every scaled layout, nvfp4 too: the engines' state pools hold plain elements only, and the
+# engine models (generated ``engine_capacity``) have no byte size for a scaled state.
+ATTENTION_ONLY = SCALED_DTYPES
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
     for kind in ctx.kinds:
-        state = kind.kind.mamba
+        state = kind.kind.recurrent_dims  # mamba: or mamba1: (lowered), None for state_bytes
         if kind.kind.attention != "recurrent" or state is None:
             continue
         if kind.dtype in ATTENTION_ONLY:
@@ -55,8 +58,9 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 at="value" if explicit else "key",
             )
         if state.ssm_dtype in ATTENTION_ONLY:
+            block = "mamba" if kind.kind.mamba is not None else "mamba1"
             yield Finding(
-                (*kind.loc, "mamba", "ssm_dtype"),
+                (*kind.loc, block, "ssm_dtype"),
                 f"{kind.label} keeps its SSM state in {state.ssm_dtype}, a layout for "
                 "attention K/V with scales",
                 "use a plain ssm_dtype (fp32, bf16 or fp16)",

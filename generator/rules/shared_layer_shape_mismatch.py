@@ -2,8 +2,8 @@
 
 ## What it does
 Reports a kind whose `reads` names a layer of another attention type, window, sink tokens,
-KV heads, head dimension (given or derived), MLA shape, raw bytes per token, extra bytes per
-token or cache dtype.
+KV heads, head dimension (given or derived), MLA shape (with its indexer's `index_head_dim`),
+raw bytes per token, extra bytes per token or cache dtype.
 
 ## Why it matters
 A reading layer attends over the other layer's pages as they are: its kernel needs the same
@@ -41,6 +41,7 @@ _FIELDS = (
     "kv_heads",
     "kv_lora_rank",
     "qk_rope_head_dim",
+    "index_head_dim",
     "bytes_per_token",
     "extra_bytes_per_token",
 )

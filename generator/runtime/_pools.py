@@ -13,6 +13,7 @@ from kvgen.runtime._layers import Cycle, Layer
 __all__ = ["CacheManager", "Pool", "select_device"]
 
 Views = dict[str, torch.Tensor]
+_MAX_TENSOR_BYTES = (1 << 63) - 1  # torch sizes and numel are int64
 
 
 def select_device(device: str | torch.device | None = None) -> torch.device:
@@ -41,8 +42,11 @@ class Pool:
     ) -> None:
         self.manager, self.name, self.kind = manager, name, kind
         try:
+            if pages * row_bytes > _MAX_TENSOR_BYTES:
+                raise OverflowError(f"over torch's {_MAX_TENSOR_BYTES} bytes per tensor")
             self.tensor = torch.empty((pages, row_bytes), dtype=torch.uint8, device=device)
-        except (RuntimeError, MemoryError) as exc:
+        except (RuntimeError, MemoryError, OverflowError, TypeError) as exc:
+            # TypeError: torch's own refusal of a size past int64.
             raise PoolAllocationError(
                 f"{manager} pool {name!r}: cannot allocate {pages} x {row_bytes} bytes on "
                 f"{device}: {exc}; build it on device='meta'"

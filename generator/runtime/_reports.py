@@ -108,12 +108,22 @@ class Reports(Forwards):
         self, rids: Iterable[RequestId], pool: str, manager: str = "target"
     ) -> torch.Tensor:
         """``torch.int32`` block tables, one row per request, width max_blocks_per_seq, padded
-        with NO_PAGE (a state pool gives one slot per request instead)."""
+        with NO_PAGE (a state pool gives one slot per request instead; a cross-attention pool
+        the request's encoder pages, width ceil(encoder_tokens / tpb))."""
         target = self.pool(pool, manager)
         requests = [self._get(rid) for rid in self._ids(rids)]
         if target.kind == "state":
+            if target not in self._states:  # state/spec, state/replay: indexed by batch slot
+                raise UnknownNameError(
+                    f"{manager} pool {pool!r} holds the engine's rows by batch slot, not rows "
+                    "of a request: it has no block table"
+                )
             index = self._states.index(target)
             return torch.tensor([r.slots[index] for r in requests], dtype=torch.int32)
+        if target.kind == "cross":  # held from admission to release, never paged by history
+            index, size = next((j, n) for j, (p, n) in enumerate(self._cross) if p is target)
+            held = [r.cross[index] + [NO_PAGE] * (size - len(r.cross[index])) for r in requests]
+            return torch.tensor(held, dtype=torch.int32).reshape(len(held), size)
         width = self.max_blocks_per_seq
         rows = []
         for r in requests:

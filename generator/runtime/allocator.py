@@ -95,11 +95,20 @@ SEMANTICS = ("trtllm-v2", "exact")
 Quota = int | Mapping[str, int]
 
 
+# torch sizes and every engine's counts are 64-bit: past this no pool can be built.
+MAX_COUNT = (1 << 63) - 1
+
+
 def _count(name: str, value: object, minimum: int) -> int:
+    """``value`` as a plain int in [minimum, MAX_COUNT]; else InvalidStepError (an
+    AllocatorError and a ValueError) naming the argument."""
     number = integer(value)
-    if number is None or number < minimum:
+    if number is None or not minimum <= number <= MAX_COUNT:
         kind = "positive" if minimum == 1 else "non-negative"
-        raise ValueError(f"{name} must be a {kind} int, got {value!r}")
+        shown = f"an int of {number.bit_length()} bits" if number is not None else repr(value)
+        if number is not None and number.bit_length() <= 256:
+            shown = repr(number)
+        raise InvalidStepError(f"{name} must be a {kind} int <= 2**63 - 1, got {shown}")
     return number
 
 
@@ -331,7 +340,14 @@ class KVCacheShim(Reports):
         ``pool``, token offset in it), or None when another rank of the group holds it (§9)."""
         r = self._get(rid)
         target = self.pool(pool)
-        index = next(i for i, p in enumerate(self._paged) if p.pool is target)
+        index = next((i for i, p in enumerate(self._paged) if p.pool is target), None)
+        if index is None:  # state, scratch and cross pools hold no history tokens
+            raise UnknownNameError(
+                f"pool {pool!r} is a {target.kind} pool; dcp_slot maps history tokens of a "
+                f"paged attention pool ({', '.join(p.pool.name for p in self._paged)})"
+            )
+        if r.suspended:
+            raise InvalidStepError(f"request {rid!r} is suspended: it holds no pages; resume it")
         at = integer(position)
         if at is None or not 0 <= at < r.capacity:
             raise InvalidStepError(
