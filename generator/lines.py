@@ -3,7 +3,7 @@
 YAML readers also end a line at U+2028, U+2029, U+0085 and a lone CR, so text that looks like
 one comment line to a reviewer can hold keys for kvgen (issue 18). Every file kvgen reads as
 text (specs, its configuration, Hugging Face configs) is checked here first, before any parser
-sees it, and refused with KV020 at the character's real position: line counted by ``\\n``
+sees it, and refused with KV015 at the character's real position: line counted by ``\\n``
 only, column in characters (as the YAML positions are).
 """
 
@@ -42,7 +42,7 @@ _NAMES = {
 
 
 def line_break_diagnostics(path: str, text: str) -> list[Diagnostic]:
-    """KV020 for the first ``MAX_REPORTED`` foreign line breaks of ``text`` (``[]``: none)."""
+    """KV015 for the first ``MAX_REPORTED`` foreign line breaks of ``text`` (``[]``: none)."""
     if _FOREIGN.search(text) is None:  # the fast path: one scan of a clean file
         return []
     found: list[Diagnostic] = []

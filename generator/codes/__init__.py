@@ -3,7 +3,7 @@
 
 Codes are stable forever; a retired code stays in ``RETIRED`` and is never reused.
 
-- ``KV0xx`` reading the file, ``KV1xx`` the schema: ``kvgen.codes.reader`` (KV020, what a
+- ``KV0xx`` reading the file, ``KV1xx`` the schema: ``kvgen.codes.reader`` (KV015, what a
   line is: ``kvgen.codes.lines``)
 - ``KV2xx`` semantic lint rules: one module each under ``kvgen.rules``, which also gives
   the whole catalogue (``kvgen.rules.all_codes``): the rules depend on this package, never

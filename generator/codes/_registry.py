@@ -1,7 +1,7 @@
 """The one table of diagnostic codes: each code is declared exactly once, with ``declare``.
 
 A code never changes meaning and a retired code is never reused. KV0xx/KV1xx are declared in
-``kvgen.codes.reader`` (KV020 in ``kvgen.codes.lines``), KV3xx in ``kvgen.codes.hf``, KV4xx in
+``kvgen.codes.reader`` (KV015 in ``kvgen.codes.lines``), KV3xx in ``kvgen.codes.hf``, KV4xx in
 ``kvgen.codes.review``; each KV2xx lint rule is declared by its
 own module under ``kvgen.rules`` (``CODE``, ``NAME``, ``SEVERITY``, docstring, ``check``).
 """

@@ -1,4 +1,4 @@
-"""KV020: what a line is (declared here, emitted by ``kvgen.lines`` for every file kvgen reads).
+"""KV015: what a line is (declared here, emitted by ``kvgen.lines`` for every file kvgen reads).
 
 Its own module beside ``kvgen.codes.reader`` (which is long already); the code is a reading
 code (KV0xx) all the same.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from kvgen.codes._registry import declare
 
 FOREIGN_LINE_BREAK = declare(
-    "KV020",
+    "KV015",
     "foreign-line-break",
     fix="delete the character; a value that needs it writes its escape in a double-quoted string",
     doc="""A character that ends a line for YAML but not for git (U+2028, U+2029, U+0085, lone CR).

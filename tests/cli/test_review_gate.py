@@ -37,7 +37,7 @@ def test_acknowledgement_hidden_in_a_comment_line_is_refused_at_its_real_positio
     # plus the separator itself, so the second is column 11 + 1 + 12 = 24. Both on line 1.
     fix = "delete the character; a value that needs it writes its escape in a double-quoted string"
     assert out == "".join(
-        f"schema/families/toy.yaml:1:{col}: KV020 U+2028 LINE SEPARATOR ends a line for YAML "
+        f"schema/families/toy.yaml:1:{col}: KV015 U+2028 LINE SEPARATOR ends a line for YAML "
         f"but not for git, diff views or editors; lines end only at \\n (fix: {fix})\n"
         for col in (11, 24)
     )
@@ -59,8 +59,8 @@ def test_every_foreign_line_break_is_refused_by_lint_after_crlf_lines(tmp_path, 
     spec.write_bytes(f"# a\r\n# b\r\n# c\r\nfamily: a{char}b\n".encode())
     assert main(["lint", str(spec)]) == Exit.FINDINGS
     out = capsys.readouterr().out
-    assert out.startswith(f"{spec.as_posix()}:4:10: KV020 {name}")
-    assert out.count("KV020") == 1
+    assert out.startswith(f"{spec.as_posix()}:4:10: KV015 {name}")
+    assert out.count("KV015") == 1
 
 
 def test_a_crlf_spec_is_still_a_spec(tmp_path, capsys):
@@ -78,7 +78,7 @@ def test_config_with_a_line_separator_is_refused_at_its_real_position(
     Path("kvgen.toml").write_text(f'# a{LS}b\nspec = "s"\n')
     assert main(["lint"]) == Exit.USAGE
     err = capsys.readouterr().err
-    assert err.startswith("kvgen: error: kvgen.toml:1:4: KV020 U+2028 LINE SEPARATOR")
+    assert err.startswith("kvgen: error: kvgen.toml:1:4: KV015 U+2028 LINE SEPARATOR")
 
 
 def test_hf_config_with_a_line_separator_is_refused_at_its_real_position(tmp_path, capsys):
@@ -87,7 +87,7 @@ def test_hf_config_with_a_line_separator_is_refused_at_its_real_position(tmp_pat
     assert main(["import-hf", str(config)]) == Exit.FINDINGS
     # Line 3 is `  "x": "a` + U+2028: 2 blanks, "x" (3), ": " (2), '"a' (2) -> column 10.
     assert capsys.readouterr().out.startswith(
-        f"{config.as_posix()}:3:10: KV020 U+2028 LINE SEPARATOR"
+        f"{config.as_posix()}:3:10: KV015 U+2028 LINE SEPARATOR"
     )
 
 
@@ -327,7 +327,7 @@ def test_paths_are_shown_relative_to_a_subdirectory(capsys, monkeypatch):
     assert out == f"families/toy.yaml:1:1: KV401 {LINK} {KV401_FIX}\n"
 
 
-@pytest.mark.parametrize("code", ["KV020", "KV401", "KV402"])
+@pytest.mark.parametrize("code", ["KV015", "KV401", "KV402"])
 def test_new_codes_are_explained(capsys, code):
     assert main(["explain", code]) == Exit.OK
     out = capsys.readouterr().out
