@@ -26,6 +26,7 @@ from pathlib import Path
 import kvgen.commands
 from kvgen.config import Config, current
 from kvgen.exits import Exit, UsageError
+from kvgen.files import Refused
 
 log = logging.getLogger("kvgen")
 
@@ -124,6 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"kvgen: error: {exc}", file=sys.stderr)
         return Exit.USAGE
+    except Refused as exc:  # a file kvgen will not touch (kvgen.files): a finding, not a crash
+        print(exc.diagnostic.render())
+        return exc.exit
     except KeyboardInterrupt:  # pragma: no cover - interactive
         return Exit.USAGE
     except BrokenPipeError:  # `kvgen ... | head`: output was cut, so the result is not success

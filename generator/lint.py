@@ -61,10 +61,11 @@ def duplicate_family(path: str, at: tuple[int, int], family: str, first: str) ->
     return codes.DUPLICATE_FAMILY.at(path, at, f"family '{family}' is also defined in {first}")
 
 
-def lint_paths(paths: Iterable[str | Path]) -> list[Diagnostic]:
-    """Lint files and directories; a file that cannot be read is a KV009 diagnostic, a path
-    that does not exist a ``UsageError``."""
+def lint_paths(paths: Iterable[str | Path], root: Path | None = None) -> list[Diagnostic]:
+    """Lint files and directories; a file that cannot be read is a KV009 diagnostic (a link
+    KV020, a FIFO or device KV021), a path that does not exist a ``UsageError``. ``root``
+    (the project root) anchors the link checks of folders (default: the working directory)."""
     diagnostics: list[Diagnostic] = []
     for path in dict.fromkeys(expand_paths(paths)):
-        diagnostics += lint_loaded(load_path(path))
+        diagnostics += lint_loaded(load_path(path, root))
     return sorted(diagnostics)

@@ -3,7 +3,8 @@
 
 Codes are stable forever; a retired code stays in ``RETIRED`` and is never reused.
 
-- ``KV0xx`` reading the file, ``KV1xx`` the schema: ``kvgen.codes.reader``
+- ``KV0xx`` reading the file, ``KV1xx`` the schema: ``kvgen.codes.reader``; KV020-KV024 the
+  file-access layer (``kvgen.files``): ``kvgen.codes.files``
 - ``KV2xx`` semantic lint rules: one module each under ``kvgen.rules``, which also gives
   the whole catalogue (``kvgen.rules.all_codes``): the rules depend on this package, never
   the reverse
@@ -12,10 +13,10 @@ Codes are stable forever; a retired code stays in ``RETIRED`` and is never reuse
 
 from __future__ import annotations
 
-from kvgen.codes import hf, reader
+from kvgen.codes import files, hf, reader
 from kvgen.codes._registry import Code, declare, declared
 
-__all__ = ["RETIRED", "Code", "declare", "declared", "hf", "reader"]
+__all__ = ["RETIRED", "Code", "declare", "declared", "files", "hf", "reader"]
 
 # code -> why it was retired. Never reuse one of these codes.
 RETIRED: dict[str, str] = {}

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> Exit:
 
     if not files:
         log.warning("no spec files (*.yaml, *.yml) under %s", ", ".join(map(str, paths)))
-    diagnostics = lint_paths(files)
+    diagnostics = lint_paths(files, root=args.project.root)
     report = render(args.format, diagnostics)
     if args.format == "text" and use_colour(sys.stdout):
         report = colour_findings(report)

@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "generator"
 CODES_PAGE = ROOT / "docs" / "codes.md"
 CODE = re.compile(r"KV\d{3}")
-# Where a code may be declared: the reader/schema and import-hf tables, and the rule modules.
-DECLARING = {SOURCE / "codes" / "reader.py", SOURCE / "codes" / "hf.py"}
+# Where a code may be declared: the reader/schema, file-access and import-hf tables, and the
+# rule modules.
+DECLARING = {SOURCE / "codes" / name for name in ("reader.py", "hf.py", "files.py")}
 
 
 def _string_constants(path: Path) -> list[str]:
