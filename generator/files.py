@@ -341,3 +341,22 @@ def write_bytes(
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def save_figure(figure, path: str | Path, **options) -> None:  # figure: a matplotlib Figure
+    """Render ``figure`` in memory (format from the suffix, PNG by default) and write it with
+    ``write_bytes``: a plot path obeys the same rules as every other file kvgen writes."""
+    import io
+
+    from kvgen.exits import UsageError
+
+    suffix = Path(path).suffix.lstrip(".").lower() or "png"
+    supported = figure.canvas.get_supported_filetypes()
+    if suffix not in supported:
+        raise UsageError(
+            f"--plot {display_path(path)}: no image format .{suffix} "
+            f"(one of: {', '.join(sorted(supported))})"
+        )
+    buffer = io.BytesIO()
+    figure.savefig(buffer, **{"format": suffix, **options})
+    write_bytes(path, buffer.getvalue())

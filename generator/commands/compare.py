@@ -240,8 +240,12 @@ def plot(family: Any, model: str, args: argparse.Namespace, result: dict[str, An
     ax.set_title(f"{result['family']}/{model}, max_seq_len {result['max_seq_len']}")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(args.plot, metadata={"Software": None})
-    plt.close(fig)
+    from kvgen.files import save_figure
+
+    try:
+        save_figure(fig, args.plot, metadata={"Software": None})
+    finally:
+        plt.close(fig)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -216,12 +216,15 @@ STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), 
 
 
 def plot(sizing, plan, path: Path) -> None:
-    """Write ``capacity_figure`` as a PNG."""
-    fig = capacity_figure(sizing, plan)
-    fig.savefig(path, format="png", dpi=110)
+    """Write ``capacity_figure`` (PNG unless the suffix names another format)."""
+    fig = capacity_figure(sizing, plan)  # a UsageError when matplotlib is missing
     import matplotlib.pyplot as plt
+    from kvgen.files import save_figure
 
-    plt.close(fig)
+    try:
+        save_figure(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
 
 
 def capacity_figure(sizing, plan):  # -> matplotlib Figure (matplotlib is optional)
