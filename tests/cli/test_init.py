@@ -21,6 +21,7 @@ SCAFFOLD = [
     "schema/kvspec.schema.json",
     ".pre-commit-config.yaml",
     ".github/workflows/kvgen.yml",
+    ".gitignore",
 ]
 
 
