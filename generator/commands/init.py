@@ -247,7 +247,7 @@ def _add_to_pyproject(layout: Layout, done: list[str]) -> str:
     except ParseError as exc:
         reason = str(exc).rsplit(" at line ", 1)[0]
         raise UsageError(
-            f"{PYPROJECT}:{exc.line}:{exc.col}: invalid TOML: {reason}; "
+            f"{PYPROJECT}:{exc.line}:{exc.col + 1}: invalid TOML: {reason}; "  # col: 0-based
             "fix it, then run kvgen init again"
         ) from None
     tool = doc.get("tool")
