@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from kvgen.loader import _is_control, display_path, path_problem
+from kvgen.files import _is_control, display_path, path_problem
 
 
 def test_isprintable_refuses_exactly_the_characters_the_path_check_refuses():
