@@ -191,7 +191,12 @@ def output_lock(out_dir: Path, wait_s: float | None = None) -> Iterator[None]:
     except ImportError:  # pragma: no cover - Windows
         yield from _exclusive_file(path, wait_s)
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:  # O_NOFOLLOW: a committed link in the lock's place never creates or opens its target
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError:
+        if os.path.islink(path):
+            raise files.refuse_link(path, path) from None
+        raise
     try:
         deadline = time.monotonic() + wait_s
         told = False
@@ -332,9 +337,7 @@ def apply(result: Plan) -> list[str]:
     out = result.out_dir.resolve()  # no link at or below the root on the way: plan checked
     try:
         return _apply(result, out)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            recover(out)  # removes an incomplete stage; a complete one finishes the swap
+    except OSError as exc:  # the lock, the staging tree or the swap: nothing changed
         raise files.write_failed(result.out_dir, exc) from None
 
 
@@ -352,26 +355,36 @@ def _apply(result: Plan, out: Path) -> list[str]:
         touched = sorted(result.changed + result.missing + result.orphaned)
         if not touched:
             return []
-        stage = _stage_dir(out)
-        if out.is_dir():
-            shutil.copytree(out, stage, symlinks=True, copy_function=_link_or_copy)
-        else:
-            stage.mkdir(parents=True)
-        orphaned = [rel for rel in result.orphaned if rel not in result.rendered]
-        for rel in orphaned:
-            (stage / rel).unlink(missing_ok=True)
-            with contextlib.suppress(OSError):  # the family's folder, once nothing is left
-                (stage / rel).parent.rmdir()
-        for count, rel in enumerate(sorted(result.changed + result.missing), 1):
-            target = stage / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.unlink(missing_ok=True)  # a hard link: never write through it
-            with open(target, "xb") as handle:  # mode: 0o666 & ~umask
-                handle.write(result.rendered[rel].encode("utf-8"))  # "\n" on every platform
-            _pause_for_tests(count)
-        (stage / COMPLETE).touch()
-        _swap(stage, out)
+        try:
+            _stage_and_swap(result, out)
+        except OSError:
+            with contextlib.suppress(OSError):  # still under the lock: no other run's stage
+                recover(out)  # removes an incomplete stage; a complete one finishes the swap
+            raise
     return touched
+
+
+def _stage_and_swap(result: Plan, out: Path) -> None:
+    """Build the complete new tree beside ``out``, then swap it in (call with the lock)."""
+    stage = _stage_dir(out)
+    if out.is_dir():
+        shutil.copytree(out, stage, symlinks=True, copy_function=_link_or_copy)
+    else:
+        stage.mkdir(parents=True)
+    orphaned = [rel for rel in result.orphaned if rel not in result.rendered]
+    for rel in orphaned:
+        (stage / rel).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # the family's folder, once nothing is left
+            (stage / rel).parent.rmdir()
+    for count, rel in enumerate(sorted(result.changed + result.missing), 1):
+        target = stage / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.unlink(missing_ok=True)  # a hard link: never write through it
+        with open(target, "xb") as handle:  # mode: 0o666 & ~umask
+            handle.write(result.rendered[rel].encode("utf-8"))  # "\n" on every platform
+        _pause_for_tests(count)
+    (stage / COMPLETE).touch()
+    _swap(stage, out)
 
 
 def _swap(stage: Path, out: Path) -> None:

@@ -105,8 +105,8 @@ def _settings(layout: Layout):  # -> tomlkit Table
         table[key].comment(PROJECT_KEYS[key][1])
     deployment = tomlkit.table()
     deployment.comment(PROJECT_KEYS["deployment"][1] + " (max_seq_len: each model's own)")
-    for key, value in DEPLOYMENT_DEFAULTS.items():
-        deployment.append(key, value)
+    for key, default in DEPLOYMENT_DEFAULTS.items():
+        deployment.append(key, default)
     table.append("deployment", deployment)
     return table
 

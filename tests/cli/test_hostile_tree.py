@@ -230,3 +230,25 @@ def test_lint_of_a_fifo_spec_never_blocks(project):
     code, out, err = run("lint")
     no_crash(err)
     assert code == 1 and "schema/families/pipe.yaml:1:1: KV021" in out
+
+
+# --- the same rules for the lock and `kvgen schema --check` -----------------------------------
+
+
+def test_a_committed_link_in_the_locks_place_creates_nothing_outside(project, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    (project / ".generated.kvgen.lock").unlink()
+    (project / ".generated.kvgen.lock").symlink_to(outside / "created-by-kvgen")
+    _drift(project)
+    code, out, err = run("generate")
+    no_crash(err)
+    assert code == 1 and ".generated.kvgen.lock:1:1: KV020" in out
+    assert list(outside.iterdir()) == []  # O_CREAT through the link would have made the file
+
+
+def test_schema_check_never_prints_a_file_the_schema_link_points_at(project):
+    schema = project / "schema/kvspec.schema.json"
+    schema.symlink_to("../.git/config")
+    code, out, err = run("schema", "--check")
+    no_crash(err)
+    assert code == 1 and SECRET not in out and "schema/kvspec.schema.json:1:1: KV020" in out
