@@ -20,15 +20,15 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 import unicodedata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kvgen.codes import files as codes
-from kvgen.codes import reader as reader_codes
-from kvgen.codes._registry import Code
-from kvgen.diagnostics import Diagnostic
 from kvgen.exits import Exit
+
+if TYPE_CHECKING:  # the code registry loads only when something is refused: `kvgen --version`
+    from kvgen.codes._registry import Code  # and every command's start-up stay light
+    from kvgen.diagnostics import Diagnostic
 
 __all__ = [
     "Refused",
@@ -51,6 +51,12 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 _CHUNK = 1 << 16
+
+
+def _codes():  # -> the kvgen.codes.files module
+    from kvgen.codes import files
+
+    return files
 
 
 class Refused(Exception):
@@ -139,7 +145,7 @@ def refuse_link(path: Path, component: Path) -> Refused:
     message = f"is a symbolic link{where}; kvgen never follows one"
     if where:
         message = f"passes through a symbolic link{where}; kvgen never follows one"
-    return Refused(codes.SYMBOLIC_LINK.at(display_path(path), (1, 1), message))
+    return Refused(_codes().SYMBOLIC_LINK.at(display_path(path), (1, 1), message))
 
 
 def _check_folders(path: Path, chain: list[Path]) -> None:
@@ -191,9 +197,8 @@ def read_bytes(
             before.st_ino,
         ):
             raise not_regular(display, now.st_mode, changed=True)
-        code = too_large or codes.OVERSIZED_FILE
         if now.st_size > limit:
-            raise _too_large(display, code, now.st_size, limit)
+            raise _too_large(display, too_large, now.st_size, limit)
         chunks, total = [], 0
         while total <= limit:  # bound + 1 bytes at most: a file may grow while it is read
             chunk = os.read(fd, min(_CHUNK, limit + 1 - total))
@@ -206,7 +211,7 @@ def read_bytes(
     finally:
         os.close(fd)
     if total > limit:
-        raise _too_large(display, code, total, limit, grew=True)
+        raise _too_large(display, too_large, total, limit, grew=True)
     return b"".join(chunks)
 
 
@@ -214,17 +219,22 @@ def not_regular(display: str, mode: int, changed: bool = False) -> Refused:
     message = f"is {_kind(mode)}, not a regular file; kvgen reads and writes regular files only"
     if changed:
         message = "was replaced while being opened; kvgen reads regular files only"
-    return Refused(codes.NOT_A_REGULAR_FILE.at(display, (1, 1), message))
+    return Refused(_codes().NOT_A_REGULAR_FILE.at(display, (1, 1), message))
 
 
-def _too_large(display: str, code: Code, size: int, limit: int, grew: bool = False) -> Refused:
+def _too_large(
+    display: str, code: Code | None, size: int, limit: int, grew: bool = False
+) -> Refused:
+    code = code or _codes().OVERSIZED_FILE
     size_text = f"over {limit} bytes" if grew else f"{size} bytes"
     return Refused(code.at(display, (1, 1), f"file is {size_text}, over the {limit}-byte limit"))
 
 
 def _unreadable(display: str, exc: OSError) -> Refused:
+    from kvgen.codes import reader
+
     reason = exc.strerror or type(exc).__name__
-    return Refused(reader_codes.UNREADABLE_FILE.at(display, (1, 1), f"cannot read file: {reason}"))
+    return Refused(reader.UNREADABLE_FILE.at(display, (1, 1), f"cannot read file: {reason}"))
 
 
 # --- writing ----------------------------------------------------------------------------------
@@ -232,7 +242,7 @@ def _unreadable(display: str, exc: OSError) -> Refused:
 
 def _outside(path: Path, inside: Path) -> Refused:
     return Refused(
-        codes.OUTSIDE_PROJECT.at(
+        _codes().OUTSIDE_PROJECT.at(
             display_path(path),
             (1, 1),
             f"is outside {display_path(inside)}; kvgen writes only there",
@@ -245,7 +255,7 @@ def write_failed(path: str | Path, exc: OSError) -> Refused:
     reason = exc.strerror or type(exc).__name__
     what = f" {display_path(os.path.relpath(exc.filename))}" if exc.filename else ""
     message = f"cannot write{what}: {reason}; nothing was changed"
-    return Refused(codes.WRITE_FAILED.at(display_path(path), (1, 1), message), Exit.USAGE)
+    return Refused(_codes().WRITE_FAILED.at(display_path(path), (1, 1), message), Exit.USAGE)
 
 
 def make_dirs(directory: Path, *, root: Path | None = None, inside: Path | None = None) -> None:
@@ -285,7 +295,7 @@ def check_output_dir(out: Path, root: Path) -> None:
     absolute, base = Path(os.path.abspath(out)), Path(os.path.abspath(root))
     if absolute == base or absolute in base.parents:
         raise Refused(
-            codes.OUTSIDE_PROJECT.at(
+            _codes().OUTSIDE_PROJECT.at(
                 display_path(out),
                 (1, 1),
                 f"the output directory may not be the project root {display_path(base)} or hold "
@@ -327,6 +337,8 @@ def write_bytes(
             raise refuse_link(path, Path(os.path.abspath(path)))
         if not stat.S_ISREG(mode):
             raise not_regular(display_path(path), mode)
+    import tempfile  # (imports random: only for a write)
+
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
