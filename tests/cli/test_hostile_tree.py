@@ -252,3 +252,12 @@ def test_schema_check_never_prints_a_file_the_schema_link_points_at(project):
     code, out, err = run("schema", "--check")
     no_crash(err)
     assert code == 1 and SECRET not in out and "schema/kvspec.schema.json:1:1: KV020" in out
+
+
+def test_plan_never_loads_a_generated_module_through_a_link(project):
+    sizing = project / "generated/toy/sizing.py"
+    sizing.unlink()
+    sizing.symlink_to("/dev/zero")  # 54a882f: the import read /dev/zero until memory ran out
+    code, _out, err = run("plan", "toy", "toy_small", "--gpu-memory", "1GiB")
+    no_crash(err)
+    assert code == 2 and "generated/toy/sizing.py:1:1: KV020" in err
