@@ -34,6 +34,7 @@ __all__ = [
     "Refused",
     "chain",
     "check_output_dir",
+    "check_writable",
     "display_path",
     "exists",
     "make_dirs",
@@ -281,6 +282,34 @@ def make_dirs(directory: Path, *, root: Path | None = None, inside: Path | None 
             raise not_regular(display_path(component), mode)
 
 
+def check_writable(
+    path: str | Path,
+    *,
+    root: Path | None = None,
+    inside: Path | None = None,
+    directory: bool = False,
+) -> None:
+    """``Refused`` when writing ``path`` (a file, or a folder with ``directory``) would break
+    a rule; creates and changes nothing, so a command can check every target before it
+    writes the first one."""
+    path = Path(path)
+    if inside is not None and not _is_below(path, inside, proper=not directory):
+        raise _outside(path, inside)
+    steps = chain(path, root)
+    for component in steps:
+        try:
+            mode = os.lstat(component).st_mode
+        except FileNotFoundError:
+            return  # this and what follows will be created
+        except OSError as exc:
+            raise write_failed(component, exc) from None
+        if stat.S_ISLNK(mode):
+            raise refuse_link(path, component)
+        wanted = stat.S_ISREG if component == steps[-1] and not directory else stat.S_ISDIR
+        if not wanted(mode):
+            raise not_regular(display_path(component), mode)
+
+
 def _is_below(path: Path, inside: Path, *, proper: bool) -> bool:
     absolute = Path(os.path.abspath(path))
     base = Path(os.path.abspath(inside))
@@ -323,20 +352,8 @@ def write_bytes(
     refused; with ``inside`` the file must lie below it. The mode is what the umask allows.
     """
     path = Path(path)
-    if inside is not None and not _is_below(path, inside, proper=True):
-        raise _outside(path, inside)
+    check_writable(path, root=root, inside=inside)
     make_dirs(path.parent, root=root)
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        raise write_failed(path, exc) from None
-    else:
-        if stat.S_ISLNK(mode):
-            raise refuse_link(path, Path(os.path.abspath(path)))
-        if not stat.S_ISREG(mode):
-            raise not_regular(display_path(path), mode)
     import tempfile  # (imports random: only for a write)
 
     tmp = None

@@ -299,11 +299,24 @@ def _ignore(layout: Layout, done: list[str]) -> None:
     done.append(f"{verb} {GITIGNORE} (ignores {', '.join(missing)})")
 
 
+def _check_targets(layout: Layout) -> None:
+    """Every path init may write, checked before the first write (``kvgen.files``): a link or
+    a non-regular file at one of them refuses the whole run, so nothing is half set up."""
+    from kvgen.files import check_writable
+
+    here = Path.cwd()
+    for path in (PYPROJECT, KVGEN_TOML, layout.schema, PRE_COMMIT, WORKFLOW, GITIGNORE):
+        check_writable(Path(path), root=here, inside=here)
+    check_writable(Path(layout.specs), root=here, inside=here, directory=True)
+    check_writable(Path(layout.specs) / ".gitkeep", root=here, inside=here)
+
+
 def run(args: argparse.Namespace) -> Exit:
     from kvgen.files import make_dirs
     from kvgen.schema_export import export_schema
 
     layout = _layout(args)
+    _check_targets(layout)
     done: list[str] = []
     config_file = _configure(layout, args.force, done)
     specs = Path(layout.specs)

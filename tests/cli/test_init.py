@@ -197,6 +197,7 @@ def test_init_never_writes_through_a_linked_folder(repo, tmp_path_factory, capsy
     assert main(["-q", "init"]) != Exit.OK
     assert list(outside.iterdir()) == []  # 54a882f wrote the schema / the workflow there
     assert "KV020" in capsys.readouterr().out
+    assert sorted(tree(repo)) == []  # every target is checked before the first write
 
 
 def test_init_writes_no_max_seq_len_and_prints_what_it_wrote(repo, capsys):
