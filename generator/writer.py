@@ -10,7 +10,9 @@ any point leaves the old tree or the new one, never a mix of families:
   them (the staging directory is complete once its ``.kvgen-complete`` marker exists).
 
 Staging and backup directories and ``.*.tmp`` files left by a killed run are removed by the
-next one. Files are created with ``open``, so they get the mode the umask allows.
+next one. Files are created with ``open``, so they get the mode the umask allows. The tree is
+read through ``kvgen.files``: a link anywhere in it, or on the way to it, is refused and
+nothing is written (docs/security.md, "File access"); a failed write removes the stage.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import errno
 import logging
 import os
 import shutil
-import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -110,15 +111,7 @@ def _check_out_dir(out_dir: Path, root: Path | None) -> None:
     or at it, a folder if it exists (``Refused`` otherwise)."""
     if root is not None:
         files.check_output_dir(out_dir, root)
-    for component in files.chain(out_dir, root):
-        try:
-            mode = os.lstat(component).st_mode
-        except FileNotFoundError:
-            return
-        if stat.S_ISLNK(mode):
-            raise files.refuse_link(out_dir, component)
-        if not stat.S_ISDIR(mode):
-            raise files.not_regular(files.display_path(component), mode)
+    files.check_writable(out_dir, root=root, directory=True)
 
 
 def plan(rendered: dict[str, str], out_dir: Path, *, prune: bool, root: Path | None = None) -> Plan:
