@@ -142,10 +142,18 @@ def _shown(component: Path, path: Path) -> str:
 
 
 def refuse_link(path: Path, component: Path) -> Refused:
-    where = "" if component == Path(os.path.abspath(path)) else f" ({_shown(component, path)})"
-    message = f"is a symbolic link{where}; kvgen never follows one"
-    if where:
-        message = f"passes through a symbolic link{where}; kvgen never follows one"
+    """KV020 for ``path``, whose ``component`` (itself, or a folder on the way) is a link."""
+    try:  # where it points, escaped: the reviewer sees it; kvgen never goes there
+        target = f" to {display_path(os.readlink(component))}"
+    except OSError:
+        target = ""
+    if component == Path(os.path.abspath(path)):
+        message = f"is a symbolic link{target}; kvgen never follows one"
+    else:
+        message = (
+            f"passes through a symbolic link ({_shown(component, path)}{target}); "
+            "kvgen never follows one"
+        )
     return Refused(_codes().SYMBOLIC_LINK.at(display_path(path), (1, 1), message))
 
 

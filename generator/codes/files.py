@@ -11,7 +11,7 @@ from kvgen.codes._registry import declare
 SYMBOLIC_LINK = declare(
     "KV020",
     "symbolic-link",
-    fix="replace the link by the file itself (kvgen never follows a symbolic link)",
+    fix="replace the link by a regular file (or a real folder) with the content you mean",
     doc="""A path kvgen reads or writes is, or passes through, a symbolic link.
 
 ## What it does
