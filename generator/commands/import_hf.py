@@ -152,6 +152,8 @@ def _write_into(path: Path, spec: str, source: str, root: Path) -> Exit:
         return _usage(f"{exc.message}; nothing was written")
     write_atomic(path, merged, root=root)
     log.info("added the model to %s", loaded.path)
+    if "\nspeculative:" in spec:  # family-wide profiles are the family owner's decision
+        log.warning("the import's speculative profile (mtp) was not added; add it by hand")
     return Exit.OK
 
 
