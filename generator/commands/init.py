@@ -283,19 +283,18 @@ def _ignore(layout: Layout, done: list[str]) -> None:
     from kvgen.files import exists, read_bytes, write_bytes
 
     path = Path(GITIGNORE)
-    text = (
-        read_bytes(path, limit=MAX_CONFIG_BYTES).decode("utf-8", "replace") if exists(path) else ""
-    )
-    present = {line.strip() for line in text.splitlines()}
+    raw = read_bytes(path, limit=MAX_CONFIG_BYTES) if exists(path) else b""
+    present = {line.strip() for line in raw.decode("utf-8", "replace").splitlines()}
     missing = [line for line in ignored(layout) if line not in present]
     if not missing:
         done.append(f"kept     {GITIGNORE} (ignores kvgen's lock and staging folders)")
         return
-    separator = "" if not text or text.endswith("\n") else "\n"
+    separator = b"" if not raw or raw.endswith(b"\n") else b"\n"
     added = "# kvgen generate: its lock, and what a killed run leaves behind\n"
     added += "".join(f"{line}\n" for line in missing)
-    write_bytes(path, (text + separator + added).encode("utf-8"), inside=Path.cwd())
-    verb = "updated " if text else "created "
+    # Bytes: whatever the file held stays byte for byte, even if it is not UTF-8.
+    write_bytes(path, raw + separator + added.encode("utf-8"), inside=Path.cwd())
+    verb = "updated " if raw else "created "
     done.append(f"{verb} {GITIGNORE} (ignores {', '.join(missing)})")
 
 
