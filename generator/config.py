@@ -166,12 +166,9 @@ def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageEr
 def load_config(path: Path) -> Config:
     """Parse and check one config file; a problem is a positioned ``UsageError``."""
     display = Path(os.path.relpath(path)).as_posix()
-    raw = _read(path)
+    text = decode_toml_text(display, _read(path))
     try:
-        text = raw.decode("utf-8")
         data = tomllib.loads(text)
-    except UnicodeDecodeError:
-        raise UsageError(f"{display}:1:1: not valid UTF-8 (save it as UTF-8)") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(toml_error(display, exc)) from None
     table = "tool.kvgen" if path.name == PYPROJECT else ""
@@ -195,6 +192,16 @@ def load_config(path: Path) -> Config:
         )
         raise _error(path, text, table, "out", message)
     return Config(root=path.parent.resolve(), source=path, deployment=deployment, **paths)
+
+
+def decode_toml_text(display: str, raw: bytes) -> str:
+    """UTF-8 text of a TOML file, or a ``UsageError`` at the first bad byte's line:col."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise UsageError(f"{display}:{line}:{col}: not valid UTF-8 (save it as UTF-8)") from None
 
 
 def toml_error(display: str, exc: Exception) -> str:

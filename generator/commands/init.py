@@ -231,17 +231,11 @@ def _add_to_pyproject(layout: Layout, done: list[str]) -> str:
     """Add ``[tool.kvgen]`` to pyproject.toml with tomlkit, which keeps every other byte of
     the file; an invalid file is refused at its line:col and left as it was."""
     import tomlkit
-    from kvgen.config import MAX_CONFIG_BYTES
+    from kvgen.config import MAX_CONFIG_BYTES, decode_toml_text
     from kvgen.files import read_bytes, write_bytes
     from tomlkit.exceptions import ParseError
 
-    raw = read_bytes(Path(PYPROJECT), limit=MAX_CONFIG_BYTES)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise UsageError(f"{PYPROJECT}:{line}:{col}: not valid UTF-8 (save it as UTF-8)") from None
+    text = decode_toml_text(PYPROJECT, read_bytes(Path(PYPROJECT), limit=MAX_CONFIG_BYTES))
     try:
         doc = tomlkit.parse(text if not text or text.endswith("\n") else text + "\n")
     except ParseError as exc:

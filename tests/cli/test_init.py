@@ -171,7 +171,7 @@ def test_init_refuses_an_invalid_pyproject_at_its_position(repo, capsys):
 
 
 def test_init_refuses_a_pyproject_that_is_not_utf8(repo, capsys):
-    raw = b'[project]\nname = "caf\xe9"\n'  # Latin-1 e-acute: line 2, byte 12 (col 12)
+    raw = b'[project]\nname = "caf\xe9"\n'  # Latin-1 e-acute: line 2, col 12 (`name = "caf` is 11)
     (repo / "pyproject.toml").write_bytes(raw)
     assert main(["-q", "init"]) == Exit.USAGE
     _out, err = capsys.readouterr()
@@ -253,3 +253,11 @@ def test_init_ignores_the_lock_and_staging_folders_of_generate(repo):
     assert ".kvgen" not in status, status  # README's `git add -A` commits none of them
     assert main(["-q", "init"]) == Exit.OK  # idempotent: the lines are added once
     assert (repo / ".gitignore").read_text().count(".generated.kvgen.lock") == 1
+
+
+def test_a_config_that_is_not_utf8_is_refused_at_the_bad_byte(repo, capsys):
+    # "kvgen" in the file makes it a candidate config. The bad byte: line 2, col 13
+    # (`specs = "caf` is 12 characters).
+    (repo / "pyproject.toml").write_bytes(b'[tool.kvgen]\nspecs = "caf\xe9"\n')
+    assert main(["-q", "lint"]) == Exit.USAGE
+    assert "pyproject.toml:2:13: not valid UTF-8" in capsys.readouterr().err
