@@ -1,8 +1,9 @@
 """Load a spec file into a ``Family``, keeping every node's source position.
 
-Reading is three steps, each in its own module: bytes to text here (size, encoding, file
-name), text to positioned plain values in ``kvgen.composer`` (YAML 1.2 core only, bounded
-depth and size), and values to a validated ``Family`` with pydantic, whose errors
+Reading is three steps, each in its own module: bytes to text here (the file read through
+``kvgen.files``: no link, regular files only, at most ``MAX_BYTES``; encoding, file name),
+text to positioned plain values in ``kvgen.composer`` (YAML 1.2 core only, bounded depth and
+size), and values to a validated ``Family`` with pydantic, whose errors
 ``kvgen.schema_errors`` maps back to positions in kvgen's own words.
 """
 
