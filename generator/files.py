@@ -118,36 +118,37 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def chain(path: Path, anchor: Path | None) -> list[Path]:
+def chain(path: str | Path, anchor: Path | None) -> list[str]:
     """The folders below ``anchor`` on the way to ``path`` (absolute, not resolved), then
-    ``path``; only ``path`` when it is not below the anchor (the user named it)."""
-    absolute = Path(os.path.abspath(path))
-    base = Path(os.path.abspath(anchor if anchor is not None else os.getcwd()))
-    try:
-        parts = absolute.relative_to(base).parts
-    except ValueError:
+    ``path``; only ``path`` when it is not below the anchor (the user named it). Strings, not
+    ``Path``: this runs for every file kvgen reads."""
+    absolute = os.path.abspath(path)
+    base = os.path.abspath(anchor if anchor is not None else os.getcwd())
+    prefix = base if base.endswith(os.sep) else base + os.sep
+    if not absolute.startswith(prefix):
         return [absolute]
     found, current = [], base
-    for part in parts:
-        current = current / part
+    for part in absolute[len(prefix) :].split(os.sep):
+        current = os.path.join(current, part)
         found.append(current)
-    return found or [absolute]
+    return found
 
 
-def _shown(component: Path, path: Path) -> str:
+def _shown(component: str, path: Path) -> str:
     """``component`` as the user would name it: relative like ``path`` when ``path`` is."""
     if path.is_absolute():
         return display_path(component)
     return display_path(os.path.relpath(component))
 
 
-def refuse_link(path: Path, component: Path) -> Refused:
+def refuse_link(path: str | Path, component: str | Path) -> Refused:
     """KV020 for ``path``, whose ``component`` (itself, or a folder on the way) is a link."""
     try:  # where it points, escaped: the reviewer sees it; kvgen never goes there
         target = f" to {display_path(os.readlink(component))}"
     except OSError:
         target = ""
-    if component == Path(os.path.abspath(path)):
+    path = Path(path)
+    if os.path.abspath(component) == os.path.abspath(path):
         message = f"is a symbolic link{target}; kvgen never follows one"
     else:
         message = (
@@ -157,7 +158,7 @@ def refuse_link(path: Path, component: Path) -> Refused:
     return Refused(_codes().SYMBOLIC_LINK.at(display_path(path), (1, 1), message))
 
 
-def _check_folders(path: Path, chain: list[Path]) -> None:
+def _check_folders(path: Path, chain: list[str]) -> None:
     """Every folder on the way must be a real folder (a missing one is left to the caller)."""
     for component in chain[:-1]:
         try:

@@ -100,7 +100,7 @@ def _tree(out_dir: Path, refused: list[Diagnostic]) -> list[str]:
         for name in sorted(folders + names):
             path = Path(root, name)
             if path.is_symlink():
-                refused.append(files.refuse_link(path, Path(os.path.abspath(path))).diagnostic)
+                refused.append(files.refuse_link(path, path).diagnostic)
             elif name in names and name.endswith(".py"):
                 found.append(path.relative_to(out_dir).as_posix())
     return sorted(found)
