@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from kvgen._meta import version
 from kvgen.exits import Exit, UsageError
+from kvgen.files import Refused
 from kvgen.suggest import did_you_mean
 
 if TYPE_CHECKING:
@@ -203,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"kvgen: error: {exc}", file=sys.stderr)
         return Exit.USAGE
+    except Refused as exc:  # a file kvgen will not touch (kvgen.files): a finding, not a crash
+        print(exc.diagnostic.render())
+        return exc.exit
     except KeyboardInterrupt:  # pragma: no cover - interactive
         return Exit.USAGE
     except BrokenPipeError:  # `kvgen ... | head`: output was cut, so the result is not success

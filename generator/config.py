@@ -98,22 +98,42 @@ class Config:
         return self.path(self.schema)
 
 
-def _has_kvgen_table(pyproject: Path) -> bool:
+def _read(path: Path) -> bytes:
+    """A config file's bytes through ``kvgen.files`` (no link, regular file, bounded)."""
+    from kvgen.files import Refused, read_bytes
+
     try:
-        text = pyproject.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_bytes(path, limit=MAX_CONFIG_BYTES, root=path.parent)
+    except Refused as exc:
+        raise UsageError(exc.diagnostic.render()) from None
+
+
+def has_kvgen_table(raw: bytes) -> bool:
+    """Whether a pyproject.toml sets ``tool.kvgen`` in any TOML form: a ``[tool.kvgen]``
+    header (the fast path), a dotted key (``kvgen.specs = ...`` under ``[tool]``) or an
+    inline table. An invalid file that mentions kvgen counts, so its error is reported."""
+    if re.search(rb"^\s*\[\s*tool\s*\.\s*kvgen\s*[\].]", raw, re.M):
+        return True
+    if b"kvgen" not in raw:
         return False
-    return re.search(r"^\s*\[\s*tool\s*\.\s*kvgen\s*[\].]", text, re.M) is not None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return True
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "kvgen" in tool
 
 
 def find_config(start: Path | None = None) -> Path | None:
     """The config file that applies to ``start`` (default: the current directory), or None."""
+    from kvgen.files import exists
+
     here = (start or Path.cwd()).resolve()
     for directory in (here, *here.parents):
         pyproject = directory / PYPROJECT
-        if pyproject.is_file() and _has_kvgen_table(pyproject):
+        if exists(pyproject) and has_kvgen_table(_read(pyproject)):
             return pyproject
-        if (directory / KVGEN_TOML).is_file():
+        if exists(directory / KVGEN_TOML):
             return directory / KVGEN_TOML
         if (directory / ".git").exists():
             return None
@@ -121,16 +141,20 @@ def find_config(start: Path | None = None) -> Path | None:
 
 
 def _position(text: str, key: str, table: str) -> tuple[int, int]:
-    """1-based line and column of ``key =`` inside ``[table]`` (best effort: TOML has no map)."""
+    """1-based line and column of ``key =`` inside ``[table]``, also when written as a dotted
+    key (``kvgen.out =`` under ``[tool]``); best effort: TOML has no source map."""
     current = ""
+    wanted = f"{table}.{key}".strip(".")
     for number, line in enumerate(text.splitlines(), 1):
         header = re.match(r"\s*\[\s*([^\]]+?)\s*\]", line)
         if header:
-            current = re.sub(r"\s+", "", header.group(1))
+            current = re.sub(r"[\s\"']+", "", header.group(1))
             continue
-        match = re.match(rf"(\s*)[\"']?{re.escape(key)}[\"']?\s*=", line)
-        if match and current == table:
-            return number, len(match.group(1)) + 1
+        match = re.match(r"(\s*)([A-Za-z0-9_.\-\"' ]+?)\s*=", line)
+        if match:
+            dotted = re.sub(r"[\s\"']+", "", match.group(2))
+            if f"{current}.{dotted}".strip(".") == wanted:
+                return number, len(match.group(1)) + 1
     return 1, 1
 
 
@@ -144,22 +168,14 @@ def load_config(path: Path) -> Config:
     from kvgen.lines import line_break_diagnostics
 
     display = Path(os.path.relpath(path)).as_posix()
+    text = decode_toml_text(display, _read(path))
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"{display}: cannot read: {exc.strerror}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise UsageError(f"{display}: {len(raw)} bytes is too large for a config file")
-    try:
-        text = raw.decode("utf-8")
         breaks = line_break_diagnostics(display, text)  # TOML and git agree; _position would not
         if breaks:
             raise UsageError(breaks[0].render())
         data = tomllib.loads(text)
-    except UnicodeDecodeError:
-        raise UsageError(f"{display}:1:1: not valid UTF-8 (save it as UTF-8)") from None
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{display}: invalid TOML: {exc}") from None
+        raise UsageError(toml_error(display, exc)) from None
     table = "tool.kvgen" if path.name == PYPROJECT else ""
     section = data.get("tool", {}).get("kvgen", {}) if table else data
     if not isinstance(section, dict):
@@ -174,7 +190,33 @@ def load_config(path: Path) -> Config:
     for key, value in paths.items():
         if value.is_absolute() or ".." in value.parts:
             raise _error(path, text, table, key, f"{key} must be a path inside the project")
+    if "out" in paths and not paths["out"].parts:  # "" and "." name the root itself
+        message = (
+            f"out = {values['out']!r} is the project root: out must be a proper "
+            'sub-directory of it (kvgen replaces its output directory whole), e.g. "generated"'
+        )
+        raise _error(path, text, table, "out", message)
     return Config(root=path.parent.resolve(), source=path, deployment=deployment, **paths)
+
+
+def decode_toml_text(display: str, raw: bytes) -> str:
+    """UTF-8 text of a TOML file, or a ``UsageError`` at the first bad byte's line:col."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise UsageError(f"{display}:{line}:{col}: not valid UTF-8 (save it as UTF-8)") from None
+
+
+def toml_error(display: str, exc: Exception) -> str:
+    """``file:line:col: invalid TOML: ...`` (tomllib puts the position in its message)."""
+    message = str(exc)
+    match = re.search(r"\(at line (\d+), column (\d+)\)", message)
+    if match is None:
+        return f"{display}:1:1: invalid TOML: {message}"
+    reason = message[: match.start()].strip()
+    return f"{display}:{match.group(1)}:{match.group(2)}: invalid TOML: {reason}"
 
 
 def _checked(

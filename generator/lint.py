@@ -80,18 +80,19 @@ def duplicate_family(path: str, at: tuple[int, int], family: str, first: str) ->
     return codes.DUPLICATE_FAMILY.at(path, at, f"family '{family}' is also defined in {first}")
 
 
-def lint_paths(paths: Iterable[str | Path]) -> list[Diagnostic]:
-    """Lint files and directories; a file that cannot be read is a KV009 diagnostic, a path
-    that does not exist a ``UsageError``."""
-    return lint_report(paths).diagnostics
+def lint_paths(paths: Iterable[str | Path], root: Path | None = None) -> list[Diagnostic]:
+    """Lint files and directories; a file that cannot be read is a KV009 diagnostic (a link
+    KV020, a FIFO or device KV021), a path that does not exist a ``UsageError``. ``root``
+    (the project root) anchors the link checks of folders (default: the working directory)."""
+    return lint_report(paths, root).diagnostics
 
 
-def lint_report(paths: Iterable[str | Path]) -> LintReport:
+def lint_report(paths: Iterable[str | Path], root: Path | None = None) -> LintReport:
     """``lint_paths``, with the suppressed findings beside it."""
     diagnostics: list[Diagnostic] = []
     suppressed: list[Diagnostic] = []
     for path in dict.fromkeys(expand_paths(paths)):
-        report = report_loaded(load_path(path))
+        report = report_loaded(load_path(path, root))
         diagnostics += report.diagnostics
         suppressed += report.suppressed
     return LintReport(sorted(diagnostics), sorted(suppressed))

@@ -1,13 +1,15 @@
 """Load a spec file into a ``Family``, keeping every node's source position.
 
-Reading is three steps, each in its own module: bytes to text here (size, encoding, file
-name), text to positioned plain values in ``kvgen.composer`` (YAML 1.2 core only, bounded
-depth and size), and values to a validated ``Family`` with pydantic, whose errors
+Reading is three steps, each in its own module: bytes to text here (the file read through
+``kvgen.files``: no link, regular files only, at most ``MAX_BYTES``; encoding, file name),
+text to positioned plain values in ``kvgen.composer`` (YAML 1.2 core only, bounded depth and
+size), and values to a validated ``Family`` with pydantic, whose errors
 ``kvgen.schema_errors`` maps back to positions in kvgen's own words.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +18,8 @@ from typing import Any
 from kvgen.codes import reader as codes
 from kvgen.composer import MAX_DEPTH, MAX_NODES, SourceMap, Unreadable, compose
 from kvgen.diagnostics import Diagnostic, SpecError
-from kvgen.escaping import is_control as _is_control
 from kvgen.exits import UsageError
+from kvgen.files import Refused, display_path, path_problem, read_bytes
 from kvgen.lines import line_break_diagnostics
 from kvgen.spec import Family
 from pydantic import ValidationError
@@ -35,6 +37,7 @@ __all__ = [
     "load_family",
     "load_path",
     "parse_yaml",
+    "path_problem",
 ]
 
 MAX_BYTES = 4 << 20
@@ -48,7 +51,8 @@ class LoadedSpec:
     source: SourceMap
     family: Family | None
     diagnostics: list[Diagnostic]
-    raw: bytes = b""  # the file, for its `# kvgen: noqa` comments (kvgen.noqa); set once valid
+    raw: bytes = b""  # the bytes read: what generate renders from and what `# kvgen: noqa`
+    # comments are read from (kvgen.noqa), never read twice
 
 
 def _position_of_offset(raw: bytes, offset: int) -> tuple[int, int]:
@@ -59,7 +63,7 @@ def _position_of_offset(raw: bytes, offset: int) -> tuple[int, int]:
 
 
 def _decode(path: str, raw: bytes) -> str:
-    if len(raw) > MAX_BYTES:
+    if len(raw) > MAX_BYTES:  # bytes from git or a test; files are bounded by read_bytes
         raise Unreadable(
             codes.FILE_TOO_LARGE.at(
                 path, (1, 1), f"file is {len(raw)} bytes, over the {MAX_BYTES}-byte limit"
@@ -105,41 +109,23 @@ def load_bytes(path: str, raw: bytes) -> LoadedSpec:
     """Parse and validate; structural problems become diagnostics, never exceptions."""
     data, source, diagnostics = parse_yaml(path, raw)
     if diagnostics or not isinstance(data, dict):
-        return LoadedSpec(path, data if isinstance(data, dict) else {}, source, None, diagnostics)
+        mapping = data if isinstance(data, dict) else {}
+        return LoadedSpec(path, mapping, source, None, diagnostics, raw)
     try:
         family = Family.model_validate(data)
     except ValidationError as exc:
         from kvgen.schema_errors import validation_diagnostics  # only for refused specs
 
         found = validation_diagnostics(path, exc, source, data)
-        return LoadedSpec(path, data, source, None, found)
+        return LoadedSpec(path, data, source, None, found, raw)
     return LoadedSpec(path, data, source, family, [], raw)
 
 
-def path_problem(path: str | Path) -> str | None:
-    """Why a spec path may not be read or named (KV011), ``None`` when it may."""
-    text = Path(path).as_posix()
-    if text.isprintable():  # str.isprintable: no C* or Z* character but the space (fast path)
-        return None
-    bad = sorted({char for char in text if _is_control(char)})
-    if not bad:
-        return None
-    return "file name contains " + ", ".join(f"U+{ord(char):04X}" for char in bad)
+def load_path(path: str | Path, root: Path | None = None) -> LoadedSpec:
+    """Read (``kvgen.files``: no links, regular files, at most ``MAX_BYTES``) and load.
 
-
-def display_path(path: str | Path) -> str:
-    """The path as diagnostics show it: POSIX separators, control characters escaped
-    (``\\n``, ``\\x1b``, ``\\u2028``) so that a file name can never break an output line."""
-    text = Path(path).as_posix()
-    if text.isprintable() or not any(_is_control(char) for char in text):
-        return text
-    return "".join(
-        char.encode("unicode_escape").decode("ascii") if _is_control(char) else char
-        for char in text
-    )
-
-
-def load_path(path: str | Path) -> LoadedSpec:
+    ``root`` anchors the link checks of the folders on the way (default: the working
+    directory)."""
     path = Path(path)
     display = display_path(path)
     problem = path_problem(path)
@@ -147,10 +133,9 @@ def load_path(path: str | Path) -> LoadedSpec:
         found = codes.CONTROL_CHARACTER_IN_PATH.at(display, (1, 1), problem)
         return LoadedSpec(display, {}, SourceMap(), None, [found])
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        found = codes.UNREADABLE_FILE.at(display, (1, 1), f"cannot read file: {exc.strerror}")
-        return LoadedSpec(display, {}, SourceMap(), None, [found])
+        raw = read_bytes(path, limit=MAX_BYTES, too_large=codes.FILE_TOO_LARGE, root=root)
+    except Refused as exc:
+        return LoadedSpec(display, {}, SourceMap(), None, [exc.diagnostic])
     return load_bytes(display, raw)
 
 
@@ -162,17 +147,25 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     """
     files: list[Path] = []
     for path in map(Path, paths):
-        if path.is_dir():
-            files += sorted(
-                child
-                for child in path.rglob("*")
-                if child.suffix in SPEC_SUFFIXES and child.is_file()
-            )
-        elif path.exists() or path.is_symlink():
+        if path.is_dir() and not path.is_symlink():
+            files += sorted(_spec_entries(path))
+        elif path.exists() or path.is_symlink():  # a link is listed, and refused by load_path
             files.append(path)
         else:
             raise UsageError(f"no such file or directory: {display_path(path)}")
     return list(dict.fromkeys(files))
+
+
+def _spec_entries(directory: Path) -> Iterable[Path]:
+    """What a spec directory holds, links never followed: every ``*.yaml``/``*.yml`` that is
+    not a folder, and every link of any name (each is then refused as KV020 or KV021, so a
+    spec replaced by a link to ``/dev/null`` is a finding, not a file that silently vanished).
+    """
+    for root, folders, names in os.walk(directory):  # os.walk never descends into a link
+        for name in folders + names:
+            child = Path(root, name)
+            if child.is_symlink() or (name in names and child.suffix in SPEC_SUFFIXES):
+                yield child
 
 
 def load_family(path: str | Path) -> Family:

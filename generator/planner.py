@@ -49,7 +49,15 @@ class PlanError(Exception):
 
 def load_sizing(family: str, generated_dir: Path = OUT_DIR) -> types.ModuleType:
     """``generated/<family>/sizing.py`` of this project (not of any installed copy)."""
+    from kvgen.files import Refused, exists, read_bytes
+    from kvgen.writer import MAX_GENERATED_BYTES
+
     path = generated_dir / family / "sizing.py"
+    if _FAMILY.match(family) and exists(path):
+        try:  # the file-access rules first: no link, no FIFO or device, bounded
+            read_bytes(path, limit=MAX_GENERATED_BYTES, root=generated_dir)
+        except Refused as exc:
+            raise PlanError(exc.diagnostic.render()) from None
     if not _FAMILY.match(family) or not path.is_file():
         found = sorted(p.parent.name for p in generated_dir.glob("*/sizing.py"))
         known = f" (generated families: {', '.join(found)})" if found else ""

@@ -45,7 +45,7 @@ def load_specs(
     diagnostics: list[Diagnostic] = []
     seen: dict[str, str] = {}
     for path in paths:
-        loaded = load_path(path)
+        loaded = load_path(path, root)
         found = lint_loaded(loaded)
         diagnostics.extend(found)
         if loaded.family is None or has_errors(found):
@@ -56,5 +56,5 @@ def load_specs(
             diagnostics.append(duplicate_family(loaded.path, at, name, seen[name]))
             continue
         seen[name] = loaded.path
-        inputs.append(SpecInput(spec_source(path, root), path.read_bytes(), loaded.family))
+        inputs.append(SpecInput(spec_source(path, root), loaded.raw, loaded.family))
     return inputs, sorted(diagnostics)

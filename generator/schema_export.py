@@ -87,9 +87,12 @@ def export_schema() -> str:
 
 def schema_diff(path: Path, fresh: str) -> str:
     """Unified diff from the file at ``path`` (empty if missing) to ``fresh``; "" if equal."""
-    try:
-        current = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    from kvgen.files import exists, read_bytes
+    from kvgen.loader import MAX_BYTES
+
+    try:  # kvgen.files: a committed link here is refused (KV020), never printed in the diff
+        current = read_bytes(path, limit=MAX_BYTES).decode("utf-8") if exists(path) else ""
+    except UnicodeDecodeError:
         current = ""
     if current == fresh:
         return ""

@@ -10,7 +10,9 @@ any point leaves the old tree or the new one, never a mix of families:
   them (the staging directory is complete once its ``.kvgen-complete`` marker exists).
 
 Staging and backup directories and ``.*.tmp`` files left by a killed run are removed by the
-next one. Files are created with ``open``, so they get the mode the umask allows.
+next one. Files are created with ``open``, so they get the mode the umask allows. The tree is
+read through ``kvgen.files``: a link anywhere in it, or on the way to it, is refused and
+nothing is written (docs/security.md, "File access"); a failed write removes the stage.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kvgen import files
+from kvgen.diagnostics import Diagnostic
 
 __all__ = ["LockHeld", "Plan", "apply", "output_lock", "plan", "write_atomic"]
 
@@ -36,6 +40,9 @@ LOCK_WAIT_S = 60.0
 # Test hook: pause after staging this many files (kill -9 tests). Set only by the person
 # running kvgen, never read from a spec, config or ref.
 PAUSE_ENV = "KVGEN_TEST_PAUSE_AFTER_FILES"
+MAX_GENERATED_BYTES = 32 << 20  # a generated module is ~100 KB; bounds a committed file read
+# Beside the output tree <out>: .<out>.kvgen.lock, and what a killed run may leave behind.
+LOCK_SUFFIX, STAGE_SUFFIX, BACKUP_SUFFIX = ".kvgen.lock", ".kvgen-stage", ".kvgen-old"
 
 
 class LockHeld(Exception):
@@ -51,10 +58,15 @@ class Plan:
     orphaned: list[str] = field(default_factory=list)  # carries our header, nothing renders it
     unchanged: list[str] = field(default_factory=list)
     prune: bool = False
+    # Links, FIFOs, devices and oversized files in the tree: nothing is read through them,
+    # nothing is written while there are any (KV020, KV021, KV024).
+    refused: list[Diagnostic] = field(default_factory=list)
+    root: Path | None = None  # the project root (see ``plan``)
+    on_disk: dict[str, bytes] = field(default_factory=dict)  # what was read, for ``diff``
 
     @property
     def drift(self) -> bool:
-        return bool(self.changed or self.missing or self.orphaned)
+        return bool(self.changed or self.missing or self.orphaned or self.refused)
 
     def diff(self) -> str:
         """A unified diff from what is on disk to what would be written."""
@@ -62,10 +74,9 @@ class Plan:
 
         chunks: list[str] = []
         for rel in sorted(self.changed + self.missing + self.orphaned):
-            path = self.out_dir / rel
             try:
-                old = path.read_text(encoding="utf-8")
-            except (FileNotFoundError, UnicodeDecodeError):
+                old = self.on_disk.get(rel, b"").decode("utf-8")
+            except UnicodeDecodeError:
                 old = ""
             new = self.rendered.get(rel, "")
             chunks.extend(
@@ -79,66 +90,78 @@ class Plan:
         return "".join(chunks)
 
 
-def _generated_files(out_dir: Path) -> list[str]:
-    from kvgen.render import HEADER_PREFIX  # render pulls in jinja2; keep writer light
-
-    if not out_dir.is_dir():
-        return []
+def _tree(out_dir: Path, refused: list[Diagnostic]) -> list[str]:
+    """Every regular ``*.py`` under ``out_dir`` (relative, sorted); a link anywhere in the
+    tree is refused (KV020) and never entered, so nothing is read or written through it."""
     found = []
-    # os.walk, not rglob: it skips a folder that another run's swap or prune just removed.
-    paths = [
-        Path(root, name)
-        for root, _, names in os.walk(out_dir)
-        for name in names
-        if name.endswith(".py")
-    ]
-    for path in sorted(paths):
-        try:
-            with path.open(encoding="utf-8") as handle:
-                first = handle.readline()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if first.startswith(HEADER_PREFIX):
-            found.append(path.relative_to(out_dir).as_posix())
-    return found
+    # os.walk, not rglob: it skips a folder that another run's swap or prune just removed,
+    # and it never descends into a link.
+    for root, folders, names in os.walk(out_dir):
+        for name in sorted(folders + names):
+            path = Path(root, name)
+            if path.is_symlink():
+                refused.append(files.refuse_link(path, path).diagnostic)
+            elif name in names and name.endswith(".py"):
+                found.append(path.relative_to(out_dir).as_posix())
+    return sorted(found)
 
 
-def plan(rendered: dict[str, str], out_dir: Path, *, prune: bool) -> Plan:
-    """What writing ``rendered`` into ``out_dir`` would change; ``prune`` looks for orphans."""
-    result = Plan(out_dir, rendered, prune=prune)
+def _check_out_dir(out_dir: Path, root: Path | None) -> None:
+    """The output directory: never the project root or above it, no link on the way to it
+    or at it, a folder if it exists (``Refused`` otherwise)."""
+    if root is not None:
+        files.check_output_dir(out_dir, root)
+    files.check_writable(out_dir, root=root, directory=True)
+
+
+def plan(rendered: dict[str, str], out_dir: Path, *, prune: bool, root: Path | None = None) -> Plan:
+    """What writing ``rendered`` into ``out_dir`` would change; ``prune`` looks for orphans.
+
+    ``root`` is the project root: the output may not be it or hold it, and no folder between
+    it and the output may be a link. Everything is read through ``kvgen.files``.
+    """
+    _check_out_dir(out_dir, root)
+    result = Plan(out_dir, rendered, prune=prune, root=root)
+    on_disk = _tree(out_dir, result.refused) if out_dir.is_dir() else []
+    if result.refused:
+        return result  # a link in the tree: read nothing more, write nothing
+    present = set(on_disk)
     for rel, text in sorted(rendered.items()):
-        try:
-            same = (out_dir / rel).read_bytes() == text.encode("utf-8")
-        except FileNotFoundError:
+        if rel not in present and not files.exists(out_dir / rel):
             result.missing.append(rel)
             continue
-        (result.unchanged if same else result.changed).append(rel)
+        old = _read(out_dir, rel, result)
+        if old is not None:
+            (result.unchanged if old == text.encode("utf-8") else result.changed).append(rel)
     if prune:
-        result.orphaned = [rel for rel in _generated_files(out_dir) if rel not in rendered]
+        from kvgen.render import HEADER_PREFIX  # render pulls in jinja2; keep writer light
+
+        for rel in on_disk:
+            if rel in rendered:
+                continue
+            old = _read(out_dir, rel, result)
+            if old is not None and old.startswith(HEADER_PREFIX.encode("utf-8")):
+                result.orphaned.append(rel)
     return result
 
 
-def _umask() -> int:
-    mask = os.umask(0)  # the only portable way to read it; restored at once
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write one file through a temporary file and ``os.replace`` (mode: what the umask allows).
-
-    For single files (``kvgen import-hf``); a generated tree is written by ``apply``.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _read(out_dir: Path, rel: str, result: Plan) -> bytes | None:
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))  # bytes: "\n" line endings on every platform
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        data = files.read_bytes(out_dir / rel, limit=MAX_GENERATED_BYTES, root=out_dir)
+    except files.Refused as exc:
+        result.refused.append(exc.diagnostic)
+        return None
+    result.on_disk[rel] = data
+    return data
+
+
+def write_atomic(path: Path, text: str, *, root: Path | None = None) -> None:
+    """Write one file through a temporary file and ``os.replace`` (``kvgen.files``).
+
+    For single files (``kvgen import-hf``, ``schema``, ``explain``); a generated tree is
+    written by ``apply``.
+    """
+    files.write_bytes(path, text.encode("utf-8"), root=root)  # bytes: "\n" on every platform
 
 
 # --- the lock ----------------------------------------------------------------------------
@@ -147,7 +170,7 @@ def write_atomic(path: Path, text: str) -> None:
 def lock_path(out_dir: Path) -> Path:
     """``<parent>/.<out>.kvgen.lock``: beside the tree, so swapping the tree keeps the lock."""
     out = out_dir.resolve()
-    return out.parent / f".{out.name}.kvgen.lock"
+    return out.parent / f".{out.name}{LOCK_SUFFIX}"
 
 
 @contextlib.contextmanager
@@ -161,7 +184,12 @@ def output_lock(out_dir: Path, wait_s: float | None = None) -> Iterator[None]:
     except ImportError:  # pragma: no cover - Windows
         yield from _exclusive_file(path, wait_s)
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:  # O_NOFOLLOW: a committed link in the lock's place never creates or opens its target
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError:
+        if os.path.islink(path):
+            raise files.refuse_link(path, path) from None
+        raise
     try:
         deadline = time.monotonic() + wait_s
         told = False
@@ -208,11 +236,11 @@ def _held_message(path: Path, wait_s: float) -> str:
 
 
 def _stage_dir(out: Path) -> Path:
-    return out.parent / f".{out.name}.kvgen-stage"
+    return out.parent / f".{out.name}{STAGE_SUFFIX}"
 
 
 def _backup_dir(out: Path) -> Path:
-    return out.parent / f".{out.name}.kvgen-old"
+    return out.parent / f".{out.name}{BACKUP_SUFFIX}"
 
 
 def _rmtree(path: Path) -> None:
@@ -294,9 +322,21 @@ def _exchange(a: Path, b: Path) -> bool:
 def apply(result: Plan) -> list[str]:
     """Write the new tree and swap it in; return the paths that changed (none: no write).
 
-    Takes the output directory's lock for the whole run, so concurrent runs serialise.
+    Takes the output directory's lock for the whole run, so concurrent runs serialise. A tree
+    with a link in it is refused (``files.Refused``); a failed write (disk full, read-only)
+    is ``files.Refused`` (KV023) too, after the staging directory is removed: the old tree
+    stays as it was.
     """
-    out = result.out_dir.resolve()
+    if result.refused:
+        raise files.Refused(result.refused[0])
+    out = result.out_dir.resolve()  # no link at or below the root on the way: plan checked
+    try:
+        return _apply(result, out)
+    except OSError as exc:  # the lock, the staging tree or the swap: nothing changed
+        raise files.write_failed(result.out_dir, exc) from None
+
+
+def _apply(result: Plan, out: Path) -> list[str]:
     if not result.drift:
         if _leftovers(out):
             with output_lock(out):
@@ -304,30 +344,42 @@ def apply(result: Plan) -> list[str]:
         return []
     with output_lock(out):
         recover(out)
-        result = plan(result.rendered, out, prune=result.prune)  # another run may have written
+        result = plan(result.rendered, out, prune=result.prune, root=result.root)  # re-read
+        if result.refused:
+            raise files.Refused(result.refused[0])
         touched = sorted(result.changed + result.missing + result.orphaned)
         if not touched:
             return []
-        stage = _stage_dir(out)
-        if out.is_dir():
-            shutil.copytree(out, stage, symlinks=True, copy_function=_link_or_copy)
-        else:
-            stage.mkdir(parents=True)
-        orphaned = [rel for rel in result.orphaned if rel not in result.rendered]
-        for rel in orphaned:
-            (stage / rel).unlink(missing_ok=True)
-            with contextlib.suppress(OSError):  # the family's folder, once nothing is left
-                (stage / rel).parent.rmdir()
-        for count, rel in enumerate(sorted(result.changed + result.missing), 1):
-            target = stage / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.unlink(missing_ok=True)  # a hard link: never write through it
-            with open(target, "xb") as handle:  # mode: 0o666 & ~umask
-                handle.write(result.rendered[rel].encode("utf-8"))  # "\n" on every platform
-            _pause_for_tests(count)
-        (stage / COMPLETE).touch()
-        _swap(stage, out)
+        try:
+            _stage_and_swap(result, out)
+        except OSError:
+            with contextlib.suppress(OSError):  # still under the lock: no other run's stage
+                recover(out)  # removes an incomplete stage; a complete one finishes the swap
+            raise
     return touched
+
+
+def _stage_and_swap(result: Plan, out: Path) -> None:
+    """Build the complete new tree beside ``out``, then swap it in (call with the lock)."""
+    stage = _stage_dir(out)
+    if out.is_dir():
+        shutil.copytree(out, stage, symlinks=True, copy_function=_link_or_copy)
+    else:
+        stage.mkdir(parents=True)
+    orphaned = [rel for rel in result.orphaned if rel not in result.rendered]
+    for rel in orphaned:
+        (stage / rel).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # the family's folder, once nothing is left
+            (stage / rel).parent.rmdir()
+    for count, rel in enumerate(sorted(result.changed + result.missing), 1):
+        target = stage / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.unlink(missing_ok=True)  # a hard link: never write through it
+        with open(target, "xb") as handle:  # mode: 0o666 & ~umask
+            handle.write(result.rendered[rel].encode("utf-8"))  # "\n" on every platform
+        _pause_for_tests(count)
+    (stage / COMPLETE).touch()
+    _swap(stage, out)
 
 
 def _swap(stage: Path, out: Path) -> None:

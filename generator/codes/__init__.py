@@ -4,7 +4,8 @@
 Codes are stable forever; a retired code stays in ``RETIRED`` and is never reused.
 
 - ``KV0xx`` reading the file, ``KV1xx`` the schema: ``kvgen.codes.reader`` (KV015, what a
-  line is: ``kvgen.codes.lines``)
+  line is: ``kvgen.codes.lines``; KV020-KV024 the file-access layer ``kvgen.files``:
+  ``kvgen.codes.files``)
 - ``KV2xx`` semantic lint rules: one module each under ``kvgen.rules``, which also gives
   the whole catalogue (``kvgen.rules.all_codes``): the rules depend on this package, never
   the reverse
@@ -14,10 +15,10 @@ Codes are stable forever; a retired code stays in ``RETIRED`` and is never reuse
 
 from __future__ import annotations
 
-from kvgen.codes import hf, lines, reader, review
+from kvgen.codes import files, hf, lines, reader, review
 from kvgen.codes._registry import Code, declare, declared
 
-__all__ = ["RETIRED", "Code", "declare", "declared", "hf", "lines", "reader", "review"]
+__all__ = ["RETIRED", "Code", "declare", "declared", "files", "hf", "lines", "reader", "review"]
 
 # code -> why it was retired. Never reuse one of these codes.
 RETIRED: dict[str, str] = {}

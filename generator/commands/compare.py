@@ -205,46 +205,49 @@ def plot(family: Any, model: str, args: argparse.Namespace, result: dict[str, An
         raise UsageError("--plot needs matplotlib: pip install 'kvgen[plot]'") from exc
     from kvgen.commands.plan import STYLES, human_tokens
     from kvgen.engines import ENGINES, engine_capacity
+    from kvgen.files import save_figure
     from kvgen.progress import Progress
     from matplotlib.ticker import FuncFormatter
 
-    with Progress("plotting", len(ENGINES) + 1) as progress:
-        budgets = [args.gpu_memory * (i + 1) // PLOT_POINTS for i in range(PLOT_POINTS)]
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for index, engine in enumerate(ENGINES):
-            progress.advance(engine)
-            line, marker = STYLES[index % len(STYLES)]
-            xs, ys = [], []
-            for budget in budgets:
-                try:
-                    cap = engine_capacity(
-                        family, model, budget, engine=engine, block_size=args.block_size,
-                        max_seq_len=result["max_seq_len"], max_num_tokens=args.max_num_tokens,
-                        max_batch_size=args.max_batch_size, speculative=args.speculative,
-                    )  # fmt: skip
-                except ValueError:
-                    continue
-                xs.append(budget / (1 << 30))
-                ys.append(cap.kv_tokens)
-            # Own dash and marker per engine: lines that coincide stay distinguishable.
-            ax.plot(
-                xs,
-                ys,
-                label=engine,
-                linestyle=line,
-                marker=marker,
-                markevery=(index, 4),
-            )
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: human_tokens(v)))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.axvline(args.gpu_memory / (1 << 30), color="grey", linewidth=0.8, linestyle=":")
-        ax.set_xlabel("KV budget (GiB; dotted: --gpu-memory)")
-        ax.set_ylabel("KV tokens")
-        ax.set_title(f"{result['family']}/{model}, max_seq_len {result['max_seq_len']}")
-        ax.legend()
-        fig.tight_layout()
-        progress.advance(f"writing {args.plot}")
-        fig.savefig(args.plot, metadata={"Software": None})
+    budgets = [args.gpu_memory * (i + 1) // PLOT_POINTS for i in range(PLOT_POINTS)]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    try:
+        with Progress("plotting", len(ENGINES) + 1) as progress:
+            for index, engine in enumerate(ENGINES):
+                progress.advance(engine)
+                line, marker = STYLES[index % len(STYLES)]
+                xs, ys = [], []
+                for budget in budgets:
+                    try:
+                        cap = engine_capacity(
+                            family, model, budget, engine=engine, block_size=args.block_size,
+                            max_seq_len=result["max_seq_len"], max_num_tokens=args.max_num_tokens,
+                            max_batch_size=args.max_batch_size, speculative=args.speculative,
+                        )  # fmt: skip
+                    except ValueError:
+                        continue
+                    xs.append(budget / (1 << 30))
+                    ys.append(cap.kv_tokens)
+                # Own dash and marker per engine: lines that coincide stay distinguishable.
+                ax.plot(
+                    xs,
+                    ys,
+                    label=engine,
+                    linestyle=line,
+                    marker=marker,
+                    markevery=(index, 4),
+                )
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: human_tokens(v)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.axvline(args.gpu_memory / (1 << 30), color="grey", linewidth=0.8, linestyle=":")
+            ax.set_xlabel("KV budget (GiB; dotted: --gpu-memory)")
+            ax.set_ylabel("KV tokens")
+            ax.set_title(f"{result['family']}/{model}, max_seq_len {result['max_seq_len']}")
+            ax.legend()
+            fig.tight_layout()
+            progress.advance(f"writing {args.plot}")
+            save_figure(fig, args.plot, metadata={"Software": None})
+    finally:
         plt.close(fig)
 
 

@@ -57,7 +57,12 @@ def run(args: argparse.Namespace) -> Exit:
     except RenderError as exc:
         log.error("internal error, nothing was written to %s: %s", args.out, exc)
         return Exit.USAGE
-    result = plan(rendered, args.out, prune=not args.specs)
+    result = plan(rendered, args.out, prune=not args.specs, root=args.project.root)
+    if result.refused:  # a link, FIFO or oversized file in the tree: read and write nothing
+        for diagnostic in result.refused:
+            print(diagnostic.render())
+        log.error("not generating: fix the errors above; nothing was written to %s", args.out)
+        return Exit.FINDINGS
     if args.check:
         if not result.drift:
             log.info("%s is up to date (%d files)", args.out, len(result.unchanged))

@@ -41,9 +41,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--model", help="model identifier (default: from _name_or_path or the file name)"
     )
-    parser.add_argument("--out", metavar="FILE", help="write here (default: stdout)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", metavar="FILE", help="write a new spec here (default: stdout)")
+    where.add_argument(
+        "--into",
+        metavar="FAMILY.yaml",
+        help="add the model to this existing family file (its text and comments are kept)",
+    )
+    parser.add_argument("--force", action="store_true", help="let --out replace an existing file")
     parser.add_argument(
-        "--tokens-per-block", type=int, default=32, metavar="N", help="page size (default 32)"
+        "--tokens-per-block",
+        type=int,
+        metavar="N",
+        help="page size (default 32, or the --into family's)",
     )
     parser.add_argument(
         "--kv-cache-dtype", choices=DTYPES, help="cache dtype (default: the config's torch_dtype)"
@@ -64,21 +74,28 @@ def _usage(message: str) -> Exit:
 
 def run(args: argparse.Namespace) -> Exit:
     from kvgen.codes import hf as codes
+    from kvgen.files import exists, read_bytes
     from kvgen.importhf import import_config, to_identifier
+    from kvgen.importhf._import import MAX_CONFIG_BYTES
     from kvgen.lines import line_break_diagnostics
     from kvgen.loader import display_path
 
     for flag, value in (("--family", args.family), ("--model", args.model)):
         if value is not None and to_identifier(value) != value:
             return _usage(f"{flag} {value!r} is not an identifier (^[a-z][a-z0-9_]*$)")
-    tpb = args.tokens_per_block
+    into = _into_family(Path(args.into)) if args.into else None
+    tpb = args.tokens_per_block or (into.tokens_per_block if into else 32)
     if tpb < 1 or tpb > 4096 or tpb & (tpb - 1):
         return _usage(f"--tokens-per-block {tpb} is not a power of two in [1, 4096]")
+    if args.out is not None and exists(Path(args.out)) and not args.force:
+        return _usage(
+            f"{display_path(args.out)} exists; --force replaces it, "
+            "--into adds the model to an existing family file"
+        )
     source = Path(args.config)
-    try:
-        raw = source.read_bytes()
-    except OSError as exc:
-        return _usage(f"cannot read {args.config}: {exc.strerror}")
+    if not exists(source):
+        return _usage(f"cannot read {display_path(source)}: No such file or directory")
+    raw = read_bytes(source, limit=MAX_CONFIG_BYTES, too_large=codes.CONFIG_TOO_LARGE)
     display = display_path(source)
     try:
         text = raw.decode("utf-8-sig")
@@ -95,7 +112,7 @@ def run(args: argparse.Namespace) -> Exit:
     result = import_config(
         display,
         text,
-        family=args.family,
+        family=args.family or (into.family if into else None),
         model=args.model,
         tokens_per_block=tpb,
         kv_cache_dtype=args.kv_cache_dtype,
@@ -105,9 +122,90 @@ def run(args: argparse.Namespace) -> Exit:
         for diagnostic in result.diagnostics:
             print(diagnostic.render())
         return Exit.FINDINGS
+    if args.into:
+        return _write_into(Path(args.into), result.text, display, args.project.root)
+    _say_if_taken(result.text, args)
     if args.out is None:
         sys.stdout.write(result.text)
         return Exit.OK
-    write_atomic(Path(args.out), result.text)
+    write_atomic(Path(args.out), result.text, root=args.project.root)
     log.info("wrote %s", display_path(args.out))
     return Exit.OK
+
+
+def _into_family(path: Path):  # -> kvgen.spec.Family
+    from kvgen.loader import load_path
+
+    loaded = load_path(path)
+    if loaded.family is None:
+        for diagnostic in loaded.diagnostics:
+            print(diagnostic.render())
+        raise UsageError(f"import-hf: --into {loaded.path} does not load; fix it first")
+    return loaded.family
+
+
+def _write_into(path: Path, spec: str, source: str, root: Path) -> Exit:
+    from kvgen.importhf._into import IntoRefused, add_model
+    from kvgen.loader import load_path
+
+    loaded = load_path(path, root)
+    try:
+        merged = add_model(loaded.path, loaded.raw.decode("utf-8"), spec, source)
+    except IntoRefused as exc:
+        for diagnostic in exc.diagnostics:
+            print(diagnostic.render())
+        return _usage(f"{exc.message}; nothing was written")
+    write_atomic(path, merged, root=root)
+    log.info("added the model to %s", loaded.path)
+    if "\nspeculative:" in spec:  # family-wide profiles are the family owner's decision
+        log.warning("the import's speculative profile (mtp) was not added; add it by hand")
+    return Exit.OK
+
+
+def _say_if_taken(spec: str, args: argparse.Namespace) -> None:
+    """A family name that a spec of the project already defines is said, never silent: with
+    ``--out`` and a name kvgen chose it is refused (lint would report KV010)."""
+    import re
+
+    from kvgen.loader import display_path
+    from kvgen.project import spec_paths
+
+    family = re.search(r"^family: (\S+)$", spec, re.M)
+    assert family is not None  # the importer always writes one
+    name = family.group(1)
+    if not args.project.spec_dir.is_dir():
+        return
+    taken = _defined_by(name, spec_paths(None, default=args.project.spec_dir))
+    if taken is None or (args.out and Path(args.out).resolve() == taken.resolve()):
+        return
+    where = display_path(taken)
+    if args.out is not None and args.family is None:
+        _usage(
+            f"family '{name}' (from the config's model_type) is already defined by {where}; "
+            f"give --family NAME for a new family, or --into {where} to add the model to it"
+        )
+    log.warning(
+        "family '%s' is already defined by %s: give --family NAME for a new family, or "
+        "--into %s to add the model to it",
+        name,
+        where,
+        where,
+    )
+
+
+def _defined_by(name: str, specs: list[Path]) -> Path | None:
+    import re
+
+    from kvgen.files import Refused, read_bytes
+    from kvgen.loader import MAX_BYTES
+
+    pattern = re.compile(
+        rb"^family:\s*['\"]?" + re.escape(name.encode()) + rb"['\"]?\s*(#|$)", re.M
+    )
+    for path in specs:
+        try:
+            if pattern.search(read_bytes(path, limit=MAX_BYTES)):
+                return path
+        except Refused:
+            continue  # lint reports it; a name check is no place for that
+    return None

@@ -27,6 +27,7 @@ log = logging.getLogger("kvgen")
 
 WORKFLOW = Path(".github/workflows/kvgen.yml")
 PRE_COMMIT = Path(".pre-commit-config.yaml")
+GITIGNORE = ".gitignore"
 _RELATIVE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$")  # quoted into YAML and regexes
 
 
@@ -64,22 +65,50 @@ class Layout:
     schema: str
 
 
+# Deployment defaults that hold for every model. No max_seq_len: plan and diff then use each
+# model's native length (capped at 32768), where a fixed value would refuse every model with
+# a shorter context.
+DEPLOYMENT_DEFAULTS: dict[str, object] = {
+    "max_batch_size": 8,
+    "max_num_tokens": 8192,
+    "tp_size": 1,
+    "gpu_memory": "40GiB",
+    "semantics": "trtllm-v2",
+}
+
+
 def config_table(layout: Layout, header: str) -> str:
-    return (
-        f"{header}\n"
-        f'specs = "{layout.specs}"      # spec directory\n'
-        f'out = "{layout.out}"      # output package directory (import name: its last part)\n'
-        f'schema = "{layout.schema}"      # JSON Schema of the spec format, for editors\n'
-        "\n"
-        f"{'[tool.kvgen.deployment]' if header.startswith('[tool') else '[deployment]'}"
-        "      # defaults of kvgen plan and kvgen diff\n"
-        "max_batch_size = 8\n"
-        "max_num_tokens = 8192\n"
-        "max_seq_len = 32768\n"
-        "tp_size = 1\n"
-        'gpu_memory = "40GiB"\n'
-        'semantics = "trtllm-v2"\n'
-    )
+    """The settings as TOML text, under ``header`` (``[tool.kvgen]`` or a comment line)."""
+    import tomlkit
+
+    doc = tomlkit.document()
+    if not header.startswith("["):
+        doc.add(tomlkit.comment(header.lstrip("# ")))
+    table = _settings(layout)
+    if header.startswith("["):
+        tool = tomlkit.table(is_super_table=True)
+        tool.append("kvgen", table)
+        doc.append("tool", tool)
+    else:
+        for key, item in table.items():
+            doc.append(key, item)
+    return tomlkit.dumps(doc)
+
+
+def _settings(layout: Layout):  # -> tomlkit Table
+    import tomlkit
+    from kvgen.config import PROJECT_KEYS
+
+    table = tomlkit.table()
+    for key, value in (("specs", layout.specs), ("out", layout.out), ("schema", layout.schema)):
+        table.append(key, value)
+        table[key].comment(PROJECT_KEYS[key][1])
+    deployment = tomlkit.table()
+    deployment.comment(PROJECT_KEYS["deployment"][1] + " (max_seq_len: each model's own)")
+    for key, default in DEPLOYMENT_DEFAULTS.items():
+        deployment.append(key, default)
+    table.append("deployment", deployment)
+    return table
 
 
 def pre_commit_config(layout: Layout) -> str:
@@ -158,13 +187,15 @@ jobs:
 
 
 def _write(path: Path, text: str, force: bool, done: list[str]) -> None:
-    from kvgen.writer import write_atomic
+    """Write one of init's files below the working directory (``kvgen.files``: no link on the
+    way, never outside the repository)."""
+    from kvgen.files import exists, write_bytes
 
-    if path.exists() and not force:
+    if exists(path) and not force:
         done.append(f"kept     {path.as_posix()} (exists; --force overwrites it)")
         return
-    verb = "replaced" if path.exists() else "created "
-    write_atomic(path, text)
+    verb = "replaced" if exists(path) else "created "
+    write_bytes(path, text.encode("utf-8"), inside=Path.cwd())
     done.append(f"{verb} {path.as_posix()}")
 
 
@@ -185,42 +216,124 @@ def _layout(args: argparse.Namespace) -> Layout:
 
 def _configure(layout: Layout, force: bool, done: list[str]) -> str:
     """Write [tool.kvgen] or kvgen.toml; returns the file that configures the project."""
-    from kvgen.writer import write_atomic
+    from kvgen.files import exists
 
     found = find_config(Path.cwd())
-    pyproject = Path(PYPROJECT)
     if found is not None and found.parent.resolve() == Path.cwd().resolve():
         if found.name == PYPROJECT:
             done.append(f"kept     {PYPROJECT} [tool.kvgen] (edit it by hand)")
             return PYPROJECT
         _write(Path(KVGEN_TOML), config_table(layout, "# kvgen configuration"), force, done)
         return KVGEN_TOML
-    if pyproject.is_file():
-        text = pyproject.read_text(encoding="utf-8")
-        separator = "\n" if text.endswith("\n") else "\n\n" if text else ""
-        write_atomic(pyproject, text + separator + config_table(layout, "[tool.kvgen]"))
-        done.append(f"updated  {PYPROJECT} (added [tool.kvgen])")
-        return PYPROJECT
+    if exists(Path(PYPROJECT)):
+        return _add_to_pyproject(layout, done)
     _write(Path(KVGEN_TOML), config_table(layout, "# kvgen configuration"), force, done)
+    if done[-1].startswith(("created", "replaced")):
+        done += _shown(config_table(layout, "# kvgen configuration"))
     return KVGEN_TOML
 
 
+def _shown(settings: str) -> list[str]:
+    """The settings written, indented under the file's line: the user sees every default."""
+    return [f"           {line}" for line in settings.splitlines() if line and line[0] != "#"]
+
+
+def _add_to_pyproject(layout: Layout, done: list[str]) -> str:
+    """Add ``[tool.kvgen]`` to pyproject.toml with tomlkit, which keeps every other byte of
+    the file; an invalid file is refused at its line:col and left as it was."""
+    import tomlkit
+    from kvgen.config import MAX_CONFIG_BYTES, decode_toml_text
+    from kvgen.files import read_bytes, write_bytes
+    from tomlkit.exceptions import ParseError
+
+    text = decode_toml_text(PYPROJECT, read_bytes(Path(PYPROJECT), limit=MAX_CONFIG_BYTES))
+    try:
+        doc = tomlkit.parse(text if not text or text.endswith("\n") else text + "\n")
+    except ParseError as exc:
+        reason = str(exc).rsplit(" at line ", 1)[0]
+        raise UsageError(
+            f"{PYPROJECT}:{exc.line}:{exc.col + 1}: invalid TOML: {reason}; "  # col: 0-based
+            "fix it, then run kvgen init again"
+        ) from None
+    tool = doc.get("tool")
+    if tool is not None and "kvgen" in tool:  # only when tool.kvgen is not a table of ours
+        done.append(f"kept     {PYPROJECT} tool.kvgen (edit it by hand)")
+        return PYPROJECT
+    if tool is None:
+        doc.append("tool", tomlkit.table(is_super_table=True))
+    elif not isinstance(tool, tomlkit.items.Table):
+        raise UsageError(
+            f"{PYPROJECT}: `tool` is not a [tool] table; add [tool.kvgen] by hand "
+            "(see `kvgen init` in a new folder for its keys)"
+        )
+    doc["tool"].append("kvgen", _settings(layout))
+    write_bytes(Path(PYPROJECT), tomlkit.dumps(doc).encode("utf-8"), inside=Path.cwd())
+    done.append(f"updated  {PYPROJECT} (added [tool.kvgen])")
+    done += _shown(config_table(layout, "[tool.kvgen]"))
+    return PYPROJECT
+
+
+def ignored(layout: Layout) -> list[str]:
+    """The .gitignore lines for what ``kvgen generate`` keeps beside its output: the lock,
+    and the staging and backup folders a killed run leaves for the next one to remove."""
+    from kvgen.writer import BACKUP_SUFFIX, LOCK_SUFFIX, STAGE_SUFFIX
+
+    name = Path(layout.out).name
+    return [f".{name}{LOCK_SUFFIX}", f".{name}{STAGE_SUFFIX}/", f".{name}{BACKUP_SUFFIX}/"]
+
+
+def _ignore(layout: Layout, done: list[str]) -> None:
+    """Add the lines of ``ignored`` that .gitignore lacks, keeping the rest of it."""
+    from kvgen.config import MAX_CONFIG_BYTES
+    from kvgen.files import exists, read_bytes, write_bytes
+
+    path = Path(GITIGNORE)
+    raw = read_bytes(path, limit=MAX_CONFIG_BYTES) if exists(path) else b""
+    present = {line.strip() for line in raw.decode("utf-8", "replace").splitlines()}
+    missing = [line for line in ignored(layout) if line not in present]
+    if not missing:
+        done.append(f"kept     {GITIGNORE} (ignores kvgen's lock and staging folders)")
+        return
+    separator = b"" if not raw or raw.endswith(b"\n") else b"\n"
+    added = "# kvgen generate: its lock, and what a killed run leaves behind\n"
+    added += "".join(f"{line}\n" for line in missing)
+    # Bytes: whatever the file held stays byte for byte, even if it is not UTF-8.
+    write_bytes(path, raw + separator + added.encode("utf-8"), inside=Path.cwd())
+    verb = "updated " if raw else "created "
+    done.append(f"{verb} {GITIGNORE} (ignores {', '.join(missing)})")
+
+
+def _check_targets(layout: Layout) -> None:
+    """Every path init may write, checked before the first write (``kvgen.files``): a link or
+    a non-regular file at one of them refuses the whole run, so nothing is half set up."""
+    from kvgen.files import check_writable
+
+    here = Path.cwd()
+    for path in (PYPROJECT, KVGEN_TOML, layout.schema, PRE_COMMIT, WORKFLOW, GITIGNORE):
+        check_writable(Path(path), root=here, inside=here)
+    check_writable(Path(layout.specs), root=here, inside=here, directory=True)
+    check_writable(Path(layout.specs) / ".gitkeep", root=here, inside=here)
+
+
 def run(args: argparse.Namespace) -> Exit:
+    from kvgen.files import make_dirs
     from kvgen.schema_export import export_schema
 
     layout = _layout(args)
+    _check_targets(layout)
     done: list[str] = []
     config_file = _configure(layout, args.force, done)
     specs = Path(layout.specs)
-    if specs.is_dir():
+    if specs.is_dir() and not specs.is_symlink():
         done.append(f"kept     {layout.specs}/")
     else:
-        specs.mkdir(parents=True)
-        (specs / ".gitkeep").write_text("")  # git keeps no empty directory; CI lints this one
+        make_dirs(specs, inside=Path.cwd())  # a link on the way is refused (KV020)
+        _write(specs / ".gitkeep", "", False, [])  # git keeps no empty directory; CI lints it
         done.append(f"created  {layout.specs}/")
     _write(Path(layout.schema), export_schema(), args.force, done)
     _write(PRE_COMMIT, pre_commit_config(layout), args.force, done)
     _write(WORKFLOW, workflow(), args.force, done)
+    _ignore(layout, done)
     sys.stdout.write("".join(f"{line}\n" for line in done))
     sys.stdout.write(
         f"""

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> Exit:
 
     if not files:
         log.warning("no spec files (*.yaml, *.yml) under %s", ", ".join(map(str, paths)))
-    report = lint_report(files)
+    report = lint_report(files, root=args.project.root)
     diagnostics = [d for d in report.diagnostics if selected(d.code)]
     suppressed = [d for d in report.suppressed if selected(d.code)]
     output = render(args.format, diagnostics, suppressed=suppressed)

@@ -216,18 +216,22 @@ STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), 
 
 
 def plot(sizing, plan, path: Path) -> None:
-    """Write ``capacity_figure`` as a PNG (a progress line on a terminal: one step a curve)."""
+    """Write ``capacity_figure`` (PNG unless the suffix names another format), with a progress
+    line on a terminal: one step a curve."""
+    from kvgen.files import save_figure
     from kvgen.planner import profiles_for
     from kvgen.progress import Progress
 
     curves = len(plan.batches) * len(profiles_for(sizing, plan.model))
     with Progress("plotting", curves + 1) as progress:
-        fig = capacity_figure(sizing, plan, progress.advance)
-        progress.advance(f"writing {path}")
-        fig.savefig(path, format="png", dpi=110)
-    import matplotlib.pyplot as plt
+        fig = capacity_figure(sizing, plan, progress.advance)  # UsageError without matplotlib
+        import matplotlib.pyplot as plt
 
-    plt.close(fig)
+        progress.advance(f"writing {path}")
+        try:
+            save_figure(fig, path, dpi=110)
+        finally:
+            plt.close(fig)
 
 
 def capacity_figure(sizing, plan, progress=None):  # -> matplotlib Figure (matplotlib: optional)

@@ -45,13 +45,20 @@ def expected_modeline(spec: Path, schema: Path) -> str:
 
 def missing_modelines(schema: Path) -> list[str]:
     """``path:1:1: ...`` lines for specs under ``<schema dir>/families`` without the modeline."""
+    from kvgen.files import Refused, read_bytes
+    from kvgen.loader import MAX_BYTES
+
     families = schema.parent / "families"
     problems = []
     for spec in sorted([*families.glob("*.yaml"), *families.glob("*.yml")]):
         modeline = expected_modeline(spec, schema)
-        try:
-            first = spec.read_text(encoding="utf-8").split("\n", 1)[0].rstrip("\r")
-        except (OSError, UnicodeDecodeError):
+        try:  # kvgen.files: no link followed, no FIFO or device read
+            raw = read_bytes(spec, limit=MAX_BYTES)
+            first = raw.decode("utf-8").split("\n", 1)[0].rstrip("\r")
+        except Refused as exc:
+            problems.append(exc.diagnostic.render())
+            continue
+        except UnicodeDecodeError:
             first = ""
         if first != modeline:
             problems.append(f"{spec.as_posix()}:1:1: first line must be '{modeline}'")

@@ -79,7 +79,12 @@ def test_unknown_key_is_positioned_with_did_you_mean(project):
         ('[deployment]\nsemantics = "exakt"\n', "(did you mean 'exact'?)"),
         ('[deployment]\ngpu_memory = "80 gigs"\n', "kvgen.toml:2:1: gpu_memory: invalid size"),
         ('out = "../elsewhere"\n', "kvgen.toml:1:1: out must be a path inside the project"),
-        ('specs = "a"\nspecs = "b"\n', "kvgen.toml: invalid TOML"),
+        # tomllib stops where the second value ends: line 2, column 12 (`specs = "b"` is 11 wide)
+        ('specs = "a"\nspecs = "b"\n', "kvgen.toml:2:12: invalid TOML: Cannot overwrite a value"),
+        # issue 18 #14: the root as output would make generate swap the whole project
+        ('specs = "s"\nout = "."\n', "kvgen.toml:2:1: out = '.' is the project root"),
+        ('out = ""\n', "kvgen.toml:1:1: out = '' is the project root"),
+        ('out = "a/.."\n', "kvgen.toml:1:1: out must be a path inside the project"),
     ],
 )
 def test_bad_values_are_usage_errors(project, capsys, text, message):

@@ -484,7 +484,8 @@ def test_cli_writes_nothing_on_diagnostics(tmp_path: Path, capsys: pytest.Captur
 def test_cli_keeps_an_existing_file_on_diagnostics(tmp_path: Path):
     out = tmp_path / "out.yaml"
     out.write_text("previous\n")
-    assert main(["import-hf", str(FIXTURES / "unknown-field.json"), "--out", str(out)]) == 1
+    args = ["import-hf", str(FIXTURES / "unknown-field.json"), "--out", str(out), "--force"]
+    assert main(args) == 1  # even --force replaces nothing when the config has findings
     assert out.read_text() == "previous\n"
 
 

@@ -21,6 +21,7 @@ SCAFFOLD = [
     "schema/kvspec.schema.json",
     ".pre-commit-config.yaml",
     ".github/workflows/kvgen.yml",
+    ".gitignore",
 ]
 
 
@@ -134,3 +135,129 @@ def test_init_in_a_subdirectory_of_a_set_up_project_is_refused(repo, monkeypatch
     assert main(["-q", "init"]) == Exit.USAGE
     assert "already set up by ../kvgen.toml" in capsys.readouterr().err
     assert list((repo / "sub").iterdir()) == []
+
+
+# --- issue 18 #13: existing pyproject.toml, links; issue 23: defaults, .gitignore ----------------
+
+SETTINGS = '[tool.kvgen]\nspecs = "schema/families"\n'
+
+
+@pytest.mark.parametrize(
+    "pyproject",
+    [
+        '[project]\nname = "a"\n\n[tool]\nkvgen.specs = "schema/families"\n',  # dotted key
+        '[project]\nname = "a"\n\n[tool]\nkvgen = {specs = "schema/families"}\n',  # inline
+        'tool.kvgen.specs = "schema/families"\n',  # dotted from the top
+    ],
+)
+def test_init_keeps_a_tool_kvgen_written_in_any_form(repo, capsys, pyproject):
+    import tomllib
+
+    (repo / "pyproject.toml").write_text(pyproject)
+    assert main(["-q", "init"]) == Exit.OK
+    text = (repo / "pyproject.toml").read_text()
+    assert text == pyproject  # 54a882f appended a second [tool.kvgen]: invalid TOML
+    tomllib.loads(text)
+    assert "kept     pyproject.toml" in capsys.readouterr().out
+
+
+def test_init_refuses_an_invalid_pyproject_at_its_position(repo, capsys):
+    broken = '[project]\nname = "a"\nversion = \n'  # line 3: the value is missing at col 11
+    (repo / "pyproject.toml").write_text(broken)
+    assert main(["-q", "init"]) == Exit.USAGE
+    assert "pyproject.toml:3:11: invalid TOML" in capsys.readouterr().err
+    assert (repo / "pyproject.toml").read_text() == broken
+    assert sorted(tree(repo)) == ["pyproject.toml"]
+
+
+def test_init_refuses_a_pyproject_that_is_not_utf8(repo, capsys):
+    raw = b'[project]\nname = "caf\xe9"\n'  # Latin-1 e-acute: line 2, col 12 (`name = "caf` is 11)
+    (repo / "pyproject.toml").write_bytes(raw)
+    assert main(["-q", "init"]) == Exit.USAGE
+    _out, err = capsys.readouterr()
+    assert "pyproject.toml:2:12: not valid UTF-8" in err and "internal error" not in err
+    assert (repo / "pyproject.toml").read_bytes() == raw
+
+
+def test_init_adds_the_table_keeping_the_rest_of_pyproject(repo):
+    import tomllib
+
+    original = '# adopter\n[project]\nname = "a"  # the name\n\n[tool.black]\nline-length = 99\n'
+    (repo / "pyproject.toml").write_text(original)
+    assert main(["-q", "init"]) == Exit.OK
+    text = (repo / "pyproject.toml").read_text()
+    assert text.startswith(original) and "\n[tool.kvgen]\n" in text
+    assert tomllib.loads(text)["tool"]["black"] == {"line-length": 99}
+
+
+@pytest.mark.parametrize("linked", ["schema", ".github"])
+def test_init_never_writes_through_a_linked_folder(repo, tmp_path_factory, capsys, linked):
+    outside = tmp_path_factory.mktemp("outside")
+    (repo / linked).symlink_to(outside)
+    assert main(["-q", "init"]) != Exit.OK
+    assert list(outside.iterdir()) == []  # 54a882f wrote the schema / the workflow there
+    assert "KV020" in capsys.readouterr().out
+    assert sorted(tree(repo)) == []  # every target is checked before the first write
+
+
+def test_init_writes_no_max_seq_len_and_prints_what_it_wrote(repo, capsys):
+    assert main(["-q", "init"]) == Exit.OK
+    out = capsys.readouterr().out
+    assert "max_seq_len" not in config.current(repo).deployment
+    assert 'gpu_memory = "40GiB"' in out and "max_batch_size = 8" in out
+
+
+def test_plan_of_a_short_context_model_works_in_an_initialised_repository(repo):
+    """Issue 23: `kvgen plan olmo2 olmo2_7b --gpu-memory 40GiB` exited 2 ("max_seq_len must be
+    <= 4096") after `kvgen init` wrote max_seq_len = 32768 into the deployment defaults."""
+    import subprocess
+    import sys
+
+    assert main(["-q", "init"]) == Exit.OK
+    # OLMo-2-1124-7B config.json: 32 layers, 32 KV heads, 4096 / 32 = 128, native 4096.
+    (repo / "schema/families/olmo2.yaml").write_text(
+        "schema_version: 1\nfamily: olmo2\ntokens_per_block: 32\nkv_cache_dtype: bf16\n"
+        "models:\n  - name: olmo2_7b\n    max_seq_len: 4096\n    layer_kinds:\n"
+        "      full: {attention: full, kv_heads: 32, head_dim: 128}\n"
+        "    layers: {count: 32, pattern: [full]}\n"
+    )
+    kvgen = [sys.executable, "-m", "kvgen"]
+    subprocess.run([*kvgen, "-q", "generate"], cwd=repo, check=True, timeout=120)
+    done = subprocess.run(
+        [*kvgen, "plan", "olmo2", "olmo2_7b", "--gpu-memory", "40GiB"],
+        cwd=repo, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "max_seq_len 4096 (native 4096)" in done.stdout
+
+
+def test_init_ignores_the_lock_and_staging_folders_of_generate(repo):
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    shutil.rmtree(repo / ".git")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    (repo / ".gitignore").write_text("*.pyc")  # kept, and no newline at its end
+    assert main(["-q", "init"]) == Exit.OK
+    assert (repo / ".gitignore").read_text().startswith("*.pyc\n")
+    subprocess.run([sys.executable, "-m", "kvgen", "-q", "generate"], cwd=repo, check=True)
+    (repo / ".generated.kvgen-stage").mkdir()  # what a killed run leaves
+    (repo / ".generated.kvgen-stage/x.py").write_text("")
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=repo, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert ".kvgen" not in status, status  # README's `git add -A` commits none of them
+    assert main(["-q", "init"]) == Exit.OK  # idempotent: the lines are added once
+    assert (repo / ".gitignore").read_text().count(".generated.kvgen.lock") == 1
+
+
+def test_a_config_that_is_not_utf8_is_refused_at_the_bad_byte(repo, capsys):
+    # "kvgen" in the file makes it a candidate config. The bad byte: line 2, col 13
+    # (`specs = "caf` is 12 characters).
+    (repo / "pyproject.toml").write_bytes(b'[tool.kvgen]\nspecs = "caf\xe9"\n')
+    assert main(["-q", "lint"]) == Exit.USAGE
+    assert "pyproject.toml:2:13: not valid UTF-8" in capsys.readouterr().err

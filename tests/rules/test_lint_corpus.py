@@ -110,11 +110,11 @@ def test_missing_path_is_a_usage_error(tmp_path, capsys):
     assert "no such file or directory" in err
 
 
-def test_unreadable_file_is_kv009(tmp_path):
+def test_a_dangling_link_is_kv020_never_followed(tmp_path):
     dangling = tmp_path / "dangling.yaml"
-    dangling.symlink_to(tmp_path / "gone.yaml")  # listed by the expander, unreadable
+    dangling.symlink_to(tmp_path / "gone.yaml")  # listed by the expander, never followed
     (diagnostic,) = lint_paths([dangling])
-    assert (diagnostic.code, diagnostic.line, diagnostic.col) == ("KV009", 1, 1)
+    assert (diagnostic.code, diagnostic.line, diagnostic.col) == ("KV020", 1, 1)
 
 
 def test_lint_paths_refuses_a_missing_path_as_a_usage_error(tmp_path):

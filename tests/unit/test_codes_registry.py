@@ -20,9 +20,11 @@ SOURCE = ROOT / "generator"
 CODES_PAGE = ROOT / "docs" / "codes.md"
 CATALOGUE = SOURCE / "catalogue.py"
 CODE = re.compile(r"KV\d{3}")
-# Where a code may be declared: the reader/schema (and line rule), import-hf and diff tables,
-# and the rule modules.
-DECLARING = {SOURCE / "codes" / name for name in ("reader.py", "lines.py", "hf.py", "review.py")}
+# Where a code may be declared: the reader/schema (and line rule), file-access, import-hf and
+# diff tables, and the rule modules.
+DECLARING = {
+    SOURCE / "codes" / name for name in ("reader.py", "lines.py", "files.py", "hf.py", "review.py")
+}
 
 
 def _string_constants(path: Path) -> list[str]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from kvgen.loader import _is_control, display_path, path_problem
+from kvgen.escaping import is_control as _is_control
+from kvgen.files import display_path, path_problem
 
 
 def test_isprintable_refuses_exactly_the_characters_the_path_check_refuses():
