@@ -130,7 +130,11 @@ def _tensor(path: Path, name: str, entry: object, data_bytes: int) -> Tensor:
 
 
 def _open_regular(path: Path) -> BinaryIO:
-    """Open for reading without blocking on a FIFO or device; only regular files pass."""
+    """Open for reading without blocking on a FIFO or device; only regular files pass.
+
+    Not ``kvgen.files``: weights lie outside the project, and a Hugging Face cache's snapshot
+    files are links into its blob store, so links are followed here (to regular files only).
+    """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:

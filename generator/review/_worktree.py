@@ -1,8 +1,7 @@
 """The working-tree side of a review, read like the ref side: no symlink is ever followed.
 
-``lookup`` and ``read`` are the only two places ``kvgen diff`` touches the checkout (a pull
-request's files); both use ``os.lstat`` / ``O_NOFOLLOW`` locally, so that they can move onto a
-shared file-access layer without changing their callers.
+``lookup`` and ``children`` list the checkout (a pull request's files) with ``os.lstat``, and
+``read`` reads a file through ``kvgen.files``, the one file-access layer.
 """
 
 from __future__ import annotations
@@ -58,14 +57,12 @@ def children(root: Path, directory: Entry) -> list[Entry]:
 
 
 def read(root: Path, entry: Entry, limit: int) -> bytes | None:
-    """At most ``limit + 1`` bytes of a regular file entry (the caller refuses more), without
-    following a link; ``None`` if it is no longer a regular file or cannot be read."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    """At most ``limit`` bytes of a regular file entry, read through ``kvgen.files`` (no link
+    followed, regular files only); ``None`` if it is no longer one or cannot be read (the
+    caller reports it; it checked the size before)."""
+    from kvgen.files import Refused, read_bytes
+
     try:
-        fd = os.open(root / entry.path, flags)
-    except OSError:
+        return read_bytes(root / entry.path, limit=limit, root=root)
+    except Refused:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        return handle.read(limit + 1)
