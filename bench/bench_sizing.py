@@ -61,6 +61,35 @@ def import_ms(family: str, runs: int = 7) -> float:
     return statistics.median(times)
 
 
+ALL_PROBE = (
+    "import time, importlib; t = time.process_time()\n"
+    "for family in {families!r}: importlib.import_module(f'generated.{{family}}.sizing')\n"
+    "print((time.process_time() - t) * 1e3)"
+)
+
+
+def import_all_ms(families: list[str], bytecode: bool, runs: int = 5) -> float:
+    """Every family's module imported in one fresh process (the runtime once), in ms: with
+    bytecode cached, or compiled on every import (PYTHONDONTWRITEBYTECODE=1, no cache)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cmd = [sys.executable, "-c", ALL_PROBE.format(families=families)]
+    if bytecode:
+        subprocess.run(cmd, cwd=REPO, env=env, check=True, capture_output=True)  # write .pyc
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        cmd.insert(1, "-X")
+        cmd.insert(2, f"pycache_prefix={tempfile.mkdtemp()}")  # an empty cache: compile all
+    times = [
+        float(
+            subprocess.run(
+                cmd, cwd=REPO, env=env, check=True, capture_output=True, text=True
+            ).stdout
+        )
+        for _ in range(runs)
+    ]
+    return statistics.median(times)
+
+
 def per_call_us(fn, calls: int) -> float:
     return min(timeit.repeat(fn, number=calls, repeat=7, timer=time.process_time)) / calls * 1e6
 
@@ -197,6 +226,11 @@ def main() -> int:
         print(f"{family:<14}{cells}")
     print()
     print(f"worst import: {worst['import_ms']:.2f} ms (target < 2 ms)")
+    print(
+        f"all {len(families)} in one process: {import_all_ms(families, True):.1f} ms with "
+        f"bytecode cached (target < 15 ms), {import_all_ms(families, False):.1f} ms compiling "
+        "every module (PYTHONDONTWRITEBYTECODE=1, no cache)"
+    )
     print(
         f"worst cache_costs: {worst['warm_us']:.2f} us warm (target < 0.8 us), "
         f"{worst['cold_us']:.2f} us never-seen (target < 3 us; {worst['cold_split_us']:.2f} us "

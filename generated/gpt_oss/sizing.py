@@ -4,33 +4,15 @@
 
 Models: gpt_oss_20b, gpt_oss_120b.
 Speculative profiles: none, eagle3, ngram4.
-Spec sha256: 54781a5b194675eea69a6490e886420531ad55445f1f0fe258dd72bde863b214.
 
-This module is the family's tables (plain rows of the spec's facts) bound to the sizing
-runtime that generation writes once beside it, ``_kvgen_runtime`` (kvgen's interpreter and
-engine policies, the same text for every family; copy the whole output folder to vendor it).
-Section numbers (§N) refer to docs/cost-model.md. Static cost per cache manager,
-``cost(T) = slope * T + intercept`` (§4)::
-
-    slope       = sum of b_l over full-attention layers
-    per_request = sum over SWA layers of b_l * tpb * pages(w_l, H)  (+ recurrent state)
-    ctx_swa     = sum of b_l over SWA layers (scratch reuse: one layer per (w, b_l) key)
-    intercept   = B * per_request + N * ctx_swa
-
-``semantics="trtllm-v2"`` reproduces TensorRT-LLM's V2 estimate term by term;
-``semantics="exact"`` adds the terms that estimate leaves out (see ``cost_terms``) so that
-the cost bounds the runtime page model's peak.
-
-API (``API_VERSION`` 2): every function but ``headroom`` takes the model first, then keywords
-only; ``quota_from_max_tokens`` and its inverse ``max_tokens_from_quota`` both speak per-manager
-dicts, so ``max_tokens_from_quota(model, split_budget(model, budget, **kw), **kw)`` gives each
-pool's tokens. Integers may be any ``operator.index``-able integer (numpy ints too), never a bool
-or a float; every bad argument raises ``ValueError`` naming it and the allowed values.
-
-``engine_capacity(model, budget_bytes, engine=..., max_seq_len=..., max_num_tokens=...)``
-answers what TensorRT-LLM V2, vLLM 0.33.0 and SGLang 0.5.23 give the model for one KV budget
-(§9): the runtime's pool policies read the family's engine rows; "trtllm-v2" answers from
-this module's own sizing functions.
+The family's tables bound to the sizing runtime written once beside them, ``_kvgen_runtime``
+(kvgen's interpreter and engine policies; copy the whole output folder to vendor it).
+Static cost per cache manager: ``cost(T) = slope * T + intercept`` bytes for T tokens of
+full-attention history (docs/cost-model.md §4); ``semantics="trtllm-v2"`` is TensorRT-LLM's V2
+estimate term by term, ``"exact"`` adds the terms it leaves out (``cost_terms``), so that the
+cost bounds the runtime page model's peak. ``engine_capacity`` answers what TensorRT-LLM V2,
+vLLM 0.33.0 and SGLang 0.5.23 give a model for one KV budget (§9). API (``API_VERSION`` 2): the
+model first, then keywords only; every bad argument raises ``ValueError`` naming it.
 
 Example::
 
