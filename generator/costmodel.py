@@ -14,10 +14,10 @@ Two semantics:
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass, field, replace
 
 from kvgen.dcp import check_dcp, dcp_slope
+from kvgen.facts import float32
 from kvgen.recurrent import MAMBA_STATE_UPDATES, state_terms
 from kvgen.shapes import (
     Layer,
@@ -199,11 +199,6 @@ def check_encoder_tokens(model: Model, value: object) -> None:
         raise ValueError(
             f"encoder_tokens must be an int in [1, {most}] for {model.name}, got {value!r}"
         )
-
-
-def float32(value: float) -> float:
-    """``value`` rounded to the nearest float32, as the engine stores max_util_for_resume."""
-    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 # --------------------------------------------------------------------------- managers (§4)

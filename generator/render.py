@@ -130,8 +130,9 @@ def render(specs: list[SpecInput]) -> dict[str, str]:
 
 RUNTIME_INIT = '''"""The sizing runtime of the generated modules beside this package (stdlib only).
 
-``sizing_core`` is kvgen's sizing interpreter and ``engines_core`` its engine pool policies,
-copied verbatim; each ``<family>/sizing.py`` binds them to its tables. Version {version}.
+``sizing_core`` is kvgen's sizing interpreter, ``engines_core`` its engine pool policies and
+``facts`` the layout facts both read, copied verbatim; each ``<family>/sizing.py`` binds them
+to its tables. Version {version}.
 """
 
 __all__: list[str] = []

@@ -11,20 +11,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kvgen.facts import DTYPE_BYTES
 from kvgen.quant import ds_mla_bytes, index_k_bytes, layout_bytes
 from kvgen.recurrent import RecurrentState, recurrent_state
 from kvgen.spec import LayerKind, LayerStack
-
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-
 
 # --------------------------------------------------------------------------- shapes (§1)
 
 
 def element_bytes(dtype: str, elements: int) -> int:
     """Bytes of ``elements`` cache elements; NVFP4 packs two per byte plus an FP8 scale per 16."""
-    if dtype == "nvfp4":
-        return -(-elements // 2) + -(-elements // 16)
     if dtype not in DTYPE_BYTES:
         return layout_bytes(dtype, 1, elements)  # a scaled layout (kvgen.quant)
     return elements * DTYPE_BYTES[dtype]

@@ -15,10 +15,11 @@ folder. kvgen binds the same interpreter to tables built in memory from a spec
 import functools
 import math
 import operator
-import struct
 import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
+
+from .facts import DTYPE_BYTES, SCALED_LAYOUTS, float32
 
 __all__ = [
     "API_VERSION",
@@ -232,19 +233,11 @@ SPECULATIVE: tuple[str, ...] = ()
 MAX_SEQ_LEN: dict[str, int] = {}
 PROFILES: dict[str, tuple[str, ...]] = {}  # profiles that apply to each model, "none" first
 MANAGERS: dict[str, tuple[str, ...]] = {}  # a separate draft pool is its own manager (§6)
-_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-# A row's element code: bytes per element, or <= 0 for a layout that stores scales beside its
-# elements (§1): (bits per element, elements per 1-byte block scale, fp32 scale bytes per head).
-_ELEMENT_CODES = {
-    **_DTYPE_BYTES,
-    "nvfp4": 0,
-    "mxfp8": -1,
-    "mxfp4": -2,
-    "fp8_per_token_head": -3,
-    "int8_per_token_head": -3,
-}
-_SCALED = {0: (4, 16, 0), -1: (8, 32, 0), -2: (4, 32, 0), -3: (8, 0, 4)}
-_FLOAT32 = struct.Struct("f")
+# A row's element code: bytes per element (a plain dtype), or <= 0 for a layout that stores
+# scales beside its elements (§1), a key of ``_SCALED``: that layout's row of
+# ``facts.SCALED_LAYOUTS``. NVFP4 is 0, which is also the code of a row with no dtype.
+_ELEMENT_CODES = {**DTYPE_BYTES, **{name: -i for i, name in enumerate(SCALED_LAYOUTS)}}
+_SCALED = {-i: layout for i, layout in enumerate(SCALED_LAYOUTS.values())}
 _TERM_NAMES = (
     "slope",
     "per_request",
@@ -528,8 +521,9 @@ _Plan = tuple[
 def _scaled_bytes(heads: int, count: int, element: int) -> int:
     """Bytes of ``count`` elements over ``heads`` heads in a scaled layout (element <= 0):
     packed elements, a 1-byte scale per block (NVFP4 16, MX 32) or an fp32 scale per head."""
-    bits, block, head_scale = _SCALED[element]
-    return -(-count * bits // 8) + (-(-count // block) if block else 0) + heads * head_scale
+    bits, block, block_scale, head_scale = _SCALED[element]
+    scales = -(-count // block) * block_scale if block else 0
+    return -(-count * bits // 8) + scales + heads * head_scale
 
 
 def _heads_bytes(heads: int, head_dim: int, element: int) -> int:
@@ -783,7 +777,7 @@ def _compute(
             # Resume watermark (§4): round a single SWA pool up so that a suspended request can
             # resume under max_util_for_resume, which the engine compares as a float32.
             slot = tpb * cycles[0][3]
-            util32 = _FLOAT32.unpack(_FLOAT32.pack(util))[0]
+            util32 = float32(util)
             rounded = math.ceil(-(-intercept // slot) / util32) * slot
             resume_rounding = rounded - intercept
             intercept = rounded
@@ -926,7 +920,7 @@ def cost_terms(
         out[t.manager] = named
     if _flag("engine_terms", engine_terms):
         head = headroom(speculative, overlap_slack=overlap_slack)
-        util32 = _FLOAT32.unpack(_FLOAT32.pack(max_util_for_resume))[0]
+        util32 = float32(max_util_for_resume)
         for t in terms:
             out[t.manager].update(
                 _engine_terms(t, head, max_batch_size, max_num_tokens, max_seq_len, util32)

@@ -19,8 +19,8 @@ from pathlib import Path
 __all__ = ["RUNTIME_MODULES", "RUNTIME_PACKAGE", "exec_sizing", "import_generated"]
 
 RUNTIME_PACKAGE = "_kvgen_runtime"  # the runtime's folder inside every output folder
-# Its modules: kvgen's own, written there verbatim (``engines_core`` imports ``sizing_core``).
-RUNTIME_MODULES = ("sizing_core", "engines_core")
+# Its modules: kvgen's own, written there verbatim (each imports those before it).
+RUNTIME_MODULES = ("facts", "sizing_core", "engines_core")
 
 
 def _package(name: str, folder: Path | None) -> types.ModuleType:

@@ -17,6 +17,7 @@ SGLang 0.5.23 (``sglang_plan``, ``sglang_pools``, ``sglang_capacity``); each is 
 # Relative: the same import in kvgen and in the output folder's copy of the runtime.
 from typing import NamedTuple
 
+from .facts import DTYPE_BYTES
 from .sizing_core import (
     _MODELS,
     MODELS,
@@ -156,7 +157,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {}
 
 
 ENGINE_VERSIONS = {"trtllm-v2": "V2 (cost-model §4)", "vllm": "0.33.0", "sglang": "0.5.23"}
-_ENGINE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 VLLM_BLOCK_SIZE = 16  # vLLM's CacheConfig.DEFAULT_BLOCK_SIZE
 _KERNEL_BLOCK = 16  # FlashAttention kernel blocks: any multiple of 16 tokens
 _MLA_HYBRID_BLOCK = 128  # MLA decode kernels in a Mamba hybrid
@@ -283,7 +283,7 @@ class SglangPools(_Record):
 def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
     # vLLM and SGLang split KV heads over TP by floor, never below one head; MLA is not split.
     heads = 1 if layer.attention == "mla" else max(1, layer.kv_heads // tp_size)
-    return heads * (layer.head_dim + layer.value_dim) * _ENGINE_BYTES[layer.dtype]
+    return heads * (layer.head_dim + layer.value_dim) * DTYPE_BYTES[layer.dtype]
 
 
 def _engine_state_bytes(layer: EngineLayer, tp_size: int) -> int:
@@ -518,7 +518,7 @@ def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32"
             raise NotModelled("the SSM share of its recurrent state is unknown")
         ssm = entry.ssm_state_bytes
         # fp32 SSM state: the SSM part is stored at ssm_dtype instead of the spec's 2 bytes.
-        extra_per_layer = ssm * _ENGINE_BYTES[ssm_dtype] // 2 - ssm
+        extra_per_layer = ssm * DTYPE_BYTES[ssm_dtype] // 2 - ssm
         for lay in recurrent:
             state += lay.layers * ((lay.state_bytes + extra_per_layer) // tp_size)
             extra += lay.layers * (extra_per_layer // tp_size)

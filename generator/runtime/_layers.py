@@ -6,6 +6,7 @@ import math
 from typing import NamedTuple
 
 import torch
+from kvgen.facts import DS_MLA_SCALE_BLOCK, INDEX_SCALE_BLOCK, MX_BLOCK, NVFP4_BLOCK
 from kvgen.runtime._pages import ceil_div
 from kvgen.runtime._tables import LayerKind, LayerStack
 
@@ -18,15 +19,10 @@ TORCH_DTYPES = {
     "fp8": torch.float8_e4m3fn,
 }
 NVFP4_SCALE = torch.float8_e4m3fn  # one FP8 block scale per 16 NVFP4 elements
-NVFP4_BLOCK = 16
 # OCP MX: one power-of-two (e8m0) scale byte per 32 elements; raw bytes before torch 2.7.
 MX_SCALE: torch.dtype = getattr(torch, "float8_e8m0fnu", torch.uint8)
-MX_BLOCK = 32
 # Per (token, head) scales: one fp32 beside each head's row of 8-bit elements.
 PER_TOKEN_HEAD = {"fp8_per_token_head": torch.float8_e4m3fn, "int8_per_token_head": torch.int8}
-# FlashMLA's fp8_ds_mla (vLLM flashmla_sparse.py) and DeepSeek-V3.2's indexer key cache
-# (vLLM DeepseekV32IndexerCache): fp8 elements with an fp32 scale per 128 of them.
-FP32_SCALE_BLOCK = 128
 
 # A typed per-token buffer of a layer: (view name, element dtype, shape per token).
 Buffer = tuple[str, torch.dtype, tuple[int, ...]]
@@ -80,7 +76,7 @@ def _latent(kind: LayerKind) -> list[Buffer]:
     scales and a bf16 RoPE part (512 + 16 + 128 = 656 B for DeepSeek-V3.2)."""
     if kind.dtype != "fp8_ds_mla":
         return _typed("latent", kind.dtype, (kind.kv_lora_rank + kind.qk_rope_head_dim,))
-    scales = (ceil_div(kind.kv_lora_rank, FP32_SCALE_BLOCK),)
+    scales = (ceil_div(kind.kv_lora_rank, DS_MLA_SCALE_BLOCK),)
     return [
         ("latent", torch.float8_e4m3fn, (kind.kv_lora_rank,)),
         ("latent_scale", torch.float32, scales),
@@ -98,7 +94,7 @@ def _buffers(kind: LayerKind, tp_size: int) -> tuple[Buffer, ...]:
         # MLA: one latent buffer, never split by tensor parallelism.
         out += _latent(kind)
         if kind.index_head_dim:
-            scales = (ceil_div(kind.index_head_dim, FP32_SCALE_BLOCK),)
+            scales = (ceil_div(kind.index_head_dim, INDEX_SCALE_BLOCK),)
             out.append(("index_k", torch.float8_e4m3fn, (kind.index_head_dim,)))
             out.append(("index_k_scale", torch.float32, scales))
     else:

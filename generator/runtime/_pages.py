@@ -8,8 +8,9 @@ diff suite compares the two, which only means something while neither uses the o
 from __future__ import annotations
 
 import operator
-import struct
 from typing import NamedTuple
+
+from kvgen.facts import float32
 
 __all__ = [
     "TWO_MODEL_MODES",
@@ -127,9 +128,3 @@ def mode_headroom(mode: str, max_draft_len: int, tree_draft_tokens: int | None) 
     if mode == "eagle3" and tree_draft_tokens is not None:
         return Headroom(k - 1, tree_draft_tokens, 1)
     return Headroom(k - 1, k, {"eagle3": 1, "mtp_eagle": 1, "mtp": k}.get(mode, 0))
-
-
-def float32(value: float) -> float:
-    """``value`` rounded to a float32, as the runtime compares its resume watermark."""
-    rounded: float = struct.unpack("f", struct.pack("f", value))[0]
-    return rounded

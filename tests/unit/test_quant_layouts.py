@@ -10,6 +10,7 @@ import math
 
 import pytest
 from kvgen import quant, shapes, sizing_core
+from kvgen.facts import DTYPE_BYTES
 from kvgen.runtime import _layers
 from kvgen.runtime._tables import LayerKind as RuntimeKind
 from kvgen.spec import LayerKind, LayerStack
@@ -22,8 +23,8 @@ def packed_bytes(dtype: str, heads: int, head_dim: int) -> int:
     """Lay ``heads`` x ``head_dim`` elements out one at a time, as a quantizing kernel writes
     them: element bits into whole bytes, a new block scale at every block start, one fp32 per
     head for the per-token-head layouts. Independent of the ceil formulas it checks."""
-    if dtype in quant.PLAIN_BYTES:
-        return heads * head_dim * quant.PLAIN_BYTES[dtype]
+    if dtype in DTYPE_BYTES:
+        return heads * head_dim * DTYPE_BYTES[dtype]
     bits, block, block_scale, head_scale = quant.LAYOUTS[dtype]
     data_bits = scale_bytes = 0
     index = 0

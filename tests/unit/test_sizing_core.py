@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kvgen import engines_core, sizing_core
+from kvgen import engines_core, facts, sizing_core
 from kvgen.loader import load_bytes, load_family
 from kvgen.render import HEADER, ROOT_HEADER, SpecInput, _environment, family_context
 from kvgen.sizing_context import bound_module, sizing_context
@@ -83,7 +83,7 @@ def test_every_generated_module_is_tables_and_a_binding_with_no_code_of_its_own(
     assert calls == ["_sizing.bind(globals())", "_engines.bind(globals())"]
 
 
-@pytest.mark.parametrize("module", [sizing_core, engines_core], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [facts, sizing_core, engines_core], ids=lambda m: m.__name__)
 def test_the_output_folder_holds_the_runtime_verbatim_under_the_generated_header(module):
     short = module.__name__.rsplit(".", 1)[1]
     source = Path(module.__file__).read_text(encoding="utf-8")

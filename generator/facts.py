@@ -1,0 +1,56 @@
+"""Facts about cache layouts, defined once: inputs of every derivation, never derived.
+
+The static side (the sizing interpreter ``kvgen.sizing_core``, the engine policies
+``kvgen.engines_core``, ``kvgen.quant``, ``kvgen.shapes``, the engine and import-hf models)
+and the shim runtime (``kvgen.runtime``) import these; the runtime still measures its bytes
+from the shapes and itemsize of the tensors it builds, so the diff between the two sides stays
+meaningful. Stdlib only and a leaf module: generation writes it verbatim beside the sizing
+runtime (``generated/_kvgen_runtime/facts.py``). docs/cost-model.md §1 describes the layouts.
+"""
+
+import struct
+
+__all__ = [
+    "DS_MLA",
+    "DS_MLA_SCALE_BLOCK",
+    "DTYPE_BYTES",
+    "INDEX_SCALE_BLOCK",
+    "MX_BLOCK",
+    "NVFP4_BLOCK",
+    "SCALED_DTYPES",
+    "SCALED_LAYOUTS",
+    "float32",
+]
+
+# Bytes per element of the plain cache dtypes.
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+
+NVFP4_BLOCK = 16  # NVFP4: one FP8 (e4m3) block scale per 16 elements
+MX_BLOCK = 32  # OCP MX: one e8m0 scale byte per 32 elements
+# FlashMLA's sparse fp8 layout (vLLM ``flashmla_sparse.py`` "fp8_ds_mla", the FlashMLA
+# README): the no-RoPE latent in fp8 with one fp32 scale per 128 elements, the RoPE part bf16.
+DS_MLA = "fp8_ds_mla"
+DS_MLA_SCALE_BLOCK = 128
+# vLLM ``DeepseekV32IndexerCache``: the indexer key in fp8 with one fp32 scale per 128.
+INDEX_SCALE_BLOCK = 128
+
+# The per-element scaled layouts: (bits per element, elements per block scale (0: none), bytes
+# of that scale, fp32 bytes per (token, head) scale (0: none)). Block scales count over the
+# elements of one token of one K (or V) buffer on a rank, ``ceil(n / block)``.
+SCALED_LAYOUTS = {
+    "nvfp4": (4, NVFP4_BLOCK, 1, 0),
+    "mxfp8": (8, MX_BLOCK, 1, 0),
+    "mxfp4": (4, MX_BLOCK, 1, 0),
+    "fp8_per_token_head": (8, 0, 0, 4),
+    "int8_per_token_head": (8, 0, 0, 4),
+}
+# Layouts that carry their scales in the cache: the per-element ones and the MLA-only one.
+SCALED_DTYPES = frozenset({*SCALED_LAYOUTS, DS_MLA})
+
+_FLOAT32 = struct.Struct("f")
+
+
+def float32(value: float) -> float:
+    """``value`` rounded to the nearest float32, as the engine stores max_util_for_resume."""
+    rounded: float = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+    return rounded
