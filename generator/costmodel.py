@@ -1,14 +1,14 @@
 """The generic KV-cache cost model: a validated family plus runtime parameters in, costs out.
 
 This is the reference implementation of docs/cost-model.md, written layer by layer for
-readability. The generated sizing modules compute the same formulas differently: each holds
-its family's tables and a copy of one shared interpreter (``kvgen.sizing_core``) that works per
-layer kind; the test suite checks the two agree on every shipped family.
+readability. The generated sizing modules compute the same formulas differently: each binds
+its family's tables to the one sizing runtime (``kvgen.sizing_core``, written beside them),
+which works per layer kind; the test suite checks the two agree on every shipped family.
 
 Two semantics:
 - ``"trtllm-v2"`` reproduces the engine's static estimate term by term (§4).
 - ``"exact"`` adds what that estimate leaves out so that the result bounds the runtime peak
-  of the page model (§3) from above, tightly: see ``EXACT_TERMS``.
+  of the page model (§3) from above, tightly (the terms of docs/cost-model.md §4).
 """
 
 from __future__ import annotations
@@ -36,20 +36,6 @@ from kvgen.spec import (
 SEMANTICS = ("trtllm-v2", "exact")
 
 TIERS = ("gpu", "host")
-
-# Terms that "exact" adds to the engine's intercept, and why (each one a §4 caveat).
-EXACT_TERMS = {
-    "full_page_rounding": (
-        "each request holds whole pages of every full-attention life cycle: up to tpb-1 "
-        "tokens per request beyond its capacity, B*(tpb-1)*slope bytes"
-    ),
-    "context_page_rounding": (
-        "a context chunk rounds its pages up; on an SWA life cycle where the generation "
-        "headroom does not already reserve a spare page (pages(w,H) == pages(w,E)) each "
-        "request in context may hold up to tpb-1 tokens more than the per-token context term: "
-        "min(B, N)*(tpb-1)*ctx bytes of that life cycle"
-    ),
-}
 
 # What the engine does beside the quota (§9): reported by ``engine_terms``, never added to the
 # intercept or to any quota.
@@ -403,7 +389,8 @@ def manager_cost(
     tpb = family.tokens_per_block
     span = params.page_span(tpb)  # tokens of one full-attention page (§9: tpb * dcp_size)
     layers = managed.layers
-    slope = dcp_slope(managed.name, layers, params.dcp_size)
+    full = sum(lay.bytes_per_token for lay in layers if lay.is_full)
+    slope = dcp_slope(managed.name, full, params.dcp_size)
     cycles = _life_cycles(layers)
     per_request = sum(lay.state_bytes for lay in layers)
     # Cross-attention: each request's encoder K/V in whole pages, held from admission (§4).
@@ -430,7 +417,7 @@ def manager_cost(
                 context_rounding += min(batch, chunk) * (tpb - 1) * ctx
         exact["context_page_rounding"] = context_rounding
     states = state_terms(
-        layers,
+        [(lay.state_bytes, lay.mamba) for lay in layers],
         batch,
         profile,
         attention_dp=params.attention_dp,
@@ -489,7 +476,9 @@ def cache_costs(
     _check_applies(family, model, profile)
     params.validate(model)
     if params.dcp_size != 1:
-        check_dcp(model, profile, params)
+        check_dcp(
+            model, profile, dcp=params.dcp_size, tp=params.tp_size, attention_dp=params.attention_dp
+        )
     head = headroom(profile, overlap_slack=params.overlap_slack)
     return {
         managed.name: manager_cost(family, managed, head, params, profile)

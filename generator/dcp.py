@@ -14,13 +14,8 @@ window``); recurrent state stays whole on every rank.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Model, Speculative
-
-if TYPE_CHECKING:
-    from kvgen.costmodel import RuntimeParams
-    from kvgen.shapes import Layer
 
 __all__ = ["SHARDED_ATTENTION", "check_dcp", "dcp_slope"]
 
@@ -37,14 +32,16 @@ def _stacks(model: Model, profile: Speculative | None) -> Iterable[LayerStack]:
         yield profile.draft
 
 
-def check_dcp(model: Model, profile: Speculative | None, params: RuntimeParams) -> None:
-    """ValueError where the engines refuse ``params.dcp_size`` for this model (§9): the DCP
+def check_dcp(
+    model: Model, profile: Speculative | None, *, dcp: int, tp: int, attention_dp: bool
+) -> None:
+    """ValueError where the engines refuse ``dcp`` (dcp_size) for this model at ``tp``
+    (tp_size) (§9): the DCP
     group is carved from the TP group (tp_size % dcp_size == 0, vLLM ``config/parallel.py``),
     it shards only copies of the same KV heads (tp_size > kv_heads and dcp_size <= tp_size //
     kv_heads, vLLM ``config/model.py``; MLA and raw-byte kinds have one latent copy per rank),
     attention-DP leaves no copies to shard, and only full attention is sharded."""
-    dcp, tp = params.dcp_size, params.tp_size
-    if params.attention_dp:
+    if attention_dp:
         raise ValueError(
             f"dcp_size {dcp} shards the KV cache over the TP ranks that hold copies of it; "
             "attention_dp=True leaves every rank whole heads of its own requests "
@@ -73,10 +70,10 @@ def check_dcp(model: Model, profile: Speculative | None, params: RuntimeParams) 
                 )
 
 
-def dcp_slope(manager: str, layers: Iterable[Layer], dcp: int) -> int:
-    """Bytes per token of full-attention history on one rank: each of the ``dcp`` ranks holds
-    one token in ``dcp`` (§9); ValueError where that is not a whole number of bytes."""
-    slope = sum(lay.bytes_per_token for lay in layers if lay.is_full)
+def dcp_slope(manager: str, slope: int, dcp: int) -> int:
+    """Bytes per token of full-attention history on one rank, from ``slope`` on all of them:
+    each of the ``dcp`` ranks holds one token in ``dcp`` (§9); ValueError where that is not a
+    whole number of bytes."""
     if slope % dcp:
         raise ValueError(
             f"{manager}: the {slope} bytes per token of full attention on this rank do not "

@@ -33,6 +33,7 @@ __all__ = [
     "LAYOUTS",
     "Layout",
     "ds_mla_bytes",
+    "element_bytes",
     "index_k_bytes",
     "layout_bytes",
 ]
@@ -64,6 +65,12 @@ def layout_bytes(dtype: str, heads: int, head_dim: int) -> int:
     bits, block, block_scale, head_scale = layout
     scales = -(-n // block) * block_scale if block else 0
     return -(-n * bits // 8) + scales + heads * head_scale
+
+
+def element_bytes(dtype: str, elements: int) -> int:
+    """Bytes of ``elements`` cache elements of one buffer in ``dtype``, scales included (NVFP4
+    packs two per byte plus an FP8 scale per 16)."""
+    return layout_bytes(dtype, 1, elements)
 
 
 def ds_mla_bytes(kv_lora_rank: int, qk_rope_head_dim: int) -> int:

@@ -5,14 +5,12 @@ numbers in ``kvgen.sizing_core`` and the shim in ``kvgen.runtime._recurrent``.""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kvgen.quant import element_bytes
 from kvgen.spec import LayerKind, MambaState, Speculative
-
-if TYPE_CHECKING:
-    from kvgen.shapes import Layer
 
 MAMBA_STATE_UPDATES = ("default", "replay")
 # The replay path keeps at least this many steps of x, B, dt and dA_cumsum: its kernels pad the
@@ -30,9 +28,7 @@ class RecurrentState:
     replay_scalars: int  # one replay history step of dt and dA_cumsum: 2 x heads/tp x fp32
 
 
-def recurrent_state(
-    state: MambaState, dtype: str, tp_size: int, element_bytes: Callable[[str, int], int]
-) -> RecurrentState:
+def recurrent_state(state: MambaState, dtype: str, tp_size: int) -> RecurrentState:
     """The conv and SSM buffers of a ``mamba:`` kind at ``tp_size`` (§8), the conv state in
     ``dtype`` (the kind's cache dtype); ValueError naming tp_size when the heads or the conv
     channels do not split evenly (the engine asserts)."""
@@ -52,7 +48,7 @@ def recurrent_state(
 
 
 def state_terms(
-    layers: list[Layer],
+    layers: Sequence[tuple[int, RecurrentState | None]],
     batch: int,
     profile: Speculative | None,
     *,
@@ -63,8 +59,9 @@ def state_terms(
     (one slot shared by the CUDA-graph padding dummies, one more for the attention-DP dummy)
     and, under speculative decoding, the intermediate states of every step (default path)
     or the conv windows plus the replay history (replay path). Empty without recurrent
-    layers. The raw ``state_bytes`` form has no dimensions, so no intermediate states."""
-    state = sum(lay.state_bytes for lay in layers)
+    layers. ``layers``: (state bytes per slot, buffers by dimensions or None) of each layer.
+    The raw ``state_bytes`` form has no dimensions, so no intermediate states."""
+    state = sum(state_bytes for state_bytes, _ in layers)
     if not state:
         return {}
     reserved = 1 + attention_dp
@@ -72,7 +69,7 @@ def state_terms(
     if profile is None:
         return terms
     step = 1 + (profile.tree_draft_tokens or profile.max_draft_len)  # T = K + 1
-    mambas = [lay.mamba for lay in layers if lay.mamba is not None]
+    mambas = [mamba for _, mamba in layers if mamba is not None]
     if mamba_state_update == "replay":
         history = max(MIN_REPLAY_HISTORY, step)
         terms["spec_intermediate_states"] = batch * step * sum(m.conv for m in mambas)

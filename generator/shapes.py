@@ -11,19 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kvgen.facts import DTYPE_BYTES
 from kvgen.quant import ds_mla_bytes, index_k_bytes, layout_bytes
 from kvgen.recurrent import RecurrentState, recurrent_state
 from kvgen.spec import LayerKind, LayerStack
 
 # --------------------------------------------------------------------------- shapes (§1)
-
-
-def element_bytes(dtype: str, elements: int) -> int:
-    """Bytes of ``elements`` cache elements; NVFP4 packs two per byte plus an FP8 scale per 16."""
-    if dtype not in DTYPE_BYTES:
-        return layout_bytes(dtype, 1, elements)  # a scaled layout (kvgen.quant)
-    return elements * DTYPE_BYTES[dtype]
 
 
 def mla_bytes(kind: LayerKind, dtype: str) -> int:
@@ -141,7 +133,7 @@ def stack_layers(
             continue
         dims = kind.recurrent_dims  # mamba:, or mamba1: in Mamba-2 dimensions (§8)
         if kind.attention == "recurrent" and dims is not None:
-            mamba = recurrent_state(dims, kind.dtype or dtype, tp_size, element_bytes)
+            mamba = recurrent_state(dims, kind.dtype or dtype, tp_size)
             out.append(Layer(index, name, None, 0, 0, mamba.conv + mamba.ssm, mamba))
             continue
         if kind.attention == "recurrent":

@@ -287,10 +287,6 @@ class LayerKind(_Strict):
         return self
 
     @property
-    def is_mla(self) -> bool:
-        return self.kv_lora_rank is not None
-
-    @property
     def recurrent_dims(self) -> MambaState | None:
         """The recurrent state's dimensions in Mamba-2 form (``mamba1`` lowered, §8); none
         for the raw ``state_bytes`` form and for attention kinds."""

@@ -50,9 +50,8 @@ def _state_bytes(kind: LayerKind, dtype: str) -> int:
     if dims is None:
         return kind.state_bytes or 0
     from kvgen.recurrent import recurrent_state
-    from kvgen.shapes import element_bytes
 
-    state = recurrent_state(dims, dtype, 1, element_bytes)
+    state = recurrent_state(dims, dtype, 1)
     return state.conv + state.ssm
 
 
