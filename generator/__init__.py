@@ -9,7 +9,7 @@ allocators import the shim runtime ``kvgen.runtime`` through this package.
   positioned diagnostics of one that is not (``LoadedSpec``); ``SpecInput`` is a loaded spec
   with its bytes and path, what rendering takes;
 - ``lint_paths(paths)``: every finding for the spec files given, as ``Diagnostic`` records;
-- ``bound_module(spec)``: a family's sizing module built in memory (no files);
+- ``bound_module(family)``: a family's sizing module built in memory (no files);
 - ``import_generated(path, package)``: a generated module from an output folder anywhere;
 - ``engine_capacity(family, model, budget_bytes, engine=...)``: what vLLM, SGLang and
   TensorRT-LLM give a model for one KV budget (``EngineCapacity``; ``NotModelled``);

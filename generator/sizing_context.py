@@ -24,7 +24,7 @@ from kvgen.recurrent import mamba_fields
 from kvgen.render_input import SpecInput, artifact
 from kvgen.shapes import kind_head_dim, mla_bytes
 from kvgen.sizing_core import Kind, Model, Profile, Stack
-from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
+from kvgen.spec import MODES_WITH_DRAFT_POOL, Family, LayerStack, Speculative
 from kvgen.vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
 
 LINE_LENGTH = 100
@@ -101,8 +101,8 @@ def profile_row(profile: Speculative | None, draft: Stack | None) -> Profile:
     return Profile(profile.mode, profile.max_draft_len, head.extra, head.step, head.backoff, draft)
 
 
-def family_tables(spec: SpecInput) -> tuple[dict[str, Model], dict[str, Profile]]:
-    family = spec.family
+def family_tables(family: Family) -> tuple[dict[str, Model], dict[str, Profile]]:
+    """The interpreter's rows of ``family``: models and speculative profiles."""
     dtype = family.kv_cache_dtype
     models = {
         model.name: Model(
@@ -161,7 +161,7 @@ def _row_imports(tables: str) -> list[tuple[str, str]]:
 
 @artifact("sizing.py", "sizing.py.j2")
 def sizing_context(spec: SpecInput) -> dict[str, Any]:
-    models, profiles = family_tables(spec)
+    models, profiles = family_tables(spec.family)
     engine_models = engine_tables(spec.family)
     tables = (
         statement("_MODELS: dict[str, Model]", models),
@@ -180,15 +180,16 @@ def sizing_context(spec: SpecInput) -> dict[str, Any]:
     }
 
 
-def bound_module(spec: SpecInput, name: str | None = None) -> types.ModuleType:
-    """The family's sizing module built in memory: the tables of ``spec`` bound to kvgen's own
-    runtime, as the generated module binds them to its copy (no text rendered, none run)."""
-    family = spec.family
-    models, profiles = family_tables(spec)
+def bound_module(family: Family, *, spec_sha256: str = "", name: str = "") -> types.ModuleType:
+    """The family's sizing module built in memory: the tables of ``family`` bound to kvgen's
+    own runtime, as the generated module binds them to its copy (no text rendered, none run).
+    kvgen answers from it where it needs the static cost of a spec it holds (the TensorRT-LLM
+    row of ``kvgen.engines``)."""
+    models, profiles = family_tables(family)
     module = types.ModuleType(name or f"kvgen_sizing_{family.family}")
     module.__dict__.update(
         FAMILY=family.family,
-        SPEC_SHA256=spec.sha256,
+        SPEC_SHA256=spec_sha256,
         TOKENS_PER_BLOCK=family.tokens_per_block,
         KV_CACHE_DTYPE=family.kv_cache_dtype,
         _MODELS=models,

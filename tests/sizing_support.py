@@ -26,10 +26,7 @@ EXAMPLE = REPO / "tests" / "fixtures" / "sizing_core_example.yaml"
 def example_module() -> ModuleType:
     """The sizing interpreter and engine policies bound in memory to the example family's
     tables (tests/fixtures/sizing_core_example.yaml), as a generated module binds them."""
-    family = load_family(EXAMPLE)
-    return bound_module(
-        SpecInput(EXAMPLE.relative_to(REPO).as_posix(), EXAMPLE.read_bytes(), family)
-    )
+    return bound_module(load_family(EXAMPLE))
 
 
 def family_from_text(text: str) -> Family:

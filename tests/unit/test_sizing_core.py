@@ -61,7 +61,7 @@ def ruff() -> str:
     return shutil.which("ruff") or "ruff"
 
 
-core = bound_module(spec_input(EXAMPLE))
+core = bound_module(load_family(EXAMPLE))
 GENERATED = REPO / "generated"
 RUNTIME = GENERATED / "_kvgen_runtime"
 
@@ -98,7 +98,7 @@ def test_kvgen_s_own_interpreter_unbound_sizes_no_model():
 
 
 def test_a_bound_family_leaves_the_source_and_other_families_untouched():
-    other = bound_module(spec_input(REPO / "schema" / "families" / "llama3.yaml"))
+    other = bound_module(load_family(REPO / "schema" / "families" / "llama3.yaml"))
     assert core.MODELS == ("hybrid", "latent") and other.FAMILY == "llama3"
     assert core.cache_costs.__globals__ is vars(core)
     assert other.cache_costs.__globals__ is vars(other)
