@@ -19,7 +19,7 @@ allocators import the shim runtime ``kvgen.runtime`` through this package.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __all__ = [
     "Diagnostic",
@@ -37,7 +37,9 @@ __all__ = [
     "version",
 ]
 
-# Where each public name lives (imported by ``__getattr__`` on first use).
+# Where each public name lives (imported by ``__getattr__`` on first use). No TYPE_CHECKING
+# imports of them: a type checker of the shim runtime (torch side) would follow them into
+# the whole generator.
 _HOMES = {
     "Diagnostic": "kvgen.diagnostics",
     "EngineCapacity": "kvgen.engines",
@@ -53,18 +55,6 @@ _HOMES = {
     "load_family": "kvgen.loader",
     "version": "kvgen._meta",
 }
-
-if TYPE_CHECKING:
-    from kvgen._meta import version
-    from kvgen.diagnostics import Diagnostic
-    from kvgen.engines import EngineCapacity, NotModelled, engine_capacity
-    from kvgen.lint import lint_paths
-    from kvgen.loader import LoadedSpec, load_bytes, load_family
-    from kvgen.render_input import SpecInput
-    from kvgen.sizing_context import bound_module
-    from kvgen.spec import Family
-    from kvgen.vendored import import_generated
-
 
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
