@@ -56,6 +56,7 @@ _HOMES = {
     "version": "kvgen._meta",
 }
 
+
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:

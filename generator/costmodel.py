@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from kvgen.dcp import check_dcp, dcp_slope
-from kvgen.facts import float32
+from kvgen.facts import float32, mode_headroom
 from kvgen.recurrent import MAMBA_STATE_UPDATES, state_terms
 from kvgen.shapes import (
     Layer,
@@ -87,18 +87,11 @@ class Headroom:
 def headroom(profile: Speculative | None, *, overlap_slack: bool = False) -> Headroom:
     if profile is None:
         return Headroom(extra=0, step=1, slack=0, backoff=0)
-    k = profile.max_draft_len
-    mode = profile.mode
-    slack = k if overlap_slack else 0
-    if mode in ("eagle3_two_model", "mtp_eagle_two_model", "draft_target_two_model", "ngram"):
-        return Headroom(extra=0, step=k + 1, slack=slack, backoff=0)
-    if mode == "pard":
-        # PARD carries 2K-1 draft tokens per request: one step consumes 2K runtime tokens.
-        return Headroom(extra=k - 1, step=2 * k, slack=slack, backoff=0)
-    if mode == "eagle3" and profile.tree_draft_tokens is not None:
-        return Headroom(extra=k - 1, step=1 + profile.tree_draft_tokens, slack=slack, backoff=1)
-    backoff = {"eagle3": 1, "mtp_eagle": 1, "mtp": k}.get(mode, 0)
-    return Headroom(extra=k - 1, step=k + 1, slack=slack, backoff=backoff)
+    slack = profile.max_draft_len if overlap_slack else 0
+    extra, slots, backoff = mode_headroom(
+        profile.mode, profile.max_draft_len, profile.tree_draft_tokens
+    )
+    return Headroom(extra=extra, step=slots + 1, slack=slack, backoff=backoff)
 
 
 # --------------------------------------------------------------------------- runtime params

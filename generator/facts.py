@@ -14,12 +14,15 @@ __all__ = [
     "DS_MLA",
     "DS_MLA_SCALE_BLOCK",
     "DTYPE_BYTES",
+    "HEADROOM",
     "INDEX_SCALE_BLOCK",
     "MX_BLOCK",
     "NVFP4_BLOCK",
     "SCALED_DTYPES",
     "SCALED_LAYOUTS",
+    "TWO_MODEL_MODES",
     "float32",
+    "mode_headroom",
 ]
 
 # Bytes per element of the plain cache dtypes.
@@ -47,7 +50,36 @@ SCALED_LAYOUTS = {
 # Layouts that carry their scales in the cache: the per-element ones and the MLA-only one.
 SCALED_DTYPES = frozenset({*SCALED_LAYOUTS, DS_MLA})
 
+# Speculative headroom per mode (docs/cost-model.md §2, §5), with K = max_draft_len: E (how
+# far capacity runs ahead of history before a step), the draft slots one generation step
+# carries (the step adds 1 + slots tokens: G), and the block-reuse backoff D, each written
+# (a, b) for a*K + b. A two-model mode's drafter keeps its own engine, so the target only
+# verifies K draft tokens a step; PARD pads K drafts to 2K - 1 slots.
+_ONE_MODEL = ((1, -1), (1, 0), (0, 0))
+TWO_MODEL_MODES = ("eagle3_two_model", "mtp_eagle_two_model", "draft_target_two_model", "ngram")
+HEADROOM = {
+    "none": ((0, 0), (0, 0), (0, 0)),
+    "eagle3": ((1, -1), (1, 0), (0, 1)),
+    "mtp": ((1, -1), (1, 0), (1, 0)),
+    "mtp_eagle": ((1, -1), (1, 0), (0, 1)),
+    "draft_target": _ONE_MODEL,
+    "dflash": _ONE_MODEL,
+    "pard": ((1, -1), (2, -1), (0, 0)),
+    **dict.fromkeys(TWO_MODEL_MODES, ((0, 0), (1, 0), (0, 0))),
+}
+
 _FLOAT32 = struct.Struct("f")
+
+
+def mode_headroom(
+    mode: str, max_draft_len: int, tree_draft_tokens: int | None = None
+) -> tuple[int, int, int]:
+    """(E, draft slots a step, D) of ``mode`` with K = ``max_draft_len`` (``HEADROOM``); an
+    EAGLE3 draft tree carries ``tree_draft_tokens`` slots instead of K."""
+    extra, slots, backoff = (a * max_draft_len + b for a, b in HEADROOM[mode])
+    if mode == "eagle3" and tree_draft_tokens is not None:
+        slots = tree_draft_tokens
+    return extra, slots, backoff
 
 
 def float32(value: float) -> float:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 from typing import NamedTuple
 
+from kvgen import facts
 from kvgen.facts import float32
 
 __all__ = [
@@ -27,7 +28,7 @@ __all__ = [
 ]
 
 # Modes whose drafter keeps its own engine: the target only verifies K draft tokens a step.
-TWO_MODEL_MODES = ("eagle3_two_model", "mtp_eagle_two_model", "draft_target_two_model", "ngram")
+TWO_MODEL_MODES = facts.TWO_MODEL_MODES
 
 
 def integer(value: object) -> int | None:
@@ -117,14 +118,6 @@ class Headroom(NamedTuple):
 
 
 def mode_headroom(mode: str, max_draft_len: int, tree_draft_tokens: int | None) -> Headroom:
-    """(E, draft slots, D) of one speculative mode with K = ``max_draft_len``."""
-    k = max_draft_len
-    if mode == "none":
-        return Headroom(0, 0, 0)
-    if mode in TWO_MODEL_MODES:
-        return Headroom(0, k, 0)
-    if mode == "pard":
-        return Headroom(k - 1, 2 * k - 1, 0)  # K drafts padded to 2K-1 slots: 2K tokens a step
-    if mode == "eagle3" and tree_draft_tokens is not None:
-        return Headroom(k - 1, tree_draft_tokens, 1)
-    return Headroom(k - 1, k, {"eagle3": 1, "mtp_eagle": 1, "mtp": k}.get(mode, 0))
+    """(E, draft slots, D) of one speculative mode with K = ``max_draft_len`` (the mode table
+    is a fact, ``kvgen.facts.HEADROOM``; the pages it implies are derived here)."""
+    return Headroom(*facts.mode_headroom(mode, max_draft_len, tree_draft_tokens))

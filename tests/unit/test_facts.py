@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from kvgen import facts, quant, shapes, sizing_core, spec
+from kvgen import facts, quant, sizing_core, spec
 
 REPO = Path(__file__).resolve().parents[2]
 FACTS = REPO / "generator" / "facts.py"
@@ -17,7 +17,10 @@ LITERALS = {
     "scaled layouts": r'"(?:nvfp4|mxfp8|mxfp4|fp8_per_token_head|int8_per_token_head)":\s*[-(\d]',
     "float32 rounding": r'(?:pack|Struct)\(\s*"f"',
     "scale blocks": r"^\s*(?:NVFP4|MX|FP32_SCALE|DS_MLA_SCALE|INDEX_SCALE)_BLOCK\s*=",
+    "two-model modes": r'"eagle3_two_model",\s*"mtp_eagle_two_model"',
 }
+# Tables that were written inline where they were used and are now rows of a fact.
+GONE = {"backoff by mode": r'\{"eagle3": 1', "dtype set": r'\{\s*"nvfp4",\s*"fp8_per_token_head"'}
 
 
 def sources() -> list[Path]:
@@ -42,8 +45,16 @@ def test_the_scaled_dtypes_are_the_layouts_and_the_mla_one():
     assert {*facts.SCALED_LAYOUTS, "fp8_ds_mla"} == facts.SCALED_DTYPES
 
 
+@pytest.mark.parametrize("table", GONE)
+def test_the_inline_tables_are_gone(table):
+    pattern = re.compile(GONE[table], re.M)
+    assert [p.name for p in sources() if pattern.search(p.read_text(encoding="utf-8"))] == []
+
+
 def test_every_side_reads_the_same_table():
-    assert shapes.DTYPE_BYTES is facts.DTYPE_BYTES
+    from kvgen.engines import _layers
+
+    assert _layers.DTYPE_BYTES is facts.DTYPE_BYTES
     assert {name: tuple(layout) for name, layout in quant.LAYOUTS.items()} == facts.SCALED_LAYOUTS
     # The interpreter's element codes: the plain widths, and one scaled code per layout.
     codes = sizing_core._ELEMENT_CODES
@@ -60,6 +71,26 @@ def test_scaled_bytes_by_hand():
     assert quant.layout_bytes("fp8_per_token_head", 2, 16) == 40
     assert quant.layout_bytes("mxfp4", 2, 16) == 17
     assert sizing_core._scaled_bytes(2, 32, sizing_core._ELEMENT_CODES["mxfp4"]) == 17
+
+
+@pytest.mark.parametrize(
+    ("mode", "k", "tree", "want"),
+    [
+        ("none", 0, None, (0, 0, 0)),
+        ("eagle3", 3, None, (2, 3, 1)),  # E = K - 1, K slots, D = 1
+        ("eagle3", 3, 10, (2, 10, 1)),  # a draft tree of 10 tokens: 10 slots
+        ("mtp", 3, None, (2, 3, 3)),  # MTP backs off K
+        ("pard", 4, None, (3, 7, 0)),  # K drafts padded to 2K - 1 slots
+        ("ngram", 4, None, (0, 4, 0)),  # two-model: the target verifies K a step, no E
+        ("draft_target", 2, None, (1, 2, 0)),
+    ],
+)
+def test_mode_headroom_by_hand(mode, k, tree, want):
+    assert facts.mode_headroom(mode, k, tree) == want
+
+
+def test_every_speculative_mode_of_the_schema_has_a_headroom_row():
+    assert set(facts.HEADROOM) == {"none", *spec.SpeculativeMode.__args__}
 
 
 def test_float32_is_the_engine_s_rounding_of_the_watermark():
