@@ -36,8 +36,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kvgen import costmodel  # noqa: E402
 from kvgen.loader import load_family  # noqa: E402
+
+from tests.reference import costmodel  # noqa: E402
 
 IMPORT_PROBE = (
     "import time, importlib; t = time.process_time(); "

@@ -15,7 +15,7 @@ Block scales count over the elements of one token of one K (or V) buffer on a ra
 ``ceil(n / block)``: the lint rule scale-block-element-count (KV237) refuses shapes where a
 block would straddle two heads, so on every shipped shape the ceiling is exact.
 
-Stdlib only: ``kvgen.costmodel``, ``kvgen.sizing_context`` and import-hf use it. The layouts
+Stdlib only: ``kvgen.shapes``, the engine models and import-hf use it. The layouts
 themselves are facts (``kvgen.facts``); the interpreter (``kvgen.sizing_core``) and the shim
 runtime (``kvgen.runtime._layers``) derive the bytes on their own and the test suite checks
 all three agree.

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from kvgen import engines_core, layout, sizing_core
-from kvgen.costmodel import headroom
 from kvgen.engines._rows import engine_tables
 from kvgen.engines_core import EngineLayer
+from kvgen.facts import mode_headroom
 from kvgen.recurrent import mamba_fields
 from kvgen.render_input import SpecInput, artifact
 from kvgen.shapes import kind_head_dim, mla_bytes
@@ -97,8 +97,11 @@ def profile_row(profile: Speculative | None, draft: Stack | None) -> Profile:
     """Headroom terms of §2 and §5 without the opt-in overlap slack (added at call time)."""
     if profile is None:
         return Profile("none", draft_len=0, extra=0, step=1, backoff=0)
-    head = headroom(profile)
-    return Profile(profile.mode, profile.max_draft_len, head.extra, head.step, head.backoff, draft)
+    extra, slots, backoff = mode_headroom(
+        profile.mode, profile.max_draft_len, profile.tree_draft_tokens
+    )
+    # A generation step adds 1 + draft slots tokens: G (§2).
+    return Profile(profile.mode, profile.max_draft_len, extra, slots + 1, backoff, draft)
 
 
 def family_tables(family: Family) -> tuple[dict[str, Model], dict[str, Profile]]:

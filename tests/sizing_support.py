@@ -11,11 +11,13 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-from kvgen import costmodel, vendored
+from kvgen import vendored
 from kvgen.loader import load_bytes, load_family
 from kvgen.render import SpecInput, render
 from kvgen.sizing_context import bound_module
 from kvgen.spec import Family
+
+from tests.reference import costmodel
 
 _counter = 0
 REPO = Path(__file__).resolve().parent.parent

@@ -1,8 +1,9 @@
 """The runtime page model (docs/cost-model.md §2, §3): pages held per life cycle, headroom.
 
 These are the shim's own derivations from the page rules of the runtime, written apart from
-the static cost model (``kvgen.costmodel`` and the generated sizing modules) on purpose: the
-diff suite compares the two, which only means something while neither uses the other.
+the static cost model (``kvgen.sizing_core``, which the generated sizing modules bind) on
+purpose: the diff suite compares the two, which only means something while neither uses the
+other.
 """
 
 from __future__ import annotations

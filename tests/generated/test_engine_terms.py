@@ -17,9 +17,9 @@ import math
 from pathlib import Path
 
 import pytest
-from kvgen import costmodel
 from kvgen.loader import load_family
 
+from tests.reference import costmodel
 from tests.sizing_support import example_module, import_generated
 
 REPO = Path(__file__).resolve().parents[2]

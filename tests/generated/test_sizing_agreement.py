@@ -12,9 +12,9 @@ import itertools
 from pathlib import Path
 
 import pytest
-from kvgen import costmodel
 from kvgen.loader import load_family
 
+from tests.reference import costmodel
 from tests.sizing_support import import_generated
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,9 +1,11 @@
-"""The generic KV-cache cost model: a validated family plus runtime parameters in, costs out.
+"""A layer-by-layer reference of the static cost: a validated family plus runtime parameters in,
+costs out. A second opinion for the tests, not part of kvgen.
 
-This is the reference implementation of docs/cost-model.md, written layer by layer for
-readability. The generated sizing modules compute the same formulas differently: each binds
-its family's tables to the one sizing runtime (``kvgen.sizing_core``, written beside them),
-which works per layer kind; the test suite checks the two agree on every shipped family.
+kvgen's one static model is the sizing interpreter (``kvgen.sizing_core``), which every
+generated module and kvgen itself bind to a family's tables and which works per layer kind.
+This module writes docs/cost-model.md again layer by layer, for readability; the tests check
+the two agree on every shipped family (``tests/generated/test_sizing_agreement.py``), beside
+the hand derivations, the runtime diff and the engine goldens that are the oracles.
 
 Two semantics:
 - ``"trtllm-v2"`` reproduces the engine's static estimate term by term (§4).
@@ -16,21 +18,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from kvgen.dcp import check_dcp, dcp_slope
 from kvgen.facts import float32, mode_headroom
-from kvgen.recurrent import MAMBA_STATE_UPDATES, state_terms
-from kvgen.shapes import (
-    Layer,
-    cross_pages,
-    cycle_pages,
-    pp_layer_range,
-    stack_layers,
-)
 from kvgen.spec import (
     MODES_WITH_DRAFT_POOL,
     Family,
     Model,
     Speculative,
+)
+
+from tests.reference.dcp import check_dcp, dcp_slope
+from tests.reference.layers import (
+    MAMBA_STATE_UPDATES,
+    Layer,
+    cross_pages,
+    cycle_pages,
+    pp_layer_range,
+    stack_layers,
+    state_terms,
 )
 
 SEMANTICS = ("trtllm-v2", "exact")
