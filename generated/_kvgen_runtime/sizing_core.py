@@ -719,16 +719,12 @@ def _compute(
     tpb = TOKENS_PER_BLOCK
     span = tpb * dcp  # DCP: one page of tpb tokens on each DCP rank spans tpb * dcp tokens (§9)
     exact = semantics == "exact"
-    if pp_size == 1:
-        plan = _PLANS[model, speculative]
-    else:
-        if model in _READERS:  # KV sharing: each reader on the rank of its cache (§1)
-            _check_shared_on_rank(entry.layers, pp_size, pp_rank)
-        plan = _plan(entry, speculative, profile, pp_size, pp_rank)
+    ranked = _RANKS.get((model, speculative, pp_size, pp_rank, tp_size))
+    if ranked is None:
+        ranked = _rank(entry, model, speculative, profile, pp_size, pp_rank, tp_size)
     out: list[_Terms] = []
     costs = {}
-    for name, at_tp1, rows, states, crosses in plan:
-        slope, sums, groups = at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size)
+    for name, (slope, sums, groups), states, crosses in ranked:
         if dcp != 1:
             slope = _dcp_slope(name, slope, dcp)
         per_request = state = sums[0]
@@ -797,6 +793,39 @@ def _compute(
                           recurrent, span))
         )  # fmt: skip
     return tuple(out), costs
+
+
+# Per manager on one rank at one tp: (name, its layers at that tp, recurrent rows, cross rows).
+_Ranked = tuple[tuple[str, _AtTp, tuple[_StateRow, ...], tuple[_CrossRow, ...]], ...]
+
+
+def _rank(
+    entry: Model,
+    model: str,
+    speculative: str,
+    profile: Profile,
+    pp_size: int,
+    pp_rank: int,
+    tp_size: int,
+) -> _Ranked:
+    """What depends only on (model, profile, pp, rank, tp): each manager's layers on that rank
+    summed at that tp, kept in ``_RANKS`` so that a call at tp 8 / pp 2 with new batch or
+    sequence sizes costs what one at tp 1 does. ValueError (never kept) where the engines
+    refuse the split: a KV-sharing reader away from its cache (§1), an uneven state (§8)."""
+    if pp_size == 1:
+        plan = _PLANS[model, speculative]
+    else:
+        if model in _READERS:  # KV sharing: each reader on the rank of its cache (§1)
+            _check_shared_on_rank(entry.layers, pp_size, pp_rank)
+        plan = _plan(entry, speculative, profile, pp_size, pp_rank)
+    ranked = tuple(
+        (name, at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size), states, crosses)
+        for name, at_tp1, rows, states, crosses in plan
+    )
+    if len(_RANKS) >= 4096:  # bounded like the answer caches
+        _RANKS.clear()
+    _RANKS[model, speculative, pp_size, pp_rank, tp_size] = ranked
+    return ranked
 
 
 def _dcp_slope(manager: str, slope: int, dcp: int) -> int:
@@ -1348,6 +1377,7 @@ _RUNTIME_ONLY = frozenset({"RUNTIME_VERSION", "bind", "install", "require_versio
 # What ``_derive`` precomputes per family (besides the public names declared above).
 _READERS: frozenset[str]
 _PLANS: dict[tuple[str, str], _Plan]
+_RANKS: dict[tuple[str, str, int, int, int], _Ranked]
 _answers: Callable[..., _Answer]
 _answers_plain: Callable[..., _Answer]
 
@@ -1404,7 +1434,7 @@ def _derive() -> None:
     names, every (model, profile) planned and summed at tp=1 on a single pipeline rank, and
     the answer caches."""
     global MODELS, SPECULATIVE, MAX_SEQ_LEN, PROFILES, MANAGERS
-    global _READERS, _PLANS, _answers, _answers_plain
+    global _READERS, _PLANS, _RANKS, _answers, _answers_plain
     MODELS = tuple(_MODELS)
     SPECULATIVE = tuple(_PROFILES)
     MAX_SEQ_LEN = {name: model.max_seq_len for name, model in _MODELS.items()}
@@ -1424,6 +1454,7 @@ def _derive() -> None:
         for name, model in _MODELS.items()
         for speculative in model.profiles
     }
+    _RANKS = {}  # filled by ``_rank`` per (model, profile, pp, rank, tp) on first use
     # Pure functions of hashable arguments; typed, so 1, 1.0 and True never share an entry.
     _answers = functools.lru_cache(maxsize=4096, typed=True)(_compute)
     # Calls that leave every option at its default (most calls) look up a cache keyed by the
