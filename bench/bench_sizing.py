@@ -9,10 +9,9 @@ batch size -- plus ``max_tokens_from_quota`` warm, and warm under "exact"
 ``quota_from_max_tokens``, ``max_tokens_from_quota`` and ``quota_for_requests`` (target < 5 us),
 next to the layer-by-layer reference (``tests/reference/costmodel.py``) computing the same
 numbers. It also times importing every family's module in one process, with bytecode cached
-and compiling each one (an empty cache, as under PYTHONDONTWRITEBYTECODE=1). Times are CPU time of the
-process (``time.process_time``): on a shared machine wall-clock time also counts other
-processes' time slices. Each figure is the
-best of ``--rounds`` passes over all families.
+and compiling each one (an empty cache, as under PYTHONDONTWRITEBYTECODE=1). Times are CPU
+time of the process (``time.process_time``): on a shared machine wall-clock time also counts
+other processes' time slices. Each figure is the best of ``--rounds`` passes over all families.
 
 Targets (issue 12): import < 2 ms, a never-seen call < 3 us, a warm call < 0.8 us, on every
 family.
