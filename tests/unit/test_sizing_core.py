@@ -90,6 +90,13 @@ def test_the_output_folder_holds_the_runtime_verbatim_under_the_generated_header
     assert (RUNTIME / f"{short}.py").read_text(encoding="utf-8") == f"{ROOT_HEADER}\n{source}"
 
 
+def test_a_core_change_shows_once_in_the_output_folder():
+    # Each runtime function is written in one generated file (was: in every sizing module).
+    for marker in ("def _compute(", "def vllm_plan(", "DTYPE_BYTES = {"):
+        holders = [p for p in GENERATED.rglob("*.py") if marker in p.read_text(encoding="utf-8")]
+        assert len(holders) == 1, (marker, holders)
+
+
 def test_kvgen_s_own_interpreter_unbound_sizes_no_model():
     # The source holds an empty family's tables: nothing is sized until a family binds it.
     assert sizing_core.MODELS == () and not sizing_core._MODELS
