@@ -8,11 +8,9 @@ Speculative profiles: none, mtp1, mtp_eagle3.
 The family's tables bound to the sizing runtime written once beside them, ``_kvgen_runtime``
 (kvgen's interpreter and engine policies; copy the whole output folder to vendor it).
 Static cost per cache manager: ``cost(T) = slope * T + intercept`` bytes for T tokens of
-full-attention history (docs/cost-model.md §4); ``semantics="trtllm-v2"`` is TensorRT-LLM's V2
-estimate term by term, ``"exact"`` adds the terms it leaves out (``cost_terms``), so that the
-cost bounds the runtime page model's peak. ``engine_capacity`` answers what TensorRT-LLM V2,
-vLLM 0.33.0 and SGLang 0.5.23 give a model for one KV budget (§9). API (``API_VERSION`` 2): the
-model first, then keywords only; every bad argument raises ``ValueError`` naming it.
+full-attention history (docs/cost-model.md §4; semantics "trtllm-v2" or "exact"), and
+``engine_capacity``: what TensorRT-LLM V2, vLLM and SGLang give a model for one KV budget (§9).
+Every bad argument raises ``ValueError`` naming it.
 
 Example::
 
@@ -39,8 +37,7 @@ FAMILY = "deepseek_v3"
 SPEC_SHA256 = "5f59deb5bb541fe01005755bebb61730d57ca1a1469dbc03224b855c5d07f64e"
 TOKENS_PER_BLOCK = 64
 KV_CACHE_DTYPE = "bf16"
-# Models: native context length, the target's layers (each kind with its layer count, §1), the
-# profiles that apply ("none" first) and the draft layers an EAGLE3/MTP profile adds.
+# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
 _MODELS: dict[str, Model] = {
     "deepseek_v3": Model(
         max_seq_len=163840,
@@ -91,8 +88,7 @@ _PROFILES: dict[str, Profile] = {
     "mtp1": Profile("mtp", draft_len=1, extra=0, step=2, backoff=1),
     "mtp_eagle3": Profile("mtp_eagle", draft_len=3, extra=2, step=4, backoff=1),
 }
-# Per model: the cached layers as engines read them, how vLLM runs each speculative profile,
-# and what SGLang needs beyond the layers (§9).
+# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "deepseek_v3": EngineModel(
         max_seq_len=163840,

@@ -8,11 +8,9 @@ Speculative profiles: none, ngram4.
 The family's tables bound to the sizing runtime written once beside them, ``_kvgen_runtime``
 (kvgen's interpreter and engine policies; copy the whole output folder to vendor it).
 Static cost per cache manager: ``cost(T) = slope * T + intercept`` bytes for T tokens of
-full-attention history (docs/cost-model.md §4); ``semantics="trtllm-v2"`` is TensorRT-LLM's V2
-estimate term by term, ``"exact"`` adds the terms it leaves out (``cost_terms``), so that the
-cost bounds the runtime page model's peak. ``engine_capacity`` answers what TensorRT-LLM V2,
-vLLM 0.33.0 and SGLang 0.5.23 give a model for one KV budget (§9). API (``API_VERSION`` 2): the
-model first, then keywords only; every bad argument raises ``ValueError`` naming it.
+full-attention history (docs/cost-model.md §4; semantics "trtllm-v2" or "exact"), and
+``engine_capacity``: what TensorRT-LLM V2, vLLM and SGLang give a model for one KV budget (§9).
+Every bad argument raises ``ValueError`` naming it.
 
 Example::
 
@@ -39,8 +37,7 @@ FAMILY = "kimi_k2"
 SPEC_SHA256 = "c167a59575f915983b86c1a1b8e8f18d934003bd17c638e9d36134e35e7f9029"
 TOKENS_PER_BLOCK = 64
 KV_CACHE_DTYPE = "bf16"
-# Models: native context length, the target's layers (each kind with its layer count, §1), the
-# profiles that apply ("none" first) and the draft layers an EAGLE3/MTP profile adds.
+# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
 _MODELS: dict[str, Model] = {
     "kimi_k2_instruct": Model(
         max_seq_len=131072,
@@ -58,8 +55,7 @@ _PROFILES: dict[str, Profile] = {
     "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
-# Per model: the cached layers as engines read them, how vLLM runs each speculative profile,
-# and what SGLang needs beyond the layers (§9).
+# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "kimi_k2_instruct": EngineModel(
         max_seq_len=131072,
