@@ -1,4 +1,4 @@
-"""``engine_capacity`` in the generated sizing modules (kvgen.engines_core inlined there).
+"""``engine_capacity`` in the generated sizing modules (the engine policies they bind).
 
 The generated module answers from its own tables, without kvgen: every golden of
 tests/fixtures/engines/ (numbers vLLM 0.33.0's and SGLang 0.5.23's own code produced) must come

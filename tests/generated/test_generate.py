@@ -256,7 +256,7 @@ def test_generated_sizing_public_surface(project):
         "quota_for_requests",
         "quota_from_max_tokens",
         "split_budget",
-        # kvgen.engines_core, inlined after the sizing interpreter
+        # kvgen.engines_core, bound after the sizing interpreter
         "EngineCapacity",
         "engine_capacity",
     ]

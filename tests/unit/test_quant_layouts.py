@@ -96,7 +96,7 @@ def _runtime_kind(kind: LayerKind) -> RuntimeKind:
 
 
 def _core_bytes(kind: LayerKind, tp: int) -> int:
-    """The inlined interpreter's bytes: MLA folded at generate time, heads at call time."""
+    """The interpreter's bytes: MLA folded at generate time, heads at call time."""
     if kind.kv_lora_rank is not None:
         return kvgen_shapes.mla_bytes(kind, kind.dtype or "bf16")
     element = sizing_core._ELEMENT_CODES[kind.dtype or "bf16"]
