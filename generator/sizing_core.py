@@ -19,7 +19,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
-from .facts import DTYPE_BYTES, SCALED_LAYOUTS, float32
+from .facts import DCP_ATTENTION, DTYPE_BYTES, SCALED_LAYOUTS, float32
 
 __all__ = [
     "API_VERSION",
@@ -445,7 +445,7 @@ def _dcp_size(
         )
     for stack in (entry.layers, entry.extra_layers.get(speculative), profile.draft):
         for name, kind in stack.kinds.items() if stack is not None else ():
-            if kind.attention not in ("full", "recurrent", "none"):
+            if kind.attention not in DCP_ATTENTION:
                 raise ValueError(
                     f"dcp_size {dcp} shards full-attention caches only; layer kind {name!r} is "
                     f"{kind.attention} attention, which the engines refuse under decode "

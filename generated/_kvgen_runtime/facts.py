@@ -12,6 +12,7 @@ runtime (``generated/_kvgen_runtime/facts.py``). docs/cost-model.md §1 describe
 import struct
 
 __all__ = [
+    "DCP_ATTENTION",
     "DS_MLA",
     "DS_MLA_SCALE_BLOCK",
     "DTYPE_BYTES",
@@ -68,6 +69,11 @@ HEADROOM = {
     "pard": ((1, -1), (2, -1), (0, 0)),
     **dict.fromkeys(TWO_MODEL_MODES, ((0, 0), (1, 0), (0, 0))),
 }
+
+# Attention kinds decode context parallelism shards (full) or leaves whole on every rank
+# (recurrent state, cache-less layers); the engines refuse DCP with any other attention
+# (vLLM ``SlidingWindowSpec`` asserts "DCP not support sliding window"), docs/cost-model.md §9.
+DCP_ATTENTION = ("full", "recurrent", "none")
 
 _FLOAT32 = struct.Struct("f")
 

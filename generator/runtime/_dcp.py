@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kvgen.facts import DCP_ATTENTION
 from kvgen.runtime._tables import FamilyTables, LayerStack
 
 __all__ = ["DecodeContextParallel", "check_dcp"]
 
 # Kinds DCP shards (full) or leaves whole on every rank (recurrent, none); the engines refuse
-# decode context parallelism with any other attention (vLLM SlidingWindowSpec).
-_ALLOWED = ("full", "recurrent", "none")
+# decode context parallelism with any other attention (vLLM SlidingWindowSpec): a fact.
+_ALLOWED = DCP_ATTENTION
 
 
 class DecodeContextParallel(NamedTuple):

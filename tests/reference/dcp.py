@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kvgen.facts import DCP_ATTENTION
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Model, Speculative
 
 __all__ = ["SHARDED_ATTENTION", "check_dcp", "dcp_slope"]
 
 # Attention kinds whose caches DCP leaves alone (recurrent: replicated; none: no cache) or
 # shards (full); any other kind is refused under DCP rather than sized wrongly.
-SHARDED_ATTENTION = ("full", "recurrent", "none")
+SHARDED_ATTENTION = DCP_ATTENTION
 
 
 def _stacks(model: Model, profile: Speculative | None) -> Iterable[LayerStack]:

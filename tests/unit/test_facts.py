@@ -18,6 +18,7 @@ LITERALS = {
     "float32 rounding": r'(?:pack|Struct)\(\s*"f"',
     "scale blocks": r"^\s*(?:NVFP4|MX|FP32_SCALE|DS_MLA_SCALE|INDEX_SCALE)_BLOCK\s*=",
     "two-model modes": r'"eagle3_two_model",\s*"mtp_eagle_two_model"',
+    "DCP allow-list": r'"full",\s*"recurrent",\s*"none"',
 }
 # Tables that were written inline where they were used and are now rows of a fact.
 GONE = {"backoff by mode": r'\{"eagle3": 1', "dtype set": r'\{\s*"nvfp4",\s*"fp8_per_token_head"'}
