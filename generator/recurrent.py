@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvgen.facts import uneven_state
 from kvgen.quant import element_bytes
 from kvgen.spec import LayerKind, MambaState
 
@@ -30,10 +31,7 @@ def recurrent_state(state: MambaState, dtype: str, tp_size: int) -> RecurrentSta
     heads_name = "num_heads" if state.n_groups else "d_inner"  # no groups: Mamba-1 (mamba1:)
     for what, value in ((heads_name, state.num_heads), ("conv_dim", conv_dim)):
         if value % tp_size:
-            raise ValueError(
-                f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
-                "the engine splits the state evenly (use a divisor, or attention_dp=True)"
-            )
+            raise ValueError(uneven_state(tp_size, what, value))
     heads, groups = state.num_heads // tp_size, state.n_groups // tp_size
     conv = element_bytes(dtype, conv_dim // tp_size * (state.d_conv - 1))
     ssm = element_bytes(state.ssm_dtype or dtype, heads * state.head_dim * state.d_state)

@@ -19,7 +19,18 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
-from .facts import DCP_ATTENTION, DTYPE_BYTES, SCALED_LAYOUTS, float32
+from .facts import (
+    DCP_ATTENTION,
+    DTYPE_BYTES,
+    SCALED_LAYOUTS,
+    dcp_attention,
+    dcp_heads,
+    dcp_outside_tp,
+    dcp_with_attention_dp,
+    float32,
+    no_encoder,
+    uneven_state,
+)
 
 __all__ = [
     "API_VERSION",
@@ -433,31 +444,15 @@ def _dcp_size(
     if dcp == 1:
         return dcp
     if attention_dp:
-        raise ValueError(
-            f"dcp_size {dcp} shards the KV cache over the TP ranks that hold copies of it; "
-            "attention_dp=True leaves every rank whole heads of its own requests "
-            "(use dcp_size=1 with attention_dp=True)"
-        )
+        raise ValueError(dcp_with_attention_dp(dcp))
     if tp_size % dcp:
-        raise ValueError(
-            f"tp_size {tp_size} must be divisible by dcp_size {dcp}: the DCP group is carved "
-            "from the TP group"
-        )
+        raise ValueError(dcp_outside_tp(tp_size, dcp))
     for stack in (entry.layers, entry.extra_layers.get(speculative), profile.draft):
         for name, kind in stack.kinds.items() if stack is not None else ():
             if kind.attention not in DCP_ATTENTION:
-                raise ValueError(
-                    f"dcp_size {dcp} shards full-attention caches only; layer kind {name!r} is "
-                    f"{kind.attention} attention, which the engines refuse under decode "
-                    "context parallelism (use dcp_size=1)"
-                )
+                raise ValueError(dcp_attention(dcp, name, kind.attention))
             if kind.kv_heads and (tp_size <= kind.kv_heads or dcp > tp_size // kind.kv_heads):
-                raise ValueError(
-                    f"dcp_size {dcp} needs {dcp} TP ranks holding copies of each KV head, but "
-                    f"layer kind {name!r} splits {kind.kv_heads} KV heads over tp_size "
-                    f"{tp_size}: dcp_size must be <= tp_size // kv_heads = "
-                    f"{tp_size // kind.kv_heads} (and tp_size > kv_heads)"
-                )
+                raise ValueError(dcp_heads(dcp, name, kind.kv_heads, tp_size))
     return dcp
 
 
@@ -469,9 +464,7 @@ def _encoder_tokens(entry: Model, model: object, value: object) -> int:
         default=0,
     )
     if not most:
-        raise ValueError(
-            f"encoder_tokens is only for models with cross-attention layers; {model} has none"
-        )
+        raise ValueError(no_encoder(model))
     return _integer("encoder_tokens", value, 1, most, f" for {model}")
 
 
@@ -551,10 +544,7 @@ def _state_at_tp(states: tuple[_StateRow, ...], tp_size: int) -> _StateSums:
         heads_name = "num_heads" if groups else "d_inner"  # no groups: a Mamba-1 kind
         for what, value in ((heads_name, heads), ("conv_dim", conv_dim)):
             if value % tp_size:
-                raise ValueError(
-                    f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
-                    "the engine splits the state evenly (use a divisor, or attention_dp=True)"
-                )
+                raise ValueError(uneven_state(tp_size, what, value))
         heads //= tp_size
         one_conv = _elements(conv_dim // tp_size * (d_conv - 1), conv_el)
         one_ssm = _elements(heads * head_dim * d_state, ssm_el)

@@ -23,8 +23,14 @@ __all__ = [
     "SCALED_DTYPES",
     "SCALED_LAYOUTS",
     "TWO_MODEL_MODES",
+    "dcp_attention",
+    "dcp_heads",
+    "dcp_outside_tp",
+    "dcp_with_attention_dp",
     "float32",
     "mode_headroom",
+    "no_encoder",
+    "uneven_state",
 ]
 
 # Bytes per element of the plain cache dtypes.
@@ -93,3 +99,49 @@ def float32(value: float) -> float:
     """``value`` rounded to the nearest float32, as the engine stores max_util_for_resume."""
     rounded: float = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
     return rounded
+
+
+# ---- refusals: what the engines refuse, worded once for the interpreter and the shim runtime
+
+
+def dcp_with_attention_dp(dcp: int) -> str:
+    return (
+        f"dcp_size {dcp} shards the KV cache over the TP ranks that hold copies of it; "
+        "attention_dp=True leaves every rank whole heads of its own requests "
+        "(use dcp_size=1 with attention_dp=True)"
+    )
+
+
+def dcp_outside_tp(tp_size: int, dcp: int) -> str:
+    return (
+        f"tp_size {tp_size} must be divisible by dcp_size {dcp}: the DCP group is carved "
+        "from the TP group"
+    )
+
+
+def dcp_attention(dcp: int, kind: str, attention: str) -> str:
+    return (
+        f"dcp_size {dcp} shards full-attention caches only; layer kind {kind!r} is "
+        f"{attention} attention, which the engines refuse under decode "
+        "context parallelism (use dcp_size=1)"
+    )
+
+
+def dcp_heads(dcp: int, kind: str, kv_heads: int, tp_size: int) -> str:
+    return (
+        f"dcp_size {dcp} needs {dcp} TP ranks holding copies of each KV head, but "
+        f"layer kind {kind!r} splits {kv_heads} KV heads over tp_size {tp_size}: "
+        f"dcp_size must be <= tp_size // kv_heads = {tp_size // kv_heads} "
+        "(and tp_size > kv_heads)"
+    )
+
+
+def uneven_state(tp_size: int, what: str, value: int) -> str:
+    return (
+        f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
+        "the engine splits the state evenly (use a divisor, or attention_dp=True)"
+    )
+
+
+def no_encoder(model: object) -> str:
+    return f"encoder_tokens is only for models with cross-attention layers; {model} has none"

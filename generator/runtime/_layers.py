@@ -6,6 +6,7 @@ import math
 from typing import NamedTuple
 
 import torch
+from kvgen import facts
 from kvgen.facts import DS_MLA_SCALE_BLOCK, INDEX_SCALE_BLOCK, MX_BLOCK, NVFP4_BLOCK
 from kvgen.runtime._pages import ceil_div
 from kvgen.runtime._tables import LayerKind, LayerStack
@@ -119,10 +120,7 @@ def mamba_bytes(kind: LayerKind, tp_size: int) -> tuple[int, int, int]:
     heads_name = "num_heads" if kind.n_groups else "d_inner"  # no groups: a Mamba-1 kind
     for what, value in ((heads_name, kind.ssm_heads), ("conv_dim", conv_dim)):
         if value % tp_size:
-            raise ValueError(
-                f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
-                "the engine splits the state evenly (use a divisor, or attention_dp=True)"
-            )
+            raise ValueError(facts.uneven_state(tp_size, what, value))
     heads = kind.ssm_heads // tp_size
     conv = _element_bytes(kind.dtype, conv_dim // tp_size * (kind.d_conv - 1))
     ssm = _element_bytes(kind.ssm_dtype or kind.dtype, heads * kind.ssm_head_dim * kind.d_state)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from kvgen.facts import float32, mode_headroom
+from kvgen.facts import float32, mode_headroom, no_encoder
 from kvgen.spec import (
     MODES_WITH_DRAFT_POOL,
     Family,
@@ -175,9 +175,7 @@ def check_encoder_tokens(model: Model, value: object) -> None:
     tokens (the encoder cannot produce more), and the model has cross-attention layers."""
     most = cross_encoder_tokens(model)
     if not most:
-        raise ValueError(
-            f"encoder_tokens is only for models with cross-attention layers; {model.name} has none"
-        )
+        raise ValueError(no_encoder(model.name))
     if type(value) is not int or not 1 <= value <= most:
         raise ValueError(
             f"encoder_tokens must be an int in [1, {most}] for {model.name}, got {value!r}"

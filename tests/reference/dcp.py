@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kvgen import facts
 from kvgen.facts import DCP_ATTENTION
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Model, Speculative
 
@@ -43,32 +44,16 @@ def check_dcp(
     kv_heads, vLLM ``config/model.py``; MLA and raw-byte kinds have one latent copy per rank),
     attention-DP leaves no copies to shard, and only full attention is sharded."""
     if attention_dp:
-        raise ValueError(
-            f"dcp_size {dcp} shards the KV cache over the TP ranks that hold copies of it; "
-            "attention_dp=True leaves every rank whole heads of its own requests "
-            "(use dcp_size=1 with attention_dp=True)"
-        )
+        raise ValueError(facts.dcp_with_attention_dp(dcp))
     if tp % dcp:
-        raise ValueError(
-            f"tp_size {tp} must be divisible by dcp_size {dcp}: the DCP group is carved "
-            "from the TP group"
-        )
+        raise ValueError(facts.dcp_outside_tp(tp, dcp))
     for stack in _stacks(model, profile):
         for name, kind in stack.layer_kinds.items():
             if kind.attention not in SHARDED_ATTENTION:
-                raise ValueError(
-                    f"dcp_size {dcp} shards full-attention caches only; layer kind {name!r} is "
-                    f"{kind.attention} attention, which the engines refuse under decode "
-                    "context parallelism (use dcp_size=1)"
-                )
+                raise ValueError(facts.dcp_attention(dcp, name, kind.attention))
             heads = kind.kv_heads  # None for MLA and raw-byte shapes: one copy per rank
             if heads is not None and (tp <= heads or dcp > tp // heads):
-                raise ValueError(
-                    f"dcp_size {dcp} needs {dcp} TP ranks holding copies of each KV head, but "
-                    f"layer kind {name!r} splits {heads} KV heads over tp_size "
-                    f"{tp}: dcp_size must be <= tp_size // kv_heads = "
-                    f"{tp // heads} (and tp_size > kv_heads)"
-                )
+                raise ValueError(facts.dcp_heads(dcp, name, heads, tp))
 
 
 def dcp_slope(manager: str, slope: int, dcp: int) -> int:

@@ -94,6 +94,25 @@ def test_every_speculative_mode_of_the_schema_has_a_headroom_row():
     assert set(facts.HEADROOM) == {"none", *spec.SpeculativeMode.__args__}
 
 
+def test_each_refusal_is_worded_once_and_read_by_both_sides():
+    # The DCP, uneven-state and encoder-token refusals were written out three times each
+    # (interpreter, shim runtime, cost model); now each is one function of kvgen.facts.
+    phrases = [
+        "shards the KV cache over the TP ranks",
+        "must be divisible by dcp_size",
+        "shards full-attention caches only",
+        "TP ranks holding copies of each KV head",
+        "of the recurrent kind; ",
+        "encoder_tokens is only for models with cross-attention layers",
+    ]
+    for phrase in phrases:
+        found = [p.name for p in sources() if phrase in p.read_text(encoding="utf-8")]
+        assert found == ["facts.py"], (phrase, found)
+    assert facts.dcp_outside_tp(6, 4) == (
+        "tp_size 6 must be divisible by dcp_size 4: the DCP group is carved from the TP group"
+    )
+
+
 def test_float32_is_the_engine_s_rounding_of_the_watermark():
     # 0.95 has no exact binary form: its float32 is 0.949999988079071 (to 15 digits).
     assert round(facts.float32(0.95), 15) == 0.949999988079071
