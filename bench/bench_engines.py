@@ -13,7 +13,6 @@ max_seq_len cycles through four lengths so no call repeats the previous one's ar
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
 import time
 import timeit
@@ -22,6 +21,7 @@ from types import ModuleType
 
 from kvgen.engines import _CACHE, ENGINES, engine_capacity
 from kvgen.loader import load_family
+from kvgen.vendored import import_generated
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = (("gemma3", "gemma3_27b"), ("gpt_oss", "gpt_oss_20b"), ("qwen3_next", "qwen3_next_80b_a3b"))
@@ -29,12 +29,7 @@ BUDGET = 40 << 30
 
 
 def generated_module(family_name: str) -> ModuleType:
-    path = ROOT / "generated" / family_name / "sizing.py"
-    spec = importlib.util.spec_from_file_location(f"_bench_{family_name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_generated(ROOT / "generated" / family_name / "sizing.py", "_bench_generated")
 
 
 def warm_us(call: object, calls: int) -> float:

@@ -3,13 +3,15 @@
 Prints, per shipped family: import time of ``generated/<family>/sizing.py`` (fresh
 interpreter, bytecode cached, median of runs; interpreter start excluded), and microseconds per
 ``cache_costs`` call -- warm (repeated arguments), never-seen (every cache of the module cleared
-before each call, the clearing included) at tp 1 / pp 1 and at tp 8 / pp 2, and with a new
+before each call, the clearing included) at tp 1 / pp 1 and at tp 8 / pp 2 (the layers of a
+split seen before stay precomputed; "1st tp8pp2" sums them again), and with a new
 batch size -- plus ``max_tokens_from_quota`` warm, and warm under "exact"
 ``quota_from_max_tokens``, ``max_tokens_from_quota`` and ``quota_for_requests`` (target < 5 us),
-next to the generic ``kvgen.costmodel`` computing the same numbers. Times are CPU time of the
-process (``time.process_time``): on a shared machine wall-clock time also counts other
-processes' time slices. Each figure is the
-best of ``--rounds`` passes over all families.
+next to the layer-by-layer reference (``tests/reference/costmodel.py``) computing the same
+numbers. It also times importing every family's module in one process, with bytecode cached
+and compiling each one (an empty cache, as under PYTHONDONTWRITEBYTECODE=1). Times are CPU
+time of the process (``time.process_time``): on a shared machine wall-clock time also counts
+other processes' time slices. Each figure is the best of ``--rounds`` passes over all families.
 
 Targets (issue 12): import < 2 ms, a never-seen call < 3 us, a warm call < 0.8 us, on every
 family.
@@ -36,8 +38,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kvgen import costmodel  # noqa: E402
 from kvgen.loader import load_family  # noqa: E402
+
+from tests.reference import costmodel  # noqa: E402
 
 IMPORT_PROBE = (
     "import time, importlib; t = time.process_time(); "
@@ -50,6 +53,35 @@ def import_ms(family: str, runs: int = 7) -> float:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     cmd = [sys.executable, "-c", IMPORT_PROBE.format(family=family)]
     subprocess.run(cmd, cwd=REPO, env=env, check=True, capture_output=True)  # write .pyc
+    times = [
+        float(
+            subprocess.run(
+                cmd, cwd=REPO, env=env, check=True, capture_output=True, text=True
+            ).stdout
+        )
+        for _ in range(runs)
+    ]
+    return statistics.median(times)
+
+
+ALL_PROBE = (
+    "import time, importlib; t = time.process_time()\n"
+    "for family in {families!r}: importlib.import_module(f'generated.{{family}}.sizing')\n"
+    "print((time.process_time() - t) * 1e3)"
+)
+
+
+def import_all_ms(families: list[str], bytecode: bool, runs: int = 5) -> float:
+    """Every family's module imported in one fresh process (the runtime once), in ms: with
+    bytecode cached, or compiled on every import (PYTHONDONTWRITEBYTECODE=1, no cache)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cmd = [sys.executable, "-c", ALL_PROBE.format(families=families)]
+    if bytecode:
+        subprocess.run(cmd, cwd=REPO, env=env, check=True, capture_output=True)  # write .pyc
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        cmd.insert(1, "-X")
+        cmd.insert(2, f"pycache_prefix={tempfile.mkdtemp()}")  # an empty cache: compile all
     times = [
         float(
             subprocess.run(
@@ -88,10 +120,16 @@ def bench_family(family: str, calls: int) -> dict[str, float]:
     clears = [value.cache_clear for value in vars(sizing).values() if hasattr(value, "cache_clear")]
 
     def cold(**extra):
-        # A never-seen configuration: every cache of the module cleared (clearing included).
+        # A never-seen configuration: every cache of the module cleared (clearing included);
+        # the layers of a (model, profile, pp, rank, tp) seen before stay precomputed.
         for clear in clears:
             clear()
         sizing.cache_costs(model, **kw, **extra)
+
+    def first_split(**extra):
+        # The first call at that tp / pp: the rank's layers summed again too.
+        vars(sizing)["_RANKS"].clear()
+        cold(**extra)
 
     def requests(model: str, profile: str, seq_len: int) -> None:
         sizing.quota_for_requests(
@@ -105,6 +143,7 @@ def bench_family(family: str, calls: int) -> dict[str, float]:
         "warm_us": per_call_us(lambda: sizing.cache_costs(model, **kw), calls),
         "cold_us": per_call_us(cold, max(calls // 10, 100)),
         "cold_split_us": per_call_us(lambda: cold(**split), max(calls // 10, 100)),
+        "first_split_us": per_call_us(lambda: first_split(**split), max(calls // 10, 100)),
         "varying_us": per_call_us(varying, calls),
         "inverse_us": per_call_us(
             lambda: sizing.max_tokens_from_quota(model, {"target": 40 << 30}, **kw), calls
@@ -171,6 +210,7 @@ def main() -> int:
         ("warm us", "warm_us", 9, 2),
         ("new us", "cold_us", 8, 2),
         ("new tp8pp2", "cold_split_us", 11, 2),
+        ("1st tp8pp2", "first_split_us", 11, 2),
         ("vary-B us", "varying_us", 10, 2),
         ("inverse us", "inverse_us", 11, 2),
         ("exact q us", "exact_quota_us", 11, 2),
@@ -198,9 +238,15 @@ def main() -> int:
     print()
     print(f"worst import: {worst['import_ms']:.2f} ms (target < 2 ms)")
     print(
+        f"all {len(families)} in one process: {import_all_ms(families, True):.1f} ms with "
+        f"bytecode cached (target < 15 ms), {import_all_ms(families, False):.1f} ms compiling "
+        "every module (PYTHONDONTWRITEBYTECODE=1, no cache)"
+    )
+    print(
         f"worst cache_costs: {worst['warm_us']:.2f} us warm (target < 0.8 us), "
         f"{worst['cold_us']:.2f} us never-seen (target < 3 us; {worst['cold_split_us']:.2f} us "
-        f"at tp 8 / pp 2), {worst['varying_us']:.2f} us with a new batch size; "
+        f"at tp 8 / pp 2, {worst['first_split_us']:.2f} us for the first call at that split), "
+        f"{worst['varying_us']:.2f} us with a new batch size; "
         f"max_tokens_from_quota {worst['inverse_us']:.2f} us warm"
     )
     print(

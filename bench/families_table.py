@@ -24,7 +24,6 @@ sys.path.insert(0, str(ROOT))
 
 from kvgen.loader import load_family  # noqa: E402
 from kvgen.recurrent import recurrent_state  # noqa: E402
-from kvgen.shapes import element_bytes  # noqa: E402
 from kvgen.spec import Family, LayerKind, Model  # noqa: E402
 
 FAMILIES_DIR = ROOT / "schema" / "families"
@@ -68,7 +67,7 @@ def recurrent_bytes(kind: LayerKind) -> int:
     dims = kind.recurrent_dims
     if dims is None:
         return kind.state_bytes or 0
-    state = recurrent_state(dims, kind.dtype or "bf16", 1, element_bytes)
+    state = recurrent_state(dims, kind.dtype or "bf16", 1)
     return state.conv + state.ssm
 
 

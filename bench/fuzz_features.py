@@ -324,8 +324,16 @@ def generate(name: str, data: bytes, family, tmp: Path, tag: str):
         path = tmp / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    base = tmp / family.family
-    return _import(base / "sizing.py", f"{tag}_sizing"), _import(base / "allocator.py", tag)
+    from kvgen.vendored import import_generated
+
+    base, package = tmp / family.family, f"{tag}_out"  # the runtime lies beside the family
+    try:
+        return import_generated(base / "sizing.py", package), import_generated(
+            base / "allocator.py", package
+        )
+    finally:  # the modules live on in the caller; sys.modules must not grow per mutant
+        for loaded in [n for n in sys.modules if n == package or n.startswith(f"{package}.")]:
+            del sys.modules[loaded]
 
 
 def exercise_generated(name: str, data: bytes, family, rng: random.Random, stats) -> list:

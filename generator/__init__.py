@@ -1,0 +1,70 @@
+"""kvgen: KV-cache sizing modules and allocator shims generated from one spec per model family.
+
+The names below are the Python API; every other module is an internal part whose names may
+change (the command line, ``kvgen --help``, is the other public surface). They are imported on
+first use, so ``import kvgen`` stays free of pydantic, jinja2 and torch: the generated
+allocators import the shim runtime ``kvgen.runtime`` through this package.
+
+- ``load_family(path)`` / ``load_bytes(path, raw)``: a validated spec (``Family``), or the
+  positioned diagnostics of one that is not (``LoadedSpec``); ``SpecInput`` is a loaded spec
+  with its bytes and path, what rendering takes;
+- ``lint_paths(paths)``: every finding for the spec files given, as ``Diagnostic`` records;
+- ``bound_module(family)``: a family's sizing module built in memory (no files);
+- ``import_generated(path, package)``: a generated module from an output folder anywhere;
+- ``engine_capacity(family, model, budget_bytes, engine=...)``: what vLLM, SGLang and
+  TensorRT-LLM give a model for one KV budget (``EngineCapacity``; ``NotModelled``);
+- ``version()``: the installed version.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__all__ = [
+    "Diagnostic",
+    "EngineCapacity",
+    "Family",
+    "LoadedSpec",
+    "NotModelled",
+    "SpecInput",
+    "bound_module",
+    "engine_capacity",
+    "import_generated",
+    "lint_paths",
+    "load_bytes",
+    "load_family",
+    "version",
+]
+
+# Where each public name lives (imported by ``__getattr__`` on first use). No TYPE_CHECKING
+# imports of them: a type checker of the shim runtime (torch side) would follow them into
+# the whole generator.
+_HOMES = {
+    "Diagnostic": "kvgen.diagnostics",
+    "EngineCapacity": "kvgen.engines",
+    "Family": "kvgen.spec",
+    "LoadedSpec": "kvgen.loader",
+    "NotModelled": "kvgen.engines",
+    "SpecInput": "kvgen.render_input",
+    "bound_module": "kvgen.sizing_context",
+    "engine_capacity": "kvgen.engines",
+    "import_generated": "kvgen.vendored",
+    "lint_paths": "kvgen.lint",
+    "load_bytes": "kvgen.loader",
+    "load_family": "kvgen.loader",
+    "version": "kvgen._meta",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'kvgen' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # the next access is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

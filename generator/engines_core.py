@@ -1,24 +1,23 @@
-"""The engine pool policies: the engine half of every ``generated/<family>/sizing.py``.
+"""The engine pool policies: the engine half of every generated sizing module.
 
-``kvgen generate`` copies this file into each family's sizing module after the sizing
-interpreter (``kvgen.sizing_core``), so that ``engine_capacity`` answers there without kvgen.
-Three parts change: this docstring and the imports are dropped (the sizing module already has
-them and defines every name imported from ``kvgen.sizing_core`` below), and the block between
-the ``engine tables`` and ``engine policies`` comments becomes the family's rows. Here that
-block holds the rows of ``tests/fixtures/sizing_core_example.yaml``, the family whose tables
-``kvgen.sizing_core`` holds, so this source runs and is unit tested as is. ``kvgen.engines``
-calls the same policy functions with rows it builds from a loaded spec (``kvgen.engines._rows``
-builds them for both), so each policy has one implementation.
+``kvgen generate`` writes this file verbatim beside ``kvgen.sizing_core`` in the output folder
+(``generated/_kvgen_runtime/engines_core.py``); a family's sizing module defines its engine
+rows (``_ENGINE_MODELS``) and calls ``bind`` after the interpreter's, so that
+``engine_capacity`` answers there without kvgen. ``kvgen.engines`` calls the same policy
+functions with rows it builds from a loaded spec (``kvgen.engines._rows`` builds them for
+both), so each policy has one implementation.
 
 Policies (docs/cost-model.md §9), pinned: vLLM 0.33.0 (``vllm_plan``, ``vllm_capacity``) and
 SGLang 0.5.23 (``sglang_plan``, ``sglang_pools``, ``sglang_capacity``); each is described in
 ``kvgen.engines._vllm`` and ``kvgen.engines._sglang`` with the engine modules it is read from.
 """
 
-# No `from __future__ import annotations`, as in kvgen.sizing_core (the text is inlined there).
+# No `from __future__ import annotations`, as in kvgen.sizing_core (NamedTuple import cost).
+# Relative: the same import in kvgen and in the output folder's copy of the runtime.
 from typing import NamedTuple
 
-from kvgen.sizing_core import (
+from .facts import DTYPE_BYTES
+from .sizing_core import (
     _MAX_INT,
     _MODELS,
     MODELS,
@@ -31,13 +30,11 @@ from kvgen.sizing_core import (
     _Record,
     _shown,
     _tokens,
+    install,
     split_budget,
 )
 
-__all__: list[str] = []
-
-# ---- engine rows: kvgen.engines_core ----
-__all__ += ["EngineCapacity", "engine_capacity"]
+__all__ = ["EngineCapacity", "engine_capacity"]
 
 
 class EngineCapacity(NamedTuple):
@@ -154,51 +151,13 @@ class EngineModel(_Record):
         self.unmodelled = unmodelled
 
 
-# ---- engine tables (from the spec) ----
+# ---- a family's engine rows (each generated module defines them, then calls ``bind``) ----
 # Per model: the cached layers as engines read them, how vLLM runs each speculative profile,
 # and what SGLang needs beyond the layers (§9).
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "hybrid": EngineModel(
-        max_seq_len=4096,
-        layers=(),
-        drafts={
-            "pard2": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
-            ),
-            "eagle1": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=1, head_dim=8, value_dim=8, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=1,
-            ),
-        },
-        unmodelled="sinks",
-    ),
-    "latent": EngineModel(
-        max_seq_len=2048,
-        layers=(),
-        drafts={
-            "eagle1": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=1, head_dim=8, value_dim=8, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=1,
-            ),
-        },
-        unmodelled="synthetic",
-    ),
-}
+_ENGINE_MODELS: dict[str, EngineModel] = {}
 
 
-# ---- engine policies: kvgen.engines_core, the same in every generated module ----
 ENGINE_VERSIONS = {"trtllm-v2": "V2 (cost-model §4)", "vllm": "0.33.0", "sglang": "0.5.23"}
-_ENGINE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 VLLM_BLOCK_SIZE = 16  # vLLM's CacheConfig.DEFAULT_BLOCK_SIZE
 _KERNEL_BLOCK = 16  # FlashAttention kernel blocks: any multiple of 16 tokens
 _MLA_HYBRID_BLOCK = 128  # MLA decode kernels in a Mamba hybrid
@@ -325,7 +284,7 @@ class SglangPools(_Record):
 def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
     # vLLM and SGLang split KV heads over TP by floor, never below one head; MLA is not split.
     heads = 1 if layer.attention == "mla" else max(1, layer.kv_heads // tp_size)
-    return heads * (layer.head_dim + layer.value_dim) * _ENGINE_BYTES[layer.dtype]
+    return heads * (layer.head_dim + layer.value_dim) * DTYPE_BYTES[layer.dtype]
 
 
 def _engine_state_bytes(layer: EngineLayer, tp_size: int) -> int:
@@ -564,7 +523,7 @@ def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32"
             raise NotModelled("the SSM share of its recurrent state is unknown")
         ssm = entry.ssm_state_bytes
         # fp32 SSM state: the SSM part is stored at ssm_dtype instead of the spec's 2 bytes.
-        extra_per_layer = ssm * _ENGINE_BYTES[ssm_dtype] // 2 - ssm
+        extra_per_layer = ssm * DTYPE_BYTES[ssm_dtype] // 2 - ssm
         for lay in recurrent:
             state += lay.layers * ((lay.state_bytes + extra_per_layer) // tp_size)
             extra += lay.layers * (extra_per_layer // tp_size)
@@ -673,9 +632,10 @@ def sglang_capacity(
     return capacity
 
 
-# Static plans by (model, block size or SSM dtype, tp, profile, Mamba cache mode); bounded.
-_VLLM_PLANS: dict[tuple[object, ...], VllmPlan] = {}
-_SGLANG_PLANS: dict[tuple[object, ...], SglangPlan] = {}
+# Static plans by (model, block size or SSM dtype, tp, profile, Mamba cache mode); bounded,
+# one pair per family (``_derive_engines``).
+_VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
+_SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
 
 
 def _check_model(model: object, speculative: object, engine: str) -> EngineModel:
@@ -816,3 +776,17 @@ def engine_capacity(
     return sglang_capacity(
         plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio
     )
+
+
+def bind(namespace: dict[str, object]) -> None:
+    """Install the engine policies over a family's namespace, after ``sizing_core.bind``
+    (they read its tables, ``_ENGINE_MODELS`` and the interpreter installed there)."""
+    install(globals(), namespace)
+    namespace["_derive_engines"]()  # type: ignore[operator]  # the copy over the family's globals
+
+
+def _derive_engines() -> None:
+    """Per family, at bind: its own plan caches (model names repeat across families)."""
+    global _VLLM_PLANS, _SGLANG_PLANS
+    _VLLM_PLANS = {}
+    _SGLANG_PLANS = {}

@@ -17,7 +17,6 @@ batch and the windows depend on max_seq_len.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import types
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from kvgen.project import OUT_DIR
 from kvgen.suggest import did_you_mean
+from kvgen.vendored import import_generated
 
 __all__ = [
     "BatchPlan",
@@ -63,11 +63,8 @@ def load_sizing(family: str, generated_dir: Path = OUT_DIR) -> types.ModuleType:
         known = f" (generated families: {', '.join(found)})" if found else ""
         known += did_you_mean(family, found)
         raise PlanError(f"{path.as_posix()} not found{known}: run `kvgen generate` to create it")
-    spec = importlib.util.spec_from_file_location(f"kvgen_plan_{family}_sizing", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        module = import_generated(path, "kvgen_plan_generated")
     except (Exception, SystemExit) as exc:  # SystemExit too: exiting is not answering
         raise PlanError(f"{path.as_posix()} failed to load: {_describe(exc)}") from exc
     missing = [name for name in _API if not hasattr(module, name)]

@@ -15,14 +15,17 @@ Block scales count over the elements of one token of one K (or V) buffer on a ra
 ``ceil(n / block)``: the lint rule scale-block-element-count (KV237) refuses shapes where a
 block would straddle two heads, so on every shipped shape the ceiling is exact.
 
-Stdlib only: ``kvgen.costmodel``, ``kvgen.sizing_context`` and import-hf use it; the inlined
-interpreter (``kvgen.sizing_core``) and the shim runtime (``kvgen.runtime._layers``) derive the
-same numbers on their own and the test suite checks all three agree.
+Stdlib only: ``kvgen.shapes``, the engine models and import-hf use it. The layouts
+themselves are facts (``kvgen.facts``); the interpreter (``kvgen.sizing_core``) and the shim
+runtime (``kvgen.runtime._layers``) derive the bytes on their own and the test suite checks
+all three agree.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
+
+from kvgen.facts import DS_MLA_SCALE_BLOCK, DTYPE_BYTES, INDEX_SCALE_BLOCK, SCALED_LAYOUTS
 
 __all__ = [
     "DS_MLA_SCALE_BLOCK",
@@ -30,11 +33,10 @@ __all__ = [
     "LAYOUTS",
     "Layout",
     "ds_mla_bytes",
+    "element_bytes",
     "index_k_bytes",
     "layout_bytes",
 ]
-
-PLAIN_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 
 class Layout(NamedTuple):
@@ -47,29 +49,14 @@ class Layout(NamedTuple):
     head_scale_bytes: int
 
 
-LAYOUTS: dict[str, Layout] = {
-    "nvfp4": Layout(4, 16, 1, 0),
-    "mxfp8": Layout(8, 32, 1, 0),
-    "mxfp4": Layout(4, 32, 1, 0),
-    "fp8_per_token_head": Layout(8, 0, 0, 4),
-    "int8_per_token_head": Layout(8, 0, 0, 4),
-}
-
-# FlashMLA's sparse fp8 layout (vLLM ``flashmla_sparse.py`` get_kv_cache_shape "fp8_ds_mla",
-# the FlashMLA README): the no-RoPE latent in fp8 with one fp32 scale per 128 elements, the
-# RoPE part kept bf16. DeepSeek-V3.2: 512 fp8 + 512/128 = 4 fp32 scales (16 B) + 64 bf16
-# (128 B) = 656 B per token per layer.
-DS_MLA_SCALE_BLOCK = 128
-# vLLM ``DeepseekV32IndexerCache`` (``deepseek_v2.py``): the indexer key in fp8 with one fp32
-# scale per 128 elements: index_head_dim 128 -> 128 + 4 = 132 B per token per layer.
-INDEX_SCALE_BLOCK = 128
+LAYOUTS: dict[str, Layout] = {name: Layout(*row) for name, row in SCALED_LAYOUTS.items()}
 
 
 def layout_bytes(dtype: str, heads: int, head_dim: int) -> int:
     """Bytes of one token of ``heads`` heads of ``head_dim`` elements (one K or V buffer, or
     one MLA latent with heads 1) in ``dtype``, scales included."""
     n = heads * head_dim
-    plain = PLAIN_BYTES.get(dtype)
+    plain = DTYPE_BYTES.get(dtype)
     if plain is not None:
         return n * plain
     layout = LAYOUTS.get(dtype)
@@ -78,6 +65,12 @@ def layout_bytes(dtype: str, heads: int, head_dim: int) -> int:
     bits, block, block_scale, head_scale = layout
     scales = -(-n // block) * block_scale if block else 0
     return -(-n * bits // 8) + scales + heads * head_scale
+
+
+def element_bytes(dtype: str, elements: int) -> int:
+    """Bytes of ``elements`` cache elements of one buffer in ``dtype``, scales included (NVFP4
+    packs two per byte plus an FP8 scale per 16)."""
+    return layout_bytes(dtype, 1, elements)
 
 
 def ds_mla_bytes(kv_lora_rank: int, qk_rope_head_dim: int) -> int:

@@ -1,23 +1,16 @@
-"""Recurrent (Mamba-2 / Gated DeltaNet) state as the engine allocates it (docs/cost-model.md §8):
-the buffers of one layer on one rank, and the rows the engine keeps beyond one per request.
-The generic cost model (``kvgen.costmodel``) uses it; the generated modules compute the same
-numbers in ``kvgen.sizing_core`` and the shim in ``kvgen.runtime._recurrent``."""
+"""Recurrent (Mamba-2 / Gated DeltaNet) state as a spec gives it (docs/cost-model.md §8): the
+buffers of one layer on one rank (the engine models read them), and a kind's state dimensions
+as the generated tables' fields. The generated modules compute the same numbers in
+``kvgen.sizing_core`` and the shim in ``kvgen.runtime._recurrent``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kvgen.spec import LayerKind, MambaState, Speculative
-
-if TYPE_CHECKING:
-    from kvgen.shapes import Layer
-
-MAMBA_STATE_UPDATES = ("default", "replay")
-# The replay path keeps at least this many steps of x, B, dt and dA_cumsum: its kernels pad the
-# token dimension to a tensor-core tile of 16.
-MIN_REPLAY_HISTORY = 16
+from kvgen.facts import uneven_state
+from kvgen.quant import element_bytes
+from kvgen.spec import LayerKind, MambaState
 
 
 @dataclass(frozen=True)
@@ -30,9 +23,7 @@ class RecurrentState:
     replay_scalars: int  # one replay history step of dt and dA_cumsum: 2 x heads/tp x fp32
 
 
-def recurrent_state(
-    state: MambaState, dtype: str, tp_size: int, element_bytes: Callable[[str, int], int]
-) -> RecurrentState:
+def recurrent_state(state: MambaState, dtype: str, tp_size: int) -> RecurrentState:
     """The conv and SSM buffers of a ``mamba:`` kind at ``tp_size`` (§8), the conv state in
     ``dtype`` (the kind's cache dtype); ValueError naming tp_size when the heads or the conv
     channels do not split evenly (the engine asserts)."""
@@ -40,47 +31,12 @@ def recurrent_state(
     heads_name = "num_heads" if state.n_groups else "d_inner"  # no groups: Mamba-1 (mamba1:)
     for what, value in ((heads_name, state.num_heads), ("conv_dim", conv_dim)):
         if value % tp_size:
-            raise ValueError(
-                f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
-                "the engine splits the state evenly (use a divisor, or attention_dp=True)"
-            )
+            raise ValueError(uneven_state(tp_size, what, value))
     heads, groups = state.num_heads // tp_size, state.n_groups // tp_size
     conv = element_bytes(dtype, conv_dim // tp_size * (state.d_conv - 1))
     ssm = element_bytes(state.ssm_dtype or dtype, heads * state.head_dim * state.d_state)
     step = element_bytes(dtype, heads * state.head_dim + groups * state.d_state)
     return RecurrentState(conv, ssm, step, 2 * heads * 4)
-
-
-def state_terms(
-    layers: list[Layer],
-    batch: int,
-    profile: Speculative | None,
-    *,
-    attention_dp: bool,
-    mamba_state_update: str,
-) -> dict[str, int]:
-    """The recurrent rows the engine keeps beyond one per request (§8): the reserved rows
-    (one slot shared by the CUDA-graph padding dummies, one more for the attention-DP dummy)
-    and, under speculative decoding, the intermediate states of every step (default path)
-    or the conv windows plus the replay history (replay path). Empty without recurrent
-    layers. The raw ``state_bytes`` form has no dimensions, so no intermediate states."""
-    state = sum(lay.state_bytes for lay in layers)
-    if not state:
-        return {}
-    reserved = 1 + attention_dp
-    terms = {"state_reserved_rows": reserved * state}
-    if profile is None:
-        return terms
-    step = 1 + (profile.tree_draft_tokens or profile.max_draft_len)  # T = K + 1
-    mambas = [lay.mamba for lay in layers if lay.mamba is not None]
-    if mamba_state_update == "replay":
-        history = max(MIN_REPLAY_HISTORY, step)
-        terms["spec_intermediate_states"] = batch * step * sum(m.conv for m in mambas)
-        per_slot = sum(2 * history * (m.replay_step + m.replay_scalars) for m in mambas)
-        terms["spec_replay_history"] = (batch + reserved) * per_slot
-    else:
-        terms["spec_intermediate_states"] = batch * step * sum(m.conv + m.ssm for m in mambas)
-    return terms
 
 
 def mamba_fields(kind: LayerKind, dtype: str) -> dict[str, Any]:

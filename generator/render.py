@@ -94,10 +94,6 @@ def header(source: str) -> str:
     return HEADER.format(source=pyrepr(source))
 
 
-def _load_builders() -> None:
-    """Kept for callers of the old registry: the builders are imported with this module."""
-
-
 def family_context(family: Family) -> dict[str, Any]:
     """What every artifact's template states about the family."""
     return {
@@ -117,7 +113,7 @@ def render(
     Raises ``RenderError`` (nothing rendered) when any module would not compile.
     """
     env = _environment()
-    out: dict[str, str] = {"__init__.py": _render_root(env)}
+    out: dict[str, str] = {"__init__.py": _render_root(env), **_render_runtime()}
     for spec in sorted(specs, key=lambda s: s.family.family):
         family = spec.family.family
         if progress is not None:
@@ -136,6 +132,29 @@ def render(
             text = env.get_template(template).render(**base, **builder(spec))
             out[f"{family}/{name}"] = _finish(text, f"{family}/{name}")
     return dict(sorted(out.items()))
+
+
+RUNTIME_INIT = '''"""The sizing runtime of the generated modules beside this package (stdlib only).
+
+``sizing_core`` is kvgen's sizing interpreter, ``engines_core`` its engine pool policies and
+``facts`` the layout facts both read, copied verbatim; each ``<family>/sizing.py`` binds them
+to its tables. Version {version}.
+"""
+
+__all__: list[str] = []
+'''
+
+
+def _render_runtime() -> dict[str, str]:
+    """The runtime package: kvgen's two runtime modules verbatim under the generated header."""
+    from kvgen.sizing_context import RUNTIME_PACKAGE, runtime_sources
+    from kvgen.sizing_core import RUNTIME_VERSION
+
+    init = f"{ROOT_HEADER}\n{RUNTIME_INIT.format(version=RUNTIME_VERSION)}"
+    out = {f"{RUNTIME_PACKAGE}/__init__.py": _finish(init, f"{RUNTIME_PACKAGE}/__init__.py")}
+    for path, source in runtime_sources().items():
+        out[path] = _finish(f"{ROOT_HEADER}\n{source}", path)
+    return out
 
 
 def _render_root(env: jinja2.Environment) -> str:

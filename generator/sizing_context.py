@@ -1,76 +1,46 @@
-"""Template context of ``generated/<family>/sizing.py``: the family's tables and the interpreter.
+"""Template context of ``generated/<family>/sizing.py``: the family's tables, bound to the runtime.
 
-A sizing module is the family's tables (rows of ``kvgen.sizing_core``'s own row types, built
-here from the spec) followed by the interpreter, ``kvgen.sizing_core`` copied verbatim. The
-tables are laid out here in the form ``ruff format`` gives them (a row on one line when it fits
-in 100 columns, else one item per line), so rendering needs no formatter. Text grows linearly
-with the spec: one row per layer kind and one name per pattern entry.
+A sizing module is the family's tables (rows of ``kvgen.sizing_core``'s and
+``kvgen.engines_core``'s own row types, built here from the spec) and two calls that install
+the runtime over them; the runtime itself is those two modules, written once into the output
+folder (``RUNTIME_FILES``). The tables are laid out here in the form ``ruff format`` gives them
+(a row on one line when it fits in 100 columns, else one item per line), so rendering needs no
+formatter. Text grows linearly with the spec: one row per layer kind and one name per pattern
+entry. ``bound_module`` binds the same runtime to the same tables in memory, without text.
 """
 
 from __future__ import annotations
 
+import importlib
+import types
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from kvgen import engines_core, layout, sizing_core
-from kvgen.costmodel import headroom
 from kvgen.engines._rows import engine_tables
 from kvgen.engines_core import EngineLayer
+from kvgen.facts import mode_headroom
 from kvgen.recurrent import mamba_fields
 from kvgen.render_input import SpecInput, artifact
 from kvgen.shapes import kind_head_dim, mla_bytes
 from kvgen.sizing_core import Kind, Model, Profile, Stack
-from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Speculative
+from kvgen.spec import MODES_WITH_DRAFT_POOL, Family, LayerStack, Speculative
+from kvgen.vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
 
 LINE_LENGTH = 100
-TABLES_MARK = "# ---- family tables (from the spec) ----\n"
-INTERPRETER_MARK = (
-    "# ---- interpreter: kvgen.sizing_core, the same in every generated module ----\n"
-)
+# The runtime in the output folder: file -> the kvgen module written there verbatim.
+RUNTIME_FILES = {
+    f"{RUNTIME_PACKAGE}/{name}.py": importlib.import_module(f"kvgen.{name}")
+    for name in RUNTIME_MODULES
+}
 
 
-class CoreParts(NamedTuple):
-    """``kvgen.sizing_core``'s source cut where generation puts the family's text."""
-
-    docstring: str  # the source's own module docstring, replaced by the family's
-    prelude: str  # imports, __all__, row types, up to and including the tables mark
-    tables: str  # the example family's tables, replaced by the family's
-    interpreter: str  # from the interpreter mark to the end, inlined verbatim
-
-
-ENGINE_ROWS_MARK = "# ---- engine rows: kvgen.engines_core ----\n"
-ENGINE_TABLES_MARK = "# ---- engine tables (from the spec) ----\n"
-ENGINE_POLICIES_MARK = (
-    "# ---- engine policies: kvgen.engines_core, the same in every generated module ----\n"
-)
-
-
-class EngineParts(NamedTuple):
-    """``kvgen.engines_core``'s source cut where generation puts the family's engine rows."""
-
-    prelude: str  # docstring and imports: dropped (the sizing module defines those names)
-    rows: str  # row types, from the rows mark up to and including the tables mark, verbatim
-    tables: str  # the example family's engine rows, replaced by the family's
-    policies: str  # from the policies mark to the end, inlined verbatim
-
-
-def engine_parts(source: str | None = None) -> EngineParts:
-    text = Path(engines_core.__file__).read_text(encoding="utf-8") if source is None else source
-    rows = text.index(ENGINE_ROWS_MARK)
-    tables = text.index(ENGINE_TABLES_MARK) + len(ENGINE_TABLES_MARK)
-    policies = text.index(ENGINE_POLICIES_MARK)
-    return EngineParts(text[:rows], text[rows:tables], text[tables:policies], text[policies:])
-
-
-def core_parts(source: str | None = None) -> CoreParts:
-    text = Path(sizing_core.__file__).read_text(encoding="utf-8") if source is None else source
-    docstring_end = text.index('"""\n', 3) + 4
-    tables = text.index(TABLES_MARK) + len(TABLES_MARK)
-    interpreter = text.index(INTERPRETER_MARK)
-    return CoreParts(
-        text[:docstring_end], text[docstring_end:tables], text[tables:interpreter],
-        text[interpreter:],
-    )  # fmt: skip
+def runtime_sources() -> dict[str, str]:
+    """``{relative path: source}`` of the runtime modules, read from kvgen itself."""
+    return {
+        path: Path(module.__file__ or "").read_text(encoding="utf-8")
+        for path, module in RUNTIME_FILES.items()
+    }
 
 
 # --------------------------------------------------------------------------- rows from the spec
@@ -127,12 +97,15 @@ def profile_row(profile: Speculative | None, draft: Stack | None) -> Profile:
     """Headroom terms of §2 and §5 without the opt-in overlap slack (added at call time)."""
     if profile is None:
         return Profile("none", draft_len=0, extra=0, step=1, backoff=0)
-    head = headroom(profile)
-    return Profile(profile.mode, profile.max_draft_len, head.extra, head.step, head.backoff, draft)
+    extra, slots, backoff = mode_headroom(
+        profile.mode, profile.max_draft_len, profile.tree_draft_tokens
+    )
+    # A generation step adds 1 + draft slots tokens: G (§2).
+    return Profile(profile.mode, profile.max_draft_len, extra, slots + 1, backoff, draft)
 
 
-def family_tables(spec: SpecInput) -> tuple[dict[str, Model], dict[str, Profile]]:
-    family = spec.family
+def family_tables(family: Family) -> tuple[dict[str, Model], dict[str, Profile]]:
+    """The interpreter's rows of ``family``: models and speculative profiles."""
     dtype = family.kv_cache_dtype
     models = {
         model.name: Model(
@@ -172,15 +145,60 @@ def literal(value: Any) -> str:
     return layout.flat(layout.literal(value))
 
 
+# The row types a table may name, by the runtime module that defines them.
+_ROW_TYPES = {
+    "engines_core": ("EngineDraft", "EngineLayer", "EngineModel"),
+    "sizing_core": ("Kind", "Model", "Profile", "Stack"),
+}
+
+
+def _row_imports(tables: str) -> list[tuple[str, str]]:
+    """``(runtime module, names)`` of the row types the tables name (no unused import)."""
+    out = []
+    for module, names in _ROW_TYPES.items():
+        used = [name for name in names if f"{name}(" in tables or f"{name}]" in tables]
+        if used:
+            out.append((module, ", ".join(used)))
+    return out
+
+
 @artifact("sizing.py", "sizing.py.j2")
 def sizing_context(spec: SpecInput) -> dict[str, Any]:
-    models, profiles = family_tables(spec)
+    models, profiles = family_tables(spec.family)
+    engine_models = engine_tables(spec.family)
+    tables = (
+        statement("_MODELS: dict[str, Model]", models),
+        statement("_PROFILES: dict[str, Profile]", profiles),
+        statement("_ENGINE_MODELS: dict[str, EngineModel]", engine_models),
+    )
     return {
-        "core": core_parts(),
-        "engines": engine_parts(),
-        "engine_models": engine_tables(spec.family),
         "models": models,
         "profiles": profiles,
+        "tables": tables,
+        "row_imports": _row_imports("\n".join(tables)),
+        "runtime_version": sizing_core.RUNTIME_VERSION,
+        "module_path": f"generated/{spec.family.family}/sizing.py",
         "statement": statement,
         "literal": literal,
     }
+
+
+def bound_module(family: Family, *, spec_sha256: str = "", name: str = "") -> types.ModuleType:
+    """The family's sizing module built in memory: the tables of ``family`` bound to kvgen's
+    own runtime, as the generated module binds them to its copy (no text rendered, none run).
+    kvgen answers from it where it needs the static cost of a spec it holds (the TensorRT-LLM
+    row of ``kvgen.engines``)."""
+    models, profiles = family_tables(family)
+    module = types.ModuleType(name or f"kvgen_sizing_{family.family}")
+    module.__dict__.update(
+        FAMILY=family.family,
+        SPEC_SHA256=spec_sha256,
+        TOKENS_PER_BLOCK=family.tokens_per_block,
+        KV_CACHE_DTYPE=family.kv_cache_dtype,
+        _MODELS=models,
+        _PROFILES=profiles,
+        _ENGINE_MODELS=engine_tables(family),
+    )
+    sizing_core.bind(module.__dict__)
+    engines_core.bind(module.__dict__)
+    return module

@@ -1,13 +1,13 @@
-"""The sizing interpreter: the generic half of every ``generated/<family>/sizing.py``.
+"""The sizing interpreter: the one static cost model, shared by every generated sizing module.
 
-``kvgen generate`` copies this file verbatim into each family's sizing module, which keeps the
-modules stdlib-only and self-contained (an engine imports them without kvgen installed). Two
-parts change: this docstring becomes the family's, and the block between the ``family tables``
-and ``interpreter`` comments becomes the family's tables (plain rows of the spec's facts:
-layer kinds with their layer counts, patterns, speculative profiles). Here that block holds the
-tables of ``tests/fixtures/sizing_core_example.yaml``, so this source runs and is unit tested as
-is. The formulas are those of ``docs/cost-model.md`` §1-§6; ``kvgen.costmodel`` derives the
-same numbers layer by layer and the test suite checks that both agree.
+``kvgen generate`` writes this file verbatim into the output folder
+(``generated/_kvgen_runtime/sizing_core.py``); each ``generated/<family>/sizing.py`` holds only
+its family's tables (plain rows of the spec's facts: layer kinds with their layer counts,
+patterns, speculative profiles) and calls ``bind``, which installs the interpreter over them.
+So the modules stay stdlib-only and need no kvgen at run time: vendoring is copying the output
+folder. kvgen binds the same interpreter to tables built in memory from a spec
+(``kvgen.sizing_context.bound_module``). The formulas are those of ``docs/cost-model.md``
+§1-§6; the runtime page model (``kvgen.runtime``) derives the same numbers independently.
 """
 
 # No `from __future__ import annotations`: NamedTuple would turn every string annotation into
@@ -15,9 +15,22 @@ same numbers layer by layer and the test suite checks that both agree.
 import functools
 import math
 import operator
-import struct
-from collections.abc import Iterable, Mapping
+import types
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
+
+from .facts import (
+    DCP_ATTENTION,
+    DTYPE_BYTES,
+    SCALED_LAYOUTS,
+    dcp_attention,
+    dcp_heads,
+    dcp_outside_tp,
+    dcp_with_attention_dp,
+    float32,
+    no_encoder,
+    uneven_state,
+)
 
 __all__ = [
     "API_VERSION",
@@ -217,103 +230,25 @@ class Profile(_Record):
         self.draft = draft
 
 
-# ---- family tables (from the spec) ----
-FAMILY = "example"
-SPEC_SHA256 = "fff392bff196ed960e6b7be8969b3b857be535590d7f229a0f8dc6b5cd8540c7"
-TOKENS_PER_BLOCK = 16
-KV_CACHE_DTYPE = "bf16"
-# Models: native context length, the target's layers (each kind with its layer count, §1), the
-# profiles that apply ("none" first) and the draft layers an EAGLE3/MTP profile adds.
-_MODELS: dict[str, Model] = {
-    "hybrid": Model(
-        max_seq_len=4096,
-        layers=Stack(
-            layer_count=6,
-            pattern=("local", "ssm", "global", "mlp"),
-            kinds={
-                "global": Kind("full", layers=1, kv_heads=4, head_dim=8, dtype="fp8"),
-                "local": Kind(
-                    "sliding",
-                    layers=2,
-                    window=64,
-                    sink_tokens=4,
-                    kv_heads=2,
-                    head_dim=8,
-                    dtype="bf16",
-                ),
-                "mlp": Kind("none", layers=1),
-                "ssm": Kind("recurrent", layers=2, state_bytes=1000),
-            },
-        ),
-        profiles=("none", "pard2", "eagle1"),
-        extra_layers={
-            "eagle1": Stack(
-                layer_count=1,
-                pattern=("e",),
-                kinds={"e": Kind("full", layers=1, kv_heads=1, head_dim=8, dtype="bf16")},
-            ),
-        },
-    ),
-    "latent": Model(
-        max_seq_len=2048,
-        layers=Stack(
-            layer_count=3,
-            pattern=("mla",),
-            kinds={"mla": Kind("full", layers=3, bytes_per_token=160, extra_bytes_per_token=8)},
-        ),
-        profiles=("none", "eagle1"),
-        extra_layers={
-            "eagle1": Stack(
-                layer_count=1,
-                pattern=("e",),
-                kinds={"e": Kind("full", layers=1, kv_heads=1, head_dim=8, dtype="bf16")},
-            ),
-        },
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "pard2": Profile(
-        "pard",
-        draft_len=2,
-        extra=1,
-        step=4,
-        backoff=0,
-        draft=Stack(
-            layer_count=2,
-            pattern=("d",),
-            kinds={"d": Kind("sliding", layers=2, window=32, kv_heads=1, head_dim=8, dtype="bf16")},
-        ),
-    ),
-    "eagle1": Profile("eagle3", draft_len=1, extra=0, step=2, backoff=1),
-}
-
-
-# ---- interpreter: kvgen.sizing_core, the same in every generated module ----
-MODELS: tuple[str, ...] = tuple(_MODELS)
-SPECULATIVE: tuple[str, ...] = tuple(_PROFILES)
-MAX_SEQ_LEN: dict[str, int] = {name: model.max_seq_len for name, model in _MODELS.items()}
-# Profiles that apply to each model, "none" first.
-PROFILES: dict[str, tuple[str, ...]] = {name: model.profiles for name, model in _MODELS.items()}
-# Cache managers per profile: a separate draft pool is its own manager (§6).
-MANAGERS: dict[str, tuple[str, ...]] = {
-    name: ("target",) if profile.draft is None else ("target", "draft")
-    for name, profile in _PROFILES.items()
-}
-_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-# A row's element code: bytes per element, or <= 0 for a layout that stores scales beside its
-# elements (§1): (bits per element, elements per 1-byte block scale, fp32 scale bytes per head).
-_ELEMENT_CODES = {
-    **_DTYPE_BYTES,
-    "nvfp4": 0,
-    "mxfp8": -1,
-    "mxfp4": -2,
-    "fp8_per_token_head": -3,
-    "int8_per_token_head": -3,
-}
-_SCALED = {0: (4, 16, 0), -1: (8, 32, 0), -2: (4, 32, 0), -3: (8, 0, 4)}
-_FLOAT32 = struct.Struct("f")
+# ---- a family's tables: each generated module defines these, then calls ``bind`` ----
+# The values here are an empty family's: kvgen's own copy of the interpreter sizes no model.
+FAMILY = ""
+SPEC_SHA256 = ""
+TOKENS_PER_BLOCK = 1
+KV_CACHE_DTYPE = ""
+_MODELS: dict[str, Model] = {}
+_PROFILES: dict[str, Profile] = {}
+# Derived from the tables by ``_derive`` when a family binds the interpreter.
+MODELS: tuple[str, ...] = ()
+SPECULATIVE: tuple[str, ...] = ()
+MAX_SEQ_LEN: dict[str, int] = {}
+PROFILES: dict[str, tuple[str, ...]] = {}  # profiles that apply to each model, "none" first
+MANAGERS: dict[str, tuple[str, ...]] = {}  # a separate draft pool is its own manager (§6)
+# A row's element code: bytes per element (a plain dtype), or <= 0 for a layout that stores
+# scales beside its elements (§1), a key of ``_SCALED``: that layout's row of
+# ``facts.SCALED_LAYOUTS``. NVFP4 is 0, which is also the code of a row with no dtype.
+_ELEMENT_CODES = {**DTYPE_BYTES, **{name: -i for i, name in enumerate(SCALED_LAYOUTS)}}
+_SCALED = {-i: layout for i, layout in enumerate(SCALED_LAYOUTS.values())}
 _TERM_NAMES = (
     "slope",
     "per_request",
@@ -523,31 +458,15 @@ def _dcp_size(
     if dcp == 1:
         return dcp
     if attention_dp:
-        raise ValueError(
-            f"dcp_size {dcp} shards the KV cache over the TP ranks that hold copies of it; "
-            "attention_dp=True leaves every rank whole heads of its own requests "
-            "(use dcp_size=1 with attention_dp=True)"
-        )
+        raise ValueError(dcp_with_attention_dp(dcp))
     if tp_size % dcp:
-        raise ValueError(
-            f"tp_size {tp_size} must be divisible by dcp_size {dcp}: the DCP group is carved "
-            "from the TP group"
-        )
+        raise ValueError(dcp_outside_tp(tp_size, dcp))
     for stack in (entry.layers, entry.extra_layers.get(speculative), profile.draft):
         for name, kind in stack.kinds.items() if stack is not None else ():
-            if kind.attention not in ("full", "recurrent", "none"):
-                raise ValueError(
-                    f"dcp_size {dcp} shards full-attention caches only; layer kind {name!r} is "
-                    f"{kind.attention} attention, which the engines refuse under decode "
-                    "context parallelism (use dcp_size=1)"
-                )
+            if kind.attention not in DCP_ATTENTION:
+                raise ValueError(dcp_attention(dcp, name, kind.attention))
             if kind.kv_heads and (tp_size <= kind.kv_heads or dcp > tp_size // kind.kv_heads):
-                raise ValueError(
-                    f"dcp_size {dcp} needs {dcp} TP ranks holding copies of each KV head, but "
-                    f"layer kind {name!r} splits {kind.kv_heads} KV heads over tp_size "
-                    f"{tp_size}: dcp_size must be <= tp_size // kv_heads = "
-                    f"{tp_size // kind.kv_heads} (and tp_size > kv_heads)"
-                )
+                raise ValueError(dcp_heads(dcp, name, kind.kv_heads, tp_size))
     return dcp
 
 
@@ -559,9 +478,7 @@ def _encoder_tokens(entry: Model, model: object, value: object) -> int:
         default=0,
     )
     if not most:
-        raise ValueError(
-            f"encoder_tokens is only for models with cross-attention layers; {model} has none"
-        )
+        raise ValueError(no_encoder(model))
     return _integer("encoder_tokens", value, 1, most, f" for {model}")
 
 
@@ -611,8 +528,9 @@ _Plan = tuple[
 def _scaled_bytes(heads: int, count: int, element: int) -> int:
     """Bytes of ``count`` elements over ``heads`` heads in a scaled layout (element <= 0):
     packed elements, a 1-byte scale per block (NVFP4 16, MX 32) or an fp32 scale per head."""
-    bits, block, head_scale = _SCALED[element]
-    return -(-count * bits // 8) + (-(-count // block) if block else 0) + heads * head_scale
+    bits, block, block_scale, head_scale = _SCALED[element]
+    scales = -(-count // block) * block_scale if block else 0
+    return -(-count * bits // 8) + scales + heads * head_scale
 
 
 def _heads_bytes(heads: int, head_dim: int, element: int) -> int:
@@ -640,10 +558,7 @@ def _state_at_tp(states: tuple[_StateRow, ...], tp_size: int) -> _StateSums:
         heads_name = "num_heads" if groups else "d_inner"  # no groups: a Mamba-1 kind
         for what, value in ((heads_name, heads), ("conv_dim", conv_dim)):
             if value % tp_size:
-                raise ValueError(
-                    f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
-                    "the engine splits the state evenly (use a divisor, or attention_dp=True)"
-                )
+                raise ValueError(uneven_state(tp_size, what, value))
         heads //= tp_size
         one_conv = _elements(conv_dim // tp_size * (d_conv - 1), conv_el)
         one_ssm = _elements(heads * head_dim * d_state, ssm_el)
@@ -763,20 +678,6 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
     return tuple(plan)
 
 
-# Models with KV-sharing readers, whose pipeline splits are checked (none: no per-call work).
-_READERS = frozenset(
-    name
-    for name, model in _MODELS.items()
-    if any(kind.reads is not None for kind in model.layers.kinds.values())
-)
-# Every (model, profile) on a single pipeline rank, planned and summed at tp=1 at import.
-_PLANS = {
-    (name, speculative): _plan(model, speculative, _PROFILES[speculative], 1, 0)
-    for name, model in _MODELS.items()
-    for speculative in model.profiles
-}
-
-
 def _compute(
     model: str,
     speculative: str,
@@ -823,16 +724,12 @@ def _compute(
     tpb = TOKENS_PER_BLOCK
     span = tpb * dcp  # DCP: one page of tpb tokens on each DCP rank spans tpb * dcp tokens (§9)
     exact = semantics == "exact"
-    if pp_size == 1:
-        plan = _PLANS[model, speculative]
-    else:
-        if model in _READERS:  # KV sharing: each reader on the rank of its cache (§1)
-            _check_shared_on_rank(entry.layers, pp_size, pp_rank)
-        plan = _plan(entry, speculative, profile, pp_size, pp_rank)
+    ranked = _RANKS.get((model, speculative, pp_size, pp_rank, tp_size))
+    if ranked is None:
+        ranked = _rank(entry, model, speculative, profile, pp_size, pp_rank, tp_size)
     out: list[_Terms] = []
     costs = {}
-    for name, at_tp1, rows, states, crosses in plan:
-        slope, sums, groups = at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size)
+    for name, (slope, sums, groups), states, crosses in ranked:
         if dcp != 1:
             slope = _dcp_slope(name, slope, dcp)
         per_request = state = sums[0]
@@ -882,7 +779,7 @@ def _compute(
             # Resume watermark (§4): round a single SWA pool up so that a suspended request can
             # resume under max_util_for_resume, which the engine compares as a float32.
             slot = tpb * cycles[0][3]
-            util32 = _FLOAT32.unpack(_FLOAT32.pack(util))[0]
+            util32 = float32(util)
             rounded = math.ceil(-(-intercept // slot) / util32) * slot
             resume_rounding = rounded - intercept
             intercept = rounded
@@ -901,6 +798,39 @@ def _compute(
                           recurrent, span))
         )  # fmt: skip
     return tuple(out), costs
+
+
+# Per manager on one rank at one tp: (name, its layers at that tp, recurrent rows, cross rows).
+_Ranked = tuple[tuple[str, _AtTp, tuple[_StateRow, ...], tuple[_CrossRow, ...]], ...]
+
+
+def _rank(
+    entry: Model,
+    model: str,
+    speculative: str,
+    profile: Profile,
+    pp_size: int,
+    pp_rank: int,
+    tp_size: int,
+) -> _Ranked:
+    """What depends only on (model, profile, pp, rank, tp): each manager's layers on that rank
+    summed at that tp, kept in ``_RANKS`` so that a call at tp 8 / pp 2 with new batch or
+    sequence sizes costs what one at tp 1 does. ValueError (never kept) where the engines
+    refuse the split: a KV-sharing reader away from its cache (§1), an uneven state (§8)."""
+    if pp_size == 1:
+        plan = _PLANS[model, speculative]
+    else:
+        if model in _READERS:  # KV sharing: each reader on the rank of its cache (§1)
+            _check_shared_on_rank(entry.layers, pp_size, pp_rank)
+        plan = _plan(entry, speculative, profile, pp_size, pp_rank)
+    ranked = tuple(
+        (name, at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size), states, crosses)
+        for name, at_tp1, rows, states, crosses in plan
+    )
+    if len(_RANKS) >= 4096:  # bounded like the answer caches
+        _RANKS.clear()
+    _RANKS[model, speculative, pp_size, pp_rank, tp_size] = ranked
+    return ranked
 
 
 def _dcp_slope(manager: str, slope: int, dcp: int) -> int:
@@ -939,21 +869,12 @@ def _state_rows(
     return tuple(rows)
 
 
-# Pure functions of hashable arguments; typed, so 1, 1.0 and True never share an entry.
-_answers = functools.lru_cache(maxsize=4096, typed=True)(_compute)
-
-
 def _plain(model: str, speculative: str, batch: int, chunk: int, max_seq_len: int) -> _Answer:
     """``_compute`` with every option at its default."""
     return _compute(
         model, speculative, batch, chunk, max_seq_len, 1, 1, 0, False, False, _UTIL, False,
         "trtllm-v2", False, "default", 1, None, True,
     )  # fmt: skip
-
-
-# Calls that leave every option at its default (most calls) look up a cache keyed by the five
-# required arguments: the typed key of all 17 costs as much as the rest of a repeated call.
-_answers_plain = functools.lru_cache(maxsize=4096, typed=True)(_plain)
 
 
 def _cached_terms(*args: object) -> tuple[_Terms, ...]:
@@ -1034,7 +955,7 @@ def cost_terms(
         out[t.manager] = named
     if _flag("engine_terms", engine_terms):
         head = headroom(speculative, overlap_slack=overlap_slack)
-        util32 = _FLOAT32.unpack(_FLOAT32.pack(max_util_for_resume))[0]
+        util32 = float32(max_util_for_resume)
         for t in terms:
             out[t.manager].update(
                 _engine_terms(t, head, max_batch_size, max_num_tokens, max_seq_len, util32)
@@ -1450,3 +1371,97 @@ def _cycle_name(window: int, sinks: int, chunk: int) -> str:
     if chunk:
         return f"c{chunk}"
     return f"w{window}s{sinks}" if sinks else f"w{window}"
+
+
+# ---- binding: a family's tables to this interpreter ----
+# The version of this runtime: a generated module built for runtime N runs on any runtime >= N
+# (protobuf's rule); bump it when generated tables need something an older runtime lacks.
+RUNTIME_VERSION = 1
+# Names of the runtime itself, never copied into a family's namespace.
+_RUNTIME_ONLY = frozenset({"RUNTIME_VERSION", "bind", "install", "require_version"})
+# What ``_derive`` precomputes per family (besides the public names declared above).
+_READERS: frozenset[str]
+_PLANS: dict[tuple[str, str], _Plan]
+_RANKS: dict[tuple[str, str, int, int, int], _Ranked]
+_answers: Callable[..., _Answer]
+_answers_plain: Callable[..., _Answer]
+
+
+def require_version(gencode: int, module: str) -> None:
+    """ImportError unless this runtime is at least as new as the one ``module`` was generated
+    for (``gencode``): generation writes the runtime beside the modules, so a mismatch means
+    part of an output folder was copied without the rest."""
+    if gencode > RUNTIME_VERSION:
+        raise ImportError(
+            f"{module} needs kvgen sizing runtime {gencode} or newer; {__name__} is "
+            f"{RUNTIME_VERSION}: copy the whole generated folder (`kvgen generate` writes both)"
+        )
+
+
+def install(source: dict[str, object], namespace: dict[str, object]) -> None:
+    """Copy a runtime module's definitions (``source``, its globals) into ``namespace``: each
+    function it defines is rebuilt over ``namespace`` (the same code, so the names it reads are
+    the family's tables and the other functions installed there, exactly as if the runtime
+    were written out in the family's module); every other name is shared, unless the
+    namespace already defines it. ``__all__`` grows by the runtime's."""
+    module = namespace.get("__name__")
+    for name, value in source.items():
+        if name.startswith("__") or name in _RUNTIME_ONLY:
+            continue
+        if isinstance(value, types.FunctionType) and value.__globals__ is source:
+            function = types.FunctionType(
+                value.__code__, namespace, name, value.__defaults__, value.__closure__
+            )
+            function.__kwdefaults__ = value.__kwdefaults__
+            function.__doc__ = value.__doc__
+            function.__qualname__ = value.__qualname__
+            function.__annotations__ = value.__annotations__
+            function.__module__ = module  # type: ignore[assignment]
+            namespace[name] = function
+        elif name not in namespace:
+            namespace[name] = value
+    exported = namespace.get("__all__", [])
+    assert isinstance(exported, list)
+    namespace["__all__"] = [*exported, *source.get("__all__", [])]  # type: ignore[misc]
+
+
+def bind(namespace: dict[str, object]) -> None:
+    """Make ``namespace`` (the globals of a module that defines a family's tables: FAMILY,
+    SPEC_SHA256, TOKENS_PER_BLOCK, KV_CACHE_DTYPE, _MODELS, _PROFILES) that family's sizing
+    module: the interpreter installed over it (``install``), then what depends only on the
+    tables precomputed (``_derive``)."""
+    install(globals(), namespace)
+    namespace["_derive"]()  # type: ignore[operator]  # the copy over the family's globals
+
+
+def _derive() -> None:
+    """Per family, at bind (its namespace is this function's globals): the public tables of
+    names, every (model, profile) planned and summed at tp=1 on a single pipeline rank, and
+    the answer caches."""
+    global MODELS, SPECULATIVE, MAX_SEQ_LEN, PROFILES, MANAGERS
+    global _READERS, _PLANS, _RANKS, _answers, _answers_plain
+    MODELS = tuple(_MODELS)
+    SPECULATIVE = tuple(_PROFILES)
+    MAX_SEQ_LEN = {name: model.max_seq_len for name, model in _MODELS.items()}
+    PROFILES = {name: model.profiles for name, model in _MODELS.items()}
+    MANAGERS = {
+        name: ("target",) if profile.draft is None else ("target", "draft")
+        for name, profile in _PROFILES.items()
+    }
+    # Models with KV-sharing readers, whose pipeline splits are checked (none: no per-call work).
+    _READERS = frozenset(
+        name
+        for name, model in _MODELS.items()
+        if any(kind.reads is not None for kind in model.layers.kinds.values())
+    )
+    _PLANS = {
+        (name, speculative): _plan(model, speculative, _PROFILES[speculative], 1, 0)
+        for name, model in _MODELS.items()
+        for speculative in model.profiles
+    }
+    _RANKS = {}  # filled by ``_rank`` per (model, profile, pp, rank, tp) on first use
+    # Pure functions of hashable arguments; typed, so 1, 1.0 and True never share an entry.
+    _answers = functools.lru_cache(maxsize=4096, typed=True)(_compute)
+    # Calls that leave every option at its default (most calls) look up a cache keyed by the
+    # five required arguments: the typed key of all 17 costs as much as the rest of a call.
+    _answers_plain = functools.lru_cache(maxsize=4096, typed=True)(_plain)

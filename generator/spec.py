@@ -13,6 +13,7 @@ from __future__ import annotations
 import keyword
 from typing import Annotated, Literal
 
+from kvgen import facts
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_ID = "https://kvgen.dev/schema/kvspec-v1.schema.json"
@@ -30,10 +31,8 @@ Dtype = Literal[
     "fp8_ds_mla",
 ]
 DTYPES: tuple[str, ...] = Dtype.__args__  # type: ignore[attr-defined]
-# Quantized layouts that carry their scales in the cache (docs/cost-model.md §1); nvfp4 too.
-SCALED_DTYPES = frozenset(
-    {"nvfp4", "fp8_per_token_head", "int8_per_token_head", "mxfp8", "mxfp4", "fp8_ds_mla"}
-)
+# Quantized layouts that carry their scales in the cache (docs/cost-model.md §1): facts.
+SCALED_DTYPES = facts.SCALED_DTYPES
 
 SpeculativeMode = Literal[
     "eagle3",
@@ -286,10 +285,6 @@ class LayerKind(_Strict):
         if self.attention == "chunked" and self.chunk is None:
             raise ValueError("a chunked kind needs chunk (tokens per attention chunk)")
         return self
-
-    @property
-    def is_mla(self) -> bool:
-        return self.kv_lora_rank is not None
 
     @property
     def recurrent_dims(self) -> MambaState | None:

@@ -6,18 +6,29 @@ through ``Implementation``, so every hand-derived number checks both.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-from kvgen import costmodel
-from kvgen.loader import load_bytes
+from kvgen import vendored
+from kvgen.loader import load_bytes, load_family
 from kvgen.render import SpecInput, render
+from kvgen.sizing_context import bound_module
 from kvgen.spec import Family
 
+from tests.reference import costmodel
+
 _counter = 0
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "tests" / "fixtures" / "sizing_core_example.yaml"
+
+
+@cache
+def example_module() -> ModuleType:
+    """The sizing interpreter and engine policies bound in memory to the example family's
+    tables (tests/fixtures/sizing_core_example.yaml), as a generated module binds them."""
+    return bound_module(load_family(EXAMPLE))
 
 
 def family_from_text(text: str) -> Family:
@@ -27,12 +38,9 @@ def family_from_text(text: str) -> Family:
 
 
 def import_generated(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    """``<out>/<family>/sizing.py`` (or allocator.py) imported with its output folder ``out``
+    as package ``name``, so that it finds the runtime rendered beside it."""
+    return vendored.import_generated(path, name)
 
 
 def render_sizing(text: str, tmp_dir: Path) -> ModuleType:

@@ -74,8 +74,8 @@ def render_family(family, raw: bytes, out_dir: Path, source: str) -> Rendered:
     return Rendered(
         family.family,
         family,
-        import_generated(base / "sizing.py", f"{tag}.sizing"),
-        import_generated(base / "allocator.py", f"{tag}.allocator"),
+        import_generated(base / "sizing.py", tag),
+        import_generated(base / "allocator.py", tag),
         source,
     )
 

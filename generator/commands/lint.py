@@ -56,9 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def list_rules() -> str:
-    from kvgen.rules import all_rules
+    from kvgen.rules import all_codes
 
-    rules = all_rules()
+    rules = all_codes()
     width = max(len(rule.name) for rule in rules)
     return "".join(
         f"{rule.code}  {rule.severity:<7}  {rule.origin:<6}  {rule.name:<{width}}  {rule.summary}\n"

@@ -38,7 +38,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from kvgen.costmodel import ManagerCost
     from kvgen.spec import Family
 
 # TensorRT-LLM's KV cache manager V2 (kvgen's model), vLLM and SGLang, with their pins.
@@ -65,9 +64,6 @@ POLICY_TERMS = {
     "requests up front (docs/cost-model.md §8)",
 }
 
-
-# NamedTuple's generated __new__ is a Python function; the tuple constructor is a C call.
-_new = tuple.__new__
 
 # Static plans by (id(family), model, settings). An entry keeps its family object alive, so an
 # id is never reused while its entry exists; the cache is emptied when it grows past the bound.
@@ -223,45 +219,17 @@ def trtllm_capacity(
     tp_size: int = 1,
     max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
 ) -> EngineCapacity:
-    """TensorRT-LLM V2's affine estimate read as an ``EngineCapacity`` (see ``_trtllm``)."""
+    """TensorRT-LLM V2's affine estimate read as an ``EngineCapacity`` (see ``_trtllm``): the
+    sizing interpreter's own answer, bound to the family's tables at that page size."""
     size = family.tokens_per_block if block_size is None else _positive("block_size", block_size)
-    key = (
-        id(family),
+    capacity: EngineCapacity = _trtllm.sizing(family, size).engine_capacity(
         model,
-        "trtllm-v2",
-        size,
-        tp_size,
-        speculative,
-        max_batch_size,
-        max_num_tokens,
-        max_seq_len,
+        budget_bytes,
+        engine="trtllm-v2",
+        max_seq_len=max_seq_len,
+        max_num_tokens=max_num_tokens,
+        speculative=speculative,
+        tp_size=tp_size,
+        max_batch_size=max_batch_size,
     )
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is family:
-        target, costs = cast("tuple[ManagerCost, dict[str, ManagerCost]]", hit[1])
-    else:
-        target, costs = _trtllm.target_cost(
-            family,
-            model,
-            speculative=speculative,
-            max_batch_size=max_batch_size,
-            max_num_tokens=max_num_tokens,
-            max_seq_len=max_seq_len,
-            tp_size=tp_size,
-            block_size=size,
-        )
-        _remember(key, family, (target, costs))
-    _positive("budget_bytes", budget_bytes)
-    # The whole budget is the target's unless a separate draft pool takes a share.
-    budget = budget_bytes if len(costs) == 1 else _trtllm.target_budget(budget_bytes, costs)
-    tokens = target.max_tokens(budget)
-    if tokens is None:  # nothing grows with history: every request reaches max_seq_len
-        tokens = max_batch_size * max_seq_len
-    request_bytes = (
-        max_seq_len * target.slope
-        + target.per_request
-        + min(max_seq_len, max_num_tokens) * target.ctx_swa
-    )
-    # At most B requests are resident, whatever the tokens would allow.
-    concurrency = min(tokens / max_seq_len, float(max_batch_size))
-    return _new(EngineCapacity, (tokens, concurrency, request_bytes, tokens // size))
+    return capacity

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 from kvgen.engines_core import UNMODELLED, NotModelled
+from kvgen.facts import DTYPE_BYTES
 
 if TYPE_CHECKING:
     from kvgen.spec import Family, LayerKind, LayerStack, Model
 
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 __all__ = ["DTYPE_BYTES", "CachedLayer", "NotModelled", "cached_layers", "stack_layers"]
 
 
@@ -50,9 +50,8 @@ def _state_bytes(kind: LayerKind, dtype: str) -> int:
     if dims is None:
         return kind.state_bytes or 0
     from kvgen.recurrent import recurrent_state
-    from kvgen.shapes import element_bytes
 
-    state = recurrent_state(dims, dtype, 1, element_bytes)
+    state = recurrent_state(dims, dtype, 1)
     return state.conv + state.ssm
 
 

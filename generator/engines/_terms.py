@@ -119,7 +119,7 @@ def _trtllm_terms(
     max_batch_size: int,
     speculative: str,
 ) -> list[PolicyTerm]:
-    target, _costs = _trtllm.target_cost(
+    target = _trtllm.target_terms(
         family,
         model,
         speculative=speculative,
@@ -131,12 +131,12 @@ def _trtllm_terms(
     )
     state = sum(lay.state_bytes for lay in cached_layers(family, family.model(model)))
     terms = []
-    if target.per_request > state:
+    if target["per_request"] > state:
         terms.append(
             PolicyTerm(
                 "swa_pages_per_request",
-                f"{max_batch_size} x {target.per_request - state:,} bytes of sliding pages "
-                f"+ {max_num_tokens} x {target.ctx_swa:,} bytes of context",
+                f"{max_batch_size} x {target['per_request'] - state:,} bytes of sliding pages "
+                f"+ {max_num_tokens} x {target['ctx_swa']:,} bytes of context",
             )
         )
     if state:

@@ -13,18 +13,40 @@ concurrency; kvgen reads its numbers as:
 
 from __future__ import annotations
 
+import types
 from typing import TYPE_CHECKING
 
-from kvgen.costmodel import ManagerCost, RuntimeParams, cache_costs, split_budget
 from kvgen.engines_core import UNMODELLED, NotModelled
 
 if TYPE_CHECKING:
     from kvgen.spec import Family
 
 DEFAULT_MAX_BATCH_SIZE = 8  # kvgen's comparison default, not the engine's
+_SIZING_BOUND = 256
+# Per (family object, page size): the family's sizing module, bound in memory.
+_SIZING: dict[tuple[int, int], tuple[Family, types.ModuleType]] = {}
 
 
-def target_cost(
+def sizing(family: Family, block_size: int) -> types.ModuleType:
+    """The sizing interpreter bound to ``family``'s tables at ``block_size`` tokens per page:
+    the static model every generated module binds, so the engine row and the module agree."""
+    from kvgen.sizing_context import bound_module  # the render side: only when asked
+
+    key = (id(family), block_size)
+    hit = _SIZING.get(key)
+    if hit is not None and hit[0] is family:
+        return hit[1]
+    tables = family
+    if block_size != family.tokens_per_block:
+        tables = family.model_copy(update={"tokens_per_block": block_size})
+    module = bound_module(tables)
+    if len(_SIZING) >= _SIZING_BOUND:
+        _SIZING.clear()
+    _SIZING[key] = (family, module)
+    return module
+
+
+def target_terms(
     family: Family,
     model_name: str,
     *,
@@ -34,25 +56,19 @@ def target_cost(
     max_seq_len: int,
     tp_size: int,
     block_size: int,
-) -> tuple[ManagerCost, dict[str, ManagerCost]]:
-    """The target manager's static cost (and every manager's) at ``block_size`` tokens/page.
+) -> dict[str, int]:
+    """The target manager's named static terms (§4) at ``block_size`` tokens/page.
     NotModelled for cross-attention layers: the engine sizes their encoder cache in a cross KV
     cache manager of its own (docs/cost-model.md §4)."""
     model = next((m for m in family.models if m.name == model_name), None)
     if model is not None and any(k.attention == "cross" for k in model.layer_kinds.values()):
         raise NotModelled(f"{model_name}: {UNMODELLED['cross']}", "cross")
-    if block_size != family.tokens_per_block:
-        family = family.model_copy(update={"tokens_per_block": block_size})
-    params = RuntimeParams(
+    terms: dict[str, dict[str, int]] = sizing(family, block_size).cost_terms(
+        model_name,
+        speculative=speculative,
         max_batch_size=max_batch_size,
         max_num_tokens=max_num_tokens,
         max_seq_len=max_seq_len,
         tp_size=tp_size,
     )
-    costs = cache_costs(family, model_name, speculative, params)
-    return costs["target"], costs
-
-
-def target_budget(budget_bytes: int, costs: dict[str, ManagerCost]) -> int:
-    """The target's share of the budget (a separate draft pool takes its own, §6)."""
-    return split_budget(budget_bytes, costs)["target"]
+    return terms["target"]

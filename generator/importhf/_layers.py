@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvgen.codes import hf as codes
+from kvgen.facts import DTYPE_BYTES
 from kvgen.importhf._config import Abort, Config, field_spelling
 from kvgen.spec import MAX_STATE_BYTES
 
@@ -20,7 +21,6 @@ __all__ = [
 ]
 
 _DTYPES = {"bfloat16": ("bf16", 2), "float16": ("fp16", 2), "float32": ("fp32", 4)}
-_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 _LAYER_TYPES = {
     "full_attention": "full",
     "attention": "full",
@@ -546,7 +546,7 @@ def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
         )
         raise Abort
     if override is not None:
-        bytes_ = _DTYPES[model_dtype][1] if model_dtype else _DTYPE_BYTES.get(override, 2)
+        bytes_ = _DTYPES[model_dtype][1] if model_dtype else DTYPE_BYTES.get(override, 2)
         return override, "kvgen import-hf --kv-cache-dtype", bytes_
     if model_dtype is None:
         cfg.diag(

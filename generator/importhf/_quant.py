@@ -4,26 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kvgen.facts import DS_MLA_SCALE_BLOCK, INDEX_SCALE_BLOCK, MX_BLOCK, SCALED_DTYPES
 from kvgen.importhf._layers import Kind
 
 __all__ = ["layout_misfit"]
-
-MX_BLOCK = 32
-FP32_SCALE_BLOCK = 128
-SCALED = frozenset(
-    {"nvfp4", "fp8_per_token_head", "int8_per_token_head", "mxfp8", "mxfp4", "fp8_ds_mla"}
-)
 
 
 def layout_misfit(kinds: Sequence[Kind], dtype: str) -> tuple[str, str] | None:
     """(config field, why) when ``dtype`` cannot hold one of ``kinds``; None when it fits."""
     for kind in kinds:
-        if kind.index_head_dim is not None and kind.index_head_dim % FP32_SCALE_BLOCK:
+        if kind.index_head_dim is not None and kind.index_head_dim % INDEX_SCALE_BLOCK:
             return "index_head_dim", (
                 f"index_head_dim {kind.index_head_dim} is not a multiple of the indexer "
-                f"cache's {FP32_SCALE_BLOCK}-element scale block"
+                f"cache's {INDEX_SCALE_BLOCK}-element scale block"
             )
-        if dtype not in SCALED:
+        if dtype not in SCALED_DTYPES:
             continue
         if kind.attention == "recurrent":  # nvfp4 too: KV239 refuses any scaled state
             return "layer_types", f"{dtype} is an attention layout; recurrent states stay plain"
@@ -34,9 +29,9 @@ def layout_misfit(kinds: Sequence[Kind], dtype: str) -> tuple[str, str] | None:
                 if kind.attention == "none":
                     continue
                 return "kv_lora_rank", "fp8_ds_mla is an MLA-only layout; the model has no MLA"
-            if kind.kv_lora_rank % FP32_SCALE_BLOCK:
+            if kind.kv_lora_rank % DS_MLA_SCALE_BLOCK:
                 return "kv_lora_rank", (
-                    f"fp8_ds_mla needs kv_lora_rank a multiple of {FP32_SCALE_BLOCK}, "
+                    f"fp8_ds_mla needs kv_lora_rank a multiple of {DS_MLA_SCALE_BLOCK}, "
                     f"got {kind.kv_lora_rank}"
                 )
         elif dtype in ("mxfp8", "mxfp4"):

@@ -84,6 +84,9 @@ def main() -> None:
     request = json.load(sys.stdin)
     module = types.ModuleType("kvgen_review_committed")
     module.__file__ = request["path"]
+    if request.get("package"):  # a module that imports the runtime beside it in its folder
+        sys.path.insert(0, request["root"])
+        module.__package__ = request["package"]
     try:
         with open(request["path"], encoding="utf-8") as handle:
             code = compile(handle.read(), request["path"], "exec", dont_inherit=True)

@@ -8,7 +8,6 @@ import logging
 import subprocess
 import sys
 import tempfile
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from kvgen.loader import load_bytes
 from kvgen.review._git import GitTree
 from kvgen.review._types import Capacity, Deployment, Review
 from kvgen.spec import Family
+from kvgen.vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
 
 __all__ = [
     "Side",
@@ -33,6 +33,7 @@ log = logging.getLogger("kvgen")
 
 EVALUATOR = Path(evaluator.__file__)
 EVALUATE_TIMEOUT_S = 60
+COMMITTED_PACKAGE = "kvgen_committed"  # the output folder of the ref, in the child process
 
 
 @dataclass(frozen=True)
@@ -144,12 +145,12 @@ def render_module(side: Side, tag: str, deployment: Deployment) -> None:
     file another process could swap, and nothing read from the ref but the spec.
     """
     from kvgen.render import SpecInput, render
+    from kvgen.vendored import exec_sizing
 
     name = side.family.family
     text = render([SpecInput(side.path, side.raw, side.family)])[f"{name}/sizing.py"]
-    module = types.ModuleType(f"kvgen_review_{tag}_{name}")
-    module.__file__ = f"<{tag}:{name}/sizing.py>"
-    exec(compile(text, module.__file__, "exec", dont_inherit=True), module.__dict__)
+    filename = f"<{tag}:{name}/sizing.py>"
+    module = exec_sizing(text, filename, f"kvgen_review_{tag}", name)
     data = evaluator.evaluate(module, vars(deployment), _native(side))
     side.evaluation = _evaluation(data, module.__file__)
     side.module_text = text
@@ -168,8 +169,15 @@ def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deplo
     if raw is None:
         return False
     label = f"{tree.ref}:{path.as_posix()}"
+    # The runtime the module imports lies beside it at the ref (older modules held their own).
+    runtime = {
+        rel: tree.read(out_dir / RUNTIME_PACKAGE / rel)
+        for rel in ("__init__.py", *(f"{module}.py" for module in RUNTIME_MODULES))
+    }
+    files = {f"{name}/sizing.py": raw}
+    files.update({f"{RUNTIME_PACKAGE}/{rel}": text for rel, text in runtime.items() if text})
     try:
-        data = _run_isolated(raw, deployment, _native(side), label)
+        data = _run_isolated(files, f"{name}/sizing.py", deployment, _native(side), label)
         evaluation = _evaluation(data, label)
     except ValueError as exc:
         log.warning("%s does not answer today's API (%s); rendering the spec instead", label, exc)
@@ -181,13 +189,25 @@ def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deplo
     return True
 
 
-def _run_isolated(raw: bytes, deployment: Deployment, native: dict[str, int], label: str) -> Any:
-    """Run ``_evaluate.py`` as ``python -I`` on ``raw``; its JSON answer (``ValueError`` if
-    it fails, times out or answers anything but JSON)."""
+def _run_isolated(
+    files: dict[str, bytes], sizing: str, deployment: Deployment, native: dict[str, int], label: str
+) -> Any:
+    """Run ``_evaluate.py`` as ``python -I`` on the module ``sizing`` of an output folder made
+    of ``files`` (its runtime beside it); its JSON answer (``ValueError`` if it fails, times
+    out or answers anything but JSON)."""
     with tempfile.TemporaryDirectory(prefix="kvgen-review-") as tmp:
-        module = Path(tmp) / "sizing.py"
-        module.write_bytes(raw)
-        request = {"path": str(module), "deployment": vars(deployment), "native": native}
+        folder = Path(tmp) / COMMITTED_PACKAGE
+        for rel, text in files.items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_bytes(text)
+        module = folder / sizing
+        request = {
+            "path": str(module),
+            "root": tmp,
+            "package": f"{COMMITTED_PACKAGE}.{module.parent.name}",
+            "deployment": vars(deployment),
+            "native": native,
+        }
         try:
             result = subprocess.run(
                 [sys.executable, "-I", "-S", "-c", EVALUATOR.read_text(encoding="utf-8")],

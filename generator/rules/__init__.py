@@ -18,9 +18,7 @@ __all__ = [
     "RETIRED",
     "RuleInfo",
     "all_codes",
-    "all_rules",
     "find_code",
-    "find_rule",
     "lint_rules",
     "unknown_code",
 ]
@@ -105,7 +103,3 @@ def unknown_code(code_or_name: str) -> str:
     wanted = code_or_name.strip()
     hint = did_you_mean(wanted.upper() if wanted[:2].lower() == "kv" else wanted, choices)
     return f"unknown code {code_or_name!r}{hint}; see 'kvgen lint --list-rules'"
-
-
-all_rules = all_codes  # the names the lint API has always had
-find_rule = find_code

@@ -28,14 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from kvgen.facts import DS_MLA_SCALE_BLOCK, INDEX_SCALE_BLOCK, MX_BLOCK
 from kvgen.rules._base import Finding, RuleContext, derived_head_dim
 
 CODE = "KV237"
 NAME = "scale-block-element-count"
 SEVERITY = "error"
-
-MX_BLOCK = 32
-FP32_SCALE_BLOCK = 128
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:
@@ -43,19 +41,19 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
         layer = kind.kind
         if layer.attention in ("none", "recurrent"):
             continue
-        if layer.index_head_dim is not None and layer.index_head_dim % FP32_SCALE_BLOCK:
+        if layer.index_head_dim is not None and layer.index_head_dim % INDEX_SCALE_BLOCK:
             yield Finding(
                 (*kind.loc, "index_head_dim"),
                 f"{kind.label} has index_head_dim {layer.index_head_dim}, not a multiple of "
-                f"the indexer cache's {FP32_SCALE_BLOCK}-element fp32 scale block",
+                f"the indexer cache's {INDEX_SCALE_BLOCK}-element fp32 scale block",
                 "copy index_head_dim from the model's config.json",
             )
         if kind.dtype == "fp8_ds_mla" and layer.kv_lora_rank is not None:
-            if layer.kv_lora_rank % FP32_SCALE_BLOCK:
+            if layer.kv_lora_rank % DS_MLA_SCALE_BLOCK:
                 yield Finding(
                     (*kind.loc, "kv_lora_rank"),
                     f"{kind.label} is fp8_ds_mla but kv_lora_rank {layer.kv_lora_rank} is not "
-                    f"a multiple of its {FP32_SCALE_BLOCK}-element fp32 scale block",
+                    f"a multiple of its {DS_MLA_SCALE_BLOCK}-element fp32 scale block",
                     "check kv_lora_rank, or give this kind another 'dtype'",
                 )
             continue

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kvgen import facts
+from kvgen.facts import DCP_ATTENTION
 from kvgen.runtime._tables import FamilyTables, LayerStack
 
 __all__ = ["DecodeContextParallel", "check_dcp"]
 
 # Kinds DCP shards (full) or leaves whole on every rank (recurrent, none); the engines refuse
-# decode context parallelism with any other attention (vLLM SlidingWindowSpec).
-_ALLOWED = ("full", "recurrent", "none")
+# decode context parallelism with any other attention (vLLM SlidingWindowSpec): a fact.
+_ALLOWED = DCP_ATTENTION
 
 
 class DecodeContextParallel(NamedTuple):
@@ -70,29 +72,13 @@ def check_dcp(
     if d == 1:
         return
     if attention_dp:
-        raise ValueError(
-            f"dcp_size {d} shards the KV cache over the TP ranks that hold copies of it; "
-            "attention_dp=True leaves every rank whole heads of its own requests "
-            "(use dcp_size=1 with attention_dp=True)"
-        )
+        raise ValueError(facts.dcp_with_attention_dp(d))
     if tp_size % d:
-        raise ValueError(
-            f"tp_size {tp_size} must be divisible by dcp_size {d}: the DCP group is carved "
-            "from the TP group"
-        )
+        raise ValueError(facts.dcp_outside_tp(tp_size, d))
     for stack in stacks:
         for name, kind in stack.kinds.items() if stack is not None else ():
             if kind.attention not in _ALLOWED:
-                raise ValueError(
-                    f"dcp_size {d} shards full-attention caches only; layer kind {name!r} is "
-                    f"{kind.attention} attention, which the engines refuse under decode "
-                    "context parallelism (use dcp_size=1)"
-                )
+                raise ValueError(facts.dcp_attention(d, name, kind.attention))
             heads = kind.kv_heads
             if heads and (tp_size <= heads or d > tp_size // heads):
-                raise ValueError(
-                    f"dcp_size {d} needs {d} TP ranks holding copies of each KV head, but "
-                    f"layer kind {name!r} splits {heads} KV heads over tp_size {tp_size}: "
-                    f"dcp_size must be <= tp_size // kv_heads = {tp_size // heads} "
-                    "(and tp_size > kv_heads)"
-                )
+                raise ValueError(facts.dcp_heads(d, name, heads, tp_size))

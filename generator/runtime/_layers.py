@@ -6,6 +6,8 @@ import math
 from typing import NamedTuple
 
 import torch
+from kvgen import facts
+from kvgen.facts import DS_MLA_SCALE_BLOCK, INDEX_SCALE_BLOCK, MX_BLOCK, NVFP4_BLOCK
 from kvgen.runtime._pages import ceil_div
 from kvgen.runtime._tables import LayerKind, LayerStack
 
@@ -18,15 +20,10 @@ TORCH_DTYPES = {
     "fp8": torch.float8_e4m3fn,
 }
 NVFP4_SCALE = torch.float8_e4m3fn  # one FP8 block scale per 16 NVFP4 elements
-NVFP4_BLOCK = 16
 # OCP MX: one power-of-two (e8m0) scale byte per 32 elements; raw bytes before torch 2.7.
 MX_SCALE: torch.dtype = getattr(torch, "float8_e8m0fnu", torch.uint8)
-MX_BLOCK = 32
 # Per (token, head) scales: one fp32 beside each head's row of 8-bit elements.
 PER_TOKEN_HEAD = {"fp8_per_token_head": torch.float8_e4m3fn, "int8_per_token_head": torch.int8}
-# FlashMLA's fp8_ds_mla (vLLM flashmla_sparse.py) and DeepSeek-V3.2's indexer key cache
-# (vLLM DeepseekV32IndexerCache): fp8 elements with an fp32 scale per 128 of them.
-FP32_SCALE_BLOCK = 128
 
 # A typed per-token buffer of a layer: (view name, element dtype, shape per token).
 Buffer = tuple[str, torch.dtype, tuple[int, ...]]
@@ -80,7 +77,7 @@ def _latent(kind: LayerKind) -> list[Buffer]:
     scales and a bf16 RoPE part (512 + 16 + 128 = 656 B for DeepSeek-V3.2)."""
     if kind.dtype != "fp8_ds_mla":
         return _typed("latent", kind.dtype, (kind.kv_lora_rank + kind.qk_rope_head_dim,))
-    scales = (ceil_div(kind.kv_lora_rank, FP32_SCALE_BLOCK),)
+    scales = (ceil_div(kind.kv_lora_rank, DS_MLA_SCALE_BLOCK),)
     return [
         ("latent", torch.float8_e4m3fn, (kind.kv_lora_rank,)),
         ("latent_scale", torch.float32, scales),
@@ -98,7 +95,7 @@ def _buffers(kind: LayerKind, tp_size: int) -> tuple[Buffer, ...]:
         # MLA: one latent buffer, never split by tensor parallelism.
         out += _latent(kind)
         if kind.index_head_dim:
-            scales = (ceil_div(kind.index_head_dim, FP32_SCALE_BLOCK),)
+            scales = (ceil_div(kind.index_head_dim, INDEX_SCALE_BLOCK),)
             out.append(("index_k", torch.float8_e4m3fn, (kind.index_head_dim,)))
             out.append(("index_k_scale", torch.float32, scales))
     else:
@@ -123,10 +120,7 @@ def mamba_bytes(kind: LayerKind, tp_size: int) -> tuple[int, int, int]:
     heads_name = "num_heads" if kind.n_groups else "d_inner"  # no groups: a Mamba-1 kind
     for what, value in ((heads_name, kind.ssm_heads), ("conv_dim", conv_dim)):
         if value % tp_size:
-            raise ValueError(
-                f"tp_size {tp_size} does not divide {what} {value} of the recurrent kind; "
-                "the engine splits the state evenly (use a divisor, or attention_dp=True)"
-            )
+            raise ValueError(facts.uneven_state(tp_size, what, value))
     heads = kind.ssm_heads // tp_size
     conv = _element_bytes(kind.dtype, conv_dim // tp_size * (kind.d_conv - 1))
     ssm = _element_bytes(kind.ssm_dtype or kind.dtype, heads * kind.ssm_head_dim * kind.d_state)

@@ -1,15 +1,18 @@
 """The runtime page model (docs/cost-model.md §2, §3): pages held per life cycle, headroom.
 
 These are the shim's own derivations from the page rules of the runtime, written apart from
-the static cost model (``kvgen.costmodel`` and the generated sizing modules) on purpose: the
-diff suite compares the two, which only means something while neither uses the other.
+the static cost model (``kvgen.sizing_core``, which the generated sizing modules bind) on
+purpose: the diff suite compares the two, which only means something while neither uses the
+other.
 """
 
 from __future__ import annotations
 
 import operator
-import struct
 from typing import NamedTuple
+
+from kvgen import facts
+from kvgen.facts import float32
 
 __all__ = [
     "TWO_MODEL_MODES",
@@ -26,7 +29,7 @@ __all__ = [
 ]
 
 # Modes whose drafter keeps its own engine: the target only verifies K draft tokens a step.
-TWO_MODEL_MODES = ("eagle3_two_model", "mtp_eagle_two_model", "draft_target_two_model", "ngram")
+TWO_MODEL_MODES = facts.TWO_MODEL_MODES
 
 
 def integer(value: object) -> int | None:
@@ -116,20 +119,6 @@ class Headroom(NamedTuple):
 
 
 def mode_headroom(mode: str, max_draft_len: int, tree_draft_tokens: int | None) -> Headroom:
-    """(E, draft slots, D) of one speculative mode with K = ``max_draft_len``."""
-    k = max_draft_len
-    if mode == "none":
-        return Headroom(0, 0, 0)
-    if mode in TWO_MODEL_MODES:
-        return Headroom(0, k, 0)
-    if mode == "pard":
-        return Headroom(k - 1, 2 * k - 1, 0)  # K drafts padded to 2K-1 slots: 2K tokens a step
-    if mode == "eagle3" and tree_draft_tokens is not None:
-        return Headroom(k - 1, tree_draft_tokens, 1)
-    return Headroom(k - 1, k, {"eagle3": 1, "mtp_eagle": 1, "mtp": k}.get(mode, 0))
-
-
-def float32(value: float) -> float:
-    """``value`` rounded to a float32, as the runtime compares its resume watermark."""
-    rounded: float = struct.unpack("f", struct.pack("f", value))[0]
-    return rounded
+    """(E, draft slots, D) of one speculative mode with K = ``max_draft_len`` (the mode table
+    is a fact, ``kvgen.facts.HEADROOM``; the pages it implies are derived here)."""
+    return Headroom(*facts.mode_headroom(mode, max_draft_len, tree_draft_tokens))

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import torch
+from kvgen import facts
 from kvgen.runtime._dcp import DecodeContextParallel, check_dcp
 from kvgen.runtime._errors import (
     AllocatorError,
@@ -365,10 +366,7 @@ class KVCacheShim(Reports):
             (k.encoder_tokens for k in stack.kinds.values() if k.attention == "cross"), default=0
         )
         if not most:
-            raise ValueError(
-                f"encoder_tokens is only for models with cross-attention layers; "
-                f"{self.model} has none"
-            )
+            raise ValueError(facts.no_encoder(self.model))
         number = integer(value)
         if number is None or not 1 <= number <= most:
             raise ValueError(f"encoder_tokens must be an int in [1, {most}], got {value!r}")

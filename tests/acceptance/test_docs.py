@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from kvgen.cli import build_parser
-from kvgen.rules import all_rules
+from kvgen.rules import all_codes
 
 REPO = Path(__file__).resolve().parents[2]
 CITATION = re.compile(r"docs/[A-Za-z0-9_./-]+?\.md")
@@ -55,7 +55,7 @@ def cli_texts() -> dict[str, str]:
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.dest == "command")
     texts = {f"kvgen {name} -h": sub.format_help() for name, sub in subparsers.choices.items()}
-    texts.update({f"kvgen explain {rule.code}": rule.doc for rule in all_rules()})
+    texts.update({f"kvgen explain {rule.code}": rule.doc for rule in all_codes()})
     plan = subprocess.run(
         [sys.executable, "-m", "kvgen", "-q", "plan", "gemma3", "gemma3_27b", "--gpu-memory",
          "80GiB", "--speculative", "draft_1b"],

@@ -205,7 +205,7 @@ def test_missing_generated_module_says_run_generate(project, capsys):
     assert (code, out) == (2, "")
     assert err == (
         "kvgen: error: generated/gemma9/sizing.py not found (generated families: "
-        + ", ".join(sorted(p.name for p in Path("generated").iterdir() if p.is_dir()))
+        + ", ".join(sorted(p.parent.name for p in Path("generated").glob("*/sizing.py")))
         + "): run `kvgen generate` to create it\n"
     )
 

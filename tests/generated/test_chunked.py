@@ -5,10 +5,11 @@ static estimate of a chunked layer goes wrong (each one fails the diff against t
 from __future__ import annotations
 
 import pytest
-from kvgen import costmodel, shapes
 from kvgen.engines import NotModelled, engine_capacity
 from kvgen.loader import load_family
 
+from tests.reference import costmodel
+from tests.reference import layers as shapes
 from tests.workloads import (
     FIXTURE_SPECS,
     ROOT,

@@ -12,9 +12,9 @@ and the engines' refusals in all three implementations.
 from __future__ import annotations
 
 import pytest
-from kvgen import costmodel
 from kvgen.loader import load_family
 
+from tests.reference import costmodel
 from tests.workloads import (
     FIXTURE_SPECS,
     ROOT,

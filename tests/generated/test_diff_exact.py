@@ -9,10 +9,10 @@ reuse, the overlap slack). The generic ``kvgen.costmodel`` answers the same.
 from __future__ import annotations
 
 import pytest
-from kvgen import costmodel
 from kvgen.loader import load_family
 
 from tests.diff_report import param_sets
+from tests.reference import costmodel
 from tests.workloads import FIXTURE_SPECS, ROOT, render_family
 
 PAGE_FIXTURES = FIXTURE_SPECS / "pages"

@@ -230,7 +230,7 @@ def test_6_window_override_on_a_full_layer(render, family):
 def test_7_draft_cost_as_total_minus_target(render, family):
     """The draft pool's own shape (a single SWA pool, rounded for resume) is lost when its cost
     is taken as cost(target + draft layers) - cost(target)."""
-    from kvgen import costmodel
+    from tests.reference import costmodel
 
     params = PARAMS
     model = family.models[0]

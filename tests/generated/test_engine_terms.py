@@ -2,12 +2,12 @@
 engine_terms=True)`` in the sizing interpreter and ``costmodel.engine_terms`` name them, derived
 by hand here, and neither moves ``cache_costs`` nor any quota.
 
-Numbers come from tests/fixtures/sizing_core_example.yaml (the tables ``kvgen.sizing_core``
-holds as source), tpb = 16: ``hybrid`` = 6 layers of [local, ssm, global, mlp]; local is
-sliding w=64 with 4 sinks, b = 2*2*8*2 = 64 (2 layers: 128 B per token); global is full,
-b = 2*4*8*1 = 64 (the slope); ssm holds 1000 B of state per request (2 layers); mlp no cache.
-``latent`` = 3 MLA layers of (64+16)*2 + 8 = 168 B. max_util_for_resume 0.95 is the float32
-0.949999988079071.
+Numbers come from tests/fixtures/sizing_core_example.yaml (bound in memory to the interpreter,
+``tests.sizing_support.example_module``), tpb = 16: ``hybrid`` = 6 layers of [local, ssm,
+global, mlp]; local is sliding w=64 with 4 sinks, b = 2*2*8*2 = 64 (2 layers: 128 B per
+token); global is full, b = 2*4*8*1 = 64 (the slope); ssm holds 1000 B of state per request
+(2 layers); mlp no cache. ``latent`` = 3 MLA layers of (64+16)*2 + 8 = 168 B.
+max_util_for_resume 0.95 is the float32 0.949999988079071.
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ import math
 from pathlib import Path
 
 import pytest
-from kvgen import costmodel
-from kvgen import sizing_core as core
 from kvgen.loader import load_family
 
-from tests.sizing_support import import_generated
+from tests.reference import costmodel
+from tests.sizing_support import example_module, import_generated
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "tests" / "fixtures" / "sizing_core_example.yaml"
@@ -29,6 +28,7 @@ FAMILIES = sorted(p.stem for p in (REPO / "schema" / "families").glob("*.yaml"))
 KW = {"max_batch_size": 4, "max_num_tokens": 64, "max_seq_len": 1024}
 U32 = 0.949999988079071
 ENGINE = set(costmodel.ENGINE_TERMS)
+core = example_module()
 
 
 def both(model: str, speculative: str = "none", **kw: object) -> dict[str, dict[str, int]]:

@@ -1,4 +1,4 @@
-"""``engine_capacity`` in the generated sizing modules (kvgen.engines_core inlined there).
+"""``engine_capacity`` in the generated sizing modules (the engine policies they bind).
 
 The generated module answers from its own tables, without kvgen: every golden of
 tests/fixtures/engines/ (numbers vLLM 0.33.0's and SGLang 0.5.23's own code produced) must come
@@ -9,6 +9,7 @@ out of it exactly, as they come out of ``kvgen.engines`` (tests/test_engines.py)
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from functools import cache
@@ -18,7 +19,7 @@ from types import ModuleType
 import pytest
 from kvgen.engines import EngineCapacity, engine_capacity
 
-from tests.sizing_support import import_generated, render_sizing
+from tests.sizing_support import example_module, import_generated, render_sizing
 from tests.unit.test_engines import GIB40, case_id, family
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,32 +160,32 @@ def test_generated_bad_arguments_name_the_argument(kwargs: dict, message: str, t
     assert message in str(err.value)
 
 
-def test_generated_module_imports_nothing_but_the_stdlib() -> None:
-    path = ROOT / "generated" / "qwen3_next" / "sizing.py"
+def test_generated_module_imports_nothing_but_the_stdlib(tmp_path: Path) -> None:
+    # Vendoring is copying the output folder: a copy under another name, imported with only
+    # the standard library on sys.path (-I -S: no site-packages, no kvgen), answers alone.
+    shutil.copytree(ROOT / "generated", tmp_path / "vendored_kv")
     code = (
-        "import importlib.util, sys\n"
-        f"spec = importlib.util.spec_from_file_location('m', {str(path)!r})\n"
-        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from vendored_kv.qwen3_next import sizing as m\n"
         "m.engine_capacity('qwen3_next_80b_a3b', 40 << 30, engine='vllm', max_seq_len=8192,"
         " max_num_tokens=8192)\n"
         "print(sorted(n for n in sys.modules if n.split('.')[0] in ('kvgen', 'torch')))"
     )
     out = subprocess.run(
-        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
 
 
 def test_engines_core_runs_as_source_on_the_example_family() -> None:
-    # kvgen.engines_core holds the engine rows of tests/fixtures/sizing_core_example.yaml:
+    # kvgen.engines_core bound to the engine rows of tests/fixtures/sizing_core_example.yaml:
     # "hybrid" has attention sinks and "latent" a synthetic byte shape, which no engine
     # model covers; "trtllm-v2" answers from kvgen.sizing_core's tables. hybrid at B = 8,
     # N = 64, S = 1,024: slope 64 (global), per_request = 6 pages x 16 x 128 + 2,000 = 14,288,
     # ctx_swa 128, plus one reserved row of recurrent state (the CUDA-graph padding slot,
     # docs/cost-model.md §8) = 2,000; quota 1 MiB: room = 1,048,576 - 8 x 14,288 - 2,000 =
     # 932,272 > 64 x 192, so tokens = 64 + (932,272 - 12,288) // 64 = 64 + 14,374 = 14,438.
-    from kvgen import engines_core as core
-
+    core = example_module()
     kw = {"max_seq_len": 1024, "max_num_tokens": 64}
     with pytest.raises(core.NotModelled, match="attention sinks"):
         core.engine_capacity("hybrid", 1 << 20, engine="vllm", **kw)

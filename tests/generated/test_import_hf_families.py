@@ -9,12 +9,12 @@ cite the same fields beside every number."""
 from __future__ import annotations
 
 import pytest
-from kvgen import costmodel
 from kvgen.importhf import import_config
 from kvgen.lint import lint_loaded
 from kvgen.loader import load_bytes, load_family
-from kvgen.shapes import pp_layer_range, stack_layers
 
+from tests.reference import costmodel
+from tests.reference.layers import pp_layer_range, stack_layers
 from tests.workloads import ROOT
 
 HF = ROOT / "tests" / "fixtures" / "hf"

@@ -14,9 +14,9 @@ import json
 import textwrap
 
 import pytest
-from kvgen import shapes
 from kvgen.engines import NotModelled, engine_capacity
 
+from tests.reference import layers as shapes
 from tests.sizing_support import Implementation, family_from_text
 from tests.workloads import DiffError, Harness, render_family, run_adversarial
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from kvgen import costmodel
 from kvgen.lint import lint_family
 from kvgen.loader import SourceMap, load_family
 
+from tests.reference import costmodel
 from tests.sizing_support import Implementation, family_from_text
 from tests.workloads import ROOT, render_family
 

@@ -11,10 +11,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from kvgen import costmodel
 from kvgen.lint import lint_family
 from kvgen.loader import SourceMap, load_bytes, load_family
 
+from tests.reference import costmodel
 from tests.sizing_support import family_from_text, import_generated
 from tests.workloads import render_family
 

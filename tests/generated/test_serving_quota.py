@@ -14,11 +14,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from kvgen import costmodel
 from kvgen.loader import load_family
 from kvgen.runtime._pages import chunk_live_pages, live_pages
 
 from tests.diff_report import _longest_window
+from tests.reference import costmodel
 from tests.workloads import (
     FIXTURE_SPECS,
     ROOT,

@@ -1,9 +1,10 @@
-"""The generated sizing modules and the generic cost model agree on every shipped family.
+"""The generated sizing modules and the layer-by-layer reference agree on every shipped family.
 
-The generic model (generator/costmodel.py) walks layers one by one; the generated module
-(the family's tables and the kvgen.sizing_core interpreter) aggregates per layer kind. Two
-independent derivations of docs/cost-model.md §4 that must give the same bytes for every
-model, profile and runtime option.
+kvgen has one static model, the interpreter (``kvgen.sizing_core``) each generated module binds
+to its tables; it aggregates per layer kind. ``tests/reference/costmodel.py`` walks layers one
+by one: a second opinion kept for the tests, next to the oracles (the hand derivations, the
+runtime diff and the engine goldens). Both must give the same bytes for every model, profile
+and runtime option.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import itertools
 from pathlib import Path
 
 import pytest
-from kvgen import costmodel
 from kvgen.loader import load_family
 
+from tests.reference import costmodel
 from tests.sizing_support import import_generated
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import pytest
 from kvgen.cli import main
 from kvgen.exits import UsageError
 from kvgen.lint import lint_paths
-from kvgen.rules import find_rule
+from kvgen.rules import find_code
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parents[1] / "lint_corpus"
@@ -72,7 +72,7 @@ def test_bad_spec_reports_exact_codes_and_positions(path, tmp_path, monkeypatch,
         out, err = capsys.readouterr()
     found = json.loads(out)
     assert sorted(f"{d['code']} {d['line']}:{d['col']}" for d in found) == expected(path)
-    has_error = any(find_rule(e.split()[0]).severity == "error" for e in expected(path))
+    has_error = any(find_code(e.split()[0]).severity == "error" for e in expected(path))
     assert rc == (1 if has_error else 0)
     assert "Traceback" not in err
     assert all(d["path"] == path.as_posix() for d in found)

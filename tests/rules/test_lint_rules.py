@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from kvgen.cli import main
 from kvgen.lint import lint_family
 from kvgen.loader import SourceMap
-from kvgen.rules import LINT_RULE_MODULES, RETIRED, all_rules, find_rule, lint_rules
+from kvgen.rules import LINT_RULE_MODULES, RETIRED, all_codes, find_code, lint_rules
 from kvgen.spec import DTYPES, SPECULATIVE_MODES, Family
 from pydantic import ValidationError
 
@@ -31,7 +31,7 @@ def test_every_rule_module_is_registered():
 
 
 def test_codes_are_unique_sequential_and_never_retired():
-    codes = [rule.code for rule in all_rules()]
+    codes = [rule.code for rule in all_codes()]
     assert len(codes) == len(set(codes))
     assert not set(codes) & set(RETIRED)
     lint = [int(rule.code[2:]) for rule in lint_rules()]
@@ -43,13 +43,13 @@ def test_codes_are_unique_sequential_and_never_retired():
 
 
 def test_names_are_unique_kebab_case():
-    names = [rule.name for rule in all_rules()]
+    names = [rule.name for rule in all_codes()]
     assert len(names) == len(set(names))
     assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name) for name in names)
 
 
 def test_every_code_documents_what_why_example_fix():
-    for rule in all_rules():
+    for rule in all_codes():
         positions = [rule.doc.find(section) for section in SECTIONS]
         assert -1 not in positions, rule.code
         assert positions == sorted(positions), rule.code
@@ -60,7 +60,7 @@ def test_explain_prints_the_rule_doc(capsys):
     assert main(["explain", "KV205"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("KV205 (undefined-pattern-kind) [error]\n\n")
-    assert find_rule("KV205").doc in out
+    assert find_code("KV205").doc in out
 
 
 def test_explain_knows_loader_codes_and_rule_names(capsys):
@@ -80,12 +80,12 @@ def test_explain_unknown_code_exits_2(capsys):
 def test_list_rules_lists_every_code_once(capsys):
     assert main(["lint", "--list-rules"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == [rule.code for rule in all_rules()]
-    last = max((r for r in all_rules() if r.code.startswith("KV4")), key=lambda r: r.code)
+    assert [line.split()[0] for line in lines] == [rule.code for rule in all_codes()]
+    last = max((r for r in all_codes() if r.code.startswith("KV4")), key=lambda r: r.code)
     assert lines[-1].split()[:4] == [last.code, last.severity, "diff", last.name]
-    kv3 = max((r for r in all_rules() if r.code.startswith("KV3")), key=lambda r: r.code)
+    kv3 = max((r for r in all_codes() if r.code.startswith("KV3")), key=lambda r: r.code)
     assert (
-        f" {kv3.severity:<7}  import-hf  " in lines[[r.code for r in all_rules()].index(kv3.code)]
+        f" {kv3.severity:<7}  import-hf  " in lines[[r.code for r in all_codes()].index(kv3.code)]
     )
 
 

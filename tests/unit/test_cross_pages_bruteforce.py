@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 from kvgen.runtime import allocator as rt
-from kvgen.shapes import cross_pages
+
+from tests.reference.layers import cross_pages
 
 TPBS = (16, 32, 64)
 # (mode, K): H = 1 (none), 5 (ngram, K = 4), 8 (one-model EAGLE3, K = 4), 11 (PARD, K = 4).

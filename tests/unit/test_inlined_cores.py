@@ -1,7 +1,7 @@
-"""The two cores that generation inlines into one sizing module must not define the same
-top-level name: the later definition would silently rebind the earlier one, and the sizing
-interpreter would call the engine policies' function (this happened once: both defined
-``_state_at_tp``)."""
+"""The two runtime modules that ``bind`` installs into one family's namespace must not define
+the same top-level name: the later one would silently rebind the earlier, and the sizing
+interpreter would call the engine policies' function (this happened once, when both were
+inlined into each module: both defined ``_state_at_tp``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 import kvgen.engines_core
 import kvgen.sizing_core
 
-# Names the engine core takes from the sizing core on purpose (it runs after it).
-SHARED = {"__all__"}
+# ``__all__`` grows by the engine core's names; ``bind`` is each module's own and is never
+# installed (``sizing_core._RUNTIME_ONLY``).
+SHARED = {"__all__", "bind"}
 
 
 def _top_level_names(path: str | None) -> set[str]:

@@ -1,6 +1,6 @@
 """Quantized KV layouts with their scales (docs/cost-model.md §1): the closed forms of
 ``kvgen.quant`` are the bytes an element-by-element packer lays out, the hand-derived figures
-of the engines' layouts hold, and the three implementations (``kvgen.costmodel``, the inlined
+of the engines' layouts hold, and the three implementations (``tests.reference.costmodel``, the
 ``kvgen.sizing_core`` and the shim's typed buffers) agree on every shape of a grid."""
 
 from __future__ import annotations
@@ -9,10 +9,14 @@ import itertools
 import math
 
 import pytest
-from kvgen import quant, shapes, sizing_core
+from kvgen import quant, sizing_core
+from kvgen import shapes as kvgen_shapes
+from kvgen.facts import DTYPE_BYTES
 from kvgen.runtime import _layers
 from kvgen.runtime._tables import LayerKind as RuntimeKind
 from kvgen.spec import LayerKind, LayerStack
+
+from tests.reference import layers
 
 PER_ELEMENT = ("fp32", "bf16", "fp16", "fp8", "nvfp4", "fp8_per_token_head",
                "int8_per_token_head", "mxfp8", "mxfp4")  # fmt: skip
@@ -22,8 +26,8 @@ def packed_bytes(dtype: str, heads: int, head_dim: int) -> int:
     """Lay ``heads`` x ``head_dim`` elements out one at a time, as a quantizing kernel writes
     them: element bits into whole bytes, a new block scale at every block start, one fp32 per
     head for the per-token-head layouts. Independent of the ceil formulas it checks."""
-    if dtype in quant.PLAIN_BYTES:
-        return heads * head_dim * quant.PLAIN_BYTES[dtype]
+    if dtype in DTYPE_BYTES:
+        return heads * head_dim * DTYPE_BYTES[dtype]
     bits, block, block_scale, head_scale = quant.LAYOUTS[dtype]
     data_bits = scale_bytes = 0
     index = 0
@@ -92,9 +96,9 @@ def _runtime_kind(kind: LayerKind) -> RuntimeKind:
 
 
 def _core_bytes(kind: LayerKind, tp: int) -> int:
-    """The inlined interpreter's bytes: MLA folded at generate time, heads at call time."""
+    """The interpreter's bytes: MLA folded at generate time, heads at call time."""
     if kind.kv_lora_rank is not None:
-        return shapes.mla_bytes(kind, kind.dtype or "bf16")
+        return kvgen_shapes.mla_bytes(kind, kind.dtype or "bf16")
     element = sizing_core._ELEMENT_CODES[kind.dtype or "bf16"]
     heads = -(-(kind.kv_heads or 0) // tp)
     return sizing_core._heads_bytes(heads, kind.head_dim or 0, element)
@@ -108,7 +112,7 @@ def test_costmodel_core_and_shim_agree(tp):
     )
     seen = 0
     for dtype, kind in _kinds():
-        static = shapes.kind_bytes_per_token(kind, stack, dtype, tp, shape_of=stack)
+        static = layers.kind_bytes_per_token(kind, stack, dtype, tp, shape_of=stack)
         buffers = _layers._buffers(_runtime_kind(kind), tp)
         shim = sum(math.prod(shape) * torch_dtype.itemsize for _n, torch_dtype, shape in buffers)
         assert static == shim == _core_bytes(kind, tp), (dtype, kind, tp)

@@ -1,7 +1,8 @@
-"""The sizing interpreter as source (``kvgen.sizing_core``) and as generation inlines it.
+"""The sizing interpreter as source (``kvgen.sizing_core``) and as generation binds it.
 
-The source holds the tables of tests/fixtures/sizing_core_example.yaml, so its functions are
-exercised directly here. Numbers are derived by hand from docs/cost-model.md (b = bytes per
+Here the interpreter is bound in memory to the tables of tests/fixtures/sizing_core_example.yaml
+(``kvgen.sizing_context.bound_module``), as every generated module binds its copy in the
+output folder to its own. Numbers are derived by hand from docs/cost-model.md (b = bytes per
 token of one layer, tpb = 16, pages(w, H) = ceil((w + H - 2) / tpb) + 1 + ceil(sinks / tpb)).
 Example family: ``hybrid`` = 6 layers of [local, ssm, global, mlp]; local: sliding w=64 with 4
 sinks, 2 heads x 8 bf16 -> b = 2*2*8*2 = 64; global: full, 4 heads x 8 fp8 -> b = 64; ssm:
@@ -10,6 +11,7 @@ sinks, 2 heads x 8 bf16 -> b = 2*2*8*2 = 64; global: full, 4 heads x 8 fp8 -> b 
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -19,19 +21,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kvgen import sizing_core as core
+from kvgen import engines_core, facts, sizing_core
 from kvgen.loader import load_bytes, load_family
-from kvgen.render import HEADER, SpecInput, _environment, family_context
-from kvgen.sizing_context import (
-    ENGINE_POLICIES_MARK,
-    ENGINE_ROWS_MARK,
-    ENGINE_TABLES_MARK,
-    INTERPRETER_MARK,
-    TABLES_MARK,
-    core_parts,
-    engine_parts,
-    sizing_context,
-)
+from kvgen.render import HEADER, ROOT_HEADER, SpecInput, _environment, family_context
+from kvgen.sizing_context import bound_module, sizing_context
 from kvgen.suggest import did_you_mean
 
 from tests.sizing_support import many_kinds_spec
@@ -68,68 +61,72 @@ def ruff() -> str:
     return shutil.which("ruff") or "ruff"
 
 
+core = bound_module(load_family(EXAMPLE))
+GENERATED = REPO / "generated"
+RUNTIME = GENERATED / "_kvgen_runtime"
+
+
 # --------------------------------------------------------------------------- one source
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "generated").glob("*/sizing.py")), ids=str)
-def test_every_generated_module_inlines_the_interpreter_verbatim(path):
-    parts = core_parts()
-    text = path.read_text(encoding="utf-8")
-    before, tables = text.split(TABLES_MARK)
-    assert before.endswith(parts.prelude.removesuffix(TABLES_MARK))
-    sizing, engines = tables.split(ENGINE_ROWS_MARK)
-    # Two blank lines between the two cores, as ruff lays out top-level statements.
-    assert sizing[sizing.index(INTERPRETER_MARK) :] == parts.interpreter + "\n\n"
-    # Then kvgen.engines_core verbatim, its example rows replaced by the family's.
-    rows, policies = engine_parts().rows, engine_parts().policies
-    assert (ENGINE_ROWS_MARK + engines).startswith(rows)
-    assert engines.endswith(policies)
-    assert engines.count(ENGINE_TABLES_MARK) == engines.count(ENGINE_POLICIES_MARK) == 1
+@pytest.mark.parametrize("path", sorted(GENERATED.glob("*/sizing.py")), ids=str)
+def test_every_generated_module_is_tables_and_a_binding_with_no_code_of_its_own(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+    imported = {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.level == 2}
+    assert imported == {
+        "_kvgen_runtime",
+        "_kvgen_runtime.sizing_core",
+        "_kvgen_runtime.engines_core",
+    }
+    calls = [ast.unparse(n) for n in tree.body if isinstance(n, ast.Expr)][-2:]
+    assert calls == ["_sizing.bind(globals())", "_engines.bind(globals())"]
 
 
-def test_the_source_tables_are_what_kvgen_renders_for_the_example_spec():
-    text = raw_render(spec_input(EXAMPLE))
-    tables = text[text.index(TABLES_MARK) + len(TABLES_MARK) : text.index(INTERPRETER_MARK)]
-    assert tables == core_parts().tables
-    # And the rest of the source is the rest of that module: only the docstring differs.
-    source = Path(core.__file__).read_text(encoding="utf-8")
-    sizing = text[: text.index(ENGINE_ROWS_MARK)]
-    assert sizing.endswith(source.removeprefix(core_parts().docstring) + "\n\n")
-    # kvgen.engines_core likewise: after its docstring and imports, the module is its text,
-    # example engine rows included.
-    engines = engine_parts()
-    assert text.endswith(engines.rows + engines.tables + engines.policies)
-    assert (
-        engines.tables
-        == text[
-            text.index(ENGINE_TABLES_MARK) + len(ENGINE_TABLES_MARK) : text.index(
-                ENGINE_POLICIES_MARK
-            )
-        ]
-    )
+@pytest.mark.parametrize("module", [facts, sizing_core, engines_core], ids=lambda m: m.__name__)
+def test_the_output_folder_holds_the_runtime_verbatim_under_the_generated_header(module):
+    short = module.__name__.rsplit(".", 1)[1]
+    source = Path(module.__file__).read_text(encoding="utf-8")
+    assert (RUNTIME / f"{short}.py").read_text(encoding="utf-8") == f"{ROOT_HEADER}\n{source}"
 
 
-def test_engines_core_imports_only_what_the_sizing_module_defines():
-    # The prelude generation drops: stdlib imports the sizing core also makes, and names of
-    # kvgen.sizing_core, which the sizing module defines itself.
-    prelude = engine_parts().prelude
-    imports = re.findall(r"^(from \S+ import|import) \(?([^)]*?)\)?$", prelude, re.M | re.S)
-    assert imports
-    sizing_source = Path(core.__file__).read_text(encoding="utf-8")
-    for statement, names in imports:
-        module = statement.split()[1]
-        for name in re.findall(r"\w+", names):
-            if module == "kvgen.sizing_core":
-                assert hasattr(core, name), name
-            else:
-                assert f"from {module} import" in sizing_source and name in sizing_source, name
+def test_a_core_change_shows_once_in_the_output_folder():
+    # Each runtime function is written in one generated file (was: in every sizing module).
+    for marker in ("def _compute(", "def vllm_plan(", "DTYPE_BYTES = {"):
+        holders = [p for p in GENERATED.rglob("*.py") if marker in p.read_text(encoding="utf-8")]
+        assert len(holders) == 1, (marker, holders)
+
+
+def test_kvgen_s_own_interpreter_unbound_sizes_no_model():
+    # The source holds an empty family's tables: nothing is sized until a family binds it.
+    assert sizing_core.MODELS == () and not sizing_core._MODELS
+    with pytest.raises(ValueError, match="model must be one of ; got 'hybrid'"):
+        sizing_core._required("hybrid", "none", 1, 1, 1)
+
+
+def test_a_bound_family_leaves_the_source_and_other_families_untouched():
+    other = bound_module(load_family(REPO / "schema" / "families" / "llama3.yaml"))
+    assert core.MODELS == ("hybrid", "latent") and other.FAMILY == "llama3"
+    assert core.cache_costs.__globals__ is vars(core)
+    assert other.cache_costs.__globals__ is vars(other)
+    assert core.cache_costs.__code__ is sizing_core.cache_costs.__code__  # one implementation
+    assert core._answers is not other._answers  # caches are per family
+    assert sizing_core.MODELS == ()
+
+
+def test_a_runtime_older_than_the_gencode_is_refused_and_a_newer_one_accepted():
+    current = sizing_core.RUNTIME_VERSION
+    sizing_core.require_version(current, "m.py")
+    sizing_core.require_version(current - 1, "m.py")
+    with pytest.raises(ImportError, match=f"m.py needs kvgen sizing runtime {current + 1}"):
+        sizing_core.require_version(current + 1, "m.py")
 
 
 def test_templates_hold_no_generic_logic():
-    # The template is the docstring, the tables and the core's parts: no statement of code.
+    # The template is the docstring, the imports, the tables and the binding: no code.
     template = (REPO / "templates" / "sizing.py.j2").read_text()
     assert "{% raw" not in template
-    assert not re.findall(r"^(?:def|class|import|from|for|if|return) ", template, re.M)
+    assert not re.findall(r"^(?:def|class|for|return) ", template, re.M)
 
 
 # --------------------------------------------------------------------------- canonical output
@@ -161,14 +158,15 @@ def test_long_names_wrap_as_ruff_wraps_them():
 
 @pytest.mark.slow
 def test_generated_modules_pass_default_ruff_check_and_mypy_strict():
-    modules = sorted(str(p) for p in (REPO / "generated").glob("*/sizing.py"))
+    modules = sorted(str(p) for p in GENERATED.glob("*/sizing.py"))
+    modules += sorted(str(p) for p in RUNTIME.glob("*.py"))
     check = subprocess.run(
         [ruff(), "check", "--isolated", *modules], capture_output=True, text=True, cwd=REPO
     )
     assert check.returncode == 0, check.stdout
     pytest.importorskip("mypy")
     typed = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *modules, core.__file__],
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *modules],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -1,31 +1,24 @@
-"""The generic KV-cache cost model: a validated family plus runtime parameters in, costs out.
+"""A layer-by-layer reference of the static cost: a validated family plus runtime parameters in,
+costs out. A second opinion for the tests, not part of kvgen.
 
-This is the reference implementation of docs/cost-model.md, written layer by layer for
-readability. The generated sizing modules compute the same formulas differently: each holds
-its family's tables and a copy of one shared interpreter (``kvgen.sizing_core``) that works per
-layer kind; the test suite checks the two agree on every shipped family.
+kvgen's one static model is the sizing interpreter (``kvgen.sizing_core``), which every
+generated module and kvgen itself bind to a family's tables and which works per layer kind.
+This module writes docs/cost-model.md again layer by layer, for readability; the tests check
+the two agree on every shipped family (``tests/generated/test_sizing_agreement.py``), beside
+the hand derivations, the runtime diff and the engine goldens that are the oracles.
 
 Two semantics:
 - ``"trtllm-v2"`` reproduces the engine's static estimate term by term (§4).
 - ``"exact"`` adds what that estimate leaves out so that the result bounds the runtime peak
-  of the page model (§3) from above, tightly: see ``EXACT_TERMS``.
+  of the page model (§3) from above, tightly (the terms of docs/cost-model.md §4).
 """
 
 from __future__ import annotations
 
 import math
-import struct
 from dataclasses import dataclass, field, replace
 
-from kvgen.dcp import check_dcp, dcp_slope
-from kvgen.recurrent import MAMBA_STATE_UPDATES, state_terms
-from kvgen.shapes import (
-    Layer,
-    cross_pages,
-    cycle_pages,
-    pp_layer_range,
-    stack_layers,
-)
+from kvgen.facts import float32, mode_headroom, no_encoder
 from kvgen.spec import (
     MODES_WITH_DRAFT_POOL,
     Family,
@@ -33,23 +26,20 @@ from kvgen.spec import (
     Speculative,
 )
 
+from tests.reference.dcp import check_dcp, dcp_slope
+from tests.reference.layers import (
+    MAMBA_STATE_UPDATES,
+    Layer,
+    cross_pages,
+    cycle_pages,
+    pp_layer_range,
+    stack_layers,
+    state_terms,
+)
+
 SEMANTICS = ("trtllm-v2", "exact")
 
 TIERS = ("gpu", "host")
-
-# Terms that "exact" adds to the engine's intercept, and why (each one a §4 caveat).
-EXACT_TERMS = {
-    "full_page_rounding": (
-        "each request holds whole pages of every full-attention life cycle: up to tpb-1 "
-        "tokens per request beyond its capacity, B*(tpb-1)*slope bytes"
-    ),
-    "context_page_rounding": (
-        "a context chunk rounds its pages up; on an SWA life cycle where the generation "
-        "headroom does not already reserve a spare page (pages(w,H) == pages(w,E)) each "
-        "request in context may hold up to tpb-1 tokens more than the per-token context term: "
-        "min(B, N)*(tpb-1)*ctx bytes of that life cycle"
-    ),
-}
 
 # What the engine does beside the quota (§9): reported by ``engine_terms``, never added to the
 # intercept or to any quota.
@@ -101,18 +91,11 @@ class Headroom:
 def headroom(profile: Speculative | None, *, overlap_slack: bool = False) -> Headroom:
     if profile is None:
         return Headroom(extra=0, step=1, slack=0, backoff=0)
-    k = profile.max_draft_len
-    mode = profile.mode
-    slack = k if overlap_slack else 0
-    if mode in ("eagle3_two_model", "mtp_eagle_two_model", "draft_target_two_model", "ngram"):
-        return Headroom(extra=0, step=k + 1, slack=slack, backoff=0)
-    if mode == "pard":
-        # PARD carries 2K-1 draft tokens per request: one step consumes 2K runtime tokens.
-        return Headroom(extra=k - 1, step=2 * k, slack=slack, backoff=0)
-    if mode == "eagle3" and profile.tree_draft_tokens is not None:
-        return Headroom(extra=k - 1, step=1 + profile.tree_draft_tokens, slack=slack, backoff=1)
-    backoff = {"eagle3": 1, "mtp_eagle": 1, "mtp": k}.get(mode, 0)
-    return Headroom(extra=k - 1, step=k + 1, slack=slack, backoff=backoff)
+    slack = profile.max_draft_len if overlap_slack else 0
+    extra, slots, backoff = mode_headroom(
+        profile.mode, profile.max_draft_len, profile.tree_draft_tokens
+    )
+    return Headroom(extra=extra, step=slots + 1, slack=slack, backoff=backoff)
 
 
 # --------------------------------------------------------------------------- runtime params
@@ -192,18 +175,11 @@ def check_encoder_tokens(model: Model, value: object) -> None:
     tokens (the encoder cannot produce more), and the model has cross-attention layers."""
     most = cross_encoder_tokens(model)
     if not most:
-        raise ValueError(
-            f"encoder_tokens is only for models with cross-attention layers; {model.name} has none"
-        )
+        raise ValueError(no_encoder(model.name))
     if type(value) is not int or not 1 <= value <= most:
         raise ValueError(
             f"encoder_tokens must be an int in [1, {most}] for {model.name}, got {value!r}"
         )
-
-
-def float32(value: float) -> float:
-    """``value`` rounded to the nearest float32, as the engine stores max_util_for_resume."""
-    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 # --------------------------------------------------------------------------- managers (§4)
@@ -408,7 +384,8 @@ def manager_cost(
     tpb = family.tokens_per_block
     span = params.page_span(tpb)  # tokens of one full-attention page (§9: tpb * dcp_size)
     layers = managed.layers
-    slope = dcp_slope(managed.name, layers, params.dcp_size)
+    full = sum(lay.bytes_per_token for lay in layers if lay.is_full)
+    slope = dcp_slope(managed.name, full, params.dcp_size)
     cycles = _life_cycles(layers)
     per_request = sum(lay.state_bytes for lay in layers)
     # Cross-attention: each request's encoder K/V in whole pages, held from admission (§4).
@@ -435,7 +412,7 @@ def manager_cost(
                 context_rounding += min(batch, chunk) * (tpb - 1) * ctx
         exact["context_page_rounding"] = context_rounding
     states = state_terms(
-        layers,
+        [(lay.state_bytes, lay.mamba) for lay in layers],
         batch,
         profile,
         attention_dp=params.attention_dp,
@@ -494,7 +471,9 @@ def cache_costs(
     _check_applies(family, model, profile)
     params.validate(model)
     if params.dcp_size != 1:
-        check_dcp(model, profile, params)
+        check_dcp(
+            model, profile, dcp=params.dcp_size, tp=params.tp_size, attention_dp=params.attention_dp
+        )
     head = headroom(profile, overlap_slack=params.overlap_slack)
     return {
         managed.name: manager_cost(family, managed, head, params, profile)

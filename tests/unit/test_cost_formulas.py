@@ -8,8 +8,8 @@ N = max_num_tokens, S = max_seq_len, pages(w, H) = ceil((w + H - 2) / tpb) + 1.
 from __future__ import annotations
 
 import pytest
-from kvgen import costmodel
 
+from tests.reference import costmodel
 from tests.sizing_support import Implementation
 
 # near: 2 * 2 heads * 8 dim * 2 B = 64;  far: 2 * 4 * 8 * 2 = 128;  glob: 2 * 8 * 16 * 2 = 512.

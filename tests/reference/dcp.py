@@ -14,19 +14,16 @@ window``); recurrent state stays whole on every rank.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
+from kvgen import facts
+from kvgen.facts import DCP_ATTENTION
 from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerStack, Model, Speculative
-
-if TYPE_CHECKING:
-    from kvgen.costmodel import RuntimeParams
-    from kvgen.shapes import Layer
 
 __all__ = ["SHARDED_ATTENTION", "check_dcp", "dcp_slope"]
 
 # Attention kinds whose caches DCP leaves alone (recurrent: replicated; none: no cache) or
 # shards (full); any other kind is refused under DCP rather than sized wrongly.
-SHARDED_ATTENTION = ("full", "recurrent", "none")
+SHARDED_ATTENTION = DCP_ATTENTION
 
 
 def _stacks(model: Model, profile: Speculative | None) -> Iterable[LayerStack]:
@@ -37,46 +34,32 @@ def _stacks(model: Model, profile: Speculative | None) -> Iterable[LayerStack]:
         yield profile.draft
 
 
-def check_dcp(model: Model, profile: Speculative | None, params: RuntimeParams) -> None:
-    """ValueError where the engines refuse ``params.dcp_size`` for this model (§9): the DCP
+def check_dcp(
+    model: Model, profile: Speculative | None, *, dcp: int, tp: int, attention_dp: bool
+) -> None:
+    """ValueError where the engines refuse ``dcp`` (dcp_size) for this model at ``tp``
+    (tp_size) (§9): the DCP
     group is carved from the TP group (tp_size % dcp_size == 0, vLLM ``config/parallel.py``),
     it shards only copies of the same KV heads (tp_size > kv_heads and dcp_size <= tp_size //
     kv_heads, vLLM ``config/model.py``; MLA and raw-byte kinds have one latent copy per rank),
     attention-DP leaves no copies to shard, and only full attention is sharded."""
-    dcp, tp = params.dcp_size, params.tp_size
-    if params.attention_dp:
-        raise ValueError(
-            f"dcp_size {dcp} shards the KV cache over the TP ranks that hold copies of it; "
-            "attention_dp=True leaves every rank whole heads of its own requests "
-            "(use dcp_size=1 with attention_dp=True)"
-        )
+    if attention_dp:
+        raise ValueError(facts.dcp_with_attention_dp(dcp))
     if tp % dcp:
-        raise ValueError(
-            f"tp_size {tp} must be divisible by dcp_size {dcp}: the DCP group is carved "
-            "from the TP group"
-        )
+        raise ValueError(facts.dcp_outside_tp(tp, dcp))
     for stack in _stacks(model, profile):
         for name, kind in stack.layer_kinds.items():
             if kind.attention not in SHARDED_ATTENTION:
-                raise ValueError(
-                    f"dcp_size {dcp} shards full-attention caches only; layer kind {name!r} is "
-                    f"{kind.attention} attention, which the engines refuse under decode "
-                    "context parallelism (use dcp_size=1)"
-                )
+                raise ValueError(facts.dcp_attention(dcp, name, kind.attention))
             heads = kind.kv_heads  # None for MLA and raw-byte shapes: one copy per rank
             if heads is not None and (tp <= heads or dcp > tp // heads):
-                raise ValueError(
-                    f"dcp_size {dcp} needs {dcp} TP ranks holding copies of each KV head, but "
-                    f"layer kind {name!r} splits {heads} KV heads over tp_size "
-                    f"{tp}: dcp_size must be <= tp_size // kv_heads = "
-                    f"{tp // heads} (and tp_size > kv_heads)"
-                )
+                raise ValueError(facts.dcp_heads(dcp, name, heads, tp))
 
 
-def dcp_slope(manager: str, layers: Iterable[Layer], dcp: int) -> int:
-    """Bytes per token of full-attention history on one rank: each of the ``dcp`` ranks holds
-    one token in ``dcp`` (§9); ValueError where that is not a whole number of bytes."""
-    slope = sum(lay.bytes_per_token for lay in layers if lay.is_full)
+def dcp_slope(manager: str, slope: int, dcp: int) -> int:
+    """Bytes per token of full-attention history on one rank, from ``slope`` on all of them:
+    each of the ``dcp`` ranks holds one token in ``dcp`` (§9); ValueError where that is not a
+    whole number of bytes."""
     if slope % dcp:
         raise ValueError(
             f"{manager}: the {slope} bytes per token of full attention on this rank do not "

@@ -1,0 +1,66 @@
+"""``kvgen`` names its Python API in ``__all__`` (httpx's convention): an accidental export or
+a lost one fails here, and importing the package stays light (the generated allocators import
+the shim runtime through it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import kvgen
+
+API = [
+    "Diagnostic",
+    "EngineCapacity",
+    "Family",
+    "LoadedSpec",
+    "NotModelled",
+    "SpecInput",
+    "bound_module",
+    "engine_capacity",
+    "import_generated",
+    "lint_paths",
+    "load_bytes",
+    "load_family",
+    "version",
+]
+
+
+def test_the_package_exports_exactly_its_api():
+    assert kvgen.__all__ == API
+
+
+def test_every_exported_name_resolves_to_its_home_module():
+    from kvgen.engines import engine_capacity
+    from kvgen.loader import load_family
+    from kvgen.vendored import import_generated
+
+    for name in API:
+        value = getattr(kvgen, name)
+        assert value.__module__.startswith("kvgen"), name
+    assert kvgen.engine_capacity is engine_capacity
+    assert kvgen.load_family is load_family
+    assert kvgen.import_generated is import_generated
+    assert set(API) <= set(dir(kvgen))
+
+
+def test_an_unknown_name_is_an_attribute_error_and_submodules_still_import():
+    try:
+        kvgen.no_such_name  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:
+        raise AssertionError("no AttributeError")
+    from kvgen import quant  # a submodule, not an exported name
+
+    assert quant.__name__ == "kvgen.quant"
+
+
+def test_importing_the_package_imports_no_submodule_nor_heavy_dependency():
+    code = (
+        "import sys, kvgen\n"
+        "print(sorted(m for m in sys.modules if m.startswith("
+        "('kvgen.', 'pydantic', 'jinja2', 'torch'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
