@@ -5,26 +5,16 @@
 Models: command_r7b, command_a.
 Speculative profiles: none, ngram4.
 
-Pools, block tables, views and the runtime page model (docs/cost-model.md §3) are
-``kvgen.runtime.allocator``: it derives every size from these shapes, never from sizing.
+Pools, block tables, views, the page model (docs/cost-model.md §3) and the typed errors
+(a refused call raises ``AllocatorError`` and changes nothing) are ``kvgen.runtime.allocator``'s.
 
 Usage::
 
     from generated.cohere2 import allocator
-    shim = allocator.KVCacheShim(
-        "command_r7b",
-        max_batch_size=8, max_num_tokens=2048, max_seq_len=4096, max_tokens=65536,
-        device="meta",  # or "cuda" / "cpu"; default: cuda when available, else cpu
-    )
-    shim.add_request(7)
-    shim.context_chunk(7, 1000)             # capacity p+n+E, history advances after the forward
-    shim.generation_step([7], accepted=0)   # capacity +1+draft slots, then history +accepted+1
-    shim.block_table(7, "full")             # torch.int32, width max_blocks_per_seq
-    shim.bytes_in_use(), shim.peak_bytes(), shim.quota_bytes(), shim.max_tokens()
+    shim = allocator.KVCacheShim("command_r7b", max_batch_size=8, max_num_tokens=2048,
+                                 max_seq_len=4096, max_tokens=65536, device="meta")
+    shim.add_request(7), shim.context_chunk(7, 1000), shim.generation_step([7], accepted=0)
     shim.free(7)
-
-Every refused call raises an ``AllocatorError`` (``OutOfPagesError``, ``InvalidStepError``,
-...: the names below) and leaves the shim's state unchanged.
 """
 
 from __future__ import annotations

@@ -5,19 +5,11 @@
 Models: nemotron_h_8b, nemotron_h_4b.
 Speculative profiles: none, ngram4.
 
-The family's tables bound to the sizing runtime written once beside them, ``_kvgen_runtime``
-(kvgen's interpreter and engine policies; copy the whole output folder to vendor it).
-Static cost per cache manager: ``cost(T) = slope * T + intercept`` bytes for T tokens of
-full-attention history (docs/cost-model.md §4; semantics "trtllm-v2" or "exact"), and
-``engine_capacity``: what TensorRT-LLM V2, vLLM and SGLang give a model for one KV budget (§9).
-Every bad argument raises ``ValueError`` naming it.
-
-Example::
-
-    from generated.nemotron_h import sizing
-    costs = sizing.cache_costs("nemotron_h_8b", max_batch_size=8,
-                               max_num_tokens=8192, max_seq_len=4096)
-    costs["target"].slope  # bytes per token of full-attention history
+Tables bound to the runtime beside them (``_kvgen_runtime``; copy the output folder to vendor
+it): ``cache_costs`` (slope x T + intercept per manager, docs/cost-model.md §4) and
+``engine_capacity`` (TensorRT-LLM V2, vLLM, SGLang, §9); a bad argument raises ``ValueError``.
+Example: ``sizing.cache_costs("nemotron_h_8b", max_batch_size=8, max_num_tokens=8192,
+max_seq_len=4096)["target"].slope``.
 """
 
 from typing import TYPE_CHECKING
