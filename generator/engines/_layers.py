@@ -29,6 +29,9 @@ class CachedLayer(NamedTuple):
     window: int | None  # sliding layers only
     state_bytes: int  # recurrent layers only, at tp=1
     dtype: str
+    # Recurrent layers with dimensions: (mixer, conv channels, conv rows, SSM heads, elements
+    # per SSM head, B/C groups, d_state), mixer "mamba2" or "mamba1"; () for raw state_bytes.
+    recurrent: tuple[object, ...] = ()
 
 
 def _unmodelled(model: Model, reason: str) -> NotModelled:
@@ -54,6 +57,15 @@ def _state_bytes(kind: LayerKind, dtype: str) -> int:
 
     state = recurrent_state(dims, dtype, 1, element_bytes)
     return state.conv + state.ssm
+
+
+def _recurrent_dims(kind: LayerKind) -> tuple[object, ...]:
+    dims = kind.recurrent_dims
+    if dims is None:
+        return ()
+    mixer = "mamba1" if kind.mamba1 is not None else "mamba2"
+    return (mixer, dims.conv_dim, dims.d_conv - 1, dims.num_heads, dims.head_dim * dims.d_state,
+            dims.n_groups, dims.d_state)  # fmt: skip
 
 
 def ssm_state_bytes(family: Family, model: Model) -> int:
@@ -90,7 +102,17 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
             raise _unmodelled(model, "cross")  # the engines' own encoder-cache pools
         if kind.attention == "recurrent":
             out.append(
-                CachedLayer(index, "recurrent", 0, 0, 0, None, _state_bytes(kind, dtype), dtype)
+                CachedLayer(
+                    index,
+                    "recurrent",
+                    0,
+                    0,
+                    0,
+                    None,
+                    _state_bytes(kind, dtype),
+                    dtype,
+                    _recurrent_dims(kind),
+                )
             )
             continue
         if dtype not in DTYPE_BYTES:

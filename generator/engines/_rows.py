@@ -28,19 +28,44 @@ VLLM_SPECULATIVE_MODES = ("eagle3", "mtp", "mtp_eagle")
 # kvgen families whose architecture SGLang 0.5.23 sizes as hybrid SWA (configs/model_config.py
 # is_hybrid_swa_model: gpt-oss is in SWA_SINK_ARCHS).
 SGLANG_HYBRID_SWA_FAMILIES = frozenset({"gpt_oss"})
+# kvgen families whose recurrent layers vLLM builds as Gated DeltaNet (QwenGatedDeltaNetAttention
+# in models/qwen3_next.py), not MambaMixer2: no group replication, and in align mode a prefill
+# checkpoint block only under the FlashInfer GDN prefill.
+VLLM_GDN_FAMILIES = frozenset({"qwen3_next"})
+# kvgen families whose SSM state vLLM keeps in fp32 by default: models/config.py
+# NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype (mamba_ssm_cache_dtype "auto" ->
+# the config's mamba_ssm_cache_dtype, else float32).
+VLLM_FP32_SSM_FAMILIES = frozenset({"nemotron_h"})
+# kvgen family -> the vLLM model module whose attention __init__ asserts that the KV heads
+# split over tp (``total_num_kv_heads % tp == 0``, or ``tp % total_num_kv_heads == 0`` below tp).
+VLLM_KV_HEADS_SPLIT = {
+    "llama3": "llama", "mistral": "llama", "phi3": "llama", "qwen2_5": "qwen2",
+    "qwen3": "qwen3", "qwen3_moe": "qwen3_moe", "gemma2": "gemma2", "gemma3": "gemma3",
+    "granite4": "granitemoehybrid", "nemotron_h": "nemotron_h", "qwen3_next": "qwen3_next",
+    "jamba": "jamba",
+}  # fmt: skip
 
 
-def layer_rows(layers: tuple[CachedLayer, ...]) -> tuple[EngineLayer, ...]:
-    """One row per distinct shape with its layer count, in order of first appearance."""
+def layer_rows(layers: tuple[CachedLayer, ...], gdn: bool = False) -> tuple[EngineLayer, ...]:
+    """One row per distinct shape with its layer count, in order of first appearance;
+    ``gdn``: the recurrent layers are Gated DeltaNet (VLLM_GDN_FAMILIES)."""
     counts: dict[tuple[object, ...], int] = {}
     for lay in layers:
         shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.window,
-                 lay.state_bytes, lay.dtype)  # fmt: skip
+                 lay.state_bytes, lay.dtype, lay.recurrent)  # fmt: skip
         counts[shape] = counts.get(shape, 0) + 1
-    return tuple(
-        EngineLayer(attention, count, heads, head, value, window, state, dtype)  # type: ignore[arg-type]
-        for (attention, heads, head, value, window, state, dtype), count in counts.items()
-    )
+    rows = []
+    for (attention, heads, head, value, window, state, dtype, dims), count in counts.items():
+        row = EngineLayer(attention, count, heads, head, value, window, state, dtype)  # type: ignore[arg-type]
+        if dims:
+            mixer, channels, rows_, ssm_heads, elements, groups, d_state = dims
+            row = EngineLayer(
+                attention, count, heads, head, value, window, state, dtype,  # type: ignore[arg-type]
+                "gdn" if gdn and mixer == "mamba2" else mixer, channels, rows_, ssm_heads,  # type: ignore[arg-type]
+                elements, 0 if gdn else groups, d_state,  # type: ignore[arg-type]
+            )  # fmt: skip
+        rows.append(row)
+    return tuple(rows)
 
 
 def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraft:
@@ -75,11 +100,17 @@ def engine_model(family: Family, model: Model) -> EngineModel:
     }
     hybrid_swa = family.family in SGLANG_HYBRID_SWA_FAMILIES
     ssm = ssm_state_bytes(family, model)
+    vllm = {
+        "query_heads": model.num_attention_heads or 0,
+        "kv_heads_split": VLLM_KV_HEADS_SPLIT.get(family.family, ""),
+        "vllm_ssm_dtype": "fp32" if family.family in VLLM_FP32_SSM_FAMILIES else "",
+    }
     try:
         layers = cached_layers(family, model)
     except NotModelled as exc:
-        return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason)
-    return EngineModel(model.max_seq_len, layer_rows(layers), drafts, hybrid_swa, ssm)
+        return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason, **vllm)
+    rows = layer_rows(layers, family.family in VLLM_GDN_FAMILIES)
+    return EngineModel(model.max_seq_len, rows, drafts, hybrid_swa, ssm, "", **vllm)
 
 
 def engine_tables(family: Family) -> dict[str, EngineModel]:

@@ -1,0 +1,163 @@
+"""vLLM 0.33.0 on the hybrid and tp cases that goldens built from kvgen's own rows missed.
+
+Every expected number below is derived by hand (docs/cost-model.md §8-§10 terms) and is also
+the number vLLM's own code gave for the case in ``tests/fixtures/engines/vllm.json``: those
+cases are built from the model's ``config.json`` (``layers_from``) by
+``bench/engines/vllm_from_config.py``, never from kvgen's rows. Each test checks both, so a
+golden that drifted from its derivation fails here as well as kvgen.
+"""
+
+from __future__ import annotations
+
+import pytest
+from kvgen.engines import _vllm, engine_capacity
+
+from tests.unit.test_engines import VLLM, family
+
+GIB = 1 << 30
+
+
+def golden(model: str, **want: object) -> dict:
+    """The one vLLM golden built from config.json whose inputs have these values."""
+    found = [
+        case["engine_output"]
+        for case in VLLM["cases"]
+        if case["inputs"]["model"] == model
+        and case["inputs"]["layers_from"].endswith(".json")
+        and all(case["inputs"].get(key) == value for key, value in want.items())
+    ]
+    assert len(found) == 1, (model, want, len(found))
+    return found[0]
+
+
+def test_nemotron_h_ssm_state_is_fp32_in_vllm() -> None:
+    # NemotronHForCausalLMConfig sets mamba_ssm_cache_dtype float32 (config.json has none).
+    # Mamba page: conv (128 x 64 + 2 x 8 x 128 = 10,240) x 3 rows x 2 B = 61,440 B + SSM
+    # 128 x 64 x 128 x 4 B = 4,194,304 B = 4,255,744 B. Attention 8 x 128 x 2 x 2 B = 4,096 B
+    # per token; block 32: 32 x ceil(4,255,744 / (32 x 4,096)) = 1,056 tokens, a page of
+    # 4,325,376 B. 24 Mamba + 4 attention layers: 7 groups of 4, a block 17,301,504 B;
+    # 24 GiB // 17,301,504 = 1,489 blocks. Prefix caching off ("none"): a request at 8,191
+    # takes ceil(8,191/1,056) = 8 + 6 x 1 = 14 blocks: 1,489 / 14 = 106.357 -> 871,171 tokens.
+    want = golden("nemotron_h_8b", block_size=32, max_model_len=8191, max_num_tokens=2048,
+                  budget_bytes=24 * GIB, enable_prefix_caching=False)  # fmt: skip
+    assert (want["kv_tokens"], want["num_blocks"], want["mamba_page_bytes"]) == (
+        871_171,
+        1_489,
+        4_255_744,
+    )
+    assert want["mamba_ssm_dtype"] == "float32"
+    got = engine_capacity(
+        family("nemotron_h"), "nemotron_h_8b", 24 * GIB, engine="vllm", max_seq_len=8191,
+        max_num_tokens=2048, block_size=32, mamba_cache_mode="none",
+    )  # fmt: skip
+    assert (got.kv_tokens, got.num_blocks) == (871_171, 1_489)
+    assert round(got.max_concurrency, 3) == 106.357
+    # Asked for bf16 (--mamba-ssm-cache-dtype bfloat16), the page is 2,158,592 B as before.
+    bf16 = _vllm.vllm_plan(family("nemotron_h"), family("nemotron_h").model("nemotron_h_8b"),
+                           block_size=32, mamba_cache_mode="none", ssm_dtype="bf16")  # fmt: skip
+    assert bf16.block_size == 32 * -(-2_158_592 // (32 * 4_096))
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "tokens", "blocks"),
+    [("qwen3_next", "qwen3_next_80b_a3b", 1_620_465, 5_347),
+     ("granite4", "granite_4_0_h_tiny", 3_173_460, 22_212)],
+)  # fmt: skip
+def test_speculative_decoding_widens_the_conv_state(
+    name: str, model: str, tokens: int, blocks: int
+) -> None:
+    # ngram4 (K = 4): the conv window holds d_conv - 1 + 4 = 7 rows. 70.5 GiB, block 16,
+    # S = 10,001, prefix caching off.
+    # qwen3_next: conv 8,192 x 7 x 2 B = 114,688 B + SSM 1,048,576 B = 1,163,264 B; attention
+    # 2,048 B/token -> 16 x ceil(1,163,264 / 32,768) = 576-token blocks, 12 x 1,179,648 =
+    # 14,155,776 B; 75,698,798,592 // that = 5,347 blocks; a request ceil(10,001/576) = 18 +
+    # 3 groups x (1 + 4) = 33 blocks: 5,347 / 33 x 10,001 = 1,620,465 tokens.
+    # granite4: conv 3,328 x 7 x 2 B = 46,592 B + SSM 48 x 64 x 128 x 2 B = 786,432 B =
+    # 833,024 B; attention 4 x 128 x 2 x 2 B = 2,048 B/token -> 416-token blocks of 4 x
+    # 851,968 = 3,407,872 B; 22,212 blocks; a request ceil(10,001/416) = 25 + 9 x 5 = 70:
+    # 22,212 / 70 x 10,001 = 3,173,460 tokens.
+    budget = 70 * GIB + GIB // 2
+    want = golden(model, max_model_len=10001, budget_bytes=budget, speculative="ngram4",
+                  enable_prefix_caching=False)  # fmt: skip
+    assert (want["kv_tokens"], want["num_blocks"]) == (tokens, blocks)
+    got = engine_capacity(
+        family(name), model, budget, engine="vllm", max_seq_len=10001, max_num_tokens=8192,
+        speculative="ngram4", mamba_cache_mode="none",
+    )  # fmt: skip
+    assert (got.kv_tokens, got.num_blocks) == (tokens, blocks)
+
+
+def test_vllm_default_prefix_caching_selects_align_with_a_checkpoint_block() -> None:
+    # Unset, vLLM turns prefix caching on for hybrids, so MambaModelConfig selects "align".
+    # qwen3_next under FlashInfer's GDN prefill: blocks on a 64-token grid, 64 x ceil(1,097,728
+    # / 131,072) = 576 tokens, 14,155,776 B a block; 40 GiB // that = 3,034 blocks; a request
+    # at 10,001: 18 + 3 groups x 3 (running, last block's, checkpoint) = 27 blocks:
+    # 3,034 / 27 x 10,001 = 1,123,816 tokens.
+    want = golden("qwen3_next_80b_a3b", block_size=16, max_model_len=10001,
+                  enable_prefix_caching=None, speculative="none", tp_size=1,
+                  async_scheduling=True)  # fmt: skip
+    assert (want["kv_tokens"], want["mamba_state_blocks"], want["mamba_cache_mode"]) == (
+        1_123_816,
+        3,
+        "align",
+    )
+    q = family("qwen3_next")
+    got = engine_capacity(q, "qwen3_next_80b_a3b", 40 * GIB, engine="vllm",
+                          max_seq_len=10001, max_num_tokens=8192)  # fmt: skip
+    assert (got.kv_tokens, got.num_blocks) == (1_123_816, 3_034)
+    # nemotron_h (Mamba-2 always keeps the checkpoint): the case above in align mode takes
+    # 8 + 6 x 3 = 26 blocks: 1,489 / 26 x 8,191 = 469,092 tokens.
+    want = golden("nemotron_h_8b", block_size=32, max_model_len=8191, max_num_tokens=2048,
+                  budget_bytes=24 * GIB, enable_prefix_caching=None)  # fmt: skip
+    assert want["kv_tokens"] == 469_092
+    got = engine_capacity(family("nemotron_h"), "nemotron_h_8b", 24 * GIB, engine="vllm",
+                          max_seq_len=8191, max_num_tokens=2048, block_size=32)  # fmt: skip
+    assert got.kv_tokens == 469_092
+
+
+def test_mamba2_groups_are_replicated_when_fewer_than_tp() -> None:
+    # granite4 has 1 B/C group; at tp 2 vLLM adds tp - 1 = 1 group (extra_groups_for_head_shards):
+    # conv (3,072 + 2 x 2 x 128 = 3,584) / 2 x 3 x 2 B = 10,752 B + SSM 24 x 64 x 128 x 2 B =
+    # 393,216 B = 403,968 B (403,200 B without the replicated group).
+    want = golden("granite_4_0_h_tiny", block_size=16, max_model_len=8191, tp_size=2,
+                  enable_prefix_caching=False, speculative="none")  # fmt: skip
+    assert want["mamba_page_bytes"] == 403_968
+    g = family("granite4")
+    plan = _vllm.vllm_plan(g, g.model("granite_4_0_h_tiny"), block_size=16, tp_size=2,
+                           mamba_cache_mode="none")  # fmt: skip
+    # attention at tp 2: 2 heads x 128 x 2 x 2 B = 1,024 B/token; page = block x 1,024 - padding
+    assert plan.block_size * 1_024 - plan.mamba_page_padding == 403_968
+    assert plan.block_size == want["attention_block_size"]
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "tp", "reason"),
+    [("gemma3", "gemma3_1b", 8, "4 query heads"),
+     ("granite4", "granite_4_0_h_tiny", 8, "12 query heads"),
+     ("qwen2_5", "qwen2_5_7b", 8, "28 query heads"),
+     ("phi3", "phi3_medium_4k", 4, "10 KV heads"),
+     ("phi3", "phi3_medium_4k", 8, "10 KV heads")],
+)  # fmt: skip
+def test_vllm_refuses_tp_sizes_its_heads_do_not_split_over(
+    name: str, model: str, tp: int, reason: str
+) -> None:
+    # Query heads must divide by tp (ModelConfig.verify_with_parallel_config); Llama-style
+    # attention asserts KV heads % tp == 0 (10 % 4, 10 % 8 are not 0).
+    want = golden(model, tp_size=tp, max_model_len=4096)
+    assert reason.split()[0] in want["refused"]
+    with pytest.raises(ValueError, match=rf"vLLM 0\.33\.0 refuses tp_size {tp}: .*{reason}"):
+        engine_capacity(family(name), model, 40 * GIB, engine="vllm", max_seq_len=4096,
+                        max_num_tokens=8192, tp_size=tp)  # fmt: skip
+    # phi3_medium at tp 2 (10 % 2 == 0) and qwen2_5_7b at tp 4 (28 % 4 == 0) run.
+    engine_capacity(family("phi3"), "phi3_medium_4k", 40 * GIB, engine="vllm",
+                    max_seq_len=4096, max_num_tokens=8192, tp_size=2)  # fmt: skip
+
+
+def test_the_goldens_record_where_each_engine_default_comes_from() -> None:
+    defaults = VLLM["provenance"]["from_config"]["engine_defaults_by_model"]
+    assert defaults["nemotron_h_8b"]["mamba_ssm_cache_dtype"] == "float32"
+    assert "NemotronHForCausalLMConfig" in defaults["nemotron_h_8b"]["mamba_ssm_cache_dtype_set_by"]
+    for model in ("nemotron_h_8b", "granite_4_0_h_tiny", "qwen3_next_80b_a3b", "jamba_1_5_mini"):
+        assert defaults[model]["enable_prefix_caching"] is True
+        assert defaults[model]["mamba_cache_mode"] == "align"
+    assert "mamba_ssm_cache_dtype" not in defaults["qwen3_next_80b_a3b"]
