@@ -203,8 +203,8 @@ def cases(engine: str) -> list[dict[str, Any]]:
         for model in family.models:
             if not representable(family, model) or engine_model(family, model).unmodelled:
                 continue  # kvgen refuses it (NotModelled, tested with its reason)
-            if engine == "vllm" and (
-                (family.family, model.name) in CONFIG_PAIRS or (hybrid and path in shipped)
+            if (engine == "vllm" and (family.family, model.name) in CONFIG_PAIRS) or (
+                hybrid and path in shipped
             ):
                 # Built from config.json instead (config_cases); a shipped hybrid's other
                 # models have no fixture config, so no golden until one is added.
@@ -251,6 +251,7 @@ CONFIG_REFUSALS = (
     ("gemma3", "gemma3_1b", "gemma-3-1b.json", (8,)),
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", (8,)),
     ("granite4", "granite_4_0_h_tiny", "granite-4.0-h-tiny.json", (8,)),
+    ("llama3_2_vision", "llama3_2_11b_vision", "llama-3.2-11b-vision.json", (1,)),
 )
 CONFIG_PAIRS = {(entry[0], entry[1]) for entry in CONFIG_MODELS}
 TP_SIZES = (1, 2, 8)
@@ -344,6 +345,25 @@ def config_cases() -> list[dict[str, Any]]:
     return list(unique.values())
 
 
+def sglang_config_cases() -> list[dict[str, Any]]:
+    """SGLang: the Mamba hybrids whose state and layers come from config.json."""
+    grid = []
+    for entry in CONFIG_MODELS[:4]:
+        family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
+        assert family is not None
+        native = family.model(entry[1]).max_seq_len
+        for block in PAGE_SIZES:
+            for length in (min(8191, native - 1), native):
+                for tp in TP_SIZES:
+                    case = _config_case(entry, block=block, length=length, tp=tp)
+                    grid.append(case)
+    granite = CONFIG_MODELS[1]
+    grid.append(
+        _config_case(granite, block=1, length=10001, tp=2, budget=70 * (1 << 30) + (1 << 29))
+    )
+    return grid
+
+
 def ensure_venv(engine: str, venv_root: Path) -> Path:
     """The engine's own environment; installs only the pinned packages, without dependencies."""
     env_dir = venv_root / f"venv-{engine}"
@@ -432,8 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--venv-root", type=Path, default=Path("/tmp/kvgen_engines"))
     args = parser.parse_args(argv)
     grid = cases(args.engine)
-    if args.engine == "vllm":
-        grid += config_cases()
+    grid += config_cases() if args.engine == "vllm" else sglang_config_cases()
     python = ensure_venv(args.engine, args.venv_root)
     produced = run_engine(args.engine, python, grid)
     path = write_golden(args.engine, grid, produced)

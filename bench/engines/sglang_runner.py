@@ -26,12 +26,15 @@ Stubs (the smallest that stand in for the server and for what cannot load here):
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.metadata
 import json
 import sys
+import tempfile
 import typing
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 from unittest import mock
@@ -251,11 +254,91 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def model_config(config_json: str) -> Any:
+    """SGLang's own ModelConfig for a config.json (offline: a directory holding only it)."""
+    from sglang.srt.configs.model_config import ModelConfig
+
+    directory = Path(tempfile.mkdtemp(prefix="sglang_cfg_"))
+    (directory / "config.json").write_text(Path(config_json).read_text(encoding="utf-8"))
+    return ModelConfig(str(directory))
+
+
+def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
+    """A Mamba hybrid whose layers and state come from config.json through SGLang's classes:
+    ``ModelConfig`` (HF config -> SGLang's config class, heads, head size),
+    ``hybrid_arch.mambaish_config`` -> the config class's ``mamba2_cache_params`` (state shapes
+    at the attention-tp size, Mamba-2 groups replicated up to tp) and
+    ``full_attention_layer_ids``; ``mamba2_state_dtype`` (SSM fp32 by default)."""
+    from sglang.srt.configs import hybrid_arch
+
+    state = server_state()
+    state.parallel.attn_tp_size = case["tp"]
+    state.parallel.tp_size = case["tp"]
+    install(state)
+    state.schedule.page_size = case["block_size"]
+    config = model_config(case["hf_config"])
+    config.context_len = case["max_model_len"]
+    mamba = hybrid_arch.mambaish_config(config)
+    if mamba is None:
+        return {"error": "not a Mamba hybrid in SGLang"}
+    params = mamba.mamba2_cache_params
+    full_ids = list(mamba.full_attention_layer_ids)
+    kvc = SimpleNamespace(
+        model_config=config,
+        kv_cache_dtype=torch.bfloat16,
+        kv_cache_dtype_str="auto",
+        model_dtype=torch.bfloat16,
+        use_mla_backend=False,
+        server_args=SimpleNamespace(enable_hisparse=False),
+        layer_info=SimpleNamespace(
+            num_effective_layers=len(full_ids),
+            start_layer=0,
+            end_layer=config.num_hidden_layers,
+            full_attention_layer_ids=full_ids,
+            swa_attention_layer_ids=[],
+        ),
+        sliding_window_size=None,
+        page_size=case["block_size"],
+        spec_algorithm=SimpleNamespace(
+            is_eagle=lambda: False,
+            is_standalone=lambda: False,
+            is_dflash_family=lambda: False,
+            is_dspark=lambda: False,
+            is_none=lambda: True,
+        ),
+        spec_aux_config=SimpleNamespace(),
+        is_draft_worker=False,
+        is_hybrid_swa=False,
+        pp_size=1,
+        attn_dp_size=1,
+        fused_entry_bytes=lambda kind: None,
+        extra_mamba_cache_bytes_per_req=0,
+        mambaish_config=mamba,
+    )
+    pool_configurator.mambaish_config = hybrid_arch.mambaish_config
+    rest_memory = case["budget_bytes"] / (1 << 30)
+    rest_memory = kv_configurator.KVCacheConfigurator._handle_max_mamba_cache(kvc, rest_memory)
+    configurator = pool_configurator.DefaultPoolConfigurator(kvc)
+    try:
+        pools = configurator.calculate_pool_sizes(int(rest_memory * (1 << 30)), case["block_size"])
+    except (ValueError, RuntimeError) as exc:
+        return {"error": str(exc).split(":")[0]}
+    return {
+        "max_total_num_tokens": pools.max_total_num_tokens,
+        "max_mamba_cache_size": state.schedule.max_mamba_cache_size,
+        "mamba_cache_per_req": params.mamba_cache_per_req,
+        "mamba_ssm_dtype": str(params.dtype.temporal).removeprefix("torch."),
+        "conv_state_shape": list(params.shape.conv[0]),
+    }
+
+
 def main() -> int:
     cases = json.load(sys.stdin)
     out: dict[str, Any] = {"engine": "sglang", "version": sglang.__version__, "results": []}
     for case in cases:
-        out["results"].append({"id": case["id"], **run_case(case)})
+        run = run_config_case if "hf_config" in case else run_case
+        out["results"].append({"id": case["id"], **run(case)})
     out["unset_flags_read_as_none"] = sorted(UNSET_READS)
     json.dump(out, sys.stdout)
     return 0

@@ -31,6 +31,8 @@ Stubs (GPU-only parts; each is the smallest that stands in):
   ``get_mamba_state_shape_from_config`` / ``get_mamba_state_dtype_from_config`` (the same
   calculators the layer's own methods call); the GDN layer's ``_checkpoint_alignment`` is
   what its ``__init__`` sets for the given ``gdn_prefill_backend`` (FlashInfer on SM90: 64).
+- ``ModelRegistry._raise_for_unsupported`` is called before ``ModelConfig`` for an architecture
+  the registry does not list (ModelConfig would raise the same after loading the processor).
 - the attention ``__init__`` check: ``get_tensor_model_parallel_world_size`` returns tp and
   ``QKVParallelLinear`` stops the constructor (the asserts come before it).
 """
@@ -38,6 +40,7 @@ Stubs (GPU-only parts; each is the smallest that stands in):
 from __future__ import annotations
 
 import importlib
+import json
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -122,9 +125,18 @@ def model_config(config_json: str) -> ModelConfig:
     """vLLM's ModelConfig for a config.json (offline: a directory holding only it)."""
     directory = Path(tempfile.mkdtemp(prefix="vllm_cfg_"))
     (directory / "config.json").write_text(Path(config_json).read_text(encoding="utf-8"))
-    return ModelConfig(
-        model=str(directory), tokenizer=str(directory), skip_tokenizer_init=True, dtype="auto"
-    )
+    architectures = json.loads(Path(config_json).read_text(encoding="utf-8"))["architectures"]
+    if not any(arch in ModelRegistry.get_supported_archs() for arch in architectures):
+        try:  # vLLM's own refusal, as ModelConfig raises it once the processor loads
+            ModelRegistry._raise_for_unsupported(architectures)
+        except ValueError as exc:
+            raise Refused(str(exc)) from None
+    try:
+        return ModelConfig(
+            model=str(directory), tokenizer=str(directory), skip_tokenizer_init=True, dtype="auto"
+        )
+    except ValueError as exc:  # vLLM cannot run the architecture (its registry says why)
+        raise Refused(str(exc).split("[type=")[0].strip().split("\n")[-1]) from None
 
 
 def engine_defaults(config: Any, case: dict[str, Any]) -> dict[str, Any]:

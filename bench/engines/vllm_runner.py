@@ -302,7 +302,10 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     from vllm.config import CacheConfig, ParallelConfig
 
     config = StubVllmConfig(case)
-    model = from_config.model_config(case["hf_config"])
+    try:
+        model = from_config.model_config(case["hf_config"])
+    except from_config.Refused as exc:
+        return {"refused": str(exc)}
     model.max_model_len = case["max_model_len"]
     config.model_config = model
     config.cache_config = CacheConfig(

@@ -1605,6 +1605,12 @@ UNMODELLED = {
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
     "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled per engine",
     "chunked": "chunked local attention is not modelled per engine",
+    # Models an engine cannot run at all (its own refusal, with its version):
+    "vllm_no_mllama": "vLLM 0.33.0 cannot run Mllama (Llama 3.2 Vision): "
+    "MllamaForConditionalGeneration was supported until vLLM 0.10.2 "
+    "(vllm/model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS)",
+    "sglang_no_jamba": "SGLang 0.5.23 cannot run Jamba: it has no JambaForCausalLM model class "
+    "(sglang/srt/models) and no Mamba hybrid config for it (configs/hybrid_arch.py)",
 }
 
 
@@ -1701,6 +1707,8 @@ class EngineModel(_Record):
         "query_heads",
         "kv_heads_split",
         "vllm_ssm_dtype",
+        "vllm_unmodelled",
+        "sglang_unmodelled",
     )
     __slots__ = _fields
 
@@ -1715,6 +1723,8 @@ class EngineModel(_Record):
         query_heads: int = 0,  # attention query heads (vLLM: must divide by tp); 0: unknown
         kv_heads_split: str = "",  # vLLM module whose attention asserts KV heads split over tp
         vllm_ssm_dtype: str = "",  # vLLM's SSM state dtype for the model ("": the conv dtype)
+        vllm_unmodelled: str = "",  # why vLLM has no answer (it cannot run the model): a key
+        sglang_unmodelled: str = "",  # the same for SGLang
     ) -> None:
         self.max_seq_len = max_seq_len
         self.layers = layers
@@ -1725,6 +1735,8 @@ class EngineModel(_Record):
         self.query_heads = query_heads
         self.kv_heads_split = kv_heads_split
         self.vllm_ssm_dtype = vllm_ssm_dtype
+        self.vllm_unmodelled = vllm_unmodelled
+        self.sglang_unmodelled = sglang_unmodelled
 
 
 # ---- engine tables (from the spec) ----
@@ -2011,6 +2023,8 @@ def vllm_plan(
 ) -> VllmPlan:
     """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does.
     ``ssm_dtype`` None: vLLM's default for the model (``entry.vllm_ssm_dtype``)."""
+    if entry.vllm_unmodelled:
+        raise NotModelled(UNMODELLED[entry.vllm_unmodelled], entry.vllm_unmodelled)
     retained = state_blocks = 0
     draft: tuple[EngineLayer, ...] = ()
     if speculative != "none":
@@ -2214,6 +2228,8 @@ def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32"
     """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them."""
     if ssm_dtype not in SSM_DTYPES:
         raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm_dtype!r}")
+    if entry.sglang_unmodelled:
+        raise NotModelled(UNMODELLED[entry.sglang_unmodelled], entry.sglang_unmodelled)
     if entry.unmodelled:
         raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
     attention = [lay for lay in entry.layers if lay.attention != "recurrent"]
@@ -2232,7 +2248,23 @@ def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32"
             full += lay.layers * _layer_bytes(lay, tp_size)
     state = extra = 0
     recurrent = [lay for lay in entry.layers if lay.attention == "recurrent"]
-    if recurrent:
+    if recurrent and all(lay.mixer for lay in recurrent):
+        # By dimensions (Mamba2StateShape.create): B/C groups fewer than tp are replicated up
+        # to tp (Gated DeltaNet's key heads too), the SSM part in ssm_dtype.
+        for lay in recurrent:
+            channels = lay.conv_channels
+            if lay.n_groups and lay.n_groups % tp_size:
+                channels += 2 * (tp_size - lay.n_groups) * lay.d_state
+            if channels % tp_size or lay.ssm_heads % tp_size:
+                raise ValueError(
+                    f"tp_size {tp_size} does not divide the recurrent layer's {channels} conv "
+                    f"channels and {lay.ssm_heads} heads (SGLang's divide() asserts)"
+                )
+            elements = lay.ssm_heads // tp_size * lay.ssm_head_elements
+            conv = channels // tp_size * lay.conv_rows * _ENGINE_BYTES[lay.dtype]
+            state += lay.layers * (conv + elements * _ENGINE_BYTES[ssm_dtype])
+            extra += lay.layers * elements * (_ENGINE_BYTES[ssm_dtype] - _ENGINE_BYTES[lay.dtype])
+    elif recurrent:
         if not entry.ssm_state_bytes:
             raise NotModelled("the SSM share of its recurrent state is unknown")
         ssm = entry.ssm_state_bytes

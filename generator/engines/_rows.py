@@ -29,8 +29,9 @@ VLLM_SPECULATIVE_MODES = ("eagle3", "mtp", "mtp_eagle")
 # is_hybrid_swa_model: gpt-oss is in SWA_SINK_ARCHS).
 SGLANG_HYBRID_SWA_FAMILIES = frozenset({"gpt_oss"})
 # kvgen families whose recurrent layers vLLM builds as Gated DeltaNet (QwenGatedDeltaNetAttention
-# in models/qwen3_next.py), not MambaMixer2: no group replication, and in align mode a prefill
-# checkpoint block only under the FlashInfer GDN prefill.
+# in models/qwen3_next.py), not MambaMixer2: no group replication in vLLM (SGLang replicates
+# key heads fewer than tp), and in align mode a prefill checkpoint block only under the
+# FlashInfer GDN prefill.
 VLLM_GDN_FAMILIES = frozenset({"qwen3_next"})
 # kvgen families whose SSM state vLLM keeps in fp32 by default: models/config.py
 # NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype (mamba_ssm_cache_dtype "auto" ->
@@ -38,6 +39,9 @@ VLLM_GDN_FAMILIES = frozenset({"qwen3_next"})
 VLLM_FP32_SSM_FAMILIES = frozenset({"nemotron_h"})
 # kvgen family -> the vLLM model module whose attention __init__ asserts that the KV heads
 # split over tp (``total_num_kv_heads % tp == 0``, or ``tp % total_num_kv_heads == 0`` below tp).
+# kvgen families an engine cannot run at all, with the UNMODELLED key naming its refusal.
+VLLM_UNSUPPORTED = {"llama3_2_vision": "vllm_no_mllama"}
+SGLANG_UNSUPPORTED = {"jamba": "sglang_no_jamba"}
 VLLM_KV_HEADS_SPLIT = {
     "llama3": "llama", "mistral": "llama", "phi3": "llama", "qwen2_5": "qwen2",
     "qwen3": "qwen3", "qwen3_moe": "qwen3_moe", "gemma2": "gemma2", "gemma3": "gemma3",
@@ -62,7 +66,7 @@ def layer_rows(layers: tuple[CachedLayer, ...], gdn: bool = False) -> tuple[Engi
             row = EngineLayer(
                 attention, count, heads, head, value, window, state, dtype,  # type: ignore[arg-type]
                 "gdn" if gdn and mixer == "mamba2" else mixer, channels, rows_, ssm_heads,  # type: ignore[arg-type]
-                elements, 0 if gdn else groups, d_state,  # type: ignore[arg-type]
+                elements, groups, d_state,  # type: ignore[arg-type]
             )  # fmt: skip
         rows.append(row)
     return tuple(rows)
@@ -104,6 +108,8 @@ def engine_model(family: Family, model: Model) -> EngineModel:
         "query_heads": model.num_attention_heads or 0,
         "kv_heads_split": VLLM_KV_HEADS_SPLIT.get(family.family, ""),
         "vllm_ssm_dtype": "fp32" if family.family in VLLM_FP32_SSM_FAMILIES else "",
+        "vllm_unmodelled": VLLM_UNSUPPORTED.get(family.family, ""),
+        "sglang_unmodelled": SGLANG_UNSUPPORTED.get(family.family, ""),
     }
     try:
         layers = cached_layers(family, model)

@@ -80,5 +80,6 @@ def sglang_plan(
         entry = EngineModel(
             entry.max_seq_len, entry.layers, entry.drafts, hybrid_swa, entry.ssm_state_bytes,
             entry.unmodelled, entry.query_heads, entry.kv_heads_split, entry.vllm_ssm_dtype,
+            entry.vllm_unmodelled, entry.sglang_unmodelled,
         )  # fmt: skip
     return engines_core.sglang_plan(entry, tp_size=tp_size, ssm_dtype=ssm_dtype)

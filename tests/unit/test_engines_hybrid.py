@@ -10,7 +10,7 @@ golden that drifted from its derivation fails here as well as kvgen.
 from __future__ import annotations
 
 import pytest
-from kvgen.engines import _vllm, engine_capacity
+from kvgen.engines import _sglang, _vllm, engine_capacity
 
 from tests.unit.test_engines import VLLM, family
 
@@ -161,3 +161,43 @@ def test_the_goldens_record_where_each_engine_default_comes_from() -> None:
         assert defaults[model]["enable_prefix_caching"] is True
         assert defaults[model]["mamba_cache_mode"] == "align"
     assert "mamba_ssm_cache_dtype" not in defaults["qwen3_next_80b_a3b"]
+
+
+def test_engines_that_cannot_run_a_model_say_so_with_their_version() -> None:
+    # vLLM 0.33.0's registry lists MllamaForConditionalGeneration as supported until 0.10.2;
+    # SGLang 0.5.23 has no Jamba model class, and its hybrid_arch.mambaish_config finds none.
+    from tests.unit.test_engines import SGLANG
+
+    refused = golden("llama3_2_11b_vision", tp_size=1)["refused"]
+    assert "MllamaForConditionalGeneration" in refused and "0.10.2" in refused
+    v = family("llama3_2_vision")
+    with pytest.raises(ValueError, match=r"vLLM 0\.33\.0 cannot run Mllama .*until vLLM 0\.10\.2"):
+        engine_capacity(v, "llama3_2_11b_vision", 40 * GIB, engine="vllm", max_seq_len=8192,
+                        max_num_tokens=8192)  # fmt: skip
+    jamba = [c for c in SGLANG["cases"] if c["inputs"]["family"] == "jamba"]
+    assert jamba and all("error" in c["engine_output"] for c in jamba)
+    with pytest.raises(ValueError, match=r"SGLang 0\.5\.23 cannot run Jamba"):
+        engine_capacity(family("jamba"), "jamba_1_5_mini", 40 * GIB, engine="sglang",
+                        max_seq_len=8192, max_num_tokens=8192)  # fmt: skip
+
+
+def test_sglang_replicates_mamba2_groups_too() -> None:
+    # granite4 at tp 2 in SGLang (Mamba2StateShape.create): conv (3,072 + 2 x 2 x 128) / 2 =
+    # 1,792 channels x 3 rows x 2 B = 10,752 B + SSM 24 x 64 x 128 x 4 B (fp32) = 786,432 B =
+    # 797,184 B a layer, x 36 layers = 28,698,624 B a request (28,670,976 B without the
+    # replicated group). SGLang's own pools at 70.5 GiB, page 1: 9,730,033 tokens and 1,248
+    # state slots.
+    from tests.unit.test_engines import SGLANG
+
+    (want,) = [
+        c["engine_output"]
+        for c in SGLANG["cases"]
+        if c["inputs"]["model"] == "granite_4_0_h_tiny" and c["inputs"]["budget_bytes"] != 40 * GIB
+    ]
+    assert (want["conv_state_shape"], want["mamba_cache_per_req"]) == ([1_792, 3], 28_698_624)
+    assert (want["max_total_num_tokens"], want["max_mamba_cache_size"]) == (9_730_033, 1_248)
+    g = family("granite4")
+    plan = _sglang.sglang_plan(g, g.model("granite_4_0_h_tiny"), tp_size=2)
+    assert plan.state_bytes_per_request == 36 * 797_184
+    pools = _sglang.sglang_pools(plan, 70 * GIB + GIB // 2, 1)
+    assert (pools.full_tokens, pools.state_slots) == (9_730_033, 1_248)
