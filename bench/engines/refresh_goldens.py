@@ -5,17 +5,28 @@ Usage (from the repository root, kvgen's virtualenv active):
 
 For each engine this script
 1. makes a virtual environment of its own under ``--venv-root`` (default
-   ``/tmp/kvgen_engines``; reused when present), with ``--system-site-packages`` so that the
-   machine's CPU torch is reused, and installs the pinned engine wheel and only the packages
-   its sizing modules import, each with ``pip install --no-deps``
-   (``bench/engines/requirements-<engine>.txt``);
-2. builds the case grid from every shipped family spec (``schema/families/*.yaml``, loaded with
-   ``kvgen.loader.load_path``) and every test fixture spec an engine can represent: every model,
-   two page sizes, two context lengths, a 40 GiB budget and max_num_tokens 8192; for vLLM also
-   each speculative profile whose drafter shares its pool (page 16, the short length);
+   ``/tmp/kvgen_engines``; reused when present; outside the repository), with
+   ``--system-site-packages`` so that the machine's CPU torch is reused, and installs the pinned
+   engine wheel and only the packages its sizing modules import, each with
+   ``pip install --no-deps`` (``bench/engines/requirements-<engine>.txt``);
+2. builds two case grids:
+   - *from config.json* (``CONFIG_MODELS``, ``CONFIG_REFUSALS``, ``QUOTED``): the runner builds
+     every layer's cache spec from the model's ``tests/fixtures/hf/`` config through the
+     engine's own classes (``vllm_from_config.py``; SGLang: ``ModelConfig`` and the config
+     class's ``mamba2_cache_params``), never from kvgen's rows. vLLM: every hybrid and two
+     attention models at page 16 and 64, two lengths (one not a multiple of the page), tp 1/2/8,
+     prefix caching at vLLM's default and off, sync scheduling, each speculative profile vLLM
+     runs in the target's pool, the tp sizes and architectures vLLM refuses, and the cases
+     issue 22 quoted; SGLang: the Mamba hybrids at page 16 and 64, two lengths, tp 1/2/8;
+   - *from kvgen's rows* (attention-only shipped families without a fixture config, and test
+     fixture specs): every model, two page sizes, two context lengths, a 40 GiB budget and
+     max_num_tokens 8192; for vLLM also each speculative profile whose drafter shares its pool.
+     These feed kvgen's layer shapes to the engine's planner, so they test the pool policy,
+     not the layer shapes (an independent harness found every attention-only family exact);
 3. runs ``bench/engines/<engine>_runner.py`` inside that environment, which calls the engine's
-   own KV-cache planner on CPU, and writes what it returns, with provenance (engine version,
-   modules and functions), to ``tests/fixtures/engines/<engine>.json``.
+   own KV-cache planner on CPU, and writes what it returns, one case per line, with provenance
+   (engine version, modules and functions; for config cases the engine defaults each model
+   gets and the hook that sets them) to ``tests/fixtures/engines/<engine>.json``.
 
 kvgen's tests compare ``kvgen.engines.engine_capacity`` with these files; CI needs no engine.
 For a new engine release: change the pin in the requirements file and ``PINS`` below, run this

@@ -1,7 +1,11 @@
 """Run SGLang's own KV pool sizing on CPU for the cases given on stdin; print results as JSON.
 
 Runs INSIDE the engine's virtual environment made by ``refresh_goldens.py`` (SGLang pinned there),
-never in kvgen's. What runs is SGLang's code (0.5.23):
+never in kvgen's. A case with ``hf_config`` (the Mamba hybrids) takes its layers and recurrent
+state from the model's config.json through SGLang's own ``ModelConfig``,
+``configs/hybrid_arch.py`` ``mambaish_config`` and the config class's ``mamba2_cache_params``
+(``run_config_case``); a case with ``layers`` uses kvgen's layer list (``make_kvc``).
+What runs is SGLang's code (0.5.23):
 - ``sglang/srt/model_executor/pool_configurator.py``: ``DefaultPoolConfigurator`` (``__init__``,
   ``_compute_cell_size``, ``calculate_pool_sizes``) and ``HybridSWAPoolConfigurator``
   (``__init__``, ``_recompute_cell_size``, ``calculate_pool_sizes``, ``_solve_pool_sizes``);

@@ -1,8 +1,12 @@
 """Run vLLM's own KV-cache planner on CPU for the cases given on stdin; print results as JSON.
 
 Runs INSIDE the engine's virtual environment made by ``refresh_goldens.py`` (vLLM pinned there),
-never in kvgen's: it imports no kvgen module. Input: a JSON list of cases, each with the layer
-list kvgen's spec resolves to. Output: one JSON object per case with what vLLM computed.
+never in kvgen's: it imports no kvgen module. Input: a JSON list of cases. A case with
+``hf_config`` is built from the model's config.json alone by ``vllm_from_config.py`` (vLLM's
+ModelConfig, config hooks, model and layer classes; see its docstring for what runs and what is
+stubbed) and is the kind of golden that can fail; a case with ``layers`` carries the layer list
+kvgen's spec resolves to (attention-only families without a fixture config) and tests only the
+pool planning below. Output: one JSON object per case with what vLLM computed.
 
 What runs is vLLM's code, called in the order its engine core calls it at start-up
 (``vllm/v1/engine/core.py`` ``_initialize_kv_caches``):
