@@ -173,7 +173,8 @@ def representable(family: Family, model: Model) -> bool:
 
 
 # kvgen speculative modes whose drafter shares vLLM's pool, and vLLM's name for the method.
-VLLM_METHODS = {"ngram": "ngram", "eagle3": "eagle3", "mtp": "mtp", "mtp_eagle": "mtp"}
+VLLM_METHODS = {"ngram": "ngram", "eagle3": "eagle3", "mtp": "mtp", "mtp_eagle": "mtp",
+                "draft_target": "draft_model"}  # fmt: skip
 
 
 def speculative_cases(family: Family, model: Model, base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -182,7 +183,8 @@ def speculative_cases(family: Family, model: Model, base: dict[str, Any]) -> lis
     for profile in family.speculative:
         if profile.mode not in VLLM_METHODS or not profile.applies_to(model.name):
             continue
-        extra = profile.extra_layers
+        # A separate draft model (draft_target) puts its own layers in the pool.
+        extra = profile.draft if profile.mode == "draft_target" else profile.extra_layers
         case = dict(base)
         case.update(
             id=f"{base['id']}/{profile.name}",
@@ -255,6 +257,14 @@ CONFIG_MODELS = (
     ("jamba", "jamba_1_5_mini", "jamba-1.5-mini.json", ("ngram4",)),
     ("llama3", "llama3_1_8b", "llama-3.1-8b.json", ()),
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", ()),
+    ("gemma3", "gemma3_27b", "gemma-3-27b-text.json", ()),
+)
+# Separate draft models (vLLM's "draft_model" method) whose layers join the target's pool:
+# (kvgen family, target, target fixture, profile, draft fixture).
+# Gemma 3 27B as its text model (language_model_only: the multimodal class does not load here).
+CONFIG_DRAFTS = (
+    ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
+    ("gemma3", "gemma3_27b", "gemma-3-27b-text.json", "draft_1b", "gemma-3-1b.json"),
 )
 # tp sizes vLLM refuses (query heads, or KV heads in Llama-style attention), by fixture.
 CONFIG_REFUSALS = (
@@ -346,6 +356,15 @@ def config_cases() -> list[dict[str, Any]]:
     for entry in CONFIG_REFUSALS:
         for tp in entry[3]:
             grid.append(_config_case(entry, block=16, length=4096, tp=tp))
+    for name, model, fixture, profile, draft in CONFIG_DRAFTS:
+        family = load_path(ROOT / "schema" / "families" / f"{name}.yaml").family
+        for block in PAGE_SIZES:
+            for length in (8192, 10001):
+                for tp in (1, 2):
+                    case = _config_case((name, model, fixture), block=block, length=length, tp=tp,
+                                        profile=profile, family=family)  # fmt: skip
+                    case["draft_hf_config"] = str(ROOT / "tests" / "fixtures" / "hf" / draft)
+                    grid.append(case)
     by_family = {entry[0]: entry for entry in CONFIG_MODELS}
     for name, budget, block, length, n, profile, prefix in QUOTED:
         entry = by_family[name]

@@ -60,7 +60,7 @@ from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import (
 from vllm.model_executor.layers.mamba.mamba_mixer import MambaMixer
 from vllm.model_executor.layers.mamba.mamba_mixer2 import MambaMixer2
 from vllm.model_executor.models import ModelRegistry
-from vllm.v1.kv_cache_interface import FullAttentionSpec
+from vllm.v1.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
 
 # The Mamba layer class each hybrid's decoder builds (read in its model module).
 MAMBA_LAYER = {
@@ -260,15 +260,25 @@ def attention_specs(config: Any, dtype: torch.dtype) -> dict[str, Any]:
     else:
         count = model.get_num_layers_by_block_type(parallel, "attention")
     heads = model.get_num_kv_heads(parallel)
-    return {
-        f"model.layers.{index}.attn": FullAttentionSpec(
-            block_size=config.cache_config.block_size,
-            num_kv_heads=heads,
-            head_size=model.get_head_size(),
-            dtype=dtype,
-        )
-        for index in range(count)
-    }
+    hf = model.hf_text_config
+    # Gemma 3's attention (models/gemma3.py): a "sliding_attention" layer type gets
+    # config.sliding_window, the others full attention.
+    types = getattr(hf, "layer_types", None) if not model.is_hybrid else None
+    specs = {}
+    for index in range(count):
+        shape = {
+            "block_size": config.cache_config.block_size,
+            "num_kv_heads": heads,
+            "head_size": model.get_head_size(),
+            "dtype": dtype,
+        }
+        if types is not None and types[index] == "sliding_attention":
+            specs[f"model.layers.{index}.attn"] = SlidingWindowSpec(
+                sliding_window=hf.sliding_window, **shape
+            )
+        else:
+            specs[f"model.layers.{index}.attn"] = FullAttentionSpec(**shape)
+    return specs
 
 
 def kv_dtype(config: Any) -> torch.dtype:

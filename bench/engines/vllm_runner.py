@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -338,6 +338,21 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     if model.is_hybrid:
         for name, layer in layers.items():
             specs[name] = layer.get_kv_cache_spec(config)
+    if "draft_hf_config" in case:
+        # A separate draft model (speculative method "draft_model"): its attention layers
+        # join the target's KV pool, each spec marked is_draft, with the draft's own shapes.
+        draft = from_config.model_config(case["draft_hf_config"])
+        draft_config = SimpleNamespace(
+            model_config=draft, parallel_config=config.parallel_config, cache_config=cache
+        )
+        try:
+            from_config.check_tp(draft_config)
+        except from_config.Refused as exc:
+            return {"refused": f"draft model: {exc}"}
+        for name, spec in from_config.attention_specs(
+            draft_config, from_config.kv_dtype(config)
+        ).items():
+            specs[f"draft_model.{name}"] = replace(spec, is_draft=True)
     for index in range(case.get("draft_attention_layers", 0)):
         # An MTP drafter's decoder layer: one more full-attention layer of the target's shape.
         spec = specs[next(n for n in specs if n.endswith(".attn"))]

@@ -1672,7 +1672,22 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "draft_1b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(
+                    EngineLayer(
+                        "sliding",
+                        layers=22,
+                        kv_heads=1,
+                        head_dim=256,
+                        value_dim=256,
+                        window=512,
+                        dtype="bf16",
+                    ),
+                    EngineLayer(
+                        "full", layers=4, kv_heads=1, head_dim=256, value_dim=256, dtype="bf16"
+                    ),
+                ),
+                retained=0,
+                state_blocks=4,
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1695,7 +1710,22 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "draft_1b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(
+                    EngineLayer(
+                        "sliding",
+                        layers=22,
+                        kv_heads=1,
+                        head_dim=256,
+                        value_dim=256,
+                        window=512,
+                        dtype="bf16",
+                    ),
+                    EngineLayer(
+                        "full", layers=4, kv_heads=1, head_dim=256, value_dim=256, dtype="bf16"
+                    ),
+                ),
+                retained=0,
+                state_blocks=4,
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1718,7 +1748,22 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "draft_1b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(
+                    EngineLayer(
+                        "sliding",
+                        layers=22,
+                        kv_heads=1,
+                        head_dim=256,
+                        value_dim=256,
+                        window=512,
+                        dtype="bf16",
+                    ),
+                    EngineLayer(
+                        "full", layers=4, kv_heads=1, head_dim=256, value_dim=256, dtype="bf16"
+                    ),
+                ),
+                retained=0,
+                state_blocks=4,
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
@@ -1741,7 +1786,22 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "draft_1b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(
+                    EngineLayer(
+                        "sliding",
+                        layers=22,
+                        kv_heads=1,
+                        head_dim=256,
+                        value_dim=256,
+                        window=512,
+                        dtype="bf16",
+                    ),
+                    EngineLayer(
+                        "full", layers=4, kv_heads=1, head_dim=256, value_dim=256, dtype="bf16"
+                    ),
+                ),
+                retained=0,
+                state_blocks=4,
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },

@@ -1683,7 +1683,13 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(
+                    EngineLayer(
+                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
+                    ),
+                ),
+                retained=0,
+                state_blocks=4,
             ),
         },
         query_heads=14,
@@ -1699,7 +1705,13 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(
+                    EngineLayer(
+                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
+                    ),
+                ),
+                retained=0,
+                state_blocks=4,
             ),
         },
         query_heads=12,
@@ -1715,7 +1727,13 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(
+                    EngineLayer(
+                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
+                    ),
+                ),
+                retained=0,
+                state_blocks=4,
             ),
         },
         query_heads=16,
@@ -1731,7 +1749,13 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(
+                    EngineLayer(
+                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
+                    ),
+                ),
+                retained=0,
+                state_blocks=4,
             ),
         },
         query_heads=28,
@@ -1747,7 +1771,13 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(
+                    EngineLayer(
+                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
+                    ),
+                ),
+                retained=0,
+                state_blocks=4,
             ),
         },
         query_heads=40,
@@ -1763,7 +1793,13 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(
+                    EngineLayer(
+                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
+                    ),
+                ),
+                retained=0,
+                state_blocks=4,
             ),
         },
         query_heads=40,
@@ -1779,7 +1815,13 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(
+                    EngineLayer(
+                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
+                    ),
+                ),
+                retained=0,
+                state_blocks=4,
             ),
         },
         query_heads=64,

@@ -22,8 +22,9 @@ from kvgen.engines_core import EngineDraft, EngineLayer, EngineModel
 if TYPE_CHECKING:
     from kvgen.spec import Family, Model, Speculative
 
-# Drafters whose layers live in vLLM's one pool beside the target's (EAGLE-family, MTP);
-# ngram has no layers. Others run a separate draft model, not modelled.
+# Drafters whose layers live in vLLM's one pool beside the target's (EAGLE-family, MTP; and a
+# separate draft model, draft_target, whose own layers join the pool); ngram has no layers.
+# Others (pard, dflash, two-model EAGLE) are not modelled.
 VLLM_SPECULATIVE_MODES = ("eagle3", "mtp", "mtp_eagle")
 # kvgen families whose architecture SGLang 0.5.23 sizes as hybrid SWA (configs/model_config.py
 # is_hybrid_swa_model: gpt-oss is in SWA_SINK_ARCHS).
@@ -83,6 +84,13 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
     k = profile.max_draft_len
     if profile.mode == "ngram":
         return EngineDraft((), 0, k)
+    if profile.mode == "draft_target" and profile.draft is not None:
+        # vLLM's "draft_model" method: the draft model's layers join the target's one pool
+        # (their specs marked is_draft), nothing retained below a window.
+        try:
+            return EngineDraft(layer_rows(stack_layers(family, profile.draft, model)), 0, k)
+        except NotModelled as exc:
+            return EngineDraft((), 0, 0, exc.reason)
     if profile.mode not in VLLM_SPECULATIVE_MODES:
         return EngineDraft((), 0, 0, "separate_draft")
     extra = profile.extra_layers

@@ -36,7 +36,9 @@ that vLLM's own code produced, ``tests/fixtures/engines/vllm.json``):
 - Speculative decoding (``ngram``, and drafters whose layers share the pool: ``eagle3``,
   ``mtp``, ``mtp_eagle``): the drafter's layers join the grouping like any other layer, every
   Mamba layer keeps one more state block per draft token, and a multi-module MTP drafter keeps
-  K - 1 more tokens below each sliding window. Separate draft models are not modelled.
+  K - 1 more tokens below each sliding window. A separate draft model (``draft_target``,
+  vLLM's ``draft_model`` method) puts its own layers in the same pool; other separate
+  drafters (PARD, DFlash, two-model EAGLE) are not modelled.
 - Reported capacity: ``max_concurrency = num_blocks / blocks per request at max_seq_len`` (all
   groups together) and ``kv_tokens = int(max_concurrency x max_seq_len)``, the numbers vLLM logs
   as "KV cache size" and "Maximum concurrency".

@@ -201,3 +201,31 @@ def test_sglang_replicates_mamba2_groups_too() -> None:
     assert plan.state_bytes_per_request == 36 * 797_184
     pools = _sglang.sglang_pools(plan, 70 * GIB + GIB // 2, 1)
     assert (pools.full_tokens, pools.state_slots) == (9_730_033, 1_248)
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "profile", "tokens", "concurrency"),
+    [("qwen2_5", "qwen2_5_7b", "draft_0_5b", 616_800, 75.293),
+     ("gemma3", "gemma3_27b", "draft_1b", 77_501, 9.461)],
+)  # fmt: skip
+def test_a_separate_draft_model_shares_vllms_pool(
+    name: str, model: str, profile: str, tokens: int, concurrency: float
+) -> None:
+    # vLLM's "draft_model" method registers the draft model's attention layers beside the
+    # target's (specs marked is_draft), so they share the one pool. 40 GiB, S = 8,192, page 16.
+    # qwen2_5_7b + 0.5B: 28 x 4 x 128 x 2 x 2 B + 24 x 2 x 64 x 2 x 2 B = 57,344 + 12,288 B per
+    # token, one full-attention group: a block 16 x 69,632 = 1,114,112 B, 38,550 blocks; a
+    # request 512 blocks: 38,550 / 512 = 75.293 -> 616,800 tokens.
+    # gemma3_27b + 1B: target 52 sliding (w 1,024) + 10 full at 16 x 128 x 2 x 2 B = 8,192 B
+    # per token; draft 22 sliding (w 512) + 4 full at 1 x 256 x 2 x 2 B = 1,024 B. Groups of
+    # the smallest count, 4: 13 + 3 target groups, 6 + 1 draft groups; a block is 4 target
+    # pages of 16 x 8,192 = 524,288 B (81,920 blocks), a draft page covers 8 x 16 = 128 tokens.
+    # A request at 8,192 (in flight 2 x 8,192): target full 3 x 512, target sliding
+    # 13 x (ceil(8,192/16) + 1 = 513), draft full 1 x 64, draft sliding 6 x (64 + 1) =
+    # 8,659 blocks: 81,920 / 8,659 = 9.461 -> 77,501 tokens.
+    want = golden(model, speculative=profile, block_size=16, max_model_len=8192, tp_size=1)
+    assert (want["kv_tokens"], round(want["max_concurrency"], 3)) == (tokens, concurrency)
+    got = engine_capacity(family(name), model, 40 * GIB, engine="vllm", max_seq_len=8192,
+                          max_num_tokens=8192, speculative=profile)  # fmt: skip
+    assert (got.kv_tokens, round(got.max_concurrency, 3)) == (tokens, concurrency)
+    assert got.num_blocks == want["num_blocks"]
