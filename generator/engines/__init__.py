@@ -156,7 +156,10 @@ def engine_capacity(
     """
     key = (id(family), model, engine, block_size, tp_size, speculative, mamba_cache_mode,
            gdn_prefill_backend, ssm_dtype)  # fmt: skip
-    hit = _CACHE.get(key)
+    try:
+        hit = _CACHE.get(key)
+    except TypeError:  # an unhashable argument: named below, never cached
+        hit, key = None, ()
     if engine == "vllm":
         if hit is not None and hit[0] is family:
             plan = cast(_vllm.VllmPlan, hit[1])

@@ -329,6 +329,10 @@ def test_trtllm_v2_gemma3_27b_at_batch_8() -> None:
         ({"engine": "sglang", "speculative": "eagle3"}, "speculative must be 'none'"),
         ({"engine": "vllm", "speculative": "pard9"}, "speculative must be one of none, eagle3"),
         ({"engine": "vllm", "mamba_cache_mode": "all"}, "mamba_cache_mode must be one of"),
+        ({"engine": "vllm", "mamba_cache_mode": ["align"]}, "mamba_cache_mode must be one of"),
+        ({"engine": "vllm", "gdn_prefill_backend": "cuda"}, "gdn_prefill_backend must be one of"),
+        ({"engine": "vllm", "ssm_dtype": "fp8"}, "ssm_dtype must be one of"),
+        ({"engine": "vllm", "ssm_dtype": ["fp32"]}, "ssm_dtype must be one of"),
         ({"engine": "sglang", "ssm_dtype": "fp8"}, "ssm_dtype must be one of"),
         ({"engine": "sglang", "max_seq_len": 0}, "max_seq_len must be a positive int"),
         # gpt_oss_20b's native context is 131,072 tokens
