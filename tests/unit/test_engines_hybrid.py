@@ -229,3 +229,28 @@ def test_a_separate_draft_model_shares_vllms_pool(
                           max_num_tokens=8192, speculative=profile)  # fmt: skip
     assert (got.kv_tokens, round(got.max_concurrency, 3)) == (tokens, concurrency)
     assert got.num_blocks == want["num_blocks"]
+
+
+def test_no_hybrid_golden_comes_from_kvgens_own_rows() -> None:
+    # A golden built from kvgen's state bytes cannot catch a wrong state (issue 22: 8 of 101
+    # such vLLM goldens disagreed with vLLM). Every shipped hybrid's cases come from config.json.
+    from tests.unit.test_engines import SGLANG
+
+    hybrids = {"granite4", "jamba", "nemotron_h", "qwen3_next"}
+    for data in (VLLM, SGLANG):
+        cases = [c for c in data["cases"] if c["inputs"]["family"] in hybrids]
+        assert {c["inputs"]["family"] for c in cases} == hybrids
+        assert all(c["inputs"]["layers_from"].startswith("tests/fixtures/hf/") for c in cases)
+    provenance = VLLM["provenance"]["from_config"]
+    assert "MambaModelConfig.verify_and_update_config" in provenance["functions"]
+    assert provenance["produced_by"].startswith("engine code from config.json")
+    grid = {
+        (c["inputs"]["family"], c["inputs"]["tp_size"], c["inputs"]["async_scheduling"],
+         c["inputs"]["enable_prefix_caching"])
+        for c in VLLM["cases"] if c["inputs"]["family"] in hybrids
+    }  # fmt: skip
+    for name in hybrids:
+        for tp in (1, 2, 8):
+            assert (name, tp, True, None) in grid  # granite4 at tp 8: refused
+            assert (name, tp, True, False) in grid  # granite4 at tp 8: refused
+        assert (name, 1, False, None) in grid  # sync scheduling
