@@ -2032,12 +2032,16 @@ def vllm_plan(
         for lay in layers
         if lay.attention == "recurrent"
     }
-    align = mamba_cache_mode == "align"
-    checkpoint = _checkpoint_blocks(layers, gdn_prefill_backend) if align else 0
-    step = _FLASHINFER_GDN_ALIGNMENT if align and _gdn_exports(layers, gdn_prefill_backend) else 1
-    block_size, mamba_padding = _unified_block_size(
-        layers, block_size, tp_size, list(pages.values()), step
-    )
+    checkpoint, mamba_padding = 0, 0
+    if pages:  # a Mamba hybrid: align mode and page unification
+        align = mamba_cache_mode == "align"
+        checkpoint = _checkpoint_blocks(layers, gdn_prefill_backend) if align else 0
+        step = 1
+        if align and _gdn_exports(layers, gdn_prefill_backend):
+            step = _FLASHINFER_GDN_ALIGNMENT
+        block_size, mamba_padding = _unified_block_size(
+            layers, block_size, tp_size, list(pages.values()), step
+        )
     # A layer's spec: how it reserves blocks, its page at this block size, and its shape
     # (vLLM groups equal specs only: two layers with the same page but other heads differ).
     specs: list[tuple[str, int | None, int, int, tuple[object, ...], int]] = []
