@@ -216,9 +216,8 @@ def cases(engine: str) -> list[dict[str, Any]]:
         for model in family.models:
             if not representable(family, model) or engine_model(family, model).unmodelled:
                 continue  # kvgen refuses it (NotModelled, tested with its reason)
-            if (engine == "vllm" and (family.family, model.name) in CONFIG_PAIRS) or (
-                hybrid and path in shipped
-            ):
+            pairs = CONFIG_PAIRS if engine == "vllm" else SGLANG_CONFIG_PAIRS
+            if (family.family, model.name) in pairs or (hybrid and path in shipped):
                 # Built from config.json instead (config_cases); a shipped hybrid's other
                 # models have no fixture config, so no golden until one is added.
                 continue
@@ -375,9 +374,35 @@ def config_cases() -> list[dict[str, Any]]:
     return list(unique.values())
 
 
+# SGLang: attention models from config.json, with the EAGLE3 / MTP profiles SGLang runs
+# (kvgen family, model, fixture, profile, the EAGLE3 draft's config or None for MTP).
+SGLANG_CONFIG_SPECULATIVE = (
+    ("llama3", "llama3_1_8b", "llama-3.1-8b.json", "eagle3", "eagle3-llama3.1-8b.json"),
+    ("deepseek_v3", "deepseek_v3", "deepseek-v3.json", "mtp1", None),
+    ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "none", None),
+)
+SGLANG_CONFIG_PAIRS = {(entry[0], entry[1]) for entry in SGLANG_CONFIG_SPECULATIVE}
+
+
 def sglang_config_cases() -> list[dict[str, Any]]:
-    """SGLang: the Mamba hybrids whose state and layers come from config.json."""
+    """SGLang: the Mamba hybrids whose state and layers come from config.json, and attention
+    models with the speculative profiles SGLang runs."""
     grid = []
+    for name, model, fixture, profile, draft in SGLANG_CONFIG_SPECULATIVE:
+        family = load_path(ROOT / "schema" / "families" / f"{name}.yaml").family
+        assert family is not None
+        native = family.model(model).max_seq_len
+        for block in PAGE_SIZES:
+            for length in (8191, native):
+                for tp in TP_SIZES:
+                    for prof in ("none", profile) if profile != "none" else ("none",):
+                        case = _config_case((name, model, fixture), block=block, length=length,
+                                            tp=tp, profile=prof, family=family)  # fmt: skip
+                        if prof != "none" and draft is not None:
+                            case["draft_hf_config"] = str(
+                                ROOT / "tests" / "fixtures" / "hf" / draft
+                            )
+                        grid.append(case)
     for entry in CONFIG_MODELS[:4]:
         family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
         assert family is not None

@@ -259,17 +259,18 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
 
 
 @functools.cache
-def model_config(config_json: str) -> Any:
+def model_config(config_json: str, is_draft_model: bool = False) -> Any:
     """SGLang's own ModelConfig for a config.json (offline: a directory holding only it)."""
     from sglang.srt.configs.model_config import ModelConfig
 
     directory = Path(tempfile.mkdtemp(prefix="sglang_cfg_"))
     (directory / "config.json").write_text(Path(config_json).read_text(encoding="utf-8"))
-    return ModelConfig(str(directory))
+    return ModelConfig(str(directory), is_draft_model=is_draft_model)
 
 
 def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
-    """A Mamba hybrid whose layers and state come from config.json through SGLang's classes:
+    """A model whose layers (and Mamba state) come from config.json through SGLang's classes:
+    whether any SGLang model module names the architecture (``sglang_names``),
     ``ModelConfig`` (HF config -> SGLang's config class, heads, head size),
     ``hybrid_arch.mambaish_config`` -> the config class's ``mamba2_cache_params`` (state shapes
     at the attention-tp size, Mamba-2 groups replicated up to tp) and
@@ -283,17 +284,23 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     state.schedule.page_size = case["block_size"]
     config = model_config(case["hf_config"])
     config.context_len = case["max_model_len"]
+    architectures = list(config.hf_config.architectures)
+    if not any(sglang_names(arch) for arch in architectures):
+        return {"error": f"SGLang {sglang.__version__} has no model class for {architectures}"}
     mamba = hybrid_arch.mambaish_config(config)
-    if mamba is None:
-        return {"error": "not a Mamba hybrid in SGLang"}
-    params = mamba.mamba2_cache_params
-    full_ids = list(mamba.full_attention_layer_ids)
+    if mamba is not None:
+        params = mamba.mamba2_cache_params
+        full_ids = list(mamba.full_attention_layer_ids)
+    else:
+        full_ids = list(range(config.num_hidden_layers))
+    draft_layers = eagle_draft_num_layers(case, config)
+    eagle = draft_layers is not None
     kvc = SimpleNamespace(
         model_config=config,
         kv_cache_dtype=torch.bfloat16,
         kv_cache_dtype_str="auto",
         model_dtype=torch.bfloat16,
-        use_mla_backend=False,
+        use_mla_backend=config.attention_arch == AttentionArch.MLA,
         server_args=SimpleNamespace(enable_hisparse=False),
         layer_info=SimpleNamespace(
             num_effective_layers=len(full_ids),
@@ -305,13 +312,13 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         sliding_window_size=None,
         page_size=case["block_size"],
         spec_algorithm=SimpleNamespace(
-            is_eagle=lambda: False,
+            is_eagle=lambda: eagle,
             is_standalone=lambda: False,
             is_dflash_family=lambda: False,
             is_dspark=lambda: False,
-            is_none=lambda: True,
+            is_none=lambda: not eagle,
         ),
-        spec_aux_config=SimpleNamespace(),
+        spec_aux_config=SimpleNamespace(eagle_draft_num_layers=draft_layers),
         is_draft_worker=False,
         is_hybrid_swa=False,
         pp_size=1,
@@ -322,12 +329,16 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     )
     pool_configurator.mambaish_config = hybrid_arch.mambaish_config
     rest_memory = case["budget_bytes"] / (1 << 30)
-    rest_memory = kv_configurator.KVCacheConfigurator._handle_max_mamba_cache(kvc, rest_memory)
+    if mamba is not None:
+        rest_memory = kv_configurator.KVCacheConfigurator._handle_max_mamba_cache(kvc, rest_memory)
     configurator = pool_configurator.DefaultPoolConfigurator(kvc)
     try:
         pools = configurator.calculate_pool_sizes(int(rest_memory * (1 << 30)), case["block_size"])
     except (ValueError, RuntimeError) as exc:
         return {"error": str(exc).split(":")[0]}
+    if mamba is None:
+        return {"max_total_num_tokens": pools.max_total_num_tokens,
+                "eagle_draft_num_layers": draft_layers}  # fmt: skip
     return {
         "max_total_num_tokens": pools.max_total_num_tokens,
         "max_mamba_cache_size": state.schedule.max_mamba_cache_size,
@@ -335,6 +346,29 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         "mamba_ssm_dtype": str(params.dtype.temporal).removeprefix("torch."),
         "conv_state_shape": list(params.shape.conv[0]),
     }
+
+
+@functools.cache
+def sglang_names(architecture: str) -> bool:
+    """Whether any of SGLang's model modules (sglang/srt/models/*.py) names the architecture.
+    Read from the source, not ``ModelRegistry``: on a CPU-only machine the registry drops the
+    modules whose GPU imports fail (DeepSeek, Nemotron-H, ...), which SGLang does run on GPUs."""
+    models = Path(sglang.__file__).parent / "srt" / "models"
+    return any(architecture in path.read_text(encoding="utf-8") for path in models.glob("*.py"))
+
+
+def eagle_draft_num_layers(case: dict[str, Any], config: Any) -> int | None:
+    """The draft layers SGLang's EAGLE/MTP path adds to the target's cell, as
+    ``spec_aux_hidden_state`` reads them: a path-less MTP head from the target config's
+    ``num_nextn_predict_layers``; an EAGLE3 draft from its own config's layer count."""
+    if "speculative" not in case:
+        return None
+    if case.get("draft_hf_config") is None:
+        return int(config.num_nextn_predict_layers)
+    draft = model_config(case["draft_hf_config"], is_draft_model=True)
+    if draft.num_nextn_predict_layers is not None:
+        return int(draft.num_nextn_predict_layers)
+    return int(max(draft.num_hidden_layers, draft.num_attention_layers))
 
 
 def main() -> int:

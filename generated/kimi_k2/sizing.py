@@ -1521,9 +1521,10 @@ class EngineLayer(_Record):
 
 class EngineDraft(_Record):
     """A speculative profile as vLLM runs it: drafter layers in the target's pool, tokens kept
-    below each sliding window, and one more Mamba state block per draft token."""
+    below each sliding window, and one more Mamba state block per draft token; and the draft
+    layers SGLang's EAGLE/MTP path adds to the target's cell (0: not modelled for SGLang)."""
 
-    _fields = ("layers", "retained", "state_blocks", "unmodelled")
+    _fields = ("layers", "retained", "state_blocks", "unmodelled", "sglang_layers")
     __slots__ = _fields
 
     def __init__(
@@ -1532,11 +1533,13 @@ class EngineDraft(_Record):
         retained: int,
         state_blocks: int,
         unmodelled: str = "",  # why vLLM's answer is not modelled: a key of UNMODELLED
+        sglang_layers: int = 0,  # EAGLE3 / MTP draft layers (eagle_draft_num_layers)
     ) -> None:
         self.layers = layers
         self.retained = retained
         self.state_blocks = state_blocks
         self.unmodelled = unmodelled
+        self.sglang_layers = sglang_layers
 
 
 class EngineModel(_Record):
@@ -2039,8 +2042,12 @@ def vllm_capacity(
     return capacity
 
 
-def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32") -> SglangPlan:
-    """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them."""
+def sglang_plan(
+    entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32", draft_layers: int = 0
+) -> SglangPlan:
+    """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them.
+    ``draft_layers``: an EAGLE3/MTP drafter's layers, which SGLang charges at the target's
+    per-layer size on the same tokens (pool_configurator.py, eagle_draft_num_layers)."""
     if ssm_dtype not in SSM_DTYPES:
         raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm_dtype!r}")
     if entry.sglang_unmodelled:
@@ -2088,6 +2095,13 @@ def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32"
         for lay in recurrent:
             state += lay.layers * ((lay.state_bytes + extra_per_layer) // tp_size)
             extra += lay.layers * (extra_per_layer // tp_size)
+    if draft_layers:
+        if swa or recurrent:
+            raise NotModelled(
+                "SGLang's EAGLE/MTP draft pool is modelled for full-attention models only"
+            )
+        layers = sum(lay.layers for lay in attention)
+        full += int(full * draft_layers / layers)  # the draft shares the per-layer size
     return SglangPlan(full, swa, window, state, extra, entry.max_seq_len)
 
 
@@ -2190,9 +2204,13 @@ def _check_model(model: object, speculative: object, engine: str) -> EngineModel
     profile = _name("speculative", speculative, SPECULATIVE)
     if profile not in _MODELS[name].profiles:
         raise ValueError(f"speculative {profile!r} does not apply to model {name!r}")
-    if engine == "sglang" and profile != "none":
-        raise NotModelled("speculative must be 'none' for engine 'sglang' (not modelled yet)")
-    return _ENGINE_MODELS[name]
+    entry: EngineModel = _ENGINE_MODELS[name]
+    if engine == "sglang" and profile != "none" and not entry.drafts[profile].sglang_layers:
+        raise NotModelled(
+            "speculative must be 'none' or an EAGLE3/MTP profile for engine 'sglang' here "
+            "(not modelled yet)"
+        )
+    return entry
 
 
 def _trtllm_capacity(
@@ -2327,7 +2345,10 @@ def engine_capacity(
     if plan_s is None:
         entry = _check_model(model, speculative, engine)
         plan_s = sglang_plan(
-            entry, tp_size=_integer("tp_size", tp_size, 1), ssm_dtype=ssm_dtype or "fp32"
+            entry,
+            tp_size=_integer("tp_size", tp_size, 1),
+            ssm_dtype=ssm_dtype or "fp32",
+            draft_layers=0 if speculative == "none" else entry.drafts[speculative].sglang_layers,
         )
         if len(_SGLANG_PLANS) >= 4096:
             _SGLANG_PLANS.clear()

@@ -114,11 +114,6 @@ def _profile(family: Family, model: str, name: str):  # type: ignore[no-untyped-
     raise ValueError(f"speculative must be one of {names}; got {name!r}")
 
 
-def _only_plain(engine: str, speculative: str) -> None:
-    if speculative != "none":
-        raise NotModelled(f"speculative must be 'none' for engine {engine!r} (not modelled yet)")
-
-
 def engine_capacity(
     family: Family,
     model: str,
@@ -231,10 +226,11 @@ def _build_vllm(
 def _build_sglang(
     family: Family, model: str, tp_size: int, ssm_dtype: str, speculative: str
 ) -> _sglang.SglangPlan:
-    _only_plain("sglang", speculative)
+    spec_model = _model(family, model)
     return _sglang.sglang_plan(
-        family, _model(family, model), tp_size=_positive("tp_size", tp_size), ssm_dtype=ssm_dtype
-    )
+        family, spec_model, tp_size=_positive("tp_size", tp_size), ssm_dtype=ssm_dtype,
+        speculative=_profile(family, spec_model.name, speculative),
+    )  # fmt: skip
 
 
 def trtllm_capacity(

@@ -100,7 +100,9 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
         return EngineDraft((), 0, 0, exc.reason)
     modules = extra.layers.count if extra is not None else 1
     lookahead = k if profile.mode == "mtp" and min(modules, k) > 1 else 1
-    return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k)
+    # SGLang's EAGLE/MTP path charges the drafter's layers at the target's per-layer size.
+    sglang = len(draft) if profile.mode in ("eagle3", "mtp", "mtp_eagle") else 0
+    return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k, "", sglang)
 
 
 def engine_model(family: Family, model: Model) -> EngineModel:

@@ -172,7 +172,10 @@ def test_sglang_matches_its_own_pool_configurators(case: dict) -> None:
             _capacity("sglang", inputs)
         return
     assert _capacity("sglang", inputs).kv_tokens == want["max_total_num_tokens"]
-    plan = _sglang.sglang_plan(fam, fam.model(inputs["model"]), tp_size=inputs.get("tp_size", 1))
+    plan = _sglang.sglang_plan(
+        fam, fam.model(inputs["model"]), tp_size=inputs.get("tp_size", 1),
+        speculative=fam.profile(inputs["speculative"]),
+    )  # fmt: skip
     pools = _sglang.sglang_pools(plan, inputs["budget_bytes"], inputs["block_size"])
     assert pools.swa_tokens == want.get("swa_max_total_num_tokens", 0)
     assert pools.state_slots == want.get("max_mamba_cache_size", 0)
@@ -326,7 +329,10 @@ def test_trtllm_v2_gemma3_27b_at_batch_8() -> None:
     [
         ({"engine": "tgi"}, "engine must be one of"),
         ({"engine": "vllm", "block_size": 0}, "block_size must be a positive int"),
-        ({"engine": "sglang", "speculative": "eagle3"}, "speculative must be 'none'"),
+        (
+            {"engine": "sglang", "speculative": "eagle3"},
+            "EAGLE/MTP draft pool is modelled for full-attention models only",
+        ),
         ({"engine": "vllm", "speculative": "pard9"}, "speculative must be one of none, eagle3"),
         ({"engine": "vllm", "mamba_cache_mode": "all"}, "mamba_cache_mode must be one of"),
         ({"engine": "vllm", "mamba_cache_mode": ["align"]}, "mamba_cache_mode must be one of"),

@@ -254,3 +254,37 @@ def test_no_hybrid_golden_comes_from_kvgens_own_rows() -> None:
             assert (name, tp, True, None) in grid  # granite4 at tp 8: refused
             assert (name, tp, True, False) in grid  # granite4 at tp 8: refused
         assert (name, 1, False, None) in grid  # sync scheduling
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "profile", "page", "tokens"),
+    [("llama3", "llama3_1_8b", "eagle3", 1, 317_750),
+     ("deepseek_v3", "deepseek_v3", "mtp1", 64, 601_280)],
+)  # fmt: skip
+def test_sglang_eagle3_and_mtp_share_the_target_tokens(
+    name: str, model: str, profile: str, page: int, tokens: int
+) -> None:
+    # SGLang's EAGLE/MTP path adds int(cell x draft layers / target layers) to the cell
+    # (pool_configurator.py; eagle_draft_num_layers from the draft config, or the target's
+    # num_nextn_predict_layers for a path-less MTP head). 40 GiB:
+    # llama3_1_8b + EAGLE3 (1 layer): 32 x 8 x 128 x 2 x 2 B = 131,072 + 4,096 = 135,168 B
+    # per token: 42,949,672,960 // 135,168 = 317,750 tokens.
+    # deepseek_v3 + MTP (1 layer): 61 x 576 x 2 B = 70,272 + 1,152 = 71,424 B per token:
+    # 601,334 tokens, 601,280 in whole 64-token pages.
+    from tests.unit.test_engines import SGLANG
+
+    (want,) = [
+        c["engine_output"]
+        for c in SGLANG["cases"]
+        if c["inputs"]["model"] == model and c["inputs"]["speculative"] == profile
+        and c["inputs"]["block_size"] == (16 if page == 1 else page)
+        and c["inputs"]["tp_size"] == 1 and c["inputs"]["max_model_len"] == 8191
+    ]  # fmt: skip
+    assert want["eagle_draft_num_layers"] == 1
+    got = engine_capacity(family(name), model, 40 * GIB, engine="sglang", max_seq_len=8191,
+                          max_num_tokens=8192, speculative=profile, block_size=page)  # fmt: skip
+    assert got.kv_tokens == tokens
+    page16 = engine_capacity(family(name), model, 40 * GIB, engine="sglang", max_seq_len=8191,
+                             max_num_tokens=8192, speculative=profile,
+                             block_size=16 if page == 1 else page)  # fmt: skip
+    assert page16.kv_tokens == want["max_total_num_tokens"]
