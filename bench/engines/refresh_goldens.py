@@ -146,6 +146,9 @@ def engine_layers(
             )
         elif kind.kv_lora_rank is not None:
             layer.update(type="mla", head_dim=kind.kv_lora_rank + (kind.qk_rope_head_dim or 0))
+        elif kind.attention == "chunked":
+            layer.update(type="chunked", kv_heads=kind.kv_heads,
+                         head_dim=kind_head_dim(kind, model), window=kind.chunk)  # fmt: skip
         else:
             layer.update(
                 type="sliding" if kind.attention == "sliding" else "full",
@@ -257,6 +260,10 @@ CONFIG_MODELS = (
     ("llama3", "llama3_1_8b", "llama-3.1-8b.json", ()),
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", ()),
     ("gemma3", "gemma3_27b", "gemma-3-27b-text.json", ()),
+    # Llama 4 as its text model (Llama4ForCausalLM): the multimodal config does not load with
+    # transformers 5 (attn_temperature_tuning 4 where it types a bool; the fixture says true).
+    ("llama4_scout", "llama4_scout_17b_16e", "llama-4-scout-17b-16e-text.json", ("ngram",)),
+    ("llama4_maverick", "llama4_maverick_17b_128e", "llama-4-maverick-17b-128e-text.json", ()),
 )
 # Separate draft models (vLLM's "draft_model" method) whose layers join the target's pool:
 # (kvgen family, target, target fixture, profile, draft fixture).

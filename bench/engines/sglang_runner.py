@@ -79,7 +79,12 @@ from sglang.srt.configs.model_config import AttentionArch  # noqa: E402
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 TORCH_DTYPES["fp8"] = torch.float8_e4m3fn
-HYBRID_SWA_ARCHS = {"gpt_oss": "GptOssForCausalLM"}  # kvgen family -> SGLang architecture
+# kvgen family -> SGLang architecture (configs/model_config.py is_hybrid_swa_model)
+HYBRID_SWA_ARCHS = {
+    "gpt_oss": "GptOssForCausalLM",
+    "llama4_scout": "Llama4ForConditionalGeneration",
+    "llama4_maverick": "Llama4ForConditionalGeneration",
+}
 
 
 def sglang_default(field: str) -> Any:
@@ -211,6 +216,10 @@ def make_kvc(case: dict[str, Any], hybrid_swa: bool) -> SimpleNamespace:
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
+    # SGLang has no chunked pool: a chunked layer is a sliding window of the chunk (Llama 4).
+    for lay in case["layers"]:
+        if lay["type"] == "chunked":
+            lay["type"] = "sliding"
     state = server_state()
     install(state)
     state.schedule.page_size = case["block_size"]

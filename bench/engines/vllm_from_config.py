@@ -60,7 +60,11 @@ from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import (
 from vllm.model_executor.layers.mamba.mamba_mixer import MambaMixer
 from vllm.model_executor.layers.mamba.mamba_mixer2 import MambaMixer2
 from vllm.model_executor.models import ModelRegistry
-from vllm.v1.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
+from vllm.v1.kv_cache_interface import (
+    ChunkedLocalAttentionSpec,
+    FullAttentionSpec,
+    SlidingWindowSpec,
+)
 
 # The Mamba layer class each hybrid's decoder builds (read in its model module).
 MAMBA_LAYER = {
@@ -264,6 +268,7 @@ def attention_specs(config: Any, dtype: torch.dtype) -> dict[str, Any]:
     # Gemma 3's attention (models/gemma3.py): a "sliding_attention" layer type gets
     # config.sliding_window, the others full attention.
     types = getattr(hf, "layer_types", None) if not model.is_hybrid else None
+    chunk = getattr(hf, "attention_chunk_size", None) if hasattr(hf, "no_rope_layers") else None
     specs = {}
     for index in range(count):
         shape = {
@@ -275,6 +280,12 @@ def attention_specs(config: Any, dtype: torch.dtype) -> dict[str, Any]:
         if types is not None and types[index] == "sliding_attention":
             specs[f"model.layers.{index}.attn"] = SlidingWindowSpec(
                 sliding_window=hf.sliding_window, **shape
+            )
+        elif chunk and hf.no_rope_layers[index] != 0:
+            # Llama 4 (models/llama4.py): a RoPE layer (no_rope_layers[i] == 1) is
+            # ChunkedLocalAttention over attention_chunk_size; a NoPE layer is full attention.
+            specs[f"model.layers.{index}.attn"] = ChunkedLocalAttentionSpec(
+                attention_chunk_size=chunk, **shape
             )
         else:
             specs[f"model.layers.{index}.attn"] = FullAttentionSpec(**shape)

@@ -47,6 +47,7 @@ from vllm.v1.core import kv_cache_planning as planning
 from vllm.v1.core import kv_cache_utils as utils
 from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder
 from vllm.v1.kv_cache_interface import (
+    ChunkedLocalAttentionSpec,
     FullAttentionSpec,
     MambaSpec,
     MLAAttentionSpec,
@@ -193,6 +194,15 @@ def layer_spec(
             head_size=lay["head_dim"],
             dtype=dtype,
             sliding_window=lay["window"],
+            is_draft=is_draft,
+        )
+    if kind == "chunked":
+        return ChunkedLocalAttentionSpec(
+            block_size=block_size,
+            num_kv_heads=lay["kv_heads"],
+            head_size=lay["head_dim"],
+            dtype=dtype,
+            attention_chunk_size=lay["window"],
             is_draft=is_draft,
         )
     if kind == "mla":

@@ -1561,7 +1561,6 @@ UNMODELLED = {
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
     "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled per engine",
-    "chunked": "chunked local attention is not modelled per engine",
     # Models an engine cannot run at all (its own refusal, with its version):
     "vllm_no_mllama": "vLLM 0.33.0 cannot run Mllama (Llama 3.2 Vision): "
     "MllamaForConditionalGeneration was supported until vLLM 0.10.2 "
@@ -1747,7 +1746,7 @@ class VllmGroups(_Record):
 
     def __init__(
         self,
-        attention: str,  # "full" (also MLA), "sliding" or "recurrent"
+        attention: str,  # "full" (also MLA), "sliding", "chunked" or "recurrent"
         window: int | None,
         block_size: int,  # tokens per block of these layers (pages may be unified upwards)
         group_count: int,
@@ -1776,6 +1775,7 @@ class VllmPlan(_Record):
         "native_max_seq_len",
         "speculative_blocks",
         "checkpoint_blocks",
+        "chunked",
     )
     __slots__ = _fields
 
@@ -1793,6 +1793,7 @@ class VllmPlan(_Record):
         native_max_seq_len: int,  # the model's context length (vLLM's max_model_len limit)
         speculative_blocks: int,  # extra state blocks per request per Mamba group (draft tokens)
         checkpoint_blocks: int = 0,  # align mode: prefill checkpoint blocks per Mamba group
+        chunked: tuple[tuple[int, int, int], ...] = (),  # (groups, chunk, block size)
     ) -> None:
         self.block_size = block_size
         self.bytes_per_block = bytes_per_block
@@ -1806,6 +1807,7 @@ class VllmPlan(_Record):
         self.native_max_seq_len = native_max_seq_len
         self.speculative_blocks = speculative_blocks
         self.checkpoint_blocks = checkpoint_blocks
+        self.chunked = chunked
 
 
 class SglangPlan(_Record):
@@ -1998,7 +2000,7 @@ def vllm_plan(
             specs.append(("recurrent", None, block_size, page, (lay.state_bytes,), lay.layers))
         else:
             heads = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)
-            kind = "sliding" if lay.attention == "sliding" else "full"
+            kind = lay.attention if lay.attention in ("sliding", "chunked") else "full"
             page = block_size * _layer_bytes(lay, tp_size)
             specs.append((kind, lay.window, block_size, page, heads, lay.layers))
     total = sum(spec[5] for spec in specs)
@@ -2069,9 +2071,12 @@ def _vllm_plan(
         if g.attention == "sliding"
     )
     states = sum(g.group_count for g in groups if g.attention == "recurrent")
+    chunked = tuple(
+        (g.group_count, g.window or 0, g.block_size) for g in groups if g.attention == "chunked"
+    )
     return VllmPlan(
         block_size, bytes_per_block, tuple(groups), group_size, padding, mamba_padding, full,
-        sliding, states, native, state_blocks, checkpoint,
+        sliding, states, native, state_blocks, checkpoint, chunked,
     )  # fmt: skip
 
 
@@ -2090,6 +2095,9 @@ def vllm_request_blocks(
         # Per-request SWA bound: the window plus everything in flight, +1 boundary block.
         held = min(reach + in_flight, max_seq_len)
         total += count * (-(-held // size) + 1)
+    for count, chunk, size in plan.chunked:
+        # ChunkedLocalAttentionSpec: one chunk plus everything in flight, no boundary block.
+        total += count * -(-min(chunk + in_flight, max_seq_len) // size)
     return total
 
 
@@ -2183,7 +2191,7 @@ def sglang_plan(
     full = swa = 0
     window = None
     for lay in attention:
-        if entry.hybrid_swa and lay.attention == "sliding":
+        if entry.hybrid_swa and lay.attention in ("sliding", "chunked"):
             swa += lay.layers * _layer_bytes(lay, tp_size)
             window = lay.window
         else:

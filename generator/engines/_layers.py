@@ -124,9 +124,11 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
         if kind.index_head_dim is not None:
             raise _unmodelled(model, "index_cache")
         if kind.attention == "chunked":
-            # vLLM (ChunkedLocalAttentionManager) and SGLang (Llama 4 as hybrid SWA) each pool
-            # chunked layers their own way; no engine row here models either yet.
-            raise _unmodelled(model, "chunked")
+            # vLLM: ChunkedLocalAttentionSpec; SGLang sizes it as a sliding window of the chunk.
+            head = _head_dim(kind, model)
+            out.append(CachedLayer(index, "chunked", kind.kv_heads or 0, head, head, kind.chunk,
+                                   0, dtype))  # fmt: skip
+            continue
         if kind.kv_lora_rank is not None and kind.attention == "sliding":
             raise _unmodelled(model, "sliding_mla")
         if kind.kv_lora_rank is not None:

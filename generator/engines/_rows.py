@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 VLLM_SPECULATIVE_MODES = ("eagle3", "mtp", "mtp_eagle")
 # kvgen families whose architecture SGLang 0.5.23 sizes as hybrid SWA (configs/model_config.py
 # is_hybrid_swa_model: gpt-oss is in SWA_SINK_ARCHS).
-SGLANG_HYBRID_SWA_FAMILIES = frozenset({"gpt_oss"})
+# Llama4ForConditionalGeneration is on the list too: its chunked layers become the SWA pool.
+SGLANG_HYBRID_SWA_FAMILIES = frozenset({"gpt_oss", "llama4_scout", "llama4_maverick"})
 # kvgen families whose recurrent layers vLLM builds as Gated DeltaNet (QwenGatedDeltaNetAttention
 # in models/qwen3_next.py), not MambaMixer2: no group replication in vLLM (SGLang replicates
 # key heads fewer than tp), and in align mode a prefill checkpoint block only under the

@@ -288,3 +288,40 @@ def test_sglang_eagle3_and_mtp_share_the_target_tokens(
                              max_num_tokens=8192, speculative=profile,
                              block_size=16 if page == 1 else page)  # fmt: skip
     assert page16.kv_tokens == want["max_total_num_tokens"]
+
+
+def test_chunked_local_attention_in_both_engines_llama4_scout() -> None:
+    # vLLM (ChunkedLocalAttentionSpec, from the model's config.json): 36 RoPE layers chunked
+    # at 8,192 + 12 NoPE full layers -> 4 groups of 12; a block 12 x 16 x 8 x 128 x 2 x 2 B =
+    # 786,432 B; 40 GiB // that = 54,613 blocks. A request at S: ceil(S/16) full blocks +
+    # 3 x ceil(min(8,192 + 16,384, S) / 16) chunked: 2,048 at S = 8,191 or 8,192, so
+    # 54,613 / 2,048 = 26.667 requests: 218,425 tokens at 8,191, 218,452 at 8,192.
+    want = golden(
+        "llama4_scout_17b_16e", block_size=16, max_model_len=8191, tp_size=1,
+        enable_prefix_caching=None, speculative="none", async_scheduling=True,
+    )  # fmt: skip
+    assert (want["kv_tokens"], want["num_blocks"], want["num_groups"]) == (218_425, 54_613, 4)
+    scout = family("llama4_scout")
+    kw = {"engine": "vllm", "max_num_tokens": 8192}
+    got = engine_capacity(scout, "llama4_scout_17b_16e", 40 * GIB, max_seq_len=8192, **kw)
+    assert (got.kv_tokens, got.num_blocks, round(got.max_concurrency, 3)) == (
+        218_452,
+        54_613,
+        26.667,
+    )
+    # SGLang sizes the chunked layers as a sliding window (Llama4ForConditionalGeneration is
+    # hybrid SWA): 40 GiB / (12 x 4,096 + 0.8 x 36 x 4,096 B) = 257,003 full tokens and
+    # int(0.8 x 257,003) = 205,602 window tokens; at page 16, 256,992 and 205,584.
+    from tests.unit.test_engines import SGLANG
+
+    pages16 = [
+        c["engine_output"]
+        for c in SGLANG["cases"]
+        if c["inputs"]["model"] == "llama4_scout_17b_16e" and c["inputs"]["block_size"] == 16
+    ]
+    assert pages16 and all(
+        (w["max_total_num_tokens"], w["swa_max_total_num_tokens"]) == (256_992, 205_584)
+        for w in pages16
+    )
+    plan = _sglang.sglang_plan(scout, scout.model("llama4_scout_17b_16e"))
+    assert _sglang.sglang_pools(plan, 40 * GIB, 1) == _sglang.SglangPools(257_003, 205_602, 0)
