@@ -128,8 +128,8 @@ def engine_layers(
     pattern = stack.layers.pattern
     for index in range(stack.layers.count):
         kind = stack.layer_kinds[pattern[index % len(pattern)]]
-        if kind.attention == "none":
-            continue
+        if kind.attention == "none" or kind.reads is not None:
+            continue  # no cache of its own (a KV-sharing layer reads another layer's)
         layer: dict[str, Any] = {"index": index}
         if kind.attention == "recurrent":
             # One request's state at tp=1 and the conv/SSM split SGLang needs (its SSM part is
@@ -217,7 +217,9 @@ def cases(engine: str) -> list[dict[str, Any]]:
             kind.attention == "recurrent" for m in family.models for kind in m.layer_kinds.values()
         )
         for model in family.models:
-            if not representable(family, model) or engine_model(family, model).unmodelled:
+            rows = engine_model(family, model)
+            refused = rows.vllm_unmodelled if engine == "vllm" else rows.sglang_unmodelled
+            if not representable(family, model) or rows.unmodelled or refused:
                 continue  # kvgen refuses it (NotModelled, tested with its reason)
             pairs = CONFIG_PAIRS if engine == "vllm" else SGLANG_CONFIG_PAIRS
             if (family.family, model.name) in pairs or (hybrid and path in shipped):
@@ -264,6 +266,9 @@ CONFIG_MODELS = (
     # transformers 5 (attn_temperature_tuning 4 where it types a bool; the fixture says true).
     ("llama4_scout", "llama4_scout_17b_16e", "llama-4-scout-17b-16e-text.json", ("ngram",)),
     ("llama4_maverick", "llama4_maverick_17b_128e", "llama-4-maverick-17b-128e-text.json", ()),
+    # Gemma 3n as its text model (Gemma3nForCausalLM): KV-shared layers hold no cache.
+    ("gemma3n", "gemma3n_e2b", "gemma-3n-E2B-text.json", ()),
+    ("gemma3n", "gemma3n_e4b", "gemma-3n-E4B-text.json", ()),
 )
 # Separate draft models (vLLM's "draft_model" method) whose layers join the target's pool:
 # (kvgen family, target, target fixture, profile, draft fixture).

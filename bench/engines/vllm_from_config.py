@@ -269,8 +269,13 @@ def attention_specs(config: Any, dtype: torch.dtype) -> dict[str, Any]:
     # config.sliding_window, the others full attention.
     types = getattr(hf, "layer_types", None) if not model.is_hybrid else None
     chunk = getattr(hf, "attention_chunk_size", None) if hasattr(hf, "no_rope_layers") else None
+    # Gemma 3n (models/gemma3n.py): the last num_kv_shared_layers layers read an earlier
+    # layer's cache (kv_sharing_target_layer_name), and the model runner builds no spec for them.
+    shared_from = count - (getattr(hf, "num_kv_shared_layers", 0) or 0)
     specs = {}
     for index in range(count):
+        if index >= shared_from:
+            continue
         shape = {
             "block_size": config.cache_config.block_size,
             "num_kv_heads": heads,

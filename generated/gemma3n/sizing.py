@@ -1557,7 +1557,7 @@ UNMODELLED = {
     "sinks": "attention sinks are not modelled per engine",
     "sliding_mla": "sliding-window MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
-    "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled per engine",
+    "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled for SGLang",
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
     "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled per engine",
@@ -1704,17 +1704,39 @@ class EngineModel(_Record):
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "gemma3n_e2b": EngineModel(
         max_seq_len=32768,
-        layers=(),
+        layers=(
+            EngineLayer(
+                "sliding",
+                layers=16,
+                kv_heads=2,
+                head_dim=256,
+                value_dim=256,
+                window=512,
+                dtype="bf16",
+            ),
+            EngineLayer("full", layers=4, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
+        ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
-        unmodelled="kv_sharing",
         query_heads=8,
+        sglang_unmodelled="kv_sharing",
     ),
     "gemma3n_e4b": EngineModel(
         max_seq_len=32768,
-        layers=(),
+        layers=(
+            EngineLayer(
+                "sliding",
+                layers=16,
+                kv_heads=2,
+                head_dim=256,
+                value_dim=256,
+                window=512,
+                dtype="bf16",
+            ),
+            EngineLayer("full", layers=4, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
+        ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
-        unmodelled="kv_sharing",
         query_heads=8,
+        sglang_unmodelled="kv_sharing",
     ),
 }
 

@@ -1451,7 +1451,7 @@ UNMODELLED = {
     "sinks": "attention sinks are not modelled per engine",
     "sliding_mla": "sliding-window MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
-    "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled per engine",
+    "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled for SGLang",
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
     "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled per engine",

@@ -97,7 +97,9 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
         if kind.attention == "none":
             continue
         if kind.reads is not None:
-            raise _unmodelled(model, "kv_sharing")
+            # KV sharing: the layer reads another layer's cache and holds none of its own
+            # (vLLM skips a layer with kv_sharing_target_layer_name when it builds specs).
+            continue
         if kind.attention == "cross":
             raise _unmodelled(model, "cross")  # the engines' own encoder-cache pools
         if kind.attention == "recurrent":

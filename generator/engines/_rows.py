@@ -106,6 +106,12 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
     return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k, "", sglang)
 
 
+def _shares_kv(model: Model) -> bool:
+    """Whether a layer of the model reads another layer's cache (SGLang's sharing is not
+    modelled; vLLM's is: the reading layer holds no cache)."""
+    return any(kind.reads is not None for kind in model.layer_kinds.values())
+
+
 def engine_model(family: Family, model: Model) -> EngineModel:
     """The engine rows of one model of a loaded spec."""
     drafts = {
@@ -120,7 +126,8 @@ def engine_model(family: Family, model: Model) -> EngineModel:
         "kv_heads_split": VLLM_KV_HEADS_SPLIT.get(family.family, ""),
         "vllm_ssm_dtype": "fp32" if family.family in VLLM_FP32_SSM_FAMILIES else "",
         "vllm_unmodelled": VLLM_UNSUPPORTED.get(family.family, ""),
-        "sglang_unmodelled": SGLANG_UNSUPPORTED.get(family.family, ""),
+        "sglang_unmodelled": SGLANG_UNSUPPORTED.get(family.family, "")
+        or ("kv_sharing" if _shares_kv(model) else ""),
     }
     try:
         layers = cached_layers(family, model)

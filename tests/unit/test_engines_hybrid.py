@@ -325,3 +325,25 @@ def test_chunked_local_attention_in_both_engines_llama4_scout() -> None:
     )
     plan = _sglang.sglang_plan(scout, scout.model("llama4_scout_17b_16e"))
     assert _sglang.sglang_pools(plan, 40 * GIB, 1) == _sglang.SglangPools(257_003, 205_602, 0)
+
+
+def test_vllm_kv_shared_layers_hold_no_cache_gemma3n() -> None:
+    # Gemma 3n's last num_kv_shared_layers layers (10 of 30 in E2B) read an earlier layer's
+    # cache; vLLM builds no spec for them. E2B's 20 own layers: 16 sliding (window 512) + 4
+    # full, 2 KV heads x 256 x 2 x 2 B = 2,048 B per token each; groups of 4: 4 sliding + 1
+    # full, a block 4 x 16 x 2,048 = 131,072 B, 40 GiB // that = 327,680 blocks. A request at
+    # 8,192: 512 full blocks + 4 x (ceil(min(511 + 16,384, 8,192) / 16) + 1 = 513) = 2,564:
+    # 327,680 / 2,564 = 127.800 -> 1,046,940 tokens.
+    want = golden("gemma3n_e2b", block_size=16, max_model_len=8191, tp_size=1,
+                  enable_prefix_caching=None, async_scheduling=True)  # fmt: skip
+    assert want["num_blocks"] == 327_680
+    got = engine_capacity(family("gemma3n"), "gemma3n_e2b", 40 * GIB, engine="vllm",
+                          max_seq_len=8192, max_num_tokens=8192)  # fmt: skip
+    assert (got.kv_tokens, round(got.max_concurrency, 1), got.num_blocks) == (
+        1_046_940,
+        127.8,
+        327_680,
+    )
+    at_8191 = engine_capacity(family("gemma3n"), "gemma3n_e2b", 40 * GIB, engine="vllm",
+                              max_seq_len=8191, max_num_tokens=8192)  # fmt: skip
+    assert at_8191.kv_tokens == want["kv_tokens"]
