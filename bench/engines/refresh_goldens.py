@@ -269,6 +269,7 @@ CONFIG_MODELS = (
     # Gemma 3n as its text model (Gemma3nForCausalLM): KV-shared layers hold no cache.
     ("gemma3n", "gemma3n_e2b", "gemma-3n-E2B-text.json", ()),
     ("gemma3n", "gemma3n_e4b", "gemma-3n-E4B-text.json", ()),
+    ("deepseek_v3_2", "deepseek_v3_2_exp", "deepseek-v3.2-exp.json", ()),
 )
 # Separate draft models (vLLM's "draft_model" method) whose layers join the target's pool:
 # (kvgen family, target, target fixture, profile, draft fixture).
@@ -321,6 +322,8 @@ def _config_case(
         "budget_bytes": budget,
         "speculative_profile": profile,
     }
+    if name == "deepseek_v3_2":
+        case["dtype"] = "fp8_ds_mla"  # the family's kv_cache_dtype: FlashMLA sparse
     if profile != "none":
         assert family is not None
         spec = family.profile(profile)
@@ -342,17 +345,21 @@ def config_cases() -> list[dict[str, Any]]:
         assert family is not None
         native = family.model(entry[1]).max_seq_len
         lengths = (min(8191, native - 1), native)
+        # Prefix caching changes only Mamba state (mamba_cache_mode): both for hybrids.
+        model = family.model(entry[1])
+        hybrid = any(kind.attention == "recurrent" for kind in model.layer_kinds.values())
+        prefixes = (None, False) if hybrid else (None,)
         for block in PAGE_SIZES:
             for length in lengths:
                 for tp in TP_SIZES:
-                    for prefix in (None, False):
+                    for prefix in prefixes:
                         grid.append(_config_case(entry, block=block, length=length, tp=tp,
                                                  prefix=prefix))  # fmt: skip
                 grid.append(_config_case(entry, block=block, length=length, tp=1, sync=True))
         for profile in entry[3]:
             for length in lengths:
                 for tp in (1, 2):
-                    for prefix in (None, False):
+                    for prefix in prefixes:
                         grid.append(
                             _config_case(
                                 entry,

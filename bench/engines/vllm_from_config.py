@@ -33,6 +33,9 @@ Stubs (GPU-only parts; each is the smallest that stands in):
   what its ``__init__`` sets for the given ``gdn_prefill_backend`` (FlashInfer on SM90: 64).
 - ``ModelRegistry._raise_for_unsupported`` is called before ``ModelConfig`` for an architecture
   the registry does not list (ModelConfig would raise the same after loading the processor).
+- MLA layers (``mla_specs``): a plain object with the attributes ``MLAAttention``'s and
+  ``DeepseekV32IndexerCache``'s ``get_kv_cache_spec`` read (cache dtype, head size, whether an
+  indexer exists; the indexer's key size and uint8 dtype as ``Indexer.__init__`` passes them).
 - the attention ``__init__`` check: ``get_tensor_model_parallel_world_size`` returns tp and
   ``QKVParallelLinear`` stops the constructor (the asserts come before it).
 """
@@ -100,6 +103,10 @@ PROVENANCE = {
         "vllm/model_executor/layers/mamba/mamba_mixer2.py",
         "vllm/model_executor/layers/mamba/mamba_utils.py",
         "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
+        "vllm/model_executor/layers/attention/mla_attention.py",
+        "vllm/model_executor/models/deepseek_v2.py",
+        "vllm/model_executor/models/gemma3.py (layer_types), gemma3n.py (KV sharing), "
+        "llama4.py (chunked layers)",
         "vllm/platforms/interface.py",
     ],
     "functions": [
@@ -116,6 +123,8 @@ PROVENANCE = {
         "MambaStateShapeCalculator.mamba2_state_shape (extra_groups_for_head_shards)",
         "MambaMixer2.get_kv_cache_spec / MambaBase.get_kv_cache_spec",
         "QwenGatedDeltaNetAttention.get_kv_cache_spec",
+        "MLAAttention.get_kv_cache_spec (fp8_ds_mla state_content_bytes)",
+        "DeepseekV32IndexerCache.get_kv_cache_spec",
     ],
 }
 
@@ -257,8 +266,42 @@ def mamba_layers(config: Any, gdn_prefill_backend: str) -> dict[str, Any]:
     return layers
 
 
+def mla_specs(config: Any) -> dict[str, Any]:
+    """An MLA model's specs from vLLM's own layer methods: ``MLAAttention.get_kv_cache_spec``
+    (fp8_ds_mla: 656 B per token) and, for DeepSeek-V3.2 (``index_topk`` in the config),
+    ``DeepseekV32IndexerCache.get_kv_cache_spec`` with the key size ``Indexer.__init__`` gives
+    it (index_head_dim + index_head_dim / 128 x 4 fp32 scale bytes, uint8)."""
+    from vllm.model_executor.layers.attention.mla_attention import MLAAttention
+    from vllm.model_executor.models.deepseek_v2 import DeepseekV32IndexerCache
+
+    model = config.model_config
+    hf = model.hf_text_config
+    specs = {}
+    for index in range(hf.num_hidden_layers):
+        layer = SimpleNamespace(
+            kv_cache_dtype=config.cache_config.cache_dtype, head_size=model.get_head_size(),
+            sliding_window=None, topk_buffer_width=None,
+            indexer=object() if hasattr(hf, "index_topk") else None,
+            non_causal_multi_token_decode=False,
+        )  # fmt: skip
+        specs[f"model.layers.{index}.self_attn.attn"] = MLAAttention.get_kv_cache_spec(
+            layer, config
+        )
+        if hasattr(hf, "index_topk"):
+            key = SimpleNamespace(
+                cache_config=config.cache_config, dtype=torch.uint8,
+                head_dim=hf.index_head_dim + hf.index_head_dim // 128 * 4,
+            )  # fmt: skip
+            specs[f"model.layers.{index}.self_attn.indexer.k_cache"] = (
+                DeepseekV32IndexerCache.get_kv_cache_spec(key, config)
+            )
+    return specs
+
+
 def attention_specs(config: Any, dtype: torch.dtype) -> dict[str, Any]:
     model, parallel = config.model_config, config.parallel_config
+    if model.use_mla:
+        return mla_specs(config)
     if model.is_hybrid:
         count = decoder_layer_kinds(model).count("attention")
     else:

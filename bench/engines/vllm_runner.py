@@ -57,6 +57,7 @@ from vllm.v1.kv_cache_interface import (
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 DTYPES["fp8"] = torch.float8_e4m3fn
 CACHE_DTYPE = {"bf16": "auto", "fp16": "auto", "fp32": "auto", "fp8": "fp8"}
+CACHE_DTYPE["fp8_ds_mla"] = "fp8_ds_mla"  # FlashMLA sparse (DeepSeek-V3.2)
 
 
 class StubVllmConfig:

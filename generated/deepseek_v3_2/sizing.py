@@ -1455,7 +1455,7 @@ UNMODELLED = {
     "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled for SGLang",
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
-    "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled per engine",
+    "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled for SGLang",
     # Models an engine cannot run at all (its own refusal, with its version):
     "vllm_no_mllama": "vLLM 0.33.0 cannot run Mllama (Llama 3.2 Vision): "
     "MllamaForConditionalGeneration was supported until vLLM 0.10.2 "
@@ -1485,6 +1485,7 @@ class EngineLayer(_Record):
         "ssm_head_elements",
         "n_groups",
         "d_state",
+        "token_bytes",
     )
     __slots__ = _fields
 
@@ -1506,6 +1507,9 @@ class EngineLayer(_Record):
         ssm_head_elements: int = 0,  # head_dim x d_state (Mamba-1: d_state)
         n_groups: int = 0,  # Mamba-2 B/C groups (replicated when fewer than tp)
         d_state: int = 0,
+        # A packed per-token layout, never split by tp (0: heads x dims x dtype): FlashMLA's
+        # fp8_ds_mla latent (656 B for DeepSeek-V3.2), a sparse indexer's key (132 B).
+        token_bytes: int = 0,
     ) -> None:
         self.attention = attention
         self.layers = layers
@@ -1522,6 +1526,7 @@ class EngineLayer(_Record):
         self.ssm_head_elements = ssm_head_elements
         self.n_groups = n_groups
         self.d_state = d_state
+        self.token_bytes = token_bytes
 
 
 class EngineDraft(_Record):
@@ -1599,9 +1604,33 @@ class EngineModel(_Record):
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "deepseek_v3_2_exp": EngineModel(
         max_seq_len=163840,
-        layers=(),
-        drafts={"mtp": EngineDraft(layers=(), retained=0, state_blocks=0, unmodelled="dtype")},
-        unmodelled="dtype",
+        layers=(
+            EngineLayer(
+                "mla", layers=61, kv_heads=1, head_dim=576, dtype="fp8_ds_mla", token_bytes=656
+            ),
+            EngineLayer("mla", layers=61, kv_heads=1, head_dim=128, dtype="fp8", token_bytes=132),
+        ),
+        drafts={
+            "mtp": EngineDraft(
+                layers=(
+                    EngineLayer(
+                        "mla",
+                        layers=1,
+                        kv_heads=1,
+                        head_dim=576,
+                        dtype="fp8_ds_mla",
+                        token_bytes=656,
+                    ),
+                    EngineLayer(
+                        "mla", layers=1, kv_heads=1, head_dim=128, dtype="fp8", token_bytes=132
+                    ),
+                ),
+                retained=0,
+                state_blocks=1,
+                sglang_layers=2,
+            ),
+        },
+        sglang_unmodelled="index_cache",
     ),
 }
 
@@ -1743,6 +1772,8 @@ class SglangPools(_Record):
 
 
 def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
+    if layer.token_bytes:
+        return layer.token_bytes
     # vLLM and SGLang split KV heads over TP by floor, never below one head; MLA is not split.
     heads = 1 if layer.attention == "mla" else max(1, layer.kv_heads // tp_size)
     return heads * (layer.head_dim + layer.value_dim) * _ENGINE_BYTES[layer.dtype]

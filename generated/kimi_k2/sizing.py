@@ -1449,7 +1449,7 @@ UNMODELLED = {
     "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled for SGLang",
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
-    "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled per engine",
+    "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled for SGLang",
     # Models an engine cannot run at all (its own refusal, with its version):
     "vllm_no_mllama": "vLLM 0.33.0 cannot run Mllama (Llama 3.2 Vision): "
     "MllamaForConditionalGeneration was supported until vLLM 0.10.2 "
@@ -1479,6 +1479,7 @@ class EngineLayer(_Record):
         "ssm_head_elements",
         "n_groups",
         "d_state",
+        "token_bytes",
     )
     __slots__ = _fields
 
@@ -1500,6 +1501,9 @@ class EngineLayer(_Record):
         ssm_head_elements: int = 0,  # head_dim x d_state (Mamba-1: d_state)
         n_groups: int = 0,  # Mamba-2 B/C groups (replicated when fewer than tp)
         d_state: int = 0,
+        # A packed per-token layout, never split by tp (0: heads x dims x dtype): FlashMLA's
+        # fp8_ds_mla latent (656 B for DeepSeek-V3.2), a sparse indexer's key (132 B).
+        token_bytes: int = 0,
     ) -> None:
         self.attention = attention
         self.layers = layers
@@ -1516,6 +1520,7 @@ class EngineLayer(_Record):
         self.ssm_head_elements = ssm_head_elements
         self.n_groups = n_groups
         self.d_state = d_state
+        self.token_bytes = token_bytes
 
 
 class EngineDraft(_Record):
@@ -1736,6 +1741,8 @@ class SglangPools(_Record):
 
 
 def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
+    if layer.token_bytes:
+        return layer.token_bytes
     # vLLM and SGLang split KV heads over TP by floor, never below one head; MLA is not split.
     heads = 1 if layer.attention == "mla" else max(1, layer.kv_heads // tp_size)
     return heads * (layer.head_dim + layer.value_dim) * _ENGINE_BYTES[layer.dtype]

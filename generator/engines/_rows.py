@@ -58,11 +58,24 @@ def layer_rows(layers: tuple[CachedLayer, ...], gdn: bool = False) -> tuple[Engi
     counts: dict[tuple[object, ...], int] = {}
     for lay in layers:
         shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.window,
-                 lay.state_bytes, lay.dtype, lay.recurrent)  # fmt: skip
+                 lay.state_bytes, lay.dtype, lay.recurrent, lay.token_bytes)  # fmt: skip
         counts[shape] = counts.get(shape, 0) + 1
     rows = []
-    for (attention, heads, head, value, window, state, dtype, dims), count in counts.items():
+    for (
+        attention,
+        heads,
+        head,
+        value,
+        window,
+        state,
+        dtype,
+        dims,
+        packed,
+    ), count in counts.items():
         row = EngineLayer(attention, count, heads, head, value, window, state, dtype)  # type: ignore[arg-type]
+        if packed:
+            row = EngineLayer(attention, count, heads, head, value, window, state, dtype,  # type: ignore[arg-type]
+                              token_bytes=packed)  # type: ignore[arg-type]  # fmt: skip
         if dims:
             mixer, channels, rows_, ssm_heads, elements, groups, d_state = dims
             row = EngineLayer(
@@ -112,6 +125,12 @@ def _shares_kv(model: Model) -> bool:
     return any(kind.reads is not None for kind in model.layer_kinds.values())
 
 
+def _indexes(model: Model) -> bool:
+    """Whether a layer keeps a sparse-attention index-K cache (vLLM's DeepseekV32IndexerCache
+    is modelled; SGLang's DSA indexer pool is not)."""
+    return any(kind.index_head_dim is not None for kind in model.layer_kinds.values())
+
+
 def engine_model(family: Family, model: Model) -> EngineModel:
     """The engine rows of one model of a loaded spec."""
     drafts = {
@@ -127,7 +146,8 @@ def engine_model(family: Family, model: Model) -> EngineModel:
         "vllm_ssm_dtype": "fp32" if family.family in VLLM_FP32_SSM_FAMILIES else "",
         "vllm_unmodelled": VLLM_UNSUPPORTED.get(family.family, ""),
         "sglang_unmodelled": SGLANG_UNSUPPORTED.get(family.family, "")
-        or ("kv_sharing" if _shares_kv(model) else ""),
+        or ("kv_sharing" if _shares_kv(model) else "")
+        or ("index_cache" if _indexes(model) else ""),
     }
     try:
         layers = cached_layers(family, model)

@@ -347,3 +347,24 @@ def test_vllm_kv_shared_layers_hold_no_cache_gemma3n() -> None:
     at_8191 = engine_capacity(family("gemma3n"), "gemma3n_e2b", 40 * GIB, engine="vllm",
                               max_seq_len=8191, max_num_tokens=8192)  # fmt: skip
     assert at_8191.kv_tokens == want["kv_tokens"]
+
+
+def test_vllm_fp8_ds_mla_and_the_sparse_indexer_deepseek_v3_2() -> None:
+    # MLAAttention's fp8_ds_mla row: 512 fp8 + 4 fp32 scales + 64 bf16 = 656 B per token;
+    # DeepseekV32IndexerCache: 128 fp8 + 1 fp32 scale = 132 B; 61 of each, one group of 122
+    # layers: a 64-token block is 64 x 61 x (656 + 132) = 3,076,352 B; 40 GiB // that = 13,961
+    # blocks; a request at 8,192 takes 128: 109.070 requests, 893,504 tokens (893,394 at 8,191).
+    want = golden("deepseek_v3_2_exp", block_size=64, max_model_len=8191, tp_size=1,
+                  enable_prefix_caching=None, async_scheduling=True)  # fmt: skip
+    assert (want["kv_tokens"], want["num_blocks"], want["bytes_per_block"]) == (
+        893_394,
+        13_961,
+        3_076_352,
+    )
+    d = family("deepseek_v3_2")
+    got = engine_capacity(d, "deepseek_v3_2_exp", 40 * GIB, engine="vllm", max_seq_len=8192,
+                          max_num_tokens=8192, block_size=64)  # fmt: skip
+    assert (got.kv_tokens, round(got.max_concurrency, 3)) == (893_504, 109.070)
+    with pytest.raises(ValueError, match=r"index-K cache .* not modelled for SGLang"):
+        engine_capacity(d, "deepseek_v3_2_exp", 40 * GIB, engine="sglang", max_seq_len=8192,
+                        max_num_tokens=8192)  # fmt: skip
