@@ -145,7 +145,7 @@ def engine_capacity(
     fp32; vLLM: the conv dtype, fp32 for Nemotron-H).
     ``speculative`` names a profile of the family: TensorRT-LLM takes any; vLLM takes ngram and
     the drafters that share its pool (eagle3, mtp, mtp_eagle, and a separate draft model,
-    draft_target); SGLang only ``"none"`` so far.
+    draft_target); SGLang ``"none"`` and EAGLE3 / MTP profiles on full-attention models.
     Raises ``ValueError`` naming the argument on bad input, and when the engine would refuse to
     start (vLLM: one request at ``max_seq_len`` does not fit).
     """
