@@ -4,7 +4,8 @@ Usage: python bench/bench_engines.py [--calls N]
 
 Prints microseconds per call for each engine on a few shipped models (target: < 5 us warm):
 ``kvgen.engines.engine_capacity`` (cold: the first call, building the plan; warm: the plan
-cached) and ``generated/<family>/sizing.py``'s ``engine_capacity`` (warm), which answers from
+cached) and ``generated/<family>/sizing.py``'s ``engine_capacity`` (warm, and never-seen: its
+plan caches emptied before every call, so each call plans the model), which answers from
 the module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. Warm
 figures are the best of 5 repeats (the least disturbed by other load on the machine);
 max_seq_len cycles through four lengths so no call repeats the previous one's arguments.
@@ -24,7 +25,12 @@ from kvgen.loader import load_family
 from kvgen.vendored import import_generated
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = (("gemma3", "gemma3_27b"), ("gpt_oss", "gpt_oss_20b"), ("qwen3_next", "qwen3_next_80b_a3b"))
+CASES = (
+    ("llama3", "llama3_1_8b"),
+    ("gemma3", "gemma3_27b"),
+    ("gpt_oss", "gpt_oss_20b"),
+    ("qwen3_next", "qwen3_next_80b_a3b"),
+)
 BUDGET = 40 << 30
 
 
@@ -42,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
     args = parser.parse_args(argv)
-    print(f"{'engine':10} {'model':22} {'cold us':>9} {'warm us/call':>13} {'generated us':>13}")
+    print(
+        f"{'engine':10} {'model':22} {'cold us':>9} {'warm us/call':>13} {'generated us':>13} "
+        f"{'never-seen us':>14}"
+    )
     for family_name, model in CASES:
         family = load_family(ROOT / "schema" / "families" / f"{family_name}.yaml")
         module = generated_module(family_name)
@@ -72,7 +81,14 @@ def main(argv: list[str] | None = None) -> int:
                 )
 
             gen = warm_us(call_generated, args.calls)
-            print(f"{engine:10} {model:22} {cold:9.1f} {warm:13.2f} {gen:13.2f}")
+
+            def call_never_seen(call=call_generated, module=module) -> None:
+                module._VLLM_PLANS.clear()
+                module._SGLANG_PLANS.clear()
+                call()
+
+            never = warm_us(call_never_seen, args.calls)
+            print(f"{engine:10} {model:22} {cold:9.1f} {warm:13.2f} {gen:13.2f} {never:14.2f}")
     return 0
 
 

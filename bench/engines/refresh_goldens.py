@@ -5,17 +5,28 @@ Usage (from the repository root, kvgen's virtualenv active):
 
 For each engine this script
 1. makes a virtual environment of its own under ``--venv-root`` (default
-   ``/tmp/kvgen_engines``; reused when present), with ``--system-site-packages`` so that the
-   machine's CPU torch is reused, and installs the pinned engine wheel and only the packages
-   its sizing modules import, each with ``pip install --no-deps``
-   (``bench/engines/requirements-<engine>.txt``);
-2. builds the case grid from every shipped family spec (``schema/families/*.yaml``, loaded with
-   ``kvgen.loader.load_path``) and every test fixture spec an engine can represent: every model,
-   two page sizes, two context lengths, a 40 GiB budget and max_num_tokens 8192; for vLLM also
-   each speculative profile whose drafter shares its pool (page 16, the short length);
+   ``/tmp/kvgen_engines``; reused when present; outside the repository), with
+   ``--system-site-packages`` so that the machine's CPU torch is reused, and installs the pinned
+   engine wheel and only the packages its sizing modules import, each with
+   ``pip install --no-deps`` (``bench/engines/requirements-<engine>.txt``);
+2. builds two case grids:
+   - *from config.json* (``CONFIG_MODELS``, ``CONFIG_REFUSALS``, ``QUOTED``): the runner builds
+     every layer's cache spec from the model's ``tests/fixtures/hf/`` config through the
+     engine's own classes (``vllm_from_config.py``; SGLang: ``ModelConfig`` and the config
+     class's ``mamba2_cache_params``), never from kvgen's rows. vLLM: every hybrid and two
+     attention models at page 16 and 64, two lengths (one not a multiple of the page), tp 1/2/8,
+     prefix caching at vLLM's default and off, sync scheduling, each speculative profile vLLM
+     runs in the target's pool, the tp sizes and architectures vLLM refuses, and the cases
+     issue 22 quoted; SGLang: the Mamba hybrids at page 16 and 64, two lengths, tp 1/2/8;
+   - *from kvgen's rows* (attention-only shipped families without a fixture config, and test
+     fixture specs): every model, two page sizes, two context lengths, a 40 GiB budget and
+     max_num_tokens 8192; for vLLM also each speculative profile whose drafter shares its pool.
+     These feed kvgen's layer shapes to the engine's planner, so they test the pool policy,
+     not the layer shapes (an independent harness found every attention-only family exact);
 3. runs ``bench/engines/<engine>_runner.py`` inside that environment, which calls the engine's
-   own KV-cache planner on CPU, and writes what it returns, with provenance (engine version,
-   modules and functions), to ``tests/fixtures/engines/<engine>.json``.
+   own KV-cache planner on CPU, and writes what it returns, one case per line, with provenance
+   (engine version, modules and functions; for config cases the engine defaults each model
+   gets and the hook that sets them) to ``tests/fixtures/engines/<engine>.json``.
 
 kvgen's tests compare ``kvgen.engines.engine_capacity`` with these files; CI needs no engine.
 For a new engine release: change the pin in the requirements file and ``PINS`` below, run this
@@ -33,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgen.engines._layers import cached_layers, ssm_state_bytes
+from kvgen.engines._rows import engine_model
 from kvgen.loader import load_path
 from kvgen.shapes import kind_head_dim
 from kvgen.spec import Family, LayerStack, Model
@@ -116,8 +128,8 @@ def engine_layers(
     pattern = stack.layers.pattern
     for index in range(stack.layers.count):
         kind = stack.layer_kinds[pattern[index % len(pattern)]]
-        if kind.attention == "none":
-            continue
+        if kind.attention == "none" or kind.reads is not None:
+            continue  # no cache of its own (a KV-sharing layer reads another layer's)
         layer: dict[str, Any] = {"index": index}
         if kind.attention == "recurrent":
             # One request's state at tp=1 and the conv/SSM split SGLang needs (its SSM part is
@@ -134,6 +146,9 @@ def engine_layers(
             )
         elif kind.kv_lora_rank is not None:
             layer.update(type="mla", head_dim=kind.kv_lora_rank + (kind.qk_rope_head_dim or 0))
+        elif kind.attention == "chunked":
+            layer.update(type="chunked", kv_heads=kind.kv_heads,
+                         head_dim=kind_head_dim(kind, model), window=kind.chunk)  # fmt: skip
         else:
             layer.update(
                 type="sliding" if kind.attention == "sliding" else "full",
@@ -161,7 +176,8 @@ def representable(family: Family, model: Model) -> bool:
 
 
 # kvgen speculative modes whose drafter shares vLLM's pool, and vLLM's name for the method.
-VLLM_METHODS = {"ngram": "ngram", "eagle3": "eagle3", "mtp": "mtp", "mtp_eagle": "mtp"}
+VLLM_METHODS = {"ngram": "ngram", "eagle3": "eagle3", "mtp": "mtp", "mtp_eagle": "mtp",
+                "draft_target": "draft_model"}  # fmt: skip
 
 
 def speculative_cases(family: Family, model: Model, base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -170,7 +186,8 @@ def speculative_cases(family: Family, model: Model, base: dict[str, Any]) -> lis
     for profile in family.speculative:
         if profile.mode not in VLLM_METHODS or not profile.applies_to(model.name):
             continue
-        extra = profile.extra_layers
+        # A separate draft model (draft_target) puts its own layers in the pool.
+        extra = profile.draft if profile.mode == "draft_target" else profile.extra_layers
         case = dict(base)
         case.update(
             id=f"{base['id']}/{profile.name}",
@@ -196,8 +213,18 @@ def cases(engine: str) -> list[dict[str, Any]]:
         if loaded.family is None:
             raise SystemExit(f"{path}: spec does not load; run `kvgen lint` first")
         family = loaded.family
+        hybrid = any(
+            kind.attention == "recurrent" for m in family.models for kind in m.layer_kinds.values()
+        )
         for model in family.models:
-            if not representable(family, model):
+            rows = engine_model(family, model)
+            refused = rows.vllm_unmodelled if engine == "vllm" else rows.sglang_unmodelled
+            if not representable(family, model) or rows.unmodelled or refused:
+                continue  # kvgen refuses it (NotModelled, tested with its reason)
+            pairs = CONFIG_PAIRS if engine == "vllm" else SGLANG_CONFIG_PAIRS
+            if (family.family, model.name) in pairs or (hybrid and path in shipped):
+                # Built from config.json instead (config_cases); a shipped hybrid's other
+                # models have no fixture config, so no golden until one is added.
                 continue
             layers = engine_layers(family, model)
             for block_size in PAGE_SIZES:
@@ -222,6 +249,192 @@ def cases(engine: str) -> list[dict[str, Any]]:
                         and max_seq_len == min(context_lengths(model))
                     ):
                         grid += speculative_cases(family, model, case)
+    return grid
+
+
+# Models whose every layer spec the vLLM runner builds from config.json (vllm_from_config.py):
+# (kvgen family, kvgen model, fixture under tests/fixtures/hf/, speculative profiles).
+CONFIG_MODELS = (
+    ("nemotron_h", "nemotron_h_8b", "nemotron-h-8b.json", ("ngram4",)),
+    ("granite4", "granite_4_0_h_tiny", "granite-4.0-h-tiny.json", ("ngram4",)),
+    ("qwen3_next", "qwen3_next_80b_a3b", "qwen3-next-80b-a3b.json", ("ngram4", "mtp2")),
+    ("jamba", "jamba_1_5_mini", "jamba-1.5-mini.json", ("ngram4",)),
+    ("llama3", "llama3_1_8b", "llama-3.1-8b.json", ()),
+    ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", ()),
+    ("gemma3", "gemma3_27b", "gemma-3-27b-text.json", ()),
+    # Llama 4 as its text model (Llama4ForCausalLM): the multimodal config does not load with
+    # transformers 5 (attn_temperature_tuning 4 where it types a bool; the fixture says true).
+    ("llama4_scout", "llama4_scout_17b_16e", "llama-4-scout-17b-16e-text.json", ("ngram",)),
+    ("llama4_maverick", "llama4_maverick_17b_128e", "llama-4-maverick-17b-128e-text.json", ()),
+    # Gemma 3n as its text model (Gemma3nForCausalLM): KV-shared layers hold no cache.
+    ("gemma3n", "gemma3n_e2b", "gemma-3n-E2B-text.json", ()),
+    ("gemma3n", "gemma3n_e4b", "gemma-3n-E4B-text.json", ()),
+    ("deepseek_v3_2", "deepseek_v3_2_exp", "deepseek-v3.2-exp.json", ()),
+)
+# Separate draft models (vLLM's "draft_model" method) whose layers join the target's pool:
+# (kvgen family, target, target fixture, profile, draft fixture).
+# Gemma 3 27B as its text model (language_model_only: the multimodal class does not load here).
+CONFIG_DRAFTS = (
+    ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
+    ("gemma3", "gemma3_27b", "gemma-3-27b-text.json", "draft_1b", "gemma-3-1b.json"),
+)
+# tp sizes vLLM refuses (query heads, or KV heads in Llama-style attention), by fixture.
+CONFIG_REFUSALS = (
+    ("phi3", "phi3_medium_4k", "phi-3-medium-4k.json", (4, 8)),
+    ("gemma3", "gemma3_1b", "gemma-3-1b.json", (8,)),
+    ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", (8,)),
+    ("granite4", "granite_4_0_h_tiny", "granite-4.0-h-tiny.json", (8,)),
+    ("llama3_2_vision", "llama3_2_11b_vision", "llama-3.2-11b-vision.json", (1,)),
+)
+CONFIG_PAIRS = {(entry[0], entry[1]) for entry in CONFIG_MODELS}
+TP_SIZES = (1, 2, 8)
+# The cases the issue that asked for these runners quoted (budget, block, length, N, profile).
+QUOTED = (
+    ("nemotron_h", 24 << 30, 32, 8191, 2048, "none", False),
+    ("nemotron_h", 24 << 30, 32, 8191, 2048, "none", None),
+    ("qwen3_next", 70 * (1 << 30) + (1 << 29), 16, 10001, 8192, "ngram4", False),
+    ("granite4", 70 * (1 << 30) + (1 << 29), 16, 10001, 8192, "ngram4", False),
+    ("qwen3_next", 40 << 30, 16, 10001, 8192, "none", None),
+    ("nemotron_h", 40 << 30, 16, 8192, 8192, "none", None),
+)
+
+
+def _config_case(
+    entry: tuple[str, str, str, Any], *, block: int, length: int, tp: int, n: int = MAX_NUM_TOKENS,
+    budget: int = BUDGET_BYTES, sync: bool = False, prefix: bool | None = None,
+    profile: str = "none", family: Family | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    name, model, fixture = entry[0], entry[1], entry[2]
+    prefix_name = {None: "default", True: "on", False: "off"}[prefix]
+    case: dict[str, Any] = {
+        "id": f"{name}/{model}/b{block}/s{length}/n{n}/tp{tp}/"
+        f"{'sync' if sync else 'async'}/pc-{prefix_name}/{profile}/g{budget}",
+        "family": name,
+        "model": model,
+        "spec": f"schema/families/{name}.yaml",
+        "hf_config": str(ROOT / "tests" / "fixtures" / "hf" / fixture),
+        "block_size": block,
+        "max_model_len": length,
+        "max_num_batched_tokens": n,
+        "async_scheduling": not sync,
+        "enable_prefix_caching": prefix,
+        "tp": tp,
+        "budget_bytes": budget,
+        "speculative_profile": profile,
+    }
+    if name == "deepseek_v3_2":
+        case["dtype"] = "fp8_ds_mla"  # the family's kv_cache_dtype: FlashMLA sparse
+    if profile != "none":
+        assert family is not None
+        spec = family.profile(profile)
+        case["speculative"] = {
+            "method": VLLM_METHODS[spec.mode],
+            "num_speculative_tokens": spec.max_draft_len,
+            "draft_modules": 1,
+        }
+        if spec.mode in ("mtp", "mtp_eagle"):
+            case["draft_attention_layers"] = 1  # the MTP module's one decoder layer
+    return case
+
+
+def config_cases() -> list[dict[str, Any]]:
+    """vLLM: the grid whose layer specs come from config.json, never from kvgen's rows."""
+    grid = []
+    for entry in CONFIG_MODELS:
+        family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
+        assert family is not None
+        native = family.model(entry[1]).max_seq_len
+        lengths = (min(8191, native - 1), native)
+        # Prefix caching changes only Mamba state (mamba_cache_mode): both for hybrids.
+        model = family.model(entry[1])
+        hybrid = any(kind.attention == "recurrent" for kind in model.layer_kinds.values())
+        prefixes = (None, False) if hybrid else (None,)
+        for block in PAGE_SIZES:
+            for length in lengths:
+                for tp in TP_SIZES:
+                    for prefix in prefixes:
+                        grid.append(_config_case(entry, block=block, length=length, tp=tp,
+                                                 prefix=prefix))  # fmt: skip
+                grid.append(_config_case(entry, block=block, length=length, tp=1, sync=True))
+        for profile in entry[3]:
+            for length in lengths:
+                for tp in (1, 2):
+                    for prefix in prefixes:
+                        grid.append(
+                            _config_case(
+                                entry,
+                                block=16,
+                                length=length,
+                                tp=tp,
+                                prefix=prefix,
+                                profile=profile,
+                                family=family,
+                            )
+                        )
+    for entry in CONFIG_REFUSALS:
+        for tp in entry[3]:
+            grid.append(_config_case(entry, block=16, length=4096, tp=tp))
+    for name, model, fixture, profile, draft in CONFIG_DRAFTS:
+        family = load_path(ROOT / "schema" / "families" / f"{name}.yaml").family
+        for block in PAGE_SIZES:
+            for length in (8192, 10001):
+                for tp in (1, 2):
+                    case = _config_case((name, model, fixture), block=block, length=length, tp=tp,
+                                        profile=profile, family=family)  # fmt: skip
+                    case["draft_hf_config"] = str(ROOT / "tests" / "fixtures" / "hf" / draft)
+                    grid.append(case)
+    by_family = {entry[0]: entry for entry in CONFIG_MODELS}
+    for name, budget, block, length, n, profile, prefix in QUOTED:
+        entry = by_family[name]
+        family = load_path(ROOT / "schema" / "families" / f"{name}.yaml").family
+        grid.append(_config_case(entry, block=block, length=length, tp=1, n=n, budget=budget,
+                                 prefix=prefix, profile=profile, family=family))  # fmt: skip
+    unique = {case["id"]: case for case in grid}
+    return list(unique.values())
+
+
+# SGLang: attention models from config.json, with the EAGLE3 / MTP profiles SGLang runs
+# (kvgen family, model, fixture, profile, the EAGLE3 draft's config or None for MTP).
+SGLANG_CONFIG_SPECULATIVE = (
+    ("llama3", "llama3_1_8b", "llama-3.1-8b.json", "eagle3", "eagle3-llama3.1-8b.json"),
+    ("deepseek_v3", "deepseek_v3", "deepseek-v3.json", "mtp1", None),
+    ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "none", None),
+)
+SGLANG_CONFIG_PAIRS = {(entry[0], entry[1]) for entry in SGLANG_CONFIG_SPECULATIVE}
+
+
+def sglang_config_cases() -> list[dict[str, Any]]:
+    """SGLang: the Mamba hybrids whose state and layers come from config.json, and attention
+    models with the speculative profiles SGLang runs."""
+    grid = []
+    for name, model, fixture, profile, draft in SGLANG_CONFIG_SPECULATIVE:
+        family = load_path(ROOT / "schema" / "families" / f"{name}.yaml").family
+        assert family is not None
+        native = family.model(model).max_seq_len
+        for block in PAGE_SIZES:
+            for length in (8191, native):
+                for tp in TP_SIZES:
+                    for prof in ("none", profile) if profile != "none" else ("none",):
+                        case = _config_case((name, model, fixture), block=block, length=length,
+                                            tp=tp, profile=prof, family=family)  # fmt: skip
+                        if prof != "none" and draft is not None:
+                            case["draft_hf_config"] = str(
+                                ROOT / "tests" / "fixtures" / "hf" / draft
+                            )
+                        grid.append(case)
+    for entry in CONFIG_MODELS[:4]:
+        family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
+        assert family is not None
+        native = family.model(entry[1]).max_seq_len
+        for block in PAGE_SIZES:
+            for length in (min(8191, native - 1), native):
+                for tp in TP_SIZES:
+                    case = _config_case(entry, block=block, length=length, tp=tp)
+                    grid.append(case)
+    granite = CONFIG_MODELS[1]
+    grid.append(
+        _config_case(granite, block=1, length=10001, tp=2, budget=70 * (1 << 30) + (1 << 29))
+    )
     return grid
 
 
@@ -258,25 +471,52 @@ def run_engine(engine: str, python: Path, grid: list[dict[str, Any]]) -> dict[st
 def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, Any]) -> Path:
     by_id = {r["id"]: r for r in produced["results"]}
     entries = []
+    model_defaults: dict[str, Any] = {}  # what vLLM's hooks set per model, with the hook
     for case in grid:
         got = dict(by_id[case["id"]])
-        got.pop("id")
-        inputs = {k: case[k] for k in ("spec", "family", "model", "block_size", "max_model_len")}
-        inputs.update(budget_bytes=case["budget_bytes"], max_num_tokens=MAX_NUM_TOKENS)
-        inputs["speculative"] = case.get("speculative_profile", "none")
+        for key in ("id", "group_size", "mamba_block_size", "mamba_page_size_padded"):
+            got.pop(key, None)  # derivable, or kept once per model in the provenance
+        defaults = got.pop("engine_defaults", None)
+        if defaults is not None and case["enable_prefix_caching"] is None:
+            model_defaults[case["model"]] = defaults
+        inputs = {k: case[k] for k in ("family", "model", "block_size", "max_model_len")}
+        inputs.update(
+            budget_bytes=case["budget_bytes"],
+            max_num_tokens=case["max_num_batched_tokens"],
+            speculative=case.get("speculative_profile", "none"),
+            tp_size=case.get("tp", 1),
+            async_scheduling=case["async_scheduling"],
+        )
+        if "hf_config" in case:
+            inputs["layers_from"] = Path(case["hf_config"]).relative_to(ROOT).as_posix()
+            inputs["enable_prefix_caching"] = case["enable_prefix_caching"]
+        else:
+            inputs["layers_from"] = "kvgen spec"
         entries.append({"inputs": inputs, "engine_output": got})
+    provenance = dict(PROVENANCE[engine])
+    if produced.get("config_provenance"):
+        provenance["from_config"] = produced["config_provenance"]
+        provenance["from_config"]["engine_defaults_by_model"] = model_defaults
+        provenance["from_config"]["produced_by"] = (
+            "engine code from config.json (run on CPU; stubs listed in "
+            "bench/engines/vllm_from_config.py)"
+        )
     golden = {
         "engine": engine,
         "engine_version": produced["version"],
         "pin": PINS[engine],
-        "provenance": PROVENANCE[engine],
+        "provenance": provenance,
         "refresh": "python bench/engines/refresh_goldens.py --engine " + engine,
         "unset_flags_read_as_none": produced.get("unset_flags_read_as_none", []),
-        "cases": entries,
     }
     FIXTURES.mkdir(parents=True, exist_ok=True)
     path = FIXTURES / f"{engine}.json"
-    path.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    # One case per line keeps the fixture small and its diffs readable.
+    head = json.dumps(golden, indent=1, sort_keys=True)[:-2]
+    lines = [json.dumps(entry, sort_keys=True, separators=(",", ":")) for entry in entries]
+    text = head + ',\n "cases": [\n  ' + ",\n  ".join(lines) + "\n ]\n}\n"
+    json.loads(text)
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -286,6 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--venv-root", type=Path, default=Path("/tmp/kvgen_engines"))
     args = parser.parse_args(argv)
     grid = cases(args.engine)
+    grid += config_cases() if args.engine == "vllm" else sglang_config_cases()
     python = ensure_venv(args.engine, args.venv_root)
     produced = run_engine(args.engine, python, grid)
     path = write_golden(args.engine, grid, produced)

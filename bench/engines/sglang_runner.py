@@ -1,7 +1,11 @@
 """Run SGLang's own KV pool sizing on CPU for the cases given on stdin; print results as JSON.
 
 Runs INSIDE the engine's virtual environment made by ``refresh_goldens.py`` (SGLang pinned there),
-never in kvgen's. What runs is SGLang's code (0.5.23):
+never in kvgen's. A case with ``hf_config`` (the Mamba hybrids) takes its layers and recurrent
+state from the model's config.json through SGLang's own ``ModelConfig``,
+``configs/hybrid_arch.py`` ``mambaish_config`` and the config class's ``mamba2_cache_params``
+(``run_config_case``); a case with ``layers`` uses kvgen's layer list (``make_kvc``).
+What runs is SGLang's code (0.5.23):
 - ``sglang/srt/model_executor/pool_configurator.py``: ``DefaultPoolConfigurator`` (``__init__``,
   ``_compute_cell_size``, ``calculate_pool_sizes``) and ``HybridSWAPoolConfigurator``
   (``__init__``, ``_recompute_cell_size``, ``calculate_pool_sizes``, ``_solve_pool_sizes``);
@@ -26,12 +30,15 @@ Stubs (the smallest that stand in for the server and for what cannot load here):
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.metadata
 import json
 import sys
+import tempfile
 import typing
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 from unittest import mock
@@ -72,7 +79,12 @@ from sglang.srt.configs.model_config import AttentionArch  # noqa: E402
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 TORCH_DTYPES["fp8"] = torch.float8_e4m3fn
-HYBRID_SWA_ARCHS = {"gpt_oss": "GptOssForCausalLM"}  # kvgen family -> SGLang architecture
+# kvgen family -> SGLang architecture (configs/model_config.py is_hybrid_swa_model)
+HYBRID_SWA_ARCHS = {
+    "gpt_oss": "GptOssForCausalLM",
+    "llama4_scout": "Llama4ForConditionalGeneration",
+    "llama4_maverick": "Llama4ForConditionalGeneration",
+}
 
 
 def sglang_default(field: str) -> Any:
@@ -204,6 +216,10 @@ def make_kvc(case: dict[str, Any], hybrid_swa: bool) -> SimpleNamespace:
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
+    # SGLang has no chunked pool: a chunked layer is a sliding window of the chunk (Llama 4).
+    for lay in case["layers"]:
+        if lay["type"] == "chunked":
+            lay["type"] = "sliding"
     state = server_state()
     install(state)
     state.schedule.page_size = case["block_size"]
@@ -251,11 +267,125 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def model_config(config_json: str, is_draft_model: bool = False) -> Any:
+    """SGLang's own ModelConfig for a config.json (offline: a directory holding only it)."""
+    from sglang.srt.configs.model_config import ModelConfig
+
+    directory = Path(tempfile.mkdtemp(prefix="sglang_cfg_"))
+    (directory / "config.json").write_text(Path(config_json).read_text(encoding="utf-8"))
+    return ModelConfig(str(directory), is_draft_model=is_draft_model)
+
+
+def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
+    """A model whose layers (and Mamba state) come from config.json through SGLang's classes:
+    whether any SGLang model module names the architecture (``sglang_names``),
+    ``ModelConfig`` (HF config -> SGLang's config class, heads, head size),
+    ``hybrid_arch.mambaish_config`` -> the config class's ``mamba2_cache_params`` (state shapes
+    at the attention-tp size, Mamba-2 groups replicated up to tp) and
+    ``full_attention_layer_ids``; ``mamba2_state_dtype`` (SSM fp32 by default)."""
+    from sglang.srt.configs import hybrid_arch
+
+    state = server_state()
+    state.parallel.attn_tp_size = case["tp"]
+    state.parallel.tp_size = case["tp"]
+    install(state)
+    state.schedule.page_size = case["block_size"]
+    config = model_config(case["hf_config"])
+    config.context_len = case["max_model_len"]
+    architectures = list(config.hf_config.architectures)
+    if not any(sglang_names(arch) for arch in architectures):
+        return {"error": f"SGLang {sglang.__version__} has no model class for {architectures}"}
+    mamba = hybrid_arch.mambaish_config(config)
+    if mamba is not None:
+        params = mamba.mamba2_cache_params
+        full_ids = list(mamba.full_attention_layer_ids)
+    else:
+        full_ids = list(range(config.num_hidden_layers))
+    draft_layers = eagle_draft_num_layers(case, config)
+    eagle = draft_layers is not None
+    kvc = SimpleNamespace(
+        model_config=config,
+        kv_cache_dtype=torch.bfloat16,
+        kv_cache_dtype_str="auto",
+        model_dtype=torch.bfloat16,
+        use_mla_backend=config.attention_arch == AttentionArch.MLA,
+        server_args=SimpleNamespace(enable_hisparse=False),
+        layer_info=SimpleNamespace(
+            num_effective_layers=len(full_ids),
+            start_layer=0,
+            end_layer=config.num_hidden_layers,
+            full_attention_layer_ids=full_ids,
+            swa_attention_layer_ids=[],
+        ),
+        sliding_window_size=None,
+        page_size=case["block_size"],
+        spec_algorithm=SimpleNamespace(
+            is_eagle=lambda: eagle,
+            is_standalone=lambda: False,
+            is_dflash_family=lambda: False,
+            is_dspark=lambda: False,
+            is_none=lambda: not eagle,
+        ),
+        spec_aux_config=SimpleNamespace(eagle_draft_num_layers=draft_layers),
+        is_draft_worker=False,
+        is_hybrid_swa=False,
+        pp_size=1,
+        attn_dp_size=1,
+        fused_entry_bytes=lambda kind: None,
+        extra_mamba_cache_bytes_per_req=0,
+        mambaish_config=mamba,
+    )
+    pool_configurator.mambaish_config = hybrid_arch.mambaish_config
+    rest_memory = case["budget_bytes"] / (1 << 30)
+    if mamba is not None:
+        rest_memory = kv_configurator.KVCacheConfigurator._handle_max_mamba_cache(kvc, rest_memory)
+    configurator = pool_configurator.DefaultPoolConfigurator(kvc)
+    try:
+        pools = configurator.calculate_pool_sizes(int(rest_memory * (1 << 30)), case["block_size"])
+    except (ValueError, RuntimeError) as exc:
+        return {"error": str(exc).split(":")[0]}
+    if mamba is None:
+        return {"max_total_num_tokens": pools.max_total_num_tokens,
+                "eagle_draft_num_layers": draft_layers}  # fmt: skip
+    return {
+        "max_total_num_tokens": pools.max_total_num_tokens,
+        "max_mamba_cache_size": state.schedule.max_mamba_cache_size,
+        "mamba_cache_per_req": params.mamba_cache_per_req,
+        "mamba_ssm_dtype": str(params.dtype.temporal).removeprefix("torch."),
+        "conv_state_shape": list(params.shape.conv[0]),
+    }
+
+
+@functools.cache
+def sglang_names(architecture: str) -> bool:
+    """Whether any of SGLang's model modules (sglang/srt/models/*.py) names the architecture.
+    Read from the source, not ``ModelRegistry``: on a CPU-only machine the registry drops the
+    modules whose GPU imports fail (DeepSeek, Nemotron-H, ...), which SGLang does run on GPUs."""
+    models = Path(sglang.__file__).parent / "srt" / "models"
+    return any(architecture in path.read_text(encoding="utf-8") for path in models.glob("*.py"))
+
+
+def eagle_draft_num_layers(case: dict[str, Any], config: Any) -> int | None:
+    """The draft layers SGLang's EAGLE/MTP path adds to the target's cell, as
+    ``spec_aux_hidden_state`` reads them: a path-less MTP head from the target config's
+    ``num_nextn_predict_layers``; an EAGLE3 draft from its own config's layer count."""
+    if "speculative" not in case:
+        return None
+    if case.get("draft_hf_config") is None:
+        return int(config.num_nextn_predict_layers)
+    draft = model_config(case["draft_hf_config"], is_draft_model=True)
+    if draft.num_nextn_predict_layers is not None:
+        return int(draft.num_nextn_predict_layers)
+    return int(max(draft.num_hidden_layers, draft.num_attention_layers))
+
+
 def main() -> int:
     cases = json.load(sys.stdin)
     out: dict[str, Any] = {"engine": "sglang", "version": sglang.__version__, "results": []}
     for case in cases:
-        out["results"].append({"id": case["id"], **run_case(case)})
+        run = run_config_case if "hf_config" in case else run_case
+        out["results"].append({"id": case["id"], **run(case)})
     out["unset_flags_read_as_none"] = sorted(UNSET_READS)
     json.dump(out, sys.stdout)
     return 0

@@ -1,8 +1,12 @@
 """Run vLLM's own KV-cache planner on CPU for the cases given on stdin; print results as JSON.
 
 Runs INSIDE the engine's virtual environment made by ``refresh_goldens.py`` (vLLM pinned there),
-never in kvgen's: it imports no kvgen module. Input: a JSON list of cases, each with the layer
-list kvgen's spec resolves to. Output: one JSON object per case with what vLLM computed.
+never in kvgen's: it imports no kvgen module. Input: a JSON list of cases. A case with
+``hf_config`` is built from the model's config.json alone by ``vllm_from_config.py`` (vLLM's
+ModelConfig, config hooks, model and layer classes; see its docstring for what runs and what is
+stubbed) and is the kind of golden that can fail; a case with ``layers`` carries the layer list
+kvgen's spec resolves to (attention-only families without a fixture config) and tests only the
+pool planning below. Output: one JSON object per case with what vLLM computed.
 
 What runs is vLLM's code, called in the order its engine core calls it at start-up
 (``vllm/v1/engine/core.py`` ``_initialize_kv_caches``):
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -43,6 +47,7 @@ from vllm.v1.core import kv_cache_planning as planning
 from vllm.v1.core import kv_cache_utils as utils
 from vllm.v1.core.kv_cache_config_builder import get_kv_cache_config_builder
 from vllm.v1.kv_cache_interface import (
+    ChunkedLocalAttentionSpec,
     FullAttentionSpec,
     MambaSpec,
     MLAAttentionSpec,
@@ -52,6 +57,7 @@ from vllm.v1.kv_cache_interface import (
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 DTYPES["fp8"] = torch.float8_e4m3fn
 CACHE_DTYPE = {"bf16": "auto", "fp16": "auto", "fp32": "auto", "fp8": "fp8"}
+CACHE_DTYPE["fp8_ds_mla"] = "fp8_ds_mla"  # FlashMLA sparse (DeepSeek-V3.2)
 
 
 class StubVllmConfig:
@@ -74,9 +80,10 @@ class StubVllmConfig:
             enable_chunked_prefill=True,
         )
         self.cache_config = StubCacheConfig(
-            block_size=case["block_size"], cache_dtype=CACHE_DTYPE[case["dtype"]]
+            block_size=case["block_size"], cache_dtype=CACHE_DTYPE[case.get("dtype", "bf16")]
         )
-        self.model_config = StubModelConfig(case)
+        # Cases built from config.json replace these with vLLM's own configs.
+        self.model_config = StubModelConfig(case) if "layers" in case else None
         self.parallel_config = SimpleNamespace(
             tensor_parallel_size=1,
             pipeline_parallel_size=1,
@@ -190,6 +197,15 @@ def layer_spec(
             sliding_window=lay["window"],
             is_draft=is_draft,
         )
+    if kind == "chunked":
+        return ChunkedLocalAttentionSpec(
+            block_size=block_size,
+            num_kv_heads=lay["kv_heads"],
+            head_size=lay["head_dim"],
+            dtype=dtype,
+            attention_chunk_size=lay["window"],
+            is_draft=is_draft,
+        )
     if kind == "mla":
         return MLAAttentionSpec(
             block_size=block_size,
@@ -241,7 +257,6 @@ def align_hybrid(config: StubVllmConfig) -> None:
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
     config = StubVllmConfig(case)
-    cache = config.cache_config
     if config.model_config.is_hybrid:
         # vLLM's own hybrid set-up: Mamba cache mode and Mamba block size, then page alignment.
         MambaModelConfig.verify_and_update_config(config)
@@ -253,6 +268,12 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     }
     for lay in case.get("draft_layers", []):
         specs[f"drafter.layers.{lay['index']}.attn"] = layer_spec(lay, config, dtype, True)
+    return plan(config, specs, case)
+
+
+def plan(config: Any, specs: dict[str, Any], case: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's planner on the layer specs, in its engine core's order."""
+    cache = config.cache_config
     groups = planning.get_global_kv_cache_groups(config, [specs])
     budget = case["budget_bytes"]
     builder = get_kv_cache_config_builder(config)
@@ -290,11 +311,89 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
+    """A case whose layers come from the model's config.json (``vllm_from_config``)."""
+    import vllm_from_config as from_config
+    from vllm.config import CacheConfig, ParallelConfig
+
+    config = StubVllmConfig(case)
+    try:
+        model = from_config.model_config(case["hf_config"])
+    except from_config.Refused as exc:
+        return {"refused": str(exc)}
+    model.max_model_len = case["max_model_len"]
+    config.model_config = model
+    config.cache_config = CacheConfig(
+        block_size=case["block_size"], cache_dtype=CACHE_DTYPE[case.get("dtype", "bf16")]
+    )
+    config.cache_config.kv_cache_layout = "LBNHC"  # as StubCacheConfig: no backend preference
+    config.parallel_config = ParallelConfig(tensor_parallel_size=case["tp"])
+    config.compilation_config = SimpleNamespace(static_forward_context={})
+    try:
+        defaults = from_config.engine_defaults(config, case)
+        from_config.check_tp(config)
+    except from_config.Refused as exc:
+        return {"refused": str(exc)}
+    cache = config.cache_config
+    specs: dict[str, Any] = {}
+    if model.is_hybrid:
+        layers = from_config.mamba_layers(config, case.get("gdn_prefill_backend", "flashinfer"))
+        config.compilation_config.static_forward_context.update(layers)
+        saved_find = Platform._find_non_ssm_backends
+        Platform._find_non_ssm_backends = classmethod(lambda cls, cfg: [StubBackend])
+        try:
+            Platform._align_hybrid_block_size(config, StubBackend)
+        finally:
+            Platform._find_non_ssm_backends = saved_find
+    specs.update(from_config.attention_specs(config, from_config.kv_dtype(config)))
+    if model.is_hybrid:
+        for name, layer in layers.items():
+            specs[name] = layer.get_kv_cache_spec(config)
+    if "draft_hf_config" in case:
+        # A separate draft model (speculative method "draft_model"): its attention layers
+        # join the target's KV pool, each spec marked is_draft, with the draft's own shapes.
+        draft = from_config.model_config(case["draft_hf_config"])
+        draft_config = SimpleNamespace(
+            model_config=draft, parallel_config=config.parallel_config, cache_config=cache
+        )
+        try:
+            from_config.check_tp(draft_config)
+        except from_config.Refused as exc:
+            return {"refused": f"draft model: {exc}"}
+        for name, spec in from_config.attention_specs(
+            draft_config, from_config.kv_dtype(config)
+        ).items():
+            specs[f"draft_model.{name}"] = replace(spec, is_draft=True)
+    for index in range(case.get("draft_attention_layers", 0)):
+        # An MTP drafter's decoder layer: one more full-attention layer of the target's shape.
+        spec = specs[next(n for n in specs if n.endswith(".attn"))]
+        specs[f"drafter.layers.{index}.attn"] = FullAttentionSpec(
+            block_size=spec.block_size, num_kv_heads=spec.num_kv_heads,
+            head_size=spec.head_size, dtype=spec.dtype, is_draft=True,
+        )  # fmt: skip
+    out = plan(config, specs, case)
+    mamba = [s for s in specs.values() if isinstance(s, MambaSpec)]
+    if mamba:
+        out["mamba_page_bytes"] = mamba[0].real_page_size_bytes
+        out["mamba_state_blocks"] = mamba[0].max_memory_usage_bytes(config) // (
+            mamba[0].page_size_bytes
+        )
+        out["mamba_ssm_dtype"] = str(mamba[0].dtypes[-1]).removeprefix("torch.")
+        out["mamba_cache_mode"] = cache.mamba_cache_mode
+    out["engine_defaults"] = defaults
+    return out
+
+
 def main() -> int:
     cases = json.load(sys.stdin)
     out = {"engine": "vllm", "version": vllm.__version__, "results": []}
     for case in cases:
-        out["results"].append({"id": case["id"], **run_case(case)})
+        run = run_config_case if "hf_config" in case else run_case
+        out["results"].append({"id": case["id"], **run(case)})
+    if any("hf_config" in case for case in cases):
+        import vllm_from_config
+
+        out["config_provenance"] = vllm_from_config.PROVENANCE
     json.dump(out, sys.stdout)
     return 0
 

@@ -63,11 +63,16 @@ UNMODELLED = {
     "sinks": "attention sinks are not modelled per engine",
     "sliding_mla": "sliding-window MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
-    "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled per engine",
+    "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled for SGLang",
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
-    "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled per engine",
-    "chunked": "chunked local attention is not modelled per engine",
+    "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled for SGLang",
+    # Models an engine cannot run at all (its own refusal, with its version):
+    "vllm_no_mllama": "vLLM 0.33.0 cannot run Mllama (Llama 3.2 Vision): "
+    "MllamaForConditionalGeneration was supported until vLLM 0.10.2 "
+    "(vllm/model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS)",
+    "sglang_no_jamba": "SGLang 0.5.23 cannot run Jamba: it has no JambaForCausalLM model class "
+    "(sglang/srt/models) and no Mamba hybrid config for it (configs/hybrid_arch.py)",
 }
 
 
@@ -84,6 +89,14 @@ class EngineLayer(_Record):
         "window",
         "state_bytes",
         "dtype",
+        "mixer",
+        "conv_channels",
+        "conv_rows",
+        "ssm_heads",
+        "ssm_head_elements",
+        "n_groups",
+        "d_state",
+        "token_bytes",
     )
     __slots__ = _fields
 
@@ -97,6 +110,17 @@ class EngineLayer(_Record):
         window: int | None = None,  # sliding layers only
         state_bytes: int = 0,  # recurrent layers only, at tp=1
         dtype: str = "",
+        # Recurrent layers by dimensions (§8); mixer "" means only state_bytes is known.
+        mixer: str = "",  # "mamba2", "gdn" (Gated DeltaNet) or "mamba1"
+        conv_channels: int = 0,  # conv_dim at tp=1 (d_inner for Mamba-1)
+        conv_rows: int = 0,  # d_conv - 1
+        ssm_heads: int = 0,  # split by tp (Mamba-1: d_inner)
+        ssm_head_elements: int = 0,  # head_dim x d_state (Mamba-1: d_state)
+        n_groups: int = 0,  # Mamba-2 B/C groups (replicated when fewer than tp)
+        d_state: int = 0,
+        # A packed per-token layout, never split by tp (0: heads x dims x dtype): FlashMLA's
+        # fp8_ds_mla latent (656 B for DeepSeek-V3.2), a sparse indexer's key (132 B).
+        token_bytes: int = 0,
     ) -> None:
         self.attention = attention
         self.layers = layers
@@ -106,13 +130,22 @@ class EngineLayer(_Record):
         self.window = window
         self.state_bytes = state_bytes
         self.dtype = dtype
+        self.mixer = mixer
+        self.conv_channels = conv_channels
+        self.conv_rows = conv_rows
+        self.ssm_heads = ssm_heads
+        self.ssm_head_elements = ssm_head_elements
+        self.n_groups = n_groups
+        self.d_state = d_state
+        self.token_bytes = token_bytes
 
 
 class EngineDraft(_Record):
     """A speculative profile as vLLM runs it: drafter layers in the target's pool, tokens kept
-    below each sliding window, and one more Mamba state block per draft token."""
+    below each sliding window, and one more Mamba state block per draft token; and the draft
+    layers SGLang's EAGLE/MTP path adds to the target's cell (0: not modelled for SGLang)."""
 
-    _fields = ("layers", "retained", "state_blocks", "unmodelled")
+    _fields = ("layers", "retained", "state_blocks", "unmodelled", "sglang_layers")
     __slots__ = _fields
 
     def __init__(
@@ -121,18 +154,32 @@ class EngineDraft(_Record):
         retained: int,
         state_blocks: int,
         unmodelled: str = "",  # why vLLM's answer is not modelled: a key of UNMODELLED
+        sglang_layers: int = 0,  # EAGLE3 / MTP draft layers (eagle_draft_num_layers)
     ) -> None:
         self.layers = layers
         self.retained = retained
         self.state_blocks = state_blocks
         self.unmodelled = unmodelled
+        self.sglang_layers = sglang_layers
 
 
 class EngineModel(_Record):
     """One model's engine rows: native context, cached layers, vLLM profiles, and what SGLang
     needs beyond the layers (hybrid-SWA architecture, SSM share of each recurrent state)."""
 
-    _fields = ("max_seq_len", "layers", "drafts", "hybrid_swa", "ssm_state_bytes", "unmodelled")
+    _fields = (
+        "max_seq_len",
+        "layers",
+        "drafts",
+        "hybrid_swa",
+        "ssm_state_bytes",
+        "unmodelled",
+        "query_heads",
+        "kv_heads_split",
+        "vllm_ssm_dtype",
+        "vllm_unmodelled",
+        "sglang_unmodelled",
+    )
     __slots__ = _fields
 
     def __init__(
@@ -143,6 +190,11 @@ class EngineModel(_Record):
         hybrid_swa: bool = False,
         ssm_state_bytes: int = 0,  # per recurrent layer, bf16, tp=1 (0: unknown)
         unmodelled: str = "",  # why no engine answers for the model: a key of UNMODELLED
+        query_heads: int = 0,  # attention query heads (vLLM: must divide by tp); 0: unknown
+        kv_heads_split: str = "",  # vLLM module whose attention asserts KV heads split over tp
+        vllm_ssm_dtype: str = "",  # vLLM's SSM state dtype for the model ("": the conv dtype)
+        vllm_unmodelled: str = "",  # why vLLM has no answer (it cannot run the model): a key
+        sglang_unmodelled: str = "",  # the same for SGLang
     ) -> None:
         self.max_seq_len = max_seq_len
         self.layers = layers
@@ -150,6 +202,11 @@ class EngineModel(_Record):
         self.hybrid_swa = hybrid_swa
         self.ssm_state_bytes = ssm_state_bytes
         self.unmodelled = unmodelled
+        self.query_heads = query_heads
+        self.kv_heads_split = kv_heads_split
+        self.vllm_ssm_dtype = vllm_ssm_dtype
+        self.vllm_unmodelled = vllm_unmodelled
+        self.sglang_unmodelled = sglang_unmodelled
 
 
 # ---- a family's engine rows (each generated module defines them, then calls ``bind``) ----
@@ -164,6 +221,10 @@ _KERNEL_BLOCK = 16  # FlashAttention kernel blocks: any multiple of 16 tokens
 _MLA_HYBRID_BLOCK = 128  # MLA decode kernels in a Mamba hybrid
 _EQUAL_GROUPS_BELOW = 1.5  # largest/smallest kind count under which groups take the largest
 MAMBA_CACHE_MODES = ("none", "align")
+# vLLM's default: prefix caching is on for hybrids, which selects "align" (MambaModelConfig).
+VLLM_MAMBA_CACHE_MODE = "align"
+GDN_PREFILL_BACKENDS = ("flashinfer", "triton")  # FlashInfer: the SM90 (H100/H200) default
+_FLASHINFER_GDN_ALIGNMENT = 64  # gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
 SGLANG_PAGE_SIZE = 1
 SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
@@ -179,7 +240,7 @@ class VllmGroups(_Record):
 
     def __init__(
         self,
-        attention: str,  # "full" (also MLA), "sliding" or "recurrent"
+        attention: str,  # "full" (also MLA), "sliding", "chunked" or "recurrent"
         window: int | None,
         block_size: int,  # tokens per block of these layers (pages may be unified upwards)
         group_count: int,
@@ -207,6 +268,8 @@ class VllmPlan(_Record):
         "state_groups",
         "native_max_seq_len",
         "speculative_blocks",
+        "checkpoint_blocks",
+        "chunked",
     )
     __slots__ = _fields
 
@@ -223,6 +286,8 @@ class VllmPlan(_Record):
         state_groups: int,
         native_max_seq_len: int,  # the model's context length (vLLM's max_model_len limit)
         speculative_blocks: int,  # extra state blocks per request per Mamba group (draft tokens)
+        checkpoint_blocks: int = 0,  # align mode: prefill checkpoint blocks per Mamba group
+        chunked: tuple[tuple[int, int, int], ...] = (),  # (groups, chunk, block size)
     ) -> None:
         self.block_size = block_size
         self.bytes_per_block = bytes_per_block
@@ -235,6 +300,8 @@ class VllmPlan(_Record):
         self.state_groups = state_groups
         self.native_max_seq_len = native_max_seq_len
         self.speculative_blocks = speculative_blocks
+        self.checkpoint_blocks = checkpoint_blocks
+        self.chunked = chunked
 
 
 class SglangPlan(_Record):
@@ -283,6 +350,8 @@ class SglangPools(_Record):
 
 
 def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
+    if layer.token_bytes:
+        return layer.token_bytes
     # vLLM and SGLang split KV heads over TP by floor, never below one head; MLA is not split.
     heads = 1 if layer.attention == "mla" else max(1, layer.kv_heads // tp_size)
     return heads * (layer.head_dim + layer.value_dim) * DTYPE_BYTES[layer.dtype]
@@ -294,11 +363,39 @@ def _engine_state_bytes(layer: EngineLayer, tp_size: int) -> int:
     return layer.state_bytes // tp_size
 
 
+def _vllm_state_bytes(layer: EngineLayer, tp_size: int, draft_tokens: int, ssm_dtype: str) -> int:
+    """One Mamba page of vLLM on one rank (MambaStateShapeCalculator): the conv window holds
+    ``d_conv - 1 + num_speculative_tokens`` rows (Mamba-2, GDN), Mamba-2 groups fewer than tp
+    are replicated up to tp, the SSM state is in ``ssm_dtype`` ("": the conv dtype)."""
+    if not layer.mixer:
+        return _engine_state_bytes(layer, tp_size)
+    channels = layer.conv_channels
+    if layer.mixer == "mamba2" and layer.n_groups % tp_size:
+        channels += 2 * (tp_size - layer.n_groups) * layer.d_state  # extra_groups_for_head_shards
+    if channels % tp_size or layer.ssm_heads % tp_size:
+        raise ValueError(
+            f"tp_size {tp_size} does not divide the recurrent layer's {channels} conv channels "
+            f"and {layer.ssm_heads} heads (vLLM's divide() asserts)"
+        )
+    rows = layer.conv_rows + (0 if layer.mixer == "mamba1" else draft_tokens)
+    conv = channels // tp_size * rows * DTYPE_BYTES[layer.dtype]
+    ssm = layer.ssm_heads // tp_size * layer.ssm_head_elements
+    return conv + ssm * DTYPE_BYTES[ssm_dtype or layer.dtype]
+
+
+def _checkpoint_blocks(layers: tuple[EngineLayer, ...], gdn_prefill_backend: str) -> int:
+    """Align mode: the prefill checkpoint block each Mamba layer keeps (MambaMixer2 always;
+    Gated DeltaNet only when FlashInfer's prefill exports mid-prefill states; Mamba-1 none)."""
+    mixers = {lay.mixer for lay in layers if lay.attention == "recurrent"}
+    if "mamba2" in mixers or ("gdn" in mixers and gdn_prefill_backend == "flashinfer"):
+        return 1
+    return 0
+
+
 def _unified_block_size(
-    layers: tuple[EngineLayer, ...], block_size: int, tp_size: int
+    layers: tuple[EngineLayer, ...], block_size: int, tp_size: int, states: list[int], align: int
 ) -> tuple[int, int]:
     """Mamba page unification: (attention block size, bytes added to each Mamba page)."""
-    states = [_engine_state_bytes(lay, tp_size) for lay in layers if lay.attention == "recurrent"]
     attention = [lay for lay in layers if lay.attention != "recurrent"]
     if not states or not attention:
         return block_size, 0
@@ -308,16 +405,58 @@ def _unified_block_size(
     step = max(_KERNEL_BLOCK, block_size)
     if any(lay.attention == "mla" for lay in attention):
         step = max(step, _MLA_HYBRID_BLOCK)
+    if align > 1:  # align mode: prefill checkpoints land on block boundaries
+        step = step * align // _gcd(step, align)
     needed = step * -(-state // (step * per_token))
     needed = _KERNEL_BLOCK * -(-needed // _KERNEL_BLOCK)
     block_size = max(block_size, needed)
     return block_size, max(0, block_size * per_token - state)
 
 
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _vllm_tp_refusal(entry: EngineModel, tp_size: int) -> None:
+    """The tp sizes vLLM refuses to start with, with its reason."""
+    version = ENGINE_VERSIONS["vllm"]
+    if entry.query_heads and entry.query_heads % tp_size:
+        raise ValueError(
+            f"vLLM {version} refuses tp_size {tp_size}: the model's {entry.query_heads} query "
+            "heads must divide by it (ModelConfig.verify_with_parallel_config)"
+        )
+    if not entry.kv_heads_split:
+        return
+    for lay in entry.layers:
+        heads = lay.kv_heads
+        if (
+            lay.attention in ("full", "sliding")
+            and heads
+            and (heads % tp_size if heads >= tp_size else tp_size % heads)
+        ):
+            raise ValueError(
+                f"vLLM {version} refuses tp_size {tp_size}: its attention layer asserts the "
+                f"{heads} KV heads split over tp (or tp over them) "
+                f"(vllm/model_executor/models/{entry.kv_heads_split}.py)"
+            )
+
+
 def vllm_plan(
-    entry: EngineModel, *, block_size: int, tp_size: int = 1, speculative: str = "none"
+    entry: EngineModel,
+    *,
+    block_size: int,
+    tp_size: int = 1,
+    speculative: str = "none",
+    mamba_cache_mode: str = VLLM_MAMBA_CACHE_MODE,
+    gdn_prefill_backend: str = "flashinfer",
+    ssm_dtype: str | None = None,
 ) -> VllmPlan:
-    """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does."""
+    """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does.
+    ``ssm_dtype`` None: vLLM's default for the model (``entry.vllm_ssm_dtype``)."""
+    if entry.vllm_unmodelled:
+        raise NotModelled(UNMODELLED[entry.vllm_unmodelled], entry.vllm_unmodelled)
     retained = state_blocks = 0
     draft: tuple[EngineLayer, ...] = ()
     if speculative != "none":
@@ -331,17 +470,33 @@ def vllm_plan(
     layers = entry.layers + draft
     if not layers:
         raise ValueError("the model has no cached layers")
-    block_size, mamba_padding = _unified_block_size(layers, block_size, tp_size)
+    _vllm_tp_refusal(entry, tp_size)
+    ssm = entry.vllm_ssm_dtype if ssm_dtype is None else ssm_dtype
+    pages = {
+        id(lay): _vllm_state_bytes(lay, tp_size, state_blocks, ssm)
+        for lay in layers
+        if lay.attention == "recurrent"
+    }
+    checkpoint, mamba_padding = 0, 0
+    if pages:  # a Mamba hybrid: align mode and page unification
+        align = mamba_cache_mode == "align"
+        checkpoint = _checkpoint_blocks(layers, gdn_prefill_backend) if align else 0
+        step = 1
+        if align and _gdn_exports(layers, gdn_prefill_backend):
+            step = _FLASHINFER_GDN_ALIGNMENT
+        block_size, mamba_padding = _unified_block_size(
+            layers, block_size, tp_size, list(pages.values()), step
+        )
     # A layer's spec: how it reserves blocks, its page at this block size, and its shape
     # (vLLM groups equal specs only: two layers with the same page but other heads differ).
     specs: list[tuple[str, int | None, int, int, tuple[object, ...], int]] = []
     for lay in layers:
         if lay.attention == "recurrent":
-            page = _engine_state_bytes(lay, tp_size) + mamba_padding
+            page = pages[id(lay)] + mamba_padding
             specs.append(("recurrent", None, block_size, page, (lay.state_bytes,), lay.layers))
         else:
             heads = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)
-            kind = "sliding" if lay.attention == "sliding" else "full"
+            kind = lay.attention if lay.attention in ("sliding", "chunked") else "full"
             page = block_size * _layer_bytes(lay, tp_size)
             specs.append((kind, lay.window, block_size, page, heads, lay.layers))
     total = sum(spec[5] for spec in specs)
@@ -352,8 +507,9 @@ def vllm_plan(
         group = VllmGroups(kind, window, block_size, 1, total)
         per_block = sum(spec[3] * spec[5] for spec in specs)
         return _vllm_plan(
-            block_size, per_block, [group], total, 0, 0, entry.max_seq_len, retained, state_blocks
-        )
+            block_size, per_block, [group], total, 0, 0, entry.max_seq_len, retained, state_blocks,
+            checkpoint,
+        )  # fmt: skip
     # Hybrid: pages are unified to the largest one. A smaller attention page that divides it
     # covers proportionally more tokens per block; otherwise the page is padded.
     largest = max(spec[3] for spec in specs)
@@ -382,7 +538,14 @@ def vllm_plan(
         entry.max_seq_len,
         retained,
         state_blocks,
+        checkpoint,
     )
+
+
+def _gdn_exports(layers: tuple[EngineLayer, ...], gdn_prefill_backend: str) -> bool:
+    """Whether every Mamba layer exports prefill checkpoints on FlashInfer's 64-token grid."""
+    mixers = {lay.mixer for lay in layers if lay.attention == "recurrent"}
+    return mixers == {"gdn"} and gdn_prefill_backend == "flashinfer"
 
 
 def _vllm_plan(
@@ -395,6 +558,7 @@ def _vllm_plan(
     native: int,
     retained: int,
     state_blocks: int,
+    checkpoint: int,
 ) -> VllmPlan:
     full = tuple((g.group_count, g.block_size) for g in groups if g.attention == "full")
     sliding = tuple(
@@ -403,9 +567,12 @@ def _vllm_plan(
         if g.attention == "sliding"
     )
     states = sum(g.group_count for g in groups if g.attention == "recurrent")
+    chunked = tuple(
+        (g.group_count, g.window or 0, g.block_size) for g in groups if g.attention == "chunked"
+    )
     return VllmPlan(
         block_size, bytes_per_block, tuple(groups), group_size, padding, mamba_padding, full,
-        sliding, states, native, state_blocks,
+        sliding, states, native, state_blocks, checkpoint, chunked,
     )  # fmt: skip
 
 
@@ -413,7 +580,10 @@ def vllm_request_blocks(
     plan: VllmPlan, max_seq_len: int, in_flight: int, mamba_cache_mode: str = "none"
 ) -> int:
     """Blocks one request at ``max_seq_len`` reserves over all groups."""
-    states = (2 if mamba_cache_mode == "align" else 1) + plan.speculative_blocks
+    # "align" keeps the running state, the last block's and a prefill checkpoint (3 + K).
+    states = plan.speculative_blocks + (
+        2 + plan.checkpoint_blocks if mamba_cache_mode == "align" else 1
+    )
     total = plan.state_groups * states
     for count, size in plan.full:
         total += count * -(-max_seq_len // size)
@@ -421,6 +591,9 @@ def vllm_request_blocks(
         # Per-request SWA bound: the window plus everything in flight, +1 boundary block.
         held = min(reach + in_flight, max_seq_len)
         total += count * (-(-held // size) + 1)
+    for count, chunk, size in plan.chunked:
+        # ChunkedLocalAttentionSpec: one chunk plus everything in flight, no boundary block.
+        total += count * -(-min(chunk + in_flight, max_seq_len) // size)
     return total
 
 
@@ -458,7 +631,7 @@ def vllm_capacity(
     max_seq_len: int,
     max_num_tokens: int,
     async_scheduling: bool = True,
-    mamba_cache_mode: str = "none",
+    mamba_cache_mode: str = VLLM_MAMBA_CACHE_MODE,
 ) -> EngineCapacity:
     """vLLM's capacity for a planned model: its logged KV cache size and maximum concurrency."""
     if not (
@@ -493,10 +666,16 @@ def vllm_capacity(
     return capacity
 
 
-def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32") -> SglangPlan:
-    """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them."""
+def sglang_plan(
+    entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32", draft_layers: int = 0
+) -> SglangPlan:
+    """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them.
+    ``draft_layers``: an EAGLE3/MTP drafter's layers, which SGLang charges at the target's
+    per-layer size on the same tokens (pool_configurator.py, eagle_draft_num_layers)."""
     if ssm_dtype not in SSM_DTYPES:
         raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm_dtype!r}")
+    if entry.sglang_unmodelled:
+        raise NotModelled(UNMODELLED[entry.sglang_unmodelled], entry.sglang_unmodelled)
     if entry.unmodelled:
         raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
     attention = [lay for lay in entry.layers if lay.attention != "recurrent"]
@@ -508,7 +687,7 @@ def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32"
     full = swa = 0
     window = None
     for lay in attention:
-        if entry.hybrid_swa and lay.attention == "sliding":
+        if entry.hybrid_swa and lay.attention in ("sliding", "chunked"):
             swa += lay.layers * _layer_bytes(lay, tp_size)
             window = lay.window
         else:
@@ -519,7 +698,23 @@ def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32"
         if not recurrent:
             raise ValueError("the model has no cached layers")
         raise NotModelled("SGLang sizes its pools by attention KV; a model without any is not")
-    if recurrent:
+    if recurrent and all(lay.mixer for lay in recurrent):
+        # By dimensions (Mamba2StateShape.create): B/C groups fewer than tp are replicated up
+        # to tp (Gated DeltaNet's key heads too), the SSM part in ssm_dtype.
+        for lay in recurrent:
+            channels = lay.conv_channels
+            if lay.n_groups and lay.n_groups % tp_size:
+                channels += 2 * (tp_size - lay.n_groups) * lay.d_state
+            if channels % tp_size or lay.ssm_heads % tp_size:
+                raise ValueError(
+                    f"tp_size {tp_size} does not divide the recurrent layer's {channels} conv "
+                    f"channels and {lay.ssm_heads} heads (SGLang's divide() asserts)"
+                )
+            elements = lay.ssm_heads // tp_size * lay.ssm_head_elements
+            conv = channels // tp_size * lay.conv_rows * DTYPE_BYTES[lay.dtype]
+            state += lay.layers * (conv + elements * DTYPE_BYTES[ssm_dtype])
+            extra += lay.layers * elements * (DTYPE_BYTES[ssm_dtype] - DTYPE_BYTES[lay.dtype])
+    elif recurrent:
         if not entry.ssm_state_bytes:
             raise NotModelled("the SSM share of its recurrent state is unknown")
         ssm = entry.ssm_state_bytes
@@ -528,6 +723,13 @@ def sglang_plan(entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32"
         for lay in recurrent:
             state += lay.layers * ((lay.state_bytes + extra_per_layer) // tp_size)
             extra += lay.layers * (extra_per_layer // tp_size)
+    if draft_layers:
+        if swa or recurrent:
+            raise NotModelled(
+                "SGLang's EAGLE/MTP draft pool is modelled for full-attention models only"
+            )
+        layers = sum(lay.layers for lay in attention)
+        full += int(full * draft_layers / layers)  # the draft shares the per-layer size
     return SglangPlan(full, swa, window, state, extra, entry.max_seq_len)
 
 
@@ -639,15 +841,24 @@ _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
 
 
+def _vllm_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
 def _check_model(model: object, speculative: object, engine: str) -> EngineModel:
     """The model's rows, the profile checked to apply to it; else ValueError naming them."""
     name = _name("model", model, MODELS)
     profile = _name("speculative", speculative, SPECULATIVE)
     if profile not in _MODELS[name].profiles:
         raise ValueError(f"speculative {profile!r} does not apply to model {name!r}")
-    if engine == "sglang" and profile != "none":
-        raise NotModelled("speculative must be 'none' for engine 'sglang' (not modelled yet)")
-    return _ENGINE_MODELS[name]
+    entry: EngineModel = _ENGINE_MODELS[name]
+    if engine == "sglang" and profile != "none" and not entry.drafts[profile].sglang_layers:
+        raise NotModelled(
+            "speculative must be 'none' or an EAGLE3/MTP profile for engine 'sglang' here "
+            "(not modelled yet)"
+        )
+    return entry
 
 
 def _trtllm_capacity(
@@ -713,10 +924,11 @@ def engine_capacity(
     tp_size: int = 1,
     max_batch_size: int = 8,
     async_scheduling: bool = True,
-    mamba_cache_mode: str = "none",
+    mamba_cache_mode: str = VLLM_MAMBA_CACHE_MODE,
+    gdn_prefill_backend: str = "flashinfer",
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
-    ssm_dtype: str = "fp32",
+    ssm_dtype: str | None = None,
 ) -> EngineCapacity:
     """What ``engine`` ("trtllm-v2", "vllm" 0.33.0 or "sglang" 0.5.23) gives ``model`` for a
     KV budget of ``budget_bytes``: tokens, requests at ``max_seq_len`` at once, bytes of one
@@ -725,8 +937,12 @@ def engine_capacity(
     ``block_size`` defaults to the engine's own page size (TensorRT-LLM: TOKENS_PER_BLOCK,
     the only one answered here; vLLM: 16; SGLang: 1). ``max_num_tokens`` is the per-iteration
     token budget (vLLM's ``max_num_batched_tokens``). Engine keywords: ``max_batch_size``
-    (TensorRT-LLM), ``async_scheduling`` and ``mamba_cache_mode`` (vLLM),
-    ``swa_full_tokens_ratio``, ``mamba_full_memory_ratio`` and ``ssm_dtype`` (SGLang).
+    (TensorRT-LLM), ``async_scheduling``, ``mamba_cache_mode`` ("align", vLLM's default for
+    hybrids, whose prefix caching is on by default; "none" with prefix caching off) and
+    ``gdn_prefill_backend`` ("flashinfer", the H100/H200 default, or "triton") (vLLM),
+    ``swa_full_tokens_ratio`` and ``mamba_full_memory_ratio`` (SGLang); ``ssm_dtype`` (both;
+    None: the engine's default, fp32 in SGLang, in vLLM the conv dtype except where a model
+    hook sets it: Nemotron-H fp32).
     Raises ``ValueError`` naming the argument on bad input, when the engine would refuse to
     start, and (``NotModelled``, a ValueError) for a shape or mode not modelled per engine.
     """
@@ -736,7 +952,8 @@ def engine_capacity(
             tp_size, max_batch_size,
         )  # fmt: skip
     if engine == "vllm":
-        key = (model, block_size, tp_size, speculative, mamba_cache_mode)
+        key = (model, block_size, tp_size, speculative, mamba_cache_mode, gdn_prefill_backend,
+               ssm_dtype)  # fmt: skip
         try:
             plan = _VLLM_PLANS.get(key)
         except TypeError:  # an unhashable argument: named below
@@ -748,11 +965,17 @@ def engine_capacity(
                 raise ValueError(
                     f"mamba_cache_mode must be one of {MAMBA_CACHE_MODES}, got {mamba_cache_mode!r}"
                 )
+            _vllm_choice("gdn_prefill_backend", gdn_prefill_backend, GDN_PREFILL_BACKENDS)
+            if ssm_dtype is not None:
+                _vllm_choice("ssm_dtype", ssm_dtype, SSM_DTYPES)
             plan = vllm_plan(
                 entry,
                 block_size=size,
                 tp_size=_integer("tp_size", tp_size, 1),
                 speculative=speculative,
+                mamba_cache_mode=mamba_cache_mode,
+                gdn_prefill_backend=gdn_prefill_backend,
+                ssm_dtype=ssm_dtype,
             )
             if len(_VLLM_PLANS) >= 4096:
                 _VLLM_PLANS.clear()
@@ -769,7 +992,12 @@ def engine_capacity(
         plan_s = None
     if plan_s is None:
         entry = _check_model(model, speculative, engine)
-        plan_s = sglang_plan(entry, tp_size=_integer("tp_size", tp_size, 1), ssm_dtype=ssm_dtype)
+        plan_s = sglang_plan(
+            entry,
+            tp_size=_integer("tp_size", tp_size, 1),
+            ssm_dtype=ssm_dtype or "fp32",
+            draft_layers=0 if speculative == "none" else entry.drafts[speculative].sglang_layers,
+        )
         if len(_SGLANG_PLANS) >= 4096:
             _SGLANG_PLANS.clear()
         _SGLANG_PLANS[key_s] = plan_s

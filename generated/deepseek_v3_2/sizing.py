@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_core import EngineDraft, EngineModel
+from .._kvgen_runtime.engines_core import EngineDraft, EngineLayer, EngineModel
 from .._kvgen_runtime.sizing_core import Kind, Model, Profile, Stack
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
@@ -57,9 +57,33 @@ _PROFILES: dict[str, Profile] = {
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "deepseek_v3_2_exp": EngineModel(
         max_seq_len=163840,
-        layers=(),
-        drafts={"mtp": EngineDraft(layers=(), retained=0, state_blocks=0, unmodelled="dtype")},
-        unmodelled="dtype",
+        layers=(
+            EngineLayer(
+                "mla", layers=61, kv_heads=1, head_dim=576, dtype="fp8_ds_mla", token_bytes=656
+            ),
+            EngineLayer("mla", layers=61, kv_heads=1, head_dim=128, dtype="fp8", token_bytes=132),
+        ),
+        drafts={
+            "mtp": EngineDraft(
+                layers=(
+                    EngineLayer(
+                        "mla",
+                        layers=1,
+                        kv_heads=1,
+                        head_dim=576,
+                        dtype="fp8_ds_mla",
+                        token_bytes=656,
+                    ),
+                    EngineLayer(
+                        "mla", layers=1, kv_heads=1, head_dim=128, dtype="fp8", token_bytes=132
+                    ),
+                ),
+                retained=0,
+                state_blocks=1,
+                sglang_layers=2,
+            ),
+        },
+        sglang_unmodelled="index_cache",
     ),
 }
 

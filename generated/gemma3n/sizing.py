@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_core import EngineDraft, EngineModel
+from .._kvgen_runtime.engines_core import EngineDraft, EngineLayer, EngineModel
 from .._kvgen_runtime.sizing_core import Kind, Model, Profile, Stack
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
@@ -162,15 +162,39 @@ _PROFILES: dict[str, Profile] = {
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "gemma3n_e2b": EngineModel(
         max_seq_len=32768,
-        layers=(),
+        layers=(
+            EngineLayer(
+                "sliding",
+                layers=16,
+                kv_heads=2,
+                head_dim=256,
+                value_dim=256,
+                window=512,
+                dtype="bf16",
+            ),
+            EngineLayer("full", layers=4, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
+        ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
-        unmodelled="kv_sharing",
+        query_heads=8,
+        sglang_unmodelled="kv_sharing",
     ),
     "gemma3n_e4b": EngineModel(
         max_seq_len=32768,
-        layers=(),
+        layers=(
+            EngineLayer(
+                "sliding",
+                layers=16,
+                kv_heads=2,
+                head_dim=256,
+                value_dim=256,
+                window=512,
+                dtype="bf16",
+            ),
+            EngineLayer("full", layers=4, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
+        ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
-        unmodelled="kv_sharing",
+        query_heads=8,
+        sglang_unmodelled="kv_sharing",
     ),
 }
 

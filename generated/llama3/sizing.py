@@ -137,6 +137,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=3,
+                sglang_layers=1,
             ),
             "eagle3_two_model": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
@@ -146,6 +147,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
+        kv_heads_split="llama",
     ),
     "llama3_1_70b": EngineModel(
         max_seq_len=131072,
@@ -161,6 +163,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=3,
+                sglang_layers=1,
             ),
             "eagle3_two_model": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
@@ -170,6 +173,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
+        kv_heads_split="llama",
     ),
     "llama3_1_405b": EngineModel(
         max_seq_len=131072,
@@ -185,6 +189,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
+        kv_heads_split="llama",
     ),
     "llama3_2_1b": EngineModel(
         max_seq_len=131072,
@@ -200,6 +205,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=3,
+                sglang_layers=1,
             ),
             "eagle3_two_model": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
@@ -209,6 +215,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
+        kv_heads_split="llama",
     ),
     "llama3_2_3b": EngineModel(
         max_seq_len=131072,
@@ -224,6 +231,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
+        kv_heads_split="llama",
     ),
 }
 

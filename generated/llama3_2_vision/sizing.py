@@ -59,6 +59,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
         unmodelled="cross",
+        vllm_unmodelled="vllm_no_mllama",
     ),
 }
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_core import EngineDraft, EngineModel
+from .._kvgen_runtime.engines_core import EngineDraft, EngineLayer, EngineModel
 from .._kvgen_runtime.sizing_core import Kind, Model, Profile, Stack
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
@@ -56,9 +56,20 @@ _PROFILES: dict[str, Profile] = {
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "llama4_scout_17b_16e": EngineModel(
         max_seq_len=10485760,
-        layers=(),
+        layers=(
+            EngineLayer(
+                "chunked",
+                layers=36,
+                kv_heads=8,
+                head_dim=128,
+                value_dim=128,
+                window=8192,
+                dtype="bf16",
+            ),
+            EngineLayer("full", layers=12, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+        ),
         drafts={"ngram": EngineDraft(layers=(), retained=0, state_blocks=4)},
-        unmodelled="chunked",
+        hybrid_swa=True,
     ),
 }
 

@@ -87,6 +87,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
         ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        kv_heads_split="llama",
     ),
     "mistral_7b_v0_3": EngineModel(
         max_seq_len=32768,
@@ -94,6 +95,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=32, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        kv_heads_split="llama",
     ),
     "mistral_nemo_12b": EngineModel(
         max_seq_len=1024000,
@@ -101,6 +103,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=40, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        kv_heads_split="llama",
     ),
 }
 

@@ -162,12 +162,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=3,
+                sglang_layers=1,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
+        kv_heads_split="qwen3",
     ),
     "qwen3_1_7b": EngineModel(
         max_seq_len=40960,
@@ -183,12 +185,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=3,
+                sglang_layers=1,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
+        kv_heads_split="qwen3",
     ),
     "qwen3_4b": EngineModel(
         max_seq_len=40960,
@@ -204,12 +208,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=3,
+                sglang_layers=1,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
+        kv_heads_split="qwen3",
     ),
     "qwen3_8b": EngineModel(
         max_seq_len=40960,
@@ -225,12 +231,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=3,
+                sglang_layers=1,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
+        kv_heads_split="qwen3",
     ),
     "qwen3_14b": EngineModel(
         max_seq_len=40960,
@@ -246,12 +254,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=3,
+                sglang_layers=1,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
+        kv_heads_split="qwen3",
     ),
     "qwen3_32b": EngineModel(
         max_seq_len=40960,
@@ -267,12 +277,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=3,
+                sglang_layers=1,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },
+        kv_heads_split="qwen3",
     ),
 }
 

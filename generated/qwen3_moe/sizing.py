@@ -79,6 +79,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=48, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
         ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        kv_heads_split="qwen3_moe",
     ),
     "qwen3_235b_a22b": EngineModel(
         max_seq_len=40960,
@@ -86,12 +87,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=94, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
         ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        kv_heads_split="qwen3_moe",
     ),
     "qwen3_235b_a22b_fp8_pth": EngineModel(
         max_seq_len=40960,
         layers=(),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
         unmodelled="dtype",
+        kv_heads_split="qwen3_moe",
     ),
 }
 

@@ -52,6 +52,12 @@ POLICY_TERMS = {
     "(2 x max_num_batched_tokens under async scheduling) per request on every sliding group",
     "mamba_page_unification": "vLLM grows the attention block until a page holds a Mamba "
     "state, and pads the Mamba page to it",
+    "mamba_align_mode": "vLLM turns prefix caching on for hybrids by default, which selects "
+    "mamba_cache_mode align: each Mamba group keeps the running state, the last block's and a "
+    "prefill checkpoint per request (3 + K blocks; Gated DeltaNet's checkpoint only under "
+    "FlashInfer's prefill, which puts blocks on 64 tokens)",
+    "vllm_fp32_ssm_state": "vLLM keeps Nemotron-H's SSM state in fp32 "
+    "(NemotronHForCausalLMConfig sets mamba_ssm_cache_dtype)",
     "full_length_layers": "SGLang sizes sliding layers full length unless the architecture is "
     "on its hybrid-SWA list",
     "swa_ratio": "SGLang's sliding pool is a fixed 0.8 of the full pool's tokens, whatever the "
@@ -104,11 +110,6 @@ def _profile(family: Family, model: str, name: str):  # type: ignore[no-untyped-
     raise ValueError(f"speculative must be one of {names}; got {name!r}")
 
 
-def _only_plain(engine: str, speculative: str) -> None:
-    if speculative != "none":
-        raise NotModelled(f"speculative must be 'none' for engine {engine!r} (not modelled yet)")
-
-
 def engine_capacity(
     family: Family,
     model: str,
@@ -122,30 +123,42 @@ def engine_capacity(
     tp_size: int = 1,
     max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
     async_scheduling: bool = True,
-    mamba_cache_mode: str = "none",
+    mamba_cache_mode: str = _vllm.VLLM_MAMBA_CACHE_MODE,
+    gdn_prefill_backend: str = "flashinfer",
     swa_full_tokens_ratio: float = _sglang.SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = _sglang.MAMBA_FULL_MEMORY_RATIO,
-    ssm_dtype: str = "fp32",
+    ssm_dtype: str | None = None,
 ) -> EngineCapacity:
     """What ``engine`` gives ``model`` of ``family`` for a KV budget of ``budget_bytes``.
 
     ``block_size`` defaults to the engine's own page size (TensorRT-LLM: the spec's
     ``tokens_per_block``; vLLM: 16; SGLang: 1). ``max_num_tokens`` is the per-iteration token
     budget (vLLM's ``max_num_batched_tokens``). Engine-specific keywords: ``max_batch_size``
-    (TensorRT-LLM), ``async_scheduling`` and ``mamba_cache_mode`` (vLLM),
-    ``swa_full_tokens_ratio``, ``mamba_full_memory_ratio`` and ``ssm_dtype`` (SGLang).
+    (TensorRT-LLM), ``async_scheduling``, ``mamba_cache_mode`` ("align": vLLM's default for
+    hybrids, prefix caching on; "none": prefix caching off) and ``gdn_prefill_backend``
+    ("flashinfer", the H100/H200 default, or "triton") (vLLM), ``swa_full_tokens_ratio`` and
+    ``mamba_full_memory_ratio`` (SGLang); ``ssm_dtype`` None is each engine's default (SGLang:
+    fp32; vLLM: the conv dtype, fp32 for Nemotron-H).
     ``speculative`` names a profile of the family: TensorRT-LLM takes any; vLLM takes ngram and
-    the drafters that share its pool (eagle3, mtp, mtp_eagle); SGLang only ``"none"`` so far.
+    the drafters that share its pool (eagle3, mtp, mtp_eagle, and a separate draft model,
+    draft_target); SGLang ``"none"`` and EAGLE3 / MTP profiles on full-attention models.
     Raises ``ValueError`` naming the argument on bad input, and when the engine would refuse to
     start (vLLM: one request at ``max_seq_len`` does not fit).
     """
-    key = (id(family), model, engine, block_size, tp_size, speculative, mamba_cache_mode, ssm_dtype)
-    hit = _CACHE.get(key)
+    key = (id(family), model, engine, block_size, tp_size, speculative, mamba_cache_mode,
+           gdn_prefill_backend, ssm_dtype)  # fmt: skip
+    try:
+        hit = _CACHE.get(key)
+    except TypeError:  # an unhashable argument: named below, never cached
+        hit, key = None, ()
     if engine == "vllm":
         if hit is not None and hit[0] is family:
             plan = cast(_vllm.VllmPlan, hit[1])
         else:
-            plan = _build_vllm(family, model, block_size, tp_size, speculative, mamba_cache_mode)
+            plan = _build_vllm(
+                family, model, block_size, tp_size, speculative, mamba_cache_mode,
+                gdn_prefill_backend, ssm_dtype,
+            )  # fmt: skip
             _remember(key, family, plan)
         return vllm_capacity(
             plan, budget_bytes, max_seq_len, max_num_tokens, async_scheduling, mamba_cache_mode
@@ -154,7 +167,7 @@ def engine_capacity(
         if hit is not None and hit[0] is family:
             plan_s = cast(_sglang.SglangPlan, hit[1])
         else:
-            plan_s = _build_sglang(family, model, tp_size, ssm_dtype, speculative)
+            plan_s = _build_sglang(family, model, tp_size, ssm_dtype or "fp32", speculative)
             _remember(key, family, plan_s)
         page = _sglang.DEFAULT_PAGE_SIZE if block_size is None else block_size
         return sglang_capacity(
@@ -182,11 +195,16 @@ def _build_vllm(
     tp_size: int,
     speculative: str,
     mamba_cache_mode: str,
+    gdn_prefill_backend: str,
+    ssm_dtype: str | None,
 ) -> _vllm.VllmPlan:
-    if mamba_cache_mode not in _vllm.MAMBA_CACHE_MODES:
-        raise ValueError(
-            f"mamba_cache_mode must be one of {_vllm.MAMBA_CACHE_MODES}, got {mamba_cache_mode!r}"
-        )
+    for name, value, choices in (
+        ("mamba_cache_mode", mamba_cache_mode, _vllm.MAMBA_CACHE_MODES),
+        ("gdn_prefill_backend", gdn_prefill_backend, _vllm.GDN_PREFILL_BACKENDS),
+        ("ssm_dtype", ssm_dtype, (None, *_sglang.SSM_DTYPES)),
+    ):
+        if value not in choices:
+            raise ValueError(f"{name} must be one of {choices}, got {value!r}")
     size = _vllm.DEFAULT_BLOCK_SIZE if block_size is None else _positive("block_size", block_size)
     spec_model = _model(family, model)
     return _vllm.vllm_plan(
@@ -195,16 +213,20 @@ def _build_vllm(
         block_size=size,
         tp_size=_positive("tp_size", tp_size),
         speculative=_profile(family, spec_model.name, speculative),
+        mamba_cache_mode=mamba_cache_mode,
+        gdn_prefill_backend=gdn_prefill_backend,
+        ssm_dtype=ssm_dtype,
     )
 
 
 def _build_sglang(
     family: Family, model: str, tp_size: int, ssm_dtype: str, speculative: str
 ) -> _sglang.SglangPlan:
-    _only_plain("sglang", speculative)
+    spec_model = _model(family, model)
     return _sglang.sglang_plan(
-        family, _model(family, model), tp_size=_positive("tp_size", tp_size), ssm_dtype=ssm_dtype
-    )
+        family, spec_model, tp_size=_positive("tp_size", tp_size), ssm_dtype=ssm_dtype,
+        speculative=_profile(family, spec_model.name, speculative),
+    )  # fmt: skip
 
 
 def trtllm_capacity(

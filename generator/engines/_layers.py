@@ -29,6 +29,10 @@ class CachedLayer(NamedTuple):
     window: int | None  # sliding layers only
     state_bytes: int  # recurrent layers only, at tp=1
     dtype: str
+    # Recurrent layers with dimensions: (mixer, conv channels, conv rows, SSM heads, elements
+    # per SSM head, B/C groups, d_state), mixer "mamba2" or "mamba1"; () for raw state_bytes.
+    recurrent: tuple[object, ...] = ()
+    token_bytes: int = 0  # a packed layout's bytes per token (fp8_ds_mla, an indexer key)
 
 
 def _unmodelled(model: Model, reason: str) -> NotModelled:
@@ -53,6 +57,15 @@ def _state_bytes(kind: LayerKind, dtype: str) -> int:
 
     state = recurrent_state(dims, dtype, 1)
     return state.conv + state.ssm
+
+
+def _recurrent_dims(kind: LayerKind) -> tuple[object, ...]:
+    dims = kind.recurrent_dims
+    if dims is None:
+        return ()
+    mixer = "mamba1" if kind.mamba1 is not None else "mamba2"
+    return (mixer, dims.conv_dim, dims.d_conv - 1, dims.num_heads, dims.head_dim * dims.d_state,
+            dims.n_groups, dims.d_state)  # fmt: skip
 
 
 def ssm_state_bytes(family: Family, model: Model) -> int:
@@ -84,32 +97,56 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
         if kind.attention == "none":
             continue
         if kind.reads is not None:
-            raise _unmodelled(model, "kv_sharing")
+            # KV sharing: the layer reads another layer's cache and holds none of its own
+            # (vLLM skips a layer with kv_sharing_target_layer_name when it builds specs).
+            continue
         if kind.attention == "cross":
             raise _unmodelled(model, "cross")  # the engines' own encoder-cache pools
         if kind.attention == "recurrent":
             out.append(
-                CachedLayer(index, "recurrent", 0, 0, 0, None, _state_bytes(kind, dtype), dtype)
+                CachedLayer(
+                    index,
+                    "recurrent",
+                    0,
+                    0,
+                    0,
+                    None,
+                    _state_bytes(kind, dtype),
+                    dtype,
+                    _recurrent_dims(kind),
+                )
             )
             continue
-        if dtype not in DTYPE_BYTES:
+        if dtype not in DTYPE_BYTES and not (dtype == "fp8_ds_mla" and kind.kv_lora_rank):
             raise _unmodelled(model, "dtype")
         if kind.bytes_per_token is not None or kind.extra_bytes_per_token:
             raise _unmodelled(model, "synthetic")
         if kind.sink_tokens:
             raise _unmodelled(model, "sinks")
-        if kind.index_head_dim is not None:
-            raise _unmodelled(model, "index_cache")
         if kind.attention == "chunked":
-            # vLLM (ChunkedLocalAttentionManager) and SGLang (Llama 4 as hybrid SWA) each pool
-            # chunked layers their own way; no engine row here models either yet.
-            raise _unmodelled(model, "chunked")
+            # vLLM: ChunkedLocalAttentionSpec; SGLang sizes it as a sliding window of the chunk.
+            head = _head_dim(kind, model)
+            out.append(CachedLayer(index, "chunked", kind.kv_heads or 0, head, head, kind.chunk,
+                                   0, dtype))  # fmt: skip
+            continue
         if kind.kv_lora_rank is not None and kind.attention == "sliding":
             raise _unmodelled(model, "sliding_mla")
         if kind.kv_lora_rank is not None:
-            latent = kind.kv_lora_rank + (kind.qk_rope_head_dim or 0)
-            out.append(CachedLayer(index, "mla", 1, latent, 0, None, 0, dtype))
+            from kvgen.quant import ds_mla_bytes, index_k_bytes
+
+            rope = kind.qk_rope_head_dim or 0
+            packed = ds_mla_bytes(kind.kv_lora_rank, rope) if dtype == "fp8_ds_mla" else 0
+            latent = kind.kv_lora_rank + rope
+            out.append(CachedLayer(index, "mla", 1, latent, 0, None, 0, dtype, (), packed))
+            if kind.index_head_dim is not None:
+                # The sparse indexer's key cache (vLLM DeepseekV32IndexerCache): its own layer
+                # of the same full-attention kind, fp8 with a scale per 128 elements.
+                key = index_k_bytes(kind.index_head_dim)
+                out.append(CachedLayer(index, "mla", 1, kind.index_head_dim, 0, None, 0, "fp8",
+                                       (), key))  # fmt: skip
             continue
+        if kind.index_head_dim is not None:
+            raise _unmodelled(model, "index_cache")
         head = _head_dim(kind, model)
         window = kind.window if kind.attention == "sliding" else None
         attention = "sliding" if window is not None else "full"

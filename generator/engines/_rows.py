@@ -22,25 +22,69 @@ from kvgen.engines_core import EngineDraft, EngineLayer, EngineModel
 if TYPE_CHECKING:
     from kvgen.spec import Family, Model, Speculative
 
-# Drafters whose layers live in vLLM's one pool beside the target's (EAGLE-family, MTP);
-# ngram has no layers. Others run a separate draft model, not modelled.
+# Drafters whose layers live in vLLM's one pool beside the target's (EAGLE-family, MTP; and a
+# separate draft model, draft_target, whose own layers join the pool); ngram has no layers.
+# Others (pard, dflash, two-model EAGLE) are not modelled.
 VLLM_SPECULATIVE_MODES = ("eagle3", "mtp", "mtp_eagle")
 # kvgen families whose architecture SGLang 0.5.23 sizes as hybrid SWA (configs/model_config.py
 # is_hybrid_swa_model: gpt-oss is in SWA_SINK_ARCHS).
-SGLANG_HYBRID_SWA_FAMILIES = frozenset({"gpt_oss"})
+# Llama4ForConditionalGeneration is on the list too: its chunked layers become the SWA pool.
+SGLANG_HYBRID_SWA_FAMILIES = frozenset({"gpt_oss", "llama4_scout", "llama4_maverick"})
+# kvgen families whose recurrent layers vLLM builds as Gated DeltaNet (QwenGatedDeltaNetAttention
+# in models/qwen3_next.py), not MambaMixer2: no group replication in vLLM (SGLang replicates
+# key heads fewer than tp), and in align mode a prefill checkpoint block only under the
+# FlashInfer GDN prefill.
+VLLM_GDN_FAMILIES = frozenset({"qwen3_next"})
+# kvgen families whose SSM state vLLM keeps in fp32 by default: models/config.py
+# NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype (mamba_ssm_cache_dtype "auto" ->
+# the config's mamba_ssm_cache_dtype, else float32).
+VLLM_FP32_SSM_FAMILIES = frozenset({"nemotron_h"})
+# kvgen family -> the vLLM model module whose attention __init__ asserts that the KV heads
+# split over tp (``total_num_kv_heads % tp == 0``, or ``tp % total_num_kv_heads == 0`` below tp).
+# kvgen families an engine cannot run at all, with the UNMODELLED key naming its refusal.
+VLLM_UNSUPPORTED = {"llama3_2_vision": "vllm_no_mllama"}
+SGLANG_UNSUPPORTED = {"jamba": "sglang_no_jamba"}
+VLLM_KV_HEADS_SPLIT = {
+    "llama3": "llama", "mistral": "llama", "phi3": "llama", "qwen2_5": "qwen2",
+    "qwen3": "qwen3", "qwen3_moe": "qwen3_moe", "gemma2": "gemma2", "gemma3": "gemma3",
+    "granite4": "granitemoehybrid", "nemotron_h": "nemotron_h", "qwen3_next": "qwen3_next",
+    "jamba": "jamba",
+}  # fmt: skip
 
 
-def layer_rows(layers: tuple[CachedLayer, ...]) -> tuple[EngineLayer, ...]:
-    """One row per distinct shape with its layer count, in order of first appearance."""
+def layer_rows(layers: tuple[CachedLayer, ...], gdn: bool = False) -> tuple[EngineLayer, ...]:
+    """One row per distinct shape with its layer count, in order of first appearance;
+    ``gdn``: the recurrent layers are Gated DeltaNet (VLLM_GDN_FAMILIES)."""
     counts: dict[tuple[object, ...], int] = {}
     for lay in layers:
         shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.window,
-                 lay.state_bytes, lay.dtype)  # fmt: skip
+                 lay.state_bytes, lay.dtype, lay.recurrent, lay.token_bytes)  # fmt: skip
         counts[shape] = counts.get(shape, 0) + 1
-    return tuple(
-        EngineLayer(attention, count, heads, head, value, window, state, dtype)  # type: ignore[arg-type]
-        for (attention, heads, head, value, window, state, dtype), count in counts.items()
-    )
+    rows = []
+    for (
+        attention,
+        heads,
+        head,
+        value,
+        window,
+        state,
+        dtype,
+        dims,
+        packed,
+    ), count in counts.items():
+        row = EngineLayer(attention, count, heads, head, value, window, state, dtype)  # type: ignore[arg-type]
+        if packed:
+            row = EngineLayer(attention, count, heads, head, value, window, state, dtype,  # type: ignore[arg-type]
+                              token_bytes=packed)  # type: ignore[arg-type]  # fmt: skip
+        if dims:
+            mixer, channels, rows_, ssm_heads, elements, groups, d_state = dims
+            row = EngineLayer(
+                attention, count, heads, head, value, window, state, dtype,  # type: ignore[arg-type]
+                "gdn" if gdn and mixer == "mamba2" else mixer, channels, rows_, ssm_heads,  # type: ignore[arg-type]
+                elements, groups, d_state,  # type: ignore[arg-type]
+            )  # fmt: skip
+        rows.append(row)
+    return tuple(rows)
 
 
 def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraft:
@@ -54,6 +98,13 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
     k = profile.max_draft_len
     if profile.mode == "ngram":
         return EngineDraft((), 0, k)
+    if profile.mode == "draft_target" and profile.draft is not None:
+        # vLLM's "draft_model" method: the draft model's layers join the target's one pool
+        # (their specs marked is_draft), nothing retained below a window.
+        try:
+            return EngineDraft(layer_rows(stack_layers(family, profile.draft, model)), 0, k)
+        except NotModelled as exc:
+            return EngineDraft((), 0, 0, exc.reason)
     if profile.mode not in VLLM_SPECULATIVE_MODES:
         return EngineDraft((), 0, 0, "separate_draft")
     extra = profile.extra_layers
@@ -63,7 +114,21 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
         return EngineDraft((), 0, 0, exc.reason)
     modules = extra.layers.count if extra is not None else 1
     lookahead = k if profile.mode == "mtp" and min(modules, k) > 1 else 1
-    return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k)
+    # SGLang's EAGLE/MTP path charges the drafter's layers at the target's per-layer size.
+    sglang = len(draft) if profile.mode in ("eagle3", "mtp", "mtp_eagle") else 0
+    return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k, "", sglang)
+
+
+def _shares_kv(model: Model) -> bool:
+    """Whether a layer of the model reads another layer's cache (SGLang's sharing is not
+    modelled; vLLM's is: the reading layer holds no cache)."""
+    return any(kind.reads is not None for kind in model.layer_kinds.values())
+
+
+def _indexes(model: Model) -> bool:
+    """Whether a layer keeps a sparse-attention index-K cache (vLLM's DeepseekV32IndexerCache
+    is modelled; SGLang's DSA indexer pool is not)."""
+    return any(kind.index_head_dim is not None for kind in model.layer_kinds.values())
 
 
 def engine_model(family: Family, model: Model) -> EngineModel:
@@ -75,11 +140,21 @@ def engine_model(family: Family, model: Model) -> EngineModel:
     }
     hybrid_swa = family.family in SGLANG_HYBRID_SWA_FAMILIES
     ssm = ssm_state_bytes(family, model)
+    vllm = {
+        "query_heads": model.num_attention_heads or 0,
+        "kv_heads_split": VLLM_KV_HEADS_SPLIT.get(family.family, ""),
+        "vllm_ssm_dtype": "fp32" if family.family in VLLM_FP32_SSM_FAMILIES else "",
+        "vllm_unmodelled": VLLM_UNSUPPORTED.get(family.family, ""),
+        "sglang_unmodelled": SGLANG_UNSUPPORTED.get(family.family, "")
+        or ("kv_sharing" if _shares_kv(model) else "")
+        or ("index_cache" if _indexes(model) else ""),
+    }
     try:
         layers = cached_layers(family, model)
     except NotModelled as exc:
-        return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason)
-    return EngineModel(model.max_seq_len, layer_rows(layers), drafts, hybrid_swa, ssm)
+        return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason, **vllm)
+    rows = layer_rows(layers, family.family in VLLM_GDN_FAMILIES)
+    return EngineModel(model.max_seq_len, rows, drafts, hybrid_swa, ssm, "", **vllm)
 
 
 def engine_tables(family: Family) -> dict[str, EngineModel]:

@@ -38,13 +38,14 @@ from kvgen.engines_core import (
     SSM_DTYPES,
     SWA_FULL_TOKENS_RATIO,
     EngineModel,
+    NotModelled,
     SglangPlan,
     SglangPools,
     sglang_pools,
 )
 
 if TYPE_CHECKING:
-    from kvgen.spec import Family, Model
+    from kvgen.spec import Family, Model, Speculative
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -72,6 +73,7 @@ def sglang_plan(
     tp_size: int = 1,
     ssm_dtype: str = "fp32",
     hybrid_swa: bool | None = None,
+    speculative: Speculative | None = None,
 ) -> SglangPlan:
     """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them
     (``kvgen.engines_core.sglang_plan`` on the model's engine rows)."""
@@ -79,6 +81,13 @@ def sglang_plan(
     if hybrid_swa is not None:
         entry = EngineModel(
             entry.max_seq_len, entry.layers, entry.drafts, hybrid_swa, entry.ssm_state_bytes,
-            entry.unmodelled,
+            entry.unmodelled, entry.query_heads, entry.kv_heads_split, entry.vllm_ssm_dtype,
+            entry.vllm_unmodelled, entry.sglang_unmodelled,
         )  # fmt: skip
-    return engines_core.sglang_plan(entry, tp_size=tp_size, ssm_dtype=ssm_dtype)
+    draft = 0 if speculative is None else entry.drafts[speculative.name].sglang_layers
+    if speculative is not None and not draft:
+        raise NotModelled(
+            f"speculative {speculative.name!r} is not modelled for engine 'sglang' "
+            "(EAGLE3 and MTP profiles are)"
+        )
+    return engines_core.sglang_plan(entry, tp_size=tp_size, ssm_dtype=ssm_dtype, draft_layers=draft)

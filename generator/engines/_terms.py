@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kvgen.engines import _sglang, _trtllm, _vllm
 from kvgen.engines._layers import cached_layers
+from kvgen.engines._rows import VLLM_FP32_SSM_FAMILIES
 
 if TYPE_CHECKING:
     from kvgen.spec import Family
@@ -65,6 +66,17 @@ def _vllm_terms(
                 f"padded by {plan.mamba_page_padding:,} bytes",
             )
         )
+    if plan.state_groups:
+        blocks = 2 + plan.checkpoint_blocks + plan.speculative_blocks
+        terms.append(
+            PolicyTerm(
+                "mamba_align_mode",
+                f"{blocks} state blocks per request on each of {plan.state_groups} Mamba groups "
+                f"({1 + plan.speculative_blocks} with prefix caching off)",
+            )
+        )
+    if family.family in VLLM_FP32_SSM_FAMILIES:
+        terms.append(PolicyTerm("vllm_fp32_ssm_state", "SSM state in fp32, not the spec's dtype"))
     return terms
 
 

@@ -22,11 +22,23 @@ that vLLM's own code produced, ``tests/fixtures/engines/vllm.json``):
 - **Mamba page unification**: in a Mamba hybrid the attention block size grows (in multiples
   of the kernel block, 16 tokens for FlashAttention) until one attention page holds a Mamba
   state; the Mamba page is padded up to the attention page. A Mamba group takes one block per
-  request (``mamba_cache_mode="none"``; ``"align"`` keeps two).
+  request with ``mamba_cache_mode="none"`` (prefix caching off); ``"align"``, vLLM's default
+  for hybrids (prefix caching on, ``MambaModelConfig``), keeps the running state, the last
+  block's and one prefill checkpoint block (Mamba-2 always; Gated DeltaNet under the FlashInfer
+  prefill, which also puts attention blocks on a 64-token grid): 3 + K blocks.
+- **Mamba page** (``MambaStateShapeCalculator``): the conv window holds
+  ``d_conv - 1 + num_speculative_tokens`` rows (Mamba-2, Gated DeltaNet); Mamba-2 B/C groups
+  fewer than tp are replicated up to tp (``extra_groups_for_head_shards``); the SSM state is
+  in the conv dtype unless a model hook sets it (Nemotron-H: fp32,
+  ``NemotronHForCausalLMConfig``).
+- **tp refusals**: the query heads must divide by tp (``ModelConfig.verify_with_parallel_config``)
+  and most attention classes assert that the KV heads split over tp (or tp over them).
 - Speculative decoding (``ngram``, and drafters whose layers share the pool: ``eagle3``,
   ``mtp``, ``mtp_eagle``): the drafter's layers join the grouping like any other layer, every
   Mamba layer keeps one more state block per draft token, and a multi-module MTP drafter keeps
-  K - 1 more tokens below each sliding window. Separate draft models are not modelled.
+  K - 1 more tokens below each sliding window. A separate draft model (``draft_target``,
+  vLLM's ``draft_model`` method) puts its own layers in the same pool; other separate
+  drafters (PARD, DFlash, two-model EAGLE) are not modelled.
 - Reported capacity: ``max_concurrency = num_blocks / blocks per request at max_seq_len`` (all
   groups together) and ``kv_tokens = int(max_concurrency x max_seq_len)``, the numbers vLLM logs
   as "KV cache size" and "Maximum concurrency".
@@ -39,15 +51,23 @@ from typing import TYPE_CHECKING
 from kvgen import engines_core
 from kvgen.engines._rows import VLLM_SPECULATIVE_MODES as SPECULATIVE_MODES
 from kvgen.engines._rows import engine_model
-from kvgen.engines_core import MAMBA_CACHE_MODES, VllmGroups, VllmPlan
+from kvgen.engines_core import (
+    GDN_PREFILL_BACKENDS,
+    MAMBA_CACHE_MODES,
+    VLLM_MAMBA_CACHE_MODE,
+    VllmGroups,
+    VllmPlan,
+)
 
 if TYPE_CHECKING:
     from kvgen.spec import Family, Model, Speculative
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
+    "GDN_PREFILL_BACKENDS",
     "MAMBA_CACHE_MODES",
     "SPECULATIVE_MODES",
+    "VLLM_MAMBA_CACHE_MODE",
     "VLLM_VERSION",
     "VllmGroups",
     "VllmPlan",
@@ -70,6 +90,9 @@ def vllm_plan(
     block_size: int = DEFAULT_BLOCK_SIZE,
     tp_size: int = 1,
     speculative: Speculative | None = None,
+    mamba_cache_mode: str = engines_core.VLLM_MAMBA_CACHE_MODE,
+    gdn_prefill_backend: str = "flashinfer",
+    ssm_dtype: str | None = None,
 ) -> VllmPlan:
     """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does
     (``kvgen.engines_core.vllm_plan`` on the model's engine rows)."""
@@ -78,6 +101,9 @@ def vllm_plan(
         block_size=block_size,
         tp_size=tp_size,
         speculative="none" if speculative is None else speculative.name,
+        mamba_cache_mode=mamba_cache_mode,
+        gdn_prefill_backend=gdn_prefill_backend,
+        ssm_dtype=ssm_dtype,
     )
 
 

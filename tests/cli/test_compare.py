@@ -77,11 +77,12 @@ def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_speculative_profile_and_not_modelled_engines(capsys: pytest.CaptureFixture[str]) -> None:
     # gpt_oss_20b + EAGLE3 in vLLM: 12 sliding + 13 full layers -> 2 groups of 13, 1 padding
-    # (1/26 = 3.8% of a block). SGLang's speculative sizing is not modelled: "n/a", exit 0.
+    # (1/26 = 3.8% of a block). SGLang's EAGLE3 sizing for a hybrid-SWA model is not
+    # modelled (only for full-attention models): "n/a", exit 0.
     spec = str(REPO / "schema" / "families" / "gpt_oss.yaml")
     assert main(["compare", spec, "gpt_oss_20b", *ARGS, "--speculative", "eagle3"]) == 0
     out = capsys.readouterr().out
     assert "group_padding_layers: 2 groups of 13 layers, 1 of them padding (3.8%" in out
-    assert "not modelled: speculative must be 'none' for engine 'sglang'" in out
+    assert "not modelled: SGLang's EAGLE/MTP draft pool is modelled for full-attention" in out
     assert main(["compare", spec, "gpt_oss_20b", *ARGS, "--speculative", "pard"]) == 2
     assert "--speculative must be one of none, eagle3, ngram4" in capsys.readouterr().err

@@ -5,7 +5,7 @@ static estimate of a chunked layer goes wrong (each one fails the diff against t
 from __future__ import annotations
 
 import pytest
-from kvgen.engines import NotModelled, engine_capacity
+from kvgen.engines import engine_capacity
 from kvgen.loader import load_family
 
 from tests.reference import costmodel
@@ -104,15 +104,24 @@ def test_costmodel_agrees_with_the_generated_module(scout):
             assert (static.slope, static.intercept) == (generic.slope, generic.intercept)
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang"])
-def test_engines_refuse_chunked_attention(scout, engine):
-    """No engine row models chunked pools yet: a clear NotModelled, never a number."""
+@pytest.mark.parametrize(
+    ("engine", "tokens"),
+    [
+        # vLLM (ChunkedLocalAttentionSpec): 36 chunked + 12 full layers -> 4 groups of 12; a
+        # block 12 x 16 x 8 x 128 x 2 x 2 B = 786,432 B, 80 GiB // that = 109,226 blocks. A
+        # request at 131,072: 8,192 full blocks + 3 chunked groups x ceil(min(8,192 + 2 x 8,192,
+        # 131,072) / 16) = 1,536 -> 12,800 blocks; 109,226 / 12,800 x 131,072 = 1,118,474.
+        ("vllm", 1_118_474),
+        # SGLang (Llama4ForConditionalGeneration is hybrid SWA): chunked layers are the sliding
+        # pool at 0.8 of the full pool's tokens: 80 GiB / (12 + 0.8 x 36) x 4,096 B = 514,007.
+        ("sglang", 514_007),
+    ],
+)
+def test_engines_answer_for_chunked_attention(scout, engine, tokens):
     kw = dict(engine=engine, max_seq_len=131072, max_num_tokens=8192)
-    with pytest.raises(ValueError, match="chunked local attention is not modelled"):
-        scout.engine_capacity(SCOUT, 80 << 30, **kw)
+    assert scout.engine_capacity(SCOUT, 80 << 30, **kw).kv_tokens == tokens
     family = load_family(ROOT / "schema" / "families" / "llama4_scout.yaml")
-    with pytest.raises(NotModelled, match="chunked local attention is not modelled"):
-        engine_capacity(family, SCOUT, 80 << 30, **kw)
+    assert engine_capacity(family, SCOUT, 80 << 30, **kw).kv_tokens == tokens
 
 
 def test_block_reuse_never_extends_a_chunk(rendered_families):

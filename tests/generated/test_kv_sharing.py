@@ -162,17 +162,22 @@ def test_runtime_tables_refuse_a_bad_reader():
         tables(own._replace(reads=0), ("g", "r", "c"), c=own._replace(reads=1))  # a chain
 
 
-def test_engines_say_kv_sharing_is_not_modelled(tmp_path):
+def test_vllm_gives_readers_no_cache_and_sglang_says_not_modelled(tmp_path):
+    # vLLM builds no KV spec for a layer with kv_sharing_target_layer_name: the model is the
+    # same as with the readers cache-less (AS_NONE), exactly. SGLang's sharing is not modelled.
     family = family_from_text(SHARING)
-    engine_kw = {"max_seq_len": 4096, "max_num_tokens": 32}
-    for engine in ("vllm", "sglang"):
-        with pytest.raises(NotModelled, match="KV sharing across layers"):
-            engine_capacity(family, "m", 1 << 30, engine=engine, **engine_kw)
+    engine_kw = {"engine": "vllm", "max_seq_len": 4096, "max_num_tokens": 32}
+    shared = engine_capacity(family, "m", 1 << 30, **engine_kw)
+    assert shared == engine_capacity(family_from_text(AS_NONE), "m", 1 << 30, **engine_kw)
+    assert shared != engine_capacity(family_from_text(AS_OWN), "m", 1 << 30, **engine_kw)
+    with pytest.raises(NotModelled, match=r"KV sharing across layers .* not modelled for SGLang"):
+        engine_capacity(family, "m", 1 << 30, **{**engine_kw, "engine": "sglang"})
     sizing = _render(SHARING, tmp_path, "sharing_engines").sizing
-    with pytest.raises(sizing.NotModelled, match="KV sharing across layers"):
-        sizing.engine_capacity("m", 1 << 30, engine="vllm", **engine_kw)
+    assert sizing.engine_capacity("m", 1 << 30, **engine_kw) == shared
+    with pytest.raises(sizing.NotModelled, match="not modelled for SGLang"):
+        sizing.engine_capacity("m", 1 << 30, **{**engine_kw, "engine": "sglang"})
     # TensorRT-LLM's answer is the static cost, which models the readers (nothing).
-    sizing.engine_capacity("m", 1 << 30, engine="trtllm-v2", **engine_kw)
+    sizing.engine_capacity("m", 1 << 30, engine="trtllm-v2", max_seq_len=4096, max_num_tokens=32)
 
 
 def _pool_pages(shim) -> list[tuple[str, int, int]]:

@@ -1,7 +1,7 @@
-"""vLLM and SGLang capacities are modelled for plain cache dtypes only: a quantized layout
-with scales (fp8_ds_mla, fp8 per token-head, ...) raises NotModelled naming the dtype in both
-kvgen.engines and the generated modules' engine_capacity, instead of a wrong number; the same
-family's plain-dtype models keep their engine numbers."""
+"""vLLM and SGLang capacities are modelled for plain cache dtypes (and, in vLLM, FlashMLA's
+fp8_ds_mla row on MLA): another quantized layout with scales (fp8 per token-head, ...) raises
+NotModelled naming the dtype in both kvgen.engines and the generated modules' engine_capacity,
+instead of a wrong number; the same family's plain-dtype models keep their engine numbers."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.workloads import ROOT
 
 GiB = 1 << 30
 KW = {"max_seq_len": 8192, "max_num_tokens": 8192}
-SCALED = [("deepseek_v3_2", "deepseek_v3_2_exp"), ("qwen3_moe", "qwen3_235b_a22b_fp8_pth")]
+SCALED = [("qwen3_moe", "qwen3_235b_a22b_fp8_pth")]
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
@@ -38,10 +38,10 @@ def test_plain_models_of_the_family_are_still_modelled(engine):
     assert 0 < capacity.kv_tokens <= 80 * GiB // 192_512
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang"])
-def test_index_k_cache_is_not_modelled_even_at_a_plain_dtype(tmp_path, engine):
-    """DeepSeek-V3.2 imported at its bf16 torch_dtype: the latent is plain, but the engine
-    models have no index-K cache, so they refuse rather than leave its 132 B per layer out."""
+def test_index_k_cache_at_a_plain_dtype_vllm_counts_it_sglang_refuses(tmp_path):
+    """DeepSeek-V3.2 imported at its bf16 torch_dtype: the latent is plain (576 x 2 B =
+    1,152 B) and the indexer key keeps its 132 B per layer in vLLM (DeepseekV32IndexerCache);
+    SGLang's indexer pool is not modelled, so it refuses rather than leave the 132 B out."""
     from kvgen.importhf import import_config
 
     config = ROOT / "tests" / "fixtures" / "hf" / "deepseek-v3.2-exp.json"
@@ -50,5 +50,9 @@ def test_index_k_cache_is_not_modelled_even_at_a_plain_dtype(tmp_path, engine):
     path = tmp_path / "v32.yaml"
     path.write_text(result.text, encoding="utf-8")
     spec = load_family(path)
+    # vLLM, block 16: 16 x 61 x (1,152 + 132) = 1,253,184 B a block, 80 GiB // that = 68,544
+    # blocks (68,544.9); a request at 8,192 takes 512: 68,544 / 512 x 8,192 = 1,096,704 tokens.
+    vllm = engine_capacity(spec, "deepseek_v3_2_exp", 80 * GiB, engine="vllm", **KW)
+    assert (vllm.num_blocks, vllm.kv_tokens) == (68_544, 1_096_704)
     with pytest.raises(NotModelled, match="index-K cache"):
-        engine_capacity(spec, "deepseek_v3_2_exp", 80 * GiB, engine=engine, **KW)
+        engine_capacity(spec, "deepseek_v3_2_exp", 80 * GiB, engine="sglang", **KW)

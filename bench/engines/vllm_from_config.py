@@ -1,0 +1,345 @@
+"""vLLM 0.33.0's KV-cache plan for one case built from the model's config.json alone.
+
+Imported by ``vllm_runner.py`` inside the engine's virtual environment; imports no kvgen module
+and reads no kvgen row: every layer's cache spec comes from the model's ``config.json`` through
+vLLM's own classes, in the order its engine builds them at start-up:
+
+1. ``vllm.config.ModelConfig`` from the config directory (HF config -> ModelConfig, with vLLM's
+   own architecture resolution); ``ModelConfig.verify_with_parallel_config`` (the query-head
+   refusal at tp); ``EngineArgs._set_default_chunked_prefill_and_prefix_caching_args`` (the
+   prefix-caching default: on for hybrids when unset);
+2. ``VllmConfig.try_verify_and_update_config``: the per-architecture hook of
+   ``MODELS_CONFIG_MAP`` (``NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype`` sets the
+   SSM state to float32) and ``HybridAttentionMambaModelConfig`` -> ``MambaModelConfig``
+   (``mamba_cache_mode`` "align" under prefix caching, the Mamba block size);
+3. the Llama/Qwen2-style attention class ``__init__`` (``LlamaAttention``, ``Qwen2Attention``)
+   with the tp world size set: its KV-head assertion is vLLM's refusal;
+4. ``Platform._align_hybrid_block_size`` with the model class's own
+   ``get_mamba_state_shape_from_config`` / ``get_mamba_state_dtype_from_config``;
+5. each Mamba layer's ``get_kv_cache_spec`` (``MambaMixer2``: one prefill checkpoint block;
+   ``QwenGatedDeltaNetAttention``: one under the FlashInfer GDN prefill; ``MambaMixer``: none)
+   and each attention layer's ``FullAttentionSpec`` with ``ModelConfig.get_num_kv_heads`` /
+   ``get_head_size``; layer counts from ``ModelConfig.get_num_layers_by_block_type``.
+
+Stubs (GPU-only parts; each is the smallest that stands in):
+- ``StubVllmConfig`` (in ``vllm_runner.py``): carries the real ModelConfig, CacheConfig and
+  ParallelConfig; vLLM's derived properties are borrowed from the real class.
+- the platform: ``_find_non_ssm_backends`` and the backend are FlashAttention's answer on an
+  H100 (``MultipleOf(16)`` kernel blocks, ``customize_spec`` unchanged).
+- the Mamba layer objects: an instance of the layer class made without ``__init__`` (no
+  weights, no TP groups), whose ``get_state_shape`` / ``get_state_dtype`` are the model class's
+  ``get_mamba_state_shape_from_config`` / ``get_mamba_state_dtype_from_config`` (the same
+  calculators the layer's own methods call); the GDN layer's ``_checkpoint_alignment`` is
+  what its ``__init__`` sets for the given ``gdn_prefill_backend`` (FlashInfer on SM90: 64).
+- ``ModelRegistry._raise_for_unsupported`` is called before ``ModelConfig`` for an architecture
+  the registry does not list (ModelConfig would raise the same after loading the processor).
+- MLA layers (``mla_specs``): a plain object with the attributes ``MLAAttention``'s and
+  ``DeepseekV32IndexerCache``'s ``get_kv_cache_spec`` read (cache dtype, head size, whether an
+  indexer exists; the indexer's key size and uint8 dtype as ``Indexer.__init__`` passes them).
+- the attention ``__init__`` check: ``get_tensor_model_parallel_world_size`` returns tp and
+  ``QKVParallelLinear`` stops the constructor (the asserts come before it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import tempfile
+from functools import cache
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+import vllm.model_executor.models.llama as llama_module
+import vllm.model_executor.models.qwen2 as qwen2_module
+from vllm.config import ModelConfig
+from vllm.config.vllm import VllmConfig
+from vllm.engine.arg_utils import EngineArgs
+from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import (
+    FLASHINFER_GDN_CHECKPOINT_ALIGNMENT,
+    QwenGatedDeltaNetAttention,
+)
+from vllm.model_executor.layers.mamba.mamba_mixer import MambaMixer
+from vllm.model_executor.layers.mamba.mamba_mixer2 import MambaMixer2
+from vllm.model_executor.models import ModelRegistry
+from vllm.v1.kv_cache_interface import (
+    ChunkedLocalAttentionSpec,
+    FullAttentionSpec,
+    SlidingWindowSpec,
+)
+
+# The Mamba layer class each hybrid's decoder builds (read in its model module).
+MAMBA_LAYER = {
+    "NemotronHForCausalLM": MambaMixer2,
+    "GraniteMoeHybridForCausalLM": MambaMixer2,
+    "Qwen3NextForCausalLM": QwenGatedDeltaNetAttention,
+    "JambaForCausalLM": MambaMixer,
+}
+# The config field each hybrid's model class builds its decoder layers from, and the module
+# whose ALL_DECODER_LAYER_TYPES maps it to a layer class (Qwen3-Next branches on the name).
+DECODER_LAYERS = {
+    "NemotronHForCausalLM": ("nemotron_h", "hybrid_override_pattern"),
+    "GraniteMoeHybridForCausalLM": ("granitemoehybrid", "layer_types"),
+    "JambaForCausalLM": ("jamba", "layers_block_type"),
+    "Qwen3NextForCausalLM": (None, "layer_types"),
+}
+# The attention class whose __init__ asserts the KV heads split over tp.
+ATTENTION_CLASS = {
+    "LlamaForCausalLM": (llama_module, llama_module.LlamaAttention),
+    "MistralForCausalLM": (llama_module, llama_module.LlamaAttention),
+    "Phi3ForCausalLM": (llama_module, llama_module.LlamaAttention),
+    "Qwen2ForCausalLM": (qwen2_module, qwen2_module.Qwen2Attention),
+}
+PROVENANCE = {
+    "modules": [
+        "vllm/config/model.py",
+        "vllm/config/vllm.py",
+        "vllm/engine/arg_utils.py",
+        "vllm/model_executor/models/config.py",
+        "vllm/model_executor/models/llama.py",
+        "vllm/model_executor/models/qwen2.py",
+        "vllm/model_executor/layers/mamba/abstract.py",
+        "vllm/model_executor/layers/mamba/mamba_mixer2.py",
+        "vllm/model_executor/layers/mamba/mamba_utils.py",
+        "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
+        "vllm/model_executor/layers/attention/mla_attention.py",
+        "vllm/model_executor/models/deepseek_v2.py",
+        "vllm/model_executor/models/gemma3.py (layer_types), gemma3n.py (KV sharing), "
+        "llama4.py (chunked layers)",
+        "vllm/platforms/interface.py",
+    ],
+    "functions": [
+        "ModelConfig.__init__ (HF config.json -> ModelConfig)",
+        "ModelConfig.verify_with_parallel_config",
+        "ModelConfig.get_num_layers_by_block_type",
+        "EngineArgs._set_default_chunked_prefill_and_prefix_caching_args",
+        "VllmConfig.try_verify_and_update_config",
+        "NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype",
+        "MambaModelConfig.verify_and_update_config",
+        "LlamaAttention.__init__ / Qwen2Attention.__init__ (tp asserts)",
+        "<model class>.get_mamba_state_shape_from_config",
+        "<model class>.get_mamba_state_dtype_from_config",
+        "MambaStateShapeCalculator.mamba2_state_shape (extra_groups_for_head_shards)",
+        "MambaMixer2.get_kv_cache_spec / MambaBase.get_kv_cache_spec",
+        "QwenGatedDeltaNetAttention.get_kv_cache_spec",
+        "MLAAttention.get_kv_cache_spec (fp8_ds_mla state_content_bytes)",
+        "DeepseekV32IndexerCache.get_kv_cache_spec",
+    ],
+}
+
+
+class Refused(Exception):
+    """vLLM refuses the configuration; the message is the engine's reason."""
+
+
+@cache
+def model_config(config_json: str) -> ModelConfig:
+    """vLLM's ModelConfig for a config.json (offline: a directory holding only it)."""
+    directory = Path(tempfile.mkdtemp(prefix="vllm_cfg_"))
+    (directory / "config.json").write_text(Path(config_json).read_text(encoding="utf-8"))
+    architectures = json.loads(Path(config_json).read_text(encoding="utf-8"))["architectures"]
+    if not any(arch in ModelRegistry.get_supported_archs() for arch in architectures):
+        try:  # vLLM's own refusal, as ModelConfig raises it once the processor loads
+            ModelRegistry._raise_for_unsupported(architectures)
+        except ValueError as exc:
+            raise Refused(str(exc)) from None
+    try:
+        return ModelConfig(
+            model=str(directory), tokenizer=str(directory), skip_tokenizer_init=True, dtype="auto"
+        )
+    except ValueError as exc:  # vLLM cannot run the architecture (its registry says why)
+        raise Refused(str(exc).split("[type=")[0].strip().split("\n")[-1]) from None
+
+
+def engine_defaults(config: Any, case: dict[str, Any]) -> dict[str, Any]:
+    """Run vLLM's config hooks on ``config``; return the per-model defaults they set."""
+    model = config.model_config
+    args = SimpleNamespace(
+        enable_chunked_prefill=None, enable_prefix_caching=case.get("enable_prefix_caching")
+    )
+    EngineArgs._set_default_chunked_prefill_and_prefix_caching_args(args, model)
+    config.cache_config.enable_prefix_caching = args.enable_prefix_caching
+    ssm_before = config.cache_config.mamba_ssm_cache_dtype
+    model.config_updated = False
+    VllmConfig.try_verify_and_update_config(config)
+    defaults: dict[str, Any] = {"enable_prefix_caching": args.enable_prefix_caching}
+    if model.is_hybrid:
+        defaults["mamba_cache_mode"] = config.cache_config.mamba_cache_mode
+    if config.cache_config.mamba_ssm_cache_dtype != ssm_before:
+        defaults["mamba_ssm_cache_dtype"] = config.cache_config.mamba_ssm_cache_dtype
+        defaults["mamba_ssm_cache_dtype_set_by"] = (
+            "vllm/model_executor/models/config.py "
+            "NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype"
+        )
+    return defaults
+
+
+def check_tp(config: Any) -> None:
+    """vLLM's tp refusals: query heads (ModelConfig), KV heads (the attention class)."""
+    model, parallel = config.model_config, config.parallel_config
+    try:
+        model.verify_with_parallel_config(parallel)
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+    entry = ATTENTION_CLASS.get(model.architecture)
+    if entry is None:
+        return
+    module, attention = entry
+    hf = model.hf_text_config
+
+    class _Stop(Exception):
+        pass
+
+    def stop(*args: Any, **kwargs: Any) -> None:
+        raise _Stop
+
+    saved = module.get_tensor_model_parallel_world_size, module.QKVParallelLinear
+    module.get_tensor_model_parallel_world_size = lambda: parallel.tensor_parallel_size
+    module.QKVParallelLinear = stop
+    try:
+        if attention is qwen2_module.Qwen2Attention:
+            attention(
+                hidden_size=hf.hidden_size,
+                num_heads=hf.num_attention_heads,
+                num_kv_heads=hf.num_key_value_heads,
+                rope_parameters=getattr(hf, "rope_parameters", None),
+                prefix="model.layers.0.self_attn",
+            )
+        else:
+            attention(
+                config=hf,
+                hidden_size=hf.hidden_size,
+                num_heads=hf.num_attention_heads,
+                num_kv_heads=hf.num_key_value_heads,
+                prefix="model.layers.0.self_attn",
+            )
+    except _Stop:
+        return
+    except AssertionError:
+        raise Refused(
+            f"{attention.__name__}.__init__ asserts that the {hf.num_key_value_heads} KV "
+            f"heads split over tensor_parallel_size {parallel.tensor_parallel_size} "
+            "(vllm/model_executor/models/" + module.__name__.rsplit(".", 1)[1] + ".py)"
+        ) from None
+    finally:
+        module.get_tensor_model_parallel_world_size, module.QKVParallelLinear = saved
+
+
+def decoder_layer_kinds(model: Any) -> list[str]:
+    """ "mamba", "attention" or "none" per decoder layer, as the hybrid's model class builds
+    them (ModelConfig.get_num_layers_by_block_type misreads transformers 5's saved names)."""
+    module_name, field = DECODER_LAYERS[model.architecture]
+    keys = getattr(model.hf_text_config, field)
+    if module_name is None:
+        names = {"linear_attention": "Mamba", "full_attention": "Attention"}
+        return [names.get(k, "none").lower() for k in keys]
+    module = importlib.import_module(f"vllm.model_executor.models.{module_name}")
+    kinds = []
+    for key in keys:
+        name = module.ALL_DECODER_LAYER_TYPES[key].__name__
+        kinds.append("mamba" if "Mamba" in name else "attention" if "Attention" in name else "none")
+    return kinds
+
+
+def mamba_layers(config: Any, gdn_prefill_backend: str) -> dict[str, Any]:
+    """One stub layer object per Mamba layer (see the module docstring)."""
+    model = config.model_config
+    model_cls, _ = ModelRegistry.resolve_model_cls(model.architecture, model_config=model)
+    layer_cls = MAMBA_LAYER[model.architecture]
+    count = decoder_layer_kinds(model).count("mamba")
+    layers = {}
+    for index in range(count):
+        layer = layer_cls.__new__(layer_cls)
+        torch.nn.Module.__init__(layer)
+        layer.get_state_shape = lambda: model_cls.get_mamba_state_shape_from_config(config)
+        layer.get_state_dtype = lambda: model_cls.get_mamba_state_dtype_from_config(config)
+        if layer_cls is QwenGatedDeltaNetAttention:
+            align = config.cache_config.mamba_cache_mode == "align"
+            layer._checkpoint_alignment = (
+                FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+                if align and gdn_prefill_backend == "flashinfer"
+                else None
+            )
+            layer.vllm_config = config
+        layers[f"model.layers.{index}.mixer"] = layer
+    return layers
+
+
+def mla_specs(config: Any) -> dict[str, Any]:
+    """An MLA model's specs from vLLM's own layer methods: ``MLAAttention.get_kv_cache_spec``
+    (fp8_ds_mla: 656 B per token) and, for DeepSeek-V3.2 (``index_topk`` in the config),
+    ``DeepseekV32IndexerCache.get_kv_cache_spec`` with the key size ``Indexer.__init__`` gives
+    it (index_head_dim + index_head_dim / 128 x 4 fp32 scale bytes, uint8)."""
+    from vllm.model_executor.layers.attention.mla_attention import MLAAttention
+    from vllm.model_executor.models.deepseek_v2 import DeepseekV32IndexerCache
+
+    model = config.model_config
+    hf = model.hf_text_config
+    specs = {}
+    for index in range(hf.num_hidden_layers):
+        layer = SimpleNamespace(
+            kv_cache_dtype=config.cache_config.cache_dtype, head_size=model.get_head_size(),
+            sliding_window=None, topk_buffer_width=None,
+            indexer=object() if hasattr(hf, "index_topk") else None,
+            non_causal_multi_token_decode=False,
+        )  # fmt: skip
+        specs[f"model.layers.{index}.self_attn.attn"] = MLAAttention.get_kv_cache_spec(
+            layer, config
+        )
+        if hasattr(hf, "index_topk"):
+            key = SimpleNamespace(
+                cache_config=config.cache_config, dtype=torch.uint8,
+                head_dim=hf.index_head_dim + hf.index_head_dim // 128 * 4,
+            )  # fmt: skip
+            specs[f"model.layers.{index}.self_attn.indexer.k_cache"] = (
+                DeepseekV32IndexerCache.get_kv_cache_spec(key, config)
+            )
+    return specs
+
+
+def attention_specs(config: Any, dtype: torch.dtype) -> dict[str, Any]:
+    model, parallel = config.model_config, config.parallel_config
+    if model.use_mla:
+        return mla_specs(config)
+    if model.is_hybrid:
+        count = decoder_layer_kinds(model).count("attention")
+    else:
+        count = model.get_num_layers_by_block_type(parallel, "attention")
+    heads = model.get_num_kv_heads(parallel)
+    hf = model.hf_text_config
+    # Gemma 3's attention (models/gemma3.py): a "sliding_attention" layer type gets
+    # config.sliding_window, the others full attention.
+    types = getattr(hf, "layer_types", None) if not model.is_hybrid else None
+    chunk = getattr(hf, "attention_chunk_size", None) if hasattr(hf, "no_rope_layers") else None
+    # Gemma 3n (models/gemma3n.py): the last num_kv_shared_layers layers read an earlier
+    # layer's cache (kv_sharing_target_layer_name), and the model runner builds no spec for them.
+    shared_from = count - (getattr(hf, "num_kv_shared_layers", 0) or 0)
+    specs = {}
+    for index in range(count):
+        if index >= shared_from:
+            continue
+        shape = {
+            "block_size": config.cache_config.block_size,
+            "num_kv_heads": heads,
+            "head_size": model.get_head_size(),
+            "dtype": dtype,
+        }
+        if types is not None and types[index] == "sliding_attention":
+            specs[f"model.layers.{index}.attn"] = SlidingWindowSpec(
+                sliding_window=hf.sliding_window, **shape
+            )
+        elif chunk and hf.no_rope_layers[index] != 0:
+            # Llama 4 (models/llama4.py): a RoPE layer (no_rope_layers[i] == 1) is
+            # ChunkedLocalAttention over attention_chunk_size; a NoPE layer is full attention.
+            specs[f"model.layers.{index}.attn"] = ChunkedLocalAttentionSpec(
+                attention_chunk_size=chunk, **shape
+            )
+        else:
+            specs[f"model.layers.{index}.attn"] = FullAttentionSpec(**shape)
+    return specs
+
+
+def kv_dtype(config: Any) -> torch.dtype:
+    cache_dtype = config.cache_config.cache_dtype
+    return config.model_config.dtype if cache_dtype == "auto" else torch.float8_e4m3fn
