@@ -61,7 +61,7 @@ UNMODELLED = {
     "dtype": "its kv_cache_dtype is not modelled per engine (fp32, bf16, fp16 and fp8 are)",
     "synthetic": "synthetic byte shapes have no engine equivalent",
     "sinks": "attention sinks are not modelled per engine",
-    "sliding_mla": "sliding-window MLA is not modelled per engine",
+    "sliding_mla": "sliding-window or chunked MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
     "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled for SGLang",
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "

@@ -123,14 +123,14 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
             raise _unmodelled(model, "synthetic")
         if kind.sink_tokens:
             raise _unmodelled(model, "sinks")
+        if kind.kv_lora_rank is not None and kind.attention in ("sliding", "chunked"):
+            raise _unmodelled(model, "sliding_mla")
         if kind.attention == "chunked":
             # vLLM: ChunkedLocalAttentionSpec; SGLang sizes it as a sliding window of the chunk.
             head = _head_dim(kind, model)
             out.append(CachedLayer(index, "chunked", kind.kv_heads or 0, head, head, kind.chunk,
                                    0, dtype))  # fmt: skip
             continue
-        if kind.kv_lora_rank is not None and kind.attention == "sliding":
-            raise _unmodelled(model, "sliding_mla")
         if kind.kv_lora_rank is not None:
             from kvgen.quant import ds_mla_bytes, index_k_bytes
 

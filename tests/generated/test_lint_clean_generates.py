@@ -112,3 +112,19 @@ def test_the_reproducers_hold_the_property(case):
 def test_lint_clean_mutants_generate_and_answer(seed):
     name, data = _harness().mutant(random.Random(seed))
     assert _check(name, data) == []
+
+
+def test_a_chunked_mla_kind_generates_and_the_engines_decline_it():
+    # Found by the feature fuzzer after chunked attention became an engine row: a chunked kind
+    # given as an MLA latent (kv_lora_rank + qk_rope_head_dim, no heads) lints clean, and the
+    # engine rows must decline it (NotModelled, "sliding_mla") rather than fail generation
+    # looking for a head_dim.
+    text = _spec(
+        FULL
+        + "      c: {attention: chunked, chunk: 1024, kv_lora_rank: 512, qk_rope_head_dim: 64}\n",
+        "c, g",
+    )
+    loaded = load_bytes("chunked_mla.yaml", text.encode())
+    assert loaded.family is not None, loaded.diagnostics
+    assert not [d for d in lint_loaded(loaded) if d.severity == "error"]
+    assert _check("chunked_mla.yaml", text.encode()) == []
