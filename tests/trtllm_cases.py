@@ -25,6 +25,7 @@ from tests.trtllm_traces import TraceParams
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 SEEDS = (1, 2, 3)
 AMPLE = 8  # engine quota: AMPLE x the shim's pools for the workload (nothing runs out)
+RESERVE_PAGES = 4096  # spare pages of every shim pool in the ample cases
 
 
 def synthetic_tables() -> rt.FamilyTables:
@@ -62,6 +63,9 @@ class Case:
     block_reuse: bool = False
     max_util_for_resume: float = 0.95
     engine_quota: dict[str, int] | None = None  # bytes per manager; None: AMPLE x the shim's
+    # The engine gets quota_for_requests(batch, max_seq_len) of the generated sizing module
+    # under "trtllm-v2" (finding 6 of the V2 comparison: it must be enough).
+    quota_for_requests: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def tables(self) -> rt.FamilyTables:
@@ -74,9 +78,32 @@ class Case:
         out) unless ``pool_pages`` sizes them as the engine built them."""
         probe = rt.KVCacheShim(self.tables(), self.model, **self._runtime(), max_tokens=0)
         tokens = self.batch * (self.max_seq_len + probe.headroom + probe.tokens_per_block)
+        # Sliding-window pools hold B requests' windows; the block-reuse cache outgrows them
+        # (the engine's ample quota keeps it whole), so ample cases get spare pages too.
+        spare = 0 if pool_pages is not None else RESERVE_PAGES
         return rt.KVCacheShim(
-            self.tables(), self.model, **self._runtime(), max_tokens=tokens, pool_pages=pool_pages
+            self.tables(),
+            self.model,
+            **self._runtime(),
+            max_tokens=tokens,
+            pool_pages=pool_pages,
+            reserve_pages=spare,
         )
+
+    def quota(self) -> dict[str, int] | None:
+        """The engine's quota per manager, when the case sets one."""
+        if not self.quota_for_requests:
+            return self.engine_quota
+        sizing = importlib.import_module(f"generated.{self.family}.sizing")
+        quota: dict[str, int] = sizing.quota_for_requests(
+            self.model,
+            requests=self.batch,
+            seq_len=self.max_seq_len,
+            speculative=self.speculative,
+            max_num_tokens=self.max_num_tokens,
+            semantics="trtllm-v2",
+        )
+        return quota
 
     def shim_for_tokens(self, tokens: int) -> rt.KVCacheShim:
         return rt.KVCacheShim(self.tables(), self.model, **self._runtime(), max_tokens=tokens)
@@ -84,7 +111,7 @@ class Case:
     def pool_pages(self, engine: dict[str, Any]) -> dict[tuple[str, str], int] | None:
         """With an engine quota, the shim's pools get the pages the engine built (cases whose
         pool groups are one full-attention life cycle each)."""
-        if self.engine_quota is None:
+        if self.engine_quota is None and not self.quota_for_requests:
             return None
         pages = {}
         for name, described in engine["managers"].items():
@@ -203,6 +230,19 @@ CASES = (
         suspend_every=3,
         max_util_for_resume=0.5,
         engine_quota=WATERMARK_QUOTA,
+    ),
+    # Finding 6: llama3_1_8b eagle3 (H = 2K = 6), 4 requests to 2,048 tokens each peak at
+    # 2,047 + 6 = 2,053 tokens = ceil(2053/32) = 65 pages: the engine needs 4 x 65 = 260.
+    Case(
+        "llama3_1_8b/eagle3_quota_for_requests",
+        "llama3",
+        "llama3_1_8b",
+        "eagle3",
+        requests=4,
+        max_seq_len=2048,
+        prompt=(1800, 2000),
+        decode=(300, 400),
+        quota_for_requests=True,
     ),
 )
 

@@ -98,11 +98,8 @@ def refusals(shim: Any) -> tuple[type[BaseException], ...]:
 
 
 def evictable(shim: Any, index: int) -> int:
-    """Pages of a pool the shim counts as evictable (held by no live request)."""
-    figure = getattr(shim, "evictable_pages", None)
-    if figure is None:
-        return 0
-    return int(figure(shim._paged[index].pool))
+    """Pages the engine (one GPU tier) counts as evictable: the block-reuse cache."""
+    return len(shim._paged[index].pool.cached)
 
 
 class Replay(NamedTuple):

@@ -127,9 +127,9 @@ def unit_tests(src: Path) -> str:
 def engine_case(case: Case, seed: int) -> dict[str, Any]:
     shim = case.shim()
     managers = case.engine_managers(shim)
-    quotas = case.engine_quota or {
-        name: AMPLE * total for name, total in shim.quota_bytes().items()
-    }
+    # AMPLE x the shim's pools as planned (without its spare pages): nothing runs out.
+    planned = case.shim(pool_pages={}).quota_bytes()
+    quotas = case.quota() or {name: AMPLE * total for name, total in planned.items()}
     for m in managers:
         m["quota"] = quotas[m["name"]]
     # Pools built for one quota: the shim's pools for 4096 tokens, offered to the engine.

@@ -110,3 +110,56 @@ def test_pool_occupancy_and_outcomes_equal_the_engine(entry):
     for step, (a, b) in enumerate(zip(engine["rows"], result.rows, strict=True)):
         for group, cols in groups.items():
             assert [a[c] for c in cols] == [b[c] for c in cols], (group, step)
+
+
+# ----------------------------------------------------------------- finding 6: quota_for_requests
+
+# llama3_1_8b with eagle3 (K = 3): H = E + G = (K-1) + (K+1) = 6 (SIZING §2); the target holds
+# 32 layers + 1 EAGLE3 layer of K+V 2 * 8 heads * 128 * 2 B = 4,096 B per token, so a page of
+# tpb = 32 tokens is 32 * 33 * 4,096 = 4,325,376 B. Four requests to 2,048 tokens each peak at
+# capacity 2,047 + 6 = 2,053 = ceil(2053/32) = 65 pages: 4 * 65 = 260 pages = 1,124,597,760 B.
+FINDING6_PAGE = 32 * 33 * 4096
+FINDING6_QUOTA = 4 * 65 * FINDING6_PAGE
+
+
+@pytest.mark.parametrize("semantics", ["trtllm-v2", "exact"])
+def test_quota_for_requests_holds_every_request_in_both_semantics(semantics):
+    from generated.llama3 import allocator, sizing
+
+    quota = sizing.quota_for_requests(
+        "llama3_1_8b",
+        requests=4,
+        seq_len=2048,
+        speculative="eagle3",
+        max_num_tokens=256,
+        semantics=semantics,
+    )
+    assert quota == {"target": FINDING6_QUOTA}
+    shim = allocator.KVCacheShim(
+        "llama3_1_8b",
+        speculative="eagle3",
+        max_batch_size=4,
+        max_num_tokens=256,
+        max_seq_len=2048,
+        quota_bytes=quota,
+        semantics=semantics,
+        device="meta",
+    )
+    assert shim.pool("full").pages == 260
+    for rid in range(4):
+        shim.add_request(rid)
+    for _ in range(8):  # 2,047 prompt tokens each, 256 at a time: 4 x 65 pages at the end
+        for rid in range(4):
+            history, _capacity = shim.request_state(rid)
+            shim.context_chunk(rid, min(256, 2047 - history))
+    shim.begin_generation(range(4))  # each at capacity 2,047 + 6 = 2,053: 65 pages
+    assert shim.pool("full").used == 260
+
+
+def test_the_engine_serves_the_requests_on_quota_for_requests():
+    entries = [e for e in ENTRIES if e["case"] == "llama3_1_8b/eagle3_quota_for_requests"]
+    assert len(entries) == 3
+    for entry in entries:
+        assert entry["inputs"]["managers"][0]["quota"] == FINDING6_QUOTA
+        assert entry["engine"]["managers"]["target"]["slots"] == [260]
+        assert entry["engine"]["error"] is None  # every request reached 2,048 tokens
