@@ -1000,6 +1000,14 @@ def cost_terms(
     attention life cycle; its state row is ``state_reserved_rows``) and
     ``overlap_scheduler_requests`` (B*per_request: the second batch the overlap scheduler's
     index mapper admits, B*pp*2 requests instead of B*pp).
+
+    No term for what TensorRT-LLM V2 keeps beside the live requests (verified against the
+    engine's own manager): a suspended request keeps its pages and block reuse keeps
+    committed blocks as a cache, both evictable (the shim's ``evictable_bytes``, outside
+    ``bytes_in_use``). Nothing here changes for them: max_batch_size bounds the live and the
+    suspended requests together (a suspended request still holds its share of the pools),
+    and the cache holds only pages no request holds, evicted as soon as a request needs one;
+    the watermark that admissions now pass is ``watermark_quota``.
     """
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
