@@ -200,6 +200,40 @@ class Driver:
             manager.clear_reusable_blocks()
 
 
+def single_request_peaks(case: dict[str, Any]) -> list[list[int]]:
+    """[life cycle, window, sink blocks, most pages] of every sliding life cycle of the target:
+    one request whose capacity runs H tokens ahead of its history, the history passing every
+    page alignment of the stale boundary (docs/cost-model.md §3)."""
+    p = TraceParams.from_dict(case["params"])
+    head = p.extra_tokens + p.step_tokens
+    target = next(m for m in case["managers"] if m["name"] == "target")
+    manager = KVCacheManager(engine_config(case, target, target["quota"]))
+    tpb = case["tokens_per_block"]
+    cycles = [
+        (lc, w, sb, sb * tpb + w - 1)
+        for lc, (w, sb) in enumerate(
+            (c.window_size, c.num_sink_blocks) for c in manager._life_cycles
+        )
+        if w is not None
+    ]
+    if not cycles:
+        return []
+    stream = CachedCudaStream()
+    kv = manager.create_kv_cache()
+    kv.resume(stream.handle)
+    kv.stop_committing()
+    peaks = {lc: 0 for lc, _w, _sb, _h1 in cycles}
+    for history in range(max(h1 for *_r, h1 in cycles) + tpb):
+        if not kv.resize(history + head, history):
+            raise RuntimeError(f"out of pages at history {history}")
+        for lc, _w, _sb, h1 in cycles:
+            if h1 - 1 <= history < h1 + tpb:
+                held = sum(1 for i in kv.get_page_indices(lc) if i != BAD_PAGE_INDEX)
+                peaks[lc] = max(peaks[lc], held)
+    kv.close()
+    return [[lc, w, sb, peaks[lc]] for lc, w, sb, _h1 in cycles]
+
+
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"id": case["id"]}
     driver = Driver(case)
@@ -212,6 +246,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     out["rows"] = driver.rows
     out["outcomes"] = driver.outcomes
     driver.close()
+    out["single_request_peaks"] = single_request_peaks(case)
     out["quota_pools"] = []
     for probe in case.get("quota_probes", []):
         built = {}

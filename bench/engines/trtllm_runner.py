@@ -230,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                     "error": result.get("error"),
                     "rows": encode_rows(result["rows"]),
                     "quota_pools": result.get("quota_pools"),
+                    "single_request_peaks": result.get("single_request_peaks"),
                 },
                 "shim_differences_at_refresh": diff,
             }

@@ -163,3 +163,24 @@ def test_the_engine_serves_the_requests_on_quota_for_requests():
         assert entry["inputs"]["managers"][0]["quota"] == FINDING6_QUOTA
         assert entry["engine"]["managers"]["target"]["slots"] == [260]
         assert entry["engine"]["error"] is None  # every request reached 2,048 tokens
+
+
+# ----------------------------------------------------------------- single-request peaks
+
+
+# gpt_oss_20b with eagle3 (K = 3): H = 6, window 128, tpb 64: pages(w, H) =
+# ceil((128 + 6 - 2)/64) + 1 = 3 + 1 = 4 pages (SIZING §3), the engine's most at any history.
+def test_the_engine_peaks_at_pages_w_h_by_hand():
+    entry = next(e for e in ENTRIES if e["case"] == "gpt_oss_20b/eagle3")
+    assert entry["engine"]["single_request_peaks"] == [[0, 128, 0, 4]]
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e['case']}/seed{e['seed']}")
+def test_single_request_peaks_equal_peak_live_pages(entry):
+    from kvgen.runtime.allocator import peak_live_pages
+
+    params = entry["inputs"]["params"]
+    head = params["extra_tokens"] + params["step_tokens"]
+    tpb = entry["inputs"]["tokens_per_block"]
+    for _lc, window, sink_blocks, peak in entry["engine"]["single_request_peaks"]:
+        assert peak == peak_live_pages(window, head, sink_blocks * tpb, tpb), (window, head)
