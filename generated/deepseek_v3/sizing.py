@@ -1296,9 +1296,10 @@ def quota_for_requests(
     context pages cover the worst iteration (``_swa_context_tokens``), and without a full
     pool that alone sets T. Under ``"trtllm-v2"`` the pools are ``ceil(T/tpb)`` full pages
     and ``ceil(min(T, N)/tpb)`` context pages: T is ``R * ceil((seq_len - 1 + H)/tpb) * tpb``
-    (or the SWA pools' least T, in whole pages) and the answer is those pools' bytes, so it is
-    enough in both semantics (``R * (seq_len - 1 + H)`` tokens hold fewer pages than R
-    requests need at their last step).
+    (or the SWA pools' least T, in whole pages) and the answer is those pools' bytes: R
+    requests reach their last step in both semantics (``R * (seq_len - 1 + H)`` tokens hold
+    fewer pages than they need). The worst iteration of an SWA life cycle without a spare
+    page needs ``context_page_rounding``, which only ``"exact"`` pools hold.
     Under decode context parallelism a full-attention page spans ``tpb * dcp_size`` tokens
     (§9) in place of tpb.
     """
