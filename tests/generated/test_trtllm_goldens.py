@@ -184,3 +184,27 @@ def test_single_request_peaks_equal_peak_live_pages(entry):
     tpb = entry["inputs"]["tokens_per_block"]
     for _lc, window, sink_blocks, peak in entry["engine"]["single_request_peaks"]:
         assert peak == peak_live_pages(window, head, sink_blocks * tpb, tpb), (window, head)
+
+
+# ----------------------------------------------------------------- pool groups (not in the shim)
+
+
+# The synthetic model (tpb 16): w100 s0, w100 s5 and full each hold 2 layers of K+V 2 x 2
+# heads x 64 x 2 B = 512 B per token: 16 x 2 x 512 = 16,384 B slots; w70 s20 holds 2 layers of
+# 1 head: 16 x 2 x 256 = 8,192 B. The engine puts the three equal slot sizes in one pool group.
+def test_the_engine_merges_life_cycles_of_equal_slot_size():
+    entry = next(e for e in ENTRIES if e["case"] == "synthetic/sinks")
+    target = entry["engine"]["managers"]["target"]
+    assert target["life_cycles"] == [[100, 0], [100, 1], [70, 2], [None, 0]]
+    assert target["pool_group_of"] == [0, 0, 1, 0]
+    assert target["slot_bytes"] == [[16384], [8192]]
+
+
+def test_the_engine_rounds_a_quota_up_to_its_grain():
+    for entry in ENTRIES:
+        for probe, built in zip(
+            entry["inputs"]["quota_probes"], entry["engine"]["quota_pools"], strict=True
+        ):
+            for name, described in built.items():
+                assert described["quota"] % (2 << 20) == 0
+                assert described["quota"] >= probe[name]
