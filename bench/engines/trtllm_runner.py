@@ -9,8 +9,8 @@ engine enters this repository). The runner
 
 1. checks every engine file's size and digest, builds the ``rawref`` C extension in place
    (``python setup.py build_ext --inplace``; the system compiler and Python headers), and
-   checks that the engine's own dependencies (``llist``; ``parameterized`` for its tests)
-   import;
+   checks that the engine's own dependencies (``llist``; ``parameterized`` for its tests;
+   ``pip install -r bench/engines/requirements-trtllm.txt``) import;
 2. runs the engine's unit tests (``test_kv_cache_manager_v2.py``) under kvgen's CPU stand-ins
    for the CUDA driver, runtime, NVRTC and the C++ batched copies (``trtllm_stubs/``) as a
    self-check, and records the count;
