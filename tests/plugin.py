@@ -42,6 +42,7 @@ TORCH_MODULES = (
     "tests.workloads",
     "tests.runtime_tables",
     "tests.diff_report",
+    "tests.trtllm_cases",
 )
 # A test using this fixture imports generated allocators too.
 TORCH_FIXTURES = frozenset({"rendered_families"})

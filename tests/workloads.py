@@ -354,15 +354,20 @@ def max_chunk_beside_generation(h: Harness) -> None:
     slots = shim.draft_slots
     generating = list(range(1000, 1000 + batch - 1))
     starts = _zone_starts(shim)
-    for i, rid in enumerate(generating):
+    for rid in generating:  # admitted together, before any page is taken (the watermark)
         h.add(rid)
+    for i, rid in enumerate(generating):
         prefill(h, {rid: min(starts[i % len(starts)] + i, shim.max_seq_len - 1)})
     big = 900
     positions = sorted({0, *(s + tpb + o for s in starts for o in (0, 1, tpb // 2, tpb - 1))})
+    errors = shim_errors(shim)
     for position in positions:
         if position >= shim.max_seq_len:
             continue
-        h.add(big)
+        try:
+            h.add(big)
+        except errors.ResumeRefusedError:  # above the watermark the engine admits no request
+            continue
         prefill(h, {big: position})
         while _room(shim, big) > 0:
             accepts = {r: (r + 1) % (slots + 1) for r in generating if _room(shim, r) > 0}
@@ -416,6 +421,8 @@ def suspend_resume(h: Harness, rng: random.Random) -> None:
     prefill(h, {rid: 1 + rng.randrange(min(300, shim.max_seq_len - 1)) for rid in rids})
     errors = shim_errors(shim)
     for _ in range(20):
+        if not rids:
+            break
         rid = rng.choice(rids)
         shim.suspend(rid)
         h.check("suspend")
@@ -426,7 +433,11 @@ def suspend_resume(h: Harness, rng: random.Random) -> None:
         except (errors.ResumeRefusedError, errors.OutOfPagesError):
             assert snapshot_state(shim) == snapshot
             h.free(rid)
-            h.add(rid)
+            try:
+                h.add(rid)
+            except errors.ResumeRefusedError:  # the watermark holds admissions too
+                rids.remove(rid)
+                continue
             prefill(h, {rid: 1})
         h.check("resume")
     for rid in rids:
@@ -443,9 +454,14 @@ def random_workload(h: Harness, rng: random.Random, operations: int = 200) -> No
     for _ in range(operations):
         op = rng.random()
         try:
-            if op < 0.2 and len(live) < shim.max_batch_size:
-                h.add(next_id)
-                live.append(next_id)
+            # Suspended requests keep their pages (TensorRT-LLM V2), so at most B requests are
+            # admitted at once; an admission above the watermark is refused, as a resume is.
+            if op < 0.2 and len(live) + len(suspended) < shim.max_batch_size:
+                try:
+                    h.add(next_id)
+                    live.append(next_id)
+                except errors.ResumeRefusedError:
+                    pass
                 next_id += 1
             elif op < 0.45 and live:
                 budget, chunks = shim.max_num_tokens, {}
@@ -519,7 +535,7 @@ def shim_errors(shim) -> ModuleType:
 def snapshot_state(shim) -> tuple:
     """Everything an operation may change: free lists, tables, request states, counters."""
     pools = tuple(
-        (m, name, tuple(pool.recycled), pool.fresh)
+        (m, name, tuple(pool.recycled), pool.fresh, tuple(pool.cached), pool.suspended)
         for m, manager in shim.managers.items()
         for name, pool in manager.pools.items()
     )
@@ -546,6 +562,7 @@ def check_invariants(shim) -> None:
     """Pages held by requests are exactly the pages missing from the free lists."""
     for index, (pool, _window, _sb, scratch, _chunk) in enumerate(shim._paged):
         held = [p for r in shim._requests.values() for p in r.tables[index] if p >= 0]
+        held += pool.cached  # block reuse: committed pages no request holds
         assert len(held) == len(set(held)) == pool.used, (pool.name, len(held), pool.used)
         free = set(pool.recycled) | set(range(pool.fresh, pool.pages))
         assert len(free) == pool.free_pages and not set(held) & free

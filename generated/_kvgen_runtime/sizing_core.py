@@ -938,6 +938,14 @@ def cost_terms(
     attention life cycle; its state row is ``state_reserved_rows``) and
     ``overlap_scheduler_requests`` (B*per_request: the second batch the overlap scheduler's
     index mapper admits, B*pp*2 requests instead of B*pp).
+
+    No term for what TensorRT-LLM V2 keeps beside the live requests (verified against the
+    engine's own manager): a suspended request keeps its pages and block reuse keeps
+    committed blocks as a cache, both evictable (the shim's ``evictable_bytes``, outside
+    ``bytes_in_use``). Nothing here changes for them: max_batch_size bounds the live and the
+    suspended requests together (a suspended request still holds its share of the pools),
+    and the cache holds only pages no request holds, evicted as soon as a request needs one;
+    the watermark that admissions now pass is ``watermark_quota``.
     """
     terms = _cached_terms(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
@@ -1210,7 +1218,12 @@ def quota_for_requests(
     ``quota_from_max_tokens`` of that T, SWA and recurrent pools as that T plans them. An SWA
     pool's context pages grow with min(T, N) too: T is also at least the least T whose
     context pages cover the worst iteration (``_swa_context_tokens``), and without a full
-    pool that alone sets T. Under ``"trtllm-v2"`` (no pages) T is ``R * (seq_len - 1 + H)``.
+    pool that alone sets T. Under ``"trtllm-v2"`` the pools are ``ceil(T/tpb)`` full pages
+    and ``ceil(min(T, N)/tpb)`` context pages: T is ``R * ceil((seq_len - 1 + H)/tpb) * tpb``
+    (or the SWA pools' least T, in whole pages) and the answer is those pools' bytes: R
+    requests reach their last step in both semantics (``R * (seq_len - 1 + H)`` tokens hold
+    fewer pages than they need). The worst iteration of an SWA life cycle without a spare
+    page needs ``context_page_rounding``, which only ``"exact"`` pools hold.
     Under decode context parallelism a full-attention page spans ``tpb * dcp_size`` tokens
     (§9) in place of tpb.
     """
@@ -1225,25 +1238,40 @@ def quota_for_requests(
     profile = _PROFILES[speculative]
     tpb = terms[0].span  # tokens per full-attention page: tpb * dcp_size under DCP (§9)
     peak = seq_len - 1 + profile.extra + profile.step  # one request's capacity at its peak
-    tokens = requests * peak  # "trtllm-v2": tokens, no pages
     chunk = operator.index(max_num_tokens)
-    if semantics != "exact":
-        return {t.manager: _quota(t, tokens, chunk) for t in terms}
     pages = -(-peak // tpb)
-    full_tokens = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
+    exact = semantics == "exact"
+    # Every request holds ceil(peak/tpb) whole pages at its last step, in both semantics: the
+    # "exact" full pool is ceil((T + R*(tpb-1))/tpb) pages, the "trtllm-v2" one ceil(T/tpb).
+    if exact:
+        full_tokens = max(0, requests * (pages * tpb - tpb + 1) - tpb + 1)
+    else:
+        full_tokens = requests * pages * tpb
     out = {}
     for t in terms:
         tokens = full_tokens if t.slope else 0
         # The SWA pools come in life-cycle order; the full pool, if any, is one more at the end.
-        cycles = zip(t.life_cycles, t.pools, strict=False)
-        for (window, _sinks, _pages, _bytes, attn_chunk), (_page, _cap, rounding) in cycles:
+        roundings = [r for _page, _cap, r in t.pools] if exact else [0] * len(t.life_cycles)
+        cycles = zip(t.life_cycles, roundings, strict=False)
+        for (window, _sinks, _pages, _bytes, attn_chunk), rounding in cycles:
             # pages(w, x) - 1 = ceil((w - 2 + x)/tpb); chunked: ceil((C - 1 - gcd + x)/tpb) (§3)
             offset = attn_chunk - 1 - math.gcd(attn_chunk, tpb) if attn_chunk else window - 2
             least = _swa_context_tokens(offset, profile.extra, profile.extra + profile.step,
                                         requests, chunk, rounding)  # fmt: skip
             tokens = max(tokens, least)
-        out[t.manager] = _quota(t, tokens, chunk)
+        out[t.manager] = _quota(t, tokens, chunk) if exact else _whole_pages(t, tokens, chunk)
     return out
+
+
+def _whole_pages(terms: _Terms, tokens: int, chunk: int) -> int:
+    """The "trtllm-v2" pools of T tokens as the runtime builds them, in whole pages: the full
+    pool ceil(T/span) pages and the context pages ceil(min(T, N)/tpb), where the affine
+    estimate charges only T and min(T, N) tokens."""
+    if terms.resume_rounding is not None:
+        return terms.intercept
+    tokens = -(-tokens // terms.span) * terms.span
+    context = min(tokens, chunk)
+    return _quota(terms, tokens, chunk) + (-context % TOKENS_PER_BLOCK) * terms.ctx_swa
 
 
 def _swa_context_tokens(

@@ -54,13 +54,15 @@ class OutOfPagesError(AllocatorError):
 
 
 class ResumeRefusedError(AllocatorError):
-    """Resuming would lift a pool's utilisation above max_util_for_resume (a float32)."""
+    """A pool's utilisation is above max_util_for_resume (a float32): a resume, and so an
+    admission, is refused (TensorRT-LLM V2 checks before the resume)."""
 
     def __init__(self, manager: str, pool: str, utilisation: float, limit: float) -> None:
         self.manager, self.pool = manager, pool
         self.utilisation, self.limit = utilisation, limit
         super().__init__(
-            f"{manager} pool {pool!r}: utilisation after resume {utilisation:.6f} > {limit:.6f}"
+            f"{manager} pool {pool!r}: utilisation {utilisation:.6f} > max_util_for_resume "
+            f"{limit:.6f}; a resume or an admission waits until pages are freed"
         )
 
 

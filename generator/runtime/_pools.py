@@ -57,6 +57,13 @@ class Pool:
         # handed out, so that a pool of millions of pages costs nothing to build.
         self.recycled: list[int] = []
         self.fresh = 0
+        # With block reuse, pages of committed blocks no request holds stay as a reusable
+        # cache, oldest first; a page is evicted from it only when the free pages run out
+        # (TensorRT-LLM V2: committed pages are scheduled for eviction, not dropped).
+        self.cached: list[int] = []
+        # Pages of suspended requests: still taken (TensorRT-LLM V2 keeps them, evictable only
+        # to a lower tier), not counted as in use by live requests.
+        self.suspended = 0
         self.views: dict[str, Views] = {}
 
     @property
@@ -70,10 +77,32 @@ class Pool:
 
     @property
     def used(self) -> int:
+        """Pages taken: by live requests, by suspended requests, and the reuse cache."""
         return self.fresh - len(self.recycled)
 
+    @property
+    def live(self) -> int:
+        """Pages held by live requests."""
+        return self.used - len(self.cached) - self.suspended
+
+    @property
+    def available(self) -> int:
+        """Free pages plus the reuse cache, which is evicted on demand."""
+        return self.free_pages + len(self.cached)
+
+    @property
+    def utilisation(self) -> float:
+        """Taken and not evictable, over all pages: TensorRT-LLM V2's resume watermark counts
+        evictable (cached) pages as available."""
+        return (self.used - len(self.cached)) / self.pages if self.pages else 0.0
+
     def take(self, count: int) -> list[int]:
-        """``count`` free pages (the caller has checked that there are enough)."""
+        """``count`` free pages (the caller has checked that there are enough); cached pages
+        are evicted, oldest first, only for what the free pages lack."""
+        short = count - self.free_pages
+        if short > 0:
+            self.recycled.extend(self.cached[:short])
+            del self.cached[:short]
         recycled = self.recycled
         reuse = min(count, len(recycled))
         pages = recycled[len(recycled) - reuse :]
@@ -155,7 +184,15 @@ class CacheManager:
             )
 
     def bytes_in_use(self) -> int:
-        return sum(pool.used * pool.page_bytes for pool in self.pools.values())
+        """Bytes of the pages and slots live requests hold."""
+        return sum(pool.live * pool.page_bytes for pool in self.pools.values())
+
+    def evictable_bytes(self) -> int:
+        """Bytes taken but evictable: suspended requests' pages (to a lower tier) and the
+        block-reuse cache."""
+        return sum(
+            (pool.suspended + len(pool.cached)) * pool.page_bytes for pool in self.pools.values()
+        )
 
     def quota_bytes(self) -> int:
         return sum(pool.nbytes for pool in self.pools.values())

@@ -46,9 +46,15 @@ class Reports(Forwards):
         """Bytes of the pages and slots held by requests, per manager."""
         return {name: m.bytes_in_use() for name, m in self.managers.items()}
 
+    def evictable_bytes(self) -> dict[str, int]:
+        """Bytes taken but not in use by live requests, per manager: suspended requests' pages
+        (evictable to a lower tier) and, with block reuse, the cache of committed blocks."""
+        return {name: m.evictable_bytes() for name, m in self.managers.items()}
+
     def pool_bytes_in_use(self, manager: str = "target") -> dict[str, int]:
+        """Bytes live requests hold, per pool of ``manager``."""
         pools = self._manager(manager).pools
-        return {name: pool.used * pool.page_bytes for name, pool in pools.items()}
+        return {name: pool.live * pool.page_bytes for name, pool in pools.items()}
 
     def peak_bytes(self) -> dict[str, int]:
         """The most bytes in use each manager has reached."""

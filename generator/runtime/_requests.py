@@ -8,8 +8,6 @@ from kvgen.runtime._errors import (
     InvalidStepError,
     ResumeRefusedError,
 )
-from kvgen.runtime._pages import ceil_div, stale_end
-from kvgen.runtime._pools import Pool
 from kvgen.runtime._state import CONTEXT, NO_PAGE, Request, RequestId, ShimState
 
 __all__ = ["RequestLifecycle"]
@@ -33,6 +31,7 @@ class RequestLifecycle(ShimState):
             raise DuplicateRequestError(f"request {rid!r} is already present")
         if self._live >= self.max_batch_size:
             raise InvalidStepError(f"batch is full: {self.max_batch_size} live requests")
+        self._check_watermark()  # a new request starts suspended and is resumed (V2)
         for pool in self._states:
             self._check_free(pool, 1)
         for pool, pages in self._cross:
@@ -50,6 +49,8 @@ class RequestLifecycle(ShimState):
     def free(self, rid: RequestId) -> None:
         """Release every page and slot of a request (in any phase)."""
         r = self._get(rid)
+        if r.suspended:
+            self._mark_suspended(r, -1)
         self._release(r)
         if not r.suspended:
             self._live -= 1
@@ -60,53 +61,45 @@ class RequestLifecycle(ShimState):
         self._freed.add(rid)
 
     def suspend(self, rid: RequestId) -> None:
-        """Release a request's pages between forwards; it keeps its history and capacity."""
+        """Step a request aside between forwards. It keeps its pages (TensorRT-LLM V2: held,
+        evictable only to a lower tier): they stay taken in every pool and count toward the
+        resume watermark, and leave ``bytes_in_use`` for ``evictable_bytes``."""
         r = self._idle(rid)
-        self._release(r)
+        self._mark_suspended(r, 1)
         r.suspended = True
         self._live -= 1
         self._capacity_tokens -= r.capacity
 
     def resume(self, rid: RequestId) -> None:
-        """Bring a suspended request back: only if every pool it needs stays at or below
-        max_util_for_resume (compared as a float32) afterwards (docs/cost-model.md §7)."""
+        """Bring a suspended request back onto its own pages: refused (ResumeRefusedError)
+        while any pool is above max_util_for_resume (compared as a float32), taken pages
+        counted and the block-reuse cache not (TensorRT-LLM V2 checks before the resume)."""
         r = self._get(rid)
         if not r.suspended:
             raise InvalidStepError(f"request {rid!r} is not suspended")
         if self._live >= self.max_batch_size:
             raise InvalidStepError(f"batch is full: {self.max_batch_size} live requests")
-        tpb = self.tokens_per_block
-        held = ceil_div(r.capacity, self.page_span)
-        needs: list[tuple[Pool, int]] = []
-        for pool, window, sink_blocks, _s, chunk in self._paged:
-            stale = 0
-            if window is not None:
-                stale = stale_end(r.history, window, sink_blocks, tpb, chunk) - sink_blocks
-            needs.append((pool, held - stale))
-        needs += [(pool, 1) for pool in self._states]
-        needs += self._cross
-        for pool, need in needs:
-            self._check_free(pool, need)
-        for pool, need in needs:
-            utilisation = (pool.used + need) / pool.pages if need else 0.0
-            if utilisation > self._util32:
-                raise ResumeRefusedError(pool.manager, pool.name, utilisation, self._util32)
-        for i, (pool, window, sink_blocks, _s, chunk) in enumerate(self._paged):
-            end = (
-                sink_blocks
-                if window is None
-                else stale_end(r.history, window, sink_blocks, tpb, chunk)
-            )
-            r.tables[i] = [
-                NO_PAGE if sink_blocks <= x < end else pool.take(1)[0] for x in range(held)
-            ]
-            r.stale[i] = end
-        for j, pool in enumerate(self._states):
-            r.slots[j] = pool.take(1)[0]
-        for j, (pool, pages) in enumerate(self._cross):
-            r.cross[j] = pool.take(pages)
-        r.held = held
+        self._check_watermark()
+        self._mark_suspended(r, -1)
         r.suspended = False
         self._live += 1
         self._capacity_tokens += r.capacity
         self._note_peak()
+
+    def _check_watermark(self) -> None:
+        """TensorRT-LLM V2's rule for a resume (and so for an admission): the most utilised
+        attention pool of every manager at or below the watermark before anything moves.
+        Recurrent-state and cross-attention pools hold exactly B requests' slots (no V2
+        revision run here has them), so they are left to their own free-page checks."""
+        for paged in self._paged:
+            pool = paged.pool
+            if pool.utilisation > self._util32:
+                raise ResumeRefusedError(pool.manager, pool.name, pool.utilisation, self._util32)
+
+    def _mark_suspended(self, r: Request, sign: int) -> None:
+        for i, (pool, *_rest) in enumerate(self._paged):
+            pool.suspended += sign * sum(1 for p in r.tables[i] if p != NO_PAGE)
+        for j, pool in enumerate(self._states):
+            pool.suspended += sign * (r.slots[j] != NO_PAGE)
+        for j, (pool, _pages) in enumerate(self._cross):
+            pool.suspended += sign * len(r.cross[j])

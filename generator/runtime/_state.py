@@ -82,6 +82,7 @@ class ShimState:
     _cross: list[tuple[Pool, int]]  # cross-attention pools and the pages a request takes
     _initial_stale: list[int]
     _util32: float
+    block_reuse: bool
     _requests: dict[RequestId, Request]
     _freed: set[RequestId]
     _live: int  # admitted, not suspended
@@ -133,13 +134,26 @@ class ShimState:
 
     @staticmethod
     def _check_free(pool: Pool, needed: int, released: int = 0) -> None:
-        if needed > pool.free_pages + released:
-            raise OutOfPagesError(pool.manager, pool.name, needed, pool.free_pages + released)
+        if needed > pool.available + released:
+            raise OutOfPagesError(pool.manager, pool.name, needed, pool.available + released)
+
+    def _drop(self, pool: Pool, pages: list[int], committed: int) -> None:
+        """Give back ``pages``; with block reuse the first ``committed`` of them hold committed
+        blocks and stay as the pool's reusable cache instead (TensorRT-LLM V2)."""
+        if self.block_reuse and committed > 0:
+            pool.cached.extend(pages[:committed])
+            pages = pages[committed:]
+        pool.recycled.extend(pages)
 
     def _release(self, r: Request) -> None:
-        """Give every page and slot of ``r`` back to its pool."""
+        """Give every page and slot of ``r`` back to its pool. With block reuse, the pages of
+        its committed blocks (every block with history: closing commits the last, partial
+        block too) stay cached."""
+        committed = -(-r.history // self.page_span)
         for i, (pool, _w, _sb, scratch, _c) in enumerate(self._paged):
-            pool.recycled.extend(p for p in r.tables[i] if p != NO_PAGE)
+            table = r.tables[i]
+            kept = [p for p in table[:committed] if p != NO_PAGE]
+            self._drop(pool, kept + [p for p in table[committed:] if p != NO_PAGE], len(kept))
             r.tables[i] = []
             if i in r.scratch and scratch is not None:
                 scratch.recycled.extend(r.scratch.pop(i))

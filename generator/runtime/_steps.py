@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from kvgen.runtime._errors import InvalidStepError
 from kvgen.runtime._pages import ceil_div, integer, stale_end
+from kvgen.runtime._pools import Pool
 from kvgen.runtime._requests import RequestLifecycle
 from kvgen.runtime._state import CONTEXT, GENERATION, IDLE, NO_PAGE, Request, RequestId
 
@@ -79,6 +80,16 @@ class Forwards(RequestLifecycle):
         if end > start:
             r.scratch[i] = scratch.take(end - start)
 
+    def _drop_stale(self, pool: Pool, table: list[int], start: int, end: int) -> None:
+        """Release the pages ``[start, end)`` gone out of the window: whole committed blocks,
+        so with block reuse they stay cached (TensorRT-LLM V2)."""
+        pages = []
+        for x in range(start, end):
+            if table[x] != NO_PAGE:
+                pages.append(table[x])
+                table[x] = NO_PAGE
+        self._drop(pool, pages, len(pages))
+
     def end_context(self, rid: RequestId) -> None:
         """Finish the chunk: history advances, stale and scratch pages are released."""
         r = self._get(rid)
@@ -92,11 +103,7 @@ class Forwards(RequestLifecycle):
             if i in r.scratch and scratch is not None:
                 scratch.recycled.extend(r.scratch.pop(i))
             end = stale_end(r.history, window, sink_blocks, tpb, chunk)
-            table = r.tables[i]
-            for x in range(r.stale[i], end):
-                if table[x] != NO_PAGE:
-                    pool.recycled.append(table[x])
-                    table[x] = NO_PAGE
+            self._drop_stale(pool, r.tables[i], r.stale[i], end)
             r.stale[i] = max(r.stale[i], end)
         self._context_tokens -= r.chunk
         r.chunk, r.phase = 0, IDLE
@@ -204,12 +211,8 @@ class Forwards(RequestLifecycle):
                     end = (
                         history // chunk * chunk // tpb if chunk else (history + 1 - window) // tpb
                     )
-                    stale = r.stale[i]
-                    if end > stale:
-                        for x in range(stale, end):
-                            if table[x] != NO_PAGE:
-                                pool.recycled.append(table[x])
-                                table[x] = NO_PAGE
+                    if end > r.stale[i]:
+                        self._drop_stale(pool, table, r.stale[i], end)
                         r.stale[i] = end
             released += r.capacity - capacity
             r.history, r.capacity, r.held, r.phase = history, capacity, held, IDLE

@@ -232,6 +232,7 @@ class KVCacheShim(Reports):
         blocks = ceil_div(self.max_seq_len + self.headroom, self.page_span)
         self.max_blocks_per_seq = ceil_div(blocks, 4) * 4
         self._util32 = float32(self.max_util_for_resume)
+        self.block_reuse = bool(block_reuse)  # committed blocks stay as a reusable cache
         backoff = headroom.backoff if block_reuse else 0
         self.managers = self._managers(stack, tp, pp, rank, backoff)
         self._planner = PagePlanner(

@@ -207,9 +207,13 @@ def test_out_of_pages_is_typed_and_changes_nothing(mixed):
     shim = make(mixed, max_tokens=64)
     errors = errors_of(shim)
     shim.add_request(0)
-    shim.context_chunk(0, 64)
     shim.add_request(1)
+    shim.context_chunk(0, 64)
     snapshot = snapshot_state(shim)
+    # Admission passes the resume watermark (TensorRT-LLM V2): a full pool refuses it.
+    with pytest.raises(errors.ResumeRefusedError):
+        shim.add_request(2)
+    assert snapshot_state(shim) == snapshot
     with pytest.raises(errors.OutOfPagesError) as info:
         shim.begin_context(1, 64)
     assert (info.value.manager, info.value.pool) == ("target", "full")

@@ -246,3 +246,31 @@ def test_quota_for_requests_by_hand(tmp_path_factory):
     plain = dict(max_batch_size=2, max_num_tokens=100, max_seq_len=100, semantics="exact")
     assert rendered.sizing.quota_from_max_tokens("mqa", 67, **plain) == {"target": 524_288}
     assert rendered.sizing.quota_from_max_tokens("mqa", 66, **plain) == {"target": 393_216}
+
+
+@pytest.mark.parametrize(
+    ("spec", "model", "profile"), COMBOS, ids=[f"{c[0].stem}-{c[1]}-{c[2]}" for c in COMBOS]
+)
+def test_quota_for_requests_is_enough_under_trtllm_v2(tmp_path_factory, spec, model, profile):
+    # "trtllm-v2" pools are ceil(T/tpb) full pages and ceil(min(T, N)/tpb) context pages; the
+    # answer is those pools in whole pages, so R requests run to their last step (before,
+    # R * (S - 1 + H) tokens held fewer pages than they need). The worst iteration of an SWA
+    # life cycle without a spare page needs the context rounding only "exact" charges
+    # (context_page_rounding, docs/cost-model.md §4): "trtllm-v2" pools never hold it.
+    rendered, params = _setup(spec, model, profile, tmp_path_factory)
+    params = dict(params, semantics="trtllm-v2")
+    quota = rendered.sizing.quota_for_requests(
+        model,
+        requests=params["max_batch_size"],
+        seq_len=params["max_seq_len"],
+        speculative=profile,
+        max_num_tokens=params["max_num_tokens"],
+        semantics="trtllm-v2",
+    )
+    shim = rendered.allocator.KVCacheShim(
+        model, speculative=profile, quota_bytes=quota, device="meta", **params
+    )
+    assert shim.quota_bytes() == quota
+    harness = Harness(shim, rendered.sizing, params)
+    serve(harness, 0)  # never runs out of pages
+    serve(harness, shim.draft_slots)

@@ -552,24 +552,38 @@ def quota_for_requests(
     tpb, requests = params.page_span(family.tokens_per_block), params.max_batch_size
     # The full pool: requests * pages_one whole pages, planned from the least T that gives them.
     peak = params.max_seq_len - 1 + head.total
-    if params.semantics != "exact":
-        return {name: cost.quota(requests * peak) for name, cost in costs.items()}
+    exact = params.semantics == "exact"
     pages_one = -(-peak // tpb)
-    full_tokens = max(0, requests * pages_one * tpb - requests * (tpb - 1) - tpb + 1)
+    # Whole pages in both semantics: "exact" pools ceil((T + R*(tpb-1))/tpb) full pages,
+    # "trtllm-v2" pools ceil(T/tpb) (R * peak tokens would hold fewer than R * pages_one).
+    full_tokens = requests * pages_one * tpb
+    if exact:
+        full_tokens = max(0, full_tokens - requests * (tpb - 1) - tpb + 1)
     out = {}
     for managed in manager_layers(family, _model(family, model_name), profile, params):
         cost = costs[managed.name]
         tokens = full_tokens if cost.slope else 0
         for window, sinks, attn_chunk in _life_cycles(managed.layers):
             rounding = 0
-            if cycle_pages(window, sinks, attn_chunk, head.total, tpb) == cycle_pages(
+            if exact and cycle_pages(window, sinks, attn_chunk, head.total, tpb) == cycle_pages(
                 window, sinks, attn_chunk, head.extra, tpb
             ):
                 rounding = min(requests, params.max_num_tokens) * (tpb - 1)
             context = _context_pages(window, head, tpb, requests, params.max_num_tokens, attn_chunk)
             tokens = max(tokens, max(0, (context - 1) * tpb + 1 - rounding))
-        out[managed.name] = cost.quota(tokens)
+        whole = _whole_pages(cost, tokens, tpb, family.tokens_per_block)
+        out[managed.name] = cost.quota(tokens) if exact else whole
     return out
+
+
+def _whole_pages(cost: ManagerCost, tokens: int, span: int, tpb: int) -> int:
+    """ "trtllm-v2" pools of T tokens as the runtime builds them: ceil(T/span) full pages and
+    ceil(min(T, N)/tpb) context pages, where the affine quota charges T and min(T, N)."""
+    if cost.resume_rounded_intercept is not None:
+        return cost.resume_rounded_intercept
+    tokens = -(-tokens // span) * span
+    context = min(tokens, cost.max_num_tokens)
+    return cost.quota(tokens) + (-context % tpb) * cost.ctx_swa
 
 
 def _context_pages(

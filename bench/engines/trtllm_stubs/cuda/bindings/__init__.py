@@ -1,0 +1,1 @@
+"""CPU stand-in for cuda-python's ``cuda.bindings`` (see ../../README.md)."""

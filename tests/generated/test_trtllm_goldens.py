@@ -1,0 +1,210 @@
+"""The shim against TensorRT-LLM's own KV cache manager V2, replayed from the goldens.
+
+``tests/fixtures/engines/trtllm.json`` holds what the engine's code did, step by step, for the
+workloads of ``tests/trtllm_cases.py`` (three seeds each), written by
+``bench/engines/trtllm_runner.py --engine-src DIR`` (the engine's source at the commits the
+golden lists; not needed here). Each test rebuilds the same shim and workload, replays the
+engine's admission and resume outcomes, and compares every row: capacity tokens of the live
+requests, and per cache manager the pages held per life cycle, the slots occupied per pool
+group and the evictable slots per pool group (docs/cost-model.md "Verified against the
+engine").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.trtllm_cases import CASES, SEEDS, compact_managers
+from tests.trtllm_shim import replay
+from tests.trtllm_traces import TraceParams, continuous_batching, decode_rows
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "engines" / "trtllm.json"
+BY_NAME = {case.name: case for case in CASES}
+
+
+def golden() -> dict:
+    return json.loads(GOLDEN.read_text())
+
+
+ENTRIES = golden()["cases"]
+
+
+def columns(engine: dict) -> dict[str, list[int]]:
+    """Column indices of each group of a row."""
+    groups = {"capacity": [0]}
+    at = 1
+    for name, m in engine["managers"].items():
+        lcs, pgs = len(m["life_cycles"]), len(m["slots"])
+        groups[f"{name}.held"] = list(range(at, at + lcs))
+        groups[f"{name}.occupied"] = list(range(at + lcs, at + lcs + pgs))
+        groups[f"{name}.evictable"] = list(range(at + lcs + pgs, at + lcs + 2 * pgs))
+        at += lcs + 2 * pgs
+    return groups
+
+
+def replay_entry(entry: dict):
+    case = BY_NAME[entry["case"]]
+    engine = dict(entry["engine"], rows=decode_rows(entry["engine"]["rows"]))
+    shim = case.shim(case.pool_pages(engine))
+    params = case.params(entry["seed"], shim)
+    assert params == TraceParams.from_dict(entry["inputs"]["params"])  # the workload recorded
+    result = replay(shim, engine, continuous_batching(params))
+    return case, shim, engine, result
+
+
+def test_golden_names_the_engine_revision_of_every_file():
+    data = golden()
+    assert data["repository"] == "https://github.com/NVIDIA/TensorRT-LLM"
+    paths = {f["path"]: f["commit"] for f in data["files"]}
+    # The storage split and the life-cycle registry are the files the page counts come from.
+    assert paths["tensorrt_llm/runtime/kv_cache_manager_v2/_storage_manager.py"].startswith(
+        "b2dd2882"
+    )
+    assert paths["tensorrt_llm/runtime/kv_cache_manager_v2/_core/_kv_cache.py"].startswith(
+        "f4faed18"
+    )
+    assert all(len(commit) == 40 for commit in paths.values())
+    assert data["unit_tests_under_stand_ins"] == "22 passed, 12 skipped"
+
+
+def test_golden_covers_every_case_and_seed():
+    assert sorted((e["case"], e["seed"]) for e in ENTRIES) == sorted(
+        (c.name, s) for c in CASES for s in SEEDS
+    )
+    assert all(e["engine"]["error"] is None for e in ENTRIES), [
+        (e["case"], e["engine"]["error"]) for e in ENTRIES if e["engine"]["error"]
+    ]
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e['case']}/seed{e['seed']}")
+def test_engine_layers_come_from_the_spec_dimensions(entry):
+    case = BY_NAME[entry["case"]]
+    shim = case.shim()
+    managers = compact_managers(case.engine_managers(shim))
+    recorded = [{k: v for k, v in m.items() if k != "quota"} for m in entry["inputs"]["managers"]]
+    assert managers == recorded
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e['case']}/seed{e['seed']}")
+def test_pages_held_per_life_cycle_equal_the_engine_at_every_step(entry):
+    _case, _shim, engine, result = replay_entry(entry)
+    rows = engine["rows"]
+    assert len(result.rows) >= len(rows) or result.divergence is not None
+    groups = columns(engine)
+    for group, cols in groups.items():
+        if group != "capacity" and not group.endswith(".held"):
+            continue
+        for step, (a, b) in enumerate(zip(rows, result.rows, strict=False)):
+            assert [a[c] for c in cols] == [b[c] for c in cols], (group, step)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e['case']}/seed{e['seed']}")
+def test_pool_occupancy_and_outcomes_equal_the_engine(entry):
+    _case, _shim, engine, result = replay_entry(entry)
+    assert result.divergence is None
+    assert result.mismatches == []
+    groups = columns(engine)
+    for step, (a, b) in enumerate(zip(engine["rows"], result.rows, strict=True)):
+        for group, cols in groups.items():
+            assert [a[c] for c in cols] == [b[c] for c in cols], (group, step)
+
+
+# ----------------------------------------------------------------- finding 6: quota_for_requests
+
+# llama3_1_8b with eagle3 (K = 3): H = E + G = (K-1) + (K+1) = 6 (SIZING §2); the target holds
+# 32 layers + 1 EAGLE3 layer of K+V 2 * 8 heads * 128 * 2 B = 4,096 B per token, so a page of
+# tpb = 32 tokens is 32 * 33 * 4,096 = 4,325,376 B. Four requests to 2,048 tokens each peak at
+# capacity 2,047 + 6 = 2,053 = ceil(2053/32) = 65 pages: 4 * 65 = 260 pages = 1,124,597,760 B.
+FINDING6_PAGE = 32 * 33 * 4096
+FINDING6_QUOTA = 4 * 65 * FINDING6_PAGE
+
+
+@pytest.mark.parametrize("semantics", ["trtllm-v2", "exact"])
+def test_quota_for_requests_holds_every_request_in_both_semantics(semantics):
+    from generated.llama3 import allocator, sizing
+
+    quota = sizing.quota_for_requests(
+        "llama3_1_8b",
+        requests=4,
+        seq_len=2048,
+        speculative="eagle3",
+        max_num_tokens=256,
+        semantics=semantics,
+    )
+    assert quota == {"target": FINDING6_QUOTA}
+    shim = allocator.KVCacheShim(
+        "llama3_1_8b",
+        speculative="eagle3",
+        max_batch_size=4,
+        max_num_tokens=256,
+        max_seq_len=2048,
+        quota_bytes=quota,
+        semantics=semantics,
+        device="meta",
+    )
+    assert shim.pool("full").pages == 260
+    for rid in range(4):
+        shim.add_request(rid)
+    for _ in range(8):  # 2,047 prompt tokens each, 256 at a time: 4 x 65 pages at the end
+        for rid in range(4):
+            history, _capacity = shim.request_state(rid)
+            shim.context_chunk(rid, min(256, 2047 - history))
+    shim.begin_generation(range(4))  # each at capacity 2,047 + 6 = 2,053: 65 pages
+    assert shim.pool("full").used == 260
+
+
+def test_the_engine_serves_the_requests_on_quota_for_requests():
+    entries = [e for e in ENTRIES if e["case"] == "llama3_1_8b/eagle3_quota_for_requests"]
+    assert len(entries) == 3
+    for entry in entries:
+        assert entry["inputs"]["managers"][0]["quota"] == FINDING6_QUOTA
+        assert entry["engine"]["managers"]["target"]["slots"] == [260]
+        assert entry["engine"]["error"] is None  # every request reached 2,048 tokens
+
+
+# ----------------------------------------------------------------- single-request peaks
+
+
+# gpt_oss_20b with eagle3 (K = 3): H = 6, window 128, tpb 64: pages(w, H) =
+# ceil((128 + 6 - 2)/64) + 1 = 3 + 1 = 4 pages (SIZING §3), the engine's most at any history.
+def test_the_engine_peaks_at_pages_w_h_by_hand():
+    entry = next(e for e in ENTRIES if e["case"] == "gpt_oss_20b/eagle3")
+    assert entry["engine"]["single_request_peaks"] == [[0, 128, 0, 4]]
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e['case']}/seed{e['seed']}")
+def test_single_request_peaks_equal_peak_live_pages(entry):
+    from kvgen.runtime.allocator import peak_live_pages
+
+    params = entry["inputs"]["params"]
+    head = params["extra_tokens"] + params["step_tokens"]
+    tpb = entry["inputs"]["tokens_per_block"]
+    for _lc, window, sink_blocks, peak in entry["engine"]["single_request_peaks"]:
+        assert peak == peak_live_pages(window, head, sink_blocks * tpb, tpb), (window, head)
+
+
+# ----------------------------------------------------------------- pool groups (not in the shim)
+
+
+# The synthetic model (tpb 16): w100 s0, w100 s5 and full each hold 2 layers of K+V 2 x 2
+# heads x 64 x 2 B = 512 B per token: 16 x 2 x 512 = 16,384 B slots; w70 s20 holds 2 layers of
+# 1 head: 16 x 2 x 256 = 8,192 B. The engine puts the three equal slot sizes in one pool group.
+def test_the_engine_merges_life_cycles_of_equal_slot_size():
+    entry = next(e for e in ENTRIES if e["case"] == "synthetic/sinks")
+    target = entry["engine"]["managers"]["target"]
+    assert target["life_cycles"] == [[100, 0], [100, 1], [70, 2], [None, 0]]
+    assert target["pool_group_of"] == [0, 0, 1, 0]
+    assert target["slot_bytes"] == [[16384], [8192]]
+
+
+def test_the_engine_rounds_a_quota_up_to_its_grain():
+    for entry in ENTRIES:
+        for probe, built in zip(
+            entry["inputs"]["quota_probes"], entry["engine"]["quota_pools"], strict=True
+        ):
+            for name, described in built.items():
+                assert described["quota"] % (2 << 20) == 0
+                assert described["quota"] >= probe[name]
