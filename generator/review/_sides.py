@@ -171,7 +171,7 @@ def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deplo
     label = f"{tree.ref}:{path.as_posix()}"
     # The runtime the module imports lies beside it at the ref (older modules held their own).
     runtime = {
-        rel: tree.read(out_dir / RUNTIME_PACKAGE / rel)
+        rel: tree.read_file(out_dir / RUNTIME_PACKAGE / rel)
         for rel in ("__init__.py", *(f"{module}.py" for module in RUNTIME_MODULES))
     }
     files = {f"{name}/sizing.py": raw}

@@ -104,12 +104,14 @@ def _count(name: str, value: object, minimum: int) -> int:
     """``value`` as a plain int in [minimum, MAX_COUNT]; else InvalidStepError (an
     AllocatorError and a ValueError) naming the argument."""
     number = integer(value)
-    if number is None or not minimum <= number <= MAX_COUNT:
-        kind = "positive" if minimum == 1 else "non-negative"
-        shown = f"an int of {number.bit_length()} bits" if number is not None else repr(value)
-        if number is not None and number.bit_length() <= 256:
-            shown = repr(number)
-        raise InvalidStepError(f"{name} must be a {kind} int <= 2**63 - 1, got {shown}")
+    shown = f"an int of {number.bit_length()} bits" if number is not None else repr(value)
+    if number is not None and number.bit_length() <= 256:
+        shown = repr(number)
+    if number is None or number < minimum:  # worded as the sizing interpreter words it
+        kind = "a positive int" if minimum == 1 else "a non-negative int"
+        raise InvalidStepError(f"{name} must be {kind}, got {shown}")
+    if number > MAX_COUNT:
+        raise InvalidStepError(f"{name} must be <= {MAX_COUNT} (a 64-bit count), got {shown}")
     return number
 
 

@@ -119,11 +119,14 @@ def test_separate_draft_pool_gets_the_sizing_6_split(project, capsys):
     #   draft  = 0 + floor(R * 8192 / (131072 + 8192)) = floor(17179869184 / 17) = 1010580540
     #   target = M - draft = 16169288644
     # max tokens: 16169288644 // 131072 = 123361 and 1010580540 // 8192 = 123361.
-    # Requests (quota_for_requests, trtllm-v2): each of R requests of S tokens peaks at
-    # S - 1 + H = S + 10 tokens (pard, K = 4: H = 3K - 1 = 11), on both managers:
-    #   R * (S + 10) * (131072 + 8192) <= 17179869184
-    #   R = 3 at S = 32768 (3 * 32778 * 139264 = 13694386176; 4 would need 18259181568);
-    #   R = 8: S + 10 <= 17179869184 / (8 * 139264) = 15420.2  ->  S = 15410.
+    # Requests (quota_for_requests, trtllm-v2, in whole pages of tpb = 32 as the engine holds
+    # them): each of R requests of S tokens peaks at S - 1 + H = S + 10 tokens (pard, K = 4:
+    # H = 3K - 1 = 11), ceil((S + 10) / 32) pages on both managers:
+    #   R * ceil((S + 10) / 32) * 32 * (131072 + 8192) <= 17179869184
+    #   R = 3 at S = 32768: 1,025 pages = 32,800 tokens each, 3 * 32800 * 139264 = 13703577600
+    #   (4 would need 18271436800);
+    #   R = 8: pages * 32 <= 17179869184 / (8 * 139264) = 15420.2 -> 481 pages = 15,392
+    #   tokens -> S + 10 <= 15392 -> S = 15382.
     code, out, _ = plan(
         capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB", "--speculative", "pard4"
     )
@@ -135,7 +138,7 @@ def test_separate_draft_pool_gets_the_sizing_6_split(project, capsys):
         "  manager  slope (B/token)  intercept (B)  share                      max tokens",
         "  target   131072           0              15.06 GiB (16169288644 B)  123361",
         "  draft    8192             0              963.76 MiB (1010580540 B)  123361",
-        "  largest max_seq_len for 8 requests: 15410",
+        "  largest max_seq_len for 8 requests: 15382",
     ]
 
 
@@ -344,14 +347,15 @@ def test_coinciding_profiles_are_named_in_the_legend(project):
 
 def test_memory_for_requests_of_seq_len(project, capsys):
     # llamaish (131072 B/token, tpb 32, H = 1): 2 requests of 1000 tokens each peak at
-    # 999 + 1 = 1000 tokens. trtllm-v2: 2 * 1000 * 131072 = 262144000 B = 250 MiB.
+    # 999 + 1 = 1000 tokens, held as whole pages: ceil(1000/32) = 32 pages = 1,024 tokens.
+    # trtllm-v2: 2 * 1024 * 131072 = 268435456 B = 256 MiB (the engine's pages, as exact).
     code, out, _ = plan(capsys, "llamaish", "llama3_1_8b", "--requests", "2", "--seq-len", "1000")
     assert code == 0
     assert out == (
         "llamaish/llama3_1_8b, speculative none, semantics trtllm-v2\n"
         "memory for 2 requests of 1000 tokens (max_num_tokens 8192, tp_size 1): "
-        "250 MiB (262144000 B)\n"
-        "  target: 250 MiB (262144000 B)\n"
+        "256 MiB (268435456 B)\n"
+        "  target: 256 MiB (268435456 B)\n"
     )
     # exact: whole pages, ceil(1000/32) = 32 per request, 64 pages * 32 * 131072 = 256 MiB.
     args = ("llamaish", "llama3_1_8b", "--requests", "2", "--seq-len", "1000")
@@ -368,7 +372,7 @@ def test_memory_for_requests_of_seq_len(project, capsys):
     assert out.splitlines()[-1] == "does not fit in 255 MiB (267386880 B)"
     code, out, _ = plan(capsys, *args, "--format", "json")
     assert code == 0
-    assert json.loads(out)["managers"] == {"target": 262144000}
+    assert json.loads(out)["managers"] == {"target": 268435456}
 
 
 def test_plan_needs_gpu_memory_or_requests(project, capsys):
@@ -392,7 +396,8 @@ def test_memory_for_requests_under_decode_context_parallelism(project, capsys):
     ]
     code, out, _ = plan(capsys, *args, "--dcp-size", "2", "--format", "json")
     assert json.loads(out)["dcp_size"] == 2
-    assert json.loads(out)["managers"] == {"target": 2 * 1000 * 8192}  # trtllm-v2: no pages
+    # trtllm-v2 holds whole pages too: 2 requests x 16 pages x 64 tokens x 8192 B.
+    assert json.loads(out)["managers"] == {"target": 2 * 16 * 64 * 8192}
     # tp 8 over 8 KV heads leaves no copies to shard: the engines refuse, exit 2.
     args = ("llamaish", "llama3_1_8b", "--gpu-memory", "1GiB", "--tp-size", "8")
     code, out, err = plan(capsys, *args, "--dcp-size", "2")

@@ -114,7 +114,7 @@ def test_pool_occupancy_and_outcomes_equal_the_engine(entry):
 
 # ----------------------------------------------------------------- finding 6: quota_for_requests
 
-# llama3_1_8b with eagle3 (K = 3): H = E + G = (K-1) + (K+1) = 6 (SIZING §2); the target holds
+# llama3_1_8b with eagle3 (K = 3): H = E + G = (K-1) + (K+1) = 6 (cost-model §2); the target holds
 # 32 layers + 1 EAGLE3 layer of K+V 2 * 8 heads * 128 * 2 B = 4,096 B per token, so a page of
 # tpb = 32 tokens is 32 * 33 * 4,096 = 4,325,376 B. Four requests to 2,048 tokens each peak at
 # capacity 2,047 + 6 = 2,053 = ceil(2053/32) = 65 pages: 4 * 65 = 260 pages = 1,124,597,760 B.
@@ -169,7 +169,7 @@ def test_the_engine_serves_the_requests_on_quota_for_requests():
 
 
 # gpt_oss_20b with eagle3 (K = 3): H = 6, window 128, tpb 64: pages(w, H) =
-# ceil((128 + 6 - 2)/64) + 1 = 3 + 1 = 4 pages (SIZING §3), the engine's most at any history.
+# ceil((128 + 6 - 2)/64) + 1 = 3 + 1 = 4 pages (cost-model §3), the engine's most at any history.
 def test_the_engine_peaks_at_pages_w_h_by_hand():
     entry = next(e for e in ENTRIES if e["case"] == "gpt_oss_20b/eagle3")
     assert entry["engine"]["single_request_peaks"] == [[0, 128, 0, 4]]
