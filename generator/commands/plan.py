@@ -90,7 +90,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> Exit:
     # --- kvgen.deploy: the hardware to the launch settings ---
-    from kvgen.deploy.cli import run as deploy_run, wanted
+    from kvgen.deploy.cli import run as deploy_run
+    from kvgen.deploy.cli import wanted
 
     if wanted(args):
         return deploy_run(args)

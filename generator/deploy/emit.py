@@ -49,7 +49,15 @@ _KV_DTYPE = {
     "sglang": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"},
     "trtllm-v2": {"fp8": "fp8"},
 }
-_VLLM_METHOD = {"ngram": "ngram", "eagle3": "eagle3", "mtp": "mtp", "draft_target": "draft_model"}
+# kvgen's profile mode -> vLLM's SpeculativeConfig.method (vllm/config/speculative.py)
+_VLLM_METHOD = {
+    "ngram": "ngram",
+    "eagle3": "eagle3",
+    "eagle3_two_model": "eagle3",
+    "mtp": "mtp",
+    "mtp_eagle": "mtp",
+    "draft_target": "draft_model",
+}
 
 
 @dataclass
@@ -81,10 +89,10 @@ def _speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any] | Non
         return None
     spec = sizing._PROFILES[profile]
     config: dict[str, Any] = {
-        "method": _VLLM_METHOD.get(spec.name, spec.name),
+        "method": _VLLM_METHOD.get(spec.mode, spec.mode),
         "num_speculative_tokens": spec.draft_len,
     }
-    if spec.name == "ngram":
+    if spec.mode == "ngram":
         config["prompt_lookup_max"] = spec.draft_len
     return config
 
