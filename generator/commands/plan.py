@@ -43,8 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n", 1)[1].strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("family")
-    parser.add_argument("model")
+    # Optional only for --deployment FILE, which names its models itself.
+    parser.add_argument("family", nargs="?")
+    parser.add_argument("model", nargs="?")
     parser.add_argument(
         "--gpu-memory", type=size_argument, metavar="SIZE",
         help="GPU KV-cache budget per rank: 80GiB, 1.5TiB, 512MiB or bytes",
@@ -100,6 +101,8 @@ def run(args: argparse.Namespace) -> Exit:
 
     if args.format in ("args", "yaml"):
         raise UsageError(f"--format {args.format} prints launch settings: add --emit ENGINE")
+    if args.model is None:
+        raise UsageError("plan needs FAMILY MODEL (or --deployment FILE.toml)")
     if args.requests is not None:
         return _requests(args)
     if args.gpu_memory is None:

@@ -83,7 +83,11 @@ def run(args: argparse.Namespace) -> Exit:
     if args.deployment:
         from kvgen.deploy.deployment import run_file
 
+        if args.family is not None:
+            raise UsageError("--deployment FILE names its models: give no FAMILY MODEL")
         return run_file(args.deployment, args.generated, args.format)
+    if args.model is None:
+        raise UsageError("plan needs FAMILY MODEL (or --deployment FILE.toml)")
     if len(args.max_batch_size) != 1:
         raise UsageError("--emit and --gpu take one --max-batch-size")
     d = Deployment(

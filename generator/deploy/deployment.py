@@ -149,7 +149,9 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
         used += d.tp_size
         try:
             plans.append((name, plan_rank(load_sizing(d.family, generated), d, path.parent)))
-        except (GpuError, WeightsError, ValueError) as exc:
+        except GpuError as exc:
+            raise _error(path, source, "", "gpu", str(exc)) from None
+        except (WeightsError, ValueError) as exc:
             where = f"{Path(os.path.relpath(path)).as_posix()}:{_header_line(source, table)}:1"
             raise UsageError(f"{where}: [{table}]: {exc}") from None
     gpus = data.get("gpus")

@@ -44,10 +44,16 @@ def text(plan: RankPlan, *, emit: bool = True) -> str:
             f"{cap['max_concurrency']:.3f} requests of {plan.max_seq_len} tokens at once "
             f"({cap['request_bytes']:,} B each)"
         )
+        if d.engine == "trtllm-v2" and cap["max_concurrency"] == d.max_batch_size:
+            lines.append(
+                f"  note: TensorRT-LLM holds at most max_batch_size {d.max_batch_size} requests; "
+                f"the pool holds {cap['kv_tokens'] / plan.max_seq_len:.3f} at max_seq_len"
+            )
         if emit and plan.fits:
             lines.append(f"  launch settings ({plan.launch.config_class}):")
             form = "yaml" if d.engine == "trtllm-v2" else "args"
-            lines += ["  " + line for line in render(plan.launch, form).splitlines()]
+            pad = "    " if form == "yaml" else "  "  # args lines carry their own two spaces
+            lines += [pad + line for line in render(plan.launch, form).splitlines()]
             lines += [f"  note: {note}" for note in plan.launch.notes]
     return "".join(f"{line}\n" for line in lines)
 
