@@ -39,9 +39,15 @@ __all__ = ["EMIT_ENGINES", "Launch", "launch", "render"]
 # --emit name -> engine_capacity's engine name
 EMIT_ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm-v2"}
 CONFIG_CLASS = {
-    "vllm": "vllm.engine.arg_utils.EngineArgs (vllm serve flags)",
-    "sglang": "sglang.srt.server_args.ServerArgs (python -m sglang.launch_server flags)",
-    "trtllm-v2": "tensorrt_llm.llmapi.llm_args.TorchLlmArgs (trtllm-serve --extra_llm_api_options)",
+    "vllm": "vllm.engine.arg_utils.EngineArgs",
+    "sglang": "sglang.srt.server_args.ServerArgs",
+    "trtllm-v2": "tensorrt_llm.llmapi.llm_args.TorchLlmArgs",
+}
+# Where the settings go on the command line.
+LAUNCHER = {
+    "vllm": "vllm serve flags",
+    "sglang": "python -m sglang.launch_server flags",
+    "trtllm-v2": "trtllm-serve --extra_llm_api_options FILE.yaml",
 }
 # Spec dtype -> each engine's kv-cache dtype setting ("auto": the model's own dtype).
 _KV_DTYPE = {

@@ -12,7 +12,7 @@ __all__ = ["as_json", "data", "text"]
 
 
 def text(plan: RankPlan, *, emit: bool = True) -> str:
-    from kvgen.deploy.emit import render
+    from kvgen.deploy.emit import LAUNCHER, render
     from kvgen.units import format_bytes
 
     d = plan.deployment
@@ -50,7 +50,9 @@ def text(plan: RankPlan, *, emit: bool = True) -> str:
                 f"the pool holds {cap['kv_tokens'] / plan.max_seq_len:.3f} at max_seq_len"
             )
         if emit and plan.fits:
-            lines.append(f"  launch settings ({plan.launch.config_class}):")
+            lines.append(
+                f"  launch settings, {LAUNCHER[d.engine]} (fields of {plan.launch.config_class}):"
+            )
             form = "yaml" if d.engine == "trtllm-v2" else "args"
             pad = "    " if form == "yaml" else "  "  # args lines carry their own two spaces
             lines += [pad + line for line in render(plan.launch, form).splitlines()]

@@ -173,3 +173,24 @@ def test_plan_without_the_new_flags_is_unchanged(capsys):
     code, out, _ = plan(capsys, "--gpu-memory", "16GiB")
     assert code == 0
     assert out.startswith("llama3/llama3_1_8b, speculative none, semantics trtllm-v2")
+
+
+def test_readme_emit_example_is_the_commands_output(capsys):
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    regions = re.findall(
+        r"<!-- emit:begin (kvgen [^\n]*?) -->\n```console\n\$ [^\n]*\n(.*?)```\n<!-- emit:end -->",
+        (repo / "README.md").read_text(encoding="utf-8"),
+        re.S,
+    )
+    assert regions
+    for command, shown in regions:
+        result = subprocess.run(
+            [sys.executable, "-m", "kvgen", "-q", *command.split()[1:]],
+            cwd=repo, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert result.stdout == shown
