@@ -194,3 +194,39 @@ def test_readme_emit_example_is_the_commands_output(capsys):
             cwd=repo, capture_output=True, text=True, check=True,
         )  # fmt: skip
         assert result.stdout == shown
+
+
+@pytest.mark.parametrize(
+    ("family", "model", "ratio", "value"),
+    [
+        # SGLang 0.5.23's fallbacks (sglang/srt/arg_groups/fields/schedule.py), which the
+        # engine model plans with: the sliding pool 0.8 of the full pool's tokens, the Mamba
+        # state 0.9 of the KV memory.
+        ("gpt_oss", "gpt_oss_20b", "swa_full_tokens_ratio", 0.8),
+        ("qwen3_next", "qwen3_next_80b_a3b", "mamba_full_memory_ratio", 0.9),
+    ],
+)
+def test_sglang_states_the_pool_ratio_it_was_planned_with(capsys, family, model, ratio, value):
+    code = main(["-q", "plan", family, model, "--gpu-memory", "40GiB", "--emit", "sglang",
+                 "--format", "json"])  # fmt: skip
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fields"][ratio] == value
+    assert data["fields"]["max_total_tokens"] == data["capacity"]["kv_tokens"]
+
+
+def test_a_profile_the_engine_model_does_not_cover_is_a_usage_error(capsys):
+    code, out, err = plan(capsys, "--gpu-memory", "40GiB", "--emit", "sglang",
+                          "--speculative", "ngram4")  # fmt: skip
+    assert code == 2 and out == ""
+    assert "not modelled" in err
+
+
+def test_hardware_json_without_emit_shows_the_budget(capsys):
+    code, out, _ = plan(capsys, "--gpu", "H100-80GB", "--weights", "16GiB", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    # trtllm-v2 by default: (85,520,809,984 - 16 GiB - 4 GiB) x 0.9 -> 57,641,376,153 B
+    assert data["budget"]["kv_bytes"] == 57_641_376_153
+    assert data["budget"]["fraction_source"].startswith("engine default, tensorrt_llm")
+    assert data["launch"]["fields"]["kv_cache_config"]["max_gpu_total_bytes"] == 57_641_376_153
