@@ -91,7 +91,9 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
 
     path = Path(where) if base is None or Path(where).is_absolute() else base / where
     if not path.exists():
-        if where[:1].isdigit() and not where.strip().isdigit():
+        if where.strip().isdigit():
+            raise weights.WeightsError(f"--weights {where}: a size needs a unit ({where}B, 17GiB)")
+        if where[:1].isdigit():
             return parse_size(where), "given per rank"
         raise weights.WeightsError(
             f"--weights {where}: no such file or directory (give a model directory with "

@@ -230,3 +230,23 @@ def test_hardware_json_without_emit_shows_the_budget(capsys):
     assert data["budget"]["kv_bytes"] == 57_641_376_153
     assert data["budget"]["fraction_source"].startswith("engine default, tensorrt_llm")
     assert data["launch"]["fields"]["kv_cache_config"]["max_gpu_total_bytes"] == 57_641_376_153
+
+
+def test_weights_split_over_two_tensor_parallel_ranks(tmp_path, capsys):
+    # The tiny Llama at tp 2 (the spec's 8 KV heads split 4 a rank): per layer the norms stay
+    # whole (256 B), q/o halve (8,192), k/v halve (2,048), gate/up/down halve (24,576): 35,072
+    # B x 3 layers = 105,216; embed_tokens and lm_head pad 100 rows to 128 and keep 64 rows of
+    # 128 B each: 8,192 B x 2; the final norm 128 B. 105,216 + 16,384 + 128 = 121,728 B.
+    # 1 GiB x 0.5 - 121,728 = 536,749,184 B of KV.
+    write_safetensors(tmp_path / "model.safetensors", tiny_llama())
+    code, out, _ = plan(capsys, "--gpu", "1GiB", "--weights", str(tmp_path), "--reserve", "0B",
+                        "--gpu-memory-utilization", "0.5", "--max-seq-len", "2048",
+                        "--tp-size", "2", "--emit", "vllm", "--format", "json")  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["fields"]["kv_cache_memory_bytes"] == 536_749_184
+
+
+def test_weights_as_a_bare_number_needs_a_unit(capsys):
+    code, _, err = plan(capsys, "--gpu", "H100", "--weights", "17")
+    assert code == 2
+    assert "a size needs a unit" in err
