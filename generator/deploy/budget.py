@@ -74,7 +74,9 @@ def sglang_default_fraction(
 ) -> float:
     """``mem_fraction_static`` as SGLang 0.5.23 sets it when unset (memory_hook.py), for the
     settings kvgen emits (chunked prefill on, decode CUDA graphs on, no DP attention). Left out,
-    and so an estimate: the prefill CUDA graph term and DeepEP/XPU headroom."""
+    and so an estimate: the prefill CUDA graph term, DeepEP/XPU headroom, the multimodal cut
+    (adjust_mem_fraction_for_vlm) and post-capture sizing (SGLANG_ENABLE_POST_CAPTURE_KV_SIZING,
+    off by default)."""
     gpu_mib = total_bytes / MiB
     steps = ((20, 8, 8), (35, 48, 160), (60, 32, 160), (90, 256, 512), (160, 256, 512))
     max_bs = next((small if tp_size < 4 else large for gib, small, large in steps
