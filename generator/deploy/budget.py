@@ -5,9 +5,11 @@ arithmetic (docs/deploy.md):
 
 - vLLM 0.33.0: ``total x gpu_memory_utilization - weights - non-KV peak``. The fraction is
   ``vllm.config.cache.CacheConfig.gpu_memory_utilization``, default **0.92** in 0.33.0 (the
-  field's ``Field(default=0.92, gt=0, le=1)``), a share of the whole device; the worker
-  (``vllm/v1/worker/gpu_worker.py``) subtracts the weights and the peak of a profiling run
-  (activations, CUDA graphs, non-torch memory): that peak is the reserve.
+  field's ``Field(default=0.92, gt=0, le=1)``), a share of the whole device, rounded up
+  (``vllm/v1/worker/utils.py``, ``request_memory``); ``Worker.determine_available_memory``
+  (``vllm/v1/worker/gpu_worker.py``) subtracts the weights, the peak of a profiling run and the
+  CUDA graph estimate (``non_kv_cache_memory``, ``cudagraph_memory_estimate_applied``): all but
+  the weights are the reserve.
 - SGLang 0.5.23: ``total x mem_fraction_static - weights``. ``mem_fraction_static`` (ServerArgs,
   ``sglang/srt/arg_groups/fields/schedule.py``) is "model weights and KV cache memory pool" over
   the device memory, so activations and CUDA graphs already sit outside it; when unset SGLang
@@ -23,6 +25,7 @@ The reserve defaults are estimates, labelled so; pass ``--reserve`` for a measur
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 __all__ = ["ENGINE_MEMORY", "Budget", "EngineMemory", "budget", "sglang_default_fraction"]
@@ -148,6 +151,8 @@ def budget(
         reserve, reserve_source = memory.reserve, f"default, {memory.reserve_note}"
     if engine == "trtllm-v2":
         kv = int((total_bytes - weights_bytes - reserve) * fraction)
+    elif engine == "vllm":  # vllm/v1/worker/utils.py request_memory: ceil(total x fraction)
+        kv = math.ceil(total_bytes * fraction) - weights_bytes - reserve
     else:
         kv = int(total_bytes * fraction) - weights_bytes - reserve
     return Budget(

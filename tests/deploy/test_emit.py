@@ -64,15 +64,16 @@ def test_vllm_speculative_config_is_json(capsys):
 
 
 def test_hardware_arithmetic_for_vllm_on_an_h100(capsys):
-    # 85,520,809,984 x 0.92 (vLLM 0.33.0's gpu_memory_utilization) = 78,679,145,185.28 -> the
-    # whole bytes 78,679,145,185; - 16 GiB weights - 4 GiB reserve (the default estimate)
-    # = 57,204,308,705 B; / 2,097,152 B per block = 27,277 blocks (27,277.77 rounded down).
+    # 85,520,809,984 x 0.92 (vLLM 0.33.0's gpu_memory_utilization) = 78,679,145,185.28, which
+    # vLLM rounds up (request_memory: math.ceil) to 78,679,145,186; - 16 GiB weights - 4 GiB
+    # reserve (the default estimate) = 57,204,308,706 B; / 2,097,152 B per block = 27,277
+    # blocks (27,277.77 rounded down).
     code, out, _ = plan(capsys, "--gpu", "H100-80GB", "--weights", "16GiB", "--emit", "vllm")
     assert code == 0
     assert "gpu_memory_utilization 0.92 (engine default, vllm.config.cache" in out
-    assert "(57204308705 B)" in out
+    assert "(57204308706 B)" in out
     assert "--num-gpu-blocks-override 27277" in out
-    assert "--kv-cache-memory-bytes 57204308705" in out
+    assert "--kv-cache-memory-bytes 57204308706" in out
     assert "reserved" not in out and "estimate" in out
 
 
