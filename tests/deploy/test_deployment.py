@@ -103,3 +103,17 @@ def test_deployment_takes_no_family(tmp_path, capsys):
     code = main(["-q", "plan", "llama3", "--deployment", str(tmp_path / "deploy.toml")])
     assert code == 2
     assert "give no FAMILY MODEL" in capsys.readouterr().err
+
+
+def test_a_linked_or_special_deployment_file_is_refused(tmp_path, capsys):
+    import os
+
+    real = tmp_path / "real.toml"
+    real.write_text(NODE, encoding="utf-8")
+    (tmp_path / "link.toml").symlink_to(real)
+    os.mkfifo(tmp_path / "fifo.toml")
+    for name in ("link.toml", "fifo.toml"):
+        code = main(["-q", "plan", "--deployment", str(tmp_path / name)])
+        err = capsys.readouterr().err
+        assert code == 2, name
+        assert name in err and "Traceback" not in err
