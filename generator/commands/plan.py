@@ -9,6 +9,11 @@ requests. With --requests R it prints instead the memory R requests of --seq-len
 tokens of capacity against GPU memory, one panel per batch size and one line per speculative
 profile (needs matplotlib: pip install 'kvgen[plot]').
 
+--gpu-memory is the KV-cache budget per rank, not the device's memory. From the hardware
+instead: --gpu H100-80GB --weights DIR (the model's safetensors) subtracts the weights per rank
+and a reserve from the engine's share of the device, and --emit vllm|sglang|trtllm prints the
+launch settings that make that engine allocate exactly the plan (docs/deploy.md).
+
 Exit codes: 0 the deployment fits, 1 the budget does not cover the fixed costs at some batch
 size, 2 usage error (no generated module, unknown model or profile, matplotlib missing).
 """
@@ -38,8 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n", 1)[1].strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("family")
-    parser.add_argument("model")
+    # Optional only for --deployment FILE, which names its models itself.
+    parser.add_argument("family", nargs="?")
+    parser.add_argument("model", nargs="?")
     parser.add_argument(
         "--gpu-memory", type=size_argument, metavar="SIZE",
         help="GPU KV-cache budget per rank: 80GiB, 1.5TiB, 512MiB or bytes",
@@ -68,15 +74,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="decode context parallel size: full-attention history sharded over D TP ranks",
     )  # fmt: skip
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--format", choices=("text", "json", "args", "yaml"), default="text",
+        help="args and yaml: the launch settings of --emit ENGINE",
+    )  # fmt: skip
     parser.add_argument("--generated", type=Path, default=Path(OUT_DIR), metavar="DIR")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="write a capacity plot")
+    # --- kvgen.deploy: --gpu, --gpus, --gpu-memory-utilization, --weights, --reserve, --emit,
+    # --deployment (the hardware to the launch settings, docs/deploy.md) ---
+    from kvgen.deploy.cli import add_arguments
+
+    add_arguments(parser)
+    # --- end kvgen.deploy ---
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> Exit:
+    # --- kvgen.deploy: the hardware to the launch settings ---
+    from kvgen.deploy.cli import run as deploy_run
+    from kvgen.deploy.cli import wanted
+
+    if wanted(args):
+        return deploy_run(args)
+    # --- end kvgen.deploy ---
     from kvgen.planner import PlanError, load_sizing, make_plan
 
+    if args.format in ("args", "yaml"):
+        raise UsageError(f"--format {args.format} prints launch settings: add --emit ENGINE")
+    if args.model is None:
+        raise UsageError("plan needs FAMILY MODEL (or --deployment FILE.toml)")
     if args.requests is not None:
         return _requests(args)
     if args.gpu_memory is None:

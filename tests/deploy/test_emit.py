@@ -1,0 +1,253 @@
+"""``kvgen plan --gpu/--weights/--emit``: the budget arithmetic and each engine's launch settings,
+on the shipped llama3 family (generated/llama3/sizing.py, as committed).
+
+Llama-3.1-8B (the spec): 32 layers, 8 KV heads of 128, bf16, all full attention, so one token
+costs 32 x 2 (K, V) x 8 x 128 x 2 B = 131,072 B and one vLLM block of 16 tokens 2,097,152 B.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from kvgen.cli import main
+from kvgen.deploy.budget import sglang_default_fraction
+
+from tests.unit.test_weights import tiny_llama, write_safetensors
+
+GiB = 1 << 30
+H100 = 81559 << 20  # nvidia-smi memory.total of an H100 80GB HBM3, 85,520,809,984 B
+
+
+def plan(capsys, *args):
+    code = main(["-q", "plan", "llama3", "llama3_1_8b", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_vllm_blocks_match_the_golden_that_vllm_produced(capsys):
+    # tests/fixtures/engines/vllm.json, llama3_1_8b at 40 GiB, max_model_len 131072: vLLM's own
+    # code gave num_blocks 20480 and concurrency 2.5. By hand: 40 GiB / 2,097,152 B = 20,480
+    # blocks; one request of 131,072 tokens holds 131,072 / 16 = 8,192 blocks: 20,480 / 8,192.
+    code, out, _ = plan(capsys, "--gpu-memory", "40GiB", "--max-seq-len", "131072",
+                        "--emit", "vllm", "--format", "json")  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    fields = data["fields"]
+    assert fields["num_gpu_blocks_override"] == 20480
+    assert fields["kv_cache_memory_bytes"] == 40 * GiB
+    assert fields["max_model_len"] == 131072
+    assert fields["max_num_batched_tokens"] == 8192
+    assert fields["block_size"] == 16
+    assert fields["kv_cache_dtype"] == "auto"  # bf16: the model's own dtype
+    assert fields["tensor_parallel_size"] == 1
+    assert data["capacity"]["num_blocks"] == 20480
+    assert data["capacity"]["max_concurrency"] == 2.5
+    assert "speculative_config" not in fields
+
+
+def test_vllm_args_are_serve_flags(capsys):
+    code, out, _ = plan(capsys, "--gpu-memory", "40GiB", "--emit", "vllm", "--format", "args")
+    assert code == 0
+    flags = out.replace("\\\n", " ").split()
+    at = flags.index("--num-gpu-blocks-override")
+    assert flags[at + 1] == "20480"  # 40 GiB / 2 MiB blocks, whatever max_seq_len
+    assert flags[flags.index("--max-model-len") + 1] == "32768"  # default min(native, 32768)
+
+
+def test_vllm_speculative_config_is_json(capsys):
+    code, out, _ = plan(capsys, "--gpu-memory", "40GiB", "--emit", "vllm", "--format", "json",
+                        "--speculative", "ngram4")  # fmt: skip
+    assert code == 0
+    spec = json.loads(out)["fields"]["speculative_config"]
+    assert spec == {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}
+
+
+def test_hardware_arithmetic_for_vllm_on_an_h100(capsys):
+    # 85,520,809,984 x 0.92 (vLLM 0.33.0's gpu_memory_utilization) = 78,679,145,185.28, which
+    # vLLM rounds up (request_memory: math.ceil) to 78,679,145,186; - 16 GiB weights - 4 GiB
+    # reserve (the default estimate) = 57,204,308,706 B; / 2,097,152 B per block = 27,277
+    # blocks (27,277.77 rounded down).
+    code, out, _ = plan(capsys, "--gpu", "H100-80GB", "--weights", "16GiB", "--emit", "vllm")
+    assert code == 0
+    assert "gpu_memory_utilization 0.92 (engine default, vllm.config.cache" in out
+    assert "(57204308706 B)" in out
+    assert "--num-gpu-blocks-override 27277" in out
+    assert "--kv-cache-memory-bytes 57204308706" in out
+    assert "reserved" not in out and "estimate" in out
+
+
+def test_weights_from_a_tiny_checkpoint(tmp_path, capsys):
+    # tests/unit/test_weights.py's tiny Llama: 235,392 B of bf16 tensors at tp 1.
+    # 1 GiB x 0.5 = 536,870,912 - 235,392 - 0 reserve = 536,635,520 B of KV; / 2,097,152 B per
+    # block = 255 blocks (256 would need 536,870,912 B).
+    write_safetensors(tmp_path / "model.safetensors", tiny_llama())
+    code, out, _ = plan(capsys, "--gpu", "1GiB", "--weights", str(tmp_path), "--reserve", "0B",
+                        "--gpu-memory-utilization", "0.5", "--max-seq-len", "2048",
+                        "--emit", "vllm", "--format", "json")  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    assert data["fields"]["kv_cache_memory_bytes"] == 536_635_520
+    assert data["fields"]["num_gpu_blocks_override"] == 255
+
+
+def test_sglang_max_total_tokens(capsys):
+    # 40 GiB / 131,072 B per token = 327,680 tokens, page size 1 (SGLang's default).
+    code, out, _ = plan(capsys, "--gpu-memory", "40GiB", "--max-seq-len", "131072",
+                        "--emit", "sglang", "--format", "json")  # fmt: skip
+    assert code == 0
+    fields = json.loads(out)["fields"]
+    assert fields["max_total_tokens"] == 327680
+    assert fields["context_length"] == 131072
+    assert fields["page_size"] == 1
+    assert fields["chunked_prefill_size"] == 8192
+    assert "mem_fraction_static" not in fields  # a given KV budget has no fraction
+
+
+def test_sglang_default_fraction_on_an_h100_at_tp8():
+    # memory_hook.py: 81,559 MiB is in [60, 90) GiB, tp >= 4 -> decode max_bs 512, lowered to
+    # max_running_requests 64; reserved = 512 + 8192 x 1.5 + 8 x 1 / 8 x 1024 + 64 x 2
+    # = 13,952 MiB (over the 10,240 floor); (81,559 - 13,952) / 81,559 = 0.82893 -> 0.829.
+    fraction = sglang_default_fraction(
+        H100, tp_size=8, pp_size=1, chunked_prefill_size=8192, max_running=64
+    )
+    assert fraction == 0.829
+
+
+def test_trtllm_yaml_and_its_arithmetic(capsys):
+    # (85,520,809,984 - 17,179,869,184 - 4,294,967,296) x 0.9 = 64,045,973,504 x 0.9
+    # = 57,641,376,153.6 -> 57,641,376,153 B, emitted as kv_cache_config.max_gpu_total_bytes.
+    code, out, _ = plan(capsys, "--gpu", "H100-80GB", "--weights", "16GiB", "--emit", "trtllm",
+                        "--format", "yaml")  # fmt: skip
+    assert code == 0
+    assert "  max_gpu_total_bytes: 57641376153\n" in out
+    assert "  tokens_per_block: 32\n" in out  # the spec's tokens_per_block
+    assert "  free_gpu_memory_fraction: 0.9\n" in out
+    assert "max_seq_len: 32768\n" in out
+
+
+def test_a_budget_that_goes_negative_exits_1_with_the_arithmetic(capsys):
+    # 46,068 MiB (L40S) x 0.92 - 60 GiB - 4 GiB < 0
+    code, out, _ = plan(capsys, "--gpu", "L40S", "--weights", "60GiB", "--emit", "vllm")
+    assert code == 1
+    assert "weights/rank" in out and "KV budget per rank" in out
+    assert "does not fit: the KV budget is not positive" in out
+    assert "--num-gpu-blocks-override" not in out  # no settings for a plan that does not fit
+
+
+def test_an_engine_that_cannot_hold_one_request_exits_1(capsys):
+    # 1 GiB holds 8,192 tokens (1 GiB / 131,072 B), fewer than one request of 32,768.
+    code, out, _ = plan(capsys, "--gpu-memory", "1GiB", "--emit", "vllm")
+    assert code == 1
+    assert "does not fit" in out and "cannot hold one request" in out
+    code, out, _ = plan(capsys, "--gpu-memory", "1GiB", "--emit", "sglang")
+    assert code == 1
+    assert "does not fit: holds 0.250 requests" in out  # 8,192 / 32,768
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--gpu", "H10", "--weights", "1GiB"], "did you mean"),
+        (["--gpu", "80", "--weights", "1GiB"], "needs a unit"),
+        (["--gpu", "H100", "--gpu-memory", "1GiB"], "--gpu needs --weights"),
+        (["--gpu-memory", "40GiB", "--emit", "trtllm", "--format", "args"], "--format yaml"),
+        (["--gpu-memory", "40GiB", "--format", "yaml"], "add --emit"),
+        (["--gpu", "H100", "--weights", "/nonexistent/w"], "no such file"),
+        (["--gpu", "H100", "--weights", "1GiB", "--gpus", "2", "--tp-size", "4"], "fewer than"),
+    ],
+)
+def test_refusals_are_usage_errors(capsys, args, message):
+    code, _, err = plan(capsys, *args)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_weights_dir_without_safetensors(tmp_path, capsys):
+    code, _, err = plan(capsys, "--gpu", "H100", "--weights", str(tmp_path))
+    assert code == 2
+    assert "no *.safetensors file" in err
+
+
+def test_plan_without_the_new_flags_is_unchanged(capsys):
+    code, out, _ = plan(capsys, "--gpu-memory", "16GiB")
+    assert code == 0
+    assert out.startswith("llama3/llama3_1_8b, speculative none, semantics trtllm-v2")
+
+
+def test_readme_emit_example_is_the_commands_output(capsys):
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    regions = re.findall(
+        r"<!-- emit:begin (kvgen [^\n]*?) -->\n```console\n\$ [^\n]*\n(.*?)```\n<!-- emit:end -->",
+        (repo / "README.md").read_text(encoding="utf-8"),
+        re.S,
+    )
+    assert regions
+    for command, shown in regions:
+        result = subprocess.run(
+            [sys.executable, "-m", "kvgen", "-q", *command.split()[1:]],
+            cwd=repo, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert result.stdout == shown
+
+
+@pytest.mark.parametrize(
+    ("family", "model", "ratio", "value"),
+    [
+        # SGLang 0.5.23's fallbacks (sglang/srt/arg_groups/fields/schedule.py), which the
+        # engine model plans with: the sliding pool 0.8 of the full pool's tokens, the Mamba
+        # state 0.9 of the KV memory.
+        ("gpt_oss", "gpt_oss_20b", "swa_full_tokens_ratio", 0.8),
+        ("qwen3_next", "qwen3_next_80b_a3b", "mamba_full_memory_ratio", 0.9),
+    ],
+)
+def test_sglang_states_the_pool_ratio_it_was_planned_with(capsys, family, model, ratio, value):
+    code = main(["-q", "plan", family, model, "--gpu-memory", "40GiB", "--emit", "sglang",
+                 "--format", "json"])  # fmt: skip
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fields"][ratio] == value
+    assert data["fields"]["max_total_tokens"] == data["capacity"]["kv_tokens"]
+
+
+def test_a_profile_the_engine_model_does_not_cover_is_a_usage_error(capsys):
+    code, out, err = plan(capsys, "--gpu-memory", "40GiB", "--emit", "sglang",
+                          "--speculative", "ngram4")  # fmt: skip
+    assert code == 2 and out == ""
+    assert "not modelled" in err
+
+
+def test_hardware_json_without_emit_shows_the_budget(capsys):
+    code, out, _ = plan(capsys, "--gpu", "H100-80GB", "--weights", "16GiB", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    # trtllm-v2 by default: (85,520,809,984 - 16 GiB - 4 GiB) x 0.9 -> 57,641,376,153 B
+    assert data["budget"]["kv_bytes"] == 57_641_376_153
+    assert data["budget"]["fraction_source"].startswith("engine default, tensorrt_llm")
+    assert data["launch"]["fields"]["kv_cache_config"]["max_gpu_total_bytes"] == 57_641_376_153
+
+
+def test_weights_split_over_two_tensor_parallel_ranks(tmp_path, capsys):
+    # The tiny Llama at tp 2 (the spec's 8 KV heads split 4 a rank): per layer the norms stay
+    # whole (256 B), q/o halve (8,192), k/v halve (2,048), gate/up/down halve (24,576): 35,072
+    # B x 3 layers = 105,216; embed_tokens and lm_head pad 100 rows to 128 and keep 64 rows of
+    # 128 B each: 8,192 B x 2; the final norm 128 B. 105,216 + 16,384 + 128 = 121,728 B.
+    # 1 GiB x 0.5 - 121,728 = 536,749,184 B of KV.
+    write_safetensors(tmp_path / "model.safetensors", tiny_llama())
+    code, out, _ = plan(capsys, "--gpu", "1GiB", "--weights", str(tmp_path), "--reserve", "0B",
+                        "--gpu-memory-utilization", "0.5", "--max-seq-len", "2048",
+                        "--tp-size", "2", "--emit", "vllm", "--format", "json")  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["fields"]["kv_cache_memory_bytes"] == 536_749_184
+
+
+def test_weights_as_a_bare_number_needs_a_unit(capsys):
+    code, _, err = plan(capsys, "--gpu", "H100", "--weights", "17")
+    assert code == 2
+    assert "a size needs a unit" in err
