@@ -411,13 +411,13 @@ class VllmLayout(_Record):
         split_heads: tuple[int, ...],  # distinct KV heads of full/sliding layers, in order
         kv_heads_split: str,  # vLLM module that asserts them split over tp ("": none)
         ssm_dtype: str,  # vLLM's SSM dtype for the model ("": the conv dtype)
-        states: tuple[EngineLayer, ...],  # distinct recurrent rows, in order (one page each)
-        # Layers equal but for their count, merged in order of first appearance: (kind, window,
-        # shape, layers, index into states or -1, per-token bytes fixed whatever tp (0: split
-        # by tp), KV heads, bytes per head and token).
+        states: tuple[EngineLayer, ...],  # recurrent rows, in order (one page each)
+        # Per row of layers, target then draft: (kind, window, shape, layers, index into
+        # states or -1, per-token bytes fixed whatever tp (0: split by tp), KV heads, bytes
+        # per head and token).
         rows: tuple[tuple[str, int | None, tuple[object, ...], int, int, int, int, int], ...],
         one_kind: tuple[str, int | None] | None,  # the one (kind, window) of every layer
-        # Hybrid whose rows each make their own groups whatever their pages (no two of one
+        # A hybrid whose rows each make their own groups whatever their pages (no two of one
         # kind and shape): (group size, padding layers, widest group's layers, (groups,
         # layers per group) per row); None: grouped per plan.
         grouping: tuple[int, int, int, tuple[tuple[int, int], ...]] | None,
@@ -497,38 +497,50 @@ def vllm_layout(entry: EngineModel, speculative: str = "none") -> VllmLayout:
             if lay.attention in ("full", "sliding") and heads and heads not in split_heads:
                 split_heads.append(heads)
     states: list[EngineLayer] = []
-    merged: dict[tuple[object, ...], list[object]] = {}
+    rows: list[tuple[str, int | None, tuple[object, ...], int, int, int, int, int]] = []
+    first = None
+    mla = False
+    joined: dict[tuple[object, ...], int] = {}  # row by every field but the layer count
     for lay in layers:
-        values = lay._values()
-        same = values[:1] + values[2:]  # every field but the layer count
-        if same in merged:
-            merged[same][3] += lay.layers  # type: ignore[operator]
-        elif lay.attention == "recurrent":
-            merged[same] = ["recurrent", None, (lay.state_bytes,), lay.layers, len(states), 0, 0, 0]
+        if draft:  # a draft layer like a target's joins its row (one spec, as vLLM groups it)
+            values = lay._values()
+            same = values[:1] + values[2:]
+            if same in joined:
+                row = rows[joined[same]]
+                rows[joined[same]] = (*row[:3], row[3] + lay.layers, *row[4:])
+                continue
+            joined[same] = len(rows)
+        if lay.attention == "recurrent":
+            rows.append(("recurrent", None, (lay.state_bytes,), lay.layers, len(states), 0, 0, 0))
             states.append(lay)
-        else:
-            kind = lay.attention if lay.attention in ("sliding", "chunked") else "full"
-            shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)
-            merged[same] = [kind, lay.window, shape, lay.layers, -1, *_token_bytes_split(lay)]
-    rows = tuple([tuple(row) for row in merged.values()])
+            continue
+        kind = lay.attention if lay.attention in ("sliding", "chunked") else "full"
+        shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)
+        split = _token_bytes_split(lay)
+        rows.append((kind, lay.window, shape, lay.layers, -1, *split))
+        if first is None:
+            first = split
+        mla = mla or lay.attention == "mla"
     kinds = {(row[0], row[1]) for row in rows}
     grouping = None
     if len(kinds) > 1 and len({row[:3] for row in rows}) == len(rows):
-        grouping = _vllm_group_sizes([row[3] for row in rows])  # type: ignore[misc]
-    attention = [lay for lay in layers if lay.attention != "recurrent"]
-    mixers = {lay.mixer for lay in states}  # "": a state known by its bytes only
+        grouping = _vllm_group_sizes([row[3] for row in rows])
+    align = ((0, 1), (0, 1))
+    if states:
+        mixers = {lay.mixer for lay in states}  # "": a state known by its bytes only
+        align = (_vllm_align(mixers, "flashinfer"), _vllm_align(mixers, "triton"))
     return VllmLayout(
         entry.query_heads,
         tuple(split_heads),
         entry.kv_heads_split,
         entry.vllm_ssm_dtype,
         tuple(states),
-        rows,  # type: ignore[arg-type]
+        tuple(rows),
         next(iter(kinds)) if len(kinds) == 1 else None,
         grouping,
-        _token_bytes_split(attention[0]) if attention else None,
-        any(lay.attention == "mla" for lay in attention),
-        (_vllm_align(mixers, "flashinfer"), _vllm_align(mixers, "triton")),
+        first,
+        mla,
+        align,
         entry.max_seq_len,
         retained,
         state_blocks,
@@ -694,12 +706,12 @@ def vllm_plan_at(
         key = (row[0], row[1], size, row[2])
         buckets[key] = buckets.get(key, 0) + row[3]
     group_size, padding, widest, counts = _vllm_group_sizes(list(buckets.values()))
-    made = [
+    grouped = [
         (kind, window, size, count, per_group)
         for (kind, window, size, _shape), (count, per_group) in zip(buckets, counts, strict=True)
     ]
     return _vllm_plan(
-        block_size, widest * largest, made, group_size, padding, mamba_padding,
+        block_size, widest * largest, grouped, group_size, padding, mamba_padding,
         layout.native_max_seq_len, retained, layout.state_blocks, checkpoint,
     )  # fmt: skip
 
@@ -835,19 +847,26 @@ class SglangLayout(_Record):
     (``sglang_layout``): built once per model, so that a plan for another tp does only the
     arithmetic that depends on it (``sglang_plan_at``)."""
 
-    _fields = ("attention", "window", "attention_layers", "mamba", "states", "ssm_state_bytes",
-               "native_max_seq_len")  # fmt: skip
+    _fields = (
+        "attention",
+        "window",
+        "attention_layers",
+        "mamba",
+        "states",
+        "ssm_state_bytes",
+        "native_max_seq_len",
+    )
     __slots__ = _fields
 
     def __init__(
         self,
-        # Attention rows equal but for their layer count, merged: (layers, bytes per token
-        # fixed whatever tp (0: split), KV heads, bytes per head and token, sliding pool).
+        # Per attention row: (layers, bytes per token fixed whatever tp (0: split by tp),
+        # KV heads, bytes per head and token, in the sliding pool).
         attention: tuple[tuple[int, int, int, int, bool], ...],
         window: int | None,  # the sliding window of a hybrid-SWA model
         attention_layers: int,
         mamba: bool,  # every recurrent layer known by its dimensions (Mamba2StateShape)
-        states: tuple[EngineLayer, ...],  # recurrent rows, merged likewise (layers summed)
+        states: tuple[EngineLayer, ...],  # the recurrent rows
         ssm_state_bytes: int,  # per recurrent layer, bf16, tp=1 (state bytes only rows)
         native_max_seq_len: int,
     ) -> None:
@@ -873,38 +892,29 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
             "SGLang sizes every layer with one head count and head size; "
             "a model whose layers differ is not modelled"
         )
-    rows: dict[tuple[int, int, int, bool], int] = {}
+    rows = []
     window = None
     for lay in attention:
         sliding = entry.hybrid_swa and lay.attention in ("sliding", "chunked")
         if sliding:
             window = lay.window
-        key = (*_token_bytes_split(lay), sliding)
-        rows[key] = rows.get(key, 0) + lay.layers
+        rows.append((lay.layers, *_token_bytes_split(lay), sliding))
     recurrent = [lay for lay in entry.layers if lay.attention == "recurrent"]
     # SGLang counts its pools in tokens of attention KV (a row's bytes per token are 0 at
     # every tp exactly when they are at tp 1).
-    if not any(n and (key[0] or key[2]) for key, n in rows.items()):
+    if not any(row[0] and (row[1] or row[3]) for row in rows):
         if not recurrent:
             raise ValueError("the model has no cached layers")
         raise NotModelled("SGLang sizes its pools by attention KV; a model without any is not")
     mamba = bool(recurrent) and all(lay.mixer for lay in recurrent)
     if recurrent and not mamba and not entry.ssm_state_bytes:
         raise NotModelled("the SSM share of its recurrent state is unknown")
-    states: dict[tuple[object, ...], EngineLayer] = {}
-    for lay in recurrent:
-        values = lay._values()
-        same = values[:1] + values[2:]  # every field but the layer count
-        if same in states:
-            values = states[same]._values()
-            lay = EngineLayer(values[0], values[1] + lay.layers, *values[2:])  # type: ignore[arg-type]
-        states[same] = lay
     return SglangLayout(
-        tuple([(n, *key) for key, n in rows.items()]),  # type: ignore[misc]
+        tuple(rows),
         window,
-        sum(lay.layers for lay in attention),
+        sum([lay.layers for lay in attention]),
         mamba,
-        tuple(states.values()),
+        tuple(recurrent),
         entry.ssm_state_bytes,
         entry.max_seq_len,
     )
