@@ -584,15 +584,14 @@ def _unified_block_size(
     # The model's one head config sizes the attention page (vLLM reads it from the model).
     fixed, heads, per_head = layout.first_attention
     per_token = fixed or max(1, heads // tp_size) * per_head
-    step = block_size if block_size > _KERNEL_BLOCK else _KERNEL_BLOCK
+    step = max(_KERNEL_BLOCK, block_size)
     if layout.mla and step < _MLA_HYBRID_BLOCK:
         step = _MLA_HYBRID_BLOCK
     if align > 1:  # align mode: prefill checkpoints land on block boundaries
         step = step * align // _gcd(step, align)
     needed = step * -(-state // (step * per_token))
     needed = _KERNEL_BLOCK * -(-needed // _KERNEL_BLOCK)
-    if needed > block_size:
-        block_size = needed
+    block_size = max(block_size, needed)
     return block_size, max(0, block_size * per_token - state)
 
 
@@ -654,8 +653,7 @@ def vllm_plan_at(
         else:
             page = block_size * (row[5] or max(1, row[6] // tp_size) * row[7])
         specs.append(page)
-        if page > largest:
-            largest = page
+        largest = max(largest, page)
     retained = layout.retained
     if layout.one_kind is not None:
         # One kind of layer (pages may differ): one group, a block holds every layer's page.
