@@ -10,6 +10,10 @@ both), so each policy has one implementation.
 Policies (docs/cost-model.md §9), pinned: vLLM 0.33.0 (``vllm_plan``, ``vllm_capacity``) and
 SGLang 0.5.23 (``sglang_plan``, ``sglang_pools``, ``sglang_capacity``); each is described in
 ``kvgen.engines._vllm`` and ``kvgen.engines._sglang`` with the engine modules it is read from.
+Each plan is in two parts: the layout, what the model and profile alone decide
+(``vllm_layout``, ``sglang_layout``; a generated module keeps one per model and profile), and
+the arithmetic of a block size, tp and modes on it (``vllm_plan_at``, ``sglang_plan_at``), so
+that a configuration not planned before costs a few microseconds (bench/bench_engines.py).
 """
 
 # No `from __future__ import annotations`, as in kvgen.sizing_core (NamedTuple import cost).
@@ -1081,7 +1085,8 @@ def sglang_capacity(
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
 # What each plan reads from the model and profile alone, by (model, profile): filled on a
-# model and profile's first plan, at most one per valid pair (``vllm_layout``).
+# model and profile's first plan, only for a pair ``_check_model`` accepted, so bounded by
+# the family's models x profiles (``vllm_layout``, ``sglang_layout``).
 _VLLM_LAYOUTS: dict[tuple[object, ...], VllmLayout]
 _SGLANG_LAYOUTS: dict[tuple[object, ...], tuple[SglangLayout, int]]  # with the draft layers
 
