@@ -234,6 +234,7 @@ SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
 SSM_DTYPES = ("fp32", "bf16", "fp16")
 _GIB = 1 << 30
+_INFINITY = float("inf")
 
 
 class VllmGroups(_Record):
@@ -1041,7 +1042,12 @@ def sglang_capacity(
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
 ) -> EngineCapacity:
     """SGLang's pools for a planned model, read as an ``EngineCapacity``."""
-    _sglang_ratios(swa_full_tokens_ratio, mamba_full_memory_ratio)
+    swa, mamba = swa_full_tokens_ratio, mamba_full_memory_ratio
+    # Two floats in range pass here; anything else is checked (and named) by _sglang_ratios.
+    if not (
+        type(swa) is float and type(mamba) is float and 0.0 < swa <= 1.0 and 0.0 < mamba < _INFINITY
+    ):
+        _sglang_ratios(swa, mamba)
     if not (
         type(budget_bytes) is int
         and type(max_seq_len) is int
@@ -1055,11 +1061,7 @@ def sglang_capacity(
         )
     _native(max_seq_len, plan.native_max_seq_len)
     pools = sglang_pools(
-        plan,
-        budget_bytes,
-        page_size,
-        swa_full_tokens_ratio=swa_full_tokens_ratio,
-        mamba_full_memory_ratio=mamba_full_memory_ratio,
+        plan, budget_bytes, page_size, swa_full_tokens_ratio=swa, mamba_full_memory_ratio=mamba
     )
     if pools.full_tokens <= 0:
         raise ValueError(f"budget_bytes {budget_bytes} leaves SGLang no KV pool")
