@@ -18,6 +18,7 @@ that a configuration not planned before costs a few microseconds (bench/bench_en
 
 # No `from __future__ import annotations`, as in kvgen.sizing_core (NamedTuple import cost).
 # Relative: the same import in kvgen and in the output folder's copy of the runtime.
+from math import lcm
 from typing import NamedTuple
 
 from .facts import DTYPE_BYTES
@@ -593,17 +594,11 @@ def _unified_block_size(
     if layout.mla and step < _MLA_HYBRID_BLOCK:
         step = _MLA_HYBRID_BLOCK
     if align > 1:  # align mode: prefill checkpoints land on block boundaries
-        step = step * align // _gcd(step, align)
+        step = lcm(step, align)
     needed = step * -(-state // (step * per_token))
     needed = _KERNEL_BLOCK * -(-needed // _KERNEL_BLOCK)
     block_size = max(block_size, needed)
     return block_size, max(0, block_size * per_token - state)
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
 
 
 def vllm_plan(
