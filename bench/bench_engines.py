@@ -1,14 +1,19 @@
 """Time ``engine_capacity`` per call, in kvgen.engines and in the generated sizing modules.
 
-Usage: python bench/bench_engines.py [--calls N]
+Usage: python bench/bench_engines.py [--calls N] [--all]
 
-Prints microseconds per call for each engine on a few shipped models (target: < 5 us warm):
+Prints microseconds per call for each engine on a few shipped models (``--all``: every model
+of every shipped family; targets: warm < 2 us, never-seen < 5 us):
 ``kvgen.engines.engine_capacity`` (cold: the first call, building the plan; warm: the plan
-cached) and ``generated/<family>/sizing.py``'s ``engine_capacity`` (warm, and never-seen: its
-plan caches emptied before every call, so each call plans the model), which answers from
-the module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. Warm
-figures are the best of 5 repeats (the least disturbed by other load on the machine);
-max_seq_len cycles through four lengths so no call repeats the previous one's arguments.
+cached) and ``generated/<family>/sizing.py``'s ``engine_capacity``, which answers from the
+module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. Its columns:
+warm; never-seen, its plan caches emptied before every call, so each call plans the model
+for a block size, tp and modes it has not seen (what the model and profile alone decide, the
+layout, is built on their first plan and kept); first plan, the layouts emptied too.
+Each figure is the best of many short repeats (``--calls`` calls in all, 20 a repeat): on a
+shared machine a longer repeat is rarely undisturbed by other load. max_seq_len cycles
+through four lengths (for a model of under 4096 tokens: half its native context and all of
+it) so no call repeats the previous one's arguments.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import argparse
 import itertools
 import time
 import timeit
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -32,46 +38,79 @@ CASES = (
     ("qwen3_next", "qwen3_next_80b_a3b"),
 )
 BUDGET = 40 << 30
+REPEAT_CALLS = 20
+# The generated module's caches: plans by block size, tp and modes; layouts by model and profile.
+PLAN_CACHES = ("_VLLM_PLANS", "_SGLANG_PLANS")
+LAYOUT_CACHES = ("_VLLM_LAYOUTS", "_SGLANG_LAYOUTS")
 
 
 def generated_module(family_name: str) -> ModuleType:
     return import_generated(ROOT / "generated" / family_name / "sizing.py", "_bench_generated")
 
 
-def warm_us(call: object, calls: int) -> float:
-    """Best of 5 repeats, microseconds per call."""
-    per_repeat = calls // 5
-    return min(timeit.repeat(call, number=per_repeat, repeat=5)) * 1e6 / per_repeat  # type: ignore[arg-type]
+def best_us(call: Callable[[], object], calls: int) -> float:
+    """Best of ``calls // 20`` repeats of 20 calls, microseconds per call."""
+    repeats = max(1, calls // REPEAT_CALLS)
+    return min(timeit.repeat(call, number=REPEAT_CALLS, repeat=repeats)) * 1e6 / REPEAT_CALLS
+
+
+def emptied(module: ModuleType, names: tuple[str, ...]) -> Callable[[], None]:
+    """A call that empties the module's caches ``names`` (those it has)."""
+    caches = [getattr(module, name) for name in names if hasattr(module, name)]
+
+    def empty() -> None:
+        for cache in caches:
+            cache.clear()
+
+    return empty
+
+
+def cases(everything: bool) -> list[tuple[str, str]]:
+    if not everything:
+        return list(CASES)
+    found = []
+    for sizing in sorted((ROOT / "generated").glob("*/sizing.py")):
+        module = generated_module(sizing.parent.name)
+        found += [(sizing.parent.name, model) for model in module.MODELS]
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--all", action="store_true", help="every model of every family")
     args = parser.parse_args(argv)
     print(
-        f"{'engine':10} {'model':22} {'cold us':>9} {'warm us/call':>13} {'generated us':>13} "
-        f"{'never-seen us':>14}"
+        f"{'engine':10} {'model':26} {'cold us':>9} {'warm us/call':>13} {'generated us':>13} "
+        f"{'never-seen us':>14} {'first plan us':>14}"
     )
-    for family_name, model in CASES:
+    for family_name, model in cases(args.all):
         family = load_family(ROOT / "schema" / "families" / f"{family_name}.yaml")
         module = generated_module(family_name)
+        native = module.MAX_SEQ_LEN[model]
+        length = min(8192, native)
+        cycled = [n for n in (4096, 8192, 16384, 32768) if n <= native] or [native // 2, native]
         for engine in ENGINES:
-            kwargs = {"engine": engine, "max_seq_len": 8192, "max_num_tokens": 8192}
+            kwargs = {"engine": engine, "max_seq_len": length, "max_num_tokens": 8192}
             _CACHE.clear()
             start = time.perf_counter()
-            engine_capacity(family, model, BUDGET, block_size=16, **kwargs)
+            try:
+                engine_capacity(family, model, BUDGET, block_size=16, **kwargs)
+            except ValueError as exc:  # NotModelled, or no answer at this budget
+                print(f"{engine:10} {model:26} {type(exc).__name__}")
+                continue
             cold = (time.perf_counter() - start) * 1e6
             del kwargs["max_seq_len"]
-            lengths = itertools.cycle((4096, 8192, 16384, 32768))
+            lengths = itertools.cycle(cycled)
 
             def call(family=family, model=model, kwargs=kwargs, lengths=lengths) -> None:
                 engine_capacity(
                     family, model, BUDGET, block_size=16, max_seq_len=next(lengths), **kwargs
                 )
 
-            warm = warm_us(call, args.calls)
+            warm = best_us(call, args.calls)
             size = None if engine == "trtllm-v2" else 16
-            lengths_g = itertools.cycle((4096, 8192, 16384, 32768))
+            lengths_g = itertools.cycle(cycled)
 
             def call_generated(
                 module=module, model=model, kwargs=kwargs, size=size, lengths=lengths_g
@@ -80,15 +119,21 @@ def main(argv: list[str] | None = None) -> int:
                     model, BUDGET, block_size=size, max_seq_len=next(lengths), **kwargs
                 )
 
-            gen = warm_us(call_generated, args.calls)
+            gen = best_us(call_generated, args.calls)
+            figures = []
+            for names in (PLAN_CACHES, PLAN_CACHES + LAYOUT_CACHES):
+                empty = emptied(module, names)
 
-            def call_never_seen(call=call_generated, module=module) -> None:
-                module._VLLM_PLANS.clear()
-                module._SGLANG_PLANS.clear()
-                call()
+                def call_never_seen(call=call_generated, empty=empty) -> None:
+                    empty()
+                    call()
 
-            never = warm_us(call_never_seen, args.calls)
-            print(f"{engine:10} {model:22} {cold:9.1f} {warm:13.2f} {gen:13.2f} {never:14.2f}")
+                figures.append(best_us(call_never_seen, args.calls))
+            never, first = figures
+            print(
+                f"{engine:10} {model:26} {cold:9.1f} {warm:13.2f} {gen:13.2f} {never:14.2f} "
+                f"{first:14.2f}"
+            )
     return 0
 
 

@@ -11,10 +11,15 @@ both), so each policy has one implementation.
 Policies (docs/cost-model.md §9), pinned: vLLM 0.33.0 (``vllm_plan``, ``vllm_capacity``) and
 SGLang 0.5.23 (``sglang_plan``, ``sglang_pools``, ``sglang_capacity``); each is described in
 ``kvgen.engines._vllm`` and ``kvgen.engines._sglang`` with the engine modules it is read from.
+Each plan is in two parts: the layout, what the model and profile alone decide
+(``vllm_layout``, ``sglang_layout``; a generated module keeps one per model and profile), and
+the arithmetic of a block size, tp and modes on it (``vllm_plan_at``, ``sglang_plan_at``), so
+that a configuration not planned before costs a few microseconds (bench/bench_engines.py).
 """
 
 # No `from __future__ import annotations`, as in kvgen.sizing_core (NamedTuple import cost).
 # Relative: the same import in kvgen and in the output folder's copy of the runtime.
+from math import lcm
 from typing import NamedTuple
 
 from .facts import DTYPE_BYTES
@@ -230,6 +235,7 @@ SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
 SSM_DTYPES = ("fp32", "bf16", "fp16")
 _GIB = 1 << 30
+_INFINITY = float("inf")
 
 
 class VllmGroups(_Record):
@@ -383,78 +389,99 @@ def _vllm_state_bytes(layer: EngineLayer, tp_size: int, draft_tokens: int, ssm_d
     return conv + ssm * DTYPE_BYTES[ssm_dtype or layer.dtype]
 
 
-def _checkpoint_blocks(layers: tuple[EngineLayer, ...], gdn_prefill_backend: str) -> int:
-    """Align mode: the prefill checkpoint block each Mamba layer keeps (MambaMixer2 always;
-    Gated DeltaNet only when FlashInfer's prefill exports mid-prefill states; Mamba-1 none)."""
-    mixers = {lay.mixer for lay in layers if lay.attention == "recurrent"}
-    if "mamba2" in mixers or ("gdn" in mixers and gdn_prefill_backend == "flashinfer"):
-        return 1
-    return 0
+class VllmLayout(_Record):
+    """What vLLM's plan reads from one model and profile, whatever the block size, tp and modes
+    (``vllm_layout``): built once per (model, profile), so that a plan for another block size
+    or tp does only the arithmetic that depends on them (``vllm_plan_at``)."""
+
+    _fields = (
+        "query_heads",
+        "split_heads",
+        "kv_heads_split",
+        "ssm_dtype",
+        "states",
+        "rows",
+        "one_kind",
+        "grouping",
+        "first_attention",
+        "mla",
+        "align",
+        "native_max_seq_len",
+        "retained",
+        "state_blocks",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        query_heads: int,  # 0: unknown (no refusal)
+        split_heads: tuple[int, ...],  # distinct KV heads of full/sliding layers, in order
+        kv_heads_split: str,  # vLLM module that asserts them split over tp ("": none)
+        ssm_dtype: str,  # vLLM's SSM dtype for the model ("": the conv dtype)
+        states: tuple[EngineLayer, ...],  # recurrent rows, in order (one page each)
+        # Per row of layers, target then draft: (kind, window, shape, layers, index into
+        # states or -1, per-token bytes fixed whatever tp (0: split by tp), KV heads, bytes
+        # per head and token).
+        rows: tuple[tuple[str, int | None, tuple[object, ...], int, int, int, int, int], ...],
+        one_kind: tuple[str, int | None] | None,  # the one (kind, window) of every layer
+        # A hybrid whose rows each make their own groups whatever their pages (no two of one
+        # kind and shape): (group size, padding layers, widest group's layers, (groups,
+        # layers per group) per row); None: grouped per plan.
+        grouping: tuple[int, int, int, tuple[tuple[int, int], ...]] | None,
+        first_attention: tuple[int, int, int] | None,  # (fixed, heads, bytes per head)
+        mla: bool,  # an MLA layer: hybrid pages unify on the MLA kernels' block
+        # Align mode per GDN prefill backend (flashinfer, triton): (prefill checkpoint blocks
+        # per Mamba group, the token grid checkpoints land on).
+        align: tuple[tuple[int, int], tuple[int, int]],
+        native_max_seq_len: int,
+        retained: int,
+        state_blocks: int,
+    ) -> None:
+        self.query_heads = query_heads
+        self.split_heads = split_heads
+        self.kv_heads_split = kv_heads_split
+        self.ssm_dtype = ssm_dtype
+        self.states = states
+        self.rows = rows
+        self.one_kind = one_kind
+        self.grouping = grouping
+        self.first_attention = first_attention
+        self.mla = mla
+        self.align = align
+        self.native_max_seq_len = native_max_seq_len
+        self.retained = retained
+        self.state_blocks = state_blocks
 
 
-def _unified_block_size(
-    layers: tuple[EngineLayer, ...], block_size: int, tp_size: int, states: list[int], align: int
-) -> tuple[int, int]:
-    """Mamba page unification: (attention block size, bytes added to each Mamba page)."""
-    attention = [lay for lay in layers if lay.attention != "recurrent"]
-    if not states or not attention:
-        return block_size, 0
-    state = max(states)
-    # The model's one head config sizes the attention page (vLLM reads it from the model).
-    per_token = _layer_bytes(attention[0], tp_size)
-    step = max(_KERNEL_BLOCK, block_size)
-    if any(lay.attention == "mla" for lay in attention):
-        step = max(step, _MLA_HYBRID_BLOCK)
-    if align > 1:  # align mode: prefill checkpoints land on block boundaries
-        step = step * align // _gcd(step, align)
-    needed = step * -(-state // (step * per_token))
-    needed = _KERNEL_BLOCK * -(-needed // _KERNEL_BLOCK)
-    block_size = max(block_size, needed)
-    return block_size, max(0, block_size * per_token - state)
+def _token_bytes_split(layer: EngineLayer) -> tuple[int, int, int]:
+    """(bytes per token fixed whatever tp (0: split), KV heads, bytes per head and token):
+    ``_layer_bytes`` is ``fixed or max(1, heads // tp_size) * per_head``."""
+    if layer.token_bytes:  # a packed layout: its dtype is never read
+        return layer.token_bytes, layer.kv_heads, 0
+    per_head = (layer.head_dim + layer.value_dim) * DTYPE_BYTES[layer.dtype]
+    return (per_head if layer.attention == "mla" else 0), layer.kv_heads, per_head
 
 
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
+def _vllm_group_sizes(counts: list[int]) -> tuple[int, int, int, tuple[tuple[int, int], ...]]:
+    """vLLM's groups of kinds with ``counts`` layers: (group size, padding layers, widest
+    group's layers, (groups, layers per group) per kind)."""
+    smallest, biggest = min(counts), max(counts)
+    group_size = biggest if biggest < smallest * _EQUAL_GROUPS_BELOW else smallest
+    made = []
+    padding = widest = 0
+    for n in counts:
+        count = -(-n // group_size)
+        per_group = -(-n // count)
+        made.append((count, per_group))
+        padding += count * group_size - n
+        widest = max(widest, per_group)
+    return group_size, padding, widest, tuple(made)
 
 
-def _vllm_tp_refusal(entry: EngineModel, tp_size: int) -> None:
-    """The tp sizes vLLM refuses to start with, with its reason."""
-    version = ENGINE_VERSIONS["vllm"]
-    if entry.query_heads and entry.query_heads % tp_size:
-        raise ValueError(
-            f"vLLM {version} refuses tp_size {tp_size}: the model's {entry.query_heads} query "
-            "heads must divide by it (ModelConfig.verify_with_parallel_config)"
-        )
-    if not entry.kv_heads_split:
-        return
-    for lay in entry.layers:
-        heads = lay.kv_heads
-        if (
-            lay.attention in ("full", "sliding")
-            and heads
-            and (heads % tp_size if heads >= tp_size else tp_size % heads)
-        ):
-            raise ValueError(
-                f"vLLM {version} refuses tp_size {tp_size}: its attention layer asserts the "
-                f"{heads} KV heads split over tp (or tp over them) "
-                f"(vllm/model_executor/models/{entry.kv_heads_split}.py)"
-            )
-
-
-def vllm_plan(
-    entry: EngineModel,
-    *,
-    block_size: int,
-    tp_size: int = 1,
-    speculative: str = "none",
-    mamba_cache_mode: str = VLLM_MAMBA_CACHE_MODE,
-    gdn_prefill_backend: str = "flashinfer",
-    ssm_dtype: str | None = None,
-) -> VllmPlan:
-    """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does.
-    ``ssm_dtype`` None: vLLM's default for the model (``entry.vllm_ssm_dtype``)."""
+def vllm_layout(entry: EngineModel, speculative: str = "none") -> VllmLayout:
+    """The part of vLLM's plan that depends on the model and profile only; raises
+    ``NotModelled`` where vLLM's answer is not modelled, ValueError for a model without
+    cached layers."""
     if entry.vllm_unmodelled:
         raise NotModelled(UNMODELLED[entry.vllm_unmodelled], entry.vllm_unmodelled)
     retained = state_blocks = 0
@@ -470,88 +497,229 @@ def vllm_plan(
     layers = entry.layers + draft
     if not layers:
         raise ValueError("the model has no cached layers")
-    _vllm_tp_refusal(entry, tp_size)
-    ssm = entry.vllm_ssm_dtype if ssm_dtype is None else ssm_dtype
-    pages = {
-        id(lay): _vllm_state_bytes(lay, tp_size, state_blocks, ssm)
-        for lay in layers
-        if lay.attention == "recurrent"
-    }
-    checkpoint, mamba_padding = 0, 0
-    if pages:  # a Mamba hybrid: align mode and page unification
-        align = mamba_cache_mode == "align"
-        checkpoint = _checkpoint_blocks(layers, gdn_prefill_backend) if align else 0
-        step = 1
-        if align and _gdn_exports(layers, gdn_prefill_backend):
-            step = _FLASHINFER_GDN_ALIGNMENT
-        block_size, mamba_padding = _unified_block_size(
-            layers, block_size, tp_size, list(pages.values()), step
-        )
-    # A layer's spec: how it reserves blocks, its page at this block size, and its shape
-    # (vLLM groups equal specs only: two layers with the same page but other heads differ).
-    specs: list[tuple[str, int | None, int, int, tuple[object, ...], int]] = []
+    split_heads: list[int] = []
+    if entry.kv_heads_split:
+        for lay in entry.layers:
+            heads = lay.kv_heads
+            if lay.attention in ("full", "sliding") and heads and heads not in split_heads:
+                split_heads.append(heads)
+    states: list[EngineLayer] = []
+    rows: list[tuple[str, int | None, tuple[object, ...], int, int, int, int, int]] = []
+    first = None
+    mla = False
+    joined: dict[tuple[object, ...], int] = {}  # row by every field but the layer count
     for lay in layers:
+        if draft:  # a draft layer like a target's joins its row (one spec, as vLLM groups it)
+            values = lay._values()
+            same = values[:1] + values[2:]
+            if same in joined:
+                row = rows[joined[same]]
+                rows[joined[same]] = (*row[:3], row[3] + lay.layers, *row[4:])
+                continue
+            joined[same] = len(rows)
         if lay.attention == "recurrent":
-            page = pages[id(lay)] + mamba_padding
-            specs.append(("recurrent", None, block_size, page, (lay.state_bytes,), lay.layers))
-        else:
-            heads = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)
-            kind = lay.attention if lay.attention in ("sliding", "chunked") else "full"
-            page = block_size * _layer_bytes(lay, tp_size)
-            specs.append((kind, lay.window, block_size, page, heads, lay.layers))
-    total = sum(spec[5] for spec in specs)
-    kinds = {(spec[0], spec[1]) for spec in specs}
-    if len(kinds) == 1:
-        # One kind of layer (pages may differ): one group, a block holds every layer's page.
-        ((kind, window),) = kinds
-        group = VllmGroups(kind, window, block_size, 1, total)
-        per_block = sum(spec[3] * spec[5] for spec in specs)
-        return _vllm_plan(
-            block_size, per_block, [group], total, 0, 0, entry.max_seq_len, retained, state_blocks,
-            checkpoint,
-        )  # fmt: skip
-    # Hybrid: pages are unified to the largest one. A smaller attention page that divides it
-    # covers proportionally more tokens per block; otherwise the page is padded.
-    largest = max(spec[3] for spec in specs)
-    buckets: dict[tuple[str, int | None, int, tuple[object, ...]], int] = {}
-    for kind, window, size, page, shape, count in specs:
-        if kind != "recurrent" and largest % page == 0:
-            size = size * (largest // page)
-        key = (kind, window, size, shape)
-        buckets[key] = buckets.get(key, 0) + count
-    smallest, biggest = min(buckets.values()), max(buckets.values())
-    group_size = biggest if biggest < smallest * _EQUAL_GROUPS_BELOW else smallest
-    groups = []
-    padding = 0
-    for (kind, window, size, _shape), n in buckets.items():
-        count = -(-n // group_size)
-        groups.append(VllmGroups(kind, window, size, count, -(-n // count)))
-        padding += count * group_size - n
-    widest = max(g.layers for g in groups)
-    return _vllm_plan(
-        block_size,
-        widest * largest,
-        groups,
-        group_size,
-        padding,
-        mamba_padding,
+            rows.append(("recurrent", None, (lay.state_bytes,), lay.layers, len(states), 0, 0, 0))
+            states.append(lay)
+            continue
+        kind = lay.attention if lay.attention in ("sliding", "chunked") else "full"
+        shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)
+        split = _token_bytes_split(lay)
+        rows.append((kind, lay.window, shape, lay.layers, -1, *split))
+        if first is None:
+            first = split
+        mla = mla or lay.attention == "mla"
+    kinds = {(row[0], row[1]) for row in rows}
+    grouping = None
+    if len(kinds) > 1 and len({row[:3] for row in rows}) == len(rows):
+        grouping = _vllm_group_sizes([row[3] for row in rows])
+    align = ((0, 1), (0, 1))
+    if states:
+        mixers = {lay.mixer for lay in states}  # "": a state known by its bytes only
+        align = (_vllm_align(mixers, "flashinfer"), _vllm_align(mixers, "triton"))
+    return VllmLayout(
+        entry.query_heads,
+        tuple(split_heads),
+        entry.kv_heads_split,
+        entry.vllm_ssm_dtype,
+        tuple(states),
+        tuple(rows),
+        next(iter(kinds)) if len(kinds) == 1 else None,
+        grouping,
+        first,
+        mla,
+        align,
         entry.max_seq_len,
         retained,
         state_blocks,
-        checkpoint,
     )
 
 
-def _gdn_exports(layers: tuple[EngineLayer, ...], gdn_prefill_backend: str) -> bool:
-    """Whether every Mamba layer exports prefill checkpoints on FlashInfer's 64-token grid."""
-    mixers = {lay.mixer for lay in layers if lay.attention == "recurrent"}
-    return mixers == {"gdn"} and gdn_prefill_backend == "flashinfer"
+def _vllm_align(mixers: set[str], gdn_prefill_backend: str) -> tuple[int, int]:
+    """Align mode: (the prefill checkpoint block each Mamba layer keeps, the token grid the
+    checkpoints land on). MambaMixer2 keeps one always, Gated DeltaNet only when FlashInfer's
+    prefill exports mid-prefill states (on its 64-token grid when every Mamba layer is GDN),
+    Mamba-1 none."""
+    flashinfer = gdn_prefill_backend == "flashinfer"
+    checkpoint = 1 if "mamba2" in mixers or ("gdn" in mixers and flashinfer) else 0
+    return checkpoint, _FLASHINFER_GDN_ALIGNMENT if flashinfer and mixers == {"gdn"} else 1
+
+
+def _vllm_tp_refusal(layout: VllmLayout, tp_size: int) -> None:
+    """The tp sizes vLLM refuses to start with, with its reason."""
+    version = ENGINE_VERSIONS["vllm"]
+    if layout.query_heads and layout.query_heads % tp_size:
+        raise ValueError(
+            f"vLLM {version} refuses tp_size {tp_size}: the model's {layout.query_heads} query "
+            "heads must divide by it (ModelConfig.verify_with_parallel_config)"
+        )
+    for heads in layout.split_heads:
+        if heads % tp_size if heads >= tp_size else tp_size % heads:
+            raise ValueError(
+                f"vLLM {version} refuses tp_size {tp_size}: its attention layer asserts the "
+                f"{heads} KV heads split over tp (or tp over them) "
+                f"(vllm/model_executor/models/{layout.kv_heads_split}.py)"
+            )
+
+
+def _unified_block_size(
+    layout: VllmLayout, block_size: int, tp_size: int, state: int, align: int
+) -> tuple[int, int]:
+    """Mamba page unification: (attention block size, bytes added to each Mamba page), for
+    the largest Mamba page ``state``."""
+    if layout.first_attention is None:
+        return block_size, 0
+    # The model's one head config sizes the attention page (vLLM reads it from the model).
+    fixed, heads, per_head = layout.first_attention
+    per_token = fixed or max(1, heads // tp_size) * per_head
+    step = max(_KERNEL_BLOCK, block_size)
+    if layout.mla and step < _MLA_HYBRID_BLOCK:
+        step = _MLA_HYBRID_BLOCK
+    if align > 1:  # align mode: prefill checkpoints land on block boundaries
+        step = lcm(step, align)
+    needed = step * -(-state // (step * per_token))
+    needed = _KERNEL_BLOCK * -(-needed // _KERNEL_BLOCK)
+    block_size = max(block_size, needed)
+    return block_size, max(0, block_size * per_token - state)
+
+
+def vllm_plan(
+    entry: EngineModel,
+    *,
+    block_size: int,
+    tp_size: int = 1,
+    speculative: str = "none",
+    mamba_cache_mode: str = VLLM_MAMBA_CACHE_MODE,
+    gdn_prefill_backend: str = "flashinfer",
+    ssm_dtype: str | None = None,
+) -> VllmPlan:
+    """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does.
+    ``ssm_dtype`` None: vLLM's default for the model (``entry.vllm_ssm_dtype``)."""
+    layout = vllm_layout(entry, speculative)
+    return vllm_plan_at(
+        layout, block_size, tp_size, mamba_cache_mode, gdn_prefill_backend, ssm_dtype
+    )
+
+
+def vllm_plan_at(
+    layout: VllmLayout,
+    block_size: int,
+    tp_size: int,
+    mamba_cache_mode: str,
+    gdn_prefill_backend: str,
+    ssm_dtype: str | None,
+) -> VllmPlan:
+    """``vllm_plan`` for a model's layout: what depends on the block size, tp and modes."""
+    query = layout.query_heads
+    if (query and query % tp_size) or layout.split_heads:
+        _vllm_tp_refusal(layout, tp_size)
+    checkpoint = mamba_padding = 0
+    pages = []
+    if layout.states:  # a Mamba hybrid: align mode and page unification
+        ssm = layout.ssm_dtype if ssm_dtype is None else ssm_dtype
+        for lay in layout.states:
+            pages.append(_vllm_state_bytes(lay, tp_size, layout.state_blocks, ssm))
+        step = 1
+        if mamba_cache_mode == "align":
+            checkpoint, step = layout.align[gdn_prefill_backend != "flashinfer"]
+        block_size, mamba_padding = _unified_block_size(
+            layout, block_size, tp_size, max(pages), step
+        )
+    # A row's page at this block size (vLLM groups equal specs only: two layers with the same
+    # page but other heads differ, hence the shape).
+    specs = []
+    largest = 0
+    for row in layout.rows:
+        if row[4] >= 0:
+            page = pages[row[4]] + mamba_padding
+        else:
+            page = block_size * (row[5] or max(1, row[6] // tp_size) * row[7])
+        specs.append(page)
+        largest = max(largest, page)
+    retained = layout.retained
+    if layout.one_kind is not None:
+        # One kind of layer (pages may differ): one group, a block holds every layer's page.
+        kind, window = layout.one_kind
+        per_block = total = 0
+        for row, page in zip(layout.rows, specs, strict=True):
+            per_block += page * row[3]
+            total += row[3]
+        return _vllm_plan(
+            block_size, per_block, ((kind, window, block_size, 1, total),), total, 0, 0,
+            layout.native_max_seq_len, retained, layout.state_blocks, checkpoint,
+        )  # fmt: skip
+    # Hybrid: pages are unified to the largest one. A smaller attention page that divides it
+    # covers proportionally more tokens per block; otherwise the page is padded.
+    grouping = layout.grouping
+    if grouping is not None:  # each row its own groups: only the block sizes vary
+        group_size, padding, widest, counts = grouping
+        made = []
+        full = []
+        sliding = []
+        chunked = []
+        states = 0
+        for row, page, (count, per_group) in zip(layout.rows, specs, counts, strict=True):
+            kind = row[0]
+            size = block_size
+            if kind == "recurrent":
+                states += count
+            else:
+                if largest % page == 0:
+                    size = block_size * (largest // page)
+                if kind == "full":
+                    full.append((count, size))
+                elif kind == "sliding":
+                    sliding.append((count, (row[1] or 1) - 1 + retained, size))
+                else:  # chunked
+                    chunked.append((count, row[1] or 0, size))
+            made.append(VllmGroups(kind, row[1], size, count, per_group))
+        return VllmPlan(
+            block_size, widest * largest, tuple(made), group_size, padding, mamba_padding,
+            tuple(full), tuple(sliding), states, layout.native_max_seq_len,
+            layout.state_blocks, checkpoint, tuple(chunked),
+        )  # fmt: skip
+    buckets: dict[tuple[str, int | None, int, tuple[object, ...]], int] = {}
+    for row, page in zip(layout.rows, specs, strict=True):
+        size = block_size
+        if row[0] != "recurrent" and largest % page == 0:
+            size = block_size * (largest // page)
+        key = (row[0], row[1], size, row[2])
+        buckets[key] = buckets.get(key, 0) + row[3]
+    group_size, padding, widest, counts = _vllm_group_sizes(list(buckets.values()))
+    grouped = [
+        (kind, window, size, count, per_group)
+        for (kind, window, size, _shape), (count, per_group) in zip(buckets, counts, strict=True)
+    ]
+    return _vllm_plan(
+        block_size, widest * largest, grouped, group_size, padding, mamba_padding,
+        layout.native_max_seq_len, retained, layout.state_blocks, checkpoint,
+    )  # fmt: skip
 
 
 def _vllm_plan(
     block_size: int,
     bytes_per_block: int,
-    groups: list[VllmGroups],
+    groups: list[tuple[str, int | None, int, int, int]]
+    | tuple[tuple[str, int | None, int, int, int], ...],
     group_size: int,
     padding: int,
     mamba_padding: int,
@@ -560,19 +728,26 @@ def _vllm_plan(
     state_blocks: int,
     checkpoint: int,
 ) -> VllmPlan:
-    full = tuple((g.group_count, g.block_size) for g in groups if g.attention == "full")
-    sliding = tuple(
-        (g.group_count, (g.window or 1) - 1 + retained, g.block_size)
-        for g in groups
-        if g.attention == "sliding"
-    )
-    states = sum(g.group_count for g in groups if g.attention == "recurrent")
-    chunked = tuple(
-        (g.group_count, g.window or 0, g.block_size) for g in groups if g.attention == "chunked"
-    )
+    """The plan of grouped layers, given as (kind, window, block size, groups, layers per
+    group): the blocks each kind of group reserves per request."""
+    made = []
+    full = []
+    sliding = []
+    chunked = []
+    states = 0
+    for kind, window, size, count, layers in groups:
+        made.append(VllmGroups(kind, window, size, count, layers))
+        if kind == "full":
+            full.append((count, size))
+        elif kind == "sliding":
+            sliding.append((count, (window or 1) - 1 + retained, size))
+        elif kind == "recurrent":
+            states += count
+        else:  # chunked
+            chunked.append((count, window or 0, size))
     return VllmPlan(
-        block_size, bytes_per_block, tuple(groups), group_size, padding, mamba_padding, full,
-        sliding, states, native, state_blocks, checkpoint, chunked,
+        block_size, bytes_per_block, tuple(made), group_size, padding, mamba_padding,
+        tuple(full), tuple(sliding), states, native, state_blocks, checkpoint, tuple(chunked),
     )  # fmt: skip
 
 
@@ -666,14 +841,46 @@ def vllm_capacity(
     return capacity
 
 
-def sglang_plan(
-    entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32", draft_layers: int = 0
-) -> SglangPlan:
-    """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them.
-    ``draft_layers``: an EAGLE3/MTP drafter's layers, which SGLang charges at the target's
-    per-layer size on the same tokens (pool_configurator.py, eagle_draft_num_layers)."""
-    if ssm_dtype not in SSM_DTYPES:
-        raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm_dtype!r}")
+class SglangLayout(_Record):
+    """What SGLang's sizing reads from one model alone, whatever tp and the SSM dtype
+    (``sglang_layout``): built once per model, so that a plan for another tp does only the
+    arithmetic that depends on it (``sglang_plan_at``)."""
+
+    _fields = (
+        "attention",
+        "window",
+        "attention_layers",
+        "mamba",
+        "states",
+        "ssm_state_bytes",
+        "native_max_seq_len",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        # Per attention row: (layers, bytes per token fixed whatever tp (0: split by tp),
+        # KV heads, bytes per head and token, in the sliding pool).
+        attention: tuple[tuple[int, int, int, int, bool], ...],
+        window: int | None,  # the sliding window of a hybrid-SWA model
+        attention_layers: int,
+        mamba: bool,  # every recurrent layer known by its dimensions (Mamba2StateShape)
+        states: tuple[EngineLayer, ...],  # the recurrent rows
+        ssm_state_bytes: int,  # per recurrent layer, bf16, tp=1 (state bytes only rows)
+        native_max_seq_len: int,
+    ) -> None:
+        self.attention = attention
+        self.window = window
+        self.attention_layers = attention_layers
+        self.mamba = mamba
+        self.states = states
+        self.ssm_state_bytes = ssm_state_bytes
+        self.native_max_seq_len = native_max_seq_len
+
+
+def sglang_layout(entry: EngineModel) -> SglangLayout:
+    """The part of SGLang's sizing that depends on the model only; raises ``NotModelled``
+    where SGLang's answer is not modelled, ValueError for a model without cached layers."""
     if entry.sglang_unmodelled:
         raise NotModelled(UNMODELLED[entry.sglang_unmodelled], entry.sglang_unmodelled)
     if entry.unmodelled:
@@ -684,24 +891,61 @@ def sglang_plan(
             "SGLang sizes every layer with one head count and head size; "
             "a model whose layers differ is not modelled"
         )
-    full = swa = 0
+    rows = []
     window = None
     for lay in attention:
-        if entry.hybrid_swa and lay.attention in ("sliding", "chunked"):
-            swa += lay.layers * _layer_bytes(lay, tp_size)
+        sliding = entry.hybrid_swa and lay.attention in ("sliding", "chunked")
+        if sliding:
             window = lay.window
-        else:
-            full += lay.layers * _layer_bytes(lay, tp_size)
-    state = extra = 0
+        rows.append((lay.layers, *_token_bytes_split(lay), sliding))
     recurrent = [lay for lay in entry.layers if lay.attention == "recurrent"]
-    if not full and not swa:  # SGLang counts its pools in tokens of attention KV
+    # SGLang counts its pools in tokens of attention KV (a row's bytes per token are 0 at
+    # every tp exactly when they are at tp 1).
+    if not any(row[0] and (row[1] or row[3]) for row in rows):
         if not recurrent:
             raise ValueError("the model has no cached layers")
         raise NotModelled("SGLang sizes its pools by attention KV; a model without any is not")
-    if recurrent and all(lay.mixer for lay in recurrent):
+    mamba = bool(recurrent) and all(lay.mixer for lay in recurrent)
+    if recurrent and not mamba and not entry.ssm_state_bytes:
+        raise NotModelled("the SSM share of its recurrent state is unknown")
+    return SglangLayout(
+        tuple(rows),
+        window,
+        sum([lay.layers for lay in attention]),
+        mamba,
+        tuple(recurrent),
+        entry.ssm_state_bytes,
+        entry.max_seq_len,
+    )
+
+
+def sglang_plan(
+    entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32", draft_layers: int = 0
+) -> SglangPlan:
+    """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them.
+    ``draft_layers``: an EAGLE3/MTP drafter's layers, which SGLang charges at the target's
+    per-layer size on the same tokens (pool_configurator.py, eagle_draft_num_layers)."""
+    if ssm_dtype not in SSM_DTYPES:
+        raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm_dtype!r}")
+    return sglang_plan_at(sglang_layout(entry), tp_size, ssm_dtype, draft_layers)
+
+
+def sglang_plan_at(
+    layout: SglangLayout, tp_size: int, ssm_dtype: str, draft_layers: int
+) -> SglangPlan:
+    """``sglang_plan`` for a model's layout (``ssm_dtype`` checked): what depends on tp."""
+    full = swa = 0
+    for count, fixed, heads, per_head, sliding in layout.attention:
+        if sliding:
+            swa += count * (fixed or max(1, heads // tp_size) * per_head)
+        else:
+            full += count * (fixed or max(1, heads // tp_size) * per_head)
+    state = extra = 0
+    if layout.mamba:
         # By dimensions (Mamba2StateShape.create): B/C groups fewer than tp are replicated up
         # to tp (Gated DeltaNet's key heads too), the SSM part in ssm_dtype.
-        for lay in recurrent:
+        ssm_bytes = DTYPE_BYTES[ssm_dtype]
+        for lay in layout.states:
             channels = lay.conv_channels
             if lay.n_groups and lay.n_groups % tp_size:
                 channels += 2 * (tp_size - lay.n_groups) * lay.d_state
@@ -712,25 +956,23 @@ def sglang_plan(
                 )
             elements = lay.ssm_heads // tp_size * lay.ssm_head_elements
             conv = channels // tp_size * lay.conv_rows * DTYPE_BYTES[lay.dtype]
-            state += lay.layers * (conv + elements * DTYPE_BYTES[ssm_dtype])
-            extra += lay.layers * elements * (DTYPE_BYTES[ssm_dtype] - DTYPE_BYTES[lay.dtype])
-    elif recurrent:
-        if not entry.ssm_state_bytes:
-            raise NotModelled("the SSM share of its recurrent state is unknown")
-        ssm = entry.ssm_state_bytes
+            state += lay.layers * (conv + elements * ssm_bytes)
+            extra += lay.layers * elements * (ssm_bytes - DTYPE_BYTES[lay.dtype])
+    elif layout.states:
+        ssm = layout.ssm_state_bytes
         # fp32 SSM state: the SSM part is stored at ssm_dtype instead of the spec's 2 bytes.
         extra_per_layer = ssm * DTYPE_BYTES[ssm_dtype] // 2 - ssm
-        for lay in recurrent:
+        for lay in layout.states:
             state += lay.layers * ((lay.state_bytes + extra_per_layer) // tp_size)
             extra += lay.layers * (extra_per_layer // tp_size)
     if draft_layers:
-        if swa or recurrent:
+        if swa or layout.states:
             raise NotModelled(
                 "SGLang's EAGLE/MTP draft pool is modelled for full-attention models only"
             )
-        layers = sum(lay.layers for lay in attention)
-        full += int(full * draft_layers / layers)  # the draft shares the per-layer size
-    return SglangPlan(full, swa, window, state, extra, entry.max_seq_len)
+        # The draft shares the per-layer size.
+        full += int(full * draft_layers / layout.attention_layers)
+    return SglangPlan(full, swa, layout.window, state, extra, layout.native_max_seq_len)
 
 
 def sglang_pools(
@@ -795,7 +1037,12 @@ def sglang_capacity(
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
 ) -> EngineCapacity:
     """SGLang's pools for a planned model, read as an ``EngineCapacity``."""
-    _sglang_ratios(swa_full_tokens_ratio, mamba_full_memory_ratio)
+    swa, mamba = swa_full_tokens_ratio, mamba_full_memory_ratio
+    # Two floats in range pass here; anything else is checked (and named) by _sglang_ratios.
+    if not (
+        type(swa) is float and type(mamba) is float and 0.0 < swa <= 1.0 and 0.0 < mamba < _INFINITY
+    ):
+        _sglang_ratios(swa, mamba)
     if not (
         type(budget_bytes) is int
         and type(max_seq_len) is int
@@ -809,11 +1056,7 @@ def sglang_capacity(
         )
     _native(max_seq_len, plan.native_max_seq_len)
     pools = sglang_pools(
-        plan,
-        budget_bytes,
-        page_size,
-        swa_full_tokens_ratio=swa_full_tokens_ratio,
-        mamba_full_memory_ratio=mamba_full_memory_ratio,
+        plan, budget_bytes, page_size, swa_full_tokens_ratio=swa, mamba_full_memory_ratio=mamba
     )
     if pools.full_tokens <= 0:
         raise ValueError(f"budget_bytes {budget_bytes} leaves SGLang no KV pool")
@@ -839,6 +1082,11 @@ def sglang_capacity(
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
+# What each plan reads from the model and profile alone, by (model, profile): filled on a
+# model and profile's first plan, only for a pair ``_check_model`` accepted, so bounded by
+# the family's models x profiles (``vllm_layout``, ``sglang_layout``).
+_VLLM_LAYOUTS: dict[tuple[object, ...], VllmLayout]
+_SGLANG_LAYOUTS: dict[tuple[object, ...], tuple[SglangLayout, int]]  # with the draft layers
 
 
 def _vllm_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
@@ -959,8 +1207,17 @@ def engine_capacity(
         except TypeError:  # an unhashable argument: named below
             plan = None
         if plan is None:
-            entry = _check_model(model, speculative, engine)
-            size = VLLM_BLOCK_SIZE if block_size is None else _integer("block_size", block_size, 1)
+            try:
+                layout = _VLLM_LAYOUTS.get((model, speculative))
+            except TypeError:  # an unhashable argument: named below
+                layout = None
+            if layout is None:  # known layouts are of a model and profile checked before
+                entry = _check_model(model, speculative, engine)
+            size = block_size
+            if size is None:
+                size = VLLM_BLOCK_SIZE
+            elif type(size) is not int or not 0 < size <= _MAX_INT:
+                size = _integer("block_size", block_size, 1)
             if mamba_cache_mode not in MAMBA_CACHE_MODES:
                 raise ValueError(
                     f"mamba_cache_mode must be one of {MAMBA_CACHE_MODES}, got {mamba_cache_mode!r}"
@@ -968,15 +1225,13 @@ def engine_capacity(
             _vllm_choice("gdn_prefill_backend", gdn_prefill_backend, GDN_PREFILL_BACKENDS)
             if ssm_dtype is not None:
                 _vllm_choice("ssm_dtype", ssm_dtype, SSM_DTYPES)
-            plan = vllm_plan(
-                entry,
-                block_size=size,
-                tp_size=_integer("tp_size", tp_size, 1),
-                speculative=speculative,
-                mamba_cache_mode=mamba_cache_mode,
-                gdn_prefill_backend=gdn_prefill_backend,
-                ssm_dtype=ssm_dtype,
-            )
+            tp = tp_size
+            if type(tp) is not int or not 0 < tp <= _MAX_INT:
+                tp = _integer("tp_size", tp_size, 1)
+            if layout is None:
+                layout = vllm_layout(entry, speculative)
+                _VLLM_LAYOUTS[(model, speculative)] = layout  # bounded: models x profiles
+            plan = vllm_plan_at(layout, size, tp, mamba_cache_mode, gdn_prefill_backend, ssm_dtype)
             if len(_VLLM_PLANS) >= 4096:
                 _VLLM_PLANS.clear()
             _VLLM_PLANS[key] = plan
@@ -991,13 +1246,23 @@ def engine_capacity(
     except TypeError:  # an unhashable argument: named below
         plan_s = None
     if plan_s is None:
-        entry = _check_model(model, speculative, engine)
-        plan_s = sglang_plan(
-            entry,
-            tp_size=_integer("tp_size", tp_size, 1),
-            ssm_dtype=ssm_dtype or "fp32",
-            draft_layers=0 if speculative == "none" else entry.drafts[speculative].sglang_layers,
-        )
+        try:
+            layout_s = _SGLANG_LAYOUTS.get((model, speculative))
+        except TypeError:  # an unhashable argument: named below
+            layout_s = None
+        if layout_s is None:  # known layouts are of a model and profile checked before
+            entry = _check_model(model, speculative, engine)
+        tp = tp_size
+        if type(tp) is not int or not 0 < tp <= _MAX_INT:
+            tp = _integer("tp_size", tp_size, 1)
+        ssm = ssm_dtype or "fp32"
+        if ssm not in SSM_DTYPES:
+            raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm!r}")
+        if layout_s is None:
+            draft = 0 if speculative == "none" else entry.drafts[speculative].sglang_layers
+            layout_s = (sglang_layout(entry), draft)
+            _SGLANG_LAYOUTS[(model, speculative)] = layout_s  # bounded: models x profiles
+        plan_s = sglang_plan_at(layout_s[0], tp, ssm, layout_s[1])
         if len(_SGLANG_PLANS) >= 4096:
             _SGLANG_PLANS.clear()
         _SGLANG_PLANS[key_s] = plan_s
@@ -1016,6 +1281,8 @@ def bind(namespace: dict[str, object]) -> None:
 
 def _derive_engines() -> None:
     """Per family, at bind: its own plan caches (model names repeat across families)."""
-    global _VLLM_PLANS, _SGLANG_PLANS
+    global _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
     _VLLM_PLANS = {}
     _SGLANG_PLANS = {}
+    _VLLM_LAYOUTS = {}
+    _SGLANG_LAYOUTS = {}
