@@ -1,7 +1,8 @@
-"""Byte sizes as people write them (``80GiB``, ``1.5TiB``, ``512MiB``, ``17179869184``).
+"""Byte sizes as people write them (``80GiB``, ``1.5TiB``, ``512MiB``, ``17179869184B``).
 
 Binary units (KiB, MiB, GiB, TiB, PiB) are powers of 1024, decimal ones (KB, MB, GB, TB, PB)
-powers of 1000; units are case-insensitive and may follow a space. A size must come to a whole
+powers of 1000; units are case-insensitive and may follow a space. A flag needs the unit
+(``size_argument``); a bare number is bytes only where a file gives it. A size must come to a whole
 number of bytes: ``1.5KiB`` is 1536 B, ``0.1B`` is an error rather than a silent rounding.
 """
 
@@ -89,7 +90,15 @@ def format_bytes(size: int) -> str:
 
 
 def size_argument(text: str) -> int:
-    """``parse_size`` as an argparse ``type=`` (a bad size is a usage error, exit 2)."""
+    """``parse_size`` as an argparse ``type=`` (a bad size is a usage error, exit 2). On the
+    command line a size needs its unit: ``--gpu-memory 80`` would mean 80 bytes, which nobody
+    means, so it is refused with the likely reading (``80B`` still says bytes)."""
+    match = _SIZE.match(text)
+    if match and not match.group(2):
+        raise argparse.ArgumentTypeError(
+            f"size {_shown(text)} has no unit: did you mean {match.group(1)}GiB? "
+            f"(write {match.group(1)}B for bytes; units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
+        )
     try:
         return parse_size(text)
     except ValueError as exc:
