@@ -364,11 +364,7 @@ def make_plan(
         plan.batches.append(entry)
     if pp_size > 1 and batch_sizes:
         plan.pp_rank = bound.binding_rank(gpu_memory, batch_sizes[0], max_seq_len)
-    plan.engine_version = "kvgen's TensorRT-LLM KV cache manager V2 model"
-    plan.notes.append(
-        "TensorRT-LLM admits at most max_batch_size requests at once: the concurrency is "
-        "capped at it, whatever the tokens would allow"
-    )
+    plan.engine_version = "TensorRT-LLM KV cache manager V2"
     return plan
 
 

@@ -93,16 +93,18 @@ def size_argument(text: str) -> int:
     """``parse_size`` as an argparse ``type=`` (a bad size is a usage error, exit 2). On the
     command line a size needs its unit: ``--gpu-memory 80`` would mean 80 bytes, which nobody
     means, so it is refused with the likely reading (``80B`` still says bytes)."""
-    match = _SIZE.match(text)
-    if match and not match.group(2):
-        raise argparse.ArgumentTypeError(
-            f"size {_shown(text)} has no unit: did you mean {match.group(1)}GiB? "
-            f"(write {match.group(1)}B for bytes; units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
-        )
     try:
-        return parse_size(text)
+        size = parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    match = _SIZE.match(text)
+    if match and not match.group(2):
+        digits = match.group(1)
+        raise argparse.ArgumentTypeError(
+            f"size {_shown(text)} has no unit: did you mean {digits}GiB? (write {digits}B "
+            "for bytes; units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
+        )
+    return size
 
 
 def positive_int(text: str) -> int:

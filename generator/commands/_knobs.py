@@ -65,7 +65,7 @@ def engine_choice(args: argparse.Namespace) -> tuple[str, str]:
     configured = project.deployment.get("engine") if project is not None else None
     if configured:
         return configured, "engine of [tool.kvgen.deployment]"
-    return DEFAULT_ENGINE, "kvgen's default; --engine vllm|sglang for the others"
+    return DEFAULT_ENGINE, "kvgen's default"
 
 
 def overrides(args: argparse.Namespace, model: str, native: int, *, trtllm: bool) -> Any:
