@@ -55,7 +55,7 @@ def test_bytes_with_their_unit_are_accepted(capsys):
 def test_gpu_memory_help_says_kv_budget_per_rank(capsys):
     for command in ("plan", "compare"):
         run(capsys, command, "--help")
-    code, out, _ = run(capsys, "plan", "--help")
+    _, out, _ = run(capsys, "plan", "--help")
     assert "KV-cache budget per rank" in " ".join(out.split())
     assert "not the GPU's memory" in " ".join(out.split())
 
