@@ -876,6 +876,14 @@ def _trtllm_capacity(
     if entry is not None and any(k.attention == "cross" for k in entry.layers.kinds.values()):
         # TensorRT-LLM sizes the encoder cache in its own manager from a memory fraction.
         raise NotModelled(f"{model}: {UNMODELLED['cross']}", "cross")
+    heads = _ENGINE_MODELS[model].query_heads if entry is not None else 0
+    if heads and type(tp_size) is int and tp_size > 0 and heads % tp_size:
+        # KV heads are replicated up to tp (the ceil of §1); query heads are not.
+        raise ValueError(
+            f"TensorRT-LLM refuses tp_size {tp_size}: the model's {heads} query heads must "
+            "divide by it (tensorrt_llm/_torch/modules/attention.py asserts "
+            "num_heads % tp_size == 0)"
+        )
     if block_size is not None and block_size != TOKENS_PER_BLOCK:
         _integer("block_size", block_size, 1)
         raise NotModelled(

@@ -213,3 +213,15 @@ def test_compare_plot_marks_where_vllm_refuses_to_start():
     assert "refuses to start below" in curve.label
     sglang = engine_curve(family, "gemma3_27b", args, 131072, "sglang", budgets)
     assert sglang.start is None and "refuses to start up to 40 GiB" in sglang.label
+
+
+def test_plan_trtllm_refuses_tp_not_dividing_the_query_heads(capsys):
+    # Gemma-3-27B: 32 query heads, 16 KV heads. TensorRT-LLM's attention module asserts
+    # num_heads % tp_size == 0 (KV heads are replicated up to tp instead): tp 3 is refused,
+    # tp 32 (KV heads replicated 2x) is not.
+    argv = ("plan", "gemma3", "gemma3_27b", "--gpu-memory", "20GiB", "--tp-size")
+    code, _, err = run(capsys, *argv, "3")
+    assert code == 2
+    assert "TensorRT-LLM refuses tp_size 3: the model's 32 query heads must divide by it" in err
+    code, _, _ = run(capsys, *argv, "32")
+    assert code == 0
