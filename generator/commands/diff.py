@@ -23,6 +23,7 @@ import os
 import sys
 from pathlib import Path
 
+from kvgen.commands._knobs import ENGINES
 from kvgen.config import OUT_DIR
 from kvgen.exits import Exit, UsageError
 from kvgen.units import positive_int, size_argument
@@ -60,9 +61,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
     parser.add_argument(
         "--gpu-memory", type=size_argument, default="40GiB", metavar="SIZE",
-        help="GPU KV-cache budget, split between target and draft pools (default: 40GiB)",
+        help="KV-cache budget per rank (not the GPU's memory), split between target and draft "
+        "pools (default: 40GiB; a unit is required)",
     )  # fmt: skip
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
+    parser.add_argument(
+        "--engine", choices=ENGINES, nargs="+", metavar="ENGINE",
+        help=f"also report each engine's capacity changes ({', '.join(ENGINES)}), per engine, "
+        "in a block of their own (informational: the exit code follows the changes above)",
+    )  # fmt: skip
     parser.add_argument(
         "--generated", type=Path, default=Path(OUT_DIR), metavar="DIR",
         help="output directory whose committed sizing modules are the old side "
@@ -88,6 +95,7 @@ def run(args: argparse.Namespace) -> Exit:
         tp_size=args.tp_size,
         gpu_budget=args.gpu_memory,
         semantics=args.semantics,
+        engines=tuple(args.engine or ()),
     )
     try:
         review = review_specs(

@@ -58,8 +58,10 @@ def evaluate(
     manager, slope, intercept, share, max_tokens]`` (``share`` None: the budget does not
     cover the intercepts; ``max_tokens`` None: unbounded)."""
     rows: list[list[Any]] = []
+    engine_rows: list[list[Any]] = []
+    engines = deployment.get("engines") or ()
     for model in module.MODELS:
-        kwargs = {key: value for key, value in deployment.items() if key != "gpu_budget"}
+        kwargs = {k: v for k, v in deployment.items() if k not in ("gpu_budget", "engines")}
         kwargs["max_seq_len"] = min(deployment["max_seq_len"], native.get(model, 1 << 62))
         for profile in _profiles(module, model):
             costs = module.cache_costs(model, speculative=profile, **kwargs)
@@ -70,13 +72,41 @@ def evaluate(
                 rows.append(
                     [model, profile, manager, int(cost[0]), int(cost[1]), share, tokens[manager]]
                 )
+            if engines and hasattr(module, "engine_capacity"):
+                engine_rows += _engine_rows(module, model, profile, engines, deployment, kwargs)
     return {
         "models": list(module.MODELS),
         "speculative": list(module.SPECULATIVE),
         "spec_sha256": getattr(module, "SPEC_SHA256", None),
         "api_version": _api_version(module),
         "rows": rows,
+        "engine_rows": engine_rows,
     }
+
+
+def _engine_rows(
+    module: types.ModuleType,
+    model: str,
+    profile: str,
+    engines: list[str],
+    deployment: dict[str, Any],
+    kwargs: dict[str, Any],
+) -> list[list[Any]]:
+    """``[model, profile, engine, kv_tokens, max_concurrency]``, or ``[..., None, reason]``
+    where the engine refuses or does not model it: the module's own ``engine_capacity``."""
+    out: list[list[Any]] = []
+    for engine in engines:
+        try:
+            cap = module.engine_capacity(
+                model, deployment["gpu_budget"], engine=engine, speculative=profile,
+                max_seq_len=kwargs["max_seq_len"], max_num_tokens=kwargs["max_num_tokens"],
+                tp_size=kwargs["tp_size"], max_batch_size=kwargs["max_batch_size"],
+            )  # fmt: skip
+        except ValueError as exc:
+            out.append([model, profile, engine, None, str(exc)[:300]])
+            continue
+        out.append([model, profile, engine, int(cap.kv_tokens), float(cap.max_concurrency)])
+    return out
 
 
 def main() -> None:

@@ -45,6 +45,8 @@ class Evaluation:
     capacities: dict[tuple[str, str], dict[str, Capacity]]
     spec_sha256: str | None = None
     api_version: int = 1  # the generated sizing API (``API_VERSION``; 1 before it existed)
+    # (model, profile, engine) -> (kv_tokens, max_concurrency), or the engine's reason
+    engines: dict[tuple[str, str, str], tuple[int, float] | str] = field(default_factory=dict)
 
 
 @dataclass
@@ -131,7 +133,27 @@ def _evaluation(data: Any, label: str) -> Evaluation:
         table,
         sha if isinstance(sha, str) else None,
         api if type(api) is int else 1,
+        _engine_table(data.get("engine_rows", []), label, names),
     )
+
+
+def _engine_table(rows: Any, label: str, names: Any) -> dict[tuple[str, str, str], Any]:
+    """``engine_rows`` of an evaluation, checked (it may come from another process)."""
+    if not isinstance(rows, list):
+        raise ValueError(f"{label}: bad engine rows")
+    table: dict[tuple[str, str, str], tuple[int, float] | str] = {}
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 5:
+            raise ValueError(f"{label}: bad engine row {row!r:.80}")
+        model, profile, engine = names(row[:3])
+        tokens, value = row[3], row[4]
+        if tokens is None and isinstance(value, str):
+            table[(model, profile, engine)] = value
+        elif type(tokens) is int and type(value) in (int, float):
+            table[(model, profile, engine)] = (tokens, float(value))
+        else:
+            raise ValueError(f"{label}: bad engine row {row!r:.80}")
+    return table
 
 
 def _native(side: Side) -> dict[str, int]:
