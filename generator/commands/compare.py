@@ -94,10 +94,10 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
         raise UsageError(f"--max-seq-len must be <= {native} (native context of {model})")
     engines = [e for e in ENGINES if not args.engine or e in args.engine]
     unmodelled = None
-    if args.pp_size != 1 or args.dcp_size != 1:
+    if args.dcp_size != 1:
         unmodelled = (
-            "the engine models size one pipeline stage of the whole model without context "
-            "parallelism (`kvgen plan --pp-size/--dcp-size` plans TensorRT-LLM V2's ranks)"
+            "the engine models size the pools without decode context parallelism "
+            "(`kvgen plan --dcp-size` plans TensorRT-LLM V2's ranks)"
         )
     profiles = family.profiles_for(model)
     if args.speculative not in profiles:
@@ -113,11 +113,20 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
         try:
             if unmodelled is not None:
                 raise NotModelled(unmodelled)
-            cap = engine_capacity(
-                family, model, args.gpu_memory, engine=engine, block_size=args.block_size,
-                max_batch_size=args.max_batch_size, tp_size=args.tp_size, **common,
-            )  # fmt: skip
+            # Each pipeline stage sizes its own layers in its own budget: the tightest rank
+            # (fewest tokens) is what the deployment serves.
+            caps = [
+                engine_capacity(
+                    family, model, args.gpu_memory, engine=engine, block_size=args.block_size,
+                    max_batch_size=args.max_batch_size, tp_size=args.tp_size, **common,
+                    **({} if args.pp_size == 1 else {"pp_size": args.pp_size, "pp_rank": rank}),
+                )
+                for rank in range(args.pp_size if engine == "trtllm-v2" else 1)
+            ]  # fmt: skip
+            cap = min(caps, key=lambda c: c.kv_tokens)
             row.update(cap._asdict())
+            if args.pp_size != 1:
+                row["pp_rank"] = caps.index(cap)
             if cap.max_concurrency < 1:  # it starts, but one request at the length never fits
                 row["error"] = f"holds {cap.max_concurrency:.3f} of one request of {seq_len} tokens"
             elif engine == "trtllm-v2" and cap.max_concurrency == args.max_batch_size:
@@ -135,8 +144,10 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
                 family, model, engine=engine, block_size=args.block_size,
                 max_batch_size=args.max_batch_size, **common,
             )  # fmt: skip
-            # The terms are sized at tp 1: at another tp their bytes would be wrong figures.
-            row["terms"] = [t._asdict() for t in terms] if args.tp_size == 1 else []
+            # The terms are sized at tp 1 for the whole model: elsewhere their bytes would be
+            # wrong figures.
+            whole = (args.tp_size, args.pp_size, args.dcp_size) == (1, 1, 1)
+            row["terms"] = [t._asdict() for t in terms] if whole else []
         except ValueError:
             row["terms"] = []
         rows.append(row)

@@ -225,3 +225,19 @@ def test_plan_trtllm_refuses_tp_not_dividing_the_query_heads(capsys):
     assert "TensorRT-LLM refuses tp_size 3: the model's 32 query heads must divide by it" in err
     code, _, _ = run(capsys, *argv, "32")
     assert code == 0
+
+
+def test_compare_pp_size_reports_trtllm_tightest_rank(capsys):
+    # Llama-3.1-70B at pp 2: 40 of 80 layers per rank, 40 x 2 x 8 x 128 x 2 B = 163,840
+    # B/token; 20 GiB / 163,840 = 131,072 tokens = 4 requests of 32,768 (both ranks alike).
+    # vLLM and SGLang have no pipeline model here: n/a with the reason, never a tp-1 figure.
+    code, out, _ = run(
+        capsys, "compare", "llama3", "llama3_1_70b", "--gpu-memory", "20GiB", "--pp-size", "2",
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 0
+    rows = {row["engine"]: row for row in json.loads(out)["engines"]}
+    assert rows["trtllm-v2"]["kv_tokens"] == 131072
+    assert rows["trtllm-v2"]["max_concurrency"] == 4.0
+    assert "pipeline parallelism is not modelled" in rows["vllm"]["not_modelled"]
+    assert rows["vllm"]["terms"] == []
