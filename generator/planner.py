@@ -7,6 +7,10 @@ plan is exactly what an inference stack that imports it would compute::
     plan = make_plan(sizing, "llama3_1_8b", gpu_memory=16 * GiB, batch_sizes=[8])
     plan.batches[0].managers[0].max_tokens    # 131072
 
+``engine="vllm"`` or ``"sglang"`` answers in that engine's terms instead, from the module's own
+``engine_capacity`` (kvgen.engine_plan); a deployment the engine refuses is a ``PlanError``
+with the engine's reason. ``pp_size`` plans every pipeline rank and reports the tightest.
+
 Per max_batch_size B it reports the budget split (docs/cost-model.md §6, ``split_budget``), each
 manager's max tokens on its share (``max_tokens_from_quota``), the largest number of requests
 of one sequence length that fit together, and the largest max_seq_len that B requests fit at.

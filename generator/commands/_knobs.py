@@ -32,6 +32,8 @@ def add_engine(parser: argparse.ArgumentParser, *, many: bool) -> None:
 
 def add_knobs(parser: argparse.ArgumentParser) -> None:
     """--tp-size, --pp-size, --dcp-size, --kv-cache-dtype, --block-size, --rope-scaled."""
+    from typing import get_args
+
     from kvgen.spec import Dtype
 
     parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
@@ -44,7 +46,7 @@ def add_knobs(parser: argparse.ArgumentParser) -> None:
         help="decode context parallel size: full-attention history sharded over D TP ranks",
     )  # fmt: skip
     parser.add_argument(
-        "--kv-cache-dtype", choices=Dtype.__args__, metavar="DTYPE",
+        "--kv-cache-dtype", choices=get_args(Dtype), metavar="DTYPE",
         help="what if the attention caches were in DTYPE (refused where a kind cannot take it)",
     )  # fmt: skip
     parser.add_argument(

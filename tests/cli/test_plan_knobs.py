@@ -241,3 +241,32 @@ def test_compare_pp_size_reports_trtllm_tightest_rank(capsys):
     assert rows["trtllm-v2"]["max_concurrency"] == 4.0
     assert "pipeline parallelism is not modelled" in rows["vllm"]["not_modelled"]
     assert rows["vllm"]["terms"] == []
+
+
+def test_engine_names_agree_everywhere():
+    from kvgen.commands._knobs import ENGINES as FLAGS
+    from kvgen.config import ENGINES as CONFIG
+    from kvgen.engines import ENGINES
+
+    assert FLAGS == CONFIG == ENGINES
+
+
+def test_config_engine_must_be_an_engine(capsys, tmp_path, monkeypatch):
+    (tmp_path / "kvgen.toml").write_text('[deployment]\nengine = "vllmm"\n')
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, *GEMMA)
+    assert code == 2
+    assert "engine must be one of trtllm-v2, vllm, sglang" in err and "vllm" in err
+
+
+def test_compare_kv_cache_dtype_and_rope_scaled(capsys):
+    # Qwen3-30B-A3B in fp8 at 131,072 tokens (RoPE-scaled past 40,960): 48 x 2 x 4 x 128 x 1 B
+    # = 49,152 B/token; TensorRT-LLM V2 holds 6 GiB / 49,152 = 131,072 tokens: 1 request.
+    argv = ("compare", "qwen3_moe", "qwen3_30b_a3b", "--gpu-memory", "6GiB")
+    argv += ("--max-seq-len", "131072", "--kv-cache-dtype", "fp8", "--format", "json")
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and "--rope-scaled" in err
+    code, out, _ = run(capsys, *argv, "--rope-scaled", "--engine", "trtllm-v2")
+    data = json.loads(out)
+    assert code == 0 and data["rope_scaled"] and data["kv_cache_dtype"] == "fp8"
+    assert data["engines"][0]["kv_tokens"] == 131072
