@@ -165,7 +165,7 @@ def test_plan_long_context_needs_rope_scaled(capsys):
 
 def test_plan_pp_on_vllm_is_declined_not_ignored(capsys):
     code, _, err = run(*(capsys,), *GEMMA, "--engine", "vllm", "--pp-size", "2")
-    assert code == 2 and "--pp-size 2" in err
+    assert code == 2 and "--pp-size 2: kvgen's vLLM model sizes one pipeline stage" in err
 
 
 # --- compare -----------------------------------------------------------------------------
