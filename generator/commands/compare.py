@@ -273,12 +273,13 @@ def engine_curve(
 ) -> Curve:
     """The engine's KV tokens over ``budgets``. A budget where the engine refuses to start, or
     starts but cannot hold one request of ``seq_len`` tokens, has no point; the label says
-    below which budget that is, so a late or missing line is never silent."""
+    which, and below which budget, so a late or missing line is never silent."""
     from kvgen.engines import NotModelled, engine_capacity
     from kvgen.units import format_size
 
     xs: list[float] = []
     ys: list[int] = []
+    why = "refuses to start"  # vLLM raises: it would not start; the others start but hold < 1
     for budget in budgets:
         try:
             cap = engine_capacity(
@@ -289,17 +290,20 @@ def engine_curve(
         except NotModelled:
             return Curve([], [], f"{engine} (not modelled)", None)
         except ValueError:
+            why = "refuses to start"
             continue
         if cap.max_concurrency < 1:
+            why = f"holds < 1 request of {seq_len}"
             continue
+        if not xs:
+            start = budget
         xs.append(budget / (1 << 30))
         ys.append(cap.kv_tokens)
     if not xs:
-        return Curve(xs, ys, f"{engine} (refuses to start up to {format_size(budgets[-1])})", None)
-    start = budgets[[b / (1 << 30) for b in budgets].index(xs[0])]
+        return Curve(xs, ys, f"{engine} ({why} up to {format_size(budgets[-1])})", None)
     if start == budgets[0]:
         return Curve(xs, ys, engine, start)
-    return Curve(xs, ys, f"{engine} (refuses to start below {format_size(start)}, x)", start)
+    return Curve(xs, ys, f"{engine} ({why} below {format_size(start)}, x)", start)
 
 
 def plot(family: Any, model: str, args: argparse.Namespace, result: dict[str, Any]) -> None:

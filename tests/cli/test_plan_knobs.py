@@ -212,7 +212,7 @@ def test_compare_plot_marks_where_vllm_refuses_to_start():
     assert budgets[budgets.index(curve.start) - 1] < need
     assert "refuses to start below" in curve.label
     sglang = engine_curve(family, "gemma3_27b", args, 131072, "sglang", budgets)
-    assert sglang.start is None and "refuses to start up to 40 GiB" in sglang.label
+    assert sglang.start is None and "holds < 1 request of 131072 up to 40 GiB" in sglang.label
 
 
 def test_plan_trtllm_refuses_tp_not_dividing_the_query_heads(capsys):
@@ -270,3 +270,34 @@ def test_compare_kv_cache_dtype_and_rope_scaled(capsys):
     data = json.loads(out)
     assert code == 0 and data["rope_scaled"] and data["kv_cache_dtype"] == "fp8"
     assert data["engines"][0]["kv_tokens"] == 131072
+
+
+def test_compare_plot_legend_says_where_each_engine_refuses(capsys, tmp_path, monkeypatch):
+    # At 40 GiB and 131,072 tokens (tp 1): vLLM starts from 19,302,973,440 B (above), SGLang
+    # never holds one request (507,904 B/token x 131,072 = 62 GiB > 40 GiB): each engine is
+    # labelled with why and where, with an x on the axis, none silently dropped.
+    pytest.importorskip("matplotlib")
+    import kvgen.files
+
+    legends: list[list[str]] = []
+    markers: list[int] = []
+
+    def capture(fig, path, **_):
+        ax = fig.axes[0]
+        legends.append([t.get_text() for t in ax.get_legend().get_texts()])
+        markers.append(sum(1 for line in ax.get_lines() if line.get_marker() == "x"))
+
+    monkeypatch.setattr(kvgen.files, "save_figure", capture)
+    code, _, _ = run(capsys, *COMPARE, "--gpu-memory", "40GiB", "--plot", str(tmp_path / "p.png"))
+    assert code == 1  # SGLang cannot hold one request at 40 GiB
+    (labels,) = legends
+    # TensorRT-LLM V2 (tpb 64, B 8, N 8192) starts at any budget but holds one request of
+    # 131,072 tokens only from q = B x per_request + N x (slope + ctx_swa) + (S - N) x slope:
+    # slope 10 x 2 x 16 x 128 x 2 = 81,920 B, ctx_swa 52 x 2 x 16 x 128 x 2 = 425,984 B,
+    # per_request (ceil(1023/64) + 1) x 64 x 425,984 = 463,470,592 B, so q = 3,707,764,736 +
+    # 4,160,749,568 + 10,066,329,600 = 17,934,843,904 B: between grid points 20 x 40/48 GiB
+    # (17,895,697,066 B) and 21 x 40/48 = 17.5 GiB. vLLM's first point: 22 x 40/48 = 18.33 GiB.
+    assert labels[0] == "trtllm-v2 (holds < 1 request of 131072 below 17.5 GiB, x)"
+    assert labels[1] == "vllm (refuses to start below 18.33 GiB, x)"
+    assert labels[2] == "sglang (holds < 1 request of 131072 up to 40 GiB)"
+    assert markers == [3]
