@@ -67,13 +67,7 @@ def engine_plan(sizing: types.ModuleType, plan: Plan, batch_sizes: list[int], li
         plan.capacity = dict(cap._asdict())
         plan.max_requests = int(cap.max_concurrency)
     except ValueError as exc:  # the budget does not hold one request: the engine would not start
-        plan.capacity = {
-            "kv_tokens": 0,
-            "max_concurrency": 0.0,
-            "request_bytes": 0,
-            "num_blocks": 0,
-        }
-        plan.notes.append(f"{plan.engine_version} would refuse to start: {exc}")
+        plan.engine_error = f"{plan.engine_version} would refuse to start: {exc}"
     plan.notes.append(
         f"{name}'s concurrency is not capped by a batch size in the KV sizing: "
         + (

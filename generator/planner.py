@@ -138,11 +138,14 @@ class Plan:
     kv_cache_dtype: str | None = None  # an override of the spec's dtype (None: as specified)
     rope_scaled: bool = False  # max_seq_len above the native length, by RoPE scaling
     capacity: dict[str, float] | None = None  # vLLM / SGLang: engine_capacity at max_seq_len
+    engine_error: str | None = None  # vLLM / SGLang: why the engine would not start here
     notes: list[str] = field(default_factory=list)  # caps and refusals, in the engine's words
     engine_source: str = ""  # where the engine was chosen: --engine, the config, the default
 
     @property
     def fits(self) -> bool:
+        if self.engine_error is not None:
+            return False  # the engine would not start on this budget
         if self.capacity is not None and self.capacity["max_concurrency"] < 1:
             return False  # the engine cannot hold one request at max_seq_len
         return all(batch.error is None for batch in self.batches)

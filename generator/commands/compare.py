@@ -5,11 +5,15 @@ SGLang 0.5.23 (kvgen.engines, verified against numbers the engines' own code pro
 each engine: tokens the KV cache holds, requests of --max-seq-len tokens at once, bytes one such
 request needs, blocks of the pool, and every policy term that makes it differ, in numbers.
 FAMILY is a spec name under schema/families/ or a path to a spec file. Each engine uses its
-own page size unless --block-size is given. --plot draws KV tokens against memory per engine
+own page size unless --block-size is given; --engine restricts the rows. --tp-size, --pp-size
+(TensorRT-LLM's tightest rank), --kv-cache-dtype and --rope-scaled ask what-ifs (docs/cli.md).
+TensorRT-LLM's concurrency is capped at --max-batch-size; vLLM's and SGLang's are not.
+--plot draws KV tokens against memory per engine, with an x where an engine's line would begin
 (needs matplotlib: pip install 'kvgen[plot]').
 
 Exit codes: 0 every engine serves a request of --max-seq-len, 1 some engine cannot (it would
-refuse to start, or the budget does not cover its fixed costs), 2 usage error.
+refuse to start, the budget does not cover its fixed costs, or it holds less than one request
+at that length), 2 usage error.
 """
 
 from __future__ import annotations

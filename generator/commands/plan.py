@@ -9,8 +9,14 @@ requests. With --requests R it prints instead the memory R requests of --seq-len
 tokens of capacity against GPU memory, one panel per batch size and one line per speculative
 profile (needs matplotlib: pip install 'kvgen[plot]').
 
+--gpu-memory is the KV-cache budget per rank (not the GPU's memory), with a unit. --engine
+vllm|sglang answers from the module's engine_capacity in that engine's terms (default: the
+engine of [tool.kvgen.deployment], else trtllm-v2; the output says which). What-ifs:
+--pp-size, --kv-cache-dtype, --block-size, --rope-scaled (docs/cli.md).
+
 Exit codes: 0 the deployment fits, 1 the budget does not cover the fixed costs at some batch
-size, 2 usage error (no generated module, unknown model or profile, matplotlib missing).
+size (or the engine holds less than one request at max_seq_len), 2 usage error (no generated
+module, unknown model or profile, matplotlib missing, a deployment the engine refuses).
 """
 
 from __future__ import annotations
@@ -212,12 +218,15 @@ def _deployment(plan) -> str:
 
 def _engine_lines(plan) -> list[str]:
     cap = plan.capacity
-    lines = [
-        f"max concurrent requests of {plan.seq_len} tokens: {plan.max_requests} "
-        f"({plan.engine_version}'s maximum concurrency {cap['max_concurrency']:.3f})",
-        f"  KV tokens {cap['kv_tokens']:,}, blocks {cap['num_blocks']:,}, "
-        f"bytes per request {cap['request_bytes']:,}",
-    ]
+    if cap is None:  # the engine would not start on this budget
+        lines = [f"max concurrent requests of {plan.seq_len} tokens: 0", f"  {plan.engine_error}"]
+    else:
+        lines = [
+            f"max concurrent requests of {plan.seq_len} tokens: {plan.max_requests} "
+            f"({plan.engine_version}'s maximum concurrency {cap['max_concurrency']:.3f})",
+            f"  KV tokens {cap['kv_tokens']:,}, blocks {cap['num_blocks']:,}, "
+            f"bytes per request {cap['request_bytes']:,}",
+        ]
     lines += [f"  {note}" for note in plan.notes]
     for batch in plan.batches:
         requests = "request" if batch.max_batch_size == 1 else "requests"

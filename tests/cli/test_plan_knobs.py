@@ -301,3 +301,15 @@ def test_compare_plot_legend_says_where_each_engine_refuses(capsys, tmp_path, mo
     assert labels[1] == "vllm (refuses to start below 18.33 GiB, x)"
     assert labels[2] == "sglang (holds < 1 request of 131072 up to 40 GiB)"
     assert markers == [3]
+
+
+def test_plan_vllm_budget_below_one_request_exits_1_with_vllms_words(capsys):
+    # vLLM at tp 1 needs 19,301,662,720 B for one 131,072-token request plus a null block of
+    # 1,310,720 B (derived in test_compare_plot_marks_where_vllm_refuses_to_start): 10 GiB
+    # (10,737,418,240 B) is refused at start, no figures invented.
+    argv = ("plan", "gemma3", "gemma3_27b", "--gpu-memory", "10GiB", "--max-seq-len", "131072")
+    code, out, _ = run(capsys, *argv, "--engine", "vllm")
+    assert code == 1
+    assert "max concurrent requests of 131072 tokens: 0\n" in out
+    assert "vLLM 0.33.0 would refuse to start: budget_bytes 10737418240 cannot hold" in out
+    assert "KV tokens" not in out
