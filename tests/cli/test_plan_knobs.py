@@ -313,3 +313,15 @@ def test_plan_vllm_budget_below_one_request_exits_1_with_vllms_words(capsys):
     assert "max concurrent requests of 131072 tokens: 0\n" in out
     assert "vLLM 0.33.0 would refuse to start: budget_bytes 10737418240 cannot hold" in out
     assert "KV tokens" not in out
+
+
+@pytest.mark.parametrize("engine", [[], ["--engine", "trtllm-v2"], ["--engine", "vllm"]])
+def test_issue_tp_3_on_llama_70b_is_refused_by_every_engine_that_refuses_it(capsys, engine):
+    # The issue's case: Llama-3.1-70B (64 query heads, 8 KV heads) at tp 3. TensorRT-LLM
+    # asserts 64 % 3 == 0 (fails); vLLM checks the query heads first (ModelConfig), too.
+    code, _, err = run(
+        capsys, "plan", "llama3", "llama3_1_70b", "--gpu-memory", "20GiB", "--tp-size", "3",
+        *engine,
+    )  # fmt: skip
+    assert code == 2
+    assert "refuses tp_size 3: the model's 64 query heads must divide by it" in err
