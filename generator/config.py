@@ -240,7 +240,7 @@ def _checked(
 
 
 def _check_deployment(path: Path, text: str, table: str, deployment: dict[str, Any]) -> None:
-    from kvgen.units import parse_size
+    from kvgen.units import parse_size_with_unit
 
     for key, value in deployment.items():
         if isinstance(value, int) and value < 1:
@@ -255,7 +255,7 @@ def _check_deployment(path: Path, text: str, table: str, deployment: dict[str, A
         raise _error(path, text, table, "engine", message)
     if "gpu_memory" in deployment:
         try:
-            deployment["gpu_memory"] = parse_size(deployment["gpu_memory"])
+            deployment["gpu_memory"] = parse_size_with_unit(deployment["gpu_memory"])
         except ValueError as exc:
             raise _error(path, text, table, "gpu_memory", f"gpu_memory: {exc}") from None
 

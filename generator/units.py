@@ -1,9 +1,10 @@
 """Byte sizes as people write them (``80GiB``, ``1.5TiB``, ``512MiB``, ``17179869184B``).
 
 Binary units (KiB, MiB, GiB, TiB, PiB) are powers of 1024, decimal ones (KB, MB, GB, TB, PB)
-powers of 1000; units are case-insensitive and may follow a space. A flag needs the unit
-(``size_argument``); a bare number is bytes only where a file gives it. A size must come to a whole
-number of bytes: ``1.5KiB`` is 1536 B, ``0.1B`` is an error rather than a silent rounding.
+powers of 1000; units are case-insensitive and may follow a space. Where a person writes the
+size (a flag, a config value) the unit is required (``parse_size_with_unit``). A size must come
+to a whole number of bytes: ``1.5KiB`` is 1536 B, ``0.1B`` is an error rather than a silent
+rounding.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "format_bytes",
     "format_size",
     "parse_size",
+    "parse_size_with_unit",
     "positive_int",
     "size_argument",
 ]
@@ -89,22 +91,27 @@ def format_bytes(size: int) -> str:
     return short if short.endswith(" B") else f"{short} ({size} B)"
 
 
-def size_argument(text: str) -> int:
-    """``parse_size`` as an argparse ``type=`` (a bad size is a usage error, exit 2). On the
-    command line a size needs its unit: ``--gpu-memory 80`` would mean 80 bytes, which nobody
-    means, so it is refused with the likely reading (``80B`` still says bytes)."""
-    try:
-        size = parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def parse_size_with_unit(text: str) -> int:
+    """``parse_size``, where a bare number is refused with the likely reading: a size a person
+    writes (a flag, a config value) names its unit, since ``80`` would mean 80 bytes, which
+    nobody means (``80B`` still says bytes)."""
+    size = parse_size(text)
     match = _SIZE.match(text)
     if match and not match.group(2):
         digits = match.group(1)
-        raise argparse.ArgumentTypeError(
+        raise ValueError(
             f"size {_shown(text)} has no unit: did you mean {digits}GiB? (write {digits}B "
             "for bytes; units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
         )
     return size
+
+
+def size_argument(text: str) -> int:
+    """``parse_size_with_unit`` as an argparse ``type=`` (a bad size is a usage error, exit 2)."""
+    try:
+        return parse_size_with_unit(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def positive_int(text: str) -> int:
