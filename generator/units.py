@@ -95,15 +95,15 @@ def parse_size_with_unit(text: str) -> int:
     """``parse_size``, where a bare number is refused with the likely reading: a size a person
     writes (a flag, a config value) names its unit, since ``80`` would mean 80 bytes, which
     nobody means (``80B`` still says bytes)."""
-    size = parse_size(text)
     match = _SIZE.match(text)
-    if match and not match.group(2):
-        digits = match.group(1)
+    digits = match.group(1).replace("_", "") if match and not match.group(2) else None
+    # A number past 2**63 - 1 is refused as such whatever its unit (parse_size says so).
+    if digits is not None and len(digits) <= 64 and Fraction(digits) <= MAX_COUNT:
         raise ValueError(
             f"size {_shown(text)} has no unit: did you mean {digits}GiB? (write {digits}B "
             "for bytes; units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
         )
-    return size
+    return parse_size(text)
 
 
 def size_argument(text: str) -> int:
