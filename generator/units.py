@@ -99,9 +99,10 @@ def parse_size_with_unit(text: str) -> int:
     digits = match.group(1).replace("_", "") if match and not match.group(2) else None
     # A number past 2**63 - 1 is refused as such whatever its unit (parse_size says so).
     if digits is not None and len(digits) <= 64 and Fraction(digits) <= MAX_COUNT:
+        bytes_form = "" if "." in digits else f"write {digits}B for bytes; "
         raise ValueError(
-            f"size {_shown(text)} has no unit: did you mean {digits}GiB? (write {digits}B "
-            "for bytes; units: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
+            f"size {_shown(text)} has no unit: did you mean {digits}GiB? ({bytes_form}units: "
+            "B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
         )
     return parse_size(text)
 
