@@ -62,6 +62,7 @@ def _deployment_line(review: Review) -> str:
         f"max_seq_len min(native, {d.max_seq_len}), tp_size {d.tp_size}, "
         f"GPU KV budget {format_size(d.gpu_budget)} (split per docs/cost-model.md §6), "
         f"semantics {d.semantics}"
+        + "".join(f", {key} {value}" for key, value in d.what_ifs().items())
     )
 
 
@@ -270,7 +271,10 @@ def _change_json(change: Change) -> dict:
 
 def as_json(review: Review) -> str:
     deployment = dict(vars(review.deployment))
-    if not deployment["engines"]:  # the default report stays as it was
+    for key in ("pp_size", "dcp_size", "kv_cache_dtype", "block_size"):
+        if key not in review.deployment.what_ifs():  # the default report stays as it was
+            del deployment[key]
+    if not deployment["engines"]:
         del deployment["engines"]
     else:
         deployment["engines"] = list(deployment["engines"])

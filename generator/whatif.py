@@ -20,7 +20,7 @@ from typing import Any
 
 from kvgen.exits import UsageError
 
-__all__ = ["Overrides", "spec_path", "whatif_family", "whatif_module"]
+__all__ = ["Overrides", "spec_path", "whatif_data", "whatif_family", "whatif_module"]
 
 # The attention kinds take the KV-cache dtype; a recurrent kind keeps a dtype it names itself
 # (engines keep Mamba state in its own dtype, vLLM's mamba_cache_dtype) and takes the pool's
@@ -93,12 +93,23 @@ def _override(data: dict[str, Any], overrides: Overrides) -> dict[str, Any]:
 def whatif_family(path: Path, overrides: Overrides) -> Any:  # -> kvgen.spec.Family
     """The spec at ``path`` with ``overrides`` applied, validated and linted; ``UsageError``
     with the diagnostics (rule code and reason) when the changed spec would be refused."""
-    from kvgen.lint import lint_family
     from kvgen.loader import load_path
+
+    return _applied(load_path(path), overrides)
+
+
+def whatif_data(display: str, raw: bytes, overrides: Overrides) -> Any:  # -> Family
+    """``whatif_family`` for a spec's bytes (one side of ``kvgen diff``)."""
+    from kvgen.loader import load_bytes
+
+    return _applied(load_bytes(display, raw), overrides)
+
+
+def _applied(loaded: Any, overrides: Overrides) -> Any:
+    from kvgen.lint import lint_family
     from kvgen.spec import Family
     from pydantic import ValidationError
 
-    loaded = load_path(path)
     if loaded.family is None:
         raise UsageError(f"{loaded.path} does not load; run `kvgen lint {loaded.path}`")
     if not overrides:

@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kvgen import facts
 from kvgen.units import positive_int
 
 ENGINES = ("trtllm-v2", "vllm", "sglang")  # kvgen.engines.ENGINES (a test keeps them equal)
 DEFAULT_ENGINE = "trtllm-v2"
+# The spec's cache dtypes (kvgen.spec.DTYPES, a test keeps them equal), from the light facts
+# module so that building the parser never imports the spec model.
+KV_DTYPES = (*facts.DTYPE_BYTES, *facts.SCALED_LAYOUTS, facts.DS_MLA)
 GPU_MEMORY_HELP = (
     "KV-cache budget per rank (what the engine may give the KV cache on one GPU, not the "
     "GPU's memory): 80GiB, 80GB, 85899345920B; a unit is required"
@@ -32,10 +36,6 @@ def add_engine(parser: argparse.ArgumentParser, *, many: bool) -> None:
 
 def add_knobs(parser: argparse.ArgumentParser) -> None:
     """--tp-size, --pp-size, --dcp-size, --kv-cache-dtype, --block-size, --rope-scaled."""
-    from typing import get_args
-
-    from kvgen.spec import Dtype
-
     parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
     parser.add_argument(
         "--pp-size", type=positive_int, default=1, metavar="P",
@@ -46,7 +46,7 @@ def add_knobs(parser: argparse.ArgumentParser) -> None:
         help="decode context parallel size: full-attention history sharded over D TP ranks",
     )  # fmt: skip
     parser.add_argument(
-        "--kv-cache-dtype", choices=get_args(Dtype), metavar="DTYPE",
+        "--kv-cache-dtype", choices=KV_DTYPES, metavar="DTYPE",
         help="what if the attention caches were in DTYPE (refused where a kind cannot take it)",
     )  # fmt: skip
     parser.add_argument(

@@ -23,7 +23,7 @@ import os
 import sys
 from pathlib import Path
 
-from kvgen.commands._knobs import ENGINES
+from kvgen.commands._knobs import ENGINES, KV_DTYPES
 from kvgen.config import OUT_DIR
 from kvgen.exits import Exit, UsageError
 from kvgen.units import positive_int, size_argument
@@ -59,6 +59,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="capped at each model's native length (default: 32768)",
     )  # fmt: skip
     parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
+    parser.add_argument(
+        "--pp-size", type=positive_int, default=1, metavar="P",
+        help="pipeline stages: the tightest rank is compared (default: 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dcp-size", type=positive_int, default=1, metavar="D",
+        help="decode context parallel size (default: 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--kv-cache-dtype", choices=KV_DTYPES, metavar="DTYPE",
+        help="render both sides with the attention caches in DTYPE (a what-if)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--block-size", type=positive_int, metavar="T",
+        help="render both sides with this tokens_per_block (a what-if)",
+    )  # fmt: skip
     parser.add_argument(
         "--gpu-memory", type=size_argument, default="40GiB", metavar="SIZE",
         help="KV-cache budget per rank (not the GPU's memory), split between target and draft "
@@ -96,6 +112,10 @@ def run(args: argparse.Namespace) -> Exit:
         gpu_budget=args.gpu_memory,
         semantics=args.semantics,
         engines=tuple(args.engine or ()),
+        pp_size=args.pp_size,
+        dcp_size=args.dcp_size,
+        kv_cache_dtype=args.kv_cache_dtype,
+        block_size=args.block_size,
     )
     try:
         review = review_specs(

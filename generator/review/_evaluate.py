@@ -51,6 +51,33 @@ def _shares_and_tokens(
     }
 
 
+# The deployment keys the sizing functions take; the others are kvgen diff's own.
+_SIZING_KEYS = ("max_batch_size", "max_num_tokens", "max_seq_len", "tp_size", "semantics")
+
+
+def _tightest_rank(
+    module: types.ModuleType,
+    model: str,
+    budget: int,
+    profile: str,
+    kwargs: dict[str, Any],
+    pp_size: int,
+) -> tuple[dict[str, Any], dict[str, int] | None, dict[str, int | None]]:
+    """Costs, shares and tokens of the pipeline rank whose target holds the fewest tokens
+    (each rank sizes its own layers in its own budget; without pp, the one rank)."""
+    best: tuple[float, Any] | None = None
+    for rank in range(pp_size):
+        ranked = kwargs if pp_size == 1 else {**kwargs, "pp_size": pp_size, "pp_rank": rank}
+        costs = module.cache_costs(model, speculative=profile, **ranked)
+        shares, tokens = _shares_and_tokens(module, model, budget, profile, ranked)
+        target = tokens.get("target")
+        key = float("inf") if target is None else float(target)
+        if best is None or key < best[0]:
+            best = (key, (costs, shares, tokens))
+    assert best is not None
+    return best[1]  # type: ignore[no-any-return]
+
+
 def evaluate(
     module: types.ModuleType, deployment: dict[str, Any], native: dict[str, int]
 ) -> dict[str, Any]:
@@ -60,13 +87,15 @@ def evaluate(
     rows: list[list[Any]] = []
     engine_rows: list[list[Any]] = []
     engines = deployment.get("engines") or ()
+    pp_size = deployment.get("pp_size", 1)
     for model in module.MODELS:
-        kwargs = {k: v for k, v in deployment.items() if k not in ("gpu_budget", "engines")}
+        kwargs = {k: v for k, v in deployment.items() if k in _SIZING_KEYS}
+        if deployment.get("dcp_size", 1) != 1:  # a module before dcp takes no such keyword
+            kwargs["dcp_size"] = deployment["dcp_size"]
         kwargs["max_seq_len"] = min(deployment["max_seq_len"], native.get(model, 1 << 62))
         for profile in _profiles(module, model):
-            costs = module.cache_costs(model, speculative=profile, **kwargs)
             budget = deployment["gpu_budget"]
-            shares, tokens = _shares_and_tokens(module, model, budget, profile, kwargs)
+            costs, shares, tokens = _tightest_rank(module, model, budget, profile, kwargs, pp_size)
             for manager, cost in costs.items():
                 share = shares[manager] if shares else None
                 rows.append(

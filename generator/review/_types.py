@@ -47,6 +47,17 @@ class Deployment:
     # ``--engine``: the engines whose capacity (engine_capacity) is compared too, per engine,
     # in a block of its own; none by default, so the default report is unchanged.
     engines: tuple[str, ...] = ()
+    # What-ifs (flags of the same names): pipeline stages (the tightest rank is compared),
+    # decode context parallelism, and the KV dtype / page size both sides are rendered with.
+    pp_size: int = 1
+    dcp_size: int = 1
+    kv_cache_dtype: str | None = None
+    block_size: int | None = None
+
+    def what_ifs(self) -> dict[str, object]:
+        """The what-if values given (none at the defaults), for the report and JSON."""
+        defaults = {"pp_size": 1, "dcp_size": 1, "kv_cache_dtype": None, "block_size": None}
+        return {k: getattr(self, k) for k, v in defaults.items() if getattr(self, k) != v}
 
     def kwargs(self, native_max_seq_len: int) -> dict[str, object]:
         return {

@@ -84,3 +84,18 @@ def test_engine_changes_in_json_and_markdown(repo, capsys):
     assert set(rows) == {"vllm", "sglang"}
     _, out = diff(capsys, "--engine", "vllm", "--format", "markdown")
     assert "**engine capacity changes (vllm; informational, not classified):**" in out
+
+
+def test_diff_what_ifs_pp_size_and_kv_cache_dtype(repo, capsys):
+    # pp 2: each rank holds 2 of the 4 layers: 2 x 2 x 8 x 128 x 2 = 8,192 B/token before,
+    # 4,096 after; 1 GiB / 8,192 = 131,072 tokens -> 262,144 (no window: intercept 0).
+    code, out = diff(capsys, "--pp-size", "2")
+    assert code == 0
+    assert ", semantics trtllm-v2, pp_size 2\n" in out
+    assert "    max tokens  131072 -> 262144" in out
+    # fp8 on the whole model: 4 x 2 x 8 x 128 x 1 = 8,192 B/token before, 4,096 after.
+    code, out = diff(capsys, "--kv-cache-dtype", "fp8", "--format", "json")
+    data = json.loads(out)
+    assert data["deployment"]["kv_cache_dtype"] == "fp8"
+    (change,) = [c for c in data["changes"] if c["manager"] == "target"]
+    assert (change["old"]["slope"], change["new"]["slope"]) == (8192, 4096)

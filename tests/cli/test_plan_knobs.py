@@ -243,12 +243,15 @@ def test_compare_pp_size_reports_trtllm_tightest_rank(capsys):
     assert rows["vllm"]["terms"] == []
 
 
-def test_engine_names_agree_everywhere():
+def test_engine_names_and_dtypes_agree_everywhere():
     from kvgen.commands._knobs import ENGINES as FLAGS
+    from kvgen.commands._knobs import KV_DTYPES
     from kvgen.config import ENGINES as CONFIG
     from kvgen.engines import ENGINES
+    from kvgen.spec import DTYPES
 
     assert FLAGS == CONFIG == ENGINES
+    assert sorted(KV_DTYPES) == sorted(DTYPES) and len(KV_DTYPES) == len(DTYPES)
 
 
 def test_config_engine_must_be_an_engine(capsys, tmp_path, monkeypatch):
