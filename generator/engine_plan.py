@@ -4,6 +4,7 @@ own ``engine_capacity`` (docs/cost-model.md §9), never re-derived here.
 What an engine refuses is told apart from what does not fit by asking it twice: once with a
 budget no deployment has (a refusal there is the engine's, whatever the memory: a tp size the
 model's heads do not split over, a shape or mode it does not take) and once with the budget.
+``trtllm_refusal`` asks TensorRT-LLM V2's policy the same first question for the default plan.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import types
 
 from kvgen.planner import BatchPlan, Plan, PlanError, _largest
 
-__all__ = ["engine_plan", "engine_refusal"]
+__all__ = ["engine_plan", "engine_refusal", "trtllm_refusal"]
 
 _ANY_BUDGET = 1 << 62  # bytes: more than any device, so only a refusal can fail
 
@@ -88,3 +89,23 @@ def engine_plan(sizing: types.ModuleType, plan: Plan, batch_sizes: list[int], li
         entry.max_seq_len_fit = _largest(fits, limit)
         plan.batches.append(entry)
     return plan
+
+
+def trtllm_refusal(sizing: types.ModuleType, plan: Plan) -> None:
+    """``PlanError`` with TensorRT-LLM's reason where it refuses the deployment at any budget
+    (the engine policy of the module's ``engine_capacity``; a shape that policy does not
+    model, such as cross-attention, is no refusal: the cost functions answer for it)."""
+    from kvgen.engines_core import NotModelled
+
+    if not hasattr(sizing, "engine_capacity"):
+        return
+    try:
+        sizing.engine_capacity(
+            plan.model, 1 << 62, engine="trtllm-v2", max_seq_len=plan.max_seq_len,
+            max_num_tokens=plan.max_num_tokens, speculative=plan.speculative,
+            tp_size=plan.tp_size, max_batch_size=1,
+        )  # fmt: skip
+    except NotModelled:
+        return
+    except ValueError as exc:
+        raise PlanError(f"refused: {exc}") from None

@@ -350,7 +350,9 @@ def make_plan(
         from kvgen.engine_plan import engine_plan
 
         return engine_plan(sizing, plan, batch_sizes, limit)
-    _trtllm_refusal(sizing, plan)
+    from kvgen.engine_plan import trtllm_refusal
+
+    trtllm_refusal(sizing, plan)
     bound = _Sizing(
         sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size, pp_size
     )
@@ -374,26 +376,6 @@ def make_plan(
         plan.pp_rank = bound.binding_rank(gpu_memory, batch_sizes[0], max_seq_len)
     plan.engine_version = "TensorRT-LLM KV cache manager V2"
     return plan
-
-
-def _trtllm_refusal(sizing: types.ModuleType, plan: Plan) -> None:
-    """``PlanError`` with TensorRT-LLM's reason where it refuses the deployment at any budget
-    (the engine policy of the module's ``engine_capacity``; a shape that policy does not
-    model, such as cross-attention, is no refusal: the cost functions answer for it)."""
-    from kvgen.engines_core import NotModelled
-
-    if not hasattr(sizing, "engine_capacity"):
-        return
-    try:
-        sizing.engine_capacity(
-            plan.model, 1 << 62, engine="trtllm-v2", max_seq_len=plan.max_seq_len,
-            max_num_tokens=plan.max_num_tokens, speculative=plan.speculative,
-            tp_size=plan.tp_size, max_batch_size=1,
-        )  # fmt: skip
-    except NotModelled:
-        return
-    except ValueError as exc:
-        raise PlanError(f"refused: {exc}") from None
 
 
 def capacity_curve(
