@@ -177,7 +177,8 @@ def _requests(args: argparse.Namespace, engine: str) -> Exit:
             f"{need.family}/{need.model}, speculative {need.speculative}, "
             f"semantics {need.semantics}",
             f"memory for {need.requests} requests of {need.seq_len} tokens "
-            f"(max_num_tokens {need.max_num_tokens}, tp_size {need.tp_size}{_dcp(need)}): "
+            f"(max_num_tokens {need.max_num_tokens}, tp_size {need.tp_size}{_dcp(need)}"
+            f"{_what_if(args)}): "
             f"{format_bytes(need.total)}",
         ]
         lines += [f"  {name}: {format_bytes(size)}" for name, size in need.managers.items()]
@@ -186,6 +187,13 @@ def _requests(args: argparse.Namespace, engine: str) -> Exit:
             lines.append(f"{verdict} in {format_bytes(args.gpu_memory)}")
         sys.stdout.write("".join(f"{line}\n" for line in lines))
     return Exit.OK if fits else Exit.FINDINGS
+
+
+def _what_if(args: argparse.Namespace) -> str:
+    """The what-if knobs of --requests, as given (nothing at the defaults)."""
+    out = f", kv_cache_dtype {args.kv_cache_dtype} (override)" if args.kv_cache_dtype else ""
+    out += f", block_size {args.block_size}" if args.block_size else ""
+    return out + (", RoPE-scaled (--rope-scaled)" if args.rope_scaled else "")
 
 
 def _dcp(plan) -> str:

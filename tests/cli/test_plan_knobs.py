@@ -328,3 +328,14 @@ def test_issue_tp_3_on_llama_70b_is_refused_by_every_engine_that_refuses_it(caps
     )  # fmt: skip
     assert code == 2
     assert "refuses tp_size 3: the model's 64 query heads must divide by it" in err
+
+
+def test_plan_requests_with_a_dtype_override_says_so(capsys):
+    # Llama-3.1-70B in fp8: 163,840 B/token x 32,768 tokens x 2 requests = 10 GiB exactly
+    # (whole pages of 32 tokens: 32,768 is a multiple).
+    code, out, _ = run(
+        capsys, "plan", "llama3", "llama3_1_70b", "--requests", "2", "--seq-len", "32768",
+        "--kv-cache-dtype", "fp8",
+    )  # fmt: skip
+    assert code == 0
+    assert "kv_cache_dtype fp8 (override)): 10 GiB (10737418240 B)" in out
