@@ -125,7 +125,9 @@ def _project_defaults(command: str, config: Config) -> dict[str, object]:
         defaults["out"] = config.out_dir
     if command in ("plan", "diff"):
         defaults["generated"] = config.out_dir
-        defaults.update(config.deployment)
+        # The engine is resolved by the command, which says where it came from (flag,
+        # config, default): never a flag default.
+        defaults.update({k: v for k, v in config.deployment.items() if k != "engine"})
         if command == "plan" and "max_batch_size" in defaults:
             defaults["max_batch_size"] = [defaults["max_batch_size"]]
     if command == "diff" and config.source is not None:

@@ -1117,12 +1117,23 @@ def _trtllm_capacity(
     speculative: str,
     tp_size: int,
     max_batch_size: int,
+    pp_size: int = 1,
+    pp_rank: int = 0,
 ) -> EngineCapacity:
-    """TensorRT-LLM V2's affine estimate (§4) from this module's own sizing functions."""
+    """TensorRT-LLM V2's affine estimate (§4) from this module's own sizing functions, for
+    pipeline rank ``pp_rank`` of ``pp_size`` (its own layers in its own budget)."""
     entry = _MODELS.get(model) if type(model) is str else None
     if entry is not None and any(k.attention == "cross" for k in entry.layers.kinds.values()):
         # TensorRT-LLM sizes the encoder cache in its own manager from a memory fraction.
         raise NotModelled(f"{model}: {UNMODELLED['cross']}", "cross")
+    heads = _ENGINE_MODELS[model].query_heads if entry is not None else 0
+    if heads and type(tp_size) is int and tp_size > 0 and heads % tp_size:
+        # KV heads are replicated up to tp (the ceil of §1); query heads are not.
+        raise ValueError(
+            f"TensorRT-LLM refuses tp_size {tp_size}: the model's {heads} query heads must "
+            "divide by it (tensorrt_llm/_torch/modules/attention.py asserts "
+            "num_heads % tp_size == 0)"
+        )
     if block_size is not None and block_size != TOKENS_PER_BLOCK:
         _integer("block_size", block_size, 1)
         raise NotModelled(
@@ -1130,8 +1141,8 @@ def _trtllm_capacity(
             f"engine 'trtllm-v2' here; kvgen.engines answers for other page sizes"
         )
     args = (
-        model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, 1, 0,
-        False, False, 0.95, False, "trtllm-v2",
+        model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
+        pp_rank, False, False, 0.95, False, "trtllm-v2",
     )  # fmt: skip
     terms = _cached_terms(*args)
     budget = budget_bytes
@@ -1142,6 +1153,7 @@ def _trtllm_capacity(
         budget = split_budget(
             model, budget, speculative=speculative, max_batch_size=max_batch_size,
             max_num_tokens=max_num_tokens, max_seq_len=max_seq_len, tp_size=tp_size,
+            pp_size=pp_size, pp_rank=pp_rank,
         )["target"]  # fmt: skip
     tokens = _tokens(target, budget, max_num_tokens)
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
@@ -1176,6 +1188,8 @@ def engine_capacity(
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
     ssm_dtype: str | None = None,
+    pp_size: int = 1,
+    pp_rank: int = 0,
 ) -> EngineCapacity:
     """What ``engine`` ("trtllm-v2", "vllm" 0.33.0 or "sglang" 0.5.23) gives ``model`` for a
     KV budget of ``budget_bytes``: tokens, requests at ``max_seq_len`` at once, bytes of one
@@ -1189,15 +1203,21 @@ def engine_capacity(
     ``gdn_prefill_backend`` ("flashinfer", the H100/H200 default, or "triton") (vLLM),
     ``swa_full_tokens_ratio`` and ``mamba_full_memory_ratio`` (SGLang); ``ssm_dtype`` (both;
     None: the engine's default, fp32 in SGLang, in vLLM the conv dtype except where a model
-    hook sets it: Nemotron-H fp32).
+    hook sets it: Nemotron-H fp32). ``pp_size`` / ``pp_rank``: one pipeline stage, its own
+    layers in its own budget (TensorRT-LLM only; ``NotModelled`` for the others).
     Raises ``ValueError`` naming the argument on bad input, when the engine would refuse to
     start, and (``NotModelled``, a ValueError) for a shape or mode not modelled per engine.
     """
     if engine == "trtllm-v2":
         return _trtllm_capacity(
             model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
-            tp_size, max_batch_size,
+            tp_size, max_batch_size, pp_size, pp_rank,
         )  # fmt: skip
+    if pp_size != 1 and engine in ENGINE_VERSIONS:
+        raise NotModelled(
+            f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine {engine!r} "
+            "here (its pools are sized for the whole model)"
+        )
     if engine == "vllm":
         key = (model, block_size, tp_size, speculative, mamba_cache_mode, gdn_prefill_backend,
                ssm_dtype)  # fmt: skip

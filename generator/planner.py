@@ -7,6 +7,10 @@ plan is exactly what an inference stack that imports it would compute::
     plan = make_plan(sizing, "llama3_1_8b", gpu_memory=16 * GiB, batch_sizes=[8])
     plan.batches[0].managers[0].max_tokens    # 131072
 
+``engine="vllm"`` or ``"sglang"`` answers in that engine's terms instead, from the module's own
+``engine_capacity`` (kvgen.engine_plan); a deployment the engine refuses is a ``PlanError``
+with the engine's reason. ``pp_size`` plans every pipeline rank and reports the tightest.
+
 Per max_batch_size B it reports the budget split (docs/cost-model.md §6, ``split_budget``), each
 manager's max tokens on its share (``max_tokens_from_quota``), the largest number of requests
 of one sequence length that fit together, and the largest max_seq_len that B requests fit at.
@@ -126,16 +130,33 @@ class Plan:
     max_requests: int = 0  # requests of seq_len tokens that fit at once (batch = requests)
     batches: list[BatchPlan] = field(default_factory=list)
     dcp_size: int = 1  # decode context parallelism: history sharded over dcp TP ranks (§9)
+    engine: str = "trtllm-v2"  # whose terms: kvgen's TensorRT-LLM V2 model, vllm or sglang
+    engine_version: str = ""
+    pp_size: int = 1  # pipeline stages: every rank is planned, the tightest one reported
+    pp_rank: int = 0  # the binding rank (fewest target tokens at the first batch size)
+    block_size: int | None = None  # page size asked for (None: the engine's own)
+    kv_cache_dtype: str | None = None  # an override of the spec's dtype (None: as specified)
+    rope_scaled: bool = False  # max_seq_len above the native length, by RoPE scaling
+    capacity: dict[str, float] | None = None  # vLLM / SGLang: engine_capacity at max_seq_len
+    engine_error: str | None = None  # vLLM / SGLang: why the engine would not start here
+    notes: list[str] = field(default_factory=list)  # caps and refusals, in the engine's words
+    engine_source: str = ""  # where the engine was chosen: --engine, the config, the default
 
     @property
     def fits(self) -> bool:
+        if self.engine_error is not None:
+            return False  # the engine would not start on this budget
+        if self.capacity is not None and self.capacity["max_concurrency"] < 1:
+            return False  # the engine cannot hold one request at max_seq_len
         return all(batch.error is None for batch in self.batches)
 
 
 class _Sizing:
     """The generated module bound to one model, profile and deployment."""
 
-    def __init__(self, sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size=1):
+    def __init__(
+        self, sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size=1, pp_size=1
+    ):
         self.sizing = sizing
         self.model = model
         self.common = {
@@ -146,10 +167,15 @@ class _Sizing:
         }
         if dcp_size != 1:  # modules generated before dcp_size take no such keyword
             self.common["dcp_size"] = dcp_size
+        # Each pipeline stage holds its own layers' caches in its own budget (§1): every rank
+        # must fit, so a rank's answer is the least of them.
+        self.ranks: list[dict[str, int]] = [
+            {} if pp_size == 1 else {"pp_size": pp_size, "pp_rank": r} for r in range(pp_size)
+        ]
 
-    def managers(self, budget: int, batch: int, max_seq_len: int) -> list[ManagerPlan]:
-        """Each manager's cost, share and max tokens; ``ValueError`` when nothing fits."""
-        kwargs = {**self.common, "max_batch_size": batch, "max_seq_len": max_seq_len}
+    def rank_managers(self, budget: int, batch: int, max_seq_len: int, rank: int) -> list:
+        kwargs = {**self.common, **self.ranks[rank], "max_batch_size": batch}
+        kwargs["max_seq_len"] = max_seq_len
         shares = self.sizing.split_budget(self.model, budget, **kwargs)
         costs = self.sizing.cache_costs(self.model, **kwargs)
         tokens = self.sizing.max_tokens_from_quota(self.model, shares, **kwargs)
@@ -158,13 +184,39 @@ class _Sizing:
             for name, cost in costs.items()
         ]
 
+    def managers(self, budget: int, batch: int, max_seq_len: int) -> list[ManagerPlan]:
+        """Each manager's cost, share and max tokens on the tightest pipeline rank;
+        ``ValueError`` when nothing fits."""
+        rank = self.binding_rank(budget, batch, max_seq_len)
+        return self.rank_managers(budget, batch, max_seq_len, rank)
+
+    def binding_rank(self, budget: int, batch: int, max_seq_len: int) -> int:
+        """The pipeline rank whose target pool holds the fewest tokens (0 without pp)."""
+        if len(self.ranks) == 1:
+            return 0
+        least: tuple[float, int] | None = None
+        for rank in range(len(self.ranks)):
+            try:
+                managers = self.rank_managers(budget, batch, max_seq_len, rank)
+            except ValueError:
+                return rank
+            bounded = [m.max_tokens for m in managers if m.max_tokens is not None]
+            tokens = min(bounded, default=float("inf"))
+            if least is None or tokens < least[0]:
+                least = (tokens, rank)
+        return least[1] if least else 0
+
     def fits(self, budget: int, requests: int, length: int, max_seq_len: int) -> bool:
         if hasattr(self.sizing, "quota_for_requests"):
-            # The least quota with which ``requests`` requests each reach ``length`` (§4).
-            need = self.sizing.quota_for_requests(
-                self.model, requests=requests, seq_len=length, **self.common
-            )
-            return sum(need.values()) <= budget
+            # The least quota with which ``requests`` requests each reach ``length`` (§4),
+            # on every pipeline rank.
+            for rank in self.ranks:
+                need = self.sizing.quota_for_requests(
+                    self.model, requests=requests, seq_len=length, **self.common, **rank
+                )
+                if sum(need.values()) > budget:
+                    return False
+            return True
         try:
             managers = self.managers(budget, requests, max_seq_len)
         except ValueError:
@@ -256,8 +308,18 @@ def make_plan(
     semantics: str = "trtllm-v2",
     seq_len: int | None = None,
     dcp_size: int = 1,
+    engine: str = "trtllm-v2",
+    pp_size: int = 1,
+    block_size: int | None = None,
+    rope_scaled: bool = False,
+    native: int | None = None,
+    kv_cache_dtype: str | None = None,
 ) -> Plan:
-    native = native_max_seq_len(sizing, model)
+    """The plan in ``engine``'s terms. ``native`` is the spec's own context length where
+    ``sizing`` was bound with a longer one (``rope_scaled``: kvgen.whatif); ``block_size`` and
+    ``kv_cache_dtype`` are recorded as asked (the module is bound to them already)."""
+    native = native or native_max_seq_len(sizing, model)
+    limit = native_max_seq_len(sizing, model)  # what the bound module sizes for
     if speculative not in sizing.SPECULATIVE:
         hint = did_you_mean(speculative, sizing.SPECULATIVE)
         raise PlanError(
@@ -270,16 +332,30 @@ def make_plan(
             f"profiles for {model}: {', '.join(applicable)}"
         )
     max_seq_len = max_seq_len or min(native, DEFAULT_MAX_SEQ_LEN)
-    if max_seq_len > native:
-        raise PlanError(f"max_seq_len must be <= {native} (native length of {model})")
+    if max_seq_len > limit:
+        raise PlanError(
+            f"max_seq_len must be <= {native} (native length of {model}); a checkpoint that "
+            "reaches further by RoPE scaling (YaRN, ...) is planned with --rope-scaled"
+        )
     seq_len = seq_len or max_seq_len
     if seq_len > max_seq_len:
         raise PlanError(f"seq_len {seq_len} is longer than max_seq_len {max_seq_len}")
-    bound = _Sizing(sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size)
     plan = Plan(
         sizing.FAMILY, model, speculative, semantics, gpu_memory, max_num_tokens, max_seq_len,
-        native, tp_size, seq_len, dcp_size=dcp_size,
+        native, tp_size, seq_len, dcp_size=dcp_size, engine=engine, pp_size=pp_size,
+        block_size=block_size, kv_cache_dtype=kv_cache_dtype,
+        rope_scaled=rope_scaled and max_seq_len > native,
     )  # fmt: skip
+    if engine != "trtllm-v2":
+        from kvgen.engine_plan import engine_plan
+
+        return engine_plan(sizing, plan, batch_sizes, limit)
+    from kvgen.engine_plan import trtllm_refusal
+
+    trtllm_refusal(sizing, plan)
+    bound = _Sizing(
+        sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size, pp_size
+    )
     plan.max_requests = _largest(
         lambda n: bound.fits(gpu_memory, n, seq_len, max_seq_len), SEARCH_LIMIT
     )
@@ -293,9 +369,12 @@ def make_plan(
             if m.max_tokens == 0:
                 entry.error = f"the {m.name} share {m.share} B does not cover its fixed cost"
         entry.max_seq_len_fit = _largest(
-            lambda s, batch=batch: bound.fits(gpu_memory, batch, s, s), native
+            lambda s, batch=batch: bound.fits(gpu_memory, batch, s, s), limit
         )
         plan.batches.append(entry)
+    if pp_size > 1 and batch_sizes:
+        plan.pp_rank = bound.binding_rank(gpu_memory, batch_sizes[0], max_seq_len)
+    plan.engine_version = "TensorRT-LLM KV cache manager V2"
     return plan
 
 

@@ -62,6 +62,7 @@ def _deployment_line(review: Review) -> str:
         f"max_seq_len min(native, {d.max_seq_len}), tp_size {d.tp_size}, "
         f"GPU KV budget {format_size(d.gpu_budget)} (split per docs/cost-model.md §6), "
         f"semantics {d.semantics}"
+        + "".join(f", {key} {value}" for key, value in d.what_ifs().items())
     )
 
 
@@ -128,6 +129,7 @@ def text(review: Review) -> str:
         if status == "cosmetic":
             lines.append(f"{shown(family)}: cosmetic (no numeric change)")
     lines.append(f"summary: {_counts(review)}")
+    lines += [shown(line) for line in _engine_lines(review)]
     hints = _ack_hint(review)
     if hints:
         lines.append("to acknowledge a reviewed change, add to the new spec:")
@@ -217,8 +219,36 @@ def markdown(review: Review) -> str:
         fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", "\n".join(hints)))])
         lines += ["", "To acknowledge a reviewed change, add to the new spec:", "", f"{fence}yaml"]
         lines += [*hints, fence]
+    engine = _engine_lines(review)
+    if engine:
+        lines += ["", f"**{cell(engine[0])}**", ""]
+        lines += [f"- {cell(line.strip())}" for line in engine[1:]]
     lines += ["", f"<sub>{_counts(review)}</sub>"]
     return "".join(f"{line}\n" for line in lines)
+
+
+def _engine_value(value) -> str:
+    if value is None:
+        return "absent"
+    if isinstance(value, str):
+        return f"no answer ({value})"
+    return f"{value[0]} KV tokens, {value[1]:.3f} requests at max_seq_len"
+
+
+def _engine_lines(review: Review) -> list[str]:
+    """``--engine``: a block of its own (nothing without it, so the default report is as it
+    was): per engine, each model and profile whose engine capacity changed, old -> new. The
+    block is informational; acknowledgements and the exit code follow the changes above."""
+    engines = review.deployment.engines
+    if not engines:
+        return []
+    lines = [f"engine capacity changes ({', '.join(engines)}; informational, not classified):"]
+    for c in review.engine_changes:
+        where = "/".join((c.family, c.model, c.profile))
+        lines.append(f"  {c.engine} {where}: {_engine_value(c.old)} -> {_engine_value(c.new)}")
+    if len(lines) == 1:
+        lines.append("  none")
+    return lines
 
 
 def _change_json(change: Change) -> dict:
@@ -240,13 +270,25 @@ def _change_json(change: Change) -> dict:
 
 
 def as_json(review: Review) -> str:
+    deployment = dict(vars(review.deployment))
+    for key in ("pp_size", "dcp_size", "kv_cache_dtype", "block_size"):
+        if key not in review.deployment.what_ifs():  # the default report stays as it was
+            del deployment[key]
+    if not deployment["engines"]:
+        del deployment["engines"]
+    else:
+        deployment["engines"] = list(deployment["engines"])
     data = {
         "ref": review.ref,
-        "deployment": vars(review.deployment),
+        "deployment": deployment,
         "families": dict(sorted(review.families.items())),
         "changes": [_change_json(change) for change in review.changes],
         "not_acknowledged": len(review.blocking),
     }
+    if review.deployment.engines:
+        data["engine_changes"] = [
+            {**vars(c), "old": c.old, "new": c.new} for c in review.engine_changes
+        ]
     return escaping.json_dumps(data) + "\n"
 
 

@@ -1,8 +1,10 @@
-"""Byte sizes as people write them (``80GiB``, ``1.5TiB``, ``512MiB``, ``17179869184``).
+"""Byte sizes as people write them (``80GiB``, ``1.5TiB``, ``512MiB``, ``17179869184B``).
 
 Binary units (KiB, MiB, GiB, TiB, PiB) are powers of 1024, decimal ones (KB, MB, GB, TB, PB)
-powers of 1000; units are case-insensitive and may follow a space. A size must come to a whole
-number of bytes: ``1.5KiB`` is 1536 B, ``0.1B`` is an error rather than a silent rounding.
+powers of 1000; units are case-insensitive and may follow a space. Where a person writes the
+size (a flag, a config value) the unit is required (``parse_size_with_unit``). A size must come
+to a whole number of bytes: ``1.5KiB`` is 1536 B, ``0.1B`` is an error rather than a silent
+rounding.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ __all__ = [
     "format_bytes",
     "format_size",
     "parse_size",
+    "parse_size_with_unit",
     "positive_int",
     "size_argument",
 ]
@@ -88,10 +91,26 @@ def format_bytes(size: int) -> str:
     return short if short.endswith(" B") else f"{short} ({size} B)"
 
 
+def parse_size_with_unit(text: str) -> int:
+    """``parse_size``, where a bare number is refused with the likely reading: a size a person
+    writes (a flag, a config value) names its unit, since ``80`` would mean 80 bytes, which
+    nobody means (``80B`` still says bytes)."""
+    match = _SIZE.match(text)
+    digits = match.group(1).replace("_", "") if match and not match.group(2) else None
+    # A number past 2**63 - 1 is refused as such whatever its unit (parse_size says so).
+    if digits is not None and len(digits) <= 64 and Fraction(digits) <= MAX_COUNT:
+        bytes_form = "" if "." in digits else f"write {digits}B for bytes; "
+        raise ValueError(
+            f"size {_shown(text)} has no unit: did you mean {digits}GiB? ({bytes_form}units: "
+            "B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
+        )
+    return parse_size(text)
+
+
 def size_argument(text: str) -> int:
-    """``parse_size`` as an argparse ``type=`` (a bad size is a usage error, exit 2)."""
+    """``parse_size_with_unit`` as an argparse ``type=`` (a bad size is a usage error, exit 2)."""
     try:
-        return parse_size(text)
+        return parse_size_with_unit(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

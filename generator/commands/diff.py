@@ -23,6 +23,7 @@ import os
 import sys
 from pathlib import Path
 
+from kvgen.commands._knobs import ENGINES, KV_DTYPES
 from kvgen.config import OUT_DIR
 from kvgen.exits import Exit, UsageError
 from kvgen.units import positive_int, size_argument
@@ -59,10 +60,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
     parser.add_argument(
+        "--pp-size", type=positive_int, default=1, metavar="P",
+        help="pipeline stages: the tightest rank is compared (default: 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dcp-size", type=positive_int, default=1, metavar="D",
+        help="decode context parallel size (default: 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--kv-cache-dtype", choices=KV_DTYPES, metavar="DTYPE",
+        help="render both sides with the attention caches in DTYPE (a what-if)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--block-size", type=positive_int, metavar="T",
+        help="render both sides with this tokens_per_block (a what-if)",
+    )  # fmt: skip
+    parser.add_argument(
         "--gpu-memory", type=size_argument, default="40GiB", metavar="SIZE",
-        help="GPU KV-cache budget, split between target and draft pools (default: 40GiB)",
+        help="KV-cache budget per rank (not the GPU's memory), split between target and draft "
+        "pools (default: 40GiB; a unit is required)",
     )  # fmt: skip
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
+    parser.add_argument(
+        "--engine", choices=ENGINES, nargs="+", metavar="ENGINE",
+        help=f"also report each engine's capacity changes ({', '.join(ENGINES)}), per engine, "
+        "in a block of their own (informational: the exit code follows the changes above)",
+    )  # fmt: skip
     parser.add_argument(
         "--generated", type=Path, default=Path(OUT_DIR), metavar="DIR",
         help="output directory whose committed sizing modules are the old side "
@@ -88,6 +111,11 @@ def run(args: argparse.Namespace) -> Exit:
         tp_size=args.tp_size,
         gpu_budget=args.gpu_memory,
         semantics=args.semantics,
+        engines=tuple(args.engine or ()),
+        pp_size=args.pp_size,
+        dcp_size=args.dcp_size,
+        kv_cache_dtype=args.kv_cache_dtype,
+        block_size=args.block_size,
     )
     try:
         review = review_specs(

@@ -9,13 +9,18 @@ requests. With --requests R it prints instead the memory R requests of --seq-len
 tokens of capacity against GPU memory, one panel per batch size and one line per speculative
 profile (needs matplotlib: pip install 'kvgen[plot]').
 
---gpu-memory is the KV-cache budget per rank, not the device's memory. From the hardware
-instead: --gpu H100-80GB --weights DIR (the model's safetensors) subtracts the weights per rank
-and a reserve from the engine's share of the device, and --emit vllm|sglang|trtllm prints the
-launch settings that make that engine allocate exactly the plan (docs/deploy.md).
+--gpu-memory is the KV-cache budget per rank (not the GPU's memory), with a unit. --engine
+vllm|sglang answers from the module's engine_capacity in that engine's terms (default: the
+engine of [tool.kvgen.deployment], else trtllm-v2; the output says which). What-ifs:
+--pp-size, --kv-cache-dtype, --block-size, --rope-scaled (docs/cli.md).
+From the hardware instead: --gpu H100-80GB --weights DIR (the model's safetensors)
+subtracts the weights per rank and a reserve from the engine's share of the device, and --emit
+vllm|sglang|trtllm prints the launch settings that make that engine allocate exactly the plan
+(docs/deploy.md).
 
 Exit codes: 0 the deployment fits, 1 the budget does not cover the fixed costs at some batch
-size, 2 usage error (no generated module, unknown model or profile, matplotlib missing).
+size (or the engine holds less than one request at max_seq_len), 2 usage error (no generated
+module, unknown model or profile, matplotlib missing, a deployment the engine refuses).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from kvgen.commands._knobs import GPU_MEMORY_HELP, add_engine, add_knobs, engine_choice, overrides
 from kvgen.config import OUT_DIR
 from kvgen.exits import Exit, UsageError
 from kvgen.units import positive_int, size_argument
@@ -46,10 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # Optional only for --deployment FILE, which names its models itself.
     parser.add_argument("family", nargs="?")
     parser.add_argument("model", nargs="?")
-    parser.add_argument(
-        "--gpu-memory", type=size_argument, metavar="SIZE",
-        help="GPU KV-cache budget per rank: 80GiB, 1.5TiB, 512MiB or bytes",
-    )  # fmt: skip
+    parser.add_argument("--gpu-memory", type=size_argument, metavar="SIZE", help=GPU_MEMORY_HELP)
+    add_engine(parser, many=False)
     parser.add_argument("--speculative", default="none", metavar="PROFILE")
     parser.add_argument(
         "--max-batch-size", type=positive_int, nargs="+", default=[8], metavar="B",
@@ -68,11 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--requests", type=positive_int, metavar="R",
         help="print the memory R concurrent requests of --seq-len tokens need",
     )  # fmt: skip
-    parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
-    parser.add_argument(
-        "--dcp-size", type=positive_int, default=1, metavar="D",
-        help="decode context parallel size: full-attention history sharded over D TP ranks",
-    )  # fmt: skip
+    add_knobs(parser)
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
     parser.add_argument(
         "--format", choices=("text", "json", "args", "yaml"), default="text",
@@ -89,6 +89,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def planning_module(args: argparse.Namespace, engine: str):
+    """The generated module, or (a what-if knob given) the spec's tables with the knob applied,
+    bound in memory; and the model's native length as the spec gives it."""
+    from kvgen.planner import load_sizing, native_max_seq_len
+    from kvgen.whatif import spec_path, whatif_module
+
+    sizing = load_sizing(args.family, args.generated)
+    native = native_max_seq_len(sizing, args.model)
+    if args.max_seq_len and args.max_seq_len > native and not args.rope_scaled:
+        raise UsageError(
+            f"--max-seq-len {args.max_seq_len} is above {args.model}'s native length {native}: "
+            "give --rope-scaled if the checkpoint is RoPE-scaled (YaRN, ...) to reach it"
+        )
+    wanted = overrides(args, args.model, native, trtllm=engine == "trtllm-v2")
+    if not wanted:
+        return sizing, native
+    project = getattr(args, "project", None)
+    spec_dir = project.spec_dir if project is not None and project.source is not None else None
+    return whatif_module(spec_path(args.family, spec_dir), wanted), native
+
+
 def run(args: argparse.Namespace) -> Exit:
     # --- kvgen.deploy: the hardware to the launch settings ---
     from kvgen.deploy.cli import run as deploy_run
@@ -97,18 +118,19 @@ def run(args: argparse.Namespace) -> Exit:
     if wanted(args):
         return deploy_run(args)
     # --- end kvgen.deploy ---
-    from kvgen.planner import PlanError, load_sizing, make_plan
+    from kvgen.planner import PlanError, make_plan
 
     if args.format in ("args", "yaml"):
         raise UsageError(f"--format {args.format} prints launch settings: add --emit ENGINE")
     if args.model is None:
         raise UsageError("plan needs FAMILY MODEL (or --deployment FILE.toml)")
+    engine, source = engine_choice(args)
     if args.requests is not None:
-        return _requests(args)
+        return _requests(args, engine)
     if args.gpu_memory is None:
         raise UsageError("plan needs --gpu-memory SIZE (or --requests R for the memory R need)")
     try:
-        sizing = load_sizing(args.family, args.generated)
+        sizing, native = planning_module(args, engine)
         plan = make_plan(
             sizing,
             args.model,
@@ -121,7 +143,18 @@ def run(args: argparse.Namespace) -> Exit:
             semantics=args.semantics,
             seq_len=args.seq_len,
             dcp_size=args.dcp_size,
+            engine=engine,
+            pp_size=args.pp_size,
+            block_size=args.block_size,
+            rope_scaled=args.rope_scaled,
+            native=native,
+            kv_cache_dtype=args.kv_cache_dtype,
         )
+        plan.engine_source = source
+        if args.plot and engine != "trtllm-v2":
+            raise UsageError(
+                "--plot draws TensorRT-LLM V2's pools; `kvgen compare --plot` draws every engine"
+            )
         if args.plot:
             plot(sizing, plan, args.plot)
             log.info("wrote %s", args.plot)
@@ -133,13 +166,18 @@ def run(args: argparse.Namespace) -> Exit:
     return Exit.OK if plan.fits else Exit.FINDINGS
 
 
-def _requests(args: argparse.Namespace) -> Exit:
+def _requests(args: argparse.Namespace, engine: str) -> Exit:
     """``--requests R``: the memory R requests of --seq-len tokens need, per manager."""
-    from kvgen.planner import PlanError, load_sizing, memory_for_requests
+    from kvgen.planner import PlanError, memory_for_requests
     from kvgen.units import format_bytes
 
+    if engine != "trtllm-v2" or args.pp_size != 1:
+        raise UsageError(
+            "--requests answers in TensorRT-LLM V2 terms for one pipeline stage "
+            "(quota_for_requests); drop --engine/--pp-size, or ask `kvgen plan --gpu-memory`"
+        )
     try:
-        sizing = load_sizing(args.family, args.generated)
+        sizing, _ = planning_module(args, engine)
         need = memory_for_requests(
             sizing,
             args.model,
@@ -164,7 +202,8 @@ def _requests(args: argparse.Namespace) -> Exit:
             f"{need.family}/{need.model}, speculative {need.speculative}, "
             f"semantics {need.semantics}",
             f"memory for {need.requests} requests of {need.seq_len} tokens "
-            f"(max_num_tokens {need.max_num_tokens}, tp_size {need.tp_size}{_dcp(need)}): "
+            f"(max_num_tokens {need.max_num_tokens}, tp_size {need.tp_size}{_dcp(need)}"
+            f"{_what_if(args)}): "
             f"{format_bytes(need.total)}",
         ]
         lines += [f"  {name}: {format_bytes(size)}" for name, size in need.managers.items()]
@@ -173,6 +212,13 @@ def _requests(args: argparse.Namespace) -> Exit:
             lines.append(f"{verdict} in {format_bytes(args.gpu_memory)}")
         sys.stdout.write("".join(f"{line}\n" for line in lines))
     return Exit.OK if fits else Exit.FINDINGS
+
+
+def _what_if(args: argparse.Namespace) -> str:
+    """The what-if knobs of --requests, as given (nothing at the defaults)."""
+    out = f", kv_cache_dtype {args.kv_cache_dtype} (override)" if args.kv_cache_dtype else ""
+    out += f", block_size {args.block_size}" if args.block_size else ""
+    return out + (", RoPE-scaled (--rope-scaled)" if args.rope_scaled else "")
 
 
 def _dcp(plan) -> str:
@@ -188,16 +234,57 @@ def _table(rows: list[list[str]]) -> list[str]:
     ]
 
 
+def _deployment(plan) -> str:
+    """The what-if knobs as given: parallel sizes, page size, dtype, RoPE-scaled context."""
+    native = f"native {plan.native_max_seq_len}"
+    if plan.rope_scaled:
+        native += ", RoPE-scaled past it (--rope-scaled)"
+    out = f"max_seq_len {plan.max_seq_len} ({native}), tp_size {plan.tp_size}{_dcp(plan)}"
+    if plan.pp_size != 1:
+        out += f", pp_size {plan.pp_size} (tightest rank {plan.pp_rank})"
+    if plan.block_size is not None:
+        out += f", block_size {plan.block_size}"
+    if plan.kv_cache_dtype is not None:
+        out += f", kv_cache_dtype {plan.kv_cache_dtype} (override)"
+    return out
+
+
+def _engine_lines(plan) -> list[str]:
+    cap = plan.capacity
+    if cap is None:  # the engine would not start on this budget
+        lines = [f"max concurrent requests of {plan.seq_len} tokens: 0", f"  {plan.engine_error}"]
+    else:
+        lines = [
+            f"max concurrent requests of {plan.seq_len} tokens: {plan.max_requests} "
+            f"({plan.engine_version}'s maximum concurrency {cap['max_concurrency']:.3f})",
+            f"  KV tokens {cap['kv_tokens']:,}, blocks {cap['num_blocks']:,}, "
+            f"bytes per request {cap['request_bytes']:,}",
+        ]
+    lines += [f"  {note}" for note in plan.notes]
+    for batch in plan.batches:
+        requests = "request" if batch.max_batch_size == 1 else "requests"
+        lines += [
+            "",
+            f"max_batch_size {batch.max_batch_size}",
+            f"  largest max_seq_len for {batch.max_batch_size} {requests}: {batch.max_seq_len_fit}",
+        ]
+    return lines
+
+
 def text(plan) -> str:
     from kvgen.units import format_bytes
 
+    semantics = f", semantics {plan.semantics}" if plan.engine == "trtllm-v2" else ""
     lines = [
-        f"{plan.family}/{plan.model}, speculative {plan.speculative}, semantics {plan.semantics}",
-        f"GPU KV budget {format_bytes(plan.gpu_memory)}; max_num_tokens {plan.max_num_tokens}, "
-        f"max_seq_len {plan.max_seq_len} (native {plan.native_max_seq_len}), "
-        f"tp_size {plan.tp_size}{_dcp(plan)}",
-        f"max concurrent requests of {plan.seq_len} tokens: {plan.max_requests}",
+        f"{plan.family}/{plan.model}, speculative {plan.speculative}{semantics}",
+        f"engine {plan.engine} ({plan.engine_source}): {plan.engine_version}",
+        f"GPU KV budget {format_bytes(plan.gpu_memory)} per rank; max_num_tokens "
+        f"{plan.max_num_tokens}, {_deployment(plan)}",
     ]
+    if plan.engine != "trtllm-v2":
+        return "".join(f"{line}\n" for line in lines + _engine_lines(plan))
+    lines.append(f"max concurrent requests of {plan.seq_len} tokens: {plan.max_requests}")
+    lines += [f"  {note}" for note in plan.notes]
     for batch in plan.batches:
         lines += ["", f"max_batch_size {batch.max_batch_size}"]
         if batch.managers:

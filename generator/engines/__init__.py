@@ -128,6 +128,8 @@ def engine_capacity(
     swa_full_tokens_ratio: float = _sglang.SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = _sglang.MAMBA_FULL_MEMORY_RATIO,
     ssm_dtype: str | None = None,
+    pp_size: int = 1,
+    pp_rank: int = 0,
 ) -> EngineCapacity:
     """What ``engine`` gives ``model`` of ``family`` for a KV budget of ``budget_bytes``.
 
@@ -143,8 +145,14 @@ def engine_capacity(
     the drafters that share its pool (eagle3, mtp, mtp_eagle, and a separate draft model,
     draft_target); SGLang ``"none"`` and EAGLE3 / MTP profiles on full-attention models.
     Raises ``ValueError`` naming the argument on bad input, and when the engine would refuse to
-    start (vLLM: one request at ``max_seq_len`` does not fit).
+    start (vLLM: one request at ``max_seq_len`` does not fit). ``pp_size`` / ``pp_rank``:
+    one pipeline stage (TensorRT-LLM; ``NotModelled`` for the others).
     """
+    if pp_size != 1 and engine in ("vllm", "sglang"):
+        raise NotModelled(
+            f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine {engine!r} "
+            "here (its pools are sized for the whole model)"
+        )
     key = (id(family), model, engine, block_size, tp_size, speculative, mamba_cache_mode,
            gdn_prefill_backend, ssm_dtype)  # fmt: skip
     try:
@@ -184,6 +192,8 @@ def engine_capacity(
             speculative=speculative,
             tp_size=tp_size,
             max_batch_size=max_batch_size,
+            pp_size=pp_size,
+            pp_rank=pp_rank,
         )
     raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
 
@@ -240,6 +250,8 @@ def trtllm_capacity(
     speculative: str = "none",
     tp_size: int = 1,
     max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
+    pp_size: int = 1,
+    pp_rank: int = 0,
 ) -> EngineCapacity:
     """TensorRT-LLM V2's affine estimate read as an ``EngineCapacity`` (see ``_trtllm``): the
     sizing interpreter's own answer, bound to the family's tables at that page size."""
@@ -253,5 +265,7 @@ def trtllm_capacity(
         speculative=speculative,
         tp_size=tp_size,
         max_batch_size=max_batch_size,
+        pp_size=pp_size,
+        pp_rank=pp_rank,
     )
     return capacity

@@ -49,6 +49,7 @@ from kvgen.review._types import (
     Capacity,
     Change,
     Deployment,
+    EngineChange,
     Review,
     ReviewError,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "Capacity",
     "Change",
     "Deployment",
+    "EngineChange",
     "Review",
     "ReviewError",
     "default_ref",

@@ -12,6 +12,7 @@ from kvgen.review._types import (
     Capacity,
     Change,
     Deployment,
+    EngineChange,
 )
 from kvgen.spec import Acknowledgement
 
@@ -144,3 +145,15 @@ def family_status(changes: list[Change], old: Side, new: Side) -> str:
     if old.raw != new.raw or old.module_text != new.module_text:
         return "cosmetic"
     return "unchanged"
+
+
+def engine_changes(name: str, before: Side, after: Side) -> list[EngineChange]:
+    """Per engine, each (model, profile) whose capacity differs between the sides (``kvgen
+    diff --engine``): reported beside the changes, never classified or blocking."""
+    old = before.evaluation.engines if before.evaluation else {}
+    new = after.evaluation.engines if after.evaluation else {}
+    out = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            out.append(EngineChange(name, *key, old.get(key), new.get(key)))
+    return out

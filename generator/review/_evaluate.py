@@ -51,6 +51,33 @@ def _shares_and_tokens(
     }
 
 
+# The deployment keys the sizing functions take; the others are kvgen diff's own.
+_SIZING_KEYS = ("max_batch_size", "max_num_tokens", "max_seq_len", "tp_size", "semantics")
+
+
+def _tightest_rank(
+    module: types.ModuleType,
+    model: str,
+    budget: int,
+    profile: str,
+    kwargs: dict[str, Any],
+    pp_size: int,
+) -> tuple[dict[str, Any], dict[str, int] | None, dict[str, int | None]]:
+    """Costs, shares and tokens of the pipeline rank whose target holds the fewest tokens
+    (each rank sizes its own layers in its own budget; without pp, the one rank)."""
+    best: tuple[float, Any] | None = None
+    for rank in range(pp_size):
+        ranked = kwargs if pp_size == 1 else {**kwargs, "pp_size": pp_size, "pp_rank": rank}
+        costs = module.cache_costs(model, speculative=profile, **ranked)
+        shares, tokens = _shares_and_tokens(module, model, budget, profile, ranked)
+        target = tokens.get("target")
+        key = float("inf") if target is None else float(target)
+        if best is None or key < best[0]:
+            best = (key, (costs, shares, tokens))
+    assert best is not None
+    return best[1]  # type: ignore[no-any-return]
+
+
 def evaluate(
     module: types.ModuleType, deployment: dict[str, Any], native: dict[str, int]
 ) -> dict[str, Any]:
@@ -58,25 +85,57 @@ def evaluate(
     manager, slope, intercept, share, max_tokens]`` (``share`` None: the budget does not
     cover the intercepts; ``max_tokens`` None: unbounded)."""
     rows: list[list[Any]] = []
+    engine_rows: list[list[Any]] = []
+    engines = deployment.get("engines") or ()
+    pp_size = deployment.get("pp_size", 1)
     for model in module.MODELS:
-        kwargs = {key: value for key, value in deployment.items() if key != "gpu_budget"}
+        kwargs = {k: v for k, v in deployment.items() if k in _SIZING_KEYS}
+        if deployment.get("dcp_size", 1) != 1:  # a module before dcp takes no such keyword
+            kwargs["dcp_size"] = deployment["dcp_size"]
         kwargs["max_seq_len"] = min(deployment["max_seq_len"], native.get(model, 1 << 62))
         for profile in _profiles(module, model):
-            costs = module.cache_costs(model, speculative=profile, **kwargs)
             budget = deployment["gpu_budget"]
-            shares, tokens = _shares_and_tokens(module, model, budget, profile, kwargs)
+            costs, shares, tokens = _tightest_rank(module, model, budget, profile, kwargs, pp_size)
             for manager, cost in costs.items():
                 share = shares[manager] if shares else None
                 rows.append(
                     [model, profile, manager, int(cost[0]), int(cost[1]), share, tokens[manager]]
                 )
+            if engines and hasattr(module, "engine_capacity"):
+                engine_rows += _engine_rows(module, model, profile, engines, deployment, kwargs)
     return {
         "models": list(module.MODELS),
         "speculative": list(module.SPECULATIVE),
         "spec_sha256": getattr(module, "SPEC_SHA256", None),
         "api_version": _api_version(module),
         "rows": rows,
+        "engine_rows": engine_rows,
     }
+
+
+def _engine_rows(
+    module: types.ModuleType,
+    model: str,
+    profile: str,
+    engines: list[str],
+    deployment: dict[str, Any],
+    kwargs: dict[str, Any],
+) -> list[list[Any]]:
+    """``[model, profile, engine, kv_tokens, max_concurrency]``, or ``[..., None, reason]``
+    where the engine refuses or does not model it: the module's own ``engine_capacity``."""
+    out: list[list[Any]] = []
+    for engine in engines:
+        try:
+            cap = module.engine_capacity(
+                model, deployment["gpu_budget"], engine=engine, speculative=profile,
+                max_seq_len=kwargs["max_seq_len"], max_num_tokens=kwargs["max_num_tokens"],
+                tp_size=kwargs["tp_size"], max_batch_size=kwargs["max_batch_size"],
+            )  # fmt: skip
+        except ValueError as exc:
+            out.append([model, profile, engine, None, str(exc)[:300]])
+            continue
+        out.append([model, profile, engine, int(cap.kv_tokens), float(cap.max_concurrency)])
+    return out
 
 
 def main() -> None:

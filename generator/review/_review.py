@@ -13,6 +13,7 @@ from kvgen.review._candidates import collect, new_bytes, old_bytes
 from kvgen.review._compare import (
     acknowledgement_reason,
     compare_family,
+    engine_changes,
     family_status,
     pair_renames,
 )
@@ -119,6 +120,7 @@ def _review_family(
             detail = f"family renamed from {renamed[name]}"
             changes.append(Change(name, ANY, ANY, ANY, API, detail))
         changes += compare_family(name, before, after, deployment=deployment)
+        review.engine_changes += engine_changes(name, before, after)
         review.families[name] = family_status(changes, before, after)
     acks = after.family.acknowledge
     review.changes += [

@@ -17,7 +17,7 @@ from kvgen.diagnostics import has_errors
 from kvgen.lint import duplicate_family
 from kvgen.loader import load_bytes
 from kvgen.review._git import GitTree
-from kvgen.review._types import Capacity, Deployment, Review
+from kvgen.review._types import Capacity, Deployment, Review, ReviewError
 from kvgen.spec import Family
 from kvgen.vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
 
@@ -45,6 +45,8 @@ class Evaluation:
     capacities: dict[tuple[str, str], dict[str, Capacity]]
     spec_sha256: str | None = None
     api_version: int = 1  # the generated sizing API (``API_VERSION``; 1 before it existed)
+    # (model, profile, engine) -> (kv_tokens, max_concurrency), or the engine's reason
+    engines: dict[tuple[str, str, str], tuple[int, float] | str] = field(default_factory=dict)
 
 
 @dataclass
@@ -131,7 +133,27 @@ def _evaluation(data: Any, label: str) -> Evaluation:
         table,
         sha if isinstance(sha, str) else None,
         api if type(api) is int else 1,
+        _engine_table(data.get("engine_rows", []), label, names),
     )
+
+
+def _engine_table(rows: Any, label: str, names: Any) -> dict[tuple[str, str, str], Any]:
+    """``engine_rows`` of an evaluation, checked (it may come from another process)."""
+    if not isinstance(rows, list):
+        raise ValueError(f"{label}: bad engine rows")
+    table: dict[tuple[str, str, str], tuple[int, float] | str] = {}
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 5:
+            raise ValueError(f"{label}: bad engine row {row!r:.80}")
+        model, profile, engine = names(row[:3])
+        tokens, value = row[3], row[4]
+        if tokens is None and isinstance(value, str):
+            table[(model, profile, engine)] = value
+        elif type(tokens) is int and type(value) in (int, float):
+            table[(model, profile, engine)] = (tokens, float(value))
+        else:
+            raise ValueError(f"{label}: bad engine row {row!r:.80}")
+    return table
 
 
 def _native(side: Side) -> dict[str, int]:
@@ -148,12 +170,30 @@ def render_module(side: Side, tag: str, deployment: Deployment) -> None:
     from kvgen.vendored import exec_sizing
 
     name = side.family.family
-    text = render([SpecInput(side.path, side.raw, side.family)])[f"{name}/sizing.py"]
+    family = _what_if(side, deployment)
+    text = render([SpecInput(side.path, side.raw, family)])[f"{name}/sizing.py"]
     filename = f"<{tag}:{name}/sizing.py>"
     module = exec_sizing(text, filename, f"kvgen_review_{tag}", name)
     data = evaluator.evaluate(module, vars(deployment), _native(side))
     side.evaluation = _evaluation(data, module.__file__)
     side.module_text = text
+
+
+def _what_if(side: Side, deployment: Deployment) -> Family:
+    """The side's family with ``--kv-cache-dtype`` / ``--block-size`` applied (kvgen.whatif),
+    or as it is; a side the change makes invalid is a ``ReviewError`` naming the reason."""
+    if deployment.kv_cache_dtype is None and deployment.block_size is None:
+        return side.family
+    from kvgen.exits import UsageError
+    from kvgen.whatif import Overrides, whatif_data
+
+    overrides = Overrides(
+        kv_cache_dtype=deployment.kv_cache_dtype, block_size=deployment.block_size
+    )
+    try:
+        return whatif_data(side.path, side.raw, overrides)
+    except UsageError as exc:
+        raise ReviewError(str(exc)) from None
 
 
 def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deployment) -> bool:
@@ -163,6 +203,8 @@ def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deplo
     evaluation (JSON) comes back. Used when it was generated from this spec; otherwise, or
     when it does not run or answer today's API, ``False`` (the caller renders the spec).
     """
+    if deployment.kv_cache_dtype is not None or deployment.block_size is not None:
+        return False  # the committed module answers for the spec as written, not the what-if
     name = side.family.family
     path = out_dir / name / "sizing.py"
     raw = tree.read_file(path)  # a regular file at the ref; a link there is never read

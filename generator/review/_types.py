@@ -17,6 +17,7 @@ __all__ = [
     "Capacity",
     "Change",
     "Deployment",
+    "EngineChange",
     "Review",
     "ReviewError",
 ]
@@ -43,6 +44,20 @@ class Deployment:
     tp_size: int = 1
     gpu_budget: int = 40 * GiB  # split between target and draft pools per docs/cost-model.md §6
     semantics: str = "trtllm-v2"
+    # ``--engine``: the engines whose capacity (engine_capacity) is compared too, per engine,
+    # in a block of its own; none by default, so the default report is unchanged.
+    engines: tuple[str, ...] = ()
+    # What-ifs (flags of the same names): pipeline stages (the tightest rank is compared),
+    # decode context parallelism, and the KV dtype / page size both sides are rendered with.
+    pp_size: int = 1
+    dcp_size: int = 1
+    kv_cache_dtype: str | None = None
+    block_size: int | None = None
+
+    def what_ifs(self) -> dict[str, object]:
+        """The what-if values given (none at the defaults), for the report and JSON."""
+        defaults = {"pp_size": 1, "dcp_size": 1, "kv_cache_dtype": None, "block_size": None}
+        return {k: getattr(self, k) for k, v in defaults.items() if getattr(self, k) != v}
 
     def kwargs(self, native_max_seq_len: int) -> dict[str, object]:
         return {
@@ -85,6 +100,19 @@ class Change:
         return self.kind in BLOCKING and self.acknowledged is None
 
 
+@dataclass(frozen=True)
+class EngineChange:
+    """An engine's capacity at the reference deployment, before and after (``kvgen diff
+    --engine``): KV tokens and requests at max_seq_len, or why the engine has no answer."""
+
+    family: str
+    model: str
+    profile: str
+    engine: str
+    old: tuple[int, float] | str | None  # None: the model or profile did not exist
+    new: tuple[int, float] | str | None
+
+
 @dataclass
 class Review:
     ref: str
@@ -95,6 +123,7 @@ class Review:
     spec_paths: dict[str, str] = field(default_factory=dict)  # family -> new spec path
     # family -> {"family" | "model:<name>" | "profile:<name>": line in the new spec}
     spec_lines: dict[str, dict[str, int]] = field(default_factory=dict)
+    engine_changes: list[EngineChange] = field(default_factory=list)  # informational
 
     @property
     def blocking(self) -> list[Change]:

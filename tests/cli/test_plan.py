@@ -84,7 +84,8 @@ def test_llama_8b_in_16_gib_holds_131072_tokens(project, capsys):
     assert code == 0
     assert out == (
         "llamaish/llama3_1_8b, speculative none, semantics trtllm-v2\n"
-        "GPU KV budget 16 GiB (17179869184 B); max_num_tokens 8192, max_seq_len 32768 "
+        "engine trtllm-v2 (kvgen's default): TensorRT-LLM KV cache manager V2\n"
+        "GPU KV budget 16 GiB (17179869184 B) per rank; max_num_tokens 8192, max_seq_len 32768 "
         "(native 131072), tp_size 1\n"
         "max concurrent requests of 32768 tokens: 4\n"
         "\n"
@@ -131,7 +132,7 @@ def test_separate_draft_pool_gets_the_sizing_6_split(project, capsys):
         capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB", "--speculative", "pard4"
     )
     assert code == 0
-    assert out.splitlines()[2:] == [
+    assert out.splitlines()[3:] == [
         "max concurrent requests of 32768 tokens: 3",
         "",
         "max_batch_size 8",
@@ -154,7 +155,8 @@ def test_concurrency_search_charges_the_intercept_of_each_request(project, capsy
     assert code == 0
     assert out == (
         "swa/swa_a, speculative none, semantics trtllm-v2\n"
-        "GPU KV budget 1 GiB (1073741824 B); max_num_tokens 8192, max_seq_len 32768 "
+        "engine trtllm-v2 (kvgen's default): TensorRT-LLM KV cache manager V2\n"
+        "GPU KV budget 1 GiB (1073741824 B) per rank; max_num_tokens 8192, max_seq_len 32768 "
         "(native 65536), tp_size 1\n"
         "max concurrent requests of 32768 tokens: 15\n"
         "\n"
@@ -188,7 +190,7 @@ def test_budget_below_the_fixed_cost_exits_1(project, capsys):
 
 
 def test_sizes_in_every_unit(project, capsys):
-    for size in ("17179869184", "16GiB", "16384MiB", "0.015625TiB", "16 gib"):
+    for size in ("17179869184B", "16GiB", "16384MiB", "0.015625TiB", "16 gib"):
         code, out, _ = plan(
             capsys, "llamaish", "llama3_1_8b", "--gpu-memory", size, "--format", "json"
         )

@@ -82,3 +82,17 @@ def test_argparse_types_raise_argument_type_errors():
     for convert, bad in ((size_argument, "lots"), (positive_int, "0"), (positive_int, "x")):
         with pytest.raises(argparse.ArgumentTypeError):
             convert(bad)
+
+
+def test_a_size_a_person_writes_needs_its_unit():
+    # issue 20: `--gpu-memory 80` meant 80 bytes; now it is refused with the likely reading.
+    from kvgen.units import parse_size_with_unit
+
+    assert parse_size_with_unit("85899345920B") == 80 << 30
+    assert parse_size_with_unit("80GB") == 80 * 10**9
+    for bare in ("80", "1.5", " 80 "):
+        with pytest.raises(ValueError, match="has no unit: did you mean"):
+            parse_size_with_unit(bare)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"did you mean 80GiB\?"):
+        size_argument("80")
+    assert parse_size("80") == 80  # the parser itself still reads bytes (spec and API values)

@@ -1,0 +1,84 @@
+"""The what-if flags every planning command takes (``plan``, ``compare``; ``diff`` the engine):
+one definition, so the commands agree on names, defaults and help."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kvgen import facts
+from kvgen.units import positive_int
+
+ENGINES = ("trtllm-v2", "vllm", "sglang")  # kvgen.engines.ENGINES (a test keeps them equal)
+DEFAULT_ENGINE = "trtllm-v2"
+# The spec's cache dtypes (kvgen.spec.DTYPES, a test keeps them equal), from the light facts
+# module so that building the parser never imports the spec model.
+KV_DTYPES = (*facts.DTYPE_BYTES, *facts.SCALED_LAYOUTS, facts.DS_MLA)
+GPU_MEMORY_HELP = (
+    "KV-cache budget per rank (what the engine may give the KV cache on one GPU, not the "
+    "GPU's memory): 80GiB, 80GB, 85899345920B; a unit is required"
+)
+
+
+def add_engine(parser: argparse.ArgumentParser, *, many: bool) -> None:
+    if many:
+        parser.add_argument(
+            "--engine", choices=ENGINES, nargs="+", metavar="ENGINE",
+            help=f"engines to answer for ({', '.join(ENGINES)}; default: all)",
+        )  # fmt: skip
+    else:
+        parser.add_argument(
+            "--engine", choices=ENGINES, metavar="ENGINE",
+            help=f"whose terms ({', '.join(ENGINES)}; default: the engine key of "
+            f"[tool.kvgen.deployment], else {DEFAULT_ENGINE})",
+        )  # fmt: skip
+
+
+def add_knobs(parser: argparse.ArgumentParser) -> None:
+    """--tp-size, --pp-size, --dcp-size, --kv-cache-dtype, --block-size, --rope-scaled."""
+    parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
+    parser.add_argument(
+        "--pp-size", type=positive_int, default=1, metavar="P",
+        help="pipeline stages: each rank holds its layers' caches; the tightest rank is reported",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dcp-size", type=positive_int, default=1, metavar="D",
+        help="decode context parallel size: full-attention history sharded over D TP ranks",
+    )  # fmt: skip
+    parser.add_argument(
+        "--kv-cache-dtype", choices=KV_DTYPES, metavar="DTYPE",
+        help="what if the attention caches were in DTYPE (refused where a kind cannot take it)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--block-size", type=positive_int, metavar="T",
+        help="tokens per page (default: each engine's own; TensorRT-LLM: the spec's)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rope-scaled", action="store_true",
+        help="allow --max-seq-len above the native length (the checkpoint is RoPE-scaled, YaRN)",
+    )  # fmt: skip
+
+
+def engine_choice(args: argparse.Namespace) -> tuple[str, str]:
+    """The engine of a single-engine command and where it came from."""
+    if args.engine:
+        return args.engine, "--engine"
+    project = getattr(args, "project", None)
+    configured = project.deployment.get("engine") if project is not None else None
+    if configured:
+        return configured, "engine of [tool.kvgen.deployment]"
+    return DEFAULT_ENGINE, "kvgen's default"
+
+
+def overrides(args: argparse.Namespace, model: str, native: int, *, trtllm: bool) -> Any:
+    """The what-if values of ``args`` for ``model`` (native context ``native``); a
+    --max-seq-len above it without --rope-scaled is left for the planner to refuse.
+    ``trtllm``: the page size is a spec value there (tokens_per_block), a keyword elsewhere."""
+    from kvgen.whatif import Overrides
+
+    longer = args.max_seq_len is not None and args.max_seq_len > native and args.rope_scaled
+    return Overrides(
+        kv_cache_dtype=args.kv_cache_dtype,
+        max_seq_len=(model, args.max_seq_len) if longer else None,
+        block_size=args.block_size if trtllm else None,
+    )
