@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import types
 
-from kvgen.planner import BatchPlan, Plan, PlanError, _largest
+from kvgen.plans import BatchPlan, Plan, PlanError, largest
 
 __all__ = ["engine_plan", "engine_refusal", "trtllm_refusal"]
 
@@ -86,7 +86,7 @@ def engine_plan(sizing: types.ModuleType, plan: Plan, batch_sizes: list[int], li
                 return False
 
         entry = BatchPlan(batch)
-        entry.max_seq_len_fit = _largest(fits, limit)
+        entry.max_seq_len_fit = largest(fits, limit)
         plan.batches.append(entry)
     return plan
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import re
 import types
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvgen.plans import BatchPlan, ManagerPlan, Plan, PlanError, largest
 from kvgen.project import OUT_DIR
 from kvgen.suggest import did_you_mean
 from kvgen.vendored import import_generated
@@ -45,10 +45,6 @@ __all__ = [
 DEFAULT_MAX_SEQ_LEN = 32768  # the default is min(native, this), as for ``kvgen diff``
 SEARCH_LIMIT = 1 << 24  # requests; a cost that never grows with them is reported at this cap
 _FAMILY = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-class PlanError(Exception):
-    """A plan cannot be made: no generated module, unknown model, bad argument."""
 
 
 def load_sizing(family: str, generated_dir: Path = OUT_DIR) -> types.ModuleType:
@@ -96,59 +92,6 @@ def native_max_seq_len(sizing: types.ModuleType, model: str) -> int:
         hint = did_you_mean(model, sizing.MODELS)
         raise PlanError(f"model must be one of {', '.join(sizing.MODELS)}; got {model!r}{hint}")
     return int(sizing.MAX_SEQ_LEN[model])
-
-
-@dataclass(frozen=True)
-class ManagerPlan:
-    name: str
-    slope: int
-    intercept: int
-    share: int
-    max_tokens: int | None  # None: nothing bounds it
-
-
-@dataclass
-class BatchPlan:
-    max_batch_size: int
-    managers: list[ManagerPlan] = field(default_factory=list)
-    error: str | None = None  # the budget does not cover the intercepts
-    max_seq_len_fit: int = 0  # largest max_seq_len for max_batch_size requests of that length
-
-
-@dataclass
-class Plan:
-    family: str
-    model: str
-    speculative: str
-    semantics: str
-    gpu_memory: int
-    max_num_tokens: int
-    max_seq_len: int
-    native_max_seq_len: int
-    tp_size: int
-    seq_len: int
-    max_requests: int = 0  # requests of seq_len tokens that fit at once (batch = requests)
-    batches: list[BatchPlan] = field(default_factory=list)
-    dcp_size: int = 1  # decode context parallelism: history sharded over dcp TP ranks (§9)
-    engine: str = "trtllm-v2"  # whose terms: kvgen's TensorRT-LLM V2 model, vllm or sglang
-    engine_version: str = ""
-    pp_size: int = 1  # pipeline stages: every rank is planned, the tightest one reported
-    pp_rank: int = 0  # the binding rank (fewest target tokens at the first batch size)
-    block_size: int | None = None  # page size asked for (None: the engine's own)
-    kv_cache_dtype: str | None = None  # an override of the spec's dtype (None: as specified)
-    rope_scaled: bool = False  # max_seq_len above the native length, by RoPE scaling
-    capacity: dict[str, float] | None = None  # vLLM / SGLang: engine_capacity at max_seq_len
-    engine_error: str | None = None  # vLLM / SGLang: why the engine would not start here
-    notes: list[str] = field(default_factory=list)  # caps and refusals, in the engine's words
-    engine_source: str = ""  # where the engine was chosen: --engine, the config, the default
-
-    @property
-    def fits(self) -> bool:
-        if self.engine_error is not None:
-            return False  # the engine would not start on this budget
-        if self.capacity is not None and self.capacity["max_concurrency"] < 1:
-            return False  # the engine cannot hold one request at max_seq_len
-        return all(batch.error is None for batch in self.batches)
 
 
 class _Sizing:
@@ -273,22 +216,6 @@ def memory_for_requests(
     )  # fmt: skip
 
 
-def _largest(fits: Callable[[int], bool], high: int) -> int:
-    """The largest n in [1, high] with fits(n) (assumed monotone), 0 when none."""
-    if not fits(1):
-        return 0
-    low, step = 1, 2
-    while step < high and fits(step):  # gallop: costs are cheap but the range is wide
-        low, step = step, step * 2
-    high = min(step, high)
-    if fits(high):
-        return high
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (mid, high) if fits(mid) else (low, mid)
-    return low
-
-
 def profiles_for(sizing: types.ModuleType, model: str) -> tuple[str, ...]:
     """The profiles of the generated module that apply to ``model`` ("none" first)."""
     profiles = getattr(sizing, "PROFILES", None)
@@ -356,7 +283,7 @@ def make_plan(
     bound = _Sizing(
         sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size, pp_size
     )
-    plan.max_requests = _largest(
+    plan.max_requests = largest(
         lambda n: bound.fits(gpu_memory, n, seq_len, max_seq_len), SEARCH_LIMIT
     )
     for batch in batch_sizes:
@@ -368,7 +295,7 @@ def make_plan(
         for m in entry.managers:
             if m.max_tokens == 0:
                 entry.error = f"the {m.name} share {m.share} B does not cover its fixed cost"
-        entry.max_seq_len_fit = _largest(
+        entry.max_seq_len_fit = largest(
             lambda s, batch=batch: bound.fits(gpu_memory, batch, s, s), limit
         )
         plan.batches.append(entry)
