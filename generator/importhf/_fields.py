@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "ALIASES",
     "CACHE_FIELDS",
     "IGNORED_FIELDS",
     "IGNORED_PREFIXES",
     "IGNORED_SUFFIXES",
+    "MODEL_ALIASES",
     "UNSUPPORTED_FIELDS",
+    "could_move_cache",
 ]
 
 
@@ -43,6 +47,27 @@ ALIASES = {
     "mamba_d_conv": "conv_kernel",
     "mamba_n_heads": "mamba_num_heads",  # Granite 4.0 (granitemoehybrid)
     "mamba_d_head": "mamba_head_dim",
+    # transformers' attribute_map spellings (the names config classes save): GPT-2 style,
+    # MPT/DBRX, JetMoE and ChatGLM kv_channels.
+    "n_layer": "num_hidden_layers",
+    "n_layers": "num_hidden_layers",
+    "num_layers": "num_hidden_layers",
+    "n_head": "num_attention_heads",
+    "n_heads": "num_attention_heads",
+    "n_embd": "hidden_size",
+    "d_model": "hidden_size",
+    "n_positions": "max_position_embeddings",
+    "max_seq_len": "max_position_embeddings",
+    "seq_length": "max_position_embeddings",
+    "kv_channels": "head_dim",
+    "n_head_kv": "num_key_value_heads",
+    "multi_query_group_num": "num_key_value_heads",
+}
+# Spellings whose meaning depends on the model (``num_heads`` is a Mamba-2 config's SSM
+# heads but GPT-Neo's attention heads): model_type -> alias -> canonical.
+MODEL_ALIASES = {
+    "gpt_neo": {"num_heads": "num_attention_heads"},
+    "xglm": {"attention_heads": "num_attention_heads"},
 }
 # Fields that change the cache in ways the spec cannot express yet.
 UNSUPPORTED_FIELDS = {
@@ -106,3 +131,19 @@ IGNORED_SUFFIXES = (
     "_scaling",
     "_coef",
 )
+
+# Words of a field name that may describe a cache (shape, count, window, dtype, state).
+_CACHE_WORDS = _words(
+    """head heads kv key keys value values layer layers window attention attn cache dtype state
+    states conv ssm seq position positions context rank lora chunk chunks block blocks share
+    shared sharing compress compressed compression sparse index indexer global local dim dims
+    mamba linear recurrent mtp nextn group groups query queries channels kernel stride memory
+    sink sinks swa nope qk"""
+)
+
+
+def could_move_cache(name: str) -> bool:
+    """Whether an unknown field's name says it may describe a cache: such a field blocks an
+    import (KV302) until reviewed; any other is noted."""
+    words = set(re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name.lower()))
+    return bool(words & _CACHE_WORDS)

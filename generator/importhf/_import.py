@@ -22,6 +22,7 @@ from kvgen.importhf._layers import (
     state_bytes,
 )
 from kvgen.importhf._quant import layout_misfit
+from kvgen.importhf._refusals import architecture_refusal
 from kvgen.importhf._render import Spec, default_model_name, render, to_identifier
 from kvgen.importhf._sharing import shared_kinds
 
@@ -36,6 +37,8 @@ class ImportResult:
 
     text: str | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Warnings of an import that went through (noted unknown fields, dtype notes).
+    notes: list[Diagnostic] = field(default_factory=list)
 
 
 def _refused(diagnostic: Diagnostic) -> ImportResult:
@@ -51,6 +54,7 @@ def import_config(
     tokens_per_block: int = 32,
     kv_cache_dtype: str | None = None,
     ignore_fields: Sequence[str] = (),
+    max_seq_len: int | None = None,
 ) -> ImportResult:
     """Turn config.json text into spec text; every problem is a diagnostic, never an exception.
 
@@ -91,16 +95,20 @@ def import_config(
                 display, at, f"duplicate key '{'.'.join(map(str, path))}'"
             )
         )
+    if not cfg.diagnostics and architecture_refusal(cfg):
+        return ImportResult(None, cfg.diagnostics)
     check_fields(cfg, frozenset(ignore_fields))
     if cfg.diagnostics:
         return ImportResult(None, sorted(cfg.diagnostics))
     try:
-        spec = _build(cfg, family, model, tokens_per_block, kv_cache_dtype)
+        spec = _build(cfg, family, model, tokens_per_block, kv_cache_dtype, max_seq_len)
     except Abort:
         return ImportResult(None, sorted(cfg.diagnostics))
+    notes = sorted(cfg.notes)
+    spec.notes = tuple(f"{d.code} {d.message}" for d in notes)
     out = render(spec)
     refused = _refused_by_schema(display, out)
-    return ImportResult(None, refused) if refused else ImportResult(out, [])
+    return ImportResult(None, refused) if refused else ImportResult(out, [], notes)
 
 
 def _refused_by_schema(display: str, text: str) -> list[Diagnostic]:
@@ -124,11 +132,44 @@ def _refused_by_schema(display: str, text: str) -> list[Diagnostic]:
     ]
 
 
-def _build(cfg: Config, family: str | None, model: str | None, tpb: int, dtype: str | None) -> Spec:
+def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
+    """The model's context: the config's, or ``--max-seq-len`` (a pure SSM saves none; a
+    deployment may cap it, never raise it past the native length)."""
+    seq_name = field_spelling(cfg, "max_position_embeddings")
+    native = cfg.int_(seq_name) if cfg.has(seq_name) else None
+    if native is None and flag is None:
+        cfg.diag(
+            codes.MISSING_CONFIG_FIELD,
+            None,
+            "config has no 'max_position_embeddings' (a pure state-space model saves none)",
+            "pass --max-seq-len N, the longest context you deploy",
+        )
+        raise Abort
+    if flag is None:
+        return native, f"config.json {seq_name}"  # type: ignore[return-value]
+    if native is not None and flag > native:
+        cfg.diag(
+            codes.INVALID_CONFIG_VALUE,
+            seq_name,
+            f"--max-seq-len {flag} is past the config's {seq_name} {native}",
+            "give at most the native length (a RoPE-scaled context is a deployment choice "
+            "the spec does not record yet)",
+        )
+        raise Abort
+    return flag, "kvgen import-hf --max-seq-len"
+
+
+def _build(
+    cfg: Config,
+    family: str | None,
+    model: str | None,
+    tpb: int,
+    dtype: str | None,
+    max_seq_len: int | None = None,
+) -> Spec:
     layers_name = field_spelling(cfg, "num_hidden_layers")
     layers = cfg.int_(layers_name, required=True)
-    seq_name = field_spelling(cfg, "max_position_embeddings")
-    seq_len = cfg.int_(seq_name, required=True)
+    seq_len, seq_note = _seq_len(cfg, max_seq_len)
     short, dtype_note, dtype_bytes = cache_dtype(cfg, dtype)
     types, types_note = per_layer_types(cfg, layers)  # type: ignore[arg-type]
     attention = attention_kinds(cfg, layers, types, seq_len)  # type: ignore[arg-type]
@@ -181,7 +222,7 @@ def _build(cfg: Config, family: str | None, model: str | None, tpb: int, dtype: 
         dtype=short,
         dtype_note=dtype_note,
         seq_len=seq_len,  # type: ignore[arg-type]
-        seq_note=f"config.json {seq_name}",
+        seq_note=seq_note,
         kinds=kinds,
         layers_note=layers_note,
         mtp_layers=mtp or 0,

@@ -378,6 +378,23 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
     )
 
 
+def _multi_query(
+    cfg: Config, kv_heads: list[int] | None, q_heads: list[int] | None
+) -> tuple[list[int] | None, str | None]:
+    """GPT-BigCode's and Falcon's ``multi_query``: one K/V head for all query heads, unless
+    Falcon's ``new_decoder_architecture`` (grouped, num_kv_heads); an old-architecture Falcon
+    without multi-query caches every query head (transformers FalconAttention)."""
+    multi = cfg.get("multi_query")
+    new_arch = cfg.get("new_decoder_architecture")
+    if multi is None or new_arch is True or kv_heads is None:
+        return kv_heads, None
+    if multi is True:
+        return [1] * len(kv_heads), "config.json multi_query true: one KV head"
+    if new_arch is False and q_heads is not None:  # old Falcon: num_kv_heads unused
+        return q_heads, "config.json multi_query false: one KV head per query head"
+    return kv_heads, None
+
+
 def attention_kinds(
     cfg: Config, layers: int, types: list[str | None], seq_len: int
 ) -> list[Kind | None]:
@@ -413,6 +430,7 @@ def attention_kinds(
     q_name = field_spelling(cfg, "num_attention_heads")
     q_heads = cfg.per_layer(q_name, layers)
     kv_heads = cfg.per_layer(heads_name, layers) or q_heads
+    kv_heads, mq_note = _multi_query(cfg, kv_heads, q_heads)
     if kv_heads is None:
         cfg.diag(
             codes.MISSING_CONFIG_FIELD,
@@ -421,8 +439,9 @@ def attention_kinds(
             "add num_key_value_heads",
         )
         raise Abort
-    head_dims = cfg.per_layer("head_dim", layers)
-    hd_note = "config.json head_dim"
+    hd_name = field_spelling(cfg, "head_dim")
+    head_dims = cfg.per_layer(hd_name, layers)
+    hd_note = f"config.json {hd_name}"
     if head_dims is None:
         hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
         if q_heads is None or len(set(q_heads)) != 1 or hidden % q_heads[0]:  # type: ignore[operator]
@@ -474,7 +493,9 @@ def attention_kinds(
             out.append(None)
             continue
         kv, hd = kv_heads[i], head_dims[i]
-        kv_note = f"config.json {heads_name}" + (" (per-layer list)" if per_list else "")
+        kv_note = mq_note or (
+            f"config.json {heads_name}" + (" (per-layer list)" if per_list else "")
+        )
         this_hd_note = hd_note
         if kind == "full" and global_kv is not None:
             kv, kv_note = global_kv, "config.json num_global_key_value_heads"
