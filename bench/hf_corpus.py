@@ -57,6 +57,11 @@ def _shrink(cls, config):  # -> a config of the same class
         data[key] = [i for i in data[key] if isinstance(i, int) and i < keep]
     if isinstance(pattern, str) and layers and len(pattern) == layers:
         data["hybrid_override_pattern"] = pattern[:keep]
+    overrides = data.get("per_layer_config")
+    if isinstance(overrides, dict):  # Gemma 4: per-layer overrides keyed by layer index
+        data["per_layer_config"] = {
+            k: v for k, v in overrides.items() if not str(k).isdigit() or int(k) < keep
+        }
     for key in ("num_kv_shared_layers",):
         if isinstance(data.get(key), int) and data[key]:
             data[key] = min(data[key], keep // 2)
@@ -142,7 +147,15 @@ def run_one(model_type: str, cls) -> dict:
     entry["is_encoder_decoder"] = bool(getattr(config, "is_encoder_decoder", False))
     try:
         torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(config, dtype=_dtype(config)).eval()
+        # Built on the meta device and given uninitialised CPU memory: the cache's shapes
+        # and dtypes do not depend on the weights' values, and random init is most of a
+        # tiny model's build time.
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config, dtype=_dtype(config))
+        model = model.to_empty(device="cpu").eval()
+        for buffer in model.buffers():
+            if buffer.is_floating_point():
+                buffer.fill_(1.0)
         ids = torch.randint(3, 500, (1, TOKENS))
         with torch.no_grad():
             result = model(input_ids=ids, use_cache=True)
@@ -207,21 +220,41 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", help="comma-separated model types")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--reverse", action="store_true", help="work from the end of the list")
     args = parser.parse_args()
     torch.set_num_threads(1)
     types = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     if args.only:
         types = [t for t in types if t in args.only.split(",")]
-    entries = []
-    for model_type in types:
+    partial = Path(args.out or "hf_corpus.json").with_suffix(".partial.jsonl")
+    done = {}
+    if partial.exists():  # resume an interrupted run
+        for line in partial.read_text().splitlines():
+            entry = json.loads(line)
+            done[entry["model_type"]] = entry
+    for model_type in reversed(types) if args.reverse else types:
         start = time.monotonic()
-        if model_type not in CONFIG_MAPPING:
-            entries.append({"model_type": model_type, "oracle_error": "no config class"})
+        if partial.exists():  # a second run (--reverse) may share the work
+            for line in partial.read_text().splitlines():
+                entry = json.loads(line)
+                done[entry["model_type"]] = entry
+        if model_type in done:
             continue
-        entry = run_isolated(model_type, CONFIG_MAPPING[model_type])
-        entries.append(entry)
+        if model_type not in CONFIG_MAPPING:
+            entry = {"model_type": model_type, "oracle_error": "no config class"}
+        else:
+            entry = run_isolated(model_type, CONFIG_MAPPING[model_type])
+        with partial.open("a") as out:
+            out.write(json.dumps(entry) + "\n")
         verdict = entry.get("oracle_error") or f"{len(entry.get('layers', []))} cache layers"
         print(f"{model_type}: {verdict} ({time.monotonic() - start:.1f}s)", file=sys.stderr)
+    for line in partial.read_text().splitlines() if partial.exists() else ():
+        entry = json.loads(line)
+        done[entry["model_type"]] = entry
+    entries = [done[t] for t in types if t in done]
+    if len(entries) < len(types):
+        print(f"{len(types) - len(entries)} model types left for the other run", file=sys.stderr)
+        return 0
     out = Path(args.out or f"tests/fixtures/hf/corpus/transformers-{transformers.__version__}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     provenance = {

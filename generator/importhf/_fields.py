@@ -31,7 +31,8 @@ CACHE_FIELDS = _words(
     global_head_dim num_global_key_value_heads num_nextn_predict_layers
     mtp_num_hidden_layers index_head_dim num_kv_shared_layers cross_attention_layers
     attn_layer_period attn_layer_offset mamba_expand
-    attention_chunk_size no_rope_layers no_rope_layer_interval"""
+    attention_chunk_size no_rope_layers no_rope_layer_interval multi_query
+    new_decoder_architecture per_layer_config"""
 )
 # Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
 ALIASES = {
@@ -75,6 +76,7 @@ UNSUPPORTED_FIELDS = {
     "compress_ratios": "compressed per-layer caches",
     "swa_num_key_value_heads": "separate sliding-layer head counts",
     "swa_head_dim": "separate sliding-layer head sizes",
+    "add_cross_attention": "cross-attention layers over an encoder's states",
 }
 # Fields known not to change the KV cache (weights, training, tokenizer, rope, routing).
 IGNORED_FIELDS = _words(
@@ -134,11 +136,10 @@ IGNORED_SUFFIXES = (
 
 # Words of a field name that may describe a cache (shape, count, window, dtype, state).
 _CACHE_WORDS = _words(
-    """head heads kv key keys value values layer layers window attention attn cache dtype state
-    states conv ssm seq position positions context rank lora chunk chunks block blocks share
-    shared sharing compress compressed compression sparse index indexer global local dim dims
-    mamba linear recurrent mtp nextn group groups query queries channels kernel stride memory
-    sink sinks swa nope qk"""
+    """head heads kv key keys value values layer layers window cache dtype state states conv
+    ssm seq position positions context rank lora chunk chunks block blocks share shared
+    sharing compress compressed compression sparse index indexer global local dim dims mamba
+    linear recurrent mtp nextn group groups channels kernel stride memory sink sinks swa"""
 )
 
 

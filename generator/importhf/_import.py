@@ -8,15 +8,16 @@ from dataclasses import dataclass, field
 
 from kvgen.codes import hf as codes
 from kvgen.diagnostics import Diagnostic
+from kvgen.importhf._attention import attention_kinds
 from kvgen.importhf._config import Abort, Config, check_fields, field_spelling
 from kvgen.importhf._cross import cross_attention_kinds
+from kvgen.importhf._dtype import cache_dtype
 from kvgen.importhf._json import MAX_JSON_DEPTH, JsonReader, loads, nesting_too_deep
 from kvgen.importhf._layers import (
     NO_CACHE,
     RECURRENT_TYPES,
     Kind,
-    attention_kinds,
-    cache_dtype,
+    layer_count,
     mamba1_state,
     per_layer_types,
     state_bytes,
@@ -159,6 +160,28 @@ def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
     return flag, "kvgen import-hf --max-seq-len"
 
 
+def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
+    """A RoPE scaling block (``rope_scaling``, or transformers-5 ``rope_parameters`` with a
+    scaled ``rope_type``) is noted: the spec keeps the native context."""
+    for name in ("rope_scaling", "rope_parameters"):
+        block = cfg.get(name)
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("rope_type", block.get("type"))
+        if kind in (None, "default") or not isinstance(kind, str):
+            continue
+        factor = block.get("factor")
+        cfg.note(
+            codes.IMPORT_NOTE,
+            name,
+            f"{name}: {kind[:20]!r} scaling"
+            + (f" by {factor!r:.12}" if isinstance(factor, (int, float)) else "")
+            + f"; the spec keeps the native max_seq_len {seq_len}",
+            "size a RoPE-scaled context at deploy time",
+        )
+        return
+
+
 def _build(
     cfg: Config,
     family: str | None,
@@ -167,9 +190,9 @@ def _build(
     dtype: str | None,
     max_seq_len: int | None = None,
 ) -> Spec:
-    layers_name = field_spelling(cfg, "num_hidden_layers")
-    layers = cfg.int_(layers_name, required=True)
+    layers, layers_name = layer_count(cfg)
     seq_len, seq_note = _seq_len(cfg, max_seq_len)
+    _note_rope_scaling(cfg, seq_len)
     short, dtype_note, dtype_bytes = cache_dtype(cfg, dtype)
     types, types_note = per_layer_types(cfg, layers)  # type: ignore[arg-type]
     attention = attention_kinds(cfg, layers, types, seq_len)  # type: ignore[arg-type]

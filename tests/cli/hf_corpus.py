@@ -81,7 +81,10 @@ def _kvgen_rows(spec_text: str) -> list[tuple[str, int]] | None:
                 continue
             state = kind.mamba or kind.mamba1.as_mamba2()  # type: ignore[union-attr]
             buffers = recurrent_state(state, dtype, 1)
-            rows.append(("state", buffers.conv + buffers.ssm))
+            # transformers keeps the whole kernel window (d_conv columns) where vLLM and
+            # SGLang keep d_conv - 1: compare the same dimensions in transformers' layout.
+            conv = buffers.conv // (state.d_conv - 1) * state.d_conv
+            rows.append(("state", conv + buffers.ssm))
             continue
         rows.append(("kv", 2 * element_bytes(dtype, kind.kv_heads * kind.head_dim)))
     return rows
