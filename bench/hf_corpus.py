@@ -74,6 +74,8 @@ def _shrink(cls, config):  # -> a config of the same class
             data[key] = min(value, 4)
         elif key in ("num_experts_per_tok", "moe_topk", "top_k"):
             data[key] = min(value, 2)
+        elif key in ("n_group", "topk_group", "num_expert_group"):  # 4 experts: one group
+            data[key] = 1
     if isinstance(data.get("vocab_size"), int):
         data["vocab_size"] = 512
         for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
