@@ -25,7 +25,7 @@ from pathlib import Path
 
 TOKENS = 6  # tokens run through each tiny model
 SECONDS = 120  # per model type: a default config too large for a CPU run is an oracle error
-MEMORY = 6 << 30  # address space per model type (the run shares a small machine)
+MEMORY = 16 << 30  # address space per model type (torch reserves much more than it uses)
 MAX_LAYERS = 12  # a shrunk model keeps the shortest prefix of its layers that has every type
 _LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers")
 
@@ -81,6 +81,8 @@ def _shrink(cls, config):  # -> a config of the same class
         for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
             if isinstance(data.get(key), int) and data[key] >= 512:
                 data[key] = 1
+    if data.get("is_decoder") is False:  # BERT-style LM heads cache only as decoders
+        data["is_decoder"] = True
     data.pop("transformers_version", None)
     return cls.from_dict(data)
 
@@ -222,14 +224,25 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", help="comma-separated model types")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--redo", help="comma-separated model types to run again")
     parser.add_argument("--reverse", action="store_true", help="work from the end of the list")
     args = parser.parse_args()
     torch.set_num_threads(1)
     types = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    every = list(types)
     if args.only:
         types = [t for t in types if t in args.only.split(",")]
     partial = Path(args.out or "hf_corpus.json").with_suffix(".partial.jsonl")
     done = {}
+    if args.redo and partial.exists():  # run these model types again
+        kept = [
+            line
+            for line in partial.read_text().splitlines()
+            if json.loads(line)["model_type"] not in args.redo.split(",")
+        ]
+        partial.write_text("".join(f"{line}\n" for line in kept))
+    if args.redo:
+        types = [t for t in types if t in args.redo.split(",")]
     if partial.exists():  # resume an interrupted run
         for line in partial.read_text().splitlines():
             entry = json.loads(line)
@@ -253,9 +266,10 @@ def main() -> int:
     for line in partial.read_text().splitlines() if partial.exists() else ():
         entry = json.loads(line)
         done[entry["model_type"]] = entry
-    entries = [done[t] for t in types if t in done]
-    if len(entries) < len(types):
-        print(f"{len(types) - len(entries)} model types left for the other run", file=sys.stderr)
+    wanted = every if not args.only else types
+    entries = [done[t] for t in wanted if t in done]
+    if len(entries) < len(wanted):
+        print(f"{len(wanted) - len(entries)} model types left for the other run", file=sys.stderr)
         return 0
     out = Path(args.out or f"tests/fixtures/hf/corpus/transformers-{transformers.__version__}.json")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -34,11 +34,13 @@ UNKNOWN_CONFIG_FIELD = declare(
 
 ## What it does
 Reports, as an error, an unknown field whose name holds a word that describes a cache
-(head, kv, key, value, layer, window, cache, dtype, state, conv, ssm, seq, position,
-context, rank, chunk, block, share, compress, sparse, index, global, local, dim, mamba,
-linear, recurrent, mtp, group, channels, kernel, stride, memory, sink, swa). Any other
-unknown field (`dropout`, `type_vocab_size`, `clip_qkv`, `swiglu_alpha`, ...) is reported
-as a warning and kept as a `# note:` in the imported spec's header: the import goes on.
+(head, kv, key, value, window, cache, dtype, state, conv, ssm, chunk, compress, sparse,
+index, mamba, linear, recurrent, lora, sink, swa), or a word about the layout of layers
+(layer, block, seq, position, context, global, local, mtp, group, channels, kernel, stride,
+memory, share) unless the name is about the MLP or the experts (mlp, dense, moe, expert,
+ffn, norm, router, gate). Any other unknown field (`dropout`, `type_vocab_size`,
+`clip_qkv`, `swiglu_alpha`, `num_shared_experts`, ...) is reported as a warning and kept
+as a `# note:` in the imported spec's header: the import goes on.
 
 ## Why it matters
 New attention variants announce themselves through new fields that name what they change:

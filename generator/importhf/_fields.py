@@ -63,6 +63,8 @@ ALIASES = {
     "kv_channels": "head_dim",
     "n_head_kv": "num_key_value_heads",
     "multi_query_group_num": "num_key_value_heads",
+    # AFMoE: every n-th layer global, the others sliding (transformers AfmoeConfig)
+    "global_attn_every_n_layers": "sliding_window_pattern",
 }
 # Spellings whose meaning depends on the model (``num_heads`` is a Mamba-2 config's SSM
 # heads but GPT-Neo's attention heads): model_type -> alias -> canonical.
@@ -96,7 +98,7 @@ IGNORED_FIELDS = _words(
     index_topk index_n_heads laurel_rank activation_sparsity_pattern vocab_size_per_layer_input
     expert_layer_period expert_layer_offset
     attn_scale attn_temperature_tuning floor_scale interleave_moe_layer_step
-    intermediate_size_mlp for_llm_compressor"""
+    intermediate_size_mlp for_llm_compressor qk_head_dim"""
 )
 IGNORED_PREFIXES = (
     "_",
@@ -134,17 +136,25 @@ IGNORED_SUFFIXES = (
     "_coef",
 )
 
-# Words of a field name that may describe a cache (shape, count, window, dtype, state).
+# Words of a field name that describe a cache (shape, count, window, dtype, state) ...
 _CACHE_WORDS = _words(
-    """head heads kv key keys value values layer layers window cache dtype state states conv
-    ssm seq position positions context rank lora chunk chunks block blocks share shared
-    sharing compress compressed compression sparse index indexer global local dim dims mamba
-    linear recurrent mtp nextn group groups channels kernel stride memory sink sinks swa"""
+    """head heads kv key keys value values window cache dtype state states conv ssm chunk
+    chunks compress compressed compression sparse index indexer mamba
+    linear recurrent lora sink sinks swa"""
 )
+# ... words that may, unless the name is about the MLP or the experts ...
+_LAYOUT_WORDS = _words(
+    """layer layers block blocks seq position positions context global local mtp nextn group
+    groups channels kernel stride memory share shared sharing"""
+)
+# ... which hold no cache.
+_WEIGHT_WORDS = _words("mlp dense moe expert experts ffn norm router gate gated")
 
 
 def could_move_cache(name: str) -> bool:
     """Whether an unknown field's name says it may describe a cache: such a field blocks an
     import (KV302) until reviewed; any other is noted."""
     words = set(re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name.lower()))
-    return bool(words & _CACHE_WORDS)
+    if words & _CACHE_WORDS:
+        return True
+    return bool(words & _LAYOUT_WORDS) and not words & _WEIGHT_WORDS

@@ -142,7 +142,8 @@ def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
         cfg.diag(
             codes.MISSING_CONFIG_FIELD,
             None,
-            "config has no 'max_position_embeddings' (a pure state-space model saves none)",
+            "config has no 'max_position_embeddings' (state-space and ALiBi models save "
+            "none; their cache does not bound the context)",
             "pass --max-seq-len N, the longest context you deploy",
         )
         raise Abort

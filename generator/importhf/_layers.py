@@ -105,9 +105,8 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     """Per layer: full | sliding | linear | mamba | none (no cache); and the source note."""
     window = cfg.get("sliding_window")
     layer_types = cfg.get("layer_types")
-    pattern_every = (
-        cfg.int_("sliding_window_pattern") if cfg.has("sliding_window_pattern") else None
-    )
+    pattern_name = field_spelling(cfg, "sliding_window_pattern")
+    pattern_every = cfg.int_(pattern_name) if cfg.has(pattern_name) else None
     use_swa = cfg.get("use_sliding_window")
     if layer_types is None and cfg.get("attention_chunk_size") is not None:
         return _chunked_layer_types(cfg, layers)

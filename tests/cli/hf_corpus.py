@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CORPUS_DIR = ROOT / "tests" / "fixtures" / "hf" / "corpus"
 COVERAGE_DOC = ROOT / "docs" / "import-hf-coverage.md"
 _ELEMENT = {"float32": 4, "bfloat16": 2, "float16": 2}
+CONTEXT = 4096  # --max-seq-len for a model whose config has no context length
 _SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
@@ -95,22 +96,35 @@ def verdict(entry: dict) -> Verdict:
 
     name = entry["model_type"]
     if "oracle_error" in entry:
-        return Verdict(name, "oracle-error", entry["oracle_error"].split("\n")[0][:120])
+        why = entry["oracle_error"].split("\n")[0][:100]
+        if "config" in entry:
+            ours = import_config(f"{name}/config.json", entry["config"], kv_cache_dtype="fp32")
+            said = ours.diagnostics[0] if ours.diagnostics else None
+            why += "; kvgen: " + (f"refused {said.code}" if said else "imports (not compared)")
+        return Verdict(name, "oracle-error", why)
     config = json.loads(entry["config"])
     dtype = None
     if not (config.get("torch_dtype") or config.get("dtype")):
         measured = [x.get("dtype") for x in entry["layers"] if x.get("dtype")]
         dtype = _SHORT.get(measured[0] if measured else "float32", "fp32")
+    flags = [f"--kv-cache-dtype {dtype}"] if dtype else []
     result = import_config(f"{name}/config.json", entry["config"], kv_cache_dtype=dtype)
+    if result.text is None and "--max-seq-len" in (result.diagnostics[0].fix or ""):
+        # what the diagnostic tells a user to do for a model without a context length
+        flags.append(f"--max-seq-len {CONTEXT}")
+        result = import_config(
+            f"{name}/config.json", entry["config"], kv_cache_dtype=dtype, max_seq_len=CONTEXT
+        )
     if result.text is None:
         first = result.diagnostics[0]
-        return Verdict(name, "refused", f"{first.code} {first.message}")
+        where = f"{first.line}:{first.col}"
+        return Verdict(name, "refused", f"{first.code} at {where}: {first.message}")
     ours = _kvgen_rows(result.text)
     if ours is None:
         return Verdict(name, "no-oracle", "MLA latent or cross-attention: no transformers form")
     theirs = _oracle_rows(entry)
     if ours == theirs:
-        return Verdict(name, "match", f"{len(theirs)} cached layers")
+        return Verdict(name, "match", " ".join([f"{len(theirs)} cached layers", *flags]))
     first = next(
         (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
         min(len(ours), len(theirs)),
