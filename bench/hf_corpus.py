@@ -224,6 +224,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", help="comma-separated model types")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--middle", action="store_true", help="start half way down the list")
     parser.add_argument("--redo", help="comma-separated model types to run again")
     parser.add_argument("--reverse", action="store_true", help="work from the end of the list")
     args = parser.parse_args()
@@ -247,7 +248,10 @@ def main() -> int:
         for line in partial.read_text().splitlines():
             entry = json.loads(line)
             done[entry["model_type"]] = entry
-    for model_type in reversed(types) if args.reverse else types:
+    order = list(reversed(types)) if args.reverse else list(types)
+    if args.middle:  # a third run sharing the work starts half way
+        order = order[len(order) // 2 :] + order[: len(order) // 2]
+    for model_type in order:
         start = time.monotonic()
         if partial.exists():  # a second run (--reverse) may share the work
             for line in partial.read_text().splitlines():
