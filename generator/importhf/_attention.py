@@ -79,6 +79,8 @@ def _per_layer_config(cfg: Config, layers: int) -> dict[int, dict[str, int]]:
 def attention_kinds(
     cfg: Config, layers: int, types: list[str | None], seq_len: int
 ) -> list[Kind | None]:
+    if not any(t in ("full", "sliding", "chunked") for t in types):
+        return [None] * layers  # a pure state-space model: no attention field is needed
     if cfg.has("kv_lora_rank"):
         rank = cfg.int_("kv_lora_rank")
         rope = cfg.int_("qk_rope_head_dim", required=True, minimum=0)

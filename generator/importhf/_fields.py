@@ -11,6 +11,7 @@ __all__ = [
     "IGNORED_PREFIXES",
     "IGNORED_SUFFIXES",
     "MODEL_ALIASES",
+    "PURE_SSM",
     "UNSUPPORTED_FIELDS",
     "could_move_cache",
 ]
@@ -68,10 +69,18 @@ ALIASES = {
 }
 # Spellings whose meaning depends on the model (``num_heads`` is a Mamba-2 config's SSM
 # heads but GPT-Neo's attention heads): model_type -> alias -> canonical.
+# MambaConfig / FalconMambaConfig: d_inner = expand x hidden_size
+_MAMBA1 = {"expand": "mamba_expand"}
 MODEL_ALIASES = {
     "gpt_neo": {"num_heads": "num_attention_heads"},
     "xglm": {"attention_heads": "num_attention_heads"},
+    "mamba": _MAMBA1,
+    "falcon_mamba": _MAMBA1,
+    # Mamba2Config: num_heads x head_dim are the SSM heads (no attention at all)
+    "mamba2": {"num_heads": "mamba_num_heads", "head_dim": "mamba_head_dim"},
 }
+# Pure state-space models: every layer is one recurrent kind (model_type -> layer type).
+PURE_SSM = {"mamba": "mamba1", "falcon_mamba": "mamba1", "mamba2": "mamba"}
 # Fields that change the cache in ways the spec cannot express yet.
 UNSUPPORTED_FIELDS = {
     "attention_k_eq_v": "layers whose keys double as values",

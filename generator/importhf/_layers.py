@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from kvgen.codes import hf as codes
 from kvgen.importhf._config import Abort, Config, field_spelling
 from kvgen.importhf._dtype import DTYPES as _DTYPES
+from kvgen.importhf._fields import PURE_SSM
 from kvgen.spec import MAX_LAYERS, MAX_STATE_BYTES
 
 __all__ = [
@@ -108,6 +109,9 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     pattern_name = field_spelling(cfg, "sliding_window_pattern")
     pattern_every = cfg.int_(pattern_name) if cfg.has(pattern_name) else None
     use_swa = cfg.get("use_sliding_window")
+    model_type = cfg.get("model_type")
+    if layer_types is None and isinstance(model_type, str) and model_type in PURE_SSM:
+        return [PURE_SSM[model_type]] * layers, f"model_type {model_type}: every layer a state"
     if layer_types is None and cfg.get("attention_chunk_size") is not None:
         return _chunked_layer_types(cfg, layers)
     if layer_types is not None:
@@ -291,7 +295,8 @@ def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
     ``MambaStateShapeCalculator.mamba1_state_shape``)."""
     hidden_name = field_spelling(cfg, "hidden_size")
     hidden = cfg.int_(hidden_name, required=True)
-    expand = cfg.int_("mamba_expand", required=True)
+    expand_name = field_spelling(cfg, "mamba_expand")
+    expand = cfg.int_(expand_name, required=True)
     state_name = field_spelling(cfg, "ssm_state_size")
     state = cfg.int_(state_name, required=True)
     width_name = field_spelling(cfg, "conv_kernel")
@@ -310,7 +315,7 @@ def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
         )
         raise Abort
     dims: tuple[tuple[str, int | str, str], ...] = (
-        ("d_inner", inner, f"config.json mamba_expand {expand} * {hidden_name} {hidden}"),
+        ("d_inner", inner, f"config.json {expand_name} {expand} * {hidden_name} {hidden}"),
         ("d_state", state, f"config.json {state_name}"),  # type: ignore[arg-type]
         ("d_conv", width, f"config.json {width_name}"),  # type: ignore[arg-type]
     )

@@ -347,6 +347,40 @@ def test_pure_ssm_without_a_context_length_names_the_flag():
     assert diagnostics[0].startswith("config.json:1:1: KV304 ")
 
 
+def test_pure_mamba_imports_with_max_seq_len():
+    # MambaMixer: conv d_inner 2 x 768 = 1,536 channels x (4 - 1) x 2 B = 9,216 B, SSM
+    # 1,536 x 16 x 2 B = 49,152 B: 58,368 B per layer per request (engines keep d_conv - 1).
+    model = _family(MAMBA, max_seq_len=4096).models[0]
+    kinds = layer_kinds(model)
+    assert model.max_seq_len == 4096
+    state = kinds[0].mamba1
+    assert state is not None and (state.d_inner, state.d_state, state.d_conv) == (1536, 16, 4)
+    assert state.d_inner * 3 * 2 + state.d_inner * 16 * 2 == 58368
+
+
+def test_pure_mamba2_imports_with_max_seq_len():
+    # Mamba2Config: num_heads 24 x head_dim 64 are SSM heads; conv 3 x (1,536 + 2 x 1 x 128)
+    # x 2 B = 10,752 B + SSM 24 x 64 x 128 x 2 B = 393,216 B = 403,968 B per layer.
+    config = {
+        "model_type": "mamba2",
+        "num_hidden_layers": 2,
+        "hidden_size": 768,
+        "num_heads": 24,
+        "head_dim": 64,
+        "state_size": 128,
+        "n_groups": 1,
+        "expand": 2,
+        "conv_kernel": 4,
+        "torch_dtype": "bfloat16",
+    }
+    kinds = layer_kinds(_family(config, max_seq_len=4096).models[0])
+    state = kinds[0].mamba
+    assert state is not None
+    assert (state.num_heads, state.head_dim, state.d_state, state.n_groups) == (24, 64, 128, 1)
+    conv = (state.d_conv - 1) * (24 * 64 + 2 * 128) * 2
+    assert conv + 24 * 64 * 128 * 2 == 403968
+
+
 def test_max_seq_len_caps_never_raises_the_native_length():
     config = {**GPT2, "torch_dtype": "bfloat16"}
     assert _family(config, max_seq_len=512).models[0].max_seq_len == 512
