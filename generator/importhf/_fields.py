@@ -78,6 +78,7 @@ MODEL_ALIASES = {
     "falcon_mamba": _MAMBA1,
     # Mamba2Config: num_heads x head_dim are the SSM heads (no attention at all)
     "mamba2": {"num_heads": "mamba_num_heads", "head_dim": "mamba_head_dim"},
+    "cpmant": {"dim_head": "head_dim"},
 }
 # Pure state-space models: every layer is one recurrent kind (model_type -> layer type).
 PURE_SSM = {"mamba": "mamba1", "falcon_mamba": "mamba1", "mamba2": "mamba"}
@@ -107,7 +108,8 @@ IGNORED_FIELDS = _words(
     index_topk index_n_heads laurel_rank activation_sparsity_pattern vocab_size_per_layer_input
     expert_layer_period expert_layer_offset
     attn_scale attn_temperature_tuning floor_scale interleave_moe_layer_step
-    intermediate_size_mlp for_llm_compressor qk_head_dim"""
+    intermediate_size_mlp for_llm_compressor qk_head_dim position_bias_max_distance
+    position_bias_num_buckets"""
 )
 IGNORED_PREFIXES = (
     "_",

@@ -33,6 +33,16 @@ _LAYER_TYPES = {
     # (index_head_dim); attention_kinds refuses it without MLA.
     "indexed_attention": "full",
 }
+# Layer types transformers names whose cache the spec format cannot express: the reason.
+_UNSUPPORTED_LAYER_TYPES = {
+    "hybrid": "each layer holds both a KV cache and a recurrent state (parallel hybrid)",
+    "heavily_compressed_attention": "compressed attention (a cache of pooled tokens)",
+    "compressed_attention": "compressed attention (a cache of pooled tokens)",
+    "conv": "a short-convolution layer holding a conv state",
+    "short_conv": "a short-convolution layer holding a conv state",
+    "lightning_attention": "lightning (linear) attention with its own state",
+    "kda": "Kimi Delta Attention with its own conv and recurrent state",
+}
 # Kinds held by a recurrent state rather than a per-token cache.
 RECURRENT_TYPES = ("linear", "mamba", "mamba1")
 # Nemotron-H hybrid_override_pattern: M Mamba-2, * attention, - MLP, E MoE. MLP and MoE
@@ -128,10 +138,11 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         kinds: list[str | None] = []
         for entry in layer_types:
             if entry not in _LAYER_TYPES:
+                why = _UNSUPPORTED_LAYER_TYPES.get(entry, "a layer kind the spec has no form for")
                 cfg.diag(
                     codes.UNSUPPORTED_CONFIG_FEATURE,
                     "layer_types",
-                    f"layer type {entry!r} in '{cfg.where('layer_types')}' is not supported",
+                    f"layer type {str(entry)[:40]!r} in '{cfg.where('layer_types')}': {why}",
                     "supported: " + ", ".join(sorted(_LAYER_TYPES)),
                 )
                 raise Abort

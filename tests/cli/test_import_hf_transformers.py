@@ -422,3 +422,35 @@ def test_float32_and_rope_scaling_are_noted():
     assert all("KV314 [warning]" in n for n in notes)
     assert "# note: KV314 torch_dtype float32: the KV cache imports as fp32" in text
     assert "# note: KV314 rope_scaling: 'yarn' scaling by 4.0" in text
+
+
+def test_a_hybrid_layer_type_names_its_feature():
+    config = {  # ZayaConfig: every layer attention and a recurrent state at once
+        "model_type": "zaya",
+        "num_hidden_layers": 2,
+        "layer_types": ["hybrid", "hybrid"],
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 128,
+        "max_position_embeddings": 131072,
+        "torch_dtype": "bfloat16",
+    }
+    text, diagnostics, _ = _import(config)
+    assert text is None and len(diagnostics) == 1
+    assert diagnostics[0].startswith(f"{_position(config, 'layer_types')}: KV305 ")
+    assert "both a KV cache and a recurrent state" in diagnostics[0]
+
+
+def test_cpmant_dim_head():
+    # CpmAntAttention: num_attention_heads 32 heads of dim_head 128 cached, no context field.
+    config = {
+        "model_type": "cpmant",
+        "num_hidden_layers": 4,
+        "num_attention_heads": 32,
+        "dim_head": 128,
+        "hidden_size": 4096,
+        "position_bias_max_distance": 2048,
+        "torch_dtype": "bfloat16",
+    }
+    kinds = layer_kinds(_family(config, max_seq_len=2048).models[0])
+    assert {(k.kv_heads, k.head_dim) for k in kinds} == {(32, 128)}
