@@ -300,19 +300,28 @@ def _chunked_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], st
 # --------------------------------------------------------------------------- per-layer shapes
 
 
-def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
-    """A Mamba-1 kind (Jamba, §8): ``d_inner = mamba_expand * hidden_size`` channels, each
-    with a conv window of ``d_conv - 1`` and an SSM state of ``d_state`` (vLLM
-    ``MambaStateShapeCalculator.mamba1_state_shape``)."""
+def _mamba1_channels(cfg: Config) -> tuple[int, str]:
+    """d_inner as the model's mixer reads it: MambaMixer (mamba, falcon_mamba) its config's
+    intermediate_size, Jamba's mixer mamba_expand x hidden_size."""
+    if cfg.get("model_type") in PURE_SSM and cfg.has("intermediate_size"):
+        inner = cfg.int_("intermediate_size")
+        return inner, "config.json intermediate_size (MambaMixer)"  # type: ignore[return-value]
     hidden_name = field_spelling(cfg, "hidden_size")
     hidden = cfg.int_(hidden_name, required=True)
     expand_name = field_spelling(cfg, "mamba_expand")
     expand = cfg.int_(expand_name, required=True)
+    return expand * hidden, f"config.json {expand_name} {expand} * {hidden_name} {hidden}"  # type: ignore[operator]
+
+
+def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
+    """A Mamba-1 kind (Jamba, §8): ``d_inner = mamba_expand * hidden_size`` channels, each
+    with a conv window of ``d_conv - 1`` and an SSM state of ``d_state`` (vLLM
+    ``MambaStateShapeCalculator.mamba1_state_shape``)."""
     state_name = field_spelling(cfg, "ssm_state_size")
     state = cfg.int_(state_name, required=True)
     width_name = field_spelling(cfg, "conv_kernel")
     width = cfg.int_(width_name, required=True)
-    inner = expand * hidden  # type: ignore[operator]
+    inner, inner_note = _mamba1_channels(cfg)
     ssm_dtype = cfg.get("mamba_ssm_dtype")
     ssm_bytes = _DTYPES[ssm_dtype][1] if ssm_dtype in _DTYPES else dtype_bytes
     total = inner * (width - 1) * dtype_bytes + inner * state * ssm_bytes  # type: ignore[operator]
@@ -326,7 +335,7 @@ def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
         )
         raise Abort
     dims: tuple[tuple[str, int | str, str], ...] = (
-        ("d_inner", inner, f"config.json {expand_name} {expand} * {hidden_name} {hidden}"),
+        ("d_inner", inner, inner_note),
         ("d_state", state, f"config.json {state_name}"),  # type: ignore[arg-type]
         ("d_conv", width, f"config.json {width_name}"),  # type: ignore[arg-type]
     )

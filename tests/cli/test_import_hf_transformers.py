@@ -454,3 +454,15 @@ def test_cpmant_dim_head():
     }
     kinds = layer_kinds(_family(config, max_seq_len=2048).models[0])
     assert {(k.kv_heads, k.head_dim) for k in kinds} == {(32, 128)}
+
+
+def test_mamba_channels_are_intermediate_size_as_mamba_mixer_reads_them():
+    # MambaMixer sizes its states by config.intermediate_size. The corpus's shrunk MambaConfig
+    # (intermediate_size 64, expand 2 x hidden 768) made transformers allocate 5,120 B per
+    # layer at fp32: conv 64 x 4 x 4 B + SSM 64 x 16 x 4 B (it keeps all d_conv columns);
+    # the engines' layout keeps d_conv - 1: 64 x 3 x 4 + 64 x 16 x 4 = 4,864 B.
+    config = {**MAMBA, "intermediate_size": 64, "torch_dtype": "float32"}
+    state = layer_kinds(_family(config, max_seq_len=4096).models[0])[0].mamba1
+    assert state is not None and state.d_inner == 64
+    assert 64 * 4 * 4 + 64 * 16 * 4 == 5120
+    assert state.d_inner * (state.d_conv - 1) * 4 + state.d_inner * state.d_state * 4 == 4864
