@@ -15,6 +15,7 @@ from kvgen.importhf._fields import (
     IGNORED_PREFIXES,
     IGNORED_SUFFIXES,
     MODEL_ALIASES,
+    MTP_ONLY_FIELDS,
     UNSUPPORTED_FIELDS,
     could_move_cache,
 )
@@ -173,7 +174,10 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
     names = set(cfg.inner)
     if cfg.prefix:
         names |= {n for n in cfg.data if n != "text_config"}
+    has_mtp = any(cfg.get(n) for n in ("num_nextn_predict_layers", "mtp_num_hidden_layers"))
     for name in sorted(names):
+        if name in MTP_ONLY_FIELDS and not has_mtp:
+            continue  # the kinds of MTP layers the model does not have
         if name in UNSUPPORTED_FIELDS:
             value = cfg.get(name)
             if value not in (None, False, 0, []):

@@ -11,6 +11,7 @@ __all__ = [
     "IGNORED_PREFIXES",
     "IGNORED_SUFFIXES",
     "MODEL_ALIASES",
+    "MTP_ONLY_FIELDS",
     "PURE_SSM",
     "UNSUPPORTED_FIELDS",
     "could_move_cache",
@@ -82,6 +83,9 @@ MODEL_ALIASES = {
 }
 # Pure state-space models: every layer is one recurrent kind (model_type -> layer type).
 PURE_SSM = {"mamba": "mamba1", "falcon_mamba": "mamba1", "mamba2": "mamba"}
+# The kinds of MTP layers: they matter only when the config has MTP layers at all (Nemotron-H
+# saves a default list either way).
+MTP_ONLY_FIELDS = ("mtp_layers_block_type", "mtp_layer_types")
 # Fields that change the cache in ways the spec cannot express yet.
 UNSUPPORTED_FIELDS = {
     "attention_k_eq_v": "layers whose keys double as values",
@@ -109,7 +113,7 @@ IGNORED_FIELDS = _words(
     expert_layer_period expert_layer_offset
     attn_scale attn_temperature_tuning floor_scale interleave_moe_layer_step
     intermediate_size_mlp for_llm_compressor qk_head_dim position_bias_max_distance
-    position_bias_num_buckets"""
+    position_bias_num_buckets scale_attn_by_inverse_layer_idx"""
 )
 IGNORED_PREFIXES = (
     "_",

@@ -57,6 +57,7 @@ GPT2 = {  # GPT2Config(): attribute_map n_layer/n_head/n_embd/n_positions
     "layer_norm_epsilon": 1e-05,
     "scale_attn_weights": True,
     "reorder_and_upcast_attn": False,
+    "scale_attn_by_inverse_layer_idx": False,
     "vocab_size": 50257,
 }
 
@@ -280,6 +281,7 @@ def test_nemotron_h_saved_by_transformers5():
         "n_groups": 1,
         "conv_kernel": 4,
         "max_position_embeddings": 4096,
+        "mtp_layers_block_type": ["full_attention", "moe"],  # saved even without MTP layers
         "torch_dtype": "bfloat16",
     }
     model = _family(config).models[0]
@@ -466,3 +468,10 @@ def test_mamba_channels_are_intermediate_size_as_mamba_mixer_reads_them():
     assert state is not None and state.d_inner == 64
     assert 64 * 4 * 4 + 64 * 16 * 4 == 5120
     assert state.d_inner * (state.d_conv - 1) * 4 + state.d_inner * state.d_state * 4 == 4864
+
+
+def test_mtp_layer_kinds_block_only_a_model_with_mtp_layers():
+    config = {**FALCON_7B, "mtp_layers_block_type": ["full_attention"], "mtp_num_hidden_layers": 1}
+    text, diagnostics, _ = _import(config)
+    assert text is None
+    assert "KV302 unknown config field 'mtp_layers_block_type'" in diagnostics[0]
