@@ -124,7 +124,10 @@ def verdict(entry: dict) -> Verdict:
         return Verdict(name, "no-oracle", "MLA latent or cross-attention: no transformers form")
     theirs = _oracle_rows(entry)
     if ours == theirs:
-        return Verdict(name, "match", " ".join([f"{len(theirs)} cached layers", *flags]))
+        notes = getattr(result, "notes", [])  # (aa9b447 had no notes: same replay there)
+        noted = f"{len(notes)} fields noted" if notes else ""
+        words = [f"{len(theirs)} cached layers", *flags, noted]
+        return Verdict(name, "match", " ".join(w for w in words if w))
     first = next(
         (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
         min(len(ours), len(theirs)),
