@@ -175,14 +175,17 @@ def _config_path(given: str) -> Path:
             f"{given!r} is no file here; reading a repository id from the Hugging Face cache "
             "needs huggingface_hub (pip install 'kvgen[hf]'), or pass the config.json path"
         )
-    found = try_to_load_from_cache(given, "config.json")  # a cache lookup, never a download
+    try:
+        found = try_to_load_from_cache(given, "config.json")  # a cache lookup, never a download
+    except ValueError as exc:  # huggingface_hub's HFValidationError: not a repository id
+        _usage(f"{given!r} is no file here and not a repository id: {str(exc)[:120]}")
     if not isinstance(found, str):
         _usage(
             f"{given!r} is no file here and has no config.json in the local Hugging Face "
             "cache (import-hf never downloads; fetch it first, e.g. `hf download "
             f"{given} config.json`)"
         )
-    return Path(found)
+    return Path(found).resolve()  # the cache links snapshots to its blobs: read the blob
 
 
 def _into_family(path: Path):  # -> kvgen.spec.Family

@@ -28,14 +28,18 @@ def test_a_directory_without_config_json_is_a_usage_error(tmp_path: Path, capsys
 
 
 def _fake_cache(root: Path, repo: str) -> None:
-    """The Hugging Face hub cache layout: models--ORG--NAME/{refs/main, snapshots/REV/}."""
+    """The Hugging Face hub cache layout: models--ORG--NAME/{refs/main, snapshots/REV/,
+    blobs/}, the snapshot's file a link to its blob."""
     folder = root / ("models--" + repo.replace("/", "--"))
     revision = "0123456789abcdef0123456789abcdef01234567"
     (folder / "refs").mkdir(parents=True)
     (folder / "refs" / "main").write_text(revision)
     snapshot = folder / "snapshots" / revision
     snapshot.mkdir(parents=True)
-    (snapshot / "config.json").write_bytes(LLAMA.read_bytes())
+    (folder / "blobs").mkdir()
+    blob = folder / "blobs" / "5f1e0c3a"
+    blob.write_bytes(LLAMA.read_bytes())
+    (snapshot / "config.json").symlink_to(Path("..", "..", "blobs", blob.name))  # as the hub
 
 
 def _run(args: list[str], cache: Path) -> subprocess.CompletedProcess:
@@ -88,3 +92,10 @@ def test_max_seq_len_flag(tmp_path: Path, capsys):
     assert main(["import-hf", str(LLAMA), "--max-seq-len", "8192"]) == 0
     assert "max_seq_len: 8192  # kvgen import-hf --max-seq-len" in capsys.readouterr().out
     assert main(["import-hf", str(LLAMA), "--max-seq-len", "0"]) == 2
+
+
+def test_an_invalid_repository_id_is_a_usage_error_not_a_crash(tmp_path: Path):
+    pytest.importorskip("huggingface_hub")
+    done = _run(["a/b..c"], tmp_path)
+    assert done.returncode == 2
+    assert "not a repository id" in done.stderr and "internal error" not in done.stderr
