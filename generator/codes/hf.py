@@ -30,14 +30,24 @@ UNKNOWN_CONFIG_FIELD = declare(
     "KV302",
     "unknown-config-field",
     fix="check what the field does; pass --ignore-field NAME once reviewed",
-    doc="""A config field the importer does not know; it may change the KV cache.
+    doc="""A config field the importer does not know and whose name says it may move a cache.
 
 ## What it does
-Reports a field that is neither mapped to the spec nor known to be irrelevant.
+Reports, as an error, an unknown field whose name holds a word that describes a cache
+(head, kv, key, value, window, cache, dtype, state, conv, ssm, chunk, compress, sparse,
+index, mamba, linear, recurrent, lora, sink, swa), or a word about the layout of layers
+(layer, block, seq, position, context, global, local, mtp, group, channels, kernel, stride,
+memory, share) unless the name is about the MLP or the experts (mlp, dense, moe, expert,
+ffn, norm, router, gate). Any other unknown field (`dropout`, `type_vocab_size`,
+`clip_qkv`, `swiglu_alpha`, `num_shared_experts`, ...) is reported as a warning and kept
+as a `# note:` in the imported spec's header: the import goes on.
 
 ## Why it matters
-New attention variants announce themselves through new fields. A wrong guess
-sizes the KV cache wrong for every deployment of the model.
+New attention variants announce themselves through new fields that name what they change:
+a wrong guess sizes the KV cache wrong for every deployment of the model. Blocking every
+unknown field, though, blocks most architectures for fields that only touch weights,
+training or the tokenizer, which cannot change a cache's shape, count, window, dtype or
+state.
 
 ## Example
 ```json
@@ -45,7 +55,8 @@ sizes the KV cache wrong for every deployment of the model.
 ```
 
 ## Fix
-Check what the field does; pass `--ignore-field NAME` once reviewed.
+Check what the field does; pass `--ignore-field NAME` once reviewed. A noted field that does
+change the cache means the import is wrong: describe the model by hand.
 """,
 )
 
@@ -303,5 +314,33 @@ Mamba-1 layer is 311,296 B at bf16; read as Mamba-2 with 128 heads of 64 it woul
 ## Fix
 Remove the fields that do not belong to the model's Mamba version (compare with the
 published config.json), or describe the model by hand.
+""",
+)
+
+IMPORT_NOTE = declare(
+    "KV314",
+    "import-note",
+    severity="warning",
+    fix="check the noted choice against how you deploy the model",
+    doc="""A choice the importer made from the config that a deployment may not share.
+
+## What it does
+Notes, without stopping the import, a config value read into the spec that engines often
+serve differently: a `torch_dtype` of float32 (the cache imports as fp32, where engines
+usually serve bf16), or a `rope_scaling` block (the spec keeps the native
+`max_position_embeddings`; the scaled context is a deployment choice). Each note is printed
+to stderr and kept as a `# note:` line in the spec's header.
+
+## Why it matters
+A float32 cache is twice the bytes of bf16; a RoPE-scaled deployment runs past the native
+context. Neither is wrong in the config, but both change what a deployment allocates.
+
+## Example
+```json
+{"torch_dtype": "float32", "rope_scaling": {"type": "yarn", "factor": 4.0}}
+```
+
+## Fix
+Pass `--kv-cache-dtype` for the dtype you serve; size a scaled context at deploy time.
 """,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -36,7 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Unknown or contradictory fields are reported at their JSON key; nothing is written "
         "then (exit 1).",
     )
-    parser.add_argument("config", metavar="CONFIG.json", help="a model's config.json")
+    parser.add_argument(
+        "config",
+        metavar="CONFIG",
+        help="a model's config.json, a model directory holding one, or a repository id "
+        "(org/name) already in the local Hugging Face cache (read offline)",
+    )
     parser.add_argument("--family", help="family identifier (default: config model_type)")
     parser.add_argument(
         "--model", help="model identifier (default: from _name_or_path or the file name)"
@@ -57,6 +63,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--kv-cache-dtype", choices=DTYPES, help="cache dtype (default: the config's torch_dtype)"
+    )
+    parser.add_argument(
+        "--max-seq-len",
+        type=int,
+        metavar="N",
+        help="context length: required when the config has none (pure state-space models), "
+        "or a cap below the config's max_position_embeddings",
     )
     parser.add_argument(
         "--ignore-field",
@@ -92,9 +105,9 @@ def run(args: argparse.Namespace) -> Exit:
             f"{display_path(args.out)} exists; --force replaces it, "
             "--into adds the model to an existing family file"
         )
-    source = Path(args.config)
-    if not exists(source):
-        return _usage(f"cannot read {display_path(source)}: No such file or directory")
+    if args.max_seq_len is not None and not 1 <= args.max_seq_len <= 1 << 24:
+        return _usage(f"--max-seq-len {args.max_seq_len} is not in [1, {1 << 24}]")
+    source = _config_path(args.config)
     raw = read_bytes(source, limit=MAX_CONFIG_BYTES, too_large=codes.CONFIG_TOO_LARGE)
     display = display_path(source)
     try:
@@ -117,7 +130,10 @@ def run(args: argparse.Namespace) -> Exit:
         tokens_per_block=tpb,
         kv_cache_dtype=args.kv_cache_dtype,
         ignore_fields=args.ignore_field,
+        max_seq_len=args.max_seq_len,
     )
+    for note in result.notes:  # stderr: stdout may be the spec itself
+        print(note.render(), file=sys.stderr)
     if result.text is None:
         for diagnostic in result.diagnostics:
             print(diagnostic.render())
@@ -131,6 +147,45 @@ def run(args: argparse.Namespace) -> Exit:
     write_atomic(Path(args.out), result.text, root=args.project.root)
     log.info("wrote %s", display_path(args.out))
     return Exit.OK
+
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _config_path(given: str) -> Path:
+    """CONFIG as a file, a model directory (its config.json), or ``org/name`` found in the
+    local Hugging Face cache by huggingface_hub's offline lookup (no network call, ever)."""
+    from kvgen.files import exists
+    from kvgen.loader import display_path
+
+    path = Path(given)
+    if path.is_dir():
+        inside = path / "config.json"
+        if not exists(inside):
+            _usage(f"{display_path(path)} is a directory without a config.json")
+        return inside
+    if exists(path):
+        return path
+    if not _REPO_ID.match(given):
+        _usage(f"cannot read {display_path(path)}: No such file or directory")
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        _usage(
+            f"{given!r} is no file here; reading a repository id from the Hugging Face cache "
+            "needs huggingface_hub (pip install 'kvgen[hf]'), or pass the config.json path"
+        )
+    try:
+        found = try_to_load_from_cache(given, "config.json")  # a cache lookup, never a download
+    except ValueError as exc:  # huggingface_hub's HFValidationError: not a repository id
+        _usage(f"{given!r} is no file here and not a repository id: {str(exc)[:120]}")
+    if not isinstance(found, str):
+        _usage(
+            f"{given!r} is no file here and has no config.json in the local Hugging Face "
+            "cache (import-hf never downloads; fetch it first, e.g. `hf download "
+            f"{given} config.json`)"
+        )
+    return Path(found).resolve()  # the cache links snapshots to its blobs: read the blob
 
 
 def _into_family(path: Path):  # -> kvgen.spec.Family

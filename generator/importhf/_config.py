@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kvgen.codes import Code
@@ -13,7 +14,10 @@ from kvgen.importhf._fields import (
     IGNORED_FIELDS,
     IGNORED_PREFIXES,
     IGNORED_SUFFIXES,
+    MODEL_ALIASES,
+    MTP_ONLY_FIELDS,
     UNSUPPORTED_FIELDS,
+    could_move_cache,
 )
 from kvgen.importhf._json import JsonReader, Path_
 from kvgen.spec import (
@@ -63,9 +67,16 @@ class Config:
         self.data = data
         self.reader = reader
         self.diagnostics: list[Diagnostic] = []
+        self.notes: list[Diagnostic] = []
         text_config = data.get("text_config")
         self.prefix: Path_ = ("text_config",) if isinstance(text_config, dict) else ()
         self.inner: dict[str, Any] = text_config if isinstance(text_config, dict) else data
+        model_type = self.inner.get("model_type", data.get("model_type"))
+        # Other spellings of canonical fields, as this model's config class reads them.
+        self.aliases: dict[str, str] = {
+            **ALIASES,
+            **MODEL_ALIASES.get(model_type if isinstance(model_type, str) else "", {}),
+        }
 
     def where(self, name: str) -> str:
         return ".".join(str(p) for p in (*self.prefix, name)) if name in self.inner else name
@@ -77,6 +88,11 @@ class Config:
             line, col = self.reader.keys.get(path, (1, 1))
         self.diagnostics.append(code.at(self.display, (line, col), message, fix))
 
+    def note(self, code: Code, name: str | None, message: str, fix: str) -> None:
+        """A finding that does not stop the import: said, and kept in the spec's header."""
+        self.diag(code, name, message, fix)
+        self.notes.append(replace(self.diagnostics.pop(), severity="warning"))
+
     def has(self, name: str) -> bool:
         return self.get(name) is not None
 
@@ -86,7 +102,7 @@ class Config:
         return self.data.get(name) if self.prefix else None
 
     def maximum(self, name: str) -> int:
-        return MAXIMA.get(ALIASES.get(name, name), DEFAULT_MAXIMUM)
+        return MAXIMA.get(self.aliases.get(name, name), DEFAULT_MAXIMUM)
 
     def int_(self, name: str, *, required: bool = False, minimum: int = 1) -> int | None:
         value = self.get(name)
@@ -150,7 +166,7 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
             name in CACHE_FIELDS
             or name in IGNORED_FIELDS
             or name in ignored
-            or name in ALIASES
+            or name in cfg.aliases
             or name.startswith(IGNORED_PREFIXES)
             or name.endswith(IGNORED_SUFFIXES)
         )
@@ -158,7 +174,10 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
     names = set(cfg.inner)
     if cfg.prefix:
         names |= {n for n in cfg.data if n != "text_config"}
+    has_mtp = any(cfg.get(n) for n in ("num_nextn_predict_layers", "mtp_num_hidden_layers"))
     for name in sorted(names):
+        if name in MTP_ONLY_FIELDS and not has_mtp:
+            continue  # the kinds of MTP layers the model does not have
         if name in UNSUPPORTED_FIELDS:
             value = cfg.get(name)
             if value not in (None, False, 0, []):
@@ -168,13 +187,21 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
                     f"'{cfg.where(name)}' = {value!r}: {UNSUPPORTED_FIELDS[name]}",
                     "describe the model by hand in a spec; kvgen import-hf cannot express it",
                 )
-        elif not known(name):
+        elif not known(name) and could_move_cache(name):
             cfg.diag(
                 codes.UNKNOWN_CONFIG_FIELD,
                 name,
-                f"unknown config field '{cfg.where(name)}'; kvgen cannot tell whether it "
-                "changes the KV cache",
+                f"unknown config field '{cfg.where(name)}'; its name says it may change a "
+                "cache's shape, count, window, dtype or state",
                 f"check the model's attention code, then pass --ignore-field {name}",
+            )
+        elif not known(name):
+            cfg.note(
+                codes.UNKNOWN_CONFIG_FIELD,
+                name,
+                f"unknown config field '{cfg.where(name)}' read as not moving the cache "
+                "(its name names no cache shape, count, window, dtype or state)",
+                "if it does change the cache, describe the model by hand",
             )
     if cfg.prefix:
         for name in sorted(set(cfg.inner) & set(cfg.data) - {"text_config"}):
@@ -186,7 +213,7 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
                     f"{cfg.inner[name]!r} in text_config",
                     "make the two agree",
                 )
-    for alias, canonical in ALIASES.items():
+    for alias, canonical in cfg.aliases.items():
         if cfg.has(alias) and cfg.has(canonical) and cfg.get(alias) != cfg.get(canonical):
             cfg.diag(
                 codes.CONTRADICTORY_CONFIG_FIELDS,
@@ -199,7 +226,7 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
 
 def field_spelling(cfg: Config, canonical: str) -> str:
     """The name this config gives ``canonical``: an alias when only the alias is set."""
-    for alias, target in ALIASES.items():
+    for alias, target in cfg.aliases.items():
         if target == canonical and not cfg.has(canonical) and cfg.has(alias):
             return alias
     return canonical

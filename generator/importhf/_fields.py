@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "ALIASES",
     "CACHE_FIELDS",
     "IGNORED_FIELDS",
     "IGNORED_PREFIXES",
     "IGNORED_SUFFIXES",
+    "MODEL_ALIASES",
+    "MTP_ONLY_FIELDS",
+    "PURE_SSM",
     "UNSUPPORTED_FIELDS",
+    "could_move_cache",
 ]
 
 
@@ -27,7 +33,8 @@ CACHE_FIELDS = _words(
     global_head_dim num_global_key_value_heads num_nextn_predict_layers
     mtp_num_hidden_layers index_head_dim num_kv_shared_layers cross_attention_layers
     attn_layer_period attn_layer_offset mamba_expand
-    attention_chunk_size no_rope_layers no_rope_layer_interval"""
+    attention_chunk_size no_rope_layers no_rope_layer_interval multi_query
+    new_decoder_architecture per_layer_config"""
 )
 # Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
 ALIASES = {
@@ -43,13 +50,49 @@ ALIASES = {
     "mamba_d_conv": "conv_kernel",
     "mamba_n_heads": "mamba_num_heads",  # Granite 4.0 (granitemoehybrid)
     "mamba_d_head": "mamba_head_dim",
+    # transformers' attribute_map spellings (the names config classes save): GPT-2 style,
+    # MPT/DBRX, JetMoE and ChatGLM kv_channels.
+    "n_layer": "num_hidden_layers",
+    "n_layers": "num_hidden_layers",
+    "num_layers": "num_hidden_layers",
+    "n_head": "num_attention_heads",
+    "n_heads": "num_attention_heads",
+    "n_embd": "hidden_size",
+    "d_model": "hidden_size",
+    "n_positions": "max_position_embeddings",
+    "max_seq_len": "max_position_embeddings",
+    "seq_length": "max_position_embeddings",
+    "kv_channels": "head_dim",
+    "n_head_kv": "num_key_value_heads",
+    "multi_query_group_num": "num_key_value_heads",
+    # AFMoE: every n-th layer global, the others sliding (transformers AfmoeConfig)
+    "global_attn_every_n_layers": "sliding_window_pattern",
 }
+# Spellings whose meaning depends on the model (``num_heads`` is a Mamba-2 config's SSM
+# heads but GPT-Neo's attention heads): model_type -> alias -> canonical.
+# MambaConfig / FalconMambaConfig: d_inner = expand x hidden_size
+_MAMBA1 = {"expand": "mamba_expand"}
+MODEL_ALIASES = {
+    "gpt_neo": {"num_heads": "num_attention_heads"},
+    "xglm": {"attention_heads": "num_attention_heads"},
+    "mamba": _MAMBA1,
+    "falcon_mamba": _MAMBA1,
+    # Mamba2Config: num_heads x head_dim are the SSM heads (no attention at all)
+    "mamba2": {"num_heads": "mamba_num_heads", "head_dim": "mamba_head_dim"},
+    "cpmant": {"dim_head": "head_dim"},
+}
+# Pure state-space models: every layer is one recurrent kind (model_type -> layer type).
+PURE_SSM = {"mamba": "mamba1", "falcon_mamba": "mamba1", "mamba2": "mamba"}
+# The kinds of MTP layers: they matter only when the config has MTP layers at all (Nemotron-H
+# saves a default list either way).
+MTP_ONLY_FIELDS = ("mtp_layers_block_type", "mtp_layer_types")
 # Fields that change the cache in ways the spec cannot express yet.
 UNSUPPORTED_FIELDS = {
     "attention_k_eq_v": "layers whose keys double as values",
     "compress_ratios": "compressed per-layer caches",
     "swa_num_key_value_heads": "separate sliding-layer head counts",
     "swa_head_dim": "separate sliding-layer head sizes",
+    "add_cross_attention": "cross-attention layers over an encoder's states",
 }
 # Fields known not to change the KV cache (weights, training, tokenizer, rope, routing).
 IGNORED_FIELDS = _words(
@@ -69,7 +112,8 @@ IGNORED_FIELDS = _words(
     index_topk index_n_heads laurel_rank activation_sparsity_pattern vocab_size_per_layer_input
     expert_layer_period expert_layer_offset
     attn_scale attn_temperature_tuning floor_scale interleave_moe_layer_step
-    intermediate_size_mlp for_llm_compressor"""
+    intermediate_size_mlp for_llm_compressor qk_head_dim position_bias_max_distance
+    position_bias_num_buckets scale_attn_by_inverse_layer_idx"""
 )
 IGNORED_PREFIXES = (
     "_",
@@ -106,3 +150,26 @@ IGNORED_SUFFIXES = (
     "_scaling",
     "_coef",
 )
+
+# Words of a field name that describe a cache (shape, count, window, dtype, state) ...
+_CACHE_WORDS = _words(
+    """head heads kv key keys value values window cache dtype state states conv ssm chunk
+    chunks compress compressed compression sparse index indexer mamba
+    linear recurrent lora sink sinks swa"""
+)
+# ... words that may, unless the name is about the MLP or the experts ...
+_LAYOUT_WORDS = _words(
+    """layer layers block blocks seq position positions context global local mtp nextn group
+    groups channels kernel stride memory share shared sharing"""
+)
+# ... which hold no cache.
+_WEIGHT_WORDS = _words("mlp dense moe expert experts ffn norm router gate gated")
+
+
+def could_move_cache(name: str) -> bool:
+    """Whether an unknown field's name says it may describe a cache: such a field blocks an
+    import (KV302) until reviewed; any other is noted."""
+    words = set(re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name.lower()))
+    if words & _CACHE_WORDS:
+        return True
+    return bool(words & _LAYOUT_WORDS) and not words & _WEIGHT_WORDS

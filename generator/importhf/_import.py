@@ -8,20 +8,22 @@ from dataclasses import dataclass, field
 
 from kvgen.codes import hf as codes
 from kvgen.diagnostics import Diagnostic
+from kvgen.importhf._attention import attention_kinds
 from kvgen.importhf._config import Abort, Config, check_fields, field_spelling
 from kvgen.importhf._cross import cross_attention_kinds
+from kvgen.importhf._dtype import cache_dtype
 from kvgen.importhf._json import MAX_JSON_DEPTH, JsonReader, loads, nesting_too_deep
 from kvgen.importhf._layers import (
     NO_CACHE,
     RECURRENT_TYPES,
     Kind,
-    attention_kinds,
-    cache_dtype,
+    layer_count,
     mamba1_state,
     per_layer_types,
     state_bytes,
 )
 from kvgen.importhf._quant import layout_misfit
+from kvgen.importhf._refusals import architecture_refusal
 from kvgen.importhf._render import Spec, default_model_name, render, to_identifier
 from kvgen.importhf._sharing import shared_kinds
 
@@ -36,6 +38,8 @@ class ImportResult:
 
     text: str | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Warnings of an import that went through (noted unknown fields, dtype notes).
+    notes: list[Diagnostic] = field(default_factory=list)
 
 
 def _refused(diagnostic: Diagnostic) -> ImportResult:
@@ -51,6 +55,7 @@ def import_config(
     tokens_per_block: int = 32,
     kv_cache_dtype: str | None = None,
     ignore_fields: Sequence[str] = (),
+    max_seq_len: int | None = None,
 ) -> ImportResult:
     """Turn config.json text into spec text; every problem is a diagnostic, never an exception.
 
@@ -91,16 +96,20 @@ def import_config(
                 display, at, f"duplicate key '{'.'.join(map(str, path))}'"
             )
         )
+    if not cfg.diagnostics and architecture_refusal(cfg):
+        return ImportResult(None, cfg.diagnostics)
     check_fields(cfg, frozenset(ignore_fields))
     if cfg.diagnostics:
         return ImportResult(None, sorted(cfg.diagnostics))
     try:
-        spec = _build(cfg, family, model, tokens_per_block, kv_cache_dtype)
+        spec = _build(cfg, family, model, tokens_per_block, kv_cache_dtype, max_seq_len)
     except Abort:
         return ImportResult(None, sorted(cfg.diagnostics))
+    notes = sorted(cfg.notes)
+    spec.notes = tuple(f"{d.code} {d.message}" for d in notes)
     out = render(spec)
     refused = _refused_by_schema(display, out)
-    return ImportResult(None, refused) if refused else ImportResult(out, [])
+    return ImportResult(None, refused) if refused else ImportResult(out, [], notes)
 
 
 def _refused_by_schema(display: str, text: str) -> list[Diagnostic]:
@@ -124,11 +133,67 @@ def _refused_by_schema(display: str, text: str) -> list[Diagnostic]:
     ]
 
 
-def _build(cfg: Config, family: str | None, model: str | None, tpb: int, dtype: str | None) -> Spec:
-    layers_name = field_spelling(cfg, "num_hidden_layers")
-    layers = cfg.int_(layers_name, required=True)
+def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
+    """The model's context: the config's, or ``--max-seq-len`` (a pure SSM saves none; a
+    deployment may cap it, never raise it past the native length)."""
     seq_name = field_spelling(cfg, "max_position_embeddings")
-    seq_len = cfg.int_(seq_name, required=True)
+    native = cfg.int_(seq_name) if cfg.has(seq_name) else None
+    if native is None and flag is None:
+        cfg.diag(
+            codes.MISSING_CONFIG_FIELD,
+            None,
+            "config has no 'max_position_embeddings' (state-space and ALiBi models save "
+            "none; their cache does not bound the context)",
+            "pass --max-seq-len N, the longest context you deploy",
+        )
+        raise Abort
+    if flag is None:
+        return native, f"config.json {seq_name}"  # type: ignore[return-value]
+    if native is not None and flag > native:
+        cfg.diag(
+            codes.INVALID_CONFIG_VALUE,
+            seq_name,
+            f"--max-seq-len {flag} is past the config's {seq_name} {native}",
+            "give at most the native length (a RoPE-scaled context is a deployment choice "
+            "the spec does not record yet)",
+        )
+        raise Abort
+    return flag, "kvgen import-hf --max-seq-len"
+
+
+def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
+    """A RoPE scaling block (``rope_scaling``, or transformers-5 ``rope_parameters`` with a
+    scaled ``rope_type``) is noted: the spec keeps the native context."""
+    for name in ("rope_scaling", "rope_parameters"):
+        block = cfg.get(name)
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("rope_type", block.get("type"))
+        if kind in (None, "default") or not isinstance(kind, str):
+            continue
+        factor = block.get("factor")
+        cfg.note(
+            codes.IMPORT_NOTE,
+            name,
+            f"{name}: {kind[:20]!r} scaling"
+            + (f" by {factor!r:.12}" if isinstance(factor, (int, float)) else "")
+            + f"; the spec keeps the native max_seq_len {seq_len}",
+            "size a RoPE-scaled context at deploy time",
+        )
+        return
+
+
+def _build(
+    cfg: Config,
+    family: str | None,
+    model: str | None,
+    tpb: int,
+    dtype: str | None,
+    max_seq_len: int | None = None,
+) -> Spec:
+    layers, layers_name = layer_count(cfg)
+    seq_len, seq_note = _seq_len(cfg, max_seq_len)
+    _note_rope_scaling(cfg, seq_len)
     short, dtype_note, dtype_bytes = cache_dtype(cfg, dtype)
     types, types_note = per_layer_types(cfg, layers)  # type: ignore[arg-type]
     attention = attention_kinds(cfg, layers, types, seq_len)  # type: ignore[arg-type]
@@ -181,7 +246,7 @@ def _build(cfg: Config, family: str | None, model: str | None, tpb: int, dtype: 
         dtype=short,
         dtype_note=dtype_note,
         seq_len=seq_len,  # type: ignore[arg-type]
-        seq_note=f"config.json {seq_name}",
+        seq_note=seq_note,
         kinds=kinds,
         layers_note=layers_note,
         mtp_layers=mtp or 0,

@@ -5,22 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kvgen.codes import hf as codes
-from kvgen.facts import DTYPE_BYTES
 from kvgen.importhf._config import Abort, Config, field_spelling
-from kvgen.spec import MAX_STATE_BYTES
+from kvgen.importhf._dtype import DTYPES as _DTYPES
+from kvgen.importhf._fields import PURE_SSM
+from kvgen.spec import MAX_LAYERS, MAX_STATE_BYTES
 
 __all__ = [
     "NO_CACHE",
     "RECURRENT_TYPES",
     "Kind",
-    "attention_kinds",
-    "cache_dtype",
+    "layer_count",
     "mamba1_state",
     "per_layer_types",
     "state_bytes",
 ]
 
-_DTYPES = {"bfloat16": ("bf16", 2), "float16": ("fp16", 2), "float32": ("fp32", 4)}
+
 _LAYER_TYPES = {
     "full_attention": "full",
     "attention": "full",
@@ -29,6 +29,19 @@ _LAYER_TYPES = {
     "linear_attention": "linear",
     "mamba": "mamba",
     "mamba2": "mamba",
+    # DeepSeek-V3.2-style sparse attention: an MLA layer with an indexer key cache
+    # (index_head_dim); attention_kinds refuses it without MLA.
+    "indexed_attention": "full",
+}
+# Layer types transformers names whose cache the spec format cannot express: the reason.
+_UNSUPPORTED_LAYER_TYPES = {
+    "hybrid": "each layer holds both a KV cache and a recurrent state (parallel hybrid)",
+    "heavily_compressed_attention": "compressed attention (a cache of pooled tokens)",
+    "compressed_attention": "compressed attention (a cache of pooled tokens)",
+    "conv": "a short-convolution layer holding a conv state",
+    "short_conv": "a short-convolution layer holding a conv state",
+    "lightning_attention": "lightning (linear) attention with its own state",
+    "kda": "Kimi Delta Attention with its own conv and recurrent state",
 }
 # Kinds held by a recurrent state rather than a per-token cache.
 RECURRENT_TYPES = ("linear", "mamba", "mamba1")
@@ -36,7 +49,38 @@ RECURRENT_TYPES = ("linear", "mamba", "mamba1")
 # blocks hold no cache but count in num_hidden_layers (pipeline ranks split by layer index),
 # so they become an `attention: none` kind rather than being dropped.
 _HYBRID_CHARS = {"M": "mamba", "*": "full", "-": "none", "E": "none"}
-_BLOCK_TYPES = {"attention": "full", "mamba": "mamba", "mlp": "none", "moe": "none"}
+_BLOCK_TYPES = {
+    "attention": "full",
+    "mamba": "mamba",
+    "mlp": "none",
+    "moe": "none",
+    # transformers-5 saved form (Nemotron-H): Mamba-2 layers named linear_attention
+    "full_attention": "full",
+    "linear_attention": "linear",
+}
+# Mamba-2 fields: a config with these and no Gated-DeltaNet field calls its Mamba-2 layers
+# "linear_attention" (transformers-5 Nemotron-H, Granite 4.0 granitemoehybrid).
+_MAMBA2_FIELDS = ("mamba_num_heads", "mamba_n_heads", "mamba_d_head", "mamba_head_dim")
+
+
+def _linear_is_mamba2(cfg: Config, kinds: list[str | None]) -> list[str | None]:
+    if cfg.has("linear_num_key_heads") or not any(cfg.has(f) for f in _MAMBA2_FIELDS):
+        return kinds
+    return ["mamba" if k == "linear" else k for k in kinds]
+
+
+def layer_count(cfg: Config) -> tuple[int, str]:
+    """num_hidden_layers, or (transformers-5 saved forms without it) the length of the
+    per-layer type list the config class reads instead."""
+    name = field_spelling(cfg, "num_hidden_layers")
+    if not cfg.has(name):
+        for listed in ("layer_types", "layers_block_type"):
+            value = cfg.get(listed)
+            if isinstance(value, list) and value:
+                if len(value) > MAX_LAYERS:
+                    break
+                return len(value), f"{listed} ({len(value)} entries)"
+    return cfg.int_(name, required=True), name  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -72,10 +116,12 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     """Per layer: full | sliding | linear | mamba | none (no cache); and the source note."""
     window = cfg.get("sliding_window")
     layer_types = cfg.get("layer_types")
-    pattern_every = (
-        cfg.int_("sliding_window_pattern") if cfg.has("sliding_window_pattern") else None
-    )
+    pattern_name = field_spelling(cfg, "sliding_window_pattern")
+    pattern_every = cfg.int_(pattern_name) if cfg.has(pattern_name) else None
     use_swa = cfg.get("use_sliding_window")
+    model_type = cfg.get("model_type")
+    if layer_types is None and isinstance(model_type, str) and model_type in PURE_SSM:
+        return [PURE_SSM[model_type]] * layers, f"model_type {model_type}: every layer a state"
     if layer_types is None and cfg.get("attention_chunk_size") is not None:
         return _chunked_layer_types(cfg, layers)
     if layer_types is not None:
@@ -92,14 +138,25 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         kinds: list[str | None] = []
         for entry in layer_types:
             if entry not in _LAYER_TYPES:
+                why = _UNSUPPORTED_LAYER_TYPES.get(entry, "a layer kind the spec has no form for")
                 cfg.diag(
                     codes.UNSUPPORTED_CONFIG_FEATURE,
                     "layer_types",
-                    f"layer type {entry!r} in '{cfg.where('layer_types')}' is not supported",
+                    f"layer type {str(entry)[:40]!r} in '{cfg.where('layer_types')}': {why}",
                     "supported: " + ", ".join(sorted(_LAYER_TYPES)),
                 )
                 raise Abort
             kinds.append(_LAYER_TYPES[entry])
+        if "indexed_attention" in layer_types and not cfg.has("kv_lora_rank"):
+            cfg.diag(
+                codes.UNSUPPORTED_CONFIG_FEATURE,
+                "layer_types",
+                "indexed_attention layers without MLA (kv_lora_rank): an indexer key cache "
+                "beside a plain K/V cache, which the spec format has only for MLA",
+                "describe the model by hand",
+            )
+            raise Abort
+        kinds = _linear_is_mamba2(cfg, kinds)
         if pattern_every is not None:
             expected = [
                 "full" if (i + 1) % pattern_every == 0 else "sliding" for i in range(layers)
@@ -148,7 +205,8 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
                 "check it against num_hidden_layers",
             )
             raise Abort
-        return [_BLOCK_TYPES[b] for b in blocks], "config.json layers_block_type"
+        kinds = _linear_is_mamba2(cfg, [_BLOCK_TYPES[b] for b in blocks])
+        return kinds, "config.json layers_block_type"
     if cfg.has("attn_layer_period"):
         return _jamba_layer_types(cfg, layers)
     interval = cfg.int_("full_attention_interval") if cfg.has("full_attention_interval") else None
@@ -158,7 +216,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     if pattern_every is not None:
         kinds = ["full" if (i + 1) % pattern_every == 0 else "sliding" for i in range(layers)]
         return kinds, f"config.json sliding_window_pattern {pattern_every}"  # type: ignore[return-value]
-    if use_swa is False or window is None:
+    if use_swa is False or window is None or window == 0:
         return ["full"] * layers, "full attention"
     if cfg.get("model_type") == "gemma2":  # Gemma 2 hard-codes even layers local
         return ["sliding" if i % 2 == 0 else "full" for i in range(layers)], "gemma2 alternation"
@@ -242,18 +300,28 @@ def _chunked_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], st
 # --------------------------------------------------------------------------- per-layer shapes
 
 
+def _mamba1_channels(cfg: Config) -> tuple[int, str]:
+    """d_inner as the model's mixer reads it: MambaMixer (mamba, falcon_mamba) its config's
+    intermediate_size, Jamba's mixer mamba_expand x hidden_size."""
+    if cfg.get("model_type") in PURE_SSM and cfg.has("intermediate_size"):
+        inner = cfg.int_("intermediate_size")
+        return inner, "config.json intermediate_size (MambaMixer)"  # type: ignore[return-value]
+    hidden_name = field_spelling(cfg, "hidden_size")
+    hidden = cfg.int_(hidden_name, required=True)
+    expand_name = field_spelling(cfg, "mamba_expand")
+    expand = cfg.int_(expand_name, required=True)
+    return expand * hidden, f"config.json {expand_name} {expand} * {hidden_name} {hidden}"  # type: ignore[operator]
+
+
 def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
     """A Mamba-1 kind (Jamba, §8): ``d_inner = mamba_expand * hidden_size`` channels, each
     with a conv window of ``d_conv - 1`` and an SSM state of ``d_state`` (vLLM
     ``MambaStateShapeCalculator.mamba1_state_shape``)."""
-    hidden_name = field_spelling(cfg, "hidden_size")
-    hidden = cfg.int_(hidden_name, required=True)
-    expand = cfg.int_("mamba_expand", required=True)
     state_name = field_spelling(cfg, "ssm_state_size")
     state = cfg.int_(state_name, required=True)
     width_name = field_spelling(cfg, "conv_kernel")
     width = cfg.int_(width_name, required=True)
-    inner = expand * hidden  # type: ignore[operator]
+    inner, inner_note = _mamba1_channels(cfg)
     ssm_dtype = cfg.get("mamba_ssm_dtype")
     ssm_bytes = _DTYPES[ssm_dtype][1] if ssm_dtype in _DTYPES else dtype_bytes
     total = inner * (width - 1) * dtype_bytes + inner * state * ssm_bytes  # type: ignore[operator]
@@ -267,7 +335,7 @@ def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
         )
         raise Abort
     dims: tuple[tuple[str, int | str, str], ...] = (
-        ("d_inner", inner, f"config.json mamba_expand {expand} * {hidden_name} {hidden}"),
+        ("d_inner", inner, inner_note),
         ("d_state", state, f"config.json {state_name}"),  # type: ignore[arg-type]
         ("d_conv", width, f"config.json {width_name}"),  # type: ignore[arg-type]
     )
@@ -376,185 +444,3 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
         notes=(("mamba", f"{total} B per request at tp=1: " + note.removeprefix("config.json: ")),),
         base=kind,
     )
-
-
-def attention_kinds(
-    cfg: Config, layers: int, types: list[str | None], seq_len: int
-) -> list[Kind | None]:
-    if cfg.has("kv_lora_rank"):
-        rank = cfg.int_("kv_lora_rank")
-        rope = cfg.int_("qk_rope_head_dim", required=True, minimum=0)
-        index = cfg.int_("index_head_dim") if cfg.has("index_head_dim") else None
-        mla = Kind(
-            "mla",
-            kv_lora_rank=rank,
-            qk_rope_head_dim=rope,
-            base="mla",
-            notes=(
-                ("kv_lora_rank", "config.json kv_lora_rank"),
-                ("qk_rope_head_dim", "config.json qk_rope_head_dim"),
-                (
-                    "index_head_dim",
-                    "config.json index_head_dim: the sparse-attention indexer's key cache",
-                ),
-            ),
-            index_head_dim=index,
-        )
-        if any(t not in ("full", "none") for t in types):
-            cfg.diag(
-                codes.UNSUPPORTED_CONFIG_FEATURE,
-                "kv_lora_rank",
-                "MLA with sliding or recurrent layers is not supported",
-                "describe the model by hand",
-            )
-            raise Abort
-        return [mla if t == "full" else None for t in types]
-    heads_name = field_spelling(cfg, "num_key_value_heads")
-    q_name = field_spelling(cfg, "num_attention_heads")
-    q_heads = cfg.per_layer(q_name, layers)
-    kv_heads = cfg.per_layer(heads_name, layers) or q_heads
-    if kv_heads is None:
-        cfg.diag(
-            codes.MISSING_CONFIG_FIELD,
-            None,
-            "config has neither 'num_key_value_heads' nor 'num_attention_heads'",
-            "add num_key_value_heads",
-        )
-        raise Abort
-    head_dims = cfg.per_layer("head_dim", layers)
-    hd_note = "config.json head_dim"
-    if head_dims is None:
-        hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
-        if q_heads is None or len(set(q_heads)) != 1 or hidden % q_heads[0]:  # type: ignore[operator]
-            cfg.diag(
-                codes.CONTRADICTORY_CONFIG_FIELDS,
-                q_name,
-                f"cannot derive head_dim from hidden_size {hidden} and "
-                f"{q_name} {cfg.get(q_name)!r}",
-                "add head_dim",
-            )
-            raise Abort
-        head_dims = [hidden // q_heads[0]] * layers  # type: ignore[operator]
-        hd_note = f"config.json hidden_size {hidden} / {q_name} {q_heads[0]}"
-    for i, (kv, q) in enumerate(zip(kv_heads, q_heads or kv_heads, strict=True)):
-        if kv > q or q % kv:
-            cfg.diag(
-                codes.CONTRADICTORY_CONFIG_FIELDS,
-                heads_name,
-                f"layer {i}: {kv} KV heads do not divide {q} query heads",
-                "check num_key_value_heads against num_attention_heads",
-            )
-            raise Abort
-    window = cfg.int_("sliding_window") if cfg.has("sliding_window") else None
-    chunk = cfg.int_("attention_chunk_size") if cfg.has("attention_chunk_size") else None
-    if chunk is None and "chunked" in types:
-        cfg.diag(
-            codes.CONTRADICTORY_CONFIG_FIELDS,
-            "layer_types",
-            "layers are chunked_attention but attention_chunk_size is null",
-            "set attention_chunk_size",
-        )
-        raise Abort
-    if window is None and "sliding" in types:
-        cfg.diag(
-            codes.CONTRADICTORY_CONFIG_FIELDS,
-            "layer_types" if cfg.has("layer_types") else "sliding_window",
-            "layers are sliding but sliding_window is null",
-            "set sliding_window",
-        )
-        raise Abort
-    global_hd = cfg.int_("global_head_dim") if cfg.has("global_head_dim") else None
-    global_kv = (
-        cfg.int_("num_global_key_value_heads") if cfg.has("num_global_key_value_heads") else None
-    )
-    per_list = isinstance(cfg.get(heads_name), list)
-    out: list[Kind | None] = []
-    for i, kind in enumerate(types):
-        if kind not in ("full", "sliding", "chunked"):
-            out.append(None)
-            continue
-        kv, hd = kv_heads[i], head_dims[i]
-        kv_note = f"config.json {heads_name}" + (" (per-layer list)" if per_list else "")
-        this_hd_note = hd_note
-        if kind == "full" and global_kv is not None:
-            kv, kv_note = global_kv, "config.json num_global_key_value_heads"
-        if kind == "full" and global_hd is not None:
-            hd, this_hd_note = global_hd, "config.json global_head_dim"
-        notes = [("kv_heads", kv_note), ("head_dim", this_hd_note)]
-        # A window or chunk that reaches the context never goes stale: full attention (§1).
-        reach = {"sliding": ("sliding_window", window), "chunked": ("attention_chunk_size", chunk)}
-        if kind in reach and reach[kind][1] >= seq_len:  # type: ignore[operator]
-            field, value = reach[kind]
-            notes.append(
-                (
-                    "attention",
-                    f"config.json {field} {value} >= max_position_embeddings {seq_len}: "
-                    "full attention (docs/cost-model.md §1)",
-                )
-            )
-            kind = "full"
-        if kind == "chunked":
-            notes.append(("chunk", "config.json attention_chunk_size"))
-            out.append(
-                Kind(
-                    "chunked",
-                    kv_heads=kv,
-                    head_dim=hd,
-                    notes=tuple(notes),
-                    base="chunked",
-                    chunk=chunk,
-                )
-            )
-        elif kind == "sliding":
-            notes.append(("window", "config.json sliding_window"))
-            out.append(
-                Kind(
-                    "sliding",
-                    window=window,
-                    kv_heads=kv,
-                    head_dim=hd,
-                    notes=tuple(notes),
-                    base="sliding",
-                )
-            )
-        else:
-            out.append(Kind("full", kv_heads=kv, head_dim=hd, notes=tuple(notes), base="full"))
-    return out
-
-
-# --------------------------------------------------------------------------- cache dtype
-
-
-def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
-    names = [n for n in ("torch_dtype", "dtype") if cfg.has(n)]
-    values = {cfg.get(n) for n in names}
-    if len(values) > 1:
-        cfg.diag(
-            codes.CONTRADICTORY_CONFIG_FIELDS,
-            "dtype",
-            f"torch_dtype {cfg.get('torch_dtype')!r} disagrees with dtype {cfg.get('dtype')!r}",
-            "keep one of the two",
-        )
-        raise Abort
-    model_dtype = values.pop() if values else None
-    if model_dtype is not None and model_dtype not in _DTYPES:
-        cfg.diag(
-            codes.UNSUPPORTED_CONFIG_FEATURE,
-            names[0],
-            f"{names[0]} {model_dtype!r} is not supported",
-            "use bfloat16, float16 or float32, or pass --kv-cache-dtype",
-        )
-        raise Abort
-    if override is not None:
-        bytes_ = _DTYPES[model_dtype][1] if model_dtype else DTYPE_BYTES.get(override, 2)
-        return override, "kvgen import-hf --kv-cache-dtype", bytes_
-    if model_dtype is None:
-        cfg.diag(
-            codes.MISSING_CONFIG_FIELD,
-            None,
-            "config has no 'torch_dtype' (or 'dtype')",
-            "pass --kv-cache-dtype",
-        )
-        raise Abort
-    short, bytes_ = _DTYPES[model_dtype]
-    return short, f"config.json {names[0]} {model_dtype}", bytes_

@@ -101,6 +101,13 @@ class Spec:
     layers_note: str
     mtp_layers: int = 0
     mtp_note: str = ""
+    notes: tuple[str, ...] = ()  # said at import (KV302 notes, dtype notes), kept as comments
+
+
+def _comment(text: str) -> str:
+    """One comment line: a config's own strings (field names) may hold line breaks or
+    control characters, which would end the comment; they are written escaped."""
+    return text.encode("unicode_escape").decode("ascii")
 
 
 def render(spec: Spec) -> str:
@@ -109,6 +116,7 @@ def render(spec: Spec) -> str:
     lines = [
         "# yaml-language-server: $schema=../kvspec.schema.json",
         f"# Imported by kvgen import-hf from {spec.source}; every number names its config field.",
+        *(f"# note: {_comment(note)}" for note in spec.notes),
         "schema_version: 1",
         f"family: {spec.family}",
         f"tokens_per_block: {spec.tokens_per_block}  # {spec.tpb_note}",

@@ -1,0 +1,234 @@
+"""Attention layers' shapes: KV heads and head size per layer, windows and chunks, MLA."""
+
+from __future__ import annotations
+
+from kvgen.codes import hf as codes
+from kvgen.importhf._config import Abort, Config, field_spelling
+from kvgen.importhf._fields import could_move_cache
+from kvgen.importhf._layers import Kind
+
+__all__ = ["attention_kinds"]
+
+
+def _multi_query(
+    cfg: Config, kv_heads: list[int] | None, q_heads: list[int] | None
+) -> tuple[list[int] | None, str | None]:
+    """GPT-BigCode's and Falcon's ``multi_query``: one K/V head for all query heads, unless
+    Falcon's ``new_decoder_architecture`` (grouped, num_kv_heads); an old-architecture Falcon
+    without multi-query caches every query head (transformers FalconAttention)."""
+    multi = cfg.get("multi_query")
+    new_arch = cfg.get("new_decoder_architecture")
+    if multi is None or new_arch is True or kv_heads is None:
+        return kv_heads, None
+    if multi is True:
+        return [1] * len(kv_heads), "config.json multi_query true: one KV head"
+    if new_arch is False and q_heads is not None:  # old Falcon: num_kv_heads unused
+        return q_heads, "config.json multi_query false: one KV head per query head"
+    return kv_heads, None
+
+
+_OVERRIDES = ("head_dim", "num_key_value_heads", "num_attention_heads")
+
+
+def _per_layer_config(cfg: Config, layers: int) -> dict[int, dict[str, int]]:
+    """Gemma 4's ``per_layer_config``: per layer index (a string key), the attention fields
+    that layer sets for itself (its global layers' head_dim 512). Keys naming a layer type
+    carry RoPE parameters only; any other cache field there is refused."""
+    block = cfg.get("per_layer_config")
+    if block is None:
+        return {}
+    out: dict[int, dict[str, int]] = {}
+    bad = None
+    if not isinstance(block, dict):
+        bad = "must be an object of layer index -> fields"
+    for key, fields in block.items() if isinstance(block, dict) else ():
+        if not isinstance(fields, dict):
+            bad = f"entry {key!r:.20} is not an object"
+            break
+        unknown = [f for f in fields if f not in _OVERRIDES and could_move_cache(f)]
+        if unknown:
+            bad = f"entry {key!r:.20} sets {unknown[0]!r:.40}, which import-hf cannot place"
+            break
+        if not key.isdigit():
+            if any(f in fields for f in _OVERRIDES):
+                bad = f"entry {key!r:.20} sets a head field for a layer type, not an index"
+                break
+            continue
+        if int(key) >= layers:
+            bad = f"entry {key!r:.20} names a layer past num_hidden_layers {layers}"
+            break
+        values = {f: fields[f] for f in _OVERRIDES if f in fields}
+        if not all(
+            isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= cfg.maximum(f)
+            for f, v in values.items()
+        ):
+            bad = f"entry {key!r:.20} must give positive integers"
+            break
+        out[int(key)] = values
+    if bad is not None:
+        cfg.diag(
+            codes.UNSUPPORTED_CONFIG_FEATURE,
+            "per_layer_config",
+            f"'{cfg.where('per_layer_config')}' {bad}",
+            "describe the model by hand",
+        )
+        raise Abort
+    return out
+
+
+def attention_kinds(
+    cfg: Config, layers: int, types: list[str | None], seq_len: int
+) -> list[Kind | None]:
+    if not any(t in ("full", "sliding", "chunked") for t in types):
+        return [None] * layers  # a pure state-space model: no attention field is needed
+    if cfg.has("kv_lora_rank"):
+        rank = cfg.int_("kv_lora_rank")
+        rope = cfg.int_("qk_rope_head_dim", required=True, minimum=0)
+        index = cfg.int_("index_head_dim") if cfg.has("index_head_dim") else None
+        mla = Kind(
+            "mla",
+            kv_lora_rank=rank,
+            qk_rope_head_dim=rope,
+            base="mla",
+            notes=(
+                ("kv_lora_rank", "config.json kv_lora_rank"),
+                ("qk_rope_head_dim", "config.json qk_rope_head_dim"),
+                (
+                    "index_head_dim",
+                    "config.json index_head_dim: the sparse-attention indexer's key cache",
+                ),
+            ),
+            index_head_dim=index,
+        )
+        if any(t not in ("full", "none") for t in types):
+            cfg.diag(
+                codes.UNSUPPORTED_CONFIG_FEATURE,
+                "kv_lora_rank",
+                "MLA with sliding or recurrent layers is not supported",
+                "describe the model by hand",
+            )
+            raise Abort
+        return [mla if t == "full" else None for t in types]
+    heads_name = field_spelling(cfg, "num_key_value_heads")
+    q_name = field_spelling(cfg, "num_attention_heads")
+    q_heads = cfg.per_layer(q_name, layers)
+    kv_heads = cfg.per_layer(heads_name, layers) or q_heads
+    kv_heads, mq_note = _multi_query(cfg, kv_heads, q_heads)
+    if kv_heads is None:
+        cfg.diag(
+            codes.MISSING_CONFIG_FIELD,
+            None,
+            "config has neither 'num_key_value_heads' nor 'num_attention_heads'",
+            "add num_key_value_heads",
+        )
+        raise Abort
+    hd_name = field_spelling(cfg, "head_dim")
+    head_dims = cfg.per_layer(hd_name, layers)
+    hd_note = f"config.json {hd_name}"
+    if head_dims is None:
+        hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
+        if q_heads is None or len(set(q_heads)) != 1 or hidden % q_heads[0]:  # type: ignore[operator]
+            cfg.diag(
+                codes.CONTRADICTORY_CONFIG_FIELDS,
+                q_name,
+                f"cannot derive head_dim from hidden_size {hidden} and "
+                f"{q_name} {cfg.get(q_name)!r}",
+                "add head_dim",
+            )
+            raise Abort
+        head_dims = [hidden // q_heads[0]] * layers  # type: ignore[operator]
+        hd_note = f"config.json hidden_size {hidden} / {q_name} {q_heads[0]}"
+    for i, (kv, q) in enumerate(zip(kv_heads, q_heads or kv_heads, strict=True)):
+        if kv > q or q % kv:
+            cfg.diag(
+                codes.CONTRADICTORY_CONFIG_FIELDS,
+                heads_name,
+                f"layer {i}: {kv} KV heads do not divide {q} query heads",
+                "check num_key_value_heads against num_attention_heads",
+            )
+            raise Abort
+    # Qwen2-MoE saves sliding_window 0 when use_sliding_window is false: no window at all.
+    window_off = cfg.get("use_sliding_window") is False or cfg.get("sliding_window") == 0
+    window = cfg.int_("sliding_window") if cfg.has("sliding_window") and not window_off else None
+    chunk = cfg.int_("attention_chunk_size") if cfg.has("attention_chunk_size") else None
+    if chunk is None and "chunked" in types:
+        cfg.diag(
+            codes.CONTRADICTORY_CONFIG_FIELDS,
+            "layer_types",
+            "layers are chunked_attention but attention_chunk_size is null",
+            "set attention_chunk_size",
+        )
+        raise Abort
+    if window is None and "sliding" in types:
+        cfg.diag(
+            codes.CONTRADICTORY_CONFIG_FIELDS,
+            "layer_types" if cfg.has("layer_types") else "sliding_window",
+            "layers are sliding but sliding_window is null",
+            "set sliding_window",
+        )
+        raise Abort
+    global_hd = cfg.int_("global_head_dim") if cfg.has("global_head_dim") else None
+    global_kv = (
+        cfg.int_("num_global_key_value_heads") if cfg.has("num_global_key_value_heads") else None
+    )
+    per_list = isinstance(cfg.get(heads_name), list)
+    overrides = _per_layer_config(cfg, layers)
+    out: list[Kind | None] = []
+    for i, kind in enumerate(types):
+        if kind not in ("full", "sliding", "chunked"):
+            out.append(None)
+            continue
+        kv, hd = kv_heads[i], head_dims[i]
+        kv_note = mq_note or (
+            f"config.json {heads_name}" + (" (per-layer list)" if per_list else "")
+        )
+        this_hd_note = hd_note
+        if kind == "full" and global_kv is not None:
+            kv, kv_note = global_kv, "config.json num_global_key_value_heads"
+        if kind == "full" and global_hd is not None:
+            hd, this_hd_note = global_hd, "config.json global_head_dim"
+        layer = overrides.get(i, {})
+        if "num_key_value_heads" in layer:
+            kv, kv_note = layer["num_key_value_heads"], "config.json per_layer_config"
+        if "head_dim" in layer:
+            hd, this_hd_note = layer["head_dim"], "config.json per_layer_config"
+        notes = [("kv_heads", kv_note), ("head_dim", this_hd_note)]
+        # A window or chunk that reaches the context never goes stale: full attention (§1).
+        reach = {"sliding": ("sliding_window", window), "chunked": ("attention_chunk_size", chunk)}
+        if kind in reach and reach[kind][1] >= seq_len:  # type: ignore[operator]
+            field, value = reach[kind]
+            notes.append(
+                (
+                    "attention",
+                    f"config.json {field} {value} >= max_position_embeddings {seq_len}: "
+                    "full attention (docs/cost-model.md §1)",
+                )
+            )
+            kind = "full"
+        if kind == "chunked":
+            notes.append(("chunk", "config.json attention_chunk_size"))
+            out.append(
+                Kind(
+                    "chunked",
+                    kv_heads=kv,
+                    head_dim=hd,
+                    notes=tuple(notes),
+                    base="chunked",
+                    chunk=chunk,
+                )
+            )
+        elif kind == "sliding":
+            notes.append(("window", "config.json sliding_window"))
+            out.append(
+                Kind(
+                    "sliding",
+                    window=window,
+                    kv_heads=kv,
+                    head_dim=hd,
+                    notes=tuple(notes),
+                    base="sliding",
+                )
+            )
+        else:
+            out.append(Kind("full", kv_heads=kv, head_dim=hd, notes=tuple(notes), base="full"))
+    return out

@@ -1,0 +1,83 @@
+"""Architectures import-hf refuses as a whole, and which unknown fields may move a cache.
+
+A refusal names the feature the spec format cannot express (one diagnostic, at the field that
+shows it), never a missing field that follows from it. An unknown field blocks the import only
+when its name says it could change a cache's shape, count, window, dtype or state; any other
+unknown field is noted (a KV302 warning) and the import goes on."""
+
+from __future__ import annotations
+
+from kvgen.codes import hf as codes
+from kvgen.importhf._config import Config
+
+__all__ = ["UNSUPPORTED_ARCHITECTURES", "architecture_refusal"]
+
+# model_type -> the cache the spec format cannot express (transformers' modelling code).
+UNSUPPORTED_ARCHITECTURES = {
+    "falcon_h1": "parallel hybrid: every layer holds both a KV cache and a Mamba-2 state, "
+    "which no spec layer kind can hold",
+    "rwkv": "RWKV time-mix recurrent state (no KV cache, no Mamba/DeltaNet state)",
+    "xlstm": "xLSTM matrix-memory recurrent state",
+    "recurrent_gemma": "Griffin RG-LRU recurrent blocks with local attention",
+    "minimax": "MiniMax lightning (linear) attention layers",
+    "kimi_linear": "Kimi Delta Attention (KDA) layers with their own conv and recurrent state",
+    "zamba": "one shared attention block applied between Mamba layers",
+    "zamba2": "shared attention blocks applied between Mamba-2 layers",
+    "deepseek_v4": "compressed attention layers (heavily_compressed_attention)",
+    "lfm2": "short-convolution layers holding a conv state",
+    "lfm2_moe": "short-convolution layers holding a conv state",
+    "bailing_hybrid": "linear-attention layers of their own kind",
+    "mimo_v2_flash": "value heads of a different size than keys (v_head_dim), which the "
+    "spec format cannot express yet",
+}
+# A config class of an encoder-decoder model saves one of these.
+_ENCODER_DECODER_FIELDS = (
+    "is_encoder_decoder",
+    "encoder_layers",
+    "decoder_layers",
+    "num_decoder_layers",
+    "encoder_attention_heads",
+    "decoder_attention_heads",
+)
+
+
+def architecture_refusal(cfg: Config) -> bool:
+    """Report (one KV305 diagnostic) a model whose cache the spec format cannot express."""
+    model_type = cfg.get("model_type")
+    if isinstance(model_type, str) and model_type in UNSUPPORTED_ARCHITECTURES:
+        cfg.diag(
+            codes.UNSUPPORTED_CONFIG_FEATURE,
+            "model_type",
+            f"model_type {model_type!r}: {UNSUPPORTED_ARCHITECTURES[model_type]}",
+            "describe the model by hand in a spec if an engine runs it; "
+            "kvgen import-hf cannot express it",
+        )
+        return True
+    for name in _ENCODER_DECODER_FIELDS:
+        value = cfg.get(name)
+        if value is not None and value is not False:
+            cfg.diag(
+                codes.UNSUPPORTED_CONFIG_FEATURE,
+                name,
+                f"'{cfg.where(name)}' = {value!r}: an encoder-decoder model (decoder self- and "
+                "cross-attention caches); import-hf models decoder-only language models",
+                "describe the decoder's caches by hand in a spec (a cross kind with "
+                "encoder_tokens)",
+            )
+            return True
+    v_head = cfg.get("v_head_dim")
+    if (
+        not cfg.has("kv_lora_rank")
+        and isinstance(v_head, int)
+        and cfg.has("head_dim")
+        and v_head != cfg.get("head_dim")
+    ):
+        cfg.diag(
+            codes.UNSUPPORTED_CONFIG_FEATURE,
+            "v_head_dim",
+            f"'{cfg.where('v_head_dim')}' {v_head} differs from head_dim {cfg.get('head_dim')}: "
+            "values of a different size than keys, which the spec format cannot express yet",
+            "describe the model by hand (bytes_per_token per kind)",
+        )
+        return True
+    return False

@@ -1,0 +1,187 @@
+"""kvgen's side of the transformers corpus (``bench/hf_corpus.py`` built the other side).
+
+Every entry of ``tests/fixtures/hf/corpus/transformers-*.json`` holds a config.json that
+transformers' own config class wrote (shrunk to a few layers) and the cache its tiny model
+allocated on CPU: per layer the K and V elements per token, or the recurrent state's bytes.
+``verdict`` imports the config with kvgen and compares, layer by layer:
+
+- ``match``: every cached layer holds the bytes per token (and state bytes) transformers
+  allocated, in the same order;
+- ``wrong``: kvgen imported it but some layer differs (must never happen);
+- ``no-oracle``: kvgen imported a cache transformers does not hold in that form (MLA's latent:
+  transformers caches the decompressed K/V), so there is nothing to compare;
+- ``refused``: kvgen refused it, with the diagnostic's code and message;
+- ``oracle-error``: transformers itself could not build or run the default config.
+
+``python -m tests.cli.hf_corpus`` rewrites docs/import-hf-coverage.md from the fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS_DIR = ROOT / "tests" / "fixtures" / "hf" / "corpus"
+COVERAGE_DOC = ROOT / "docs" / "import-hf-coverage.md"
+_ELEMENT = {"float32": 4, "bfloat16": 2, "float16": 2}
+CONTEXT = 4096  # --max-seq-len for a model whose config has no context length
+_SHORT = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    model_type: str
+    verdict: str  # match | wrong | no-oracle | refused | oracle-error
+    detail: str = ""
+
+
+def corpus_file() -> Path:
+    return sorted(CORPUS_DIR.glob("transformers-*.json"))[-1]
+
+
+def load_corpus(path: Path | None = None) -> dict:
+    return json.loads((path or corpus_file()).read_text())
+
+
+def _oracle_rows(entry: dict) -> list[tuple[str, int]]:
+    """Per cached layer: ('kv', K+V bytes per token) and/or ('state', bytes)."""
+    rows: list[tuple[str, int]] = []
+    for layer in entry["layers"]:
+        if "k_per_token" in layer:
+            element = _ELEMENT[layer["dtype"]]
+            rows.append(("kv", (layer["k_per_token"] + layer["v_per_token"]) * element))
+        if "state_bytes" in layer:
+            rows.append(("state", layer["state_bytes"]))
+    return rows
+
+
+def _kvgen_rows(spec_text: str) -> list[tuple[str, int]] | None:
+    """The same rows from an imported spec; None when a layer has no transformers form."""
+    from kvgen.loader import load_bytes
+    from kvgen.quant import element_bytes
+    from kvgen.recurrent import recurrent_state
+
+    family = load_bytes("<corpus>", spec_text.encode()).family
+    assert family is not None
+    model = family.models[0]
+    rows: list[tuple[str, int]] = []
+    pattern = model.layers.pattern
+    for index in range(model.layers.count):
+        kind = model.layer_kinds[pattern[index % len(pattern)]]
+        dtype = kind.dtype or model.kv_cache_dtype or family.kv_cache_dtype
+        if kind.attention == "none" or kind.reads is not None:
+            continue
+        if kind.kv_lora_rank is not None or kind.attention == "cross":
+            return None
+        if kind.attention == "recurrent":
+            if kind.state_bytes is not None:
+                rows.append(("state", kind.state_bytes))
+                continue
+            state = kind.mamba or kind.mamba1.as_mamba2()  # type: ignore[union-attr]
+            buffers = recurrent_state(state, dtype, 1)
+            # transformers keeps the whole kernel window (d_conv columns) where vLLM and
+            # SGLang keep d_conv - 1: compare the same dimensions in transformers' layout.
+            conv = buffers.conv // (state.d_conv - 1) * state.d_conv
+            rows.append(("state", conv + buffers.ssm))
+            continue
+        rows.append(("kv", 2 * element_bytes(dtype, kind.kv_heads * kind.head_dim)))
+    return rows
+
+
+def verdict(entry: dict) -> Verdict:
+    from kvgen.importhf import import_config
+
+    name = entry["model_type"]
+    if "oracle_error" in entry:
+        why = entry["oracle_error"].split("\n")[0][:100]
+        if "config" in entry:
+            ours = import_config(f"{name}/config.json", entry["config"], kv_cache_dtype="fp32")
+            said = ours.diagnostics[0] if ours.diagnostics else None
+            why += "; kvgen: " + (f"refused {said.code}" if said else "imports (not compared)")
+        return Verdict(name, "oracle-error", why)
+    config = json.loads(entry["config"])
+    dtype = None
+    if not (config.get("torch_dtype") or config.get("dtype")):
+        measured = [x.get("dtype") for x in entry["layers"] if x.get("dtype")]
+        dtype = _SHORT.get(measured[0] if measured else "float32", "fp32")
+    flags = [f"--kv-cache-dtype {dtype}"] if dtype else []
+    result = import_config(f"{name}/config.json", entry["config"], kv_cache_dtype=dtype)
+    if result.text is None and "--max-seq-len" in (result.diagnostics[0].fix or ""):
+        # what the diagnostic tells a user to do for a model without a context length
+        flags.append(f"--max-seq-len {CONTEXT}")
+        result = import_config(
+            f"{name}/config.json", entry["config"], kv_cache_dtype=dtype, max_seq_len=CONTEXT
+        )
+    if result.text is None:
+        first = result.diagnostics[0]
+        where = f"{first.line}:{first.col}"
+        return Verdict(name, "refused", f"{first.code} at {where}: {first.message}")
+    ours = _kvgen_rows(result.text)
+    if ours is None:
+        return Verdict(name, "no-oracle", "MLA latent or cross-attention: no transformers form")
+    theirs = _oracle_rows(entry)
+    if ours == theirs:
+        notes = getattr(result, "notes", [])  # (aa9b447 had no notes: same replay there)
+        noted = f"{len(notes)} fields noted" if notes else ""
+        words = [f"{len(theirs)} cached layers", *flags, noted]
+        return Verdict(name, "match", " ".join(w for w in words if w))
+    first = next(
+        (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
+        min(len(ours), len(theirs)),
+    )
+    return Verdict(
+        name,
+        "wrong",
+        f"cached layer {first}: kvgen {ours[first : first + 1]} vs transformers "
+        f"{theirs[first : first + 1]} ({len(ours)} vs {len(theirs)} rows)",
+    )
+
+
+def verdicts(corpus: dict | None = None) -> list[Verdict]:
+    corpus = corpus or load_corpus()
+    return [verdict(entry) for entry in corpus["entries"]]
+
+
+def counts(found: list[Verdict]) -> dict[str, int]:
+    out = {name: 0 for name in ("match", "no-oracle", "wrong", "refused", "oracle-error")}
+    for item in found:
+        out[item.verdict] += 1
+    return out
+
+
+def render_table(corpus: dict | None = None) -> str:
+    corpus = corpus or load_corpus()
+    found = verdicts(corpus)
+    tally = counts(found)
+    provenance = corpus["provenance"]
+    lines = [
+        "# import-hf coverage: every causal-LM architecture of transformers",
+        "",
+        "<!-- generated by `python -m tests.cli.hf_corpus`; checked by "
+        "tests/cli/test_import_hf_corpus.py: do not edit by hand -->",
+        "",
+        f"Built by `bench/hf_corpus.py` from transformers {provenance['transformers']} (torch "
+        f"{provenance['torch']}): each model type's default config from its config class, shrunk "
+        "to a few layers, run on CPU with `use_cache=True`, the cache it allocates measured per "
+        "layer, then the same config.json fed to `kvgen import-hf`.",
+        "",
+        f"Counts: {len(found)} model types; {tally['match']} import and match transformers' "
+        f"cache, {tally['no-oracle']} import without a transformers form to compare (MLA "
+        f"latent), {tally['wrong']} import wrong, {tally['refused']} refused, "
+        f"{tally['oracle-error']} that transformers itself cannot build or run by default.",
+        "",
+        "| model_type | kvgen | detail |",
+        "|---|---|---|",
+    ]
+    for item in found:
+        detail = item.detail.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {item.model_type} | {item.verdict} | {detail} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    COVERAGE_DOC.write_text(render_table())
+    print(f"wrote {COVERAGE_DOC}", file=sys.stderr)
