@@ -65,24 +65,20 @@ def diff_report() -> str:
 
 def engine_goldens() -> str:
     from kvgen.engines import engine_capacity
-    from kvgen.loader import load_family
+
+    # The golden tests' own reading of a case (family lookup, engine keywords).
+    from tests.unit.test_engines import family, golden_kwargs
 
     lines = []
     for engine in ("vllm", "sglang"):
         cases = json.loads((GOLDENS / f"{engine}.json").read_text(encoding="utf-8"))["cases"]
         for case in cases:
             i = case["inputs"]
-            spec = ROOT / i["spec"]
-            family = load_family(spec)
-            kwargs = {
-                "engine": engine,
-                "max_seq_len": i["max_model_len"],
-                "max_num_tokens": i["max_num_tokens"],
-                "block_size": i["block_size"],
-                "speculative": i["speculative"],
-            }
+            kwargs = golden_kwargs(i, engine)
             key = f"{engine} {i['family']} {i['model']} {json.dumps(kwargs, sort_keys=True)}"
-            got = _answer(engine_capacity, family, i["model"], i["budget_bytes"], **kwargs)
+            got = _answer(
+                engine_capacity, family(i["family"]), i["model"], i["budget_bytes"], **kwargs
+            )
             lines.append(f"{key}\n  kvgen.engines: {got}")
             if (ROOT / "generated" / i["family"] / "sizing.py").exists():
                 module = importlib.import_module(f"generated.{i['family']}.sizing")
