@@ -13,11 +13,12 @@ folder. kvgen binds the same interpreter to tables built in memory from a spec
 # No `from __future__ import annotations`: NamedTuple would turn every string annotation into
 # a compiled ForwardRef at import, which costs more than the rest of the import together.
 import functools
+import itertools
 import math
 import operator
 import types
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .facts import (
     DCP_ATTENTION,
@@ -492,15 +493,28 @@ def headroom(speculative: str = "none", *, overlap_slack: bool = False) -> int:
 
 def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
     """Layers of each kind on one pipeline rank: contiguous layers, the first ``count % pp``
-    ranks one more; counted from the pattern in O(pattern), never per layer."""
+    ranks one more; from each kind's running count over the pattern (``_prefix_counts``),
+    O(kinds) per split, never per layer nor per pattern entry."""
     base, rem = divmod(stack.layer_count, pp_size)
-    start = pp_rank * base + min(pp_rank, rem)
     period = len(stack.pattern)
+    start = (pp_rank * base + min(pp_rank, rem)) % period
     laps, rest = divmod(base + (pp_rank < rem), period)
-    counts = dict.fromkeys(stack.kinds, 0)
-    for i, name in enumerate(stack.pattern):
-        counts[name] += laps + ((i - start) % period < rest)
+    end = start + rest
+    counts = {}
+    for name, before in _PREFIXES[id(stack)]:  # before[i]: the kind's entries in pattern[:i]
+        if end <= period:
+            counts[name] = laps * before[period] + before[end] - before[start]
+        else:
+            counts[name] = (laps + 1) * before[period] - before[start] + before[end - period]
     return counts
+
+
+def _prefix_counts(stack: Stack) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Per kind of ``stack``, how many of the first i pattern entries name it, i = 0..period."""
+    return tuple(
+        (name, (0, *itertools.accumulate(entry == name for entry in stack.pattern)))
+        for name in stack.kinds
+    )
 
 
 # One kind's cached layers on a rank: (layers, window, sinks, kv_heads, head_dim, element
@@ -513,6 +527,7 @@ _Group = tuple[int, int, int, int, int, int]
 _StateSums = tuple[int, int, int, int]
 _AtTp = tuple[int, _StateSums, tuple[_Group, ...]]
 _NO_STATE: _StateSums = (0, 0, 0, 0)
+_NO_LAYERS: _AtTp = (0, _NO_STATE, ())
 # A recurrent kind on a rank: (layers, raw state bytes at tp=1, then by dimensions (§8): SSM
 # heads, head dim, d_state, groups, d_conv, conv and SSM element bytes (0: NVFP4)).
 _StateRow = tuple[int, int, int, int, int, int, int, int, int]
@@ -634,8 +649,46 @@ def _cross_bytes(crosses: tuple[_CrossRow, ...], tp_size: int, encoder_tokens: i
     return total
 
 
+def _attention_row(kind: Kind) -> tuple[int, tuple[object, ...]]:
+    window = kind.chunk or kind.window  # a chunked kind's life cycle spans a chunk
+    fixed = kind.bytes_per_token + kind.extra_bytes_per_token
+    element = _ELEMENT_CODES.get(kind.dtype, 0)
+    return 0, (window, kind.sink_tokens, kind.kv_heads, kind.head_dim, element, fixed, kind.chunk)
+
+
+def _state_row(kind: Kind) -> tuple[int, tuple[object, ...]]:
+    conv_el = _ELEMENT_CODES.get(kind.dtype, 0)
+    ssm_el = _ELEMENT_CODES.get(kind.ssm_dtype, 0)
+    shape = (kind.ssm_heads, kind.ssm_head_dim, kind.d_state, kind.n_groups, kind.d_conv)
+    return 1, (kind.state_bytes, *shape, conv_el, ssm_el)
+
+
+def _cross_row(kind: Kind) -> tuple[int, tuple[object, ...]]:
+    fixed = kind.bytes_per_token + kind.extra_bytes_per_token
+    element = _ELEMENT_CODES.get(kind.dtype, 0)
+    return 2, (kind.kv_heads, kind.head_dim, element, fixed, kind.encoder_tokens)
+
+
+# Per kind of cache, the row its layers add to a manager's plan, less the layer count: a
+# life-cycle row (0: full, sliding, chunked), a recurrent state row (1), a cross row (2).
+_ROW_OF = {"recurrent": _state_row, "cross": _cross_row}
+
+# A stack's cached kinds as (kind name, row list, row less its layer count), read from the
+# tables once (``_derive``): a pipeline split only substitutes each kind's count on the rank.
+_KindRows = tuple[tuple[str, int, tuple[object, ...]], ...]
+
+
+def _kind_rows(stack: Stack) -> _KindRows:
+    return tuple(
+        (name, *_ROW_OF.get(kind.attention, _attention_row)(kind))
+        for name, kind in stack.kinds.items()
+        if kind.attention != "none" and kind.reads is None  # no cache, or another layer's (§1)
+    )
+
+
 def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_rank: int) -> _Plan:
-    """The cached layers of each manager on one pipeline rank, as flat rows."""
+    """The cached layers of each manager on one pipeline rank, as flat rows; the summed
+    layers at tp=1 only on a single rank (``_PLANS``), where every tp starts from them."""
     last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
     counts = _rank_counts(entry.layers, pp_size, pp_rank) if pp_size > 1 else None
     target = [(entry.layers, counts)]
@@ -645,36 +698,20 @@ def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_ran
     managers = [("target", target)]
     if profile.draft is not None:
         managers.append(("draft", [(profile.draft, None)] if last else []))
-    plan = []
+    plan: list[Any] = []  # rows typed by the row list they were read into (``_KindRows``)
     for name, stacks in managers:
-        rows: list[_Row] = []
-        states: list[_StateRow] = []
-        crosses: list[_CrossRow] = []
+        found: tuple[list[Any], ...] = ([], [], [])  # rows, states, crosses
         for stack, layer_counts in stacks:
-            for kind_name, kind in stack.kinds.items():
-                layers = kind.layers if layer_counts is None else layer_counts[kind_name]
-                if not layers or kind.attention == "none" or kind.reads is not None:
-                    continue  # no cache (or another layer's, §1): it only takes its index
-                if kind.attention == "recurrent":
-                    conv_el = _ELEMENT_CODES.get(kind.dtype, 0)
-                    ssm_el = _ELEMENT_CODES.get(kind.ssm_dtype, 0)
-                    states.append(
-                        (layers, kind.state_bytes, kind.ssm_heads, kind.ssm_head_dim,
-                         kind.d_state, kind.n_groups, kind.d_conv, conv_el, ssm_el)
-                    )  # fmt: skip
-                    continue
-                element = _ELEMENT_CODES.get(kind.dtype, 0)
-                fixed = kind.bytes_per_token + kind.extra_bytes_per_token
-                if kind.attention == "cross":
-                    crosses.append(
-                        (layers, kind.kv_heads, kind.head_dim, element, fixed, kind.encoder_tokens)
-                    )
-                    continue
-                window = kind.chunk or kind.window  # a chunked kind's life cycle spans a chunk
-                shape = (window, kind.sink_tokens, kind.kv_heads, kind.head_dim, element)
-                rows.append((layers, *shape, fixed, kind.chunk))
-        at_tp1 = _at_tp(tuple(rows), tuple(states), 1)
-        plan.append((name, at_tp1, tuple(rows), tuple(states), tuple(crosses)))
+            kinds = stack.kinds
+            for kind_name, row_list, rest in _KIND_ROWS[id(stack)]:
+                layers = (
+                    kinds[kind_name].layers if layer_counts is None else layer_counts[kind_name]
+                )
+                if layers:
+                    found[row_list].append((layers, *rest))
+        rows, states, crosses = (tuple(found_rows) for found_rows in found)
+        at_tp1 = _at_tp(rows, states, 1) if pp_size == 1 else _NO_LAYERS
+        plan.append((name, at_tp1, rows, states, crosses))
     return tuple(plan)
 
 
@@ -824,7 +861,12 @@ def _rank(
             _check_shared_on_rank(entry.layers, pp_size, pp_rank)
         plan = _plan(entry, speculative, profile, pp_size, pp_rank)
     ranked = tuple(
-        (name, at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size), states, crosses)
+        (
+            name,
+            at_tp1 if tp_size == pp_size == 1 else _at_tp(rows, states, tp_size),
+            states,
+            crosses,
+        )
         for name, at_tp1, rows, states, crosses in plan
     )
     if len(_RANKS) >= 4096:  # bounded like the answer caches
@@ -1409,6 +1451,8 @@ RUNTIME_VERSION = 1
 _RUNTIME_ONLY = frozenset({"RUNTIME_VERSION", "bind", "install", "require_version"})
 # What ``_derive`` precomputes per family (besides the public names declared above).
 _READERS: frozenset[str]
+_KIND_ROWS: dict[int, _KindRows]
+_PREFIXES: dict[int, tuple[tuple[str, tuple[int, ...]], ...]]
 _PLANS: dict[tuple[str, str], _Plan]
 _RANKS: dict[tuple[str, str, int, int, int], _Ranked]
 _answers: Callable[..., _Answer]
@@ -1467,7 +1511,7 @@ def _derive() -> None:
     names, every (model, profile) planned and summed at tp=1 on a single pipeline rank, and
     the answer caches."""
     global MODELS, SPECULATIVE, MAX_SEQ_LEN, PROFILES, MANAGERS
-    global _READERS, _PLANS, _RANKS, _answers, _answers_plain
+    global _READERS, _KIND_ROWS, _PREFIXES, _PLANS, _RANKS, _answers, _answers_plain
     MODELS = tuple(_MODELS)
     SPECULATIVE = tuple(_PROFILES)
     MAX_SEQ_LEN = {name: model.max_seq_len for name, model in _MODELS.items()}
@@ -1482,6 +1526,13 @@ def _derive() -> None:
         for name, model in _MODELS.items()
         if any(kind.reads is not None for kind in model.layers.kinds.values())
     )
+    # Per stack of the tables (by identity: the tables never change), its cached kinds' rows
+    # and, for a model's layers (the ones a pipeline splits), each kind's running count.
+    stacks = [model.layers for model in _MODELS.values()]
+    stacks += [stack for model in _MODELS.values() for stack in model.extra_layers.values()]
+    stacks += [profile.draft for profile in _PROFILES.values() if profile.draft is not None]
+    _KIND_ROWS = {id(stack): _kind_rows(stack) for stack in stacks}
+    _PREFIXES = {id(model.layers): _prefix_counts(model.layers) for model in _MODELS.values()}
     _PLANS = {
         (name, speculative): _plan(model, speculative, _PROFILES[speculative], 1, 0)
         for name, model in _MODELS.items()

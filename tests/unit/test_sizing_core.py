@@ -240,6 +240,25 @@ def test_pipeline_ranks_count_kinds_from_the_pattern():
     }
 
 
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_rank_counts_from_running_counts_equal_a_walk_over_the_layers(path):
+    # The oracle is the definition (§1): layer i has kind pattern[i % period], and rank r of
+    # pp holds layers [start, start + n) with n = count // pp (+1 on the first count % pp).
+    module = bound_module(load_family(path))
+    rank_counts = vars(module)["_rank_counts"]
+    for model in vars(module)["_MODELS"].values():
+        stack = model.layers
+        for pp in sorted({1, 2, 3, 5, 7, stack.layer_count}):
+            start = 0
+            for rank in range(pp):
+                n = stack.layer_count // pp + (rank < stack.layer_count % pp)
+                walked = dict.fromkeys(stack.kinds, 0)
+                for layer in range(start, start + n):
+                    walked[stack.pattern[layer % len(stack.pattern)]] += 1
+                assert rank_counts(stack, pp, rank) == walked, (path.stem, pp, rank)
+                start += n
+
+
 def test_quota_and_tokens_are_inverse_per_manager_dicts():
     kw = {"speculative": "pard2", **KW}
     quotas = core.quota_from_max_tokens("hybrid", 100, **kw)
