@@ -605,6 +605,8 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
         else:
             cycles[key] = layers * bpt
             distinct[key] = [bpt]
+    if not cycles:
+        return slope, sums, ()
     ordered = []
     for (window, sinks, chunk), cycle in sorted(cycles.items()):
         sink_pages = -(-sinks // TOKENS_PER_BLOCK)
@@ -686,33 +688,50 @@ def _kind_rows(stack: Stack) -> _KindRows:
     )
 
 
-def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_rank: int) -> _Plan:
+# A stack's rows, states and cross rows with its full layer counts (``_found``).
+_Found = tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]
+_NOTHING: _Found = ((), (), ())
+
+
+def _found(stack: Stack, counts: Mapping[str, int] | None = None) -> _Found:
+    """The rows of ``stack``'s cached kinds with ``counts`` layers each (the stack's own counts
+    when None), sorted into the three row lists."""
+    found: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
+    kinds = stack.kinds
+    for kind_name, row_list, rest in _KIND_ROWS[id(stack)]:
+        layers = kinds[kind_name].layers if counts is None else counts[kind_name]
+        if layers:
+            found[row_list].append((layers, *rest))
+    return tuple(found[0]), tuple(found[1]), tuple(found[2])
+
+
+def _parts(entry: Model, speculative: str, profile: Profile) -> tuple[_Found | None, ...]:
+    """What a pipeline split does not change, read once per (model, profile) at bind: the
+    extra draft layers the target holds and the separate draft pool (both on the last rank)."""
+    extra = entry.extra_layers.get(speculative)
+    draft = profile.draft
+    return (
+        None if extra is None else _found(extra),
+        None if draft is None else _found(draft),
+    )
+
+
+def _plan(entry: Model, model: str, speculative: str, pp_size: int, pp_rank: int) -> _Plan:
     """The cached layers of each manager on one pipeline rank, as flat rows; the summed
     layers at tp=1 only on a single rank (``_PLANS``), where every tp starts from them."""
-    last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
     counts = _rank_counts(entry.layers, pp_size, pp_rank) if pp_size > 1 else None
-    target = [(entry.layers, counts)]
-    extra_layers = entry.extra_layers.get(speculative)
-    if extra_layers is not None and last:
-        target.append((extra_layers, None))
-    managers = [("target", target)]
-    if profile.draft is not None:
-        managers.append(("draft", [(profile.draft, None)] if last else []))
-    plan: list[Any] = []  # rows typed by the row list they were read into (``_KindRows``)
-    for name, stacks in managers:
-        found: tuple[list[Any], ...] = ([], [], [])  # rows, states, crosses
-        for stack, layer_counts in stacks:
-            kinds = stack.kinds
-            for kind_name, row_list, rest in _KIND_ROWS[id(stack)]:
-                layers = (
-                    kinds[kind_name].layers if layer_counts is None else layer_counts[kind_name]
-                )
-                if layers:
-                    found[row_list].append((layers, *rest))
-        rows, states, crosses = (tuple(found_rows) for found_rows in found)
-        at_tp1 = _at_tp(rows, states, 1) if pp_size == 1 else _NO_LAYERS
-        plan.append((name, at_tp1, rows, states, crosses))
-    return tuple(plan)
+    rows, states, crosses = _found(entry.layers, counts)
+    extra, draft = _PARTS[model, speculative]
+    last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
+    if extra is not None and last:
+        rows, states, crosses = rows + extra[0], states + extra[1], crosses + extra[2]
+    managers = [("target", rows, states, crosses)]
+    if draft is not None:
+        managers.append(("draft", *(draft if last else _NOTHING)))
+    return tuple(
+        (name, _at_tp(rows, states, 1) if pp_size == 1 else _NO_LAYERS, rows, states, crosses)
+        for name, rows, states, crosses in managers
+    )
 
 
 def _compute(
@@ -859,7 +878,7 @@ def _rank(
     else:
         if model in _READERS:  # KV sharing: each reader on the rank of its cache (§1)
             _check_shared_on_rank(entry.layers, pp_size, pp_rank)
-        plan = _plan(entry, speculative, profile, pp_size, pp_rank)
+        plan = _plan(entry, model, speculative, pp_size, pp_rank)
     ranked = tuple(
         (
             name,
@@ -1453,6 +1472,7 @@ _RUNTIME_ONLY = frozenset({"RUNTIME_VERSION", "bind", "install", "require_versio
 _READERS: frozenset[str]
 _KIND_ROWS: dict[int, _KindRows]
 _PREFIXES: dict[int, tuple[tuple[str, tuple[int, ...]], ...]]
+_PARTS: dict[tuple[str, str], tuple[_Found | None, ...]]
 _PLANS: dict[tuple[str, str], _Plan]
 _RANKS: dict[tuple[str, str, int, int, int], _Ranked]
 _answers: Callable[..., _Answer]
@@ -1511,7 +1531,7 @@ def _derive() -> None:
     names, every (model, profile) planned and summed at tp=1 on a single pipeline rank, and
     the answer caches."""
     global MODELS, SPECULATIVE, MAX_SEQ_LEN, PROFILES, MANAGERS
-    global _READERS, _KIND_ROWS, _PREFIXES, _PLANS, _RANKS, _answers, _answers_plain
+    global _READERS, _KIND_ROWS, _PREFIXES, _PARTS, _PLANS, _RANKS, _answers, _answers_plain
     MODELS = tuple(_MODELS)
     SPECULATIVE = tuple(_PROFILES)
     MAX_SEQ_LEN = {name: model.max_seq_len for name, model in _MODELS.items()}
@@ -1533,8 +1553,13 @@ def _derive() -> None:
     stacks += [profile.draft for profile in _PROFILES.values() if profile.draft is not None]
     _KIND_ROWS = {id(stack): _kind_rows(stack) for stack in stacks}
     _PREFIXES = {id(model.layers): _prefix_counts(model.layers) for model in _MODELS.values()}
+    _PARTS = {
+        (name, speculative): _parts(model, speculative, _PROFILES[speculative])
+        for name, model in _MODELS.items()
+        for speculative in model.profiles
+    }
     _PLANS = {
-        (name, speculative): _plan(model, speculative, _PROFILES[speculative], 1, 0)
+        (name, speculative): _plan(model, name, speculative, 1, 0)
         for name, model in _MODELS.items()
         for speculative in model.profiles
     }
