@@ -522,8 +522,8 @@ def _prefix_counts(stack: Stack) -> tuple[tuple[str, tuple[int, ...]], ...]:
 # life cycle group: (window, sinks, sink pages, bytes per token of its layers, sum of its
 # distinct b_l, chunk). At one tp, a manager's layers are (slope of its full-attention layers,
 # its recurrent state sums (``_state_at_tp``), groups by (window, sinks, chunk)).
-_Row = tuple[int, int | None, int, int, int, int, int, int]
-_Group = tuple[int, int, int, int, int, int]
+_Row = tuple[int, int | None, int, int, int, int, int, int, "type[_Full]"]
+_Group = tuple[int, int, int, int, int, int, "type[_Sliding]"]
 _StateSums = tuple[int, int, int, int]
 _AtTp = tuple[int, _StateSums, tuple[_Group, ...]]
 _NO_STATE: _StateSums = (0, 0, 0, 0)
@@ -591,9 +591,9 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
     sums = _state_at_tp(states, tp_size) if states else _NO_STATE
     cycles: dict[tuple[int, int, int], int] = {}  # (w, sinks, chunk) -> b_l sum of its layers
     distinct: dict[tuple[int, int, int], list[int]] = {}  # (w, sinks, chunk) -> each b_l once
-    for layers, window, sinks, kv_heads, head_dim, element, fixed, chunk in rows:
-        # ceil: KV heads are replicated when there are fewer than tp ranks (§1).
-        bpt = fixed + (_heads_bytes(-(-kv_heads // tp_size), head_dim, element) if kv_heads else 0)
+    lives: dict[tuple[int, int, int], type[_Sliding]] = {}  # (w, sinks, chunk) -> its kind
+    for layers, window, sinks, kv_heads, head_dim, element, fixed, chunk, kind in rows:
+        bpt = kind.bytes_per_token(kv_heads, head_dim, element, fixed, tp_size)
         if window is None:
             slope += layers * bpt
             continue
@@ -605,14 +605,14 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
         else:
             cycles[key] = layers * bpt
             distinct[key] = [bpt]
+            lives[key] = kind  # type: ignore[assignment]  # a row with a window: a life cycle
     if not cycles:
         return slope, sums, ()
     ordered = []
-    for (window, sinks, chunk), cycle in sorted(cycles.items()):
+    for key, cycle in sorted(cycles.items()):
+        window, sinks, chunk = key
         sink_pages = -(-sinks // TOKENS_PER_BLOCK)
-        ordered.append(
-            (window, sinks, sink_pages, cycle, sum(distinct[window, sinks, chunk]), chunk)
-        )
+        ordered.append((window, sinks, sink_pages, cycle, sum(distinct[key]), chunk, lives[key]))
     return slope, sums, tuple(ordered)
 
 
@@ -646,34 +646,133 @@ def _cross_bytes(crosses: tuple[_CrossRow, ...], tp_size: int, encoder_tokens: i
     total = 0
     for layers, kv_heads, head_dim, element, fixed, spec_tokens in crosses:
         tokens = encoder_tokens or spec_tokens
-        bpt = fixed + (_heads_bytes(-(-kv_heads // tp_size), head_dim, element) if kv_heads else 0)
+        bpt = _Cross.bytes_per_token(kv_heads, head_dim, element, fixed, tp_size)
         total += layers * -(-tokens // TOKENS_PER_BLOCK) * TOKENS_PER_BLOCK * bpt
     return total
 
 
-def _attention_row(kind: Kind) -> tuple[int, tuple[object, ...]]:
-    window = kind.chunk or kind.window  # a chunked kind's life cycle spans a chunk
-    fixed = kind.bytes_per_token + kind.extra_bytes_per_token
-    element = _ELEMENT_CODES.get(kind.dtype, 0)
-    return 0, (window, kind.sink_tokens, kind.kv_heads, kind.head_dim, element, fixed, kind.chunk)
+# ---- cache kinds as values: one class per kind, chosen from a kind -> class map ----
+# Each class answers, for the layers of its kind: the row they add to a manager's plan (less
+# the layer count; ``rows`` names the row list: 0 paged attention, 1 recurrent state, 2 cross,
+# None for no cache of its own), its bytes per token at a tp, and for a life cycle (sliding,
+# chunked) the pages a request keeps under a headroom and its context bytes. The refusals of
+# each kind are its rows' (``_dcp_size`` reads ``facts.DCP_ATTENTION``, ``_state_at_tp`` the
+# uneven split of a state, ``_encoder_tokens`` the cross kinds).
 
 
-def _state_row(kind: Kind) -> tuple[int, tuple[object, ...]]:
-    conv_el = _ELEMENT_CODES.get(kind.dtype, 0)
-    ssm_el = _ELEMENT_CODES.get(kind.ssm_dtype, 0)
-    shape = (kind.ssm_heads, kind.ssm_head_dim, kind.d_state, kind.n_groups, kind.d_conv)
-    return 1, (kind.state_bytes, *shape, conv_el, ssm_el)
+class _CacheKind:
+    """A kind of layer with no cache of its own; subclasses name their row list and row."""
+
+    rows: int | None = None
+
+    @classmethod
+    def row(cls, kind: Kind) -> tuple[object, ...]:
+        return ()
 
 
-def _cross_row(kind: Kind) -> tuple[int, tuple[object, ...]]:
-    fixed = kind.bytes_per_token + kind.extra_bytes_per_token
-    element = _ELEMENT_CODES.get(kind.dtype, 0)
-    return 2, (kind.kv_heads, kind.head_dim, element, fixed, kind.encoder_tokens)
+class _Full(_CacheKind):
+    """Full attention: every token of history stays in the cache (§1)."""
+
+    rows = 0
+
+    @classmethod
+    def row(cls, kind: Kind) -> tuple[object, ...]:
+        fixed = kind.bytes_per_token + kind.extra_bytes_per_token
+        element = _ELEMENT_CODES.get(kind.dtype, 0)
+        window = kind.chunk or kind.window  # a chunked kind's life cycle spans a chunk
+        shape = (kind.kv_heads, kind.head_dim, element, fixed)
+        return (window, kind.sink_tokens, *shape, kind.chunk, cls)
+
+    @staticmethod
+    def bytes_per_token(kv_heads: int, head_dim: int, element: int, fixed: int, tp: int) -> int:
+        # ceil: KV heads are replicated when there are fewer than tp ranks (§1).
+        return fixed + (_heads_bytes(-(-kv_heads // tp), head_dim, element) if kv_heads else 0)
 
 
-# Per kind of cache, the row its layers add to a manager's plan, less the layer count: a
-# life-cycle row (0: full, sliding, chunked), a recurrent state row (1), a cross row (2).
-_ROW_OF = {"recurrent": _state_row, "cross": _cross_row}
+class _Sliding(_Full):
+    """Sliding-window attention: a request keeps the last ``window`` tokens (§1, §3)."""
+
+    scratch_reuse = True  # a stale page is reused at once: one layer per (w, b_l) grows (§3)
+
+    @staticmethod
+    def retention(window: int, backoff: int) -> int:
+        return window + backoff  # block reuse extends retention (§5)
+
+    @staticmethod
+    def live_pages(window: int, head: int, tpb: int) -> int:
+        return -(-(window + head - 2) // tpb)  # pages(w, H) = live + 1 + sink pages (§3)
+
+    @staticmethod
+    def spare(window: int, tpb: int) -> int:
+        """Tokens the headroom must exceed for pages(w, H) to keep a spare page (§4)."""
+        return window - 2
+
+
+class _Chunked(_Sliding):
+    """Chunked attention: a request keeps its current chunk of ``chunk`` tokens (§1, §3)."""
+
+    scratch_reuse = False  # a chunk boundary makes a whole chunk stale at once
+
+    @staticmethod
+    def retention(window: int, backoff: int) -> int:
+        return window  # block reuse never extends a chunk
+
+    @staticmethod
+    def live_pages(window: int, head: int, tpb: int) -> int:
+        # pages(C, H) = ceil((C + H - 1 + tpb - gcd(C, tpb))/tpb) = live + 1 (§3)
+        return -(-(window + head - 1 - math.gcd(window, tpb)) // tpb)
+
+    @staticmethod
+    def spare(window: int, tpb: int) -> int:
+        return window - 1 - math.gcd(window, tpb)
+
+
+class _Cross(_Full):
+    """Cross-attention: the K/V of a request's encoder tokens, whole pages, never grown (§4)."""
+
+    rows = 2
+
+    @classmethod
+    def row(cls, kind: Kind) -> tuple[object, ...]:
+        fixed = kind.bytes_per_token + kind.extra_bytes_per_token
+        element = _ELEMENT_CODES.get(kind.dtype, 0)
+        return (kind.kv_heads, kind.head_dim, element, fixed, kind.encoder_tokens)
+
+
+class _Recurrent(_CacheKind):
+    """A recurrent state (Mamba, GDN): one slot per request, by dimensions or raw bytes (§8)."""
+
+    rows = 1
+
+    @classmethod
+    def row(cls, kind: Kind) -> tuple[object, ...]:
+        conv_el = _ELEMENT_CODES.get(kind.dtype, 0)
+        ssm_el = _ELEMENT_CODES.get(kind.ssm_dtype, 0)
+        shape = (kind.ssm_heads, kind.ssm_head_dim, kind.d_state, kind.n_groups, kind.d_conv)
+        return (kind.state_bytes, *shape, conv_el, ssm_el)
+
+
+class _CacheLess(_CacheKind):
+    """A layer with no cache (attention "none"): it only takes its index (§1)."""
+
+
+class _SharedReader(_CacheKind):
+    """A layer that reads another layer's cache (KV sharing): no cache of its own (§1)."""
+
+
+_KIND_CLASSES: dict[str, type[_CacheKind]] = {
+    "full": _Full,
+    "sliding": _Sliding,
+    "chunked": _Chunked,
+    "cross": _Cross,
+    "recurrent": _Recurrent,
+    "none": _CacheLess,
+}
+
+
+def _kind_class(kind: Kind) -> type[_CacheKind]:
+    return _SharedReader if kind.reads is not None else _KIND_CLASSES[kind.attention]
+
 
 # A stack's cached kinds as (kind name, row list, row less its layer count), read from the
 # tables once (``_derive``): a pipeline split only substitutes each kind's count on the rank.
@@ -682,9 +781,9 @@ _KindRows = tuple[tuple[str, int, tuple[object, ...]], ...]
 
 def _kind_rows(stack: Stack) -> _KindRows:
     return tuple(
-        (name, *_ROW_OF.get(kind.attention, _attention_row)(kind))
+        (name, cls.rows, cls.row(kind))
         for name, kind in stack.kinds.items()
-        if kind.attention != "none" and kind.reads is None  # no cache, or another layer's (§1)
+        if (cls := _kind_class(kind)).rows is not None
     )
 
 
@@ -797,27 +896,20 @@ def _compute(
         # "exact": whole pages of every pool as the shim builds them for T (§3, §4).
         pools = []
         fixed_pool_bytes = batch * per_request
-        for window, sinks, sink_pages, cycle, distinct, attn_chunk in groups:
-            if not attn_chunk:
-                window += backoff  # block reuse extends retention (§5), never a chunk
+        for window, sinks, sink_pages, cycle, distinct, attn_chunk, life in groups:
+            window = life.retention(window, backoff)
             if window >= max_seq_len:
                 slope += cycle  # a window or chunk that reaches S is full attention (§1)
                 continue
-            if attn_chunk:
-                # pages(C, H) = ceil((C + H - 1 + tpb - gcd(C, tpb))/tpb) = live + 1 (§3)
-                live = -(-(attn_chunk + head - 1 - math.gcd(attn_chunk, tpb)) // tpb)
-            else:
-                live = -(-(window + head - 2) // tpb)  # pages(w, H) = live + 1 + sink pages (§3)
+            live = life.live_pages(window, head, tpb)
             per_request += (live + 1 + sink_pages) * tpb * cycle
-            # Scratch reuse is for SWA only: a chunk boundary makes a whole chunk stale at once.
-            ctx = distinct if scratch and not attn_chunk else cycle
+            ctx = distinct if scratch and life.scratch_reuse else cycle
             ctx_swa += ctx
             # A context chunk rounds its pages up; unless the headroom already reserves a
             # spare page (pages(w, H) > pages(w, E)), "exact" charges tpb-1 tokens more (§4).
             if exact:
                 rounding = 0
-                spare = attn_chunk - 1 - math.gcd(attn_chunk, tpb) if attn_chunk else window - 2
-                if live == -(-(spare + extra) // tpb):
+                if live == -(-(life.spare(window, tpb) + extra) // tpb):
                     ctx_rounding += ctx
                     rounding = min(batch, chunk) * (tpb - 1)
                 fixed_pool_bytes += batch * (live + 1 + sink_pages) * tpb * cycle
