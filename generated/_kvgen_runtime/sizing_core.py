@@ -62,8 +62,7 @@ __all__ = [
 # returns per-manager dicts like quota_from_max_tokens. Modules without API_VERSION are 1.
 API_VERSION = 2
 SEMANTICS = ("trtllm-v2", "exact")
-# Defaults as objects: ``cache_costs`` takes its plain path when each option *is* its default.
-_ONE, _ZERO, _UTIL = 1, 0, 0.95  # _UTIL: the default max_util_for_resume
+_UTIL = 0.95  # the default max_util_for_resume
 TIERS = ("gpu", "host")
 MAMBA_STATE_UPDATES = ("default", "replay")
 
@@ -852,26 +851,17 @@ def _compute(
     mamba_state_update: str = "default",
     dcp_size: int = 1,
     encoder_tokens: int | None = None,
-    plain: bool = False,
 ) -> _Answer:
     """Every named term of the static cost per manager (§3, §4), and the CacheCost of each
     (built here, so that a never-seen ``cache_costs`` call runs one function); validates
-    first (``plain``: the options are the defaults, so only the required arguments)."""
-    if plain:
-        entry, profile, batch, chunk, max_seq_len = _required(
-            model, speculative, batch, chunk, max_seq_len
-        )
-        dcp = 1
-    else:
-        entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp = (
-            _arguments(
-                model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
-                scratch_reuse, block_reuse, util, overlap_slack, semantics, attention_dp,
-                mamba_state_update, dcp_size, encoder_tokens,
-            )
-        )  # fmt: skip
-        if encoder_tokens is not None:  # validated above; a plain int from here on
-            encoder_tokens = operator.index(encoder_tokens)
+    first, once."""
+    entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp = _arguments(
+        model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, scratch_reuse,
+        block_reuse, util, overlap_slack, semantics, attention_dp, mamba_state_update,
+        dcp_size, encoder_tokens,
+    )  # fmt: skip
+    if encoder_tokens is not None:  # validated above; a plain int from here on
+        encoder_tokens = operator.index(encoder_tokens)
     if attention_dp:
         tp_size = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
     backoff = profile.backoff if block_reuse else 0
@@ -1023,14 +1013,6 @@ def _state_rows(
     return tuple(rows)
 
 
-def _plain(model: str, speculative: str, batch: int, chunk: int, max_seq_len: int) -> _Answer:
-    """``_compute`` with every option at its default."""
-    return _compute(
-        model, speculative, batch, chunk, max_seq_len, 1, 1, 0, False, False, _UTIL, False,
-        "trtllm-v2", False, "default", 1, None, True,
-    )  # fmt: skip
-
-
 def _cached_terms(*args: object) -> tuple[_Terms, ...]:
     try:
         return _answers(*args)[0]
@@ -1167,21 +1149,6 @@ def cache_costs(
     encoder_tokens: int | None = None,
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
-    # Every option at its default object (small ints and bools are singletons; any other
-    # value, even an equal one, takes the general path): the cache of the five required ones.
-    if (
-        tp_size is _ONE and pp_size is _ONE and pp_rank is _ZERO and dcp_size is _ONE
-        and scratch_reuse is False and block_reuse is False and overlap_slack is False
-        and attention_dp is False and encoder_tokens is None and max_util_for_resume is _UTIL
-        and semantics == "trtllm-v2" and mamba_state_update == "default"
-    ):  # fmt: skip
-        try:
-            plain = _answers_plain(model, speculative, max_batch_size, max_num_tokens, max_seq_len)
-            costs = plain[1]
-        except TypeError:  # an unhashable argument: name it, as any other bad value
-            _required(model, speculative, max_batch_size, max_num_tokens, max_seq_len)
-            raise
-        return costs.copy()
     try:
         costs = _answers(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
@@ -1569,7 +1536,6 @@ _PARTS: dict[tuple[str, str], tuple[_Found | None, ...]]
 _PLANS: dict[tuple[str, str], _Plan]
 _RANKS: dict[tuple[str, str, int, int, int], _Ranked]
 _answers: Callable[..., _Answer]
-_answers_plain: Callable[..., _Answer]
 
 
 def require_version(gencode: int, module: str) -> None:
@@ -1624,7 +1590,7 @@ def _derive() -> None:
     names, every (model, profile) planned and summed at tp=1 on a single pipeline rank, and
     the answer caches."""
     global MODELS, SPECULATIVE, MAX_SEQ_LEN, PROFILES, MANAGERS
-    global _READERS, _KIND_ROWS, _PREFIXES, _PARTS, _PLANS, _RANKS, _answers, _answers_plain
+    global _READERS, _KIND_ROWS, _PREFIXES, _PARTS, _PLANS, _RANKS, _answers
     MODELS = tuple(_MODELS)
     SPECULATIVE = tuple(_PROFILES)
     MAX_SEQ_LEN = {name: model.max_seq_len for name, model in _MODELS.items()}
@@ -1659,6 +1625,3 @@ def _derive() -> None:
     _RANKS = {}  # filled by ``_rank`` per (model, profile, pp, rank, tp) on first use
     # Pure functions of hashable arguments; typed, so 1, 1.0 and True never share an entry.
     _answers = functools.lru_cache(maxsize=4096, typed=True)(_compute)
-    # Calls that leave every option at its default (most calls) look up a cache keyed by the
-    # five required arguments: the typed key of all 17 costs as much as the rest of a call.
-    _answers_plain = functools.lru_cache(maxsize=4096, typed=True)(_plain)

@@ -353,9 +353,8 @@ def test_the_copied_suggestion_matches_kvgen_suggest():
 
 
 def test_calls_at_the_defaults_and_explicit_equal_options_answer_alike():
-    # cache_costs looks calls that leave every option at its default object up in a cache of
-    # the five required arguments; equal options given explicitly (other objects) take the
-    # general path. Both must answer the same, and both refuse what the other refuses.
+    # One path for every call (no identity fast path at the defaults): equal options given
+    # as other objects (numpy ints, rebuilt strings) answer the same and share its refusals.
     plain = core.cache_costs("hybrid", speculative="pard2", **KW)
     explicit = core.cache_costs(
         "hybrid", speculative="pard2", tp_size=np.int64(1), pp_size=1, pp_rank=0,
@@ -363,7 +362,7 @@ def test_calls_at_the_defaults_and_explicit_equal_options_answer_alike():
         mamba_state_update="def" + "ault", **KW,
     )  # fmt: skip
     assert plain == explicit
-    assert core._answers_plain.cache_info().currsize >= 1
+    assert not hasattr(core, "_answers_plain")
     assert core._answers.cache_info().currsize >= 1
     for bad in (True, 4.0):  # warm caches on both paths still refuse a bool or a float
         with pytest.raises(ValueError, match="max_batch_size"):
