@@ -116,7 +116,7 @@ def bench_family(family: str, calls: int) -> dict[str, float]:
         kw2 = {**kw, "max_batch_size": next(batches) % 512 + 1}
         sizing.cache_costs(model, **kw2)
 
-    # Every lru cache of the module (the general one, and the one of calls at the defaults).
+    # Every lru cache of the module (the answers cache; no separate one for calls at defaults).
     clears = [value.cache_clear for value in vars(sizing).values() if hasattr(value, "cache_clear")]
 
     def cold(**extra):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvgen.cache_kinds import spec_kind
 from kvgen.layout import Call, Code, Dict, Seq, literal, statement
 from kvgen.recurrent import mamba_fields
 from kvgen.render_input import SpecInput, artifact
@@ -25,11 +26,12 @@ from kvgen.spec import MODES_WITH_DRAFT_POOL, LayerKind, LayerStack
 
 def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict[str, Any]:
     """Keyword fields of ``LayerKind`` (absent shapes are 0, dtype resolved)."""
-    standard = kind.attention not in ("recurrent", "none") and kind.kv_heads is not None
+    cls = spec_kind(kind)
+    standard = cls.cached_heads and kind.kv_heads is not None
     return {
         "attention": kind.attention,
-        "window": kind.window if kind.attention == "sliding" else None,
-        "sink_tokens": kind.sink_tokens if kind.attention == "sliding" else 0,
+        "window": cls.window(kind),
+        "sink_tokens": cls.sink_tokens(kind),
         "kv_heads": kind.kv_heads if standard else 0,
         "head_dim": kind_head_dim(kind, shape_of) if standard else 0,
         "kv_lora_rank": kind.kv_lora_rank or 0,
@@ -41,8 +43,8 @@ def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict
         **mamba_fields(kind, dtype),
         "index_head_dim": kind.index_head_dim or 0,
         "reads": kind.reads,
-        **({"encoder_tokens": kind.encoder_tokens or 0} if kind.attention == "cross" else {}),
-        "chunk": (kind.chunk or 0) if kind.attention == "chunked" else 0,
+        **cls.encoder_fields(kind),
+        "chunk": cls.chunk(kind),
     }
 
 

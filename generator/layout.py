@@ -8,6 +8,9 @@ Both table builders describe their code with the same three node types and lay i
 * ``Call(name, args)``: ``name(key=value, ...)``; an argument with an empty key is positional.
 * ``Seq(open, close, items)``: a tuple, list or subscript.
 * ``Dict(items)``: a dict display.
+* ``Runs(seq, short)``: a tuple of names with repeats, also writable as its runs
+  (``("a",) * 5 + ("b",) * 3``): the short form is used where the tuple does not fit on its
+  line but the runs do, so a 60-layer pattern reads as one line instead of sixty.
 
 A node that fits on its line stays on it. One that does not is split the way ruff splits it:
 a call first tries its arguments on one indented line; otherwise every item goes on its own
@@ -17,11 +20,23 @@ asks for one item per line even when the node would fit (a table meant to be rea
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple
 
 from kvgen.render_input import scalar_literal
 
-__all__ = ["INDENT", "LINE_LENGTH", "Call", "Code", "Dict", "Seq", "flat", "literal", "statement"]
+__all__ = [
+    "INDENT",
+    "LINE_LENGTH",
+    "Call",
+    "Code",
+    "Dict",
+    "Runs",
+    "Seq",
+    "flat",
+    "literal",
+    "statement",
+]
 
 LINE_LENGTH = 100
 INDENT = 4
@@ -49,7 +64,22 @@ class Dict(NamedTuple):
     explode: bool = False
 
 
-Code = str | Call | Seq | Dict
+class Runs(NamedTuple):
+    """A tuple of names and the same tuple written as its runs (``short``)."""
+
+    seq: Seq
+    short: str
+
+
+Code = str | Call | Seq | Dict | Runs
+
+
+def _runs(names: tuple[str, ...]) -> str:
+    """``("a",) * 2 + ("b",)``: each run of equal names once, with its length."""
+    runs = ((name, len(list(run))) for name, run in itertools.groupby(names))
+    return " + ".join(
+        f"({scalar_literal(name)},)" + (f" * {count}" if count != 1 else "") for name, count in runs
+    )
 
 
 def literal(value: Any, positional_first: tuple[type, ...] = ()) -> Code:
@@ -68,7 +98,11 @@ def literal(value: Any, positional_first: tuple[type, ...] = ()) -> Code:
                 args.append((field, literal(item, positional_first)))
         return Call(type(value).__name__, tuple(args))
     if isinstance(value, tuple):
-        return Seq("(", ")", tuple(literal(v, positional_first) for v in value))
+        seq = Seq("(", ")", tuple(literal(v, positional_first) for v in value))
+        names = all(isinstance(v, str) for v in value)
+        if names and any(a == b for a, b in itertools.pairwise(value)):
+            return Runs(seq, _runs(value))
+        return seq
     if isinstance(value, dict):
         items = tuple(
             (literal(k, positional_first), literal(v, positional_first)) for k, v in value.items()
@@ -90,6 +124,8 @@ def flat(code: Code) -> str:
     """The one-line form of ``code``."""
     if isinstance(code, str):
         return code
+    if isinstance(code, Runs):
+        return flat(code.seq)
     if isinstance(code, Call):
         args = (f"{key}={flat(value)}" if key else flat(value) for key, value in code.args)
         return code.name + "(" + ", ".join(args) + ")"
@@ -104,6 +140,10 @@ def layout(code: Code, indent: int, column: int, tail: int) -> str:
     """``code`` as ruff formats it, starting at ``column`` of a line indented ``indent``,
     followed on its last line by ``tail`` characters (a comma, a closing bracket)."""
     one_line = flat(code)
+    if isinstance(code, Runs):
+        if column + len(one_line) + tail > LINE_LENGTH >= column + len(code.short) + tail:
+            return code.short
+        return layout(code.seq, indent, column, tail)
     if isinstance(code, str) or not (code.args if isinstance(code, Call) else code.items):
         return one_line
     if not code.explode and column + len(one_line) + tail <= LINE_LENGTH:

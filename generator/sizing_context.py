@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgen import engines_core, layout, sizing_core
+from kvgen.cache_kinds import spec_kind
 from kvgen.engines._rows import engine_tables
 from kvgen.engines_core import EngineLayer
 from kvgen.facts import mode_headroom
@@ -52,9 +53,10 @@ def kind_row(
     """One layer kind: standard attention keeps heads and dtype (tensor parallelism divides
     the heads at call time); MLA latents and raw shapes are folded to bytes per token."""
     kind = stack.layer_kinds[kind_name]
+    cls = spec_kind(kind)
     dtype = kind.dtype or stack.kv_cache_dtype or dtype
     kv_heads = head_dim = fixed = 0
-    if kind.attention not in ("recurrent", "none"):
+    if cls.cached_heads:
         if kind.bytes_per_token is not None:
             fixed = kind.bytes_per_token
         elif kind.kv_lora_rank is not None:
@@ -66,7 +68,7 @@ def kind_row(
     return Kind(
         kind.attention,
         layers=layers,
-        window=kind.window if kind.attention == "sliding" else None,
+        window=cls.window(kind),
         sink_tokens=kind.sink_tokens,
         kv_heads=kv_heads,
         head_dim=head_dim,
@@ -76,8 +78,8 @@ def kind_row(
         state_bytes=kind.state_bytes or 0,
         **mamba_fields(kind, dtype),
         reads=kind.reads,
-        **({"encoder_tokens": kind.encoder_tokens or 0} if kind.attention == "cross" else {}),
-        chunk=(kind.chunk or 0) if kind.attention == "chunked" else 0,
+        **cls.encoder_fields(kind),
+        chunk=cls.chunk(kind),
     )
 
 

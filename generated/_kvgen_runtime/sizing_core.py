@@ -14,11 +14,12 @@ folder. kvgen binds the same interpreter to tables built in memory from a spec
 # No `from __future__ import annotations`: NamedTuple would turn every string annotation into
 # a compiled ForwardRef at import, which costs more than the rest of the import together.
 import functools
+import itertools
 import math
 import operator
 import types
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .facts import (
     DCP_ATTENTION,
@@ -61,8 +62,7 @@ __all__ = [
 # returns per-manager dicts like quota_from_max_tokens. Modules without API_VERSION are 1.
 API_VERSION = 2
 SEMANTICS = ("trtllm-v2", "exact")
-# Defaults as objects: ``cache_costs`` takes its plain path when each option *is* its default.
-_ONE, _ZERO, _UTIL = 1, 0, 0.95  # _UTIL: the default max_util_for_resume
+_UTIL = 0.95  # the default max_util_for_resume
 TIERS = ("gpu", "host")
 MAMBA_STATE_UPDATES = ("default", "replay")
 
@@ -493,15 +493,28 @@ def headroom(speculative: str = "none", *, overlap_slack: bool = False) -> int:
 
 def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
     """Layers of each kind on one pipeline rank: contiguous layers, the first ``count % pp``
-    ranks one more; counted from the pattern in O(pattern), never per layer."""
+    ranks one more; from each kind's running count over the pattern (``_prefix_counts``),
+    O(kinds) per split, never per layer nor per pattern entry."""
     base, rem = divmod(stack.layer_count, pp_size)
-    start = pp_rank * base + min(pp_rank, rem)
     period = len(stack.pattern)
+    start = (pp_rank * base + min(pp_rank, rem)) % period
     laps, rest = divmod(base + (pp_rank < rem), period)
-    counts = dict.fromkeys(stack.kinds, 0)
-    for i, name in enumerate(stack.pattern):
-        counts[name] += laps + ((i - start) % period < rest)
+    end = start + rest
+    counts = {}
+    for name, before in _PREFIXES[id(stack)]:  # before[i]: the kind's entries in pattern[:i]
+        if end <= period:
+            counts[name] = laps * before[period] + before[end] - before[start]
+        else:
+            counts[name] = (laps + 1) * before[period] - before[start] + before[end - period]
     return counts
+
+
+def _prefix_counts(stack: Stack) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Per kind of ``stack``, how many of the first i pattern entries name it, i = 0..period."""
+    return tuple(
+        (name, (0, *itertools.accumulate(entry == name for entry in stack.pattern)))
+        for name in stack.kinds
+    )
 
 
 # One kind's cached layers on a rank: (layers, window, sinks, kv_heads, head_dim, element
@@ -509,11 +522,12 @@ def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
 # life cycle group: (window, sinks, sink pages, bytes per token of its layers, sum of its
 # distinct b_l, chunk). At one tp, a manager's layers are (slope of its full-attention layers,
 # its recurrent state sums (``_state_at_tp``), groups by (window, sinks, chunk)).
-_Row = tuple[int, int | None, int, int, int, int, int, int]
-_Group = tuple[int, int, int, int, int, int]
+_Row = tuple[int, int | None, int, int, int, int, int, int, "type[_Full]"]
+_Group = tuple[int, int, int, int, int, int, "type[_Sliding]"]
 _StateSums = tuple[int, int, int, int]
 _AtTp = tuple[int, _StateSums, tuple[_Group, ...]]
 _NO_STATE: _StateSums = (0, 0, 0, 0)
+_NO_LAYERS: _AtTp = (0, _NO_STATE, ())
 # A recurrent kind on a rank: (layers, raw state bytes at tp=1, then by dimensions (§8): SSM
 # heads, head dim, d_state, groups, d_conv, conv and SSM element bytes (0: NVFP4)).
 _StateRow = tuple[int, int, int, int, int, int, int, int, int]
@@ -577,9 +591,9 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
     sums = _state_at_tp(states, tp_size) if states else _NO_STATE
     cycles: dict[tuple[int, int, int], int] = {}  # (w, sinks, chunk) -> b_l sum of its layers
     distinct: dict[tuple[int, int, int], list[int]] = {}  # (w, sinks, chunk) -> each b_l once
-    for layers, window, sinks, kv_heads, head_dim, element, fixed, chunk in rows:
-        # ceil: KV heads are replicated when there are fewer than tp ranks (§1).
-        bpt = fixed + (_heads_bytes(-(-kv_heads // tp_size), head_dim, element) if kv_heads else 0)
+    lives: dict[tuple[int, int, int], type[_Sliding]] = {}  # (w, sinks, chunk) -> its kind
+    for layers, window, sinks, kv_heads, head_dim, element, fixed, chunk, kind in rows:
+        bpt = kind.bytes_per_token(kv_heads, head_dim, element, fixed, tp_size)
         if window is None:
             slope += layers * bpt
             continue
@@ -591,12 +605,14 @@ def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) 
         else:
             cycles[key] = layers * bpt
             distinct[key] = [bpt]
+            lives[key] = kind  # type: ignore[assignment]  # a row with a window: a life cycle
+    if not cycles:
+        return slope, sums, ()
     ordered = []
-    for (window, sinks, chunk), cycle in sorted(cycles.items()):
+    for key, cycle in sorted(cycles.items()):
+        window, sinks, chunk = key
         sink_pages = -(-sinks // TOKENS_PER_BLOCK)
-        ordered.append(
-            (window, sinks, sink_pages, cycle, sum(distinct[window, sinks, chunk]), chunk)
-        )
+        ordered.append((window, sinks, sink_pages, cycle, sum(distinct[key]), chunk, lives[key]))
     return slope, sums, tuple(ordered)
 
 
@@ -630,53 +646,191 @@ def _cross_bytes(crosses: tuple[_CrossRow, ...], tp_size: int, encoder_tokens: i
     total = 0
     for layers, kv_heads, head_dim, element, fixed, spec_tokens in crosses:
         tokens = encoder_tokens or spec_tokens
-        bpt = fixed + (_heads_bytes(-(-kv_heads // tp_size), head_dim, element) if kv_heads else 0)
+        bpt = _Cross.bytes_per_token(kv_heads, head_dim, element, fixed, tp_size)
         total += layers * -(-tokens // TOKENS_PER_BLOCK) * TOKENS_PER_BLOCK * bpt
     return total
 
 
-def _plan(entry: Model, speculative: str, profile: Profile, pp_size: int, pp_rank: int) -> _Plan:
-    """The cached layers of each manager on one pipeline rank, as flat rows."""
-    last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
+# ---- cache kinds as values: one class per kind, chosen from a kind -> class map ----
+# Each class answers, for the layers of its kind: the row they add to a manager's plan (less
+# the layer count; ``rows`` names the row list: 0 paged attention, 1 recurrent state, 2 cross,
+# None for no cache of its own), its bytes per token at a tp, and for a life cycle (sliding,
+# chunked) the pages a request keeps under a headroom and its context bytes. The refusals of
+# each kind are its rows' (``_dcp_size`` reads ``facts.DCP_ATTENTION``, ``_state_at_tp`` the
+# uneven split of a state, ``_encoder_tokens`` the cross kinds).
+
+
+class _CacheKind:
+    """A kind of layer with no cache of its own; subclasses name their row list and row."""
+
+    rows: int | None = None
+
+    @classmethod
+    def row(cls, kind: Kind) -> tuple[object, ...]:
+        return ()
+
+
+class _Full(_CacheKind):
+    """Full attention: every token of history stays in the cache (§1)."""
+
+    rows = 0
+
+    @classmethod
+    def row(cls, kind: Kind) -> tuple[object, ...]:
+        fixed = kind.bytes_per_token + kind.extra_bytes_per_token
+        element = _ELEMENT_CODES.get(kind.dtype, 0)
+        window = kind.chunk or kind.window  # a chunked kind's life cycle spans a chunk
+        shape = (kind.kv_heads, kind.head_dim, element, fixed)
+        return (window, kind.sink_tokens, *shape, kind.chunk, cls)
+
+    @staticmethod
+    def bytes_per_token(kv_heads: int, head_dim: int, element: int, fixed: int, tp: int) -> int:
+        # ceil: KV heads are replicated when there are fewer than tp ranks (§1).
+        return fixed + (_heads_bytes(-(-kv_heads // tp), head_dim, element) if kv_heads else 0)
+
+
+class _Sliding(_Full):
+    """Sliding-window attention: a request keeps the last ``window`` tokens (§1, §3)."""
+
+    scratch_reuse = True  # a stale page is reused at once: one layer per (w, b_l) grows (§3)
+
+    @staticmethod
+    def retention(window: int, backoff: int) -> int:
+        return window + backoff  # block reuse extends retention (§5)
+
+    @staticmethod
+    def live_pages(window: int, head: int, tpb: int) -> int:
+        return -(-(window + head - 2) // tpb)  # pages(w, H) = live + 1 + sink pages (§3)
+
+    @staticmethod
+    def spare(window: int, tpb: int) -> int:
+        """Tokens the headroom must exceed for pages(w, H) to keep a spare page (§4)."""
+        return window - 2
+
+
+class _Chunked(_Sliding):
+    """Chunked attention: a request keeps its current chunk of ``chunk`` tokens (§1, §3)."""
+
+    scratch_reuse = False  # a chunk boundary makes a whole chunk stale at once
+
+    @staticmethod
+    def retention(window: int, backoff: int) -> int:
+        return window  # block reuse never extends a chunk
+
+    @staticmethod
+    def live_pages(window: int, head: int, tpb: int) -> int:
+        # pages(C, H) = ceil((C + H - 1 + tpb - gcd(C, tpb))/tpb) = live + 1 (§3)
+        return -(-(window + head - 1 - math.gcd(window, tpb)) // tpb)
+
+    @staticmethod
+    def spare(window: int, tpb: int) -> int:
+        return window - 1 - math.gcd(window, tpb)
+
+
+class _Cross(_Full):
+    """Cross-attention: the K/V of a request's encoder tokens, whole pages, never grown (§4)."""
+
+    rows = 2
+
+    @classmethod
+    def row(cls, kind: Kind) -> tuple[object, ...]:
+        fixed = kind.bytes_per_token + kind.extra_bytes_per_token
+        element = _ELEMENT_CODES.get(kind.dtype, 0)
+        return (kind.kv_heads, kind.head_dim, element, fixed, kind.encoder_tokens)
+
+
+class _Recurrent(_CacheKind):
+    """A recurrent state (Mamba, GDN): one slot per request, by dimensions or raw bytes (§8)."""
+
+    rows = 1
+
+    @classmethod
+    def row(cls, kind: Kind) -> tuple[object, ...]:
+        conv_el = _ELEMENT_CODES.get(kind.dtype, 0)
+        ssm_el = _ELEMENT_CODES.get(kind.ssm_dtype, 0)
+        shape = (kind.ssm_heads, kind.ssm_head_dim, kind.d_state, kind.n_groups, kind.d_conv)
+        return (kind.state_bytes, *shape, conv_el, ssm_el)
+
+
+class _CacheLess(_CacheKind):
+    """A layer with no cache (attention "none"): it only takes its index (§1)."""
+
+
+class _SharedReader(_CacheKind):
+    """A layer that reads another layer's cache (KV sharing): no cache of its own (§1)."""
+
+
+_KIND_CLASSES: dict[str, type[_CacheKind]] = {
+    "full": _Full,
+    "sliding": _Sliding,
+    "chunked": _Chunked,
+    "cross": _Cross,
+    "recurrent": _Recurrent,
+    "none": _CacheLess,
+}
+
+
+def _kind_class(kind: Kind) -> type[_CacheKind]:
+    return _SharedReader if kind.reads is not None else _KIND_CLASSES[kind.attention]
+
+
+# A stack's cached kinds as (kind name, row list, row less its layer count), read from the
+# tables once (``_derive``): a pipeline split only substitutes each kind's count on the rank.
+_KindRows = tuple[tuple[str, int, tuple[object, ...]], ...]
+
+
+def _kind_rows(stack: Stack) -> _KindRows:
+    return tuple(
+        (name, cls.rows, cls.row(kind))
+        for name, kind in stack.kinds.items()
+        if (cls := _kind_class(kind)).rows is not None
+    )
+
+
+# A stack's rows, states and cross rows with its full layer counts (``_found``).
+_Found = tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]
+_NOTHING: _Found = ((), (), ())
+
+
+def _found(stack: Stack, counts: Mapping[str, int] | None = None) -> _Found:
+    """The rows of ``stack``'s cached kinds with ``counts`` layers each (the stack's own counts
+    when None), sorted into the three row lists."""
+    found: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
+    kinds = stack.kinds
+    for kind_name, row_list, rest in _KIND_ROWS[id(stack)]:
+        layers = kinds[kind_name].layers if counts is None else counts[kind_name]
+        if layers:
+            found[row_list].append((layers, *rest))
+    return tuple(found[0]), tuple(found[1]), tuple(found[2])
+
+
+def _parts(entry: Model, speculative: str, profile: Profile) -> tuple[_Found | None, ...]:
+    """What a pipeline split does not change, read once per (model, profile) at bind: the
+    extra draft layers the target holds and the separate draft pool (both on the last rank)."""
+    extra = entry.extra_layers.get(speculative)
+    draft = profile.draft
+    return (
+        None if extra is None else _found(extra),
+        None if draft is None else _found(draft),
+    )
+
+
+def _plan(entry: Model, model: str, speculative: str, pp_size: int, pp_rank: int) -> _Plan:
+    """The cached layers of each manager on one pipeline rank, as flat rows; the summed
+    layers at tp=1 only on a single rank (``_PLANS``), where every tp starts from them."""
     counts = _rank_counts(entry.layers, pp_size, pp_rank) if pp_size > 1 else None
-    target = [(entry.layers, counts)]
-    extra_layers = entry.extra_layers.get(speculative)
-    if extra_layers is not None and last:
-        target.append((extra_layers, None))
-    managers = [("target", target)]
-    if profile.draft is not None:
-        managers.append(("draft", [(profile.draft, None)] if last else []))
-    plan = []
-    for name, stacks in managers:
-        rows: list[_Row] = []
-        states: list[_StateRow] = []
-        crosses: list[_CrossRow] = []
-        for stack, layer_counts in stacks:
-            for kind_name, kind in stack.kinds.items():
-                layers = kind.layers if layer_counts is None else layer_counts[kind_name]
-                if not layers or kind.attention == "none" or kind.reads is not None:
-                    continue  # no cache (or another layer's, §1): it only takes its index
-                if kind.attention == "recurrent":
-                    conv_el = _ELEMENT_CODES.get(kind.dtype, 0)
-                    ssm_el = _ELEMENT_CODES.get(kind.ssm_dtype, 0)
-                    states.append(
-                        (layers, kind.state_bytes, kind.ssm_heads, kind.ssm_head_dim,
-                         kind.d_state, kind.n_groups, kind.d_conv, conv_el, ssm_el)
-                    )  # fmt: skip
-                    continue
-                element = _ELEMENT_CODES.get(kind.dtype, 0)
-                fixed = kind.bytes_per_token + kind.extra_bytes_per_token
-                if kind.attention == "cross":
-                    crosses.append(
-                        (layers, kind.kv_heads, kind.head_dim, element, fixed, kind.encoder_tokens)
-                    )
-                    continue
-                window = kind.chunk or kind.window  # a chunked kind's life cycle spans a chunk
-                shape = (window, kind.sink_tokens, kind.kv_heads, kind.head_dim, element)
-                rows.append((layers, *shape, fixed, kind.chunk))
-        at_tp1 = _at_tp(tuple(rows), tuple(states), 1)
-        plan.append((name, at_tp1, tuple(rows), tuple(states), tuple(crosses)))
-    return tuple(plan)
+    rows, states, crosses = _found(entry.layers, counts)
+    extra, draft = _PARTS[model, speculative]
+    last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
+    if extra is not None and last:
+        rows, states, crosses = rows + extra[0], states + extra[1], crosses + extra[2]
+    managers = [("target", rows, states, crosses)]
+    if draft is not None:
+        managers.append(("draft", *(draft if last else _NOTHING)))
+    return tuple(
+        (name, _at_tp(rows, states, 1) if pp_size == 1 else _NO_LAYERS, rows, states, crosses)
+        for name, rows, states, crosses in managers
+    )
 
 
 def _compute(
@@ -697,26 +851,17 @@ def _compute(
     mamba_state_update: str = "default",
     dcp_size: int = 1,
     encoder_tokens: int | None = None,
-    plain: bool = False,
 ) -> _Answer:
     """Every named term of the static cost per manager (§3, §4), and the CacheCost of each
     (built here, so that a never-seen ``cache_costs`` call runs one function); validates
-    first (``plain``: the options are the defaults, so only the required arguments)."""
-    if plain:
-        entry, profile, batch, chunk, max_seq_len = _required(
-            model, speculative, batch, chunk, max_seq_len
-        )
-        dcp = 1
-    else:
-        entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp = (
-            _arguments(
-                model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
-                scratch_reuse, block_reuse, util, overlap_slack, semantics, attention_dp,
-                mamba_state_update, dcp_size, encoder_tokens,
-            )
-        )  # fmt: skip
-        if encoder_tokens is not None:  # validated above; a plain int from here on
-            encoder_tokens = operator.index(encoder_tokens)
+    first, once."""
+    entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp = _arguments(
+        model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, scratch_reuse,
+        block_reuse, util, overlap_slack, semantics, attention_dp, mamba_state_update,
+        dcp_size, encoder_tokens,
+    )  # fmt: skip
+    if encoder_tokens is not None:  # validated above; a plain int from here on
+        encoder_tokens = operator.index(encoder_tokens)
     if attention_dp:
         tp_size = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
     backoff = profile.backoff if block_reuse else 0
@@ -742,27 +887,20 @@ def _compute(
         # "exact": whole pages of every pool as the shim builds them for T (§3, §4).
         pools = []
         fixed_pool_bytes = batch * per_request
-        for window, sinks, sink_pages, cycle, distinct, attn_chunk in groups:
-            if not attn_chunk:
-                window += backoff  # block reuse extends retention (§5), never a chunk
+        for window, sinks, sink_pages, cycle, distinct, attn_chunk, life in groups:
+            window = life.retention(window, backoff)
             if window >= max_seq_len:
                 slope += cycle  # a window or chunk that reaches S is full attention (§1)
                 continue
-            if attn_chunk:
-                # pages(C, H) = ceil((C + H - 1 + tpb - gcd(C, tpb))/tpb) = live + 1 (§3)
-                live = -(-(attn_chunk + head - 1 - math.gcd(attn_chunk, tpb)) // tpb)
-            else:
-                live = -(-(window + head - 2) // tpb)  # pages(w, H) = live + 1 + sink pages (§3)
+            live = life.live_pages(window, head, tpb)
             per_request += (live + 1 + sink_pages) * tpb * cycle
-            # Scratch reuse is for SWA only: a chunk boundary makes a whole chunk stale at once.
-            ctx = distinct if scratch and not attn_chunk else cycle
+            ctx = distinct if scratch and life.scratch_reuse else cycle
             ctx_swa += ctx
             # A context chunk rounds its pages up; unless the headroom already reserves a
             # spare page (pages(w, H) > pages(w, E)), "exact" charges tpb-1 tokens more (§4).
             if exact:
                 rounding = 0
-                spare = attn_chunk - 1 - math.gcd(attn_chunk, tpb) if attn_chunk else window - 2
-                if live == -(-(spare + extra) // tpb):
+                if live == -(-(life.spare(window, tpb) + extra) // tpb):
                     ctx_rounding += ctx
                     rounding = min(batch, chunk) * (tpb - 1)
                 fixed_pool_bytes += batch * (live + 1 + sink_pages) * tpb * cycle
@@ -823,9 +961,14 @@ def _rank(
     else:
         if model in _READERS:  # KV sharing: each reader on the rank of its cache (§1)
             _check_shared_on_rank(entry.layers, pp_size, pp_rank)
-        plan = _plan(entry, speculative, profile, pp_size, pp_rank)
+        plan = _plan(entry, model, speculative, pp_size, pp_rank)
     ranked = tuple(
-        (name, at_tp1 if tp_size == 1 else _at_tp(rows, states, tp_size), states, crosses)
+        (
+            name,
+            at_tp1 if tp_size == pp_size == 1 else _at_tp(rows, states, tp_size),
+            states,
+            crosses,
+        )
         for name, at_tp1, rows, states, crosses in plan
     )
     if len(_RANKS) >= 4096:  # bounded like the answer caches
@@ -868,14 +1011,6 @@ def _state_rows(
         else:
             rows.append(("spec_intermediate_states", batch * step * (conv + ssm)))
     return tuple(rows)
-
-
-def _plain(model: str, speculative: str, batch: int, chunk: int, max_seq_len: int) -> _Answer:
-    """``_compute`` with every option at its default."""
-    return _compute(
-        model, speculative, batch, chunk, max_seq_len, 1, 1, 0, False, False, _UTIL, False,
-        "trtllm-v2", False, "default", 1, None, True,
-    )  # fmt: skip
 
 
 def _cached_terms(*args: object) -> tuple[_Terms, ...]:
@@ -1014,21 +1149,6 @@ def cache_costs(
     encoder_tokens: int | None = None,
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
-    # Every option at its default object (small ints and bools are singletons; any other
-    # value, even an equal one, takes the general path): the cache of the five required ones.
-    if (
-        tp_size is _ONE and pp_size is _ONE and pp_rank is _ZERO and dcp_size is _ONE
-        and scratch_reuse is False and block_reuse is False and overlap_slack is False
-        and attention_dp is False and encoder_tokens is None and max_util_for_resume is _UTIL
-        and semantics == "trtllm-v2" and mamba_state_update == "default"
-    ):  # fmt: skip
-        try:
-            plain = _answers_plain(model, speculative, max_batch_size, max_num_tokens, max_seq_len)
-            costs = plain[1]
-        except TypeError:  # an unhashable argument: name it, as any other bad value
-            _required(model, speculative, max_batch_size, max_num_tokens, max_seq_len)
-            raise
-        return costs.copy()
     try:
         costs = _answers(
             model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
@@ -1410,10 +1530,12 @@ RUNTIME_VERSION = 1
 _RUNTIME_ONLY = frozenset({"RUNTIME_VERSION", "bind", "install", "require_version"})
 # What ``_derive`` precomputes per family (besides the public names declared above).
 _READERS: frozenset[str]
+_KIND_ROWS: dict[int, _KindRows]
+_PREFIXES: dict[int, tuple[tuple[str, tuple[int, ...]], ...]]
+_PARTS: dict[tuple[str, str], tuple[_Found | None, ...]]
 _PLANS: dict[tuple[str, str], _Plan]
 _RANKS: dict[tuple[str, str, int, int, int], _Ranked]
 _answers: Callable[..., _Answer]
-_answers_plain: Callable[..., _Answer]
 
 
 def require_version(gencode: int, module: str) -> None:
@@ -1468,7 +1590,7 @@ def _derive() -> None:
     names, every (model, profile) planned and summed at tp=1 on a single pipeline rank, and
     the answer caches."""
     global MODELS, SPECULATIVE, MAX_SEQ_LEN, PROFILES, MANAGERS
-    global _READERS, _PLANS, _RANKS, _answers, _answers_plain
+    global _READERS, _KIND_ROWS, _PREFIXES, _PARTS, _PLANS, _RANKS, _answers
     MODELS = tuple(_MODELS)
     SPECULATIVE = tuple(_PROFILES)
     MAX_SEQ_LEN = {name: model.max_seq_len for name, model in _MODELS.items()}
@@ -1483,14 +1605,23 @@ def _derive() -> None:
         for name, model in _MODELS.items()
         if any(kind.reads is not None for kind in model.layers.kinds.values())
     )
+    # Per stack of the tables (by identity: the tables never change), its cached kinds' rows
+    # and, for a model's layers (the ones a pipeline splits), each kind's running count.
+    stacks = [model.layers for model in _MODELS.values()]
+    stacks += [stack for model in _MODELS.values() for stack in model.extra_layers.values()]
+    stacks += [profile.draft for profile in _PROFILES.values() if profile.draft is not None]
+    _KIND_ROWS = {id(stack): _kind_rows(stack) for stack in stacks}
+    _PREFIXES = {id(model.layers): _prefix_counts(model.layers) for model in _MODELS.values()}
+    _PARTS = {
+        (name, speculative): _parts(model, speculative, _PROFILES[speculative])
+        for name, model in _MODELS.items()
+        for speculative in model.profiles
+    }
     _PLANS = {
-        (name, speculative): _plan(model, speculative, _PROFILES[speculative], 1, 0)
+        (name, speculative): _plan(model, name, speculative, 1, 0)
         for name, model in _MODELS.items()
         for speculative in model.profiles
     }
     _RANKS = {}  # filled by ``_rank`` per (model, profile, pp, rank, tp) on first use
     # Pure functions of hashable arguments; typed, so 1, 1.0 and True never share an entry.
     _answers = functools.lru_cache(maxsize=4096, typed=True)(_compute)
-    # Calls that leave every option at its default (most calls) look up a cache keyed by the
-    # five required arguments: the typed key of all 17 costs as much as the rest of a call.
-    _answers_plain = functools.lru_cache(maxsize=4096, typed=True)(_plain)

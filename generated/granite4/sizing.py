@@ -35,18 +35,7 @@ _MODELS: dict[str, Model] = {
         max_seq_len=131072,
         layers=Stack(
             layer_count=40,
-            pattern=(
-                "mamba",
-                "mamba",
-                "mamba",
-                "mamba",
-                "mamba",
-                "attn",
-                "mamba",
-                "mamba",
-                "mamba",
-                "mamba",
-            ),
+            pattern=("mamba",) * 5 + ("attn",) + ("mamba",) * 4,
             kinds={
                 "attn": Kind("full", layers=4, kv_heads=4, head_dim=128, dtype="bf16"),
                 "mamba": Kind(

@@ -21,69 +21,28 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from kvgen import allocator_api as _api
+from kvgen.allocator_api import *  # noqa: F403, RUF100  (the runtime's names, re-exported)
+from kvgen.allocator_api import LayerKind, LayerStack
 from kvgen.runtime import allocator as _rt
 
 _rt.require_version(1, "generated/llama3/allocator.py")
 
+# The family's names; the runtime's follow (``kvgen.allocator_api``, declared once there).
 __all__ = [
     "FAMILY",
     "KV_CACHE_DTYPE",
     "MODELS",
-    "NO_PAGE",
     "PROFILES",
-    "SEMANTICS",
     "SPECULATIVE",
     "SPEC_SHA256",
     "TABLES",
     "TOKENS_PER_BLOCK",
-    "AllocatorError",
-    "CacheManager",
-    "DoubleFreeError",
-    "DuplicateRequestError",
-    "InvalidRequestIdError",
-    "InvalidStepError",
     "KVCacheShim",
-    "Layer",
-    "LayerKind",
-    "LayerStack",
     "Model",
-    "OutOfPagesError",
-    "Pool",
-    "PoolAllocationError",
     "Profile",
-    "QuotaTooSmallError",
-    "RequestError",
-    "ResumeRefusedError",
-    "UnknownNameError",
-    "UnknownRequestError",
-    "live_pages",
-    "peak_live_pages",
-    "select_device",
 ]
-
-# The runtime's names, re-exported so that callers need only this module.
-AllocatorError = _rt.AllocatorError
-CacheManager = _rt.CacheManager
-DoubleFreeError = _rt.DoubleFreeError
-DuplicateRequestError = _rt.DuplicateRequestError
-InvalidRequestIdError = _rt.InvalidRequestIdError
-InvalidStepError = _rt.InvalidStepError
-Layer = _rt.Layer
-LayerKind = _rt.LayerKind
-LayerStack = _rt.LayerStack
-OutOfPagesError = _rt.OutOfPagesError
-Pool = _rt.Pool
-PoolAllocationError = _rt.PoolAllocationError
-QuotaTooSmallError = _rt.QuotaTooSmallError
-RequestError = _rt.RequestError
-ResumeRefusedError = _rt.ResumeRefusedError
-UnknownNameError = _rt.UnknownNameError
-UnknownRequestError = _rt.UnknownRequestError
-live_pages = _rt.live_pages
-peak_live_pages = _rt.peak_live_pages
-select_device = _rt.select_device
-NO_PAGE = _rt.NO_PAGE  # block-table entry of a page not held (stale, scratch, or past capacity)
-SEMANTICS = _rt.SEMANTICS
+__all__ += _api.__all__
 
 FAMILY = "llama3"
 SPEC_SHA256 = "79af872f8237079b652a60f387a41dda9e7923ff27cfbaa99e13ebfe9f2cd33e"

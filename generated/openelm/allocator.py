@@ -21,69 +21,28 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from kvgen import allocator_api as _api
+from kvgen.allocator_api import *  # noqa: F403, RUF100  (the runtime's names, re-exported)
+from kvgen.allocator_api import LayerKind, LayerStack
 from kvgen.runtime import allocator as _rt
 
 _rt.require_version(1, "generated/openelm/allocator.py")
 
+# The family's names; the runtime's follow (``kvgen.allocator_api``, declared once there).
 __all__ = [
     "FAMILY",
     "KV_CACHE_DTYPE",
     "MODELS",
-    "NO_PAGE",
     "PROFILES",
-    "SEMANTICS",
     "SPECULATIVE",
     "SPEC_SHA256",
     "TABLES",
     "TOKENS_PER_BLOCK",
-    "AllocatorError",
-    "CacheManager",
-    "DoubleFreeError",
-    "DuplicateRequestError",
-    "InvalidRequestIdError",
-    "InvalidStepError",
     "KVCacheShim",
-    "Layer",
-    "LayerKind",
-    "LayerStack",
     "Model",
-    "OutOfPagesError",
-    "Pool",
-    "PoolAllocationError",
     "Profile",
-    "QuotaTooSmallError",
-    "RequestError",
-    "ResumeRefusedError",
-    "UnknownNameError",
-    "UnknownRequestError",
-    "live_pages",
-    "peak_live_pages",
-    "select_device",
 ]
-
-# The runtime's names, re-exported so that callers need only this module.
-AllocatorError = _rt.AllocatorError
-CacheManager = _rt.CacheManager
-DoubleFreeError = _rt.DoubleFreeError
-DuplicateRequestError = _rt.DuplicateRequestError
-InvalidRequestIdError = _rt.InvalidRequestIdError
-InvalidStepError = _rt.InvalidStepError
-Layer = _rt.Layer
-LayerKind = _rt.LayerKind
-LayerStack = _rt.LayerStack
-OutOfPagesError = _rt.OutOfPagesError
-Pool = _rt.Pool
-PoolAllocationError = _rt.PoolAllocationError
-QuotaTooSmallError = _rt.QuotaTooSmallError
-RequestError = _rt.RequestError
-ResumeRefusedError = _rt.ResumeRefusedError
-UnknownNameError = _rt.UnknownNameError
-UnknownRequestError = _rt.UnknownRequestError
-live_pages = _rt.live_pages
-peak_live_pages = _rt.peak_live_pages
-select_device = _rt.select_device
-NO_PAGE = _rt.NO_PAGE  # block-table entry of a page not held (stale, scratch, or past capacity)
-SEMANTICS = _rt.SEMANTICS
+__all__ += _api.__all__
 
 FAMILY = "openelm"
 SPEC_SHA256 = "cfb92713fb2bf3e7bb5c8c23577b3cf592da560a03a638031fbf059da5487c1a"
@@ -111,24 +70,7 @@ TABLES = _rt.FamilyTables(
             max_seq_len=2048,
             stack=LayerStack(
                 count=16,
-                pattern=(
-                    "kv3",
-                    "kv3",
-                    "kv3",
-                    "kv3",
-                    "kv3",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                ),
+                pattern=("kv3",) * 5 + ("kv4",) * 7 + ("kv5",) * 4,
                 kinds={
                     "kv3": LayerKind(attention="full", kv_heads=3, head_dim=64, dtype="bf16"),
                     "kv4": LayerKind(attention="full", kv_heads=4, head_dim=64, dtype="bf16"),
@@ -141,28 +83,7 @@ TABLES = _rt.FamilyTables(
             max_seq_len=2048,
             stack=LayerStack(
                 count=20,
-                pattern=(
-                    "kv3",
-                    "kv3",
-                    "kv3",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                ),
+                pattern=("kv3",) * 3 + ("kv4",) * 7 + ("kv5",) * 6 + ("kv6",) * 4,
                 kinds={
                     "kv3": LayerKind(attention="full", kv_heads=3, head_dim=64, dtype="bf16"),
                     "kv4": LayerKind(attention="full", kv_heads=4, head_dim=64, dtype="bf16"),
@@ -176,36 +97,7 @@ TABLES = _rt.FamilyTables(
             max_seq_len=2048,
             stack=LayerStack(
                 count=28,
-                pattern=(
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                    "kv7",
-                    "kv7",
-                    "kv7",
-                    "kv7",
-                    "kv7",
-                    "kv7",
-                    "kv8",
-                    "kv8",
-                    "kv8",
-                    "kv8",
-                ),
+                pattern=("kv4",) * 3 + ("kv5",) * 7 + ("kv6",) * 8 + ("kv7",) * 6 + ("kv8",) * 4,
                 kinds={
                     "kv4": LayerKind(attention="full", kv_heads=4, head_dim=64, dtype="bf16"),
                     "kv5": LayerKind(attention="full", kv_heads=5, head_dim=64, dtype="bf16"),
@@ -220,44 +112,7 @@ TABLES = _rt.FamilyTables(
             max_seq_len=2048,
             stack=LayerStack(
                 count=36,
-                pattern=(
-                    "kv3",
-                    "kv3",
-                    "kv3",
-                    "kv3",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv4",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv5",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                    "kv6",
-                ),
+                pattern=("kv3",) * 4 + ("kv4",) * 14 + ("kv5",) * 12 + ("kv6",) * 6,
                 kinds={
                     "kv3": LayerKind(attention="full", kv_heads=3, head_dim=64, dtype="bf16"),
                     "kv4": LayerKind(attention="full", kv_heads=4, head_dim=64, dtype="bf16"),

@@ -38,7 +38,7 @@ def _mypy(tmp_path: Path, *targets: str) -> subprocess.CompletedProcess[str]:
 def test_runtime_and_generated_allocators_pass_mypy_strict(tmp_path):
     # One mypy run for both: reading torch's stubs dominates its time.
     modules = [f"generated.{family}.allocator" for family in TYPED_FAMILIES]
-    result = _mypy(tmp_path, "kvgen.runtime", *modules)
+    result = _mypy(tmp_path, "kvgen.runtime", "kvgen.allocator_api", *modules)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Success: no issues found in" in result.stdout
 
@@ -94,15 +94,25 @@ def test_generated_allocator_checks_the_runtime_version():
     assert '"generated/llama3/allocator.py"' in lines[imports + 1]
 
 
-def test_generated_allocator_public_names():
-    text = (GENERATED / "gemma3" / "allocator.py").read_text()
-    tree = ast.parse(text)
+def _all_literal(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
     exported = next(
         node.value
         for node in tree.body
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__"
     )
-    assert sorted(ast.literal_eval(exported)) == sorted(
+    return list(ast.literal_eval(exported))
+
+
+def test_generated_allocator_public_names():
+    # The family's own names, then the runtime's, declared once in kvgen.allocator_api and
+    # appended (``__all__ += _api.__all__``) rather than listed again in every allocator.
+    text = (GENERATED / "gemma3" / "allocator.py").read_text()
+    assert "__all__ += _api.__all__" in text
+    own = _all_literal(GENERATED / "gemma3" / "allocator.py")
+    runtime = _all_literal(ROOT / "generator" / "allocator_api.py")
+    assert not set(own) & set(runtime)
+    assert sorted(own + runtime) == sorted(
         [
             *("FAMILY", "KV_CACHE_DTYPE", "MODELS", "NO_PAGE", "PROFILES", "SEMANTICS"),
             *("SPECULATIVE", "SPEC_SHA256", "TABLES", "TOKENS_PER_BLOCK", "Model", "Profile"),
