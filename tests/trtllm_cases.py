@@ -295,6 +295,19 @@ CASES = (
         decode=(300, 400),
         engine_split_quota=True,
     ),
+    # gpt_oss_20b without a draft: 12 full and 12 window layers of equal slots (786,432 B),
+    # one engine pool group and one shared shim pool of 4 x 32 + 4 x 3 + 4 = 144 pages: the
+    # engine's least quota is kvgen's (54 grains of 2 MiB = 144 slots exactly).
+    Case(
+        "gpt_oss_20b/serving_engine_quota",
+        "gpt_oss",
+        "gpt_oss_20b",
+        requests=4,
+        max_seq_len=2048,
+        prompt=(1800, 2000),
+        decode=(300, 400),
+        engine_split_quota=True,
+    ),
     Case(
         "gpt_oss_20b/eagle3_serving_engine_quota",
         "gpt_oss",

@@ -163,6 +163,8 @@ def serving_quotas(case: Case) -> list[dict[str, int]]:
 
     from kvgen.trtllm_pools import engine_quota_for_requests
 
+    if case.family == "synthetic":  # hand-built tables: no generated sizing module
+        return []
     sizing = importlib.import_module(f"generated.{case.family}.sizing")
     serving = {
         "requests": case.batch,

@@ -253,8 +253,15 @@ def test_the_engine_runs_out_on_quota_for_requests_of_a_window_model():
         assert "out of pages" in entry["engine"]["error"]
 
 
+SERVING_ON_ENGINE_QUOTA = (
+    "gemma3_1b/serving_engine_quota",
+    "gpt_oss_20b/serving_engine_quota",
+    "gpt_oss_20b/eagle3_serving_engine_quota",
+)
+
+
 def test_the_engine_serves_the_requests_on_engine_quota_for_requests():
-    for case in ("gemma3_1b/serving_engine_quota", "gpt_oss_20b/eagle3_serving_engine_quota"):
+    for case in SERVING_ON_ENGINE_QUOTA:
         entries = [e for e in ENTRIES if e["case"] == case]
         assert len(entries) == 3
         for entry in entries:
@@ -263,11 +270,14 @@ def test_the_engine_serves_the_requests_on_engine_quota_for_requests():
             if case.startswith("gemma3_1b"):
                 assert entry["inputs"]["managers"][0]["quota"] == 101 * (2 << 20)
                 assert target["slots"] == [123, 128]
+            if case == "gpt_oss_20b/serving_engine_quota":
+                # One group of 4 x 32 full + 4 x 3 + 4 window pages of 786,432 B: 144 slots
+                # from 144 x 786,432 = 113,246,208 B = 54 grains, kvgen's own quota.
+                assert entry["inputs"]["managers"][0]["quota"] == 144 * 786_432
+                assert (target["slots"], target["pool_group_of"]) == ([144], [0, 0])
 
 
-@pytest.mark.parametrize(
-    "case", ["gemma3_1b/serving_engine_quota", "gpt_oss_20b/eagle3_serving_engine_quota"]
-)
+@pytest.mark.parametrize("case", SERVING_ON_ENGINE_QUOTA)
 def test_the_shim_serves_the_requests_on_the_engine_pools(case):
     for entry in (e for e in ENTRIES if e["case"] == case):
         _case, _shim, engine, result = replay_entry(entry)
