@@ -97,3 +97,13 @@ def test_the_golden_probes_cover_every_grain():
     grains = {gpu_grain(q) for _id, q, _e in PROBES}
     assert {2 * MIB, 4 * MIB, 32 * MIB} <= grains
     assert len(PROBES) >= 40
+
+
+def test_the_issue_20_figures_by_hand():
+    # kvgen's 93 full + 40 window pages: 93 x 262,144 + 40 x 1,441,792 = 82,051,072 B = 39.1
+    # grains -> 40. Full: round(40 x 0.1538) = round(6.15) = 6 grains = 12 MiB / 262,144 = 48
+    # slots; window: 34 grains = 71,303,168 / 1,441,792 = 49.5 -> 49 slots.
+    assert slots_for_quota(93 * 262_144 + 40 * 1_441_792, GEMMA3_1B) == (49, 48)
+    # 93 full slots are 23.25 MiB: 12 grains (96 slots). round(G x 0.153846) >= 12 first at
+    # G = 75 (round(11.54) = 12; G = 74 gives round(11.38) = 11): 157,286,400 B.
+    assert least_quota(GEMMA3_1B, [40, 93]) == 75 * 2 * MIB
