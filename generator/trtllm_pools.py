@@ -29,7 +29,13 @@ from dataclasses import dataclass
 
 from kvgen.trtllm_split import PoolGroup, group_life_cycles, least_quota, slots_for_quota
 
-__all__ = ["EnginePool", "engine_pool_plan", "engine_pools", "engine_quota_for_requests"]
+__all__ = [
+    "EnginePool",
+    "engine_pool_plan",
+    "engine_pool_ratio",
+    "engine_pools",
+    "engine_quota_for_requests",
+]
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,22 @@ def engine_quota_for_requests(
     for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
         groups = [PoolGroup((p.slot_bytes,), len(p.life_cycles)) for p in pools]
         out[manager] = least_quota(groups, [p.planned_pages for p in pools])
+    return out
+
+
+def engine_pool_ratio(
+    sizing: types.ModuleType, model: str, **plan: int | str
+) -> dict[str, list[float]]:
+    """Per cache manager, kvgen's bytes per pool group over its quota, in the engine's group
+    order: the value for ``KVCacheManagerConfig.initial_pool_ratio`` of later revisions
+    (read, not run: ``_config.py`` at 00043967, "one positive, normalized hot-tier byte-quota
+    weight per layer group", ahead of ``typical_step``; ``constraints`` stay floors). The
+    early-2026 revision the golden runs has no such option: hand it
+    :func:`engine_quota_for_requests` instead."""
+    out = {}
+    for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
+        sizes = [p.slot_bytes * p.planned_pages for p in pools]
+        out[manager] = [size / sum(sizes) for size in sizes]
     return out
 
 

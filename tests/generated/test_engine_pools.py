@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import pytest
 from kvgen.planner import load_sizing
-from kvgen.trtllm_pools import engine_pool_plan, engine_pools, engine_quota_for_requests
+from kvgen.trtllm_pools import (
+    engine_pool_plan,
+    engine_pool_ratio,
+    engine_pools,
+    engine_quota_for_requests,
+)
 from kvgen.trtllm_split import PoolGroup, gpu_grain, slots_for_quota
 
 SERVING = {"requests": 4, "seq_len": 2048, "max_num_tokens": 256}
@@ -81,3 +86,10 @@ def test_recurrent_managers_are_refused():
     model = next(iter(sizing.MODELS))
     with pytest.raises(ValueError, match="attention-only"):
         engine_pool_plan(sizing, model, **SERVING)
+
+
+def test_the_ratio_for_later_revisions_is_kvgen_bytes_per_group():
+    # gemma3_1b: 40 x 1,441,792 = 57,671,680 B of window pages and 128 x 262,144 = 33,554,432
+    # B of full pages, of 91,226,112 B.
+    ratio = engine_pool_ratio(load_sizing("gemma3"), "gemma3_1b", **SERVING)["target"]
+    assert ratio == [57_671_680 / 91_226_112, 33_554_432 / 91_226_112]
