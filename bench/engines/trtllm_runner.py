@@ -18,7 +18,12 @@ engine enters this repository). The runner
    and the standard library) and kvgen's shim through the same workloads
    (``tests/trtllm_cases.py``, three seeds each), and writes what the engine did, step by
    step, with provenance to ``tests/fixtures/engines/trtllm.json``, with the differences the
-   shim shows today.
+   shim shows today;
+4. offers each case's managers a set of quotas (``quota_probes``: the shim's pools at 4,096
+   tokens, one quota per grain size, ``quota_for_requests`` and, for attention-only
+   managers, ``kvgen.trtllm_pools.engine_quota_for_requests``) and records the pool groups
+   the engine builds from each (``quota_pools``), which ``tests/unit/test_trtllm_split.py``
+   replays against ``kvgen.trtllm_split``.
 
 ``tests/generated/test_trtllm_goldens.py`` replays the goldens against the shim; CI needs no
 engine.
