@@ -233,6 +233,8 @@ def test_the_engine_rounds_a_quota_up_to_its_grain():
             entry["inputs"]["quota_probes"], entry["engine"]["quota_pools"], strict=True
         ):
             for name, described in built.items():
+                if "refused" in described:  # tests/unit/test_trtllm_split.py: refused alike
+                    continue
                 assert described["quota"] % gpu_grain(probe[name]) == 0
                 assert described["quota"] >= probe[name]
 
