@@ -46,8 +46,11 @@ TINY = rt.FamilyTables(
 
 
 def shim(model: str = "tiny", **params: object) -> rt.KVCacheShim:
-    """A shim on cpu: batch 2, chunks of 64 tokens, max_seq_len 512, T = 256 tokens."""
+    """A shim on cpu: batch 2, chunks of 64 tokens, max_seq_len 512, T = 256 tokens. One pool
+    per life cycle (``g`` and ``l`` pages are equal: the engine's grouping would share one
+    pool; tests/unit/test_pool_groups.py covers that)."""
     base: dict[str, object] = {
+        "pool_groups": "life_cycle",
         "max_batch_size": 2,
         "max_num_tokens": 64,
         "max_seq_len": 512,

@@ -66,6 +66,11 @@ class Case:
     # The engine gets quota_for_requests(batch, max_seq_len) of the generated sizing module
     # under "trtllm-v2" (finding 6 of the V2 comparison: it must be enough).
     quota_for_requests: bool = False
+    # The engine gets kvgen.trtllm_pools.engine_quota_for_requests (the least quota from which
+    # the engine's proportional pool split builds kvgen's pages in every pool group).
+    engine_split_quota: bool = False
+    # The engine runs out of pages on this quota (a finding the golden records, not a bug).
+    engine_runs_out: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def tables(self) -> rt.FamilyTables:
@@ -92,9 +97,20 @@ class Case:
 
     def quota(self) -> dict[str, int] | None:
         """The engine's quota per manager, when the case sets one."""
-        if not self.quota_for_requests:
+        if not self.quota_for_requests and not self.engine_split_quota:
             return self.engine_quota
         sizing = importlib.import_module(f"generated.{self.family}.sizing")
+        if self.engine_split_quota:
+            from kvgen.trtllm_pools import engine_quota_for_requests
+
+            return engine_quota_for_requests(
+                sizing,
+                self.model,
+                requests=self.batch,
+                seq_len=self.max_seq_len,
+                speculative=self.speculative,
+                max_num_tokens=self.max_num_tokens,
+            )
         quota: dict[str, int] = sizing.quota_for_requests(
             self.model,
             requests=self.batch,
@@ -109,15 +125,22 @@ class Case:
         return rt.KVCacheShim(self.tables(), self.model, **self._runtime(), max_tokens=tokens)
 
     def pool_pages(self, engine: dict[str, Any]) -> dict[tuple[str, str], int] | None:
-        """With an engine quota, the shim's pools get the pages the engine built (cases whose
-        pool groups are one full-attention life cycle each)."""
-        if self.engine_quota is None and not self.quota_for_requests:
+        """With an engine quota, the shim's pools get the pages the engine built: a pool
+        group's slots go to its first life cycle (the shim's shared pool sums its cycles)."""
+        if self.quota() is None:
             return None
+        shim = self.shim()
+        tpb = shim.tokens_per_block
         pages = {}
         for name, described in engine["managers"].items():
-            if described["life_cycles"] != [[None, 0]]:
-                raise ValueError(f"{self.name}: a quota case needs one full life cycle")
-            pages[(name, "full")] = described["slots"][0]
+            cycles = {
+                (c.window, -(-c.sink_tokens // tpb)): c.name for c in shim.managers[name].cycles
+            }
+            group_of = described["pool_group_of"]
+            for lc, (window, sink_blocks) in enumerate(described["life_cycles"]):
+                first = group_of.index(group_of[lc]) == lc
+                slots = described["slots"][group_of[lc]] if first else 0
+                pages[(name, cycles[(window, sink_blocks)])] = slots
         return pages
 
     def _runtime(self) -> dict[str, Any]:
@@ -244,7 +267,64 @@ CASES = (
         decode=(300, 400),
         quota_for_requests=True,
     ),
+    # Issue 20: gemma3_1b, 4 requests to 2,048 tokens (tpb 64, H = 1, N = 256). kvgen plans
+    # 4 x ceil(2047/64) = 128 full pages of 64 x 4 layers x 2 x 256 x 2 B = 262,144 B and
+    # 4 x pages(512, 1) + ceil(256/64) = 4 x 9 + 4 = 40 window pages of 64 x 22 layers x 1,024 B
+    # = 1,441,792 B: 91,226,112 B. The engine rounds that to 44 grains of 2 MiB and gives the
+    # full group (ratio 262,144 / 1,703,936) round(44 x 0.1538) = 7 grains = 56 pages, the
+    # window group 37 grains = 53 pages: it runs out of full pages.
+    Case(
+        "gemma3_1b/serving_quota_for_requests",
+        "gemma3",
+        "gemma3_1b",
+        requests=4,
+        max_seq_len=2048,
+        prompt=(1800, 2000),
+        decode=(300, 400),
+        quota_for_requests=True,
+        engine_runs_out=True,
+    ),
+    # The same serving run on engine_quota_for_requests: every request reaches 2,048 tokens.
+    Case(
+        "gemma3_1b/serving_engine_quota",
+        "gemma3",
+        "gemma3_1b",
+        requests=4,
+        max_seq_len=2048,
+        prompt=(1800, 2000),
+        decode=(300, 400),
+        engine_split_quota=True,
+    ),
+    # gpt_oss_20b without a draft: 12 full and 12 window layers of equal slots (786,432 B),
+    # one engine pool group and one shared shim pool of 4 x 32 + 4 x 3 + 4 = 144 pages: the
+    # engine's least quota is kvgen's (54 grains of 2 MiB = 144 slots exactly).
+    Case(
+        "gpt_oss_20b/serving_engine_quota",
+        "gpt_oss",
+        "gpt_oss_20b",
+        requests=4,
+        max_seq_len=2048,
+        prompt=(1800, 2000),
+        decode=(300, 400),
+        engine_split_quota=True,
+    ),
+    Case(
+        "gpt_oss_20b/eagle3_serving_engine_quota",
+        "gpt_oss",
+        "gpt_oss_20b",
+        "eagle3",
+        requests=4,
+        max_seq_len=2048,
+        prompt=(1800, 2000),
+        decode=(300, 400),
+        engine_split_quota=True,
+    ),
 )
+
+# Quotas offered to the engine in every case besides the shim's own pools (bytes per manager,
+# the same for each): one byte past 3 MiB (2 MiB grain), 2.5 GiB + 12,345 B (4 MiB grain) and
+# 17 GiB + 7 B (32 MiB grain: 2 MiB << min(4, int(log2(17)))).
+PROBE_QUOTAS = ((3 << 20) + 1, (5 << 29) + 12345, (17 << 30) + 7)
 
 
 def compact_managers(managers: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -4,11 +4,13 @@ A row has the columns the engine driver records (``bench/engines/trtllm_engine.p
 capacity tokens of the live requests, then per cache manager the pages live requests hold per
 engine life cycle, the slots occupied per engine pool group, and the evictable slots per pool
 group. Shim pools map onto engine life cycles by (window, sink blocks), onto pool groups
-through the engine's own grouping (recorded in the golden).
+through the engine's own grouping (recorded in the golden), which the shim now follows: a
+group's life cycles share one shim pool.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, NamedTuple
 
 from tests.trtllm_traces import Trace, replayed
@@ -29,11 +31,10 @@ class ShimDriver:
         for name, described in engine["managers"].items():
             manager = shim.managers[name]
             by_cycle = {}
-            for index, paged in enumerate(shim._paged):
-                if paged.pool.manager != name:
-                    continue
-                cycle = next(c for c in manager.cycles if c.name == paged.pool.name)
-                by_cycle[(cycle.window, -(-cycle.sink_tokens // tpb))] = index
+            for cycle in manager.cycles:
+                index = shim._paged_index.get((name, cycle.name))
+                if index is not None:
+                    by_cycle[(cycle.window, -(-cycle.sink_tokens // tpb))] = index
             lcs = [by_cycle[(w, sb)] for w, sb in described["life_cycles"]]
             groups: list[list[int]] = [[] for _ in described["slots"]]
             for lc, group in enumerate(described["pool_group_of"]):
@@ -46,8 +47,8 @@ class ShimDriver:
         row = [shim.capacity_tokens]
         for lcs, groups in self.columns:
             row += [sum(1 for r in live for p in r.tables[i] if p >= 0) for i in lcs]
-            row += [sum(shim._paged[i].pool.used for i in group) for group in groups]
-            row += [sum(evictable(shim, i) for i in group) for group in groups]
+            row += [sum(p.used for p in pools(shim, group)) for group in groups]
+            row += [sum(len(p.cached) for p in pools(shim, group)) for group in groups]
         self.rows.append(row)
 
     def execute(self, op: tuple[Any, ...], recorded: bool | None) -> bool | None:
@@ -91,15 +92,15 @@ class ShimDriver:
 
 
 def refusals(shim: Any) -> tuple[type[BaseException], ...]:
-    import sys
-
     module = sys.modules[type(shim).__module__]
     return (module.OutOfPagesError, module.ResumeRefusedError)
 
 
-def evictable(shim: Any, index: int) -> int:
-    """Pages the engine (one GPU tier) counts as evictable: the block-reuse cache."""
-    return len(shim._paged[index].pool.cached)
+def pools(shim: Any, group: list[int]) -> list[Any]:
+    """The shim's pools behind one engine pool group, each once: one shared pool where the
+    shim follows the engine's grouping. Their evictable pages (one GPU tier): the block-reuse
+    cache."""
+    return list({id(shim._paged[i].pool): shim._paged[i].pool for i in group}.values())
 
 
 class Replay(NamedTuple):
@@ -111,8 +112,11 @@ class Replay(NamedTuple):
 def replay(shim: Any, engine: dict[str, Any], trace: Trace) -> Replay:
     """Run ``trace`` on ``shim`` with the engine's outcomes of every admission and resume."""
     driver = ShimDriver(shim, engine)
+    out_of_pages = sys.modules[type(shim).__module__].OutOfPagesError
     try:
         mismatches = replayed(trace, engine["outcomes"], driver.execute)
     except Divergence as exc:
         return Replay(driver.rows, driver.mismatches, str(exc))
+    except out_of_pages as exc:  # the engine records how far it got: compared by the caller
+        return Replay(driver.rows, driver.mismatches, f"out of pages: {exc}")
     return Replay(driver.rows, mismatches, None)

@@ -559,9 +559,11 @@ def snapshot_state(shim) -> tuple:
 
 
 def check_invariants(shim) -> None:
-    """Pages held by requests are exactly the pages missing from the free lists."""
+    """Pages held by requests are exactly the pages missing from the free lists (over every
+    life cycle of a shared pool: TensorRT-LLM V2's pool groups)."""
     for index, (pool, _window, _sb, scratch, _chunk) in enumerate(shim._paged):
-        held = [p for r in shim._requests.values() for p in r.tables[index] if p >= 0]
+        sharing = [i for i, paged in enumerate(shim._paged) if paged.pool is pool]
+        held = [p for r in shim._requests.values() for i in sharing for p in r.tables[i] if p >= 0]
         held += pool.cached  # block reuse: committed pages no request holds
         assert len(held) == len(set(held)) == pool.used, (pool.name, len(held), pool.used)
         free = set(pool.recycled) | set(range(pool.fresh, pool.pages))

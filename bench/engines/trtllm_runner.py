@@ -18,7 +18,12 @@ engine enters this repository). The runner
    and the standard library) and kvgen's shim through the same workloads
    (``tests/trtllm_cases.py``, three seeds each), and writes what the engine did, step by
    step, with provenance to ``tests/fixtures/engines/trtllm.json``, with the differences the
-   shim shows today.
+   shim shows today;
+4. offers each case's managers a set of quotas (``quota_probes``: the shim's pools at 4,096
+   tokens, one quota per grain size, ``quota_for_requests`` and, for attention-only
+   managers, ``kvgen.trtllm_pools.engine_quota_for_requests``) and records the pool groups
+   the engine builds from each (``quota_pools``), which ``tests/unit/test_trtllm_split.py``
+   replays against ``kvgen.trtllm_split``.
 
 ``tests/generated/test_trtllm_goldens.py`` replays the goldens against the shim; CI needs no
 engine.
@@ -27,6 +32,7 @@ engine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -42,7 +48,14 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 from trtllm_source import FILES, REPOSITORY, upstream_path  # noqa: E402
 
-from tests.trtllm_cases import AMPLE, CASES, SEEDS, Case, compact_managers  # noqa: E402
+from tests.trtllm_cases import (  # noqa: E402
+    AMPLE,
+    CASES,
+    PROBE_QUOTAS,
+    SEEDS,
+    Case,
+    compact_managers,
+)
 from tests.trtllm_shim import Replay, replay  # noqa: E402
 from tests.trtllm_traces import continuous_batching, encode_rows  # noqa: E402
 
@@ -69,6 +82,7 @@ PROVENANCE = {
         "StorageManager.get_statistics",
         "create_storage_config",
         "CacheLevelStorage._ratio_to_slot_count_list",
+        "CacheLevelManager._create_cache_level_storage",
     ],
     "produced_by": "engine code run on CPU; stand-ins in bench/engines/trtllm_stubs/",
     "row": "capacity tokens of live requests, then per manager: pages held per life cycle, "
@@ -132,8 +146,12 @@ def engine_case(case: Case, seed: int) -> dict[str, Any]:
     quotas = case.quota() or {name: AMPLE * total for name, total in planned.items()}
     for m in managers:
         m["quota"] = quotas[m["name"]]
-    # Pools built for one quota: the shim's pools for 4096 tokens, offered to the engine.
-    probe = case.shim_for_tokens(4096).quota_bytes()
+    # Pools built for a set of quotas: the shim's pools for 4096 tokens, PROBE_QUOTAS (one per
+    # grain), and the serving quotas of the case's batch and max_seq_len (quota_for_requests
+    # and, for attention-only managers, engine_quota_for_requests).
+    probes = [case.shim_for_tokens(4096).quota_bytes()]
+    probes += [{m["name"]: q for m in managers} for q in PROBE_QUOTAS]
+    probes += serving_quotas(case)
     return {
         "id": f"{case.name}/seed{seed}",
         "tokens_per_block": shim.tokens_per_block,
@@ -141,8 +159,28 @@ def engine_case(case: Case, seed: int) -> dict[str, Any]:
         "block_reuse": case.block_reuse,
         "params": case.params(seed, shim).as_dict(),
         "managers": managers,
-        "quota_probes": [probe],
+        "quota_probes": probes,
     }
+
+
+def serving_quotas(case: Case) -> list[dict[str, int]]:
+    import importlib
+
+    from kvgen.trtllm_pools import engine_quota_for_requests
+
+    if case.family == "synthetic":  # hand-built tables: no generated sizing module
+        return []
+    sizing = importlib.import_module(f"generated.{case.family}.sizing")
+    serving = {
+        "requests": case.batch,
+        "seq_len": case.max_seq_len,
+        "speculative": case.speculative,
+        "max_num_tokens": case.max_num_tokens,
+    }
+    out = [sizing.quota_for_requests(case.model, semantics="trtllm-v2", **serving)]
+    with contextlib.suppress(ValueError):  # a manager the split model declines: no probe
+        out.append(engine_quota_for_requests(sizing, case.model, **serving))
+    return out
 
 
 def run_engine(src: Path, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ import torch
 from kvgen.runtime._errors import PoolAllocationError
 from kvgen.runtime._layers import Cycle, Layer
 
-__all__ = ["CacheManager", "Pool", "select_device"]
+__all__ = ["CacheManager", "Pool", "engine_pool_groups", "select_device"]
 
 Views = dict[str, torch.Tensor]
 _MAX_TENSOR_BYTES = (1 << 63) - 1  # torch sizes and numel are int64
@@ -41,6 +41,7 @@ class Pool:
         self, manager: str, name: str, kind: str, pages: int, row_bytes: int, device: torch.device
     ) -> None:
         self.manager, self.name, self.kind = manager, name, kind
+        self.members: tuple[str, ...] = (name,)  # life cycles whose pages this pool holds
         try:
             if pages * row_bytes > _MAX_TENSOR_BYTES:
                 raise OverflowError(f"over torch's {_MAX_TENSOR_BYTES} bytes per tensor")
@@ -115,6 +116,32 @@ class Pool:
         return pages
 
 
+def _slot_sizes(cycle: Cycle, tpb: int) -> tuple[int, ...] | None:
+    """The engine's slot-size list of a life cycle: its buffers grouped by size, each group
+    one coalesced buffer of size x count, largest first; None when the shim's page row is
+    not exactly those buffers (then it shares no pool)."""
+    counts: dict[int, int] = {}
+    for layer in cycle.layers:
+        for _name, dtype, shape in layer.buffers:
+            size = tpb * math.prod(shape) * dtype.itemsize
+            counts[size] = counts.get(size, 0) + 1
+    sizes = tuple(sorted((size * n for size, n in counts.items()), reverse=True))
+    return sizes if sum(sizes) == tpb * cycle.token_bytes else None
+
+
+def engine_pool_groups(cycles: list[Cycle], tpb: int) -> dict[str, tuple[str, ...]]:
+    """Full and sliding life cycles whose slot-size lists are equal, by name: each maps to
+    the names of its group, in life-cycle order (groups of one are left out)."""
+    by_sizes: dict[tuple[int, ...], list[str]] = {}
+    for cycle in cycles:
+        if cycle.kind not in ("full", "swa") or cycle.chunk:
+            continue
+        sizes = _slot_sizes(cycle, tpb)
+        if sizes is not None:
+            by_sizes.setdefault(sizes, []).append(cycle.name)
+    return {n: tuple(names) for names in by_sizes.values() if len(names) > 1 for n in names}
+
+
 def _layer_views(tensor: torch.Tensor, offset: int, layer: Layer, tpb: int) -> Views:
     """Typed views of one layer's buffers, laid out from ``offset`` in every page row."""
     views = {}
@@ -139,22 +166,42 @@ class CacheManager:
         self.peak = 0
 
     def build(
-        self, pages: Mapping[str, int], tpb: int, scratch: bool, device: torch.device
+        self,
+        pages: Mapping[str, int],
+        tpb: int,
+        share: bool,
+        scratch: bool,
+        device: torch.device,
     ) -> None:
-        """One pool per life cycle (and per SWA scratch pool), ``pages[name]`` pages each."""
+        """One pool per pool group, ``pages[name]`` pages for each life cycle in it, and one
+        per SWA scratch pool. Life cycles of full and sliding attention whose pages have the
+        same slot sizes share one pool, as TensorRT-LLM V2 puts them in one pool group
+        (``_storage/_config.py`` ``create_storage_config``): their pages come from one free
+        list, and ``pools[name]`` is that shared pool for each of them."""
+        shared = engine_pool_groups(self.cycles, tpb) if share and not scratch else {}
         for cycle in self.cycles:
             if cycle.kind == "state":
                 self._build_state(cycle, pages[cycle.name], device)
                 continue
-            row = tpb * cycle.token_bytes
-            pool = Pool(self.name, cycle.name, cycle.kind, pages[cycle.name], row, device)
-            self.pools[cycle.name] = pool
-            offset = 0
+            members = shared.get(cycle.name, (cycle.name,))
+            if cycle.name != members[0]:  # built with the group's first life cycle
+                pool = self.pools[cycle.name] = self.pools[members[0]]
+            else:
+                row = tpb * cycle.token_bytes
+                total = sum(pages[name] for name in members)
+                pool = Pool(self.name, "+".join(members), cycle.kind, total, row, device)
+                pool.members = members
+                self.pools[cycle.name] = pool
+            offset = 0  # a page holds one life cycle's layers at a time: views may overlap
             for layer in cycle.layers:
                 pool.views[layer.name] = _layer_views(pool.tensor, offset, layer, tpb)
                 offset += tpb * layer.bytes_per_token
             if scratch and cycle.kind == "swa" and not cycle.chunk:
                 self._build_scratch(cycle, pages[cycle.name + "/scratch"], tpb, device)
+
+    def distinct_pools(self) -> list[Pool]:
+        """Every pool once (a shared pool group is under each of its life cycles' names)."""
+        return list({id(pool): pool for pool in self.pools.values()}.values())
 
     def _build_state(self, cycle: Cycle, slots: int, device: torch.device) -> None:
         pool = Pool(self.name, cycle.name, "state", slots, cycle.state_bytes, device)
@@ -185,14 +232,14 @@ class CacheManager:
 
     def bytes_in_use(self) -> int:
         """Bytes of the pages and slots live requests hold."""
-        return sum(pool.live * pool.page_bytes for pool in self.pools.values())
+        return sum(pool.live * pool.page_bytes for pool in self.distinct_pools())
 
     def evictable_bytes(self) -> int:
         """Bytes taken but evictable: suspended requests' pages (to a lower tier) and the
         block-reuse cache."""
         return sum(
-            (pool.suspended + len(pool.cached)) * pool.page_bytes for pool in self.pools.values()
+            (pool.suspended + len(pool.cached)) * pool.page_bytes for pool in self.distinct_pools()
         )
 
     def quota_bytes(self) -> int:
-        return sum(pool.nbytes for pool in self.pools.values())
+        return sum(pool.nbytes for pool in self.distinct_pools())

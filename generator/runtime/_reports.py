@@ -54,7 +54,16 @@ class Reports(Forwards):
     def pool_bytes_in_use(self, manager: str = "target") -> dict[str, int]:
         """Bytes live requests hold, per pool of ``manager``."""
         pools = self._manager(manager).pools
-        return {name: pool.live * pool.page_bytes for name, pool in pools.items()}
+        out = {}
+        for name, pool in pools.items():
+            if len(pool.members) == 1:
+                out[name] = pool.live * pool.page_bytes
+                continue
+            # A shared pool group: the pages live requests hold in this life cycle.
+            i = self._paged_index[(manager, name)]
+            live = (r for r in self._requests.values() if not r.suspended)
+            out[name] = sum(p != NO_PAGE for r in live for p in r.tables[i]) * pool.page_bytes
+        return out
 
     def peak_bytes(self) -> dict[str, int]:
         """The most bytes in use each manager has reached."""
@@ -139,7 +148,7 @@ class Reports(Forwards):
                 pages = r.scratch.get(index, [])
                 row[r.stale[index] : r.stale[index] + len(pages)] = pages
             else:
-                index = next(i for i, p in enumerate(self._paged) if p.pool is target)
+                index = self._paged_index[(manager, pool)]
                 row = r.tables[index]
             rows.append(row + [NO_PAGE] * (width - len(row)))
         return torch.tensor(rows, dtype=torch.int32).reshape(len(rows), width)

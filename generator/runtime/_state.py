@@ -78,6 +78,7 @@ class ShimState:
     step_tokens: int
     managers: dict[str, CacheManager]
     _paged: list[PagedPool]
+    _paged_index: dict[tuple[str, str], int]  # (manager, life cycle) -> index in _paged
     _states: list[Pool]
     _cross: list[tuple[Pool, int]]  # cross-attention pools and the pages a request takes
     _initial_stale: list[int]

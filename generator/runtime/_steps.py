@@ -44,10 +44,14 @@ class Forwards(RequestLifecycle):
         held = ceil_div(capacity, self.page_span)
         after = r.history + count
         plan: list[tuple[int, int, tuple[int, int] | None]] = []  # (index, pages, transient)
+        # Life cycles sharing a pool (one engine pool group) draw on one free list: checked
+        # for their sum.
+        shared: dict[int, tuple[Pool, int]] = {}
         for i, (pool, window, sink_blocks, scratch, chunk) in enumerate(self._paged):
             if scratch is None or window is None:
                 need = held - r.held
-                self._check_free(pool, need)
+                total = shared.get(id(pool), (pool, 0))[1] + need
+                shared[id(pool)] = (pool, total)
                 plan.append((i, need, None))
                 continue
             start, end = r.stale[i], stale_end(after, window, sink_blocks, tpb, chunk)
@@ -56,6 +60,8 @@ class Forwards(RequestLifecycle):
             self._check_free(pool, need, moved)
             self._check_free(scratch, max(0, end - start))
             plan.append((i, need, (start, end)))
+        for pool, total in shared.values():
+            self._check_free(pool, total)
         for i, need, transient in plan:
             self._grow_for_chunk(r, i, need, transient)
         self._capacity_tokens += capacity - r.capacity
@@ -175,8 +181,11 @@ class Forwards(RequestLifecycle):
         span = self.page_span  # tpb, or tpb * dcp_size under DCP (docs/cost-model.md §9)
         grown = [ceil_div(r.capacity + grow, span) - r.held for _rid, r in requests]
         total = sum(grown)
+        draws: dict[int, tuple[Pool, int]] = {}  # a shared pool serves each of its cycles
         for pool, _w, _sb, _s, _c in self._paged:
-            self._check_free(pool, total)
+            draws[id(pool)] = (pool, draws.get(id(pool), (pool, 0))[1] + total)
+        for pool, count in draws.values():
+            self._check_free(pool, count)
         for i, (pool, _w, _sb, _s, _c) in enumerate(self._paged):
             pages, at = pool.take(total), 0
             for (_rid, r), count in zip(requests, grown, strict=True):

@@ -93,6 +93,7 @@ __all__ = [
 ]
 
 SEMANTICS = ("trtllm-v2", "exact")
+POOL_GROUPINGS = ("engine", "life_cycle")  # pools per engine pool group, or per life cycle
 Quota = int | Mapping[str, int]
 
 
@@ -141,6 +142,14 @@ class KVCacheShim(Reports):
     ``attention_dp=True`` holds whole KV heads and states on every rank (tp = 1 for the caches)
     and one more reserved state row (§9).
 
+    ``pool_groups="engine"`` (the default) follows TensorRT-LLM V2: full and sliding life
+    cycles whose pages have the same slot sizes (the engine's coalesced buffers) share one
+    pool, as the engine puts them in one pool group: ``pool(name)`` of each is that pool
+    (named ``"full+w128"``, its pages the sum of theirs), drawn from one free list, while
+    block tables, views and :meth:`pool_bytes_in_use` stay per life cycle. The bytes are
+    unchanged (equal page bytes), so the static side charges the same; the difference is
+    that one life cycle may use pages another leaves free. ``"life_cycle"``: one pool each.
+
     ``dcp_size`` d (decode context parallelism, §9) makes this shim one rank (``dcp_rank``) of
     a DCP group: full-attention pages hold tpb tokens of this rank, a block-table entry spans
     tpb * d tokens of the request, token t lives on rank ``(t // dcp_interleave) % d``
@@ -177,6 +186,7 @@ class KVCacheShim(Reports):
         device: str | torch.device | None = None,
         pool_pages: Mapping[tuple[str, str], int] | None = None,
         reserve_pages: int = 0,
+        pool_groups: str = "engine",
     ) -> None:
         self.tables = tables
         self.model = _choice("model", model, tables.model_names)
@@ -223,6 +233,9 @@ class KVCacheShim(Reports):
         self.tokens_per_block = tpb = tables.tokens_per_block
         self.page_span = tpb * self.dcp.size  # one page on each DCP rank (§9)
         self.scratch_reuse = bool(scratch_reuse)
+        # "engine": life cycles of equal slot sizes share one pool, as in TensorRT-LLM V2;
+        # "life_cycle": one pool each (kvgen's per-life-cycle view).
+        self.pool_groups = _choice("pool_groups", pool_groups, POOL_GROUPINGS)
         self.max_util_for_resume = float(max_util_for_resume)
         self.device = select_device(device)
         mode, k, tree = tables.profiles[speculative]
@@ -282,7 +295,8 @@ class KVCacheShim(Reports):
             raise ValueError(f"pool_pages names unknown pools: {sorted(overrides)}")
         for name, manager in self.managers.items():
             scratch = self.scratch_reuse and name == "target"
-            manager.build(plans[name], tpb, scratch, self.device)
+            share = self.pool_groups == "engine" and not scratch
+            manager.build(plans[name], tpb, share, scratch, self.device)
             self.state_rows[name].build(manager, self.device)
         self._layout()
 
@@ -409,6 +423,7 @@ class KVCacheShim(Reports):
         self._paged = []
         self._states = []
         self._cross = []
+        self._paged_index: dict[tuple[str, str], int] = {}  # (manager, life cycle) -> index
         for manager in self.managers.values():
             for cycle in manager.cycles:
                 pool = manager.pools[cycle.name]
@@ -421,6 +436,7 @@ class KVCacheShim(Reports):
                     continue
                 sink_blocks = ceil_div(cycle.sink_tokens, self.tokens_per_block)
                 scratch = manager.pools.get(cycle.name + "/scratch")
+                self._paged_index[(manager.name, cycle.name)] = len(self._paged)
                 self._paged.append(PagedPool(pool, cycle.window, sink_blocks, scratch, cycle.chunk))
         self._initial_stale = [paged.sink_blocks for paged in self._paged]
         self._requests = {}

@@ -50,7 +50,7 @@ def test_one_pool_per_life_cycle_and_manager(mixed):
 def test_quota_is_the_bytes_of_the_pool_tensors(mixed):
     shim = make(mixed, speculative="pard")
     for name, manager in shim.managers.items():
-        tensors = [pool.tensor for pool in manager.pools.values()]
+        tensors = [pool.tensor for pool in manager.distinct_pools()]
         assert all(t.dtype == torch.uint8 and t.device.type == "cpu" for t in tensors)
         assert shim.quota_bytes()[name] == sum(t.numel() * t.element_size() for t in tensors)
 
@@ -146,7 +146,9 @@ def test_block_tables_are_int32_of_max_blocks_per_seq(mixed):
 
 
 def test_context_holds_capacity_plus_extra_tokens_then_releases_stale(mixed):
-    shim = make(mixed, speculative="eagle")  # E = K-1 = 2
+    # One pool per life cycle: w100's own page counts (fx_mixed's life cycles of equal slot
+    # size would share one pool as the engine's pool group; tests/unit/test_pool_groups.py).
+    shim = make(mixed, speculative="eagle", pool_groups="life_cycle")  # E = K-1 = 2
     shim.add_request(0)
     shim.begin_context(0, 64)
     assert shim.request_state(0) == (0, 66)
@@ -204,7 +206,7 @@ def errors_of(shim):
 
 
 def test_out_of_pages_is_typed_and_changes_nothing(mixed):
-    shim = make(mixed, max_tokens=64)
+    shim = make(mixed, max_tokens=64, pool_groups="life_cycle")  # each pool on its own
     errors = errors_of(shim)
     shim.add_request(0)
     shim.add_request(1)

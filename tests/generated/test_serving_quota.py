@@ -166,9 +166,14 @@ def worst_iteration(h: Harness, window: int, sinks: int, attn_chunk: int = 0) ->
         h.free(rid)
 
 
-def _run(rendered, model, profile, params, quota, adversarial=True):
+def _run(rendered, model, profile, params, quota, adversarial=True, pool_groups="engine"):
     shim = rendered.allocator.KVCacheShim(
-        model, speculative=profile, quota_bytes=quota, device="meta", **params
+        model,
+        speculative=profile,
+        quota_bytes=quota,
+        device="meta",
+        pool_groups=pool_groups,
+        **params,
     )
     harness = Harness(shim, rendered.sizing, params)
     serve(harness, 0)
@@ -186,7 +191,11 @@ def _run(rendered, model, profile, params, quota, adversarial=True):
 def test_quota_for_requests_is_enough_and_least(tmp_path_factory, spec, model, profile):
     rendered, params = _setup(spec, model, profile, tmp_path_factory)
     quota = _quota(rendered, model, profile, params)
-    shim = _run(rendered, model, profile, params, quota)  # never runs out of pages
+    # Enough with TensorRT-LLM V2's pool groups (the default) and with one pool per life
+    # cycle. Least per life cycle: where life cycles of equal slot size share one pool, a
+    # cycle may use pages another leaves free, so one byte less may still serve there.
+    _run(rendered, model, profile, params, quota)  # never runs out of pages
+    shim = _run(rendered, model, profile, params, quota, pool_groups="life_cycle")
     assert shim.quota_bytes() == quota
     errors = shim_errors(shim)
     tpb, seq_len = rendered.family.tokens_per_block, params["max_seq_len"]
@@ -198,7 +207,7 @@ def test_quota_for_requests_is_enough_and_least(tmp_path_factory, spec, model, p
             # The pools of zero tokens (or a resume-rounded draft, sized for any T): the shim
             # plans nothing smaller, so one byte less cannot be served at all.
             with pytest.raises(errors.QuotaTooSmallError):
-                _run(rendered, model, profile, params, less, adversarial=False)
+                _run(rendered, model, profile, params, less, False, "life_cycle")
             continue
         if "full" in shim.managers[manager].pools:
             # The full pool holds exactly R * ceil((S - 1 + H)/tpb) pages: one byte less of
@@ -208,7 +217,7 @@ def test_quota_for_requests_is_enough_and_least(tmp_path_factory, spec, model, p
         # One byte less plans one page less in the pool that set T: R requests at their last
         # step, or the worst iteration of an SWA life cycle, run out.
         with pytest.raises(errors.OutOfPagesError):
-            _run(rendered, model, profile, params, less, adversarial=False)
+            _run(rendered, model, profile, params, less, False, "life_cycle")
 
 
 @pytest.mark.parametrize(
