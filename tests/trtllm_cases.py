@@ -222,6 +222,18 @@ CASES = (
     Case("gemma3_27b/ngram4", "gemma3", "gemma3_27b", "ngram4", max_seq_len=2048),
     Case("gpt_oss_20b/eagle3", "gpt_oss", "gpt_oss_20b", "eagle3"),
     Case("synthetic/sinks", "synthetic", "sinks"),
+    # Every other shipped family whose layers this engine revision holds (attention only, a
+    # plain dtype): its first model, no speculation.
+    Case("command_r7b/none", "cohere2", "command_r7b"),
+    Case("deepseek_v3/none", "deepseek_v3", "deepseek_v3"),
+    Case("gemma2_2b/none", "gemma2", "gemma2_2b"),
+    Case("kimi_k2_instruct/none", "kimi_k2", "kimi_k2_instruct"),
+    Case("mistral_7b_v0_1/none", "mistral", "mistral_7b_v0_1"),
+    Case("openelm_270m/none", "openelm", "openelm_270m"),
+    Case("phi3_mini_4k/none", "phi3", "phi3_mini_4k"),
+    Case("qwen2_5_0_5b/none", "qwen2_5", "qwen2_5_0_5b"),
+    Case("qwen3_0_6b/none", "qwen3", "qwen3_0_6b"),
+    Case("qwen3_30b_a3b/none", "qwen3_moe", "qwen3_30b_a3b"),
     Case("synthetic/sinks_mtp3", "synthetic", "sinks", "mtp3"),
     Case("llama3_1_8b/suspend", "llama3", "llama3_1_8b", suspend_every=4),
     Case("gemma3_1b/suspend", "gemma3", "gemma3_1b", "none", suspend_every=4),

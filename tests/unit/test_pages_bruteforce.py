@@ -80,6 +80,7 @@ def test_a_driven_request_peaks_at_the_formula(rendered_families, tpb):
         max_seq_len=600,
         max_tokens=700,
         device="meta",
+        pool_groups="life_cycle",  # one pool per window: w100 and w257 have equal slot sizes
     )
     shim.add_request(0)
     shim.context_chunk(0, 1)
