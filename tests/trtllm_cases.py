@@ -223,13 +223,14 @@ CASES = (
     Case("gpt_oss_20b/eagle3", "gpt_oss", "gpt_oss_20b", "eagle3"),
     Case("synthetic/sinks", "synthetic", "sinks"),
     # Every other shipped family whose layers this engine revision holds (attention only, a
-    # plain dtype): its first model, no speculation.
+    # plain dtype): its first model, no speculation. Not openelm: its layers differ in heads,
+    # so one life cycle holds buffers of several sizes, which create_storage_config refuses
+    # ("Not yet supported") in this revision.
     Case("command_r7b/none", "cohere2", "command_r7b"),
     Case("deepseek_v3/none", "deepseek_v3", "deepseek_v3"),
     Case("gemma2_2b/none", "gemma2", "gemma2_2b"),
     Case("kimi_k2_instruct/none", "kimi_k2", "kimi_k2_instruct"),
     Case("mistral_7b_v0_1/none", "mistral", "mistral_7b_v0_1"),
-    Case("openelm_270m/none", "openelm", "openelm_270m"),
     Case("phi3_mini_4k/none", "phi3", "phi3_mini_4k"),
     Case("qwen2_5_0_5b/none", "qwen2_5", "qwen2_5_0_5b"),
     Case("qwen3_0_6b/none", "qwen3", "qwen3_0_6b"),
