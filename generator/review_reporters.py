@@ -59,10 +59,15 @@ def _deployment_line(review: Review) -> str:
     d = review.deployment
     return (
         f"max_batch_size {d.max_batch_size}, max_num_tokens {d.max_num_tokens}, "
-        f"max_seq_len min(native, {d.max_seq_len}), tp_size {d.tp_size}, "
+        + (
+            f"max_seq_len {d.max_seq_len} (RoPE-scaled past native lengths), "
+            if d.rope_scaled
+            else f"max_seq_len min(native, {d.max_seq_len}), "
+        )
+        + f"tp_size {d.tp_size}, "
         f"GPU KV budget {format_size(d.gpu_budget)} (split per docs/cost-model.md §6), "
         f"semantics {d.semantics}"
-        + "".join(f", {key} {value}" for key, value in d.what_ifs().items())
+        + "".join(f", {key} {value}" for key, value in d.what_ifs().items() if key != "rope_scaled")
     )
 
 
@@ -271,7 +276,7 @@ def _change_json(change: Change) -> dict:
 
 def as_json(review: Review) -> str:
     deployment = dict(vars(review.deployment))
-    for key in ("pp_size", "dcp_size", "kv_cache_dtype", "block_size"):
+    for key in ("pp_size", "dcp_size", "kv_cache_dtype", "block_size", "rope_scaled"):
         if key not in review.deployment.what_ifs():  # the default report stays as it was
             del deployment[key]
     if not deployment["engines"]:

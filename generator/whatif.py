@@ -39,7 +39,8 @@ class Overrides:
         block_size: int | None = None,
     ) -> None:
         self.kv_cache_dtype = kv_cache_dtype
-        self.max_seq_len = max_seq_len  # (model, length): the model's context raised
+        # (model, length): the model's context raised; model "*": every model shorter than it
+        self.max_seq_len = max_seq_len
         self.block_size = block_size
 
     def __bool__(self) -> bool:
@@ -83,7 +84,12 @@ def _override(data: dict[str, Any], overrides: Overrides) -> dict[str, Any]:
     if overrides.max_seq_len is not None:
         name, length = overrides.max_seq_len
         for model in data.get("models", []):
-            if isinstance(model, dict) and model.get("name") == name:
+            if not isinstance(model, dict):
+                continue
+            if model.get("name") == name or (
+                name == "*" and isinstance(model.get("max_seq_len"), int)
+                and model["max_seq_len"] < length
+            ):  # fmt: skip
                 model["max_seq_len"] = length
     if overrides.block_size is not None:
         data["tokens_per_block"] = overrides.block_size

@@ -56,7 +56,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-num-tokens", type=positive_int, default=8192, metavar="N")
     parser.add_argument(
         "--max-seq-len", type=positive_int, default=32768, metavar="S",
-        help="capped at each model's native length (default: 32768)",
+        help="capped at each model's native length unless --rope-scaled (default: 32768)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rope-scaled", action="store_true",
+        help="take --max-seq-len past each model's native length as given (RoPE-scaled "
+        "checkpoints, e.g. YaRN); stated in the report",
     )  # fmt: skip
     parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
     parser.add_argument(
@@ -116,6 +121,7 @@ def run(args: argparse.Namespace) -> Exit:
         dcp_size=args.dcp_size,
         kv_cache_dtype=args.kv_cache_dtype,
         block_size=args.block_size,
+        rope_scaled=args.rope_scaled,
     )
     try:
         review = review_specs(

@@ -92,7 +92,9 @@ def evaluate(
         kwargs = {k: v for k, v in deployment.items() if k in _SIZING_KEYS}
         if deployment.get("dcp_size", 1) != 1:  # a module before dcp takes no such keyword
             kwargs["dcp_size"] = deployment["dcp_size"]
-        kwargs["max_seq_len"] = min(deployment["max_seq_len"], native.get(model, 1 << 62))
+        kwargs["max_seq_len"] = deployment["max_seq_len"]
+        if not deployment.get("rope_scaled"):  # --rope-scaled: past the native length as given
+            kwargs["max_seq_len"] = min(kwargs["max_seq_len"], native.get(model, 1 << 62))
         for profile in _profiles(module, model):
             budget = deployment["gpu_budget"]
             costs, shares, tokens = _tightest_rank(module, model, budget, profile, kwargs, pp_size)

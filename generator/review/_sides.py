@@ -180,20 +180,31 @@ def render_module(side: Side, tag: str, deployment: Deployment) -> None:
 
 
 def _what_if(side: Side, deployment: Deployment) -> Family:
-    """The side's family with ``--kv-cache-dtype`` / ``--block-size`` applied (kvgen.whatif),
-    or as it is; a side the change makes invalid is a ``ReviewError`` naming the reason."""
-    if deployment.kv_cache_dtype is None and deployment.block_size is None:
+    """The side's family with ``--kv-cache-dtype`` / ``--block-size`` / ``--rope-scaled``
+    (every model's context raised to ``--max-seq-len``) applied (kvgen.whatif), or as it is; a
+    side the change makes invalid is a ``ReviewError`` naming the reason."""
+    if not _has_what_ifs(deployment):
         return side.family
     from kvgen.exits import UsageError
     from kvgen.whatif import Overrides, whatif_data
 
     overrides = Overrides(
-        kv_cache_dtype=deployment.kv_cache_dtype, block_size=deployment.block_size
+        kv_cache_dtype=deployment.kv_cache_dtype,
+        block_size=deployment.block_size,
+        max_seq_len=("*", deployment.max_seq_len) if deployment.rope_scaled else None,
     )
     try:
         return whatif_data(side.path, side.raw, overrides)
     except UsageError as exc:
         raise ReviewError(str(exc)) from None
+
+
+def _has_what_ifs(deployment: Deployment) -> bool:
+    return (
+        deployment.kv_cache_dtype is not None
+        or deployment.block_size is not None
+        or deployment.rope_scaled
+    )
 
 
 def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deployment) -> bool:
@@ -203,7 +214,7 @@ def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deplo
     evaluation (JSON) comes back. Used when it was generated from this spec; otherwise, or
     when it does not run or answer today's API, ``False`` (the caller renders the spec).
     """
-    if deployment.kv_cache_dtype is not None or deployment.block_size is not None:
+    if _has_what_ifs(deployment):
         return False  # the committed module answers for the spec as written, not the what-if
     name = side.family.family
     path = out_dir / name / "sizing.py"

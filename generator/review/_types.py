@@ -53,17 +53,25 @@ class Deployment:
     dcp_size: int = 1
     kv_cache_dtype: str | None = None
     block_size: int | None = None
+    # ``--rope-scaled``: max_seq_len is taken as given past a model's native length (a
+    # RoPE-scaled checkpoint) instead of capped at it.
+    rope_scaled: bool = False
 
     def what_ifs(self) -> dict[str, object]:
         """The what-if values given (none at the defaults), for the report and JSON."""
-        defaults = {"pp_size": 1, "dcp_size": 1, "kv_cache_dtype": None, "block_size": None}
+        defaults = {
+            "pp_size": 1, "dcp_size": 1, "kv_cache_dtype": None, "block_size": None,
+            "rope_scaled": False,
+        }  # fmt: skip
         return {k: getattr(self, k) for k, v in defaults.items() if getattr(self, k) != v}
 
     def kwargs(self, native_max_seq_len: int) -> dict[str, object]:
         return {
             "max_batch_size": self.max_batch_size,
             "max_num_tokens": self.max_num_tokens,
-            "max_seq_len": min(self.max_seq_len, native_max_seq_len),
+            "max_seq_len": self.max_seq_len
+            if self.rope_scaled
+            else min(self.max_seq_len, native_max_seq_len),
             "tp_size": self.tp_size,
             "semantics": self.semantics,
         }

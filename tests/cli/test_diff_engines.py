@@ -99,3 +99,29 @@ def test_diff_what_ifs_pp_size_and_kv_cache_dtype(repo, capsys):
     assert data["deployment"]["kv_cache_dtype"] == "fp8"
     (change,) = [c for c in data["changes"] if c["manager"] == "target"]
     assert (change["old"]["slope"], change["new"]["slope"]) == (8192, 4096)
+
+
+def test_rope_scaled_takes_max_seq_len_past_the_native_length(repo, capsys):
+    # heads_a is native 32,768; at 2 GiB a vLLM block of 262,144 B gives 8,192 blocks (8 heads)
+    # and 16,384 (4 heads). --max-seq-len 65536 is capped at 32,768 without --rope-scaled: a
+    # request holds 32,768 / 16 = 2,048 blocks, 4.000 -> 8.000 requests. With it, 65,536 / 16
+    # = 4,096 blocks a request: 2.000 -> 4.000, and the report says the length is past native.
+    argv = ("--engine", "vllm", "--max-seq-len", "65536", "--gpu-memory", "2GiB")
+    code, out = diff(capsys, *argv)
+    assert code == 0
+    assert "max_seq_len min(native, 65536)" in out
+    assert (
+        "  vllm heads/heads_a/none: 131072 KV tokens, 4.000 requests at max_seq_len -> "
+        "262144 KV tokens, 8.000 requests at max_seq_len\n"
+    ) in out
+    code, out = diff(capsys, *argv, "--rope-scaled")
+    assert code == 0
+    assert "max_seq_len 65536 (RoPE-scaled past native lengths)" in out
+    assert (
+        "  vllm heads/heads_a/none: 131072 KV tokens, 2.000 requests at max_seq_len -> "
+        "262144 KV tokens, 4.000 requests at max_seq_len\n"
+    ) in out
+    _, out = diff(capsys, *argv, "--rope-scaled", "--format", "json")
+    assert json.loads(out)["deployment"]["rope_scaled"] is True
+    _, out = diff(capsys, *argv, "--format", "json")
+    assert "rope_scaled" not in json.loads(out)["deployment"]  # the default report as it was
