@@ -16,49 +16,14 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from kvgen.cli import build_parser
 
-REPO = Path(__file__).resolve().parents[2]
-# Written by generators of their own, with their own currency tests.
-GENERATED_DOCS = {"docs/codes.md", "docs/import-hf-coverage.md"}
-DOCUMENTS = [
-    path.relative_to(REPO).as_posix()
-    for path in [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
-    if path.relative_to(REPO).as_posix() not in GENERATED_DOCS
-]
-REGION = re.compile(r"<!-- (output|emit):begin (kvgen [^\n]*?) -->\n(.*?)<!-- \1:end -->", re.S)
-SESSION = re.compile(r"```python\n(>>> .*?)```", re.S)
+from tests.doc_examples import DOCUMENTS, REGION, REPO, SESSION, kvgen, regions, text
+
 CONSOLE = re.compile(r"(<!-- scenario: ([\w-]+) -->\n)?```console\n(.*?)```", re.S)
 SCENARIOS = {"gemma3-window"}
-
-
-def text(document: str) -> str:
-    return (REPO / document).read_text(encoding="utf-8")
-
-
-def regions() -> list[tuple[str, str, str]]:
-    found = []
-    for document in DOCUMENTS:
-        for _, command, body in REGION.findall(text(document)):
-            if body.startswith("```console\n"):
-                first, _, rest = body[len("```console\n") :].partition("\n")
-                assert first == f"$ {command}", (document, command)  # shown as it is run
-                assert rest.endswith("```\n"), (document, command)
-                body = rest[: -len("```\n")]
-            found.append((document, command, body))
-    return found
-
-
-def kvgen(command: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    argv = shlex.split(command)
-    assert argv[0] == "kvgen", command
-    return subprocess.run(
-        [sys.executable, "-m", "kvgen", "-q", *argv[1:]], cwd=cwd, capture_output=True, text=True
-    )
 
 
 # --- sessions and regions ----------------------------------------------------------------------
@@ -157,8 +122,8 @@ def test_the_review_walk_through_replays_in_a_scratch_repository(tmp_path):
     (text_block, markdown_block, after_block) = [b for _, b in scenario_blocks("gemma3-window")]
     repo = tmp_path / "repo"
     shutil.copytree(REPO / "schema" / "families", repo / "schema" / "families")
-    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
-           "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com", "PATH": "/usr/bin:/bin"}  # fmt: skip
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com", "PATH": "/usr/bin:/bin",
+           "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com"}  # fmt: skip
     for argv in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "base"]):
         subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)
     spec = repo / "schema" / "families" / "gemma3.yaml"
@@ -219,28 +184,3 @@ def test_the_readme_picture_is_what_its_command_draws(tmp_path):
     assert (tmp_path / "plot.png").read_bytes() == (REPO / picture).read_bytes(), (
         f"rerun: {command}"
     )
-
-
-# --- refreshing the regions after a change that moves a printed number ------------------------------
-
-
-def refresh(document: str) -> bool:
-    """Rewrite each region of DOCUMENT with what its command prints now; True if it changed."""
-    body = text(document)
-
-    def rerun(match: re.Match[str]) -> str:
-        kind, command, old = match.groups()
-        printed = kvgen(command).stdout
-        if old.startswith("```console\n"):
-            printed = f"```console\n$ {command}\n{printed}```\n"
-        return f"<!-- {kind}:begin {command} -->\n{printed}<!-- {kind}:end -->"
-
-    updated = REGION.sub(rerun, body)
-    if updated != body:
-        (REPO / document).write_text(updated, encoding="utf-8")
-    return updated != body
-
-
-if __name__ == "__main__":  # python -m tests.acceptance.test_doc_examples
-    for changed in [d for d in DOCUMENTS if refresh(d)]:
-        print(f"refreshed {changed}")
