@@ -6,6 +6,7 @@
 - the `kvgen diff` walk-through of docs/review.md is replayed in a scratch repository;
 - every other console block that shows output is one of those, so no example goes unchecked;
 - every `kvgen` command line shown anywhere parses with kvgen's own parser;
+- every whole spec shown (a YAML block with ``schema_version: 1``) lints clean, ``--strict``;
 - README's picture is what its command draws, and README stays a front door (< 300 lines).
 """
 
@@ -184,3 +185,20 @@ def test_the_readme_picture_is_what_its_command_draws(tmp_path):
     assert (tmp_path / "plot.png").read_bytes() == (REPO / picture).read_bytes(), (
         f"rerun: {command}"
     )
+
+
+def whole_specs():
+    for document in DOCUMENTS:
+        for block in re.findall(r"```yaml\n(.*?)```", text(document), re.S):
+            if re.search(r"^schema_version: 1$", block, re.M):
+                yield document, block
+
+
+def test_every_whole_spec_shown_lints_clean(tmp_path):
+    specs = list(whole_specs())
+    assert any(document == "README.md" for document, _ in specs)
+    for number, (document, block) in enumerate(specs):
+        path = tmp_path / f"spec{number}.yaml"
+        path.write_text(block, encoding="utf-8")
+        result = kvgen(f"kvgen lint --strict {path}")
+        assert result.returncode == 0, (document, result.stdout, result.stderr)
