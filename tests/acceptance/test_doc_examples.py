@@ -202,3 +202,14 @@ def test_every_whole_spec_shown_lints_clean(tmp_path):
         path.write_text(block, encoding="utf-8")
         result = kvgen(f"kvgen lint --strict {path}")
         assert result.returncode == 0, (document, result.stdout, result.stderr)
+
+
+def test_every_relative_link_resolves():
+    broken = []
+    for document in DOCUMENTS:
+        for target in re.findall(r"\]\(([^)\s]+)\)", text(document)):
+            if target.startswith(("http://", "https://", "#")):
+                continue
+            if not ((REPO / document).parent / target.split("#")[0]).exists():
+                broken.append((document, target))
+    assert broken == []
