@@ -1,8 +1,8 @@
-"""Print the README table of shipped families (markdown), computed from the specs.
+"""Print the table of shipped families (markdown) of docs/families.md, computed from the specs.
 
-    python bench/families_table.py                 # print the table
-    python bench/families_table.py --write-readme  # replace the README families region
-    python bench/families_table.py --check         # exit 1 when the README region is stale
+    python bench/families_table.py           # print the table
+    python bench/families_table.py --write   # replace the families region of docs/families.md
+    python bench/families_table.py --check   # exit 1 when that region is stale
 
 Per model: KV bytes per token at bf16 (tp=1, every layer, full and sliding alike), and the
 fixed cost per request at tokens_per_block 64 with no speculation (H=1): the sum over
@@ -27,7 +27,7 @@ from kvgen.recurrent import recurrent_state  # noqa: E402
 from kvgen.spec import Family, LayerKind, Model  # noqa: E402
 
 FAMILIES_DIR = ROOT / "schema" / "families"
-README = ROOT / "README.md"
+DOCUMENT = ROOT / "docs" / "families.md"
 BEGIN, END = "<!-- families:begin -->", "<!-- families:end -->"
 TABLE_TPB = 64
 BF16_BYTES = 2
@@ -112,7 +112,7 @@ def table() -> str:
         "recurrent state, cross-attention encoder pages).",
         'Profiles on a family\'s first row apply to every model; "this model only" marks a '
         "per-model profile (`models:`).",
-        "Regenerate with `python bench/families_table.py --write-readme`.",
+        "Regenerate with `python bench/families_table.py --write`.",
         "",
         "| family | model | max_seq_len | KV B/token | fixed B/request | fixed MiB | profiles |",
         "|---|---|---:|---:|---:|---:|---|",
@@ -135,9 +135,9 @@ def table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def replace_region(readme: str, body: str) -> str:
-    start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
-    return readme[:start] + "\n" + body + readme[end:]
+def replace_region(document: str, body: str) -> str:
+    start, end = document.index(BEGIN) + len(BEGIN), document.index(END)
+    return document[:start] + "\n" + body + document[end:]
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -154,25 +154,25 @@ def _write_atomic(path: Path, text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--write-readme", action="store_true", help="replace the README region")
-    group.add_argument("--check", action="store_true", help="exit 1 if the README is stale")
+    group.add_argument("--write", action="store_true", help="replace the docs/families.md region")
+    group.add_argument("--check", action="store_true", help="exit 1 if docs/families.md is stale")
     args = parser.parse_args(argv)
     body = table()
-    if not (args.write_readme or args.check):
+    if not (args.write or args.check):
         sys.stdout.write(body)
         return 0
-    readme = README.read_text(encoding="utf-8")
-    if BEGIN not in readme or END not in readme:
-        print(f"README.md has no {BEGIN} ... {END} region", file=sys.stderr)
+    document = DOCUMENT.read_text(encoding="utf-8")
+    if BEGIN not in document or END not in document:
+        print(f"docs/families.md has no {BEGIN} ... {END} region", file=sys.stderr)
         return 2
-    updated = replace_region(readme, body)
+    updated = replace_region(document, body)
     if args.check:
-        if updated != readme:
-            print("README families table is stale: run bench/families_table.py --write-readme")
+        if updated != document:
+            print("docs/families.md is stale: run python bench/families_table.py --write")
             return 1
         return 0
-    if updated != readme:
-        _write_atomic(README, updated)
+    if updated != document:
+        _write_atomic(DOCUMENT, updated)
     return 0
 
 

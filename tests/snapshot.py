@@ -9,8 +9,8 @@ Printed, in order:
 - ``python -m tests.diff_report`` (static vs runtime of every family, fixtures included);
 - every engine golden case (tests/fixtures/engines/*.json) as ``kvgen.engines`` and the
   committed generated module answer it;
-- the README's ``>>>`` sessions (each example's output as the interpreter prints it) and the
-  ``kvgen plan`` / ``kvgen compare`` commands the README shows;
+- the ``>>>`` sessions of README, CONTRIBUTING and docs/ (each example's output as the
+  interpreter prints it) and the commands of their output regions (tests/doc_examples.py);
 - ``kvgen plan`` and ``kvgen compare`` of every shipped family and model with a few settings;
 - ``cost_terms`` of every committed sizing module over a small grid of options.
 """
@@ -23,7 +23,7 @@ import doctest
 import importlib
 import io
 import json
-import re
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,8 +31,9 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `tests.*` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.doc_examples import DOCUMENTS, SESSION, regions
+
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
 FAMILIES = ROOT / "schema" / "families"
 GOLDENS = ROOT / "tests" / "fixtures" / "engines"
 
@@ -87,23 +88,21 @@ def engine_goldens() -> str:
 
 
 def readme_examples() -> str:
-    text = README.read_text(encoding="utf-8")
     out = []
-    for number, session in enumerate(re.findall(r"```python\n(>>> .*?)```", text, re.S)):
-        globs: dict[str, object] = {}
-        for example in doctest.DocTestParser().get_examples(session):
-            buffer = io.StringIO()
-            with contextlib.redirect_stdout(buffer):
-                try:
-                    exec(compile(example.source, f"README[{number}]", "single"), globs)
-                except Exception as exc:  # the snapshot records what happened
-                    print(f"{type(exc).__name__}: {exc}")
-            out.append(f">>> {example.source}{buffer.getvalue()}")
-    block = re.search(r"```console\n\$ (kvgen plan llama3 llama3_1_8b [^\n]*)\n", text)
-    commands = [block.group(1)] if block else []
-    commands += re.findall(r"<!-- compare:begin (kvgen compare [^\n]*?) -->", text)
-    for command in commands:
-        out.append(_kvgen(*command.split()[1:]))
+    for document in DOCUMENTS:
+        sessions = SESSION.findall((ROOT / document).read_text(encoding="utf-8"))
+        for number, session in enumerate(sessions):
+            globs: dict[str, object] = {}
+            for example in doctest.DocTestParser().get_examples(session):
+                buffer = io.StringIO()
+                with contextlib.redirect_stdout(buffer):
+                    try:
+                        exec(compile(example.source, f"{document}[{number}]", "single"), globs)
+                    except Exception as exc:  # the snapshot records what happened
+                        print(f"{type(exc).__name__}: {exc}")
+                out.append(f">>> {example.source}{buffer.getvalue()}")
+    for _, command, _ in regions():
+        out.append(_kvgen(*shlex.split(command)[1:]))
     return "".join(out)
 
 

@@ -1,6 +1,6 @@
-"""README's "Architecture" section stays true to the package: it names every top-level module
-and sub-package of generator/ (installed as ``kvgen``) exactly once, and every ``kvgen.<name>``
-it names exists."""
+"""CONTRIBUTING.md's "Architecture" section stays true to the package: it names every top-level
+module and sub-package of generator/ (installed as ``kvgen``) exactly once, and every
+``kvgen.<name>`` it names exists."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ NAME = re.compile(r"`kvgen\.([A-Za-z_][\w.]*)`")
 
 
 def architecture_section() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme.count("\n## Architecture\n") == 1
-    return readme.split("\n## Architecture\n")[1].split("\n## ")[0]
+    contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert contributing.count("\n## Architecture\n") == 1
+    return contributing.split("\n## Architecture\n")[1].split("\n## ")[0]
 
 
 def package_parts() -> set[str]:
@@ -28,7 +28,7 @@ def package_parts() -> set[str]:
 def test_the_section_names_every_module_and_sub_package_once():
     named = Counter(NAME.findall(architecture_section()))
     missing = package_parts() - set(named)
-    assert not missing, f"README's Architecture section does not name: {sorted(missing)}"
+    assert not missing, f"CONTRIBUTING.md's Architecture section does not name: {sorted(missing)}"
     twice = sorted(name for name, count in named.items() if count > 1)
     assert not twice, f"named more than once: {twice}"
 

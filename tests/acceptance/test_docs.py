@@ -1,8 +1,8 @@
 """Every document kvgen cites ships with it, and nothing cites the team's unshipped notes.
 
-Scanned: README, the package source (generator/), templates/, generated/, the rule docs that
-`kvgen explain` prints, and the text the CLI prints (help of every command, a `kvgen diff`
-report, a `kvgen plan` report).
+Scanned: README, CONTRIBUTING, the package source (generator/), templates/, generated/, the
+rule docs that `kvgen explain` prints, and the text the CLI prints (help of every command, a
+`kvgen diff` report, a `kvgen plan` report).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ COST_MODEL_SECTIONS = [
 
 
 def scanned_files() -> list[Path]:
-    files = [REPO / "README.md"]
+    files = [REPO / "README.md", REPO / "CONTRIBUTING.md"]
     for folder, patterns in (
         ("generator", ("*.py",)),
         ("templates", ("*.j2",)),

@@ -1,4 +1,5 @@
-"""``kvgen init``: what it scaffolds, idempotence, --force, and README's copies of its files."""
+"""``kvgen init``: what it scaffolds, idempotence, --force, and the copies of its files that
+docs/review.md shows."""
 
 from __future__ import annotations
 
@@ -108,8 +109,8 @@ def test_requirement_is_a_range_around_the_installed_version():
     assert requirement() == f"kvgen>={major}.{minor},<{upper}"
 
 
-def _readme_block(after: str) -> str:
-    readme = (REPO / "README.md").read_text()
+def _documented_block(after: str) -> str:
+    readme = (REPO / "docs" / "review.md").read_text()
     return readme.split(after, 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
 
 
@@ -117,10 +118,11 @@ def _without_leading_comments(text: str) -> str:
     return re.sub(r"\A(#[^\n]*\n)+", "", text)
 
 
-def test_readme_shows_exactly_what_init_writes():
+def test_the_docs_show_exactly_what_init_writes():
     layout = Layout("schema/families", "generated", "schema/kvspec.schema.json")
-    assert _readme_block("### pre-commit\n") == _without_leading_comments(pre_commit_config(layout))
-    assert _readme_block("### GitHub Actions\n") == _without_leading_comments(workflow())
+    hooks = _without_leading_comments(pre_commit_config(layout))
+    assert _documented_block("\n## pre-commit\n") == hooks
+    assert _documented_block("\n## GitHub Actions\n") == _without_leading_comments(workflow())
 
 
 def test_schema_copy_is_valid_json_schema():

@@ -1,4 +1,4 @@
-"""The pre-commit hooks and the CI example in the README call commands that exist."""
+"""The pre-commit hooks and the CI example in docs/review.md call commands that exist."""
 
 from __future__ import annotations
 
@@ -42,11 +42,11 @@ def test_hook_entries_parse_as_kvgen_commands():
         assert parser.parse_args(argv[1:]).func is not None
 
 
-def test_readme_ci_example_uses_existing_commands_and_flags():
-    readme = (REPO / "README.md").read_text()
-    region = readme.split("<!-- review:begin -->")[1].split("<!-- review:end -->")[0]
+def test_documented_ci_example_uses_existing_commands_and_flags():
+    review = (REPO / "docs" / "review.md").read_text()
+    region = review.split("<!-- review:begin -->")[1].split("<!-- review:end -->")[0]
     workflow = yaml.safe_load(
-        region.split("### GitHub Actions")[1].split("```yaml\n")[1].split("```")[0]
+        region.split("\n## GitHub Actions\n")[1].split("```yaml\n")[1].split("```")[0]
     )
     runs = [step["run"] for step in workflow["jobs"]["specs"]["steps"] if "run" in step]
     commands = [
