@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import torch
 from kvgen.runtime._errors import UnknownNameError
+from kvgen.runtime._kinds import SCRATCH
 from kvgen.runtime._pages import integer
 from kvgen.runtime._plan import PagePlanner
 from kvgen.runtime._pools import CacheManager, Pool
@@ -97,7 +98,7 @@ class Reports(ShimState):
         # KV sharing: a layer that reads another layer's cache sees that layer's views.
         layer = self.shared.get(manager, {}).get(layer, layer)
         for pool in self._manager(manager).pools.values():
-            if layer in pool.views and not pool.name.endswith("/scratch"):
+            if layer in pool.views and not pool.name.endswith(SCRATCH):
                 return pool.views[layer]
         kind = self.cacheless.get(manager, {}).get(layer)
         if kind is not None:
