@@ -186,3 +186,24 @@ def test_the_shim_is_parts_over_one_state_not_a_chain():
 
     assert len(KVCacheShim.__bases__) == 3
     assert all(part.__bases__ == (ShimState,) for part in KVCacheShim.__bases__)
+
+
+def test_every_engine_row_kind_is_a_value_of_the_engine_policies():
+    import importlib
+
+    from kvgen import engines_core
+
+    # Every row the shipped families' tables hold names a row kind the policies know, and
+    # the policies read a row's kind only through that table (no chain on its label).
+    seen = set()
+    for path in sorted((REPO / "generated").glob("*/sizing.py")):
+        if path.parent.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"generated.{path.parent.name}.sizing")
+        for entry in module._ENGINE_MODELS.values():
+            drafts = [lay for draft in entry.drafts.values() for lay in draft.layers]
+            seen |= {lay.attention for lay in (*entry.layers, *drafts)}
+    assert seen <= set(engines_core._ROW_KINDS)
+    assert {"full", "sliding", "chunked", "mla", "recurrent"} <= seen
+    source = (REPO / "generator" / "engines_core.py").read_text(encoding="utf-8")
+    assert not re.search(r"\blay(?:er)?\.attention\s*(?:==|!=|(?:not\s+)?in\s*[(\[{])", source)
