@@ -2,11 +2,11 @@
 
 A layer kind's attention (``LayerKind.attention``) names a :class:`LayerRule`
 (``LAYER_RULES``): how a layer of that kind resolves on one rank (its window or chunk, its
-state, its encoder tokens) and which :class:`LifeCycle` it joins. A life cycle (``Cycle.life``)
-answers what pages and bytes its pools get for T tokens, how a request's pages come (grown
-with its capacity step by step, taken at admission, or one slot) and what may share them.
-Nothing in the runtime branches on a kind's name; adding a kind is one class here (and its
-rule in ``LAYER_RULES``).
+state, its encoder tokens) and which :class:`LifeCycle` classes it joins. A life cycle
+(``Cycle.life``) answers what pages and bytes its pools get for T tokens, how a request's pages
+come (grown with its capacity step by step, taken at admission, or one slot) and what may
+share them. Nothing in the runtime branches on a kind's name: a new kind is one rule here
+(with its entry in ``LAYER_RULES``) and, when its pages live differently, one life cycle.
 
 These are the runtime's own derivations (docs/cost-model.md §3, §4, §8), written apart from
 the static classes of ``kvgen.cache_kinds`` and ``kvgen.sizing_core``: the diff suite compares
@@ -225,9 +225,11 @@ class LayerRule:
         return 0
 
     @staticmethod
-    def life(layer: Layer) -> type[LifeCycle]:
-        """The life cycle a resolved layer joins."""
-        return Full
+    def lives(layer: Layer) -> tuple[type[LifeCycle], ...]:
+        """The life cycles a resolved layer joins: one for every kind here; a kind that keeps
+        both tokens and a state (a parallel hybrid layer) would name two, each life cycle
+        summing its own share of the layer (``token_bytes``, ``state_bytes``)."""
+        return (Full,)
 
 
 class SlidingRule(LayerRule):
@@ -243,8 +245,8 @@ class SlidingRule(LayerRule):
         return (extended if extended < max_seq_len else None), 0
 
     @staticmethod
-    def life(layer: Layer) -> type[LifeCycle]:
-        return Full if layer.window is None else Sliding
+    def lives(layer: Layer) -> tuple[type[LifeCycle], ...]:
+        return (Full if layer.window is None else Sliding,)
 
 
 class ChunkedRule(LayerRule):
@@ -261,8 +263,8 @@ class ChunkedRule(LayerRule):
         return None, 0
 
     @staticmethod
-    def life(layer: Layer) -> type[LifeCycle]:
-        return Chunked if layer.chunk else Full
+    def lives(layer: Layer) -> tuple[type[LifeCycle], ...]:
+        return (Chunked if layer.chunk else Full,)
 
 
 class CrossRule(LayerRule):
@@ -276,9 +278,9 @@ class CrossRule(LayerRule):
         return runtime or kind.encoder_tokens
 
     @staticmethod
-    def life(layer: Layer) -> type[LifeCycle]:
+    def lives(layer: Layer) -> tuple[type[LifeCycle], ...]:
         # No encoder tokens: nothing is held at admission (its zero pages page like full).
-        return Cross if layer.encoder_tokens else Full
+        return (Cross if layer.encoder_tokens else Full,)
 
 
 class RecurrentRule(LayerRule):
@@ -289,8 +291,8 @@ class RecurrentRule(LayerRule):
     readable = False
 
     @staticmethod
-    def life(layer: Layer) -> type[LifeCycle]:
-        return State if layer.state_bytes else Full
+    def lives(layer: Layer) -> tuple[type[LifeCycle], ...]:
+        return (State if layer.state_bytes else Full,)
 
 
 class CacheLessRule(LayerRule):

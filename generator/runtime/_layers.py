@@ -45,7 +45,7 @@ class Layer(NamedTuple):
     mamba: tuple[int, int, int] = (0, 0, 0)
     encoder_tokens: int = 0  # cross-attention: encoder tokens held per request (§4)
     chunk: int = 0  # chunked local attention: the chunk (``window`` holds it too)
-    life: type[LifeCycle] = Full  # the life cycle its layer rule puts it in
+    lives: tuple[type[LifeCycle], ...] = (Full,)  # the life cycles its layer rule puts it in
 
 
 def _blocks(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
@@ -184,7 +184,7 @@ def resolve_layers(
             encoder_tokens=rule.encoder_tokens(kind, encoder_tokens),
             chunk=chunk,
         )
-        layers.append(layer._replace(life=rule.life(layer)))
+        layers.append(layer._replace(lives=rule.lives(layer)))
     return layers
 
 
@@ -227,7 +227,8 @@ def cycles(layers: list[Layer]) -> list[Cycle]:
     life cycle's layers grouped by its key."""
     groups: dict[tuple[type[LifeCycle], tuple[int, int, int]], list[Layer]] = {}
     for lay in layers:
-        groups.setdefault((lay.life, lay.life.key(lay)), []).append(lay)
+        for life in lay.lives:
+            groups.setdefault((life, life.key(lay)), []).append(lay)
     out = []
     for (life, key), members in sorted(groups.items(), key=lambda g: (g[0][0].order, g[0][1])):
         window, sinks, chunk = key

@@ -207,3 +207,20 @@ def test_every_engine_row_kind_is_a_value_of_the_engine_policies():
     assert {"full", "sliding", "chunked", "mla", "recurrent"} <= seen
     source = (REPO / "generator" / "engines_core.py").read_text(encoding="utf-8")
     assert not re.search(r"\blay(?:er)?\.attention\s*(?:==|!=|(?:not\s+)?in\s*[(\[{])", source)
+
+
+def test_a_layer_may_join_two_life_cycles_each_counting_its_own_share():
+    # The extension point for a kind that keeps tokens and a state in one layer (a parallel
+    # hybrid): the layer sits in the full and the state life cycle, the full pages counting
+    # its bytes per token, the state slot its state bytes.
+    from kvgen.runtime._layers import Layer, cycles
+
+    hybrid = Layer("layers.0", "h", None, 0, (), 512, 3000, lives=(Full, State))
+    plain = Layer("layers.1", "g", None, 0, (), 256, 0)
+    full, state = cycles([hybrid, plain])
+    assert (full.name, full.life, state.name, state.life) == ("full", Full, "state", State)
+    assert full.layers == (hybrid, plain) and state.layers == (hybrid,)
+    # 2 full pages of tpb 16 hold (512 + 256) bytes a token: 2 * 16 * 768 = 24,576; 4 state
+    # slots hold the hybrid's 3000 bytes each: 12,000.
+    assert full.life.pool_bytes(full, 2, 16) == 24_576
+    assert state.life.pool_bytes(state, 4, 16) == 12_000
