@@ -201,7 +201,8 @@ class Cycle(NamedTuple):
 
     @property
     def kind(self) -> str:
-        """ "full", "swa" (also chunked: pages go stale), "state" or "cross": a label."""
+        """The life cycle's label: "full", "swa" (chunked too: its pages go stale), "state" or
+        "cross"."""
         return self.life.label
 
     @property
