@@ -81,6 +81,26 @@ UNMODELLED = {
 }
 
 
+class _RowKind(NamedTuple):
+    """What the engine policies read of a row's kind (``EngineLayer.attention``, built from
+    the spec's cache-kind classes): a new kind is one entry of ``_ROW_KINDS``."""
+
+    vllm_spec: str  # vLLM's KV cache spec: "full", "sliding", "chunked" or "recurrent"
+    latent: bool  # one MLA latent on every rank, never split by tp
+    state: bool  # a recurrent state per request, not attention KV
+    sglang_windowed: bool  # in SGLang's SWA pool when the architecture is hybrid SWA
+    heads_split: bool  # vLLM's attention asserts that its KV heads split over tp
+
+
+_ROW_KINDS = {
+    "full": _RowKind("full", False, False, False, True),
+    "sliding": _RowKind("sliding", False, False, True, True),
+    "chunked": _RowKind("chunked", False, False, True, False),
+    "mla": _RowKind("full", True, False, False, False),
+    "recurrent": _RowKind("recurrent", False, True, False, False),
+}
+
+
 class EngineLayer(_Record):
     """``layers`` cached layers of one shape, as every engine reads them (§1); rows keep the
     order in which each shape first appears in the model."""
@@ -359,7 +379,7 @@ def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
     if layer.token_bytes:
         return layer.token_bytes
     # vLLM and SGLang split KV heads over TP by floor, never below one head; MLA is not split.
-    heads = 1 if layer.attention == "mla" else max(1, layer.kv_heads // tp_size)
+    heads = 1 if _ROW_KINDS[layer.attention].latent else max(1, layer.kv_heads // tp_size)
     return heads * (layer.head_dim + layer.value_dim) * DTYPE_BYTES[layer.dtype]
 
 
@@ -459,7 +479,7 @@ def _token_bytes_split(layer: EngineLayer) -> tuple[int, int, int]:
     if layer.token_bytes:  # a packed layout: its dtype is never read
         return layer.token_bytes, layer.kv_heads, 0
     per_head = (layer.head_dim + layer.value_dim) * DTYPE_BYTES[layer.dtype]
-    return (per_head if layer.attention == "mla" else 0), layer.kv_heads, per_head
+    return (per_head if _ROW_KINDS[layer.attention].latent else 0), layer.kv_heads, per_head
 
 
 def _vllm_group_sizes(counts: list[int]) -> tuple[int, int, int, tuple[tuple[int, int], ...]]:
@@ -501,7 +521,7 @@ def vllm_layout(entry: EngineModel, speculative: str = "none") -> VllmLayout:
     if entry.kv_heads_split:
         for lay in entry.layers:
             heads = lay.kv_heads
-            if lay.attention in ("full", "sliding") and heads and heads not in split_heads:
+            if _ROW_KINDS[lay.attention].heads_split and heads and heads not in split_heads:
                 split_heads.append(heads)
     states: list[EngineLayer] = []
     rows: list[tuple[str, int | None, tuple[object, ...], int, int, int, int, int]] = []
@@ -509,6 +529,7 @@ def vllm_layout(entry: EngineModel, speculative: str = "none") -> VllmLayout:
     mla = False
     joined: dict[tuple[object, ...], int] = {}  # row by every field but the layer count
     for lay in layers:
+        row_kind = _ROW_KINDS[lay.attention]
         if draft:  # a draft layer like a target's joins its row (one spec, as vLLM groups it)
             values = lay._values()
             same = values[:1] + values[2:]
@@ -517,17 +538,19 @@ def vllm_layout(entry: EngineModel, speculative: str = "none") -> VllmLayout:
                 rows[joined[same]] = (*row[:3], row[3] + lay.layers, *row[4:])
                 continue
             joined[same] = len(rows)
-        if lay.attention == "recurrent":
-            rows.append(("recurrent", None, (lay.state_bytes,), lay.layers, len(states), 0, 0, 0))
+        if row_kind.state:
+            rows.append(
+                (row_kind.vllm_spec, None, (lay.state_bytes,), lay.layers, len(states), 0, 0, 0)
+            )
             states.append(lay)
             continue
-        kind = lay.attention if lay.attention in ("sliding", "chunked") else "full"
+        kind = row_kind.vllm_spec
         shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.dtype)
         split = _token_bytes_split(lay)
         rows.append((kind, lay.window, shape, lay.layers, -1, *split))
         if first is None:
             first = split
-        mla = mla or lay.attention == "mla"
+        mla = mla or row_kind.latent
     kinds = {(row[0], row[1]) for row in rows}
     grouping = None
     if len(kinds) > 1 and len({row[:3] for row in rows}) == len(rows):
@@ -885,7 +908,7 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
         raise NotModelled(UNMODELLED[entry.sglang_unmodelled], entry.sglang_unmodelled)
     if entry.unmodelled:
         raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
-    attention = [lay for lay in entry.layers if lay.attention != "recurrent"]
+    attention = [lay for lay in entry.layers if not _ROW_KINDS[lay.attention].state]
     if len({(lay.kv_heads, lay.head_dim, lay.dtype) for lay in attention}) > 1:
         raise NotModelled(
             "SGLang sizes every layer with one head count and head size; "
@@ -894,11 +917,11 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
     rows = []
     window = None
     for lay in attention:
-        sliding = entry.hybrid_swa and lay.attention in ("sliding", "chunked")
+        sliding = entry.hybrid_swa and _ROW_KINDS[lay.attention].sglang_windowed
         if sliding:
             window = lay.window
         rows.append((lay.layers, *_token_bytes_split(lay), sliding))
-    recurrent = [lay for lay in entry.layers if lay.attention == "recurrent"]
+    recurrent = [lay for lay in entry.layers if _ROW_KINDS[lay.attention].state]
     # SGLang counts its pools in tokens of attention KV (a row's bytes per token are 0 at
     # every tp exactly when they are at tp 1).
     if not any(row[0] and (row[1] or row[3]) for row in rows):

@@ -28,6 +28,7 @@ __all__ = [
     "dcp_outside_tp",
     "dcp_with_attention_dp",
     "float32",
+    "kv_sharing_rank",
     "mode_headroom",
     "no_encoder",
     "uneven_state",
@@ -145,3 +146,12 @@ def uneven_state(tp_size: int, what: str, value: int) -> str:
 
 def no_encoder(model: object) -> str:
     return f"encoder_tokens is only for models with cross-attention layers; {model} has none"
+
+
+def kv_sharing_rank(pp_size: int, pp_rank: int, layer: int, reads: int) -> str:
+    # vLLM validate_kv_sharing_target: a reader's cache is on its own pipeline rank.
+    return (
+        f"pp_size {pp_size}: layer {layer} (pipeline rank {pp_rank}) reads the cache of "
+        f"layer {reads}, held by an earlier rank; a layer reads only a cache on its own "
+        "rank (choose a pp_size that keeps the shared layers with the layers they read)"
+    )

@@ -30,6 +30,7 @@ from .facts import (
     dcp_outside_tp,
     dcp_with_attention_dp,
     float32,
+    kv_sharing_rank,
     no_encoder,
     uneven_state,
 )
@@ -632,11 +633,7 @@ def _check_shared_on_rank(stack: Stack, pp_size: int, pp_rank: int) -> None:
                 away.append((first, kind.reads))
     if away:
         layer, reads = min(away)
-        raise ValueError(
-            f"pp_size {pp_size}: layer {layer} (pipeline rank {pp_rank}) reads the cache of "
-            f"layer {reads}, held by an earlier rank; a layer reads only a cache on its own "
-            "rank (choose a pp_size that keeps the shared layers with the layers they read)"
-        )
+        raise ValueError(kv_sharing_rank(pp_size, pp_rank, layer, reads))
 
 
 def _cross_bytes(crosses: tuple[_CrossRow, ...], tp_size: int, encoder_tokens: int | None) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING
 
+from kvgen.cache_kinds import spec_kind
 from kvgen.engines_core import UNMODELLED, NotModelled
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def target_terms(
     NotModelled for cross-attention layers: the engine sizes their encoder cache in a cross KV
     cache manager of its own (docs/cost-model.md §4)."""
     model = next((m for m in family.models if m.name == model_name), None)
-    if model is not None and any(k.attention == "cross" for k in model.layer_kinds.values()):
+    if model is not None and any(spec_kind(k).encoder_cache for k in model.layer_kinds.values()):
         raise NotModelled(f"{model_name}: {UNMODELLED['cross']}", "cross")
     terms: dict[str, dict[str, int]] = sizing(family, block_size).cost_terms(
         model_name,

@@ -12,14 +12,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kvgen import facts
-from kvgen.facts import DCP_ATTENTION
+from kvgen.runtime._kinds import layer_rule
 from kvgen.runtime._tables import FamilyTables, LayerStack
 
 __all__ = ["DecodeContextParallel", "check_dcp"]
-
-# Kinds DCP shards (full) or leaves whole on every rank (recurrent, none); the engines refuse
-# decode context parallelism with any other attention (vLLM SlidingWindowSpec): a fact.
-_ALLOWED = DCP_ATTENTION
 
 
 class DecodeContextParallel(NamedTuple):
@@ -77,7 +73,9 @@ def check_dcp(
         raise ValueError(facts.dcp_outside_tp(tp_size, d))
     for stack in stacks:
         for name, kind in stack.kinds.items() if stack is not None else ():
-            if kind.attention not in _ALLOWED:
+            # DCP shards full attention and leaves recurrent state and cache-less layers whole;
+            # the engines refuse it with any other attention (vLLM SlidingWindowSpec).
+            if not layer_rule(kind).dcp_allowed():
                 raise ValueError(facts.dcp_attention(d, name, kind.attention))
             heads = kind.kv_heads
             if heads and (tp_size <= heads or d > tp_size // heads):

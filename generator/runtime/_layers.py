@@ -8,6 +8,7 @@ from typing import NamedTuple
 import torch
 from kvgen import facts
 from kvgen.facts import DS_MLA_SCALE_BLOCK, INDEX_SCALE_BLOCK, MX_BLOCK, NVFP4_BLOCK
+from kvgen.runtime._kinds import Full, LifeCycle, layer_rule
 from kvgen.runtime._pages import ceil_div
 from kvgen.runtime._tables import LayerKind, LayerStack
 
@@ -44,6 +45,7 @@ class Layer(NamedTuple):
     mamba: tuple[int, int, int] = (0, 0, 0)
     encoder_tokens: int = 0  # cross-attention: encoder tokens held per request (§4)
     chunk: int = 0  # chunked local attention: the chunk (``window`` holds it too)
+    lives: tuple[type[LifeCycle], ...] = (Full,)  # the life cycles its layer rule puts it in
 
 
 def _blocks(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
@@ -86,8 +88,7 @@ def _latent(kind: LayerKind) -> list[Buffer]:
 
 
 def _buffers(kind: LayerKind, tp_size: int) -> tuple[Buffer, ...]:
-    if kind.attention == "recurrent":
-        return ()
+    """The typed per-token buffers of a layer that caches tokens, on one rank."""
     out: list[Buffer] = []
     if kind.bytes_per_token:
         out.append(("raw", torch.uint8, (kind.bytes_per_token,)))
@@ -139,62 +140,51 @@ def resolve_layers(
     cacheless: dict[str, str],
     shared: dict[str, str] | None = None,
     encoder_tokens: int | None = None,
+    pipeline: tuple[int, int] = (1, 0),
 ) -> list[Layer]:
     """The layers ``indices`` of ``stack`` that hold a cache; ``attention: none`` layers keep
     their index (so pipeline ranks split the model as it is) and go to ``cacheless``; layers
     that read another layer's cache (KV sharing) keep theirs too, get no pages, and go to
-    ``shared`` as reader -> the layer read. ValueError when that layer is on another rank.
-    Cross-attention layers hold ``encoder_tokens`` tokens per request (the spec's count
-    when None)."""
+    ``shared`` as reader -> the layer read. ValueError when that layer is on another rank
+    (``pipeline``: this rank's (pp_size, pp_rank), for the refusal). Cross-attention layers
+    hold ``encoder_tokens`` tokens per request (the spec's count when None)."""
     layers = []
     for index in indices:
         name = stack.pattern[index % len(stack.pattern)]
         kind = stack.kinds[name]
-        if kind.attention == "none":
+        rule = layer_rule(kind)
+        if not rule.holds_cache:
             cacheless[f"{prefix}.{index}"] = name
             continue
         if kind.reads is not None:
             if kind.reads < indices.start:
-                raise ValueError(
-                    f"layer {index} reads the cache of layer {kind.reads}, held by an earlier "
-                    "pipeline rank; a layer reads only a cache on its own rank (choose a "
-                    "pp_size that keeps the shared layers with the layers they read)"
-                )
+                raise ValueError(facts.kv_sharing_rank(*pipeline, index, kind.reads))
             if shared is not None:
                 shared[f"{prefix}.{index}"] = f"{prefix}.{kind.reads}"
             continue
-        window = None
-        chunk = 0
-        if kind.attention == "chunked" and kind.chunk < max_seq_len:
-            # Pages of earlier chunks go stale; a chunk reaching max_seq_len never does.
-            window = chunk = kind.chunk
-        elif kind.attention == "sliding" and kind.window is not None:
-            # Retention window w + D; a window reaching max_seq_len is full attention.
-            extended = kind.window + backoff
-            window = extended if extended < max_seq_len else None
-        buffers = _buffers(kind, tp_size)
+        window, chunk = rule.window(kind, max_seq_len, backoff)
+        buffers = () if rule.recurrent_state else _buffers(kind, tp_size)
         size = sum(math.prod(shape) * dtype.itemsize for _n, dtype, shape in buffers)
-        state = ceil_div(kind.state_bytes, tp_size) if kind.attention == "recurrent" else 0
-        mamba = (0, 0, 0)
-        if kind.attention == "recurrent" and kind.ssm_heads:
-            mamba = mamba_bytes(kind, tp_size)
-            state = mamba[0] + mamba[1]
+        state, mamba = 0, (0, 0, 0)
+        if rule.recurrent_state:
+            state = ceil_div(kind.state_bytes, tp_size)
+            if kind.ssm_heads:
+                mamba = mamba_bytes(kind, tp_size)
+                state = mamba[0] + mamba[1]
         sinks = kind.sink_tokens if window is not None else 0
-        encoder = (encoder_tokens or kind.encoder_tokens) if kind.attention == "cross" else 0
-        layers.append(
-            Layer(
-                f"{prefix}.{index}",
-                name,
-                window,
-                sinks,
-                buffers,
-                size,
-                state,
-                mamba,
-                encoder_tokens=encoder,
-                chunk=chunk,
-            )
+        layer = Layer(
+            f"{prefix}.{index}",
+            name,
+            window,
+            sinks,
+            buffers,
+            size,
+            state,
+            mamba,
+            encoder_tokens=rule.encoder_tokens(kind, encoder_tokens),
+            chunk=chunk,
         )
+        layers.append(layer._replace(lives=rule.lives(layer)))
     return layers
 
 
@@ -202,12 +192,18 @@ class Cycle(NamedTuple):
     """A life cycle of one manager: the layers whose pages live and die together."""
 
     name: str  # "full", "w<window>", "w<window>s<sinks>", "c<chunk>", "state", "cross"
-    kind: str  # "full", "swa" (also chunked: pages go stale), "state" or "cross"
+    life: type[LifeCycle]  # what its pools get and how requests take their pages
     window: int | None
     sink_tokens: int
     layers: tuple[Layer, ...]
     encoder_tokens: int = 0  # cross: encoder tokens each request holds from admission
     chunk: int = 0  # chunked local attention: pages stale by chunk, not by window
+
+    @property
+    def kind(self) -> str:
+        """The life cycle's label: "full", "swa" (chunked too: its pages go stale), "state" or
+        "cross"."""
+        return self.life.label
 
     @property
     def token_bytes(self) -> int:
@@ -228,28 +224,26 @@ class Cycle(NamedTuple):
 
 def cycles(layers: list[Layer]) -> list[Cycle]:
     """The life cycles of a manager's layers: full, one per (window, sinks, chunk), state,
-    and cross (encoder K/V: pages taken at admission, held until the request leaves)."""
-    full = tuple(
-        lay
-        for lay in layers
-        if lay.window is None and not lay.state_bytes and not lay.encoder_tokens
-    )
-    cross = tuple(lay for lay in layers if lay.encoder_tokens)
-    state = tuple(lay for lay in layers if lay.state_bytes)
-    swa: dict[tuple[int, int, int], list[Layer]] = {}
+    and cross (encoder K/V: pages taken at admission, held until the request leaves), each
+    life cycle's layers grouped by its key."""
+    groups: dict[tuple[type[LifeCycle], tuple[int, int, int]], list[Layer]] = {}
     for lay in layers:
-        if lay.window is not None:
-            swa.setdefault((lay.window, lay.sink_tokens, lay.chunk), []).append(lay)
-    out = [Cycle("full", "full", None, 0, full)] if full else []
-    for (window, sinks, chunk), members in sorted(swa.items()):
-        name = f"w{window}s{sinks}" if sinks else f"w{window}"
-        out.append(
-            Cycle(f"c{chunk}" if chunk else name, "swa", window, sinks, tuple(members), chunk=chunk)
-        )
-    if state:
-        out.append(Cycle("state", "state", None, 0, state))
-    if cross:
+        for life in lay.lives:
+            groups.setdefault((life, life.key(lay)), []).append(lay)
+    out = []
+    for (life, key), members in sorted(groups.items(), key=lambda g: (g[0][0].order, g[0][1])):
+        window, sinks, chunk = key
         # One encoder output per request: lint (KV232) keeps a model's counts equal.
-        tokens = max(lay.encoder_tokens for lay in cross)
-        out.append(Cycle("cross", "cross", None, 0, cross, tokens))
+        tokens = max(lay.encoder_tokens for lay in members)
+        out.append(
+            Cycle(
+                life.name(key),
+                life,
+                window if life.windowed else None,
+                sinks,
+                tuple(members),
+                tokens,
+                chunk,
+            )
+        )
     return out

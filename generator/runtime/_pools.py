@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 import torch
 from kvgen.runtime._errors import PoolAllocationError
+from kvgen.runtime._kinds import SCRATCH
 from kvgen.runtime._layers import Cycle, Layer
 
 __all__ = ["CacheManager", "Pool", "engine_pool_groups", "select_device"]
@@ -134,7 +135,7 @@ def engine_pool_groups(cycles: list[Cycle], tpb: int) -> dict[str, tuple[str, ..
     the names of its group, in life-cycle order (groups of one are left out)."""
     by_sizes: dict[tuple[int, ...], list[str]] = {}
     for cycle in cycles:
-        if cycle.kind not in ("full", "swa") or cycle.chunk:
+        if not cycle.life.pool_group:
             continue
         sizes = _slot_sizes(cycle, tpb)
         if sizes is not None:
@@ -180,7 +181,7 @@ class CacheManager:
         list, and ``pools[name]`` is that shared pool for each of them."""
         shared = engine_pool_groups(self.cycles, tpb) if share and not scratch else {}
         for cycle in self.cycles:
-            if cycle.kind == "state":
+            if cycle.life.slots:
                 self._build_state(cycle, pages[cycle.name], device)
                 continue
             members = shared.get(cycle.name, (cycle.name,))
@@ -196,15 +197,15 @@ class CacheManager:
             for layer in cycle.layers:
                 pool.views[layer.name] = _layer_views(pool.tensor, offset, layer, tpb)
                 offset += tpb * layer.bytes_per_token
-            if scratch and cycle.kind == "swa" and not cycle.chunk:
-                self._build_scratch(cycle, pages[cycle.name + "/scratch"], tpb, device)
+            if scratch and cycle.life.scratch:
+                self._build_scratch(cycle, pages[cycle.name + SCRATCH], tpb, device)
 
     def distinct_pools(self) -> list[Pool]:
         """Every pool once (a shared pool group is under each of its life cycles' names)."""
         return list({id(pool): pool for pool in self.pools.values()}.values())
 
     def _build_state(self, cycle: Cycle, slots: int, device: torch.device) -> None:
-        pool = Pool(self.name, cycle.name, "state", slots, cycle.state_bytes, device)
+        pool = Pool(self.name, cycle.name, cycle.kind, slots, cycle.state_bytes, device)
         self.pools[cycle.name] = pool
         offset = 0
         for layer in cycle.layers:
@@ -218,7 +219,7 @@ class CacheManager:
 
     def _build_scratch(self, cycle: Cycle, pages: int, tpb: int, device: torch.device) -> None:
         shared = cycle.scratch_layers
-        name = cycle.name + "/scratch"
+        name = cycle.name + SCRATCH
         row = tpb * sum(layer.bytes_per_token for layer in shared)
         pool = self.pools[name] = Pool(self.name, name, "scratch", pages, row, device)
         offsets, offset = {}, 0

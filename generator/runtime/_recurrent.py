@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
+from kvgen.runtime._kinds import State
 from kvgen.runtime._pools import CacheManager, Pool
 from kvgen.runtime._tables import SpeculativeProfile
 
@@ -42,7 +43,7 @@ class StateRows(NamedTuple):
         """Allocate the extra pools beside the manager's own (never handed out per request:
         the engine indexes them by batch slot)."""
         for name, (rows, row) in self.pools.items():
-            manager.pools[name] = Pool(manager.name, name, "state", rows, row, device)
+            manager.pools[name] = Pool(manager.name, name, State.label, rows, row, device)
 
 
 def state_rows(

@@ -6,19 +6,20 @@ from collections.abc import Iterable
 
 import torch
 from kvgen.runtime._errors import UnknownNameError
+from kvgen.runtime._kinds import SCRATCH
 from kvgen.runtime._pages import integer
 from kvgen.runtime._plan import PagePlanner
 from kvgen.runtime._pools import CacheManager, Pool
 from kvgen.runtime._recurrent import StateRows
-from kvgen.runtime._state import NO_PAGE, RequestId
-from kvgen.runtime._steps import Forwards
+from kvgen.runtime._state import NO_PAGE, RequestId, ShimState
 from kvgen.runtime._tables import FamilyTables
 
 __all__ = ["Reports"]
 
 
-class Reports(Forwards):
-    """Read-only questions about a shim; none of them changes its state."""
+class Reports(ShimState):
+    """Read-only questions about a shim, one part of it over its state (``ShimState``); none
+    of them changes that state."""
 
     tables: FamilyTables
     cacheless: dict[str, dict[str, str]]
@@ -97,7 +98,7 @@ class Reports(Forwards):
         # KV sharing: a layer that reads another layer's cache sees that layer's views.
         layer = self.shared.get(manager, {}).get(layer, layer)
         for pool in self._manager(manager).pools.values():
-            if layer in pool.views and not pool.name.endswith("/scratch"):
+            if layer in pool.views and not pool.name.endswith(SCRATCH):
                 return pool.views[layer]
         kind = self.cacheless.get(manager, {}).get(layer)
         if kind is not None:
@@ -127,23 +128,26 @@ class Reports(Forwards):
         the request's encoder pages, width ceil(encoder_tokens / tpb))."""
         target = self.pool(pool, manager)
         requests = [self._get(rid) for rid in self._ids(rids)]
-        if target.kind == "state":
-            if target not in self._states:  # state/spec, state/replay: indexed by batch slot
-                raise UnknownNameError(
-                    f"{manager} pool {pool!r} holds the engine's rows by batch slot, not rows "
-                    "of a request: it has no block table"
-                )
+        if target in self._states:  # one slot per request
             index = self._states.index(target)
             return torch.tensor([r.slots[index] for r in requests], dtype=torch.int32)
-        if target.kind == "cross":  # held from admission to release, never paged by history
-            index, size = next((j, n) for j, (p, n) in enumerate(self._cross) if p is target)
+        cross = [j for j, (p, _n) in enumerate(self._cross) if p is target]
+        if cross:  # held from admission to release, never paged by history
+            index, size = cross[0], self._cross[cross[0]][1]
             held = [r.cross[index] + [NO_PAGE] * (size - len(r.cross[index])) for r in requests]
             return torch.tensor(held, dtype=torch.int32).reshape(len(held), size)
+        scratch = [i for i, p in enumerate(self._paged) if p.scratch is target]
+        if (manager, pool) not in self._paged_index and not scratch:
+            # state/spec, state/replay: the engine's rows, indexed by batch slot
+            raise UnknownNameError(
+                f"{manager} pool {pool!r} holds the engine's rows by batch slot, not rows "
+                "of a request: it has no block table"
+            )
         width = self.max_blocks_per_seq
         rows = []
         for r in requests:
-            if target.kind == "scratch":
-                index = next(i for i, p in enumerate(self._paged) if p.scratch is target)
+            if scratch:
+                index = scratch[0]
                 row = [NO_PAGE] * r.held
                 pages = r.scratch.get(index, [])
                 row[r.stale[index] : r.stale[index] + len(pages)] = pages

@@ -14,7 +14,8 @@ __all__ = ["RequestLifecycle"]
 
 
 class RequestLifecycle(ShimState):
-    """Requests enter, leave, and step aside under memory pressure."""
+    """Requests enter, leave, and step aside under memory pressure: one part of a shim over
+    its state (``ShimState``)."""
 
     def add_request(self, rid: RequestId) -> None:
         """Admit a request (history 0): it takes a slot in every recurrent-state pool and its

@@ -7,16 +7,24 @@ from collections.abc import Iterable, Sequence
 from kvgen.runtime._errors import InvalidStepError
 from kvgen.runtime._pages import ceil_div, integer, stale_end
 from kvgen.runtime._pools import Pool
-from kvgen.runtime._requests import RequestLifecycle
-from kvgen.runtime._state import CONTEXT, GENERATION, IDLE, NO_PAGE, Request, RequestId
+from kvgen.runtime._state import (
+    CONTEXT,
+    GENERATION,
+    IDLE,
+    NO_PAGE,
+    Request,
+    RequestId,
+    ShimState,
+)
 
 __all__ = ["Forwards"]
 
 Batch = list[tuple[object, Request]]
 
 
-class Forwards(RequestLifecycle):
-    """Each operation checks everything first, then changes state: a refusal changes nothing."""
+class Forwards(ShimState):
+    """The forwards of a shim, one part of it over its state (``ShimState``). Each operation
+    checks everything first, then changes state: a refusal changes nothing."""
 
     # ----------------------------------------------------------------- context (§3)
 

@@ -10,9 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from kvgen.runtime._kinds import LAYER_RULES, layer_rule
+
 __all__ = ["FamilyTables", "LayerKind", "LayerStack", "ModelTable", "SpeculativeProfile"]
 
-ATTENTIONS = ("full", "sliding", "recurrent", "none", "cross", "chunked")
+ATTENTIONS = tuple(LAYER_RULES)  # the attentions the runtime has a layer rule for
 DTYPES = (
     "fp32",
     "bf16",
@@ -163,7 +165,7 @@ def _check_shared(where: str, stack: LayerStack, name: str, kind: LayerKind) -> 
         problem = f"does not exist (count {stack.count})"
     elif reads >= first:
         problem = f"is not before layer {first}, the kind's first layer"
-    elif target.reads is not None or target.attention not in ("full", "sliding"):
+    elif target.reads is not None or not layer_rule(target).readable:
         problem = "holds no attention cache of its own"
     elif target != kind._replace(reads=None):
         problem = f"has another shape ({target})"

@@ -38,6 +38,7 @@ from kvgen.runtime._errors import (
     UnknownNameError,
     UnknownRequestError,
 )
+from kvgen.runtime._kinds import layer_rule
 from kvgen.runtime._layers import Layer, cycles, resolve_layers
 from kvgen.runtime._pages import (
     ceil_div,
@@ -51,7 +52,9 @@ from kvgen.runtime._plan import PagePlanner
 from kvgen.runtime._pools import CacheManager, Pool, select_device
 from kvgen.runtime._recurrent import MAMBA_STATE_UPDATES, StateRows, state_rows
 from kvgen.runtime._reports import Reports
+from kvgen.runtime._requests import RequestLifecycle
 from kvgen.runtime._state import NO_PAGE, PagedPool, RequestId
+from kvgen.runtime._steps import Forwards
 from kvgen.runtime._tables import (
     FamilyTables,
     LayerKind,
@@ -122,8 +125,13 @@ def _choice(name: str, value: object, allowed: Sequence[str]) -> str:
     return value
 
 
-class KVCacheShim(Reports):
+class KVCacheShim(RequestLifecycle, Forwards, Reports):
     """Real pools for one configuration, and the runtime page model that drives them.
+
+    Composed of three parts over one state (``ShimState``: requests, pools, the lookups that
+    refuse before anything changes), none built on another: ``RequestLifecycle`` (admission,
+    release, suspend, resume), ``Forwards`` (context chunks, generation steps) and ``Reports``
+    (read-only questions). This class builds the state.
 
     Give ``max_tokens`` (T: tokens of full-attention history the pools must hold) or
     ``quota_bytes`` (an int for every manager, or ``{"target": ..., "draft": ...}``); with a
@@ -284,12 +292,14 @@ class KVCacheShim(Reports):
                 manager, self.max_num_tokens if planned is None else planned
             )
             overridden = set(overrides)
+            slots = {cycle.name for cycle in manager.cycles if cycle.life.slots}
             for pool in pages:
                 pages[pool] = overrides.pop((name, pool), pages[pool])
-                if not pool.endswith("state"):
+                if pool not in slots:
                     pages[pool] += reserve
-            if "state" in pages and (name, "state") not in overridden:
-                pages["state"] += rows.reserved
+            for pool in slots:  # the engine's reserved rows, unless the pages are given
+                if (name, pool) not in overridden:
+                    pages[pool] += rows.reserved
             plans[name] = pages
         if overrides:
             raise ValueError(f"pool_pages names unknown pools: {sorted(overrides)}")
@@ -316,11 +326,12 @@ class KVCacheShim(Reports):
         common = (tp_size, self.max_seq_len, backoff)
         holders = (self.cacheless["target"], self.shared["target"])
         encoder = self.encoder_tokens
-        target = resolve_layers(stack, "layers", own, *common, *holders, encoder)
+        pipeline = (pp_size, pp_rank)
+        target = resolve_layers(stack, "layers", own, *common, *holders, encoder, pipeline)
         extra = self.tables.extra_layers.get((self.model, self.speculative))
         if extra is not None and last:
             target += resolve_layers(
-                extra, "extra_layers", range(extra.count), *common, *holders, encoder
+                extra, "extra_layers", range(extra.count), *common, *holders, encoder, pipeline
             )
         managers = {"target": CacheManager("target", target, cycles(target))}
         draft = self.tables.drafts.get(self.speculative)
@@ -331,7 +342,9 @@ class KVCacheShim(Reports):
             if last:
                 indices = range(draft.count)
                 holders = (self.cacheless["draft"], self.shared["draft"])
-                layers = resolve_layers(draft, "draft", indices, *common, *holders, encoder)
+                layers = resolve_layers(
+                    draft, "draft", indices, *common, *holders, encoder, pipeline
+                )
             managers["draft"] = CacheManager("draft", layers, cycles(layers))
         return managers
 
@@ -379,9 +392,7 @@ class KVCacheShim(Reports):
         own count; a positive int up to the spec's count replaces it (§4)."""
         if value is None:
             return None
-        most = max(
-            (k.encoder_tokens for k in stack.kinds.values() if k.attention == "cross"), default=0
-        )
+        most = max((layer_rule(k).encoder_tokens(k, None) for k in stack.kinds.values()), default=0)
         if not most:
             raise ValueError(facts.no_encoder(self.model))
         number = integer(value)
@@ -427,11 +438,11 @@ class KVCacheShim(Reports):
         for manager in self.managers.values():
             for cycle in manager.cycles:
                 pool = manager.pools[cycle.name]
-                if cycle.kind == "state":
+                if cycle.life.slots:
                     self._states.append(pool)
                     continue
-                if cycle.kind == "cross":
-                    pages = ceil_div(cycle.encoder_tokens, self.tokens_per_block)
+                if not cycle.life.paged:  # taken at admission, held until the request leaves
+                    pages = cycle.life.admission_pages(cycle, self.tokens_per_block)
                     self._cross.append((pool, pages))
                     continue
                 sink_blocks = ceil_div(cycle.sink_tokens, self.tokens_per_block)

@@ -138,8 +138,13 @@ def test_the_shim_refuses_a_reader_away_from_its_cache(tmp_path):
     rendered = _render(SHARING, tmp_path, "sharing_pp")
     shim_cls = rendered.allocator.KVCacheShim
     shim_cls("m", max_tokens=32, device="meta", pp_size=4, pp_rank=2, **KW)  # 4, 5 (+ 6, 7 no)
-    with pytest.raises(ValueError, match="layer 6 reads the cache of layer 4"):
+    with pytest.raises(ValueError, match=r"layer 6 .*reads the cache of layer 4") as shim_refusal:
         shim_cls("m", max_tokens=32, device="meta", pp_size=4, pp_rank=3, **KW)
+    # One refusal, worded once (kvgen.facts.kv_sharing_rank): the interpreter's sentence.
+    with pytest.raises(ValueError) as static_refusal:
+        rendered.sizing.cache_costs("m", pp_size=4, pp_rank=3, **KW)
+    assert str(shim_refusal.value) == str(static_refusal.value)
+    assert str(shim_refusal.value).startswith("pp_size 4: layer 6 (pipeline rank 3) reads")
 
 
 def test_runtime_tables_refuse_a_bad_reader():
