@@ -157,7 +157,8 @@ class LayerKind(_Strict):
     """How one kind of layer stores its cache.
 
     Shape: ``kv_heads`` + ``head_dim`` (standard attention; ``head_dim`` may be derived from
-    the model's ``hidden_size / num_attention_heads``), ``kv_lora_rank`` + ``qk_rope_head_dim``
+    the model's ``hidden_size / num_attention_heads``; ``v_head_dim`` where V's head size
+    differs from K's), ``kv_lora_rank`` + ``qk_rope_head_dim``
     (MLA latent cache, never split by tensor parallelism), ``bytes_per_token`` (a synthetic shape,
     per rank), or ``state_bytes`` (a recurrent layer: a fixed state per request, no per-token cost).
     ``attention: none`` is a layer without any cache (an MLP-only or MoE-only block of a hybrid):
@@ -180,6 +181,13 @@ class LayerKind(_Strict):
     )
     kv_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
     head_dim: int | None = Field(default=None, ge=1, le=MAX_DIM)
+    v_head_dim: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_DIM,
+        description="V head size where it differs from K's head_dim (standard attention only; "
+        "vLLM head_size_v, SGLang v_head_dim); defaults to head_dim.",
+    )
     kv_lora_rank: int | None = Field(default=None, ge=1, le=MAX_DIM, description="MLA latent rank.")
     qk_rope_head_dim: int | None = Field(
         default=None, ge=0, le=MAX_DIM, description="MLA decoupled RoPE key dimension."
@@ -275,6 +283,8 @@ class LayerKind(_Strict):
             raise ValueError("qk_rope_head_dim is only meaningful with kv_lora_rank (MLA)")
         if self.head_dim is not None and self.kv_heads is None:
             raise ValueError("head_dim needs kv_heads")
+        if self.v_head_dim is not None and self.kv_heads is None:
+            raise ValueError("v_head_dim (a V head size of its own) needs kv_heads")
         if self.index_head_dim is not None and self.kv_lora_rank is None:
             raise ValueError("index_head_dim (a sparse-attention index-K cache) needs an MLA kind")
         if self.reads is not None and self.attention not in ("full", "sliding"):

@@ -128,8 +128,8 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
         if kind.attention == "chunked":
             # vLLM: ChunkedLocalAttentionSpec; SGLang sizes it as a sliding window of the chunk.
             head = _head_dim(kind, model)
-            out.append(CachedLayer(index, "chunked", kind.kv_heads or 0, head, head, kind.chunk,
-                                   0, dtype))  # fmt: skip
+            out.append(CachedLayer(index, "chunked", kind.kv_heads or 0, head,
+                                   kind.v_head_dim or head, kind.chunk, 0, dtype))  # fmt: skip
             continue
         if kind.kv_lora_rank is not None:
             from kvgen.quant import ds_mla_bytes, index_k_bytes
@@ -148,7 +148,8 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
         if kind.index_head_dim is not None:
             raise _unmodelled(model, "index_cache")
         head = _head_dim(kind, model)
+        value = kind.v_head_dim or head  # vLLM head_size_v, SGLang v_head_dim
         window = kind.window if kind.attention == "sliding" else None
         attention = "sliding" if window is not None else "full"
-        out.append(CachedLayer(index, attention, kind.kv_heads or 0, head, head, window, 0, dtype))
+        out.append(CachedLayer(index, attention, kind.kv_heads or 0, head, value, window, 0, dtype))
     return tuple(out)

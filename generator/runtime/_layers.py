@@ -101,7 +101,7 @@ def _buffers(kind: LayerKind, tp_size: int) -> tuple[Buffer, ...]:
     else:
         heads = ceil_div(kind.kv_heads, tp_size)  # replicated when fewer heads than ranks
         out += _typed("k", kind.dtype, (heads, kind.head_dim))
-        out += _typed("v", kind.dtype, (heads, kind.head_dim))
+        out += _typed("v", kind.dtype, (heads, kind.v_head_dim or kind.head_dim))
     if kind.extra_bytes_per_token:
         out.append(("extra", torch.uint8, (kind.extra_bytes_per_token,)))
     return tuple(out)

@@ -87,7 +87,14 @@ def _kvgen_rows(spec_text: str) -> list[tuple[str, int]] | None:
             conv = buffers.conv // (state.d_conv - 1) * state.d_conv
             rows.append(("state", conv + buffers.ssm))
             continue
-        rows.append(("kv", 2 * element_bytes(dtype, kind.kv_heads * kind.head_dim)))
+        value_dim = kind.v_head_dim or kind.head_dim  # V's own head size (MiMo-V2: 128 vs 192)
+        rows.append(
+            (
+                "kv",
+                element_bytes(dtype, kind.kv_heads * kind.head_dim)
+                + element_bytes(dtype, kind.kv_heads * value_dim),
+            )
+        )
     return rows
 
 

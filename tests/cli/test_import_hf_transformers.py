@@ -12,6 +12,7 @@ import json
 
 from kvgen.importhf import import_config
 from kvgen.loader import load_bytes
+from kvgen.sizing_context import bound_module
 from kvgen.spec import Family
 
 from tests.generated.test_families import layer_kinds
@@ -207,8 +208,10 @@ def test_per_layer_config_past_the_last_layer_is_refused():
 # --------------------------------------------------------------------------- refusals
 
 
-def test_v_head_dim_unlike_k_is_refused_with_its_reason():
-    # MiMo-V2-Flash-style: V 128 where K is 192; the spec has no V head dim of its own.
+def test_v_head_dim_unlike_k_imports_as_the_kinds_v_head_dim():
+    # MiMo-V2-Flash-style attention: V 128 where K is 192 (vLLM Attention(head_size=192,
+    # head_size_v=128)). Hand: 4 KV heads x (192 + 128) x 2 B = 2,560 B per layer and token;
+    # 4 layers: 10,240 B per token (a K-sized V would be 4 x 4 x 2 x 192 x 2 = 12,288).
     config = {
         "model_type": "llama",
         "num_hidden_layers": 4,
@@ -220,9 +223,29 @@ def test_v_head_dim_unlike_k_is_refused_with_its_reason():
         "torch_dtype": "bfloat16",
     }
     text, diagnostics, _ = _import(config)
-    assert text is None and len(diagnostics) == 1
-    assert diagnostics[0].startswith(f"{_position(config, 'v_head_dim')}: KV305 ")
-    assert "v_head_dim' 128 differs from head_dim 192" in diagnostics[0]
+    assert diagnostics == [] and text is not None
+    assert "v_head_dim: 128  # config.json v_head_dim" in text
+    model = _family(config).models[0]
+    (kind,) = model.layer_kinds.values()
+    assert (kind.kv_heads, kind.head_dim, kind.v_head_dim) == (4, 192, 128)
+    sizing = bound_module(_family(config))
+    cost = sizing.cache_costs(model.name, max_batch_size=1, max_num_tokens=512, max_seq_len=8192)
+    assert cost["target"].slope == 10240
+
+
+def test_v_head_dim_equal_to_k_is_left_out():
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "v_head_dim": 128,
+        "max_position_embeddings": 4096,
+        "torch_dtype": "bfloat16",
+    }
+    text, diagnostics, _ = _import(config)
+    assert diagnostics == [] and text is not None and "v_head_dim" not in text
 
 
 def test_falcon_h1_is_refused_not_imported_as_attention_only():
@@ -475,3 +498,32 @@ def test_mtp_layer_kinds_block_only_a_model_with_mtp_layers():
     text, diagnostics, _ = _import(config)
     assert text is None
     assert "KV302 unknown config field 'mtp_layers_block_type'" in diagnostics[0]
+
+
+def test_mimo_v2_flash_sliding_layers_hold_twice_the_kv_heads():
+    # MiMoV2FlashConfig() cut to 4 layers; transformers MiMoV2FlashAttention gives is_swa
+    # layers 2 x num_key_value_heads, K 192 and V 128 everywhere. Per layer and token in bf16:
+    # full 4 x (192 + 128) x 2 = 2,560 B; sliding 8 x (192 + 128) x 2 = 5,120 B (the corpus
+    # measured K 1,536 + V 1,024 fp32 elements on the sliding layers: 8 x 192 and 8 x 128).
+    config = {
+        "model_type": "mimo_v2_flash",
+        "num_hidden_layers": 4,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 4,
+        "head_dim": 192,
+        "v_head_dim": 128,
+        "hidden_size": 4096,
+        "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                        "sliding_attention"],
+        "sliding_window": 129,
+        "attention_value_scale": 0.707,
+        "max_position_embeddings": 131072,
+        "torch_dtype": "bfloat16",
+    }  # fmt: skip
+    model = _family(config).models[0]
+    kinds = layer_kinds(model)
+    assert [(k.attention, k.kv_heads, k.head_dim, k.v_head_dim) for k in kinds] == [
+        ("full", 4, 192, 128),
+        *[("sliding", 8, 192, 128)] * 3,
+    ]
+    assert 4 * (192 + 128) * 2 == 2560 and 8 * (192 + 128) * 2 == 5120
