@@ -213,7 +213,8 @@ class LayerKind(_Strict):
     mamba: MambaState | None = Field(
         default=None,
         description="Recurrent state dimensions (conv + SSM buffers, docs/cost-model.md §8); "
-        "the dimension form of state_bytes.",
+        "the dimension form of state_bytes. On a full kind beside kv_heads: a parallel hybrid "
+        "layer (Falcon-H1) that holds both its K/V cache and this Mamba-2 state.",
     )
     dtype: Dtype | None = Field(
         default=None, description="Per-kind cache dtype; defaults to the pool's kv_cache_dtype."
@@ -268,13 +269,24 @@ class LayerKind(_Strict):
             )
             if present
         ]
+        if shapes == ["kv_heads", "mamba"] and self.attention == "full":
+            shapes = ["kv_heads"]  # a parallel hybrid layer: K/V and a Mamba-2 state (Falcon-H1)
         if len(shapes) > 1:
             raise ValueError(
                 "give exactly one shape: kv_heads (+head_dim), kv_lora_rank (+qk_rope_head_dim), "
-                f"bytes_per_token, state_bytes, mamba or mamba1; found {', '.join(shapes)}"
+                f"bytes_per_token, state_bytes, mamba or mamba1; found {', '.join(shapes)} "
+                "(only a full kind holds both kv_heads and mamba: a parallel hybrid layer)"
             )
-        if self.mamba is not None and self.attention != "recurrent":
-            raise ValueError("mamba (recurrent state dimensions) needs attention: recurrent")
+        if self.mamba is not None and self.attention not in ("recurrent", "full"):
+            raise ValueError(
+                "mamba (recurrent state dimensions) needs attention: recurrent, or full beside "
+                "kv_heads (a parallel hybrid layer)"
+            )
+        if self.mamba is not None and self.attention == "full" and self.kv_heads is None:
+            raise ValueError(
+                "mamba on a full kind is a parallel hybrid layer and needs kv_heads (+head_dim) "
+                "beside it; a layer with a state alone is attention: recurrent"
+            )
         if self.mamba1 is not None and self.attention != "recurrent":
             raise ValueError("mamba1 (Mamba-1 state dimensions) needs attention: recurrent")
         if self.kv_lora_rank is not None and self.qk_rope_head_dim is None:
@@ -295,6 +307,11 @@ class LayerKind(_Strict):
         if self.attention == "chunked" and self.chunk is None:
             raise ValueError("a chunked kind needs chunk (tokens per attention chunk)")
         return self
+
+    @property
+    def parallel_state(self) -> bool:
+        """Whether the layer holds a Mamba-2 state beside its K/V cache (Falcon-H1)."""
+        return self.attention == "full" and self.mamba is not None
 
     @property
     def recurrent_dims(self) -> MambaState | None:

@@ -792,11 +792,14 @@ _KindRows = tuple[tuple[str, int, tuple[object, ...]], ...]
 
 
 def _kind_rows(stack: Stack) -> _KindRows:
-    return tuple(
-        (name, cls.rows, cls.row(kind))
-        for name, kind in stack.kinds.items()
-        if (cls := _kind_class(kind)).rows is not None
-    )
+    rows = []
+    for name, kind in stack.kinds.items():
+        cls = _kind_class(kind)
+        if cls.rows is not None:
+            rows.append((name, cls.rows, cls.row(kind)))
+        if kind.ssm_heads and cls is _Full:  # a parallel hybrid layer holds its state too (§8)
+            rows.append((name, _Recurrent.rows, _Recurrent.row(kind)))
+    return tuple(rows)
 
 
 # A stack's rows, states and cross rows with its full layer counts (``_found``).

@@ -73,7 +73,7 @@ def ssm_state_bytes(family: Family, model: Model) -> int:
     it in its own dtype, fp32 by default); 0 without a ``mamba:`` kind."""
     for kind in model.layer_kinds.values():
         dims = kind.recurrent_dims
-        if kind.attention == "recurrent" and dims is not None:
+        if (kind.attention == "recurrent" or kind.parallel_state) and dims is not None:
             dtype = kind.dtype or model.kv_cache_dtype or family.kv_cache_dtype
             elements = dims.num_heads * dims.head_dim * dims.d_state
             return elements * DTYPE_BYTES[dtype]
@@ -103,19 +103,7 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
         if kind.attention == "cross":
             raise _unmodelled(model, "cross")  # the engines' own encoder-cache pools
         if kind.attention == "recurrent":
-            out.append(
-                CachedLayer(
-                    index,
-                    "recurrent",
-                    0,
-                    0,
-                    0,
-                    None,
-                    _state_bytes(kind, dtype),
-                    dtype,
-                    _recurrent_dims(kind),
-                )
-            )
+            out.append(_state_layer(index, kind, dtype))
             continue
         if dtype not in DTYPE_BYTES and not (dtype == "fp8_ds_mla" and kind.kv_lora_rank):
             raise _unmodelled(model, "dtype")
@@ -152,4 +140,16 @@ def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[Cache
         window = kind.window if kind.attention == "sliding" else None
         attention = "sliding" if window is not None else "full"
         out.append(CachedLayer(index, attention, kind.kv_heads or 0, head, value, window, 0, dtype))
+        if kind.parallel_state:
+            # A parallel hybrid layer (Falcon-H1) is two cache layers to both engines: vLLM's
+            # FalconH1ParallelHybrid builds an Attention, then a MambaMixer2 (at index L + i);
+            # SGLang lists every layer in full_attention_layer_ids and in linear_layer_ids.
+            out.append(_state_layer(index, kind, dtype))
     return tuple(out)
+
+
+def _state_layer(index: int, kind: LayerKind, dtype: str) -> CachedLayer:
+    """A recurrent layer's state as both engines allocate it (one slot per request)."""
+    return CachedLayer(
+        index, "recurrent", 0, 0, 0, None, _state_bytes(kind, dtype), dtype, _recurrent_dims(kind)
+    )

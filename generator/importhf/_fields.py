@@ -144,6 +144,7 @@ IGNORED_SUFFIXES = (
     "_range",
     "_act",
     "_multiplier",
+    "_multipliers",  # Falcon-H1 ssm_multipliers, mlp_multipliers: scales of weights' outputs
     "_intermediate_size",
     "_config",
     "_theta",

@@ -14,8 +14,6 @@ __all__ = ["UNSUPPORTED_ARCHITECTURES", "architecture_refusal"]
 
 # model_type -> the cache the spec format cannot express (transformers' modelling code).
 UNSUPPORTED_ARCHITECTURES = {
-    "falcon_h1": "parallel hybrid: every layer holds both a KV cache and a Mamba-2 state, "
-    "which no spec layer kind can hold",
     "rwkv": "RWKV time-mix recurrent state (no KV cache, no Mamba/DeltaNet state)",
     "xlstm": "xLSTM matrix-memory recurrent state",
     "recurrent_gemma": "Griffin RG-LRU recurrent blocks with local attention",

@@ -195,7 +195,16 @@ def resolve_layers(
                 chunk=chunk,
             )
         )
+        if kind.attention == "full" and kind.ssm_heads:
+            layers.append(parallel_state(layers[-1], kind, tp_size))
     return layers
+
+
+def parallel_state(attention: Layer, kind: LayerKind, tp_size: int) -> Layer:
+    """The Mamba-2 state a parallel hybrid layer (Falcon-H1) holds beside its K/V cache: a
+    layer of the state life cycle under the same name, so each pool keeps its own views."""
+    mamba = mamba_bytes(kind, tp_size)
+    return Layer(attention.name, attention.kind, None, 0, (), 0, mamba[0] + mamba[1], mamba)
 
 
 class Cycle(NamedTuple):

@@ -96,9 +96,12 @@ class Reports(Forwards):
             layer = f"layers.{index}"
         # KV sharing: a layer that reads another layer's cache sees that layer's views.
         layer = self.shared.get(manager, {}).get(layer, layer)
+        found: dict[str, torch.Tensor] = {}
         for pool in self._manager(manager).pools.values():
             if layer in pool.views and not pool.name.endswith("/scratch"):
-                return pool.views[layer]
+                found.update(pool.views[layer])  # a parallel hybrid layer: K/V and its state
+        if found:
+            return found
         kind = self.cacheless.get(manager, {}).get(layer)
         if kind is not None:
             raise UnknownNameError(

@@ -248,7 +248,12 @@ def test_v_head_dim_equal_to_k_is_left_out():
     assert diagnostics == [] and text is not None and "v_head_dim" not in text
 
 
-def test_falcon_h1_is_refused_not_imported_as_attention_only():
+def test_falcon_h1_imports_each_layer_with_kv_and_a_mamba2_state():
+    # FalconH1Config: every layer is FalconH1DecoderLayer (attention + Mamba-2 mixer).
+    # mamba_d_head "auto" (the class default) = mamba_d_ssm 1536 / mamba_n_heads 24 = 64.
+    # Hand, bf16 at tp 1: K/V 2 KV heads x 2 x 64 x 2 B = 512 B per layer and token; state
+    # conv (4 - 1) x (24 x 64 + 2 x 1 x 256) x 2 B = 12,288 + ssm 24 x 64 x 256 x 2 B =
+    # 786,432: 798,720 B per request and layer.
     config = {
         "model_type": "falcon_h1",
         "num_hidden_layers": 36,
@@ -257,15 +262,47 @@ def test_falcon_h1_is_refused_not_imported_as_attention_only():
         "hidden_size": 1024,
         "mamba_d_ssm": 1536,
         "mamba_n_heads": 24,
+        "mamba_d_head": "auto",
+        "mamba_n_groups": 1,
         "mamba_d_state": 256,
+        "mamba_d_conv": 4,
+        "ssm_multipliers": [1.0, 1.0, 1.0, 1.0, 1.0],
+        "max_position_embeddings": 16384,
+        "torch_dtype": "bfloat16",
+    }
+    model = _family(config).models[0]
+    (kind,) = model.layer_kinds.values()
+    assert kind.attention == "full" and kind.parallel_state
+    assert (kind.kv_heads, kind.head_dim) == (2, 128)  # hidden_size 1024 / 8 heads
+    assert kind.mamba is not None
+    assert (kind.mamba.num_heads, kind.mamba.head_dim, kind.mamba.d_state) == (24, 64, 256)
+    sizing = bound_module(_family(config))
+    terms = sizing.cost_terms(model.name, max_batch_size=1, max_num_tokens=512,
+                              max_seq_len=16384)["target"]  # fmt: skip
+    assert terms["slope"] == 36 * 2 * 2 * 128 * 2  # 36,864 B per token
+    assert terms["per_request"] == 36 * (3 * (24 * 64 + 2 * 256) * 2 + 24 * 64 * 256 * 2)
+
+
+def test_falcon_h1_mamba_head_that_disagrees_is_refused():
+    config = {
+        "model_type": "falcon_h1",
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "hidden_size": 1024,
+        "mamba_d_ssm": 1536,
+        "mamba_n_heads": 24,
+        "mamba_d_head": 32,
+        "mamba_n_groups": 1,
+        "mamba_d_state": 256,
+        "mamba_d_conv": 4,
         "max_position_embeddings": 16384,
         "torch_dtype": "bfloat16",
     }
     text, diagnostics, _ = _import(config)
-    assert text is None
-    assert len(diagnostics) == 1
-    assert diagnostics[0].startswith(f"{_position(config, 'model_type')}: KV305 ")
-    assert "KV cache and a Mamba-2 state" in diagnostics[0]
+    assert text is None and len(diagnostics) == 1
+    assert diagnostics[0].startswith(f"{_position(config, 'mamba_d_head')}: KV30")
+    assert "is not the Mamba inner size 1536" in diagnostics[0]
 
 
 def test_encoder_decoder_is_one_clear_diagnostic():

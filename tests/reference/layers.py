@@ -143,6 +143,10 @@ def stack_layers(
         sinks = kind.sink_tokens if window is not None else 0
         bpt = kind_bytes_per_token(kind, stack, dtype, tp_size, shape_of=shape_of)
         out.append(Layer(index, name, window, sinks, bpt, 0, None, chunk=chunk))
+        if kind.parallel_state and dims is not None:
+            # A parallel hybrid layer (Falcon-H1): its Mamba-2 state beside the K/V (§8).
+            mamba = recurrent_state(dims, kind.dtype or dtype, tp_size)
+            out.append(Layer(index, name, None, 0, 0, mamba.conv + mamba.ssm, mamba))
     return out
 
 
