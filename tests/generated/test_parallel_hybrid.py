@@ -92,6 +92,21 @@ def test_engines_count_both_caches_per_layer(falcon):
         assert got.request_bytes > plain.request_bytes
 
 
+def test_vllm_pages_by_hand(falcon):
+    # vLLM 0.33.0 (tests/fixtures/engines/vllm.json, falcon-h1-0.5b config, block 16, prefix
+    # caching off): 36 attention layers and 36 MambaMixer2 layers make two groups of 36. The
+    # Mamba page is one state, 403,968 B; the attention block grows to hold it:
+    # ceil(403,968 / 512 B per token / 16) x 16 = 800 tokens, a page of 800 x 512 = 409,600 B
+    # (the Mamba page padded to it). A block is 36 such pages = 14,745,600 B, so 40 GiB hold
+    # floor(42,949,672,960 / 14,745,600) = 2,912 blocks.
+    cap = engine_capacity(falcon.family, SMALL, 40 << 30, engine="vllm", block_size=16,
+                          max_seq_len=8191, max_num_tokens=8192,
+                          mamba_cache_mode="none")  # fmt: skip
+    assert -(-STATE_LAYER // KV_LAYER // 16) * 16 == 800
+    assert 36 * 800 * KV_LAYER == 14_745_600
+    assert cap.num_blocks == (40 << 30) // 14_745_600 == 2912
+
+
 def _attention_only(rendered) -> bytes:
     from pathlib import Path
 

@@ -7,9 +7,12 @@ The kind below is MiMo-V2-Flash's attention shape (K 192, V 128; vLLM builds it 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from kvgen.engines import engine_capacity
-from kvgen.loader import load_bytes
+from kvgen.loader import load_bytes, load_family
 
 from tests.workloads import render_family
 
@@ -81,3 +84,34 @@ def test_mla_kind_takes_no_v_head_dim():
     loaded = load_bytes("vdim.yaml", text)
     assert loaded.family is None
     assert any("v_head_dim" in d.render() and "kv_heads" in d.render() for d in loaded.diagnostics)
+
+
+def test_fx_vdim_goldens_by_hand():
+    # tests/fixtures/specs/fx_vdim.yaml through the engines' own planners (refresh_goldens.py
+    # --family fx_vdim): 2 full + 4 sliding layers of 4 x (192 + 128) x 2 = 2,560 B a token.
+    # vLLM, block 16: groups of 2 layers (3 groups: 2 sliding, 1 full) over 2 KV tensors, a
+    # block 2 x 16 x 2,560 = 81,920 B (K-sized V: 98,304): 40 GiB / 81,920 = 524,288 blocks.
+    # SGLang: one pool over the 6 layers, 15,360 B a token: floor(42,949,672,960 / 15,360) =
+    # 2,796,202, rounded down to whole pages of 16: 2,796,192 tokens.
+    root = Path(__file__).resolve().parents[2]
+    family = load_family(root / "tests/fixtures/specs/fx_vdim.yaml")
+
+    def golden(engine: str) -> dict:
+        cases = json.loads((root / f"tests/fixtures/engines/{engine}.json").read_text())["cases"]
+        return next(
+            c["engine_output"]
+            for c in cases
+            if c["inputs"]["family"] == "fx_vdim"
+            and c["inputs"]["block_size"] == 16
+            and c["inputs"]["max_model_len"] == 8192
+        )
+
+    goldens = {engine: golden(engine) for engine in ("vllm", "sglang")}
+    assert goldens["vllm"]["bytes_per_block"] == 2 * 16 * B_L == 81_920
+    assert goldens["vllm"]["num_blocks"] == (40 << 30) // 81_920 == 524_288
+    assert goldens["sglang"]["max_total_num_tokens"] == (40 << 30) // (6 * B_L) // 16 * 16
+    kw = dict(block_size=16, max_seq_len=8192, max_num_tokens=8192)
+    vllm = engine_capacity(family, "vdim", 40 << 30, engine="vllm", mamba_cache_mode="none", **kw)
+    assert vllm.num_blocks == 524_288
+    sglang = engine_capacity(family, "vdim", 40 << 30, engine="sglang", **kw)
+    assert sglang.kv_tokens == 2_796_192
