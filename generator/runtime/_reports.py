@@ -96,12 +96,15 @@ class Reports(Forwards):
             layer = f"layers.{index}"
         # KV sharing: a layer that reads another layer's cache sees that layer's views.
         layer = self.shared.get(manager, {}).get(layer, layer)
-        found: dict[str, torch.Tensor] = {}
-        for pool in self._manager(manager).pools.values():
-            if layer in pool.views and not pool.name.endswith("/scratch"):
-                found.update(pool.views[layer])  # a parallel hybrid layer: K/V and its state
-        if found:
-            return found
+        found = {
+            id(pool.views[layer]): pool.views[layer]
+            for pool in self._manager(manager).pools.values()
+            if layer in pool.views and not pool.name.endswith("/scratch")
+        }
+        if len(found) == 1:
+            return next(iter(found.values()))
+        if found:  # a parallel hybrid layer (Falcon-H1): its K/V and its state, in one dict
+            return {name: view for views in found.values() for name, view in views.items()}
         kind = self.cacheless.get(manager, {}).get(layer)
         if kind is not None:
             raise UnknownNameError(
