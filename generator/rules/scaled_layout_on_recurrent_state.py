@@ -53,10 +53,15 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
             continue
         if kind.dtype in ATTENTION_ONLY:
             explicit = kind.kind.dtype is not None
+            what = (
+                "holds a Mamba-2 state beside its K/V (a parallel hybrid layer, conv window in "
+                "the kind's dtype)"
+                if kind.kind.parallel_state
+                else "is a recurrent state"
+            )
             yield Finding(
                 (*kind.loc, "dtype") if explicit else kind.loc,
-                f"{kind.label} is a recurrent state in {kind.dtype}, a layout for attention "
-                "K/V with scales",
+                f"{kind.label} {what} in {kind.dtype}, a layout for attention K/V with scales",
                 "give the recurrent kind its own plain 'dtype' (e.g. bf16)",
                 at="value" if explicit else "key",
             )
