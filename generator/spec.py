@@ -14,6 +14,7 @@ import keyword
 from typing import Annotated, Literal
 
 from kvgen import facts
+from kvgen.spec_shapes import shape_problem
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_ID = "https://kvgen.dev/schema/kvspec-v1.schema.json"
@@ -257,55 +258,9 @@ class LayerKind(_Strict):
 
     @model_validator(mode="after")
     def _one_shape(self) -> LayerKind:
-        shapes = [
-            name
-            for name, present in (
-                ("kv_heads", self.kv_heads is not None),
-                ("kv_lora_rank", self.kv_lora_rank is not None),
-                ("bytes_per_token", self.bytes_per_token is not None),
-                ("state_bytes", self.state_bytes is not None),
-                ("mamba", self.mamba is not None),
-                ("mamba1", self.mamba1 is not None),
-            )
-            if present
-        ]
-        if shapes == ["kv_heads", "mamba"] and self.attention == "full":
-            shapes = ["kv_heads"]  # a parallel hybrid layer: K/V and a Mamba-2 state (Falcon-H1)
-        if len(shapes) > 1:
-            raise ValueError(
-                "give exactly one shape: kv_heads (+head_dim), kv_lora_rank (+qk_rope_head_dim), "
-                f"bytes_per_token, state_bytes, mamba or mamba1; found {', '.join(shapes)} "
-                "(only a full kind holds both kv_heads and mamba: a parallel hybrid layer)"
-            )
-        if self.mamba is not None and self.attention not in ("recurrent", "full"):
-            raise ValueError(
-                "mamba (recurrent state dimensions) needs attention: recurrent, or full beside "
-                "kv_heads (a parallel hybrid layer)"
-            )
-        if self.mamba is not None and self.attention == "full" and self.kv_heads is None:
-            raise ValueError(
-                "mamba on a full kind is a parallel hybrid layer and needs kv_heads (+head_dim) "
-                "beside it; a layer with a state alone is attention: recurrent"
-            )
-        if self.mamba1 is not None and self.attention != "recurrent":
-            raise ValueError("mamba1 (Mamba-1 state dimensions) needs attention: recurrent")
-        if self.kv_lora_rank is not None and self.qk_rope_head_dim is None:
-            raise ValueError("an MLA kind needs qk_rope_head_dim beside kv_lora_rank")
-        if self.qk_rope_head_dim is not None and self.kv_lora_rank is None:
-            raise ValueError("qk_rope_head_dim is only meaningful with kv_lora_rank (MLA)")
-        if self.head_dim is not None and self.kv_heads is None:
-            raise ValueError("head_dim needs kv_heads")
-        if self.v_head_dim is not None and self.kv_heads is None:
-            raise ValueError("v_head_dim (a V head size of its own) needs kv_heads")
-        if self.index_head_dim is not None and self.kv_lora_rank is None:
-            raise ValueError("index_head_dim (a sparse-attention index-K cache) needs an MLA kind")
-        if self.reads is not None and self.attention not in ("full", "sliding"):
-            raise ValueError(
-                "reads (KV sharing) needs attention: full or sliding, the attention the layer "
-                "computes over the cache it reads"
-            )
-        if self.attention == "chunked" and self.chunk is None:
-            raise ValueError("a chunked kind needs chunk (tokens per attention chunk)")
+        problem = shape_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @property
