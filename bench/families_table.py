@@ -58,7 +58,8 @@ def bytes_per_token(kind: LayerKind) -> int:
         return rank * BF16_BYTES + index + kind.extra_bytes_per_token
     head_dim = kind.head_dim
     assert kind.kv_heads is not None and head_dim is not None
-    return 2 * kind.kv_heads * head_dim * BF16_BYTES + kind.extra_bytes_per_token
+    value_dim = kind.v_head_dim or head_dim  # V's own head size where the spec gives one
+    return kind.kv_heads * (head_dim + value_dim) * BF16_BYTES + kind.extra_bytes_per_token
 
 
 def recurrent_bytes(kind: LayerKind) -> int:
@@ -85,8 +86,8 @@ def fixed_per_request(model: Model, tpb: int = TABLE_TPB, headroom: int = 1) -> 
             # The encoder's K/V in whole pages (docs/cost-model.md §4).
             b = 2 * (kind.kv_heads or 0) * (kind.head_dim or 0) * BF16_BYTES
             total += b * tpb * ceil_div(kind.encoder_tokens or 0, tpb)
-        elif kind.attention == "recurrent":
-            total += recurrent_bytes(kind)
+        elif kind.attention == "recurrent" or kind.parallel_state:
+            total += recurrent_bytes(kind)  # a parallel hybrid layer: its state (Falcon-H1)
         elif kind.attention == "sliding" and kind.window and kind.window < model.max_seq_len:
             page_count = swa_pages(kind.window, headroom, tpb) + ceil_div(kind.sink_tokens, tpb)
             total += bytes_per_token(kind) * tpb * page_count

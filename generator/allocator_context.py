@@ -45,6 +45,7 @@ def layer_kind_fields(kind: LayerKind, dtype: str, shape_of: LayerStack) -> dict
         "reads": kind.reads,
         **cls.encoder_fields(kind),
         "chunk": cls.chunk(kind),
+        "v_head_dim": (kind.v_head_dim or 0) if standard else 0,  # 0: V's head size is K's
     }
 
 

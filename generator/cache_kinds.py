@@ -109,9 +109,16 @@ class CacheKind:
         if kind.index_head_dim is not None:
             raise _unmodelled(model, "index_cache")
         head = _head_dim(kind, model)
+        value = kind.v_head_dim or head  # vLLM head_size_v, SGLang v_head_dim
         window = cls.window(kind)
         attention = "sliding" if window is not None else "full"
-        return (CachedLayer(index, attention, kind.kv_heads or 0, head, head, window, 0, dtype),)
+        row = CachedLayer(index, attention, kind.kv_heads or 0, head, value, window, 0, dtype)
+        if kind.parallel_state:
+            # A parallel hybrid layer (Falcon-H1) is two cache layers to both engines: vLLM's
+            # FalconH1ParallelHybrid builds an Attention, then a MambaMixer2 (at index L + i);
+            # SGLang lists every layer in full_attention_layer_ids and in linear_layer_ids.
+            return (row, _state_layer(kind, index, dtype))
+        return (row,)
 
     @classmethod
     def _check_engine_layout(cls, kind: LayerKind, dtype: str, model: Model) -> None:
@@ -157,7 +164,8 @@ class Chunked(CacheKind):
         cls._check_engine_layout(kind, dtype, model)
         head = _head_dim(kind, model)
         heads = kind.kv_heads or 0
-        return (CachedLayer(index, "chunked", heads, head, head, kind.chunk, 0, dtype),)
+        value = kind.v_head_dim or head
+        return (CachedLayer(index, "chunked", heads, head, value, kind.chunk, 0, dtype),)
 
 
 class Cross(CacheKind):
@@ -186,17 +194,21 @@ class Recurrent(CacheKind):
     def engine_layers(
         cls, kind: LayerKind, index: int, dtype: str, model: Model
     ) -> tuple[CachedLayer, ...]:
-        dims = kind.recurrent_dims
-        if dims is None:  # a state known by its bytes only
-            return (CachedLayer(index, "recurrent", 0, 0, 0, None, kind.state_bytes or 0, dtype),)
-        # One request's state at tp=1: the conv and SSM buffers in their own dtypes (§8).
-        state = recurrent_state(dims, dtype, 1)
-        mixer = "mamba1" if kind.mamba1 is not None else "mamba2"
-        shape = (mixer, dims.conv_dim, dims.d_conv - 1, dims.num_heads,
-                 dims.head_dim * dims.d_state, dims.n_groups, dims.d_state)  # fmt: skip
-        return (
-            CachedLayer(index, "recurrent", 0, 0, 0, None, state.conv + state.ssm, dtype, shape),
-        )
+        return (_state_layer(kind, index, dtype),)
+
+
+def _state_layer(kind: LayerKind, index: int, dtype: str) -> CachedLayer:
+    """The recurrent state of layer ``index`` (a recurrent kind, or the ``mamba:`` of a parallel
+    hybrid), one slot per request as both engines allocate it."""
+    dims = kind.recurrent_dims
+    if dims is None:  # a state known by its bytes only
+        return CachedLayer(index, "recurrent", 0, 0, 0, None, kind.state_bytes or 0, dtype)
+    # One request's state at tp=1: the conv and SSM buffers in their own dtypes (§8).
+    state = recurrent_state(dims, dtype, 1)
+    mixer = "mamba1" if kind.mamba1 is not None else "mamba2"
+    shape = (mixer, dims.conv_dim, dims.d_conv - 1, dims.num_heads,
+             dims.head_dim * dims.d_state, dims.n_groups, dims.d_state)  # fmt: skip
+    return CachedLayer(index, "recurrent", 0, 0, 0, None, state.conv + state.ssm, dtype, shape)
 
 
 class CacheLess(CacheKind):

@@ -51,11 +51,17 @@ def _add_validator_constraints(schema: dict[str, Any]) -> None:
         for i, a in enumerate(_SHAPES)
         for b in _SHAPES[i + 1 :]
     ]
+    full = {"properties": {"attention": {"const": "full"}}, "required": ["attention"]}
+    # A parallel hybrid layer (Falcon-H1): a full kind holds kv_heads and mamba together.
+    both = pairs.index({"allOf": [_present("kv_heads"), _present("mamba")]})
+    pairs[both]["allOf"].append({"not": full})
     defs["LayerKind"]["allOf"] = [
         {"not": {"anyOf": pairs}},  # at most one shape
         _needs("kv_lora_rank", "qk_rope_head_dim"),
         _needs("qk_rope_head_dim", "kv_lora_rank"),
         _needs("head_dim", "kv_heads"),
+        _needs("v_head_dim", "kv_heads"),
+        {"if": {"allOf": [_present("mamba"), full]}, "then": _present("kv_heads")},
         # KV sharing: a reading layer computes full or sliding attention.
         {
             "if": _present("reads"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from kvgen.quant import ds_mla_bytes, index_k_bytes, layout_bytes
 from kvgen.spec import LayerKind, LayerStack
 
-__all__ = ["kind_head_dim", "mla_bytes"]
+__all__ = ["kind_head_dim", "kind_v_head_dim", "mla_bytes"]
 
 
 def mla_bytes(kind: LayerKind, dtype: str) -> int:
@@ -33,3 +33,8 @@ def kind_head_dim(kind: LayerKind, model: LayerStack) -> int:
     if hidden is None or heads is None or hidden % heads:
         raise ValueError("head_dim is missing and cannot be derived from hidden_size / heads")
     return hidden // heads
+
+
+def kind_v_head_dim(kind: LayerKind, model: LayerStack) -> int:
+    """V's head size: ``v_head_dim`` where the spec gives one, else K's (§1)."""
+    return kind.v_head_dim if kind.v_head_dim is not None else kind_head_dim(kind, model)

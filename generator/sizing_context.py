@@ -23,7 +23,7 @@ from kvgen.engines_core import EngineLayer
 from kvgen.facts import mode_headroom
 from kvgen.recurrent import mamba_fields
 from kvgen.render_input import SpecInput, artifact
-from kvgen.shapes import kind_head_dim, mla_bytes
+from kvgen.shapes import kind_head_dim, kind_v_head_dim, mla_bytes
 from kvgen.sizing_core import Kind, Model, Profile, Stack
 from kvgen.spec import MODES_WITH_DRAFT_POOL, Family, LayerStack, Speculative
 from kvgen.vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
@@ -55,7 +55,7 @@ def kind_row(
     kind = stack.layer_kinds[kind_name]
     cls = spec_kind(kind)
     dtype = kind.dtype or stack.kv_cache_dtype or dtype
-    kv_heads = head_dim = fixed = 0
+    kv_heads = head_dim = v_head_dim = fixed = 0
     if cls.cached_heads:
         if kind.bytes_per_token is not None:
             fixed = kind.bytes_per_token
@@ -65,6 +65,8 @@ def kind_row(
         else:
             kv_heads = kind.kv_heads or 0
             head_dim = kind_head_dim(kind, shape_of)
+            if kind.v_head_dim is not None:  # 0 in the row: V's head size is K's
+                v_head_dim = kind_v_head_dim(kind, shape_of)
     return Kind(
         kind.attention,
         layers=layers,
@@ -80,6 +82,7 @@ def kind_row(
         reads=kind.reads,
         **cls.encoder_fields(kind),
         chunk=cls.chunk(kind),
+        v_head_dim=v_head_dim,
     )
 
 

@@ -14,6 +14,7 @@ import keyword
 from typing import Annotated, Literal
 
 from kvgen import facts
+from kvgen.spec_shapes import shape_problem
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_ID = "https://kvgen.dev/schema/kvspec-v1.schema.json"
@@ -157,7 +158,8 @@ class LayerKind(_Strict):
     """How one kind of layer stores its cache.
 
     Shape: ``kv_heads`` + ``head_dim`` (standard attention; ``head_dim`` may be derived from
-    the model's ``hidden_size / num_attention_heads``), ``kv_lora_rank`` + ``qk_rope_head_dim``
+    the model's ``hidden_size / num_attention_heads``; ``v_head_dim`` where V's head size
+    differs from K's), ``kv_lora_rank`` + ``qk_rope_head_dim``
     (MLA latent cache, never split by tensor parallelism), ``bytes_per_token`` (a synthetic shape,
     per rank), or ``state_bytes`` (a recurrent layer: a fixed state per request, no per-token cost).
     ``attention: none`` is a layer without any cache (an MLP-only or MoE-only block of a hybrid):
@@ -180,6 +182,13 @@ class LayerKind(_Strict):
     )
     kv_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
     head_dim: int | None = Field(default=None, ge=1, le=MAX_DIM)
+    v_head_dim: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_DIM,
+        description="V head size where it differs from K's head_dim (standard attention only; "
+        "vLLM head_size_v, SGLang v_head_dim); defaults to head_dim.",
+    )
     kv_lora_rank: int | None = Field(default=None, ge=1, le=MAX_DIM, description="MLA latent rank.")
     qk_rope_head_dim: int | None = Field(
         default=None, ge=0, le=MAX_DIM, description="MLA decoupled RoPE key dimension."
@@ -205,7 +214,8 @@ class LayerKind(_Strict):
     mamba: MambaState | None = Field(
         default=None,
         description="Recurrent state dimensions (conv + SSM buffers, docs/cost-model.md §8); "
-        "the dimension form of state_bytes.",
+        "the dimension form of state_bytes. On a full kind beside kv_heads: a parallel hybrid "
+        "layer (Falcon-H1) that holds both its K/V cache and this Mamba-2 state.",
     )
     dtype: Dtype | None = Field(
         default=None, description="Per-kind cache dtype; defaults to the pool's kv_cache_dtype."
@@ -248,43 +258,15 @@ class LayerKind(_Strict):
 
     @model_validator(mode="after")
     def _one_shape(self) -> LayerKind:
-        shapes = [
-            name
-            for name, present in (
-                ("kv_heads", self.kv_heads is not None),
-                ("kv_lora_rank", self.kv_lora_rank is not None),
-                ("bytes_per_token", self.bytes_per_token is not None),
-                ("state_bytes", self.state_bytes is not None),
-                ("mamba", self.mamba is not None),
-                ("mamba1", self.mamba1 is not None),
-            )
-            if present
-        ]
-        if len(shapes) > 1:
-            raise ValueError(
-                "give exactly one shape: kv_heads (+head_dim), kv_lora_rank (+qk_rope_head_dim), "
-                f"bytes_per_token, state_bytes, mamba or mamba1; found {', '.join(shapes)}"
-            )
-        if self.mamba is not None and self.attention != "recurrent":
-            raise ValueError("mamba (recurrent state dimensions) needs attention: recurrent")
-        if self.mamba1 is not None and self.attention != "recurrent":
-            raise ValueError("mamba1 (Mamba-1 state dimensions) needs attention: recurrent")
-        if self.kv_lora_rank is not None and self.qk_rope_head_dim is None:
-            raise ValueError("an MLA kind needs qk_rope_head_dim beside kv_lora_rank")
-        if self.qk_rope_head_dim is not None and self.kv_lora_rank is None:
-            raise ValueError("qk_rope_head_dim is only meaningful with kv_lora_rank (MLA)")
-        if self.head_dim is not None and self.kv_heads is None:
-            raise ValueError("head_dim needs kv_heads")
-        if self.index_head_dim is not None and self.kv_lora_rank is None:
-            raise ValueError("index_head_dim (a sparse-attention index-K cache) needs an MLA kind")
-        if self.reads is not None and self.attention not in ("full", "sliding"):
-            raise ValueError(
-                "reads (KV sharing) needs attention: full or sliding, the attention the layer "
-                "computes over the cache it reads"
-            )
-        if self.attention == "chunked" and self.chunk is None:
-            raise ValueError("a chunked kind needs chunk (tokens per attention chunk)")
+        problem = shape_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
         return self
+
+    @property
+    def parallel_state(self) -> bool:
+        """Whether the layer holds a Mamba-2 state beside its K/V cache (Falcon-H1)."""
+        return self.attention == "full" and self.mamba is not None
 
     @property
     def recurrent_dims(self) -> MambaState | None:

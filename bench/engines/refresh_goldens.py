@@ -1,7 +1,10 @@
 """Refresh the engine golden numbers in tests/fixtures/engines/ from the engines' own code.
 
 Usage (from the repository root, kvgen's virtualenv active):
-    python bench/engines/refresh_goldens.py [--engine vllm] [--venv-root DIR]
+    python bench/engines/refresh_goldens.py [--engine vllm] [--venv-root DIR] [--family NAME]
+
+`--family NAME` refreshes only that family's cases and keeps every other case as the fixture
+has it (a full vLLM refresh runs every case: minutes).
 
 For each engine this script
 1. makes a virtual environment of its own under ``--venv-root`` (default
@@ -156,6 +159,8 @@ def engine_layers(
                 head_dim=kind_head_dim(kind, model),
                 window=kind.window,
             )
+        if kind.v_head_dim is not None:
+            layer["v_head_dim"] = kind.v_head_dim  # vLLM head_size_v, SGLang v_head_dim
         out.append(layer)
     return out
 
@@ -214,7 +219,9 @@ def cases(engine: str) -> list[dict[str, Any]]:
             raise SystemExit(f"{path}: spec does not load; run `kvgen lint` first")
         family = loaded.family
         hybrid = any(
-            kind.attention == "recurrent" for m in family.models for kind in m.layer_kinds.values()
+            kind.attention == "recurrent" or kind.parallel_state
+            for m in family.models
+            for kind in m.layer_kinds.values()
         )
         for model in family.models:
             rows = engine_model(family, model)
@@ -252,6 +259,8 @@ def cases(engine: str) -> list[dict[str, Any]]:
     return grid
 
 
+# Falcon-H1: every layer both attention and Mamba-2 (a parallel hybrid); both engines.
+FALCON_H1 = ("falcon_h1", "falcon_h1_0_5b_instruct", "falcon-h1-0.5b-instruct.json", ("ngram4",))
 # Models whose every layer spec the vLLM runner builds from config.json (vllm_from_config.py):
 # (kvgen family, kvgen model, fixture under tests/fixtures/hf/, speculative profiles).
 CONFIG_MODELS = (
@@ -270,6 +279,7 @@ CONFIG_MODELS = (
     ("gemma3n", "gemma3n_e2b", "gemma-3n-E2B-text.json", ()),
     ("gemma3n", "gemma3n_e4b", "gemma-3n-E4B-text.json", ()),
     ("deepseek_v3_2", "deepseek_v3_2_exp", "deepseek-v3.2-exp.json", ()),
+    FALCON_H1,
 )
 # Separate draft models (vLLM's "draft_model" method) whose layers join the target's pool:
 # (kvgen family, target, target fixture, profile, draft fixture).
@@ -285,6 +295,7 @@ CONFIG_REFUSALS = (
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", (8,)),
     ("granite4", "granite_4_0_h_tiny", "granite-4.0-h-tiny.json", (8,)),
     ("llama3_2_vision", "llama3_2_11b_vision", "llama-3.2-11b-vision.json", (1,)),
+    ("falcon_h1", "falcon_h1_7b_instruct", "falcon-h1-7b-instruct.json", (8,)),
 )
 CONFIG_PAIRS = {(entry[0], entry[1]) for entry in CONFIG_MODELS}
 TP_SIZES = (1, 2, 8)
@@ -347,7 +358,10 @@ def config_cases() -> list[dict[str, Any]]:
         lengths = (min(8191, native - 1), native)
         # Prefix caching changes only Mamba state (mamba_cache_mode): both for hybrids.
         model = family.model(entry[1])
-        hybrid = any(kind.attention == "recurrent" for kind in model.layer_kinds.values())
+        hybrid = any(
+            kind.attention == "recurrent" or kind.parallel_state
+            for kind in model.layer_kinds.values()
+        )
         prefixes = (None, False) if hybrid else (None,)
         for block in PAGE_SIZES:
             for length in lengths:
@@ -422,7 +436,7 @@ def sglang_config_cases() -> list[dict[str, Any]]:
                                 ROOT / "tests" / "fixtures" / "hf" / draft
                             )
                         grid.append(case)
-    for entry in CONFIG_MODELS[:4]:
+    for entry in (*CONFIG_MODELS[:4], FALCON_H1):
         family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
         assert family is not None
         native = family.model(entry[1]).max_seq_len
@@ -468,7 +482,21 @@ def run_engine(engine: str, python: Path, grid: list[dict[str, Any]]) -> dict[st
     return result
 
 
-def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, Any]) -> Path:
+def _other_families(engine: str, family: str) -> dict[str, Any]:
+    """The fixture as it is, less ``family``'s cases (``--family``: a partial refresh)."""
+    golden: dict[str, Any] = json.loads((FIXTURES / f"{engine}.json").read_text("utf-8"))
+    golden["cases"] = [c for c in golden["cases"] if c["inputs"]["family"] != family]
+    return golden
+
+
+def write_golden(
+    engine: str,
+    grid: list[dict[str, Any]],
+    produced: dict[str, Any],
+    kept: dict[str, Any] | None = None,
+) -> Path:
+    """The fixture of ``grid``'s cases; with ``kept`` (a partial refresh), those cases after
+    the kept ones, the kept provenance updated with what this run adds."""
     by_id = {r["id"]: r for r in produced["results"]}
     entries = []
     model_defaults: dict[str, Any] = {}  # what vLLM's hooks set per model, with the hook
@@ -509,6 +537,14 @@ def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, An
         "refresh": "python bench/engines/refresh_goldens.py --engine " + engine,
         "unset_flags_read_as_none": produced.get("unset_flags_read_as_none", []),
     }
+    if kept is not None:
+        entries = [*kept.pop("cases"), *entries]
+        old = kept["provenance"].get("from_config")
+        new = golden["provenance"].get("from_config")
+        if old is not None and new is not None:
+            defaults = {**old["engine_defaults_by_model"], **new["engine_defaults_by_model"]}
+            old.update(new, engine_defaults_by_model=defaults)
+        golden = {**kept, "engine_version": produced["version"]}
     FIXTURES.mkdir(parents=True, exist_ok=True)
     path = FIXTURES / f"{engine}.json"
     # One case per line keeps the fixture small and its diffs readable.
@@ -524,12 +560,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", choices=sorted(PINS), default="vllm")
     parser.add_argument("--venv-root", type=Path, default=Path("/tmp/kvgen_engines"))
+    parser.add_argument(
+        "--family",
+        help="refresh only this family's cases; every other case stays as the fixture has it",
+    )
     args = parser.parse_args(argv)
     grid = cases(args.engine)
     grid += config_cases() if args.engine == "vllm" else sglang_config_cases()
+    if args.family:
+        grid = [case for case in grid if case["family"] == args.family]
     python = ensure_venv(args.engine, args.venv_root)
     produced = run_engine(args.engine, python, grid)
-    path = write_golden(args.engine, grid, produced)
+    kept = _other_families(args.engine, args.family) if args.family else None
+    path = write_golden(args.engine, grid, produced, kept)
     print(f"{path.relative_to(ROOT)}: {len(grid)} cases from {args.engine} {produced['version']}")
     return 0
 

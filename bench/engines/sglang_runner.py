@@ -161,6 +161,7 @@ def make_kvc(case: dict[str, Any], hybrid_swa: bool) -> SimpleNamespace:
     mla = first["type"] == "mla"
     heads = 1 if mla else first["kv_heads"]
     head_dim = first["head_dim"]
+    v_head_dim = first.get("v_head_dim", head_dim)  # a V head size of its own (spec v_head_dim)
     hf_config = SimpleNamespace(
         architectures=[HYBRID_SWA_ARCHS.get(case["family"], "KvgenStubForCausalLM")]
     )
@@ -169,9 +170,9 @@ def make_kvc(case: dict[str, Any], hybrid_swa: bool) -> SimpleNamespace:
         hf_text_config=hf_config,
         attention_arch=AttentionArch.MLA if mla else AttentionArch.MHA,
         head_dim=head_dim,
-        v_head_dim=0 if mla else head_dim,
+        v_head_dim=0 if mla else v_head_dim,
         swa_head_dim=head_dim,
-        swa_v_head_dim=head_dim,
+        swa_v_head_dim=v_head_dim,
         kv_lora_rank=head_dim - 64 if mla else None,
         qk_rope_head_dim=64 if mla else None,
         context_len=case["max_model_len"],

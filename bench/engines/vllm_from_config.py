@@ -37,11 +37,13 @@ Stubs (GPU-only parts; each is the smallest that stands in):
   ``DeepseekV32IndexerCache``'s ``get_kv_cache_spec`` read (cache dtype, head size, whether an
   indexer exists; the indexer's key size and uint8 dtype as ``Indexer.__init__`` passes them).
 - the attention ``__init__`` check: ``get_tensor_model_parallel_world_size`` returns tp and
-  ``QKVParallelLinear`` stops the constructor (the asserts come before it).
+  ``QKVParallelLinear`` stops the constructor (the asserts come before it; Falcon-H1's
+  attention builds its rotary embedding first, so ``get_rope`` stops it there).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import tempfile
@@ -51,6 +53,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
+import vllm.model_executor.models.falcon_h1 as falcon_h1_module
 import vllm.model_executor.models.llama as llama_module
 import vllm.model_executor.models.qwen2 as qwen2_module
 from vllm.config import ModelConfig
@@ -75,7 +78,12 @@ MAMBA_LAYER = {
     "GraniteMoeHybridForCausalLM": MambaMixer2,
     "Qwen3NextForCausalLM": QwenGatedDeltaNetAttention,
     "JambaForCausalLM": MambaMixer,
+    "FalconH1ForCausalLM": MambaMixer2,  # FalconH1SSMDecoderLayer's mixer
 }
+# Parallel hybrids: the model class builds every decoder layer as one class that holds an
+# attention layer and a Mamba mixer side by side (models/falcon_h1.py FalconH1Model.get_layer:
+# always FalconH1ParallelHybrid, its Attention at layer i and its MambaMixer2 at L + i).
+PARALLEL_HYBRIDS = {"FalconH1ForCausalLM"}
 # The config field each hybrid's model class builds its decoder layers from, and the module
 # whose ALL_DECODER_LAYER_TYPES maps it to a layer class (Qwen3-Next branches on the name).
 DECODER_LAYERS = {
@@ -83,6 +91,7 @@ DECODER_LAYERS = {
     "GraniteMoeHybridForCausalLM": ("granitemoehybrid", "layer_types"),
     "JambaForCausalLM": ("jamba", "layers_block_type"),
     "Qwen3NextForCausalLM": (None, "layer_types"),
+    "FalconH1ForCausalLM": (None, "num_hidden_layers"),  # PARALLEL_HYBRIDS: every layer both
 }
 # The attention class whose __init__ asserts the KV heads split over tp.
 ATTENTION_CLASS = {
@@ -90,6 +99,7 @@ ATTENTION_CLASS = {
     "MistralForCausalLM": (llama_module, llama_module.LlamaAttention),
     "Phi3ForCausalLM": (llama_module, llama_module.LlamaAttention),
     "Qwen2ForCausalLM": (qwen2_module, qwen2_module.Qwen2Attention),
+    "FalconH1ForCausalLM": (falcon_h1_module, falcon_h1_module.FalconH1AttentionDecoderLayer),
 }
 PROVENANCE = {
     "modules": [
@@ -99,6 +109,8 @@ PROVENANCE = {
         "vllm/model_executor/models/config.py",
         "vllm/model_executor/models/llama.py",
         "vllm/model_executor/models/qwen2.py",
+        "vllm/model_executor/models/falcon_h1.py (FalconH1ParallelHybrid: Attention at layer "
+        "i, MambaMixer2 at L + i; FalconH1AttentionDecoderLayer tp asserts)",
         "vllm/model_executor/layers/mamba/abstract.py",
         "vllm/model_executor/layers/mamba/mamba_mixer2.py",
         "vllm/model_executor/layers/mamba/mamba_utils.py",
@@ -197,8 +209,13 @@ def check_tp(config: Any) -> None:
     saved = module.get_tensor_model_parallel_world_size, module.QKVParallelLinear
     module.get_tensor_model_parallel_world_size = lambda: parallel.tensor_parallel_size
     module.QKVParallelLinear = stop
+    rope = getattr(module, "get_rope", None)
+    if module is falcon_h1_module:
+        module.get_rope = stop  # built before QKVParallelLinear, after the asserts
     try:
-        if attention is qwen2_module.Qwen2Attention:
+        if attention is falcon_h1_module.FalconH1AttentionDecoderLayer:
+            attention(config=copy.copy(hf), prefix="model.layers.0")  # sets a rope default
+        elif attention is qwen2_module.Qwen2Attention:
             attention(
                 hidden_size=hf.hidden_size,
                 num_heads=hf.num_attention_heads,
@@ -224,6 +241,8 @@ def check_tp(config: Any) -> None:
         ) from None
     finally:
         module.get_tensor_model_parallel_world_size, module.QKVParallelLinear = saved
+        if module is falcon_h1_module:
+            module.get_rope = rope
 
 
 def decoder_layer_kinds(model: Any) -> list[str]:
@@ -231,6 +250,8 @@ def decoder_layer_kinds(model: Any) -> list[str]:
     them (ModelConfig.get_num_layers_by_block_type misreads transformers 5's saved names)."""
     module_name, field = DECODER_LAYERS[model.architecture]
     keys = getattr(model.hf_text_config, field)
+    if model.architecture in PARALLEL_HYBRIDS:
+        return ["hybrid"] * keys  # an attention layer and a Mamba layer each
     if module_name is None:
         names = {"linear_attention": "Mamba", "full_attention": "Attention"}
         return [names.get(k, "none").lower() for k in keys]
@@ -247,7 +268,8 @@ def mamba_layers(config: Any, gdn_prefill_backend: str) -> dict[str, Any]:
     model = config.model_config
     model_cls, _ = ModelRegistry.resolve_model_cls(model.architecture, model_config=model)
     layer_cls = MAMBA_LAYER[model.architecture]
-    count = decoder_layer_kinds(model).count("mamba")
+    kinds = decoder_layer_kinds(model)
+    count = kinds.count("mamba") + kinds.count("hybrid")
     layers = {}
     for index in range(count):
         layer = layer_cls.__new__(layer_cls)
@@ -303,7 +325,8 @@ def attention_specs(config: Any, dtype: torch.dtype) -> dict[str, Any]:
     if model.use_mla:
         return mla_specs(config)
     if model.is_hybrid:
-        count = decoder_layer_kinds(model).count("attention")
+        kinds = decoder_layer_kinds(model)
+        count = kinds.count("attention") + kinds.count("hybrid")
     else:
         count = model.get_num_layers_by_block_type(parallel, "attention")
     heads = model.get_num_kv_heads(parallel)

@@ -185,6 +185,7 @@ def layer_spec(
             block_size=block_size,
             num_kv_heads=lay["kv_heads"],
             head_size=lay["head_dim"],
+            head_size_v=lay.get("v_head_dim", lay["head_dim"]),
             dtype=dtype,
             is_draft=is_draft,
         )
@@ -193,6 +194,7 @@ def layer_spec(
             block_size=block_size,
             num_kv_heads=lay["kv_heads"],
             head_size=lay["head_dim"],
+            head_size_v=lay.get("v_head_dim", lay["head_dim"]),
             dtype=dtype,
             sliding_window=lay["window"],
             is_draft=is_draft,
@@ -202,6 +204,7 @@ def layer_spec(
             block_size=block_size,
             num_kv_heads=lay["kv_heads"],
             head_size=lay["head_dim"],
+            head_size_v=lay.get("v_head_dim", lay["head_dim"]),
             dtype=dtype,
             attention_chunk_size=lay["window"],
             is_draft=is_draft,
@@ -369,7 +372,8 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         spec = specs[next(n for n in specs if n.endswith(".attn"))]
         specs[f"drafter.layers.{index}.attn"] = FullAttentionSpec(
             block_size=spec.block_size, num_kv_heads=spec.num_kv_heads,
-            head_size=spec.head_size, dtype=spec.dtype, is_draft=True,
+            head_size=spec.head_size, head_size_v=spec.head_size_v, dtype=spec.dtype,
+            is_draft=True,
         )  # fmt: skip
     out = plan(config, specs, case)
     mamba = [s for s in specs.values() if isinstance(s, MambaSpec)]

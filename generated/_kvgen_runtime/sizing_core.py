@@ -129,6 +129,7 @@ class Kind(_Record):
         "reads",
         "encoder_tokens",
         "chunk",
+        "v_head_dim",
     )
     __slots__ = _fields
 
@@ -153,6 +154,7 @@ class Kind(_Record):
         reads: int | None = None,  # KV sharing: the layer whose cache these read; none own (§1)
         encoder_tokens: int = 0,  # cross-attention: encoder tokens cached per request (§4)
         chunk: int = 0,  # chunked local attention: tokens per attention chunk (§3)
+        v_head_dim: int = 0,  # V's head size where it differs from K's head_dim (0: the same)
     ) -> None:
         self.attention = attention
         self.layers = layers
@@ -173,6 +175,7 @@ class Kind(_Record):
         self.reads = reads
         self.encoder_tokens = encoder_tokens
         self.chunk = chunk
+        self.v_head_dim = v_head_dim
 
 
 class Stack(_Record):
@@ -518,12 +521,12 @@ def _prefix_counts(stack: Stack) -> tuple[tuple[str, tuple[int, ...]], ...]:
     )
 
 
-# One kind's cached layers on a rank: (layers, window, sinks, kv_heads, head_dim, element
-# bytes (0 for NVFP4), bytes per token not split by tp, chunk (chunked attention, else 0)). A
-# life cycle group: (window, sinks, sink pages, bytes per token of its layers, sum of its
+# One kind's cached layers on a rank: (layers, window, sinks, kv_heads, K and V head dims,
+# element bytes (0 for NVFP4), bytes per token not split by tp, chunk (chunked attention, else
+# 0)). A life cycle group: (window, sinks, sink pages, bytes per token of its layers, sum of its
 # distinct b_l, chunk). At one tp, a manager's layers are (slope of its full-attention layers,
 # its recurrent state sums (``_state_at_tp``), groups by (window, sinks, chunk)).
-_Row = tuple[int, int | None, int, int, int, int, int, int, "type[_Full]"]
+_Row = tuple[int, int | None, int, int, tuple[int, int], int, int, int, "type[_Full]"]
 _Group = tuple[int, int, int, int, int, int, "type[_Sliding]"]
 _StateSums = tuple[int, int, int, int]
 _AtTp = tuple[int, _StateSums, tuple[_Group, ...]]
@@ -532,9 +535,9 @@ _NO_LAYERS: _AtTp = (0, _NO_STATE, ())
 # A recurrent kind on a rank: (layers, raw state bytes at tp=1, then by dimensions (§8): SSM
 # heads, head dim, d_state, groups, d_conv, conv and SSM element bytes (0: NVFP4)).
 _StateRow = tuple[int, int, int, int, int, int, int, int, int]
-# A cross-attention kind on a rank: (layers, kv_heads, head_dim, element bytes, bytes per
-# token not split by tp, encoder tokens of the spec).
-_CrossRow = tuple[int, int, int, int, int, int]
+# A cross-attention kind on a rank: (layers, kv_heads, K and V head dims, element bytes,
+# bytes per token not split by tp, encoder tokens of the spec).
+_CrossRow = tuple[int, int, tuple[int, int], int, int, int]
 # Per manager on one rank: (name, its layers at tp=1, rows, recurrent rows, cross rows).
 _Plan = tuple[
     tuple[str, _AtTp, tuple[_Row, ...], tuple[_StateRow, ...], tuple[_CrossRow, ...]], ...
@@ -549,10 +552,12 @@ def _scaled_bytes(heads: int, count: int, element: int) -> int:
     return -(-count * bits // 8) + scales + heads * head_scale
 
 
-def _heads_bytes(heads: int, head_dim: int, element: int) -> int:
-    """K and V of ``heads`` heads per token, scales included (§1)."""
-    n = heads * head_dim
-    return 2 * (n * element if element > 0 else _scaled_bytes(heads, n, element))
+def _heads_bytes(heads: int, dims: tuple[int, int], element: int) -> int:
+    """K and V of ``heads`` heads per token, each of its own head dim, scales included (§1)."""
+    k, v = heads * dims[0], heads * dims[1]
+    if element > 0:
+        return (k + v) * element
+    return _scaled_bytes(heads, k, element) + _scaled_bytes(heads, v, element)
 
 
 def _elements(count: int, element: int) -> int:
@@ -657,6 +662,11 @@ def _cross_bytes(crosses: tuple[_CrossRow, ...], tp_size: int, encoder_tokens: i
 # uneven split of a state, ``_encoder_tokens`` the cross kinds).
 
 
+def _dims(kind: Kind) -> tuple[int, int]:
+    """K's and V's head dims of an attention kind (V's is K's unless the spec gives one)."""
+    return kind.head_dim, kind.v_head_dim or kind.head_dim
+
+
 class _CacheKind:
     """A kind of layer with no cache of its own; subclasses name their row list and row."""
 
@@ -677,11 +687,13 @@ class _Full(_CacheKind):
         fixed = kind.bytes_per_token + kind.extra_bytes_per_token
         element = _ELEMENT_CODES.get(kind.dtype, 0)
         window = kind.chunk or kind.window  # a chunked kind's life cycle spans a chunk
-        shape = (kind.kv_heads, kind.head_dim, element, fixed)
+        shape = (kind.kv_heads, _dims(kind), element, fixed)
         return (window, kind.sink_tokens, *shape, kind.chunk, cls)
 
     @staticmethod
-    def bytes_per_token(kv_heads: int, head_dim: int, element: int, fixed: int, tp: int) -> int:
+    def bytes_per_token(
+        kv_heads: int, head_dim: tuple[int, int], element: int, fixed: int, tp: int
+    ) -> int:
         # ceil: KV heads are replicated when there are fewer than tp ranks (§1).
         return fixed + (_heads_bytes(-(-kv_heads // tp), head_dim, element) if kv_heads else 0)
 
@@ -733,7 +745,7 @@ class _Cross(_Full):
     def row(cls, kind: Kind) -> tuple[object, ...]:
         fixed = kind.bytes_per_token + kind.extra_bytes_per_token
         element = _ELEMENT_CODES.get(kind.dtype, 0)
-        return (kind.kv_heads, kind.head_dim, element, fixed, kind.encoder_tokens)
+        return (kind.kv_heads, _dims(kind), element, fixed, kind.encoder_tokens)
 
 
 class _Recurrent(_CacheKind):
@@ -777,11 +789,14 @@ _KindRows = tuple[tuple[str, int, tuple[object, ...]], ...]
 
 
 def _kind_rows(stack: Stack) -> _KindRows:
-    return tuple(
-        (name, cls.rows, cls.row(kind))
-        for name, kind in stack.kinds.items()
-        if (cls := _kind_class(kind)).rows is not None
-    )
+    rows = []
+    for name, kind in stack.kinds.items():
+        cls = _kind_class(kind)
+        if cls.rows is not None:
+            rows.append((name, cls.rows, cls.row(kind)))
+        if kind.ssm_heads and cls is _Full:  # a parallel hybrid layer holds its state too (§8)
+            rows.append((name, _Recurrent.rows, _Recurrent.row(kind)))
+    return tuple(rows)
 
 
 # A stack's rows, states and cross rows with its full layer counts (``_found``).

@@ -26,7 +26,7 @@ def ssm_state_bytes(family: Family, model: Model) -> int:
     it in its own dtype, fp32 by default); 0 without a ``mamba:`` kind."""
     for kind in model.layer_kinds.values():
         dims = kind.recurrent_dims
-        if spec_kind(kind).recurrent and dims is not None:
+        if (spec_kind(kind).recurrent or kind.parallel_state) and dims is not None:
             dtype = kind.dtype or model.kv_cache_dtype or family.kv_cache_dtype
             elements = dims.num_heads * dims.head_dim * dims.d_state
             return elements * DTYPE_BYTES[dtype]

@@ -48,7 +48,7 @@ VLLM_KV_HEADS_SPLIT = {
     "llama3": "llama", "mistral": "llama", "phi3": "llama", "qwen2_5": "qwen2",
     "qwen3": "qwen3", "qwen3_moe": "qwen3_moe", "gemma2": "gemma2", "gemma3": "gemma3",
     "granite4": "granitemoehybrid", "nemotron_h": "nemotron_h", "qwen3_next": "qwen3_next",
-    "jamba": "jamba",
+    "jamba": "jamba", "falcon_h1": "falcon_h1",
 }  # fmt: skip
 
 

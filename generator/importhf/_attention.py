@@ -172,6 +172,9 @@ def attention_kinds(
         cfg.int_("num_global_key_value_heads") if cfg.has("num_global_key_value_heads") else None
     )
     per_list = isinstance(cfg.get(heads_name), list)
+    # V's own head size (MiMo-V2: K 192, V 128; vLLM head_size_v): MLA configs carry a
+    # v_head_dim too, but their cache is the latent alone (read above, never here).
+    v_hd = cfg.int_("v_head_dim") if cfg.has("v_head_dim") else None
     overrides = _per_layer_config(cfg, layers)
     out: list[Kind | None] = []
     for i, kind in enumerate(types):
@@ -187,12 +190,18 @@ def attention_kinds(
             kv, kv_note = global_kv, "config.json num_global_key_value_heads"
         if kind == "full" and global_hd is not None:
             hd, this_hd_note = global_hd, "config.json global_head_dim"
+        if kind == "sliding" and cfg.get("model_type") == "mimo_v2_flash":
+            # transformers MiMoV2FlashAttention: is_swa layers hold 2 x num_key_value_heads.
+            kv, kv_note = 2 * kv, f"2 x config.json {heads_name} (MiMo-V2-Flash sliding layers)"
         layer = overrides.get(i, {})
         if "num_key_value_heads" in layer:
             kv, kv_note = layer["num_key_value_heads"], "config.json per_layer_config"
         if "head_dim" in layer:
             hd, this_hd_note = layer["head_dim"], "config.json per_layer_config"
         notes = [("kv_heads", kv_note), ("head_dim", this_hd_note)]
+        v_dim = v_hd if v_hd is not None and v_hd != hd else None
+        if v_dim is not None:
+            notes.append(("v_head_dim", "config.json v_head_dim: V's head size differs from K's"))
         # A window or chunk that reaches the context never goes stale: full attention (§1).
         reach = {"sliding": ("sliding_window", window), "chunked": ("attention_chunk_size", chunk)}
         if kind in reach and reach[kind][1] >= seq_len:  # type: ignore[operator]
@@ -212,6 +221,7 @@ def attention_kinds(
                     "chunked",
                     kv_heads=kv,
                     head_dim=hd,
+                    v_head_dim=v_dim,
                     notes=tuple(notes),
                     base="chunked",
                     chunk=chunk,
@@ -225,10 +235,20 @@ def attention_kinds(
                     window=window,
                     kv_heads=kv,
                     head_dim=hd,
+                    v_head_dim=v_dim,
                     notes=tuple(notes),
                     base="sliding",
                 )
             )
         else:
-            out.append(Kind("full", kv_heads=kv, head_dim=hd, notes=tuple(notes), base="full"))
+            out.append(
+                Kind(
+                    "full",
+                    kv_heads=kv,
+                    head_dim=hd,
+                    v_head_dim=v_dim,
+                    notes=tuple(notes),
+                    base="full",
+                )
+            )
     return out

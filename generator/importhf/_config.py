@@ -48,6 +48,7 @@ MAXIMA = {
     "num_global_key_value_heads": MAX_HEADS,
     "head_dim": MAX_DIM,
     "global_head_dim": MAX_DIM,
+    "v_head_dim": MAX_DIM,
     "kv_lora_rank": MAX_DIM,
     "qk_rope_head_dim": MAX_DIM,
     "hidden_size": MAX_HIDDEN_SIZE,

@@ -34,7 +34,7 @@ CACHE_FIELDS = _words(
     mtp_num_hidden_layers index_head_dim num_kv_shared_layers cross_attention_layers
     attn_layer_period attn_layer_offset mamba_expand
     attention_chunk_size no_rope_layers no_rope_layer_interval multi_query
-    new_decoder_architecture per_layer_config"""
+    new_decoder_architecture per_layer_config v_head_dim"""
 )
 # Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
 ALIASES = {
@@ -100,7 +100,7 @@ IGNORED_FIELDS = _words(
     initializer_range hidden_act hidden_activation pretraining_tp query_pre_attn_scalar
     cache_implementation num_experts_per_tok num_local_experts n_routed_experts n_shared_experts
     routed_scaling_factor topk_method n_group topk_group norm_topk_prob scoring_func
-    first_k_dense_replace ep_size seq_aux q_lora_rank qk_nope_head_dim v_head_dim
+    first_k_dense_replace ep_size seq_aux q_lora_rank qk_nope_head_dim
     decoder_sparse_step mlp_only_layers num_experts experts_per_token swiglu_limit
     initial_context_length logit_scale partial_rotary_factor attn_output_gate expand chunk_size
     residual_in_fp32 rescale_prenorm_residual num_logits_to_keep model_max_length ffn_multipliers
@@ -113,7 +113,7 @@ IGNORED_FIELDS = _words(
     expert_layer_period expert_layer_offset
     attn_scale attn_temperature_tuning floor_scale interleave_moe_layer_step
     intermediate_size_mlp for_llm_compressor qk_head_dim position_bias_max_distance
-    position_bias_num_buckets scale_attn_by_inverse_layer_idx"""
+    position_bias_num_buckets scale_attn_by_inverse_layer_idx attention_value_scale"""
 )
 IGNORED_PREFIXES = (
     "_",
@@ -144,6 +144,7 @@ IGNORED_SUFFIXES = (
     "_range",
     "_act",
     "_multiplier",
+    "_multipliers",  # Falcon-H1 ssm_multipliers, mlp_multipliers: scales of weights' outputs
     "_intermediate_size",
     "_config",
     "_theta",

@@ -22,6 +22,7 @@ from kvgen.importhf._layers import (
     per_layer_types,
     state_bytes,
 )
+from kvgen.importhf._parallel import parallel_kinds
 from kvgen.importhf._quant import layout_misfit
 from kvgen.importhf._refusals import architecture_refusal
 from kvgen.importhf._render import Spec, default_model_name, render, to_identifier
@@ -207,6 +208,7 @@ def _build(
             kinds.append(shape)
         elif kind == "none":
             kinds.append(NO_CACHE)
+    kinds = parallel_kinds(cfg, kinds, dtype_bytes)
     kinds, cross_note = cross_attention_kinds(cfg, kinds, layers)  # type: ignore[arg-type]
     kinds = shared_kinds(cfg, kinds, types)
     misfit = layout_misfit(kinds, short)

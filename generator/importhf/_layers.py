@@ -103,6 +103,7 @@ class Kind:
     encoder_tokens: int | None = None  # cross-attention (docs/cost-model.md §4)
     mamba_key: str = "mamba"  # the spec key of ``mamba``: mamba (Mamba-2) or mamba1
     chunk: int | None = None  # chunked local attention: tokens per attention chunk
+    v_head_dim: int | None = None  # V's head size where it differs from K's head_dim
 
 
 # An MLP-only or MoE-only block: no cache, but it keeps its layer index.

@@ -14,8 +14,6 @@ __all__ = ["UNSUPPORTED_ARCHITECTURES", "architecture_refusal"]
 
 # model_type -> the cache the spec format cannot express (transformers' modelling code).
 UNSUPPORTED_ARCHITECTURES = {
-    "falcon_h1": "parallel hybrid: every layer holds both a KV cache and a Mamba-2 state, "
-    "which no spec layer kind can hold",
     "rwkv": "RWKV time-mix recurrent state (no KV cache, no Mamba/DeltaNet state)",
     "xlstm": "xLSTM matrix-memory recurrent state",
     "recurrent_gemma": "Griffin RG-LRU recurrent blocks with local attention",
@@ -27,8 +25,6 @@ UNSUPPORTED_ARCHITECTURES = {
     "lfm2": "short-convolution layers holding a conv state",
     "lfm2_moe": "short-convolution layers holding a conv state",
     "bailing_hybrid": "linear-attention layers of their own kind",
-    "mimo_v2_flash": "value heads of a different size than keys (v_head_dim), which the "
-    "spec format cannot express yet",
 }
 # A config class of an encoder-decoder model saves one of these.
 _ENCODER_DECODER_FIELDS = (
@@ -65,19 +61,4 @@ def architecture_refusal(cfg: Config) -> bool:
                 "encoder_tokens)",
             )
             return True
-    v_head = cfg.get("v_head_dim")
-    if (
-        not cfg.has("kv_lora_rank")
-        and isinstance(v_head, int)
-        and cfg.has("head_dim")
-        and v_head != cfg.get("head_dim")
-    ):
-        cfg.diag(
-            codes.UNSUPPORTED_CONFIG_FEATURE,
-            "v_head_dim",
-            f"'{cfg.where('v_head_dim')}' {v_head} differs from head_dim {cfg.get('head_dim')}: "
-            "values of a different size than keys, which the spec format cannot express yet",
-            "describe the model by hand (bytes_per_token per kind)",
-        )
-        return True
     return False

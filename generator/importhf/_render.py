@@ -60,6 +60,7 @@ _FIELDS = (
     "chunk",
     "kv_heads",
     "head_dim",
+    "v_head_dim",
     "kv_lora_rank",
     "qk_rope_head_dim",
     "state_bytes",

@@ -56,3 +56,12 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 f"{kind.label} is nvfp4 but {what} = {elements} is not a multiple of 16",
                 "check the shape, or give this kind another 'dtype'",
             )
+        if layer.kv_heads is not None and layer.v_head_dim is not None:
+            values = layer.kv_heads * layer.v_head_dim  # V's row, scaled on its own
+            if values % 16:
+                yield Finding(
+                    (*kind.loc, "v_head_dim"),
+                    f"{kind.label} is nvfp4 but kv_heads * v_head_dim = {values} is not a "
+                    "multiple of 16",
+                    "check v_head_dim, or give this kind another 'dtype'",
+                )

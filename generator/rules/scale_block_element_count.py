@@ -77,3 +77,10 @@ def check(ctx: RuleContext) -> Iterator[Finding]:
                 f"{MX_BLOCK}-element MX scale block",
                 "check the shape, or give this kind another 'dtype'",
             )
+        if layer.v_head_dim is not None and layer.v_head_dim % MX_BLOCK:
+            yield Finding(
+                (*kind.loc, "v_head_dim"),
+                f"{kind.label} is {kind.dtype} but v_head_dim = {layer.v_head_dim} is not a "
+                f"multiple of the {MX_BLOCK}-element MX scale block",
+                "check v_head_dim, or give this kind another 'dtype'",
+            )

@@ -1,8 +1,10 @@
 """A quantized layout with scales as the dtype of a recurrent state.
 
 ## What it does
-Reports a recurrent kind given by its `mamba:` or `mamba1:` dimensions whose conv dtype (its
-`dtype`, else its pool's `kv_cache_dtype`) or `ssm_dtype` is one of the scaled layouts
+Reports a recurrent kind given by its `mamba:` or `mamba1:` dimensions, or a parallel hybrid
+layer (a full kind with `mamba:` beside `kv_heads`, whose conv window takes the kind's dtype),
+whose conv dtype (its `dtype`, else its pool's `kv_cache_dtype`) or `ssm_dtype` is one of the
+scaled layouts
 `nvfp4`, `fp8_per_token_head`, `int8_per_token_head`, `mxfp8`, `mxfp4` or `fp8_ds_mla`.
 
 ## Why it matters
@@ -46,14 +48,20 @@ ATTENTION_ONLY = SCALED_DTYPES
 def check(ctx: RuleContext) -> Iterator[Finding]:
     for kind in ctx.kinds:
         state = kind.kind.recurrent_dims  # mamba: or mamba1: (lowered), None for state_bytes
-        if kind.kind.attention != "recurrent" or state is None:
+        holds_state = kind.kind.attention == "recurrent" or kind.kind.parallel_state
+        if not holds_state or state is None:
             continue
         if kind.dtype in ATTENTION_ONLY:
             explicit = kind.kind.dtype is not None
+            what = (
+                "holds a Mamba-2 state beside its K/V (a parallel hybrid layer, conv window in "
+                "the kind's dtype)"
+                if kind.kind.parallel_state
+                else "is a recurrent state"
+            )
             yield Finding(
                 (*kind.loc, "dtype") if explicit else kind.loc,
-                f"{kind.label} is a recurrent state in {kind.dtype}, a layout for attention "
-                "K/V with scales",
+                f"{kind.label} {what} in {kind.dtype}, a layout for attention K/V with scales",
                 "give the recurrent kind its own plain 'dtype' (e.g. bf16)",
                 at="value" if explicit else "key",
             )

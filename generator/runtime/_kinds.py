@@ -226,10 +226,10 @@ class LayerRule:
 
     @staticmethod
     def lives(layer: Layer) -> tuple[type[LifeCycle], ...]:
-        """The life cycles a resolved layer joins: one for every kind here; a kind that keeps
-        both tokens and a state (a parallel hybrid layer) would name two, each life cycle
-        summing its own share of the layer (``token_bytes``, ``state_bytes``)."""
-        return (Full,)
+        """The life cycles a resolved layer joins: one, or two for a layer that keeps both
+        tokens and a state (a parallel hybrid layer, Falcon-H1), each life cycle summing its
+        own share of the layer (``token_bytes``, ``state_bytes``)."""
+        return (Full, State) if layer.state_bytes else (Full,)
 
 
 class SlidingRule(LayerRule):

@@ -102,7 +102,7 @@ def _buffers(kind: LayerKind, tp_size: int) -> tuple[Buffer, ...]:
     else:
         heads = ceil_div(kind.kv_heads, tp_size)  # replicated when fewer heads than ranks
         out += _typed("k", kind.dtype, (heads, kind.head_dim))
-        out += _typed("v", kind.dtype, (heads, kind.head_dim))
+        out += _typed("v", kind.dtype, (heads, kind.v_head_dim or kind.head_dim))
     if kind.extra_bytes_per_token:
         out.append(("extra", torch.uint8, (kind.extra_bytes_per_token,)))
     return tuple(out)
@@ -168,9 +168,9 @@ def resolve_layers(
         state, mamba = 0, (0, 0, 0)
         if rule.recurrent_state:
             state = ceil_div(kind.state_bytes, tp_size)
-            if kind.ssm_heads:
-                mamba = mamba_bytes(kind, tp_size)
-                state = mamba[0] + mamba[1]
+        if kind.ssm_heads:  # a recurrent layer's Mamba, or a parallel hybrid's beside its K/V
+            mamba = mamba_bytes(kind, tp_size)
+            state = mamba[0] + mamba[1]
         sinks = kind.sink_tokens if window is not None else 0
         layer = Layer(
             f"{prefix}.{index}",

@@ -97,9 +97,15 @@ class Reports(ShimState):
             layer = f"layers.{index}"
         # KV sharing: a layer that reads another layer's cache sees that layer's views.
         layer = self.shared.get(manager, {}).get(layer, layer)
-        for pool in self._manager(manager).pools.values():
-            if layer in pool.views and not pool.name.endswith(SCRATCH):
-                return pool.views[layer]
+        found = {
+            id(pool.views[layer]): pool.views[layer]
+            for pool in self._manager(manager).pools.values()
+            if layer in pool.views and not pool.name.endswith(SCRATCH)
+        }
+        if len(found) == 1:
+            return next(iter(found.values()))
+        if found:  # a parallel hybrid layer (Falcon-H1): its K/V and its state, in one dict
+            return {name: view for views in found.values() for name, view in views.items()}
         kind = self.cacheless.get(manager, {}).get(layer)
         if kind is not None:
             raise UnknownNameError(

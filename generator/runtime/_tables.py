@@ -57,6 +57,7 @@ class LayerKind(NamedTuple):
     reads: int | None = None
     encoder_tokens: int = 0  # cross-attention: encoder tokens cached per request (§4)
     chunk: int = 0  # chunked local attention: tokens per attention chunk (§3)
+    v_head_dim: int = 0  # V's head size where it differs from K's head_dim (0: the same)
 
 
 @dataclass(frozen=True)

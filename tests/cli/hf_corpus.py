@@ -22,6 +22,10 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvgen.spec import LayerKind
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS_DIR = ROOT / "tests" / "fixtures" / "hf" / "corpus"
@@ -62,7 +66,6 @@ def _kvgen_rows(spec_text: str) -> list[tuple[str, int]] | None:
     """The same rows from an imported spec; None when a layer has no transformers form."""
     from kvgen.loader import load_bytes
     from kvgen.quant import element_bytes
-    from kvgen.recurrent import recurrent_state
 
     family = load_bytes("<corpus>", spec_text.encode()).family
     assert family is not None
@@ -80,15 +83,29 @@ def _kvgen_rows(spec_text: str) -> list[tuple[str, int]] | None:
             if kind.state_bytes is not None:
                 rows.append(("state", kind.state_bytes))
                 continue
-            state = kind.mamba or kind.mamba1.as_mamba2()  # type: ignore[union-attr]
-            buffers = recurrent_state(state, dtype, 1)
-            # transformers keeps the whole kernel window (d_conv columns) where vLLM and
-            # SGLang keep d_conv - 1: compare the same dimensions in transformers' layout.
-            conv = buffers.conv // (state.d_conv - 1) * state.d_conv
-            rows.append(("state", conv + buffers.ssm))
+            rows.append(("state", _transformers_state(kind, dtype)))
             continue
-        rows.append(("kv", 2 * element_bytes(dtype, kind.kv_heads * kind.head_dim)))
+        value_dim = kind.v_head_dim or kind.head_dim  # V's own head size (MiMo-V2: 128 vs 192)
+        rows.append(
+            (
+                "kv",
+                element_bytes(dtype, kind.kv_heads * kind.head_dim)
+                + element_bytes(dtype, kind.kv_heads * value_dim),
+            )
+        )
+        if kind.parallel_state:  # Falcon-H1: the layer's Mamba-2 state beside its K/V
+            rows.append(("state", _transformers_state(kind, dtype)))
     return rows
+
+
+def _transformers_state(kind: LayerKind, dtype: str) -> int:
+    """A recurrent state's bytes in transformers' layout: the whole kernel window (d_conv
+    columns) where vLLM and SGLang keep d_conv - 1, and the SSM state."""
+    from kvgen.recurrent import recurrent_state
+
+    state = kind.mamba or kind.mamba1.as_mamba2()  # type: ignore[union-attr]
+    buffers = recurrent_state(state, dtype, 1)
+    return buffers.conv // (state.d_conv - 1) * state.d_conv + buffers.ssm
 
 
 def verdict(entry: dict) -> Verdict:

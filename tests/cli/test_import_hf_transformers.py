@@ -12,6 +12,7 @@ import json
 
 from kvgen.importhf import import_config
 from kvgen.loader import load_bytes
+from kvgen.sizing_context import bound_module
 from kvgen.spec import Family
 
 from tests.generated.test_families import layer_kinds
@@ -207,8 +208,10 @@ def test_per_layer_config_past_the_last_layer_is_refused():
 # --------------------------------------------------------------------------- refusals
 
 
-def test_v_head_dim_unlike_k_is_refused_with_its_reason():
-    # MiMo-V2-Flash-style: V 128 where K is 192; the spec has no V head dim of its own.
+def test_v_head_dim_unlike_k_imports_as_the_kinds_v_head_dim():
+    # MiMo-V2-Flash-style attention: V 128 where K is 192 (vLLM Attention(head_size=192,
+    # head_size_v=128)). Hand: 4 KV heads x (192 + 128) x 2 B = 2,560 B per layer and token;
+    # 4 layers: 10,240 B per token (a K-sized V would be 4 x 4 x 2 x 192 x 2 = 12,288).
     config = {
         "model_type": "llama",
         "num_hidden_layers": 4,
@@ -220,12 +223,37 @@ def test_v_head_dim_unlike_k_is_refused_with_its_reason():
         "torch_dtype": "bfloat16",
     }
     text, diagnostics, _ = _import(config)
-    assert text is None and len(diagnostics) == 1
-    assert diagnostics[0].startswith(f"{_position(config, 'v_head_dim')}: KV305 ")
-    assert "v_head_dim' 128 differs from head_dim 192" in diagnostics[0]
+    assert diagnostics == [] and text is not None
+    assert "v_head_dim: 128  # config.json v_head_dim" in text
+    model = _family(config).models[0]
+    (kind,) = model.layer_kinds.values()
+    assert (kind.kv_heads, kind.head_dim, kind.v_head_dim) == (4, 192, 128)
+    sizing = bound_module(_family(config))
+    cost = sizing.cache_costs(model.name, max_batch_size=1, max_num_tokens=512, max_seq_len=8192)
+    assert cost["target"].slope == 10240
 
 
-def test_falcon_h1_is_refused_not_imported_as_attention_only():
+def test_v_head_dim_equal_to_k_is_left_out():
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "v_head_dim": 128,
+        "max_position_embeddings": 4096,
+        "torch_dtype": "bfloat16",
+    }
+    text, diagnostics, _ = _import(config)
+    assert diagnostics == [] and text is not None and "v_head_dim" not in text
+
+
+def test_falcon_h1_imports_each_layer_with_kv_and_a_mamba2_state():
+    # FalconH1Config: every layer is FalconH1DecoderLayer (attention + Mamba-2 mixer).
+    # mamba_d_head "auto" (the class default) = mamba_d_ssm 1536 / mamba_n_heads 24 = 64.
+    # Hand, bf16 at tp 1: K/V 2 KV heads x 2 x 64 x 2 B = 512 B per layer and token; state
+    # conv (4 - 1) x (24 x 64 + 2 x 1 x 256) x 2 B = 12,288 + ssm 24 x 64 x 256 x 2 B =
+    # 786,432: 798,720 B per request and layer.
     config = {
         "model_type": "falcon_h1",
         "num_hidden_layers": 36,
@@ -234,15 +262,47 @@ def test_falcon_h1_is_refused_not_imported_as_attention_only():
         "hidden_size": 1024,
         "mamba_d_ssm": 1536,
         "mamba_n_heads": 24,
+        "mamba_d_head": "auto",
+        "mamba_n_groups": 1,
         "mamba_d_state": 256,
+        "mamba_d_conv": 4,
+        "ssm_multipliers": [1.0, 1.0, 1.0, 1.0, 1.0],
+        "max_position_embeddings": 16384,
+        "torch_dtype": "bfloat16",
+    }
+    model = _family(config).models[0]
+    (kind,) = model.layer_kinds.values()
+    assert kind.attention == "full" and kind.parallel_state
+    assert (kind.kv_heads, kind.head_dim) == (2, 128)  # hidden_size 1024 / 8 heads
+    assert kind.mamba is not None
+    assert (kind.mamba.num_heads, kind.mamba.head_dim, kind.mamba.d_state) == (24, 64, 256)
+    sizing = bound_module(_family(config))
+    terms = sizing.cost_terms(model.name, max_batch_size=1, max_num_tokens=512,
+                              max_seq_len=16384)["target"]  # fmt: skip
+    assert terms["slope"] == 36 * 2 * 2 * 128 * 2  # 36,864 B per token
+    assert terms["per_request"] == 36 * (3 * (24 * 64 + 2 * 256) * 2 + 24 * 64 * 256 * 2)
+
+
+def test_falcon_h1_mamba_head_that_disagrees_is_refused():
+    config = {
+        "model_type": "falcon_h1",
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "hidden_size": 1024,
+        "mamba_d_ssm": 1536,
+        "mamba_n_heads": 24,
+        "mamba_d_head": 32,
+        "mamba_n_groups": 1,
+        "mamba_d_state": 256,
+        "mamba_d_conv": 4,
         "max_position_embeddings": 16384,
         "torch_dtype": "bfloat16",
     }
     text, diagnostics, _ = _import(config)
-    assert text is None
-    assert len(diagnostics) == 1
-    assert diagnostics[0].startswith(f"{_position(config, 'model_type')}: KV305 ")
-    assert "KV cache and a Mamba-2 state" in diagnostics[0]
+    assert text is None and len(diagnostics) == 1
+    assert diagnostics[0].startswith(f"{_position(config, 'mamba_d_head')}: KV30")
+    assert "is not the Mamba inner size 1536" in diagnostics[0]
 
 
 def test_encoder_decoder_is_one_clear_diagnostic():
@@ -475,3 +535,32 @@ def test_mtp_layer_kinds_block_only_a_model_with_mtp_layers():
     text, diagnostics, _ = _import(config)
     assert text is None
     assert "KV302 unknown config field 'mtp_layers_block_type'" in diagnostics[0]
+
+
+def test_mimo_v2_flash_sliding_layers_hold_twice_the_kv_heads():
+    # MiMoV2FlashConfig() cut to 4 layers; transformers MiMoV2FlashAttention gives is_swa
+    # layers 2 x num_key_value_heads, K 192 and V 128 everywhere. Per layer and token in bf16:
+    # full 4 x (192 + 128) x 2 = 2,560 B; sliding 8 x (192 + 128) x 2 = 5,120 B (the corpus
+    # measured K 1,536 + V 1,024 fp32 elements on the sliding layers: 8 x 192 and 8 x 128).
+    config = {
+        "model_type": "mimo_v2_flash",
+        "num_hidden_layers": 4,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 4,
+        "head_dim": 192,
+        "v_head_dim": 128,
+        "hidden_size": 4096,
+        "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                        "sliding_attention"],
+        "sliding_window": 129,
+        "attention_value_scale": 0.707,
+        "max_position_embeddings": 131072,
+        "torch_dtype": "bfloat16",
+    }  # fmt: skip
+    model = _family(config).models[0]
+    kinds = layer_kinds(model)
+    assert [(k.attention, k.kv_heads, k.head_dim, k.v_head_dim) for k in kinds] == [
+        ("full", 4, 192, 128),
+        *[("sliding", 8, 192, 128)] * 3,
+    ]
+    assert 4 * (192 + 128) * 2 == 2560 and 8 * (192 + 128) * 2 == 5120

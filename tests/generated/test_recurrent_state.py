@@ -271,7 +271,11 @@ def test_spec_format_and_lint_for_mamba_dimensions():
         "g: {attention: full, mamba: {num_heads: 1, head_dim: 1, d_state: 1, n_groups: 1, "
         "d_conv: 2}}",
     )
-    for text, message in ((both, "found state_bytes, mamba"), (on_full, "needs attention: rec")):
+    refusals = (
+        (both, "found state_bytes, mamba"),
+        (on_full, "parallel hybrid layer and needs kv_heads"),
+    )
+    for text, message in refusals:
         loaded = load_bytes("x.yaml", textwrap.dedent(text).encode())
         assert loaded.family is None
         assert any(message in d.render() for d in loaded.diagnostics), message

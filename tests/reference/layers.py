@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from kvgen.quant import layout_bytes
 from kvgen.recurrent import RecurrentState, recurrent_state
-from kvgen.shapes import kind_head_dim, mla_bytes
+from kvgen.shapes import kind_head_dim, kind_v_head_dim, mla_bytes
 from kvgen.spec import LayerKind, LayerStack, Speculative
 
 # --------------------------------------------------------------------------- shapes (§1)
@@ -35,7 +35,8 @@ def kind_bytes_per_token(
     elif kind.kv_heads is not None:
         # ceil: with fewer KV heads than ranks, heads are replicated.
         heads = -(-kind.kv_heads // tp_size)
-        base = 2 * layout_bytes(dtype, heads, kind_head_dim(kind, shape_of))
+        base = layout_bytes(dtype, heads, kind_head_dim(kind, shape_of))  # K
+        base += layout_bytes(dtype, heads, kind_v_head_dim(kind, shape_of))  # V, its own size
     else:
         raise ValueError("layer kind has no shape (kv_heads, kv_lora_rank or bytes_per_token)")
     return base + kind.extra_bytes_per_token
@@ -142,6 +143,10 @@ def stack_layers(
         sinks = kind.sink_tokens if window is not None else 0
         bpt = kind_bytes_per_token(kind, stack, dtype, tp_size, shape_of=shape_of)
         out.append(Layer(index, name, window, sinks, bpt, 0, None, chunk=chunk))
+        if kind.parallel_state and dims is not None:
+            # A parallel hybrid layer (Falcon-H1): its Mamba-2 state beside the K/V (§8).
+            mamba = recurrent_state(dims, kind.dtype or dtype, tp_size)
+            out.append(Layer(index, name, None, 0, 0, mamba.conv + mamba.ssm, mamba))
     return out
 
 

@@ -236,7 +236,7 @@ def test_no_hybrid_golden_comes_from_kvgens_own_rows() -> None:
     # such vLLM goldens disagreed with vLLM). Every shipped hybrid's cases come from config.json.
     from tests.unit.test_engines import SGLANG
 
-    hybrids = {"granite4", "jamba", "nemotron_h", "qwen3_next"}
+    hybrids = {"granite4", "jamba", "nemotron_h", "qwen3_next", "falcon_h1"}
     for data in (VLLM, SGLANG):
         cases = [c for c in data["cases"] if c["inputs"]["family"] in hybrids]
         assert {c["inputs"]["family"] for c in cases} == hybrids

@@ -101,7 +101,8 @@ def _core_bytes(kind: LayerKind, tp: int) -> int:
         return kvgen_shapes.mla_bytes(kind, kind.dtype or "bf16")
     element = sizing_core._ELEMENT_CODES[kind.dtype or "bf16"]
     heads = -(-(kind.kv_heads or 0) // tp)
-    return sizing_core._heads_bytes(heads, kind.head_dim or 0, element)
+    head_dim = kind.head_dim or 0
+    return sizing_core._heads_bytes(heads, (head_dim, kind.v_head_dim or head_dim), element)
 
 
 @pytest.mark.parametrize("tp", (1, 2, 4, 8))

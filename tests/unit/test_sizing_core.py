@@ -98,11 +98,12 @@ def test_a_core_change_shows_once_in_the_output_folder():
 
 
 def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_exports_once():
-    # Issue 19: `cat generated/*/*.py generated/*.py | wc -l` below 10,000 for the 22 shipped
-    # families (10,177 before the allocators appended the runtime's names from one list).
+    # Issue 19: `cat generated/*/*.py generated/*.py | wc -l` below 10,000 for the shipped
+    # families (10,177 before the allocators appended the runtime's names from one list; 9,900
+    # with falcon_h1, the 23rd).
     files = [*GENERATED.glob("*/*.py"), *GENERATED.glob("*.py")]
     lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files)
-    assert len(list(GENERATED.glob("*/sizing.py"))) == 22
+    assert len(list(GENERATED.glob("*/sizing.py"))) == 23
     assert lines < 10_000, lines
     # A runtime name an allocator re-exports is listed in kvgen.allocator_api alone.
     holders = [p for p in GENERATED.rglob("allocator.py") if '"OutOfPagesError"' in p.read_text()]
