@@ -15,7 +15,7 @@ byte quota per cache tier and
    throughout (``_storage/_core.py`` ``CacheLevelStorage._ratio_to_slot_count_list``).
 
 Every function here mirrors that code operation for operation (floats included), so the
-slots it returns are the engine's; ``tests/test_trtllm_split.py`` replays the pools the
+slots it returns are the engine's; ``tests/unit/test_trtllm_split.py`` replays the pools the
 engine built for recorded quotas (``tests/fixtures/engines/trtllm.json``). This revision
 takes no ratio from its user: a quota is the only knob, hence :func:`least_quota`.
 """
