@@ -1,23 +1,27 @@
 """kvgen's serving plan carried into TensorRT-LLM's KV cache manager V2 (static side, stdlib).
 
-``quota_for_requests(..., semantics="trtllm-v2")`` is the least quota of the pools kvgen
-plans: so many full-attention pages, so many pages per sliding life cycle. The engine, given
-that quota, builds other pools: it merges life cycles of equal slot size and splits the quota
-in proportion to slot bytes x life cycles (:mod:`kvgen.trtllm_split`, the early-2026
-revision), so a sliding-window model gets about as many full pages as window pages. For
-gemma3_1b (4 requests to 2,048 tokens, max_num_tokens 256) kvgen plans 128 full + 40 window
-pages in 91,226,112 B; the engine builds 56 + 53 from them and runs out of full pages.
+The engine (the early-2026 revision ``bench/engines/trtllm_source.py`` pins) is given one byte
+quota per cache manager and builds its own pools from it: it merges life cycles of equal slot
+size into pool groups and splits the quota in proportion to slot bytes x life cycles
+(:mod:`kvgen.trtllm_split`), so a sliding-window model gets about as many full pages as
+window pages. For gemma3_1b (4 requests to 2,048 tokens, max_num_tokens 256) kvgen plans 128
+full + 40 window pages, 91,226,112 B; from those bytes the engine builds 56 + 53 and runs out
+of full pages. ``quota_for_requests(..., semantics="trtllm-v2")`` therefore answers the least
+quota from which the engine builds kvgen's pages in every group (211,812,352 B there).
 
+* :func:`engine_pool_plan` is kvgen's plan as the engine's pool groups, derived here apart
+  from ``quota_for_requests`` (docs/cost-model.md §3, §4);
 * :func:`engine_pools` reports, per cache manager and pool group, kvgen's pages and the
   engine's pages for a quota;
-* :func:`engine_quota_for_requests` is the least quota from which the engine builds at least
-  kvgen's pages in every pool group: the quota to hand the engine (``KvCacheConfig`` /
-  ``GpuCacheTierConfig(quota=...)``) so that the serving promise holds there.
+* :func:`engine_quota_for_requests` is the least quota under the engine's split from that
+  plan: equal to ``quota_for_requests`` under ``"trtllm-v2"`` for the managers it covers
+  (the tests compare the two derivations); kept as that independent derivation.
 
-Covered: attention-only managers (full and sliding life cycles) whose every life cycle's
-buffers have one size (K and V alike, one kind of layer per life cycle), as in every family
-the golden runs; anything else (recurrent or cross pools, decode context parallelism, a
-resume-rounded draft) is refused with ``ValueError`` rather than guessed.
+Covered: attention-only managers (full, sliding and chunked life cycles) whose every life
+cycle's buffers have one size (K and V alike, one kind of layer per life cycle, as this
+engine revision requires: ``create_storage_config`` refuses more); anything else (recurrent
+or cross pools, decode context parallelism, a resume-rounded draft) is refused with
+``ValueError`` rather than guessed.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kvgen.trtllm_split import PoolGroup, group_life_cycles, least_quota, slots_for_quota
+from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota
 
 __all__ = [
     "EnginePool",
@@ -70,11 +74,6 @@ def engine_pool_plan(
     ``requests`` requests to ``seq_len`` tokens (``quota_for_requests`` under
     ``"trtllm-v2"``): R * ceil((S - 1 + H)/tpb) full pages, and per sliding life cycle
     R * pages(w, H) + ceil(min(T, N)/tpb) (docs/cost-model.md §3, §4)."""
-    quota = sizing.quota_for_requests(
-        model, requests=requests, seq_len=seq_len, speculative=speculative,
-        max_num_tokens=max_num_tokens, tp_size=tp_size, pp_size=pp_size, pp_rank=pp_rank,
-        semantics="trtllm-v2",
-    )  # fmt: skip
     terms = sizing._cached_terms(
         model, speculative, requests, max_num_tokens, seq_len, tp_size, pp_size, pp_rank,
         False, False, 0.95, False, "trtllm-v2", False, "default", 1, None,
@@ -102,16 +101,18 @@ def engine_pool_plan(
         ]
         if t.slope:
             cycles.append(("full", tpb * t.slope, -(-tokens // tpb)))
-        # The engine keys groups by slot size; kvgen's cycles hold one buffer size each.
-        group_of, groups = group_life_cycles([(size,) for _n, size, _p in cycles])
-        pools = []
-        for g, group in enumerate(groups):
-            members = [c for c, k in zip(cycles, group_of, strict=True) if k == g]
-            pools.append(EnginePool(tuple(n for n, _s, _p in members), group.slot_sizes[0],
-                                    sum(p for _n, _s, p in members)))  # fmt: skip
-        if sum(p.slot_bytes * p.planned_pages for p in pools) != quota[t.manager]:
-            raise ValueError(f"{model} {t.manager}: pools other than attention pages")
-        out[t.manager] = pools
+        # The engine keys groups by slot size; kvgen's cycles hold one buffer size each. A
+        # chunked life cycle keeps a pool of its own, as the shim builds it.
+        grouped: dict[object, list[tuple[str, int, int]]] = {}
+        for name, size, count in cycles:
+            grouped.setdefault(name if name.startswith("chunk") else size, []).append(
+                (name, size, count)
+            )
+        out[t.manager] = [
+            EnginePool(tuple(n for n, _s, _p in members), members[0][1],
+                       sum(p for _n, _s, p in members))
+            for members in grouped.values()
+        ]  # fmt: skip
     return out
 
 
@@ -135,13 +136,18 @@ def engine_pools(
 def engine_quota_for_requests(
     sizing: types.ModuleType, model: str, **plan: int | str
 ) -> dict[str, int]:
-    """Per cache manager, the least GPU quota (in the engine's grain) from which the
-    early-2026 engine builds at least kvgen's pages in every pool group, so that the
-    ``quota_for_requests`` promise (every request runs to ``seq_len``) holds in the engine.
-    Keywords: those of :func:`engine_pool_plan`. At least ``quota_for_requests``; far more
-    for a sliding-window model, whose window pools the proportional split overfeeds."""
+    """Per cache manager, the least GPU quota from which the early-2026 engine builds at
+    least kvgen's pages in every pool group, so that every request runs to ``seq_len`` in
+    the engine. Keywords: those of :func:`engine_pool_plan`. One pool group: kvgen's pool
+    bytes (the engine rounds them up to its grain and gives the group all of it); several:
+    the least multiple of the grain under the proportional split, far more than kvgen's
+    pools for a sliding-window model, whose window pools the split overfeeds. The same
+    answer as ``quota_for_requests(..., semantics="trtllm-v2")``, derived apart from it."""
     out = {}
     for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
+        if len(pools) == 1:
+            out[manager] = pools[0].slot_bytes * pools[0].planned_pages
+            continue
         groups = [PoolGroup((p.slot_bytes,), len(p.life_cycles)) for p in pools]
         out[manager] = least_quota(groups, [p.planned_pages for p in pools])
     return out
@@ -155,7 +161,7 @@ def engine_pool_ratio(
     (read, not run: ``_config.py`` at 00043967, "one positive, normalized hot-tier byte-quota
     weight per layer group", ahead of ``typical_step``; ``constraints`` stay floors). The
     early-2026 revision the golden runs has no such option: hand it
-    :func:`engine_quota_for_requests` instead."""
+    ``quota_for_requests`` (``"trtllm-v2"``) instead."""
     out = {}
     for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
         sizes = [p.slot_bytes * p.planned_pages for p in pools]

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 GPU_PAGE = 2 << 20  # the engine's physical page of virtual memory, 2 MiB
-_MAX_SCAN = 1 << 16  # grains least_quota tries past its lower bound before doubling
+_MAX_SCAN = 1 << 16  # grains least_quota tries past its lower bound before giving up
 
 
 class PoolGroup(NamedTuple):
@@ -127,20 +127,23 @@ def least_quota(groups: Sequence[PoolGroup], pages: Sequence[int]) -> int:
     given) from which the engine builds at least ``pages[g]`` slots in every pool group g.
 
     Under the proportional split each group gets about ``ratio_g * q`` bytes, so q is at
-    least ``max_g(pages_g * slot_bytes_g / ratio_g)``; the scan starts a few grains below that
-    bound (rounding can favour a group) and walks up 2 MiB at a time."""
+    least ``max_g(pages_g * slot_bytes_g / ratio_g)``; rounding each group's grains can favour
+    a group by a grain, so the scan starts two grains per group below that bound and walks
+    up one grain at a time (every quota within a grain builds the same pools)."""
     if len(pages) != len(groups):
         raise ValueError("one page count per pool group")
     ratio = proportional_ratio(groups)
     need = [p * sum(g.slot_sizes) for p, g in zip(pages, groups, strict=True)]
-    bound = max(max(n / r for n, r in zip(need, ratio, strict=True)), sum(need), 1)
-    start = max(1, int(bound) // GPU_PAGE - 4 * (len(groups) + 2))
-    for step in range(_MAX_SCAN):
-        quota = (start + step) * GPU_PAGE
+    bound = int(max(max(n / r for n, r in zip(need, ratio, strict=True)), sum(need), 1))
+    margin = 2 * (len(groups) + 2) * gpu_grain(bound)
+    quota = max(GPU_PAGE, (bound - margin) // GPU_PAGE * GPU_PAGE)
+    for _step in range(_MAX_SCAN):
+        quota = adjusted_quota(quota, groups)  # the quota the engine keeps
         built = _slots_or_none(quota, groups)
         if built is not None and all(b >= p for b, p in zip(built, pages, strict=True)):
-            return adjusted_quota(quota, groups)
-    raise ValueError(f"no quota up to {(start + _MAX_SCAN) * GPU_PAGE} bytes holds {pages}")
+            return quota
+        quota += GPU_PAGE
+    raise ValueError(f"no quota up to {quota} bytes holds {pages}")
 
 
 def _slots_or_none(quota: int, groups: Sequence[PoolGroup]) -> tuple[int, ...] | None:
