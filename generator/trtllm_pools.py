@@ -30,11 +30,13 @@ import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota
 
 __all__ = [
     "EnginePool",
+    "engine_plan_for_quota",
     "engine_pool_plan",
     "engine_pool_ratio",
     "engine_pools",
@@ -74,20 +76,13 @@ def engine_pool_plan(
     ``requests`` requests to ``seq_len`` tokens (``quota_for_requests`` under
     ``"trtllm-v2"``): R * ceil((S - 1 + H)/tpb) full pages, and per sliding life cycle
     R * pages(w, H) + ceil(min(T, N)/tpb) (docs/cost-model.md §3, §4)."""
-    terms = sizing._cached_terms(
-        model, speculative, requests, max_num_tokens, seq_len, tp_size, pp_size, pp_rank,
-        False, False, 0.95, False, "trtllm-v2", False, "default", 1, None,
-    )  # fmt: skip
+    terms = _attention_terms(sizing, model, speculative, requests, max_num_tokens, seq_len,
+                             tp_size, pp_size, pp_rank)  # fmt: skip
     profile = sizing._PROFILES[speculative]
     tpb = sizing.TOKENS_PER_BLOCK
     pages = -(-(seq_len - 1 + profile.extra + profile.step) // tpb)
     out = {}
     for t in terms:
-        if t.resume_rounding is not None or t.states or t.span != tpb or t.fixed_pool_bytes:
-            raise ValueError(
-                f"{model} {t.manager}: the engine's pool split is modelled for "
-                "attention-only managers (no recurrent, cross or DCP pools)"
-            )
         tokens = requests * pages * tpb if t.slope else 0
         for window, _s, _p, _b, chunk in t.life_cycles:
             offset = chunk - 1 - math.gcd(chunk, tpb) if chunk else window - 2
@@ -95,25 +90,104 @@ def engine_pool_plan(
                                                profile.extra + profile.step, requests,
                                                max_num_tokens, 0)  # fmt: skip
             tokens = max(tokens, least)
-        context = -(-min(tokens, max_num_tokens) // tpb)
-        cycles = [
-            (_name(w, s, c), tpb * b, requests * p + context) for w, s, p, b, c in t.life_cycles
-        ]
-        if t.slope:
-            cycles.append(("full", tpb * t.slope, -(-tokens // tpb)))
-        # The engine keys groups by slot size; kvgen's cycles hold one buffer size each. A
-        # chunked life cycle keeps a pool of its own, as the shim builds it.
-        grouped: dict[object, list[tuple[str, int, int]]] = {}
-        for name, size, count in cycles:
-            grouped.setdefault(name if name.startswith("chunk") else size, []).append(
-                (name, size, count)
-            )
-        out[t.manager] = [
-            EnginePool(tuple(n for n, _s, _p in members), members[0][1],
-                       sum(p for _n, _s, p in members))
-            for members in grouped.values()
-        ]  # fmt: skip
+        out[t.manager] = _pools_at(tpb, t, requests, tokens, max_num_tokens)
     return out
+
+
+def engine_plan_for_quota(
+    sizing: types.ModuleType,
+    model: str,
+    quota_bytes: Mapping[str, int],
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+) -> dict[str, tuple[int | None, list[EnginePool]]]:
+    """Per cache manager, what the engine's pools for ``quota_bytes[manager]`` hold: the
+    largest T (tokens of full-attention history; None when no full pool bounds it) whose
+    "trtllm-v2" pools, ceil(T/tpb) full pages and per sliding life cycle
+    B * pages(w, H) + ceil(min(T, N)/tpb), fit the slots the engine's split builds in every
+    pool group, and those pools (``planned_pages`` at T, ``engine_pages`` built)."""
+    terms = _attention_terms(sizing, model, speculative, max_batch_size, max_num_tokens,
+                             max_seq_len, tp_size, 1, 0)  # fmt: skip
+    tpb = sizing.TOKENS_PER_BLOCK
+    out: dict[str, tuple[int | None, list[EnginePool]]] = {}
+    for t in terms:
+        shape = _pools_at(tpb, t, max_batch_size, 0, max_num_tokens)
+        groups = [PoolGroup((p.slot_bytes,), len(p.life_cycles)) for p in shape]
+        built = slots_for_quota(quota_bytes[t.manager], groups)
+
+        def fits(tokens: int, t: Any = t, built: tuple[int, ...] = built) -> bool:
+            pools = _pools_at(tpb, t, max_batch_size, tokens, max_num_tokens)
+            return all(p.planned_pages <= b for p, b in zip(pools, built, strict=True))
+
+        tokens: int | None
+        if not fits(0):
+            tokens = 0  # not even the window pages of B requests: nothing is served
+        elif not t.slope:
+            tokens = None if fits(max_num_tokens) else _largest(fits, 0, max_num_tokens)
+        else:
+            full = next(b for p, b in zip(shape, built, strict=True) if "full" in p.life_cycles)
+            tokens = _largest(fits, 0, full * tpb + 1)
+        held = max_num_tokens if tokens is None else tokens
+        at = _pools_at(tpb, t, max_batch_size, held, max_num_tokens)
+        out[t.manager] = (tokens, [
+            EnginePool(p.life_cycles, p.slot_bytes, p.planned_pages, b)
+            for p, b in zip(at, built, strict=True)
+        ])  # fmt: skip
+    return out
+
+
+def _largest(fits: Any, low: int, high: int) -> int:
+    """The largest T in [low, high) with fits(T), fits(low) holding and fits monotone."""
+    while high - low > 1:
+        mid = (low + high) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def _attention_terms(sizing: types.ModuleType, model: str, *args: Any) -> tuple[Any, ...]:
+    """The "trtllm-v2" terms of every manager (arguments: speculative, batch, N, S, tp, pp,
+    pp_rank); ValueError for a manager with pools outside the split model."""
+    speculative, batch, chunk, seq, tp, pp, rank = args
+    terms = sizing._cached_terms(
+        model, speculative, batch, chunk, seq, tp, pp, rank,
+        False, False, 0.95, False, "trtllm-v2", False, "default", 1, None,
+    )  # fmt: skip
+    for t in terms:
+        outside = t.states or t.fixed_pool_bytes  # recurrent rows, cross-attention caches
+        if t.resume_rounding is not None or outside or t.span != sizing.TOKENS_PER_BLOCK:
+            raise ValueError(
+                f"{model} {t.manager}: the engine's pool split is modelled for "
+                "attention-only managers (no recurrent, cross or DCP pools)"
+            )
+    return tuple(terms)
+
+
+def _pools_at(tpb: int, t: Any, batch: int, tokens: int, chunk: int) -> list[EnginePool]:
+    """kvgen's "trtllm-v2" pools of one manager for T = ``tokens`` as the engine's pool
+    groups: ceil(T/tpb) full pages, per sliding life cycle B * pages(w, H) +
+    ceil(min(T, N)/tpb); the engine keys groups by slot size (kvgen's cycles hold one buffer
+    size each), a chunked life cycle keeps a pool of its own, as the shim builds it."""
+    context = -(-min(tokens, chunk) // tpb)
+    cycles = [(_name(w, s, c), tpb * b, batch * p + context) for w, s, p, b, c in t.life_cycles]
+    if t.slope:
+        cycles.append(("full", tpb * t.slope, -(-tokens // tpb)))
+    grouped: dict[object, list[tuple[str, int, int]]] = {}
+    for name, size, count in cycles:
+        grouped.setdefault(name if name.startswith("chunk") else size, []).append(
+            (name, size, count)
+        )
+    return [
+        EnginePool(tuple(n for n, _s, _p in members), members[0][1],
+                   sum(p for _n, _s, p in members))
+        for members in grouped.values()
+    ]  # fmt: skip
 
 
 def engine_pools(
