@@ -1346,6 +1346,14 @@ def quota_for_requests(
     page needs ``context_page_rounding``, which only ``"exact"`` pools hold.
     Under decode context parallelism a full-attention page spans ``tpb * dcp_size`` tokens
     (§9) in place of tpb.
+
+    ``"exact"`` sizes kvgen's own pools (the shim's). ``"trtllm-v2"`` follows TensorRT-LLM's
+    KV cache manager V2 (the early-2026 revision, §4, §10), which is handed one quota per
+    manager and splits it over its pool groups in proportion to slot bytes x life cycles:
+    the answer is the least quota from which that engine builds at least those whole-page
+    pools in every group (kvgen's pool bytes where one group holds them all); recurrent and
+    cross-attention bytes are added outside the split. ValueError under ``"trtllm-v2"`` for
+    SWA scratch reuse beside another pool group (not modelled; use ``"exact"``).
     """
     requests = _integer("requests", requests, 1)
     seq_len = _integer("seq_len", seq_len, 1)
