@@ -71,9 +71,9 @@ def gpu_grain(quota: int) -> int:
     """The GPU tier's pool-size grain for ``quota`` bytes (the engine's ``phys_mem_size``)."""
     if quota <= 0:
         raise ValueError(f"quota must be a positive number of bytes, got {quota}")
-    # math.log(x, 2), not log2: the engine's own expression (_storage_manager.py), whose float
-    # can fall just under an exact power of two where log2's does not.
-    exponent = int(math.log(quota / (GPU_PAGE * 512), 2))  # noqa: FURB163
+    # The engine's math.log(x, 2) (_storage_manager.py), which CPython computes as
+    # log(x) / log(2): its float can fall just under an exact power of two where log2's does not.
+    exponent = int(math.log(quota / (GPU_PAGE * 512)) / math.log(2))
     return GPU_PAGE << min(4, max(0, exponent))
 
 
