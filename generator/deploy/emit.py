@@ -17,10 +17,13 @@ and the settings are chosen so that the engine's own sizing code lands on it:
   the budget arithmetic computed, so the profiled value is at least the plan when the hardware
   check fits; ``page_size``, ``context_length``, ``chunked_prefill_size``, the pool ratios.
 - TensorRT-LLM (``tensorrt_llm/llmapi/llm_args.py``): ``kv_cache_config.max_gpu_total_bytes`` =
-  the planned quota (the manager takes the smaller of it and ``free_gpu_memory_fraction`` of the
-  free memory), ``tokens_per_block`` the spec's page, ``use_kv_cache_manager_v2``,
-  ``max_util_for_resume`` 0.95 as planned; ``max_batch_size``, ``max_num_tokens``,
-  ``max_seq_len``, ``tensor_parallel_size``, ``pipeline_parallel_size``.
+  the budget in whole grains of the V2 manager, which keeps it as given (the manager takes the
+  smaller of it and ``free_gpu_memory_fraction`` of the free memory), ``tokens_per_block`` the
+  spec's page, ``use_kv_cache_manager_v2``, ``max_util_for_resume`` 0.95 as planned;
+  ``max_batch_size``, ``max_num_tokens``, ``max_seq_len``, ``tensor_parallel_size``,
+  ``pipeline_parallel_size``. The capacity is what the pools the engine's split of that quota
+  builds hold (``kvgen.trtllm_pools.engine_plan_for_quota``, the early-2026 V2 revision),
+  with the pages per pool group in ``capacity["engine_pools"]``.
 
 ``Launch.fields`` uses each engine's own field names, so a runner can pass them to the
 engine's configuration classes unchanged (``EngineArgs(**fields)``, ``ServerArgs(**fields)``,
@@ -201,6 +204,7 @@ def _trtllm(
     try:
         plan = engine_plan_for_quota(sizing, model, quotas, max_batch_size=max_batch_size, **common)
     except ValueError as exc:  # pools outside the split model: kvgen's own capacity
+        quotas = shares  # the budget it was estimated for; the engine rounds it up
         notes.append(f"capacity is kvgen's estimate for the quota: {exc}")
     else:
         tokens, target_pools = plan["target"]
