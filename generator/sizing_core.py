@@ -1420,7 +1420,8 @@ def _engine_split_quota(
     groups = len({key for _size, _pages, key in pools})
     if groups <= 1 or terms.resume_rounding is not None:
         return whole  # one pool group: the engine's grain only rounds its quota up
-    if scratch and terms.manager == "target":  # scratch reuse: targets only (§3)
+    sliding = any(not cycle[4] for cycle in terms.life_cycles)  # chunked ones never reuse
+    if scratch and sliding and terms.manager == "target":  # scratch reuse: targets only (§3)
         raise ValueError(
             f"{model} {terms.manager}: semantics 'trtllm-v2' is the quota TensorRT-LLM's KV "
             f"cache manager V2 (the early-2026 revision, docs/cost-model.md §4) splits over "
