@@ -136,9 +136,10 @@ def render(
 
 RUNTIME_INIT = '''"""The sizing runtime of the generated modules beside this package (stdlib only).
 
-``sizing_core`` is kvgen's sizing interpreter, ``engines_core`` its engine pool policies and
-``facts`` the layout facts both read, copied verbatim; each ``<family>/sizing.py`` binds them
-to its tables. Version {version}.
+``sizing_core`` is kvgen's sizing interpreter, ``engines_core`` its engine pool policies,
+``facts`` the layout facts both read and ``trtllm_split`` TensorRT-LLM V2's split of one quota
+over its pool groups, copied verbatim; each ``<family>/sizing.py`` binds them to its tables.
+Version {version}.
 """
 
 __all__: list[str] = []
@@ -146,7 +147,8 @@ __all__: list[str] = []
 
 
 def _render_runtime() -> dict[str, str]:
-    """The runtime package: kvgen's two runtime modules verbatim under the generated header."""
+    """The runtime package: kvgen's runtime modules (``vendored.RUNTIME_MODULES``) verbatim
+    under the generated header."""
     from kvgen.sizing_context import RUNTIME_PACKAGE, runtime_sources
     from kvgen.sizing_core import RUNTIME_VERSION
 

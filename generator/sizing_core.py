@@ -1357,6 +1357,14 @@ def quota_for_requests(
     page needs ``context_page_rounding``, which only ``"exact"`` pools hold.
     Under decode context parallelism a full-attention page spans ``tpb * dcp_size`` tokens
     (§9) in place of tpb.
+
+    ``"exact"`` sizes kvgen's own pools (the shim's). ``"trtllm-v2"`` follows TensorRT-LLM's
+    KV cache manager V2 (the early-2026 revision, §4, §10), which is handed one quota per
+    manager and splits it over its pool groups in proportion to slot bytes x life cycles:
+    the answer is the least quota from which that engine builds at least those whole-page
+    pools in every group (kvgen's pool bytes where one group holds them all); recurrent and
+    cross-attention bytes are added outside the split. ValueError under ``"trtllm-v2"`` for
+    SWA scratch reuse beside another pool group (not modelled; use ``"exact"``).
     """
     requests = _integer("requests", requests, 1)
     seq_len = _integer("seq_len", seq_len, 1)
@@ -1390,8 +1398,66 @@ def quota_for_requests(
             least = _swa_context_tokens(offset, profile.extra, profile.extra + profile.step,
                                         requests, chunk, rounding)  # fmt: skip
             tokens = max(tokens, least)
-        out[t.manager] = _quota(t, tokens, chunk) if exact else _whole_pages(t, tokens, chunk)
+        if exact:
+            out[t.manager] = _quota(t, tokens, chunk)
+        else:
+            out[t.manager] = _engine_split_quota(model, t, tokens, chunk, requests, scratch_reuse)
     return out
+
+
+def _engine_split_quota(
+    model: str, terms: _Terms, tokens: int, chunk: int, requests: int, scratch: bool
+) -> int:
+    """The "trtllm-v2" quota of one manager for T = ``tokens``: the least quota from which
+    TensorRT-LLM's KV cache manager V2 (the early-2026 revision, §4) builds at least the
+    whole-page pools of ``_whole_pages`` in every pool group. The engine merges full and
+    sliding life cycles of equal slot bytes into one pool group and splits one quota over
+    the groups in proportion to slot bytes x life cycles (``trtllm_split``); with one group
+    it gets the whole quota, rounded up to the engine's grain, so kvgen's pools are the
+    answer. The split reads only slot bytes: a chunked life cycle is one more group of its
+    own (as the shim builds it), a DCP page its bytes on one rank. Recurrent states and
+    cross-attention caches live outside the split (TensorRT-LLM holds them in managers of
+    their own) and add their bytes. ValueError for SWA scratch reuse beside another group:
+    its scratch pools are a later revision's, whose split is not modelled."""
+    whole = _whole_pages(terms, tokens, chunk)
+    tpb = TOKENS_PER_BLOCK
+    context = -(-min(-(-tokens // terms.span) * terms.span, chunk) // tpb)
+    # (slot bytes, pages, the key of its pool group): chunked life cycles share no group.
+    pools = [
+        (tpb * b, requests * pages + context, (-i - 1) if attn_chunk else tpb * b)
+        for i, (_w, _s, pages, b, attn_chunk) in enumerate(terms.life_cycles)
+    ]
+    if terms.slope:
+        pools.append((terms.span * terms.slope, -(-tokens // terms.span), terms.span * terms.slope))
+    groups = len({key for _size, _pages, key in pools})
+    if groups <= 1 or terms.resume_rounding is not None:
+        return whole  # one pool group: the engine's grain only rounds its quota up
+    sliding = any(not cycle[4] for cycle in terms.life_cycles)  # chunked ones never reuse
+    if scratch and sliding and terms.manager == "target":  # scratch reuse: targets only (§3)
+        raise ValueError(
+            f"{model} {terms.manager}: semantics 'trtllm-v2' is the quota TensorRT-LLM's KV "
+            f"cache manager V2 (the early-2026 revision, docs/cost-model.md §4) splits over "
+            f"its {groups} pool groups, and SWA scratch reuse (a later revision's scratch "
+            "pools) is not modelled in that split; use semantics='exact' (kvgen's own pools, "
+            "which the shim serves) or scratch_reuse=False"
+        )
+    outside = whole - sum(size * pages for size, pages, _key in pools)  # states, cross caches
+    return _least_split_quota(tuple(pools)) + outside
+
+
+@functools.lru_cache(maxsize=4096)
+def _least_split_quota(pools: tuple[tuple[int, int, int], ...]) -> int:
+    """The least quota from which the engine builds ``pages`` slots of every pool group of
+    (slot bytes, pages, group key) ``pools``: pools of one key share one group."""
+    from .trtllm_split import PoolGroup, least_quota
+
+    keys: dict[int, list[int]] = {}  # group key -> [slot bytes, life cycles, pages]
+    for size, pages, key in pools:
+        group = keys.setdefault(key, [size, 0, 0])
+        group[1] += 1
+        group[2] += pages
+    groups = [PoolGroup((size,), cycles) for size, cycles, _pages in keys.values()]
+    return least_quota(groups, [pages for _size, _cycles, pages in keys.values()])
 
 
 def _whole_pages(terms: _Terms, tokens: int, chunk: int) -> int:

@@ -1,23 +1,27 @@
 """kvgen's serving plan carried into TensorRT-LLM's KV cache manager V2 (static side, stdlib).
 
-``quota_for_requests(..., semantics="trtllm-v2")`` is the least quota of the pools kvgen
-plans: so many full-attention pages, so many pages per sliding life cycle. The engine, given
-that quota, builds other pools: it merges life cycles of equal slot size and splits the quota
-in proportion to slot bytes x life cycles (:mod:`kvgen.trtllm_split`, the early-2026
-revision), so a sliding-window model gets about as many full pages as window pages. For
-gemma3_1b (4 requests to 2,048 tokens, max_num_tokens 256) kvgen plans 128 full + 40 window
-pages in 91,226,112 B; the engine builds 56 + 53 from them and runs out of full pages.
+The engine (the early-2026 revision ``bench/engines/trtllm_source.py`` pins) is given one byte
+quota per cache manager and builds its own pools from it: it merges life cycles of equal slot
+size into pool groups and splits the quota in proportion to slot bytes x life cycles
+(:mod:`kvgen.trtllm_split`), so a sliding-window model gets about as many full pages as
+window pages. For gemma3_1b (4 requests to 2,048 tokens, max_num_tokens 256) kvgen plans 128
+full + 40 window pages, 91,226,112 B; from those bytes the engine builds 56 + 53 and runs out
+of full pages. ``quota_for_requests(..., semantics="trtllm-v2")`` therefore answers the least
+quota from which the engine builds kvgen's pages in every group (211,812,352 B there).
 
+* :func:`engine_pool_plan` is kvgen's plan as the engine's pool groups, derived here apart
+  from ``quota_for_requests`` (docs/cost-model.md §3, §4);
 * :func:`engine_pools` reports, per cache manager and pool group, kvgen's pages and the
   engine's pages for a quota;
-* :func:`engine_quota_for_requests` is the least quota from which the engine builds at least
-  kvgen's pages in every pool group: the quota to hand the engine (``KvCacheConfig`` /
-  ``GpuCacheTierConfig(quota=...)``) so that the serving promise holds there.
+* :func:`engine_quota_for_requests` is the least quota under the engine's split from that
+  plan: equal to ``quota_for_requests`` under ``"trtllm-v2"`` for the managers it covers
+  (the tests compare the two derivations); kept as that independent derivation.
 
-Covered: attention-only managers (full and sliding life cycles) whose every life cycle's
-buffers have one size (K and V alike, one kind of layer per life cycle), as in every family
-the golden runs; anything else (recurrent or cross pools, decode context parallelism, a
-resume-rounded draft) is refused with ``ValueError`` rather than guessed.
+Covered: attention-only managers (full, sliding and chunked life cycles) whose every life
+cycle's buffers have one size (K and V alike, one kind of layer per life cycle, as this
+engine revision requires: ``create_storage_config`` refuses more); anything else (recurrent
+or cross pools, decode context parallelism, a resume-rounded draft) is refused with
+``ValueError`` rather than guessed.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from kvgen.trtllm_split import PoolGroup, group_life_cycles, least_quota, slots_for_quota
+from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota
 
 __all__ = [
     "EnginePool",
+    "engine_plan_for_quota",
     "engine_pool_plan",
     "engine_pool_ratio",
     "engine_pools",
@@ -70,25 +76,13 @@ def engine_pool_plan(
     ``requests`` requests to ``seq_len`` tokens (``quota_for_requests`` under
     ``"trtllm-v2"``): R * ceil((S - 1 + H)/tpb) full pages, and per sliding life cycle
     R * pages(w, H) + ceil(min(T, N)/tpb) (docs/cost-model.md §3, §4)."""
-    quota = sizing.quota_for_requests(
-        model, requests=requests, seq_len=seq_len, speculative=speculative,
-        max_num_tokens=max_num_tokens, tp_size=tp_size, pp_size=pp_size, pp_rank=pp_rank,
-        semantics="trtllm-v2",
-    )  # fmt: skip
-    terms = sizing._cached_terms(
-        model, speculative, requests, max_num_tokens, seq_len, tp_size, pp_size, pp_rank,
-        False, False, 0.95, False, "trtllm-v2", False, "default", 1, None,
-    )  # fmt: skip
+    terms = _attention_terms(sizing, model, speculative, requests, max_num_tokens, seq_len,
+                             tp_size, pp_size, pp_rank)  # fmt: skip
     profile = sizing._PROFILES[speculative]
     tpb = sizing.TOKENS_PER_BLOCK
     pages = -(-(seq_len - 1 + profile.extra + profile.step) // tpb)
     out = {}
     for t in terms:
-        if t.resume_rounding is not None or t.states or t.span != tpb or t.fixed_pool_bytes:
-            raise ValueError(
-                f"{model} {t.manager}: the engine's pool split is modelled for "
-                "attention-only managers (no recurrent, cross or DCP pools)"
-            )
         tokens = requests * pages * tpb if t.slope else 0
         for window, _s, _p, _b, chunk in t.life_cycles:
             offset = chunk - 1 - math.gcd(chunk, tpb) if chunk else window - 2
@@ -96,23 +90,104 @@ def engine_pool_plan(
                                                profile.extra + profile.step, requests,
                                                max_num_tokens, 0)  # fmt: skip
             tokens = max(tokens, least)
-        context = -(-min(tokens, max_num_tokens) // tpb)
-        cycles = [
-            (_name(w, s, c), tpb * b, requests * p + context) for w, s, p, b, c in t.life_cycles
-        ]
-        if t.slope:
-            cycles.append(("full", tpb * t.slope, -(-tokens // tpb)))
-        # The engine keys groups by slot size; kvgen's cycles hold one buffer size each.
-        group_of, groups = group_life_cycles([(size,) for _n, size, _p in cycles])
-        pools = []
-        for g, group in enumerate(groups):
-            members = [c for c, k in zip(cycles, group_of, strict=True) if k == g]
-            pools.append(EnginePool(tuple(n for n, _s, _p in members), group.slot_sizes[0],
-                                    sum(p for _n, _s, p in members)))  # fmt: skip
-        if sum(p.slot_bytes * p.planned_pages for p in pools) != quota[t.manager]:
-            raise ValueError(f"{model} {t.manager}: pools other than attention pages")
-        out[t.manager] = pools
+        out[t.manager] = _pools_at(tpb, t, requests, tokens, max_num_tokens)
     return out
+
+
+def engine_plan_for_quota(
+    sizing: types.ModuleType,
+    model: str,
+    quota_bytes: Mapping[str, int],
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+) -> dict[str, tuple[int | None, list[EnginePool]]]:
+    """Per cache manager, what the engine's pools for ``quota_bytes[manager]`` hold: the
+    largest T (tokens of full-attention history; None when no full pool bounds it) whose
+    "trtllm-v2" pools, ceil(T/tpb) full pages and per sliding life cycle
+    B * pages(w, H) + ceil(min(T, N)/tpb), fit the slots the engine's split builds in every
+    pool group, and those pools (``planned_pages`` at T, ``engine_pages`` built)."""
+    terms = _attention_terms(sizing, model, speculative, max_batch_size, max_num_tokens,
+                             max_seq_len, tp_size, 1, 0)  # fmt: skip
+    tpb = sizing.TOKENS_PER_BLOCK
+    out: dict[str, tuple[int | None, list[EnginePool]]] = {}
+    for t in terms:
+        shape = _pools_at(tpb, t, max_batch_size, 0, max_num_tokens)
+        groups = [PoolGroup((p.slot_bytes,), len(p.life_cycles)) for p in shape]
+        built = slots_for_quota(quota_bytes[t.manager], groups)
+
+        def fits(tokens: int, t: Any = t, built: tuple[int, ...] = built) -> bool:
+            pools = _pools_at(tpb, t, max_batch_size, tokens, max_num_tokens)
+            return all(p.planned_pages <= b for p, b in zip(pools, built, strict=True))
+
+        tokens: int | None
+        if not fits(0):
+            tokens = 0  # not even the window pages of B requests: nothing is served
+        elif not t.slope:
+            tokens = None if fits(max_num_tokens) else _largest(fits, 0, max_num_tokens)
+        else:
+            full = next(b for p, b in zip(shape, built, strict=True) if "full" in p.life_cycles)
+            tokens = _largest(fits, 0, full * tpb + 1)
+        held = max_num_tokens if tokens is None else tokens
+        at = _pools_at(tpb, t, max_batch_size, held, max_num_tokens)
+        out[t.manager] = (tokens, [
+            EnginePool(p.life_cycles, p.slot_bytes, p.planned_pages, b)
+            for p, b in zip(at, built, strict=True)
+        ])  # fmt: skip
+    return out
+
+
+def _largest(fits: Any, low: int, high: int) -> int:
+    """The largest T in [low, high) with fits(T), fits(low) holding and fits monotone."""
+    while high - low > 1:
+        mid = (low + high) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def _attention_terms(sizing: types.ModuleType, model: str, *args: Any) -> tuple[Any, ...]:
+    """The "trtllm-v2" terms of every manager (arguments: speculative, batch, N, S, tp, pp,
+    pp_rank); ValueError for a manager with pools outside the split model."""
+    speculative, batch, chunk, seq, tp, pp, rank = args
+    terms = sizing._cached_terms(
+        model, speculative, batch, chunk, seq, tp, pp, rank,
+        False, False, 0.95, False, "trtllm-v2", False, "default", 1, None,
+    )  # fmt: skip
+    for t in terms:
+        outside = t.states or t.fixed_pool_bytes  # recurrent rows, cross-attention caches
+        if t.resume_rounding is not None or outside or t.span != sizing.TOKENS_PER_BLOCK:
+            raise ValueError(
+                f"{model} {t.manager}: the engine's pool split is modelled for "
+                "attention-only managers (no recurrent, cross or DCP pools)"
+            )
+    return tuple(terms)
+
+
+def _pools_at(tpb: int, t: Any, batch: int, tokens: int, chunk: int) -> list[EnginePool]:
+    """kvgen's "trtllm-v2" pools of one manager for T = ``tokens`` as the engine's pool
+    groups: ceil(T/tpb) full pages, per sliding life cycle B * pages(w, H) +
+    ceil(min(T, N)/tpb); the engine keys groups by slot size (kvgen's cycles hold one buffer
+    size each), a chunked life cycle keeps a pool of its own, as the shim builds it."""
+    context = -(-min(tokens, chunk) // tpb)
+    cycles = [(_name(w, s, c), tpb * b, batch * p + context) for w, s, p, b, c in t.life_cycles]
+    if t.slope:
+        cycles.append(("full", tpb * t.slope, -(-tokens // tpb)))
+    grouped: dict[object, list[tuple[str, int, int]]] = {}
+    for name, size, count in cycles:
+        grouped.setdefault(name if name.startswith("chunk") else size, []).append(
+            (name, size, count)
+        )
+    return [
+        EnginePool(tuple(n for n, _s, _p in members), members[0][1],
+                   sum(p for _n, _s, p in members))
+        for members in grouped.values()
+    ]  # fmt: skip
 
 
 def engine_pools(
@@ -135,13 +210,18 @@ def engine_pools(
 def engine_quota_for_requests(
     sizing: types.ModuleType, model: str, **plan: int | str
 ) -> dict[str, int]:
-    """Per cache manager, the least GPU quota (in the engine's grain) from which the
-    early-2026 engine builds at least kvgen's pages in every pool group, so that the
-    ``quota_for_requests`` promise (every request runs to ``seq_len``) holds in the engine.
-    Keywords: those of :func:`engine_pool_plan`. At least ``quota_for_requests``; far more
-    for a sliding-window model, whose window pools the proportional split overfeeds."""
+    """Per cache manager, the least GPU quota from which the early-2026 engine builds at
+    least kvgen's pages in every pool group, so that every request runs to ``seq_len`` in
+    the engine. Keywords: those of :func:`engine_pool_plan`. One pool group: kvgen's pool
+    bytes (the engine rounds them up to its grain and gives the group all of it); several:
+    the least multiple of the grain under the proportional split, far more than kvgen's
+    pools for a sliding-window model, whose window pools the split overfeeds. The same
+    answer as ``quota_for_requests(..., semantics="trtllm-v2")``, derived apart from it."""
     out = {}
     for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
+        if len(pools) == 1:
+            out[manager] = pools[0].slot_bytes * pools[0].planned_pages
+            continue
         groups = [PoolGroup((p.slot_bytes,), len(p.life_cycles)) for p in pools]
         out[manager] = least_quota(groups, [p.planned_pages for p in pools])
     return out
@@ -155,7 +235,7 @@ def engine_pool_ratio(
     (read, not run: ``_config.py`` at 00043967, "one positive, normalized hot-tier byte-quota
     weight per layer group", ahead of ``typical_step``; ``constraints`` stay floors). The
     early-2026 revision the golden runs has no such option: hand it
-    :func:`engine_quota_for_requests` instead."""
+    ``quota_for_requests`` (``"trtllm-v2"``) instead."""
     out = {}
     for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
         sizes = [p.slot_bytes * p.planned_pages for p in pools]

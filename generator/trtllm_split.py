@@ -15,7 +15,7 @@ byte quota per cache tier and
    throughout (``_storage/_core.py`` ``CacheLevelStorage._ratio_to_slot_count_list``).
 
 Every function here mirrors that code operation for operation (floats included), so the
-slots it returns are the engine's; ``tests/test_trtllm_split.py`` replays the pools the
+slots it returns are the engine's; ``tests/unit/test_trtllm_split.py`` replays the pools the
 engine built for recorded quotas (``tests/fixtures/engines/trtllm.json``). This revision
 takes no ratio from its user: a quota is the only knob, hence :func:`least_quota`.
 """
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 GPU_PAGE = 2 << 20  # the engine's physical page of virtual memory, 2 MiB
-_MAX_SCAN = 1 << 16  # grains least_quota tries past its lower bound before doubling
+_MAX_SCAN = 1 << 16  # grains least_quota tries past its lower bound before giving up
 
 
 class PoolGroup(NamedTuple):
@@ -70,7 +70,10 @@ def gpu_grain(quota: int) -> int:
     """The GPU tier's pool-size grain for ``quota`` bytes (the engine's ``phys_mem_size``)."""
     if quota <= 0:
         raise ValueError(f"quota must be a positive number of bytes, got {quota}")
-    return GPU_PAGE << min(4, max(0, int(math.log(quota / (GPU_PAGE * 512), 2))))
+    # The engine's math.log(x, 2) (_storage_manager.py), which CPython computes as
+    # log(x) / log(2): its float can fall just under an exact power of two where log2's does not.
+    exponent = int(math.log(quota / (GPU_PAGE * 512)) / math.log(2))
+    return GPU_PAGE << min(4, max(0, exponent))
 
 
 def adjusted_quota(quota: int, groups: Sequence[PoolGroup]) -> int:
@@ -126,20 +129,23 @@ def least_quota(groups: Sequence[PoolGroup], pages: Sequence[int]) -> int:
     given) from which the engine builds at least ``pages[g]`` slots in every pool group g.
 
     Under the proportional split each group gets about ``ratio_g * q`` bytes, so q is at
-    least ``max_g(pages_g * slot_bytes_g / ratio_g)``; the scan starts a few grains below that
-    bound (rounding can favour a group) and walks up 2 MiB at a time."""
+    least ``max_g(pages_g * slot_bytes_g / ratio_g)``; rounding each group's grains can favour
+    a group by a grain, so the scan starts two grains per group below that bound and walks
+    up one grain at a time (every quota within a grain builds the same pools)."""
     if len(pages) != len(groups):
         raise ValueError("one page count per pool group")
     ratio = proportional_ratio(groups)
     need = [p * sum(g.slot_sizes) for p, g in zip(pages, groups, strict=True)]
-    bound = max(max(n / r for n, r in zip(need, ratio, strict=True)), sum(need), 1)
-    start = max(1, int(bound) // GPU_PAGE - 4 * (len(groups) + 2))
-    for step in range(_MAX_SCAN):
-        quota = (start + step) * GPU_PAGE
+    bound = int(max(max(n / r for n, r in zip(need, ratio, strict=True)), sum(need), 1))
+    margin = 2 * (len(groups) + 2) * gpu_grain(bound)
+    quota = max(GPU_PAGE, (bound - margin) // GPU_PAGE * GPU_PAGE)
+    for _step in range(_MAX_SCAN):
+        quota = adjusted_quota(quota, groups)  # the quota the engine keeps
         built = _slots_or_none(quota, groups)
         if built is not None and all(b >= p for b, p in zip(built, pages, strict=True)):
-            return adjusted_quota(quota, groups)
-    raise ValueError(f"no quota up to {(start + _MAX_SCAN) * GPU_PAGE} bytes holds {pages}")
+            return quota
+        quota += GPU_PAGE
+    raise ValueError(f"no quota up to {quota} bytes holds {pages}")
 
 
 def _slots_or_none(quota: int, groups: Sequence[PoolGroup]) -> tuple[int, ...] | None:

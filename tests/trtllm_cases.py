@@ -47,6 +47,17 @@ def synthetic_tables() -> rt.FamilyTables:
     )
 
 
+def kvgen_pools_bytes(sizing: Any, model: str, serving: dict[str, Any]) -> dict[str, int]:
+    """Per manager, the bytes of kvgen's planned pools for a serving run (pages x slot bytes
+    of every pool group, ``kvgen.trtllm_pools.engine_pool_plan``)."""
+    from kvgen.trtllm_pools import engine_pool_plan
+
+    plan = engine_pool_plan(sizing, model, **serving)
+    return {
+        name: sum(p.slot_bytes * p.planned_pages for p in pools) for name, pools in plan.items()
+    }
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -66,9 +77,9 @@ class Case:
     # The engine gets quota_for_requests(batch, max_seq_len) of the generated sizing module
     # under "trtllm-v2" (finding 6 of the V2 comparison: it must be enough).
     quota_for_requests: bool = False
-    # The engine gets kvgen.trtllm_pools.engine_quota_for_requests (the least quota from which
-    # the engine's proportional pool split builds kvgen's pages in every pool group).
-    engine_split_quota: bool = False
+    # The engine gets the bytes of kvgen's own planned pools for that serving run (what
+    # quota_for_requests answered under "trtllm-v2" before it followed the engine's split).
+    kvgen_pools_quota: bool = False
     # The engine runs out of pages on this quota (a finding the golden records, not a bug).
     engine_runs_out: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -97,27 +108,19 @@ class Case:
 
     def quota(self) -> dict[str, int] | None:
         """The engine's quota per manager, when the case sets one."""
-        if not self.quota_for_requests and not self.engine_split_quota:
+        if not self.quota_for_requests and not self.kvgen_pools_quota:
             return self.engine_quota
         sizing = importlib.import_module(f"generated.{self.family}.sizing")
-        if self.engine_split_quota:
-            from kvgen.trtllm_pools import engine_quota_for_requests
-
-            return engine_quota_for_requests(
-                sizing,
-                self.model,
-                requests=self.batch,
-                seq_len=self.max_seq_len,
-                speculative=self.speculative,
-                max_num_tokens=self.max_num_tokens,
-            )
+        serving = {
+            "requests": self.batch,
+            "seq_len": self.max_seq_len,
+            "speculative": self.speculative,
+            "max_num_tokens": self.max_num_tokens,
+        }
+        if self.kvgen_pools_quota:
+            return kvgen_pools_bytes(sizing, self.model, serving)
         quota: dict[str, int] = sizing.quota_for_requests(
-            self.model,
-            requests=self.batch,
-            seq_len=self.max_seq_len,
-            speculative=self.speculative,
-            max_num_tokens=self.max_num_tokens,
-            semantics="trtllm-v2",
+            self.model, semantics="trtllm-v2", **serving
         )
         return quota
 
@@ -285,52 +288,42 @@ CASES = (
     # 4 x pages(512, 1) + ceil(256/64) = 4 x 9 + 4 = 40 window pages of 64 x 22 layers x 1,024 B
     # = 1,441,792 B: 91,226,112 B. The engine rounds that to 44 grains of 2 MiB and gives the
     # full group (ratio 262,144 / 1,703,936) round(44 x 0.1538) = 7 grains = 56 pages, the
-    # window group 37 grains = 53 pages: it runs out of full pages.
+    # window group 37 grains = 53 pages: on kvgen's own pool bytes it runs out of full pages.
     Case(
-        "gemma3_1b/serving_quota_for_requests",
+        "gemma3_1b/serving_kvgen_pools",
         "gemma3",
         "gemma3_1b",
         requests=4,
         max_seq_len=2048,
         prompt=(1800, 2000),
         decode=(300, 400),
-        quota_for_requests=True,
+        kvgen_pools_quota=True,
         engine_runs_out=True,
     ),
-    # The same serving run on engine_quota_for_requests: every request reaches 2,048 tokens.
-    Case(
-        "gemma3_1b/serving_engine_quota",
-        "gemma3",
-        "gemma3_1b",
-        requests=4,
-        max_seq_len=2048,
-        prompt=(1800, 2000),
-        decode=(300, 400),
-        engine_split_quota=True,
-    ),
-    # gpt_oss_20b without a draft: 12 full and 12 window layers of equal slots (786,432 B),
-    # one engine pool group and one shared shim pool of 4 x 32 + 4 x 3 + 4 = 144 pages: the
-    # engine's least quota is kvgen's (54 grains of 2 MiB = 144 slots exactly).
-    Case(
-        "gpt_oss_20b/serving_engine_quota",
-        "gpt_oss",
-        "gpt_oss_20b",
-        requests=4,
-        max_seq_len=2048,
-        prompt=(1800, 2000),
-        decode=(300, 400),
-        engine_split_quota=True,
-    ),
-    Case(
-        "gpt_oss_20b/eagle3_serving_engine_quota",
-        "gpt_oss",
-        "gpt_oss_20b",
-        "eagle3",
-        requests=4,
-        max_seq_len=2048,
-        prompt=(1800, 2000),
-        decode=(300, 400),
-        engine_split_quota=True,
+    # The same serving run on quota_for_requests ("trtllm-v2": the engine's least quota for
+    # kvgen's pages, 101 grains of 2 MiB): every request reaches 2,048 tokens.
+    *(
+        Case(
+            f"{model}/{'' if profile == 'none' else profile + '_'}serving_quota_for_requests",
+            family,
+            model,
+            profile,
+            requests=4,
+            max_seq_len=seq,
+            prompt=(seq - 248, seq - 48),
+            decode=(300, 400),
+            quota_for_requests=True,
+        )
+        for family, model, profile, seq in (
+            ("gemma3", "gemma3_1b", "none", 2048),
+            # gpt_oss_20b: 12 full and 12 window (128) layers of equal slots (786,432 B), one
+            # engine pool group of 4 x 32 + 4 x 3 + 4 = 144 pages: kvgen's pool bytes.
+            ("gpt_oss", "gpt_oss_20b", "none", 2048),
+            ("gpt_oss", "gpt_oss_20b", "eagle3", 2048),
+            ("gemma3", "gemma3_27b", "none", 2048),
+            # command_r7b: 3 window (4096) layers to 1 full: two groups, past the window.
+            ("cohere2", "command_r7b", "none", 6144),
+        )
     ),
 )
 

@@ -262,10 +262,23 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def closed_loop(config: dict[str, Any]) -> dict[str, Any]:
+    """The pool groups the engine builds from an emitted ``max_gpu_total_bytes`` (the GPU
+    tier's quota) for one manager's layers; an assertion of the engine is recorded."""
+    manager = {"name": "target", "layers": config["layers"]}
+    try:
+        built = KVCacheManager(engine_config(config, manager, config["quota"]))
+    except AssertionError:
+        frame = traceback.extract_tb(sys.exc_info()[2])[-1]
+        return {"refused": f"{frame.name}: {frame.line}"}
+    return describe(built)
+
+
 def main() -> int:
-    cases = json.load(sys.stdin)["cases"]
-    results = [run_case(case) for case in cases]
-    json.dump({"results": results}, sys.stdout)
+    data = json.load(sys.stdin)
+    results = [run_case(case) for case in data.get("cases", [])]
+    loops = [closed_loop(config) for config in data.get("closed_loop", [])]
+    json.dump({"results": results, "closed_loop": loops}, sys.stdout)
     return 0
 
 

@@ -20,13 +20,19 @@ engine enters this repository). The runner
    step, with provenance to ``tests/fixtures/engines/trtllm.json``, with the differences the
    shim shows today;
 4. offers each case's managers a set of quotas (``quota_probes``: the shim's pools at 4,096
-   tokens, one quota per grain size, ``quota_for_requests`` and, for attention-only
-   managers, ``kvgen.trtllm_pools.engine_quota_for_requests``) and records the pool groups
-   the engine builds from each (``quota_pools``), which ``tests/unit/test_trtllm_split.py``
-   replays against ``kvgen.trtllm_split``.
+   tokens, one quota per grain size, ``quota_for_requests`` under ``"trtllm-v2"`` and, for
+   attention-only managers, the bytes of kvgen's own planned pools) and records the pool
+   groups the engine builds from each (``quota_pools``), which
+   ``tests/unit/test_trtllm_split.py`` replays against ``kvgen.trtllm_split``.
 
-``tests/generated/test_trtllm_goldens.py`` replays the goldens against the shim; CI needs no
-engine.
+5. (without ``--only``, or with ``--only closed_loop``) closes the loop of
+   ``kvgen plan --emit trtllm``: for every config of ``tests/trtllm_closed_loop.py`` it
+   takes the settings emit prints as JSON, gives their ``kv_cache_config.max_gpu_total_bytes``
+   to the engine's ``KVCacheManager`` as the GPU quota of the model's layers on one rank,
+   and records the pool groups it builds (``closed_loop``).
+
+``tests/generated/test_trtllm_goldens.py`` replays the goldens against the shim and
+``tests/deploy/test_trtllm_closed_loop.py`` the closed loop against emit; CI needs no engine.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from tests.trtllm_cases import (  # noqa: E402
     SEEDS,
     Case,
     compact_managers,
+    kvgen_pools_bytes,
 )
 from tests.trtllm_shim import Replay, replay  # noqa: E402
 from tests.trtllm_traces import continuous_batching, encode_rows  # noqa: E402
@@ -148,7 +155,7 @@ def engine_case(case: Case, seed: int) -> dict[str, Any]:
         m["quota"] = quotas[m["name"]]
     # Pools built for a set of quotas: the shim's pools for 4096 tokens, PROBE_QUOTAS (one per
     # grain), and the serving quotas of the case's batch and max_seq_len (quota_for_requests
-    # and, for attention-only managers, engine_quota_for_requests).
+    # and, for attention-only managers, kvgen's own pool bytes).
     probes = [case.shim_for_tokens(4096).quota_bytes()]
     probes += [{m["name"]: q for m in managers} for q in PROBE_QUOTAS]
     probes += serving_quotas(case)
@@ -166,8 +173,6 @@ def engine_case(case: Case, seed: int) -> dict[str, Any]:
 def serving_quotas(case: Case) -> list[dict[str, int]]:
     import importlib
 
-    from kvgen.trtllm_pools import engine_quota_for_requests
-
     if case.family == "synthetic":  # hand-built tables: no generated sizing module
         return []
     sizing = importlib.import_module(f"generated.{case.family}.sizing")
@@ -178,15 +183,57 @@ def serving_quotas(case: Case) -> list[dict[str, int]]:
         "max_num_tokens": case.max_num_tokens,
     }
     out = [sizing.quota_for_requests(case.model, semantics="trtllm-v2", **serving)]
-    with contextlib.suppress(ValueError):  # a manager the split model declines: no probe
-        out.append(engine_quota_for_requests(sizing, case.model, **serving))
+    with contextlib.suppress(ValueError):  # a manager the static pool plan declines: no probe
+        out.append(kvgen_pools_bytes(sizing, case.model, serving))
     return out
 
 
-def run_engine(src: Path, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def closed_loop_inputs() -> list[tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]]:
+    """(config, what ``plan --emit trtllm --format json`` printed, the engine's input or None
+    where emit refused) of every closed-loop config."""
+    from tests import trtllm_closed_loop as loop
+
+    out = []
+    for config in loop.configs():
+        emit = loop.emitted(config)
+        engine = None
+        if "refused" not in emit:
+            kv = emit["fields"]["kv_cache_config"]
+            engine = {"tokens_per_block": kv["tokens_per_block"],
+                      "max_util_for_resume": kv["max_util_for_resume"],
+                      "quota": kv["max_gpu_total_bytes"],
+                      "layers": loop.engine_layers(config)}  # fmt: skip
+        out.append((config, emit, engine))
+    return out
+
+
+def closed_loop_entries(
+    inputs: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]],
+    built: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    from tests import trtllm_closed_loop as loop
+
+    results = iter(built)
+    entries = []
+    for config, emit, engine in inputs:
+        entry: dict[str, Any] = {"id": loop.config_id(config), "config": config}
+        if engine is None:
+            entry["emit_refused"] = emit["refused"]
+        else:
+            entry["emitted"] = {"fields": emit["fields"], "capacity": emit["capacity"]}
+            layers = [{"name": "target", "layers": engine["layers"]}]
+            entry["engine_layers"] = compact_managers(layers)[0]
+            entry["engine"] = next(results)
+        entries.append(entry)
+    return entries
+
+
+def run_engine(
+    src: Path, cases: list[dict[str, Any]], loops: list[dict[str, Any]] | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     proc = subprocess.run(
         [sys.executable, str(HERE / "trtllm_engine.py")],
-        input=json.dumps({"cases": cases}),
+        input=json.dumps({"cases": cases, "closed_loop": loops or []}),
         env=engine_env(src),
         capture_output=True,
         text=True,
@@ -195,8 +242,8 @@ def run_engine(src: Path, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr[-4000:])
         raise SystemExit(f"trtllm_engine.py failed (exit {proc.returncode})")
-    results: list[dict[str, Any]] = json.loads(proc.stdout)["results"]
-    return results
+    out = json.loads(proc.stdout)
+    return out["results"], out["closed_loop"]
 
 
 def differences(case: Case, seed: int, engine: dict[str, Any]) -> dict[str, Any]:
@@ -233,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine-src", type=Path, required=True)
     parser.add_argument("--skip-unit-tests", action="store_true")
-    parser.add_argument("--only", help="run the cases whose name contains this")
+    parser.add_argument(
+        "--only", help="run the cases whose name contains this ('closed_loop': only that)"
+    )
     parser.add_argument("--out", type=Path, default=FIXTURE)
     args = parser.parse_args(argv)
     src = args.engine_src.resolve()
@@ -252,7 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"engine unit tests under the stand-ins: {summary}")
     chosen = [c for c in CASES if args.only is None or args.only in c.name]
     grid = [(case, seed, engine_case(case, seed)) for case in chosen for seed in SEEDS]
-    results = run_engine(src, [g for _c, _s, g in grid])
+    loop_inputs = closed_loop_inputs() if args.only in (None, "closed_loop") else []
+    results, built = run_engine(
+        src, [g for _c, _s, g in grid], [e for _c, _e, e in loop_inputs if e is not None]
+    )
     entries = []
     for (case, seed, inputs), result in zip(grid, results, strict=True):
         diff = differences(case, seed, result)
@@ -283,11 +335,23 @@ def main(argv: list[str] | None = None) -> int:
         "provenance": PROVENANCE,
         "refresh": "python bench/engines/trtllm_runner.py --engine-src DIR",
         "cases": entries,
+        "closed_loop": {
+            "produced_by": "kvgen.deploy.emit.launch + render(json) (plan --emit trtllm "
+            "--format json) in process; the engine's KVCacheManager(KVCacheManagerConfig("
+            "cache_tiers=[GpuCacheTierConfig(quota=max_gpu_total_bytes)])), run on CPU",
+            "functions": [
+                "KVCacheManager.__init__",
+                "create_storage_config",
+                "CacheLevelManager._create_cache_level_storage",
+                "CacheLevelStorage._ratio_to_slot_count_list",
+            ],
+            "configs": closed_loop_entries(loop_inputs, built),
+        },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(golden, separators=(",", ":"), sort_keys=True) + "\n")
     steps = sum(e["shim_differences_at_refresh"]["steps"] for e in entries)
-    print(f"{args.out}: {len(entries)} runs, {steps} steps")
+    print(f"{args.out}: {len(entries)} runs, {steps} steps, {len(loop_inputs)} closed-loop configs")
     return 0
 
 

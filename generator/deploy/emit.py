@@ -17,10 +17,13 @@ and the settings are chosen so that the engine's own sizing code lands on it:
   the budget arithmetic computed, so the profiled value is at least the plan when the hardware
   check fits; ``page_size``, ``context_length``, ``chunked_prefill_size``, the pool ratios.
 - TensorRT-LLM (``tensorrt_llm/llmapi/llm_args.py``): ``kv_cache_config.max_gpu_total_bytes`` =
-  the planned quota (the manager takes the smaller of it and ``free_gpu_memory_fraction`` of the
-  free memory), ``tokens_per_block`` the spec's page, ``use_kv_cache_manager_v2``,
-  ``max_util_for_resume`` 0.95 as planned; ``max_batch_size``, ``max_num_tokens``,
-  ``max_seq_len``, ``tensor_parallel_size``, ``pipeline_parallel_size``.
+  the budget in whole grains of the V2 manager, which keeps it as given (the manager takes the
+  smaller of it and ``free_gpu_memory_fraction`` of the free memory), ``tokens_per_block`` the
+  spec's page, ``use_kv_cache_manager_v2``, ``max_util_for_resume`` 0.95 as planned;
+  ``max_batch_size``, ``max_num_tokens``, ``max_seq_len``, ``tensor_parallel_size``,
+  ``pipeline_parallel_size``. The capacity is what the pools the engine's split of that quota
+  builds hold (``kvgen.trtllm_pools.engine_plan_for_quota``, the early-2026 V2 revision),
+  with the pages per pool group in ``capacity["engine_pools"]``.
 
 ``Launch.fields`` uses each engine's own field names, so a runner can pass them to the
 engine's configuration classes unchanged (``EngineArgs(**fields)``, ``ServerArgs(**fields)``,
@@ -163,30 +166,88 @@ def launch(
         if any(layer.attention == "recurrent" for layer in entry.layers):
             fields["mamba_full_memory_ratio"] = sizing.MAMBA_FULL_MEMORY_RATIO
     else:
-        kv_cache_config: dict[str, Any] = {
-            "max_gpu_total_bytes": budget_bytes,
-            "tokens_per_block": sizing.TOKENS_PER_BLOCK,
-            "use_kv_cache_manager_v2": True,
-            "max_util_for_resume": 0.95,
-            "dtype": dtype,
-        }
-        if fraction is not None:
-            kv_cache_config["free_gpu_memory_fraction"] = fraction
-        fields = {
-            "max_batch_size": max_batch_size,
-            "max_num_tokens": max_num_tokens,
-            "max_seq_len": max_seq_len,
-            "tensor_parallel_size": tp_size,
-            "pipeline_parallel_size": 1,
-            "kv_cache_config": kv_cache_config,
-        }
-        if len(sizing.cache_costs(model, max_batch_size=max_batch_size, **common)) > 1:
-            notes.append(
-                "the separate draft pool's share of the quota is kvgen's split (docs/cost-model"
-                ".md §6); the engine's own split is not emitted yet"
-            )
+        fields, capacity, notes = _trtllm(
+            sizing, model, capacity, dtype, fraction, max_batch_size, common
+        )
     version = sizing.ENGINE_VERSIONS[engine]
     return Launch(engine, version, CONFIG_CLASS[engine], fields, capacity, notes)
+
+
+def _trtllm(
+    sizing: types.ModuleType,
+    model: str,
+    capacity: dict[str, Any],
+    dtype: str,
+    fraction: float | None,
+    max_batch_size: int,
+    common: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """TensorRT-LLM V2's settings and what its pools hold for them (docs/deploy.md). The
+    quota is the budget in whole grains of the engine (it rounds a quota up to its grain,
+    ``kvgen.trtllm_split``), so the engine keeps exactly the emitted bytes; the capacity is
+    what the pools the engine's split builds from it hold (``engine_plan_for_quota``):
+    kvgen's pools at that many tokens fit them in every pool group."""
+    from kvgen.trtllm_pools import engine_plan_for_quota
+    from kvgen.trtllm_split import gpu_grain
+
+    budget = capacity["budget_bytes"]
+    notes: list[str] = []
+    managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
+    shares = {"target": budget}
+    if len(managers) > 1:
+        shares = sizing.split_budget(model, budget, max_batch_size=max_batch_size, **common)
+        notes.append(
+            "the separate draft pool's share of the quota is kvgen's split (docs/cost-model"
+            ".md §6); how TensorRT-LLM divides one quota between its managers is not emitted"
+        )
+    quotas = {name: share - share % gpu_grain(share) or share for name, share in shares.items()}
+    try:
+        plan = engine_plan_for_quota(sizing, model, quotas, max_batch_size=max_batch_size, **common)
+    except ValueError as exc:  # pools outside the split model: kvgen's own capacity
+        quotas = shares  # the budget it was estimated for; the engine rounds it up
+        notes.append(f"capacity is kvgen's estimate for the quota: {exc}")
+    else:
+        tokens, target_pools = plan["target"]
+        seq = common["max_seq_len"]
+        tokens = max_batch_size * seq if tokens is None else tokens
+        capacity.update(
+            kv_tokens=tokens,
+            max_concurrency=min(tokens / seq, float(max_batch_size)),
+            num_blocks=tokens // sizing.TOKENS_PER_BLOCK,
+            quota_bytes=quotas,
+            engine_pools={
+                name: [
+                    {"life_cycles": list(p.life_cycles), "slot_bytes": p.slot_bytes,
+                     "planned_pages": p.planned_pages, "engine_pages": p.engine_pages}
+                    for p in pools
+                ]
+                for name, (_t, pools) in plan.items()
+            },
+        )  # fmt: skip
+        if len(target_pools) > 1:
+            notes.append(
+                f"the engine splits the quota over {len(target_pools)} pool groups in proportion "
+                "to slot bytes x life cycles (the early-2026 V2 revision): the capacity is "
+                "what its pools hold (capacity.engine_pools)"
+            )
+    kv_cache_config: dict[str, Any] = {
+        "max_gpu_total_bytes": sum(quotas.values()),
+        "tokens_per_block": sizing.TOKENS_PER_BLOCK,
+        "use_kv_cache_manager_v2": True,
+        "max_util_for_resume": 0.95,
+        "dtype": dtype,
+    }
+    if fraction is not None:
+        kv_cache_config["free_gpu_memory_fraction"] = fraction
+    fields = {
+        "max_batch_size": max_batch_size,
+        "max_num_tokens": common["max_num_tokens"],
+        "max_seq_len": common["max_seq_len"],
+        "tensor_parallel_size": common["tp_size"],
+        "pipeline_parallel_size": 1,
+        "kv_cache_config": kv_cache_config,
+    }
+    return fields, capacity, notes
 
 
 def _yaml(value: Any, indent: int = 0) -> list[str]:

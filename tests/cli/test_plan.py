@@ -405,3 +405,21 @@ def test_memory_for_requests_under_decode_context_parallelism(project, capsys):
     code, out, err = plan(capsys, *args, "--dcp-size", "2")
     assert code == 2 and out == ""
     assert "dcp_size must be <= tp_size // kv_heads = 1" in err
+
+
+def test_memory_for_requests_follows_the_engine_split_of_a_window_model(capsys):
+    # Shipped gemma3_1b (tpb 64, H = 1), 4 requests of 2,048 tokens, N = 256: kvgen's pools are
+    # 4 x ceil(2047/64) = 128 full pages of 262,144 B and 4 x pages(512, 1) + ceil(256/64) = 40
+    # window pages of 1,441,792 B, 91,226,112 B. Two engine pool groups of unequal slot bytes
+    # share the quota by TensorRT-LLM V2's proportional split: the least quota that builds 128
+    # full slots is 101 grains of 2 MiB = 211,812,352 B (tests/unit/test_trtllm_split.py).
+    # (The swa fixture's full and window layers have equal slot bytes, one group: its
+    # figures above are kvgen's pools.)
+    args = ["plan", "gemma3", "gemma3_1b", "--generated", str(REPO / "generated")]
+    args += ["--requests", "4", "--seq-len", "2048", "--max-num-tokens", "256"]
+    assert main([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["semantics"] == "trtllm-v2"
+    assert data["managers"] == {"target": 101 * (2 << 20)} == {"target": 211_812_352}
+    assert main([*args, "--gpu-memory", "150MiB"]) == 1  # kvgen's own pools would fit
+    assert capsys.readouterr().out.splitlines()[-1] == "does not fit in 150 MiB (157286400 B)"

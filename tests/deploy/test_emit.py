@@ -116,11 +116,13 @@ def test_sglang_default_fraction_on_an_h100_at_tp8():
 
 def test_trtllm_yaml_and_its_arithmetic(capsys):
     # (85,520,809,984 - 17,179,869,184 - 4,294,967,296) x 0.9 = 64,045,973,504 x 0.9
-    # = 57,641,376,153.6 -> 57,641,376,153 B, emitted as kv_cache_config.max_gpu_total_bytes.
+    # = 57,641,376,153.6 -> 57,641,376,153 B of KV budget, emitted in whole grains of the V2
+    # manager (2 MiB << 4 = 32 MiB from 16 GiB, which it would round up to):
+    # floor(57,641,376,153 / 33,554,432) = 1,717 grains = 57,612,959,744 B.
     code, out, _ = plan(capsys, "--gpu", "H100-80GB", "--weights", "16GiB", "--emit", "trtllm",
                         "--format", "yaml")  # fmt: skip
     assert code == 0
-    assert "  max_gpu_total_bytes: 57641376153\n" in out
+    assert "  max_gpu_total_bytes: 57612959744\n" in out
     assert "  tokens_per_block: 32\n" in out  # the spec's tokens_per_block
     assert "  free_gpu_memory_fraction: 0.9\n" in out
     assert "max_seq_len: 32768\n" in out
@@ -230,7 +232,9 @@ def test_hardware_json_without_emit_shows_the_budget(capsys):
     # trtllm-v2 by default: (85,520,809,984 - 16 GiB - 4 GiB) x 0.9 -> 57,641,376,153 B
     assert data["budget"]["kv_bytes"] == 57_641_376_153
     assert data["budget"]["fraction_source"].startswith("engine default, tensorrt_llm")
-    assert data["launch"]["fields"]["kv_cache_config"]["max_gpu_total_bytes"] == 57_641_376_153
+    # ... emitted as 1,717 whole grains of 32 MiB (test_trtllm_yaml_and_its_arithmetic).
+    kv = data["launch"]["fields"]["kv_cache_config"]
+    assert kv["max_gpu_total_bytes"] == 1717 * (32 << 20) == 57_612_959_744
 
 
 def test_weights_split_over_two_tensor_parallel_ranks(tmp_path, capsys):
@@ -251,3 +255,26 @@ def test_weights_as_a_bare_number_needs_a_unit(capsys):
     code, _, err = plan(capsys, "--gpu", "H100", "--weights", "17")
     assert code == 2
     assert "a size needs a unit" in err
+
+
+def test_trtllm_capacity_is_what_the_engine_split_holds(capsys):
+    # gemma3_1b, 40 GiB, 32,768 tokens, B = 8, N = 8,192 (tpb 64): the engine's grain from
+    # 16 GiB is 32 MiB, so the quota is 1,280 grains. The full group (262,144 B slots, ratio
+    # 262,144 / 1,703,936 = 2/13) gets round(1,280 x 2/13) = round(196.92) = 197 grains =
+    # 6,304 MiB / 0.25 MiB = 25,216 slots; the window group (1,441,792 B) 1,083 grains =
+    # 34,656 MiB / 1.375 MiB = 25,204 slots. kvgen's pools at T need 8 x pages(512, 1) +
+    # ceil(min(T, N)/64) = 72 + 128 = 200 window pages and ceil(T/64) full pages: the full
+    # group bounds T at 25,216 x 64 = 1,613,824 tokens (the affine estimate, which sizes
+    # kvgen's own pools from the same bytes, says 10,237,952).
+    code = main(["-q", "plan", "gemma3", "gemma3_1b", "--gpu-memory", "40GiB", "--max-seq-len",
+                 "32768", "--emit", "trtllm", "--format", "json"])  # fmt: skip
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fields"]["kv_cache_config"]["max_gpu_total_bytes"] == 1280 * (32 << 20)
+    capacity = data["capacity"]
+    assert capacity["kv_tokens"] == 25_216 * 64 == 1_613_824
+    assert capacity["num_blocks"] == 25_216
+    assert [(p["life_cycles"], p["planned_pages"], p["engine_pages"])
+            for p in capacity["engine_pools"]["target"]] == [
+        (["swa512"], 200, 25_204), (["full"], 25_216, 25_216)]  # fmt: skip
+    assert any("pool groups" in note for note in data["notes"])

@@ -369,9 +369,21 @@ def test_plan_on_shipped_gemma3n_charges_only_the_owning_layers(capsys):
     # ceil(511 / 64) + 1 = 9; per_request = 16 * 2,048 * 64 * 9 = 18,874,368; ctx_swa =
     # 16 * 2,048 = 32,768. 8 requests of 32,768 tokens with N = 2,048:
     # 8 * 32,768 * 8,192 + 8 * 18,874,368 + 2,048 * 32,768 = 2,147,483,648 + 150,994,944 +
-    # 67,108,864 = 2,365,587,456 B (owning caches on all 35 layers: slope 7 * 2,048).
+    # 67,108,864 = 2,365,587,456 B of pools (owning caches on all 35 layers: slope 7 * 2,048):
+    # 8 * 512 = 4,096 full pages of 0.5 MiB and 8 * 9 + 2,048 / 64 = 104 window pages of 2 MiB.
+    # Under "trtllm-v2" the quota is the least from which TensorRT-LLM V2's split builds them
+    # (docs/cost-model.md §4): the full group's ratio 0.5 / 2.5 = 1/5 must round to its
+    # 2,048 MiB / 16 MiB = 128 grains (16 MiB: the grain from 8 GiB): round(G / 5) >= 128
+    # first at G = 638 (127.6; 637 gives 127.4), 638 * 16 MiB = 10,703,863,808 B.
     args = ["plan", "gemma3n", "gemma3n_e4b", "--generated", str(ROOT / "generated")]
     args += ["--requests", "8", "--seq-len", "32768", "--max-num-tokens", "2048"]
     assert main([*args, "--max-batch-size", "8", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["managers"] == {"target": 2_365_587_456} and data["total"] == 2_365_587_456
+    assert data["managers"] == {"target": 638 * (16 << 20)} == {"target": 10_703_863_808}
+    from kvgen.planner import load_sizing
+    from kvgen.trtllm_pools import engine_pool_plan
+
+    plan = engine_pool_plan(load_sizing("gemma3n"), "gemma3n_e4b", requests=8, seq_len=32768,
+                            max_num_tokens=2048)  # fmt: skip
+    pools = sum(p.slot_bytes * p.planned_pages for p in plan["target"])
+    assert pools == 4096 * (1 << 19) + 104 * (2 << 20) == 2_365_587_456

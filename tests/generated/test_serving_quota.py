@@ -265,7 +265,10 @@ def test_quota_for_requests_is_enough_under_trtllm_v2(tmp_path_factory, spec, mo
     # answer is those pools in whole pages, so R requests run to their last step (before,
     # R * (S - 1 + H) tokens held fewer pages than they need). The worst iteration of an SWA
     # life cycle without a spare page needs the context rounding only "exact" charges
-    # (context_page_rounding, docs/cost-model.md §4): "trtllm-v2" pools never hold it.
+    # (context_page_rounding, docs/cost-model.md §4): "trtllm-v2" pools never hold it. Where
+    # several engine pool groups share the quota it is the least one TensorRT-LLM V2's split
+    # builds those pools from (more than their bytes): the shim plans at least those pools
+    # from it, its own pools holding no more than the quota.
     rendered, params = _setup(spec, model, profile, tmp_path_factory)
     params = dict(params, semantics="trtllm-v2")
     quota = rendered.sizing.quota_for_requests(
@@ -279,7 +282,8 @@ def test_quota_for_requests_is_enough_under_trtllm_v2(tmp_path_factory, spec, mo
     shim = rendered.allocator.KVCacheShim(
         model, speculative=profile, quota_bytes=quota, device="meta", **params
     )
-    assert shim.quota_bytes() == quota
+    built = shim.quota_bytes()
+    assert all(built[name] <= quota[name] for name in quota)
     harness = Harness(shim, rendered.sizing, params)
     serve(harness, 0)  # never runs out of pages
     serve(harness, shim.draft_slots)

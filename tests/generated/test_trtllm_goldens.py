@@ -242,46 +242,79 @@ def test_the_engine_rounds_a_quota_up_to_its_grain():
 # ----------------------------------------------------------------- issue 20: the engine's split
 
 
-# gemma3_1b, 4 requests to 2,048 tokens (tests/trtllm_cases.py derives the pages): on
-# quota_for_requests (91,226,112 B) the engine builds 53 window + 56 full slots where kvgen
-# plans 40 + 128, and runs out; on engine_quota_for_requests (101 grains of 2 MiB,
-# tests/unit/test_trtllm_split.py) it builds 123 + 128 and every request reaches 2,048 tokens.
-def test_the_engine_runs_out_on_quota_for_requests_of_a_window_model():
-    entries = [e for e in ENTRIES if e["case"] == "gemma3_1b/serving_quota_for_requests"]
+# gemma3_1b, 4 requests to 2,048 tokens (tests/trtllm_cases.py derives the pages): on the bytes
+# of kvgen's own pools (91,226,112 B, what quota_for_requests answered under "trtllm-v2"
+# before it followed the engine's split) the engine builds 53 window + 56 full slots where
+# kvgen plans 40 + 128, and runs out of full pages.
+def test_the_engine_runs_out_on_kvgen_pools_of_a_window_model():
+    entries = [e for e in ENTRIES if e["case"] == "gemma3_1b/serving_kvgen_pools"]
     assert len(entries) == 3
     for entry in entries:
         assert entry["inputs"]["managers"][0]["quota"] == 128 * 262_144 + 40 * 1_441_792
         assert entry["engine"]["managers"]["target"]["slots"] == [53, 56]
         assert "out of pages" in entry["engine"]["error"]
+        # The shim on the engine's pools runs out at the same step, of full pages.
+        assert "pool 'full'" in entry["shim_differences_at_refresh"]["divergence"]
 
 
-SERVING_ON_ENGINE_QUOTA = (
-    "gemma3_1b/serving_engine_quota",
-    "gpt_oss_20b/serving_engine_quota",
-    "gpt_oss_20b/eagle3_serving_engine_quota",
-)
+SERVING_ON_QUOTA_FOR_REQUESTS = [c for c in CASES if c.quota_for_requests]
 
 
-def test_the_engine_serves_the_requests_on_engine_quota_for_requests():
-    for case in SERVING_ON_ENGINE_QUOTA:
-        entries = [e for e in ENTRIES if e["case"] == case]
-        assert len(entries) == 3
-        for entry in entries:
-            assert entry["engine"]["error"] is None  # every request reached max_seq_len
-            target = entry["engine"]["managers"]["target"]
-            if case.startswith("gemma3_1b"):
-                assert entry["inputs"]["managers"][0]["quota"] == 101 * (2 << 20)
-                assert target["slots"] == [123, 128]
-            if case == "gpt_oss_20b/serving_engine_quota":
-                # One group of 4 x 32 full + 4 x 3 + 4 window pages of 786,432 B: 144 slots
-                # from 144 x 786,432 = 113,246,208 B = 54 grains, kvgen's own quota.
-                assert entry["inputs"]["managers"][0]["quota"] == 144 * 786_432
-                assert (target["slots"], target["pool_group_of"]) == ([144], [0, 0])
+def _planned(case) -> dict[str, list]:
+    import importlib
+
+    from kvgen.trtllm_pools import engine_pool_plan
+
+    sizing = importlib.import_module(f"generated.{case.family}.sizing")
+    serving = {"requests": case.batch, "seq_len": case.max_seq_len,
+               "speculative": case.speculative, "max_num_tokens": case.max_num_tokens}  # fmt: skip
+    return engine_pool_plan(sizing, case.model, **serving)
 
 
-@pytest.mark.parametrize("case", SERVING_ON_ENGINE_QUOTA)
+@pytest.mark.parametrize("case", SERVING_ON_QUOTA_FOR_REQUESTS, ids=lambda c: c.name)
+def test_the_engine_completes_on_quota_for_requests(case):
+    # Every serving case runs in the engine on quota_for_requests(..., "trtllm-v2") as it is
+    # now (the quota recorded is the one it answers), every request reaches max_seq_len, and
+    # the engine built at least kvgen's pages in every pool group.
+    entries = [e for e in ENTRIES if e["case"] == case.name]
+    assert len(entries) == 3
+    planned = _planned(case)
+    for entry in entries:
+        assert entry["engine"]["error"] is None
+        for m in entry["inputs"]["managers"]:
+            assert m["quota"] == case.quota()[m["name"]]
+            built = entry["engine"]["managers"][m["name"]]
+            slots = {sum(b): n for b, n in zip(built["slot_bytes"], built["slots"], strict=True)}
+            for pool in planned[m["name"]]:
+                assert slots[pool.slot_bytes] >= pool.planned_pages, pool
+
+
+def test_the_serving_quotas_by_hand():
+    by_case = {e["case"]: e for e in ENTRIES if e["seed"] == 1}
+    # gemma3_1b: 101 grains of 2 MiB (tests/unit/test_trtllm_split.py): 123 window + 128 full.
+    entry = by_case["gemma3_1b/serving_quota_for_requests"]
+    assert entry["inputs"]["managers"][0]["quota"] == 101 * (2 << 20)
+    assert entry["engine"]["managers"]["target"]["slots"] == [123, 128]
+    # gpt_oss_20b: one group of 4 x 32 full + 4 x 3 + 4 window pages of 786,432 B: 144 slots
+    # from 144 x 786,432 = 113,246,208 B = 54 grains, kvgen's own pools.
+    entry = by_case["gpt_oss_20b/serving_quota_for_requests"]
+    assert entry["inputs"]["managers"][0]["quota"] == 144 * 786_432
+    target = entry["engine"]["managers"]["target"]
+    assert (target["slots"], target["pool_group_of"]) == ([144], [0, 0])
+    # gemma3_27b (tpb 64): 10 full layers x 2 x 16 heads x 128 x 2 B = 81,920 B a token, a
+    # 5 MiB slot; 52 window (1024) layers, a 26 MiB slot. kvgen plans 4 x ceil(2047/64) = 128
+    # full and 4 x pages(1024, 1) + ceil(256/64) = 4 x (ceil(1023/64) + 1) + 4 = 72 window
+    # pages. The full group's ratio is 5/31, its 128 slots 160 grains of 4 MiB (the grain
+    # from 2 GiB): round(G x 5/31) >= 160 first at G = 989 (159.52; 988 gives 159.35), and the
+    # window group's 829 grains hold 3,316 / 26 = 127 slots.
+    entry = by_case["gemma3_27b/serving_quota_for_requests"]
+    assert entry["inputs"]["managers"][0]["quota"] == 989 * (4 << 20)
+    assert entry["engine"]["managers"]["target"]["slots"] == [127, 128]
+
+
+@pytest.mark.parametrize("case", SERVING_ON_QUOTA_FOR_REQUESTS, ids=lambda c: c.name)
 def test_the_shim_serves_the_requests_on_the_engine_pools(case):
-    for entry in (e for e in ENTRIES if e["case"] == case):
+    for entry in (e for e in ENTRIES if e["case"] == case.name):
         _case, _shim, engine, result = replay_entry(entry)
         assert result.divergence is None
         assert len(result.rows) == len(engine["rows"])

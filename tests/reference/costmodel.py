@@ -542,8 +542,8 @@ def quota_for_requests(
 ) -> dict[str, int]:
     """The least quota per manager with which ``params.max_batch_size`` requests each run to
     ``params.max_seq_len`` tokens (§3, §4): the quota of the T whose pools hold every request
-    at its last step (capacity S - 1 + H) at once, in whole pages ("trtllm-v2": the quota
-    of R * (S - 1 + H) tokens)."""
+    at its last step (capacity S - 1 + H) at once, in whole pages ("trtllm-v2": the least
+    quota from which TensorRT-LLM V2's split builds those pages, ``_engine_split``)."""
     if params.overlap_slack:
         raise ValueError("quota_for_requests takes no overlap_slack")
     costs = cache_costs(family, model_name, speculative, params)
@@ -572,8 +572,54 @@ def quota_for_requests(
             context = _context_pages(window, head, tpb, requests, params.max_num_tokens, attn_chunk)
             tokens = max(tokens, max(0, (context - 1) * tpb + 1 - rounding))
         whole = _whole_pages(cost, tokens, tpb, family.tokens_per_block)
-        out[managed.name] = cost.quota(tokens) if exact else whole
+        if exact:
+            out[managed.name] = cost.quota(tokens)
+        else:
+            out[managed.name] = _engine_split(
+                managed, cost, tokens, head, tpb, family.tokens_per_block, whole
+            )
     return out
+
+
+def _engine_split(
+    managed: ManagerLayers,
+    cost: ManagerCost,
+    tokens: int,
+    head: Headroom,
+    span: int,
+    tpb: int,
+    whole: int,
+) -> int:
+    """ "trtllm-v2": TensorRT-LLM V2 (early-2026) is handed one quota and splits it over its
+    pool groups (full and window life cycles of equal slot bytes in one group; a chunked life
+    cycle alone) in proportion to slot bytes x life cycles (``kvgen.trtllm_split``, checked
+    against the engine's own pools): the least quota that builds every group's whole pages,
+    plus the bytes held outside the split (recurrent states, cross caches). One group: the
+    whole pages themselves, which the engine rounds up to its grain."""
+    from kvgen.trtllm_split import PoolGroup, least_quota
+
+    if cost.resume_rounded_intercept is not None:
+        return whole
+    rounded = -(-tokens // span) * span
+    context = -(-min(rounded, cost.max_num_tokens) // tpb)
+    groups: dict[object, list[int]] = {}  # key -> [slot bytes, life cycles, pages]
+    for (window, sinks, attn_chunk), members in _life_cycles(managed.layers).items():
+        slot = tpb * sum(lay.bytes_per_token for lay in members)
+        pages = cost.max_batch_size * cycle_pages(window, sinks, attn_chunk, head.total, tpb)
+        group = groups.setdefault(("chunk", window) if attn_chunk else slot, [slot, 0, 0])
+        group[1] += 1
+        group[2] += pages + context
+    if cost.slope:
+        group = groups.setdefault(span * cost.slope, [span * cost.slope, 0, 0])
+        group[1] += 1
+        group[2] += -(-tokens // span)
+    if len(groups) <= 1:
+        return whole
+    if managed.scratch_reuse and any(not lay.chunk for lay in managed.layers if lay.is_swa):
+        raise ValueError("trtllm-v2: SWA scratch reuse beside another pool group")
+    outside = whole - sum(slot * pages for slot, _n, pages in groups.values())
+    pool_groups = [PoolGroup((slot,), n) for slot, n, _p in groups.values()]
+    return least_quota(pool_groups, [pages for _s, _n, pages in groups.values()]) + outside
 
 
 def _whole_pages(cost: ManagerCost, tokens: int, span: int, tpb: int) -> int:

@@ -116,3 +116,17 @@ def test_the_issue_20_figures_by_hand():
     # 93 full slots are 23.25 MiB: 12 grains (96 slots). round(G x 0.153846) >= 12 first at
     # G = 75 (round(11.54) = 12; G = 74 gives round(11.38) = 11): 157,286,400 B.
     assert least_quota(GEMMA3_1B, [40, 93]) == 75 * 2 * MIB
+
+
+def test_least_quota_is_the_least_at_a_16_mib_grain():
+    # gemma3_4b, 4 requests to 16,384 tokens: 72 window (1024) pages of 7.25 MiB and 1,024 full
+    # pages of 1.25 MiB (tpb 64). The full group's ratio is 1.25 / 8.5 = 5/34, and its pages
+    # are 1,280 MiB = 80 grains of 16 MiB (the grain from 8 GiB): round(G x 5/34) >= 80 first
+    # at G = 541 (79.56; 540 gives 79.41), 541 x 16 MiB = 8,656 MiB; the window group's 461
+    # grains hold 7,376 / 7.25 = 1,017 slots. (The scan used to start 32 MiB below its bound,
+    # one grain here, and answered 8,672 MiB.)
+    groups = [PoolGroup((7_602_176,)), PoolGroup((1_310_720,))]
+    quota = least_quota(groups, [72, 1024])
+    assert quota == 541 * 16 * MIB
+    assert slots_for_quota(quota, groups) == (1017, 1024)
+    assert slots_for_quota(quota - 16 * MIB, groups)[1] < 1024
