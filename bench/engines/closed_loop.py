@@ -43,10 +43,10 @@ TP_FIELD = {"vllm": "tensor_parallel_size", "sglang": "tp_size"}
 # speculative profile of the grid ("none": the family's profiles need what the engine cannot
 # build here). family -> (model, config fixture, profile, draft model's config fixture).
 MODELS: dict[str, tuple[str, str | None, str, str | None]] = {
-    "cohere2": ("command_r7b", None, "ngram4", None),
+    "cohere2": ("command_r7b", "command-r7b.json", "ngram4", None),
     "deepseek_v3": ("deepseek_v3", "deepseek-v3.json", "mtp1", None),
     "deepseek_v3_2": ("deepseek_v3_2_exp", "deepseek-v3.2-exp.json", "mtp", None),
-    "gemma2": ("gemma2_9b", None, "ngram4", None),
+    "gemma2": ("gemma2_9b", "gemma-2-9b.json", "ngram4", None),
     "gemma3": ("gemma3_27b", "gemma-3-27b-text.json", "ngram4", None),
     "gemma3n": ("gemma3n_e2b", "gemma-3n-E2B-text.json", "ngram4", None),
     "gpt_oss": ("gpt_oss_20b", "gpt-oss-20b.json", "ngram4", None),
@@ -67,24 +67,40 @@ MODELS: dict[str, tuple[str, str | None, str, str | None]] = {
     "openelm": ("openelm_270m", "openelm-270m.json", "ngram4", None),
     "phi3": ("phi3_medium_4k", "phi-3-medium-4k.json", "ngram4", None),
     "qwen2_5": ("qwen2_5_7b", "qwen2.5-7b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
-    "qwen3": ("qwen3_8b", None, "ngram4", None),
+    "qwen3": ("qwen3_8b", "qwen3-8b.json", "ngram4", None),
     "qwen3_moe": ("qwen3_30b_a3b", "qwen3-30b-a3b.json", "ngram4", None),
     "qwen3_next": ("qwen3_next_80b_a3b", "qwen3-next-80b-a3b.json", "mtp2", None),
 }
+# SGLang reads the multimodal Llama 4 config (its hybrid-SWA pools are keyed on
+# Llama4ForConditionalGeneration, configs/model_config.py is_hybrid_swa_model); vLLM the text
+# model's (the multimodal config does not load with transformers 5 there).
+SGLANG_FIXTURES = {
+    "llama4_scout": "llama-4-scout-17b-16e.json",
+    "llama4_maverick": "llama-4-maverick-17b-128e.json",
+}
 # SGLang runs EAGLE3 and MTP drafters in the target's pool (kvgen's SGLang model covers only
-# those): the grid's profile per family there, where the family has one.
-SGLANG_PROFILES = {"deepseek_v3": "mtp1", "deepseek_v3_2": "mtp", "qwen3_next": "mtp2"}
+# those): the grid's profile per family there, where the family has one, and an EAGLE3
+# draft's config.json.
+SGLANG_PROFILES = {
+    "deepseek_v3": ("mtp1", None),
+    "deepseek_v3_2": ("mtp", None),
+    "qwen3_next": ("mtp2", None),
+    "llama3": ("eagle3", "eagle3-llama3.1-8b.json"),
+}
 
 
 def emit(argv: list[str]) -> tuple[int, dict[str, Any] | None, str]:
-    """``kvgen ARGV`` in process: exit code, the JSON it printed (None if none), stderr."""
+    """``kvgen ARGV`` in process: exit code, the launch JSON it printed (None if none), stderr."""
     from kvgen.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
     text = out.getvalue()
-    return code, json.loads(text) if text.startswith("{") else None, err.getvalue().strip()
+    printed = json.loads(text) if text.startswith("{") else None
+    if printed is not None and "fields" not in printed:  # a plan that does not fit: no launch
+        printed = None
+    return code, printed, err.getvalue().strip()
 
 
 def lengths(native: int) -> tuple[int, int]:
@@ -120,7 +136,8 @@ def cases(engine: str) -> list[dict[str, Any]]:
         sizing = load_sizing(family, ROOT / "generated")
         native = int(sizing.MAX_SEQ_LEN[model])
         if engine == "sglang":
-            profile = SGLANG_PROFILES.get(family, "none")
+            profile, draft = SGLANG_PROFILES.get(family, ("none", None))
+            fixture = SGLANG_FIXTURES.get(family, fixture)
         points = [
             (page, length, tp, "none")
             for page in PAGE_SIZES[engine]

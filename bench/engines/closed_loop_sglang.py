@@ -33,13 +33,18 @@ Stubs (the smallest that stand in for the GPU and the loaded model):
   group (the profiled memory it would reduce over ranks is stubbed).
 - ``get_exec().graph.cuda_graph_config`` (resolved by a launch hook not run here): no prefill
   CUDA graph, which only matters for the disaggregated prefill role.
-- the loaded model: an empty object (no quantisation config, no sliding-window method: the
-  window is the config's ``sliding_window``).
+- Llama 4's ``text_config.attn_temperature_tuning``: 4 in the checkpoint, a bool in
+  transformers 5 (which refuses the int): true, as the text model's config says.
+- the loaded model: an empty object (no quantisation config; no
+  ``get_attention_sliding_window_size``, so ``resolve_sliding_window_size`` reads the
+  window from the model config: ``sliding_window_size``, else ``attention_chunk_size``).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -51,7 +56,7 @@ RESULTS = sys.stdout
 sys.stdout = sys.stderr
 
 # The torchvision stand-in, installed before SGLang loads.
-import sglang_runner  # noqa: E402, F401
+import sglang_runner  # noqa: E402
 
 # isort: split
 import sglang  # noqa: E402
@@ -61,6 +66,9 @@ from sglang.srt.mem_cache import kv_cache_dtype  # noqa: E402
 from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator  # noqa: E402
 from sglang.srt.model_executor.model_runner_components.layer_setup import (  # noqa: E402
     resolve_layer_indices,
+)
+from sglang.srt.model_executor.model_runner_components.load_model_utils import (  # noqa: E402
+    resolve_sliding_window_size,
 )
 from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import (  # noqa: E402
     resolve_spec_aux_hidden_state_config,
@@ -89,6 +97,7 @@ PROVENANCE = {
         "ModelConfig.from_server_args",
         "configure_kv_cache_dtype",
         "resolve_layer_indices",
+        "resolve_sliding_window_size",
         "KVCacheConfigurator._resolve_memory_pool_config",
         "KVCacheConfigurator._profile_available_bytes",
         "KVCacheConfigurator.config_from_budget",
@@ -129,14 +138,25 @@ configurator_module_get_exec = configurator_module.get_exec
 configurator_module.get_exec = _exec_bag
 
 
+LONGER_CONTEXT = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+
+
 def config_dir(config_json: str) -> str:
     directory = Path(tempfile.mkdtemp(prefix="sglang_loop_"))
-    (directory / "config.json").write_text(Path(config_json).read_text(encoding="utf-8"))
+    config = json.loads(Path(config_json).read_text(encoding="utf-8"))
+    text = config.get("text_config", {})
+    if type(text.get("attn_temperature_tuning")) is int:
+        # Llama 4's checkpoint says 4 where transformers 5 types a bool (the text model's
+        # config says true); no sizing code reads it.
+        text["attn_temperature_tuning"] = bool(text["attn_temperature_tuning"])
+    (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
     return str(directory)
 
 
 def _reason(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    """The engine's message, first line, the temporary model directory's name left out."""
+    text = re.sub(r"\S*sglang_loop_\w+", "<model dir>", str(exc))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     return f"{type(exc).__name__}: {lines[0] if lines else ''}"[:400]
 
 
@@ -164,7 +184,7 @@ def pools(server_args: ServerArgs, budget_bytes: int) -> dict[str, Any]:
         server_args=server_args, model_config=model_config, spec_algorithm=spec_algorithm,
         is_draft_worker=False,
     )  # fmt: skip
-    window = getattr(model_config.hf_text_config, "sliding_window", None)
+    window = resolve_sliding_window_size(model, model_config)
     kvc = KVCacheConfigurator(
         device="cuda", gpu_id=0, attn_dp_size=1, pp_size=1, pp_group=None, model=model,
         model_config=model_config, server_args=server_args, kv_cache_dtype=dtype,
@@ -204,17 +224,30 @@ def pools(server_args: ServerArgs, budget_bytes: int) -> dict[str, Any]:
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
+    fields = dict(case["fields"])
+    os.environ.pop(LONGER_CONTEXT, None)
+    if case.get("draft_hf_config"):
+        # kvgen's notes: the EAGLE3 draft's path, and (its config says 2048 positions) the
+        # environment variable SGLang's own EAGLE tests set for a longer context_length.
+        fields["speculative_draft_model_path"] = config_dir(case["draft_hf_config"])
+        os.environ[LONGER_CONTEXT] = "1"
     try:
         server_args = ServerArgs(
-            model_path=config_dir(case["hf_config"]), skip_tokenizer_init=True, **case["fields"]
+            model_path=config_dir(case["hf_config"]), skip_tokenizer_init=True, **fields
         )
     except Exception as exc:
         return {"refused": _reason(exc), "refused_by": "ServerArgs"}
+    architectures = json.loads(Path(case["hf_config"]).read_text(encoding="utf-8"))
+    architectures = architectures.get("architectures", [])
+    if not any(sglang_runner.sglang_names(arch) for arch in architectures):
+        # As sglang_runner.py: no model module of SGLang names the architecture.
+        return {"refused": f"SGLang {sglang.__version__} has no model class for {architectures}",
+                "refused_by": "sglang/srt/models"}  # fmt: skip
     try:
         out = pools(server_args, case["budget_bytes"])
     except Exception as exc:
         return {"refused": _reason(exc), "refused_by": "the pool sizing"}
-    fields = {k: v for k, v in case["fields"].items() if k != "max_total_tokens"}
+    fields.pop("max_total_tokens")
     try:
         alone = pools(ServerArgs(model_path=server_args.model_path, skip_tokenizer_init=True,
                                  **fields), case["budget_bytes"])  # fmt: skip

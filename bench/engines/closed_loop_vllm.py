@@ -42,6 +42,7 @@ Stubs, beyond those of ``vllm_runner.py`` / ``vllm_from_config.py``:
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tempfile
 import types
@@ -151,7 +152,9 @@ def config_dir(config_json: str) -> str:
 
 
 def _reason(exc: BaseException) -> str:
+    """The engine's message, first line, the temporary model directory's name left out."""
     text = str(exc).split("[type=")[0].split(" Supported architectures")[0].strip()
+    text = re.sub(r"\S*vllm_loop_\w+", "<model dir>", text)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return f"{type(exc).__name__}: {lines[-1] if lines else ''}"[:400]
 

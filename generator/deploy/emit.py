@@ -181,7 +181,11 @@ def launch(
         if speculative != "none":
             fields.update(_sglang_speculative(sizing, speculative))
             if sizing._PROFILES[speculative].mode == "eagle3":
-                notes.append("add speculative_draft_model_path: the EAGLE3 draft's path")
+                notes.append(
+                    "add speculative_draft_model_path: the EAGLE3 draft's path; where the "
+                    "draft's max_position_embeddings is below context_length, SGLang refuses "
+                    "unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 is set"
+                )
         if entry.hybrid_swa:
             fields["swa_full_tokens_ratio"] = sizing.SWA_FULL_TOKENS_RATIO
         if any(layer.attention == "recurrent" for layer in entry.layers):
