@@ -247,7 +247,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         out = pools(server_args, case["budget_bytes"])
     except Exception as exc:
         return {"refused": _reason(exc), "refused_by": "the pool sizing"}
-    fields.pop("max_total_tokens")
+    fields.pop("max_total_tokens", None)
     try:
         alone = pools(ServerArgs(model_path=server_args.model_path, skip_tokenizer_init=True,
                                  **fields), case["budget_bytes"])  # fmt: skip

@@ -170,3 +170,28 @@ def test_sglang_golden_for_llama_at_tp8_page_64_by_hand():
     got = _case("sglang", "llama3/llama3_1_8b/p64/s32768/tp8/none")["engine"]
     assert got["max_total_num_tokens"] == 2621440 and got["num_pages"] == 40960
     assert sglang_concurrency(got) == 80.0
+
+
+def test_vllm_golden_for_mistral_v0_1_slides_every_layer_by_hand():
+    # Mistral-7B-v0.1: config.json sliding_window 4096 and no layer_types, so vLLM's Attention
+    # takes the model-level window (CacheConfig.sliding_window) on all 32 layers. A token is
+    # 32 x 2 x 8 x 128 x 2 B = 131,072 B, a 16-token block 2 MiB: 40 GiB = 20,480 blocks. One
+    # request holds the window less one token plus the tokens in flight, 2 batches x 8,192
+    # (async scheduling): 4,095 + 16,384 = 20,479 tokens, 1,280 blocks, and one more for a
+    # block boundary: 1,281; 20,480 / 1,281 = 15.988 at once (full attention would give 10.0).
+    got = _case("vllm", "mistral/mistral_7b_v0_1/p16/s32768/tp1/none")["engine"]
+    assert got["num_blocks"] == 20480
+    assert round(got["max_concurrency"], 3) == round(20480 / 1281, 3) == 15.988
+
+
+def test_sglang_eagle3_adds_the_draft_layer_by_hand(capsys):
+    # Llama-3.1-8B with its EAGLE3 draft (one decoder layer of the target's KV shape): SGLang's
+    # cell is 33 layers x 2 x 8 x 128 x 2 B = 135,168 B a token; 40 GiB / 135,168 = 317,750
+    # tokens (page 1), which SGLang computes from the profiled memory alone too.
+    case = _case("sglang", "llama3/llama3_1_8b/p1/s8192/tp1/eagle3")
+    code, printed, _ = _plan(capsys, case["argv"])
+    assert code == 0
+    assert printed["fields"]["speculative_algorithm"] == "EAGLE3"
+    assert printed["fields"]["max_total_tokens"] == 317750
+    assert case["engine"]["from_memory_alone"]["max_total_num_tokens"] == 317750
+    assert any("speculative_draft_model_path" in note for note in printed["notes"])
