@@ -2,9 +2,12 @@
 
 Usage (from the repository root, kvgen's virtualenv active):
     python bench/engines/refresh_goldens.py [--engine vllm] [--venv-root DIR] [--family NAME]
+    python bench/engines/refresh_goldens.py --closed-loop [--engine vllm] [--venv-root DIR]
 
 `--family NAME` refreshes only that family's cases and keeps every other case as the fixture
-has it (a full vLLM refresh runs every case: minutes).
+has it (a full vLLM refresh runs every case: minutes). ``--closed-loop`` writes
+``tests/fixtures/engines/closed_loop_<engine>.json`` instead: kvgen's emitted launch settings
+fed to the engine's own configuration and sizing (closed_loop.py).
 
 For each engine this script
 1. makes a virtual environment of its own under ``--venv-root`` (default
@@ -466,8 +469,10 @@ def ensure_venv(engine: str, venv_root: Path) -> Path:
     return python
 
 
-def run_engine(engine: str, python: Path, grid: list[dict[str, Any]]) -> dict[str, Any]:
-    runner = HERE / f"{engine}_runner.py"
+def run_engine(
+    engine: str, python: Path, grid: list[dict[str, Any]], runner_name: str = "{engine}_runner.py"
+) -> dict[str, Any]:
+    runner = HERE / runner_name.format(engine=engine)
     proc = subprocess.run(
         [str(python), str(runner)],
         input=json.dumps(grid),
@@ -564,7 +569,22 @@ def main(argv: list[str] | None = None) -> int:
         "--family",
         help="refresh only this family's cases; every other case stays as the fixture has it",
     )
+    parser.add_argument(
+        "--closed-loop", action="store_true",
+        help="feed kvgen plan --emit's settings to the engine (closed_loop_<engine>.json)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.closed_loop:
+        import closed_loop
+
+        loop = closed_loop.cases(args.engine)
+        python = ensure_venv(args.engine, args.venv_root)
+        sent = [case for case in loop if "hf_config" in case and "fields" in case]
+        produced = run_engine(args.engine, python, sent, "closed_loop_{engine}.py")
+        path = closed_loop.write_golden(args.engine, loop, produced, PINS[args.engine])
+        print(f"{path.relative_to(ROOT)}: {len(loop)} cases, {len(sent)} run in "
+              f"{args.engine} {produced['version']}")  # fmt: skip
+        return 0
     grid = cases(args.engine)
     grid += config_cases() if args.engine == "vllm" else sglang_config_cases()
     if args.family:

@@ -348,9 +348,17 @@ def attention_specs(config: Any, dtype: torch.dtype) -> dict[str, Any]:
             "head_size": model.get_head_size(),
             "dtype": dtype,
         }
+        # vLLM's Attention.__init__: the layer's own window, else the model-level one
+        # (CacheConfig.sliding_window, from ModelConfig.get_sliding_window: Mistral v0.1 and
+        # Phi-3 slide every layer).
+        model_window = getattr(config.cache_config, "sliding_window", None)
         if types is not None and types[index] == "sliding_attention":
             specs[f"model.layers.{index}.attn"] = SlidingWindowSpec(
                 sliding_window=hf.sliding_window, **shape
+            )
+        elif model_window is not None and not chunk:
+            specs[f"model.layers.{index}.attn"] = SlidingWindowSpec(
+                sliding_window=model_window, **shape
             )
         elif chunk and hf.no_rope_layers[index] != 0:
             # Llama 4 (models/llama4.py): a RoPE layer (no_rope_layers[i] == 1) is

@@ -54,7 +54,9 @@ LAUNCHER = {
 }
 # Spec dtype -> each engine's kv-cache dtype setting ("auto": the model's own dtype).
 _KV_DTYPE = {
-    "vllm": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"},
+    # fp8_ds_mla: FlashMLA sparse (DeepSeek-V3.2), vLLM's CacheDType of that name; "auto"
+    # would give a bf16 MLA cache (vllm/config/cache.py).
+    "vllm": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "fp8_ds_mla": "fp8_ds_mla"},
     "sglang": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"},
     "trtllm-v2": {"fp8": "fp8"},
 }
@@ -67,6 +69,11 @@ _VLLM_METHOD = {
     "mtp_eagle": "mtp",
     "draft_target": "draft_model",
 }
+
+# kvgen's profile mode -> SGLang's speculative_algorithm (sglang/srt/speculative/spec_info.py
+# SpeculativeAlgorithm; "NEXTN" is its alias of EAGLE for a model's own MTP heads). Only the
+# drafters whose layers SGLang keeps in the target's pool, as kvgen's SGLang model plans them.
+_SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "mtp": "NEXTN", "mtp_eagle": "NEXTN"}
 
 
 @dataclass
@@ -104,6 +111,19 @@ def _speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any] | Non
     if spec.mode == "ngram":
         config["prompt_lookup_max"] = spec.draft_len
     return config
+
+
+def _sglang_speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any]:
+    """ServerArgs' speculative settings (``sglang/srt/arg_groups/fields/``): the algorithm, a
+    chain of ``draft_len`` steps (top-k 1) verifying ``draft_len + 1`` tokens. SGLang adds
+    the drafter's layers to the pool's cell only when the algorithm is set (EAGLE/MTP)."""
+    spec = sizing._PROFILES[profile]
+    return {
+        "speculative_algorithm": _SGLANG_ALGORITHM[spec.mode],
+        "speculative_num_steps": spec.draft_len,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": spec.draft_len + 1,
+    }
 
 
 def launch(
@@ -161,6 +181,14 @@ def launch(
         }
         if fraction is not None:
             fields["mem_fraction_static"] = fraction
+        if speculative != "none":
+            fields.update(_sglang_speculative(sizing, speculative))
+            if sizing._PROFILES[speculative].mode == "eagle3":
+                notes.append(
+                    "add speculative_draft_model_path: the EAGLE3 draft's path; where the "
+                    "draft's max_position_embeddings is below context_length, SGLang refuses "
+                    "unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 is set"
+                )
         if entry.hybrid_swa:
             fields["swa_full_tokens_ratio"] = sizing.SWA_FULL_TOKENS_RATIO
         if any(layer.attention == "recurrent" for layer in entry.layers):

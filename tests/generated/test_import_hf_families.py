@@ -43,6 +43,8 @@ CASES = [
     ("llama-3.2-11b-vision.json", "llama3_2_vision", "llama3_2_11b_vision"),
     ("llama-4-scout-17b-16e.json", "llama4_scout", "llama4_scout_17b_16e"),
     ("llama-4-maverick-17b-128e.json", "llama4_maverick", "llama4_maverick_17b_128e"),
+    ("qwen3-8b.json", "qwen3", "qwen3_8b"),
+    ("gemma-2-9b.json", "gemma2", "gemma2_9b"),
 ]
 GRID = [
     {"max_batch_size": b, "max_num_tokens": n, "max_seq_len": s, "tp_size": tp, "pp_size": pp}
