@@ -46,6 +46,7 @@ MODELS: dict[str, tuple[str, str | None, str, str | None]] = {
     "cohere2": ("command_r7b", "command-r7b.json", "ngram4", None),
     "deepseek_v3": ("deepseek_v3", "deepseek-v3.json", "mtp1", None),
     "deepseek_v3_2": ("deepseek_v3_2_exp", "deepseek-v3.2-exp.json", "mtp", None),
+    "falcon_h1": ("falcon_h1_0_5b_instruct", "falcon-h1-0.5b-instruct.json", "ngram4", None),
     "gemma2": ("gemma2_9b", "gemma-2-9b.json", "ngram4", None),
     "gemma3": ("gemma3_27b", "gemma-3-27b-text.json", "ngram4", None),
     "gemma3n": ("gemma3n_e2b", "gemma-3n-E2B-text.json", "ngram4", None),
