@@ -4,7 +4,8 @@ For every causal-LM model type transformers knows (MODEL_FOR_CAUSAL_LM_MAPPING_N
 the config class's default config, shrink it (few layers, a small vocabulary and MLP, the
 attention and state shapes kept as the class sets them), run the tiny model on CPU with
 ``use_cache=True`` on a few tokens and measure the cache it allocates per layer: the K and V
-elements per token of each attention layer and the bytes of each recurrent state. The saved
+elements per token of each attention layer (an MLA layer's latent and RoPE key), a sparse
+indexer's key elements per token, and the bytes of each recurrent state. The saved
 config (what ``save_pretrained`` writes) and the measurement go to
 ``tests/fixtures/hf/corpus/transformers-<version>.json``; ``tests/cli/test_import_hf_corpus.py``
 replays kvgen's side of it without transformers installed.
@@ -51,6 +52,9 @@ def _shrink(cls, config):  # -> a config of the same class
     keep = min(keep, MAX_LAYERS, layers or keep)
     if layers_key:
         data[layers_key] = keep
+    if isinstance(data.get("num_layers_per_stack"), int):  # HRM: one layer per looped stack
+        data["num_layers_per_stack"] = 1
+        data[layers_key] = data.get("H_cycles", 2) * (data.get("L_cycles", 3) + 1)
     for key in per_layer:
         data[key] = data[key][:keep]
     for key in indices:
@@ -121,6 +125,12 @@ def _measure(cache) -> list[dict]:
             window = getattr(layer, "sliding_window", None)
             if window:
                 row["window"] = int(window)
+        # a sparse-attention indexer's key cache: [batch, seq, dim] (DynamicIndexedLayer),
+        # [batch, 1, seq, dim] (MiniMax-M3's idx_keys)
+        for name, seq_dim in (("indexer_keys", 1), ("idx_keys", -2)):
+            index = getattr(layer, name, None)
+            if isinstance(index, torch.Tensor) and index.numel():
+                row["index_per_token"] = index[0].numel() // index.shape[seq_dim]
         states = 0
         for name in ("conv_states", "recurrent_states", "ssm_states"):
             found = getattr(layer, name, None)

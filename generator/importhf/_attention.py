@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvgen.codes import hf as codes
 from kvgen.importhf._config import Abort, Config, field_spelling
 from kvgen.importhf._fields import could_move_cache
@@ -76,6 +78,55 @@ def _per_layer_config(cfg: Config, layers: int) -> dict[int, dict[str, int]]:
     return out
 
 
+def _indexer_types(cfg: Config, layers: int, indexed: bool) -> list[str]:
+    """DeepSeek-V3.2-style sparse MLA's ``indexer_types`` (GLM-MoE-DSA, HY-V4): a ``full``
+    layer runs its own indexer and caches its keys, a ``shared`` one reuses the top-k of the
+    layer before it and caches none (transformers HYV4Attention ``skip_topk``)."""
+    listed = cfg.get("indexer_types")
+    if listed is None:
+        return ["full"] * layers
+    if (
+        not indexed
+        or not isinstance(listed, list)
+        or len(listed) != layers
+        or any(e not in ("full", "shared") for e in listed)
+        or listed[:1] == ["shared"]
+    ):
+        cfg.diag(
+            codes.CONTRADICTORY_CONFIG_FIELDS,
+            "indexer_types",
+            f"'{cfg.where('indexer_types')}' must name {layers} layers full or shared, the "
+            "first full, beside an index_head_dim",
+            "use the values published with the model",
+        )
+        raise Abort
+    return list(listed)
+
+
+def _window(cfg: Config) -> tuple[int | None, str]:
+    """The sliding layers' window, and the field it came from. Qwen2-MoE saves sliding_window
+    0 when use_sliding_window is false: no window at all. ModernBERT's decoder derives it from
+    its bidirectional ``local_attention`` span: ``local_attention // 2`` tokens back
+    (ModernBertDecoderConfig)."""
+    name = field_spelling(cfg, "sliding_window")
+    local = cfg.int_("local_attention") if cfg.has("local_attention") else None
+    if local is not None and cfg.get("model_type") == "modernbert-decoder":
+        if cfg.has(name) and cfg.get(name) != local // 2:
+            cfg.diag(
+                codes.CONTRADICTORY_CONFIG_FIELDS,
+                name,
+                f"'{cfg.where(name)}' {cfg.get(name)!r} is not local_attention {local} // 2, "
+                "the window ModernBertDecoderConfig derives",
+                "make the two agree",
+            )
+            raise Abort
+        if not cfg.has(name):
+            return local // 2, f"local_attention {local} // 2"
+    if cfg.get("use_sliding_window") is False or cfg.get(name) == 0 or not cfg.has(name):
+        return None, name
+    return cfg.int_(name), name
+
+
 def attention_kinds(
     cfg: Config, layers: int, types: list[str | None], seq_len: int
 ) -> list[Kind | None]:
@@ -108,7 +159,19 @@ def attention_kinds(
                 "describe the model by hand",
             )
             raise Abort
-        return [mla if t == "full" else None for t in types]
+        indexers = _indexer_types(cfg, layers, index is not None)
+        shared = (
+            "attention",
+            "config.json indexer_types shared: reuses an earlier layer's top-k selection, "
+            "no indexer key cache",
+        )
+        plain = replace(
+            mla, index_head_dim=None, base="mla_shared_index", notes=(*mla.notes, shared)
+        )
+        return [
+            (mla if indexers[i] == "full" else plain) if t == "full" else None
+            for i, t in enumerate(types)
+        ]
     heads_name = field_spelling(cfg, "num_key_value_heads")
     q_name = field_spelling(cfg, "num_attention_heads")
     q_heads = cfg.per_layer(q_name, layers)
@@ -127,7 +190,7 @@ def attention_kinds(
     hd_note = f"config.json {hd_name}"
     if head_dims is None:
         hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
-        if q_heads is None or len(set(q_heads)) != 1 or hidden % q_heads[0]:  # type: ignore[operator]
+        if q_heads is None or len(set(q_heads)) != 1 or hidden < q_heads[0]:  # type: ignore[operator]
             cfg.diag(
                 codes.CONTRADICTORY_CONFIG_FIELDS,
                 q_name,
@@ -138,6 +201,9 @@ def attention_kinds(
             raise Abort
         head_dims = [hidden // q_heads[0]] * layers  # type: ignore[operator]
         hd_note = f"config.json hidden_size {hidden} / {q_name} {q_heads[0]}"
+        if hidden % q_heads[0]:  # type: ignore[operator]
+            # what transformers' and vLLM's attention compute without a head_dim (GLM-4-MoE)
+            hd_note += ", rounded down as transformers and vLLM divide (//)"
     for i, (kv, q) in enumerate(zip(kv_heads, q_heads or kv_heads, strict=True)):
         if kv > q or q % kv:
             cfg.diag(
@@ -147,9 +213,7 @@ def attention_kinds(
                 "check num_key_value_heads against num_attention_heads",
             )
             raise Abort
-    # Qwen2-MoE saves sliding_window 0 when use_sliding_window is false: no window at all.
-    window_off = cfg.get("use_sliding_window") is False or cfg.get("sliding_window") == 0
-    window = cfg.int_("sliding_window") if cfg.has("sliding_window") and not window_off else None
+    window, window_name = _window(cfg)
     chunk = cfg.int_("attention_chunk_size") if cfg.has("attention_chunk_size") else None
     if chunk is None and "chunked" in types:
         cfg.diag(
@@ -218,7 +282,7 @@ def attention_kinds(
                 )
             )
         elif kind == "sliding":
-            notes.append(("window", "config.json sliding_window"))
+            notes.append(("window", f"config.json {window_name}"))
             out.append(
                 Kind(
                     "sliding",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -100,7 +101,13 @@ def import_config(
         return ImportResult(None, cfg.diagnostics)
     check_fields(cfg, frozenset(ignore_fields))
     if cfg.diagnostics:
-        return ImportResult(None, sorted(cfg.diagnostics))
+        # unknown or unsupported fields only (no contradiction): what do the layers hold?
+        fields_only = {d.code for d in cfg.diagnostics} <= {
+            codes.UNKNOWN_CONFIG_FIELD.code,
+            codes.UNSUPPORTED_CONFIG_FEATURE.code,
+        }
+        feature = _unsupported_feature(cfg, kv_cache_dtype, max_seq_len) if fields_only else []
+        return ImportResult(None, feature or sorted(cfg.diagnostics))
     try:
         spec = _build(cfg, family, model, tokens_per_block, kv_cache_dtype, max_seq_len)
     except Abort:
@@ -110,6 +117,20 @@ def import_config(
     out = render(spec)
     refused = _refused_by_schema(display, out)
     return ImportResult(None, refused) if refused else ImportResult(out, [], notes)
+
+
+def _unsupported_feature(
+    cfg: Config, kv_cache_dtype: str | None, max_seq_len: int | None
+) -> list[Diagnostic]:
+    """The feature the spec format cannot express (KV305), when reading the layers past the
+    unknown fields finds one: a refusal names that, not the unknown field that announces it
+    (LFM's ``conv_L_cache`` of its conv layers, inkling's ``swa_*`` of its hybrid layers).
+    Nothing read here is kept: the unknown fields still block an import that gets further."""
+    probe = Config(cfg.display, cfg.data, cfg.reader)
+    with contextlib.suppress(Abort):
+        _build(probe, None, None, 32, kv_cache_dtype or "bf16", max_seq_len)
+    code = codes.UNSUPPORTED_CONFIG_FEATURE.code
+    return [d for d in probe.diagnostics if d.code == code][:1]
 
 
 def _refused_by_schema(display: str, text: str) -> list[Diagnostic]:

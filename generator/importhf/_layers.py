@@ -8,6 +8,12 @@ from kvgen.codes import hf as codes
 from kvgen.importhf._config import Abort, Config, field_spelling
 from kvgen.importhf._dtype import DTYPES as _DTYPES
 from kvgen.importhf._fields import PURE_SSM
+from kvgen.importhf._patterns import (
+    attention_index_kinds,
+    local_global_kinds,
+    pattern_kinds,
+    stacked_layer_count,
+)
 from kvgen.spec import MAX_LAYERS, MAX_STATE_BYTES
 
 __all__ = [
@@ -36,6 +42,10 @@ _LAYER_TYPES = {
 # Layer types transformers names whose cache the spec format cannot express: the reason.
 _UNSUPPORTED_LAYER_TYPES = {
     "hybrid": "each layer holds both a KV cache and a recurrent state (parallel hybrid)",
+    "hybrid_sliding": "each layer holds both a sliding-window KV cache and a recurrent state "
+    "(parallel hybrid)",
+    "minimax_m3_sparse": "sparse attention with a lightning-indexer key cache (index_head_dim) "
+    "beside its K/V cache, which the spec format has only for MLA",
     "heavily_compressed_attention": "compressed attention (a cache of pooled tokens)",
     "compressed_attention": "compressed attention (a cache of pooled tokens)",
     "conv": "a short-convolution layer holding a conv state",
@@ -80,7 +90,19 @@ def layer_count(cfg: Config) -> tuple[int, str]:
                 if len(value) > MAX_LAYERS:
                     break
                 return len(value), f"{listed} ({len(value)} entries)"
-    return cfg.int_(name, required=True), name  # type: ignore[return-value]
+    count = cfg.int_(name, required=True)
+    if cfg.get("model_type") == "hrm_text":
+        count, note = stacked_layer_count(cfg, count, name)  # type: ignore[arg-type]
+        if count > MAX_LAYERS:
+            cfg.diag(
+                codes.INVALID_CONFIG_VALUE,
+                name,
+                f"{count} cache slots ({note}) is over the spec's maximum {MAX_LAYERS}",
+                "use the values published with the model",
+            )
+            raise Abort
+        return count, note.removeprefix("config.json ")
+    return count, name  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -114,10 +136,12 @@ NO_CACHE = Kind("none", notes=(("attention", "MLP/MoE block: no KV cache"),), ba
 
 def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     """Per layer: full | sliding | linear | mamba | none (no cache); and the source note."""
-    window = cfg.get("sliding_window")
+    window = cfg.get(field_spelling(cfg, "sliding_window"))
     layer_types = cfg.get("layer_types")
     pattern_name = field_spelling(cfg, "sliding_window_pattern")
     pattern_every = cfg.int_(pattern_name) if cfg.has(pattern_name) else None
+    if pattern_every is None and cfg.get("model_type") == "modernbert-decoder":
+        pattern_every = 3  # ModernBertDecoderConfig's global_attn_every_n_layers default
     use_swa = cfg.get("use_sliding_window")
     model_type = cfg.get("model_type")
     if layer_types is None and isinstance(model_type, str) and model_type in PURE_SSM:
@@ -158,9 +182,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
             raise Abort
         kinds = _linear_is_mamba2(cfg, kinds)
         if pattern_every is not None:
-            expected = [
-                "full" if (i + 1) % pattern_every == 0 else "sliding" for i in range(layers)
-            ]
+            expected = pattern_kinds(cfg, layers, pattern_every)
             attention = [k for k in kinds if k in ("full", "sliding")]
             if attention != [
                 e for e, k in zip(expected, kinds, strict=True) if k in ("full", "sliding")
@@ -168,7 +190,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
                 cfg.diag(
                     codes.CONTRADICTORY_CONFIG_FIELDS,
                     "layer_types",
-                    f"'{cfg.where('layer_types')}' disagrees with sliding_window_pattern "
+                    f"'{cfg.where('layer_types')}' disagrees with {pattern_name} "
                     f"{pattern_every} (every {pattern_every}th layer global)",
                     "remove the stale field, or fix the list",
                 )
@@ -182,6 +204,11 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
             )
             raise Abort
         return kinds, "config.json layer_types"
+    if cfg.get("model_type") == "gpt_neo" or cfg.has("attention_layers"):
+        return local_global_kinds(cfg, layers), "config.json attention_layers (local: sliding)"
+    if "attn_layer_indices" in cfg.inner or cfg.get("model_type") == "bamba":
+        kinds = attention_index_kinds(cfg, layers)
+        return kinds, "config.json attn_layer_indices (the other layers Mamba-2)"
     hybrid = cfg.get("hybrid_override_pattern")
     if hybrid is not None:
         if not isinstance(hybrid, str) or len(hybrid) != layers or set(hybrid) - set(_HYBRID_CHARS):
@@ -214,8 +241,8 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
         return kinds, f"config.json full_attention_interval {interval}"  # type: ignore[return-value]
     if pattern_every is not None:
-        kinds = ["full" if (i + 1) % pattern_every == 0 else "sliding" for i in range(layers)]
-        return kinds, f"config.json sliding_window_pattern {pattern_every}"  # type: ignore[return-value]
+        kinds = pattern_kinds(cfg, layers, pattern_every)
+        return kinds, f"config.json {pattern_name} {pattern_every}"
     if use_swa is False or window is None or window == 0:
         return ["full"] * layers, "full attention"
     if cfg.get("model_type") == "gemma2":  # Gemma 2 hard-codes even layers local

@@ -27,6 +27,10 @@ UNSUPPORTED_ARCHITECTURES = {
     "lfm2": "short-convolution layers holding a conv state",
     "lfm2_moe": "short-convolution layers holding a conv state",
     "bailing_hybrid": "linear-attention layers of their own kind",
+    "blt": "Byte Latent Transformer: a local byte encoder and decoder around a global "
+    "patch transformer, joined by cross-attention",
+    "reformer": "Reformer's LSH and chunked local attention, whose cache holds hash buckets",
+    "xlnet": "XLNet's memory of past hidden states (mem_len), not a per-layer K/V cache",
     "mimo_v2_flash": "value heads of a different size than keys (v_head_dim), which the "
     "spec format cannot express yet",
 }

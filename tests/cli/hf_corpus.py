@@ -46,19 +46,52 @@ def load_corpus(path: Path | None = None) -> dict:
     return json.loads((path or corpus_file()).read_text())
 
 
-def _oracle_rows(entry: dict) -> list[tuple[str, int]]:
-    """Per cached layer: ('kv', K+V bytes per token) and/or ('state', bytes)."""
-    rows: list[tuple[str, int]] = []
+Row = tuple[str, int]
+
+
+def _oracle_rows(entry: dict) -> list[Row]:
+    """Per cached layer: ('kv', K+V bytes per token; an MLA layer's latent and RoPE key, which
+    transformers 5 caches as its keys and values), ('index', a sparse-attention indexer's key
+    elements per token) and/or ('state', bytes)."""
+    rows: list[Row] = []
     for layer in entry["layers"]:
         if "k_per_token" in layer:
             element = _ELEMENT[layer["dtype"]]
             rows.append(("kv", (layer["k_per_token"] + layer["v_per_token"]) * element))
+        if "index_per_token" in layer:
+            rows.append(("index", layer["index_per_token"]))
         if "state_bytes" in layer:
             rows.append(("state", layer["state_bytes"]))
     return rows
 
 
-def _kvgen_rows(spec_text: str) -> list[tuple[str, int]] | None:
+def _oracle_windows(entry: dict, context: int) -> list[int | None]:
+    """Per attention layer: the window (or chunk) transformers' cache evicts at; None where
+    it keeps every token, or its window reaches the whole context (full attention, §1)."""
+    windows = [layer.get("window") for layer in entry["layers"] if "k_per_token" in layer]
+    return [w if w is not None and w < context else None for w in windows]
+
+
+def _kvgen_windows(spec_text: str) -> list[int | None]:
+    from kvgen.loader import load_bytes
+
+    model = load_bytes("<corpus>", spec_text.encode()).family.models[0]  # type: ignore[union-attr]
+    pattern = model.layers.pattern
+    out: list[int | None] = []
+    for index in range(model.layers.count):
+        kind = model.layer_kinds[pattern[index % len(pattern)]]
+        if kind.attention in ("full", "sliding", "chunked") and kind.reads is None:
+            out.append({"sliding": kind.window, "chunked": kind.chunk}.get(kind.attention))
+    return out
+
+
+def _context(spec_text: str) -> int:
+    from kvgen.loader import load_bytes
+
+    return load_bytes("<corpus>", spec_text.encode()).family.models[0].max_seq_len  # type: ignore[union-attr]
+
+
+def _kvgen_rows(spec_text: str) -> list[Row] | None:
     """The same rows from an imported spec; None when a layer has no transformers form."""
     from kvgen.loader import load_bytes
     from kvgen.quant import element_bytes
@@ -74,8 +107,16 @@ def _kvgen_rows(spec_text: str) -> list[tuple[str, int]] | None:
         dtype = kind.dtype or model.kv_cache_dtype or family.kv_cache_dtype
         if kind.attention == "none" or kind.reads is not None:
             continue
-        if kind.kv_lora_rank is not None or kind.attention == "cross":
+        if kind.attention == "cross":
             return None
+        if kind.kv_lora_rank is not None:  # the latent and the shared RoPE key, one copy
+            rope = kind.qk_rope_head_dim or 0
+            rows.append(("kv", element_bytes(dtype, kind.kv_lora_rank + rope)))
+            if kind.index_head_dim is not None:
+                # elements only: kvgen's indexer cache is the engines' fp8 with scales,
+                # transformers' the model dtype
+                rows.append(("index", kind.index_head_dim))
+            continue
         if kind.attention == "recurrent":
             if kind.state_bytes is not None:
                 rows.append(("state", kind.state_bytes))
@@ -123,10 +164,16 @@ def verdict(entry: dict) -> Verdict:
     if ours is None:
         return Verdict(name, "no-oracle", "MLA latent or cross-attention: no transformers form")
     theirs = _oracle_rows(entry)
+    context = _context(result.text)
+    windows = _window_mismatch(_oracle_windows(entry, context), _kvgen_windows(result.text))
+    if ours == theirs and windows is not None:
+        wrong = windows[0]
+        return Verdict(name, "wrong", f"attention layer {wrong[0]}: window {wrong[1]}")
     if ours == theirs:
         notes = getattr(result, "notes", [])  # (aa9b447 had no notes: same replay there)
         noted = f"{len(notes)} fields noted" if notes else ""
-        words = [f"{len(theirs)} cached layers", *flags, noted]
+        kept = _kept_whole(_oracle_windows(entry, context), _kvgen_windows(result.text))
+        words = [f"{len(theirs)} cached layers", *flags, noted, kept]
         return Verdict(name, "match", " ".join(w for w in words if w))
     first = next(
         (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
@@ -138,6 +185,26 @@ def verdict(entry: dict) -> Verdict:
         f"cached layer {first}: kvgen {ours[first : first + 1]} vs transformers "
         f"{theirs[first : first + 1]} ({len(ours)} vs {len(theirs)} rows)",
     )
+
+
+def _window_mismatch(
+    theirs: list[int | None], ours: list[int | None]
+) -> list[tuple[int, str]] | None:
+    """Attention layers where transformers evicts at a window kvgen does not have (one-sided:
+    a layer kvgen slides that transformers keeps whole is ``_kept_whole``)."""
+    wrong = [
+        (i, f"transformers {t} vs kvgen {o}")
+        for i, (t, o) in enumerate(zip(theirs, ours, strict=False))
+        if t is not None and t != o
+    ]
+    return wrong or None
+
+
+def _kept_whole(theirs: list[int | None], ours: list[int | None]) -> str:
+    """GPT-Neo's local layers: a window in the model's attention that transformers' cache
+    does not evict at (it keeps every token, masking the old ones)."""
+    kept = sum(1 for t, o in zip(theirs, ours, strict=False) if t is None and o is not None)
+    return f"({kept} sliding layers transformers caches whole)" if kept else ""
 
 
 def verdicts(corpus: dict | None = None) -> list[Verdict]:
