@@ -31,8 +31,19 @@ MAX_LAYERS = 12  # a shrunk model keeps the shortest prefix of its layers that h
 _LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers")
 
 
+_SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "speech_config")
+
+
 def _shrink(cls, config):  # -> a config of the same class
-    data = config.to_dict()
+    data = _shrink_dict(config.to_dict())
+    for key in _SUB_CONFIGS:  # a composite model: its language and vision towers too
+        if isinstance(data.get(key), dict):
+            data[key] = _shrink_dict(data[key])
+            data[key].pop("transformers_version", None)
+    return cls.from_dict(data)
+
+
+def _shrink_dict(data: dict) -> dict:
     layers_key = next((k for k in _LAYER_COUNTS if isinstance(data.get(k), int)), None)
     layers = data.get(layers_key) if layers_key else None
     keep = min(layers or 2, 4)
@@ -40,7 +51,11 @@ def _shrink(cls, config):  # -> a config of the same class
     for key in per_layer:  # the shortest prefix holding every layer type the model has
         value = [str(v) for v in data[key]]
         keep = max(keep, next(i for i in range(1, layers + 1) if set(value[:i]) == set(value)))
-    indices = [k for k, v in data.items() if k.endswith("_indices") and isinstance(v, list) and v]
+    indices = [
+        k
+        for k, v in data.items()
+        if (k.endswith("_indices") or k == "cross_attention_layers") and isinstance(v, list) and v
+    ]
     for key in indices:  # e.g. Bamba attn_layer_indices: keep the first such layer
         keep = max(keep, min(data[key]) + 1)
     pattern = data.get("hybrid_override_pattern")
@@ -88,7 +103,7 @@ def _shrink(cls, config):  # -> a config of the same class
     if data.get("is_decoder") is False:  # BERT-style LM heads cache only as decoders
         data["is_decoder"] = True
     data.pop("transformers_version", None)
-    return cls.from_dict(data)
+    return data
 
 
 def _dtype(config):
@@ -107,8 +122,12 @@ def _measure(cache) -> list[dict]:
     layers = getattr(cache, "layers", None)
     if layers is None and isinstance(cache, (tuple, list)):
         layers = cache
-    if layers is None and hasattr(cache, "self_attention_cache"):  # encoder-decoder
-        return [{"encoder_decoder": True}]
+    if layers is None and hasattr(cache, "self_attention_cache"):
+        # BERT-style decoders return an EncoderDecoderCache whose cross half stays empty
+        cross = getattr(cache.cross_attention_cache, "layers", None) or ()
+        if any(getattr(layer, "keys", None) is not None and layer.keys.numel() for layer in cross):
+            return [{"encoder_decoder": True}]
+        layers = getattr(cache.self_attention_cache, "layers", None)
     out = []
     for layer in layers or ():
         row: dict = {"class": type(layer).__name__}
@@ -167,9 +186,13 @@ def run_one(model_type: str, cls) -> dict:
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, dtype=_dtype(config))
         model = model.to_empty(device="cpu").eval()
-        for buffer in model.buffers():
+        for name, buffer in model.named_buffers():
             if buffer.is_floating_point():
                 buffer.fill_(1.0)
+            elif name.endswith("position_ids"):  # an arange the meta build did not keep
+                buffer.copy_(torch.arange(buffer.shape[-1]).expand_as(buffer))
+            else:  # token_type_ids and the like: uninitialised memory indexes out of range
+                buffer.zero_()
         ids = torch.randint(3, 500, (1, TOKENS))
         with torch.no_grad():
             result = model(input_ids=ids, use_cache=True)

@@ -1,0 +1,305 @@
+"""The KV302 refusals the transformers corpus left (issue 22), each reviewed: a field that
+cannot move a cache is known (with its reason), one that places layers is read the way its
+config class reads it, and one that announces a cache kvgen cannot express gives way to the
+KV305 naming that feature.
+
+The configs are the saved forms of the named transformers 5.24.0 config classes, cut to the
+fields that matter; each expected shape is derived by hand from the class's code, named next
+to the test (the corpus fixture holds the cache transformers allocated for its defaults)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kvgen.importhf import import_config
+from kvgen.loader import load_bytes
+from kvgen.spec import Model
+
+from tests.generated.test_families import layer_kinds
+
+BASE = {  # a Llama-shaped decoder: 4 layers, 8 KV heads of 128
+    "model_type": "llama",
+    "num_hidden_layers": 4,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "hidden_size": 4096,
+    "max_position_embeddings": 8192,
+    "torch_dtype": "bfloat16",
+}
+
+
+def _import(config: dict) -> tuple[str | None, list[str]]:
+    result = import_config("config.json", json.dumps(config, indent=2))
+    return result.text, [d.render() for d in result.diagnostics]
+
+
+def _model(config: dict) -> Model:
+    text, diagnostics = _import(config)
+    assert diagnostics == [], diagnostics
+    assert text is not None
+    loaded = load_bytes("imported.yaml", text.encode())
+    assert loaded.family is not None, loaded.diagnostics
+    return loaded.family.models[0]
+
+
+def _at(config: dict, key: str) -> str:
+    for number, line in enumerate(json.dumps(config, indent=2).splitlines(), start=1):
+        if line.startswith(f'  "{key}"'):
+            return f"config.json:{number}:3"
+    raise AssertionError(key)
+
+
+def _one_refusal(config: dict, code: str, key: str) -> str:
+    text, diagnostics = _import(config)
+    assert text is None
+    assert len(diagnostics) == 1, diagnostics
+    assert diagnostics[0].startswith(f"{_at(config, key)}: {code} "), diagnostics[0]
+    return diagnostics[0]
+
+
+# --------------------------------------------------------------------------- reviewed fields
+
+
+@pytest.mark.parametrize(
+    ("model_type", "field", "value"),
+    [
+        ("doge", "keep_window_size", 2048),  # DogeAttention: top-k over a full DynamicLayer
+        ("laguna", "num_attention_heads_per_layer", [32, 32, 32, 32]),  # query heads only
+        ("minimax_m3_vl_text", "index_block_size", 128),  # block selection over a full cache
+        ("roformer", "rotary_value", True),  # rotates values; their shape stays
+        ("hy_v4", "learnable_sink_init", 0.0),  # a per-head sink weight's init
+        ("olmo_hybrid", "linear_a_log_max", 16.0),  # a Gated DeltaNet clamp
+    ],
+)
+def test_a_reviewed_field_imports_the_attention_cache(model_type, field, value):
+    model = _model({**BASE, "model_type": model_type, field: value})
+    kinds = layer_kinds(model)
+    # 8 KV heads x 128 on each of 4 full layers, as without the field
+    assert [(k.attention, k.kv_heads, k.head_dim) for k in kinds] == [("full", 8, 128)] * 4
+
+
+def test_a_field_reviewed_for_one_model_still_blocks_another():
+    # BigBird's block_size is its encoder's sparse pattern; on another model the same name
+    # could be a cache block, so it is still KV302 there.
+    _model({**BASE, "model_type": "big_bird", "block_size": 64})
+    message = _one_refusal({**BASE, "block_size": 64}, "KV302", "block_size")
+    assert "unknown config field 'block_size'" in message
+
+
+# --------------------------------------------------------------------------- read fields
+
+
+def test_gpt_neo_local_layers_slide_by_window_size():
+    # GPTNeoSelfAttention: a local layer masks keys window_size or more back (a window of
+    # 256); attention_layers [global, local] x 2 -> pattern [full, sliding].
+    config = {
+        "model_type": "gpt_neo",
+        "num_layers": 4,
+        "num_heads": 16,
+        "hidden_size": 2048,
+        "attention_layers": ["global", "local", "global", "local"],
+        "attention_types": [[["global", "local"], 2]],
+        "window_size": 256,
+        "max_position_embeddings": 2048,
+        "torch_dtype": "float16",
+    }
+    kinds = layer_kinds(_model(config))
+    # head_dim 2048 / 16 = 128; GPT-Neo has no GQA: 16 KV heads
+    assert [(k.attention, k.window, k.kv_heads, k.head_dim) for k in kinds] == [
+        ("full", None, 16, 128),
+        ("sliding", 256, 16, 128),
+    ] * 2
+    del config["attention_layers"]  # GPTNeoConfig expands attention_types into it
+    assert [k.attention for k in layer_kinds(_model(config))] == ["full", "sliding"] * 2
+    config["attention_types"] = [[["global", "local"], 3]]  # 6 entries for 4 layers
+    assert "must name 4 layers" in _one_refusal(config, "KV303", "attention_types")
+
+
+def test_modernbert_decoder_window_is_half_its_local_attention():
+    # ModernBertDecoderConfig: sliding_window = local_attention // 2 = 64; layers with
+    # i % global_attn_every_n_layers (3) == 0 global: 0 and 3.
+    config = {
+        "model_type": "modernbert-decoder",
+        "num_hidden_layers": 4,
+        "num_attention_heads": 12,
+        "hidden_size": 768,
+        "local_attention": 128,
+        "max_position_embeddings": 8192,
+        "torch_dtype": "float32",
+    }
+    kinds = layer_kinds(_model(config))
+    assert [(k.attention, k.window) for k in kinds] == [
+        ("full", None),
+        ("sliding", 64),
+        ("sliding", 64),
+        ("full", None),
+    ]
+    saved = {  # what save_pretrained writes: the derived list and window beside the span
+        **config,
+        "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        "sliding_window": 64,
+        "global_attn_every_n_layers": 3,
+    }
+    assert [k.window for k in layer_kinds(_model(saved))] == [None, 64, 64, None]
+    message = _one_refusal({**saved, "sliding_window": 128}, "KV303", "sliding_window")
+    assert "local_attention 128 // 2" in message
+
+
+def test_bamba_attention_sits_at_attn_layer_indices():
+    # BambaConfig.layers_block_type: full_attention at attn_layer_indices, Mamba-2 elsewhere;
+    # Mamba-2 conv (4 - 1) x (8 x 16 + 2 x 1 x 32) = 576, ssm 8 x 16 x 32.
+    config = {
+        **BASE,
+        "model_type": "bamba",
+        "attn_layer_indices": [1],
+        "mamba_n_heads": 8,
+        "mamba_d_head": 16,
+        "mamba_d_state": 32,
+        "mamba_n_groups": 1,
+        "mamba_d_conv": 4,
+        "mamba_expand": 2,
+    }
+    kinds = layer_kinds(_model(config))
+    assert [k.attention for k in kinds] == ["recurrent", "full", "recurrent", "recurrent"]
+    state = kinds[0].mamba
+    assert state is not None
+    assert (state.num_heads, state.head_dim, state.d_state, state.n_groups) == (8, 16, 32, 1)
+    config["attn_layer_indices"] = None  # the class default: every layer Mamba-2
+    assert {k.attention for k in layer_kinds(_model(config))} == {"recurrent"}
+    config["attn_layer_indices"] = [4]
+    assert "distinct layers in [0, 4)" in _one_refusal(config, "KV303", "attn_layer_indices")
+
+
+def test_cohere2_moe_restarts_its_pattern_after_the_dense_prefix():
+    # Cohere2MoeConfig: the first_k_dense_replace (2) layers by prefix_dense_sliding_window_
+    # pattern 1 -> both global; the other 4 by sliding_window_pattern 4, counted from 0 ->
+    # sliding, sliding, sliding, global.
+    config = {
+        **BASE,
+        "model_type": "cohere2_moe",
+        "num_hidden_layers": 6,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 4,
+        "prefix_dense_sliding_window_pattern": 1,
+        "first_k_dense_replace": 2,
+    }
+    expected = ["full", "full", "sliding", "sliding", "sliding", "full"]  # + "_attention": saved
+    assert [k.attention for k in layer_kinds(_model(config))] == expected
+    # the list the class saves agrees with its own pattern (it was refused as KV303)
+    saved = {**config, "layer_types": [f"{k}_attention" for k in expected]}
+    assert [k.attention for k in layer_kinds(_model(saved))] == expected
+
+
+MLA = {
+    "model_type": "hy_v4",
+    "num_hidden_layers": 4,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "hidden_size": 2816,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "index_head_dim": 128,
+    "layer_types": ["indexed_attention"] * 4,
+    "max_position_embeddings": 262144,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_a_shared_indexer_layer_caches_no_indexer_keys():
+    # HYV4Attention: indexer_types "shared" -> skip_topk, no indexer (no indexer key cache);
+    # the MLA latent (512 + 64) stays on every layer.
+    config = {**MLA, "indexer_types": ["full", "full", "shared", "shared"]}
+    kinds = layer_kinds(_model(config))
+    assert [(k.kv_lora_rank, k.qk_rope_head_dim) for k in kinds] == [(512, 64)] * 4
+    assert [k.index_head_dim for k in kinds] == [128, 128, None, None]
+    config["indexer_types"] = ["shared", "full", "full", "full"]  # nothing to share from
+    assert "the first full" in _one_refusal(config, "KV303", "indexer_types")
+
+
+def test_hrm_counts_a_cache_slot_per_stack_run():
+    # HrmTextConfig: num_hidden_layers = num_layers_per_stack 16 x H_cycles 2 x
+    # (L_cycles 3 + 1) = 128 slots; a legacy config gives the stack's 16 layers instead.
+    config = {
+        **BASE,
+        "model_type": "hrm_text",
+        "num_hidden_layers": 128,
+        "num_layers_per_stack": 16,
+        "H_cycles": 2,
+        "L_cycles": 3,
+    }
+    assert _model(config).layers.count == 128
+    legacy = {**config, "num_hidden_layers": 16}
+    del legacy["num_layers_per_stack"]
+    assert _model(legacy).layers.count == 128
+    config["num_hidden_layers"] = 16
+    assert "is not num_hidden_layers 16" in _one_refusal(config, "KV303", "num_layers_per_stack")
+
+
+def test_a_head_dim_that_does_not_divide_is_rounded_down_as_transformers_does():
+    # Glm4MoeConfig() saves no head_dim: Glm4MoeAttention and vLLM's glm4_moe.py take
+    # hidden_size // num_attention_heads = 4096 // 96 = 42 (the corpus cache: 8 x 42).
+    config = {**BASE, "model_type": "glm4_moe", "num_attention_heads": 96}
+    del config["head_dim"]
+    kinds = layer_kinds(_model(config))
+    assert {(k.kv_heads, k.head_dim) for k in kinds} == {(8, 42)}
+
+
+# --------------------------------------------------------------------------- the real feature
+
+
+def test_a_conv_layer_is_named_not_its_unknown_cache_length():
+    # Lfm3Config: conv layers hold a short-convolution state of conv_L_cache columns
+    config = {
+        **BASE,
+        "model_type": "lfm3",
+        "conv_L_cache": 7,
+        "layer_types": ["conv", "conv", "full_attention", "sliding_attention"],
+        "sliding_window": 256,
+    }
+    assert "short-convolution layer" in _one_refusal(config, "KV305", "layer_types")
+
+
+def test_a_parallel_hybrid_layer_is_named_not_its_swa_fields():
+    config = {  # InklingTextConfig: linear attention beside sliding attention in each layer
+        **BASE,
+        "model_type": "inkling_text",
+        "layer_types": ["hybrid_sliding", "hybrid_sliding", "hybrid_sliding", "hybrid"],
+        "conv_kernel_size": 4,
+        "sliding_window_size": 512,
+        "swa_num_key_value_heads": 16,
+    }
+    assert "parallel hybrid" in _one_refusal(config, "KV305", "layer_types")
+
+
+def test_indexed_attention_without_mla_is_named_not_its_indexer_fields():
+    config = {  # Qwen4ExpTextConfig: QSA indexer fields beside Gated DeltaNet layers
+        **BASE,
+        "model_type": "qwen4_exp_text",
+        "layer_types": ["full_attention", "full_attention", "full_attention", "indexed_attention"],
+        "indexer_head_dim": 128,
+        "indexer_kv_heads": 1,
+    }
+    assert "without MLA" in _one_refusal(config, "KV305", "layer_types")
+
+
+def test_minimax_m3_sparse_layers_name_their_indexer_cache():
+    config = {
+        **BASE,
+        "model_type": "minimax_m3_vl_text",
+        "layer_types": ["full_attention", "minimax_m3_sparse"] * 2,
+        "index_head_dim": 128,
+        "index_block_size": 128,
+    }
+    assert "lightning-indexer key cache" in _one_refusal(config, "KV305", "layer_types")
+
+
+@pytest.mark.parametrize(
+    ("model_type", "why"),
+    [("blt", "Byte Latent Transformer"), ("reformer", "LSH"), ("xlnet", "mem_len")],
+)
+def test_architectures_without_a_kv_cache_kvgen_has_are_named(model_type, why):
+    config = {**BASE, "model_type": model_type, "local_attention_window_len": 512}
+    assert why in _one_refusal(config, "KV305", "model_type")
