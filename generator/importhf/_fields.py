@@ -127,7 +127,7 @@ REVIEWED_FIELDS: dict[str, tuple[frozenset[str] | None, str]] = {
     ),
     "linear_a_log_min": (None, "the clamp of a Gated DeltaNet decay parameter (a weight)"),
     "linear_a_log_max": (None, "the clamp of a Gated DeltaNet decay parameter (a weight)"),
-    "linear_allow_neg_eigval": (None, "the range of a Gated DeltaNet gate (a weight)"),
+    "linear_allow_neg_eigval": (None, "the value range of a Gated DeltaNet beta gate, no shape"),
     "linear_dt_min": (None, "the init range of a Gated DeltaNet time step (a weight)"),
     "linear_dt_max": (None, "the init range of a Gated DeltaNet time step (a weight)"),
     "linear_dt_init_floor": (None, "the init floor of a Gated DeltaNet time step (a weight)"),

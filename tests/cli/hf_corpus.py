@@ -8,8 +8,8 @@ allocated on CPU: per layer the K and V elements per token, or the recurrent sta
 - ``match``: every cached layer holds the bytes per token (and state bytes) transformers
   allocated, in the same order;
 - ``wrong``: kvgen imported it but some layer differs (must never happen);
-- ``no-oracle``: kvgen imported a cache transformers does not hold in that form (MLA's latent:
-  transformers caches the decompressed K/V), so there is nothing to compare;
+- ``no-oracle``: kvgen imported a cache the replay does not compare (cross-attention layers,
+  whose cache holds encoder tokens rather than per-token K/V);
 - ``refused``: kvgen refused it, with the diagnostic's code and message;
 - ``oracle-error``: transformers itself could not build or run the default config.
 
@@ -162,7 +162,7 @@ def verdict(entry: dict) -> Verdict:
         return Verdict(name, "refused", f"{first.code} at {where}: {first.message}")
     ours = _kvgen_rows(result.text)
     if ours is None:
-        return Verdict(name, "no-oracle", "MLA latent or cross-attention: no transformers form")
+        return Verdict(name, "no-oracle", "cross-attention over encoder tokens: not compared")
     theirs = _oracle_rows(entry)
     context = _context(result.text)
     windows = _window_mismatch(_oracle_windows(entry, context), _kvgen_windows(result.text))
@@ -173,7 +173,7 @@ def verdict(entry: dict) -> Verdict:
         notes = getattr(result, "notes", [])  # (aa9b447 had no notes: same replay there)
         noted = f"{len(notes)} fields noted" if notes else ""
         kept = _kept_whole(_oracle_windows(entry, context), _kvgen_windows(result.text))
-        words = [f"{len(theirs)} cached layers", *flags, noted, kept]
+        words = [f"{len(entry['layers'])} cached layers", *flags, noted, kept]
         return Verdict(name, "match", " ".join(w for w in words if w))
     first = next(
         (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
@@ -236,17 +236,44 @@ def render_table(corpus: dict | None = None) -> str:
         "layer, then the same config.json fed to `kvgen import-hf`.",
         "",
         f"Counts: {len(found)} model types; {tally['match']} import and match transformers' "
-        f"cache, {tally['no-oracle']} import without a transformers form to compare (MLA "
-        f"latent), {tally['wrong']} import wrong, {tally['refused']} refused, "
+        f"cache, {tally['no-oracle']} import a cross-attention cache the replay does not "
+        f"compare, {tally['wrong']} import wrong, {tally['refused']} refused, "
         f"{tally['oracle-error']} that transformers itself cannot build or run by default.",
+        "",
+        "A match compares, layer by layer, the bytes per token (an MLA layer's latent and RoPE "
+        "key, as transformers 5 caches them), a sparse indexer's key elements, a recurrent "
+        "state's bytes, and every window transformers' cache evicts at.",
         "",
         "| model_type | kvgen | detail |",
         "|---|---|---|",
     ]
     for item in found:
-        detail = item.detail.replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {item.model_type} | {item.verdict} | {detail} |")
-    return "\n".join(lines) + "\n"
+        lines.append(f"| {item.model_type} | {item.verdict} | {_cell(item.detail)} |")
+    return "\n".join([*lines, "", *reviewed_table()]) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def reviewed_table() -> list[str]:
+    """The fields KV302 would block by name, reviewed as not moving a cache (with why)."""
+    from kvgen.importhf._fields import REVIEWED_FIELDS
+
+    lines = [
+        "## Fields reviewed as not moving a cache",
+        "",
+        "Their names hold a word KV302 blocks on (`kvgen explain KV302`); each was read in the "
+        "modelling code of the model types named, and imports without `--ignore-field`.",
+        "",
+        "| field | model types | why it cannot change a cache's shape, count, window, dtype "
+        "or state |",
+        "|---|---|---|",
+    ]
+    for name, (models, why) in sorted(REVIEWED_FIELDS.items()):
+        where = ", ".join(sorted(models)) if models is not None else "any"
+        lines.append(f"| `{name}` | {where} | {_cell(why)} |")
+    return lines
 
 
 if __name__ == "__main__":

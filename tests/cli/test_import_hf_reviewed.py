@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from kvgen.importhf import import_config
 from kvgen.loader import load_bytes
 from kvgen.spec import Model
@@ -139,7 +138,7 @@ def test_modernbert_decoder_window_is_half_its_local_attention():
     ]
     saved = {  # what save_pretrained writes: the derived list and window beside the span
         **config,
-        "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        "layer_types": ["full_attention", *["sliding_attention"] * 2, "full_attention"],
         "sliding_window": 64,
         "global_attn_every_n_layers": 3,
     }
