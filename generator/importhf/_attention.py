@@ -103,6 +103,44 @@ def _indexer_types(cfg: Config, layers: int, indexed: bool) -> list[str]:
     return list(listed)
 
 
+# Gemma 4's text configs build per_layer_config from the builder-only global_head_dim
+# (default 512) and num_global_key_value_heads, for their full-attention layers, unless a
+# per_layer_config is given (Gemma4TextConfig.__post_init__): model_type -> (whether the
+# KV-head override applies without attention_k_eq_v, its default). The class that declares
+# attention_k_eq_v (default false) applies it only when that is true; one that does not
+# declare it applies it always.
+_GEMMA4_GLOBALS = {
+    "gemma4": (False, None),
+    "gemma4_text": (False, None),
+    "gemma4_unified": (False, None),
+    "gemma4_unified_text": (False, None),
+    "diffusion_gemma_text": (True, None),
+    "embedding_gemma2_text": (True, 1),
+}
+_Shape = tuple[int | None, str]
+
+
+def _global_shapes(cfg: Config) -> tuple[_Shape, _Shape]:
+    """Full-attention layers' own head size and KV heads ((None, "") where they have none),
+    as the config class reads ``global_head_dim`` and ``num_global_key_value_heads``."""
+    hd_name, kv_name = "global_head_dim", "num_global_key_value_heads"
+    head = cfg.int_(hd_name) if cfg.has(hd_name) else None
+    kv = cfg.int_(kv_name) if cfg.has(kv_name) else None
+    model_type = cfg.get("model_type")
+    if model_type not in _GEMMA4_GLOBALS:
+        return (head, f"config.json {hd_name}"), (kv, f"config.json {kv_name}")
+    if cfg.has("per_layer_config"):  # the builder fields are dropped: per_layer_config rules
+        return (None, ""), (None, "")
+    ungated, kv_default = _GEMMA4_GLOBALS[model_type]  # type: ignore[index]
+    head_note = f"config.json {hd_name}" if head is not None else f"{model_type} default 512"
+    kv_note = f"config.json {kv_name}"
+    if kv is None and kv_default is not None:
+        kv, kv_note = kv_default, f"{model_type} default {kv_default}"
+    if not (ungated or cfg.get("attention_k_eq_v") is True):
+        kv = None  # gated off: the full layers keep num_key_value_heads
+    return (head if head is not None else 512, head_note), (kv, kv_note)
+
+
 def _window(cfg: Config) -> tuple[int | None, str]:
     """The sliding layers' window, and the field it came from. Qwen2-MoE saves sliding_window
     0 when use_sliding_window is false: no window at all. ModernBERT's decoder derives it from
@@ -231,10 +269,7 @@ def attention_kinds(
             "set sliding_window",
         )
         raise Abort
-    global_hd = cfg.int_("global_head_dim") if cfg.has("global_head_dim") else None
-    global_kv = (
-        cfg.int_("num_global_key_value_heads") if cfg.has("num_global_key_value_heads") else None
-    )
+    (global_hd, hd_global_note), (global_kv, kv_global_note) = _global_shapes(cfg)
     per_list = isinstance(cfg.get(heads_name), list)
     overrides = _per_layer_config(cfg, layers)
     out: list[Kind | None] = []
@@ -248,9 +283,9 @@ def attention_kinds(
         )
         this_hd_note = hd_note
         if kind == "full" and global_kv is not None:
-            kv, kv_note = global_kv, "config.json num_global_key_value_heads"
+            kv, kv_note = global_kv, kv_global_note
         if kind == "full" and global_hd is not None:
-            hd, this_hd_note = global_hd, "config.json global_head_dim"
+            hd, this_hd_note = global_hd, hd_global_note
         layer = overrides.get(i, {})
         if "num_key_value_heads" in layer:
             kv, kv_note = layer["num_key_value_heads"], "config.json per_layer_config"

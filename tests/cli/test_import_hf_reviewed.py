@@ -302,3 +302,52 @@ def test_minimax_m3_sparse_layers_name_their_indexer_cache():
 def test_architectures_without_a_kv_cache_kvgen_has_are_named(model_type, why):
     config = {**BASE, "model_type": model_type, "local_attention_window_len": 512}
     assert why in _one_refusal(config, "KV305", "model_type")
+
+
+# --------------------------------------------------------------------------- Gemma 4 globals
+
+GEMMA4 = {  # Gemma4TextConfig without per_layer_config: the builder fields in its place
+    "model_type": "gemma4_text",
+    "num_hidden_layers": 6,
+    "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "sliding_window": 512,
+    "max_position_embeddings": 131072,
+    "attention_k_eq_v": False,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_gemma4_builder_fields_shape_the_full_layers_as_the_class_does():
+    # Gemma4TextConfig.__post_init__: full layers get head_dim global_head_dim (default 512);
+    # num_global_key_value_heads only when attention_k_eq_v (false here): 4 KV heads stay.
+    shapes = [(k.kv_heads, k.head_dim) for k in layer_kinds(_model(GEMMA4))]
+    assert shapes == [(4, 256)] * 5 + [(4, 512)]
+    given = {**GEMMA4, "global_head_dim": 384, "num_global_key_value_heads": 1}
+    shapes = [(k.kv_heads, k.head_dim) for k in layer_kinds(_model(given))]
+    assert shapes == [(4, 256)] * 5 + [(4, 384)]
+
+
+def test_gemma4_per_layer_config_overrules_the_builder_fields():
+    # with per_layer_config given, global_head_dim is popped and dropped: full layer 5 is
+    # 512 by its entry, full layer 11 (no entry) keeps head_dim 256, never 128
+    config = {
+        **GEMMA4,
+        "num_hidden_layers": 12,
+        "layer_types": GEMMA4["layer_types"] * 2,
+        "global_head_dim": 128,
+        "per_layer_config": {"5": {"head_dim": 512}},
+    }
+    shapes = [(k.kv_heads, k.head_dim) for k in layer_kinds(_model(config))]
+    assert shapes == [(4, 256)] * 5 + [(4, 512)] + [(4, 256)] * 6
+
+
+def test_embedding_gemma2_applies_its_global_kv_heads_ungated():
+    # EmbeddingGemma2TextConfig declares no attention_k_eq_v: its full layers take
+    # num_global_key_value_heads (default 1) and global_head_dim (default 512)
+    config = {**GEMMA4, "model_type": "embedding_gemma2_text"}
+    del config["attention_k_eq_v"]
+    shapes = [(k.kv_heads, k.head_dim) for k in layer_kinds(_model(config))]
+    assert shapes == [(4, 256)] * 5 + [(1, 512)]
