@@ -172,7 +172,7 @@ def attention_kinds(
         return [None] * layers  # a pure state-space model: no attention field is needed
     if cfg.has("kv_lora_rank"):
         rank = cfg.int_("kv_lora_rank")
-        rope = cfg.int_("qk_rope_head_dim", required=True, minimum=0)
+        rope = cfg.int_(field_spelling(cfg, "qk_rope_head_dim"), required=True, minimum=0)
         index = cfg.int_("index_head_dim") if cfg.has("index_head_dim") else None
         mla = Kind(
             "mla",

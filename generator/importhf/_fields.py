@@ -70,6 +70,8 @@ ALIASES = {
     "multi_query_group_num": "num_key_value_heads",
     # AFMoE: every n-th layer global, the others sliding (transformers AfmoeConfig)
     "global_attn_every_n_layers": "sliding_window_pattern",
+    # DeepSeek-V3, GLM-4-MoE, Sarvam, Mellum, Bailing: attribute_map num_mtp_layers
+    "num_mtp_layers": "num_nextn_predict_layers",
 }
 # Spellings whose meaning depends on the model (``num_heads`` is a Mamba-2 config's SSM
 # heads but GPT-Neo's attention heads): model_type -> alias -> canonical.
@@ -83,6 +85,18 @@ MODEL_ALIASES = {
     # Mamba2Config: num_heads x head_dim are the SSM heads (no attention at all)
     "mamba2": {"num_heads": "mamba_num_heads", "head_dim": "mamba_head_dim"},
     "cpmant": {"dim_head": "head_dim"},
+    # the other attribute_map spellings of transformers' causal-LM config classes that name
+    # a field the importer reads (bench/hf_corpus.py's corpus; test_import_hf_reviewed.py)
+    "glm4_moe_lite": {"head_dim": "qk_rope_head_dim"},
+    "moss_transcribe_diarize": {
+        "encoder_layers": "num_hidden_layers",
+        "encoder_attention_heads": "num_attention_heads",
+    },
+    "nemotron_h": {"layer_types": "layers_block_type"},
+    "bamba": {"layer_types": "layers_block_type"},
+    "inkling_text": {"model_max_length": "max_position_embeddings"},
+    "inkling2_text": {"model_max_length": "max_position_embeddings"},
+    "inkling2_loop_text": {"model_max_length": "max_position_embeddings"},
 }
 # Pure state-space models: every layer is one recurrent kind (model_type -> layer type).
 PURE_SSM = {"mamba": "mamba1", "falcon_mamba": "mamba1", "mamba2": "mamba"}

@@ -250,14 +250,9 @@ def _build(
         layers_note += f"; kinds from {types_note}"
     if cross_note:
         layers_note += f"; {cross_note}"
-    mtp = cfg.int_("num_nextn_predict_layers", minimum=0) or cfg.int_(
-        "mtp_num_hidden_layers", minimum=0
-    )
-    mtp_name = (
-        "num_nextn_predict_layers"
-        if cfg.has("num_nextn_predict_layers")
-        else "mtp_num_hidden_layers"
-    )
+    nextn = field_spelling(cfg, "num_nextn_predict_layers")
+    mtp = cfg.int_(nextn, minimum=0) or cfg.int_("mtp_num_hidden_layers", minimum=0)
+    mtp_name = nextn if cfg.has(nextn) else "mtp_num_hidden_layers"
     return Spec(
         family=family or to_identifier(str(cfg.data.get("model_type") or ""), "f") or "imported",
         model=model or default_model_name(cfg.display, cfg.data) or "imported",

@@ -138,6 +138,10 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     """Per layer: full | sliding | linear | mamba | none (no cache); and the source note."""
     window = cfg.get(field_spelling(cfg, "sliding_window"))
     layer_types = cfg.get("layer_types")
+    # NemotronH/Bamba configs map layer_types onto layers_block_type (attribute_map)
+    blocks_name = field_spelling(cfg, "layers_block_type")
+    if blocks_name == "layer_types":
+        layer_types = None
     pattern_name = field_spelling(cfg, "sliding_window_pattern")
     pattern_every = cfg.int_(pattern_name) if cfg.has(pattern_name) else None
     if pattern_every is None and cfg.get("model_type") == "modernbert-decoder":
@@ -206,7 +210,9 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         return kinds, "config.json layer_types"
     if cfg.get("model_type") == "gpt_neo" or cfg.has("attention_layers"):
         return local_global_kinds(cfg, layers), "config.json attention_layers (local: sliding)"
-    if "attn_layer_indices" in cfg.inner or cfg.get("model_type") == "bamba":
+    if "attn_layer_indices" in cfg.inner or (
+        cfg.get("model_type") == "bamba" and not cfg.has(blocks_name)
+    ):
         kinds = attention_index_kinds(cfg, layers)
         return kinds, "config.json attn_layer_indices (the other layers Mamba-2)"
     hybrid = cfg.get("hybrid_override_pattern")
@@ -221,19 +227,19 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
             )
             raise Abort
         return [_HYBRID_CHARS[c] for c in hybrid], "config.json hybrid_override_pattern"
-    blocks = cfg.get("layers_block_type")
+    blocks = cfg.get(blocks_name)
     if blocks is not None:
         if not isinstance(blocks, list) or len(blocks) != layers or set(blocks) - set(_BLOCK_TYPES):
             cfg.diag(
                 codes.CONTRADICTORY_CONFIG_FIELDS,
-                "layers_block_type",
-                f"'{cfg.where('layers_block_type')}' must list {layers} of "
+                blocks_name,
+                f"'{cfg.where(blocks_name)}' must list {layers} of "
                 + ", ".join(sorted(_BLOCK_TYPES)),
                 "check it against num_hidden_layers",
             )
             raise Abort
         kinds = _linear_is_mamba2(cfg, [_BLOCK_TYPES[b] for b in blocks])
-        return kinds, "config.json layers_block_type"
+        return kinds, f"config.json {blocks_name}"
     if cfg.has("attn_layer_period"):
         return _jamba_layer_types(cfg, layers)
     interval = cfg.int_("full_attention_interval") if cfg.has("full_attention_interval") else None

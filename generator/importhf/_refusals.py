@@ -58,6 +58,8 @@ def architecture_refusal(cfg: Config) -> bool:
         )
         return True
     for name in _ENCODER_DECODER_FIELDS:
+        if name in cfg.aliases:  # MossTranscribeDiarize: encoder_layers is its layer count
+            continue
         value = cfg.get(name)
         if value is not None and value is not False:
             cfg.diag(

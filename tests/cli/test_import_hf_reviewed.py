@@ -351,3 +351,72 @@ def test_embedding_gemma2_applies_its_global_kv_heads_ungated():
     del config["attention_k_eq_v"]
     shapes = [(k.kv_heads, k.head_dim) for k in layer_kinds(_model(config))]
     assert shapes == [(4, 256)] * 5 + [(1, 512)]
+
+
+# --------------------------------------------------------------------------- attribute_map
+
+DEEPSEEK = {
+    "model_type": "deepseek_v3",
+    "num_hidden_layers": 4,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "hidden_size": 7168,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "max_position_embeddings": 163840,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_num_mtp_layers_is_num_nextn_predict_layers():
+    # DeepseekV3Config.attribute_map: num_mtp_layers -> num_nextn_predict_layers (1 MTP layer)
+    text, diagnostics = _import({**DEEPSEEK, "num_mtp_layers": 1})
+    assert diagnostics == [] and text is not None
+    family = load_bytes("imported.yaml", text.encode()).family
+    assert family is not None
+    (mtp,) = family.speculative
+    assert mtp.max_draft_len == 1
+    assert "config.json num_mtp_layers" in text
+
+
+def test_glm4_moe_lite_head_dim_is_the_rope_key():
+    # Glm4MoeLiteConfig.attribute_map: head_dim -> qk_rope_head_dim; the MLA latent is
+    # kv_lora_rank 512 + that RoPE key 64 per token
+    config = {**DEEPSEEK, "model_type": "glm4_moe_lite", "head_dim": 64}
+    del config["qk_rope_head_dim"]
+    kinds = layer_kinds(_model(config))
+    assert {(k.kv_lora_rank, k.qk_rope_head_dim) for k in kinds} == {(512, 64)}
+
+
+def test_moss_encoder_layers_are_its_decoder_layers():
+    # MossTranscribeDiarizeConfig.attribute_map: encoder_layers -> num_hidden_layers,
+    # encoder_attention_heads -> num_attention_heads: a decoder-only model, not refused as
+    # encoder-decoder; head_dim 4096 / 32 = 128
+    config = {**BASE, "model_type": "moss_transcribe_diarize", "encoder_layers": 4}
+    del config["num_hidden_layers"]
+    model = _model(config)
+    assert model.layers.count == 4
+    assert {(k.kv_heads, k.head_dim) for k in layer_kinds(model)} == {(8, 128)}
+
+
+def test_nemotron_h_layer_types_are_its_block_types():
+    # NemotronHConfig.attribute_map: layer_types -> layers_block_type (mamba, attention,
+    # mlp, moe); Mamba-2 conv (4 - 1) x (8 x 16 + 2 x 1 x 32) + 8 x 16 x 32
+    config = {
+        "model_type": "nemotron_h",
+        "layer_types": ["mamba", "mlp", "attention", "moe"],
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+        "hidden_size": 512,
+        "mamba_num_heads": 8,
+        "mamba_head_dim": 16,
+        "ssm_state_size": 32,
+        "n_groups": 1,
+        "conv_kernel": 4,
+        "max_position_embeddings": 4096,
+        "torch_dtype": "bfloat16",
+    }
+    kinds = layer_kinds(_model(config))
+    assert [k.attention for k in kinds] == ["recurrent", "none", "full", "none"]
