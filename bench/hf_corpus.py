@@ -248,6 +248,26 @@ def run_isolated(model_type: str, cls) -> dict:
     return entry
 
 
+def attribute_maps() -> dict[str, dict[str, str]]:
+    """Per causal-LM model type: its config class's ``attribute_map`` (alias -> the field it
+    sets), sub-configs' as ``sub_config.alias``; the spellings import-hf must read alike."""
+    from transformers import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    out: dict[str, dict[str, str]] = {}
+    for model_type in sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES):
+        if model_type not in CONFIG_MAPPING:
+            continue
+        cls = CONFIG_MAPPING[model_type]
+        found = dict(getattr(cls, "attribute_map", None) or {})
+        for key, sub in (getattr(cls, "sub_configs", None) or {}).items():
+            for alias, target in (getattr(sub, "attribute_map", None) or {}).items():
+                found[f"{key}.{alias}"] = target
+        if found:
+            out[model_type] = dict(sorted(found.items()))
+    return out
+
+
 def main() -> int:
     import torch
     import transformers
@@ -260,7 +280,15 @@ def main() -> int:
     parser.add_argument("--middle", action="store_true", help="start half way down the list")
     parser.add_argument("--redo", help="comma-separated model types to run again")
     parser.add_argument("--reverse", action="store_true", help="work from the end of the list")
+    parser.add_argument(
+        "--attribute-maps", metavar="FILE", help="write the config classes' attribute maps"
+    )
     args = parser.parse_args()
+    if args.attribute_maps:
+        provenance = {"transformers": transformers.__version__, "built_by": "bench/hf_corpus.py"}
+        maps = {"provenance": provenance, "attribute_maps": attribute_maps()}
+        Path(args.attribute_maps).write_text(json.dumps(maps, indent=1) + "\n")
+        return 0
     torch.set_num_threads(1)
     types = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     every = list(types)

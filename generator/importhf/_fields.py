@@ -94,9 +94,14 @@ MODEL_ALIASES = {
     },
     "nemotron_h": {"layer_types": "layers_block_type"},
     "bamba": {"layer_types": "layers_block_type"},
-    "inkling_text": {"model_max_length": "max_position_embeddings"},
-    "inkling2_text": {"model_max_length": "max_position_embeddings"},
-    "inkling2_loop_text": {"model_max_length": "max_position_embeddings"},
+    **{
+        inkling: {
+            "model_max_length": "max_position_embeddings",
+            "sliding_window_size": "sliding_window",
+        }
+        for inkling in ("inkling_text", "inkling2_text", "inkling2_loop_text")
+    },
+    "xlm": {"emb_dim": "hidden_size"},
 }
 # Pure state-space models: every layer is one recurrent kind (model_type -> layer type).
 PURE_SSM = {"mamba": "mamba1", "falcon_mamba": "mamba1", "mamba2": "mamba"}

@@ -10,6 +10,7 @@ to the test (the corpus fixture holds the cache transformers allocated for its d
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from kvgen.importhf import import_config
@@ -420,3 +421,59 @@ def test_nemotron_h_layer_types_are_its_block_types():
     }
     kinds = layer_kinds(_model(config))
     assert [k.attention for k in kinds] == ["recurrent", "none", "full", "none"]
+
+
+ATTRIBUTE_MAPS = Path(__file__).parents[1] / "fixtures" / "hf" / "corpus"
+# Spellings the importer needs no alias for: it reads both names itself
+# (granitemoehybrid's layers_block_type), or refuses the model before any field is read.
+_READ_BOTH = {("granitemoehybrid", "layers_block_type")}
+
+
+def _refused_whole() -> set[str]:
+    """Model types of the corpus refused before any field is read: architectures the spec
+    cannot express and encoder-decoder models (one KV305 at model_type or the encoder's
+    field)."""
+    from tests.cli import hf_corpus
+
+    out = set()
+    for entry in hf_corpus.load_corpus()["entries"]:
+        if "config" in entry:
+            result = import_config("config.json", entry["config"], kv_cache_dtype="fp32")
+            said = [d.message for d in result.diagnostics]
+            if said and ("encoder-decoder model" in said[0] or said[0].startswith("model_type")):
+                out.add(entry["model_type"])
+    return out
+
+
+def _read_names() -> set[str]:
+    from kvgen.importhf._fields import CACHE_FIELDS
+
+    return set(CACHE_FIELDS) | {"sliding_window_pattern"}
+
+
+def test_every_attribute_map_spelling_of_a_read_field_is_read():
+    # bench/hf_corpus.py --attribute-maps recorded every causal-LM config class's
+    # attribute_map (alias -> the attribute it sets); the config.json may spell the field
+    # either way, so the importer must read the alias as that field (and a class that stores
+    # a field under another name, e.g. Bailing's max_position_embeddings in
+    # model_max_length, is read under the stored name)
+    from kvgen.importhf._fields import ALIASES, MODEL_ALIASES
+
+    recorded = json.loads((ATTRIBUTE_MAPS / "attribute-maps-5.24.0.json").read_text())
+    read = _read_names()
+    missing = []
+    for model_type, spellings in recorded["attribute_maps"].items():
+        if model_type in _refused_whole():
+            continue
+        ours = {**ALIASES, **MODEL_ALIASES.get(model_type, {})}
+        for alias, target in spellings.items():
+            if "." in alias and not alias.startswith("text_config."):
+                continue  # a vision or audio tower's own fields: no cache of the LM
+            alias = alias.rsplit(".", 1)[-1]
+            if (model_type, alias) in _READ_BOTH:
+                continue
+            if target in read and alias not in read and ours.get(alias) != target:
+                missing.append((model_type, alias, target))
+            if alias in read and target not in read and ours.get(target) != alias:
+                missing.append((model_type, target, alias))
+    assert missing == []
