@@ -477,3 +477,42 @@ def test_every_attribute_map_spelling_of_a_read_field_is_read():
             if alias in read and target not in read and ours.get(target) != alias:
                 missing.append((model_type, target, alias))
     assert missing == []
+
+
+# --------------------------------------------------------------------------- quantized caches
+
+
+@pytest.mark.parametrize(
+    ("quantization_config", "layout"),
+    [
+        # ModelOpt's config.json form (vLLM get_kv_cache_quant_algo_string): FP8 -> fp8,
+        # NVFP4 -> nvfp4, the legacy nested "quantization" block too
+        ({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}, "fp8"),
+        (
+            {"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "NVFP4"},
+            "nvfp4",
+        ),
+        ({"quant_method": "modelopt", "quantization": {"kv_cache_quant_algo": "fp8"}}, "fp8"),
+        (
+            {
+                "quant_method": "modelopt",
+                "kv_cache_scheme": {"num_bits": 4, "type": "float", "dynamic": False},
+            },
+            "nvfp4",
+        ),
+    ],
+)
+def test_modelopt_kv_cache_quantization_is_the_cache_dtype(quantization_config, layout):
+    text, diagnostics = _import({**BASE, "quantization_config": quantization_config})
+    assert diagnostics == [] and text is not None
+    family = load_bytes("imported.yaml", text.encode()).family
+    assert family is not None and family.kv_cache_dtype == layout
+
+
+def test_an_unknown_modelopt_kv_algorithm_is_refused_at_its_block():
+    config = {
+        **BASE,
+        "quantization_config": {"quant_method": "modelopt", "kv_cache_quant_algo": "INT4"},
+    }
+    message = _one_refusal(config, "KV305", "quantization_config")
+    assert 'kv_cache_quant_algo "INT4" is not FP8 or NVFP4' in message
