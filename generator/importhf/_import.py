@@ -175,8 +175,8 @@ def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
             codes.INVALID_CONFIG_VALUE,
             seq_name,
             f"--max-seq-len {flag} is past the config's {seq_name} {native}",
-            "give at most the native length (a RoPE-scaled context is a deployment choice "
-            "the spec does not record yet)",
+            "give at most the native length; plan a RoPE-scaled context at deploy time "
+            "(kvgen plan --max-seq-len N --rope-scaled)",
         )
         raise Abort
     return flag, "kvgen import-hf --max-seq-len"
@@ -184,7 +184,9 @@ def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
 
 def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
     """A RoPE scaling block (``rope_scaling``, or transformers-5 ``rope_parameters`` with a
-    scaled ``rope_type``) is noted: the spec keeps the native context."""
+    scaled ``rope_type``) is noted with the context it reaches, ``factor`` times
+    ``original_max_position_embeddings`` (the native length without one): the spec keeps
+    the native context, and a deployment plans the scaled one with ``--rope-scaled``."""
     for name in ("rope_scaling", "rope_parameters"):
         block = cfg.get(name)
         if not isinstance(block, dict):
@@ -193,13 +195,23 @@ def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
         if kind in (None, "default") or not isinstance(kind, str):
             continue
         factor = block.get("factor")
+        numeric = isinstance(factor, (int, float)) and not isinstance(factor, bool)
+        original = block.get("original_max_position_embeddings") or cfg.get(
+            "original_max_position_embeddings"
+        )
+        if not isinstance(original, int) or isinstance(original, bool) or original < 1:
+            original = seq_len
+        scaled = int(original * factor) if numeric and 1 <= factor <= 1 << 10 else None  # type: ignore[operator]
+        reach = f" to {scaled} tokens" if scaled and scaled > seq_len else ""
         cfg.note(
             codes.IMPORT_NOTE,
             name,
             f"{name}: {kind[:20]!r} scaling"
-            + (f" by {factor!r:.12}" if isinstance(factor, (int, float)) else "")
-            + f"; the spec keeps the native max_seq_len {seq_len}",
-            "size a RoPE-scaled context at deploy time",
+            + (f" by {factor!r:.12}" if numeric else "")
+            + f"{reach}; the spec keeps the native max_seq_len {seq_len}",
+            f"plan the scaled context with --max-seq-len {scaled} --rope-scaled"
+            if reach
+            else "plan a RoPE-scaled context with --rope-scaled",
         )
         return
 

@@ -516,3 +516,37 @@ def test_an_unknown_modelopt_kv_algorithm_is_refused_at_its_block():
     }
     message = _one_refusal(config, "KV305", "quantization_config")
     assert 'kv_cache_quant_algo "INT4" is not FP8 or NVFP4' in message
+
+
+# --------------------------------------------------------------------------- rope scaling
+
+
+def _notes(config: dict) -> list[str]:
+    result = import_config("config.json", json.dumps(config, indent=2))
+    assert result.diagnostics == [] and result.text is not None
+    return [d.render() for d in result.notes]
+
+
+def test_rope_scaling_names_the_context_it_reaches_and_how_to_plan_it():
+    # Qwen2.5's YaRN block: factor 4 x original_max_position_embeddings 32768 = 131072
+    # tokens, past the native 32768 the spec keeps
+    config = {
+        **BASE,
+        "max_position_embeddings": 32768,
+        "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
+    }
+    (note,) = _notes(config)
+    assert "'yarn' scaling by 4.0 to 131072 tokens; the spec keeps the native" in note
+    assert "--max-seq-len 131072 --rope-scaled" in note
+    # Llama 3.1's llama3 block: 8 x 8192 = 65536 is inside the native 131072: nothing past it
+    llama = {
+        **BASE,
+        "max_position_embeddings": 131072,
+        "rope_scaling": {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "original_max_position_embeddings": 8192,
+        },
+    }
+    (note,) = _notes(llama)
+    assert "tokens" not in note.split("(fix:")[0]
