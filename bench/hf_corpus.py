@@ -91,7 +91,7 @@ def _shrink_dict(data: dict) -> dict:
             data[key] = 64
         elif key in ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"):
             data[key] = min(value, 4)
-        elif key in ("num_experts_per_tok", "moe_topk", "top_k"):
+        elif key in ("num_experts_per_tok", "moe_topk", "top_k", "moe_k", "num_experts_per_token"):
             data[key] = min(value, 2)
         elif key in ("n_group", "topk_group", "num_expert_group"):  # 4 experts: one group
             data[key] = 1
