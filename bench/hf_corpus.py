@@ -2,7 +2,9 @@
 
 For every causal-LM model type transformers knows (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES), build
 the config class's default config, shrink it (few layers, a small vocabulary and MLP, the
-attention and state shapes kept as the class sets them), run the tiny model on CPU with
+attention and state shapes kept as the class sets them; a composite model's text and vision
+configs alike; a Bamba or Granite-4 default without any attention layer, which their models
+cannot run, given one at layer 1), run the tiny model on CPU with
 ``use_cache=True`` on a few tokens and measure the cache it allocates per layer: the K and V
 elements per token of each attention layer (an MLA layer's latent and RoPE key), a sparse
 indexer's key elements per token, and the bytes of each recurrent state. The saved
@@ -12,7 +14,9 @@ replays kvgen's side of it without transformers installed.
 
 Run with a Python that has transformers and torch (never kvgen's own venv: neither is a
 dependency of kvgen), e.g. ``/work/engine_venvs/venv-vllm/bin/python bench/hf_corpus.py``.
-``--only gpt2,falcon`` limits the run to some model types.
+``--only gpt2,falcon`` limits the run to some model types; ``--redo TYPES`` runs some again
+into the ``.partial.jsonl`` of an earlier run; ``--attribute-maps FILE`` writes the config
+classes' attribute maps (tests/cli/test_import_hf_reviewed.py reads them).
 """
 
 from __future__ import annotations
@@ -100,6 +104,17 @@ def _shrink_dict(data: dict) -> dict:
         for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
             if isinstance(data.get(key), int) and data[key] >= 512:
                 data[key] = 1
+    # Hybrids whose class default has no attention layer at all, which their model cannot
+    # run (get_seq_length needs one): layer 1 made attention, as published checkpoints have
+    if data.get("model_type") == "bamba" and not data.get("attn_layer_indices"):
+        data["attn_layer_indices"] = [1]
+    types = data.get("layer_types")
+    if (
+        data.get("model_type") == "granitemoehybrid"
+        and types
+        and set(types) == {"linear_attention"}
+    ):
+        data["layer_types"] = [t if i != 1 else "attention" for i, t in enumerate(types)]
     if data.get("is_decoder") is False:  # BERT-style LM heads cache only as decoders
         data["is_decoder"] = True
     data.pop("transformers_version", None)
