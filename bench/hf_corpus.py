@@ -91,13 +91,24 @@ def _shrink_dict(data: dict) -> dict:
     for key, value in list(data.items()):
         if not isinstance(value, int) or isinstance(value, bool):
             continue
-        if key.endswith("intermediate_size") or key in ("ffn_hidden_size", "n_inner"):
+        if key.endswith(("intermediate_size", "ffn_hidden_size")) or key == "n_inner":
             data[key] = 64
         elif key in ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"):
             data[key] = min(value, 4)
         elif key in ("num_experts_per_tok", "moe_topk", "top_k", "moe_k", "num_experts_per_token"):
             data[key] = min(value, 2)
         elif key in ("n_group", "topk_group", "num_expert_group"):  # 4 experts: one group
+            data[key] = 1
+    # MoE defaults left unset (DeepSeek-V2, dots1), which their routers cannot run: a few
+    # experts, two per token
+    if "n_routed_experts" in data and data.get("n_routed_experts") is None:
+        data["n_routed_experts"] = 4
+    if "n_shared_experts" in data and data.get("n_shared_experts") is None:
+        data["n_shared_experts"] = 1
+    if "num_experts_per_tok" in data and data.get("num_experts_per_tok") is None:
+        data["num_experts_per_tok"] = 2
+    for key in ("n_group", "topk_group"):
+        if key in data and data[key] is None:
             data[key] = 1
     if isinstance(data.get("vocab_size"), int):
         data["vocab_size"] = 512
@@ -201,6 +212,8 @@ def run_one(model_type: str, cls) -> dict:
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, dtype=_dtype(config))
         model = model.to_empty(device="cpu").eval()
+        if hasattr(model, "set_default_language"):  # X-MOD: one adapter per language
+            model.set_default_language(getattr(config, "default_language", None) or "en_XX")
         for name, buffer in model.named_buffers():
             if buffer.is_floating_point():
                 buffer.fill_(1.0)

@@ -102,6 +102,9 @@ MODEL_ALIASES = {
         for inkling in ("inkling_text", "inkling2_text", "inkling2_loop_text")
     },
     "xlm": {"emb_dim": "hidden_size"},
+    # LongcatFlashConfig: num_layers decoder layers of two attention sublayers each, not the
+    # cache's layer count (read by layer_count)
+    "longcat_flash": {"num_layers": "num_layers"},
 }
 # Pure state-space models: every layer is one recurrent kind (model_type -> layer type).
 PURE_SSM = {"mamba": "mamba1", "falcon_mamba": "mamba1", "mamba2": "mamba"}

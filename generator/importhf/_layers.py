@@ -90,19 +90,27 @@ def layer_count(cfg: Config) -> tuple[int, str]:
                 if len(value) > MAX_LAYERS:
                     break
                 return len(value), f"{listed} ({len(value)} entries)"
+    if cfg.get("model_type") == "longcat_flash":
+        name = "num_layers" if cfg.has("num_layers") else "num_hidden_layers"
     count = cfg.int_(name, required=True)
     if cfg.get("model_type") == "hrm_text":
         count, note = stacked_layer_count(cfg, count, name)  # type: ignore[arg-type]
-        if count > MAX_LAYERS:
-            cfg.diag(
-                codes.INVALID_CONFIG_VALUE,
-                name,
-                f"{count} cache slots ({note}) is over the spec's maximum {MAX_LAYERS}",
-                "use the values published with the model",
-            )
-            raise Abort
-        return count, note.removeprefix("config.json ")
-    return count, name  # type: ignore[return-value]
+    elif cfg.get("model_type") == "longcat_flash":
+        # LongcatFlashDecoderLayer holds two MLA sublayers, each with its own cache:
+        # num_hidden_layers is 2 x num_layers (and num_layers a given num_hidden_layers // 2)
+        blocks = count if name == "num_layers" else count // 2  # type: ignore[operator]
+        count, note = 2 * blocks, f"config.json {name}: {blocks} layers x 2 attention sublayers"
+    else:
+        return count, name  # type: ignore[return-value]
+    if count > MAX_LAYERS:
+        cfg.diag(
+            codes.INVALID_CONFIG_VALUE,
+            name,
+            f"{count} cache slots ({note}) is over the spec's maximum {MAX_LAYERS}",
+            "use the values published with the model",
+        )
+        raise Abort
+    return count, note.removeprefix("config.json ")
 
 
 @dataclass(frozen=True)
