@@ -550,3 +550,16 @@ def test_rope_scaling_names_the_context_it_reaches_and_how_to_plan_it():
     }
     (note,) = _notes(llama)
     assert "tokens" not in note.split("(fix:")[0]
+
+
+def test_longcat_flash_caches_two_attention_sublayers_per_layer():
+    # LongcatFlashDecoderLayer: self_attn is two MLA sublayers (layer_idx * 2 + i), so
+    # LongcatFlashConfig.num_hidden_layers = 2 x num_layers 28 = 56 caches (vLLM likewise);
+    # a config giving num_hidden_layers 56 instead sets num_layers 56 // 2 = 28
+    config = {**DEEPSEEK, "model_type": "longcat_flash", "num_layers": 28}
+    del config["num_hidden_layers"]
+    model = _model(config)
+    assert model.layers.count == 56
+    assert {(k.kv_lora_rank, k.qk_rope_head_dim) for k in layer_kinds(model)} == {(512, 64)}
+    given = {**DEEPSEEK, "model_type": "longcat_flash", "num_hidden_layers": 56}
+    assert _model(given).layers.count == 56
