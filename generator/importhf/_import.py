@@ -18,11 +18,11 @@ from kvgen.importhf._layers import (
     NO_CACHE,
     RECURRENT_TYPES,
     Kind,
-    layer_count,
     mamba1_state,
     per_layer_types,
     state_bytes,
 )
+from kvgen.importhf._patterns import layer_count
 from kvgen.importhf._quant import layout_misfit
 from kvgen.importhf._refusals import architecture_refusal
 from kvgen.importhf._render import Spec, default_model_name, render, to_identifier

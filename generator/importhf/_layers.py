@@ -8,19 +8,13 @@ from kvgen.codes import hf as codes
 from kvgen.importhf._config import Abort, Config, field_spelling
 from kvgen.importhf._dtype import DTYPES as _DTYPES
 from kvgen.importhf._fields import PURE_SSM
-from kvgen.importhf._patterns import (
-    attention_index_kinds,
-    local_global_kinds,
-    pattern_kinds,
-    stacked_layer_count,
-)
-from kvgen.spec import MAX_LAYERS, MAX_STATE_BYTES
+from kvgen.importhf._patterns import attention_index_kinds, local_global_kinds, pattern_kinds
+from kvgen.spec import MAX_STATE_BYTES
 
 __all__ = [
     "NO_CACHE",
     "RECURRENT_TYPES",
     "Kind",
-    "layer_count",
     "mamba1_state",
     "per_layer_types",
     "state_bytes",
@@ -77,40 +71,6 @@ def _linear_is_mamba2(cfg: Config, kinds: list[str | None]) -> list[str | None]:
     if cfg.has("linear_num_key_heads") or not any(cfg.has(f) for f in _MAMBA2_FIELDS):
         return kinds
     return ["mamba" if k == "linear" else k for k in kinds]
-
-
-def layer_count(cfg: Config) -> tuple[int, str]:
-    """num_hidden_layers, or (transformers-5 saved forms without it) the length of the
-    per-layer type list the config class reads instead."""
-    name = field_spelling(cfg, "num_hidden_layers")
-    if not cfg.has(name):
-        for listed in ("layer_types", "layers_block_type"):
-            value = cfg.get(listed)
-            if isinstance(value, list) and value:
-                if len(value) > MAX_LAYERS:
-                    break
-                return len(value), f"{listed} ({len(value)} entries)"
-    if cfg.get("model_type") == "longcat_flash":
-        name = "num_layers" if cfg.has("num_layers") else "num_hidden_layers"
-    count = cfg.int_(name, required=True)
-    if cfg.get("model_type") == "hrm_text":
-        count, note = stacked_layer_count(cfg, count, name)  # type: ignore[arg-type]
-    elif cfg.get("model_type") == "longcat_flash":
-        # LongcatFlashDecoderLayer holds two MLA sublayers, each with its own cache:
-        # num_hidden_layers is 2 x num_layers (and num_layers a given num_hidden_layers // 2)
-        blocks = count if name == "num_layers" else count // 2  # type: ignore[operator]
-        count, note = 2 * blocks, f"config.json {name}: {blocks} layers x 2 attention sublayers"
-    else:
-        return count, name  # type: ignore[return-value]
-    if count > MAX_LAYERS:
-        cfg.diag(
-            codes.INVALID_CONFIG_VALUE,
-            name,
-            f"{count} cache slots ({note}) is over the spec's maximum {MAX_LAYERS}",
-            "use the values published with the model",
-        )
-        raise Abort
-    return count, note.removeprefix("config.json ")
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,17 @@
-"""Layer placements that transformers' config classes derive from fields of their own: which
-layers are global, which slide, which are attention among Mamba layers, and how many cache
-slots a looped model fills. Each reads the fields the way its config class does."""
+"""Layer counts and placements that transformers' config classes derive from fields of their
+own: how many cache layers a model has (looped stacks, paired sublayers), which layers are
+global, which slide, which are attention among Mamba layers. Each reads the fields the way
+its config class does."""
 
 from __future__ import annotations
 
 from kvgen.codes import hf as codes
-from kvgen.importhf._config import Abort, Config
+from kvgen.importhf._config import Abort, Config, field_spelling
+from kvgen.spec import MAX_LAYERS
 
 __all__ = [
     "attention_index_kinds",
+    "layer_count",
     "local_global_kinds",
     "pattern_kinds",
     "stacked_layer_count",
@@ -126,3 +129,37 @@ def stacked_layer_count(cfg: Config, layers: int, name: str) -> tuple[int, str]:
         )
         raise Abort
     return layers, f"config.json {name} (num_layers_per_stack {stack} x {runs} runs)"
+
+
+def layer_count(cfg: Config) -> tuple[int, str]:
+    """num_hidden_layers, or (transformers-5 saved forms without it) the length of the
+    per-layer type list the config class reads instead."""
+    name = field_spelling(cfg, "num_hidden_layers")
+    if not cfg.has(name):
+        for listed in ("layer_types", "layers_block_type"):
+            value = cfg.get(listed)
+            if isinstance(value, list) and value:
+                if len(value) > MAX_LAYERS:
+                    break
+                return len(value), f"{listed} ({len(value)} entries)"
+    if cfg.get("model_type") == "longcat_flash":
+        name = "num_layers" if cfg.has("num_layers") else "num_hidden_layers"
+    count = cfg.int_(name, required=True)
+    if cfg.get("model_type") == "hrm_text":
+        count, note = stacked_layer_count(cfg, count, name)  # type: ignore[arg-type]
+    elif cfg.get("model_type") == "longcat_flash":
+        # LongcatFlashDecoderLayer holds two MLA sublayers, each with its own cache:
+        # num_hidden_layers is 2 x num_layers (and num_layers a given num_hidden_layers // 2)
+        blocks = count if name == "num_layers" else count // 2  # type: ignore[operator]
+        count, note = 2 * blocks, f"config.json {name}: {blocks} layers x 2 attention sublayers"
+    else:
+        return count, name  # type: ignore[return-value]
+    if count > MAX_LAYERS:
+        cfg.diag(
+            codes.INVALID_CONFIG_VALUE,
+            name,
+            f"{count} cache slots ({note}) is over the spec's maximum {MAX_LAYERS}",
+            "use the values published with the model",
+        )
+        raise Abort
+    return count, note.removeprefix("config.json ")
