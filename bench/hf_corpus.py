@@ -2,16 +2,21 @@
 
 For every causal-LM model type transformers knows (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES), build
 the config class's default config, shrink it (few layers, a small vocabulary and MLP, the
-attention and state shapes kept as the class sets them), run the tiny model on CPU with
+attention and state shapes kept as the class sets them; a composite model's text and vision
+configs alike; a Bamba or Granite-4 default without any attention layer, which their models
+cannot run, given one at layer 1), run the tiny model on CPU with
 ``use_cache=True`` on a few tokens and measure the cache it allocates per layer: the K and V
-elements per token of each attention layer and the bytes of each recurrent state. The saved
+elements per token of each attention layer (an MLA layer's latent and RoPE key), a sparse
+indexer's key elements per token, and the bytes of each recurrent state. The saved
 config (what ``save_pretrained`` writes) and the measurement go to
 ``tests/fixtures/hf/corpus/transformers-<version>.json``; ``tests/cli/test_import_hf_corpus.py``
 replays kvgen's side of it without transformers installed.
 
 Run with a Python that has transformers and torch (never kvgen's own venv: neither is a
 dependency of kvgen), e.g. ``/work/engine_venvs/venv-vllm/bin/python bench/hf_corpus.py``.
-``--only gpt2,falcon`` limits the run to some model types.
+``--only gpt2,falcon`` limits the run to some model types; ``--redo TYPES`` runs some again
+into the ``.partial.jsonl`` of an earlier run; ``--attribute-maps FILE`` writes the config
+classes' attribute maps (tests/cli/test_import_hf_reviewed.py reads them).
 """
 
 from __future__ import annotations
@@ -30,8 +35,19 @@ MAX_LAYERS = 12  # a shrunk model keeps the shortest prefix of its layers that h
 _LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers")
 
 
+_SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "speech_config")
+
+
 def _shrink(cls, config):  # -> a config of the same class
-    data = config.to_dict()
+    data = _shrink_dict(config.to_dict())
+    for key in _SUB_CONFIGS:  # a composite model: its language and vision towers too
+        if isinstance(data.get(key), dict):
+            data[key] = _shrink_dict(data[key])
+            data[key].pop("transformers_version", None)
+    return cls.from_dict(data)
+
+
+def _shrink_dict(data: dict) -> dict:
     layers_key = next((k for k in _LAYER_COUNTS if isinstance(data.get(k), int)), None)
     layers = data.get(layers_key) if layers_key else None
     keep = min(layers or 2, 4)
@@ -39,7 +55,11 @@ def _shrink(cls, config):  # -> a config of the same class
     for key in per_layer:  # the shortest prefix holding every layer type the model has
         value = [str(v) for v in data[key]]
         keep = max(keep, next(i for i in range(1, layers + 1) if set(value[:i]) == set(value)))
-    indices = [k for k, v in data.items() if k.endswith("_indices") and isinstance(v, list) and v]
+    indices = [
+        k
+        for k, v in data.items()
+        if (k.endswith("_indices") or k == "cross_attention_layers") and isinstance(v, list) and v
+    ]
     for key in indices:  # e.g. Bamba attn_layer_indices: keep the first such layer
         keep = max(keep, min(data[key]) + 1)
     pattern = data.get("hybrid_override_pattern")
@@ -51,6 +71,9 @@ def _shrink(cls, config):  # -> a config of the same class
     keep = min(keep, MAX_LAYERS, layers or keep)
     if layers_key:
         data[layers_key] = keep
+    if isinstance(data.get("num_layers_per_stack"), int):  # HRM: one layer per looped stack
+        data["num_layers_per_stack"] = 1
+        data[layers_key] = data.get("H_cycles", 2) * (data.get("L_cycles", 3) + 1)
     for key in per_layer:
         data[key] = data[key][:keep]
     for key in indices:
@@ -68,23 +91,45 @@ def _shrink(cls, config):  # -> a config of the same class
     for key, value in list(data.items()):
         if not isinstance(value, int) or isinstance(value, bool):
             continue
-        if key.endswith("intermediate_size") or key in ("ffn_hidden_size", "n_inner"):
+        if key.endswith(("intermediate_size", "ffn_hidden_size")) or key == "n_inner":
             data[key] = 64
         elif key in ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"):
             data[key] = min(value, 4)
-        elif key in ("num_experts_per_tok", "moe_topk", "top_k"):
+        elif key in ("num_experts_per_tok", "moe_topk", "top_k", "moe_k", "num_experts_per_token"):
             data[key] = min(value, 2)
         elif key in ("n_group", "topk_group", "num_expert_group"):  # 4 experts: one group
+            data[key] = 1
+    # MoE defaults left unset (DeepSeek-V2, dots1), which their routers cannot run: a few
+    # experts, two per token
+    if "n_routed_experts" in data and data.get("n_routed_experts") is None:
+        data["n_routed_experts"] = 4
+    if "n_shared_experts" in data and data.get("n_shared_experts") is None:
+        data["n_shared_experts"] = 1
+    if "num_experts_per_tok" in data and data.get("num_experts_per_tok") is None:
+        data["num_experts_per_tok"] = 2
+    for key in ("n_group", "topk_group"):
+        if key in data and data[key] is None:
             data[key] = 1
     if isinstance(data.get("vocab_size"), int):
         data["vocab_size"] = 512
         for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
             if isinstance(data.get(key), int) and data[key] >= 512:
                 data[key] = 1
+    # Hybrids whose class default has no attention layer at all, which their model cannot
+    # run (get_seq_length needs one): layer 1 made attention, as published checkpoints have
+    if data.get("model_type") == "bamba" and not data.get("attn_layer_indices"):
+        data["attn_layer_indices"] = [1]
+    types = data.get("layer_types")
+    if (
+        data.get("model_type") == "granitemoehybrid"
+        and types
+        and set(types) == {"linear_attention"}
+    ):
+        data["layer_types"] = [t if i != 1 else "attention" for i, t in enumerate(types)]
     if data.get("is_decoder") is False:  # BERT-style LM heads cache only as decoders
         data["is_decoder"] = True
     data.pop("transformers_version", None)
-    return cls.from_dict(data)
+    return data
 
 
 def _dtype(config):
@@ -103,8 +148,12 @@ def _measure(cache) -> list[dict]:
     layers = getattr(cache, "layers", None)
     if layers is None and isinstance(cache, (tuple, list)):
         layers = cache
-    if layers is None and hasattr(cache, "self_attention_cache"):  # encoder-decoder
-        return [{"encoder_decoder": True}]
+    if layers is None and hasattr(cache, "self_attention_cache"):
+        # BERT-style decoders return an EncoderDecoderCache whose cross half stays empty
+        cross = getattr(cache.cross_attention_cache, "layers", None) or ()
+        if any(getattr(layer, "keys", None) is not None and layer.keys.numel() for layer in cross):
+            return [{"encoder_decoder": True}]
+        layers = getattr(cache.self_attention_cache, "layers", None)
     out = []
     for layer in layers or ():
         row: dict = {"class": type(layer).__name__}
@@ -121,6 +170,12 @@ def _measure(cache) -> list[dict]:
             window = getattr(layer, "sliding_window", None)
             if window:
                 row["window"] = int(window)
+        # a sparse-attention indexer's key cache: [batch, seq, dim] (DynamicIndexedLayer),
+        # [batch, 1, seq, dim] (MiniMax-M3's idx_keys)
+        for name, seq_dim in (("indexer_keys", 1), ("idx_keys", -2)):
+            index = getattr(layer, name, None)
+            if isinstance(index, torch.Tensor) and index.numel():
+                row["index_per_token"] = index[0].numel() // index.shape[seq_dim]
         states = 0
         for name in ("conv_states", "recurrent_states", "ssm_states"):
             found = getattr(layer, name, None)
@@ -157,9 +212,15 @@ def run_one(model_type: str, cls) -> dict:
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, dtype=_dtype(config))
         model = model.to_empty(device="cpu").eval()
-        for buffer in model.buffers():
+        if hasattr(model, "set_default_language"):  # X-MOD: one adapter per language
+            model.set_default_language(getattr(config, "default_language", None) or "en_XX")
+        for name, buffer in model.named_buffers():
             if buffer.is_floating_point():
                 buffer.fill_(1.0)
+            elif name.endswith("position_ids"):  # an arange the meta build did not keep
+                buffer.copy_(torch.arange(buffer.shape[-1]).expand_as(buffer))
+            else:  # token_type_ids and the like: uninitialised memory indexes out of range
+                buffer.zero_()
         ids = torch.randint(3, 500, (1, TOKENS))
         with torch.no_grad():
             result = model(input_ids=ids, use_cache=True)
@@ -215,6 +276,26 @@ def run_isolated(model_type: str, cls) -> dict:
     return entry
 
 
+def attribute_maps() -> dict[str, dict[str, str]]:
+    """Per causal-LM model type: its config class's ``attribute_map`` (alias -> the field it
+    sets), sub-configs' as ``sub_config.alias``; the spellings import-hf must read alike."""
+    from transformers import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    out: dict[str, dict[str, str]] = {}
+    for model_type in sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES):
+        if model_type not in CONFIG_MAPPING:
+            continue
+        cls = CONFIG_MAPPING[model_type]
+        found = dict(getattr(cls, "attribute_map", None) or {})
+        for key, sub in (getattr(cls, "sub_configs", None) or {}).items():
+            for alias, target in (getattr(sub, "attribute_map", None) or {}).items():
+                found[f"{key}.{alias}"] = target
+        if found:
+            out[model_type] = dict(sorted(found.items()))
+    return out
+
+
 def main() -> int:
     import torch
     import transformers
@@ -227,7 +308,15 @@ def main() -> int:
     parser.add_argument("--middle", action="store_true", help="start half way down the list")
     parser.add_argument("--redo", help="comma-separated model types to run again")
     parser.add_argument("--reverse", action="store_true", help="work from the end of the list")
+    parser.add_argument(
+        "--attribute-maps", metavar="FILE", help="write the config classes' attribute maps"
+    )
     args = parser.parse_args()
+    if args.attribute_maps:
+        provenance = {"transformers": transformers.__version__, "built_by": "bench/hf_corpus.py"}
+        maps = {"provenance": provenance, "attribute_maps": attribute_maps()}
+        Path(args.attribute_maps).write_text(json.dumps(maps, indent=1) + "\n")
+        return 0
     torch.set_num_threads(1)
     types = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     every = list(types)

@@ -40,7 +40,12 @@ index, mamba, linear, recurrent, lora, sink, swa), or a word about the layout of
 memory, share) unless the name is about the MLP or the experts (mlp, dense, moe, expert,
 ffn, norm, router, gate). Any other unknown field (`dropout`, `type_vocab_size`,
 `clip_qkv`, `swiglu_alpha`, `num_shared_experts`, ...) is reported as a warning and kept
-as a `# note:` in the imported spec's header: the import goes on.
+as a `# note:` in the imported spec's header: the import goes on. Fields whose names hold
+such a word but were reviewed against their model's code as not moving a cache (Doge's
+`keep_window_size`, Gated DeltaNet's `linear_a_log_max`, ...) import silently;
+docs/import-hf-coverage.md lists each with the reason. When the layers behind an unknown
+field hold a cache the spec format cannot express (LFM's `conv_L_cache` of its conv layers),
+the refusal is that feature's KV305, not KV302.
 
 ## Why it matters
 New attention variants announce themselves through new fields that name what they change:

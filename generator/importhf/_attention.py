@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvgen.codes import hf as codes
 from kvgen.importhf._config import Abort, Config, field_spelling
 from kvgen.importhf._fields import could_move_cache
@@ -76,6 +78,93 @@ def _per_layer_config(cfg: Config, layers: int) -> dict[int, dict[str, int]]:
     return out
 
 
+def _indexer_types(cfg: Config, layers: int, indexed: bool) -> list[str]:
+    """DeepSeek-V3.2-style sparse MLA's ``indexer_types`` (GLM-MoE-DSA, HY-V4): a ``full``
+    layer runs its own indexer and caches its keys, a ``shared`` one reuses the top-k of the
+    layer before it and caches none (transformers HYV4Attention ``skip_topk``)."""
+    listed = cfg.get("indexer_types")
+    if listed is None:
+        return ["full"] * layers
+    if (
+        not indexed
+        or not isinstance(listed, list)
+        or len(listed) != layers
+        or any(e not in ("full", "shared") for e in listed)
+        or listed[:1] == ["shared"]
+    ):
+        cfg.diag(
+            codes.CONTRADICTORY_CONFIG_FIELDS,
+            "indexer_types",
+            f"'{cfg.where('indexer_types')}' must name {layers} layers full or shared, the "
+            "first full, beside an index_head_dim",
+            "use the values published with the model",
+        )
+        raise Abort
+    return list(listed)
+
+
+# Gemma 4's text configs build per_layer_config from the builder-only global_head_dim
+# (default 512) and num_global_key_value_heads, for their full-attention layers, unless a
+# per_layer_config is given (Gemma4TextConfig.__post_init__): model_type -> (whether the
+# KV-head override applies without attention_k_eq_v, its default). The class that declares
+# attention_k_eq_v (default false) applies it only when that is true; one that does not
+# declare it applies it always.
+_GEMMA4_GLOBALS = {
+    "gemma4": (False, None),
+    "gemma4_text": (False, None),
+    "gemma4_unified": (False, None),
+    "gemma4_unified_text": (False, None),
+    "diffusion_gemma_text": (True, None),
+    "embedding_gemma2_text": (True, 1),
+}
+_Shape = tuple[int | None, str]
+
+
+def _global_shapes(cfg: Config) -> tuple[_Shape, _Shape]:
+    """Full-attention layers' own head size and KV heads ((None, "") where they have none),
+    as the config class reads ``global_head_dim`` and ``num_global_key_value_heads``."""
+    hd_name, kv_name = "global_head_dim", "num_global_key_value_heads"
+    head = cfg.int_(hd_name) if cfg.has(hd_name) else None
+    kv = cfg.int_(kv_name) if cfg.has(kv_name) else None
+    model_type = cfg.get("model_type")
+    if model_type not in _GEMMA4_GLOBALS:
+        return (head, f"config.json {hd_name}"), (kv, f"config.json {kv_name}")
+    if cfg.has("per_layer_config"):  # the builder fields are dropped: per_layer_config rules
+        return (None, ""), (None, "")
+    ungated, kv_default = _GEMMA4_GLOBALS[model_type]  # type: ignore[index]
+    head_note = f"config.json {hd_name}" if head is not None else f"{model_type} default 512"
+    kv_note = f"config.json {kv_name}"
+    if kv is None and kv_default is not None:
+        kv, kv_note = kv_default, f"{model_type} default {kv_default}"
+    if not (ungated or cfg.get("attention_k_eq_v") is True):
+        kv = None  # gated off: the full layers keep num_key_value_heads
+    return (head if head is not None else 512, head_note), (kv, kv_note)
+
+
+def _window(cfg: Config) -> tuple[int | None, str]:
+    """The sliding layers' window, and the field it came from. Qwen2-MoE saves sliding_window
+    0 when use_sliding_window is false: no window at all. ModernBERT's decoder derives it from
+    its bidirectional ``local_attention`` span: ``local_attention // 2`` tokens back
+    (ModernBertDecoderConfig)."""
+    name = field_spelling(cfg, "sliding_window")
+    local = cfg.int_("local_attention") if cfg.has("local_attention") else None
+    if local is not None and cfg.get("model_type") == "modernbert-decoder":
+        if cfg.has(name) and cfg.get(name) != local // 2:
+            cfg.diag(
+                codes.CONTRADICTORY_CONFIG_FIELDS,
+                name,
+                f"'{cfg.where(name)}' {cfg.get(name)!r} is not local_attention {local} // 2, "
+                "the window ModernBertDecoderConfig derives",
+                "make the two agree",
+            )
+            raise Abort
+        if not cfg.has(name):
+            return local // 2, f"local_attention {local} // 2"
+    if cfg.get("use_sliding_window") is False or cfg.get(name) == 0 or not cfg.has(name):
+        return None, name
+    return cfg.int_(name), name
+
+
 def attention_kinds(
     cfg: Config, layers: int, types: list[str | None], seq_len: int
 ) -> list[Kind | None]:
@@ -83,7 +172,7 @@ def attention_kinds(
         return [None] * layers  # a pure state-space model: no attention field is needed
     if cfg.has("kv_lora_rank"):
         rank = cfg.int_("kv_lora_rank")
-        rope = cfg.int_("qk_rope_head_dim", required=True, minimum=0)
+        rope = cfg.int_(field_spelling(cfg, "qk_rope_head_dim"), required=True, minimum=0)
         index = cfg.int_("index_head_dim") if cfg.has("index_head_dim") else None
         mla = Kind(
             "mla",
@@ -108,7 +197,19 @@ def attention_kinds(
                 "describe the model by hand",
             )
             raise Abort
-        return [mla if t == "full" else None for t in types]
+        indexers = _indexer_types(cfg, layers, index is not None)
+        shared = (
+            "attention",
+            "config.json indexer_types shared: reuses an earlier layer's top-k selection, "
+            "no indexer key cache",
+        )
+        plain = replace(
+            mla, index_head_dim=None, base="mla_shared_index", notes=(*mla.notes, shared)
+        )
+        return [
+            (mla if indexers[i] == "full" else plain) if t == "full" else None
+            for i, t in enumerate(types)
+        ]
     heads_name = field_spelling(cfg, "num_key_value_heads")
     q_name = field_spelling(cfg, "num_attention_heads")
     q_heads = cfg.per_layer(q_name, layers)
@@ -127,7 +228,7 @@ def attention_kinds(
     hd_note = f"config.json {hd_name}"
     if head_dims is None:
         hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
-        if q_heads is None or len(set(q_heads)) != 1 or hidden % q_heads[0]:  # type: ignore[operator]
+        if q_heads is None or len(set(q_heads)) != 1 or hidden < q_heads[0]:  # type: ignore[operator]
             cfg.diag(
                 codes.CONTRADICTORY_CONFIG_FIELDS,
                 q_name,
@@ -138,6 +239,9 @@ def attention_kinds(
             raise Abort
         head_dims = [hidden // q_heads[0]] * layers  # type: ignore[operator]
         hd_note = f"config.json hidden_size {hidden} / {q_name} {q_heads[0]}"
+        if hidden % q_heads[0]:  # type: ignore[operator]
+            # what transformers' and vLLM's attention compute without a head_dim (GLM-4-MoE)
+            hd_note += ", rounded down as transformers and vLLM divide (//)"
     for i, (kv, q) in enumerate(zip(kv_heads, q_heads or kv_heads, strict=True)):
         if kv > q or q % kv:
             cfg.diag(
@@ -147,9 +251,7 @@ def attention_kinds(
                 "check num_key_value_heads against num_attention_heads",
             )
             raise Abort
-    # Qwen2-MoE saves sliding_window 0 when use_sliding_window is false: no window at all.
-    window_off = cfg.get("use_sliding_window") is False or cfg.get("sliding_window") == 0
-    window = cfg.int_("sliding_window") if cfg.has("sliding_window") and not window_off else None
+    window, window_name = _window(cfg)
     chunk = cfg.int_("attention_chunk_size") if cfg.has("attention_chunk_size") else None
     if chunk is None and "chunked" in types:
         cfg.diag(
@@ -167,10 +269,7 @@ def attention_kinds(
             "set sliding_window",
         )
         raise Abort
-    global_hd = cfg.int_("global_head_dim") if cfg.has("global_head_dim") else None
-    global_kv = (
-        cfg.int_("num_global_key_value_heads") if cfg.has("num_global_key_value_heads") else None
-    )
+    (global_hd, hd_global_note), (global_kv, kv_global_note) = _global_shapes(cfg)
     per_list = isinstance(cfg.get(heads_name), list)
     # V's own head size (MiMo-V2: K 192, V 128; vLLM head_size_v): MLA configs carry a
     # v_head_dim too, but their cache is the latent alone (read above, never here).
@@ -187,9 +286,9 @@ def attention_kinds(
         )
         this_hd_note = hd_note
         if kind == "full" and global_kv is not None:
-            kv, kv_note = global_kv, "config.json num_global_key_value_heads"
+            kv, kv_note = global_kv, kv_global_note
         if kind == "full" and global_hd is not None:
-            hd, this_hd_note = global_hd, "config.json global_head_dim"
+            hd, this_hd_note = global_hd, hd_global_note
         if kind == "sliding" and cfg.get("model_type") == "mimo_v2_flash":
             # transformers MiMoV2FlashAttention: is_swa layers hold 2 x num_key_value_heads.
             kv, kv_note = 2 * kv, f"2 x config.json {heads_name} (MiMo-V2-Flash sliding layers)"
@@ -228,7 +327,7 @@ def attention_kinds(
                 )
             )
         elif kind == "sliding":
-            notes.append(("window", "config.json sliding_window"))
+            notes.append(("window", f"config.json {window_name}"))
             out.append(
                 Kind(
                     "sliding",

@@ -16,6 +16,7 @@ from kvgen.importhf._fields import (
     IGNORED_SUFFIXES,
     MODEL_ALIASES,
     MTP_ONLY_FIELDS,
+    REVIEWED_FIELDS,
     UNSUPPORTED_FIELDS,
     could_move_cache,
 )
@@ -29,7 +30,15 @@ from kvgen.spec import (
     MAX_WINDOW,
 )
 
-__all__ = ["DEFAULT_MAXIMUM", "MAXIMA", "Abort", "Config", "check_fields", "field_spelling"]
+__all__ = [
+    "DEFAULT_MAXIMUM",
+    "MAXIMA",
+    "Abort",
+    "Config",
+    "check_fields",
+    "field_spelling",
+    "reviewed",
+]
 
 # Upper bounds, checked before anything is built from a value: the spec's own bounds for
 # the fields that become spec values (so an import never builds a spec the schema refuses),
@@ -161,10 +170,20 @@ class Config:
 # --------------------------------------------------------------------------- field checks
 
 
+def reviewed(name: str, model_types: set[object]) -> bool:
+    """Whether ``name`` was reviewed as not moving the cache of this model type."""
+    models, _ = REVIEWED_FIELDS.get(name, (frozenset(), ""))
+    return models is None or bool(models & model_types)
+
+
 def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
+    # a composite config's own model_type and its text_config's (fuyu around persimmon)
+    model_types = {cfg.inner.get("model_type"), cfg.data.get("model_type")}
+
     def known(name: str) -> bool:
         return (
             name in CACHE_FIELDS
+            or reviewed(name, model_types)
             or name in IGNORED_FIELDS
             or name in ignored
             or name in cfg.aliases

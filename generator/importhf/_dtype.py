@@ -46,7 +46,8 @@ def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
         return override, "kvgen import-hf --kv-cache-dtype", bytes_
     scheme = _kv_cache_scheme(cfg)
     if scheme is not None:  # a quantized cache; recurrent states stay in the model dtype
-        return "fp8", scheme, _DTYPES[model_dtype][1] if model_dtype else 2
+        layout, note = scheme
+        return layout, note, _DTYPES[model_dtype][1] if model_dtype else 2
     if model_dtype is None:
         cfg.diag(
             codes.MISSING_CONFIG_FIELD,
@@ -67,19 +68,55 @@ def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
     return short, f"config.json {names[0]} {model_dtype}", bytes_
 
 
-def _kv_cache_scheme(cfg: Config) -> str | None:
-    """The cache dtype a compressed-tensors ``kv_cache_scheme`` sets (the spec note), None
-    without one; an 8-bit float scheme is fp8, anything else is refused (KV305)."""
+# ModelOpt's kv_cache_quant_algo -> the cache layout (vLLM's
+# MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP, vllm/utils/torch_utils.py)
+_MODELOPT_KV = {"fp8": "fp8", "nvfp4": "nvfp4"}
+
+
+def _modelopt_kv(cfg: Config, quant: dict) -> tuple[str, str] | None:
+    """A ModelOpt checkpoint's ``kv_cache_quant_algo`` (in quantization_config, or its legacy
+    ``quantization`` block), as vLLM's get_kv_cache_quant_algo_string reads it."""
+    inner = quant.get("quantization")
+    inner = inner if isinstance(inner, dict) else quant
+    algo = inner.get("kv_cache_quant_algo", quant.get("kv_cache_quant_algo"))
+    if algo is None:
+        return None
+    if isinstance(algo, str) and algo.lower() in _MODELOPT_KV:
+        layout = _MODELOPT_KV[algo.lower()]
+        return layout, f"config.json quantization_config kv_cache_quant_algo {algo!s:.8}"
+    cfg.diag(
+        codes.UNSUPPORTED_CONFIG_FEATURE,
+        "quantization_config",
+        f"kv_cache_quant_algo {json_text(algo)} is not FP8 or NVFP4, the ModelOpt KV cache "
+        "layouts import-hf reads",
+        "pass --kv-cache-dtype for the layout the engine uses",
+    )
+    raise Abort
+
+
+def _kv_cache_scheme(cfg: Config) -> tuple[str, str] | None:
+    """The cache layout (and the spec note) a quantized checkpoint sets, None without one:
+    a compressed-tensors ``kv_cache_scheme`` of 8-bit floats is fp8 (4-bit floats nvfp4 in a
+    ModelOpt config, as vLLM reads it), a ModelOpt ``kv_cache_quant_algo`` FP8 or NVFP4;
+    anything else is refused (KV305)."""
     quant = cfg.get("quantization_config")
     scheme = quant.get("kv_cache_scheme") if isinstance(quant, dict) else None
     where = "quantization_config"
     if scheme is None and cfg.has("kv_cache_scheme"):
         scheme, where = cfg.get("kv_cache_scheme"), "kv_cache_scheme"
+    modelopt = isinstance(quant, dict) and str(quant.get("quant_method", "")).startswith("modelopt")
     if scheme is None:
-        return None
+        return _modelopt_kv(cfg, quant) if modelopt else None  # type: ignore[arg-type]
     if isinstance(scheme, dict) and scheme.get("num_bits") == 8 and scheme.get("type") == "float":
         strategy = scheme.get("strategy", "tensor")
-        return f"config.json {where} kv_cache_scheme: 8-bit float ({strategy!s:.20}) KV cache"
+        note = f"config.json {where} kv_cache_scheme: 8-bit float ({strategy!s:.20}) KV cache"
+        return "fp8", note
+    four_bit_float = isinstance(scheme, dict) and (scheme.get("num_bits"), scheme.get("type")) == (
+        4,
+        "float",
+    )
+    if modelopt and four_bit_float:
+        return "nvfp4", f"config.json {where} kv_cache_scheme: 4-bit float (NVFP4) KV cache"
     cfg.diag(
         codes.UNSUPPORTED_CONFIG_FEATURE,
         where,

@@ -13,6 +13,7 @@ __all__ = [
     "MODEL_ALIASES",
     "MTP_ONLY_FIELDS",
     "PURE_SSM",
+    "REVIEWED_FIELDS",
     "UNSUPPORTED_FIELDS",
     "could_move_cache",
 ]
@@ -34,7 +35,9 @@ CACHE_FIELDS = _words(
     mtp_num_hidden_layers index_head_dim num_kv_shared_layers cross_attention_layers
     attn_layer_period attn_layer_offset mamba_expand
     attention_chunk_size no_rope_layers no_rope_layer_interval multi_query
-    new_decoder_architecture per_layer_config v_head_dim"""
+    new_decoder_architecture per_layer_config v_head_dim attn_layer_indices attention_layers
+    attention_types local_attention prefix_dense_sliding_window_pattern
+    indexer_types num_layers_per_stack H_cycles L_cycles first_k_dense_replace"""
 )
 # Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
 ALIASES = {
@@ -67,19 +70,41 @@ ALIASES = {
     "multi_query_group_num": "num_key_value_heads",
     # AFMoE: every n-th layer global, the others sliding (transformers AfmoeConfig)
     "global_attn_every_n_layers": "sliding_window_pattern",
+    # DeepSeek-V3, GLM-4-MoE, Sarvam, Mellum, Bailing: attribute_map num_mtp_layers
+    "num_mtp_layers": "num_nextn_predict_layers",
 }
 # Spellings whose meaning depends on the model (``num_heads`` is a Mamba-2 config's SSM
 # heads but GPT-Neo's attention heads): model_type -> alias -> canonical.
 # MambaConfig / FalconMambaConfig: d_inner = expand x hidden_size
 _MAMBA1 = {"expand": "mamba_expand"}
 MODEL_ALIASES = {
-    "gpt_neo": {"num_heads": "num_attention_heads"},
+    "gpt_neo": {"num_heads": "num_attention_heads", "window_size": "sliding_window"},
     "xglm": {"attention_heads": "num_attention_heads"},
     "mamba": _MAMBA1,
     "falcon_mamba": _MAMBA1,
     # Mamba2Config: num_heads x head_dim are the SSM heads (no attention at all)
     "mamba2": {"num_heads": "mamba_num_heads", "head_dim": "mamba_head_dim"},
     "cpmant": {"dim_head": "head_dim"},
+    # the other attribute_map spellings of transformers' causal-LM config classes that name
+    # a field the importer reads (bench/hf_corpus.py's corpus; test_import_hf_reviewed.py)
+    "glm4_moe_lite": {"head_dim": "qk_rope_head_dim"},
+    "moss_transcribe_diarize": {
+        "encoder_layers": "num_hidden_layers",
+        "encoder_attention_heads": "num_attention_heads",
+    },
+    "nemotron_h": {"layer_types": "layers_block_type"},
+    "bamba": {"layer_types": "layers_block_type"},
+    **{
+        inkling: {
+            "model_max_length": "max_position_embeddings",
+            "sliding_window_size": "sliding_window",
+        }
+        for inkling in ("inkling_text", "inkling2_text", "inkling2_loop_text")
+    },
+    "xlm": {"emb_dim": "hidden_size"},
+    # LongcatFlashConfig: num_layers decoder layers of two attention sublayers each, not the
+    # cache's layer count (read by layer_count)
+    "longcat_flash": {"num_layers": "num_layers"},
 }
 # Pure state-space models: every layer is one recurrent kind (model_type -> layer type).
 PURE_SSM = {"mamba": "mamba1", "falcon_mamba": "mamba1", "mamba2": "mamba"}
@@ -94,13 +119,67 @@ UNSUPPORTED_FIELDS = {
     "swa_head_dim": "separate sliding-layer head sizes",
     "add_cross_attention": "cross-attention layers over an encoder's states",
 }
+# Fields whose names say they might move a cache (KV302 would block them), each reviewed
+# against the modelling code of the transformers model that saves it: field -> (the model
+# types it was reviewed on, None for any; why it cannot change a cache's shape, count,
+# window, dtype or state). docs/import-hf-coverage.md lists them with the reason.
+REVIEWED_FIELDS: dict[str, tuple[frozenset[str] | None, str]] = {
+    "keep_window_size": (
+        frozenset({"doge"}),
+        "Doge's dynamic mask keeps the top keep_window_size keys per query out of a full "
+        "cache (DynamicLayer): it selects, it does not evict",
+    ),
+    "learnable_sink_init": (None, "the initial value of a per-head attention-sink weight"),
+    "num_attention_heads_per_layer": (
+        frozenset({"laguna"}),
+        "query heads per layer; the cache holds num_key_value_heads K/V heads on every layer",
+    ),
+    "index_block_size": (
+        frozenset({"minimax_m3_vl", "minimax_m3_vl_text"}),
+        "the granularity of the sparse layers' block selection over a full cache; the "
+        "indexer key cache itself belongs to minimax_m3_sparse layer types (refused)",
+    ),
+    "index_topk_blocks": (
+        frozenset({"minimax_m3_vl", "minimax_m3_vl_text"}),
+        "how many key blocks a sparse layer reads from its full cache",
+    ),
+    "index_local_blocks": (
+        frozenset({"minimax_m3_vl", "minimax_m3_vl_text"}),
+        "how many preceding key blocks a sparse layer always reads from its full cache",
+    ),
+    "linear_a_log_min": (None, "the clamp of a Gated DeltaNet decay parameter (a weight)"),
+    "linear_a_log_max": (None, "the clamp of a Gated DeltaNet decay parameter (a weight)"),
+    "linear_allow_neg_eigval": (None, "the value range of a Gated DeltaNet beta gate, no shape"),
+    "linear_dt_min": (None, "the init range of a Gated DeltaNet time step (a weight)"),
+    "linear_dt_max": (None, "the init range of a Gated DeltaNet time step (a weight)"),
+    "linear_dt_init_floor": (None, "the init floor of a Gated DeltaNet time step (a weight)"),
+    "rotary_value": (
+        frozenset({"roformer"}),
+        "whether RoFormer rotates values too: the V cache keeps its shape",
+    ),
+    "block_size": (
+        frozenset({"big_bird"}),
+        "BigBird's block-sparse attention blocks, an encoder pattern: as a decoder with a "
+        "cache BigBird attends in full (attention_type original_full)",
+    ),
+    "num_random_blocks": (
+        frozenset({"big_bird"}),
+        "BigBird's random blocks of its block-sparse encoder attention (no cache)",
+    ),
+    "num_channels": (
+        frozenset({"fuyu"}),
+        "the image's colour channels of Fuyu's patch embedding",
+    ),
+    "mask_index": (frozenset({"xlm"}), "XLM's mask token id"),
+    "unk_index": (frozenset({"xlm"}), "XLM's unknown token id"),
+}
 # Fields known not to change the KV cache (weights, training, tokenizer, rope, routing).
 IGNORED_FIELDS = _words(
     """architectures transformers_version vocab_size intermediate_size tie_word_embeddings
     initializer_range hidden_act hidden_activation pretraining_tp query_pre_attn_scalar
     cache_implementation num_experts_per_tok num_local_experts n_routed_experts n_shared_experts
     routed_scaling_factor topk_method n_group topk_group norm_topk_prob scoring_func
-    first_k_dense_replace ep_size seq_aux q_lora_rank qk_nope_head_dim
+    ep_size seq_aux q_lora_rank qk_nope_head_dim
     decoder_sparse_step mlp_only_layers num_experts experts_per_token swiglu_limit
     initial_context_length logit_scale partial_rotary_factor attn_output_gate expand chunk_size
     residual_in_fp32 rescale_prenorm_residual num_logits_to_keep model_max_length ffn_multipliers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,12 +18,12 @@ from kvgen.importhf._layers import (
     NO_CACHE,
     RECURRENT_TYPES,
     Kind,
-    layer_count,
     mamba1_state,
     per_layer_types,
     state_bytes,
 )
 from kvgen.importhf._parallel import parallel_kinds
+from kvgen.importhf._patterns import layer_count
 from kvgen.importhf._quant import layout_misfit
 from kvgen.importhf._refusals import architecture_refusal
 from kvgen.importhf._render import Spec, default_model_name, render, to_identifier
@@ -101,7 +102,13 @@ def import_config(
         return ImportResult(None, cfg.diagnostics)
     check_fields(cfg, frozenset(ignore_fields))
     if cfg.diagnostics:
-        return ImportResult(None, sorted(cfg.diagnostics))
+        # unknown or unsupported fields only (no contradiction): what do the layers hold?
+        fields_only = {d.code for d in cfg.diagnostics} <= {
+            codes.UNKNOWN_CONFIG_FIELD.code,
+            codes.UNSUPPORTED_CONFIG_FEATURE.code,
+        }
+        feature = _unsupported_feature(cfg, kv_cache_dtype, max_seq_len) if fields_only else []
+        return ImportResult(None, feature or sorted(cfg.diagnostics))
     try:
         spec = _build(cfg, family, model, tokens_per_block, kv_cache_dtype, max_seq_len)
     except Abort:
@@ -111,6 +118,20 @@ def import_config(
     out = render(spec)
     refused = _refused_by_schema(display, out)
     return ImportResult(None, refused) if refused else ImportResult(out, [], notes)
+
+
+def _unsupported_feature(
+    cfg: Config, kv_cache_dtype: str | None, max_seq_len: int | None
+) -> list[Diagnostic]:
+    """The feature the spec format cannot express (KV305), when reading the layers past the
+    unknown fields finds one: a refusal names that, not the unknown field that announces it
+    (LFM's ``conv_L_cache`` of its conv layers, inkling's ``swa_*`` of its hybrid layers).
+    Nothing read here is kept: the unknown fields still block an import that gets further."""
+    probe = Config(cfg.display, cfg.data, cfg.reader)
+    with contextlib.suppress(Abort):
+        _build(probe, None, None, 32, kv_cache_dtype or "bf16", max_seq_len)
+    code = codes.UNSUPPORTED_CONFIG_FEATURE.code
+    return [d for d in probe.diagnostics if d.code == code][:1]
 
 
 def _refused_by_schema(display: str, text: str) -> list[Diagnostic]:
@@ -155,8 +176,8 @@ def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
             codes.INVALID_CONFIG_VALUE,
             seq_name,
             f"--max-seq-len {flag} is past the config's {seq_name} {native}",
-            "give at most the native length (a RoPE-scaled context is a deployment choice "
-            "the spec does not record yet)",
+            "give at most the native length; plan a RoPE-scaled context at deploy time "
+            "(kvgen plan --max-seq-len N --rope-scaled)",
         )
         raise Abort
     return flag, "kvgen import-hf --max-seq-len"
@@ -164,7 +185,9 @@ def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
 
 def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
     """A RoPE scaling block (``rope_scaling``, or transformers-5 ``rope_parameters`` with a
-    scaled ``rope_type``) is noted: the spec keeps the native context."""
+    scaled ``rope_type``) is noted with the context it reaches, ``factor`` times
+    ``original_max_position_embeddings`` (the native length without one): the spec keeps
+    the native context, and a deployment plans the scaled one with ``--rope-scaled``."""
     for name in ("rope_scaling", "rope_parameters"):
         block = cfg.get(name)
         if not isinstance(block, dict):
@@ -173,13 +196,23 @@ def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
         if kind in (None, "default") or not isinstance(kind, str):
             continue
         factor = block.get("factor")
+        numeric = isinstance(factor, (int, float)) and not isinstance(factor, bool)
+        original = block.get("original_max_position_embeddings") or cfg.get(
+            "original_max_position_embeddings"
+        )
+        if not isinstance(original, int) or isinstance(original, bool) or original < 1:
+            original = seq_len
+        scaled = int(original * factor) if numeric and 1 <= factor <= 1 << 10 else None  # type: ignore[operator]
+        reach = f" to {scaled} tokens" if scaled and scaled > seq_len else ""
         cfg.note(
             codes.IMPORT_NOTE,
             name,
             f"{name}: {kind[:20]!r} scaling"
-            + (f" by {factor!r:.12}" if isinstance(factor, (int, float)) else "")
-            + f"; the spec keeps the native max_seq_len {seq_len}",
-            "size a RoPE-scaled context at deploy time",
+            + (f" by {factor!r:.12}" if numeric else "")
+            + f"{reach}; the spec keeps the native max_seq_len {seq_len}",
+            f"plan the scaled context with --max-seq-len {scaled} --rope-scaled"
+            if reach
+            else "plan a RoPE-scaled context with --rope-scaled",
         )
         return
 
@@ -231,14 +264,9 @@ def _build(
         layers_note += f"; kinds from {types_note}"
     if cross_note:
         layers_note += f"; {cross_note}"
-    mtp = cfg.int_("num_nextn_predict_layers", minimum=0) or cfg.int_(
-        "mtp_num_hidden_layers", minimum=0
-    )
-    mtp_name = (
-        "num_nextn_predict_layers"
-        if cfg.has("num_nextn_predict_layers")
-        else "mtp_num_hidden_layers"
-    )
+    nextn = field_spelling(cfg, "num_nextn_predict_layers")
+    mtp = cfg.int_(nextn, minimum=0) or cfg.int_("mtp_num_hidden_layers", minimum=0)
+    mtp_name = nextn if cfg.has(nextn) else "mtp_num_hidden_layers"
     return Spec(
         family=family or to_identifier(str(cfg.data.get("model_type") or ""), "f") or "imported",
         model=model or default_model_name(cfg.display, cfg.data) or "imported",

@@ -8,13 +8,13 @@ from kvgen.codes import hf as codes
 from kvgen.importhf._config import Abort, Config, field_spelling
 from kvgen.importhf._dtype import DTYPES as _DTYPES
 from kvgen.importhf._fields import PURE_SSM
-from kvgen.spec import MAX_LAYERS, MAX_STATE_BYTES
+from kvgen.importhf._patterns import attention_index_kinds, local_global_kinds, pattern_kinds
+from kvgen.spec import MAX_STATE_BYTES
 
 __all__ = [
     "NO_CACHE",
     "RECURRENT_TYPES",
     "Kind",
-    "layer_count",
     "mamba1_state",
     "per_layer_types",
     "state_bytes",
@@ -36,6 +36,10 @@ _LAYER_TYPES = {
 # Layer types transformers names whose cache the spec format cannot express: the reason.
 _UNSUPPORTED_LAYER_TYPES = {
     "hybrid": "each layer holds both a KV cache and a recurrent state (parallel hybrid)",
+    "hybrid_sliding": "each layer holds both a sliding-window KV cache and a recurrent state "
+    "(parallel hybrid)",
+    "minimax_m3_sparse": "sparse attention with a lightning-indexer key cache (index_head_dim) "
+    "beside its K/V cache, which the spec format has only for MLA",
     "heavily_compressed_attention": "compressed attention (a cache of pooled tokens)",
     "compressed_attention": "compressed attention (a cache of pooled tokens)",
     "conv": "a short-convolution layer holding a conv state",
@@ -67,20 +71,6 @@ def _linear_is_mamba2(cfg: Config, kinds: list[str | None]) -> list[str | None]:
     if cfg.has("linear_num_key_heads") or not any(cfg.has(f) for f in _MAMBA2_FIELDS):
         return kinds
     return ["mamba" if k == "linear" else k for k in kinds]
-
-
-def layer_count(cfg: Config) -> tuple[int, str]:
-    """num_hidden_layers, or (transformers-5 saved forms without it) the length of the
-    per-layer type list the config class reads instead."""
-    name = field_spelling(cfg, "num_hidden_layers")
-    if not cfg.has(name):
-        for listed in ("layer_types", "layers_block_type"):
-            value = cfg.get(listed)
-            if isinstance(value, list) and value:
-                if len(value) > MAX_LAYERS:
-                    break
-                return len(value), f"{listed} ({len(value)} entries)"
-    return cfg.int_(name, required=True), name  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -115,10 +105,16 @@ NO_CACHE = Kind("none", notes=(("attention", "MLP/MoE block: no KV cache"),), ba
 
 def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     """Per layer: full | sliding | linear | mamba | none (no cache); and the source note."""
-    window = cfg.get("sliding_window")
+    window = cfg.get(field_spelling(cfg, "sliding_window"))
     layer_types = cfg.get("layer_types")
+    # NemotronH/Bamba configs map layer_types onto layers_block_type (attribute_map)
+    blocks_name = field_spelling(cfg, "layers_block_type")
+    if blocks_name == "layer_types":
+        layer_types = None
     pattern_name = field_spelling(cfg, "sliding_window_pattern")
     pattern_every = cfg.int_(pattern_name) if cfg.has(pattern_name) else None
+    if pattern_every is None and cfg.get("model_type") == "modernbert-decoder":
+        pattern_every = 3  # ModernBertDecoderConfig's global_attn_every_n_layers default
     use_swa = cfg.get("use_sliding_window")
     model_type = cfg.get("model_type")
     if layer_types is None and isinstance(model_type, str) and model_type in PURE_SSM:
@@ -159,9 +155,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
             raise Abort
         kinds = _linear_is_mamba2(cfg, kinds)
         if pattern_every is not None:
-            expected = [
-                "full" if (i + 1) % pattern_every == 0 else "sliding" for i in range(layers)
-            ]
+            expected = pattern_kinds(cfg, layers, pattern_every)
             attention = [k for k in kinds if k in ("full", "sliding")]
             if attention != [
                 e for e, k in zip(expected, kinds, strict=True) if k in ("full", "sliding")
@@ -169,7 +163,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
                 cfg.diag(
                     codes.CONTRADICTORY_CONFIG_FIELDS,
                     "layer_types",
-                    f"'{cfg.where('layer_types')}' disagrees with sliding_window_pattern "
+                    f"'{cfg.where('layer_types')}' disagrees with {pattern_name} "
                     f"{pattern_every} (every {pattern_every}th layer global)",
                     "remove the stale field, or fix the list",
                 )
@@ -183,6 +177,13 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
             )
             raise Abort
         return kinds, "config.json layer_types"
+    if cfg.get("model_type") == "gpt_neo" or cfg.has("attention_layers"):
+        return local_global_kinds(cfg, layers), "config.json attention_layers (local: sliding)"
+    if "attn_layer_indices" in cfg.inner or (
+        cfg.get("model_type") == "bamba" and not cfg.has(blocks_name)
+    ):
+        kinds = attention_index_kinds(cfg, layers)
+        return kinds, "config.json attn_layer_indices (the other layers Mamba-2)"
     hybrid = cfg.get("hybrid_override_pattern")
     if hybrid is not None:
         if not isinstance(hybrid, str) or len(hybrid) != layers or set(hybrid) - set(_HYBRID_CHARS):
@@ -195,19 +196,19 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
             )
             raise Abort
         return [_HYBRID_CHARS[c] for c in hybrid], "config.json hybrid_override_pattern"
-    blocks = cfg.get("layers_block_type")
+    blocks = cfg.get(blocks_name)
     if blocks is not None:
         if not isinstance(blocks, list) or len(blocks) != layers or set(blocks) - set(_BLOCK_TYPES):
             cfg.diag(
                 codes.CONTRADICTORY_CONFIG_FIELDS,
-                "layers_block_type",
-                f"'{cfg.where('layers_block_type')}' must list {layers} of "
+                blocks_name,
+                f"'{cfg.where(blocks_name)}' must list {layers} of "
                 + ", ".join(sorted(_BLOCK_TYPES)),
                 "check it against num_hidden_layers",
             )
             raise Abort
         kinds = _linear_is_mamba2(cfg, [_BLOCK_TYPES[b] for b in blocks])
-        return kinds, "config.json layers_block_type"
+        return kinds, f"config.json {blocks_name}"
     if cfg.has("attn_layer_period"):
         return _jamba_layer_types(cfg, layers)
     interval = cfg.int_("full_attention_interval") if cfg.has("full_attention_interval") else None
@@ -215,8 +216,8 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
         return kinds, f"config.json full_attention_interval {interval}"  # type: ignore[return-value]
     if pattern_every is not None:
-        kinds = ["full" if (i + 1) % pattern_every == 0 else "sliding" for i in range(layers)]
-        return kinds, f"config.json sliding_window_pattern {pattern_every}"  # type: ignore[return-value]
+        kinds = pattern_kinds(cfg, layers, pattern_every)
+        return kinds, f"config.json {pattern_name} {pattern_every}"
     if use_swa is False or window is None or window == 0:
         return ["full"] * layers, "full attention"
     if cfg.get("model_type") == "gemma2":  # Gemma 2 hard-codes even layers local

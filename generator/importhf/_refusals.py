@@ -25,6 +25,10 @@ UNSUPPORTED_ARCHITECTURES = {
     "lfm2": "short-convolution layers holding a conv state",
     "lfm2_moe": "short-convolution layers holding a conv state",
     "bailing_hybrid": "linear-attention layers of their own kind",
+    "blt": "Byte Latent Transformer: a local byte encoder and decoder around a global "
+    "patch transformer, joined by cross-attention",
+    "reformer": "Reformer's LSH and chunked local attention, whose cache holds hash buckets",
+    "xlnet": "XLNet's memory of past hidden states (mem_len), not a per-layer K/V cache",
 }
 # A config class of an encoder-decoder model saves one of these.
 _ENCODER_DECODER_FIELDS = (
@@ -50,6 +54,8 @@ def architecture_refusal(cfg: Config) -> bool:
         )
         return True
     for name in _ENCODER_DECODER_FIELDS:
+        if name in cfg.aliases:  # MossTranscribeDiarize: encoder_layers is its layer count
+            continue
         value = cfg.get(name)
         if value is not None and value is not False:
             cfg.diag(

@@ -8,8 +8,8 @@ allocated on CPU: per layer the K and V elements per token, or the recurrent sta
 - ``match``: every cached layer holds the bytes per token (and state bytes) transformers
   allocated, in the same order;
 - ``wrong``: kvgen imported it but some layer differs (must never happen);
-- ``no-oracle``: kvgen imported a cache transformers does not hold in that form (MLA's latent:
-  transformers caches the decompressed K/V), so there is nothing to compare;
+- ``no-oracle``: kvgen imported a cache the replay does not compare (cross-attention layers,
+  whose cache holds encoder tokens rather than per-token K/V);
 - ``refused``: kvgen refused it, with the diagnostic's code and message;
 - ``oracle-error``: transformers itself could not build or run the default config.
 
@@ -50,19 +50,52 @@ def load_corpus(path: Path | None = None) -> dict:
     return json.loads((path or corpus_file()).read_text())
 
 
-def _oracle_rows(entry: dict) -> list[tuple[str, int]]:
-    """Per cached layer: ('kv', K+V bytes per token) and/or ('state', bytes)."""
-    rows: list[tuple[str, int]] = []
+Row = tuple[str, int]
+
+
+def _oracle_rows(entry: dict) -> list[Row]:
+    """Per cached layer: ('kv', K+V bytes per token; an MLA layer's latent and RoPE key, which
+    transformers 5 caches as its keys and values), ('index', a sparse-attention indexer's key
+    elements per token) and/or ('state', bytes)."""
+    rows: list[Row] = []
     for layer in entry["layers"]:
         if "k_per_token" in layer:
             element = _ELEMENT[layer["dtype"]]
             rows.append(("kv", (layer["k_per_token"] + layer["v_per_token"]) * element))
+        if "index_per_token" in layer:
+            rows.append(("index", layer["index_per_token"]))
         if "state_bytes" in layer:
             rows.append(("state", layer["state_bytes"]))
     return rows
 
 
-def _kvgen_rows(spec_text: str) -> list[tuple[str, int]] | None:
+def _oracle_windows(entry: dict, context: int) -> list[int | None]:
+    """Per attention layer: the window (or chunk) transformers' cache evicts at; None where
+    it keeps every token, or its window reaches the whole context (full attention, §1)."""
+    windows = [layer.get("window") for layer in entry["layers"] if "k_per_token" in layer]
+    return [w if w is not None and w < context else None for w in windows]
+
+
+def _kvgen_windows(spec_text: str) -> list[int | None]:
+    from kvgen.loader import load_bytes
+
+    model = load_bytes("<corpus>", spec_text.encode()).family.models[0]  # type: ignore[union-attr]
+    pattern = model.layers.pattern
+    out: list[int | None] = []
+    for index in range(model.layers.count):
+        kind = model.layer_kinds[pattern[index % len(pattern)]]
+        if kind.attention in ("full", "sliding", "chunked") and kind.reads is None:
+            out.append({"sliding": kind.window, "chunked": kind.chunk}.get(kind.attention))
+    return out
+
+
+def _context(spec_text: str) -> int:
+    from kvgen.loader import load_bytes
+
+    return load_bytes("<corpus>", spec_text.encode()).family.models[0].max_seq_len  # type: ignore[union-attr]
+
+
+def _kvgen_rows(spec_text: str) -> list[Row] | None:
     """The same rows from an imported spec; None when a layer has no transformers form."""
     from kvgen.loader import load_bytes
     from kvgen.quant import element_bytes
@@ -77,8 +110,16 @@ def _kvgen_rows(spec_text: str) -> list[tuple[str, int]] | None:
         dtype = kind.dtype or model.kv_cache_dtype or family.kv_cache_dtype
         if kind.attention == "none" or kind.reads is not None:
             continue
-        if kind.kv_lora_rank is not None or kind.attention == "cross":
+        if kind.attention == "cross":
             return None
+        if kind.kv_lora_rank is not None:  # the latent and the shared RoPE key, one copy
+            rope = kind.qk_rope_head_dim or 0
+            rows.append(("kv", element_bytes(dtype, kind.kv_lora_rank + rope)))
+            if kind.index_head_dim is not None:
+                # elements only: kvgen's indexer cache is the engines' fp8 with scales,
+                # transformers' the model dtype
+                rows.append(("index", kind.index_head_dim))
+            continue
         if kind.attention == "recurrent":
             if kind.state_bytes is not None:
                 rows.append(("state", kind.state_bytes))
@@ -138,12 +179,18 @@ def verdict(entry: dict) -> Verdict:
         return Verdict(name, "refused", f"{first.code} at {where}: {first.message}")
     ours = _kvgen_rows(result.text)
     if ours is None:
-        return Verdict(name, "no-oracle", "MLA latent or cross-attention: no transformers form")
+        return Verdict(name, "no-oracle", "cross-attention over encoder tokens: not compared")
     theirs = _oracle_rows(entry)
+    context = _context(result.text)
+    windows = _window_mismatch(_oracle_windows(entry, context), _kvgen_windows(result.text))
+    if ours == theirs and windows is not None:
+        wrong = windows[0]
+        return Verdict(name, "wrong", f"attention layer {wrong[0]}: window {wrong[1]}")
     if ours == theirs:
         notes = getattr(result, "notes", [])  # (aa9b447 had no notes: same replay there)
         noted = f"{len(notes)} fields noted" if notes else ""
-        words = [f"{len(theirs)} cached layers", *flags, noted]
+        kept = _kept_whole(_oracle_windows(entry, context), _kvgen_windows(result.text))
+        words = [f"{len(entry['layers'])} cached layers", *flags, noted, kept]
         return Verdict(name, "match", " ".join(w for w in words if w))
     first = next(
         (i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
@@ -155,6 +202,26 @@ def verdict(entry: dict) -> Verdict:
         f"cached layer {first}: kvgen {ours[first : first + 1]} vs transformers "
         f"{theirs[first : first + 1]} ({len(ours)} vs {len(theirs)} rows)",
     )
+
+
+def _window_mismatch(
+    theirs: list[int | None], ours: list[int | None]
+) -> list[tuple[int, str]] | None:
+    """Attention layers where transformers evicts at a window kvgen does not have (one-sided:
+    a layer kvgen slides that transformers keeps whole is ``_kept_whole``)."""
+    wrong = [
+        (i, f"transformers {t} vs kvgen {o}")
+        for i, (t, o) in enumerate(zip(theirs, ours, strict=False))
+        if t is not None and t != o
+    ]
+    return wrong or None
+
+
+def _kept_whole(theirs: list[int | None], ours: list[int | None]) -> str:
+    """GPT-Neo's local layers: a window in the model's attention that transformers' cache
+    does not evict at (it keeps every token, masking the old ones)."""
+    kept = sum(1 for t, o in zip(theirs, ours, strict=False) if t is None and o is not None)
+    return f"({kept} sliding layers transformers caches whole)" if kept else ""
 
 
 def verdicts(corpus: dict | None = None) -> list[Verdict]:
@@ -186,17 +253,44 @@ def render_table(corpus: dict | None = None) -> str:
         "layer, then the same config.json fed to `kvgen import-hf`.",
         "",
         f"Counts: {len(found)} model types; {tally['match']} import and match transformers' "
-        f"cache, {tally['no-oracle']} import without a transformers form to compare (MLA "
-        f"latent), {tally['wrong']} import wrong, {tally['refused']} refused, "
+        f"cache, {tally['no-oracle']} import a cross-attention cache the replay does not "
+        f"compare, {tally['wrong']} import wrong, {tally['refused']} refused, "
         f"{tally['oracle-error']} that transformers itself cannot build or run by default.",
+        "",
+        "A match compares, layer by layer, the bytes per token (an MLA layer's latent and RoPE "
+        "key, as transformers 5 caches them), a sparse indexer's key elements, a recurrent "
+        "state's bytes, and every window transformers' cache evicts at.",
         "",
         "| model_type | kvgen | detail |",
         "|---|---|---|",
     ]
     for item in found:
-        detail = item.detail.replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {item.model_type} | {item.verdict} | {detail} |")
-    return "\n".join(lines) + "\n"
+        lines.append(f"| {item.model_type} | {item.verdict} | {_cell(item.detail)} |")
+    return "\n".join([*lines, "", *reviewed_table()]) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def reviewed_table() -> list[str]:
+    """The fields KV302 would block by name, reviewed as not moving a cache (with why)."""
+    from kvgen.importhf._fields import REVIEWED_FIELDS
+
+    lines = [
+        "## Fields reviewed as not moving a cache",
+        "",
+        "Their names hold a word KV302 blocks on (`kvgen explain KV302`); each was read in the "
+        "modelling code of the model types named, and imports without `--ignore-field`.",
+        "",
+        "| field | model types | why it cannot change a cache's shape, count, window, dtype "
+        "or state |",
+        "|---|---|---|",
+    ]
+    for name, (models, why) in sorted(REVIEWED_FIELDS.items()):
+        where = ", ".join(sorted(models)) if models is not None else "any"
+        lines.append(f"| `{name}` | {where} | {_cell(why)} |")
+    return lines
 
 
 if __name__ == "__main__":

@@ -99,3 +99,38 @@ def test_an_invalid_repository_id_is_a_usage_error_not_a_crash(tmp_path: Path):
     done = _run(["a/b..c"], tmp_path)
     assert done.returncode == 2
     assert "not a repository id" in done.stderr and "internal error" not in done.stderr
+
+
+_NO_NETWORK = """
+import socket, sys
+def refuse(*args, **kwargs):
+    raise SystemExit("import-hf opened a network connection")
+socket.socket.connect = refuse
+socket.socket.connect_ex = refuse
+socket.create_connection = refuse
+socket.getaddrinfo = refuse
+from kvgen.cli import main
+sys.exit(main(["import-hf", *sys.argv[1:]]))
+"""
+
+
+@pytest.mark.parametrize(("repo", "code"), [("meta-llama/Llama-3.1-8B", 0), ("org/absent", 2)])
+def test_a_repository_id_never_touches_the_network(tmp_path: Path, repo: str, code: int):
+    # HF_HUB_OFFLINE unset and an endpoint that answers nothing: a download attempt would
+    # resolve or connect, which the child refuses; a cache lookup does neither
+    pytest.importorskip("huggingface_hub")
+    _fake_cache(tmp_path, "meta-llama/Llama-3.1-8B")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HUB_CACHE=str(tmp_path), HF_ENDPOINT="http://hub.invalid")
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_NETWORK, repo],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert "network connection" not in done.stderr + done.stdout
+    assert done.returncode == code, done.stderr
+    if code == 0:
+        assert "kv_heads: 8" in done.stdout
