@@ -34,6 +34,7 @@ from .facts import (
     no_encoder,
     uneven_state,
 )
+from .trtllm_split import PoolGroup, least_quota
 
 __all__ = [
     "API_VERSION",
@@ -1450,8 +1451,6 @@ def _engine_split_quota(
 def _least_split_quota(pools: tuple[tuple[int, int, int], ...]) -> int:
     """The least quota from which the engine builds ``pages`` slots of every pool group of
     (slot bytes, pages, group key) ``pools``: pools of one key share one group."""
-    from .trtllm_split import PoolGroup, least_quota
-
     keys: dict[int, list[int]] = {}  # group key -> [slot bytes, life cycles, pages]
     for size, pages, key in pools:
         group = keys.setdefault(key, [size, 0, 0])

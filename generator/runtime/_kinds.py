@@ -15,15 +15,71 @@ the two sides. Only facts are shared (``kvgen.facts``). No torch here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from kvgen.facts import DCP_ATTENTION
 from kvgen.runtime._pages import ceil_div, peak_chunk_pages, peak_live_pages
 
-if TYPE_CHECKING:
-    from kvgen.runtime._layers import Cycle, Layer
-    from kvgen.runtime._plan import PagePlanner
-    from kvgen.runtime._tables import LayerKind
+
+# What the kinds read of the runtime's records, as protocols: the records' modules import
+# this one, so naming their classes here would close an import cycle (type-only included).
+class Layer(Protocol):  # kvgen.runtime._layers.Layer
+    @property
+    def window(self) -> int | None: ...
+    @property
+    def chunk(self) -> int: ...
+    @property
+    def sink_tokens(self) -> int: ...
+    @property
+    def state_bytes(self) -> int: ...
+    @property
+    def encoder_tokens(self) -> int: ...
+
+
+class Cycle(Protocol):  # kvgen.runtime._layers.Cycle
+    @property
+    def name(self) -> str: ...
+    @property
+    def window(self) -> int | None: ...
+    @property
+    def chunk(self) -> int: ...
+    @property
+    def sink_tokens(self) -> int: ...
+    @property
+    def encoder_tokens(self) -> int: ...
+    @property
+    def token_bytes(self) -> int: ...
+    @property
+    def state_bytes(self) -> int: ...
+
+
+class LayerKind(Protocol):  # kvgen.runtime._tables.LayerKind
+    @property
+    def attention(self) -> str: ...
+    @property
+    def window(self) -> int | None: ...
+    @property
+    def chunk(self) -> int: ...
+    @property
+    def encoder_tokens(self) -> int: ...
+
+
+class PagePlanner(Protocol):  # kvgen.runtime._plan.PagePlanner
+    @property
+    def tokens_per_block(self) -> int: ...
+    @property
+    def max_batch_size(self) -> int: ...
+    @property
+    def max_num_tokens(self) -> int: ...
+    @property
+    def extra_tokens(self) -> int: ...
+    @property
+    def headroom(self) -> int: ...
+    @property
+    def exact(self) -> bool: ...
+    @property
+    def dcp_size(self) -> int: ...
+
 
 __all__ = [
     "LAYER_RULES",
