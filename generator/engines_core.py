@@ -75,6 +75,9 @@ UNMODELLED = {
     "vllm_no_mllama": "vLLM 0.33.0 cannot run Mllama (Llama 3.2 Vision): "
     "MllamaForConditionalGeneration was supported until vLLM 0.10.2 "
     "(vllm/model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS)",
+    "vllm_no_openelm": "vLLM 0.33.0 cannot run OpenELM: OpenELMForCausalLM is not in its "
+    "model registry (vllm/model_executor/models/registry.py); only its Transformers backend "
+    "with the checkpoint's remote code might, which is not modelled",
     "sglang_no_jamba": "SGLang 0.5.23 cannot run Jamba: it has no JambaForCausalLM model class "
     "(sglang/srt/models) and no Mamba hybrid config for it (configs/hybrid_arch.py)",
 }

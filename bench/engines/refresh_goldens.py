@@ -298,6 +298,7 @@ CONFIG_REFUSALS = (
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", (8,)),
     ("granite4", "granite_4_0_h_tiny", "granite-4.0-h-tiny.json", (8,)),
     ("llama3_2_vision", "llama3_2_11b_vision", "llama-3.2-11b-vision.json", (1,)),
+    ("openelm", "openelm_270m", "openelm-270m.json", (1,)),  # not in vLLM's registry
     ("falcon_h1", "falcon_h1_7b_instruct", "falcon-h1-7b-instruct.json", (8,)),
 )
 CONFIG_PAIRS = {(entry[0], entry[1]) for entry in CONFIG_MODELS}

@@ -107,6 +107,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=4, kv_heads=5, head_dim=64, value_dim=64, dtype="bf16"),
         ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        vllm_unmodelled="vllm_no_openelm",
     ),
     "openelm_450m": EngineModel(
         max_seq_len=2048,
@@ -117,6 +118,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=4, kv_heads=6, head_dim=64, value_dim=64, dtype="bf16"),
         ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        vllm_unmodelled="vllm_no_openelm",
     ),
     "openelm_1_1b": EngineModel(
         max_seq_len=2048,
@@ -128,6 +130,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=4, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"),
         ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        vllm_unmodelled="vllm_no_openelm",
     ),
     "openelm_3b": EngineModel(
         max_seq_len=2048,
@@ -138,6 +141,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=6, kv_heads=6, head_dim=64, value_dim=64, dtype="bf16"),
         ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        vllm_unmodelled="vllm_no_openelm",
     ),
 }
 

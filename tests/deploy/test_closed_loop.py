@@ -27,9 +27,6 @@ GiB = 1 << 30
 # Where the engine refuses what kvgen plans: reported, each with the engine's reason, so that a
 # new disagreement fails and this list shrinks when kvgen learns the refusal.
 ENGINE_REFUSES_KVGEN_PLANS = {
-    # vLLM 0.33.0's registry has no OpenELMForCausalLM; its Transformers-backend fallback needs
-    # the checkpoint's remote code (config.json auto_map), which a config-only directory lacks.
-    ("vllm", "openelm"): "Model architectures ['OpenELMForCausalLM'] are not supported",
     # Qwen2.5-0.5B as a draft of Qwen2.5-7B: vLLM checks the vocabularies (151,936 vs 152,064).
     ("vllm", "qwen2_5/qwen2_5_7b/p16/s8192/tp1/draft_0_5b"): "same vocabulary size",
 }

@@ -129,6 +129,13 @@ def test_vllm_matches_its_own_planner(case: dict) -> None:
         with pytest.raises(ValueError, match=rf"vLLM 0\.33\.0 cannot run .*until vLLM {last}"):
             _capacity("vllm", inputs)
         return
+    if "refused" in want and "are not supported for now" in want["refused"]:
+        # The architecture is not in vLLM's registry at all (OpenELM); kvgen names it.
+        arch = want["refused"].split("['")[1].split("']")[0]
+        assert arch == "OpenELMForCausalLM"
+        with pytest.raises(ValueError, match=r"vLLM 0\.33\.0 cannot run OpenELM: " + arch):
+            _capacity("vllm", inputs)
+        return
     if "refused" in want:
         # vLLM refuses the tp size (its reason is in the golden); kvgen names the same count.
         count = (
