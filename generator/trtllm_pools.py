@@ -75,10 +75,10 @@ def engine_pool_plan(
         max_num_tokens=max_num_tokens, tp_size=tp_size, pp_size=pp_size, pp_rank=pp_rank,
         semantics="trtllm-v2",
     )  # fmt: skip
-    terms = sizing._cached_terms(
-        model, speculative, requests, max_num_tokens, seq_len, tp_size, pp_size, pp_rank,
-        False, False, 0.95, False, "trtllm-v2", False, "default", 1, None,
-    )  # fmt: skip
+    options = sizing._options(
+        model, speculative, requests, max_num_tokens, seq_len, tp_size, pp_size, pp_rank
+    )
+    terms = sizing._cached_terms(options)
     profile = sizing._PROFILES[speculative]
     tpb = sizing.TOKENS_PER_BLOCK
     pages = -(-(seq_len - 1 + profile.extra + profile.step) // tpb)

@@ -33,11 +33,12 @@ from .sizing_core import (
     _integer,
     _name,
     _new,
+    _options,
     _Record,
+    _shares,
     _shown,
     _tokens,
     install,
-    split_budget,
 )
 
 __all__ = ["EngineCapacity", "engine_capacity"]
@@ -1141,21 +1142,17 @@ def _trtllm_capacity(
             f"block_size must be {TOKENS_PER_BLOCK} (the spec's tokens_per_block) for "
             f"engine 'trtllm-v2' here; kvgen.engines answers for other page sizes"
         )
-    args = (
-        model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
-        pp_rank, False, False, 0.95, False, "trtllm-v2",
-    )  # fmt: skip
-    terms = _cached_terms(*args)
+    options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
+                       pp_size, pp_rank)  # fmt: skip
+    terms = _cached_terms(options)
     budget = budget_bytes
     if type(budget) is not int or not 0 < budget <= _MAX_INT:
         budget = _integer("budget_bytes", budget_bytes, 1)
     target = terms[0]
     if len(terms) > 1:  # a separate draft pool takes its share first (§6)
-        budget = split_budget(
-            model, budget, speculative=speculative, max_batch_size=max_batch_size,
-            max_num_tokens=max_num_tokens, max_seq_len=max_seq_len, tp_size=tp_size,
-            pp_size=pp_size, pp_rank=pp_rank,
-        )["target"]  # fmt: skip
+        budget = _shares(terms, budget, "gpu")["target"]
+    max_batch_size, max_num_tokens = options.max_batch_size, options.max_num_tokens
+    max_seq_len = options.max_seq_len
     tokens = _tokens(target, budget, max_num_tokens)
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len

@@ -141,7 +141,7 @@ def test_kvgen_s_own_interpreter_unbound_sizes_no_model():
     # The source holds an empty family's tables: nothing is sized until a family binds it.
     assert sizing_core.MODELS == () and not sizing_core._MODELS
     with pytest.raises(ValueError, match="model must be one of ; got 'hybrid'"):
-        sizing_core._required("hybrid", "none", 1, 1, 1)
+        sizing_core._options("hybrid", "none", 1, 1, 1)
 
 
 def test_a_bound_family_leaves_the_source_and_other_families_untouched():
