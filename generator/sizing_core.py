@@ -347,16 +347,19 @@ def _options(
         max_seq_len = _integer("max_seq_len", max_seq_len, 1, entry.max_seq_len, f" for {model}")
     if type(tp_size) is not int or not 0 < tp_size <= _MAX_INT:
         tp_size = _integer("tp_size", tp_size, 1)
-    if type(pp_size) is not int or not 0 < pp_size <= entry.layers.layer_count:
+    if type(pp_size) is not int or (pp_size != 1 and not 0 < pp_size <= entry.layers.layer_count):
         pp_size = _integer("pp_size", pp_size, 1, entry.layers.layer_count, " layers")
     if type(pp_rank) is not int or not 0 <= pp_rank < pp_size:
         pp_rank = _integer("pp_rank", pp_rank, 0)
         if pp_rank >= pp_size:
             raise ValueError(f"pp_rank must be in [0, {pp_size}), got {pp_rank}")
-    if type(scratch_reuse) is not bool or type(block_reuse) is not bool:
+    if (
+        type(scratch_reuse) is not bool
+        or type(block_reuse) is not bool
+        or type(overlap_slack) is not bool
+    ):
         _flag("scratch_reuse", scratch_reuse)
         _flag("block_reuse", block_reuse)
-    if type(overlap_slack) is not bool:
         _flag("overlap_slack", overlap_slack)
     if type(util) is not float or not 0.0 < util <= 1.0:
         util = _fraction("max_util_for_resume", util)
@@ -428,30 +431,39 @@ def _headroom(profile: Profile, overlap_slack: bool) -> int:
     return profile.extra + profile.step + (profile.draft_len if overlap_slack else 0)
 
 
-def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
-    """Layers of each kind on one pipeline rank: contiguous layers, the first ``count % pp``
-    ranks one more; from each kind's running count over the pattern (``_prefix_counts``),
-    O(kinds) per split, never per layer nor per pattern entry."""
+def _rank_window(stack: Stack, pp_size: int, pp_rank: int) -> tuple[int, int, int]:
+    """One pipeline rank's contiguous layers (the first ``count % pp`` ranks one more) as
+    (start, end, laps): ``laps`` whole patterns and ``pattern[start:end]``, where an end past
+    the period wraps round to the pattern's start (§1)."""
     base, rem = divmod(stack.layer_count, pp_size)
     period = len(stack.pattern)
     start = (pp_rank * base + min(pp_rank, rem)) % period
     laps, rest = divmod(base + (pp_rank < rem), period)
-    end = start + rest
-    counts = {}
-    for name, before in _PREFIXES[id(stack)]:  # before[i]: the kind's entries in pattern[:i]
-        if end <= period:
-            counts[name] = laps * before[period] + before[end] - before[start]
-        else:
-            counts[name] = (laps + 1) * before[period] - before[start] + before[end - period]
-    return counts
+    return start, start + rest, laps
 
 
-def _prefix_counts(stack: Stack) -> tuple[tuple[str, tuple[int, ...]], ...]:
+def _count_in(before: tuple[int, ...], window: tuple[int, int, int]) -> int:
+    """A kind's layers in a rank's ``window`` (``_rank_window``) from its running count over
+    the pattern (``before[i]``: its entries in pattern[:i]): O(1) per kind and split."""
+    start, end, laps = window
+    period = len(before) - 1
+    if end <= period:
+        return laps * before[period] + before[end] - before[start]
+    return (laps + 1) * before[period] - before[start] + before[end - period]
+
+
+def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
+    """Layers of each kind on one pipeline rank (what ``_on_rank`` counts per kind)."""
+    window = _rank_window(stack, pp_size, pp_rank)
+    return {name: _count_in(before, window) for name, before in _prefix_counts(stack).items()}
+
+
+def _prefix_counts(stack: Stack) -> dict[str, tuple[int, ...]]:
     """Per kind of ``stack``, how many of the first i pattern entries name it, i = 0..period."""
-    return tuple(
-        (name, (0, *itertools.accumulate(entry == name for entry in stack.pattern)))
+    return {
+        name: (0, *itertools.accumulate(entry == name for entry in stack.pattern))
         for name in stack.kinds
-    )
+    }
 
 
 # At one tp, on one rank: a life cycle group is (window, sinks, sink pages, bytes per token of
@@ -671,23 +683,23 @@ def _kind_class(kind: Kind) -> type[_CacheKind]:
 
 
 # ---- a (model, profile)'s layers, and the same layers on one rank at one tp ----
-# A kind's layers and where their count on a rank comes from: ``kind`` names a kind of the
-# model's layers (counted per pipeline split, ``_rank_counts``); "" a draft or extra layer's,
-# all held by the last rank (§6). Then the kind's row (``_CacheKind.row``) less its count.
-_Member = tuple[str, int, tuple[Any, ...]]
+# A cached kind's layers of a manager: the kind's running count over the model's pattern
+# (``_prefix_counts``; None: a draft or extra layer, all held by the last rank, §6), its layer
+# count, its slot (a life cycle's index in ``_Layers.groups``, or _FULL, _STATE, _CROSS), its
+# kind's class and its row less the count (``_CacheKind.row``; attention: (kv_heads,
+# head_dim, element, fixed)).
+_Member = tuple[tuple[int, ...] | None, int, int, "type[_CacheKind]", tuple[Any, ...]]
+_FULL, _STATE, _CROSS = -1, -2, -3
 
 
 class _Layers(NamedTuple):
     """One manager's cached layers of a (model, profile), read from the tables once
-    (``_layers``): full-attention rows, life-cycle groups in (window, sinks, chunk) order,
-    recurrent rows and cross-attention rows."""
+    (``_layers``): its members in table order, and its sliding and chunked life cycles as
+    (window, sinks, sink pages, chunk, the kind's class) in (window, sinks, chunk) order."""
 
     manager: str
-    full: tuple[_Member, ...]
-    # (window, sinks, sink pages, chunk, the life cycle's class, its members)
-    groups: tuple[tuple[int, int, int, int, "type[_Sliding]", tuple[_Member, ...]], ...]
-    states: tuple[_Member, ...]
-    crosses: tuple[_Member, ...]
+    members: tuple[_Member, ...]
+    groups: tuple[tuple[int, int, int, int, "type[_Sliding]"], ...]
 
 
 class _OnRank(NamedTuple):
@@ -720,32 +732,33 @@ def _layers(model: str, speculative: str) -> tuple[_Layers, ...]:
 
 def _manager_layers(manager: str, stacks: list[tuple[Stack, bool]]) -> _Layers:
     """Each cached kind of ``stacks`` (a stack and whether a pipeline split counts its kinds)
-    as a member of its row list, in table order; sliding and chunked kinds grouped by life
-    cycle."""
-    full: list[_Member] = []
-    states: list[_Member] = []
-    crosses: list[_Member] = []
-    cycles: dict[tuple[int, int, int], tuple[type[_Sliding], list[_Member]]] = {}
+    as a member, in table order; sliding and chunked kinds grouped by life cycle."""
+    members: list[_Member] = []
+    cycles: dict[tuple[int, int, int], tuple[int, Any]] = {}  # key -> (slot, class)
     for stack, split in stacks:
+        before = _prefix_counts(stack) if split else {}
         for name, kind in stack.kinds.items():
             cls = _kind_class(kind)
             if cls.rows is None:
                 continue
             row = cls.row(kind)
-            member = (name if split else "", kind.layers, row)
-            if cls.rows == 1:
-                states.append(member)
-            elif cls.rows == 2:
-                crosses.append(member)
-            elif row[0] is None:
-                full.append(member)
-            else:  # a window: a life cycle, keyed by (window, sinks, chunk)
-                cycles.setdefault((row[0], row[1], row[6]), (row[7], []))[1].append(member)
+            slot = _STATE if cls.rows == 1 else _CROSS
+            if cls.rows == 0:
+                window, sinks, *shape, chunk, _cls = row
+                row = tuple(shape)
+                slot = _FULL
+                if window is not None:  # a life cycle, keyed by (window, sinks, chunk)
+                    slot = cycles.setdefault((window, sinks, chunk), (len(cycles), cls))[0]
+            members.append((before.get(name), kind.layers, slot, cls, row))
+    # Life cycles in (window, sinks, chunk) order: their slots renumbered to that order.
+    order = sorted(cycles)
+    renumber = {cycles[key][0]: i for i, key in enumerate(order)}
+    members = [(b, n, renumber.get(slot, slot), cls, row) for b, n, slot, cls, row in members]
     groups = tuple(
-        (window, sinks, -(-sinks // TOKENS_PER_BLOCK), chunk, life, tuple(members))
-        for (window, sinks, chunk), (life, members) in sorted(cycles.items())
+        (window, sinks, -(-sinks // TOKENS_PER_BLOCK), chunk, cycles[window, sinks, chunk][1])
+        for window, sinks, chunk in order
     )
-    return _Layers(manager, tuple(full), groups, tuple(states), tuple(crosses))
+    return _Layers(manager, tuple(members), groups)
 
 
 def _rank(
@@ -756,57 +769,68 @@ def _rank(
     where the engines refuse the split: a KV-sharing reader away from its cache (§1), an
     uneven state (§8), full attention that does not split over DCP (§9)."""
     layers = _LAYERS.get((model, speculative)) or _layers(model, speculative)
-    counts = None
+    window = None
     if pp_size > 1:
         stack = _MODELS[model].layers
         if model in _READERS:  # KV sharing: each reader on the rank of its cache (§1)
             _check_shared_on_rank(stack, pp_size, pp_rank)
-        counts = _rank_counts(stack, pp_size, pp_rank)
+        window = _rank_window(stack, pp_size, pp_rank)
     last = pp_rank == pp_size - 1  # draft and extra layers live with the last pipeline stage
-    ranked = tuple([_on_rank(manager, counts, last, tp_size) for manager in layers])
+    on_ranks = []
+    for manager in layers:
+        on_ranks.append(_on_rank(manager, window, last, tp_size))
     if dcp != 1:  # each DCP rank holds one token in dcp of full attention (§9)
-        ranked = tuple([r._replace(slope=_dcp_slope(r.manager, r.slope, dcp)) for r in ranked])
+        on_ranks = [r._replace(slope=_dcp_slope(r.manager, r.slope, dcp)) for r in on_ranks]
+    ranked = tuple(on_ranks)
     if len(_RANKS) >= 4096:  # bounded like the answers cache
         _RANKS.clear()
     _RANKS[model, speculative, pp_size, pp_rank, tp_size, dcp] = ranked
     return ranked
 
 
-def _on_rank(layers: _Layers, counts: dict[str, int] | None, last: bool, tp: int) -> _OnRank:
-    """One manager's layers summed on a rank: ``counts`` per kind of the model's layers (None:
-    a single rank, every layer), the draft and extra layers on the ``last`` rank (§1, §3)."""
+def _on_rank(layers: _Layers, window: tuple[int, int, int] | None, last: bool, tp: int) -> _OnRank:
+    """One manager's layers summed on a rank at tp: the model's layers in the rank's
+    ``window`` (None: a single rank, every layer), draft and extra layers on the ``last``
+    rank; each kind's bytes per token from its class (§1, §3)."""
     slope = 0
-    for kind, layers_, (_w, _s, heads, head_dim, element, fixed, _c, cls) in layers.full:
-        n = (layers_ if counts is None else counts[kind]) if kind else layers_ if last else 0
-        if n:
-            slope += n * cls.bytes_per_token(heads, head_dim, element, fixed, tp)
-    groups = []
-    for window, sinks, sink_pages, chunk, life, members in layers.groups:
-        cycle = 0
-        distinct: list[int] = []  # each b_l once: scratch reuse grows one layer per (w, b_l) (§3)
-        for kind, layers_, (_w, _s, heads, head_dim, element, fixed, _c, _cls) in members:
-            n = (layers_ if counts is None else counts[kind]) if kind else layers_ if last else 0
-            if n:
-                bpt = life.bytes_per_token(heads, head_dim, element, fixed, tp)
-                cycle += n * bpt
-                if bpt not in distinct:
-                    distinct.append(bpt)
-        if distinct:
-            groups.append((window, sinks, sink_pages, cycle, sum(distinct), chunk, life))
+    groups = layers.groups
+    cycles = [0] * len(groups)
+    distinct: list[list[int] | None] = [None] * len(groups)  # b_l once per life cycle (§3)
     states = []
-    for kind, layers_, row in layers.states:
-        n = (layers_ if counts is None else counts[kind]) if kind else layers_ if last else 0
-        if n:
-            states.append((n, *row))
     crosses = []
-    for kind, layers_, row in layers.crosses:
-        n = (layers_ if counts is None else counts[kind]) if kind else layers_ if last else 0
-        if n:
-            crosses.append((n, *row))
+    for before, count, slot, cls, row in layers.members:
+        if before is None:
+            if not last:
+                continue
+        elif window is not None:
+            count = _count_in(before, window)
+        if not count:
+            continue
+        if slot == _STATE:
+            states.append((count, *row))
+        elif slot == _CROSS:
+            crosses.append((count, *row))
+        else:
+            heads, head_dim, element, fixed = row
+            bpt = cls.bytes_per_token(heads, head_dim, element, fixed, tp)  # type: ignore[attr-defined]
+            if slot == _FULL:
+                slope += count * bpt
+                continue
+            cycles[slot] += count * bpt
+            seen = distinct[slot]
+            if seen is None:
+                distinct[slot] = [bpt]
+            elif bpt not in seen:
+                seen.append(bpt)  # scratch reuse grows one layer per (w, b_l)
+    on_rank_groups = []
+    for i, seen in enumerate(distinct):
+        if seen is not None:
+            cycle_window, sinks, sink_pages, chunk, life = groups[i]
+            on_rank_groups.append((cycle_window, sinks, sink_pages, cycles[i], sum(seen), chunk,
+                                   life))  # fmt: skip
     sums = _state_at_tp(tuple(states), tp) if states else _NO_STATE
-    on_rank: _OnRank = _new(
-        _OnRank, (layers.manager, slope, sums, tuple(groups), bool(states), tuple(crosses))
-    )
+    values = (layers.manager, slope, sums, tuple(on_rank_groups), bool(states), tuple(crosses))
+    on_rank: _OnRank = _new(_OnRank, values)
     return on_rank
 
 
@@ -816,9 +840,10 @@ def _on_rank(layers: _Layers, counts: dict[str, int] | None, last: bool, tp: int
 def _compute(options: _Options) -> _Answer:
     """Every named term of the static cost per manager (§3, §4) for validated options, and
     the CacheCost of each (built here, so that a never-seen ``cache_costs`` call runs one
-    function)."""
+    function): per manager, its layers on the rank (``_rank``), their life cycles
+    (``_life_cycles``), the full pool, cross attention, the resume watermark, recurrent rows."""
     (model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, scratch_reuse,
-     block_reuse, _util, overlap_slack, semantics, attention_dp, _update, dcp, encoder_tokens,
+     block_reuse, util, overlap_slack, semantics, attention_dp, update, dcp, encoder_tokens,
      ) = options  # fmt: skip
     profile = _PROFILES[speculative]
     if attention_dp:
@@ -826,24 +851,50 @@ def _compute(options: _Options) -> _Answer:
     key = (model, speculative, pp_size, pp_rank, tp_size, dcp)
     ranked = _RANKS.get(key) or _rank(*key)
     head = _headroom(profile, overlap_slack)
-    backoff = profile.backoff if block_reuse else 0
     exact = semantics == "exact"
+    tpb = TOKENS_PER_BLOCK
+    span = tpb * dcp  # DCP: one page of tpb tokens on each DCP rank spans tpb * dcp tokens (§9)
     terms = []
     costs = {}
     for name, slope, sums, groups, states, crosses in ranked:
-        # Per request: the recurrent state and the encoder's K/V (whole pages, §4).
-        per_request = sums[0]
-        if crosses:
+        per_request = state = sums[0]
+        if crosses:  # cross-attention: fixed per request, whole pages (§4)
             per_request += _cross_bytes(crosses, tp_size, encoder_tokens)
-        cycles = _NO_CYCLES
+        fixed_pool_bytes = batch * per_request
+        ctx_swa = ctx_rounding = 0
+        pools: tuple[tuple[int, int, int], ...] = ()
+        cycles: tuple[tuple[int, int, int, int, int], ...] = ()
         if groups:
             scratch = scratch_reuse and name == "target"  # scratch reuse: targets only (§3)
-            cycles = _life_cycles(groups, profile.extra, head, backoff, scratch, exact,
-                                  batch, chunk, max_seq_len)  # fmt: skip
-        t = _manager_terms(options, profile, name, slope, sums, states, crosses, per_request,
-                           cycles, exact)  # fmt: skip
-        terms.append(t)
-        costs[name] = _new(CacheCost, (t.slope, t.intercept))
+            backoff = profile.backoff if block_reuse else 0
+            as_full, held, ctx_swa, ctx_rounding, fixed, pools, cycles = _life_cycles(
+                groups, profile.extra, head, backoff, scratch, exact, batch, chunk, max_seq_len
+            )
+            slope += as_full
+            per_request += held
+            fixed_pool_bytes += fixed
+        intercept = batch * per_request + chunk * ctx_swa
+        full_rounding = resume_rounding = None
+        if exact:
+            if slope:  # full attention: ceil((T + B*(span-1))/span) pages, uncapped (§3)
+                pools += ((span * slope, -1, batch * (span - 1)),)
+            full_rounding = batch * (span - 1) * slope
+            ctx_rounding *= min(batch, chunk) * (tpb - 1)
+            intercept += full_rounding + ctx_rounding
+        if name == "draft" and len(cycles) == 1 and not (slope or state or crosses):
+            resume_rounding = _resume_rounding(intercept, tpb * cycles[0][3], util)
+            intercept += resume_rounding
+        recurrent: tuple[tuple[str, int], ...] = ()
+        if states:
+            recurrent = _state_rows(sums, batch, profile, attention_dp, update)
+            rows_bytes = sum([value for _term, value in recurrent])
+            intercept += rows_bytes
+            fixed_pool_bytes += rows_bytes  # the reserved and speculative rows are fixed (§8)
+        values = (name, slope, per_request, ctx_swa, full_rounding,
+                  ctx_rounding if exact else None, resume_rounding, intercept, cycles,
+                  fixed_pool_bytes, pools, recurrent, span)  # fmt: skip
+        terms.append(_new(_Terms, values))
+        costs[name] = _new(CacheCost, (slope, intercept))
     return tuple(terms), costs
 
 
@@ -852,7 +903,6 @@ def _compute(options: _Options) -> _Answer:
 # their context bytes per token; under "exact" the context bytes whose chunk needs a rounding,
 # their fixed pool bytes and their growing pools; each one's row of ``_Terms.life_cycles``.
 _Cycles = tuple[int, int, int, int, int, tuple[tuple[int, int, int], ...], tuple[Any, ...]]
-_NO_CYCLES: _Cycles = (0, 0, 0, 0, 0, (), ())
 
 
 def _life_cycles(
@@ -895,56 +945,10 @@ def _life_cycles(
     return as_full, held, ctx_swa, ctx_rounding, fixed, tuple(pools), tuple(cycles)
 
 
-def _manager_terms(
-    options: _Options,
-    profile: Profile,
-    name: str,
-    slope: int,
-    sums: _StateSums,
-    states: bool,
-    crosses: tuple[_CrossRow, ...],
-    per_request: int,
-    cycles: _Cycles,
-    exact: bool,
-) -> _Terms:
-    """One manager's terms (§4) from its layers on the rank, ``per_request`` bytes of state
-    and encoder K/V, and its life cycles: the full pool, the resume watermark of a
-    single-SWA-pool draft, the recurrent rows."""
-    batch, chunk = options.max_batch_size, options.max_num_tokens
-    tpb = TOKENS_PER_BLOCK
-    span = tpb * options.dcp_size  # DCP: a page of tpb tokens on each DCP rank (§9)
-    as_full, held, ctx_swa, ctx_rounding, fixed, pools, life_cycles = cycles
-    slope += as_full
-    fixed_pool_bytes = batch * per_request + fixed
-    per_request += held
-    intercept = batch * per_request + chunk * ctx_swa
-    full_rounding = resume_rounding = None
-    if exact:
-        if slope:  # full attention: ceil((T + B*(span-1))/span) pages, uncapped (§3)
-            pools += ((span * slope, -1, batch * (span - 1)),)
-        full_rounding = batch * (span - 1) * slope
-        ctx_rounding *= min(batch, chunk) * (tpb - 1)
-        intercept += full_rounding + ctx_rounding
-    if name == "draft" and len(life_cycles) == 1 and not (slope or sums[0] or crosses):
-        resume_rounding = _resume_rounding(intercept, tpb * life_cycles[0][3], options)
-        intercept += resume_rounding
-    recurrent: tuple[tuple[str, int], ...] = ()
-    if states:
-        recurrent = _state_rows(sums, batch, profile, options)
-        rows_bytes = sum([value for _term, value in recurrent])
-        intercept += rows_bytes
-        fixed_pool_bytes += rows_bytes  # the reserved and speculative rows are fixed pools (§8)
-    values = (name, slope, per_request, ctx_swa, full_rounding,
-              ctx_rounding if exact else None, resume_rounding, intercept, life_cycles,
-              fixed_pool_bytes, pools, recurrent, span)  # fmt: skip
-    terms: _Terms = _new(_Terms, values)
-    return terms
-
-
-def _resume_rounding(intercept: int, slot: int, options: _Options) -> int:
+def _resume_rounding(intercept: int, slot: int, util: float) -> int:
     """Resume watermark (§4): a single SWA pool rounded up so that a suspended request can
     resume under max_util_for_resume, which the engine compares as a float32."""
-    util32 = float32(options.max_util_for_resume)
+    util32 = float32(util)
     return math.ceil(-(-intercept // slot) / util32) * slot - intercept
 
 
@@ -960,18 +964,18 @@ def _dcp_slope(manager: str, slope: int, dcp: int) -> int:
 
 
 def _state_rows(
-    sums: _StateSums, batch: int, profile: Profile, options: _Options
+    sums: _StateSums, batch: int, profile: Profile, attention_dp: bool, update: str
 ) -> tuple[tuple[str, int], ...]:
     """The recurrent rows the engine keeps beyond one per request (§8): one slot shared by the
     CUDA-graph padding dummies (+1 for the attention-DP dummy), and under speculative decoding
     B intermediate conv windows of T = K + 1 steps with either T SSM states (default) or a
     double-buffered replay history of max(16, T) steps per slot (replay)."""
     state, conv, ssm, replay = sums
-    reserved = 1 + options.attention_dp
+    reserved = 1 + attention_dp
     rows = [("state_reserved_rows", reserved * state)]
     if profile.mode != "none":
         step = profile.draft_len + 1 if profile.mode == "pard" else profile.step  # T
-        if options.mamba_state_update == "replay":
+        if update == "replay":
             rows.append(("spec_intermediate_states", batch * step * conv))
             history = max(16, step)
             rows.append(("spec_replay_history", (batch + reserved) * 2 * history * replay))
@@ -1444,7 +1448,6 @@ _RUNTIME_ONLY = frozenset({"RUNTIME_VERSION", "bind", "install", "require_versio
 # caches it empties: what a (model, profile) holds, by manager (filled on first use, bounded
 # by models x profiles), and what it holds on one rank at one tp and DCP size.
 _READERS: frozenset[str]
-_PREFIXES: dict[int, tuple[tuple[str, tuple[int, ...]], ...]]
 _LAYERS: dict[tuple[str, str], tuple[_Layers, ...]]
 _RANKS: dict[tuple[str, str, int, int, int, int], tuple[_OnRank, ...]]
 _answers: Callable[[_Options], _Answer]
@@ -1499,9 +1502,9 @@ def bind(namespace: dict[str, object]) -> None:
 
 def _derive() -> None:
     """Per family, at bind (its namespace is this function's globals): the public tables of
-    names, each model's running kind counts, and empty caches of its own."""
+    names, the models with KV-sharing readers, and empty caches of its own."""
     global MODELS, SPECULATIVE, MAX_SEQ_LEN, PROFILES, MANAGERS
-    global _READERS, _PREFIXES, _LAYERS, _RANKS, _answers
+    global _READERS, _LAYERS, _RANKS, _answers
     MODELS = tuple(_MODELS)
     SPECULATIVE = tuple(_PROFILES)
     MAX_SEQ_LEN = {name: model.max_seq_len for name, model in _MODELS.items()}
@@ -1516,8 +1519,6 @@ def _derive() -> None:
         for name, model in _MODELS.items()
         if any(kind.reads is not None for kind in model.layers.kinds.values())
     )
-    # Per model's layers (by identity: the tables never change), each kind's running count.
-    _PREFIXES = {id(model.layers): _prefix_counts(model.layers) for model in _MODELS.values()}
     _LAYERS = {}
     _RANKS = {}
     # A pure function of validated options (plain values: 1, 1.0 and True never reach it alike).

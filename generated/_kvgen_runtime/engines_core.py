@@ -19,6 +19,7 @@ that a configuration not planned before costs a few microseconds (bench/bench_en
 
 # No `from __future__ import annotations`, as in kvgen.sizing_core (NamedTuple import cost).
 # Relative: the same import in kvgen and in the output folder's copy of the runtime.
+from contextlib import suppress
 from math import lcm
 from typing import NamedTuple
 
@@ -239,121 +240,49 @@ _GIB = 1 << 30
 _INFINITY = float("inf")
 
 
-class VllmGroups(_Record):
+class VllmGroups(NamedTuple):
     """One kind of group: ``group_count`` groups of layers that reserve blocks the same way."""
 
-    _fields = ("attention", "window", "block_size", "group_count", "layers")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        attention: str,  # "full" (also MLA), "sliding", "chunked" or "recurrent"
-        window: int | None,
-        block_size: int,  # tokens per block of these layers (pages may be unified upwards)
-        group_count: int,
-        layers: int,  # layers in the widest of them
-    ) -> None:
-        self.attention = attention
-        self.window = window
-        self.block_size = block_size
-        self.group_count = group_count
-        self.layers = layers
+    attention: str  # "full" (also MLA), "sliding", "chunked" or "recurrent"
+    window: int | None
+    block_size: int  # tokens per block of these layers (pages may be unified upwards)
+    group_count: int
+    layers: int  # layers in the widest of them
 
 
-class VllmPlan(_Record):
+class VllmPlan(NamedTuple):
     """The static part of vLLM's plan: everything that does not depend on the budget."""
 
-    _fields = (
-        "block_size",
-        "bytes_per_block",
-        "groups",
-        "group_size",
-        "padding_layers",
-        "mamba_page_padding",
-        "full",
-        "sliding",
-        "state_groups",
-        "native_max_seq_len",
-        "speculative_blocks",
-        "checkpoint_blocks",
-        "chunked",
-    )
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        block_size: int,  # attention block size after Mamba page unification
-        bytes_per_block: int,  # one block of the shared pool
-        groups: tuple[VllmGroups, ...],
-        group_size: int,  # layers per group
-        padding_layers: int,  # pages per block no layer uses (group padding layers)
-        mamba_page_padding: int,  # bytes added to each Mamba page (Mamba page unification)
-        full: tuple[tuple[int, int], ...],  # (groups, block size)
-        sliding: tuple[tuple[int, int, int], ...],  # (groups, window - 1 + retained, block size)
-        state_groups: int,
-        native_max_seq_len: int,  # the model's context length (vLLM's max_model_len limit)
-        speculative_blocks: int,  # extra state blocks per request per Mamba group (draft tokens)
-        checkpoint_blocks: int = 0,  # align mode: prefill checkpoint blocks per Mamba group
-        chunked: tuple[tuple[int, int, int], ...] = (),  # (groups, chunk, block size)
-    ) -> None:
-        self.block_size = block_size
-        self.bytes_per_block = bytes_per_block
-        self.groups = groups
-        self.group_size = group_size
-        self.padding_layers = padding_layers
-        self.mamba_page_padding = mamba_page_padding
-        self.full = full
-        self.sliding = sliding
-        self.state_groups = state_groups
-        self.native_max_seq_len = native_max_seq_len
-        self.speculative_blocks = speculative_blocks
-        self.checkpoint_blocks = checkpoint_blocks
-        self.chunked = chunked
+    block_size: int  # attention block size after Mamba page unification
+    bytes_per_block: int  # one block of the shared pool
+    groups: tuple[VllmGroups, ...]
+    group_size: int  # layers per group
+    padding_layers: int  # pages per block no layer uses (group padding layers)
+    mamba_page_padding: int  # bytes added to each Mamba page (Mamba page unification)
+    full: tuple[tuple[int, int], ...]  # (groups, block size)
+    sliding: tuple[tuple[int, int, int], ...]  # (groups, window - 1 + retained, block size)
+    state_groups: int
+    native_max_seq_len: int  # the model's context length (vLLM's max_model_len limit)
+    speculative_blocks: int  # extra state blocks per request per Mamba group (draft tokens)
+    checkpoint_blocks: int = 0  # align mode: prefill checkpoint blocks per Mamba group
+    chunked: tuple[tuple[int, int, int], ...] = ()  # (groups, chunk, block size)
 
 
-class SglangPlan(_Record):
+class SglangPlan(NamedTuple):
     """The static part of SGLang's sizing for one model (bytes per pool token and per slot)."""
 
-    _fields = (
-        "full_bytes_per_token",
-        "swa_bytes_per_token",
-        "window",
-        "state_bytes_per_request",
-        "ssm_extra_bytes",
-        "native_max_seq_len",
-    )
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        full_bytes_per_token: int,  # every layer sized full length
-        swa_bytes_per_token: int,  # hybrid-SWA sliding layers (0 otherwise)
-        window: int | None,  # the sliding window of a hybrid-SWA model
-        state_bytes_per_request: int,  # all recurrent layers, SSM part in the SSM dtype
-        ssm_extra_bytes: int,  # what the SSM dtype adds over the spec's dtype, per request
-        native_max_seq_len: int,  # the model's context length (SGLang's context_len)
-    ) -> None:
-        self.full_bytes_per_token = full_bytes_per_token
-        self.swa_bytes_per_token = swa_bytes_per_token
-        self.window = window
-        self.state_bytes_per_request = state_bytes_per_request
-        self.ssm_extra_bytes = ssm_extra_bytes
-        self.native_max_seq_len = native_max_seq_len
+    full_bytes_per_token: int  # every layer sized full length
+    swa_bytes_per_token: int  # hybrid-SWA sliding layers (0 otherwise)
+    window: int | None  # the sliding window of a hybrid-SWA model
+    state_bytes_per_request: int  # all recurrent layers, SSM part in the SSM dtype
+    ssm_extra_bytes: int  # what the SSM dtype adds over the spec's dtype, per request
+    native_max_seq_len: int  # the model's context length (SGLang's context_len)
 
 
-class SglangPools(_Record):
-    _fields = ("full_tokens", "swa_tokens", "state_slots")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        full_tokens: int,
-        swa_tokens: int,  # 0 unless hybrid SWA
-        state_slots: int,  # 0 unless Mamba hybrid (usable slots; one more is padding)
-    ) -> None:
-        self.full_tokens = full_tokens
-        self.swa_tokens = swa_tokens
-        self.state_slots = state_slots
+class SglangPools(NamedTuple):
+    full_tokens: int
+    swa_tokens: int  # 0 unless hybrid SWA
+    state_slots: int  # 0 unless Mamba hybrid (usable slots; one more is padding)
 
 
 def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
@@ -390,68 +319,33 @@ def _vllm_state_bytes(layer: EngineLayer, tp_size: int, draft_tokens: int, ssm_d
     return conv + ssm * DTYPE_BYTES[ssm_dtype or layer.dtype]
 
 
-class VllmLayout(_Record):
+class VllmLayout(NamedTuple):
     """What vLLM's plan reads from one model and profile, whatever the block size, tp and modes
     (``vllm_layout``): built once per (model, profile), so that a plan for another block size
     or tp does only the arithmetic that depends on them (``vllm_plan_at``)."""
 
-    _fields = (
-        "query_heads",
-        "split_heads",
-        "kv_heads_split",
-        "ssm_dtype",
-        "states",
-        "rows",
-        "one_kind",
-        "grouping",
-        "first_attention",
-        "mla",
-        "align",
-        "native_max_seq_len",
-        "retained",
-        "state_blocks",
-    )
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        query_heads: int,  # 0: unknown (no refusal)
-        split_heads: tuple[int, ...],  # distinct KV heads of full/sliding layers, in order
-        kv_heads_split: str,  # vLLM module that asserts them split over tp ("": none)
-        ssm_dtype: str,  # vLLM's SSM dtype for the model ("": the conv dtype)
-        states: tuple[EngineLayer, ...],  # recurrent rows, in order (one page each)
-        # Per row of layers, target then draft: (kind, window, shape, layers, index into
-        # states or -1, per-token bytes fixed whatever tp (0: split by tp), KV heads, bytes
-        # per head and token).
-        rows: tuple[tuple[str, int | None, tuple[object, ...], int, int, int, int, int], ...],
-        one_kind: tuple[str, int | None] | None,  # the one (kind, window) of every layer
-        # A hybrid whose rows each make their own groups whatever their pages (no two of one
-        # kind and shape): (group size, padding layers, widest group's layers, (groups,
-        # layers per group) per row); None: grouped per plan.
-        grouping: tuple[int, int, int, tuple[tuple[int, int], ...]] | None,
-        first_attention: tuple[int, int, int] | None,  # (fixed, heads, bytes per head)
-        mla: bool,  # an MLA layer: hybrid pages unify on the MLA kernels' block
-        # Align mode per GDN prefill backend (flashinfer, triton): (prefill checkpoint blocks
-        # per Mamba group, the token grid checkpoints land on).
-        align: tuple[tuple[int, int], tuple[int, int]],
-        native_max_seq_len: int,
-        retained: int,
-        state_blocks: int,
-    ) -> None:
-        self.query_heads = query_heads
-        self.split_heads = split_heads
-        self.kv_heads_split = kv_heads_split
-        self.ssm_dtype = ssm_dtype
-        self.states = states
-        self.rows = rows
-        self.one_kind = one_kind
-        self.grouping = grouping
-        self.first_attention = first_attention
-        self.mla = mla
-        self.align = align
-        self.native_max_seq_len = native_max_seq_len
-        self.retained = retained
-        self.state_blocks = state_blocks
+    query_heads: int  # 0: unknown (no refusal)
+    split_heads: tuple[int, ...]  # distinct KV heads of full/sliding layers, in order
+    kv_heads_split: str  # vLLM module that asserts them split over tp ("": none)
+    ssm_dtype: str  # vLLM's SSM dtype for the model ("": the conv dtype)
+    states: tuple[EngineLayer, ...]  # recurrent rows, in order (one page each)
+    # Per row of layers, target then draft: (kind, window, shape, layers, index into
+    # states or -1, per-token bytes fixed whatever tp (0: split by tp), KV heads, bytes
+    # per head and token).
+    rows: tuple[tuple[str, int | None, tuple[object, ...], int, int, int, int, int], ...]
+    one_kind: tuple[str, int | None] | None  # the one (kind, window) of every layer
+    # A hybrid whose rows each make their own groups whatever their pages (no two of one
+    # kind and shape): (group size, padding layers, widest group's layers, (groups,
+    # layers per group) per row); None: grouped per plan.
+    grouping: tuple[int, int, int, tuple[tuple[int, int], ...]] | None
+    first_attention: tuple[int, int, int] | None  # (fixed, heads, bytes per head)
+    mla: bool  # an MLA layer: hybrid pages unify on the MLA kernels' block
+    # Align mode per GDN prefill backend (flashinfer, triton): (prefill checkpoint blocks
+    # per Mamba group, the token grid checkpoints land on).
+    align: tuple[tuple[int, int], tuple[int, int]]
+    native_max_seq_len: int
+    retained: int
+    state_blocks: int
 
 
 def _token_bytes_split(layer: EngineLayer) -> tuple[int, int, int]:
@@ -842,41 +736,20 @@ def vllm_capacity(
     return capacity
 
 
-class SglangLayout(_Record):
+class SglangLayout(NamedTuple):
     """What SGLang's sizing reads from one model alone, whatever tp and the SSM dtype
     (``sglang_layout``): built once per model, so that a plan for another tp does only the
     arithmetic that depends on it (``sglang_plan_at``)."""
 
-    _fields = (
-        "attention",
-        "window",
-        "attention_layers",
-        "mamba",
-        "states",
-        "ssm_state_bytes",
-        "native_max_seq_len",
-    )
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        # Per attention row: (layers, bytes per token fixed whatever tp (0: split by tp),
-        # KV heads, bytes per head and token, in the sliding pool).
-        attention: tuple[tuple[int, int, int, int, bool], ...],
-        window: int | None,  # the sliding window of a hybrid-SWA model
-        attention_layers: int,
-        mamba: bool,  # every recurrent layer known by its dimensions (Mamba2StateShape)
-        states: tuple[EngineLayer, ...],  # the recurrent rows
-        ssm_state_bytes: int,  # per recurrent layer, bf16, tp=1 (state bytes only rows)
-        native_max_seq_len: int,
-    ) -> None:
-        self.attention = attention
-        self.window = window
-        self.attention_layers = attention_layers
-        self.mamba = mamba
-        self.states = states
-        self.ssm_state_bytes = ssm_state_bytes
-        self.native_max_seq_len = native_max_seq_len
+    # Per attention row: (layers, bytes per token fixed whatever tp (0: split by tp),
+    # KV heads, bytes per head and token, in the sliding pool).
+    attention: tuple[tuple[int, int, int, int, bool], ...]
+    window: int | None  # the sliding window of a hybrid-SWA model
+    attention_layers: int
+    mamba: bool  # every recurrent layer known by its dimensions (Mamba2StateShape)
+    states: tuple[EngineLayer, ...]  # the recurrent rows
+    ssm_state_bytes: int  # per recurrent layer, bf16, tp=1 (state bytes only rows)
+    native_max_seq_len: int
 
 
 def sglang_layout(entry: EngineModel) -> SglangLayout:
@@ -1097,8 +970,10 @@ def _vllm_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
 
 def _check_model(model: object, speculative: object, engine: str) -> EngineModel:
     """The model's rows, the profile checked to apply to it; else ValueError naming them."""
-    name = _name("model", model, MODELS)
-    profile = _name("speculative", speculative, SPECULATIVE)
+    name = model if type(model) is str and model in _MODELS else _name("model", model, MODELS)
+    profile = speculative
+    if type(profile) is not str or profile not in SPECULATIVE:
+        profile = _name("speculative", speculative, SPECULATIVE)
     if profile not in _MODELS[name].profiles:
         raise ValueError(f"speculative {profile!r} does not apply to model {name!r}")
     entry: EngineModel = _ENGINE_MODELS[name]
@@ -1276,8 +1151,7 @@ def engine_capacity(
         if ssm not in SSM_DTYPES:
             raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm!r}")
         if layout_s is None:
-            draft = 0 if speculative == "none" else entry.drafts[speculative].sglang_layers
-            layout_s = (sglang_layout(entry), draft)
+            layout_s = _sglang_layout(entry, speculative)
             _SGLANG_LAYOUTS[(model, speculative)] = layout_s  # bounded: models x profiles
         plan_s = sglang_plan_at(layout_s[0], tp, ssm, layout_s[1])
         if len(_SGLANG_PLANS) >= 4096:
@@ -1289,6 +1163,13 @@ def engine_capacity(
     )
 
 
+def _sglang_layout(entry: EngineModel, speculative: str) -> tuple[SglangLayout, int]:
+    """SGLang's layout of a model and profile (checked by ``_check_model``), with the
+    EAGLE3/MTP draft layers it adds."""
+    draft = 0 if speculative == "none" else entry.drafts[speculative].sglang_layers
+    return sglang_layout(entry), draft
+
+
 def bind(namespace: dict[str, object]) -> None:
     """Install the engine policies over a family's namespace, after ``sizing_core.bind``
     (they read its tables, ``_ENGINE_MODELS`` and the interpreter installed there)."""
@@ -1297,9 +1178,21 @@ def bind(namespace: dict[str, object]) -> None:
 
 
 def _derive_engines() -> None:
-    """Per family, at bind: its own plan caches (model names repeat across families)."""
+    """Per family, at bind: its own plan caches (model names repeat across families), and the
+    layout of every model and profile that each engine answers (what they alone decide), so
+    that the first plan of a configuration is only its arithmetic (``vllm_plan_at``,
+    ``sglang_plan_at``)."""
     global _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
     _VLLM_PLANS = {}
     _SGLANG_PLANS = {}
     _VLLM_LAYOUTS = {}
     _SGLANG_LAYOUTS = {}
+    for model, entry in _ENGINE_MODELS.items():
+        for speculative in _MODELS[model].profiles:
+            # A pair an engine does not answer (NotModelled too) keeps no layout: the call
+            # raises the same error.
+            with suppress(ValueError):
+                _VLLM_LAYOUTS[model, speculative] = vllm_layout(entry, speculative)
+            with suppress(ValueError):
+                _check_model(model, speculative, "sglang")  # its refusals, as a call's
+                _SGLANG_LAYOUTS[model, speculative] = _sglang_layout(entry, speculative)
