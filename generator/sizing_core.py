@@ -166,6 +166,8 @@ SPECULATIVE: tuple[str, ...] = ()
 MAX_SEQ_LEN: dict[str, int] = {}
 PROFILES: dict[str, tuple[str, ...]] = {}  # profiles that apply to each model, "none" first
 MANAGERS: dict[str, tuple[str, ...]] = {}  # a separate draft pool is its own manager (§6)
+# What ``_options`` checks each model's options against: its profiles, context and layers.
+_LIMITS: dict[str, tuple[tuple[str, ...], int, int]] = {}
 # A row's element code: bytes per element (a plain dtype), or <= 0 for a layout that stores
 # scales beside its elements (§1), a key of ``_SCALED``: that layout's row of
 # ``facts.SCALED_LAYOUTS``. NVFP4 is 0, which is also the code of a row with no dtype.
@@ -326,29 +328,28 @@ def _options(
     checked once, as a plain value, or ValueError naming the argument and what it takes.
     Valid plain values pass the inline checks; anything else goes through ``_integer`` and
     co., which name it or convert it (numpy ints, float subclasses)."""
-    entry = _MODELS.get(model) if type(model) is str else None
-    if entry is None:
+    limits = _LIMITS.get(model) if type(model) is str else None
+    if limits is None:
         model = _name("model", model, MODELS)
-        entry = _MODELS[model]
-    profile = _PROFILES.get(speculative) if type(speculative) is str else None
-    if profile is None:
-        speculative = _name("speculative", speculative, SPECULATIVE)
-        profile = _PROFILES[speculative]
-    if speculative not in entry.profiles:
+        limits = _LIMITS[model]
+    profiles, most_tokens, layer_count = limits
+    if speculative not in profiles:
+        if type(speculative) is not str or speculative not in _PROFILES:
+            speculative = _name("speculative", speculative, SPECULATIVE)
         raise ValueError(
             f"speculative {speculative!r} does not apply to model {model!r}; "
-            f"profiles for {model}: {', '.join(entry.profiles)}"
+            f"profiles for {model}: {', '.join(profiles)}"
         )
     if type(batch) is not int or not 0 < batch <= _MAX_INT:
         batch = _integer("max_batch_size", batch, 1)
     if type(chunk) is not int or not 0 < chunk <= _MAX_INT:
         chunk = _integer("max_num_tokens", chunk, 1)
-    if type(max_seq_len) is not int or not 0 < max_seq_len <= entry.max_seq_len:
-        max_seq_len = _integer("max_seq_len", max_seq_len, 1, entry.max_seq_len, f" for {model}")
+    if type(max_seq_len) is not int or not 0 < max_seq_len <= most_tokens:
+        max_seq_len = _integer("max_seq_len", max_seq_len, 1, most_tokens, f" for {model}")
     if type(tp_size) is not int or not 0 < tp_size <= _MAX_INT:
         tp_size = _integer("tp_size", tp_size, 1)
-    if type(pp_size) is not int or (pp_size != 1 and not 0 < pp_size <= entry.layers.layer_count):
-        pp_size = _integer("pp_size", pp_size, 1, entry.layers.layer_count, " layers")
+    if type(pp_size) is not int or (pp_size != 1 and not 0 < pp_size <= layer_count):
+        pp_size = _integer("pp_size", pp_size, 1, layer_count, " layers")
     if type(pp_rank) is not int or not 0 <= pp_rank < pp_size:
         pp_rank = _integer("pp_rank", pp_rank, 0)
         if pp_rank >= pp_size:
@@ -370,9 +371,9 @@ def _options(
     if mamba_state_update != "default" and mamba_state_update != "replay":
         _name("mamba_state_update", mamba_state_update, MAMBA_STATE_UPDATES)
     if type(dcp_size) is not int or dcp_size != 1:
-        dcp_size = _dcp_size(entry, profile, str(speculative), tp_size, attention_dp, dcp_size)
+        dcp_size = _dcp_size(str(model), str(speculative), tp_size, attention_dp, dcp_size)
     if encoder_tokens is not None:
-        encoder_tokens = _encoder_tokens(entry, model, encoder_tokens)
+        encoder_tokens = _encoder_tokens(_MODELS[str(model)], model, encoder_tokens)
     values = (model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
               scratch_reuse, block_reuse, util, overlap_slack, semantics, attention_dp,
               mamba_state_update, dcp_size, encoder_tokens)  # fmt: skip
@@ -380,14 +381,7 @@ def _options(
     return options
 
 
-def _dcp_size(
-    entry: Model,
-    profile: Profile,
-    speculative: str,
-    tp_size: int,
-    attention_dp: object,
-    dcp: object,
-) -> int:
+def _dcp_size(model: str, speculative: str, tp_size: int, attention_dp: object, dcp: object) -> int:
     """``dcp`` as an int, or ValueError where the engines refuse decode context parallelism
     (§9): the DCP group is carved from the TP ranks that hold copies of the same KV heads
     (vLLM ``config/parallel.py``, ``config/model.py``), and only full-attention caches are
@@ -399,7 +393,8 @@ def _dcp_size(
         raise ValueError(dcp_with_attention_dp(dcp))
     if tp_size % dcp:
         raise ValueError(dcp_outside_tp(tp_size, dcp))
-    for stack in (entry.layers, entry.extra_layers.get(speculative), profile.draft):
+    entry = _MODELS[model]
+    for stack in (entry.layers, entry.extra_layers.get(speculative), _PROFILES[speculative].draft):
         for name, kind in stack.kinds.items() if stack is not None else ():
             if kind.attention not in DCP_ATTENTION:
                 raise ValueError(dcp_attention(dcp, name, kind.attention))
@@ -1502,9 +1497,9 @@ def bind(namespace: dict[str, object]) -> None:
 
 def _derive() -> None:
     """Per family, at bind (its namespace is this function's globals): the public tables of
-    names, the models with KV-sharing readers, and empty caches of its own."""
+    names, each model's limits, the models with KV-sharing readers, and empty caches."""
     global MODELS, SPECULATIVE, MAX_SEQ_LEN, PROFILES, MANAGERS
-    global _READERS, _LAYERS, _RANKS, _answers
+    global _READERS, _LIMITS, _LAYERS, _RANKS, _answers
     MODELS = tuple(_MODELS)
     SPECULATIVE = tuple(_PROFILES)
     MAX_SEQ_LEN = {name: model.max_seq_len for name, model in _MODELS.items()}
@@ -1519,6 +1514,10 @@ def _derive() -> None:
         for name, model in _MODELS.items()
         if any(kind.reads is not None for kind in model.layers.kinds.values())
     )
+    _LIMITS = {
+        name: (model.profiles, model.max_seq_len, model.layers.layer_count)
+        for name, model in _MODELS.items()
+    }
     _LAYERS = {}
     _RANKS = {}
     # A pure function of validated options (plain values: 1, 1.0 and True never reach it alike).
