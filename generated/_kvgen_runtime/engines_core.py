@@ -240,49 +240,121 @@ _GIB = 1 << 30
 _INFINITY = float("inf")
 
 
-class VllmGroups(NamedTuple):
+class VllmGroups(_Record):
     """One kind of group: ``group_count`` groups of layers that reserve blocks the same way."""
 
-    attention: str  # "full" (also MLA), "sliding", "chunked" or "recurrent"
-    window: int | None
-    block_size: int  # tokens per block of these layers (pages may be unified upwards)
-    group_count: int
-    layers: int  # layers in the widest of them
+    _fields = ("attention", "window", "block_size", "group_count", "layers")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        attention: str,  # "full" (also MLA), "sliding", "chunked" or "recurrent"
+        window: int | None,
+        block_size: int,  # tokens per block of these layers (pages may be unified upwards)
+        group_count: int,
+        layers: int,  # layers in the widest of them
+    ) -> None:
+        self.attention = attention
+        self.window = window
+        self.block_size = block_size
+        self.group_count = group_count
+        self.layers = layers
 
 
-class VllmPlan(NamedTuple):
+class VllmPlan(_Record):
     """The static part of vLLM's plan: everything that does not depend on the budget."""
 
-    block_size: int  # attention block size after Mamba page unification
-    bytes_per_block: int  # one block of the shared pool
-    groups: tuple[VllmGroups, ...]
-    group_size: int  # layers per group
-    padding_layers: int  # pages per block no layer uses (group padding layers)
-    mamba_page_padding: int  # bytes added to each Mamba page (Mamba page unification)
-    full: tuple[tuple[int, int], ...]  # (groups, block size)
-    sliding: tuple[tuple[int, int, int], ...]  # (groups, window - 1 + retained, block size)
-    state_groups: int
-    native_max_seq_len: int  # the model's context length (vLLM's max_model_len limit)
-    speculative_blocks: int  # extra state blocks per request per Mamba group (draft tokens)
-    checkpoint_blocks: int = 0  # align mode: prefill checkpoint blocks per Mamba group
-    chunked: tuple[tuple[int, int, int], ...] = ()  # (groups, chunk, block size)
+    _fields = (
+        "block_size",
+        "bytes_per_block",
+        "groups",
+        "group_size",
+        "padding_layers",
+        "mamba_page_padding",
+        "full",
+        "sliding",
+        "state_groups",
+        "native_max_seq_len",
+        "speculative_blocks",
+        "checkpoint_blocks",
+        "chunked",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        block_size: int,  # attention block size after Mamba page unification
+        bytes_per_block: int,  # one block of the shared pool
+        groups: tuple[VllmGroups, ...],
+        group_size: int,  # layers per group
+        padding_layers: int,  # pages per block no layer uses (group padding layers)
+        mamba_page_padding: int,  # bytes added to each Mamba page (Mamba page unification)
+        full: tuple[tuple[int, int], ...],  # (groups, block size)
+        sliding: tuple[tuple[int, int, int], ...],  # (groups, window - 1 + retained, block size)
+        state_groups: int,
+        native_max_seq_len: int,  # the model's context length (vLLM's max_model_len limit)
+        speculative_blocks: int,  # extra state blocks per request per Mamba group (draft tokens)
+        checkpoint_blocks: int = 0,  # align mode: prefill checkpoint blocks per Mamba group
+        chunked: tuple[tuple[int, int, int], ...] = (),  # (groups, chunk, block size)
+    ) -> None:
+        self.block_size = block_size
+        self.bytes_per_block = bytes_per_block
+        self.groups = groups
+        self.group_size = group_size
+        self.padding_layers = padding_layers
+        self.mamba_page_padding = mamba_page_padding
+        self.full = full
+        self.sliding = sliding
+        self.state_groups = state_groups
+        self.native_max_seq_len = native_max_seq_len
+        self.speculative_blocks = speculative_blocks
+        self.checkpoint_blocks = checkpoint_blocks
+        self.chunked = chunked
 
 
-class SglangPlan(NamedTuple):
+class SglangPlan(_Record):
     """The static part of SGLang's sizing for one model (bytes per pool token and per slot)."""
 
-    full_bytes_per_token: int  # every layer sized full length
-    swa_bytes_per_token: int  # hybrid-SWA sliding layers (0 otherwise)
-    window: int | None  # the sliding window of a hybrid-SWA model
-    state_bytes_per_request: int  # all recurrent layers, SSM part in the SSM dtype
-    ssm_extra_bytes: int  # what the SSM dtype adds over the spec's dtype, per request
-    native_max_seq_len: int  # the model's context length (SGLang's context_len)
+    _fields = (
+        "full_bytes_per_token",
+        "swa_bytes_per_token",
+        "window",
+        "state_bytes_per_request",
+        "ssm_extra_bytes",
+        "native_max_seq_len",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        full_bytes_per_token: int,  # every layer sized full length
+        swa_bytes_per_token: int,  # hybrid-SWA sliding layers (0 otherwise)
+        window: int | None,  # the sliding window of a hybrid-SWA model
+        state_bytes_per_request: int,  # all recurrent layers, SSM part in the SSM dtype
+        ssm_extra_bytes: int,  # what the SSM dtype adds over the spec's dtype, per request
+        native_max_seq_len: int,  # the model's context length (SGLang's context_len)
+    ) -> None:
+        self.full_bytes_per_token = full_bytes_per_token
+        self.swa_bytes_per_token = swa_bytes_per_token
+        self.window = window
+        self.state_bytes_per_request = state_bytes_per_request
+        self.ssm_extra_bytes = ssm_extra_bytes
+        self.native_max_seq_len = native_max_seq_len
 
 
-class SglangPools(NamedTuple):
-    full_tokens: int
-    swa_tokens: int  # 0 unless hybrid SWA
-    state_slots: int  # 0 unless Mamba hybrid (usable slots; one more is padding)
+class SglangPools(_Record):
+    _fields = ("full_tokens", "swa_tokens", "state_slots")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        full_tokens: int,
+        swa_tokens: int,  # 0 unless hybrid SWA
+        state_slots: int,  # 0 unless Mamba hybrid (usable slots; one more is padding)
+    ) -> None:
+        self.full_tokens = full_tokens
+        self.swa_tokens = swa_tokens
+        self.state_slots = state_slots
 
 
 def _layer_bytes(layer: EngineLayer, tp_size: int) -> int:
@@ -319,33 +391,68 @@ def _vllm_state_bytes(layer: EngineLayer, tp_size: int, draft_tokens: int, ssm_d
     return conv + ssm * DTYPE_BYTES[ssm_dtype or layer.dtype]
 
 
-class VllmLayout(NamedTuple):
+class VllmLayout(_Record):
     """What vLLM's plan reads from one model and profile, whatever the block size, tp and modes
     (``vllm_layout``): built once per (model, profile), so that a plan for another block size
     or tp does only the arithmetic that depends on them (``vllm_plan_at``)."""
 
-    query_heads: int  # 0: unknown (no refusal)
-    split_heads: tuple[int, ...]  # distinct KV heads of full/sliding layers, in order
-    kv_heads_split: str  # vLLM module that asserts them split over tp ("": none)
-    ssm_dtype: str  # vLLM's SSM dtype for the model ("": the conv dtype)
-    states: tuple[EngineLayer, ...]  # recurrent rows, in order (one page each)
-    # Per row of layers, target then draft: (kind, window, shape, layers, index into
-    # states or -1, per-token bytes fixed whatever tp (0: split by tp), KV heads, bytes
-    # per head and token).
-    rows: tuple[tuple[str, int | None, tuple[object, ...], int, int, int, int, int], ...]
-    one_kind: tuple[str, int | None] | None  # the one (kind, window) of every layer
-    # A hybrid whose rows each make their own groups whatever their pages (no two of one
-    # kind and shape): (group size, padding layers, widest group's layers, (groups,
-    # layers per group) per row); None: grouped per plan.
-    grouping: tuple[int, int, int, tuple[tuple[int, int], ...]] | None
-    first_attention: tuple[int, int, int] | None  # (fixed, heads, bytes per head)
-    mla: bool  # an MLA layer: hybrid pages unify on the MLA kernels' block
-    # Align mode per GDN prefill backend (flashinfer, triton): (prefill checkpoint blocks
-    # per Mamba group, the token grid checkpoints land on).
-    align: tuple[tuple[int, int], tuple[int, int]]
-    native_max_seq_len: int
-    retained: int
-    state_blocks: int
+    _fields = (
+        "query_heads",
+        "split_heads",
+        "kv_heads_split",
+        "ssm_dtype",
+        "states",
+        "rows",
+        "one_kind",
+        "grouping",
+        "first_attention",
+        "mla",
+        "align",
+        "native_max_seq_len",
+        "retained",
+        "state_blocks",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        query_heads: int,  # 0: unknown (no refusal)
+        split_heads: tuple[int, ...],  # distinct KV heads of full/sliding layers, in order
+        kv_heads_split: str,  # vLLM module that asserts them split over tp ("": none)
+        ssm_dtype: str,  # vLLM's SSM dtype for the model ("": the conv dtype)
+        states: tuple[EngineLayer, ...],  # recurrent rows, in order (one page each)
+        # Per row of layers, target then draft: (kind, window, shape, layers, index into
+        # states or -1, per-token bytes fixed whatever tp (0: split by tp), KV heads, bytes
+        # per head and token).
+        rows: tuple[tuple[str, int | None, tuple[object, ...], int, int, int, int, int], ...],
+        one_kind: tuple[str, int | None] | None,  # the one (kind, window) of every layer
+        # A hybrid whose rows each make their own groups whatever their pages (no two of one
+        # kind and shape): (group size, padding layers, widest group's layers, (groups,
+        # layers per group) per row); None: grouped per plan.
+        grouping: tuple[int, int, int, tuple[tuple[int, int], ...]] | None,
+        first_attention: tuple[int, int, int] | None,  # (fixed, heads, bytes per head)
+        mla: bool,  # an MLA layer: hybrid pages unify on the MLA kernels' block
+        # Align mode per GDN prefill backend (flashinfer, triton): (prefill checkpoint blocks
+        # per Mamba group, the token grid checkpoints land on).
+        align: tuple[tuple[int, int], tuple[int, int]],
+        native_max_seq_len: int,
+        retained: int,
+        state_blocks: int,
+    ) -> None:
+        self.query_heads = query_heads
+        self.split_heads = split_heads
+        self.kv_heads_split = kv_heads_split
+        self.ssm_dtype = ssm_dtype
+        self.states = states
+        self.rows = rows
+        self.one_kind = one_kind
+        self.grouping = grouping
+        self.first_attention = first_attention
+        self.mla = mla
+        self.align = align
+        self.native_max_seq_len = native_max_seq_len
+        self.retained = retained
+        self.state_blocks = state_blocks
 
 
 def _token_bytes_split(layer: EngineLayer) -> tuple[int, int, int]:
@@ -736,20 +843,41 @@ def vllm_capacity(
     return capacity
 
 
-class SglangLayout(NamedTuple):
+class SglangLayout(_Record):
     """What SGLang's sizing reads from one model alone, whatever tp and the SSM dtype
     (``sglang_layout``): built once per model, so that a plan for another tp does only the
     arithmetic that depends on it (``sglang_plan_at``)."""
 
-    # Per attention row: (layers, bytes per token fixed whatever tp (0: split by tp),
-    # KV heads, bytes per head and token, in the sliding pool).
-    attention: tuple[tuple[int, int, int, int, bool], ...]
-    window: int | None  # the sliding window of a hybrid-SWA model
-    attention_layers: int
-    mamba: bool  # every recurrent layer known by its dimensions (Mamba2StateShape)
-    states: tuple[EngineLayer, ...]  # the recurrent rows
-    ssm_state_bytes: int  # per recurrent layer, bf16, tp=1 (state bytes only rows)
-    native_max_seq_len: int
+    _fields = (
+        "attention",
+        "window",
+        "attention_layers",
+        "mamba",
+        "states",
+        "ssm_state_bytes",
+        "native_max_seq_len",
+    )
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        # Per attention row: (layers, bytes per token fixed whatever tp (0: split by tp),
+        # KV heads, bytes per head and token, in the sliding pool).
+        attention: tuple[tuple[int, int, int, int, bool], ...],
+        window: int | None,  # the sliding window of a hybrid-SWA model
+        attention_layers: int,
+        mamba: bool,  # every recurrent layer known by its dimensions (Mamba2StateShape)
+        states: tuple[EngineLayer, ...],  # the recurrent rows
+        ssm_state_bytes: int,  # per recurrent layer, bf16, tp=1 (state bytes only rows)
+        native_max_seq_len: int,
+    ) -> None:
+        self.attention = attention
+        self.window = window
+        self.attention_layers = attention_layers
+        self.mamba = mamba
+        self.states = states
+        self.ssm_state_bytes = ssm_state_bytes
+        self.native_max_seq_len = native_max_seq_len
 
 
 def sglang_layout(entry: EngineModel) -> SglangLayout:
@@ -956,6 +1084,9 @@ def sglang_capacity(
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
+# Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), None for a
+# model with cross-attention layers (``_derive_engines``).
+_TRTLLM_HEADS: dict[str, int | None]
 # What each plan reads from the model and profile alone, by (model, profile): filled on a
 # model and profile's first plan, only for a pair ``_check_model`` accepted, so bounded by
 # the family's models x profiles (``vllm_layout``, ``sglang_layout``).
@@ -999,11 +1130,10 @@ def _trtllm_capacity(
 ) -> EngineCapacity:
     """TensorRT-LLM V2's affine estimate (§4) from this module's own sizing functions, for
     pipeline rank ``pp_rank`` of ``pp_size`` (its own layers in its own budget)."""
-    entry = _MODELS.get(model) if type(model) is str else None
-    if entry is not None and any(k.attention == "cross" for k in entry.layers.kinds.values()):
-        # TensorRT-LLM sizes the encoder cache in its own manager from a memory fraction.
+    # 0 for a value that is no model of the tables: ``_options`` names it below.
+    heads = _TRTLLM_HEADS.get(model, 0) if type(model) is str else 0
+    if heads is None:
         raise NotModelled(f"{model}: {UNMODELLED['cross']}", "cross")
-    heads = _ENGINE_MODELS[model].query_heads if entry is not None else 0
     if heads and type(tp_size) is int and tp_size > 0 and heads % tp_size:
         # KV heads are replicated up to tp (the ceil of §1); query heads are not.
         raise ValueError(
@@ -1182,7 +1312,13 @@ def _derive_engines() -> None:
     layout of every model and profile that each engine answers (what they alone decide), so
     that the first plan of a configuration is only its arithmetic (``vllm_plan_at``,
     ``sglang_plan_at``)."""
-    global _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
+    global _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS, _TRTLLM_HEADS
+    _TRTLLM_HEADS = {
+        name: None
+        if any(kind.attention == "cross" for kind in model.layers.kinds.values())
+        else _ENGINE_MODELS[name].query_heads
+        for name, model in _MODELS.items()
+    }
     _VLLM_PLANS = {}
     _SGLANG_PLANS = {}
     _VLLM_LAYOUTS = {}

@@ -30,7 +30,7 @@ def generated(name: str) -> ModuleType:
 
 def _general(layout: engines_core.VllmLayout) -> engines_core.VllmLayout:
     """The same layout with its grouping left to each plan (the general bucket rule)."""
-    values = layout._asdict()
+    values = dict(zip(layout._fields, layout._values(), strict=True))
     values["grouping"] = None
     return engines_core.VllmLayout(**values)  # type: ignore[arg-type]
 
