@@ -680,33 +680,23 @@ def _kind_class(kind: Kind) -> type[_CacheKind]:
 # ---- a (model, profile)'s layers, and the same layers on one rank at one tp ----
 # A cached kind's layers of a manager: the kind's running count over the model's pattern
 # (``_prefix_counts``; None: a draft or extra layer, all held by the last rank, §6), its layer
-# count, its slot (a life cycle's index in ``_Layers.groups``, or _FULL, _STATE, _CROSS), its
+# count, its slot (a life cycle's index in its manager's groups, or _FULL, _STATE, _CROSS), its
 # kind's class and its row less the count (``_CacheKind.row``; attention: (kv_heads,
 # head_dim, element, fixed)).
 _Member = tuple[tuple[int, ...] | None, int, int, "type[_CacheKind]", tuple[Any, ...]]
 _FULL, _STATE, _CROSS = -1, -2, -3
 
 
-class _Layers(NamedTuple):
-    """One manager's cached layers of a (model, profile), read from the tables once
-    (``_layers``): its members in table order, and its sliding and chunked life cycles as
-    (window, sinks, sink pages, chunk, the kind's class) in (window, sinks, chunk) order."""
-
-    manager: str
-    members: tuple[_Member, ...]
-    groups: tuple[tuple[int, int, int, int, "type[_Sliding]"], ...]
-
-
-class _OnRank(NamedTuple):
-    """One manager's layers on one pipeline rank at one tp (and DCP size): what depends only
-    on (model, profile, tp, pp, rank, dcp), kept in ``_RANKS`` (``_rank``)."""
-
-    manager: str
-    slope: int  # bytes per token of full attention on the rank (on one DCP rank, §9)
-    sums: _StateSums
-    groups: tuple[_Group, ...]
-    states: bool  # whether the manager holds recurrent layers on the rank
-    crosses: tuple[_CrossRow, ...]
+# One manager's cached layers of a (model, profile), read from the tables once (``_layers``):
+# (manager, its members in table order, its sliding and chunked life cycles as (window, sinks,
+# sink pages, chunk, the kind's class) in (window, sinks, chunk) order). Plain tuples, like
+# the rows on a rank below: internal, and a NamedTuple class costs ~0.1 ms of every import.
+_Layers = tuple[str, tuple[_Member, ...], tuple[tuple[int, int, int, int, "type[_Sliding]"], ...]]
+# One manager's layers on one pipeline rank at one tp (and DCP size), what depends only on
+# (model, profile, tp, pp, rank, dcp), kept in ``_RANKS`` (``_rank``): (manager, bytes per
+# token of full attention on the rank (on one DCP rank, §9), the recurrent sums, the life
+# cycle groups, whether it holds recurrent layers, the cross-attention rows).
+_OnRank = tuple[str, int, _StateSums, tuple[_Group, ...], bool, tuple[_CrossRow, ...]]
 
 
 def _layers(model: str, speculative: str) -> tuple[_Layers, ...]:
@@ -753,7 +743,7 @@ def _manager_layers(manager: str, stacks: list[tuple[Stack, bool]]) -> _Layers:
         (window, sinks, -(-sinks // TOKENS_PER_BLOCK), chunk, cycles[window, sinks, chunk][1])
         for window, sinks, chunk in order
     )
-    return _Layers(manager, tuple(members), groups)
+    return manager, tuple(members), groups
 
 
 def _rank(
@@ -775,7 +765,7 @@ def _rank(
     for manager in layers:
         on_ranks.append(_on_rank(manager, window, last, tp_size))
     if dcp != 1:  # each DCP rank holds one token in dcp of full attention (§9)
-        on_ranks = [r._replace(slope=_dcp_slope(r.manager, r.slope, dcp)) for r in on_ranks]
+        on_ranks = [(r[0], _dcp_slope(r[0], r[1], dcp), *r[2:]) for r in on_ranks]
     ranked = tuple(on_ranks)
     if len(_RANKS) >= 4096:  # bounded like the answers cache
         _RANKS.clear()
@@ -788,12 +778,12 @@ def _on_rank(layers: _Layers, window: tuple[int, int, int] | None, last: bool, t
     ``window`` (None: a single rank, every layer), draft and extra layers on the ``last``
     rank; each kind's bytes per token from its class (§1, §3)."""
     slope = 0
-    groups = layers.groups
+    manager, members, groups = layers
     cycles = [0] * len(groups)
     distinct: list[list[int] | None] = [None] * len(groups)  # b_l once per life cycle (§3)
     states = []
     crosses = []
-    for before, count, slot, cls, row in layers.members:
+    for before, count, slot, cls, row in members:
         if before is None:
             if not last:
                 continue
@@ -824,9 +814,7 @@ def _on_rank(layers: _Layers, window: tuple[int, int, int] | None, last: bool, t
             on_rank_groups.append((cycle_window, sinks, sink_pages, cycles[i], sum(seen), chunk,
                                    life))  # fmt: skip
     sums = _state_at_tp(tuple(states), tp) if states else _NO_STATE
-    values = (layers.manager, slope, sums, tuple(on_rank_groups), bool(states), tuple(crosses))
-    on_rank: _OnRank = _new(_OnRank, values)
-    return on_rank
+    return manager, slope, sums, tuple(on_rank_groups), bool(states), tuple(crosses)
 
 
 # ---- the terms of one call: per manager, per life cycle ----
