@@ -9,7 +9,9 @@ cached) and ``generated/<family>/sizing.py``'s ``engine_capacity``, which answer
 module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. Its columns:
 warm; never-seen, its plan caches emptied before every call, so each call plans the model
 for a block size, tp and modes it has not seen (what the model and profile alone decide, the
-layout, is built on their first plan and kept); first plan, the layouts emptied too.
+layout, is built when the module binds its tables, at import); first plan, the layouts
+emptied too, so each call builds its layout again (which no process does since bind builds
+them: the cost of a layout).
 Each figure is the best of many short repeats (``--calls`` calls in all, 20 a repeat): on a
 shared machine a longer repeat is rarely undisturbed by other load. max_seq_len cycles
 through four lengths (for a model of under 4096 tokens: half its native context and all of

@@ -127,7 +127,8 @@ def bench_family(family: str, calls: int) -> dict[str, float]:
         sizing.cache_costs(model, **kw, **extra)
 
     def first_split(**extra):
-        # The first call at that tp / pp: the rank's layers summed again too.
+        # The first call at that tp / pp: the rank's layers summed again too (which kinds each
+        # manager holds, read from the tables on a (model, profile)'s first call, stay).
         vars(sizing)["_RANKS"].clear()
         cold(**extra)
 

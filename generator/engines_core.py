@@ -18,6 +18,7 @@ that a configuration not planned before costs a few microseconds (bench/bench_en
 
 # No `from __future__ import annotations`, as in kvgen.sizing_core (NamedTuple import cost).
 # Relative: the same import in kvgen and in the output folder's copy of the runtime.
+from contextlib import suppress
 from math import lcm
 from typing import NamedTuple
 
@@ -32,11 +33,12 @@ from .sizing_core import (
     _integer,
     _name,
     _new,
+    _options,
     _Record,
+    _shares,
     _shown,
     _tokens,
     install,
-    split_budget,
 )
 
 __all__ = ["EngineCapacity", "engine_capacity"]
@@ -1107,6 +1109,9 @@ def sglang_capacity(
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
+# Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), None for a
+# model with cross-attention layers (``_derive_engines``).
+_TRTLLM_HEADS: dict[str, int | None]
 # What each plan reads from the model and profile alone, by (model, profile): filled on a
 # model and profile's first plan, only for a pair ``_check_model`` accepted, so bounded by
 # the family's models x profiles (``vllm_layout``, ``sglang_layout``).
@@ -1121,8 +1126,10 @@ def _vllm_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
 
 def _check_model(model: object, speculative: object, engine: str) -> EngineModel:
     """The model's rows, the profile checked to apply to it; else ValueError naming them."""
-    name = _name("model", model, MODELS)
-    profile = _name("speculative", speculative, SPECULATIVE)
+    name = model if type(model) is str and model in _MODELS else _name("model", model, MODELS)
+    profile = speculative
+    if type(profile) is not str or profile not in SPECULATIVE:
+        profile = _name("speculative", speculative, SPECULATIVE)
     if profile not in _MODELS[name].profiles:
         raise ValueError(f"speculative {profile!r} does not apply to model {name!r}")
     entry: EngineModel = _ENGINE_MODELS[name]
@@ -1148,11 +1155,10 @@ def _trtllm_capacity(
 ) -> EngineCapacity:
     """TensorRT-LLM V2's affine estimate (§4) from this module's own sizing functions, for
     pipeline rank ``pp_rank`` of ``pp_size`` (its own layers in its own budget)."""
-    entry = _MODELS.get(model) if type(model) is str else None
-    if entry is not None and any(k.attention == "cross" for k in entry.layers.kinds.values()):
-        # TensorRT-LLM sizes the encoder cache in its own manager from a memory fraction.
+    # 0 for a value that is no model of the tables: ``_options`` names it below.
+    heads = _TRTLLM_HEADS.get(model, 0) if type(model) is str else 0
+    if heads is None:
         raise NotModelled(f"{model}: {UNMODELLED['cross']}", "cross")
-    heads = _ENGINE_MODELS[model].query_heads if entry is not None else 0
     if heads and type(tp_size) is int and tp_size > 0 and heads % tp_size:
         # KV heads are replicated up to tp (the ceil of §1); query heads are not.
         raise ValueError(
@@ -1166,21 +1172,17 @@ def _trtllm_capacity(
             f"block_size must be {TOKENS_PER_BLOCK} (the spec's tokens_per_block) for "
             f"engine 'trtllm-v2' here; kvgen.engines answers for other page sizes"
         )
-    args = (
-        model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
-        pp_rank, False, False, 0.95, False, "trtllm-v2",
-    )  # fmt: skip
-    terms = _cached_terms(*args)
+    options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
+                       pp_size, pp_rank)  # fmt: skip
+    terms = _cached_terms(options)
     budget = budget_bytes
     if type(budget) is not int or not 0 < budget <= _MAX_INT:
         budget = _integer("budget_bytes", budget_bytes, 1)
     target = terms[0]
     if len(terms) > 1:  # a separate draft pool takes its share first (§6)
-        budget = split_budget(
-            model, budget, speculative=speculative, max_batch_size=max_batch_size,
-            max_num_tokens=max_num_tokens, max_seq_len=max_seq_len, tp_size=tp_size,
-            pp_size=pp_size, pp_rank=pp_rank,
-        )["target"]  # fmt: skip
+        budget = _shares(terms, budget, "gpu")["target"]
+    max_batch_size, max_num_tokens = options.max_batch_size, options.max_num_tokens
+    max_seq_len = options.max_seq_len
     tokens = _tokens(target, budget, max_num_tokens)
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
@@ -1304,8 +1306,7 @@ def engine_capacity(
         if ssm not in SSM_DTYPES:
             raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm!r}")
         if layout_s is None:
-            draft = 0 if speculative == "none" else entry.drafts[speculative].sglang_layers
-            layout_s = (sglang_layout(entry), draft)
+            layout_s = _sglang_layout(entry, speculative)
             _SGLANG_LAYOUTS[(model, speculative)] = layout_s  # bounded: models x profiles
         plan_s = sglang_plan_at(layout_s[0], tp, ssm, layout_s[1])
         if len(_SGLANG_PLANS) >= 4096:
@@ -1317,6 +1318,13 @@ def engine_capacity(
     )
 
 
+def _sglang_layout(entry: EngineModel, speculative: str) -> tuple[SglangLayout, int]:
+    """SGLang's layout of a model and profile (checked by ``_check_model``), with the
+    EAGLE3/MTP draft layers it adds."""
+    draft = 0 if speculative == "none" else entry.drafts[speculative].sglang_layers
+    return sglang_layout(entry), draft
+
+
 def bind(namespace: dict[str, object]) -> None:
     """Install the engine policies over a family's namespace, after ``sizing_core.bind``
     (they read its tables, ``_ENGINE_MODELS`` and the interpreter installed there)."""
@@ -1325,9 +1333,27 @@ def bind(namespace: dict[str, object]) -> None:
 
 
 def _derive_engines() -> None:
-    """Per family, at bind: its own plan caches (model names repeat across families)."""
-    global _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
+    """Per family, at bind: its own plan caches (model names repeat across families), and the
+    layout of every model and profile that each engine answers (what they alone decide), so
+    that the first plan of a configuration is only its arithmetic (``vllm_plan_at``,
+    ``sglang_plan_at``)."""
+    global _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS, _TRTLLM_HEADS
+    _TRTLLM_HEADS = {
+        name: None
+        if any(kind.attention == "cross" for kind in model.layers.kinds.values())
+        else _ENGINE_MODELS[name].query_heads
+        for name, model in _MODELS.items()
+    }
     _VLLM_PLANS = {}
     _SGLANG_PLANS = {}
     _VLLM_LAYOUTS = {}
     _SGLANG_LAYOUTS = {}
+    for model, entry in _ENGINE_MODELS.items():
+        for speculative in _MODELS[model].profiles:
+            # A pair an engine does not answer (NotModelled too) keeps no layout: the call
+            # raises the same error.
+            with suppress(ValueError):
+                _VLLM_LAYOUTS[model, speculative] = vllm_layout(entry, speculative)
+            with suppress(ValueError):
+                _check_model(model, speculative, "sglang")  # its refusals, as a call's
+                _SGLANG_LAYOUTS[model, speculative] = _sglang_layout(entry, speculative)

@@ -156,9 +156,8 @@ def _attention_terms(sizing: types.ModuleType, model: str, *args: Any) -> tuple[
     pp_rank); ValueError for a manager with pools outside the split model."""
     speculative, batch, chunk, seq, tp, pp, rank = args
     terms = sizing._cached_terms(
-        model, speculative, batch, chunk, seq, tp, pp, rank,
-        False, False, 0.95, False, "trtllm-v2", False, "default", 1, None,
-    )  # fmt: skip
+        sizing._options(model, speculative, batch, chunk, seq, tp, pp, rank)
+    )
     for t in terms:
         outside = t.states or t.fixed_pool_bytes  # recurrent rows, cross-attention caches
         if t.resume_rounding is not None or outside or t.span != sizing.TOKENS_PER_BLOCK:

@@ -77,9 +77,8 @@ class CacheCost(NamedTuple):
 
 
 class _Record:
-    """Named fields compared, hashed and printed by value like a NamedTuple's. The table rows
-    use it because creating a NamedTuple class compiles its ``__new__`` when the module is
-    imported (about 0.1 ms a class); rows are never changed after they are built."""
+    """Named fields compared, hashed and printed by value like a NamedTuple's, for the engine
+    rows of ``engines_core``; rows are never changed after they are built."""
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()  # in the constructor's order, as NamedTuple's
@@ -100,140 +99,61 @@ class _Record:
         return f"{type(self).__name__}({fields})"
 
 
-class Kind(_Record):
-    """One layer kind of a stack and how many of the stack's layers have it (§1).
+class Kind(NamedTuple):
+    """One layer kind of a stack and how many of the stack's layers have it (§1, §8; the
+    fields are described in docs/api.md, "Interpreter tables")."""
 
-    ``kv_heads`` 0 means a shape that tensor parallelism does not split (MLA latent, raw
-    bytes): its size is ``bytes_per_token``. ``window`` is None for full attention.
-    Recurrent state by dimensions (§8): conv window conv_dim/tp x (d_conv-1) in ``dtype``, SSM
-    state ssm_heads/tp x ssm_head_dim x d_state in ``ssm_dtype``; ssm_heads 0: ``state_bytes``
-    raw, per request per layer at tp=1.
-    """
-
-    _fields = (
-        "attention",
-        "layers",
-        "window",
-        "sink_tokens",
-        "kv_heads",
-        "head_dim",
-        "dtype",
-        "bytes_per_token",
-        "extra_bytes_per_token",
-        "state_bytes",
-        "ssm_heads",
-        "ssm_head_dim",
-        "d_state",
-        "n_groups",
-        "d_conv",
-        "ssm_dtype",
-        "reads",
-        "encoder_tokens",
-        "chunk",
-        "v_head_dim",
-    )
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        attention: str,  # "full", "sliding", "recurrent", "none", "cross" or "chunked"
-        layers: int,
-        window: int | None = None,
-        sink_tokens: int = 0,
-        kv_heads: int = 0,
-        head_dim: int = 0,
-        dtype: str = "",
-        bytes_per_token: int = 0,
-        extra_bytes_per_token: int = 0,
-        state_bytes: int = 0,
-        ssm_heads: int = 0,
-        ssm_head_dim: int = 0,
-        d_state: int = 0,
-        n_groups: int = 0,
-        d_conv: int = 0,
-        ssm_dtype: str = "",
-        reads: int | None = None,  # KV sharing: the layer whose cache these read; none own (§1)
-        encoder_tokens: int = 0,  # cross-attention: encoder tokens cached per request (§4)
-        chunk: int = 0,  # chunked local attention: tokens per attention chunk (§3)
-        v_head_dim: int = 0,  # V's head size where it differs from K's head_dim (0: the same)
-    ) -> None:
-        self.attention = attention
-        self.layers = layers
-        self.window = window
-        self.sink_tokens = sink_tokens
-        self.kv_heads = kv_heads
-        self.head_dim = head_dim
-        self.dtype = dtype
-        self.bytes_per_token = bytes_per_token
-        self.extra_bytes_per_token = extra_bytes_per_token
-        self.state_bytes = state_bytes
-        self.ssm_heads = ssm_heads
-        self.ssm_head_dim = ssm_head_dim
-        self.d_state = d_state
-        self.n_groups = n_groups
-        self.d_conv = d_conv
-        self.ssm_dtype = ssm_dtype
-        self.reads = reads
-        self.encoder_tokens = encoder_tokens
-        self.chunk = chunk
-        self.v_head_dim = v_head_dim
+    attention: str  # "full", "sliding", "recurrent", "none", "cross" or "chunked"
+    layers: int
+    window: int | None = None  # None for full attention
+    sink_tokens: int = 0
+    kv_heads: int = 0  # 0: a shape tp does not split (MLA latent, raw bytes): bytes_per_token
+    head_dim: int = 0
+    dtype: str = ""
+    bytes_per_token: int = 0
+    extra_bytes_per_token: int = 0
+    state_bytes: int = 0  # a recurrent state known by its bytes, per request per layer at tp=1
+    ssm_heads: int = 0  # a recurrent state by its dimensions (§8)
+    ssm_head_dim: int = 0
+    d_state: int = 0
+    n_groups: int = 0
+    d_conv: int = 0
+    ssm_dtype: str = ""
+    reads: int | None = None  # KV sharing: the layer whose cache these read; none own (§1)
+    encoder_tokens: int = 0  # cross-attention: encoder tokens cached per request (§4)
+    chunk: int = 0  # chunked local attention: tokens per attention chunk (§3)
+    v_head_dim: int = 0  # V's head size where it differs from K's head_dim (0: the same)
 
 
-class Stack(_Record):
+class Stack(NamedTuple):
     """``layer_count`` layers whose kinds repeat ``pattern`` cyclically; layer i keeps its
     kind on every pipeline rank (§1)."""
 
-    _fields = ("layer_count", "pattern", "kinds")
-    __slots__ = _fields
-
-    def __init__(self, layer_count: int, pattern: tuple[str, ...], kinds: dict[str, Kind]) -> None:
-        self.layer_count = layer_count
-        self.pattern = pattern
-        self.kinds = kinds
+    layer_count: int
+    pattern: tuple[str, ...]
+    kinds: dict[str, Kind]
 
 
-class Model(_Record):
+class Model(NamedTuple):
     """A model: native context length, target layers, the profiles that apply ("none" first)
     and, per EAGLE3/MTP one-model profile, the draft layers the target manager holds."""
 
-    _fields = ("max_seq_len", "layers", "profiles", "extra_layers")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        max_seq_len: int,
-        layers: Stack,
-        profiles: tuple[str, ...],
-        extra_layers: dict[str, Stack],
-    ) -> None:
-        self.max_seq_len = max_seq_len
-        self.layers = layers
-        self.profiles = profiles
-        self.extra_layers = extra_layers
+    max_seq_len: int
+    layers: Stack
+    profiles: tuple[str, ...]
+    extra_layers: dict[str, Stack]
 
 
-class Profile(_Record):
+class Profile(NamedTuple):
     """Speculative headroom terms (§2, §5): K, E, G, the block-reuse backoff D, and the
     separate draft pool of a one-model external drafter (§6)."""
 
-    _fields = ("mode", "draft_len", "extra", "step", "backoff", "draft")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        mode: str,
-        draft_len: int,
-        extra: int,
-        step: int,
-        backoff: int,
-        draft: Stack | None = None,
-    ) -> None:
-        self.mode = mode
-        self.draft_len = draft_len
-        self.extra = extra
-        self.step = step
-        self.backoff = backoff
-        self.draft = draft
+    mode: str
+    draft_len: int
+    extra: int
+    step: int
+    backoff: int
+    draft: Stack | None = None
 
 
 # ---- a family's tables: each generated module defines these, then calls ``bind`` ----
@@ -250,6 +170,8 @@ SPECULATIVE: tuple[str, ...] = ()
 MAX_SEQ_LEN: dict[str, int] = {}
 PROFILES: dict[str, tuple[str, ...]] = {}  # profiles that apply to each model, "none" first
 MANAGERS: dict[str, tuple[str, ...]] = {}  # a separate draft pool is its own manager (§6)
+# What ``_options`` checks each model's options against: its profiles, context and layers.
+_LIMITS: dict[str, tuple[tuple[str, ...], int, int]] = {}
 # A row's element code: bytes per element (a plain dtype), or <= 0 for a layout that stores
 # scales beside its elements (§1), a key of ``_SCALED``: that layout's row of
 # ``facts.SCALED_LAYOUTS``. NVFP4 is 0, which is also the code of a row with no dtype.
@@ -267,14 +189,10 @@ _TERM_NAMES = (
 _new = tuple.__new__  # builds a row without NamedTuple.__new__'s Python frame
 
 
-class _Terms(tuple):  # type: ignore[type-arg]
-    """One manager's named terms of §4; the rounding terms are None where they do not apply
-    (the two "exact" ones under "trtllm-v2", resume rounding but for a single-SWA-pool draft).
-    Built with ``_new`` from a plain tuple of the fields in this order; each field reads
-    through an ``operator.itemgetter`` property (set below), as a NamedTuple's would, without
-    compiling a NamedTuple class at import."""
+class _Terms(NamedTuple):
+    """One manager's named terms of §4 (docs/api.md, "Terms"); the rounding terms are None
+    where they do not apply."""
 
-    __slots__ = ()
     manager: str
     slope: int
     per_request: int
@@ -295,9 +213,30 @@ class _Terms(tuple):  # type: ignore[type-arg]
     span: int
 
 
-for _index, _field in enumerate(_Terms.__annotations__):
-    setattr(_Terms, _field, property(operator.itemgetter(_index)))
-del _index, _field
+class _Options(NamedTuple):
+    """Every option of one sizing call, validated once (``_options``): plain ints, bools, a
+    float and the names of the tables, so equal options are equal values. It is the key of
+    the answers cache. Fields are the public keywords, in ``cost_terms``' order."""
+
+    model: str
+    speculative: str
+    max_batch_size: int
+    max_num_tokens: int
+    max_seq_len: int
+    tp_size: int
+    pp_size: int
+    pp_rank: int
+    scratch_reuse: bool
+    block_reuse: bool
+    max_util_for_resume: float
+    overlap_slack: bool
+    semantics: str
+    attention_dp: bool
+    mamba_state_update: str
+    dcp_size: int
+    encoder_tokens: int | None
+
+
 # What one computation answers: each manager's terms, and each manager's CacheCost.
 _Answer = tuple[tuple[_Terms, ...], dict[str, CacheCost]]
 
@@ -370,43 +309,62 @@ def _flag(argument: str, value: object) -> bool:
     raise ValueError(f"{argument} must be True or False, got {value!r}")
 
 
-def _arguments(
+def _options(
     model: object,
     speculative: object,
     batch: object,
     chunk: object,
     max_seq_len: object,
-    tp_size: object,
-    pp_size: object,
-    pp_rank: object,
-    scratch_reuse: object,
-    block_reuse: object,
-    util: object,
-    overlap_slack: object,
-    semantics: object,
+    tp_size: object = 1,
+    pp_size: object = 1,
+    pp_rank: object = 0,
+    scratch_reuse: object = False,
+    block_reuse: object = False,
+    util: object = _UTIL,
+    overlap_slack: object = False,
+    semantics: object = "trtllm-v2",
     attention_dp: object = False,
     mamba_state_update: object = "default",
     dcp_size: object = 1,
     encoder_tokens: object = None,
-) -> tuple[Model, Profile, int, int, int, int, int, int, float, int]:
-    """The one keyword validation of every public function: the model and profile rows and
-    the integers as ints, or ValueError naming the argument and the allowed values. Plain
-    valid values take the inline checks; anything else goes through ``_integer`` and co."""
-    entry, profile, batch, chunk, max_seq_len = _required(
-        model, speculative, batch, chunk, max_seq_len
-    )
+) -> _Options:
+    """The one validation of every public function's options, in ``_Options``' order: each
+    checked once, as a plain value, or ValueError naming the argument and what it takes.
+    Valid plain values pass the inline checks; anything else goes through ``_integer`` and
+    co., which name it or convert it (numpy ints, float subclasses)."""
+    limits = _LIMITS.get(model) if type(model) is str else None
+    if limits is None:
+        model = _name("model", model, MODELS)
+        limits = _LIMITS[model]
+    profiles, most_tokens, layer_count = limits
+    if speculative not in profiles:
+        if type(speculative) is not str or speculative not in _PROFILES:
+            speculative = _name("speculative", speculative, SPECULATIVE)
+        raise ValueError(
+            f"speculative {speculative!r} does not apply to model {model!r}; "
+            f"profiles for {model}: {', '.join(profiles)}"
+        )
+    if type(batch) is not int or not 0 < batch <= _MAX_INT:
+        batch = _integer("max_batch_size", batch, 1)
+    if type(chunk) is not int or not 0 < chunk <= _MAX_INT:
+        chunk = _integer("max_num_tokens", chunk, 1)
+    if type(max_seq_len) is not int or not 0 < max_seq_len <= most_tokens:
+        max_seq_len = _integer("max_seq_len", max_seq_len, 1, most_tokens, f" for {model}")
     if type(tp_size) is not int or not 0 < tp_size <= _MAX_INT:
         tp_size = _integer("tp_size", tp_size, 1)
-    if type(pp_size) is not int or not 0 < pp_size <= entry.layers.layer_count:
-        pp_size = _integer("pp_size", pp_size, 1, entry.layers.layer_count, " layers")
+    if type(pp_size) is not int or (pp_size != 1 and not 0 < pp_size <= layer_count):
+        pp_size = _integer("pp_size", pp_size, 1, layer_count, " layers")
     if type(pp_rank) is not int or not 0 <= pp_rank < pp_size:
         pp_rank = _integer("pp_rank", pp_rank, 0)
         if pp_rank >= pp_size:
             raise ValueError(f"pp_rank must be in [0, {pp_size}), got {pp_rank}")
-    if type(scratch_reuse) is not bool or type(block_reuse) is not bool:
+    if (
+        type(scratch_reuse) is not bool
+        or type(block_reuse) is not bool
+        or type(overlap_slack) is not bool
+    ):
         _flag("scratch_reuse", scratch_reuse)
         _flag("block_reuse", block_reuse)
-    if type(overlap_slack) is not bool:
         _flag("overlap_slack", overlap_slack)
     if type(util) is not float or not 0.0 < util <= 1.0:
         util = _fraction("max_util_for_resume", util)
@@ -417,45 +375,17 @@ def _arguments(
     if mamba_state_update != "default" and mamba_state_update != "replay":
         _name("mamba_state_update", mamba_state_update, MAMBA_STATE_UPDATES)
     if type(dcp_size) is not int or dcp_size != 1:
-        dcp_size = _dcp_size(entry, profile, str(speculative), tp_size, attention_dp, dcp_size)
+        dcp_size = _dcp_size(str(model), str(speculative), tp_size, attention_dp, dcp_size)
     if encoder_tokens is not None:
-        _encoder_tokens(entry, model, encoder_tokens)
-    return entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp_size
+        encoder_tokens = _encoder_tokens(_MODELS[str(model)], model, encoder_tokens)
+    values = (model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,
+              scratch_reuse, block_reuse, util, overlap_slack, semantics, attention_dp,
+              mamba_state_update, dcp_size, encoder_tokens)  # fmt: skip
+    options: _Options = _new(_Options, values)
+    return options
 
 
-def _required(
-    model: object, speculative: object, batch: object, chunk: object, max_seq_len: object
-) -> tuple[Model, Profile, int, int, int]:
-    """The model and profile rows and the three required integers, validated as in
-    ``_arguments`` (which calls this first)."""
-    entry = _MODELS.get(model) if type(model) is str else None
-    if entry is None:
-        entry = _MODELS[_name("model", model, MODELS)]
-    profile = _PROFILES.get(speculative) if type(speculative) is str else None
-    if profile is None:
-        profile = _PROFILES[_name("speculative", speculative, SPECULATIVE)]
-    if speculative not in entry.profiles:
-        raise ValueError(
-            f"speculative {speculative!r} does not apply to model {model!r}; "
-            f"profiles for {model}: {', '.join(entry.profiles)}"
-        )
-    if type(batch) is not int or not 0 < batch <= _MAX_INT:
-        batch = _integer("max_batch_size", batch, 1)
-    if type(chunk) is not int or not 0 < chunk <= _MAX_INT:
-        chunk = _integer("max_num_tokens", chunk, 1)
-    if type(max_seq_len) is not int or not 0 < max_seq_len <= entry.max_seq_len:
-        max_seq_len = _integer("max_seq_len", max_seq_len, 1, entry.max_seq_len, f" for {model}")
-    return entry, profile, batch, chunk, max_seq_len
-
-
-def _dcp_size(
-    entry: Model,
-    profile: Profile,
-    speculative: str,
-    tp_size: int,
-    attention_dp: object,
-    dcp: object,
-) -> int:
+def _dcp_size(model: str, speculative: str, tp_size: int, attention_dp: object, dcp: object) -> int:
     """``dcp`` as an int, or ValueError where the engines refuse decode context parallelism
     (§9): the DCP group is carved from the TP ranks that hold copies of the same KV heads
     (vLLM ``config/parallel.py``, ``config/model.py``), and only full-attention caches are
@@ -467,7 +397,8 @@ def _dcp_size(
         raise ValueError(dcp_with_attention_dp(dcp))
     if tp_size % dcp:
         raise ValueError(dcp_outside_tp(tp_size, dcp))
-    for stack in (entry.layers, entry.extra_layers.get(speculative), profile.draft):
+    entry = _MODELS[model]
+    for stack in (entry.layers, entry.extra_layers.get(speculative), _PROFILES[speculative].draft):
         for name, kind in stack.kinds.items() if stack is not None else ():
             if kind.attention not in DCP_ATTENTION:
                 raise ValueError(dcp_attention(dcp, name, kind.attention))
@@ -492,57 +423,60 @@ def headroom(speculative: str = "none", *, overlap_slack: bool = False) -> int:
     """H = E + G (+ K with the overlap slack): how far capacity runs ahead of history at the
     allocation peak (§2). A property of the profile alone, so it takes no model."""
     profile = _PROFILES[_name("speculative", speculative, SPECULATIVE)]
-    slack = profile.draft_len if _flag("overlap_slack", overlap_slack) else 0
-    return profile.extra + profile.step + slack
+    return _headroom(profile, _flag("overlap_slack", overlap_slack))
 
 
-def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
-    """Layers of each kind on one pipeline rank: contiguous layers, the first ``count % pp``
-    ranks one more; from each kind's running count over the pattern (``_prefix_counts``),
-    O(kinds) per split, never per layer nor per pattern entry."""
+def _headroom(profile: Profile, overlap_slack: bool) -> int:
+    return profile.extra + profile.step + (profile.draft_len if overlap_slack else 0)
+
+
+def _rank_window(stack: Stack, pp_size: int, pp_rank: int) -> tuple[int, int, int]:
+    """One pipeline rank's contiguous layers (the first ``count % pp`` ranks one more) as
+    (start, end, laps): ``laps`` whole patterns and ``pattern[start:end]``, where an end past
+    the period wraps round to the pattern's start (§1)."""
     base, rem = divmod(stack.layer_count, pp_size)
     period = len(stack.pattern)
     start = (pp_rank * base + min(pp_rank, rem)) % period
     laps, rest = divmod(base + (pp_rank < rem), period)
-    end = start + rest
-    counts = {}
-    for name, before in _PREFIXES[id(stack)]:  # before[i]: the kind's entries in pattern[:i]
-        if end <= period:
-            counts[name] = laps * before[period] + before[end] - before[start]
-        else:
-            counts[name] = (laps + 1) * before[period] - before[start] + before[end - period]
-    return counts
+    return start, start + rest, laps
 
 
-def _prefix_counts(stack: Stack) -> tuple[tuple[str, tuple[int, ...]], ...]:
+def _count_in(before: tuple[int, ...], window: tuple[int, int, int]) -> int:
+    """A kind's layers in a rank's ``window`` (``_rank_window``) from its running count over
+    the pattern (``before[i]``: its entries in pattern[:i]): O(1) per kind and split."""
+    start, end, laps = window
+    period = len(before) - 1
+    if end <= period:
+        return laps * before[period] + before[end] - before[start]
+    return (laps + 1) * before[period] - before[start] + before[end - period]
+
+
+def _rank_counts(stack: Stack, pp_size: int, pp_rank: int) -> dict[str, int]:
+    """Layers of each kind on one pipeline rank (what ``_on_rank`` counts per kind)."""
+    window = _rank_window(stack, pp_size, pp_rank)
+    return {name: _count_in(before, window) for name, before in _prefix_counts(stack).items()}
+
+
+def _prefix_counts(stack: Stack) -> dict[str, tuple[int, ...]]:
     """Per kind of ``stack``, how many of the first i pattern entries name it, i = 0..period."""
-    return tuple(
-        (name, (0, *itertools.accumulate(entry == name for entry in stack.pattern)))
+    return {
+        name: (0, *itertools.accumulate(entry == name for entry in stack.pattern))
         for name in stack.kinds
-    )
+    }
 
 
-# One kind's cached layers on a rank: (layers, window, sinks, kv_heads, K and V head dims,
-# element bytes (0 for NVFP4), bytes per token not split by tp, chunk (chunked attention, else
-# 0)). A life cycle group: (window, sinks, sink pages, bytes per token of its layers, sum of its
-# distinct b_l, chunk). At one tp, a manager's layers are (slope of its full-attention layers,
-# its recurrent state sums (``_state_at_tp``), groups by (window, sinks, chunk)).
-_Row = tuple[int, int | None, int, int, tuple[int, int], int, int, int, "type[_Full]"]
+# At one tp, on one rank: a life cycle group is (window, sinks, sink pages, bytes per token of
+# its layers, sum of its distinct b_l, chunk, its kind's class); the recurrent sums are those
+# of ``_state_at_tp``.
 _Group = tuple[int, int, int, int, int, int, "type[_Sliding]"]
 _StateSums = tuple[int, int, int, int]
-_AtTp = tuple[int, _StateSums, tuple[_Group, ...]]
 _NO_STATE: _StateSums = (0, 0, 0, 0)
-_NO_LAYERS: _AtTp = (0, _NO_STATE, ())
 # A recurrent kind on a rank: (layers, raw state bytes at tp=1, then by dimensions (§8): SSM
 # heads, head dim, d_state, groups, d_conv, conv and SSM element bytes (0: NVFP4)).
 _StateRow = tuple[int, int, int, int, int, int, int, int, int]
 # A cross-attention kind on a rank: (layers, kv_heads, K and V head dims, element bytes,
 # bytes per token not split by tp, encoder tokens of the spec).
 _CrossRow = tuple[int, int, tuple[int, int], int, int, int]
-# Per manager on one rank: (name, its layers at tp=1, rows, recurrent rows, cross rows).
-_Plan = tuple[
-    tuple[str, _AtTp, tuple[_Row, ...], tuple[_StateRow, ...], tuple[_CrossRow, ...]], ...
-]
 
 
 def _scaled_bytes(heads: int, count: int, element: int) -> int:
@@ -551,14 +485,6 @@ def _scaled_bytes(heads: int, count: int, element: int) -> int:
     bits, block, block_scale, head_scale = _SCALED[element]
     scales = -(-count // block) * block_scale if block else 0
     return -(-count * bits // 8) + scales + heads * head_scale
-
-
-def _heads_bytes(heads: int, dims: tuple[int, int], element: int) -> int:
-    """K and V of ``heads`` heads per token, each of its own head dim, scales included (§1)."""
-    k, v = heads * dims[0], heads * dims[1]
-    if element > 0:
-        return (k + v) * element
-    return _scaled_bytes(heads, k, element) + _scaled_bytes(heads, v, element)
 
 
 def _elements(count: int, element: int) -> int:
@@ -590,37 +516,6 @@ def _state_at_tp(states: tuple[_StateRow, ...], tp_size: int) -> _StateSums:
         ssm += layers * one_ssm
         replay += layers * (one_step + 2 * heads * 4)
     return state, conv, ssm, replay
-
-
-def _at_tp(rows: tuple[_Row, ...], states: tuple[_StateRow, ...], tp_size: int) -> _AtTp:
-    """A manager's layers at one tensor-parallel size, windows as declared (§1, §3)."""
-    slope = 0
-    sums = _state_at_tp(states, tp_size) if states else _NO_STATE
-    cycles: dict[tuple[int, int, int], int] = {}  # (w, sinks, chunk) -> b_l sum of its layers
-    distinct: dict[tuple[int, int, int], list[int]] = {}  # (w, sinks, chunk) -> each b_l once
-    lives: dict[tuple[int, int, int], type[_Sliding]] = {}  # (w, sinks, chunk) -> its kind
-    for layers, window, sinks, kv_heads, head_dim, element, fixed, chunk, kind in rows:
-        bpt = kind.bytes_per_token(kv_heads, head_dim, element, fixed, tp_size)
-        if window is None:
-            slope += layers * bpt
-            continue
-        key = (window, sinks, chunk)
-        if key in cycles:
-            cycles[key] += layers * bpt
-            if bpt not in distinct[key]:
-                distinct[key].append(bpt)  # scratch reuse: one layer per (w, b_l) grows (§3)
-        else:
-            cycles[key] = layers * bpt
-            distinct[key] = [bpt]
-            lives[key] = kind  # type: ignore[assignment]  # a row with a window: a life cycle
-    if not cycles:
-        return slope, sums, ()
-    ordered = []
-    for key, cycle in sorted(cycles.items()):
-        window, sinks, chunk = key
-        sink_pages = -(-sinks // TOKENS_PER_BLOCK)
-        ordered.append((window, sinks, sink_pages, cycle, sum(distinct[key]), chunk, lives[key]))
-    return slope, sums, tuple(ordered)
 
 
 def _check_shared_on_rank(stack: Stack, pp_size: int, pp_rank: int) -> None:
@@ -674,7 +569,7 @@ class _CacheKind:
     rows: int | None = None
 
     @classmethod
-    def row(cls, kind: Kind) -> tuple[object, ...]:
+    def row(cls, kind: Kind) -> tuple[Any, ...]:
         return ()
 
 
@@ -684,7 +579,7 @@ class _Full(_CacheKind):
     rows = 0
 
     @classmethod
-    def row(cls, kind: Kind) -> tuple[object, ...]:
+    def row(cls, kind: Kind) -> tuple[Any, ...]:
         fixed = kind.bytes_per_token + kind.extra_bytes_per_token
         element = _ELEMENT_CODES.get(kind.dtype, 0)
         window = kind.chunk or kind.window  # a chunked kind's life cycle spans a chunk
@@ -695,8 +590,15 @@ class _Full(_CacheKind):
     def bytes_per_token(
         kv_heads: int, head_dim: tuple[int, int], element: int, fixed: int, tp: int
     ) -> int:
-        # ceil: KV heads are replicated when there are fewer than tp ranks (§1).
-        return fixed + (_heads_bytes(-(-kv_heads // tp), head_dim, element) if kv_heads else 0)
+        """K and V of a layer's heads on one rank per token, each of its own head dim, scales
+        included (§1)."""
+        if not kv_heads:
+            return fixed
+        heads = -(-kv_heads // tp)  # ceil: KV heads are replicated on more ranks than heads
+        k, v = heads * head_dim[0], heads * head_dim[1]
+        if element > 0:
+            return fixed + (k + v) * element
+        return fixed + _scaled_bytes(heads, k, element) + _scaled_bytes(heads, v, element)
 
 
 class _Sliding(_Full):
@@ -743,7 +645,7 @@ class _Cross(_Full):
     rows = 2
 
     @classmethod
-    def row(cls, kind: Kind) -> tuple[object, ...]:
+    def row(cls, kind: Kind) -> tuple[Any, ...]:
         fixed = kind.bytes_per_token + kind.extra_bytes_per_token
         element = _ELEMENT_CODES.get(kind.dtype, 0)
         return (kind.kv_heads, _dims(kind), element, fixed, kind.encoder_tokens)
@@ -755,7 +657,7 @@ class _Recurrent(_CacheKind):
     rows = 1
 
     @classmethod
-    def row(cls, kind: Kind) -> tuple[object, ...]:
+    def row(cls, kind: Kind) -> tuple[Any, ...]:
         conv_el = _ELEMENT_CODES.get(kind.dtype, 0)
         ssm_el = _ELEMENT_CODES.get(kind.ssm_dtype, 0)
         shape = (kind.ssm_heads, kind.ssm_head_dim, kind.d_state, kind.n_groups, kind.d_conv)
@@ -784,210 +686,265 @@ def _kind_class(kind: Kind) -> type[_CacheKind]:
     return _SharedReader if kind.reads is not None else _KIND_CLASSES[kind.attention]
 
 
-# A stack's cached kinds as (kind name, row list, row less its layer count), read from the
-# tables once (``_derive``): a pipeline split only substitutes each kind's count on the rank.
-_KindRows = tuple[tuple[str, int, tuple[object, ...]], ...]
+# ---- a (model, profile)'s layers, and the same layers on one rank at one tp ----
+# A cached kind's layers of a manager: the kind's running count over the model's pattern
+# (``_prefix_counts``; None: a draft or extra layer, all held by the last rank, §6), its layer
+# count, its slot (a life cycle's index in its manager's groups, or _FULL, _STATE, _CROSS), its
+# kind's class and its row less the count (``_CacheKind.row``; attention: (kv_heads,
+# head_dim, element, fixed)).
+_Member = tuple[tuple[int, ...] | None, int, int, "type[_CacheKind]", tuple[Any, ...]]
+_FULL, _STATE, _CROSS = -1, -2, -3
 
 
-def _kind_rows(stack: Stack) -> _KindRows:
-    rows = []
-    for name, kind in stack.kinds.items():
-        cls = _kind_class(kind)
-        if cls.rows is not None:
-            rows.append((name, cls.rows, cls.row(kind)))
-        if kind.ssm_heads and cls is _Full:  # a parallel hybrid layer holds its state too (§8)
-            rows.append((name, _Recurrent.rows, _Recurrent.row(kind)))
-    return tuple(rows)
+# One manager's cached layers of a (model, profile), read from the tables once (``_layers``):
+# (manager, its members in table order, its sliding and chunked life cycles as (window, sinks,
+# sink pages, chunk, the kind's class) in (window, sinks, chunk) order). Plain tuples, like
+# the rows on a rank below: internal, and a NamedTuple class costs ~0.1 ms of every import.
+_Layers = tuple[str, tuple[_Member, ...], tuple[tuple[int, int, int, int, "type[_Sliding]"], ...]]
+# One manager's layers on one pipeline rank at one tp (and DCP size), what depends only on
+# (model, profile, tp, pp, rank, dcp), kept in ``_RANKS`` (``_rank``): (manager, bytes per
+# token of full attention on the rank (on one DCP rank, §9), the recurrent sums, the life
+# cycle groups, whether it holds recurrent layers, the cross-attention rows).
+_OnRank = tuple[str, int, _StateSums, tuple[_Group, ...], bool, tuple[_CrossRow, ...]]
 
 
-# A stack's rows, states and cross rows with its full layer counts (``_found``).
-_Found = tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]
-_NOTHING: _Found = ((), (), ())
-
-
-def _found(stack: Stack, counts: Mapping[str, int] | None = None) -> _Found:
-    """The rows of ``stack``'s cached kinds with ``counts`` layers each (the stack's own counts
-    when None), sorted into the three row lists."""
-    found: tuple[list[Any], list[Any], list[Any]] = ([], [], [])
-    kinds = stack.kinds
-    for kind_name, row_list, rest in _KIND_ROWS[id(stack)]:
-        layers = kinds[kind_name].layers if counts is None else counts[kind_name]
-        if layers:
-            found[row_list].append((layers, *rest))
-    return tuple(found[0]), tuple(found[1]), tuple(found[2])
-
-
-def _parts(entry: Model, speculative: str, profile: Profile) -> tuple[_Found | None, ...]:
-    """What a pipeline split does not change, read once per (model, profile) at bind: the
-    extra draft layers the target holds and the separate draft pool (both on the last rank)."""
+def _layers(model: str, speculative: str) -> tuple[_Layers, ...]:
+    """The managers' layers of (model, profile), kept in ``_LAYERS``: the target holds the
+    model's layers and the profile's extra (EAGLE3/MTP) layers, a separate draft pool its
+    draft's (§6)."""
+    entry, profile = _MODELS[model], _PROFILES[speculative]
+    target = [(entry.layers, True)]
     extra = entry.extra_layers.get(speculative)
-    draft = profile.draft
-    return (
-        None if extra is None else _found(extra),
-        None if draft is None else _found(draft),
-    )
+    if extra is not None:
+        target.append((extra, False))
+    managers = [_manager_layers("target", target)]
+    if profile.draft is not None:
+        managers.append(_manager_layers("draft", [(profile.draft, False)]))
+    layers = _LAYERS[model, speculative] = tuple(managers)  # bounded: models x profiles
+    return layers
 
 
-def _plan(entry: Model, model: str, speculative: str, pp_size: int, pp_rank: int) -> _Plan:
-    """The cached layers of each manager on one pipeline rank, as flat rows; the summed
-    layers at tp=1 only on a single rank (``_PLANS``), where every tp starts from them."""
-    counts = _rank_counts(entry.layers, pp_size, pp_rank) if pp_size > 1 else None
-    rows, states, crosses = _found(entry.layers, counts)
-    extra, draft = _PARTS[model, speculative]
-    last = pp_rank == pp_size - 1  # draft layers live with the last pipeline stage
-    if extra is not None and last:
-        rows, states, crosses = rows + extra[0], states + extra[1], crosses + extra[2]
-    managers = [("target", rows, states, crosses)]
-    if draft is not None:
-        managers.append(("draft", *(draft if last else _NOTHING)))
-    return tuple(
-        (name, _at_tp(rows, states, 1) if pp_size == 1 else _NO_LAYERS, rows, states, crosses)
-        for name, rows, states, crosses in managers
-    )
-
-
-def _compute(
-    model: str,
-    speculative: str,
-    batch: int,
-    chunk: int,
-    max_seq_len: int,
-    tp_size: int,
-    pp_size: int,
-    pp_rank: int,
-    scratch_reuse: bool,
-    block_reuse: bool,
-    util: float,
-    overlap_slack: bool,
-    semantics: str,
-    attention_dp: bool = False,
-    mamba_state_update: str = "default",
-    dcp_size: int = 1,
-    encoder_tokens: int | None = None,
-) -> _Answer:
-    """Every named term of the static cost per manager (§3, §4), and the CacheCost of each
-    (built here, so that a never-seen ``cache_costs`` call runs one function); validates
-    first, once."""
-    entry, profile, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, util, dcp = _arguments(
-        model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, scratch_reuse,
-        block_reuse, util, overlap_slack, semantics, attention_dp, mamba_state_update,
-        dcp_size, encoder_tokens,
-    )  # fmt: skip
-    if encoder_tokens is not None:  # validated above; a plain int from here on
-        encoder_tokens = operator.index(encoder_tokens)
-    if attention_dp:
-        tp_size = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
-    backoff = profile.backoff if block_reuse else 0
-    extra = profile.extra
-    head = extra + profile.step + (profile.draft_len if overlap_slack else 0)
-    tpb = TOKENS_PER_BLOCK
-    span = tpb * dcp  # DCP: one page of tpb tokens on each DCP rank spans tpb * dcp tokens (§9)
-    exact = semantics == "exact"
-    ranked = _RANKS.get((model, speculative, pp_size, pp_rank, tp_size))
-    if ranked is None:
-        ranked = _rank(entry, model, speculative, profile, pp_size, pp_rank, tp_size)
-    out: list[_Terms] = []
-    costs = {}
-    for name, (slope, sums, groups), states, crosses in ranked:
-        if dcp != 1:
-            slope = _dcp_slope(name, slope, dcp)
-        per_request = state = sums[0]
-        if crosses:  # cross-attention: fixed per request, whole pages (§4)
-            per_request += _cross_bytes(crosses, tp_size, encoder_tokens)
-        scratch = scratch_reuse and name == "target"  # scratch reuse: targets only (§3)
-        ctx_swa = ctx_rounding = 0
-        cycles = []
-        # "exact": whole pages of every pool as the shim builds them for T (§3, §4).
-        pools = []
-        fixed_pool_bytes = batch * per_request
-        for window, sinks, sink_pages, cycle, distinct, attn_chunk, life in groups:
-            window = life.retention(window, backoff)
-            if window >= max_seq_len:
-                slope += cycle  # a window or chunk that reaches S is full attention (§1)
+def _manager_layers(manager: str, stacks: list[tuple[Stack, bool]]) -> _Layers:
+    """Each cached kind of ``stacks`` (a stack and whether a pipeline split counts its kinds)
+    as a member, in table order; sliding and chunked kinds grouped by life cycle."""
+    members: list[_Member] = []
+    cycles: dict[tuple[int, int, int], tuple[int, Any]] = {}  # key -> (slot, class)
+    for stack, split in stacks:
+        before = _prefix_counts(stack) if split else {}
+        for name, kind in stack.kinds.items():
+            cls = _kind_class(kind)
+            if cls.rows is None:
                 continue
-            live = life.live_pages(window, head, tpb)
-            per_request += (live + 1 + sink_pages) * tpb * cycle
-            ctx = distinct if scratch and life.scratch_reuse else cycle
-            ctx_swa += ctx
-            # A context chunk rounds its pages up; unless the headroom already reserves a
-            # spare page (pages(w, H) > pages(w, E)), "exact" charges tpb-1 tokens more (§4).
-            if exact:
-                rounding = 0
-                if live == -(-(life.spare(window, tpb) + extra) // tpb):
-                    ctx_rounding += ctx
-                    rounding = min(batch, chunk) * (tpb - 1)
-                fixed_pool_bytes += batch * (live + 1 + sink_pages) * tpb * cycle
-                pools.append((tpb * ctx, chunk, rounding))
-            cycles.append((window, sinks, live + 1 + sink_pages, cycle, attn_chunk))
-        intercept = batch * per_request + chunk * ctx_swa
-        if exact and slope:  # full attention: ceil((T + B*(span-1))/span) pages, uncapped (§3)
-            pools.append((span * slope, -1, batch * (span - 1)))
-        full_rounding = resume_rounding = None
-        if exact:
-            full_rounding = batch * (span - 1) * slope
-            ctx_rounding *= min(batch, chunk) * (tpb - 1)
-            intercept += full_rounding + ctx_rounding
-        if name == "draft" and len(cycles) == 1 and not slope and not state and not crosses:
-            # Resume watermark (§4): round a single SWA pool up so that a suspended request can
-            # resume under max_util_for_resume, which the engine compares as a float32.
-            slot = tpb * cycles[0][3]
-            util32 = float32(util)
-            rounded = math.ceil(-(-intercept // slot) / util32) * slot
-            resume_rounding = rounded - intercept
-            intercept = rounded
-        recurrent: tuple[tuple[str, int], ...] = ()
-        if states:
-            recurrent = _state_rows(sums, batch, profile, attention_dp, mamba_state_update)
-            rows_bytes = sum([value for _term, value in recurrent])
-            intercept += rows_bytes
-            # The reserved and speculative state rows are fixed pools of the runtime too (§8).
-            fixed_pool_bytes += rows_bytes
-        costs[name] = _new(CacheCost, (slope, intercept))
-        out.append(
-            _new(_Terms, (name, slope, per_request, ctx_swa, full_rounding,
-                          ctx_rounding if exact else None, resume_rounding,
-                          intercept, tuple(cycles), fixed_pool_bytes, tuple(pools),
-                          recurrent, span))
-        )  # fmt: skip
-    return tuple(out), costs
-
-
-# Per manager on one rank at one tp: (name, its layers at that tp, recurrent rows, cross rows).
-_Ranked = tuple[tuple[str, _AtTp, tuple[_StateRow, ...], tuple[_CrossRow, ...]], ...]
+            row = cls.row(kind)
+            slot = _STATE if cls.rows == 1 else _CROSS
+            if cls.rows == 0:
+                window, sinks, *shape, chunk, _cls = row
+                row = tuple(shape)
+                slot = _FULL
+                if window is not None:  # a life cycle, keyed by (window, sinks, chunk)
+                    slot = cycles.setdefault((window, sinks, chunk), (len(cycles), cls))[0]
+            members.append((before.get(name), kind.layers, slot, cls, row))
+            if kind.ssm_heads and cls is _Full:  # a parallel hybrid layer holds a state too (§8)
+                members.append((before.get(name), kind.layers, _STATE, _Recurrent,
+                                _Recurrent.row(kind)))  # fmt: skip
+    # Life cycles in (window, sinks, chunk) order: their slots renumbered to that order.
+    order = sorted(cycles)
+    renumber = {cycles[key][0]: i for i, key in enumerate(order)}
+    members = [(b, n, renumber.get(slot, slot), cls, row) for b, n, slot, cls, row in members]
+    groups = tuple(
+        (window, sinks, -(-sinks // TOKENS_PER_BLOCK), chunk, cycles[window, sinks, chunk][1])
+        for window, sinks, chunk in order
+    )
+    return manager, tuple(members), groups
 
 
 def _rank(
-    entry: Model,
-    model: str,
-    speculative: str,
-    profile: Profile,
-    pp_size: int,
-    pp_rank: int,
-    tp_size: int,
-) -> _Ranked:
-    """What depends only on (model, profile, pp, rank, tp): each manager's layers on that rank
-    summed at that tp, kept in ``_RANKS`` so that a call at tp 8 / pp 2 with new batch or
-    sequence sizes costs what one at tp 1 does. ValueError (never kept) where the engines
-    refuse the split: a KV-sharing reader away from its cache (§1), an uneven state (§8)."""
-    if pp_size == 1:
-        plan = _PLANS[model, speculative]
-    else:
+    model: str, speculative: str, pp_size: int, pp_rank: int, tp_size: int, dcp: int
+) -> tuple[_OnRank, ...]:
+    """Each manager's layers on one rank at one tp and DCP size, kept in ``_RANKS`` so that
+    a never-seen call at tp 8 / pp 2 costs what one at tp 1 does; ValueError (never kept)
+    where the engines refuse the split: a KV-sharing reader away from its cache (§1), an
+    uneven state (§8), full attention that does not split over DCP (§9)."""
+    layers = _LAYERS.get((model, speculative)) or _layers(model, speculative)
+    window = None
+    if pp_size > 1:
+        stack = _MODELS[model].layers
         if model in _READERS:  # KV sharing: each reader on the rank of its cache (§1)
-            _check_shared_on_rank(entry.layers, pp_size, pp_rank)
-        plan = _plan(entry, model, speculative, pp_size, pp_rank)
-    ranked = tuple(
-        (
-            name,
-            at_tp1 if tp_size == pp_size == 1 else _at_tp(rows, states, tp_size),
-            states,
-            crosses,
-        )
-        for name, at_tp1, rows, states, crosses in plan
-    )
-    if len(_RANKS) >= 4096:  # bounded like the answer caches
+            _check_shared_on_rank(stack, pp_size, pp_rank)
+        window = _rank_window(stack, pp_size, pp_rank)
+    last = pp_rank == pp_size - 1  # draft and extra layers live with the last pipeline stage
+    on_ranks = []
+    for manager in layers:
+        on_ranks.append(_on_rank(manager, window, last, tp_size))
+    if dcp != 1:  # each DCP rank holds one token in dcp of full attention (§9)
+        on_ranks = [(r[0], _dcp_slope(r[0], r[1], dcp), *r[2:]) for r in on_ranks]
+    ranked = tuple(on_ranks)
+    if len(_RANKS) >= 4096:  # bounded like the answers cache
         _RANKS.clear()
-    _RANKS[model, speculative, pp_size, pp_rank, tp_size] = ranked
+    _RANKS[model, speculative, pp_size, pp_rank, tp_size, dcp] = ranked
     return ranked
+
+
+def _on_rank(layers: _Layers, window: tuple[int, int, int] | None, last: bool, tp: int) -> _OnRank:
+    """One manager's layers summed on a rank at tp: the model's layers in the rank's
+    ``window`` (None: a single rank, every layer), draft and extra layers on the ``last``
+    rank; each kind's bytes per token from its class (§1, §3)."""
+    slope = 0
+    manager, members, groups = layers
+    cycles = [0] * len(groups)
+    distinct: list[list[int] | None] = [None] * len(groups)  # b_l once per life cycle (§3)
+    states = []
+    crosses = []
+    for before, count, slot, cls, row in members:
+        if before is None:
+            if not last:
+                continue
+        elif window is not None:
+            count = _count_in(before, window)
+        if not count:
+            continue
+        if slot == _STATE:
+            states.append((count, *row))
+        elif slot == _CROSS:
+            crosses.append((count, *row))
+        else:
+            heads, head_dim, element, fixed = row
+            bpt = cls.bytes_per_token(heads, head_dim, element, fixed, tp)  # type: ignore[attr-defined]
+            if slot == _FULL:
+                slope += count * bpt
+                continue
+            cycles[slot] += count * bpt
+            seen = distinct[slot]
+            if seen is None:
+                distinct[slot] = [bpt]
+            elif bpt not in seen:
+                seen.append(bpt)  # scratch reuse grows one layer per (w, b_l)
+    on_rank_groups = []
+    for i, seen in enumerate(distinct):
+        if seen is not None:
+            cycle_window, sinks, sink_pages, chunk, life = groups[i]
+            on_rank_groups.append((cycle_window, sinks, sink_pages, cycles[i], sum(seen), chunk,
+                                   life))  # fmt: skip
+    sums = _state_at_tp(tuple(states), tp) if states else _NO_STATE
+    return manager, slope, sums, tuple(on_rank_groups), bool(states), tuple(crosses)
+
+
+# ---- the terms of one call: per manager, per life cycle ----
+
+
+def _compute(options: _Options) -> _Answer:
+    """Every named term of the static cost per manager (§3, §4) for validated options, and
+    the CacheCost of each (built here, so that a never-seen ``cache_costs`` call runs one
+    function): per manager, its layers on the rank (``_rank``), their life cycles
+    (``_life_cycles``), the full pool, cross attention, the resume watermark, recurrent rows."""
+    (model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, scratch_reuse,
+     block_reuse, util, overlap_slack, semantics, attention_dp, update, dcp, encoder_tokens,
+     ) = options  # fmt: skip
+    profile = _PROFILES[speculative]
+    if attention_dp:
+        tp_size = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
+    key = (model, speculative, pp_size, pp_rank, tp_size, dcp)
+    ranked = _RANKS.get(key) or _rank(*key)
+    head = _headroom(profile, overlap_slack)
+    exact = semantics == "exact"
+    tpb = TOKENS_PER_BLOCK
+    span = tpb * dcp  # DCP: one page of tpb tokens on each DCP rank spans tpb * dcp tokens (§9)
+    terms = []
+    costs = {}
+    for name, slope, sums, groups, states, crosses in ranked:
+        per_request = state = sums[0]
+        if crosses:  # cross-attention: fixed per request, whole pages (§4)
+            per_request += _cross_bytes(crosses, tp_size, encoder_tokens)
+        fixed_pool_bytes = batch * per_request
+        ctx_swa = ctx_rounding = 0
+        pools: tuple[tuple[int, int, int], ...] = ()
+        cycles: tuple[tuple[int, int, int, int, int], ...] = ()
+        if groups:
+            scratch = scratch_reuse and name == "target"  # scratch reuse: targets only (§3)
+            backoff = profile.backoff if block_reuse else 0
+            as_full, held, ctx_swa, ctx_rounding, fixed, pools, cycles = _life_cycles(
+                groups, profile.extra, head, backoff, scratch, exact, batch, chunk, max_seq_len
+            )
+            slope += as_full
+            per_request += held
+            fixed_pool_bytes += fixed
+        intercept = batch * per_request + chunk * ctx_swa
+        full_rounding = resume_rounding = None
+        if exact:
+            if slope:  # full attention: ceil((T + B*(span-1))/span) pages, uncapped (§3)
+                pools += ((span * slope, -1, batch * (span - 1)),)
+            full_rounding = batch * (span - 1) * slope
+            ctx_rounding *= min(batch, chunk) * (tpb - 1)
+            intercept += full_rounding + ctx_rounding
+        if name == "draft" and len(cycles) == 1 and not (slope or state or crosses):
+            resume_rounding = _resume_rounding(intercept, tpb * cycles[0][3], util)
+            intercept += resume_rounding
+        recurrent: tuple[tuple[str, int], ...] = ()
+        if states:
+            recurrent = _state_rows(sums, batch, profile, attention_dp, update)
+            rows_bytes = sum([value for _term, value in recurrent])
+            intercept += rows_bytes
+            fixed_pool_bytes += rows_bytes  # the reserved and speculative rows are fixed (§8)
+        values = (name, slope, per_request, ctx_swa, full_rounding,
+                  ctx_rounding if exact else None, resume_rounding, intercept, cycles,
+                  fixed_pool_bytes, pools, recurrent, span)  # fmt: skip
+        terms.append(_new(_Terms, values))
+        costs[name] = _new(CacheCost, (slope, intercept))
+    return tuple(terms), costs
+
+
+# What a manager's sliding and chunked life cycles add (``_life_cycles``): bytes per token of
+# those that reach max_seq_len (full attention, §1); bytes a request keeps on the others;
+# their context bytes per token; under "exact" the context bytes whose chunk needs a rounding,
+# their fixed pool bytes and their growing pools; each one's row of ``_Terms.life_cycles``.
+_Cycles = tuple[int, int, int, int, int, tuple[tuple[int, int, int], ...], tuple[Any, ...]]
+
+
+def _life_cycles(
+    groups: tuple[_Group, ...],
+    extra: int,
+    head: int,
+    backoff: int,
+    scratch: bool,
+    exact: bool,
+    batch: int,
+    chunk: int,
+    max_seq_len: int,
+) -> _Cycles:
+    """A manager's sliding and chunked life cycles under headroom ``head`` (§3, §4), each
+    through its kind's class: retention, the pages a request keeps, the spare page."""
+    tpb = TOKENS_PER_BLOCK
+    as_full = held = ctx_swa = ctx_rounding = fixed = 0
+    pools = []
+    cycles = []
+    for window, sinks, sink_pages, cycle, distinct, attn_chunk, life in groups:
+        window = life.retention(window, backoff)
+        if window >= max_seq_len:
+            as_full += cycle  # a window or chunk that reaches S is full attention (§1)
+            continue
+        live = life.live_pages(window, head, tpb)
+        pages = live + 1 + sink_pages
+        held += pages * tpb * cycle
+        ctx = distinct if scratch and life.scratch_reuse else cycle
+        ctx_swa += ctx
+        if exact:  # whole pages of every pool as the shim builds them for T (§3, §4)
+            # A context chunk rounds its pages up; unless the headroom already reserves a
+            # spare page (pages(w, H) > pages(w, E)), "exact" charges tpb-1 tokens more (§4).
+            rounding = 0
+            if live == -(-(life.spare(window, tpb) + extra) // tpb):
+                ctx_rounding += ctx
+                rounding = min(batch, chunk) * (tpb - 1)
+            fixed += batch * pages * tpb * cycle
+            pools.append((tpb * ctx, chunk, rounding))
+        cycles.append((window, sinks, pages, cycle, attn_chunk))
+    return as_full, held, ctx_swa, ctx_rounding, fixed, tuple(pools), tuple(cycles)
+
+
+def _resume_rounding(intercept: int, slot: int, util: float) -> int:
+    """Resume watermark (§4): a single SWA pool rounded up so that a suspended request can
+    resume under max_util_for_resume, which the engine compares as a float32."""
+    util32 = float32(util)
+    return math.ceil(-(-intercept // slot) / util32) * slot - intercept
 
 
 def _dcp_slope(manager: str, slope: int, dcp: int) -> int:
@@ -1002,11 +959,7 @@ def _dcp_slope(manager: str, slope: int, dcp: int) -> int:
 
 
 def _state_rows(
-    sums: _StateSums,
-    batch: int,
-    profile: Profile,
-    attention_dp: bool,
-    update: str,
+    sums: _StateSums, batch: int, profile: Profile, attention_dp: bool, update: str
 ) -> tuple[tuple[str, int], ...]:
     """The recurrent rows the engine keeps beyond one per request (§8): one slot shared by the
     CUDA-graph padding dummies (+1 for the attention-DP dummy), and under speculative decoding
@@ -1026,12 +979,9 @@ def _state_rows(
     return tuple(rows)
 
 
-def _cached_terms(*args: object) -> tuple[_Terms, ...]:
-    try:
-        return _answers(*args)[0]
-    except TypeError:  # an unhashable argument: name it, as any other bad value
-        _arguments(*args)
-        raise
+def _cached_terms(options: _Options) -> tuple[_Terms, ...]:
+    """Each manager's terms for validated options, from the answers cache."""
+    return _answers(options)[0]
 
 
 def cost_terms(
@@ -1055,51 +1005,15 @@ def cost_terms(
     engine_terms: bool = False,
     encoder_tokens: int | None = None,
 ) -> dict[str, dict[str, int]]:
-    """Every named term of the static cost, per cache manager, in bytes (§4).
-
-    ``slope``, ``per_request``, ``ctx_swa`` and ``intercept`` always; under ``"exact"`` also
-    ``full_page_rounding`` (B*(tpb-1)*slope: whole pages of full attention per request) and
-    ``context_page_rounding`` (min(B, N)*(tpb-1)*ctx of each SWA life cycle whose headroom
-    leaves no spare page) and ``pool_page_rounding`` (the most bytes that rounding every
-    growing pool up to whole pages adds to ``slope*T + intercept`` at some T: tpb-1 tokens
-    of each; ``quota_from_max_tokens`` is exactly that whole-page sum, §4);
-    ``resume_rounding`` for a single-SWA-pool draft. With recurrent layers (§8)
-    ``state_reserved_rows`` (the CUDA-graph padding slot, + 1 row with ``attention_dp``) and,
-    under a speculative profile, ``spec_intermediate_states`` (+ ``spec_replay_history`` with
-    ``mamba_state_update="replay"``). ``attention_dp=True`` holds whole KV heads and states on
-    every rank (tp = 1 for the caches, §9). ``dcp_size`` (decode context parallelism, §9)
-    shards full-attention history over that many TP ranks: ``slope`` is the bytes per token on
-    one rank, and one page spans tpb * dcp_size tokens, so the rounding terms count
-    tpb * dcp_size - 1 tokens where they count tpb - 1.
-    Cross-attention layers add the K/V of each
-    request's encoder tokens in whole pages to ``per_request`` (§4); ``encoder_tokens``
-    (models with cross-attention only, at most the spec's count) replaces that count.
-
-    ``engine_terms=True`` adds what the engine does beside the quota (§9), reported and never
-    added to the intercept or any quota: ``startup_estimate_difference`` (target, ctx_swa > 0:
-    N*ctx_swa, which the startup estimate leaves out by calling the target with
-    max_num_tokens = 0), ``watermark_quota`` (the engine divides a quota from max_tokens by the
-    resume watermark; reported at T = max_seq_len, the least max_tokens that holds one request
-    of S: ceil(quota(S) / float32(u)) - quota(S); absent where resume_rounding already applies
-    it), ``cuda_graph_padding`` (the pages of the one CUDA-graph padding dummy: a generation
-    request of one token at its step, capacity 1 + H, so ceil((1 + H)/tpb) pages of every
-    attention life cycle; its state row is ``state_reserved_rows``) and
-    ``overlap_scheduler_requests`` (B*per_request: the second batch the overlap scheduler's
-    index mapper admits, B*pp*2 requests instead of B*pp).
-
-    No term for what TensorRT-LLM V2 keeps beside the live requests (verified against the
-    engine's own manager): a suspended request keeps its pages and block reuse keeps
-    committed blocks as a cache, both evictable (the shim's ``evictable_bytes``, outside
-    ``bytes_in_use``). Nothing here changes for them: max_batch_size bounds the live and the
-    suspended requests together (a suspended request still holds its share of the pools),
-    and the cache holds only pages no request holds, evicted as soon as a request needs one;
-    the watermark that admissions now pass is ``watermark_quota``.
-    """
-    terms = _cached_terms(
+    """Every named term of the static cost, per cache manager, in bytes (§4). The terms, the
+    options and ``engine_terms=True`` (what the engine does beside the quota, §9) are
+    described in docs/api.md, "cost_terms"."""
+    options = _options(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
+    terms = _cached_terms(options)
     out = {}
     for t in terms:
         named = {k: v for k, v in zip(_TERM_NAMES[:6], t[1:7], strict=True) if v is not None}
@@ -1111,25 +1025,21 @@ def cost_terms(
             named["pool_page_rounding"] = (t.span - 1) * rounding
         out[t.manager] = named
     if _flag("engine_terms", engine_terms):
-        head = headroom(speculative, overlap_slack=overlap_slack)
-        util32 = float32(max_util_for_resume)
+        head = _headroom(_PROFILES[options.speculative], options.overlap_slack)
         for t in terms:
-            out[t.manager].update(
-                _engine_terms(t, head, max_batch_size, max_num_tokens, max_seq_len, util32)
-            )
+            out[t.manager].update(_engine_terms(t, head, options))
     return out
 
 
-def _engine_terms(
-    terms: _Terms, head: int, batch: int, chunk: int, seq: int, util32: float
-) -> dict[str, int]:
-    """The engine's terms beside the quota of one manager (§9); see ``cost_terms``."""
-    batch, chunk, seq = operator.index(batch), operator.index(chunk), operator.index(seq)
+def _engine_terms(terms: _Terms, head: int, options: _Options) -> dict[str, int]:
+    """The engine's terms beside the quota of one manager (§9; docs/api.md, "cost_terms")."""
+    batch, chunk = options.max_batch_size, options.max_num_tokens
     named = {}
     if terms.manager == "target" and terms.ctx_swa:
         named["startup_estimate_difference"] = chunk * terms.ctx_swa
     if terms.resume_rounding is None:
-        quota = _quota(terms, seq, chunk)
+        quota = _quota(terms, options.max_seq_len, chunk)
+        util32 = float32(options.max_util_for_resume)
         named["watermark_quota"] = math.ceil(quota / util32) - quota
     # History 1 holds no stale SWA page (§3): every life cycle holds ceil((1 + H)/tpb) pages.
     paged = terms.slope + sum(cycle[3] for cycle in terms.life_cycles)
@@ -1162,20 +1072,12 @@ def cache_costs(
     encoder_tokens: int | None = None,
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
-    try:
-        costs = _answers(
-            model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
-            pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-            attention_dp, mamba_state_update, dcp_size, encoder_tokens,
-        )[1]  # fmt: skip
-    except TypeError:  # an unhashable argument: name it, as any other bad value
-        _arguments(
-            model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
-            pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
-            attention_dp, mamba_state_update, dcp_size, encoder_tokens,
-        )  # fmt: skip
-        raise
-    return costs.copy()
+    options = _options(
+        model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
+        pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
+        attention_dp, mamba_state_update, dcp_size, encoder_tokens,
+    )  # fmt: skip
+    return _answers(options)[1].copy()
 
 
 def _pool_bytes(terms: _Terms, tokens: int) -> int:
@@ -1225,13 +1127,13 @@ def quota_from_max_tokens(
     ``max_tokens_from_quota``."""
     tokens = max_tokens if type(max_tokens) is int and 0 <= max_tokens <= _MAX_INT else None
     tokens = _integer("max_tokens", max_tokens, 0) if tokens is None else tokens
-    terms = _cached_terms(
+    options = _options(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
-    chunk = operator.index(max_num_tokens)
-    return {t.manager: _quota(t, tokens, chunk) for t in terms}
+    chunk = options.max_num_tokens
+    return {t.manager: _quota(t, tokens, chunk) for t in _cached_terms(options)}
 
 
 def _tokens(terms: _Terms, quota: int, chunk: int) -> int | None:
@@ -1302,20 +1204,18 @@ def max_tokens_from_quota(
     ``split_budget`` return; any of the profile's managers), the largest T with
     ``quota(T) <= quota_bytes[manager]``: ``None`` when no full-attention layer bounds it (the
     manager's cost stops growing with T)."""
-    terms = {
-        t.manager: t
-        for t in _cached_terms(
-            model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
-            pp_size, pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack,
-            semantics, attention_dp, mamba_state_update, dcp_size, encoder_tokens,
-        )
-    }  # fmt: skip
+    options = _options(
+        model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
+        pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
+        attention_dp, mamba_state_update, dcp_size, encoder_tokens,
+    )  # fmt: skip
+    terms = {t.manager: t for t in _cached_terms(options)}
     if not isinstance(quota_bytes, Mapping) or not quota_bytes:
         raise ValueError(
             f"quota_bytes must map cache managers ({', '.join(terms)}) to bytes, "
             f"e.g. {{'target': 1 << 30}}; got {quota_bytes!r}"
         )
-    chunk = operator.index(max_num_tokens)
+    chunk = options.max_num_tokens
     out: dict[str, int | None] = {}
     for manager, quota in quota_bytes.items():
         _name("quota_bytes key", manager, terms)
@@ -1370,12 +1270,12 @@ def quota_for_requests(
     """
     requests = _integer("requests", requests, 1)
     seq_len = _integer("seq_len", seq_len, 1)
-    terms = _cached_terms(
+    terms = _cached_terms(_options(
         model, speculative, requests, max_num_tokens, seq_len, tp_size, pp_size, pp_rank,
         scratch_reuse, block_reuse, max_util_for_resume, False, semantics, False, "default",
         dcp_size,
         encoder_tokens,
-    )  # fmt: skip
+    ))  # fmt: skip
     profile = _PROFILES[speculative]
     tpb = terms[0].span  # tokens per full-attention page: tpb * dcp_size under DCP (§9)
     peak = seq_len - 1 + profile.extra + profile.step  # one request's capacity at its peak
@@ -1522,17 +1422,19 @@ def split_budget(
     """
     budget = _integer("budget_bytes", budget_bytes, 0)
     _name("tier", tier, TIERS)
-    terms = {
-        t.manager: t
-        for t in _cached_terms(
-            model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
-            pp_size, pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack,
-            semantics, attention_dp, mamba_state_update, dcp_size, encoder_tokens,
-        )
-    }  # fmt: skip
-    if "draft" not in terms:
+    options = _options(
+        model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
+        pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
+        attention_dp, mamba_state_update, dcp_size, encoder_tokens,
+    )  # fmt: skip
+    return _shares(_cached_terms(options), budget, tier)
+
+
+def _shares(terms: tuple[_Terms, ...], budget: int, tier: str) -> dict[str, int]:
+    """``split_budget`` of a validated budget over validated terms (§6)."""
+    if len(terms) == 1:
         return {"target": budget}
-    target, draft = terms["target"], terms["draft"]
+    target, draft = terms
     slopes = target.slope + draft.slope
     if tier == "host":
         share = budget * draft.slope // slopes if slopes else 0
@@ -1557,13 +1459,10 @@ def max_blocks_per_seq(
 ) -> int:
     """ceil((S + H) / tpb), rounded up to a multiple of 4 (the block-table width) (§4); under
     decode context parallelism a page spans tpb * dcp_size tokens (§9)."""
-    _, profile, _, _, seq, *_ = _arguments(
-        model, speculative, 1, 1, max_seq_len, 1, 1, 0, False, False, 0.95, overlap_slack,
-        "trtllm-v2",
-    )  # fmt: skip
+    options = _options(model, speculative, 1, 1, max_seq_len, overlap_slack=overlap_slack)
     dcp = dcp_size if type(dcp_size) is int and dcp_size > 0 else _integer("dcp_size", dcp_size, 1)
-    head = profile.extra + profile.step + (profile.draft_len if overlap_slack else 0)
-    blocks = -(-(seq + head) // (TOKENS_PER_BLOCK * dcp))
+    head = _headroom(_PROFILES[options.speculative], options.overlap_slack)
+    blocks = -(-(options.max_seq_len + head) // (TOKENS_PER_BLOCK * dcp))
     return -(-blocks // 4) * 4
 
 
@@ -1583,10 +1482,9 @@ def pages_per_request(
     for chunked local attention); full-attention life cycles grow with the sequence and are
     not listed.
     """
-    terms = _cached_terms(
-        model, speculative, 1, 1, max_seq_len, 1, pp_size, pp_rank, False, block_reuse, 0.95,
-        overlap_slack, "trtllm-v2",
-    )  # fmt: skip
+    options = _options(model, speculative, 1, 1, max_seq_len, 1, pp_size, pp_rank,
+                       block_reuse=block_reuse, overlap_slack=overlap_slack)  # fmt: skip
+    terms = _cached_terms(options)
     return {
         t.manager: {_cycle_name(w, s, c): pages for w, s, pages, _, c in t.life_cycles}
         for t in terms
@@ -1605,14 +1503,13 @@ def _cycle_name(window: int, sinks: int, chunk: int) -> str:
 RUNTIME_VERSION = 1
 # Names of the runtime itself, never copied into a family's namespace.
 _RUNTIME_ONLY = frozenset({"RUNTIME_VERSION", "bind", "install", "require_version"})
-# What ``_derive`` precomputes per family (besides the public names declared above).
+# What ``_derive`` precomputes per family (besides the public names declared above), and the
+# caches it empties: what a (model, profile) holds, by manager (filled on first use, bounded
+# by models x profiles), and what it holds on one rank at one tp and DCP size.
 _READERS: frozenset[str]
-_KIND_ROWS: dict[int, _KindRows]
-_PREFIXES: dict[int, tuple[tuple[str, tuple[int, ...]], ...]]
-_PARTS: dict[tuple[str, str], tuple[_Found | None, ...]]
-_PLANS: dict[tuple[str, str], _Plan]
-_RANKS: dict[tuple[str, str, int, int, int], _Ranked]
-_answers: Callable[..., _Answer]
+_LAYERS: dict[tuple[str, str], tuple[_Layers, ...]]
+_RANKS: dict[tuple[str, str, int, int, int, int], tuple[_OnRank, ...]]
+_answers: Callable[[_Options], _Answer]
 
 
 def require_version(gencode: int, module: str) -> None:
@@ -1664,10 +1561,9 @@ def bind(namespace: dict[str, object]) -> None:
 
 def _derive() -> None:
     """Per family, at bind (its namespace is this function's globals): the public tables of
-    names, every (model, profile) planned and summed at tp=1 on a single pipeline rank, and
-    the answer caches."""
+    names, each model's limits, the models with KV-sharing readers, and empty caches."""
     global MODELS, SPECULATIVE, MAX_SEQ_LEN, PROFILES, MANAGERS
-    global _READERS, _KIND_ROWS, _PREFIXES, _PARTS, _PLANS, _RANKS, _answers
+    global _READERS, _LIMITS, _LAYERS, _RANKS, _answers
     MODELS = tuple(_MODELS)
     SPECULATIVE = tuple(_PROFILES)
     MAX_SEQ_LEN = {name: model.max_seq_len for name, model in _MODELS.items()}
@@ -1682,23 +1578,11 @@ def _derive() -> None:
         for name, model in _MODELS.items()
         if any(kind.reads is not None for kind in model.layers.kinds.values())
     )
-    # Per stack of the tables (by identity: the tables never change), its cached kinds' rows
-    # and, for a model's layers (the ones a pipeline splits), each kind's running count.
-    stacks = [model.layers for model in _MODELS.values()]
-    stacks += [stack for model in _MODELS.values() for stack in model.extra_layers.values()]
-    stacks += [profile.draft for profile in _PROFILES.values() if profile.draft is not None]
-    _KIND_ROWS = {id(stack): _kind_rows(stack) for stack in stacks}
-    _PREFIXES = {id(model.layers): _prefix_counts(model.layers) for model in _MODELS.values()}
-    _PARTS = {
-        (name, speculative): _parts(model, speculative, _PROFILES[speculative])
+    _LIMITS = {
+        name: (model.profiles, model.max_seq_len, model.layers.layer_count)
         for name, model in _MODELS.items()
-        for speculative in model.profiles
     }
-    _PLANS = {
-        (name, speculative): _plan(model, name, speculative, 1, 0)
-        for name, model in _MODELS.items()
-        for speculative in model.profiles
-    }
-    _RANKS = {}  # filled by ``_rank`` per (model, profile, pp, rank, tp) on first use
-    # Pure functions of hashable arguments; typed, so 1, 1.0 and True never share an entry.
-    _answers = functools.lru_cache(maxsize=4096, typed=True)(_compute)
+    _LAYERS = {}
+    _RANKS = {}
+    # A pure function of validated options (plain values: 1, 1.0 and True never reach it alike).
+    _answers = functools.lru_cache(maxsize=4096)(_compute)

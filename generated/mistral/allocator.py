@@ -29,19 +29,8 @@ from kvgen.runtime import allocator as _rt
 _rt.require_version(1, "generated/mistral/allocator.py")
 
 # The family's names; the runtime's follow (``kvgen.allocator_api``, declared once there).
-__all__ = [
-    "FAMILY",
-    "KV_CACHE_DTYPE",
-    "MODELS",
-    "PROFILES",
-    "SPECULATIVE",
-    "SPEC_SHA256",
-    "TABLES",
-    "TOKENS_PER_BLOCK",
-    "KVCacheShim",
-    "Model",
-    "Profile",
-]
+__all__ = ["FAMILY", "KV_CACHE_DTYPE", "MODELS", "PROFILES", "SPECULATIVE", "SPEC_SHA256"]
+__all__ += ["TABLES", "TOKENS_PER_BLOCK", "KVCacheShim", "Model", "Profile"]
 __all__ += _api.__all__
 
 FAMILY = "mistral"

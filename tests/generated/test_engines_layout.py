@@ -137,3 +137,27 @@ def test_a_module_keeps_layouts_only_of_models_and_profiles_it_checked() -> None
     assert again == first
     module.engine_capacity("llama3_1_8b", GIB40, engine="sglang", **kwargs)
     assert list(module._SGLANG_LAYOUTS) == [("llama3_1_8b", "none")]
+
+
+def test_binding_builds_the_layout_of_every_pair_an_engine_answers_and_no_other() -> None:
+    # A fresh module: bind built, before any call, one layout per (model, profile) each engine
+    # answers, so a first plan is only its arithmetic; a pair an engine refuses has none and
+    # its call raises the engine's refusal (vLLM 0.33.0 cannot run Mllama; SGLang answers no
+    # draft-model profile of llama3 but EAGLE3's).
+    vision = import_generated(
+        ROOT / "generated" / "llama3_2_vision" / "sizing.py", "_kvgen_layout_fresh_vision"
+    )
+    assert not [key for key in vision._VLLM_LAYOUTS if key[0] == "llama3_2_11b_vision"]
+    module = import_generated(ROOT / "generated" / "llama3" / "sizing.py", "_kvgen_layout_fresh")
+    assert ("llama3_1_8b", "none") in module._VLLM_LAYOUTS
+    assert ("llama3_1_8b", "none") in module._SGLANG_LAYOUTS
+    kwargs = {"max_seq_len": 4096, "max_num_tokens": 8192}
+    for engine, layouts in (("vllm", module._VLLM_LAYOUTS), ("sglang", module._SGLANG_LAYOUTS)):
+        for model in module.MODELS:
+            for profile in module.PROFILES[model]:
+                call = {"engine": engine, "speculative": profile, **kwargs}
+                if (model, profile) in layouts:
+                    assert module.engine_capacity(model, GIB40, **call).kv_tokens > 0
+                else:
+                    with pytest.raises(module.NotModelled):
+                        module.engine_capacity(model, GIB40, **call)

@@ -101,7 +101,15 @@ def _all_literal(path: Path) -> list[str]:
         for node in tree.body
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__"
     )
-    return list(ast.literal_eval(exported))
+    names = list(ast.literal_eval(exported))
+    for node in tree.body:  # literal lists appended (``__all__ += [...]``) count too
+        if (
+            isinstance(node, ast.AugAssign)
+            and getattr(node.target, "id", "") == "__all__"
+            and isinstance(node.value, ast.List)
+        ):
+            names += ast.literal_eval(node.value)
+    return names
 
 
 def test_generated_allocator_public_names():

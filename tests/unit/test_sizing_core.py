@@ -142,7 +142,7 @@ def test_kvgen_s_own_interpreter_unbound_sizes_no_model():
     # The source holds an empty family's tables: nothing is sized until a family binds it.
     assert sizing_core.MODELS == () and not sizing_core._MODELS
     with pytest.raises(ValueError, match="model must be one of ; got 'hybrid'"):
-        sizing_core._required("hybrid", "none", 1, 1, 1)
+        sizing_core._options("hybrid", "none", 1, 1, 1)
 
 
 def test_a_bound_family_leaves_the_source_and_other_families_untouched():
@@ -412,3 +412,23 @@ def test_calls_at_the_defaults_and_explicit_equal_options_answer_alike():
             core.cache_costs("hybrid", tp_size=2, **{**KW, "max_batch_size": bad})
     with pytest.raises(ValueError, match="max_batch_size"):
         core.cache_costs("hybrid", **{**KW, "max_batch_size": [4]})  # unhashable: named
+
+
+def test_equal_options_share_one_answer_keyed_by_the_validated_options():
+    # Each option is checked once, into a plain value, and the checked options are the cache
+    # key: an int and a numpy int of the same size are one answer (typed keys of the raw
+    # arguments kept three here), a bool or a float none.
+    module = bound_module(load_family(EXAMPLE))
+    module._answers.cache_clear()
+    plain = module.cache_costs("hybrid", **KW)
+    numpy_batch = module.cache_costs("hybrid", **{**KW, "max_batch_size": np.int64(4)})
+    numpy_tp = module.cache_costs("hybrid", tp_size=np.int32(1), **KW)
+    assert plain == numpy_batch == numpy_tp
+    info = module._answers.cache_info()
+    assert (info.currsize, info.hits) == (1, 2)
+    options = module._options("hybrid", "none", np.int64(4), 64, 1024, tp_size=np.int32(1))
+    assert options == module._options("hybrid", "none", 4, 64, 1024)
+    assert [type(value) for value in options[2:6]] == [int, int, int, int]
+    with pytest.raises(ValueError, match="max_batch_size"):
+        module.cache_costs("hybrid", **{**KW, "max_batch_size": True})
+    assert module._answers.cache_info().currsize == 1
