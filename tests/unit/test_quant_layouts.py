@@ -100,9 +100,9 @@ def _core_bytes(kind: LayerKind, tp: int) -> int:
     if kind.kv_lora_rank is not None:
         return kvgen_shapes.mla_bytes(kind, kind.dtype or "bf16")
     element = sizing_core._ELEMENT_CODES[kind.dtype or "bf16"]
-    heads = -(-(kind.kv_heads or 0) // tp)
     head_dim = kind.head_dim or 0
-    return sizing_core._heads_bytes(heads, (head_dim, kind.v_head_dim or head_dim), element)
+    dims = (head_dim, kind.v_head_dim or head_dim)
+    return sizing_core._Full.bytes_per_token(kind.kv_heads or 0, dims, element, 0, tp)
 
 
 @pytest.mark.parametrize("tp", (1, 2, 4, 8))
