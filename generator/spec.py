@@ -70,6 +70,7 @@ MAX_DIM = 65536
 MAX_HIDDEN_SIZE = 1 << 20
 MAX_BYTES_PER_TOKEN = 1 << 30
 MAX_STATE_BYTES = 1 << 40
+MAX_VOCAB_SIZE = 1 << 24
 
 # Names that become Python names in generated code (family, model, profile).
 Identifier = Annotated[
@@ -296,7 +297,9 @@ class LayerStack(_Strict):
 
 
 # Moves no cache: a fact engines check (vLLM's "draft_model" wants draft and target equal).
-VocabSize = Annotated[int | None, Field(ge=1, le=1 << 24, description="config.json vocab_size.")]
+VocabSize = Annotated[
+    int | None, Field(ge=1, le=MAX_VOCAB_SIZE, description="config.json vocab_size.")
+]
 
 
 class DraftStack(LayerStack):

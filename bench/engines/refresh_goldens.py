@@ -291,9 +291,11 @@ CONFIG_MODELS = (
 # Separate draft models (vLLM's "draft_model" method) whose layers join the target's pool:
 # (kvgen family, target, target fixture, profile, draft fixture).
 # Gemma 3 27B as its text model (language_model_only: the multimodal class does not load here).
-# vLLM refuses the 7B and 27B pairs (vocab_size differs); the 0.5B drafting itself is answered.
+# vLLM refuses the 7B and 27B pairs (vocab_size differs); a draft drafting its own model (equal
+# vocabularies) is answered.
 CONFIG_DRAFTS = (
     ("qwen2_5", "qwen2_5_0_5b", "qwen2.5-0.5b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
+    ("gemma3", "gemma3_1b", "gemma-3-1b.json", "draft_1b", "gemma-3-1b.json"),
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
     ("gemma3", "gemma3_27b", "gemma-3-27b-text.json", "draft_1b", "gemma-3-1b.json"),
 )
