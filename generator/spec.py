@@ -70,6 +70,7 @@ MAX_DIM = 65536
 MAX_HIDDEN_SIZE = 1 << 20
 MAX_BYTES_PER_TOKEN = 1 << 30
 MAX_STATE_BYTES = 1 << 40
+MAX_VOCAB_SIZE = 1 << 24
 
 # Names that become Python names in generated code (family, model, profile).
 Identifier = Annotated[
@@ -295,6 +296,18 @@ class LayerStack(_Strict):
     )
 
 
+# Moves no cache: a fact engines check (vLLM's "draft_model" wants draft and target equal).
+VocabSize = Annotated[
+    int | None, Field(ge=1, le=MAX_VOCAB_SIZE, description="config.json vocab_size.")
+]
+
+
+class DraftStack(LayerStack):
+    """A separate draft model's layers, and its vocabulary where known."""
+
+    vocab_size: VocabSize = None
+
+
 class Model(LayerStack):
     """One release of the family; becomes a name in the generated module."""
 
@@ -304,6 +317,7 @@ class Model(LayerStack):
         default=None, ge=1, le=MAX_HIDDEN_SIZE, description="Derives head_dim if absent."
     )
     num_attention_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
+    vocab_size: VocabSize = None
 
 
 class Speculative(_Strict):
@@ -318,7 +332,7 @@ class Speculative(_Strict):
         le=1024,
         description="T, total draft tokens of an EAGLE3 dynamic tree (eagle3 only).",
     )
-    draft: LayerStack | None = Field(
+    draft: DraftStack | None = Field(
         default=None,
         description="The separate draft pool of a one-model external drafter (pard, dflash, "
         "draft_target).",

@@ -130,6 +130,7 @@ def plan_inputs(engine: str, *, page: int, length: int, tp: int) -> dict[str, An
 def cases(engine: str) -> list[dict[str, Any]]:
     """The grid: each family's model at two pages, two lengths, tp 1 and 8, and one speculative
     profile (first page, short length, tp 1)."""
+    from kvgen.deploy.emit import _speculative  # the emitted speculative_config, as emit builds it
     from kvgen.deploy.rank import load_sizing
 
     grid = []
@@ -172,6 +173,17 @@ def cases(engine: str) -> list[dict[str, Any]]:
                     if at_one is not None:
                         case["fields"] = {**at_one["fields"], TP_FIELD[engine]: tp}
                         case["fields_from"] = "the tp 1 emission with the tp size changed"
+                if "fields" not in case and prof != "none" and engine == "vllm":
+                    # The same plan without the profile, with the profile's speculative
+                    # config added: does the engine refuse the drafter too?
+                    at = argv.index("--speculative")
+                    _, plain, _ = emit([*argv[: at + 1], "none", *argv[at + 2 :]])
+                    if plain is not None:
+                        config = _speculative(sizing, prof)
+                        case["fields"] = {**plain["fields"], "speculative_config": config}
+                        case["fields_from"] = (
+                            "the emission without the profile, its speculative_config added"
+                        )
                 if "fields" not in case:
                     case["fields"] = plan_inputs(engine, page=page, length=length, tp=tp)
                     case["fields_from"] = "the plan's own inputs (kvgen emits nothing)"

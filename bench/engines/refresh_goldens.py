@@ -82,6 +82,7 @@ PROVENANCE = {
             "_max_memory_usage_bytes_from_groups",
             "_estimate_max_model_len_from_groups",
             "_pool_bytes_per_block_from_builder",
+            "SpeculativeConfig.verify_equal_vocab_size_if_draft_model",
         ],
         "produced_by": "engine code (run on CPU; stubs listed in bench/engines/vllm_runner.py)",
         "defaults": {
@@ -207,6 +208,9 @@ def speculative_cases(family: Family, model: Model, base: dict[str, Any]) -> lis
             },
             draft_layers=[] if extra is None else engine_layers(family, model, extra),
         )
+        vocabs = [model.vocab_size, getattr(extra, "vocab_size", None)]
+        if profile.mode == "draft_target" and None not in vocabs:
+            case["vocab_sizes"] = vocabs  # vLLM checks them (SpeculativeConfig)
         out.append(case)
     return out
 
@@ -287,7 +291,11 @@ CONFIG_MODELS = (
 # Separate draft models (vLLM's "draft_model" method) whose layers join the target's pool:
 # (kvgen family, target, target fixture, profile, draft fixture).
 # Gemma 3 27B as its text model (language_model_only: the multimodal class does not load here).
+# vLLM refuses the 7B and 27B pairs (vocab_size differs); a draft drafting its own model (equal
+# vocabularies) is answered.
 CONFIG_DRAFTS = (
+    ("qwen2_5", "qwen2_5_0_5b", "qwen2.5-0.5b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
+    ("gemma3", "gemma3_1b", "gemma-3-1b.json", "draft_1b", "gemma-3-1b.json"),
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
     ("gemma3", "gemma3_27b", "gemma-3-27b-text.json", "draft_1b", "gemma-3-1b.json"),
 )
@@ -550,6 +558,8 @@ def write_golden(
         if old is not None and new is not None:
             defaults = {**old["engine_defaults_by_model"], **new["engine_defaults_by_model"]}
             old.update(new, engine_defaults_by_model=defaults)
+        functions = kept["provenance"]["functions"]  # a function the runner now calls
+        functions += [f for f in provenance["functions"] if f not in functions]
         golden = {**kept, "engine_version": produced["version"]}
     FIXTURES.mkdir(parents=True, exist_ok=True)
     path = FIXTURES / f"{engine}.json"

@@ -258,7 +258,25 @@ def align_hybrid(config: StubVllmConfig) -> None:
         Platform._find_non_ssm_backends = saved_find
 
 
+def draft_vocab_refusal(method: str, target: Any, draft: Any) -> dict[str, Any] | None:
+    """vLLM's own vocabulary check of a "draft_model" drafter, run on the two model configs
+    (anything with ``get_vocab_size``): its refusal, or None."""
+    speculative = SimpleNamespace(
+        method=method, target_model_config=target, draft_model_config=draft
+    )
+    try:
+        SpeculativeConfig.verify_equal_vocab_size_if_draft_model(speculative)
+    except ValueError as exc:
+        return {"refused": str(exc)}
+    return None
+
+
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
+    if "vocab_sizes" in case:  # the spec's target and draft vocab_size
+        target, draft = (SimpleNamespace(get_vocab_size=lambda v=v: v) for v in case["vocab_sizes"])
+        refused = draft_vocab_refusal(case["speculative"]["method"], target, draft)
+        if refused is not None:
+            return refused
     config = StubVllmConfig(case)
     if config.model_config.is_hybrid:
         # vLLM's own hybrid set-up: Mamba cache mode and Mamba block size, then page alignment.
@@ -356,6 +374,9 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         # A separate draft model (speculative method "draft_model"): its attention layers
         # join the target's KV pool, each spec marked is_draft, with the draft's own shapes.
         draft = from_config.model_config(case["draft_hf_config"])
+        refused = draft_vocab_refusal(case["speculative"]["method"], model, draft)
+        if refused is not None:
+            return refused
         draft_config = SimpleNamespace(
             model_config=draft, parallel_config=config.parallel_config, cache_config=cache
         )

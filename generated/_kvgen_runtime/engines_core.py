@@ -81,6 +81,9 @@ UNMODELLED = {
     "vllm_no_openelm": "vLLM 0.33.0 cannot run OpenELM: OpenELMForCausalLM is not in its "
     "model registry (vllm/model_executor/models/registry.py); only its Transformers backend "
     "with the checkpoint's remote code might, which is not modelled",
+    "vllm_draft_vocab": "vLLM 0.33.0 refuses a draft model whose vocab_size differs from the "
+    "target's (vllm/config/speculative.py "
+    "SpeculativeConfig.verify_equal_vocab_size_if_draft_model)",
     "sglang_no_jamba": "SGLang 0.5.23 cannot run Jamba: it has no JambaForCausalLM model class "
     "(sglang/srt/models) and no Mamba hybrid config for it (configs/hybrid_arch.py)",
 }

@@ -100,7 +100,11 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
         return EngineDraft((), 0, k)
     if profile.mode == "draft_target" and profile.draft is not None:
         # vLLM's "draft_model" method: the draft model's layers join the target's one pool
-        # (their specs marked is_draft), nothing retained below a window.
+        # (their specs marked is_draft), nothing retained below a window; vLLM refuses a
+        # draft of another vocabulary (where the spec gives both sizes).
+        vocabs = {model.vocab_size, profile.draft.vocab_size}
+        if None not in vocabs and len(vocabs) > 1:
+            return EngineDraft((), 0, 0, "vllm_draft_vocab")
         try:
             return EngineDraft(layer_rows(stack_layers(family, profile.draft, model)), 0, k)
         except NotModelled as exc:

@@ -27,6 +27,7 @@ from kvgen.spec import (
     MAX_HIDDEN_SIZE,
     MAX_LAYERS,
     MAX_SEQ_LEN,
+    MAX_VOCAB_SIZE,
     MAX_WINDOW,
 )
 
@@ -61,6 +62,7 @@ MAXIMA = {
     "kv_lora_rank": MAX_DIM,
     "qk_rope_head_dim": MAX_DIM,
     "hidden_size": MAX_HIDDEN_SIZE,
+    "vocab_size": MAX_VOCAB_SIZE,
 }
 DEFAULT_MAXIMUM = 1 << 20
 

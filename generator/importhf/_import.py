@@ -267,6 +267,9 @@ def _build(
     nextn = field_spelling(cfg, "num_nextn_predict_layers")
     mtp = cfg.int_(nextn, minimum=0) or cfg.int_("mtp_num_hidden_layers", minimum=0)
     mtp_name = nextn if cfg.has(nextn) else "mtp_num_hidden_layers"
+    # The language model's own vocab_size only (engines compare a draft's with it); a
+    # multimodal config's top level may count other tokens.
+    vocab = cfg.int_("vocab_size") if "vocab_size" in cfg.inner else None
     return Spec(
         family=family or to_identifier(str(cfg.data.get("model_type") or ""), "f") or "imported",
         model=model or default_model_name(cfg.display, cfg.data) or "imported",
@@ -277,6 +280,8 @@ def _build(
         dtype_note=dtype_note,
         seq_len=seq_len,  # type: ignore[arg-type]
         seq_note=seq_note,
+        vocab_size=vocab,
+        vocab_note=f"config.json {cfg.where('vocab_size')}",
         kinds=kinds,
         layers_note=layers_note,
         mtp_layers=mtp or 0,

@@ -102,6 +102,8 @@ class Spec:
     layers_note: str
     mtp_layers: int = 0
     mtp_note: str = ""
+    vocab_size: int | None = None
+    vocab_note: str = ""
     notes: tuple[str, ...] = ()  # said at import (KV302 notes, dtype notes), kept as comments
 
 
@@ -125,6 +127,7 @@ def render(spec: Spec) -> str:
         "models:",
         f"  - name: {spec.model}",
         f"    max_seq_len: {spec.seq_len}  # {spec.seq_note}",
+        *([f"    vocab_size: {spec.vocab_size}  # {spec.vocab_note}"] if spec.vocab_size else []),
         "    layer_kinds:",
     ]
     for kind, name in names.items():

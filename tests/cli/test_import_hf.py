@@ -580,3 +580,22 @@ def test_jamba_with_mamba2_head_fields_is_ambiguous():
 def test_jamba_attention_offset_past_the_period_is_contradictory():
     (message,) = _jamba_with(attn_layer_offset=8)
     assert "KV303 attn_layer_offset 8 is not below attn_layer_period 8" in message
+
+
+def test_vocab_size_is_the_language_models_own():
+    # Qwen2.5-7B's config.json: vocab_size 152,064; Qwen2.5-0.5B's 151,936 (a draft vLLM
+    # refuses for the 7B); Llama-3.2-11B-Vision's text_config.vocab_size 128,256. Gemma 3 27B's
+    # multimodal config.json gives none (its text_config omits it): nothing is guessed.
+    assert imported("qwen2.5-7b").model("qwen2_5_7b").vocab_size == 152064
+    assert imported("qwen2.5-0.5b").model("qwen2_5_0_5b").vocab_size == 151936
+    text, _ = run_import(FIXTURES / "llama-3.2-11b-vision.json")
+    assert "    vocab_size: 128256  # config.json text_config.vocab_size\n" in text
+    assert "vocab_size" not in run_import(FIXTURES / "gemma-3-27b.json")[0]
+
+
+def test_vocab_size_out_of_range_is_positioned():
+    text = json.dumps(dict(LLAMA, vocab_size=0), indent=2)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if '"vocab_size"' in row)
+    (diagnostic,) = _import_text(text)
+    assert diagnostic.startswith(f"config.json:{line}:3: KV30")
+    assert "vocab_size" in diagnostic

@@ -225,6 +225,29 @@ def test_a_profile_the_engine_model_does_not_cover_is_a_usage_error(capsys):
     assert "not modelled" in err
 
 
+def test_vllm_refuses_a_draft_of_another_vocabulary_size(capsys):
+    # vLLM 0.33.0 (SpeculativeConfig.verify_equal_vocab_size_if_draft_model) refuses a
+    # "draft_model" drafter whose vocab_size differs from the target's: Qwen2.5-0.5B has
+    # 151,936, the 7B 152,064 (each config.json vocab_size). Nothing is emitted.
+    qwen = ["-q", "plan", "qwen2_5", "--gpu-memory", "40GiB", "--max-seq-len", "8192",
+            "--speculative", "draft_0_5b", "--emit", "vllm", "--format", "json"]  # fmt: skip
+    code = main([*qwen[:3], "qwen2_5_7b", *qwen[3:]])
+    out = capsys.readouterr()
+    assert code == 2 and out.out == ""
+    assert "speculative 'draft_0_5b': vLLM 0.33.0 refuses a draft model whose vocab_size" in out.err
+    assert "verify_equal_vocab_size_if_draft_model" in out.err and "Traceback" not in out.err
+    # The 1.5B has the 0.5B's 151,936: answered. By hand, page 16: the target keeps 28 layers
+    # x 2 (K, V) x 2 heads x 128 x 2 B = 28,672 B a token, the draft 24 x 2 x 2 x 64 x 2 B =
+    # 12,288 B, both in one pool: 40,960 B a token, 655,360 B a block; 40 GiB / 655,360 =
+    # 65,536 blocks.
+    code = main([*qwen[:3], "qwen2_5_1_5b", *qwen[3:]])
+    out = capsys.readouterr()
+    assert code == 0
+    fields = json.loads(out.out)["fields"]
+    assert fields["num_gpu_blocks_override"] == 65536
+    assert fields["speculative_config"] == {"method": "draft_model", "num_speculative_tokens": 4}
+
+
 def test_hardware_json_without_emit_shows_the_budget(capsys):
     code, out, _ = plan(capsys, "--gpu", "H100-80GB", "--weights", "16GiB", "--format", "json")
     assert code == 0

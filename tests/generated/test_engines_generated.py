@@ -59,6 +59,14 @@ def test_generated_module_matches_every_golden(case: dict, tmp: Path) -> None:
     inputs, want, engine = case["inputs"], case["engine_output"], case["engine"]
     module = generated(inputs["family"], tmp)
     args, kwargs = _args(inputs, engine)
+    if "refused" in want and "same vocabulary size" in want["refused"]:
+        # vLLM's SpeculativeConfig refuses a draft of another vocab_size; so does the module.
+        with pytest.raises(
+            ValueError, match=r"vLLM 0\.33\.0 refuses a draft model whose vocab"
+        ) as err:
+            module.engine_capacity(*args, **kwargs)
+        assert getattr(err.value, "reason", None) == "vllm_draft_vocab"
+        return
     if "refused" in want:  # vLLM refuses the tp size; so does the module
         with pytest.raises(ValueError, match=r"^vLLM 0\.33\.0 (refuses tp_size|cannot run)"):
             module.engine_capacity(*args, **kwargs)

@@ -136,6 +136,14 @@ def test_vllm_matches_its_own_planner(case: dict) -> None:
         with pytest.raises(ValueError, match=r"vLLM 0\.33\.0 cannot run OpenELM: " + arch):
             _capacity("vllm", inputs)
         return
+    if "refused" in want and "same vocabulary size" in want["refused"]:
+        # vLLM's SpeculativeConfig refuses a draft of another vocabulary size (Qwen2.5-0.5B's
+        # 151,936 for the 7B's 152,064; Gemma-3-1B's 262,144 for the 4B-27B's 262,208, each
+        # from config.json or transformers' Gemma3TextConfig default); kvgen names the rule.
+        with pytest.raises(NotModelled, match="verify_equal_vocab_size_if_draft_model") as info:
+            _capacity("vllm", inputs)
+        assert info.value.reason == "vllm_draft_vocab"
+        return
     if "refused" in want:
         # vLLM refuses the tp size (its reason is in the golden); kvgen names the same count.
         count = (

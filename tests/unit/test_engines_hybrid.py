@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from kvgen.engines import _sglang, _vllm, engine_capacity
+from kvgen.engines_core import NotModelled
 
 from tests.unit.test_engines import VLLM, family
 
@@ -205,30 +206,49 @@ def test_sglang_replicates_mamba2_groups_too() -> None:
 
 @pytest.mark.parametrize(
     ("name", "model", "profile", "tokens", "concurrency"),
-    [("qwen2_5", "qwen2_5_7b", "draft_0_5b", 616_800, 75.293),
-     ("gemma3", "gemma3_27b", "draft_1b", 77_501, 9.461)],
+    [("qwen2_5", "qwen2_5_0_5b", "draft_0_5b", 1_747_616, 213.332),
+     ("gemma3", "gemma3_1b", "draft_1b", 747_731, 91.276)],
 )  # fmt: skip
 def test_a_separate_draft_model_shares_vllms_pool(
     name: str, model: str, profile: str, tokens: int, concurrency: float
 ) -> None:
     # vLLM's "draft_model" method registers the draft model's attention layers beside the
-    # target's (specs marked is_draft), so they share the one pool. 40 GiB, S = 8,192, page 16.
-    # qwen2_5_7b + 0.5B: 28 x 4 x 128 x 2 x 2 B + 24 x 2 x 64 x 2 x 2 B = 57,344 + 12,288 B per
-    # token, one full-attention group: a block 16 x 69,632 = 1,114,112 B, 38,550 blocks; a
-    # request 512 blocks: 38,550 / 512 = 75.293 -> 616,800 tokens.
-    # gemma3_27b + 1B: target 52 sliding (w 1,024) + 10 full at 16 x 128 x 2 x 2 B = 8,192 B
-    # per token; draft 22 sliding (w 512) + 4 full at 1 x 256 x 2 x 2 B = 1,024 B. Groups of
-    # the smallest count, 4: 13 + 3 target groups, 6 + 1 draft groups; a block is 4 target
-    # pages of 16 x 8,192 = 524,288 B (81,920 blocks), a draft page covers 8 x 16 = 128 tokens.
-    # A request at 8,192 (in flight 2 x 8,192): target full 3 x 512, target sliding
-    # 13 x (ceil(8,192/16) + 1 = 513), draft full 1 x 64, draft sliding 6 x (64 + 1) =
-    # 8,659 blocks: 81,920 / 8,659 = 9.461 -> 77,501 tokens.
+    # target's (specs marked is_draft), so they share the one pool. 40 GiB, S = 8,192, page 16;
+    # each pair drafts its own model (equal vocab_size, which vLLM requires).
+    # qwen2_5_0_5b + 0.5B: 2 x 24 x 2 x 64 x 2 x 2 B = 24,576 B per token, one full-attention
+    # group: a block 16 x 24,576 = 393,216 B, 40 GiB / 393,216 = 109,226 blocks; a request
+    # 8,192 / 16 = 512 blocks: 109,226 / 512 = 213.332 -> 109,226 x 16 = 1,747,616 tokens.
+    # gemma3_1b + 1B: 2 x (22 sliding (w 512) + 4 full) layers of 1 x 256 x 2 x 2 B = 1,024 B;
+    # groups of the smallest count, 8 (the full layers): 1 full group and ceil(44 / 8) = 6
+    # sliding ones (4 padding layers); a block 8 x 16 x 1,024 = 131,072 B, 327,680 blocks. A
+    # request: full 512 blocks, sliding 6 x (min(511 + 8,192, 8,192) / 16 + 1 = 513) = 3,078:
+    # 327,680 / 3,590 = 91.276 -> 91.276 x 8,192 = 747,731 tokens.
     want = golden(model, speculative=profile, block_size=16, max_model_len=8192, tp_size=1)
     assert (want["kv_tokens"], round(want["max_concurrency"], 3)) == (tokens, concurrency)
     got = engine_capacity(family(name), model, 40 * GIB, engine="vllm", max_seq_len=8192,
                           max_num_tokens=8192, speculative=profile)  # fmt: skip
     assert (got.kv_tokens, round(got.max_concurrency, 3)) == (tokens, concurrency)
     assert got.num_blocks == want["num_blocks"]
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "profile", "target", "draft"),
+    [("qwen2_5", "qwen2_5_7b", "draft_0_5b", 152_064, 151_936),
+     ("gemma3", "gemma3_27b", "draft_1b", 262_208, 262_144)],
+)  # fmt: skip
+def test_vllm_refuses_a_draft_model_of_another_vocabulary(
+    name: str, model: str, profile: str, target: int, draft: int
+) -> None:
+    # vLLM 0.33.0's SpeculativeConfig.verify_equal_vocab_size_if_draft_model refuses these
+    # pairs (the goldens hold its message with both sizes: Qwen2.5-7B config.json 152,064 vs
+    # 0.5B 151,936; Gemma 3 27B 262,208, transformers' Gemma3TextConfig default, vs the 1B's
+    # config.json 262,144); kvgen refuses them by the same rule, whatever the budget.
+    want = golden(model, speculative=profile, block_size=16, max_model_len=8192, tp_size=1)
+    assert f"Target model vocab_size={target}. Draft model vocab_size={draft}." in want["refused"]
+    with pytest.raises(NotModelled, match="verify_equal_vocab_size_if_draft_model") as info:
+        engine_capacity(family(name), model, 40 * GIB, engine="vllm", max_seq_len=8192,
+                        max_num_tokens=8192, speculative=profile)  # fmt: skip
+    assert info.value.reason == "vllm_draft_vocab"
 
 
 def test_no_hybrid_golden_comes_from_kvgens_own_rows() -> None:
