@@ -339,3 +339,18 @@ def test_plan_requests_with_a_dtype_override_says_so(capsys):
     )  # fmt: skip
     assert code == 0
     assert "kv_cache_dtype fp8 (override)): 10 GiB (10737418240 B)" in out
+
+
+def test_plan_trtllm_says_its_max_tokens_are_kvgens_pools_where_the_engine_splits(capsys):
+    # gemma3_27b at tp 8 has two TensorRT-LLM V2 pool groups: 62 layers, 5 sliding to 1 full,
+    # so 52 sliding and 10 full; a layer's token is 2 (K, V) x 16/8 heads x 128 x 2 B = 1,024 B;
+    # with 64 tokens a page the sliding slot is 52 x 1,024 x 64 = 3,407,872 B and the full one
+    # 10 x 1,024 x 64 = 655,360 B. The engine splits one quota over both, so the table's max
+    # tokens (kvgen's own pools) is not what it holds, and the output says so. llama3_1_8b
+    # has full attention only: one group, nothing to say.
+    argv = ("--gpu-memory", "60GiB", "--tp-size", "8", "--max-batch-size", "64")
+    _, out, _ = run(capsys, "plan", "gemma3", "gemma3_27b", *argv)
+    assert "splits one quota over its 2 pool groups" in out
+    assert "--emit trtllm prints what they hold" in out
+    _, out, _ = run(capsys, "plan", "llama3", "llama3_1_8b", "--gpu-memory", "60GiB")
+    assert "pool groups" not in out
