@@ -1,6 +1,11 @@
 """CPU time of the quick ``kvgen`` commands, interpreter start included.
 
-    python bench/bench_startup.py [--repeat 15]
+    python bench/bench_startup.py [--repeat 15] [--python PATH]
+
+``--python`` runs the commands with another interpreter, e.g. that of a fresh virtual
+environment holding only the built wheel (``python -m venv V && V/bin/pip install
+dist/kvgen-*.whl``): the figure a user's install sees, without this checkout's editable-install
+finder or whatever ``.pth`` files the development interpreter runs at every start.
 
 Runs each command as its own process (as a shell would) and reads the child's user + system
 CPU from ``os.wait4``, so the figure is what the process itself cost, not the wall time of a
@@ -43,10 +48,10 @@ COMMANDS: dict[str, tuple[list[str], float]] = {
 }
 
 
-def cpu_seconds(argv: list[str]) -> float:
+def cpu_seconds(argv: list[str], python: str = sys.executable) -> float:
     """User + system CPU of one ``python argv`` process, from its rusage at exit."""
     proc = subprocess.Popen(
-        [sys.executable, *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [python, *argv], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -59,11 +64,12 @@ def cpu_seconds(argv: list[str]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--python", default=sys.executable, help="interpreter to run them with")
     args = parser.parse_args()
     over = []
     print(f"{'command':<22} {'median':>9} {'best':>9} {'target':>9}")
     for label, (argv, target) in COMMANDS.items():
-        runs = [cpu_seconds(argv) for _ in range(args.repeat)]
+        runs = [cpu_seconds(argv, args.python) for _ in range(args.repeat)]
         median = statistics.median(runs)
         shown = f"{target * 1000:.0f} ms" if target else "-"
         print(f"{label:<22} {median * 1000:>6.1f} ms {min(runs) * 1000:>6.1f} ms {shown:>9}")
