@@ -36,6 +36,7 @@ from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota
 
 __all__ = [
     "EnginePool",
+    "engine_budget_plan",
     "engine_plan_for_quota",
     "engine_pool_plan",
     "engine_pool_ratio",
@@ -58,6 +59,26 @@ class EnginePool:
     def short(self) -> int:
         """Pages kvgen plans that the engine does not build (0 when it builds enough)."""
         return max(0, self.planned_pages - self.engine_pages)
+
+
+def engine_budget_plan(
+    sizing: types.ModuleType, model: str, budget: int, *, max_batch_size: int, **common: Any
+) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[int | None, list[EnginePool]]]]:
+    """A KV budget as TensorRT-LLM V2 is handed it: the shares of kvgen's split between the
+    managers (docs/cost-model.md §6), each rounded down to whole grains of the engine (which
+    rounds a quota up to its grain, so it keeps exactly these bytes), and what the pools its
+    own split builds from them hold (:func:`engine_plan_for_quota`). ``common``: max_seq_len,
+    max_num_tokens, speculative, tp_size. Returns (shares, quotas, plan); ValueError where
+    the split is not modelled (recurrent or cross pools, DCP)."""
+    from kvgen.trtllm_split import gpu_grain
+
+    managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
+    shares = {"target": budget}
+    if len(managers) > 1:
+        shares = sizing.split_budget(model, budget, max_batch_size=max_batch_size, **common)
+    quotas = {name: share - share % gpu_grain(share) or share for name, share in shares.items()}
+    plan = engine_plan_for_quota(sizing, model, quotas, max_batch_size=max_batch_size, **common)
+    return shares, quotas, plan
 
 
 def engine_pool_plan(

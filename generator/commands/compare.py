@@ -143,6 +143,8 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
             row["not_modelled"] = str(exc)
         except ValueError as exc:
             row["error"] = str(exc)
+        if engine == "trtllm-v2" and "kv_tokens" in row and "error" not in row:
+            _engine_split(family, model, args, seq_len, row)
         try:
             terms = policy_terms(
                 family, model, engine=engine, block_size=args.block_size,
@@ -170,6 +172,40 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
         "rope_scaled": bool(args.rope_scaled and args.max_seq_len),
         "engines": rows,
     }
+
+
+def _engine_split(
+    family: Any, model: str, args: argparse.Namespace, seq_len: int, row: dict[str, Any]
+) -> None:
+    """Where TensorRT-LLM V2 splits the budget over more than one pool group, what its own
+    pools hold (``kvgen.trtllm_pools.engine_budget_plan``, the figure ``plan --emit trtllm``
+    prints): the row is kvgen's pools for the budget, which that engine does not build."""
+    if (args.pp_size, args.dcp_size) != (1, 1) or args.block_size is not None:
+        return
+    from kvgen.sizing_context import bound_module
+    from kvgen.trtllm_pools import engine_budget_plan
+
+    common = {"max_seq_len": seq_len, "max_num_tokens": args.max_num_tokens,
+              "speculative": args.speculative, "tp_size": args.tp_size}  # fmt: skip
+    try:
+        _shares, _quotas, plan = engine_budget_plan(
+            bound_module(family), model, args.gpu_memory,
+            max_batch_size=args.max_batch_size, **common,
+        )  # fmt: skip
+    except ValueError:
+        return  # pools outside the split model (recurrent, cross): kvgen's estimate stands
+    tokens, pools = plan["target"]
+    if len(pools) < 2 or tokens is None or tokens >= row["kv_tokens"]:
+        return
+    requests = min(tokens / seq_len, float(args.max_batch_size))
+    row["engine_split"] = (
+        f"the early-2026 V2 revision splits the quota over its {len(pools)} pool groups in "
+        f"proportion to slot bytes x life cycles: its pools hold {tokens:,} KV tokens, "
+        f"{requests:.3f} requests of {seq_len} (what `kvgen plan --emit trtllm` sizes); the "
+        "row is kvgen's own pools for the budget"
+    )
+    if requests < 1:
+        row["error"] = f"its pools hold {requests:.3f} of one request of {seq_len} tokens"
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
@@ -205,7 +241,7 @@ def text(result: dict[str, Any]) -> str:
         cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:], strict=True)]
         lines.append("  " + "  ".join(cells).rstrip())
     for row in result["engines"]:
-        if "error" in row or "not_modelled" in row or "capped" in row or row["terms"]:
+        if {"error", "not_modelled", "capped", "engine_split"} & set(row) or row["terms"]:
             lines += ["", f"{row['engine']}:"]
         if "error" in row:
             lines.append(f"  cannot serve: {row['error']}")
@@ -213,6 +249,8 @@ def text(result: dict[str, Any]) -> str:
             lines.append(f"  not modelled: {row['not_modelled']}")
         if "capped" in row:
             lines.append(f"  {row['capped']}")
+        if "engine_split" in row:
+            lines.append(f"  engine_split: {row['engine_split']}")
         lines += [f"  {t['name']}: {t['detail']}" for t in row["terms"]]
     lines += ["", CAP_NOTE]
     return "".join(f"{line}\n" for line in lines)
@@ -258,6 +296,8 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"- {row['engine']}: not modelled: {row['not_modelled']}")
         if "capped" in row:
             lines.append(f"- {row['engine']}: {row['capped']}")
+        if "engine_split" in row:
+            lines.append(f"- {row['engine']}: {row['engine_split']}")
         lines += [f"- {row['engine']} `{t['name']}`: {t['detail']}" for t in row["terms"]]
     lines.append(f"- {CAP_NOTE}")
     return "".join(f"{line}\n" for line in lines)

@@ -215,24 +215,23 @@ def _trtllm(
     ``kvgen.trtllm_split``), so the engine keeps exactly the emitted bytes; the capacity is
     what the pools the engine's split builds from it hold (``engine_plan_for_quota``):
     kvgen's pools at that many tokens fit them in every pool group."""
-    from kvgen.trtllm_pools import engine_plan_for_quota
-    from kvgen.trtllm_split import gpu_grain
+    from kvgen.trtllm_pools import engine_budget_plan
 
     budget = capacity["budget_bytes"]
     notes: list[str] = []
-    managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
-    shares = {"target": budget}
-    if len(managers) > 1:
-        shares = sizing.split_budget(model, budget, max_batch_size=max_batch_size, **common)
+    if len(sizing.cache_costs(model, max_batch_size=max_batch_size, **common)) > 1:
         notes.append(
             "the separate draft pool's share of the quota is kvgen's split (docs/cost-model"
             ".md §6); how TensorRT-LLM divides one quota between its managers is not emitted"
         )
-    quotas = {name: share - share % gpu_grain(share) or share for name, share in shares.items()}
     try:
-        plan = engine_plan_for_quota(sizing, model, quotas, max_batch_size=max_batch_size, **common)
+        _shares, quotas, plan = engine_budget_plan(
+            sizing, model, budget, max_batch_size=max_batch_size, **common
+        )
     except ValueError as exc:  # pools outside the split model: kvgen's own capacity
-        quotas = shares  # the budget it was estimated for; the engine rounds it up
+        quotas = {"target": budget}
+        if len(sizing.cache_costs(model, max_batch_size=max_batch_size, **common)) > 1:
+            quotas = sizing.split_budget(model, budget, max_batch_size=max_batch_size, **common)
         notes.append(f"capacity is kvgen's estimate for the quota: {exc}")
     else:
         tokens, target_pools = plan["target"]

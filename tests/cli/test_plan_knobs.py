@@ -354,3 +354,20 @@ def test_plan_trtllm_says_its_max_tokens_are_kvgens_pools_where_the_engine_split
     assert "--emit trtllm prints what they hold" in out
     _, out, _ = run(capsys, "plan", "llama3", "llama3_1_8b", "--gpu-memory", "60GiB")
     assert "pool groups" not in out
+
+
+def test_compare_trtllm_row_says_what_the_engines_split_pools_hold(capsys):
+    # gemma3_27b, 40 GiB, 32,768 tokens, tp 1: two TensorRT-LLM V2 pool groups (52 sliding
+    # layers: 52 x 2 x 16 x 128 x 2 B x 64 = 27,262,976 B a slot; 10 full: 5,242,880 B). The
+    # row's tokens are kvgen's own pools; the engine's split pools hold what plan --emit
+    # trtllm reports, and compare prints that figure beside the row (the same function).
+    argv = ("compare", "gemma3", "gemma3_27b", "--gpu-memory", "40GiB", "--max-seq-len", "32768")
+    code, out, _ = run(capsys, *argv)
+    assert code == 0
+    emit = ("--emit", "trtllm", "--format", "json")
+    _, emitted, _ = run(capsys, "plan", *argv[1:], *emit)
+    tokens = json.loads(emitted)["capacity"]["kv_tokens"]
+    assert "engine_split: the early-2026 V2 revision splits the quota over its 2 pool groups" in out
+    assert f"its pools hold {tokens:,} KV tokens, {tokens / 32768:.3f} requests of 32768" in out
+    _, out, _ = run(capsys, "compare", "llama3", "llama3_1_8b", "--gpu-memory", "40GiB")
+    assert "engine_split" not in out  # full attention only: one pool group
