@@ -300,9 +300,16 @@ def test_compare_plot_legend_says_where_each_engine_refuses(capsys, tmp_path, mo
     # per_request (ceil(1023/64) + 1) x 64 x 425,984 = 463,470,592 B, so q = 3,707,764,736 +
     # 4,160,749,568 + 10,066,329,600 = 17,934,843,904 B: between grid points 20 x 40/48 GiB
     # (17,895,697,066 B) and 21 x 40/48 = 17.5 GiB. vLLM's first point: 22 x 40/48 = 18.33 GiB.
-    assert labels[0] == "trtllm-v2 (holds < 1 request of 131072 below 17.5 GiB, x)"
+    assert labels[0] == "trtllm-v2, kvgen's pools (holds < 1 request of 131072 below 17.5 GiB, x)"
     assert labels[1] == "vllm (refuses to start below 18.33 GiB, x)"
     assert labels[2] == "sglang (holds < 1 request of 131072 up to 40 GiB)"
+    # The engine's own split (two pool groups, the sliding one fed in proportion to its slot
+    # bytes x 1 life cycle) leaves the full pool too few pages for 131,072 tokens at any of
+    # these budgets: its dotted line says so instead of vanishing.
+    assert labels[3] == (
+        "trtllm-v2, the engine's split pools (--emit trtllm) (hold < 1 request of 131072 up "
+        "to 40 GiB)"
+    )
     assert markers == [3]
 
 
