@@ -179,8 +179,9 @@ def engine_capacity(
             _remember(key, family, plan_s)
         page = _sglang.DEFAULT_PAGE_SIZE if block_size is None else block_size
         return sglang_capacity(
-            plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio
-        )
+            plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio,
+            max_batch_size,
+        )  # fmt: skip
     if engine == "trtllm-v2":
         return trtllm_capacity(
             family,

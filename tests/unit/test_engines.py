@@ -352,7 +352,7 @@ def test_trtllm_v2_gemma3_27b_at_batch_8() -> None:
         ({"engine": "vllm", "block_size": 0}, "block_size must be a positive int"),
         (
             {"engine": "sglang", "speculative": "eagle3"},
-            "EAGLE/MTP draft pool is modelled for full-attention models only",
+            "EAGLE/MTP draft pool is modelled for full-attention and recurrent-hybrid",
         ),
         ({"engine": "vllm", "speculative": "pard9"}, "speculative must be one of none, eagle3"),
         ({"engine": "vllm", "mamba_cache_mode": "all"}, "mamba_cache_mode must be one of"),
