@@ -321,6 +321,30 @@ def test_sglang_mamba_memory_ratio_and_fp32_ssm_state_qwen3_next() -> None:
     assert bf16.state_bytes_per_request == 36 * 1_097_728
 
 
+def test_sglang_mtp_intermediate_states_follow_max_running_requests_qwen3_next() -> None:
+    # mtp2 verifies D = 3 tokens; SGLang 0.5.23 (_handle_max_mamba_cache) solves the slots
+    # with them: K = floor((share - 4 S) / (2 S)) = 129 (S = 77,266,944 B, share as above),
+    # and reserves S x 3 x (min(max_running_requests, 129 // 3 = 43) + 1) more. 8 requests:
+    # 27 S = 2,086,207,488 B, 40 GiB - 27 S - 130 S = 30,818,762,752 B / 24,576 = 1,254,018
+    # tokens. 64 requests are capped at 43: 132 S = 10,199,236,608 B, 40 GiB - 132 S - 130 S
+    # = 22,705,733,632 B / 24,576 = 923,898 tokens; 1 request: 6 S, 1,320,042 tokens. (SGLang's
+    # own KVCacheConfigurator, bench/engines/closed_loop_sglang.py on the emitted fields,
+    # computed 129 slots and these three token counts; tp 2: 261 slots, 2,586,637 tokens.)
+    q = family("qwen3_next")
+    plan = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192, "speculative": "mtp2"}
+    got = {
+        batch: engine_capacity(q, "qwen3_next_80b_a3b", GIB40, max_batch_size=batch, **plan)
+        for batch in (1, 8, 64)
+    }
+    assert {b: c.kv_tokens for b, c in got.items()} == {1: 1_320_042, 8: 1_254_018, 64: 923_898}
+    assert got[8].max_concurrency == 129.0  # the state slots, below 1,254,018 / 8,192
+    assert got[64].max_concurrency == 923_898 / 8192
+    tp2 = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, tp_size=2, **plan)
+    assert (tp2.kv_tokens, tp2.max_concurrency) == (2_586_637, 261.0)
+    with pytest.raises(ValueError, match="max_batch_size must be a positive int"):
+        engine_capacity(q, "qwen3_next_80b_a3b", GIB40, max_batch_size=0, **plan)
+
+
 # ----------------------------------------------------------------------------- TensorRT-LLM
 
 
