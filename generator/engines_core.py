@@ -1360,8 +1360,8 @@ def engine_capacity(
         if layout_s is None:
             layout_s = _sglang_layout(entry, speculative)
             _SGLANG_LAYOUTS[(model, speculative)] = layout_s  # bounded: models x profiles
-        layout, draft_layers, draft_tokens = layout_s
-        plan_s = sglang_plan_at(layout, tp, ssm, draft_layers, draft_tokens)
+        pools_of, draft_layers, draft_tokens = layout_s
+        plan_s = sglang_plan_at(pools_of, tp, ssm, draft_layers, draft_tokens)
         if len(_SGLANG_PLANS) >= 4096:
             _SGLANG_PLANS.clear()
         _SGLANG_PLANS[key_s] = plan_s
