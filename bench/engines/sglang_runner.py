@@ -136,6 +136,7 @@ def server_state() -> SimpleNamespace:
         memory=Flags(enable_hisparse=False, enable_unified_memory=False, disable_radix_cache=False),
         exec=Flags(mamba=Flags(enable_linear_replayssm_spec=False)),
         spec=Flags(speculative_num_draft_tokens=None, speculative_algorithm=None),
+        disagg=Flags(disaggregation_mode="null"),  # no prefill/decode disaggregation
         context=Flags(override=override),
     )
 
@@ -149,7 +150,7 @@ def install(state: SimpleNamespace) -> None:
     for module_name, module in list(sys.modules.items()):
         if not module_name.startswith("sglang") or module is None:
             continue
-        for name in ("parallel", "schedule", "memory", "exec", "spec", "context"):
+        for name in ("parallel", "schedule", "memory", "exec", "spec", "disagg", "context"):
             if callable(getattr(module, f"get_{name}", None)):
                 setattr(module, f"get_{name}", _returning(getattr(state, name)))
 
@@ -304,7 +305,12 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     else:
         full_ids = list(range(config.num_hidden_layers))
     draft_layers = eagle_draft_num_layers(case, config)
-    eagle = draft_layers is not None
+    eagle = "speculative" in case
+    if eagle:
+        # SGLang's EAGLE/MTP chain as kvgen emits it (top-k 1): num_speculative_tokens steps
+        # verify one more token; max_running_requests kvgen's default max_batch_size.
+        state.spec.speculative_num_draft_tokens = case["speculative"]["num_speculative_tokens"] + 1
+        state.schedule.max_running_requests = 8
     kvc = SimpleNamespace(
         model_config=config,
         kv_cache_dtype=torch.bfloat16,
@@ -336,6 +342,11 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         fused_entry_bytes=lambda kind: None,
         extra_mamba_cache_bytes_per_req=0,
         mambaish_config=mamba,
+        hybrid_gdn_config=None,
+        hybrid_kda_config=None,
+    )
+    kvc._calculate_mamba_ratio = lambda: kv_configurator.KVCacheConfigurator._calculate_mamba_ratio(
+        kvc
     )
     pool_configurator.mambaish_config = hybrid_arch.mambaish_config
     rest_memory = case["budget_bytes"] / (1 << 30)
@@ -374,7 +385,9 @@ def eagle_draft_num_layers(case: dict[str, Any], config: Any) -> int | None:
     if "speculative" not in case:
         return None
     if case.get("draft_hf_config") is None:
-        return int(config.num_nextn_predict_layers)
+        # None where the target's config names no MTP layers (Qwen3-Next): no draft cell.
+        layers = config.num_nextn_predict_layers
+        return None if layers is None else int(layers)
     draft = model_config(case["draft_hf_config"], is_draft_model=True)
     if draft.num_nextn_predict_layers is not None:
         return int(draft.num_nextn_predict_layers)
