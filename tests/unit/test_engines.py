@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from kvgen.engines import ENGINES, POLICY_TERMS, EngineCapacity, _sglang, _vllm, engine_capacity
 from kvgen.engines._rows import engine_tables
+from kvgen.engines._terms import policy_terms
 from kvgen.engines_core import NotModelled
 from kvgen.loader import load_bytes, load_family
 from kvgen.spec import Family
@@ -343,6 +344,10 @@ def test_sglang_mtp_intermediate_states_follow_max_running_requests_qwen3_next()
     assert (tp2.kv_tokens, tp2.max_concurrency) == (2_586_637, 261.0)
     with pytest.raises(ValueError, match="max_batch_size must be a positive int"):
         engine_capacity(q, "qwen3_next_80b_a3b", GIB40, max_batch_size=0, **plan)
+    # kvgen compare names the policy: 3 intermediate states of S = 73.7 MiB per request.
+    terms = policy_terms(q, "qwen3_next_80b_a3b", **plan)
+    assert [t.name for t in terms] == ["mamba_memory_ratio", "mamba_spec_states", "fp32_ssm_state"]
+    assert terms[1].detail == "3 intermediate states of 73.7 MiB per running request"
 
 
 # ----------------------------------------------------------------------------- TensorRT-LLM
