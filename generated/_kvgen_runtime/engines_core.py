@@ -1054,15 +1054,17 @@ def sglang_pools(
             slots = int(
                 (share * _GIB - per_slot * (1 + drafts)) // (per_slot * (1 + drafts / ratio))
             )
-            if slots <= 0:  # SGLang's RuntimeError: no max_mamba_cache_size
-                raise ValueError(
-                    f"budget_bytes {budget_bytes} leaves SGLang no recurrent state slot beside "
-                    f"the {drafts} intermediate states of each draft"
-                )
             capped = min(max(1, max_running_requests), slots // ratio)
             budget_gib -= per_slot * (capped + 1) * drafts / _GIB
         else:
             slots = int((share * _GIB - per_slot) // per_slot)
+        if drafts and slots < SGLANG_MAMBA_SLOTS_PER_REQUEST:
+            # SGLang's RuntimeError (resolve_max_num_reqs): max_num_reqs = slots // 3 = 0.
+            raise ValueError(
+                f"budget_bytes {budget_bytes} leaves SGLang {max(slots, 0)} recurrent state "
+                f"slots beside the {drafts} intermediate states of each draft, fewer than the "
+                f"{SGLANG_MAMBA_SLOTS_PER_REQUEST} it keeps per running request"
+            )
         budget_gib -= (slots + 1) * per_slot / _GIB
     usable = int(budget_gib * _GIB)
     if plan.swa_bytes_per_token:

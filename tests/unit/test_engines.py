@@ -344,6 +344,13 @@ def test_sglang_mtp_intermediate_states_follow_max_running_requests_qwen3_next()
     assert (tp2.kv_tokens, tp2.max_concurrency) == (2_586_637, 261.0)
     with pytest.raises(ValueError, match="max_batch_size must be a positive int"):
         engine_capacity(q, "qwen3_next_80b_a3b", GIB40, max_batch_size=0, **plan)
+    # 2 GiB: share 1,017,229,096.4 B, K = floor((share - 4 S) / 2 S) = 4, min(8, 4 // 3) = 1
+    # request verifies: 2,147,483,648 - 2 x 3 S - 5 S = 1,297,547,264 B / 24,576 = 52,797
+    # tokens. 1 GiB: K = floor((508,614,548.2 - 4 S) / 2 S) = 1, and 1 // 3 = 0 requests:
+    # SGLang refuses ("state cache is too small to serve any requests", resolve_max_num_reqs).
+    assert engine_capacity(q, "qwen3_next_80b_a3b", 2 << 30, **plan).kv_tokens == 52_797
+    with pytest.raises(ValueError, match="leaves SGLang 1 recurrent state slots"):
+        engine_capacity(q, "qwen3_next_80b_a3b", 1 << 30, **plan)
     # kvgen compare names the policy: 3 intermediate states of S = 73.7 MiB per request.
     terms = policy_terms(q, "qwen3_next_80b_a3b", **plan)
     assert [t.name for t in terms] == ["mamba_memory_ratio", "mamba_spec_states", "fp32_ssm_state"]
