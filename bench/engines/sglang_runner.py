@@ -21,8 +21,10 @@ Stubs (the smallest that stand in for the server and for what cannot load here):
 - ``torchvision``: imported by SGLang's multimodal configs; the PyPI wheel does not load against
   the machine's CPU torch, so an empty module (version 0.28.0) stands in. No sizing code uses it.
 - the server-wide argument accessors (``get_parallel``, ``get_schedule``, ``get_memory``,
-  ``get_exec``, ``get_spec``, ``get_context``) of the two modules: plain objects with tp = dp = 1,
-  no speculative decoding, radix cache on, no unified memory, no user token cap.
+  ``get_exec``, ``get_spec``, ``get_disagg``, ``get_context``) of the two modules: plain objects
+  with tp = dp = 1, no speculative decoding (a config case's EAGLE/MTP profile sets
+  ``speculative_num_draft_tokens`` and ``max_running_requests`` 8), radix cache on, no
+  prefill/decode disaggregation, no unified memory, no user token cap.
 - the ``kvc`` (KVCacheConfigurator) and its model config: plain objects with the layer ids, head
   count, head size and cache dtype from kvgen's spec; ``mambaish_config`` returns the attention
   layer ids and a real ``Mamba2CacheParams`` built with the spec's conv/SSM element counts.
