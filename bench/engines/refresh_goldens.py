@@ -426,6 +426,9 @@ SGLANG_CONFIG_SPECULATIVE = (
     ("deepseek_v3", "deepseek_v3", "deepseek-v3.json", "mtp1", None),
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "none", None),
 )
+# A recurrent hybrid's EAGLE/MTP in SGLang: intermediate states per draft token
+# (kv_cache_configurator.py _handle_max_mamba_cache), at both pages and every tp.
+SGLANG_HYBRID_SPECULATIVE = {"qwen3_next": "mtp2"}
 SGLANG_CONFIG_PAIRS = {(entry[0], entry[1]) for entry in SGLANG_CONFIG_SPECULATIVE}
 
 
@@ -457,6 +460,10 @@ def sglang_config_cases() -> list[dict[str, Any]]:
                 for tp in TP_SIZES:
                     case = _config_case(entry, block=block, length=length, tp=tp)
                     grid.append(case)
+                    if entry[0] in SGLANG_HYBRID_SPECULATIVE and length < native:
+                        grid.append(_config_case(entry, block=block, length=length, tp=tp,
+                                                 profile=SGLANG_HYBRID_SPECULATIVE[entry[0]],
+                                                 family=family))  # fmt: skip
     granite = CONFIG_MODELS[1]
     grid.append(
         _config_case(granite, block=1, length=10001, tp=2, budget=70 * (1 << 30) + (1 << 29))

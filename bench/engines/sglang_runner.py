@@ -21,8 +21,10 @@ Stubs (the smallest that stand in for the server and for what cannot load here):
 - ``torchvision``: imported by SGLang's multimodal configs; the PyPI wheel does not load against
   the machine's CPU torch, so an empty module (version 0.28.0) stands in. No sizing code uses it.
 - the server-wide argument accessors (``get_parallel``, ``get_schedule``, ``get_memory``,
-  ``get_exec``, ``get_spec``, ``get_context``) of the two modules: plain objects with tp = dp = 1,
-  no speculative decoding, radix cache on, no unified memory, no user token cap.
+  ``get_exec``, ``get_spec``, ``get_disagg``, ``get_context``) of the two modules: plain objects
+  with tp = dp = 1, no speculative decoding (a config case's EAGLE/MTP profile sets
+  ``speculative_num_draft_tokens`` and ``max_running_requests`` 8), radix cache on, no
+  prefill/decode disaggregation, no unified memory, no user token cap.
 - the ``kvc`` (KVCacheConfigurator) and its model config: plain objects with the layer ids, head
   count, head size and cache dtype from kvgen's spec; ``mambaish_config`` returns the attention
   layer ids and a real ``Mamba2CacheParams`` built with the spec's conv/SSM element counts.
@@ -136,6 +138,7 @@ def server_state() -> SimpleNamespace:
         memory=Flags(enable_hisparse=False, enable_unified_memory=False, disable_radix_cache=False),
         exec=Flags(mamba=Flags(enable_linear_replayssm_spec=False)),
         spec=Flags(speculative_num_draft_tokens=None, speculative_algorithm=None),
+        disagg=Flags(disaggregation_mode="null"),  # no prefill/decode disaggregation
         context=Flags(override=override),
     )
 
@@ -149,7 +152,7 @@ def install(state: SimpleNamespace) -> None:
     for module_name, module in list(sys.modules.items()):
         if not module_name.startswith("sglang") or module is None:
             continue
-        for name in ("parallel", "schedule", "memory", "exec", "spec", "context"):
+        for name in ("parallel", "schedule", "memory", "exec", "spec", "disagg", "context"):
             if callable(getattr(module, f"get_{name}", None)):
                 setattr(module, f"get_{name}", _returning(getattr(state, name)))
 
@@ -304,7 +307,12 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     else:
         full_ids = list(range(config.num_hidden_layers))
     draft_layers = eagle_draft_num_layers(case, config)
-    eagle = draft_layers is not None
+    eagle = "speculative" in case
+    if eagle:
+        # SGLang's EAGLE/MTP chain as kvgen emits it (top-k 1): num_speculative_tokens steps
+        # verify one more token; max_running_requests kvgen's default max_batch_size.
+        state.spec.speculative_num_draft_tokens = case["speculative"]["num_speculative_tokens"] + 1
+        state.schedule.max_running_requests = 8
     kvc = SimpleNamespace(
         model_config=config,
         kv_cache_dtype=torch.bfloat16,
@@ -336,6 +344,11 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         fused_entry_bytes=lambda kind: None,
         extra_mamba_cache_bytes_per_req=0,
         mambaish_config=mamba,
+        hybrid_gdn_config=None,
+        hybrid_kda_config=None,
+    )
+    kvc._calculate_mamba_ratio = lambda: kv_configurator.KVCacheConfigurator._calculate_mamba_ratio(
+        kvc
     )
     pool_configurator.mambaish_config = hybrid_arch.mambaish_config
     rest_memory = case["budget_bytes"] / (1 << 30)
@@ -374,7 +387,9 @@ def eagle_draft_num_layers(case: dict[str, Any], config: Any) -> int | None:
     if "speculative" not in case:
         return None
     if case.get("draft_hf_config") is None:
-        return int(config.num_nextn_predict_layers)
+        # None where the target's config names no MTP layers (Qwen3-Next): no draft cell.
+        layers = config.num_nextn_predict_layers
+        return None if layers is None else int(layers)
     draft = model_config(case["draft_hf_config"], is_draft_model=True)
     if draft.num_nextn_predict_layers is not None:
         return int(draft.num_nextn_predict_layers)

@@ -175,10 +175,13 @@ class EngineLayer(_Record):
 
 class EngineDraft(_Record):
     """A speculative profile as vLLM runs it: drafter layers in the target's pool, tokens kept
-    below each sliding window, and one more Mamba state block per draft token; and the draft
-    layers SGLang's EAGLE/MTP path adds to the target's cell (0: not modelled for SGLang)."""
+    below each sliding window, and one more Mamba state block per draft token; and how
+    SGLang's EAGLE/MTP path runs it: the draft layers it adds to the target's cell, the tokens
+    each verify step holds (``speculative_num_draft_tokens``; 0: not modelled for SGLang)."""
 
-    _fields = ("layers", "retained", "state_blocks", "unmodelled", "sglang_layers")
+    _fields = (
+        "layers", "retained", "state_blocks", "unmodelled", "sglang_layers", "sglang_draft_tokens"
+    )  # fmt: skip
     __slots__ = _fields
 
     def __init__(
@@ -188,12 +191,14 @@ class EngineDraft(_Record):
         state_blocks: int,
         unmodelled: str = "",  # why vLLM's answer is not modelled: a key of UNMODELLED
         sglang_layers: int = 0,  # EAGLE3 / MTP draft layers (eagle_draft_num_layers)
+        sglang_draft_tokens: int = 0,  # SGLang's speculative_num_draft_tokens
     ) -> None:
         self.layers = layers
         self.retained = retained
         self.state_blocks = state_blocks
         self.unmodelled = unmodelled
         self.sglang_layers = sglang_layers
+        self.sglang_draft_tokens = sglang_draft_tokens
 
 
 class EngineModel(_Record):
@@ -261,6 +266,9 @@ _FLASHINFER_GDN_ALIGNMENT = 64  # gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMEN
 SGLANG_PAGE_SIZE = 1
 SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
+# State slots per running request under EAGLE/MTP with the radix cache on
+# (kv_cache_configurator.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO).
+SGLANG_MAMBA_SLOTS_PER_REQUEST = 3
 SSM_DTYPES = ("fp32", "bf16", "fp16")
 _GIB = 1 << 30
 _INFINITY = float("inf")
@@ -348,6 +356,7 @@ class SglangPlan(_Record):
         "state_bytes_per_request",
         "ssm_extra_bytes",
         "native_max_seq_len",
+        "draft_tokens",
     )
     __slots__ = _fields
 
@@ -359,6 +368,7 @@ class SglangPlan(_Record):
         state_bytes_per_request: int,  # all recurrent layers, SSM part in the SSM dtype
         ssm_extra_bytes: int,  # what the SSM dtype adds over the spec's dtype, per request
         native_max_seq_len: int,  # the model's context length (SGLang's context_len)
+        draft_tokens: int = 0,  # EAGLE/MTP speculative_num_draft_tokens (0: no drafter)
     ) -> None:
         self.full_bytes_per_token = full_bytes_per_token
         self.swa_bytes_per_token = swa_bytes_per_token
@@ -366,6 +376,7 @@ class SglangPlan(_Record):
         self.state_bytes_per_request = state_bytes_per_request
         self.ssm_extra_bytes = ssm_extra_bytes
         self.native_max_seq_len = native_max_seq_len
+        self.draft_tokens = draft_tokens
 
 
 class SglangPools(_Record):
@@ -951,18 +962,25 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
 
 
 def sglang_plan(
-    entry: EngineModel, *, tp_size: int = 1, ssm_dtype: str = "fp32", draft_layers: int = 0
+    entry: EngineModel,
+    *,
+    tp_size: int = 1,
+    ssm_dtype: str = "fp32",
+    draft_layers: int = 0,
+    draft_tokens: int = 0,
 ) -> SglangPlan:
     """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them.
     ``draft_layers``: an EAGLE3/MTP drafter's layers, which SGLang charges at the target's
-    per-layer size on the same tokens (pool_configurator.py, eagle_draft_num_layers)."""
+    per-layer size on the same tokens (pool_configurator.py, eagle_draft_num_layers);
+    ``draft_tokens``: its ``speculative_num_draft_tokens``, the intermediate recurrent states
+    each verify step keeps per running request (``sglang_pools``)."""
     if ssm_dtype not in SSM_DTYPES:
         raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm_dtype!r}")
-    return sglang_plan_at(sglang_layout(entry), tp_size, ssm_dtype, draft_layers)
+    return sglang_plan_at(sglang_layout(entry), tp_size, ssm_dtype, draft_layers, draft_tokens)
 
 
 def sglang_plan_at(
-    layout: SglangLayout, tp_size: int, ssm_dtype: str, draft_layers: int
+    layout: SglangLayout, tp_size: int, ssm_dtype: str, draft_layers: int, draft_tokens: int = 0
 ) -> SglangPlan:
     """``sglang_plan`` for a model's layout (``ssm_dtype`` checked): what depends on tp."""
     full = swa = 0
@@ -996,14 +1014,17 @@ def sglang_plan_at(
         for lay in layout.states:
             state += lay.layers * ((lay.state_bytes + extra_per_layer) // tp_size)
             extra += lay.layers * (extra_per_layer // tp_size)
+    if (draft_layers or draft_tokens) and swa:
+        raise NotModelled(
+            "SGLang's EAGLE/MTP draft pool is modelled for full-attention and recurrent-hybrid "
+            "models, not hybrid SWA ones"
+        )
     if draft_layers:
-        if swa or layout.states:
-            raise NotModelled(
-                "SGLang's EAGLE/MTP draft pool is modelled for full-attention models only"
-            )
         # The draft shares the per-layer size.
         full += int(full * draft_layers / layout.attention_layers)
-    return SglangPlan(full, swa, layout.window, state, extra, layout.native_max_seq_len)
+    return SglangPlan(
+        full, swa, layout.window, state, extra, layout.native_max_seq_len, draft_tokens
+    )
 
 
 def sglang_pools(
@@ -1013,15 +1034,37 @@ def sglang_pools(
     *,
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
+    max_running_requests: int = 8,
 ) -> SglangPools:
-    """Token slots of each pool for a KV budget."""
+    """Token slots of each pool for a KV budget (``max_running_requests``: read only by an
+    EAGLE/MTP drafter's intermediate states on a recurrent hybrid)."""
     budget_gib = budget_bytes / _GIB  # SGLang keeps the budget in GiB as a float
     slots = 0
     if plan.state_bytes_per_request:
         # Mamba memory ratio: r/(1+r) of the budget to whole slots, one of them padding.
         share = budget_gib * mamba_full_memory_ratio / (1 + mamba_full_memory_ratio)
         per_slot = plan.state_bytes_per_request
-        slots = int((share * _GIB - per_slot) // per_slot)
+        drafts = plan.draft_tokens
+        if drafts:
+            # EAGLE/MTP (kv_cache_configurator.py _handle_max_mamba_cache): each verify step
+            # keeps D intermediate states per running request, solved jointly with the slots
+            # (one running request per MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO slots, the
+            # radix cache on), then reserved for the capped requests plus the padding slot.
+            ratio = SGLANG_MAMBA_SLOTS_PER_REQUEST
+            slots = int(
+                (share * _GIB - per_slot * (1 + drafts)) // (per_slot * (1 + drafts / ratio))
+            )
+            capped = min(max(1, max_running_requests), slots // ratio)
+            budget_gib -= per_slot * (capped + 1) * drafts / _GIB
+        else:
+            slots = int((share * _GIB - per_slot) // per_slot)
+        if drafts and slots < SGLANG_MAMBA_SLOTS_PER_REQUEST:
+            # SGLang's RuntimeError (resolve_max_num_reqs): max_num_reqs = slots // 3 = 0.
+            raise ValueError(
+                f"budget_bytes {budget_bytes} leaves SGLang {max(slots, 0)} recurrent state "
+                f"slots beside the {drafts} intermediate states of each draft, fewer than the "
+                f"{SGLANG_MAMBA_SLOTS_PER_REQUEST} it keeps per running request"
+            )
         budget_gib -= (slots + 1) * per_slot / _GIB
     usable = int(budget_gib * _GIB)
     if plan.swa_bytes_per_token:
@@ -1066,8 +1109,10 @@ def sglang_capacity(
     page_size: int = SGLANG_PAGE_SIZE,
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
+    max_running_requests: int = 8,
 ) -> EngineCapacity:
-    """SGLang's pools for a planned model, read as an ``EngineCapacity``."""
+    """SGLang's pools for a planned model, read as an ``EngineCapacity``; a request's bytes
+    count the intermediate states an EAGLE/MTP drafter keeps for it on a recurrent hybrid."""
     swa, mamba = swa_full_tokens_ratio, mamba_full_memory_ratio
     # Two floats in range pass here; anything else is checked (and named) by _sglang_ratios.
     if not (
@@ -1086,16 +1131,20 @@ def sglang_capacity(
             ("budget_bytes", "max_seq_len", "block_size"), budget_bytes, max_seq_len, page_size
         )
     _native(max_seq_len, plan.native_max_seq_len)
+    running = max_running_requests
+    if plan.draft_tokens and not (type(running) is int and 0 < running <= _MAX_INT):
+        _positive_ints(("max_batch_size",), running)
     pools = sglang_pools(
-        plan, budget_bytes, page_size, swa_full_tokens_ratio=swa, mamba_full_memory_ratio=mamba
-    )
+        plan, budget_bytes, page_size, swa_full_tokens_ratio=swa, mamba_full_memory_ratio=mamba,
+        max_running_requests=running,
+    )  # fmt: skip
     if pools.full_tokens <= 0:
         raise ValueError(f"budget_bytes {budget_bytes} leaves SGLang no KV pool")
     sliding = sglang_sliding_tokens(plan, max_seq_len, page_size)
     request_bytes = (
         max_seq_len * plan.full_bytes_per_token
         + sliding * plan.swa_bytes_per_token
-        + plan.state_bytes_per_request
+        + plan.state_bytes_per_request * (1 + plan.draft_tokens)
     )
     concurrency = pools.full_tokens / max_seq_len
     if sliding:
@@ -1120,7 +1169,8 @@ _TRTLLM_HEADS: dict[str, int | None]
 # model and profile's first plan, only for a pair ``_check_model`` accepted, so bounded by
 # the family's models x profiles (``vllm_layout``, ``sglang_layout``).
 _VLLM_LAYOUTS: dict[tuple[object, ...], VllmLayout]
-_SGLANG_LAYOUTS: dict[tuple[object, ...], tuple[SglangLayout, int]]  # with the draft layers
+# with the draft's layers and tokens
+_SGLANG_LAYOUTS: dict[tuple[object, ...], tuple[SglangLayout, int, int]]
 
 
 def _vllm_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
@@ -1137,7 +1187,7 @@ def _check_model(model: object, speculative: object, engine: str) -> EngineModel
     if profile not in _MODELS[name].profiles:
         raise ValueError(f"speculative {profile!r} does not apply to model {name!r}")
     entry: EngineModel = _ENGINE_MODELS[name]
-    if engine == "sglang" and profile != "none" and not entry.drafts[profile].sglang_layers:
+    if engine == "sglang" and profile != "none" and not entry.drafts[profile].sglang_draft_tokens:
         raise NotModelled(
             "speculative must be 'none' or an EAGLE3/MTP profile for engine 'sglang' here "
             "(not modelled yet)"
@@ -1230,8 +1280,9 @@ def engine_capacity(
     ``block_size`` defaults to the engine's own page size (TensorRT-LLM: TOKENS_PER_BLOCK,
     the only one answered here; vLLM: 16; SGLang: 1). ``max_num_tokens`` is the per-iteration
     token budget (vLLM's ``max_num_batched_tokens``). Engine keywords: ``max_batch_size``
-    (TensorRT-LLM), ``async_scheduling``, ``mamba_cache_mode`` ("align", vLLM's default for
-    hybrids, whose prefix caching is on by default; "none" with prefix caching off) and
+    (TensorRT-LLM; SGLang's max_running_requests, read by EAGLE/MTP on hybrids),
+    ``async_scheduling``, ``mamba_cache_mode`` ("align", vLLM's default for hybrids, whose
+    prefix caching is on by default; "none" with prefix caching off) and
     ``gdn_prefill_backend`` ("flashinfer", the H100/H200 default, or "triton") (vLLM),
     ``swa_full_tokens_ratio`` and ``mamba_full_memory_ratio`` (SGLang); ``ssm_dtype`` (both;
     None: the engine's default, fp32 in SGLang, in vLLM the conv dtype except where a model
@@ -1312,21 +1363,25 @@ def engine_capacity(
         if layout_s is None:
             layout_s = _sglang_layout(entry, speculative)
             _SGLANG_LAYOUTS[(model, speculative)] = layout_s  # bounded: models x profiles
-        plan_s = sglang_plan_at(layout_s[0], tp, ssm, layout_s[1])
+        pools_of, draft_layers, draft_tokens = layout_s
+        plan_s = sglang_plan_at(pools_of, tp, ssm, draft_layers, draft_tokens)
         if len(_SGLANG_PLANS) >= 4096:
             _SGLANG_PLANS.clear()
         _SGLANG_PLANS[key_s] = plan_s
     page = SGLANG_PAGE_SIZE if block_size is None else block_size
     return sglang_capacity(
-        plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio
-    )
+        plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio,
+        max_batch_size,
+    )  # fmt: skip
 
 
-def _sglang_layout(entry: EngineModel, speculative: str) -> tuple[SglangLayout, int]:
+def _sglang_layout(entry: EngineModel, speculative: str) -> tuple[SglangLayout, int, int]:
     """SGLang's layout of a model and profile (checked by ``_check_model``), with the
-    EAGLE3/MTP draft layers it adds."""
-    draft = 0 if speculative == "none" else entry.drafts[speculative].sglang_layers
-    return sglang_layout(entry), draft
+    EAGLE3/MTP draft layers it adds and the tokens each verify step holds."""
+    if speculative == "none":
+        return sglang_layout(entry), 0, 0
+    draft = entry.drafts[speculative]
+    return sglang_layout(entry), draft.sglang_layers, draft.sglang_draft_tokens
 
 
 def bind(namespace: dict[str, object]) -> None:

@@ -138,6 +138,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 retained=0,
                 state_blocks=3,
                 sglang_layers=1,
+                sglang_draft_tokens=4,
             ),
             "eagle3_two_model": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
@@ -165,6 +166,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 retained=0,
                 state_blocks=3,
                 sglang_layers=1,
+                sglang_draft_tokens=4,
             ),
             "eagle3_two_model": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
@@ -209,6 +211,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 retained=0,
                 state_blocks=3,
                 sglang_layers=1,
+                sglang_draft_tokens=4,
             ),
             "eagle3_two_model": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"

@@ -163,6 +163,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 retained=0,
                 state_blocks=3,
                 sglang_layers=1,
+                sglang_draft_tokens=4,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
@@ -186,6 +187,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 retained=0,
                 state_blocks=3,
                 sglang_layers=1,
+                sglang_draft_tokens=4,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
@@ -209,6 +211,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 retained=0,
                 state_blocks=3,
                 sglang_layers=1,
+                sglang_draft_tokens=4,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
@@ -232,6 +235,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 retained=0,
                 state_blocks=3,
                 sglang_layers=1,
+                sglang_draft_tokens=4,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
@@ -255,6 +259,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 retained=0,
                 state_blocks=3,
                 sglang_layers=1,
+                sglang_draft_tokens=4,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
@@ -278,6 +283,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 retained=0,
                 state_blocks=3,
                 sglang_layers=1,
+                sglang_draft_tokens=4,
             ),
             "pard4": EngineDraft(
                 layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"

@@ -96,7 +96,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=2,
-                sglang_layers=1,
+                sglang_draft_tokens=3,
             ),
             "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
         },

@@ -64,6 +64,9 @@ POLICY_TERMS = {
     "window",
     "mamba_memory_ratio": "SGLang gives 0.9/1.9 of the budget to recurrent state slots first",
     "fp32_ssm_state": "SGLang keeps the SSM part of a recurrent state in fp32 by default",
+    "mamba_spec_states": "SGLang's EAGLE/MTP keeps speculative_num_draft_tokens intermediate "
+    "recurrent states per running request (max_running_requests, at most one per 3 slots), "
+    "solved with the state slots out of the same share",
     "swa_pages_per_request": "TensorRT-LLM charges each of B requests ceil((w+H-2)/tpb)+1 "
     "pages per sliding life cycle plus a per-token context term (docs/cost-model.md §4)",
     "recurrent_state_slots": "TensorRT-LLM holds one recurrent state per request for all B "
@@ -179,8 +182,9 @@ def engine_capacity(
             _remember(key, family, plan_s)
         page = _sglang.DEFAULT_PAGE_SIZE if block_size is None else block_size
         return sglang_capacity(
-            plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio
-        )
+            plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio,
+            max_batch_size,
+        )  # fmt: skip
     if engine == "trtllm-v2":
         return trtllm_capacity(
             family,

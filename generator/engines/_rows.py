@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kvgen.cache_kinds import spec_kind
 from kvgen.engines._layers import (
     CachedLayer,
     NotModelled,
@@ -118,9 +119,15 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
         return EngineDraft((), 0, 0, exc.reason)
     modules = extra.layers.count if extra is not None else 1
     lookahead = k if profile.mode == "mtp" and min(modules, k) > 1 else 1
-    # SGLang's EAGLE/MTP path charges the drafter's layers at the target's per-layer size.
-    sglang = len(draft) if profile.mode in ("eagle3", "mtp", "mtp_eagle") else 0
-    return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k, "", sglang)
+    if profile.mode not in ("eagle3", "mtp", "mtp_eagle"):
+        return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k)
+    # SGLang's EAGLE/MTP path: a chain of k steps verifying k + 1 tokens (what kvgen emits),
+    # the drafter's layers charged at the target's per-layer size, except on a recurrent
+    # hybrid: a path-less MTP head there counts only if the target's config.json names
+    # num_nextn_predict_layers (spec_aux_hidden_state.py), which Qwen3-Next's does not.
+    recurrent = any(spec_kind(kind).recurrent for kind in model.layer_kinds.values())
+    sglang = 0 if recurrent else len(draft)
+    return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k, "", sglang, k + 1)
 
 
 def _shares_kv(model: Model) -> bool:

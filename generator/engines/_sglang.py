@@ -37,6 +37,7 @@ from kvgen.engines_core import (
     MAMBA_FULL_MEMORY_RATIO,
     SSM_DTYPES,
     SWA_FULL_TOKENS_RATIO,
+    EngineDraft,
     EngineModel,
     NotModelled,
     SglangPlan,
@@ -84,10 +85,13 @@ def sglang_plan(
             entry.unmodelled, entry.query_heads, entry.kv_heads_split, entry.vllm_ssm_dtype,
             entry.vllm_unmodelled, entry.sglang_unmodelled,
         )  # fmt: skip
-    draft = 0 if speculative is None else entry.drafts[speculative.name].sglang_layers
-    if speculative is not None and not draft:
+    draft = EngineDraft((), 0, 0) if speculative is None else entry.drafts[speculative.name]
+    if speculative is not None and not draft.sglang_draft_tokens:
         raise NotModelled(
             f"speculative {speculative.name!r} is not modelled for engine 'sglang' "
             "(EAGLE3 and MTP profiles are)"
         )
-    return engines_core.sglang_plan(entry, tp_size=tp_size, ssm_dtype=ssm_dtype, draft_layers=draft)
+    return engines_core.sglang_plan(
+        entry, tp_size=tp_size, ssm_dtype=ssm_dtype, draft_layers=draft.sglang_layers,
+        draft_tokens=draft.sglang_draft_tokens,
+    )  # fmt: skip

@@ -80,9 +80,12 @@ def _vllm_terms(
     return terms
 
 
-def _sglang_terms(family: Family, model: str, ssm_dtype: str) -> list[PolicyTerm]:
+def _sglang_terms(
+    family: Family, model: str, ssm_dtype: str, speculative: str = "none"
+) -> list[PolicyTerm]:
     spec_model = family.model(model)
-    plan = _sglang.sglang_plan(family, spec_model, ssm_dtype=ssm_dtype)
+    profile = None if speculative == "none" else family.profile(speculative)
+    plan = _sglang.sglang_plan(family, spec_model, ssm_dtype=ssm_dtype, speculative=profile)
     layers = cached_layers(family, spec_model)
     sliding = sum(1 for lay in layers if lay.attention == "sliding")
     terms = []
@@ -110,6 +113,14 @@ def _sglang_terms(family: Family, model: str, ssm_dtype: str) -> list[PolicyTerm
                 f"{plan.state_bytes_per_request / MIB:.1f} MiB",
             )
         )
+        if plan.draft_tokens:
+            terms.append(
+                PolicyTerm(
+                    "mamba_spec_states",
+                    f"{plan.draft_tokens} intermediate states of "
+                    f"{plan.state_bytes_per_request / MIB:.1f} MiB per running request",
+                )
+            )
         if plan.ssm_extra_bytes:
             spec_bytes = plan.state_bytes_per_request - plan.ssm_extra_bytes
             terms.append(
@@ -178,7 +189,7 @@ def policy_terms(
         size = _vllm.DEFAULT_BLOCK_SIZE if block_size is None else block_size
         return _vllm_terms(family, model, size, max_seq_len, max_num_tokens, speculative)
     if engine == "sglang":
-        return _sglang_terms(family, model, ssm_dtype) if speculative == "none" else []
+        return _sglang_terms(family, model, ssm_dtype, speculative)
     if engine == "trtllm-v2":
         size = family.tokens_per_block if block_size is None else block_size
         return _trtllm_terms(

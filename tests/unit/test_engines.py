@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from kvgen.engines import ENGINES, POLICY_TERMS, EngineCapacity, _sglang, _vllm, engine_capacity
 from kvgen.engines._rows import engine_tables
+from kvgen.engines._terms import policy_terms
 from kvgen.engines_core import NotModelled
 from kvgen.loader import load_bytes, load_family
 from kvgen.spec import Family
@@ -321,6 +322,41 @@ def test_sglang_mamba_memory_ratio_and_fp32_ssm_state_qwen3_next() -> None:
     assert bf16.state_bytes_per_request == 36 * 1_097_728
 
 
+def test_sglang_mtp_intermediate_states_follow_max_running_requests_qwen3_next() -> None:
+    # mtp2 verifies D = 3 tokens; SGLang 0.5.23 (_handle_max_mamba_cache) solves the slots
+    # with them: K = floor((share - 4 S) / (2 S)) = 129 (S = 77,266,944 B, share as above),
+    # and reserves S x 3 x (min(max_running_requests, 129 // 3 = 43) + 1) more. 8 requests:
+    # 27 S = 2,086,207,488 B, 40 GiB - 27 S - 130 S = 30,818,762,752 B / 24,576 = 1,254,018
+    # tokens. 64 requests are capped at 43: 132 S = 10,199,236,608 B, 40 GiB - 132 S - 130 S
+    # = 22,705,733,632 B / 24,576 = 923,898 tokens; 1 request: 6 S, 1,320,042 tokens. (SGLang's
+    # own KVCacheConfigurator, bench/engines/closed_loop_sglang.py on the emitted fields,
+    # computed 129 slots and these three token counts; tp 2: 261 slots, 2,586,637 tokens.)
+    q = family("qwen3_next")
+    plan = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192, "speculative": "mtp2"}
+    got = {
+        batch: engine_capacity(q, "qwen3_next_80b_a3b", GIB40, max_batch_size=batch, **plan)
+        for batch in (1, 8, 64)
+    }
+    assert {b: c.kv_tokens for b, c in got.items()} == {1: 1_320_042, 8: 1_254_018, 64: 923_898}
+    assert got[8].max_concurrency == 129.0  # the state slots, below 1,254,018 / 8,192
+    assert got[64].max_concurrency == 923_898 / 8192
+    tp2 = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, tp_size=2, **plan)
+    assert (tp2.kv_tokens, tp2.max_concurrency) == (2_586_637, 261.0)
+    with pytest.raises(ValueError, match="max_batch_size must be a positive int"):
+        engine_capacity(q, "qwen3_next_80b_a3b", GIB40, max_batch_size=0, **plan)
+    # 2 GiB: share 1,017,229,096.4 B, K = floor((share - 4 S) / 2 S) = 4, min(8, 4 // 3) = 1
+    # request verifies: 2,147,483,648 - 2 x 3 S - 5 S = 1,297,547,264 B / 24,576 = 52,797
+    # tokens. 1 GiB: K = floor((508,614,548.2 - 4 S) / 2 S) = 1, and 1 // 3 = 0 requests:
+    # SGLang refuses ("state cache is too small to serve any requests", resolve_max_num_reqs).
+    assert engine_capacity(q, "qwen3_next_80b_a3b", 2 << 30, **plan).kv_tokens == 52_797
+    with pytest.raises(ValueError, match="leaves SGLang 1 recurrent state slots"):
+        engine_capacity(q, "qwen3_next_80b_a3b", 1 << 30, **plan)
+    # kvgen compare names the policy: 3 intermediate states of S = 73.7 MiB per request.
+    terms = policy_terms(q, "qwen3_next_80b_a3b", **plan)
+    assert [t.name for t in terms] == ["mamba_memory_ratio", "mamba_spec_states", "fp32_ssm_state"]
+    assert terms[1].detail == "3 intermediate states of 73.7 MiB per running request"
+
+
 # ----------------------------------------------------------------------------- TensorRT-LLM
 
 
@@ -352,7 +388,7 @@ def test_trtllm_v2_gemma3_27b_at_batch_8() -> None:
         ({"engine": "vllm", "block_size": 0}, "block_size must be a positive int"),
         (
             {"engine": "sglang", "speculative": "eagle3"},
-            "EAGLE/MTP draft pool is modelled for full-attention models only",
+            "EAGLE/MTP draft pool is modelled for full-attention and recurrent-hybrid",
         ),
         ({"engine": "vllm", "speculative": "pard9"}, "speculative must be one of none, eagle3"),
         ({"engine": "vllm", "mamba_cache_mode": "all"}, "mamba_cache_mode must be one of"),
