@@ -296,7 +296,8 @@ def text(result: dict[str, Any]) -> str:
 CAP_NOTE = (
     "max concurrency: TensorRT-LLM's is capped at --max-batch-size (it admits no more requests "
     "at once); vLLM's and SGLang's are not (max_num_seqs / max_running_requests do not size "
-    "the pool)"
+    "the pool, except SGLang's speculative state reserve on recurrent hybrids, which "
+    "--max-batch-size sets as max_running_requests)"
 )
 
 
