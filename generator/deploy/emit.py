@@ -219,7 +219,8 @@ def _trtllm(
 
     budget = capacity["budget_bytes"]
     notes: list[str] = []
-    if len(sizing.cache_costs(model, max_batch_size=max_batch_size, **common)) > 1:
+    separate_draft = len(sizing.cache_costs(model, max_batch_size=max_batch_size, **common)) > 1
+    if separate_draft:
         notes.append(
             "the separate draft pool's share of the quota is kvgen's split (docs/cost-model"
             ".md §6); how TensorRT-LLM divides one quota between its managers is not emitted"
@@ -230,7 +231,7 @@ def _trtllm(
         )
     except ValueError as exc:  # pools outside the split model: kvgen's own capacity
         quotas = {"target": budget}
-        if len(sizing.cache_costs(model, max_batch_size=max_batch_size, **common)) > 1:
+        if separate_draft:
             quotas = sizing.split_budget(model, budget, max_batch_size=max_batch_size, **common)
         notes.append(f"capacity is kvgen's estimate for the quota: {exc}")
     else:
