@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from kvgen.exits import Exit, UsageError
 
@@ -73,9 +74,47 @@ def _engine(args: argparse.Namespace) -> str:
     return getattr(args, "engine", None) or "trtllm-v2"
 
 
+def _sizing(args: argparse.Namespace, d: Any) -> Any:
+    from kvgen.planner import PlanError
+
+    try:
+        return _bound_sizing(args, d)
+    except PlanError as exc:  # an unknown model, named with a did-you-mean
+        raise UsageError(str(exc)) from None
+
+
+def _bound_sizing(args: argparse.Namespace, d: Any) -> Any:
+    """The generated module, or with the what-if knobs given (--kv-cache-dtype, --max-seq-len
+    past the native length with --rope-scaled, TensorRT-LLM's --block-size) the spec's tables
+    with them applied, as the planning commands bind them (kvgen.whatif)."""
+    from kvgen.deploy.rank import load_sizing
+
+    what_if = getattr(args, "kv_cache_dtype", None) is not None
+    what_if = what_if or getattr(args, "rope_scaled", False)
+    if not what_if and (d.engine != "trtllm-v2" or d.block_size is None):
+        sizing = load_sizing(d.family, args.generated)
+        if args.max_seq_len is not None:
+            from kvgen.planner import native_max_seq_len
+
+            native = native_max_seq_len(sizing, d.model)
+            if args.max_seq_len > native:
+                raise UsageError(
+                    f"--max-seq-len {args.max_seq_len} is above {d.model}'s native length "
+                    f"{native}: give --rope-scaled if the checkpoint is RoPE-scaled (YaRN, ...) "
+                    "to reach it"
+                )
+        return sizing
+    from kvgen.commands.plan import planning_module
+
+    sizing, _native = planning_module(args, d.engine)
+    if d.engine == "trtllm-v2":
+        d.block_size = None  # now the tables' tokens_per_block
+    return sizing
+
+
 def run(args: argparse.Namespace) -> Exit:
     from kvgen.deploy.gpus import GpuError
-    from kvgen.deploy.rank import Deployment, load_sizing, plan_rank
+    from kvgen.deploy.rank import Deployment, plan_rank
     from kvgen.weights import WeightsError
 
     if args.format in ("args", "yaml") and not args.emit and not args.deployment:
@@ -100,8 +139,13 @@ def run(args: argparse.Namespace) -> Exit:
     )  # fmt: skip
     if args.emit == "trtllm" and args.format == "args":
         raise UsageError("TensorRT-LLM takes these as extra_llm_api_options: --format yaml or json")
+    if (getattr(args, "dcp_size", None) or 1) != 1:
+        raise UsageError(
+            "--dcp-size: --gpu, --weights and --emit size one rank without decode context "
+            "parallelism; plan DCP with `kvgen plan --gpu-memory SIZE --dcp-size D` (TensorRT-LLM)"
+        )
     try:
-        sizing = load_sizing(d.family, args.generated)
+        sizing = _sizing(args, d)
         plan = plan_rank(sizing, d)
     except (GpuError, WeightsError, ValueError) as exc:
         raise UsageError(str(exc)) from None

@@ -301,3 +301,42 @@ def test_trtllm_capacity_is_what_the_engine_split_holds(capsys):
             for p in capacity["engine_pools"]["target"]] == [
         (["swa512"], 200, 25_204), (["full"], 25_216, 25_216)]  # fmt: skip
     assert any("pool groups" in note for note in data["notes"])
+
+
+def test_emit_applies_the_kv_cache_dtype_what_if(capsys):
+    # --kv-cache-dtype fp8 halves a token: 32 x 2 x 8 x 128 x 1 B = 65,536 B, a 16-token vLLM
+    # block 1,048,576 B, 40 GiB / 1 MiB = 40,960 blocks (bf16: 20,480); vLLM's own name for the
+    # dtype is fp8_e4m3. On main before this test the flag was ignored by --emit (auto, 20,480).
+    code, out, _ = plan(capsys, "--gpu-memory", "40GiB", "--kv-cache-dtype", "fp8",
+                        "--emit", "vllm", "--format", "json")  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    assert data["fields"]["kv_cache_dtype"] == "fp8_e4m3"
+    assert data["fields"]["num_gpu_blocks_override"] == 40960
+
+
+def test_emit_takes_rope_scaled_lengths_and_refuses_them_without_the_flag(capsys):
+    # llama3_1_8b is native 131,072. 262,144 tokens are 262,144 / 16 = 16,384 blocks a request:
+    # 20,480 / 16,384 = 1.25 requests at 40 GiB.
+    code, out, err = plan(capsys, "--gpu-memory", "40GiB", "--max-seq-len", "262144",
+                          "--emit", "vllm", "--format", "json")  # fmt: skip
+    assert code == 2 and "give --rope-scaled" in err and out == ""
+    code, out, _ = plan(capsys, "--gpu-memory", "40GiB", "--max-seq-len", "262144",
+                        "--rope-scaled", "--emit", "vllm", "--format", "json")  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    assert data["fields"]["max_model_len"] == 262144
+    assert data["capacity"]["max_concurrency"] == 1.25
+
+
+def test_emit_trtllm_block_size_is_the_pages_tokens_and_dcp_is_refused(capsys):
+    # tokens_per_block 64 (the spec's 32 as a what-if): 40 GiB / (64 x 131,072 B) = 5,120 pages.
+    code, out, _ = plan(capsys, "--gpu-memory", "40GiB", "--block-size", "64",
+                        "--emit", "trtllm", "--format", "json")  # fmt: skip
+    assert code == 0
+    data = json.loads(out)
+    assert data["fields"]["kv_cache_config"]["tokens_per_block"] == 64
+    assert data["capacity"]["num_blocks"] == 5120
+    code, out, err = plan(capsys, "--gpu-memory", "40GiB", "--tp-size", "8", "--dcp-size", "2",
+                          "--emit", "trtllm")  # fmt: skip
+    assert code == 2 and "--dcp-size" in err and out == ""
