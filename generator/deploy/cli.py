@@ -75,15 +75,6 @@ def _engine(args: argparse.Namespace) -> str:
 
 
 def _sizing(args: argparse.Namespace, d: Any) -> Any:
-    from kvgen.planner import PlanError
-
-    try:
-        return _bound_sizing(args, d)
-    except PlanError as exc:  # an unknown model, named with a did-you-mean
-        raise UsageError(str(exc)) from None
-
-
-def _bound_sizing(args: argparse.Namespace, d: Any) -> Any:
     """The generated module, or with the what-if knobs given (--kv-cache-dtype, --max-seq-len
     past the native length with --rope-scaled, TensorRT-LLM's --block-size) the spec's tables
     with them applied, as the planning commands bind them (kvgen.whatif)."""
@@ -93,10 +84,9 @@ def _bound_sizing(args: argparse.Namespace, d: Any) -> Any:
     what_if = what_if or getattr(args, "rope_scaled", False)
     if not what_if and (d.engine != "trtllm-v2" or d.block_size is None):
         sizing = load_sizing(d.family, args.generated)
-        if args.max_seq_len is not None:
-            from kvgen.planner import native_max_seq_len
-
-            native = native_max_seq_len(sizing, d.model)
+        if args.max_seq_len is not None and d.model in sizing.MODELS:
+            # Read from the module itself: kvgen.planner would import the spec stack (0.15 s).
+            native = int(sizing.MAX_SEQ_LEN[d.model])
             if args.max_seq_len > native:
                 raise UsageError(
                     f"--max-seq-len {args.max_seq_len} is above {d.model}'s native length "
@@ -105,8 +95,12 @@ def _bound_sizing(args: argparse.Namespace, d: Any) -> Any:
                 )
         return sizing
     from kvgen.commands.plan import planning_module
+    from kvgen.planner import PlanError
 
-    sizing, _native = planning_module(args, d.engine)
+    try:
+        sizing, _native = planning_module(args, d.engine)
+    except PlanError as exc:  # an unknown model, named with a did-you-mean
+        raise UsageError(str(exc)) from None
     if d.engine == "trtllm-v2":
         d.block_size = None  # now the tables' tokens_per_block
     return sizing
