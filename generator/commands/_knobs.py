@@ -82,3 +82,25 @@ def overrides(args: argparse.Namespace, model: str, native: int, *, trtllm: bool
         max_seq_len=(model, args.max_seq_len) if longer else None,
         block_size=args.block_size if trtllm else None,
     )
+
+
+def planning_module(args: argparse.Namespace, engine: str) -> tuple[Any, int]:
+    """The generated module, or (a what-if knob given) the spec's tables with the knob applied,
+    bound in memory; and the model's native length as the spec gives it."""
+    from kvgen.exits import UsageError
+    from kvgen.planner import load_sizing, native_max_seq_len
+    from kvgen.whatif import spec_path, whatif_module
+
+    sizing = load_sizing(args.family, args.generated)
+    native = native_max_seq_len(sizing, args.model)
+    if args.max_seq_len and args.max_seq_len > native and not args.rope_scaled:
+        raise UsageError(
+            f"--max-seq-len {args.max_seq_len} is above {args.model}'s native length {native}: "
+            "give --rope-scaled if the checkpoint is RoPE-scaled (YaRN, ...) to reach it"
+        )
+    wanted = overrides(args, args.model, native, trtllm=engine == "trtllm-v2")
+    if not wanted:
+        return sizing, native
+    project = getattr(args, "project", None)
+    spec_dir = project.spec_dir if project is not None and project.source is not None else None
+    return whatif_module(spec_path(args.family, spec_dir), wanted), native

@@ -32,7 +32,13 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from kvgen.commands._knobs import GPU_MEMORY_HELP, add_engine, add_knobs, engine_choice, overrides
+from kvgen.commands._knobs import (
+    GPU_MEMORY_HELP,
+    add_engine,
+    add_knobs,
+    engine_choice,
+    planning_module,
+)
 from kvgen.config import OUT_DIR
 from kvgen.exits import Exit, UsageError
 from kvgen.units import positive_int, size_argument
@@ -87,27 +93,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_arguments(parser)
     # --- end kvgen.deploy ---
     parser.set_defaults(func=run)
-
-
-def planning_module(args: argparse.Namespace, engine: str):
-    """The generated module, or (a what-if knob given) the spec's tables with the knob applied,
-    bound in memory; and the model's native length as the spec gives it."""
-    from kvgen.planner import load_sizing, native_max_seq_len
-    from kvgen.whatif import spec_path, whatif_module
-
-    sizing = load_sizing(args.family, args.generated)
-    native = native_max_seq_len(sizing, args.model)
-    if args.max_seq_len and args.max_seq_len > native and not args.rope_scaled:
-        raise UsageError(
-            f"--max-seq-len {args.max_seq_len} is above {args.model}'s native length {native}: "
-            "give --rope-scaled if the checkpoint is RoPE-scaled (YaRN, ...) to reach it"
-        )
-    wanted = overrides(args, args.model, native, trtllm=engine == "trtllm-v2")
-    if not wanted:
-        return sizing, native
-    project = getattr(args, "project", None)
-    spec_dir = project.spec_dir if project is not None and project.source is not None else None
-    return whatif_module(spec_path(args.family, spec_dir), wanted), native
 
 
 def run(args: argparse.Namespace) -> Exit:

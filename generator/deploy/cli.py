@@ -94,7 +94,7 @@ def _sizing(args: argparse.Namespace, d: Any) -> Any:
                     "to reach it"
                 )
         return sizing
-    from kvgen.commands.plan import planning_module
+    from kvgen.commands._knobs import planning_module
     from kvgen.planner import PlanError
 
     try:
