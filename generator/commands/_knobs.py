@@ -70,6 +70,18 @@ def engine_choice(args: argparse.Namespace) -> tuple[str, str]:
     return DEFAULT_ENGINE, "kvgen's default"
 
 
+def check_length(args: argparse.Namespace, model: str, native: int) -> None:
+    """UsageError for a --max-seq-len past ``model``'s native length without --rope-scaled
+    (every planning command refuses it in these words)."""
+    if args.max_seq_len and args.max_seq_len > native and not getattr(args, "rope_scaled", False):
+        from kvgen.exits import UsageError
+
+        raise UsageError(
+            f"--max-seq-len {args.max_seq_len} is above {model}'s native length {native}: "
+            "give --rope-scaled if the checkpoint is RoPE-scaled (YaRN, ...) to reach it"
+        )
+
+
 def overrides(args: argparse.Namespace, model: str, native: int, *, trtllm: bool) -> Any:
     """The what-if values of ``args`` for ``model`` (native context ``native``); a
     --max-seq-len above it without --rope-scaled is left for the planner to refuse.
@@ -87,17 +99,12 @@ def overrides(args: argparse.Namespace, model: str, native: int, *, trtllm: bool
 def planning_module(args: argparse.Namespace, engine: str) -> tuple[Any, int]:
     """The generated module, or (a what-if knob given) the spec's tables with the knob applied,
     bound in memory; and the model's native length as the spec gives it."""
-    from kvgen.exits import UsageError
     from kvgen.planner import load_sizing, native_max_seq_len
     from kvgen.whatif import spec_path, whatif_module
 
     sizing = load_sizing(args.family, args.generated)
     native = native_max_seq_len(sizing, args.model)
-    if args.max_seq_len and args.max_seq_len > native and not args.rope_scaled:
-        raise UsageError(
-            f"--max-seq-len {args.max_seq_len} is above {args.model}'s native length {native}: "
-            "give --rope-scaled if the checkpoint is RoPE-scaled (YaRN, ...) to reach it"
-        )
+    check_length(args, args.model, native)
     wanted = overrides(args, args.model, native, trtllm=engine == "trtllm-v2")
     if not wanted:
         return sizing, native

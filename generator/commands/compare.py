@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kvgen.commands._knobs import GPU_MEMORY_HELP, add_engine, add_knobs, overrides
+from kvgen.commands._knobs import GPU_MEMORY_HELP, add_engine, add_knobs, check_length, overrides
 from kvgen.exits import Exit, UsageError
 from kvgen.units import positive_int, size_argument
 
@@ -76,11 +76,7 @@ def load_family(name: str, args: argparse.Namespace | None = None) -> Any:
     if args is None or args.model not in [m.name for m in loaded.family.models]:
         return loaded.family  # an unknown model is named by compare()
     native = loaded.family.model(args.model).max_seq_len
-    if args.max_seq_len and args.max_seq_len > native and not args.rope_scaled:
-        raise UsageError(
-            f"--max-seq-len {args.max_seq_len} is above {args.model}'s native length {native}: "
-            "give --rope-scaled if the checkpoint is RoPE-scaled (YaRN, ...) to reach it"
-        )
+    check_length(args, args.model, native)
     wanted = overrides(args, args.model, native, trtllm=False)
     return whatif_family(path, wanted) if wanted else loaded.family
 

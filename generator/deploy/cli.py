@@ -78,21 +78,16 @@ def _sizing(args: argparse.Namespace, d: Any) -> Any:
     """The generated module, or with the what-if knobs given (--kv-cache-dtype, --max-seq-len
     past the native length with --rope-scaled, TensorRT-LLM's --block-size) the spec's tables
     with them applied, as the planning commands bind them (kvgen.whatif)."""
+    from kvgen.commands._knobs import check_length
     from kvgen.deploy.rank import load_sizing
 
     what_if = getattr(args, "kv_cache_dtype", None) is not None
     what_if = what_if or getattr(args, "rope_scaled", False)
     if not what_if and (d.engine != "trtllm-v2" or d.block_size is None):
         sizing = load_sizing(d.family, args.generated)
-        if args.max_seq_len is not None and d.model in sizing.MODELS:
+        if d.model in sizing.MODELS:
             # Read from the module itself: kvgen.planner would import the spec stack (0.15 s).
-            native = int(sizing.MAX_SEQ_LEN[d.model])
-            if args.max_seq_len > native:
-                raise UsageError(
-                    f"--max-seq-len {args.max_seq_len} is above {d.model}'s native length "
-                    f"{native}: give --rope-scaled if the checkpoint is RoPE-scaled (YaRN, ...) "
-                    "to reach it"
-                )
+            check_length(args, d.model, int(sizing.MAX_SEQ_LEN[d.model]))
         return sizing
     from kvgen.commands._knobs import planning_module
     from kvgen.planner import PlanError
