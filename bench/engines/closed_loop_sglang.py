@@ -219,6 +219,8 @@ def pools(server_args: ServerArgs, budget_bytes: int) -> dict[str, Any]:
         out["sliding_window_size"] = window
     if kvc.mambaish_config is not None:
         out["max_mamba_cache_size"] = get_schedule().max_mamba_cache_size
+        # State slots per running request (resolve_max_num_reqs runs slots // ratio at most).
+        out["mamba_ratio"] = kvc._calculate_mamba_ratio()
         out["mamba_cache_per_req"] = kvc.mambaish_config.mamba2_cache_params.mamba_cache_per_req
     return out
 

@@ -106,6 +106,8 @@ PROVENANCE = {
             "HybridSWAPoolConfigurator.calculate_pool_sizes",
             "HybridSWAPoolConfigurator._solve_pool_sizes",
             "KVCacheConfigurator._handle_max_mamba_cache",
+            "KVCacheConfigurator.resolve_max_num_reqs",
+            "KVCacheConfigurator._calculate_mamba_ratio",
             "BaseLinearStateParams.mamba_cache_per_req",
         ],
         "produced_by": "engine code (run on CPU; stubs listed in bench/engines/sglang_runner.py)",
@@ -425,6 +427,9 @@ SGLANG_CONFIG_SPECULATIVE = (
     ("llama3", "llama3_1_8b", "llama-3.1-8b.json", "eagle3", "eagle3-llama3.1-8b.json"),
     ("deepseek_v3", "deepseek_v3", "deepseek-v3.json", "mtp1", None),
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "none", None),
+    # Gemma 3n's KV-shared layers keep a buffer in SGLang's pool (every hidden layer has one).
+    ("gemma3n", "gemma3n_e2b", "gemma-3n-E2B-text.json", "none", None),
+    ("gemma3n", "gemma3n_e4b", "gemma-3n-E4B-text.json", "none", None),
 )
 # A recurrent hybrid's EAGLE/MTP in SGLang: intermediate states per draft token
 # (kv_cache_configurator.py _handle_max_mamba_cache), at both pages and every tp.
@@ -468,6 +473,34 @@ def sglang_config_cases() -> list[dict[str, Any]]:
     grid.append(
         _config_case(granite, block=1, length=10001, tp=2, budget=70 * (1 << 30) + (1 << 29))
     )
+    grid += sglang_running_cases()
+    return grid
+
+
+# Budgets small enough that a hybrid's state slots run out (SGLang refuses below 3 slots, a
+# few slots run one request), and the requests one runs at once against the emitted
+# max_running_requests (resolve_max_num_reqs: at most slots // 3).
+SGLANG_SMALL_BUDGETS = (1 << 28, 1 << 29, 1 << 30, 2 << 30)
+SGLANG_RUNNING = (64, 600)
+
+
+def sglang_running_cases() -> list[dict[str, Any]]:
+    grid = []
+    for entry in (CONFIG_MODELS[0], CONFIG_MODELS[1], CONFIG_MODELS[2], FALCON_H1):
+        family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
+        assert family is not None
+        profiles = ["none", *([SGLANG_HYBRID_SPECULATIVE[entry[0]]]
+                              if entry[0] in SGLANG_HYBRID_SPECULATIVE else [])]  # fmt: skip
+        for profile in profiles:
+            for budget in SGLANG_SMALL_BUDGETS:
+                grid.append(_config_case(entry, block=16, length=8191, tp=1, budget=budget,
+                                         profile=profile, family=family))  # fmt: skip
+            for running in SGLANG_RUNNING:
+                case = _config_case(entry, block=16, length=8191, tp=1, profile=profile,
+                                    family=family)  # fmt: skip
+                case["id"] += f"/r{running}"
+                case["max_running_requests"] = running
+                grid.append(case)
     return grid
 
 
@@ -536,6 +569,8 @@ def write_golden(
             tp_size=case.get("tp", 1),
             async_scheduling=case["async_scheduling"],
         )
+        if "max_running_requests" in case:
+            inputs["max_running_requests"] = case["max_running_requests"]
         if "hf_config" in case:
             inputs["layers_from"] = Path(case["hf_config"]).relative_to(ROOT).as_posix()
             inputs["enable_prefix_caching"] = case["enable_prefix_caching"]

@@ -11,7 +11,9 @@ What runs is SGLang's code (0.5.23):
   (``__init__``, ``_recompute_cell_size``, ``calculate_pool_sizes``, ``_solve_pool_sizes``);
 - ``sglang/srt/mem_cache/kv_cache_configurator.py``: ``KVCacheConfigurator._handle_max_mamba_cache``
   (the Mamba memory ratio) on the budget in GiB, then ``int(rest * (1 << 30))`` as its
-  ``_profile_available_bytes`` returns it;
+  ``_profile_available_bytes`` returns it; for a hybrid from config.json also
+  ``resolve_max_num_reqs`` on the final tokens (at most ``slots // _calculate_mamba_ratio()``
+  requests run at once; 0 is its refusal), with the case's ``max_running_requests`` and unset;
 - ``sglang/srt/configs/mamba_utils.py``: ``BaseLinearStateParams.mamba_cache_per_req`` with the
   engine's default state dtypes (``mamba2_state_dtype``: conv bf16, SSM fp32).
 The defaults ``swa_full_tokens_ratio`` and ``mamba_full_memory_ratio`` are read from SGLang's
@@ -23,7 +25,8 @@ Stubs (the smallest that stand in for the server and for what cannot load here):
 - the server-wide argument accessors (``get_parallel``, ``get_schedule``, ``get_memory``,
   ``get_exec``, ``get_spec``, ``get_disagg``, ``get_context``) of the two modules: plain objects
   with tp = dp = 1, no speculative decoding (a config case's EAGLE/MTP profile sets
-  ``speculative_num_draft_tokens`` and ``max_running_requests`` 8), radix cache on, no
+  ``speculative_num_draft_tokens`` and ``max_running_requests``, 8 or the case's), radix cache
+  on (``_calculate_mamba_ratio``: 3, no extra buffer, as ServerArgs resolves kvgen's fields), no
   prefill/decode disaggregation, no unified memory, no user token cap.
 - the ``kvc`` (KVCacheConfigurator) and its model config: plain objects with the layer ids, head
   count, head size and cache dtype from kvgen's spec; ``mambaish_config`` returns the attention
@@ -310,9 +313,12 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     eagle = "speculative" in case
     if eagle:
         # SGLang's EAGLE/MTP chain as kvgen emits it (top-k 1): num_speculative_tokens steps
-        # verify one more token; max_running_requests kvgen's default max_batch_size.
+        # verify one more token.
         state.spec.speculative_num_draft_tokens = case["speculative"]["num_speculative_tokens"] + 1
-        state.schedule.max_running_requests = 8
+    if eagle or "max_running_requests" in case:
+        # kvgen emits max_running_requests (its max_batch_size, 8 unless the case says); EAGLE
+        # and MTP on a hybrid read it for the intermediate states (_handle_max_mamba_cache).
+        state.schedule.max_running_requests = case.get("max_running_requests", 8)
     kvc = SimpleNamespace(
         model_config=config,
         kv_cache_dtype=torch.bfloat16,
@@ -352,23 +358,44 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     )
     pool_configurator.mambaish_config = hybrid_arch.mambaish_config
     rest_memory = case["budget_bytes"] / (1 << 30)
-    if mamba is not None:
-        rest_memory = kv_configurator.KVCacheConfigurator._handle_max_mamba_cache(kvc, rest_memory)
     configurator = pool_configurator.DefaultPoolConfigurator(kvc)
+    configurator_class = kv_configurator.KVCacheConfigurator
     try:
+        if mamba is not None:
+            rest_memory = configurator_class._handle_max_mamba_cache(kvc, rest_memory)
         pools = configurator.calculate_pool_sizes(int(rest_memory * (1 << 30)), case["block_size"])
+        tokens = pools.max_total_num_tokens
+        if mamba is not None:
+            # The requests SGLang runs at once (resolve_max_num_reqs on the final token count):
+            # with the emitted max_running_requests, and unset (what the pools alone allow).
+            running = configurator_class.resolve_max_num_reqs(kvc, tokens)
+            state.schedule.max_running_requests = None
+            by_pools = configurator_class.resolve_max_num_reqs(kvc, tokens)
     except (ValueError, RuntimeError) as exc:
-        return {"error": str(exc).split(":")[0]}
+        return {"error": str(exc).split(":")[0], "raised_by": _raiser(exc)}
     if mamba is None:
-        return {"max_total_num_tokens": pools.max_total_num_tokens,
-                "eagle_draft_num_layers": draft_layers}  # fmt: skip
+        return {"max_total_num_tokens": tokens, "eagle_draft_num_layers": draft_layers}
     return {
-        "max_total_num_tokens": pools.max_total_num_tokens,
+        "max_total_num_tokens": tokens,
         "max_mamba_cache_size": state.schedule.max_mamba_cache_size,
+        "max_running_requests": running,
+        "max_running_requests_unset": by_pools,
+        "mamba_ratio": kvc._calculate_mamba_ratio(),
         "mamba_cache_per_req": params.mamba_cache_per_req,
         "mamba_ssm_dtype": str(params.dtype.temporal).removeprefix("torch."),
         "conv_state_shape": list(params.shape.conv[0]),
     }
+
+
+def _raiser(exc: BaseException) -> str:
+    """The SGLang function that raised ``exc`` (its innermost frame in sglang/)."""
+    name = ""
+    trace = exc.__traceback__
+    while trace is not None:
+        if "sglang" in trace.tb_frame.f_code.co_filename:
+            name = trace.tb_frame.f_code.co_qualname
+        trace = trace.tb_next
+    return name
 
 
 @functools.cache

@@ -70,7 +70,6 @@ UNMODELLED = {
     "sinks": "attention sinks are not modelled per engine",
     "sliding_mla": "sliding-window or chunked MLA is not modelled per engine",
     "separate_draft": "a separate draft model is not modelled for vLLM",
-    "kv_sharing": "KV sharing across layers (a kind with reads:) is not modelled for SGLang",
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
     "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled for SGLang",
@@ -217,6 +216,7 @@ class EngineModel(_Record):
         "vllm_ssm_dtype",
         "vllm_unmodelled",
         "sglang_unmodelled",
+        "sglang_layers",
     )
     __slots__ = _fields
 
@@ -233,6 +233,9 @@ class EngineModel(_Record):
         vllm_ssm_dtype: str = "",  # vLLM's SSM state dtype for the model ("": the conv dtype)
         vllm_unmodelled: str = "",  # why vLLM has no answer (it cannot run the model): a key
         sglang_unmodelled: str = "",  # the same for SGLang
+        # The rows SGLang allocates where they differ from ``layers``: a KV-shared model's
+        # reading layers too (its pool gives every layer a buffer; () : ``layers``).
+        sglang_layers: tuple[EngineLayer, ...] = (),
     ) -> None:
         self.max_seq_len = max_seq_len
         self.layers = layers
@@ -245,6 +248,7 @@ class EngineModel(_Record):
         self.vllm_ssm_dtype = vllm_ssm_dtype
         self.vllm_unmodelled = vllm_unmodelled
         self.sglang_unmodelled = sglang_unmodelled
+        self.sglang_layers = sglang_layers
 
 
 # ---- a family's engine rows (each generated module defines them, then calls ``bind``) ----
@@ -266,8 +270,10 @@ _FLASHINFER_GDN_ALIGNMENT = 64  # gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMEN
 SGLANG_PAGE_SIZE = 1
 SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
-# State slots per running request under EAGLE/MTP with the radix cache on
-# (kv_cache_configurator.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO).
+# State slots per running request with the radix cache on, speculative or not
+# (kv_cache_configurator.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, _calculate_mamba_ratio
+# with no extra buffer, as ServerArgs resolves kvgen's emitted fields): resolve_max_num_reqs
+# runs at most slots // 3 requests at once, and refuses to start where that is 0.
 SGLANG_MAMBA_SLOTS_PER_REQUEST = 3
 SSM_DTYPES = ("fp32", "bf16", "fp16")
 _GIB = 1 << 30
@@ -927,7 +933,8 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
         raise NotModelled(UNMODELLED[entry.sglang_unmodelled], entry.sglang_unmodelled)
     if entry.unmodelled:
         raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
-    attention = [lay for lay in entry.layers if not _ROW_KINDS[lay.attention].state]
+    layers = entry.sglang_layers or entry.layers
+    attention = [lay for lay in layers if not _ROW_KINDS[lay.attention].state]
     if len({(lay.kv_heads, lay.head_dim, lay.dtype) for lay in attention}) > 1:
         raise NotModelled(
             "SGLang sizes every layer with one head count and head size; "
@@ -940,7 +947,7 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
         if sliding:
             window = lay.window
         rows.append((lay.layers, *_token_bytes_split(lay), sliding))
-    recurrent = [lay for lay in entry.layers if _ROW_KINDS[lay.attention].state]
+    recurrent = [lay for lay in layers if _ROW_KINDS[lay.attention].state]
     # SGLang counts its pools in tokens of attention KV (a row's bytes per token are 0 at
     # every tp exactly when they are at tp 1).
     if not any(row[0] and (row[1] or row[3]) for row in rows):
@@ -1058,13 +1065,8 @@ def sglang_pools(
             budget_gib -= per_slot * (capped + 1) * drafts / _GIB
         else:
             slots = int((share * _GIB - per_slot) // per_slot)
-        if drafts and slots < SGLANG_MAMBA_SLOTS_PER_REQUEST:
-            # SGLang's RuntimeError (resolve_max_num_reqs): max_num_reqs = slots // 3 = 0.
-            raise ValueError(
-                f"budget_bytes {budget_bytes} leaves SGLang {max(slots, 0)} recurrent state "
-                f"slots beside the {drafts} intermediate states of each draft, fewer than the "
-                f"{SGLANG_MAMBA_SLOTS_PER_REQUEST} it keeps per running request"
-            )
+        if slots < SGLANG_MAMBA_SLOTS_PER_REQUEST:
+            raise ValueError(_sglang_too_few_slots(budget_bytes, slots, drafts))
         budget_gib -= (slots + 1) * per_slot / _GIB
     usable = int(budget_gib * _GIB)
     if plan.swa_bytes_per_token:
@@ -1075,6 +1077,23 @@ def sglang_pools(
         return SglangPools(full, swa, slots)
     full = usable // plan.full_bytes_per_token // page_size * page_size
     return SglangPools(full, 0, slots)
+
+
+def _sglang_too_few_slots(budget_bytes: int, slots: int, drafts: int) -> str:
+    """Why SGLang 0.5.23 refuses to start a recurrent hybrid whose budget leaves fewer state
+    slots than one running request keeps: ``_handle_max_mamba_cache`` raises at 0 slots,
+    ``resolve_max_num_reqs`` where ``slots // 3`` is 0 (kv_cache_configurator.py)."""
+    beside = f" beside the {drafts} intermediate states of each draft" if drafts else ""
+    where = (
+        "_handle_max_mamba_cache: not enough memory for the state cache"
+        if slots <= 0
+        else f"resolve_max_num_reqs: {slots} // {SGLANG_MAMBA_SLOTS_PER_REQUEST} = 0 requests"
+    )
+    return (
+        f"budget_bytes {budget_bytes} leaves SGLang {max(slots, 0)} recurrent state slots"
+        f"{beside}, fewer than the {SGLANG_MAMBA_SLOTS_PER_REQUEST} it keeps per running "
+        f"request: SGLang 0.5.23 refuses to start (kv_cache_configurator.py {where})"
+    )
 
 
 def sglang_sliding_tokens(plan: SglangPlan, max_seq_len: int, page_size: int) -> int:
@@ -1150,7 +1169,10 @@ def sglang_capacity(
     if sliding:
         concurrency = min(concurrency, pools.swa_tokens / sliding)
     if plan.state_bytes_per_request:
-        concurrency = min(concurrency, float(pools.state_slots))
+        # SGLang runs at most slots // 3 requests at once (resolve_max_num_reqs), whatever
+        # tokens the attention pool holds.
+        running = pools.state_slots // SGLANG_MAMBA_SLOTS_PER_REQUEST
+        concurrency = min(concurrency, float(running))
     full = pools.full_tokens
     capacity: EngineCapacity = _new(
         EngineCapacity, (full, concurrency, request_bytes, full // page_size)

@@ -176,7 +176,18 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
         query_heads=8,
-        sglang_unmodelled="kv_sharing",
+        sglang_layers=(
+            EngineLayer(
+                "sliding",
+                layers=24,
+                kv_heads=2,
+                head_dim=256,
+                value_dim=256,
+                window=512,
+                dtype="bf16",
+            ),
+            EngineLayer("full", layers=6, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
+        ),
     ),
     "gemma3n_e4b": EngineModel(
         max_seq_len=32768,
@@ -194,7 +205,18 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
         query_heads=8,
-        sglang_unmodelled="kv_sharing",
+        sglang_layers=(
+            EngineLayer(
+                "sliding",
+                layers=28,
+                kv_heads=2,
+                head_dim=256,
+                value_dim=256,
+                window=512,
+                dtype="bf16",
+            ),
+            EngineLayer("full", layers=7, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
+        ),
     ),
 }
 

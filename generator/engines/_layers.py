@@ -38,16 +38,19 @@ def cached_layers(family: Family, model: Model) -> tuple[CachedLayer, ...]:
     return stack_layers(family, model, model)
 
 
-def stack_layers(family: Family, stack: LayerStack, model: Model) -> tuple[CachedLayer, ...]:
+def stack_layers(
+    family: Family, stack: LayerStack, model: Model, *, shared: bool = False
+) -> tuple[CachedLayer, ...]:
     """The cached layers of ``stack`` (the model, or a profile's draft layers, whose missing
-    head_dim derives from ``model``), with the pool dtype resolved."""
+    head_dim derives from ``model``), with the pool dtype resolved; ``shared``: a layer that
+    reads another's cache counted as its kind's own (SGLang allocates it a buffer)."""
     pattern = stack.layers.pattern
     pool_dtype = stack.kv_cache_dtype or family.kv_cache_dtype
     out: list[CachedLayer] = []
     for index in range(stack.layers.count):
         kind = stack.layer_kinds[pattern[index % len(pattern)]]
         cls = spec_kind(kind)
-        if kind.reads is not None:
+        if kind.reads is not None and not shared:
             # KV sharing: the layer reads another layer's cache and holds none of its own
             # (vLLM skips a layer with kv_sharing_target_layer_name when it builds specs).
             continue

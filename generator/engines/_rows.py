@@ -131,8 +131,10 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
 
 
 def _shares_kv(model: Model) -> bool:
-    """Whether a layer of the model reads another layer's cache (SGLang's sharing is not
-    modelled; vLLM's is: the reading layer holds no cache)."""
+    """Whether a layer of the model reads another layer's cache (vLLM gives the reading layer
+    no cache; SGLang 0.5.23 allocates it a buffer all the same: resolve_layer_indices sizes
+    the pool for every hidden layer, and Gemma 3n's shared layers only skip writing to it,
+    models/gemma3n_causal.py save_kv_cache=not is_kv_shared_layer)."""
     return any(kind.reads is not None for kind in model.layer_kinds.values())
 
 
@@ -157,11 +159,12 @@ def engine_model(family: Family, model: Model) -> EngineModel:
         "vllm_ssm_dtype": "fp32" if family.family in VLLM_FP32_SSM_FAMILIES else "",
         "vllm_unmodelled": VLLM_UNSUPPORTED.get(family.family, ""),
         "sglang_unmodelled": SGLANG_UNSUPPORTED.get(family.family, "")
-        or ("kv_sharing" if _shares_kv(model) else "")
         or ("index_cache" if _indexes(model) else ""),
     }
     try:
         layers = cached_layers(family, model)
+        if _shares_kv(model):
+            vllm["sglang_layers"] = layer_rows(stack_layers(family, model, model, shared=True))
     except NotModelled as exc:
         return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason, **vllm)
     rows = layer_rows(layers, family.family in VLLM_GDN_FAMILIES)

@@ -54,7 +54,9 @@ def sglang_concurrency(engine_out):
         sliding = min(context, window + engine_out["page_size"])
         concurrency = min(concurrency, engine_out["swa_max_total_num_tokens"] / sliding)
     if engine_out.get("max_mamba_cache_size") is not None:
-        concurrency = min(concurrency, float(engine_out["max_mamba_cache_size"]))
+        # At most slots // ratio requests run at once (resolve_max_num_reqs).
+        running = engine_out["max_mamba_cache_size"] // engine_out["mamba_ratio"]
+        concurrency = min(concurrency, float(running))
     return concurrency
 
 
@@ -203,7 +205,8 @@ def test_sglang_mtp_on_qwen3_next_reserves_the_intermediate_states_by_hand(capsy
     # floor(20,035,514,152.4 / 154,533,888) = 129 slots; min(8 requests, 129 // 3) = 8 verify
     # at once: 9 x 3 x S = 2,086,207,488 B of intermediate states, 130 x S = 10,044,702,720 B
     # of slots; 40 GiB - both = 30,818,762,752 B / 24,576 = 1,254,018 tokens (page 1).
-    # Concurrency min(1,254,018 / 8,192, 129) = 129; one request 8,192 x 24,576 + 4 S.
+    # SGLang runs at most 129 // 3 = 43 requests at once (resolve_max_num_reqs), below
+    # 1,254,018 / 8,192 = 153.1: concurrency 43; one request 8,192 x 24,576 + 4 S.
     case = _case("sglang", "qwen3_next/qwen3_next_80b_a3b/p1/s8192/tp1/mtp2")
     got = case["engine"]
     assert got["mamba_cache_per_req"] == 36 * (8192 * 3 * 2 + 32 * 128 * 128 * 4) == 77266944
@@ -216,7 +219,8 @@ def test_sglang_mtp_on_qwen3_next_reserves_the_intermediate_states_by_hand(capsy
     assert fields["speculative_algorithm"] == "NEXTN"
     assert (fields["speculative_num_steps"], fields["speculative_num_draft_tokens"]) == (2, 3)
     assert fields["max_total_tokens"] == 1254018
-    assert printed["capacity"]["max_concurrency"] == 129.0
+    assert got["mamba_ratio"] == 3
+    assert printed["capacity"]["max_concurrency"] == 43.0
     assert printed["capacity"]["request_bytes"] == 8192 * 24576 + 4 * 77266944
     # Without the drafter the whole share is slots: floor(share / S - 1) = 262, and
     # (40 GiB - 263 S) / 24,576 = 920,754 tokens.

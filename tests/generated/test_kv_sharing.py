@@ -14,7 +14,7 @@ import json
 import textwrap
 
 import pytest
-from kvgen.engines import NotModelled, engine_capacity
+from kvgen.engines import engine_capacity
 
 from tests.reference import layers as shapes
 from tests.sizing_support import Implementation, family_from_text
@@ -167,20 +167,23 @@ def test_runtime_tables_refuse_a_bad_reader():
         tables(own._replace(reads=0), ("g", "r", "c"), c=own._replace(reads=1))  # a chain
 
 
-def test_vllm_gives_readers_no_cache_and_sglang_says_not_modelled(tmp_path):
+def test_vllm_gives_readers_no_cache_and_sglang_a_buffer(tmp_path):
     # vLLM builds no KV spec for a layer with kv_sharing_target_layer_name: the model is the
-    # same as with the readers cache-less (AS_NONE), exactly. SGLang's sharing is not modelled.
+    # same as with the readers cache-less (AS_NONE), exactly. SGLang 0.5.23 sizes its pool for
+    # every hidden layer (resolve_layer_indices), the readers too: as if each held its own
+    # cache (AS_OWN), the generated module and kvgen alike.
     family = family_from_text(SHARING)
     engine_kw = {"engine": "vllm", "max_seq_len": 4096, "max_num_tokens": 32}
     shared = engine_capacity(family, "m", 1 << 30, **engine_kw)
     assert shared == engine_capacity(family_from_text(AS_NONE), "m", 1 << 30, **engine_kw)
     assert shared != engine_capacity(family_from_text(AS_OWN), "m", 1 << 30, **engine_kw)
-    with pytest.raises(NotModelled, match=r"KV sharing across layers .* not modelled for SGLang"):
-        engine_capacity(family, "m", 1 << 30, **{**engine_kw, "engine": "sglang"})
+    sglang_kw = {**engine_kw, "engine": "sglang"}
+    in_sglang = engine_capacity(family, "m", 1 << 30, **sglang_kw)
+    assert in_sglang == engine_capacity(family_from_text(AS_OWN), "m", 1 << 30, **sglang_kw)
+    assert in_sglang != engine_capacity(family_from_text(AS_NONE), "m", 1 << 30, **sglang_kw)
     sizing = _render(SHARING, tmp_path, "sharing_engines").sizing
     assert sizing.engine_capacity("m", 1 << 30, **engine_kw) == shared
-    with pytest.raises(sizing.NotModelled, match="not modelled for SGLang"):
-        sizing.engine_capacity("m", 1 << 30, **{**engine_kw, "engine": "sglang"})
+    assert sizing.engine_capacity("m", 1 << 30, **sglang_kw) == in_sglang
     # TensorRT-LLM's answer is the static cost, which models the readers (nothing).
     sizing.engine_capacity("m", 1 << 30, engine="trtllm-v2", max_seq_len=4096, max_num_tokens=32)
 

@@ -61,6 +61,8 @@ def golden_kwargs(inputs: dict, engine: str) -> dict:
         "speculative": inputs["speculative"],
         "tp_size": inputs.get("tp_size", 1),
     }
+    if "max_running_requests" in inputs:  # as kvgen plan --emit sglang sets it
+        kwargs["max_batch_size"] = inputs["max_running_requests"]
     if engine == "vllm":
         kwargs["async_scheduling"] = inputs.get("async_scheduling", True)
         if (
@@ -97,12 +99,8 @@ def test_goldens_cover_every_shipped_family_and_state_their_provenance() -> None
                     max_num_tokens=4096,
                 )  # fmt: skip
     shipped = everything - refused
-    # gemma3n: vLLM gives KV-shared layers no cache; SGLang's sharing is not modelled.
-    with pytest.raises(NotModelled, match="not modelled for SGLang"):
-        engine_capacity(family("gemma3n"), "gemma3n_e2b", 1 << 36, engine="sglang",
-                        max_seq_len=4096, max_num_tokens=4096)  # fmt: skip
     for data, version, engine_refused in (
-        (VLLM, "0.33.0", set()), (SGLANG, "0.5.23", {"gemma3n", "deepseek_v3_2"})
+        (VLLM, "0.33.0", set()), (SGLANG, "0.5.23", {"deepseek_v3_2"})
     ):  # fmt: skip
         assert data["engine_version"] == version
         covered = {c["inputs"]["family"] for c in data["cases"]}
@@ -190,15 +188,26 @@ def test_sglang_matches_its_own_pool_configurators(case: dict) -> None:
     inputs, want = case["inputs"], case["engine_output"]
     fam = family(inputs["family"])
     if "error" in want:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError) as refused:
             _capacity("sglang", inputs)
+        if "raised_by" in want:  # kvgen names the SGLang function that refuses
+            assert want["raised_by"].split(".")[-1] in str(refused.value)
         return
-    assert _capacity("sglang", inputs).kv_tokens == want["max_total_num_tokens"]
+    got = _capacity("sglang", inputs)
+    assert got.kv_tokens == want["max_total_num_tokens"]
+    if "max_running_requests_unset" in want:
+        # A hybrid runs at most what resolve_max_num_reqs allows with no request cap of its
+        # own (slots // 3), whatever tokens the attention pool holds.
+        tokens = want["max_total_num_tokens"] / inputs["max_model_len"]
+        assert got.max_concurrency == min(tokens, want["max_running_requests_unset"])
     plan = _sglang.sglang_plan(
         fam, fam.model(inputs["model"]), tp_size=inputs.get("tp_size", 1),
         speculative=fam.profile(inputs["speculative"]),
     )  # fmt: skip
-    pools = _sglang.sglang_pools(plan, inputs["budget_bytes"], inputs["block_size"])
+    pools = _sglang.sglang_pools(
+        plan, inputs["budget_bytes"], inputs["block_size"],
+        max_running_requests=inputs.get("max_running_requests", 8),
+    )  # fmt: skip
     assert pools.swa_tokens == want.get("swa_max_total_num_tokens", 0)
     assert pools.state_slots == want.get("max_mamba_cache_size", 0)
 
@@ -338,23 +347,67 @@ def test_sglang_mtp_intermediate_states_follow_max_running_requests_qwen3_next()
         for batch in (1, 8, 64)
     }
     assert {b: c.kv_tokens for b, c in got.items()} == {1: 1_320_042, 8: 1_254_018, 64: 923_898}
-    assert got[8].max_concurrency == 129.0  # the state slots, below 1,254,018 / 8,192
-    assert got[64].max_concurrency == 923_898 / 8192
+    # SGLang runs at most 129 // 3 = 43 requests at once (resolve_max_num_reqs), below
+    # 1,254,018 / 8,192 = 153.1 and 923,898 / 8,192 = 112.8 requests' tokens.
+    assert got[8].max_concurrency == got[64].max_concurrency == 43.0
     tp2 = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, tp_size=2, **plan)
-    assert (tp2.kv_tokens, tp2.max_concurrency) == (2_586_637, 261.0)
+    assert (tp2.kv_tokens, tp2.max_concurrency) == (2_586_637, 261 // 3)
     with pytest.raises(ValueError, match="max_batch_size must be a positive int"):
         engine_capacity(q, "qwen3_next_80b_a3b", GIB40, max_batch_size=0, **plan)
     # 2 GiB: share 1,017,229,096.4 B, K = floor((share - 4 S) / 2 S) = 4, min(8, 4 // 3) = 1
     # request verifies: 2,147,483,648 - 2 x 3 S - 5 S = 1,297,547,264 B / 24,576 = 52,797
     # tokens. 1 GiB: K = floor((508,614,548.2 - 4 S) / 2 S) = 1, and 1 // 3 = 0 requests:
     # SGLang refuses ("state cache is too small to serve any requests", resolve_max_num_reqs).
-    assert engine_capacity(q, "qwen3_next_80b_a3b", 2 << 30, **plan).kv_tokens == 52_797
+    two = engine_capacity(q, "qwen3_next_80b_a3b", 2 << 30, **plan)
+    assert (two.kv_tokens, two.max_concurrency) == (52_797, 1.0)  # 4 slots run 4 // 3 = 1
     with pytest.raises(ValueError, match="leaves SGLang 1 recurrent state slots"):
         engine_capacity(q, "qwen3_next_80b_a3b", 1 << 30, **plan)
     # kvgen compare names the policy: 3 intermediate states of S = 73.7 MiB per request.
     terms = policy_terms(q, "qwen3_next_80b_a3b", **plan)
     assert [t.name for t in terms] == ["mamba_memory_ratio", "mamba_spec_states", "fp32_ssm_state"]
     assert terms[1].detail == "3 intermediate states of 73.7 MiB per running request"
+
+
+def test_sglang_allocates_kv_shared_layers_gemma3n() -> None:
+    # Gemma 3n E2B: 30 hidden layers, the last 10 KV-shared. vLLM gives those no cache; SGLang
+    # 0.5.23 sizes its pool for every hidden layer (resolve_layer_indices: num_hidden_layers)
+    # and the shared layers only skip the write (gemma3n_causal.py save_kv_cache), and
+    # Gemma3nForCausalLM is not hybrid SWA there: 30 x 2 KV heads x (256 + 256) x 2 B =
+    # 61,440 B a token, 42,949,672,960 / 61,440 = 699,050.7 -> 699,040 tokens on 16-token pages
+    # (SGLang's own pool configurator from config.json: 699,040), 699,040 / 8,192 = 85.332
+    # requests. E4B, 35 layers: 71,680 B a token, 599,186.3 -> 599,184 tokens.
+    g = family("gemma3n")
+    kwargs = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192, "block_size": 16}
+    e2b = engine_capacity(g, "gemma3n_e2b", GIB40, **kwargs)
+    assert (e2b.kv_tokens, round(e2b.max_concurrency, 3)) == (699_040, 85.332)
+    assert e2b.request_bytes == 8192 * 61_440
+    assert engine_capacity(g, "gemma3n_e4b", GIB40, **kwargs).kv_tokens == 599_184
+    # vLLM's pool for the same model charges only the 20 layers that hold a cache.
+    assert engine_capacity(g, "gemma3n_e2b", GIB40, engine="vllm", max_seq_len=8192,
+                           max_num_tokens=8192).request_bytes < e2b.request_bytes  # fmt: skip
+
+
+def test_sglang_runs_a_third_of_its_state_slots_and_refuses_below_three_qwen3_next() -> None:
+    # SGLang 0.5.23 runs at most K // 3 requests of a recurrent hybrid at once
+    # (kv_cache_configurator.py resolve_max_num_reqs, MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+    # with the radix cache on), and refuses to start where that is 0. S = 77,266,944 B a slot
+    # (derived above), share = budget x 0.9 / 1.9, K = floor(share / S - 1).
+    q = family("qwen3_next")
+    plan = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192}
+    # 40 GiB: K = 262, 262 // 3 = 87 requests, below 920,754 / 8,192 = 112.4 requests' tokens.
+    got = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, **plan)
+    assert (got.kv_tokens, got.max_concurrency) == (920_754, 87.0)
+    # 1 GiB: share 508,614,548.2 B, K = floor(6.58 - 1) = 5: 1 request, though the tokens,
+    # (1 GiB - 6 S) / 24,576 = 24,826, hold 24,826 / 8,192 = 3.03.
+    got = engine_capacity(q, "qwen3_next_80b_a3b", 1 << 30, **plan)
+    assert (got.kv_tokens, got.max_concurrency) == (24_826, 1.0)
+    # 512 MiB: share 254,307,274.1 B, K = floor(3.29 - 1) = 2 slots, 2 // 3 = 0 requests.
+    with pytest.raises(ValueError, match=r"leaves SGLang 2 recurrent state slots, fewer than the "
+                       r"3 .* SGLang 0.5.23 refuses .*resolve_max_num_reqs"):  # fmt: skip
+        engine_capacity(q, "qwen3_next_80b_a3b", 1 << 29, **plan)
+    # 256 MiB: share 127,153,637.1 B, K = floor(1.65 - 1) = 0 slots (_handle_max_mamba_cache).
+    with pytest.raises(ValueError, match=r"leaves SGLang 0 .*_handle_max_mamba_cache"):
+        engine_capacity(q, "qwen3_next_80b_a3b", 1 << 28, **plan)
 
 
 # ----------------------------------------------------------------------------- TensorRT-LLM
