@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from kvgen.engines._layers import cached_layers, ssm_state_bytes
-from kvgen.engines._rows import engine_model
+from kvgen.engines._rows import SGLANG_HYBRID_SWA_FAMILIES, engine_model
 from kvgen.loader import load_path
 from kvgen.shapes import kind_head_dim
 from kvgen.spec import Family, LayerStack, Model
@@ -259,13 +259,26 @@ def cases(engine: str) -> list[dict[str, Any]]:
                         "layers": layers,
                     }
                     grid.append(case)
-                    if (
-                        engine == "vllm"
-                        and block_size == 16
-                        and max_seq_len == min(context_lengths(model))
-                    ):
+                    short = block_size == 16 and max_seq_len == min(context_lengths(model))
+                    if engine == "vllm" and short:
                         grid += speculative_cases(family, model, case)
+                    elif short and family.family in SGLANG_HYBRID_SWA_FAMILIES:
+                        grid += sglang_swa_drafts(family, model, case)
     return grid
+
+
+def sglang_swa_drafts(family: Family, model: Model, base: dict[str, Any]) -> list[dict[str, Any]]:
+    """SGLang: a hybrid-SWA model's EAGLE3/MTP profiles, the drafter's layers counted as the
+    profile's extra layers say (its config.json num_hidden_layers)."""
+    out = []
+    for profile in family.speculative:
+        extra = profile.extra_layers
+        if profile.mode not in ("eagle3", "mtp") or not profile.applies_to(model.name):
+            continue
+        layers = extra.layers.count if extra is not None else 1
+        out.append({**base, "id": f"{base['id']}/{profile.name}",
+                    "speculative_profile": profile.name, "draft_num_layers": layers})  # fmt: skip
+    return out
 
 
 # Falcon-H1: every layer both attention and Mamba-2 (a parallel hybrid); both engines.
@@ -430,6 +443,8 @@ SGLANG_CONFIG_SPECULATIVE = (
     # Gemma 3n's KV-shared layers keep a buffer in SGLang's pool (every hidden layer has one).
     ("gemma3n", "gemma3n_e2b", "gemma-3n-E2B-text.json", "none", None),
     ("gemma3n", "gemma3n_e4b", "gemma-3n-E4B-text.json", "none", None),
+    # DeepSeek-V3.2: the DSA pool's fp8 latent and indexer keys per layer, with its MTP head.
+    ("deepseek_v3_2", "deepseek_v3_2_exp", "deepseek-v3.2-exp.json", "mtp", None),
 )
 # A recurrent hybrid's EAGLE/MTP in SGLang: intermediate states per draft token
 # (kv_cache_configurator.py _handle_max_mamba_cache), at both pages and every tp.

@@ -139,7 +139,12 @@ def server_state() -> SimpleNamespace:
         parallel=Flags(attn_tp_size=1, attn_dcp_size=1, attn_dp_size=1, pp_size=1),
         schedule=schedule,
         memory=Flags(enable_hisparse=False, enable_unified_memory=False, disable_radix_cache=False),
-        exec=Flags(mamba=Flags(enable_linear_replayssm_spec=False)),
+        exec=Flags(
+            mamba=Flags(enable_linear_replayssm_spec=False),
+            # DeepSeek-V3.2's DSA backends as SGLang declares them on Hopper for an fp8_e4m3
+            # cache (arg_groups/overrides.py _dsa_split_backend_resolution: flashmla_kv).
+            kernel=Flags(dsa_prefill_backend="flashmla_kv", dsa_decode_backend="flashmla_kv"),
+        ),
         spec=Flags(speculative_num_draft_tokens=None, speculative_algorithm=None),
         disagg=Flags(disaggregation_mode="null"),  # no prefill/decode disaggregation
         context=Flags(override=override),
@@ -239,6 +244,18 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     if any(lay["type"] == "mamba" and lay["ssm_elements"] is None for lay in case["layers"]):
         return {"error": "the conv/SSM split of the recurrent state is unknown"}
     kvc = make_kvc(case, hybrid_swa)
+    if case.get("draft_num_layers"):
+        # An EAGLE3/MTP drafter of that many layers (its config.json's num_hidden_layers, as
+        # spec_aux_hidden_state.py reads it), full attention (no eagle_draft_swa_num_layers).
+        kvc.spec_algorithm = SimpleNamespace(
+            is_eagle=lambda: True,
+            is_standalone=lambda: False,
+            is_dflash_family=lambda: False,
+            is_none=lambda: False,
+        )
+        kvc.spec_aux_config = SimpleNamespace(
+            eagle_draft_num_layers=case["draft_num_layers"], eagle_draft_swa_num_layers=None
+        )
     out: dict[str, Any] = {}
     rest_memory = case["budget_bytes"] / (1 << 30)  # _profile_available_bytes works in GiB
     if kvc.mamba:
@@ -319,10 +336,12 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         # kvgen emits max_running_requests (its max_batch_size, 8 unless the case says); EAGLE
         # and MTP on a hybrid read it for the intermediate states (_handle_max_mamba_cache).
         state.schedule.max_running_requests = case.get("max_running_requests", 8)
+    fp8 = case.get("dtype") in ("fp8", "fp8_ds_mla")
     kvc = SimpleNamespace(
         model_config=config,
-        kv_cache_dtype=torch.bfloat16,
-        kv_cache_dtype_str="auto",
+        # kvgen emits fp8_e4m3 for an fp8 / fp8_ds_mla family, else auto (the model's bf16).
+        kv_cache_dtype=torch.float8_e4m3fn if fp8 else torch.bfloat16,
+        kv_cache_dtype_str="fp8_e4m3" if fp8 else "auto",
         model_dtype=torch.bfloat16,
         use_mla_backend=config.attention_arch == AttentionArch.MLA,
         server_args=SimpleNamespace(enable_hisparse=False),

@@ -72,7 +72,8 @@ UNMODELLED = {
     "separate_draft": "a separate draft model is not modelled for vLLM",
     "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
     "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
-    "index_cache": "a sparse-attention index-K cache (index_head_dim) is not modelled for SGLang",
+    "index_cache": "a sparse-attention index-K cache (index_head_dim) is modelled per engine "
+    "beside an MLA latent only",
     # Models an engine cannot run at all (its own refusal, with its version):
     "vllm_no_mllama": "vLLM 0.33.0 cannot run Mllama (Llama 3.2 Vision): "
     "MllamaForConditionalGeneration was supported until vLLM 0.10.2 "
@@ -902,6 +903,7 @@ class SglangLayout(_Record):
         "states",
         "ssm_state_bytes",
         "native_max_seq_len",
+        "index_bytes",
     )
     __slots__ = _fields
 
@@ -916,7 +918,9 @@ class SglangLayout(_Record):
         states: tuple[EngineLayer, ...],  # the recurrent rows
         ssm_state_bytes: int,  # per recurrent layer, bf16, tp=1 (state bytes only rows)
         native_max_seq_len: int,
+        index_bytes: int = 0,  # a DSA indexer's key bytes per token and layer (0: none)
     ) -> None:
+        self.index_bytes = index_bytes
         self.attention = attention
         self.window = window
         self.attention_layers = attention_layers
@@ -934,7 +938,12 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
     if entry.unmodelled:
         raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
     layers = entry.sglang_layers or entry.layers
-    attention = [lay for lay in layers if not _ROW_KINDS[lay.attention].state]
+    # A DSA indexer's keys ride in the layer's own cell (DSATokenToKVPool index_k buffers):
+    # per layer, beside the latent, not a layer of its own (_compute_dsa_indexer_cell_size).
+    index = [lay for lay in layers if _is_index_row(lay)]
+    attention = [
+        lay for lay in layers if not _ROW_KINDS[lay.attention].state and not _is_index_row(lay)
+    ]
     if len({(lay.kv_heads, lay.head_dim, lay.dtype) for lay in attention}) > 1:
         raise NotModelled(
             "SGLang sizes every layer with one head count and head size; "
@@ -957,6 +966,12 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
     mamba = bool(recurrent) and all(lay.mixer for lay in recurrent)
     if recurrent and not mamba and not entry.ssm_state_bytes:
         raise NotModelled("the SSM share of its recurrent state is unknown")
+    index_bytes = 0
+    if index:
+        if [lay.layers for lay in index] != [lay.layers for lay in attention]:
+            raise NotModelled("SGLang keeps a DSA indexer in every latent layer's cell")
+        index_bytes = index[0].token_bytes
+        rows.append((sum([lay.layers for lay in index]), index_bytes, 1, 0, False))
     return SglangLayout(
         tuple(rows),
         window,
@@ -965,7 +980,14 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
         tuple(recurrent),
         entry.ssm_state_bytes,
         entry.max_seq_len,
+        index_bytes,
     )
+
+
+def _is_index_row(layer: EngineLayer) -> bool:
+    """A sparse-attention indexer's key cache: the fp8 packed row an MLA kind with
+    index_head_dim adds beside its latent (cache_kinds._mla_layers)."""
+    return layer.attention == "mla" and layer.dtype == "fp8" and layer.token_bytes > 0
 
 
 def sglang_plan(
@@ -1021,14 +1043,19 @@ def sglang_plan_at(
         for lay in layout.states:
             state += lay.layers * ((lay.state_bytes + extra_per_layer) // tp_size)
             extra += lay.layers * (extra_per_layer // tp_size)
-    if (draft_layers or draft_tokens) and swa:
-        raise NotModelled(
-            "SGLang's EAGLE/MTP draft pool is modelled for full-attention and recurrent-hybrid "
-            "models, not hybrid SWA ones"
-        )
-    if draft_layers:
-        # The draft shares the per-layer size.
-        full += int(full * draft_layers / layout.attention_layers)
+    if draft_layers and swa:
+        # Hybrid SWA (HybridSWAPoolConfigurator): a full-attention drafter's layers join the
+        # full pool at the target's full-layer size (_draft_full_layers_num x _full_per_token).
+        full_layers = sum([row[0] for row in layout.attention if not row[4]])
+        if not full_layers:
+            raise NotModelled("SGLang sizes a drafter by the target's full layers; it has none")
+        full += draft_layers * (full // full_layers)
+    elif draft_layers:
+        # The draft shares the per-layer size (pool_configurator.py _compute_cell_size); a DSA
+        # model's latent share, then the draft's own indexer keys per layer.
+        indexer = layout.index_bytes * layout.attention_layers
+        full += int((full - indexer) * draft_layers / layout.attention_layers)
+        full += layout.index_bytes * draft_layers
     return SglangPlan(
         full, swa, layout.window, state, extra, layout.native_max_seq_len, draft_tokens
     )

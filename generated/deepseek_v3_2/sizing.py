@@ -80,11 +80,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=1,
-                sglang_layers=2,
+                sglang_layers=1,
                 sglang_draft_tokens=2,
             ),
         },
-        sglang_unmodelled="index_cache",
     ),
 }
 

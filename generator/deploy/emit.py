@@ -57,7 +57,9 @@ _KV_DTYPE = {
     # fp8_ds_mla: FlashMLA sparse (DeepSeek-V3.2), vLLM's CacheDType of that name; "auto"
     # would give a bf16 MLA cache (vllm/config/cache.py).
     "vllm": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "fp8_ds_mla": "fp8_ds_mla"},
-    "sglang": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"},
+    # SGLang has no fp8_ds_mla: its fp8_e4m3 DSA cache on Hopper (flashmla_kv) is the same
+    # 656-byte layout (kv_cache_configurator.py calculate_mla_kv_cache_dim).
+    "sglang": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "fp8_ds_mla": "fp8_e4m3"},
     "trtllm-v2": {"fp8": "fp8"},
 }
 # kvgen's profile mode -> vLLM's SpeculativeConfig.method (vllm/config/speculative.py)

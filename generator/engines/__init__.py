@@ -64,6 +64,9 @@ POLICY_TERMS = {
     "window",
     "mamba_memory_ratio": "SGLang gives 0.9/1.9 of the budget to recurrent state slots first",
     "fp32_ssm_state": "SGLang keeps the SSM part of a recurrent state in fp32 by default",
+    "mamba_running_requests": "SGLang runs at most one request per 3 recurrent state slots "
+    "(resolve_max_num_reqs caps max_running_requests at slots // 3, and refuses to start "
+    "below 3 slots)",
     "mamba_spec_states": "SGLang's EAGLE/MTP keeps speculative_num_draft_tokens intermediate "
     "recurrent states per running request (max_running_requests, at most one per 3 slots), "
     "solved with the state slots out of the same share",

@@ -126,7 +126,7 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
     # hybrid: a path-less MTP head there counts only if the target's config.json names
     # num_nextn_predict_layers (spec_aux_hidden_state.py), which Qwen3-Next's does not.
     recurrent = any(spec_kind(kind).recurrent for kind in model.layer_kinds.values())
-    sglang = 0 if recurrent else len(draft)
+    sglang = 0 if recurrent else len({lay.position for lay in draft})  # an indexer: its layer's
     return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k, "", sglang, k + 1)
 
 
@@ -136,12 +136,6 @@ def _shares_kv(model: Model) -> bool:
     the pool for every hidden layer, and Gemma 3n's shared layers only skip writing to it,
     models/gemma3n_causal.py save_kv_cache=not is_kv_shared_layer)."""
     return any(kind.reads is not None for kind in model.layer_kinds.values())
-
-
-def _indexes(model: Model) -> bool:
-    """Whether a layer keeps a sparse-attention index-K cache (vLLM's DeepseekV32IndexerCache
-    is modelled; SGLang's DSA indexer pool is not)."""
-    return any(kind.index_head_dim is not None for kind in model.layer_kinds.values())
 
 
 def engine_model(family: Family, model: Model) -> EngineModel:
@@ -158,8 +152,7 @@ def engine_model(family: Family, model: Model) -> EngineModel:
         "kv_heads_split": VLLM_KV_HEADS_SPLIT.get(family.family, ""),
         "vllm_ssm_dtype": "fp32" if family.family in VLLM_FP32_SSM_FAMILIES else "",
         "vllm_unmodelled": VLLM_UNSUPPORTED.get(family.family, ""),
-        "sglang_unmodelled": SGLANG_UNSUPPORTED.get(family.family, "")
-        or ("index_cache" if _indexes(model) else ""),
+        "sglang_unmodelled": SGLANG_UNSUPPORTED.get(family.family, ""),
     }
     try:
         layers = cached_layers(family, model)

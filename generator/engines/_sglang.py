@@ -15,6 +15,14 @@ numbers SGLang's own pool configurators produced on CPU):
 - **Mamba memory ratio**: a Mamba/linear-attention hybrid first gives
   ``r / (1 + r)`` of the budget (``mamba_full_memory_ratio`` r = 0.9) to whole state slots,
   one of them a padding slot, and the attention pool gets what is left.
+- **running requests**: at most one request runs per 3 state slots (``resolve_max_num_reqs``,
+  the radix cache on), whatever the attention pool holds; fewer than 3 slots and SGLang
+  refuses to start.
+- **KV-shared layers** (Gemma 3n) get a buffer of their own: the pool is sized for every
+  hidden layer. A **DSA indexer** (DeepSeek-V3.2) keeps its fp8 keys (132 B) in each latent
+  layer's cell; an fp8_e4m3 latent on Hopper (flashmla_kv) is 656 B.
+- **drafters**: an EAGLE3/MTP drafter's layers are charged at the target's per-layer size
+  (a hybrid-SWA model's: its full layers' size, in the full pool).
 - **fp32 SSM state**: the SSM part of a recurrent state is kept in fp32 by default (the conv
   part in bf16), doubling the SSM bytes a bf16 spec describes.
 - Page alignment: each pool's token count is rounded down to whole pages.
@@ -23,7 +31,7 @@ numbers SGLang's own pool configurators produced on CPU):
 ``kv_tokens`` is the full pool's tokens, ``num_blocks`` its pages, ``request_bytes`` one
 request at ``max_seq_len`` (full-length layers, plus ``min(S, window + page)`` sliding tokens
 in a hybrid-SWA model, plus one state slot), and ``max_concurrency`` how many such requests the
-pools hold together (limited by state slots in a Mamba hybrid).
+pools hold together (in a Mamba hybrid at most state slots // 3, what SGLang runs at once).
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ __all__ = [
     "HYBRID_SWA_FAMILIES",
     "MAMBA_FULL_MEMORY_RATIO",
     "SGLANG_VERSION",
+    "SLOTS_PER_RUNNING_REQUEST",
     "SSM_DTYPES",
     "SWA_FULL_TOKENS_RATIO",
     "SglangPlan",
@@ -64,6 +73,7 @@ __all__ = [
 
 SGLANG_VERSION = engines_core.ENGINE_VERSIONS["sglang"]
 DEFAULT_PAGE_SIZE = engines_core.SGLANG_PAGE_SIZE
+SLOTS_PER_RUNNING_REQUEST = engines_core.SGLANG_MAMBA_SLOTS_PER_REQUEST
 sliding_tokens_per_request = engines_core.sglang_sliding_tokens
 
 

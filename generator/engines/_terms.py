@@ -113,6 +113,12 @@ def _sglang_terms(
                 f"{plan.state_bytes_per_request / MIB:.1f} MiB",
             )
         )
+        terms.append(
+            PolicyTerm(
+                "mamba_running_requests",
+                f"at most 1 running request per {_sglang.SLOTS_PER_RUNNING_REQUEST} state slots",
+            )
+        )
         if plan.draft_tokens:
             terms.append(
                 PolicyTerm(

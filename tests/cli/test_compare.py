@@ -77,12 +77,14 @@ def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_speculative_profile_and_not_modelled_engines(capsys: pytest.CaptureFixture[str]) -> None:
     # gpt_oss_20b + EAGLE3 in vLLM: 12 sliding + 13 full layers -> 2 groups of 13, 1 padding
-    # (1/26 = 3.8% of a block). SGLang's EAGLE3 sizing for a hybrid-SWA model is not
-    # modelled (only for full-attention models): "n/a", exit 0.
+    # (1/26 = 3.8% of a block). SGLang puts the drafter's full layer in its full pool:
+    # 13 x 1,024 + 0.8 x 12 x 1,024 = 23,142.4 B a token, 40 GiB / that = 1,855,886.7 tokens
+    # -> 1,855,872 on 16-token pages, / 8,192 = 226.547 requests; nothing is "not modelled".
     spec = str(REPO / "schema" / "families" / "gpt_oss.yaml")
     assert main(["compare", spec, "gpt_oss_20b", *ARGS, "--speculative", "eagle3"]) == 0
     out = capsys.readouterr().out
     assert "group_padding_layers: 2 groups of 13 layers, 1 of them padding (3.8%" in out
-    assert "not modelled: SGLang's EAGLE/MTP draft pool is modelled for full-attention" in out
+    assert "not modelled" not in out
+    assert "1,855,872          226.547" in out
     assert main(["compare", spec, "gpt_oss_20b", *ARGS, "--speculative", "pard"]) == 2
     assert "--speculative must be one of none, eagle3, ngram4" in capsys.readouterr().err

@@ -100,7 +100,7 @@ def test_goldens_cover_every_shipped_family_and_state_their_provenance() -> None
                 )  # fmt: skip
     shipped = everything - refused
     for data, version, engine_refused in (
-        (VLLM, "0.33.0", set()), (SGLANG, "0.5.23", {"deepseek_v3_2"})
+        (VLLM, "0.33.0", set()), (SGLANG, "0.5.23", set())
     ):  # fmt: skip
         assert data["engine_version"] == version
         covered = {c["inputs"]["family"] for c in data["cases"]}
@@ -364,8 +364,11 @@ def test_sglang_mtp_intermediate_states_follow_max_running_requests_qwen3_next()
         engine_capacity(q, "qwen3_next_80b_a3b", 1 << 30, **plan)
     # kvgen compare names the policy: 3 intermediate states of S = 73.7 MiB per request.
     terms = policy_terms(q, "qwen3_next_80b_a3b", **plan)
-    assert [t.name for t in terms] == ["mamba_memory_ratio", "mamba_spec_states", "fp32_ssm_state"]
-    assert terms[1].detail == "3 intermediate states of 73.7 MiB per running request"
+    assert [t.name for t in terms] == [
+        "mamba_memory_ratio", "mamba_running_requests", "mamba_spec_states", "fp32_ssm_state"
+    ]  # fmt: skip
+    assert terms[1].detail == "at most 1 running request per 3 state slots"
+    assert terms[2].detail == "3 intermediate states of 73.7 MiB per running request"
 
 
 def test_sglang_allocates_kv_shared_layers_gemma3n() -> None:
@@ -385,6 +388,24 @@ def test_sglang_allocates_kv_shared_layers_gemma3n() -> None:
     # vLLM's pool for the same model charges only the 20 layers that hold a cache.
     assert engine_capacity(g, "gemma3n_e2b", GIB40, engine="vllm", max_seq_len=8192,
                            max_num_tokens=8192).request_bytes < e2b.request_bytes  # fmt: skip
+
+
+def test_sglang_eagle3_draft_joins_the_full_pool_of_a_hybrid_swa_model_gpt_oss() -> None:
+    # gpt-oss-20b in SGLang 0.5.23 (HybridSWAPoolConfigurator): 12 full + 12 sliding layers of
+    # 1,024 B a token (derived above: the sliding pool is 0.8 of the full one). The EAGLE3
+    # drafter's one full-attention layer joins the full pool at the target's full-layer size
+    # (_draft_full_layers_num x _full_per_token): 13 x 1,024 + 0.8 x 12 x 1,024 = 23,142.4 B
+    # per full token; 42,949,672,960 / 23,142.4 = 1,855,886.7 -> 1,855,872 on 16-token pages,
+    # the sliding pool int(0.8 x 1,855,872) = 1,484,697 -> 1,484,688. (SGLang's own
+    # configurator on the spec's layers with eagle_draft_num_layers 1: the same two counts.)
+    o = family("gpt_oss")
+    kwargs = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192, "block_size": 16}
+    got = engine_capacity(o, "gpt_oss_20b", GIB40, speculative="eagle3", **kwargs)
+    assert got.kv_tokens == 1_855_872
+    plan = _sglang.sglang_plan(o, o.model("gpt_oss_20b"), speculative=o.profile("eagle3"))
+    assert (plan.full_bytes_per_token, plan.swa_bytes_per_token) == (13 * 1024, 12 * 1024)
+    pools = _sglang.sglang_pools(plan, GIB40, 16)
+    assert (pools.full_tokens, pools.swa_tokens) == (1_855_872, 1_484_688)
 
 
 def test_sglang_runs_a_third_of_its_state_slots_and_refuses_below_three_qwen3_next() -> None:
@@ -439,10 +460,6 @@ def test_trtllm_v2_gemma3_27b_at_batch_8() -> None:
     [
         ({"engine": "tgi"}, "engine must be one of"),
         ({"engine": "vllm", "block_size": 0}, "block_size must be a positive int"),
-        (
-            {"engine": "sglang", "speculative": "eagle3"},
-            "EAGLE/MTP draft pool is modelled for full-attention and recurrent-hybrid",
-        ),
         ({"engine": "vllm", "speculative": "pard9"}, "speculative must be one of none, eagle3"),
         ({"engine": "vllm", "mamba_cache_mode": "all"}, "mamba_cache_mode must be one of"),
         ({"engine": "vllm", "mamba_cache_mode": ["align"]}, "mamba_cache_mode must be one of"),

@@ -386,6 +386,20 @@ def test_vllm_fp8_ds_mla_and_the_sparse_indexer_deepseek_v3_2() -> None:
     got = engine_capacity(d, "deepseek_v3_2_exp", 40 * GIB, engine="vllm", max_seq_len=8192,
                           max_num_tokens=8192, block_size=64)  # fmt: skip
     assert (got.kv_tokens, round(got.max_concurrency, 3)) == (893_504, 109.070)
-    with pytest.raises(ValueError, match=r"index-K cache .* not modelled for SGLang"):
-        engine_capacity(d, "deepseek_v3_2_exp", 40 * GIB, engine="sglang", max_seq_len=8192,
-                        max_num_tokens=8192)  # fmt: skip
+
+
+def test_sglang_dsa_pool_keeps_the_fp8_latent_and_indexer_keys_deepseek_v3_2() -> None:
+    # SGLang 0.5.23 with kv_cache_dtype fp8_e4m3 (what kvgen emits for fp8_ds_mla) on Hopper,
+    # flashmla_kv (overrides.py _dsa_split_backend_resolution): calculate_mla_kv_cache_dim =
+    # 512 + 512 / 128 x 4 + 64 x 2 = 656 B, and _compute_dsa_indexer_cell_size 128 + 4 = 132 B
+    # a layer: 61 x 788 = 48,068 B a token; 42,949,672,960 / 48,068 = 893,518.2 -> 893,504 on
+    # 64-token pages, 109.070 requests of 8,192. The MTP head adds one layer's latent,
+    # int(61 x 656 x 1 / 61) = 656 B, and its own indexer, 132 B: 48,856 B, 879,107.9 ->
+    # 879,104 tokens. (SGLang's own pool configurator from config.json: the same two counts.)
+    d = family("deepseek_v3_2")
+    kwargs = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192, "block_size": 64}
+    got = engine_capacity(d, "deepseek_v3_2_exp", 40 * GIB, **kwargs)
+    assert (got.kv_tokens, round(got.max_concurrency, 3)) == (893_504, 109.070)
+    assert got.request_bytes == 8192 * 48_068
+    mtp = engine_capacity(d, "deepseek_v3_2_exp", 40 * GIB, speculative="mtp", **kwargs)
+    assert (mtp.kv_tokens, mtp.request_bytes) == (879_104, 8192 * 48_856)
