@@ -195,6 +195,17 @@ def launch(
             fields["swa_full_tokens_ratio"] = sizing.SWA_FULL_TOKENS_RATIO
         if any(layer.attention == "recurrent" for layer in entry.layers):
             fields["mamba_full_memory_ratio"] = sizing.MAMBA_FULL_MEMORY_RATIO
+            # What the state slots alone let run: the concurrency of 1-token requests.
+            running = sizing.engine_capacity(
+                model, budget_bytes, engine=engine, block_size=block_size,
+                max_batch_size=max_batch_size, **{**common, "max_seq_len": 1},
+            ).max_concurrency  # fmt: skip
+            if running < max_batch_size:
+                notes.append(
+                    f"SGLang lowers max_running_requests to {int(running)}: one running "
+                    "request per 3 recurrent state slots (kv_cache_configurator.py "
+                    "resolve_max_num_reqs)"
+                )
     else:
         fields, capacity, notes = _trtllm(
             sizing, model, capacity, dtype, fraction, max_batch_size, common

@@ -145,6 +145,21 @@ def test_vllm_deepseek_v3_2_gets_the_flashmla_sparse_cache_dtype(capsys):
     assert got["from_bytes_alone"]["num_blocks"] == 55844
 
 
+def test_sglang_deepseek_v3_2_gets_an_fp8_dsa_pool_with_its_indexer(capsys):
+    # SGLang has no fp8_ds_mla; kvgen emits fp8_e4m3, whose DSA latent on Hopper (flashmla_kv)
+    # is the same 656 B (calculate_mla_kv_cache_dim), and the indexer keeps 132 B of fp8 keys
+    # a layer: 61 x 788 = 48,068 B a token, 40 GiB / 48,068 = 893,519 tokens (page 1).
+    # Emitted as "auto", SGLang would cache (512 + 64) x 2 + 132 = 1,284 B a layer.
+    case = _case("sglang", "deepseek_v3_2/deepseek_v3_2_exp/p1/s8192/tp1/none")
+    code, printed, _ = _plan(capsys, case["argv"])
+    assert code == 0
+    assert printed["fields"]["kv_cache_dtype"] == "fp8_e4m3"
+    assert printed["fields"]["max_total_tokens"] == (40 << 30) // (61 * 788) == 893519
+    got = case["engine"]
+    assert got["kv_cache_dtype"] == "float8_e4m3fn"
+    assert got["from_memory_alone"]["max_total_num_tokens"] == 893519
+
+
 def test_sglang_mtp_emits_the_speculative_settings(capsys):
     # DeepSeek-V3 with its MTP head: MLA bf16 caches (512 + 64) x 2 = 1,152 B a token and
     # layer; 61 layers + the MTP layer = 62 x 1,152 = 71,424 B a token; 40 GiB / 71,424 =
