@@ -27,7 +27,11 @@ Stubs (the smallest that stand in for the server and for what cannot load here):
   with tp = dp = 1, no speculative decoding (a config case's EAGLE/MTP profile sets
   ``speculative_num_draft_tokens`` and ``max_running_requests``, 8 or the case's), radix cache
   on (``_calculate_mamba_ratio``: 3, no extra buffer, as ServerArgs resolves kvgen's fields), no
-  prefill/decode disaggregation, no unified memory, no user token cap.
+  prefill/decode disaggregation, no unified memory, no user token cap; the DSA backends
+  flashmla_kv (what SGLang declares on Hopper for an fp8_e4m3 cache), read only by
+  DeepSeek-V3.2's latent size (``calculate_mla_kv_cache_dim``).
+- a case with ``draft_num_layers`` (a hybrid-SWA model's EAGLE3 profile, from kvgen's rows):
+  an EAGLE ``spec_algorithm`` with ``eagle_draft_num_layers`` that many full-attention layers.
 - the ``kvc`` (KVCacheConfigurator) and its model config: plain objects with the layer ids, head
   count, head size and cache dtype from kvgen's spec; ``mambaish_config`` returns the attention
   layer ids and a real ``Mamba2CacheParams`` built with the spec's conv/SSM element counts.
