@@ -270,7 +270,7 @@ def cases(engine: str) -> list[dict[str, Any]]:
 FALCON_H1 = ("falcon_h1", "falcon_h1_0_5b_instruct", "falcon-h1-0.5b-instruct.json", ("ngram4",))
 # Kimi Linear: KDA recurrent layers (fp32 state) between MLA layers; both engines.
 KIMI_LINEAR = (
-    "kimi_linear", "kimi_linear_48b_a3b_instruct", "kimi-linear-48b-a3b-instruct.json", ("ngram4",)
+    "kimi_linear", "kimi_linear_48b_a3b", "kimi-linear-48b-a3b-instruct.json", ("ngram4",)
 )  # fmt: skip
 # Models whose every layer spec the vLLM runner builds from config.json (vllm_from_config.py):
 # (kvgen family, kvgen model, fixture under tests/fixtures/hf/, speculative profiles).

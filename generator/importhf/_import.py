@@ -13,8 +13,8 @@ from kvgen.importhf._attention import attention_kinds
 from kvgen.importhf._config import Abort, Config, check_fields, field_spelling
 from kvgen.importhf._cross import cross_attention_kinds
 from kvgen.importhf._dtype import cache_dtype
-from kvgen.importhf._kda import is_kda, kda_layer_types, kda_state
 from kvgen.importhf._json import MAX_JSON_DEPTH, JsonReader, loads, nesting_too_deep
+from kvgen.importhf._kda import is_kda, kda_layer_types, kda_state
 from kvgen.importhf._layers import (
     NO_CACHE,
     RECURRENT_TYPES,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvgen.codes import Code
 from kvgen.codes import hf as codes
 from kvgen.importhf._config import Abort, Config
 from kvgen.importhf._layers import Kind
@@ -51,17 +52,20 @@ def _nested(cfg: Config) -> dict[str, Any]:
     return block
 
 
-def _refuse(cfg: Config, key: str | None, message: str) -> None:
-    cfg.diag(
-        codes.INVALID_CONFIG_VALUE, _NESTED, message, "use the values published with the model"
-    )
-    if key is not None:  # point at the nested key itself
-        where = cfg.reader.keys.get((*cfg.prefix, _NESTED, key))
-        if where is not None:
-            last = cfg.diagnostics.pop()
-            cfg.diagnostics.append(
-                codes.INVALID_CONFIG_VALUE.at(cfg.display, where, message, last.fix)
-            )
+def _refuse(
+    cfg: Config,
+    key: str | None,
+    message: str,
+    code: Code = codes.INVALID_CONFIG_VALUE,
+    field: str = _NESTED,
+) -> None:
+    """One diagnostic at linear_attn_config's ``key``, or at the top-level ``field``."""
+    fix = "use the values published with the model"
+    where = cfg.reader.keys.get((*cfg.prefix, _NESTED, key)) if key is not None else None
+    if where is None:
+        cfg.diag(code, field, message, fix)
+    else:
+        cfg.diagnostics.append(code.at(cfg.display, where, message, fix))
     raise Abort
 
 
@@ -78,7 +82,8 @@ def _dimension(cfg: Config, flat: str) -> tuple[int, str]:
         return default, f"KimiLinearConfig default {flat} {default}"
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
         _refuse(cfg, key if key in nested else None,
-                f"'{where}' must be an integer in [1, {maximum}], found {value!r:.40}")  # fmt: skip
+                f"'{where}' must be an integer in [1, {maximum}], found {value!r:.40}",
+                field=_NESTED if key in nested else flat)  # fmt: skip
     return value, f"config.json {note}"
 
 
@@ -105,7 +110,8 @@ def kda_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str] | 
         full = _layer_list(cfg, "full_attn_layers", layers)
         if kda & full or len(kda) + len(full) != layers:
             _refuse(cfg, "kda_layers", f"'{cfg.where(_NESTED)}' kda_layers and full_attn_layers "
-                    f"must name each of the {layers} layers once (num_hidden_layers)")  # fmt: skip
+                    f"must name each of the {layers} layers once (num_hidden_layers)",
+                    codes.CONTRADICTORY_CONFIG_FIELDS)  # fmt: skip
         kinds: list[str | None] = ["linear" if i + 1 in kda else "full" for i in range(layers)]
         return kinds, f"config.json {_NESTED} kda_layers / full_attn_layers (1-indexed)"
     kinds = ["full" if i and i % 4 == 0 else "linear" for i in range(layers)]

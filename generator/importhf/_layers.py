@@ -8,8 +8,8 @@ from kvgen.codes import hf as codes
 from kvgen.importhf._config import Abort, Config, field_spelling
 from kvgen.importhf._dtype import DTYPES as _DTYPES
 from kvgen.importhf._fields import PURE_SSM
-from kvgen.importhf._refusals import PARALLEL_STATES
 from kvgen.importhf._patterns import attention_index_kinds, local_global_kinds, pattern_kinds
+from kvgen.importhf._refusals import PARALLEL_STATES
 from kvgen.spec import MAX_STATE_BYTES
 
 __all__ = [

@@ -75,11 +75,12 @@ def _short_conv_refusal(cfg: Config) -> bool:
         return False
     if cfg.get("model_type") == "lfm2_moe":  # Lfm2MoeConfig has no default for it
         cfg.diag(
-            codes.MISSING_CONFIG_FIELD,
-            None,
-            "config has no 'layer_types': Lfm2MoeModel reads each layer's type there "
-            "(conv: a short-convolution layer; the others attention)",
-            "add layer_types as published with the model",
+            codes.UNSUPPORTED_CONFIG_FEATURE,
+            "model_type",
+            "model_type 'lfm2_moe' without layer_types: Lfm2MoeModel reads each layer's kind "
+            "there (Lfm2MoeConfig has no default), short-convolution 'conv' layers holding a "
+            "conv state (a kind the spec format has no form for) or attention",
+            "add layer_types as published with the model; kvgen refuses its conv layers",
         )
         return True
     if idxs is None:
