@@ -30,13 +30,15 @@ UNSUPPORTED_ARCHITECTURES = {
 # Parallel hybrids whose per-layer state is not Mamba-2's (what the spec's `mamba:` beside
 # `kv_heads` says): model_type -> layer type -> the state, read in transformers' modelling code.
 _INKLING = (
-    "a {kv}KV cache and four short-convolution states (InklingShortConvolution: over K, V "
+    "a {kv}KV cache and four short-convolution states (a parallel hybrid; "
+    "InklingShortConvolution: over K, V "
     "and twice over the hidden states, conv_kernel_size / sconv_kernel_size columns each; no "
     "SSM state), a conv-only state the spec format has no form for beside attention"
 )
 PARALLEL_STATES = {
     "zaya": {
-        "hybrid": "each layer holds a KV cache, ZAYA's Compressed Convolutional Attention "
+        "hybrid": "each layer holds (a parallel hybrid) a KV cache, ZAYA's Compressed "
+        "Convolutional Attention "
         "conv window over q and k ((cca_time0 - 1) + (cca_time1 - 1) columns of (heads + KV "
         "heads) x head_dim channels) and the previous token's delayed V projection "
         "(ZayaCCAProjection): a state that is not Mamba-2's, which the spec format has no "
