@@ -5,8 +5,8 @@ Usage (from the repository root, kvgen's virtualenv active):
     python bench/engines/refresh_goldens.py --closed-loop [--engine vllm] [--venv-root DIR]
 
 `--family NAME` refreshes only that family's cases and keeps every other case as the fixture
-has it (a full vLLM refresh runs every case: minutes). ``--closed-loop`` writes
-``tests/fixtures/engines/closed_loop_<engine>.json`` instead: kvgen's emitted launch settings
+has it (a full vLLM refresh runs every case: minutes), with ``--closed-loop`` too.
+``--closed-loop`` writes ``tests/fixtures/engines/closed_loop_<engine>.json`` instead: kvgen's emitted launch settings
 fed to the engine's own configuration and sizing (closed_loop.py).
 
 For each engine this script
@@ -601,10 +601,13 @@ def main(argv: list[str] | None = None) -> int:
         import closed_loop
 
         loop = closed_loop.cases(args.engine)
+        if args.family:
+            loop = [case for case in loop if case["family"] == args.family]
         python = ensure_venv(args.engine, args.venv_root)
         sent = [case for case in loop if "hf_config" in case and "fields" in case]
         produced = run_engine(args.engine, python, sent, "closed_loop_{engine}.py")
-        path = closed_loop.write_golden(args.engine, loop, produced, PINS[args.engine])
+        path = closed_loop.write_golden(args.engine, loop, produced, PINS[args.engine],
+                                        args.family)  # fmt: skip
         print(f"{path.relative_to(ROOT)}: {len(loop)} cases, {len(sent)} run in "
               f"{args.engine} {produced['version']}")  # fmt: skip
         return 0
