@@ -6,8 +6,8 @@ Usage (from the repository root, kvgen's virtualenv active):
 
 `--family NAME` refreshes only that family's cases and keeps every other case as the fixture
 has it (a full vLLM refresh runs every case: minutes), with ``--closed-loop`` too.
-``--closed-loop`` writes ``tests/fixtures/engines/closed_loop_<engine>.json`` instead: kvgen's emitted launch settings
-fed to the engine's own configuration and sizing (closed_loop.py).
+``--closed-loop`` writes ``tests/fixtures/engines/closed_loop_<engine>.json`` instead: kvgen's
+emitted launch settings fed to the engine's own configuration and sizing (closed_loop.py).
 
 For each engine this script
 1. makes a virtual environment of its own under ``--venv-root`` (default
