@@ -18,6 +18,7 @@ Per KDA layer at tp 1: conv (4 - 1 + K draft tokens) rows x (32 x 128 + 2 x 32 x
 from __future__ import annotations
 
 from kvgen.engines import _sglang, _vllm, engine_capacity
+from kvgen.engines._terms import policy_terms
 
 from tests.unit.test_engines import SGLANG, family
 from tests.unit.test_engines_hybrid import golden
@@ -94,3 +95,18 @@ def test_sglang_kda_state_per_request_and_pools() -> None:
             want["max_total_num_tokens"],
             want["max_mamba_cache_size"],
         )
+
+
+def test_compare_terms_say_the_kda_state_is_fp32_in_both_engines() -> None:
+    # vLLM: no "not the spec's dtype" (the spec says ssm_dtype: fp32, as kda_state_dtype
+    # does), and 2 state blocks a request in align mode (no prefill checkpoint); SGLang:
+    # no fp32_ssm_state term, the spec's state is SGLang's already (41.4 MiB a request:
+    # 43,417,600 / 2^20).
+    g = family("kimi_linear")
+    plan = {"max_seq_len": 8191, "max_num_tokens": 8192, "block_size": 16}
+    vllm = {t.name: t.detail for t in policy_terms(g, MODEL, engine="vllm", **plan)}
+    assert vllm["vllm_fp32_ssm_state"].startswith("KDA recurrent state in fp32")
+    assert vllm["mamba_align_mode"].startswith("2 state blocks per request on each of 3 ")
+    sglang = {t.name: t.detail for t in policy_terms(g, MODEL, engine="sglang", **plan)}
+    assert "fp32_ssm_state" not in sglang
+    assert sglang["mamba_memory_ratio"].endswith("state slots of 41.4 MiB")
