@@ -54,6 +54,7 @@ MODELS: dict[str, tuple[str, str | None, str, str | None]] = {
     "granite4": ("granite_4_0_h_tiny", "granite-4.0-h-tiny.json", "ngram4", None),
     "jamba": ("jamba_1_5_mini", "jamba-1.5-mini.json", "ngram4", None),
     "kimi_k2": ("kimi_k2_instruct", "kimi-k2-instruct.json", "ngram4", None),
+    "kimi_linear": ("kimi_linear_48b_a3b", "kimi-linear-48b-a3b-instruct.json", "ngram4", None),
     "llama3": ("llama3_1_8b", "llama-3.1-8b.json", "ngram4", None),
     "llama3_2_vision": ("llama3_2_11b_vision", "llama-3.2-11b-vision.json", "ngram4", None),
     "llama4_maverick": (
@@ -201,7 +202,9 @@ def cases(engine: str) -> list[dict[str, Any]]:
 
 
 def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, Any],
-                 pin: str) -> Path:  # fmt: skip
+                 pin: str, family: str | None = None) -> Path:  # fmt: skip
+    """The fixture of ``grid``'s cases; with ``family`` (a partial refresh), the fixture's
+    other families' cases kept as they are, in family order."""
     by_id = {r["id"]: r for r in produced["results"]}
     entries = []
     for case in grid:
@@ -227,8 +230,12 @@ def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, An
     }
     if "unset_flags_read_as_none" in produced:
         golden["unset_flags_read_as_none"] = produced["unset_flags_read_as_none"]
-    FIXTURES.mkdir(parents=True, exist_ok=True)
     path = FIXTURES / f"closed_loop_{engine}.json"
+    if family is not None:
+        kept = json.loads(path.read_text(encoding="utf-8"))["cases"]
+        entries = [e for e in kept if e["family"] != family] + entries
+        entries.sort(key=lambda e: e["family"])  # stable: each family's own order kept
+    FIXTURES.mkdir(parents=True, exist_ok=True)
     head = json.dumps(golden, indent=1, sort_keys=True)[:-2]
     lines = [json.dumps(entry, sort_keys=True, separators=(",", ":")) for entry in entries]
     text = head + ',\n "cases": [\n  ' + ",\n  ".join(lines) + "\n ]\n}\n"

@@ -5,9 +5,9 @@ Usage (from the repository root, kvgen's virtualenv active):
     python bench/engines/refresh_goldens.py --closed-loop [--engine vllm] [--venv-root DIR]
 
 `--family NAME` refreshes only that family's cases and keeps every other case as the fixture
-has it (a full vLLM refresh runs every case: minutes). ``--closed-loop`` writes
-``tests/fixtures/engines/closed_loop_<engine>.json`` instead: kvgen's emitted launch settings
-fed to the engine's own configuration and sizing (closed_loop.py).
+has it (a full vLLM refresh runs every case: minutes), with ``--closed-loop`` too.
+``--closed-loop`` writes ``tests/fixtures/engines/closed_loop_<engine>.json`` instead: kvgen's
+emitted launch settings fed to the engine's own configuration and sizing (closed_loop.py).
 
 For each engine this script
 1. makes a virtual environment of its own under ``--venv-root`` (default
@@ -283,6 +283,10 @@ def sglang_swa_drafts(family: Family, model: Model, base: dict[str, Any]) -> lis
 
 # Falcon-H1: every layer both attention and Mamba-2 (a parallel hybrid); both engines.
 FALCON_H1 = ("falcon_h1", "falcon_h1_0_5b_instruct", "falcon-h1-0.5b-instruct.json", ("ngram4",))
+# Kimi Linear: KDA recurrent layers (fp32 state) between MLA layers; both engines.
+KIMI_LINEAR = (
+    "kimi_linear", "kimi_linear_48b_a3b", "kimi-linear-48b-a3b-instruct.json", ("ngram4",)
+)  # fmt: skip
 # Models whose every layer spec the vLLM runner builds from config.json (vllm_from_config.py):
 # (kvgen family, kvgen model, fixture under tests/fixtures/hf/, speculative profiles).
 CONFIG_MODELS = (
@@ -302,6 +306,7 @@ CONFIG_MODELS = (
     ("gemma3n", "gemma3n_e4b", "gemma-3n-E4B-text.json", ()),
     ("deepseek_v3_2", "deepseek_v3_2_exp", "deepseek-v3.2-exp.json", ()),
     FALCON_H1,
+    KIMI_LINEAR,
 )
 # Separate draft models (vLLM's "draft_model" method) whose layers join the target's pool:
 # (kvgen family, target, target fixture, profile, draft fixture).
@@ -471,7 +476,7 @@ def sglang_config_cases() -> list[dict[str, Any]]:
                                 ROOT / "tests" / "fixtures" / "hf" / draft
                             )
                         grid.append(case)
-    for entry in (*CONFIG_MODELS[:4], FALCON_H1):
+    for entry in (*CONFIG_MODELS[:4], FALCON_H1, KIMI_LINEAR):
         family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
         assert family is not None
         native = family.model(entry[1]).max_seq_len
@@ -646,10 +651,13 @@ def main(argv: list[str] | None = None) -> int:
         import closed_loop
 
         loop = closed_loop.cases(args.engine)
+        if args.family:
+            loop = [case for case in loop if case["family"] == args.family]
         python = ensure_venv(args.engine, args.venv_root)
         sent = [case for case in loop if "hf_config" in case and "fields" in case]
         produced = run_engine(args.engine, python, sent, "closed_loop_{engine}.py")
-        path = closed_loop.write_golden(args.engine, loop, produced, PINS[args.engine])
+        path = closed_loop.write_golden(args.engine, loop, produced, PINS[args.engine],
+                                        args.family)  # fmt: skip
         print(f"{path.relative_to(ROOT)}: {len(loop)} cases, {len(sent)} run in "
               f"{args.engine} {produced['version']}")  # fmt: skip
         return 0

@@ -17,7 +17,8 @@ vLLM's own classes, in the order its engine builds them at start-up:
 4. ``Platform._align_hybrid_block_size`` with the model class's own
    ``get_mamba_state_shape_from_config`` / ``get_mamba_state_dtype_from_config``;
 5. each Mamba layer's ``get_kv_cache_spec`` (``MambaMixer2``: one prefill checkpoint block;
-   ``QwenGatedDeltaNetAttention``: one under the FlashInfer GDN prefill; ``MambaMixer``: none)
+   ``QwenGatedDeltaNetAttention``: one under the FlashInfer GDN prefill; ``MambaMixer`` and Kimi
+   Linear's ``KimiGatedDeltaNetAttention``: none)
    and each attention layer's ``FullAttentionSpec`` with ``ModelConfig.get_num_kv_heads`` /
    ``get_head_size``; layer counts from ``ModelConfig.get_num_layers_by_block_type``.
 
@@ -59,6 +60,7 @@ import vllm.model_executor.models.qwen2 as qwen2_module
 from vllm.config import ModelConfig
 from vllm.config.vllm import VllmConfig
 from vllm.engine.arg_utils import EngineArgs
+from vllm.model_executor.layers.mamba.gdn.kimi_gdn_linear_attn import KimiGatedDeltaNetAttention
 from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import (
     FLASHINFER_GDN_CHECKPOINT_ALIGNMENT,
     QwenGatedDeltaNetAttention,
@@ -79,7 +81,12 @@ MAMBA_LAYER = {
     "Qwen3NextForCausalLM": QwenGatedDeltaNetAttention,
     "JambaForCausalLM": MambaMixer,
     "FalconH1ForCausalLM": MambaMixer2,  # FalconH1SSMDecoderLayer's mixer
+    # vllm/models/kimi_k3 KimiDecoderLayer: KDA layers (no use_full_rank_gate) build it
+    "KimiLinearForCausalLM": KimiGatedDeltaNetAttention,
 }
+# Models whose config says per layer whether it is KDA (KimiLinearConfig.is_kda_layer: the
+# 1-indexed linear_attn_config kda_layers); the other layers are MLA.
+KDA_MODELS = {"KimiLinearForCausalLM"}
 # Parallel hybrids: the model class builds every decoder layer as one class that holds an
 # attention layer and a Mamba mixer side by side (models/falcon_h1.py FalconH1Model.get_layer:
 # always FalconH1ParallelHybrid, its Attention at layer i and its MambaMixer2 at L + i).
@@ -92,6 +99,7 @@ DECODER_LAYERS = {
     "JambaForCausalLM": ("jamba", "layers_block_type"),
     "Qwen3NextForCausalLM": (None, "layer_types"),
     "FalconH1ForCausalLM": (None, "num_hidden_layers"),  # PARALLEL_HYBRIDS: every layer both
+    "KimiLinearForCausalLM": (None, "num_hidden_layers"),  # KDA_MODELS: is_kda_layer
 }
 # The attention class whose __init__ asserts the KV heads split over tp.
 ATTENTION_CLASS = {
@@ -115,6 +123,10 @@ PROVENANCE = {
         "vllm/model_executor/layers/mamba/mamba_mixer2.py",
         "vllm/model_executor/layers/mamba/mamba_utils.py",
         "vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py",
+        "vllm/model_executor/layers/mamba/gdn/kimi_gdn_linear_attn.py",
+        "vllm/models/kimi_k3/nvidia/model.py (KimiDecoderLayer: KDA where is_kda_layer, else "
+        "MultiHeadLatentAttention; KimiLinearForCausalLM.get_mamba_state_*_from_config)",
+        "vllm/transformers_utils/configs/kimi_linear.py (KimiLinearConfig.is_kda_layer)",
         "vllm/model_executor/layers/attention/mla_attention.py",
         "vllm/model_executor/models/deepseek_v2.py",
         "vllm/model_executor/models/gemma3.py (layer_types), gemma3n.py (KV sharing), "
@@ -135,6 +147,8 @@ PROVENANCE = {
         "MambaStateShapeCalculator.mamba2_state_shape (extra_groups_for_head_shards)",
         "MambaMixer2.get_kv_cache_spec / MambaBase.get_kv_cache_spec",
         "QwenGatedDeltaNetAttention.get_kv_cache_spec",
+        "MambaStateShapeCalculator.kda_state_shape / MambaStateDtypeCalculator.kda_state_dtype",
+        "KimiGatedDeltaNetAttention (MambaBase.get_kv_cache_spec)",
         "MLAAttention.get_kv_cache_spec (fp8_ds_mla state_content_bytes)",
         "DeepseekV32IndexerCache.get_kv_cache_spec",
     ],
@@ -250,6 +264,9 @@ def decoder_layer_kinds(model: Any) -> list[str]:
     them (ModelConfig.get_num_layers_by_block_type misreads transformers 5's saved names)."""
     module_name, field = DECODER_LAYERS[model.architecture]
     keys = getattr(model.hf_text_config, field)
+    if model.architecture in KDA_MODELS:
+        hf = model.hf_text_config
+        return ["mamba" if hf.is_kda_layer(i) else "attention" for i in range(keys)]
     if model.architecture in PARALLEL_HYBRIDS:
         return ["hybrid"] * keys  # an attention layer and a Mamba layer each
     if module_name is None:
@@ -299,7 +316,10 @@ def mla_specs(config: Any) -> dict[str, Any]:
     model = config.model_config
     hf = model.hf_text_config
     specs = {}
-    for index in range(hf.num_hidden_layers):
+    indices = range(hf.num_hidden_layers)
+    if model.is_hybrid:  # Kimi Linear: MLA only where the decoder builds attention
+        indices = [i for i, k in enumerate(decoder_layer_kinds(model)) if k == "attention"]
+    for index in indices:
         layer = SimpleNamespace(
             kv_cache_dtype=config.cache_config.cache_dtype, head_size=model.get_head_size(),
             sliding_window=None, topk_buffer_width=None,

@@ -144,7 +144,7 @@ class EngineLayer(_Record):
         state_bytes: int = 0,  # recurrent layers only, at tp=1
         dtype: str = "",
         # Recurrent layers by dimensions (§8); mixer "" means only state_bytes is known.
-        mixer: str = "",  # "mamba2", "gdn" (Gated DeltaNet) or "mamba1"
+        mixer: str = "",  # "mamba2", "gdn" (Gated DeltaNet), "kda" (Kimi Delta) or "mamba1"
         conv_channels: int = 0,  # conv_dim at tp=1 (d_inner for Mamba-1)
         conv_rows: int = 0,  # d_conv - 1
         ssm_heads: int = 0,  # split by tp (Mamba-1: d_inner)

@@ -36,10 +36,18 @@ SGLANG_HYBRID_SWA_FAMILIES = frozenset({"gpt_oss", "llama4_scout", "llama4_maver
 # key heads fewer than tp), and in align mode a prefill checkpoint block only under the
 # FlashInfer GDN prefill.
 VLLM_GDN_FAMILIES = frozenset({"qwen3_next"})
+# kvgen families whose recurrent layers are Kimi Delta Attention (vllm/models/kimi_k3
+# KimiDecoderLayer: KimiGatedDeltaNetAttention, a GatedDeltaNetAttention without Qwen's prefill
+# checkpoint export): kda_state_shape splits the conv channels by divide() (no group
+# replication), widens the conv window by the draft tokens, and in align mode keeps no prefill
+# checkpoint block (MambaBase.get_kv_cache_spec).
+VLLM_KDA_FAMILIES = frozenset({"kimi_linear"})
 # kvgen families whose SSM state vLLM keeps in fp32 by default: models/config.py
 # NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype (mamba_ssm_cache_dtype "auto" ->
 # the config's mamba_ssm_cache_dtype, else float32).
-VLLM_FP32_SSM_FAMILIES = frozenset({"nemotron_h"})
+# Kimi Linear too: MambaStateDtypeCalculator.kda_state_dtype reads mamba_ssm_cache_dtype "auto"
+# as float32 (the spec says ssm_dtype: fp32 as well).
+VLLM_FP32_SSM_FAMILIES = frozenset({"nemotron_h", "kimi_linear"})
 # kvgen family -> the vLLM model module whose attention __init__ asserts that the KV heads
 # split over tp (``total_num_kv_heads % tp == 0``, or ``tp % total_num_kv_heads == 0`` below tp).
 # kvgen families an engine cannot run at all, with the UNMODELLED key naming its refusal.
@@ -53,9 +61,10 @@ VLLM_KV_HEADS_SPLIT = {
 }  # fmt: skip
 
 
-def layer_rows(layers: tuple[CachedLayer, ...], gdn: bool = False) -> tuple[EngineLayer, ...]:
+def layer_rows(layers: tuple[CachedLayer, ...], mixer: str = "") -> tuple[EngineLayer, ...]:
     """One row per distinct shape with its layer count, in order of first appearance;
-    ``gdn``: the recurrent layers are Gated DeltaNet (VLLM_GDN_FAMILIES)."""
+    ``mixer``: what the Mamba-2-form recurrent layers are ("gdn": Gated DeltaNet,
+    VLLM_GDN_FAMILIES; "kda": Kimi Delta Attention, VLLM_KDA_FAMILIES; "": Mamba-2)."""
     counts: dict[tuple[object, ...], int] = {}
     for lay in layers:
         shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.window,
@@ -78,10 +87,10 @@ def layer_rows(layers: tuple[CachedLayer, ...], gdn: bool = False) -> tuple[Engi
             row = EngineLayer(attention, count, heads, head, value, window, state, dtype,  # type: ignore[arg-type]
                               token_bytes=packed)  # type: ignore[arg-type]  # fmt: skip
         if dims:
-            mixer, channels, rows_, ssm_heads, elements, groups, d_state = dims
+            kind, channels, rows_, ssm_heads, elements, groups, d_state = dims
             row = EngineLayer(
                 attention, count, heads, head, value, window, state, dtype,  # type: ignore[arg-type]
-                "gdn" if gdn and mixer == "mamba2" else mixer, channels, rows_, ssm_heads,  # type: ignore[arg-type]
+                (mixer or kind) if kind == "mamba2" else kind, channels, rows_, ssm_heads,  # type: ignore[arg-type]
                 elements, groups, d_state,  # type: ignore[arg-type]
             )  # fmt: skip
         rows.append(row)
@@ -160,7 +169,8 @@ def engine_model(family: Family, model: Model) -> EngineModel:
             vllm["sglang_layers"] = layer_rows(stack_layers(family, model, model, shared=True))
     except NotModelled as exc:
         return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason, **vllm)
-    rows = layer_rows(layers, family.family in VLLM_GDN_FAMILIES)
+    mixer = "gdn" if family.family in VLLM_GDN_FAMILIES else ""
+    rows = layer_rows(layers, "kda" if family.family in VLLM_KDA_FAMILIES else mixer)
     return EngineModel(model.max_seq_len, rows, drafts, hybrid_swa, ssm, "", **vllm)
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kvgen.engines import _sglang, _trtllm, _vllm
 from kvgen.engines._layers import cached_layers
-from kvgen.engines._rows import VLLM_FP32_SSM_FAMILIES
+from kvgen.engines._rows import VLLM_FP32_SSM_FAMILIES, VLLM_KDA_FAMILIES
 
 if TYPE_CHECKING:
     from kvgen.spec import Family
@@ -75,7 +75,10 @@ def _vllm_terms(
                 f"({1 + plan.speculative_blocks} with prefix caching off)",
             )
         )
-    if family.family in VLLM_FP32_SSM_FAMILIES:
+    if family.family in VLLM_KDA_FAMILIES:  # the spec says fp32 too (ssm_dtype)
+        terms.append(PolicyTerm("vllm_fp32_ssm_state", "KDA recurrent state in fp32 (vLLM "
+                                "kda_state_dtype), no prefill checkpoint block"))  # fmt: skip
+    elif family.family in VLLM_FP32_SSM_FAMILIES:
         terms.append(PolicyTerm("vllm_fp32_ssm_state", "SSM state in fp32, not the spec's dtype"))
     return terms
 
@@ -127,7 +130,9 @@ def _sglang_terms(
                     f"{plan.state_bytes_per_request / MIB:.1f} MiB per running request",
                 )
             )
-        if plan.ssm_extra_bytes:
+        states = [k.recurrent_dims for k in spec_model.layer_kinds.values()]
+        said = {d.ssm_dtype for d in states if d is not None}  # Kimi Linear: fp32 already
+        if plan.ssm_extra_bytes and said != {"fp32"}:
             spec_bytes = plan.state_bytes_per_request - plan.ssm_extra_bytes
             terms.append(
                 PolicyTerm(

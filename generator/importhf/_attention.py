@@ -189,11 +189,12 @@ def attention_kinds(
             ),
             index_head_dim=index,
         )
-        if any(t not in ("full", "none") for t in types):
+        # recurrent layers beside MLA are their own kinds (Kimi Linear: KDA and MLA layers)
+        if any(t not in ("full", "none", "linear", "mamba", "mamba1") for t in types):
             cfg.diag(
                 codes.UNSUPPORTED_CONFIG_FEATURE,
                 "kv_lora_rank",
-                "MLA with sliding or recurrent layers is not supported",
+                "MLA with sliding or chunked layers is not supported",
                 "describe the model by hand",
             )
             raise Abort

@@ -37,7 +37,8 @@ CACHE_FIELDS = _words(
     attention_chunk_size no_rope_layers no_rope_layer_interval multi_query
     new_decoder_architecture per_layer_config v_head_dim attn_layer_indices attention_layers
     attention_types local_attention prefix_dense_sliding_window_pattern
-    indexer_types num_layers_per_stack H_cycles L_cycles first_k_dense_replace"""
+    indexer_types num_layers_per_stack H_cycles L_cycles first_k_dense_replace
+    linear_num_heads linear_head_dim linear_attn_config full_attn_idxs"""
 )
 # Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
 ALIASES = {
@@ -101,6 +102,7 @@ MODEL_ALIASES = {
         }
         for inkling in ("inkling_text", "inkling2_text", "inkling2_loop_text")
     },
+    "kimi_linear": {"model_max_length": "max_position_embeddings"},  # KimiLinearConfig
     "xlm": {"emb_dim": "hidden_size"},
     # LongcatFlashConfig: num_layers decoder layers of two attention sublayers each, not the
     # cache's layer count (read by layer_count)
@@ -171,6 +173,20 @@ REVIEWED_FIELDS: dict[str, tuple[frozenset[str] | None, str]] = {
         "the image's colour channels of Fuyu's patch embedding",
     ),
     "mask_index": (frozenset({"xlm"}), "XLM's mask token id"),
+    **{
+        name: (
+            frozenset({"lfm2", "lfm2_moe"}),
+            "Lfm2MLP's feed-forward size rounding (block_auto_adjust_ff_dim, "
+            "block_ffn_dim_multiplier, block_multiple_of): weights, no cache",
+        )
+        for name in ("block_auto_adjust_ff_dim", "block_multiple_of", "block_ffn_dim_multiplier")
+    },
+    "conv_L_cache": (
+        frozenset({"lfm2", "lfm2_moe"}),
+        "the kernel of LFM2's short-convolution layers (Lfm2ShortConv), whose conv state only "
+        "'conv' layer types hold, and those are refused (KV305): the attention layers of an "
+        "import keep a plain K/V cache",
+    ),
     "unk_index": (frozenset({"xlm"}), "XLM's unknown token id"),
 }
 # Fields known not to change the KV cache (weights, training, tokenizer, rope, routing).

@@ -14,6 +14,7 @@ from kvgen.importhf._config import Abort, Config, check_fields, field_spelling
 from kvgen.importhf._cross import cross_attention_kinds
 from kvgen.importhf._dtype import cache_dtype
 from kvgen.importhf._json import MAX_JSON_DEPTH, JsonReader, loads, nesting_too_deep
+from kvgen.importhf._kda import is_kda, kda_layer_types, kda_state
 from kvgen.importhf._layers import (
     NO_CACHE,
     RECURRENT_TYPES,
@@ -229,14 +230,16 @@ def _build(
     seq_len, seq_note = _seq_len(cfg, max_seq_len)
     _note_rope_scaling(cfg, seq_len)
     short, dtype_note, dtype_bytes = cache_dtype(cfg, dtype)
-    types, types_note = per_layer_types(cfg, layers)  # type: ignore[arg-type]
+    types, types_note = kda_layer_types(cfg, layers) or per_layer_types(cfg, layers)  # type: ignore[arg-type]
     attention = attention_kinds(cfg, layers, types, seq_len)  # type: ignore[arg-type]
     kinds: list[Kind] = []
     for kind, shape in zip(types, attention, strict=True):
         if kind == "mamba1":
             kinds.append(mamba1_state(cfg, dtype_bytes))
         elif kind in RECURRENT_TYPES:
-            kinds.append(state_bytes(cfg, kind, dtype_bytes))
+            kinds.append(
+                kda_state(cfg, dtype_bytes) if is_kda(cfg) else state_bytes(cfg, kind, dtype_bytes)
+            )
         elif shape is not None:
             kinds.append(shape)
         elif kind == "none":

@@ -9,6 +9,7 @@ from kvgen.importhf._config import Abort, Config, field_spelling
 from kvgen.importhf._dtype import DTYPES as _DTYPES
 from kvgen.importhf._fields import PURE_SSM
 from kvgen.importhf._patterns import attention_index_kinds, local_global_kinds, pattern_kinds
+from kvgen.importhf._refusals import PARALLEL_STATES
 from kvgen.spec import MAX_STATE_BYTES
 
 __all__ = [
@@ -35,9 +36,10 @@ _LAYER_TYPES = {
 }
 # Layer types transformers names whose cache the spec format cannot express: the reason.
 _UNSUPPORTED_LAYER_TYPES = {
-    "hybrid": "each layer holds both a KV cache and a recurrent state (parallel hybrid)",
+    "hybrid": "each layer holds both a KV cache and a recurrent state of its own (parallel "
+    "hybrid; the spec has one only for a Mamba-2 state beside full attention)",
     "hybrid_sliding": "each layer holds both a sliding-window KV cache and a recurrent state "
-    "(parallel hybrid)",
+    "(parallel hybrid; the spec has one only for a Mamba-2 state beside full attention)",
     "minimax_m3_sparse": "sparse attention with a lightning-indexer key cache (index_head_dim) "
     "beside its K/V cache, which the spec format has only for MLA",
     "heavily_compressed_attention": "compressed attention (a cache of pooled tokens)",
@@ -135,7 +137,10 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         kinds: list[str | None] = []
         for entry in layer_types:
             if entry not in _LAYER_TYPES:
-                why = _UNSUPPORTED_LAYER_TYPES.get(entry, "a layer kind the spec has no form for")
+                why = PARALLEL_STATES.get(model_type, _UNSUPPORTED_LAYER_TYPES).get(
+                    entry,
+                    _UNSUPPORTED_LAYER_TYPES.get(entry, "a layer kind the spec has no form for"),
+                )
                 cfg.diag(
                     codes.UNSUPPORTED_CONFIG_FEATURE,
                     "layer_types",

@@ -500,7 +500,12 @@ def test_a_hybrid_layer_type_names_its_feature():
     text, diagnostics, _ = _import(config)
     assert text is None and len(diagnostics) == 1
     assert diagnostics[0].startswith(f"{_position(config, 'layer_types')}: KV305 ")
-    assert "both a KV cache and a recurrent state" in diagnostics[0]
+    # ZayaCCAProjection: the state is a conv window over q, k and a delayed V, not Mamba-2's
+    assert "a KV cache, ZAYA's Compressed Convolutional Attention" in diagnostics[0]
+    # another model's hybrid layers: both caches, and the one parallel form the spec has
+    text, diagnostics, _ = _import({**config, "model_type": "some_hybrid"})
+    assert "both a KV cache and a recurrent state of its own" in diagnostics[0]
+    assert "only for a Mamba-2 state beside full attention" in diagnostics[0]
 
 
 def test_cpmant_dim_head():

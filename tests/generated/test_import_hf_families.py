@@ -40,6 +40,7 @@ CASES = [
     ("granite-4.0-h-tiny.json", "granite4", "granite_4_0_h_tiny"),
     ("jamba-1.5-mini.json", "jamba", "jamba_1_5_mini"),
     ("falcon-h1-0.5b-instruct.json", "falcon_h1", "falcon_h1_0_5b_instruct"),
+    ("kimi-linear-48b-a3b-instruct.json", "kimi_linear", "kimi_linear_48b_a3b"),
     ("llama-3.2-11b-vision.json", "llama3_2_vision", "llama3_2_11b_vision"),
     ("llama-4-scout-17b-16e.json", "llama4_scout", "llama4_scout_17b_16e"),
     ("llama-4-maverick-17b-128e.json", "llama4_maverick", "llama4_maverick_17b_128e"),

@@ -255,9 +255,18 @@ def test_vllm_refuses_a_draft_model_of_another_vocabulary(
 def test_no_hybrid_golden_comes_from_kvgens_own_rows() -> None:
     # A golden built from kvgen's state bytes cannot catch a wrong state (issue 22: 8 of 101
     # such vLLM goldens disagreed with vLLM). Every shipped hybrid's cases come from config.json.
-    from tests.unit.test_engines import SGLANG
+    from tests.unit.test_engines import ROOT, SGLANG
 
-    hybrids = {"granite4", "jamba", "nemotron_h", "qwen3_next", "falcon_h1"}
+    hybrids = {
+        path.stem
+        for path in (ROOT / "schema" / "families").glob("*.yaml")
+        if any(
+            kind.attention == "recurrent" or kind.parallel_state
+            for model in family(path.stem).models
+            for kind in model.layer_kinds.values()
+        )
+    }
+    assert hybrids == {"granite4", "jamba", "nemotron_h", "qwen3_next", "falcon_h1", "kimi_linear"}
     for data in (VLLM, SGLANG):
         cases = [c for c in data["cases"] if c["inputs"]["family"] in hybrids]
         assert {c["inputs"]["family"] for c in cases} == hybrids
