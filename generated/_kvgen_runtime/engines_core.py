@@ -87,6 +87,12 @@ UNMODELLED = {
     "trtllm_linear": "a linear-attention (lightning) state is not modelled for TensorRT-LLM: "
     "its V2 KV cache manager (kv_cache_manager_v2) keeps per-token pages only, and no "
     "TensorRT-LLM model with a linear-attention state was read to model a pool for it",
+    "vllm_no_minimax": "vLLM 0.33.0 cannot run MiniMax-Text-01 / MiniMax-M1 (lightning "
+    "attention): MiniMaxText01ForCausalLM, MiniMaxM1ForCausalLM and MiniMaxForCausalLM were "
+    "supported until vLLM 0.23.0 (vllm/model_executor/models/registry.py "
+    "_PREVIOUSLY_SUPPORTED_MODELS)",
+    "sglang_no_minimax": "SGLang 0.5.23 cannot run MiniMax-Text-01 / MiniMax-M1: it has no "
+    "MiniMaxText01ForCausalLM model class (sglang/srt/models has MiniMax-M2 and M3 only)",
     "sglang_no_jamba": "SGLang 0.5.23 cannot run Jamba: it has no JambaForCausalLM model class "
     "(sglang/srt/models) and no Mamba hybrid config for it (configs/hybrid_arch.py)",
 }

@@ -158,10 +158,21 @@ REVIEWED_FIELDS: dict[str, tuple[frozenset[str] | None, str]] = {
         "whether RoFormer rotates values too: the V cache keeps its shape",
     ),
     "block_size": (
-        frozenset({"big_bird"}),
+        frozenset({"big_bird", "minimax"}),
         "BigBird's block-sparse attention blocks, an encoder pattern: as a decoder with a "
-        "cache BigBird attends in full (attention_type original_full)",
+        "cache BigBird attends in full (attention_type original_full); MiniMax's chunk of "
+        "prefill tokens its lightning attention computes at once: the cache is one "
+        "head_dim x head_dim matrix per head whatever the chunk",
     ),
+    **{
+        f"{which}_attn_{factor}_factor": (
+            frozenset({"minimax"}),
+            "MiniMaxDecoderLayer's residual scaling (residual * alpha + attention output * "
+            "beta), a constant on hidden states, no cache",
+        )
+        for which in ("full", "linear")
+        for factor in ("alpha", "beta")
+    },
     "num_random_blocks": (
         frozenset({"big_bird"}),
         "BigBird's random blocks of its block-sparse encoder attention (no cache)",

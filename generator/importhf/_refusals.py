@@ -17,14 +17,14 @@ UNSUPPORTED_ARCHITECTURES = {
     "rwkv": "RWKV time-mix recurrent state (no KV cache, no Mamba/DeltaNet state)",
     "xlstm": "xLSTM matrix-memory recurrent state",
     "recurrent_gemma": "Griffin RG-LRU recurrent blocks with local attention",
-    "minimax": "MiniMax lightning (linear) attention layers",
     "kimi_linear": "Kimi Delta Attention (KDA) layers with their own conv and recurrent state",
     "zamba": "one shared attention block applied between Mamba layers",
     "zamba2": "shared attention blocks applied between Mamba-2 layers",
     "deepseek_v4": "compressed attention layers (heavily_compressed_attention)",
     "lfm2": "short-convolution layers holding a conv state",
     "lfm2_moe": "short-convolution layers holding a conv state",
-    "bailing_hybrid": "linear-attention layers of their own kind",
+    "bailing_hybrid": "Kimi Delta Attention linear-attention layers (transformers' "
+    "BailingHybridConfig is Ling V3's) with their own conv and recurrent state",
     "blt": "Byte Latent Transformer: a local byte encoder and decoder around a global "
     "patch transformer, joined by cross-attention",
     "reformer": "Reformer's LSH and chunked local attention, whose cache holds hash buckets",
