@@ -7,7 +7,7 @@ from dataclasses import replace
 from kvgen.codes import hf as codes
 from kvgen.importhf._config import Abort, Config, field_spelling
 from kvgen.importhf._fields import could_move_cache
-from kvgen.importhf._layers import Kind
+from kvgen.importhf._layers import RECURRENT_TYPES, Kind
 
 __all__ = ["attention_kinds"]
 
@@ -189,11 +189,13 @@ def attention_kinds(
             ),
             index_head_dim=index,
         )
-        if any(t not in ("full", "none") for t in types):
+        # MLA beside recurrent layers is a hybrid the spec holds (Ling 2.5 linear); a window
+        # or chunk on a latent is not (no engine models it)
+        if any(t not in ("full", "none", *RECURRENT_TYPES) for t in types):
             cfg.diag(
                 codes.UNSUPPORTED_CONFIG_FEATURE,
                 "kv_lora_rank",
-                "MLA with sliding or recurrent layers is not supported",
+                "MLA with sliding or chunked layers is not supported",
                 "describe the model by hand",
             )
             raise Abort

@@ -37,7 +37,8 @@ CACHE_FIELDS = _words(
     attention_chunk_size no_rope_layers no_rope_layer_interval multi_query
     new_decoder_architecture per_layer_config v_head_dim attn_layer_indices attention_layers
     attention_types local_attention prefix_dense_sliding_window_pattern
-    indexer_types num_layers_per_stack H_cycles L_cycles first_k_dense_replace"""
+    indexer_types num_layers_per_stack H_cycles L_cycles first_k_dense_replace layer_group_size
+    short_conv_kernel_size"""
 )
 # Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
 ALIASES = {
@@ -92,6 +93,7 @@ MODEL_ALIASES = {
         "encoder_layers": "num_hidden_layers",
         "encoder_attention_heads": "num_attention_heads",
     },
+    "bailing_hybrid": {"model_max_length": "max_position_embeddings"},
     "nemotron_h": {"layer_types": "layers_block_type"},
     "bamba": {"layer_types": "layers_block_type"},
     **{
@@ -173,6 +175,10 @@ REVIEWED_FIELDS: dict[str, tuple[frozenset[str] | None, str]] = {
         for which in ("full", "linear")
         for factor in ("alpha", "beta")
     },
+    "mtp_loss_scaling_factor": (
+        frozenset({"bailing_hybrid"}),
+        "the training loss weight of the MTP head; its layers are num_nextn_predict_layers",
+    ),
     "num_random_blocks": (
         frozenset({"big_bird"}),
         "BigBird's random blocks of its block-sparse encoder attention (no cache)",

@@ -53,7 +53,7 @@ RECURRENT_TYPES = ("linear", "mamba", "mamba1", "lightning")
 # Model types whose "linear_attention" layers are lightning attention (one head_dim x head_dim
 # matrix per query head, no conv window: transformers' MiniMaxLightningAttention and
 # MiniMaxCache.linear_cache) rather than Gated DeltaNet.
-_LIGHTNING_MODEL_TYPES = frozenset({"minimax"})
+_LIGHTNING_MODEL_TYPES = frozenset({"minimax", "bailing_hybrid"})
 # Nemotron-H hybrid_override_pattern: M Mamba-2, * attention, - MLP, E MoE. MLP and MoE
 # blocks hold no cache but count in num_hidden_layers (pipeline ranks split by layer index),
 # so they become an `attention: none` kind rather than being dropped.
@@ -128,6 +128,15 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         return [PURE_SSM[model_type]] * layers, f"model_type {model_type}: every layer a state"
     if layer_types is None and cfg.get("attention_chunk_size") is not None:
         return _chunked_layer_types(cfg, layers)
+    if layer_types is None and model_type == "bailing_hybrid":
+        # vLLM bailing_moe_linear.is_linear_layer / SGLang BailingHybridConfig
+        # .layers_block_type: every layer_group_size-th layer is full (MLA), the rest lightning
+        group = cfg.int_("layer_group_size", required=True)
+        kinds: list[str | None] = [
+            "full" if (i + 1) % group == 0 else "lightning"  # type: ignore[operator]
+            for i in range(layers)
+        ]
+        return kinds, f"config.json layer_group_size {group} (every {group}th layer full)"
     if layer_types is not None:
         if not isinstance(layer_types, list) or len(layer_types) != layers:
             count = len(layer_types) if isinstance(layer_types, list) else "no"

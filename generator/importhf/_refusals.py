@@ -44,6 +44,10 @@ _ENCODER_DECODER_FIELDS = (
 def architecture_refusal(cfg: Config) -> bool:
     """Report (one KV305 diagnostic) a model whose cache the spec format cannot express."""
     model_type = cfg.get("model_type")
+    if model_type == "bailing_hybrid" and cfg.get("short_conv_kernel_size") is None:
+        # A Ling 2.5 lightning checkpoint (BailingMoeV2_5ForCausalLM): no short conv, which
+        # the checkpoint's own config class (as SGLang vendors it) reads as use_kda False.
+        model_type = None
     if isinstance(model_type, str) and model_type in UNSUPPORTED_ARCHITECTURES:
         cfg.diag(
             codes.UNSUPPORTED_CONFIG_FEATURE,

@@ -79,3 +79,29 @@ def test_bailing_hybrid_stays_one_refusal_naming_kda():
     assert result.text is None
     (diagnostic,) = result.diagnostics
     assert diagnostic.code == "KV305" and "Kimi Delta Attention" in diagnostic.message
+
+
+def test_a_ling_2_5_lightning_config_imports_as_the_shipped_family():
+    # tests/fixtures/hf/ling-2.5-linear.json: BailingMoeV2_5ForCausalLM, no short conv (the
+    # checkpoint's config class reads that as lightning, not KDA), layer_group_size 6: layers
+    # 5, 11, ... MLA (vLLM is_linear_layer), 32 heads of head_dim 128.
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "tests" / "fixtures" / "hf" / "ling-2.5-linear.json").read_text()
+    result = import_config("ling-2.5-linear.json", text, family="ling_linear")
+    assert [d.render() for d in result.diagnostics] == []
+    imported = load_bytes("imported.yaml", result.text.encode()).family.models[0]
+    shipped = load_bytes(
+        "ling_linear.yaml", (root / "schema" / "families" / "ling_linear.yaml").read_bytes()
+    ).family.models[0]
+    assert imported.layers.count == shipped.layers.count == 42
+    for index in range(42):
+        ours = imported.layer_kinds[imported.layers.pattern[index % 6]]
+        theirs = shipped.layer_kinds[shipped.layers.pattern[index % 6]]
+        assert (ours.linear, ours.kv_lora_rank, ours.qk_rope_head_dim) == (
+            theirs.linear,
+            theirs.kv_lora_rank,
+            theirs.qk_rope_head_dim,
+        ), index
+    assert imported.layer_kinds["lightning"].linear.num_heads == 32
