@@ -63,6 +63,7 @@ def test_precomputed_grouping_plans_as_the_general_grouping(name: str) -> None:
                         assert engines_core.vllm_plan_at(layout, *args) == want
     hybrids = {"cohere2", "gemma2", "gemma3", "gemma3n", "gpt_oss", "granite4", "jamba"}
     hybrids |= {"llama4_maverick", "llama4_scout", "nemotron_h", "qwen3_next", "falcon_h1"}
+    hybrids |= {"ling_linear"}
     assert (static > 0) == (name in hybrids)
 
 
