@@ -189,6 +189,17 @@ def _measure(cache) -> list[dict]:
         if states:
             row["state_bytes"] = states
         out.append(row)
+    # MiniMaxCache: a lightning-attention layer's state (batch, heads, head_dim, head_dim)
+    # sits in linear_cache at its layer index, beside the attention layers' DynamicLayers.
+    for index, state in enumerate(getattr(cache, "linear_cache", None) or ()):
+        if isinstance(state, torch.Tensor) and state.numel():
+            while len(out) <= index:
+                out.append({"class": "linear_cache"})
+            out[index] = {
+                "class": "linear_cache",
+                "state_bytes": state[0].numel() * state.element_size(),
+                "state_dtypes": [str(state.dtype).removeprefix("torch.")],
+            }
     return out
 
 

@@ -41,7 +41,8 @@ class CachedLayer(NamedTuple):
     state_bytes: int  # recurrent layers only, at tp=1
     dtype: str
     # Recurrent layers with dimensions: (mixer, conv channels, conv rows, SSM heads, elements
-    # per SSM head, B/C groups, d_state), mixer "mamba2" or "mamba1"; () for raw state_bytes.
+    # per SSM head, B/C groups, d_state), mixer "mamba2", "mamba1" or "linear"; () for raw
+    # state_bytes.
     recurrent: tuple[object, ...] = ()
     token_bytes: int = 0  # a packed layout's bytes per token (fp8_ds_mla, an indexer key)
 
@@ -211,6 +212,27 @@ def _state_layer(kind: LayerKind, index: int, dtype: str) -> CachedLayer:
     return CachedLayer(index, "recurrent", 0, 0, 0, None, state.conv + state.ssm, dtype, shape)
 
 
+class LinearAttention(Recurrent):
+    """Linear (lightning) attention: one ``head_dim x head_dim`` matrix per head per request,
+    no conv window (``linear:``). Its sizing and allocator fields are its Mamba-2 lowering
+    (``LinearState.as_mamba2``); the engines read it as their own linear-attention state:
+    vLLM's MambaStateShapeCalculator.linear_attention_state_shape (heads/tp, head_dim,
+    head_dim) in mamba_cache_dtype (never the SSM dtype), SGLang's Mamba2StateShape with no
+    conv channels and state_size head_dim in its SSM dtype."""
+
+    @classmethod
+    def engine_layers(
+        cls, kind: LayerKind, index: int, dtype: str, model: Model
+    ) -> tuple[CachedLayer, ...]:
+        assert kind.linear is not None
+        if dtype not in DTYPE_BYTES:
+            raise _unmodelled(model, "dtype")
+        heads, head_dim = kind.linear.num_heads, kind.linear.head_dim
+        state = heads * head_dim * head_dim * DTYPE_BYTES[dtype]  # one request at tp=1
+        shape = ("linear", 0, 0, heads, head_dim * head_dim, 0, head_dim)
+        return (CachedLayer(index, "recurrent", 0, 0, 0, None, state, dtype, shape),)
+
+
 class CacheLess(CacheKind):
     """A layer without a cache (attention "none"): it only takes its index."""
 
@@ -234,5 +256,7 @@ SPEC_KINDS: dict[str, type[CacheKind]] = {
 
 
 def spec_kind(kind: LayerKind) -> type[CacheKind]:
-    """The class of ``kind``'s attention."""
+    """The class of ``kind``'s attention (a recurrent kind's by its state's form)."""
+    if kind.linear is not None:
+        return LinearAttention
     return SPEC_KINDS[kind.attention]

@@ -1,14 +1,15 @@
-"""Recurrent (Mamba-2 / Gated DeltaNet) state as a spec gives it (docs/cost-model.md §8): the
-buffers of one layer on one rank (the engine models read them), and a kind's state dimensions
-as the generated tables' fields. The generated modules compute the same numbers in
-``kvgen.sizing_core`` and the shim in ``kvgen.runtime._recurrent``."""
+"""Recurrent state as a spec gives it (docs/cost-model.md §8; Mamba-2 / Gated DeltaNet, with
+Mamba-1 and linear attention lowered to Mamba-2 dimensions): the buffers of one layer on one
+rank (the engine models read them), and a kind's state dimensions as the generated tables'
+fields. The generated modules compute the same numbers in ``kvgen.sizing_core`` and the shim
+in ``kvgen.runtime._recurrent``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from kvgen.facts import uneven_state
+from kvgen.facts import state_heads_name, uneven_state
 from kvgen.quant import element_bytes
 from kvgen.spec import LayerKind, MambaState
 
@@ -28,7 +29,7 @@ def recurrent_state(state: MambaState, dtype: str, tp_size: int) -> RecurrentSta
     ``dtype`` (the kind's cache dtype); ValueError naming tp_size when the heads or the conv
     channels do not split evenly (the engine asserts)."""
     conv_dim = state.conv_dim
-    heads_name = "num_heads" if state.n_groups else "d_inner"  # no groups: Mamba-1 (mamba1:)
+    heads_name = state_heads_name(state.n_groups, state.d_conv)
     for what, value in ((heads_name, state.num_heads), ("conv_dim", conv_dim)):
         if value % tp_size:
             raise ValueError(uneven_state(tp_size, what, value))

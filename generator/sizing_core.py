@@ -31,6 +31,7 @@ from .facts import (
     float32,
     kv_sharing_rank,
     no_encoder,
+    state_heads_name,
     uneven_state,
 )
 from .trtllm_split import PoolGroup, least_quota
@@ -502,7 +503,7 @@ def _state_at_tp(states: tuple[_StateRow, ...], tp_size: int) -> _StateSums:
             state += layers * -(-raw // tp_size)
             continue
         conv_dim = heads * head_dim + 2 * groups * d_state
-        heads_name = "num_heads" if groups else "d_inner"  # no groups: a Mamba-1 kind
+        heads_name = state_heads_name(groups, d_conv)
         for what, value in ((heads_name, heads), ("conv_dim", conv_dim)):
             if value % tp_size:
                 raise ValueError(uneven_state(tp_size, what, value))

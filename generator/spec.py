@@ -155,6 +155,34 @@ class Mamba1State(_Strict):
         )
 
 
+class LinearState(_Strict):
+    """The recurrent state of one linear-attention layer (lightning attention: Ling/Ring
+    linear, BailingMoeV2.5; MiniMax-Text-01) as the engines allocate it (docs/cost-model.md
+    §8; vLLM ``MambaStateShapeCalculator.linear_attention_state_shape``): one
+    ``head_dim x head_dim`` matrix (the running K^T V) per head, ``num_heads/tp`` heads per
+    rank, in the kind's cache dtype, and no conv window."""
+
+    num_heads: int = Field(
+        ge=1, le=MAX_HEADS, description="Linear-attention heads, one matrix each (split by tp)."
+    )
+    head_dim: int = Field(ge=1, le=MAX_DIM, description="Head dimension (the matrix's side).")
+
+    def as_mamba2(self) -> MambaState:
+        """The same buffer in Mamba-2 dimensions, as SGLang writes it (``BailingHybridConfig
+        .mamba2_cache_params``: n_groups 0, conv_kernel 1, state_size head_dim): no conv
+        window (``d_conv - 1 = 0`` rows of ``num_heads*head_dim`` channels) and an SSM state
+        ``num_heads/tp x head_dim x head_dim`` in the cache dtype. Built without validation
+        because ``d_conv = 1`` and ``n_groups = 0`` are outside what a spec may write."""
+        return MambaState.model_construct(
+            num_heads=self.num_heads,
+            head_dim=self.head_dim,
+            d_state=self.head_dim,
+            n_groups=0,
+            d_conv=1,
+            ssm_dtype=None,
+        )
+
+
 class LayerKind(_Strict):
     """How one kind of layer stores its cache.
 
@@ -249,6 +277,11 @@ class LayerKind(_Strict):
         description="Mamba-1 state dimensions (Jamba: conv + SSM buffers of d_inner channels, "
         "docs/cost-model.md §8); the Mamba-1 form of mamba.",
     )
+    linear: LinearState | None = Field(
+        default=None,
+        description="Linear-attention state dimensions (lightning attention: a head_dim x "
+        "head_dim matrix per head in the cache dtype, no conv window, docs/cost-model.md §8).",
+    )
     chunk: int | None = Field(
         default=None,
         ge=1,
@@ -271,10 +304,12 @@ class LayerKind(_Strict):
 
     @property
     def recurrent_dims(self) -> MambaState | None:
-        """The recurrent state's dimensions in Mamba-2 form (``mamba1`` lowered, §8); none
-        for the raw ``state_bytes`` form and for attention kinds."""
+        """The recurrent state's dimensions in Mamba-2 form (``mamba1`` and ``linear``
+        lowered, §8); none for the raw ``state_bytes`` form and for attention kinds."""
         if self.mamba1 is not None:
             return self.mamba1.as_mamba2()
+        if self.linear is not None:
+            return self.linear.as_mamba2()
         return self.mamba
 
 

@@ -21,6 +21,7 @@ def shape_problem(kind: Any) -> str | None:
             ("state_bytes", kind.state_bytes is not None),
             ("mamba", kind.mamba is not None),
             ("mamba1", kind.mamba1 is not None),
+            ("linear", kind.linear is not None),
         )
         if present
     ]
@@ -29,7 +30,7 @@ def shape_problem(kind: Any) -> str | None:
     if len(shapes) > 1:
         return (
             "give exactly one shape: kv_heads (+head_dim), kv_lora_rank (+qk_rope_head_dim), "
-            f"bytes_per_token, state_bytes, mamba or mamba1; found {', '.join(shapes)} "
+            f"bytes_per_token, state_bytes, mamba, mamba1 or linear; found {', '.join(shapes)} "
             "(only a full kind holds both kv_heads and mamba: a parallel hybrid layer)"
         )
     if kind.mamba is not None and kind.attention not in ("recurrent", "full"):
@@ -44,6 +45,8 @@ def shape_problem(kind: Any) -> str | None:
         )
     if kind.mamba1 is not None and kind.attention != "recurrent":
         return "mamba1 (Mamba-1 state dimensions) needs attention: recurrent"
+    if kind.linear is not None and kind.attention != "recurrent":
+        return "linear (linear-attention state dimensions) needs attention: recurrent"
     if kind.kv_lora_rank is not None and kind.qk_rope_head_dim is None:
         return "an MLA kind needs qk_rope_head_dim beside kv_lora_rank"
     if kind.qk_rope_head_dim is not None and kind.kv_lora_rank is None:

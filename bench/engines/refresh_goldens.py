@@ -287,6 +287,9 @@ FALCON_H1 = ("falcon_h1", "falcon_h1_0_5b_instruct", "falcon-h1-0.5b-instruct.js
 KIMI_LINEAR = (
     "kimi_linear", "kimi_linear_48b_a3b", "kimi-linear-48b-a3b-instruct.json", ("ngram4",)
 )  # fmt: skip
+# Ling 2.5 linear (BailingMoeV2_5ForCausalLM): lightning attention + MLA, the config from
+# transformers 5.24.0's BailingHybridConfig defaults (tests/fixtures/hf/ling-2.5-linear.json).
+LING_LINEAR = ("ling_linear", "ling_2_5_linear", "ling-2.5-linear.json", ("ngram4",))
 # Models whose every layer spec the vLLM runner builds from config.json (vllm_from_config.py):
 # (kvgen family, kvgen model, fixture under tests/fixtures/hf/, speculative profiles).
 CONFIG_MODELS = (
@@ -307,6 +310,7 @@ CONFIG_MODELS = (
     ("deepseek_v3_2", "deepseek_v3_2_exp", "deepseek-v3.2-exp.json", ()),
     FALCON_H1,
     KIMI_LINEAR,
+    LING_LINEAR,
 )
 # Separate draft models (vLLM's "draft_model" method) whose layers join the target's pool:
 # (kvgen family, target, target fixture, profile, draft fixture).
@@ -476,7 +480,7 @@ def sglang_config_cases() -> list[dict[str, Any]]:
                                 ROOT / "tests" / "fixtures" / "hf" / draft
                             )
                         grid.append(case)
-    for entry in (*CONFIG_MODELS[:4], FALCON_H1, KIMI_LINEAR):
+    for entry in (*CONFIG_MODELS[:4], FALCON_H1, KIMI_LINEAR, LING_LINEAR):
         family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
         assert family is not None
         native = family.model(entry[1]).max_seq_len

@@ -54,6 +54,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
+import vllm.model_executor.models.bailing_moe_linear as bailing_linear_module
 import vllm.model_executor.models.falcon_h1 as falcon_h1_module
 import vllm.model_executor.models.llama as llama_module
 import vllm.model_executor.models.qwen2 as qwen2_module
@@ -64,6 +65,9 @@ from vllm.model_executor.layers.mamba.gdn.kimi_gdn_linear_attn import KimiGatedD
 from vllm.model_executor.layers.mamba.gdn.qwen_gdn_linear_attn import (
     FLASHINFER_GDN_CHECKPOINT_ALIGNMENT,
     QwenGatedDeltaNetAttention,
+)
+from vllm.model_executor.layers.mamba.linear.bailing_linear_attn import (
+    BailingMoELinearAttention,
 )
 from vllm.model_executor.layers.mamba.mamba_mixer import MambaMixer
 from vllm.model_executor.layers.mamba.mamba_mixer2 import MambaMixer2
@@ -83,6 +87,7 @@ MAMBA_LAYER = {
     "FalconH1ForCausalLM": MambaMixer2,  # FalconH1SSMDecoderLayer's mixer
     # vllm/models/kimi_k3 KimiDecoderLayer: KDA layers (no use_full_rank_gate) build it
     "KimiLinearForCausalLM": KimiGatedDeltaNetAttention,
+    "BailingMoeV2_5ForCausalLM": BailingMoELinearAttention,  # lightning attention
 }
 # Models whose config says per layer whether it is KDA (KimiLinearConfig.is_kda_layer: the
 # 1-indexed linear_attn_config kda_layers); the other layers are MLA.
@@ -100,7 +105,12 @@ DECODER_LAYERS = {
     "Qwen3NextForCausalLM": (None, "layer_types"),
     "FalconH1ForCausalLM": (None, "num_hidden_layers"),  # PARALLEL_HYBRIDS: every layer both
     "KimiLinearForCausalLM": (None, "num_hidden_layers"),  # KDA_MODELS: is_kda_layer
+    "BailingMoeV2_5ForCausalLM": (None, "layer_group_size"),  # LAYER_SCHEDULES
 }
+# Hybrids whose model class places its layers by a function of the layer index and one config
+# field (models/bailing_moe_linear.py BailingMoeV25Model: is_linear_layer(i, layer_group_size)
+# is a linear-attention layer, else an MLA layer).
+LAYER_SCHEDULES = {"BailingMoeV2_5ForCausalLM": bailing_linear_module.is_linear_layer}
 # The attention class whose __init__ asserts the KV heads split over tp.
 ATTENTION_CLASS = {
     "LlamaForCausalLM": (llama_module, llama_module.LlamaAttention),
@@ -109,6 +119,14 @@ ATTENTION_CLASS = {
     "Qwen2ForCausalLM": (qwen2_module, qwen2_module.Qwen2Attention),
     "FalconH1ForCausalLM": (falcon_h1_module, falcon_h1_module.FalconH1AttentionDecoderLayer),
 }
+# Fields a deployment's config keeps as config.json has them, where the transformers class of
+# the model_type rewrites them: transformers 5.24.0's native BailingHybridConfig (model_type
+# bailing_hybrid, written for Ling V3's KDA layers) sets head_dim = qk_rope_head_dim in
+# __post_init__ (the linear head size moves to linear_head_dim), while vLLM's
+# BailingMoeV25ForCausalLM.get_mamba_state_shape_from_config and its linear-attention layer
+# read config.head_dim; Ling 2.5 checkpoints are served with --trust-remote-code, whose
+# configuration class keeps head_dim (as SGLang's vendored BailingHybridConfig does).
+REMOTE_CODE_FIELDS = {"BailingMoeV2_5ForCausalLM": ("head_dim",)}
 PROVENANCE = {
     "modules": [
         "vllm/config/model.py",
@@ -127,6 +145,8 @@ PROVENANCE = {
         "vllm/models/kimi_k3/nvidia/model.py (KimiDecoderLayer: KDA where is_kda_layer, else "
         "MultiHeadLatentAttention; KimiLinearForCausalLM.get_mamba_state_*_from_config)",
         "vllm/transformers_utils/configs/kimi_linear.py (KimiLinearConfig.is_kda_layer)",
+        "vllm/model_executor/models/bailing_moe_linear.py (is_linear_layer; MLA layers)",
+        "vllm/model_executor/layers/mamba/linear/base.py (LinearAttention: mamba_type LINEAR)",
         "vllm/model_executor/layers/attention/mla_attention.py",
         "vllm/model_executor/models/deepseek_v2.py",
         "vllm/model_executor/models/gemma3.py (layer_types), gemma3n.py (KV sharing), "
@@ -145,6 +165,8 @@ PROVENANCE = {
         "<model class>.get_mamba_state_shape_from_config",
         "<model class>.get_mamba_state_dtype_from_config",
         "MambaStateShapeCalculator.mamba2_state_shape (extra_groups_for_head_shards)",
+        "MambaStateShapeCalculator.linear_attention_state_shape",
+        "MambaStateDtypeCalculator.linear_attention_state_dtype (mamba_cache_dtype only)",
         "MambaMixer2.get_kv_cache_spec / MambaBase.get_kv_cache_spec",
         "QwenGatedDeltaNetAttention.get_kv_cache_spec",
         "MambaStateShapeCalculator.kda_state_shape / MambaStateDtypeCalculator.kda_state_dtype",
@@ -171,11 +193,15 @@ def model_config(config_json: str) -> ModelConfig:
         except ValueError as exc:
             raise Refused(str(exc)) from None
     try:
-        return ModelConfig(
+        model = ModelConfig(
             model=str(directory), tokenizer=str(directory), skip_tokenizer_init=True, dtype="auto"
         )
     except ValueError as exc:  # vLLM cannot run the architecture (its registry says why)
         raise Refused(str(exc).split("[type=")[0].strip().split("\n")[-1]) from None
+    saved = json.loads(Path(config_json).read_text(encoding="utf-8"))
+    for field in REMOTE_CODE_FIELDS.get(model.architecture, ()):
+        setattr(model.hf_config, field, saved[field])
+    return model
 
 
 def engine_defaults(config: Any, case: dict[str, Any]) -> dict[str, Any]:
@@ -269,6 +295,10 @@ def decoder_layer_kinds(model: Any) -> list[str]:
         return ["mamba" if hf.is_kda_layer(i) else "attention" for i in range(keys)]
     if model.architecture in PARALLEL_HYBRIDS:
         return ["hybrid"] * keys  # an attention layer and a Mamba layer each
+    schedule = LAYER_SCHEDULES.get(model.architecture)
+    if schedule is not None:
+        layers = range(model.hf_text_config.num_hidden_layers)
+        return ["mamba" if schedule(i, keys) else "attention" for i in layers]
     if module_name is None:
         names = {"linear_attention": "Mamba", "full_attention": "Attention"}
         return [names.get(k, "none").lower() for k in keys]
@@ -315,10 +345,11 @@ def mla_specs(config: Any) -> dict[str, Any]:
 
     model = config.model_config
     hf = model.hf_text_config
-    specs = {}
     indices = range(hf.num_hidden_layers)
-    if model.is_hybrid:  # Kimi Linear: MLA only where the decoder builds attention
-        indices = [i for i, k in enumerate(decoder_layer_kinds(model)) if k == "attention"]
+    if model.is_hybrid:  # an MLA hybrid (Kimi Linear, Ling 2.5 linear): its attention layers only
+        kinds = decoder_layer_kinds(model)
+        indices = [i for i in indices if kinds[i] == "attention"]
+    specs = {}
     for index in indices:
         layer = SimpleNamespace(
             kv_cache_dtype=config.cache_config.cache_dtype, head_size=model.get_head_size(),

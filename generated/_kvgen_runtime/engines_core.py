@@ -84,6 +84,15 @@ UNMODELLED = {
     "vllm_draft_vocab": "vLLM 0.33.0 refuses a draft model whose vocab_size differs from the "
     "target's (vllm/config/speculative.py "
     "SpeculativeConfig.verify_equal_vocab_size_if_draft_model)",
+    "trtllm_linear": "a linear-attention (lightning) state is not modelled for TensorRT-LLM: "
+    "its V2 KV cache manager (kv_cache_manager_v2) keeps per-token pages only, and no "
+    "TensorRT-LLM model with a linear-attention state was read to model a pool for it",
+    "vllm_no_minimax": "vLLM 0.33.0 cannot run MiniMax-Text-01 / MiniMax-M1 (lightning "
+    "attention): MiniMaxText01ForCausalLM, MiniMaxM1ForCausalLM and MiniMaxForCausalLM were "
+    "supported until vLLM 0.23.0 (vllm/model_executor/models/registry.py "
+    "_PREVIOUSLY_SUPPORTED_MODELS)",
+    "sglang_no_minimax": "SGLang 0.5.23 cannot run MiniMax-Text-01 / MiniMax-M1: it has no "
+    "MiniMaxText01ForCausalLM model class (sglang/srt/models has MiniMax-M2 and M3 only)",
     "sglang_no_jamba": "SGLang 0.5.23 cannot run Jamba: it has no JambaForCausalLM model class "
     "(sglang/srt/models) and no Mamba hybrid config for it (configs/hybrid_arch.py)",
 }
@@ -144,7 +153,7 @@ class EngineLayer(_Record):
         state_bytes: int = 0,  # recurrent layers only, at tp=1
         dtype: str = "",
         # Recurrent layers by dimensions (§8); mixer "" means only state_bytes is known.
-        mixer: str = "",  # "mamba2", "gdn" (Gated DeltaNet), "kda" (Kimi Delta) or "mamba1"
+        mixer: str = "",  # "mamba2", "gdn" (Gated DeltaNet), "kda", "mamba1" or "linear"
         conv_channels: int = 0,  # conv_dim at tp=1 (d_inner for Mamba-1)
         conv_rows: int = 0,  # d_conv - 1
         ssm_heads: int = 0,  # split by tp (Mamba-1: d_inner)
@@ -421,6 +430,8 @@ def _vllm_state_bytes(layer: EngineLayer, tp_size: int, draft_tokens: int, ssm_d
     are replicated up to tp, the SSM state is in ``ssm_dtype`` ("": the conv dtype)."""
     if not layer.mixer:
         return _engine_state_bytes(layer, tp_size)
+    if layer.mixer == "linear":  # linear_attention_state_dtype: mamba_cache_dtype only
+        ssm_dtype = ""
     channels = layer.conv_channels
     if layer.mixer == "mamba2" and layer.n_groups % tp_size:
         channels += 2 * (tp_size - layer.n_groups) * layer.d_state  # extra_groups_for_head_shards
@@ -1211,9 +1222,9 @@ def sglang_capacity(
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
-# Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), None for a
-# model with cross-attention layers (``_derive_engines``).
-_TRTLLM_HEADS: dict[str, int | None]
+# Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
+# UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_engines``).
+_TRTLLM_HEADS: dict[str, int | str]
 # What each plan reads from the model and profile alone, by (model, profile): filled on a
 # model and profile's first plan, only for a pair ``_check_model`` accepted, so bounded by
 # the family's models x profiles (``vllm_layout``, ``sglang_layout``).
@@ -1260,8 +1271,8 @@ def _trtllm_capacity(
     pipeline rank ``pp_rank`` of ``pp_size`` (its own layers in its own budget)."""
     # 0 for a value that is no model of the tables: ``_options`` names it below.
     heads = _TRTLLM_HEADS.get(model, 0) if type(model) is str else 0
-    if heads is None:
-        raise NotModelled(f"{model}: {UNMODELLED['cross']}", "cross")
+    if type(heads) is str:
+        raise NotModelled(f"{model}: {UNMODELLED[heads]}", heads)
     if heads and type(tp_size) is int and tp_size > 0 and heads % tp_size:
         # KV heads are replicated up to tp (the ceil of §1); query heads are not.
         raise ValueError(
@@ -1440,18 +1451,23 @@ def bind(namespace: dict[str, object]) -> None:
     namespace["_derive_engines"]()  # type: ignore[operator]  # the copy over the family's globals
 
 
+def _trtllm_refusal(name: str) -> str:
+    """The UNMODELLED reason of a model TensorRT-LLM's row does not answer, or ""."""
+    if any(kind.attention == "cross" for kind in _MODELS[name].layers.kinds.values()):
+        return "cross"
+    if any(lay.mixer == "linear" for lay in _ENGINE_MODELS[name].layers):
+        return "trtllm_linear"
+    return ""
+
+
 def _derive_engines() -> None:
     """Per family, at bind: its own plan caches (model names repeat across families), and the
     layout of every model and profile that each engine answers (what they alone decide), so
     that the first plan of a configuration is only its arithmetic (``vllm_plan_at``,
     ``sglang_plan_at``)."""
     global _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS, _TRTLLM_HEADS
-    _TRTLLM_HEADS = {
-        name: None
-        if any(kind.attention == "cross" for kind in model.layers.kinds.values())
-        else _ENGINE_MODELS[name].query_heads
-        for name, model in _MODELS.items()
-    }
+    _TRTLLM_HEADS = {name: _trtllm_refusal(name) or _ENGINE_MODELS[name].query_heads
+                     for name in _MODELS}  # fmt: skip
     _VLLM_PLANS = {}
     _SGLANG_PLANS = {}
     _VLLM_LAYOUTS = {}

@@ -31,6 +31,7 @@ __all__ = [
     "kv_sharing_rank",
     "mode_headroom",
     "no_encoder",
+    "state_heads_name",
     "uneven_state",
 ]
 
@@ -135,6 +136,13 @@ def dcp_heads(dcp: int, kind: str, kv_heads: int, tp_size: int) -> str:
         f"dcp_size must be <= tp_size // kv_heads = {tp_size // kv_heads} "
         "(and tp_size > kv_heads)"
     )
+
+
+def state_heads_name(n_groups: int, d_conv: int) -> str:
+    """The spec's name for the heads of a state lowered to Mamba-2 dimensions (§8), as a tp
+    refusal says it: a Mamba-1 state (no B/C groups, a conv window) splits ``d_inner``; a
+    Mamba-2 / GDN state (groups) and a linear-attention state (no conv window) ``num_heads``."""
+    return "num_heads" if n_groups or d_conv == 1 else "d_inner"
 
 
 def uneven_state(tp_size: int, what: str, value: int) -> str:

@@ -51,8 +51,12 @@ VLLM_FP32_SSM_FAMILIES = frozenset({"nemotron_h", "kimi_linear"})
 # kvgen family -> the vLLM model module whose attention __init__ asserts that the KV heads
 # split over tp (``total_num_kv_heads % tp == 0``, or ``tp % total_num_kv_heads == 0`` below tp).
 # kvgen families an engine cannot run at all, with the UNMODELLED key naming its refusal.
-VLLM_UNSUPPORTED = {"llama3_2_vision": "vllm_no_mllama", "openelm": "vllm_no_openelm"}
-SGLANG_UNSUPPORTED = {"jamba": "sglang_no_jamba"}
+VLLM_UNSUPPORTED = {
+    "llama3_2_vision": "vllm_no_mllama",
+    "openelm": "vllm_no_openelm",
+    "minimax": "vllm_no_minimax",  # kvgen import-hf's default family of a MiniMax config
+}
+SGLANG_UNSUPPORTED = {"jamba": "sglang_no_jamba", "minimax": "sglang_no_minimax"}
 VLLM_KV_HEADS_SPLIT = {
     "llama3": "llama", "mistral": "llama", "phi3": "llama", "qwen2_5": "qwen2",
     "qwen3": "qwen3", "qwen3_moe": "qwen3_moe", "gemma2": "gemma2", "gemma3": "gemma3",

@@ -7,7 +7,7 @@ from dataclasses import replace
 from kvgen.codes import hf as codes
 from kvgen.importhf._config import Abort, Config, field_spelling
 from kvgen.importhf._fields import could_move_cache
-from kvgen.importhf._layers import Kind
+from kvgen.importhf._layers import RECURRENT_TYPES, Kind
 
 __all__ = ["attention_kinds"]
 
@@ -189,8 +189,9 @@ def attention_kinds(
             ),
             index_head_dim=index,
         )
-        # recurrent layers beside MLA are their own kinds (Kimi Linear: KDA and MLA layers)
-        if any(t not in ("full", "none", "linear", "mamba", "mamba1") for t in types):
+        # MLA beside recurrent layers is a hybrid the spec holds (Kimi Linear: KDA and MLA
+        # layers; Ling 2.5 linear); a window or chunk on a latent is not (no engine models it)
+        if any(t not in ("full", "none", *RECURRENT_TYPES) for t in types):
             cfg.diag(
                 codes.UNSUPPORTED_CONFIG_FEATURE,
                 "kv_lora_rank",

@@ -37,8 +37,8 @@ CACHE_FIELDS = _words(
     attention_chunk_size no_rope_layers no_rope_layer_interval multi_query
     new_decoder_architecture per_layer_config v_head_dim attn_layer_indices attention_layers
     attention_types local_attention prefix_dense_sliding_window_pattern
-    indexer_types num_layers_per_stack H_cycles L_cycles first_k_dense_replace
-    linear_num_heads linear_head_dim linear_attn_config full_attn_idxs"""
+    indexer_types num_layers_per_stack H_cycles L_cycles first_k_dense_replace layer_group_size
+    linear_num_heads linear_head_dim linear_attn_config full_attn_idxs short_conv_kernel_size"""
 )
 # Other spellings of the same field (OpenELM, Mamba configs): alias -> canonical.
 ALIASES = {
@@ -93,6 +93,7 @@ MODEL_ALIASES = {
         "encoder_layers": "num_hidden_layers",
         "encoder_attention_heads": "num_attention_heads",
     },
+    "bailing_hybrid": {"model_max_length": "max_position_embeddings"},
     "nemotron_h": {"layer_types": "layers_block_type"},
     "bamba": {"layer_types": "layers_block_type"},
     **{
@@ -160,9 +161,24 @@ REVIEWED_FIELDS: dict[str, tuple[frozenset[str] | None, str]] = {
         "whether RoFormer rotates values too: the V cache keeps its shape",
     ),
     "block_size": (
-        frozenset({"big_bird"}),
+        frozenset({"big_bird", "minimax"}),
         "BigBird's block-sparse attention blocks, an encoder pattern: as a decoder with a "
-        "cache BigBird attends in full (attention_type original_full)",
+        "cache BigBird attends in full (attention_type original_full); MiniMax's chunk of "
+        "prefill tokens its lightning attention computes at once: the cache is one "
+        "head_dim x head_dim matrix per head whatever the chunk",
+    ),
+    **{
+        f"{which}_attn_{factor}_factor": (
+            frozenset({"minimax"}),
+            "MiniMaxDecoderLayer's residual scaling (residual * alpha + attention output * "
+            "beta), a constant on hidden states, no cache",
+        )
+        for which in ("full", "linear")
+        for factor in ("alpha", "beta")
+    },
+    "mtp_loss_scaling_factor": (
+        frozenset({"bailing_hybrid"}),
+        "the training loss weight of the MTP head; its layers are num_nextn_predict_layers",
     ),
     "num_random_blocks": (
         frozenset({"big_bird"}),

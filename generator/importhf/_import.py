@@ -19,6 +19,7 @@ from kvgen.importhf._layers import (
     NO_CACHE,
     RECURRENT_TYPES,
     Kind,
+    lightning_state,
     mamba1_state,
     per_layer_types,
     state_bytes,
@@ -236,6 +237,8 @@ def _build(
     for kind, shape in zip(types, attention, strict=True):
         if kind == "mamba1":
             kinds.append(mamba1_state(cfg, dtype_bytes))
+        elif kind == "lightning":
+            kinds.append(lightning_state(cfg, dtype_bytes))
         elif kind in RECURRENT_TYPES:
             kinds.append(
                 kda_state(cfg, dtype_bytes) if is_kda(cfg) else state_bytes(cfg, kind, dtype_bytes)

@@ -16,6 +16,7 @@ __all__ = [
     "NO_CACHE",
     "RECURRENT_TYPES",
     "Kind",
+    "lightning_state",
     "mamba1_state",
     "per_layer_types",
     "state_bytes",
@@ -50,7 +51,11 @@ _UNSUPPORTED_LAYER_TYPES = {
     "kda": "Kimi Delta Attention with its own conv and recurrent state",
 }
 # Kinds held by a recurrent state rather than a per-token cache.
-RECURRENT_TYPES = ("linear", "mamba", "mamba1")
+RECURRENT_TYPES = ("linear", "mamba", "mamba1", "lightning")
+# Model types whose "linear_attention" layers are lightning attention (one head_dim x head_dim
+# matrix per query head, no conv window: transformers' MiniMaxLightningAttention and
+# MiniMaxCache.linear_cache) rather than Gated DeltaNet.
+_LIGHTNING_MODEL_TYPES = frozenset({"minimax", "bailing_hybrid"})
 # Nemotron-H hybrid_override_pattern: M Mamba-2, * attention, - MLP, E MoE. MLP and MoE
 # blocks hold no cache but count in num_hidden_layers (pipeline ranks split by layer index),
 # so they become an `attention: none` kind rather than being dropped.
@@ -70,6 +75,8 @@ _MAMBA2_FIELDS = ("mamba_num_heads", "mamba_n_heads", "mamba_d_head", "mamba_hea
 
 
 def _linear_is_mamba2(cfg: Config, kinds: list[str | None]) -> list[str | None]:
+    if cfg.get("model_type") in _LIGHTNING_MODEL_TYPES:
+        return ["lightning" if k == "linear" else k for k in kinds]
     if cfg.has("linear_num_key_heads") or not any(cfg.has(f) for f in _MAMBA2_FIELDS):
         return kinds
     return ["mamba" if k == "linear" else k for k in kinds]
@@ -123,6 +130,15 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         return [PURE_SSM[model_type]] * layers, f"model_type {model_type}: every layer a state"
     if layer_types is None and cfg.get("attention_chunk_size") is not None:
         return _chunked_layer_types(cfg, layers)
+    if layer_types is None and model_type == "bailing_hybrid":
+        # vLLM bailing_moe_linear.is_linear_layer / SGLang BailingHybridConfig
+        # .layers_block_type: every layer_group_size-th layer is full (MLA), the rest lightning
+        group = cfg.int_("layer_group_size", required=True)
+        kinds: list[str | None] = [
+            "full" if (i + 1) % group == 0 else "lightning"  # type: ignore[operator]
+            for i in range(layers)
+        ]
+        return kinds, f"config.json layer_group_size {group} (every {group}th layer full)"
     if layer_types is not None:
         if not isinstance(layer_types, list) or len(layer_types) != layers:
             count = len(layer_types) if isinstance(layer_types, list) else "no"
@@ -371,6 +387,30 @@ def _check_grouped(
             "use the values published with the model",
         )
         raise Abort
+
+
+def lightning_state(cfg: Config, dtype_bytes: int) -> Kind:
+    """A lightning-attention kind (MiniMax-Text-01, §8): one ``head_dim x head_dim`` matrix per
+    query head in the model dtype, as transformers' MiniMaxLightningAttention caches it
+    (``head_dim`` or ``hidden_size / num_attention_heads``)."""
+    heads = cfg.int_(field_spelling(cfg, "num_attention_heads"), required=True)
+    if cfg.get("head_dim") is not None:
+        head_dim, source = cfg.int_("head_dim"), "config.json head_dim"
+    else:
+        hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
+        head_dim = hidden // heads  # type: ignore[operator]
+        source = f"config.json hidden_size {hidden} / num_attention_heads {heads}"
+    total = heads * head_dim * head_dim * dtype_bytes  # type: ignore[operator]
+    note = (
+        f"{total} B per request at tp=1: num_attention_heads {heads} matrices of head_dim "
+        f"{head_dim} x {head_dim} * {dtype_bytes} B, no conv window"
+    )
+    dims: tuple[tuple[str, int | str, str], ...] = (
+        ("num_heads", heads, "config.json num_attention_heads"),  # type: ignore[assignment]
+        ("head_dim", head_dim, source),  # type: ignore[assignment]
+    )
+    return Kind("recurrent", mamba=dims, mamba_key="linear", notes=(("mamba", note),),
+                base="lightning")  # fmt: skip
 
 
 def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:

@@ -66,6 +66,7 @@ LINT_RULE_MODULES: tuple[str, ...] = (
     "scaled_layout_on_recurrent_state",  # KV239
     "mamba1_inner_not_expanded",  # KV243
     "mixed_mamba_versions",  # KV244
+    "linear_heads_not_query_heads",  # KV245
 )
 
 

@@ -118,7 +118,7 @@ def mamba_bytes(kind: LayerKind, tp_size: int) -> tuple[int, int, int]:
     """(conv window, SSM state, replay step) bytes per slot of a recurrent kind given by its
     dimensions at ``tp_size`` (§8); ValueError naming tp_size where the engine cannot split."""
     conv_dim = kind.ssm_heads * kind.ssm_head_dim + 2 * kind.n_groups * kind.d_state
-    heads_name = "num_heads" if kind.n_groups else "d_inner"  # no groups: a Mamba-1 kind
+    heads_name = facts.state_heads_name(kind.n_groups, kind.d_conv)
     for what, value in ((heads_name, kind.ssm_heads), ("conv_dim", conv_dim)):
         if value % tp_size:
             raise ValueError(facts.uneven_state(tp_size, what, value))

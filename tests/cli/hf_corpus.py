@@ -144,8 +144,11 @@ def _transformers_state(kind: LayerKind, dtype: str) -> int:
     columns) where vLLM and SGLang keep d_conv - 1, and the SSM state."""
     from kvgen.recurrent import recurrent_state
 
-    state = kind.mamba or kind.mamba1.as_mamba2()  # type: ignore[union-attr]
+    state = kind.recurrent_dims
+    assert state is not None
     buffers = recurrent_state(state, dtype, 1)
+    if state.d_conv == 1:  # linear attention (MiniMaxCache.linear_cache): the matrices alone
+        return buffers.ssm
     return buffers.conv // (state.d_conv - 1) * state.d_conv + buffers.ssm
 
 

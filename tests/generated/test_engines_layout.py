@@ -64,6 +64,7 @@ def test_precomputed_grouping_plans_as_the_general_grouping(name: str) -> None:
     hybrids = {"cohere2", "gemma2", "gemma3", "gemma3n", "gpt_oss", "granite4", "jamba"}
     hybrids |= {"llama4_maverick", "llama4_scout", "nemotron_h", "qwen3_next", "falcon_h1"}
     hybrids |= {"kimi_linear"}  # KDA (Mamba-form state) and MLA layers
+    hybrids |= {"ling_linear"}
     assert (static > 0) == (name in hybrids)
 
 

@@ -266,7 +266,15 @@ def test_no_hybrid_golden_comes_from_kvgens_own_rows() -> None:
             for kind in model.layer_kinds.values()
         )
     }
-    assert hybrids == {"granite4", "jamba", "nemotron_h", "qwen3_next", "falcon_h1", "kimi_linear"}
+    assert hybrids == {
+        "granite4",
+        "jamba",
+        "nemotron_h",
+        "qwen3_next",
+        "falcon_h1",
+        "kimi_linear",
+        "ling_linear",
+    }
     for data in (VLLM, SGLANG):
         cases = [c for c in data["cases"] if c["inputs"]["family"] in hybrids]
         assert {c["inputs"]["family"] for c in cases} == hybrids
