@@ -302,33 +302,7 @@ def make_plan(
     if pp_size > 1 and batch_sizes:
         plan.pp_rank = bound.binding_rank(gpu_memory, batch_sizes[0], max_seq_len)
     plan.engine_version = "TensorRT-LLM KV cache manager V2"
-    groups = _engine_pool_groups(sizing, model, speculative, max_num_tokens, max_seq_len, tp_size)
-    if semantics == "trtllm-v2" and groups > 1:
-        plan.notes.append(
-            "max tokens: what kvgen's own pools hold for each share (docs/cost-model.md §4); "
-            f"TensorRT-LLM V2 (the early-2026 revision) splits one quota over its {groups} pool "
-            "groups in proportion to slot bytes x life cycles, so its pools hold fewer "
-            "(--emit trtllm prints what they hold); the requests and lengths printed here "
-            "count the engine's pools"
-        )
     return plan
-
-
-def _engine_pool_groups(
-    sizing: types.ModuleType, model: str, speculative: str, chunk: int, seq: int, tp: int
-) -> int:
-    """The most pool groups TensorRT-LLM V2 builds for one of the model's managers (0 where
-    its split is not modelled: recurrent or cross pools, an older generated module)."""
-    from kvgen.trtllm_pools import engine_pool_plan
-
-    try:
-        plan = engine_pool_plan(
-            sizing, model, requests=1, seq_len=seq, max_num_tokens=chunk,
-            speculative=speculative, tp_size=tp,
-        )  # fmt: skip
-    except (ValueError, AttributeError):
-        return 0
-    return max((len(pools) for pools in plan.values()), default=0)
 
 
 def capacity_curve(

@@ -128,48 +128,26 @@ def engine_plan_for_quota(
 ) -> dict[str, tuple[int | None, list[EnginePool]]]:
     """Per cache manager, what the engine's pools for ``quota_bytes[manager]`` hold: the
     largest T (tokens of full-attention history; None when no full pool bounds it) whose
-    "trtllm-v2" pools, ceil(T/tpb) full pages and per sliding life cycle
-    B * pages(w, H) + ceil(min(T, N)/tpb), fit the slots the engine's split builds in every
-    pool group, and those pools (``planned_pages`` at T, ``engine_pages`` built)."""
-    terms = _attention_terms(sizing, model, speculative, max_batch_size, max_num_tokens,
-                             max_seq_len, tp_size, 1, 0)  # fmt: skip
-    tpb = sizing.TOKENS_PER_BLOCK
-    out: dict[str, tuple[int | None, list[EnginePool]]] = {}
-    for t in terms:
-        shape = _pools_at(tpb, t, max_batch_size, 0, max_num_tokens)
-        groups = [PoolGroup((p.slot_bytes,), len(p.life_cycles)) for p in shape]
-        built = slots_for_quota(quota_bytes[t.manager], groups)
-
-        def fits(tokens: int, t: Any = t, built: tuple[int, ...] = built) -> bool:
-            pools = _pools_at(tpb, t, max_batch_size, tokens, max_num_tokens)
-            return all(p.planned_pages <= b for p, b in zip(pools, built, strict=True))
-
-        tokens: int | None
-        if not fits(0):
-            tokens = 0  # not even the window pages of B requests: nothing is served
-        elif not t.slope:
-            tokens = None if fits(max_num_tokens) else _largest(fits, 0, max_num_tokens)
-        else:
-            full = next(b for p, b in zip(shape, built, strict=True) if "full" in p.life_cycles)
-            tokens = _largest(fits, 0, full * tpb + 1)
-        held = max_num_tokens if tokens is None else tokens
-        at = _pools_at(tpb, t, max_batch_size, held, max_num_tokens)
-        out[t.manager] = (tokens, [
-            EnginePool(p.life_cycles, p.slot_bytes, p.planned_pages, b)
-            for p, b in zip(at, built, strict=True)
+    "trtllm-v2" pools fit the slots the engine's split builds in every pool group, and those
+    pools (``planned_pages`` at T, ``engine_pages`` built). The generated module's
+    ``trtllm_pools`` answers it (the split ``engine_capacity(engine="trtllm-v2")`` applies),
+    named here as kvgen's life cycles."""
+    split = sizing.trtllm_pools(
+        model, dict(quota_bytes), max_batch_size=max_batch_size, max_num_tokens=max_num_tokens,
+        max_seq_len=max_seq_len, speculative=speculative, tp_size=tp_size,
+    )  # fmt: skip
+    out = {}
+    for manager, (tokens, pools) in split.items():
+        out[manager] = (tokens, [
+            EnginePool(tuple(_cycle_name(*c) for c in p.life_cycles), p.slot_bytes,
+                       p.planned_pages, p.engine_pages)
+            for p in pools
         ])  # fmt: skip
     return out
 
 
-def _largest(fits: Any, low: int, high: int) -> int:
-    """The largest T in [low, high) with fits(T), fits(low) holding and fits monotone."""
-    while high - low > 1:
-        mid = (low + high) // 2
-        if fits(mid):
-            low = mid
-        else:
-            high = mid
-    return low
+def _cycle_name(window: int, sinks: int, chunk: int) -> str:
+    return "full" if not window else _name(window, sinks, chunk)
 
 
 def _attention_terms(sizing: types.ModuleType, model: str, *args: Any) -> tuple[Any, ...]:

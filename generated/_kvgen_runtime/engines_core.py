@@ -41,8 +41,9 @@ from .sizing_core import (
     _tokens,
     install,
 )
+from .trtllm_split import PoolGroup, gpu_grain, slots_for_quota
 
-__all__ = ["EngineCapacity", "engine_capacity"]
+__all__ = ["EngineCapacity", "TrtllmPool", "engine_capacity", "trtllm_pools"]
 
 
 class EngineCapacity(NamedTuple):
@@ -1162,6 +1163,8 @@ def sglang_capacity(
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
+# TensorRT-LLM V2's pools by (options, manager, quota): what the quota alone decides there.
+_TRTLLM_SPLITS: dict[tuple[object, ...], object]
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), None for a
 # model with cross-attention layers (``_derive_engines``).
 _TRTLLM_HEADS: dict[str, int | None]
@@ -1195,6 +1198,18 @@ def _check_model(model: object, speculative: object, engine: str) -> EngineModel
     return entry
 
 
+class TrtllmPool(NamedTuple):
+    """One pool group TensorRT-LLM V2 builds for a manager's quota (docs/cost-model.md §4):
+    its life cycles as (window, sink tokens, chunk) in registry order (window 0: full
+    attention; chunk 0: not chunked), one slot's bytes, the pages kvgen's pools hold at the
+    tokens answered, and the slots the engine's split of the quota builds."""
+
+    life_cycles: tuple[tuple[int, int, int], ...]
+    slot_bytes: int
+    planned_pages: int
+    engine_pages: int
+
+
 def _trtllm_capacity(
     model: str,
     budget_bytes: int,
@@ -1207,8 +1222,10 @@ def _trtllm_capacity(
     pp_size: int = 1,
     pp_rank: int = 0,
 ) -> EngineCapacity:
-    """TensorRT-LLM V2's affine estimate (§4) from this module's own sizing functions, for
-    pipeline rank ``pp_rank`` of ``pp_size`` (its own layers in its own budget)."""
+    """What TensorRT-LLM V2 holds for pipeline rank ``pp_rank`` of ``pp_size`` (its own
+    layers in its own budget): the tokens of the pools the engine's own split builds from
+    the target's share in whole grains (what ``plan --emit trtllm`` hands it), or the affine
+    estimate of §4 where that split is not modelled (recurrent, cross or DCP pools)."""
     # 0 for a value that is no model of the tables: ``_options`` names it below.
     heads = _TRTLLM_HEADS.get(model, 0) if type(model) is str else 0
     if heads is None:
@@ -1237,7 +1254,8 @@ def _trtllm_capacity(
         budget = _shares(terms, budget, "gpu")["target"]
     max_batch_size, max_num_tokens = options.max_batch_size, options.max_num_tokens
     max_seq_len = options.max_seq_len
-    tokens = _tokens(target, budget, max_num_tokens)
+    split = _trtllm_split(options, target, _whole_grains(budget))
+    tokens = _tokens(target, budget, max_num_tokens) if split is None else split[0]
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
     request_bytes = (
@@ -1251,6 +1269,128 @@ def _trtllm_capacity(
         EngineCapacity, (tokens, concurrency, request_bytes, tokens // TOKENS_PER_BLOCK)
     )
     return capacity
+
+
+def _whole_grains(share: int) -> int:
+    """A share as the quota kvgen hands TensorRT-LLM V2: its whole grains (the engine rounds a
+    quota up to its grain, so it keeps these bytes as given); a share under one grain as is."""
+    return share - share % gpu_grain(share) or share
+
+
+def trtllm_pools(
+    model: str,
+    quota_bytes: dict[str, int],
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+    pp_size: int = 1,
+    pp_rank: int = 0,
+) -> dict[str, tuple[int | None, tuple[TrtllmPool, ...]]]:
+    """Per cache manager of ``quota_bytes``, what the pools TensorRT-LLM V2 (the early-2026
+    revision) builds from that quota hold: the tokens of full-attention history T (None when
+    no full pool bounds it) and its pool groups. ValueError where the engine's split is not
+    modelled (recurrent, cross or DCP pools) or the engine refuses the quota."""
+    options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
+                       pp_size, pp_rank)  # fmt: skip
+    out = {}
+    for terms in _cached_terms(options):
+        if terms.manager not in quota_bytes:
+            continue
+        quota = _integer(f"quota_bytes[{terms.manager!r}]", quota_bytes[terms.manager], 1)
+        split = _trtllm_split(options, terms, quota)
+        if split is None:
+            raise ValueError(
+                f"{model} {terms.manager}: the engine's pool split is modelled for "
+                "attention-only managers (no recurrent, cross or DCP pools)"
+            )
+        out[terms.manager] = split
+    return out
+
+
+def _trtllm_split(
+    options: object, terms: object, quota: int
+) -> tuple[int | None, tuple[TrtllmPool, ...]] | None:
+    """The engine's pools for ``quota`` bytes of one manager (``_trtllm_split_at``),
+    remembered per options and quota; None where its split is not modelled."""
+    key = (options, terms.manager, quota)  # type: ignore[attr-defined]
+    split = _TRTLLM_SPLITS.get(key, False)
+    if split is False:
+        split = _trtllm_split_at(terms, quota, options.max_batch_size,  # type: ignore[attr-defined]
+                                 options.max_num_tokens)  # type: ignore[attr-defined]  # fmt: skip
+        if len(_TRTLLM_SPLITS) >= 4096:
+            _TRTLLM_SPLITS.clear()
+        _TRTLLM_SPLITS[key] = split
+    return split  # type: ignore[return-value]
+
+
+def _trtllm_split_at(
+    terms: object, quota: int, batch: int, chunk: int
+) -> tuple[int | None, tuple[TrtllmPool, ...]] | None:
+    """TensorRT-LLM V2's pools for ``quota`` bytes of one manager's "trtllm-v2" terms (§4):
+    life cycles of equal slot bytes share a pool group (a chunked one keeps its own, as the
+    shim builds it), the engine splits the quota over the groups (``trtllm_split``), and T
+    is the largest multiple of tpb whose kvgen pools fit every group's slots: k = ceil(T/tpb)
+    full pages and, per sliding life cycle, B * pages(w, H) + min(k, ceil(N/tpb)) pages. None
+    for pools outside the split (recurrent states, cross caches, DCP or resume-rounded pages);
+    ValueError where the engine's least grains per pool overrun the quota (it asserts)."""
+    tpb = TOKENS_PER_BLOCK
+    t = terms
+    cycles = t.life_cycles  # type: ignore[attr-defined]
+    if (t.states or t.fixed_pool_bytes or t.resume_rounding is not None  # type: ignore[attr-defined]
+            or t.span != tpb  # type: ignore[attr-defined]
+            or t.per_request != sum(tpb * b * p for _w, _s, p, b, _c in cycles)):  # type: ignore[attr-defined]  # fmt: skip
+        return None
+    # slot bytes or a chunked cycle's own key -> [slot bytes, life cycles, fixed pages,
+    # sliding cycles (each also holding min(k, n) context pages), full cycles (k pages)]
+    groups: dict[int, list] = {}  # type: ignore[type-arg]
+    for i, (window, sinks, pages, b, attn_chunk) in enumerate(cycles):
+        group = groups.setdefault(-i - 1 if attn_chunk else tpb * b, [tpb * b, [], 0, 0, 0])
+        group[1].append((window, sinks, attn_chunk))
+        group[2] += batch * pages
+        group[3] += 1
+    if t.slope:  # type: ignore[attr-defined]
+        group = groups.setdefault(tpb * t.slope, [tpb * t.slope, [], 0, 0, 0])  # type: ignore[attr-defined]
+        group[1].append((0, 0, 0))
+        group[4] += 1
+    members = list(groups.values())
+    try:
+        built = slots_for_quota(quota, [PoolGroup((g[0],), len(g[1])) for g in members])
+    except ValueError:
+        raise ValueError(
+            f"TensorRT-LLM V2 cannot build its {len(members)} pool groups from a quota of "
+            f"{quota} B: its least grain per pool overruns it (the engine asserts)"
+        ) from None
+    context = -(-chunk // tpb)  # n: the context pages of a sliding cycle stop at ceil(N/tpb)
+    most = None  # the largest k every group allows (None: no group bounds it)
+    for (_size, _cycles, fixed, sliding, full), slots in zip(members, built, strict=True):
+        room = slots - fixed
+        if room < 0:
+            most = 0  # not even B requests' window pages: nothing is served
+            break
+        if full:  # k <= n: (sliding + 1) k <= room; past n: k <= room - sliding * n
+            k = room // (sliding + 1)
+            if k >= context:
+                k = room - sliding * context
+        elif room >= sliding * context:
+            continue  # every context page fits: this group never bounds k
+        else:
+            k = room // sliding
+        most = k if most is None else min(most, k)
+    if most is None:
+        tokens = None
+    elif t.slope:  # type: ignore[attr-defined]
+        tokens = most * tpb
+    else:  # without a full pool T only moves the context pages: below N, in whole pages
+        tokens = min(most * tpb, chunk - 1)
+    k = context if tokens is None else -(-tokens // tpb)
+    pools = tuple(
+        _new(TrtllmPool, (tuple(g[1]), g[0], g[2] + g[3] * min(k, context) + g[4] * k, slots))
+        for g, slots in zip(members, built, strict=True)
+    )
+    return tokens, pools
 
 
 def engine_capacity(
@@ -1397,6 +1537,7 @@ def _derive_engines() -> None:
     that the first plan of a configuration is only its arithmetic (``vllm_plan_at``,
     ``sglang_plan_at``)."""
     global _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS, _TRTLLM_HEADS
+    global _TRTLLM_SPLITS
     _TRTLLM_HEADS = {
         name: None
         if any(kind.attention == "cross" for kind in model.layers.kinds.values())
@@ -1405,6 +1546,7 @@ def _derive_engines() -> None:
     }
     _VLLM_PLANS = {}
     _SGLANG_PLANS = {}
+    _TRTLLM_SPLITS = {}
     _VLLM_LAYOUTS = {}
     _SGLANG_LAYOUTS = {}
     for model, entry in _ENGINE_MODELS.items():
