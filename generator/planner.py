@@ -122,10 +122,28 @@ class _Sizing:
         shares = self.sizing.split_budget(self.model, budget, **kwargs)
         costs = self.sizing.cache_costs(self.model, **kwargs)
         tokens = self.sizing.max_tokens_from_quota(self.model, shares, **kwargs)
+        tokens.update(self.engine_tokens(shares, kwargs))
         return [
             ManagerPlan(name, int(cost[0]), int(cost[1]), shares[name], tokens[name])
             for name, cost in costs.items()
         ]
+
+    def engine_tokens(self, shares: dict[str, int], kwargs: dict) -> dict[str, int | None]:
+        """Under "trtllm-v2", the tokens the pools TensorRT-LLM V2's own split builds from
+        each share hold (the generated module's ``trtllm_pools``, what ``engine_capacity``
+        answers); none where that split is not modelled (kvgen's estimate stands)."""
+        if self.common["semantics"] != "trtllm-v2" or "dcp_size" in self.common:
+            return {}
+        pools = getattr(self.sizing, "trtllm_pools", None)
+        if pools is None:  # a module generated before it
+            return {}
+        serving = {k: v for k, v in kwargs.items() if k not in ("semantics", "dcp_size")}
+        try:
+            quotas = {name: self.sizing._whole_grains(share) for name, share in shares.items()}
+            split = pools(self.model, quotas, **serving)
+        except ValueError:
+            return {}
+        return {name: tokens for name, (tokens, _pools) in split.items()}
 
     def managers(self, budget: int, batch: int, max_seq_len: int) -> list[ManagerPlan]:
         """Each manager's cost, share and max tokens on the tightest pipeline rank;

@@ -43,7 +43,7 @@ from .sizing_core import (
 )
 from .trtllm_split import PoolGroup, gpu_grain, slots_for_quota
 
-__all__ = ["EngineCapacity", "TrtllmPool", "engine_capacity", "trtllm_pools"]
+__all__ = ["EngineCapacity", "engine_capacity"]
 
 
 class EngineCapacity(NamedTuple):
