@@ -19,7 +19,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from kvgen.engines import engine_capacity
 from kvgen.loader import load_family
 
