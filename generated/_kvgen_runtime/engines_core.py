@@ -34,14 +34,16 @@ from .sizing_core import (
     _integer,
     _name,
     _new,
+    _Options,
     _options,
     _Record,
     _shares,
     _shown,
+    _Terms,
     _tokens,
     install,
 )
-from .trtllm_split import PoolGroup, gpu_grain, slots_for_quota
+from .trtllm_split import PoolGroup, SplitPlan, gpu_grain, slots_for_plan, split_plan
 
 __all__ = ["EngineCapacity", "engine_capacity"]
 
@@ -1163,8 +1165,8 @@ def sglang_capacity(
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
-# TensorRT-LLM V2's pools by (options, manager, quota): what the quota alone decides there.
-_TRTLLM_SPLITS: dict[tuple[object, ...], object]
+# TensorRT-LLM V2's pool groups of every manager by options (``_trtllm_plans``).
+_TRTLLM_PLANS: dict[_Options, tuple["_TrtllmPlan | None", ...]]
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), None for a
 # model with cross-attention layers (``_derive_engines``).
 _TRTLLM_HEADS: dict[str, int | None]
@@ -1254,8 +1256,11 @@ def _trtllm_capacity(
         budget = _shares(terms, budget, "gpu")["target"]
     max_batch_size, max_num_tokens = options.max_batch_size, options.max_num_tokens
     max_seq_len = options.max_seq_len
-    split = _trtllm_split(options, target, _whole_grains(budget))
-    tokens = _tokens(target, budget, max_num_tokens) if split is None else split[0]
+    plan = _trtllm_plans(options, terms)[0]
+    if plan is None:  # pools outside the engine's split: the affine estimate
+        tokens = _tokens(target, budget, max_num_tokens)
+    else:
+        tokens = _trtllm_held(plan, _whole_grains(budget))[0]
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
     request_bytes = (
@@ -1295,81 +1300,98 @@ def trtllm_pools(
     modelled (recurrent, cross or DCP pools) or the engine refuses the quota."""
     options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
                        pp_size, pp_rank)  # fmt: skip
+    terms = _cached_terms(options)
     out = {}
-    for terms in _cached_terms(options):
-        if terms.manager not in quota_bytes:
+    for t, plan in zip(terms, _trtllm_plans(options, terms), strict=True):
+        if t.manager not in quota_bytes:
             continue
-        quota = _integer(f"quota_bytes[{terms.manager!r}]", quota_bytes[terms.manager], 1)
-        split = _trtllm_split(options, terms, quota)
-        if split is None:
+        quota = _integer(f"quota_bytes[{t.manager!r}]", quota_bytes[t.manager], 1)
+        if plan is None:
             raise ValueError(
-                f"{model} {terms.manager}: the engine's pool split is modelled for "
+                f"{model} {t.manager}: the engine's pool split is modelled for "
                 "attention-only managers (no recurrent, cross or DCP pools)"
             )
-        out[terms.manager] = split
+        tokens, slots, pages = _trtllm_held(plan, quota)
+        out[t.manager] = (tokens, tuple(
+            _new(TrtllmPool, (cycles, size, fixed + sliding * min(pages, plan.context)
+                              + full * pages, built))
+            for (size, cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True)
+        ))  # fmt: skip
     return out
 
 
-def _trtllm_split(
-    options: object, terms: object, quota: int
-) -> tuple[int | None, tuple[TrtllmPool, ...]] | None:
-    """The engine's pools for ``quota`` bytes of one manager (``_trtllm_split_at``),
-    remembered per options and quota; None where its split is not modelled."""
-    key = (options, terms.manager, quota)  # type: ignore[attr-defined]
-    split = _TRTLLM_SPLITS.get(key, False)
-    if split is False:
-        split = _trtllm_split_at(terms, quota, options.max_batch_size,  # type: ignore[attr-defined]
-                                 options.max_num_tokens)  # type: ignore[attr-defined]  # fmt: skip
-        if len(_TRTLLM_SPLITS) >= 4096:
-            _TRTLLM_SPLITS.clear()
-        _TRTLLM_SPLITS[key] = split
-    return split  # type: ignore[return-value]
+class _TrtllmPlan(NamedTuple):
+    """One manager's pool groups in TensorRT-LLM V2 (``_trtllm_plans``): per group its slot
+    bytes, life cycles, the pages B requests hold whatever T (B * pages(w, H) per sliding
+    cycle), its sliding cycles (each also min(k, n) context pages) and full ones (k pages);
+    the engine's split of them, n = ceil(N/tpb), N, and whether a full pool grows with T."""
+
+    groups: tuple[tuple[int, tuple[tuple[int, int, int], ...], int, int, int], ...]
+    split: SplitPlan
+    context: int
+    chunk: int
+    grows: bool
 
 
-def _trtllm_split_at(
-    terms: object, quota: int, batch: int, chunk: int
-) -> tuple[int | None, tuple[TrtllmPool, ...]] | None:
-    """TensorRT-LLM V2's pools for ``quota`` bytes of one manager's "trtllm-v2" terms (§4):
-    life cycles of equal slot bytes share a pool group (a chunked one keeps its own, as the
-    shim builds it), the engine splits the quota over the groups (``trtllm_split``), and T
-    is the largest multiple of tpb whose kvgen pools fit every group's slots: k = ceil(T/tpb)
-    full pages and, per sliding life cycle, B * pages(w, H) + min(k, ceil(N/tpb)) pages. None
-    for pools outside the split (recurrent states, cross caches, DCP or resume-rounded pages);
-    ValueError where the engine's least grains per pool overrun the quota (it asserts)."""
+def _trtllm_plans(options: _Options, terms: tuple[_Terms, ...]) -> tuple[_TrtllmPlan | None, ...]:
+    """Each manager's ``_TrtllmPlan`` for validated options (None where the split is not
+    modelled: recurrent states, cross caches, DCP or resume-rounded pages), remembered."""
+    plans = _TRTLLM_PLANS.get(options)
+    if plans is None:
+        batch, chunk = options.max_batch_size, options.max_num_tokens
+        plans = tuple(_trtllm_plan(t, batch, chunk) for t in terms)
+        if len(_TRTLLM_PLANS) >= 4096:
+            _TRTLLM_PLANS.clear()
+        _TRTLLM_PLANS[options] = plans
+    return plans
+
+
+def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
+    """Life cycles of equal slot bytes share a pool group (a chunked one keeps its own, as
+    the shim builds it), in registry order: sliding and chunked cycles, then full."""
     tpb = TOKENS_PER_BLOCK
-    t = terms
-    cycles = t.life_cycles  # type: ignore[attr-defined]
-    if (t.states or t.fixed_pool_bytes or t.resume_rounding is not None  # type: ignore[attr-defined]
-            or t.span != tpb  # type: ignore[attr-defined]
-            or t.per_request != sum(tpb * b * p for _w, _s, p, b, _c in cycles)):  # type: ignore[attr-defined]  # fmt: skip
+    cycles = t.life_cycles
+    per_request = sum(tpb * b * p for _w, _s, p, b, _c in cycles)  # kvgen's window pages only
+    if t.states or t.fixed_pool_bytes or t.resume_rounding is not None or t.span != tpb:
         return None
-    # slot bytes or a chunked cycle's own key -> [slot bytes, life cycles, fixed pages,
-    # sliding cycles (each also holding min(k, n) context pages), full cycles (k pages)]
+    if t.per_request != per_request:  # a per-request state beside the pages: not split
+        return None
+    # slot bytes, or a chunked cycle's own key -> [slot bytes, cycles, fixed, sliding, full]
     groups: dict[int, list] = {}  # type: ignore[type-arg]
     for i, (window, sinks, pages, b, attn_chunk) in enumerate(cycles):
         group = groups.setdefault(-i - 1 if attn_chunk else tpb * b, [tpb * b, [], 0, 0, 0])
         group[1].append((window, sinks, attn_chunk))
         group[2] += batch * pages
         group[3] += 1
-    if t.slope:  # type: ignore[attr-defined]
-        group = groups.setdefault(tpb * t.slope, [tpb * t.slope, [], 0, 0, 0])  # type: ignore[attr-defined]
+    if t.slope:
+        group = groups.setdefault(tpb * t.slope, [tpb * t.slope, [], 0, 0, 0])
         group[1].append((0, 0, 0))
         group[4] += 1
-    members = list(groups.values())
+    members = tuple((g[0], tuple(g[1]), g[2], g[3], g[4]) for g in groups.values())
+    split = split_plan([PoolGroup((g[0],), len(g[1])) for g in members])
+    plan: _TrtllmPlan = _new(_TrtllmPlan, (members, split, -(-chunk // tpb), chunk, t.slope > 0))
+    return plan
+
+
+def _trtllm_held(plan: _TrtllmPlan, quota: int) -> tuple[int | None, tuple[int, ...], int]:
+    """What the engine's pools for ``quota`` bytes hold (§4): the slots its split builds per
+    group, and the largest T, a multiple of tpb, whose kvgen pools fit them all: k =
+    ceil(T/tpb) full pages and, per sliding cycle, B * pages(w, H) + min(k, n) (T None when
+    no full pool bounds it; 0 when not even B requests' window pages fit). Returns (T,
+    slots, k); ValueError where the engine's least grains per pool overrun the quota."""
     try:
-        built = slots_for_quota(quota, [PoolGroup((g[0],), len(g[1])) for g in members])
+        slots = slots_for_plan(quota, plan.split)
     except ValueError:
         raise ValueError(
-            f"TensorRT-LLM V2 cannot build its {len(members)} pool groups from a quota of "
+            f"TensorRT-LLM V2 cannot build its {len(plan.groups)} pool groups from a quota of "
             f"{quota} B: its least grain per pool overruns it (the engine asserts)"
         ) from None
-    context = -(-chunk // tpb)  # n: the context pages of a sliding cycle stop at ceil(N/tpb)
-    most = None  # the largest k every group allows (None: no group bounds it)
-    for (_size, _cycles, fixed, sliding, full), slots in zip(members, built, strict=True):
-        room = slots - fixed
+    context = plan.context
+    most = -1  # the largest k every group allows (-1: no group bounds it)
+    for (_size, _cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True):
+        room = built - fixed
         if room < 0:
-            most = 0  # not even B requests' window pages: nothing is served
-            break
+            return 0, slots, 0  # not even B requests' window pages: nothing is served
         if full:  # k <= n: (sliding + 1) k <= room; past n: k <= room - sliding * n
             k = room // (sliding + 1)
             if k >= context:
@@ -1378,19 +1400,14 @@ def _trtllm_split_at(
             continue  # every context page fits: this group never bounds k
         else:
             k = room // sliding
-        most = k if most is None else min(most, k)
-    if most is None:
-        tokens = None
-    elif t.slope:  # type: ignore[attr-defined]
-        tokens = most * tpb
-    else:  # without a full pool T only moves the context pages: below N, in whole pages
-        tokens = min(most * tpb, chunk - 1)
-    k = context if tokens is None else -(-tokens // tpb)
-    pools = tuple(
-        _new(TrtllmPool, (tuple(g[1]), g[0], g[2] + g[3] * min(k, context) + g[4] * k, slots))
-        for g, slots in zip(members, built, strict=True)
-    )
-    return tokens, pools
+        if most < 0 or k < most:
+            most = k
+    if most < 0:
+        return None, slots, context
+    if plan.grows:
+        return most * TOKENS_PER_BLOCK, slots, most
+    tokens = min(most * TOKENS_PER_BLOCK, plan.chunk - 1)  # no full pool: pages below N
+    return tokens, slots, -(-tokens // TOKENS_PER_BLOCK)
 
 
 def engine_capacity(
@@ -1537,7 +1554,7 @@ def _derive_engines() -> None:
     that the first plan of a configuration is only its arithmetic (``vllm_plan_at``,
     ``sglang_plan_at``)."""
     global _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS, _TRTLLM_HEADS
-    global _TRTLLM_SPLITS
+    global _TRTLLM_PLANS
     _TRTLLM_HEADS = {
         name: None
         if any(kind.attention == "cross" for kind in model.layers.kinds.values())
@@ -1546,7 +1563,7 @@ def _derive_engines() -> None:
     }
     _VLLM_PLANS = {}
     _SGLANG_PLANS = {}
-    _TRTLLM_SPLITS = {}
+    _TRTLLM_PLANS = {}
     _VLLM_LAYOUTS = {}
     _SGLANG_LAYOUTS = {}
     for model, entry in _ENGINE_MODELS.items():
