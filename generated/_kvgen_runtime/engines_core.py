@@ -20,6 +20,7 @@ that a configuration not planned before costs a few microseconds (bench/bench_en
 # No `from __future__ import annotations`, as in kvgen.sizing_core (NamedTuple import cost).
 # Relative: the same import in kvgen and in the output folder's copy of the runtime.
 from contextlib import suppress
+from functools import lru_cache
 from math import lcm
 from typing import NamedTuple
 
@@ -43,7 +44,7 @@ from .sizing_core import (
     _tokens,
     install,
 )
-from .trtllm_split import PoolGroup, SplitPlan, gpu_grain, slots_for_plan, split_plan
+from .trtllm_split import PoolGroup, gpu_grain, slots_for_plan, split_plan
 
 __all__ = ["EngineCapacity", "engine_capacity"]
 
@@ -1276,6 +1277,7 @@ def _trtllm_capacity(
     return capacity
 
 
+@lru_cache(maxsize=4096)  # a function of the share alone; its two logarithms cost most
 def _whole_grains(share: int) -> int:
     """A share as the quota kvgen hands TensorRT-LLM V2: its whole grains (the engine rounds a
     quota up to its grain, so it keeps these bytes as given); a share under one grain as is."""
@@ -1324,10 +1326,11 @@ class _TrtllmPlan(NamedTuple):
     """One manager's pool groups in TensorRT-LLM V2 (``_trtllm_plans``): per group its slot
     bytes, life cycles, the pages B requests hold whatever T (B * pages(w, H) per sliding
     cycle), its sliding cycles (each also min(k, n) context pages) and full ones (k pages);
-    the engine's split of them, n = ceil(N/tpb), N, and whether a full pool grows with T."""
+    the groups as the engine's split sees them, n = ceil(N/tpb), N, and whether a full pool
+    grows with T."""
 
     groups: tuple[tuple[int, tuple[tuple[int, int, int], ...], int, int, int], ...]
-    split: SplitPlan
+    pools: tuple[PoolGroup, ...]
     context: int
     chunk: int
     grows: bool
@@ -1350,27 +1353,49 @@ def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
     """Life cycles of equal slot bytes share a pool group (a chunked one keeps its own, as
     the shim builds it), in registry order: sliding and chunked cycles, then full."""
     tpb = TOKENS_PER_BLOCK
-    cycles = t.life_cycles
-    per_request = sum(tpb * b * p for _w, _s, p, b, _c in cycles)  # kvgen's window pages only
     if t.states or t.fixed_pool_bytes or t.resume_rounding is not None or t.span != tpb:
-        return None
-    if t.per_request != per_request:  # a per-request state beside the pages: not split
         return None
     # slot bytes, or a chunked cycle's own key -> [slot bytes, cycles, fixed, sliding, full]
     groups: dict[int, list] = {}  # type: ignore[type-arg]
-    for i, (window, sinks, pages, b, attn_chunk) in enumerate(cycles):
-        group = groups.setdefault(-i - 1 if attn_chunk else tpb * b, [tpb * b, [], 0, 0, 0])
+    window_bytes = 0  # kvgen's window pages of one request
+    for i, (window, sinks, pages, b, attn_chunk) in enumerate(t.life_cycles):
+        window_bytes += tpb * b * pages
+        group = groups.get(-i - 1 if attn_chunk else tpb * b)
+        if group is None:
+            group = groups[-i - 1 if attn_chunk else tpb * b] = [tpb * b, [], 0, 0, 0]
         group[1].append((window, sinks, attn_chunk))
         group[2] += batch * pages
         group[3] += 1
+    if t.per_request != window_bytes:  # a per-request state beside the pages: not split
+        return None
     if t.slope:
-        group = groups.setdefault(tpb * t.slope, [tpb * t.slope, [], 0, 0, 0])
+        group = groups.get(tpb * t.slope)
+        if group is None:
+            group = groups[tpb * t.slope] = [tpb * t.slope, [], 0, 0, 0]
         group[1].append((0, 0, 0))
         group[4] += 1
-    members = tuple((g[0], tuple(g[1]), g[2], g[3], g[4]) for g in groups.values())
-    split = split_plan([PoolGroup((g[0],), len(g[1])) for g in members])
-    plan: _TrtllmPlan = _new(_TrtllmPlan, (members, split, -(-chunk // tpb), chunk, t.slope > 0))
+    members = []
+    pools = []
+    for size, cycles, fixed, sliding, full in groups.values():
+        members.append((size, tuple(cycles), fixed, sliding, full))
+        pools.append(_new(PoolGroup, ((size,), len(cycles))))
+    plan: _TrtllmPlan = _new(
+        _TrtllmPlan, (tuple(members), tuple(pools), -(-chunk // tpb), chunk, t.slope > 0)
+    )
     return plan
+
+
+@lru_cache(maxsize=4096)
+def _engine_slots(pools: tuple[PoolGroup, ...], quota: int) -> tuple[int, ...]:
+    """The slots the engine's split of ``quota`` builds per pool group: a function of the
+    slot bytes and the quota alone (no family table), so one cache serves every family."""
+    try:
+        return slots_for_plan(quota, split_plan(pools))
+    except ValueError:
+        raise ValueError(
+            f"TensorRT-LLM V2 cannot build its {len(pools)} pool groups from a quota of "
+            f"{quota} B: its least grain per pool overruns it (the engine asserts)"
+        ) from None
 
 
 def _trtllm_held(plan: _TrtllmPlan, quota: int) -> tuple[int | None, tuple[int, ...], int]:
@@ -1379,13 +1404,7 @@ def _trtllm_held(plan: _TrtllmPlan, quota: int) -> tuple[int | None, tuple[int, 
     ceil(T/tpb) full pages and, per sliding cycle, B * pages(w, H) + min(k, n) (T None when
     no full pool bounds it; 0 when not even B requests' window pages fit). Returns (T,
     slots, k); ValueError where the engine's least grains per pool overrun the quota."""
-    try:
-        slots = slots_for_plan(quota, plan.split)
-    except ValueError:
-        raise ValueError(
-            f"TensorRT-LLM V2 cannot build its {len(plan.groups)} pool groups from a quota of "
-            f"{quota} B: its least grain per pool overruns it (the engine asserts)"
-        ) from None
+    slots = _engine_slots(plan.pools, quota)
     context = plan.context
     most = -1  # the largest k every group allows (-1: no group bounds it)
     for (_size, _cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True):

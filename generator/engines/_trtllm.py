@@ -37,12 +37,12 @@ _SIZING: dict[tuple[int, int], tuple[Family, types.ModuleType]] = {}
 def sizing(family: Family, block_size: int) -> types.ModuleType:
     """The sizing interpreter bound to ``family``'s tables at ``block_size`` tokens per page:
     the static model every generated module binds, so the engine row and the module agree."""
-    from kvgen.sizing_context import bound_module  # the render side: only when asked
-
     key = (id(family), block_size)
     hit = _SIZING.get(key)
     if hit is not None and hit[0] is family:
         return hit[1]
+    from kvgen.sizing_context import bound_module  # the render side: only when asked
+
     tables = family
     if block_size != family.tokens_per_block:
         tables = family.model_copy(update={"tokens_per_block": block_size})
