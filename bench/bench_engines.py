@@ -10,8 +10,10 @@ cached) and ``generated/<family>/sizing.py``'s ``engine_capacity``, which answer
 module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. Its columns:
 warm; never-seen, its plan caches emptied before every call, so each call plans the model
 for a block size, tp and modes it has not seen (what the model and profile alone decide, the
-layout, is built when the module binds its tables, at import; TensorRT-LLM's plan is the
-pool groups and their split, ``_TRTLLM_PLANS``); first plan, the layouts
+layout, is built when the module binds its tables, at import; TensorRT-LLM's plan is its
+pool groups, ``_TRTLLM_PLANS``, while the engine's split of one quota over the same slot
+bytes stays remembered, ``_engine_slots``, as it is for any configuration at that tp and
+budget); first plan, the layouts
 emptied too, so each call builds its layout again (which no process does since bind builds
 them: the cost of a layout).
 Each figure is the best of many short repeats (``--calls`` calls in all, 20 a repeat): on a
