@@ -130,18 +130,17 @@ class _Sizing:
 
     def engine_tokens(self, shares: dict[str, int], kwargs: dict) -> dict[str, int | None]:
         """Under "trtllm-v2", the tokens the pools TensorRT-LLM V2's own split builds from
-        each share hold (the generated module's ``trtllm_pools``, what ``engine_capacity``
+        each share in whole grains hold (``engine_plan_for_quota``, what ``engine_capacity``
         answers); none where that split is not modelled (kvgen's estimate stands)."""
         if self.common["semantics"] != "trtllm-v2" or "dcp_size" in self.common:
             return {}
-        pools = getattr(self.sizing, "trtllm_pools", None)
-        if pools is None:  # a module generated before it
-            return {}
-        serving = {k: v for k, v in kwargs.items() if k not in ("semantics", "dcp_size")}
+        from kvgen.trtllm_pools import engine_plan_for_quota
+
+        serving = {k: v for k, v in kwargs.items() if k != "semantics"}  # a rank's own layers
         try:
             quotas = {name: self.sizing._whole_grains(share) for name, share in shares.items()}
-            split = pools(self.model, quotas, **serving)
-        except ValueError:
+            split = engine_plan_for_quota(self.sizing, self.model, quotas, **serving)
+        except (ValueError, AttributeError):  # not modelled, or a module older than the split
             return {}
         return {name: tokens for name, (tokens, _pools) in split.items()}
 

@@ -125,23 +125,32 @@ def engine_plan_for_quota(
     max_seq_len: int,
     speculative: str = "none",
     tp_size: int = 1,
+    pp_size: int = 1,
+    pp_rank: int = 0,
 ) -> dict[str, tuple[int | None, list[EnginePool]]]:
     """Per cache manager, what the engine's pools for ``quota_bytes[manager]`` hold: the
     largest T (tokens of full-attention history; None when no full pool bounds it) whose
     "trtllm-v2" pools fit the slots the engine's split builds in every pool group, and those
-    pools (``planned_pages`` at T, ``engine_pages`` built). The generated module's
-    ``trtllm_pools`` answers it (the split ``engine_capacity(engine="trtllm-v2")`` applies),
-    named here as kvgen's life cycles."""
-    split = sizing.trtllm_pools(
-        model, dict(quota_bytes), max_batch_size=max_batch_size, max_num_tokens=max_num_tokens,
-        max_seq_len=max_seq_len, speculative=speculative, tp_size=tp_size,
-    )  # fmt: skip
-    out = {}
-    for manager, (tokens, pools) in split.items():
-        out[manager] = (tokens, [
-            EnginePool(tuple(_cycle_name(*c) for c in p.life_cycles), p.slot_bytes,
-                       p.planned_pages, p.engine_pages)
-            for p in pools
+    pools (``planned_pages`` at T, ``engine_pages`` built): the pool groups and the split
+    ``engine_capacity(engine="trtllm-v2")`` applies (the generated module's
+    ``_trtllm_plans`` and ``_trtllm_held``), named as kvgen's life cycles."""
+    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
+                              tp_size, pp_size, pp_rank)  # fmt: skip
+    terms = sizing._cached_terms(options)
+    out: dict[str, tuple[int | None, list[EnginePool]]] = {}
+    for t, plan in zip(terms, sizing._trtllm_plans(options, terms), strict=True):
+        if t.manager not in quota_bytes:
+            continue
+        if plan is None:
+            raise ValueError(
+                f"{model} {t.manager}: the engine's pool split is modelled for "
+                "attention-only managers (no recurrent, cross or DCP pools)"
+            )
+        tokens, slots, k = sizing._trtllm_held(plan, quota_bytes[t.manager])
+        out[t.manager] = (tokens, [
+            EnginePool(tuple(_cycle_name(*c) for c in cycles), size,
+                       fixed + sliding * min(k, plan.context) + full * k, built)
+            for (size, cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True)
         ])  # fmt: skip
     return out
 

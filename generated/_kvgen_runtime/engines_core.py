@@ -44,7 +44,7 @@ from .sizing_core import (
     _tokens,
     install,
 )
-from .trtllm_split import PoolGroup, gpu_grain, slots_for_plan, split_plan
+from .trtllm_split import PoolGroup, gpu_grain, slots_for_quota
 
 __all__ = ["EngineCapacity", "engine_capacity"]
 
@@ -1201,18 +1201,6 @@ def _check_model(model: object, speculative: object, engine: str) -> EngineModel
     return entry
 
 
-class TrtllmPool(NamedTuple):
-    """One pool group TensorRT-LLM V2 builds for a manager's quota (docs/cost-model.md §4):
-    its life cycles as (window, sink tokens, chunk) in registry order (window 0: full
-    attention; chunk 0: not chunked), one slot's bytes, the pages kvgen's pools hold at the
-    tokens answered, and the slots the engine's split of the quota builds."""
-
-    life_cycles: tuple[tuple[int, int, int], ...]
-    slot_bytes: int
-    planned_pages: int
-    engine_pages: int
-
-
 def _trtllm_capacity(
     model: str,
     budget_bytes: int,
@@ -1284,44 +1272,6 @@ def _whole_grains(share: int) -> int:
     return share - share % gpu_grain(share) or share
 
 
-def trtllm_pools(
-    model: str,
-    quota_bytes: dict[str, int],
-    *,
-    max_batch_size: int,
-    max_num_tokens: int,
-    max_seq_len: int,
-    speculative: str = "none",
-    tp_size: int = 1,
-    pp_size: int = 1,
-    pp_rank: int = 0,
-) -> dict[str, tuple[int | None, tuple[TrtllmPool, ...]]]:
-    """Per cache manager of ``quota_bytes``, what the pools TensorRT-LLM V2 (the early-2026
-    revision) builds from that quota hold: the tokens of full-attention history T (None when
-    no full pool bounds it) and its pool groups. ValueError where the engine's split is not
-    modelled (recurrent, cross or DCP pools) or the engine refuses the quota."""
-    options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
-                       pp_size, pp_rank)  # fmt: skip
-    terms = _cached_terms(options)
-    out = {}
-    for t, plan in zip(terms, _trtllm_plans(options, terms), strict=True):
-        if t.manager not in quota_bytes:
-            continue
-        quota = _integer(f"quota_bytes[{t.manager!r}]", quota_bytes[t.manager], 1)
-        if plan is None:
-            raise ValueError(
-                f"{model} {t.manager}: the engine's pool split is modelled for "
-                "attention-only managers (no recurrent, cross or DCP pools)"
-            )
-        tokens, slots, pages = _trtllm_held(plan, quota)
-        out[t.manager] = (tokens, tuple(
-            _new(TrtllmPool, (cycles, size, fixed + sliding * min(pages, plan.context)
-                              + full * pages, built))
-            for (size, cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True)
-        ))  # fmt: skip
-    return out
-
-
 class _TrtllmPlan(NamedTuple):
     """One manager's pool groups in TensorRT-LLM V2 (``_trtllm_plans``): per group its slot
     bytes, life cycles, the pages B requests hold whatever T (B * pages(w, H) per sliding
@@ -1390,7 +1340,7 @@ def _engine_slots(pools: tuple[PoolGroup, ...], quota: int) -> tuple[int, ...]:
     """The slots the engine's split of ``quota`` builds per pool group: a function of the
     slot bytes and the quota alone (no family table), so one cache serves every family."""
     try:
-        return slots_for_plan(quota, split_plan(pools))
+        return slots_for_quota(quota, pools)
     except ValueError:
         raise ValueError(
             f"TensorRT-LLM V2 cannot build its {len(pools)} pool groups from a quota of "

@@ -30,15 +30,12 @@ from typing import NamedTuple
 __all__ = [
     "GPU_PAGE",
     "PoolGroup",
-    "SplitPlan",
     "adjusted_quota",
     "gpu_grain",
     "group_life_cycles",
     "least_quota",
     "proportional_ratio",
-    "slots_for_plan",
     "slots_for_quota",
-    "split_plan",
 ]
 
 GPU_PAGE = 2 << 20  # the engine's physical page of virtual memory, 2 MiB
@@ -94,69 +91,38 @@ def proportional_ratio(groups: Sequence[PoolGroup]) -> list[float]:
     return [x / total for x in ratio]
 
 
-class SplitPlan(NamedTuple):
-    """What the engine's split of any quota over ``groups`` computes from the groups alone (its
-    floats, the same expressions in the same order): the groups in the order it visits them
-    (smallest ratio first), each one's share of the grains the groups after it leave, and its
-    pools (one slot's bytes, that pool's share of the group's grains left) smallest first."""
-
-    order: tuple[int, ...]
-    shares: tuple[float, ...]
-    pools: tuple[tuple[tuple[int, float], ...], ...]
-    pool_count: int
-
-
-def split_plan(groups: Sequence[PoolGroup], ratio: Sequence[float] | None = None) -> SplitPlan:
-    """The quota-free part of :func:`slots_for_quota`; ``ratio`` defaults to
-    :func:`proportional_ratio` (the only one this revision uses)."""
-    if not groups:
-        raise ValueError("a cache manager needs at least one pool group")
-    ratio_list = list(proportional_ratio(groups) if ratio is None else ratio)
-    order = sorted(range(len(ratio_list)), key=lambda i: ratio_list[i])
-    shares = []
-    pools = []
-    for i, pg in enumerate(order):
-        shares.append(ratio_list[pg] / sum(ratio_list[j] for j in order[i:]))
-        sizes = groups[pg].slot_sizes
-        by_size = sorted(range(len(sizes)), key=lambda k: sizes[k])
-        pools.append(tuple(
-            (sizes[pool], sizes[pool] / sum(sizes[k] for k in by_size[j:]))
-            for j, pool in enumerate(by_size)
-        ))  # fmt: skip
-    return SplitPlan(
-        tuple(order), tuple(shares), tuple(pools), sum(len(g.slot_sizes) for g in groups)
-    )
-
-
-def slots_for_plan(quota: int, plan: SplitPlan) -> tuple[int, ...]:
-    """Slots (pages) of every pool group the engine builds from a GPU quota of ``quota``
-    bytes, on the groups' :func:`split_plan`: the grains of the quota the engine keeps
-    (:func:`adjusted_quota`), group by group, each group's grains over its pools."""
-    grain = gpu_grain(quota)
-    remaining = max(plan.pool_count, -(-quota // grain))  # grains of adjusted_quota
-    slots = [0] * len(plan.order)
-    for pg, pct, pools in zip(plan.order, plan.shares, plan.pools, strict=True):
-        least = [-(-size // grain) for size, _share in pools]
-        pg_grains = max(round(remaining * pct), sum(least))
-        count = 1 << 63
-        left = pg_grains
-        for (size, share), fewest in zip(pools, least, strict=True):
-            pool_grains = max(fewest, round(left * share))
-            count = min(count, pool_grains * grain // size)
-            left -= pool_grains
-        slots[pg] = count
-        remaining -= pg_grains
-    if remaining != 0:  # the engine asserts the same: its minimum grains overran the quota
-        raise ValueError(f"quota {quota} is too small for {len(plan.order)} pool groups")
-    return tuple(slots)
-
-
 def slots_for_quota(
     quota: int, groups: Sequence[PoolGroup], ratio: Sequence[float] | None = None
 ) -> tuple[int, ...]:
     """Slots (pages) of every pool group the engine builds from a GPU quota of ``quota``
     bytes; ``ratio`` defaults to :func:`proportional_ratio` (the only one this revision uses)."""
-    return slots_for_plan(quota, split_plan(groups, ratio))
+    if not groups:
+        raise ValueError("a cache manager needs at least one pool group")
+    grain = gpu_grain(quota)
+    total_grains = adjusted_quota(quota, groups) // grain
+    ratio_list = list(proportional_ratio(groups) if ratio is None else ratio)
+    remaining = total_grains
+    slots = [0] * len(groups)
+    order = sorted(range(len(ratio_list)), key=lambda i: ratio_list[i])
+    for i, pg in enumerate(order):
+        sizes = groups[pg].slot_sizes
+        least = [-(-s // grain) for s in sizes]
+        pct = ratio_list[pg] / sum(ratio_list[j] for j in order[i:])
+        pg_grains = max(round(remaining * pct), sum(least))
+        count = 1 << 63
+        left = pg_grains
+        pools = sorted(range(len(sizes)), key=lambda k: sizes[k])
+        for j, pool in enumerate(pools):
+            size = sizes[pool]
+            share = size / sum(sizes[k] for k in pools[j:])
+            pool_grains = max(least[pool], round(left * share))
+            count = min(count, pool_grains * grain // size)
+            left -= pool_grains
+        slots[pg] = count
+        remaining -= pg_grains
+    if remaining != 0:  # the engine asserts the same: its minimum grains overran the quota
+        raise ValueError(f"quota {quota} is too small for {len(groups)} pool groups")
+    return tuple(slots)
 
 
 def least_quota(groups: Sequence[PoolGroup], pages: Sequence[int]) -> int:
@@ -174,18 +140,17 @@ def least_quota(groups: Sequence[PoolGroup], pages: Sequence[int]) -> int:
     bound = int(max(max(n / r for n, r in zip(need, ratio, strict=True)), sum(need), 1))
     margin = 2 * (len(groups) + 2) * gpu_grain(bound)
     quota = max(GPU_PAGE, (bound - margin) // GPU_PAGE * GPU_PAGE)
-    plan = split_plan(groups)
     for _step in range(_MAX_SCAN):
         quota = adjusted_quota(quota, groups)  # the quota the engine keeps
-        built = _slots_or_none(quota, plan)
+        built = _slots_or_none(quota, groups)
         if built is not None and all(b >= p for b, p in zip(built, pages, strict=True)):
             return quota
         quota += GPU_PAGE
     raise ValueError(f"no quota up to {quota} bytes holds {pages}")
 
 
-def _slots_or_none(quota: int, plan: SplitPlan) -> tuple[int, ...] | None:
+def _slots_or_none(quota: int, groups: Sequence[PoolGroup]) -> tuple[int, ...] | None:
     try:
-        return slots_for_plan(quota, plan)
+        return slots_for_quota(quota, groups)
     except ValueError:
         return None

@@ -115,11 +115,16 @@ def test_gemma3_27b_holds_the_engine_full_slots_not_kvgen_pools():
     assert (capacity.kv_tokens, capacity.max_concurrency, capacity.num_blocks) == (
         33_984, 4.1484375, 531,
     )  # fmt: skip
-    pools = sizing.trtllm_pools(
-        "gemma3_27b", {"target": 16 << 30}, max_batch_size=8, max_num_tokens=8192,
+    from kvgen.trtllm_pools import engine_plan_for_quota
+
+    tokens, pools = engine_plan_for_quota(
+        sizing, "gemma3_27b", {"target": 16 << 30}, max_batch_size=8, max_num_tokens=8192,
         max_seq_len=8192,
-    )["target"][1]  # fmt: skip
-    assert [(p.planned_pages, p.engine_pages) for p in pools] == [(264, 528), (531, 531)]
+    )["target"]  # fmt: skip
+    assert tokens == 33_984
+    assert [(p.life_cycles, p.planned_pages, p.engine_pages) for p in pools] == [
+        (("swa1024",), 264, 528), (("full",), 531, 531),
+    ]  # fmt: skip
 
 
 def test_a_quota_under_one_grain_per_pool_is_refused_as_the_engine_asserts():
