@@ -1244,11 +1244,15 @@ def _trtllm_capacity(
         budget = _shares(terms, budget, "gpu")["target"]
     max_batch_size, max_num_tokens = options.max_batch_size, options.max_num_tokens
     max_seq_len = options.max_seq_len
-    plan = _trtllm_plans(options, terms)[0]
+    plan = (_TRTLLM_PLANS.get(options) or _trtllm_plans(options, terms))[0]
     if plan is None:  # pools outside the engine's split: the affine estimate
         tokens = _tokens(target, budget, max_num_tokens)
     else:
-        tokens = _trtllm_held(plan, _whole_grains(budget))[0]
+        tokens = plan.held.get(budget, -1)
+        if tokens == -1:  # a share not seen with this plan: the engine's split of it
+            if len(plan.held) >= 64:
+                plan.held.clear()
+            tokens = plan.held[budget] = _trtllm_held(plan, _whole_grains(budget))[0]
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
     request_bytes = (
@@ -1275,14 +1279,15 @@ class _TrtllmPlan(NamedTuple):
     """One manager's pool groups in TensorRT-LLM V2 (``_trtllm_plans``): per group its slot
     bytes, life cycles, the pages B requests hold whatever T (B * pages(w, H) per sliding
     cycle), its sliding cycles (each also min(k, n) context pages) and full ones (k pages);
-    the groups as the engine's split sees them, n = ceil(N/tpb), N, and whether a full pool
-    grows with T."""
+    the groups as the engine's split sees them, n = ceil(N/tpb), N, whether a full pool
+    grows with T, and the target's tokens for each share seen (``_trtllm_held``'s)."""
 
     groups: tuple[tuple[int, tuple[tuple[int, int, int], ...], int, int, int], ...]
     pools: tuple[PoolGroup, ...]
     context: int
     chunk: int
     grows: bool
+    held: dict[int, int | None]
 
 
 def _trtllm_plans(options: _Options, terms: tuple[_Terms, ...]) -> tuple[_TrtllmPlan | None, ...]:
@@ -1329,7 +1334,7 @@ def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
         members.append((size, tuple(cycles), fixed, sliding, full))
         pools.append(_new(PoolGroup, ((size,), len(cycles))))
     plan: _TrtllmPlan = _new(
-        _TrtllmPlan, (tuple(members), tuple(pools), -(-chunk // tpb), chunk, t.slope > 0)
+        _TrtllmPlan, (tuple(members), tuple(pools), -(-chunk // tpb), chunk, t.slope > 0, {})
     )
     return plan
 
