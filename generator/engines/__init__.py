@@ -155,7 +155,11 @@ def engine_capacity(
         size = family.tokens_per_block if block_size is None else block_size
         if type(size) is not int or size < 1:
             size = _positive("block_size", block_size)
-        capacity: EngineCapacity = _trtllm.sizing(family, size)._trtllm_capacity(
+        bound = _trtllm._SIZING.get((id(family), size))  # the bound module, as sizing() finds it
+        module = (
+            bound[1] if bound is not None and bound[0] is family else _trtllm.sizing(family, size)
+        )
+        capacity: EngineCapacity = module._trtllm_capacity(
             model, budget_bytes, max_seq_len, max_num_tokens, None, speculative, tp_size,
             max_batch_size, pp_size, pp_rank,
         )  # fmt: skip
