@@ -1244,7 +1244,9 @@ def _trtllm_capacity(
         budget = _shares(terms, budget, "gpu")["target"]
     max_batch_size, max_num_tokens = options.max_batch_size, options.max_num_tokens
     max_seq_len = options.max_seq_len
-    plan = (_TRTLLM_PLANS.get(options) or _trtllm_plans(options, terms))[0]
+    plan = None
+    if not (target.states or target.fixed_pool_bytes):  # else outside the split, at once
+        plan = (_TRTLLM_PLANS.get(options) or _trtllm_plans(options, terms))[0]
     if plan is None:  # pools outside the engine's split: the affine estimate
         tokens = _tokens(target, budget, max_num_tokens)
     else:
@@ -1255,13 +1257,11 @@ def _trtllm_capacity(
             tokens = plan.held[budget] = _trtllm_held(plan, _whole_grains(budget))[0]
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
-    request_bytes = (
-        max_seq_len * target.slope
-        + target.per_request
-        + min(max_seq_len, max_num_tokens) * target.ctx_swa
-    )
-    # At most B requests are resident, whatever the tokens would allow.
-    concurrency = min(tokens / max_seq_len, float(max_batch_size))
+    context = max_seq_len if max_seq_len < max_num_tokens else max_num_tokens
+    request_bytes = max_seq_len * target.slope + target.per_request + context * target.ctx_swa
+    concurrency = tokens / max_seq_len
+    if concurrency > max_batch_size:  # at most B requests are resident, whatever the tokens
+        concurrency = float(max_batch_size)
     capacity: EngineCapacity = _new(
         EngineCapacity, (tokens, concurrency, request_bytes, tokens // TOKENS_PER_BLOCK)
     )
