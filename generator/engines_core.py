@@ -1257,8 +1257,11 @@ def _trtllm_capacity(
             tokens = plan.held[budget] = _trtllm_held(plan, _whole_grains(budget))[0]
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
-    context = max_seq_len if max_seq_len < max_num_tokens else max_num_tokens
-    request_bytes = max_seq_len * target.slope + target.per_request + context * target.ctx_swa
+    request_bytes = (
+        max_seq_len * target.slope
+        + target.per_request
+        + min(max_seq_len, max_num_tokens) * target.ctx_swa
+    )
     concurrency = tokens / max_seq_len
     if concurrency > max_batch_size:  # at most B requests are resident, whatever the tokens
         concurrency = float(max_batch_size)
