@@ -1,15 +1,19 @@
 """Time ``engine_capacity`` per call, in kvgen.engines and in the generated sizing modules.
 
-Usage: python bench/bench_engines.py [--calls N] [--all]
+Usage: python bench/bench_engines.py [--calls N] [--quick]
 
-Prints microseconds per call for each engine on a few shipped models (``--all``: every model
-of every shipped family; targets: warm < 2 us, never-seen < 5 us):
+Prints microseconds per call for each engine on every model of every shipped family
+(``--quick``: four of them), then the worst per engine against the targets (warm < 2 us through
+both paths, never-seen < 5 us):
 ``kvgen.engines.engine_capacity`` (cold: the first call, building the plan; warm: the plan
 cached) and ``generated/<family>/sizing.py``'s ``engine_capacity``, which answers from the
 module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. Its columns:
 warm; never-seen, its plan caches emptied before every call, so each call plans the model
 for a block size, tp and modes it has not seen (what the model and profile alone decide, the
-layout, is built when the module binds its tables, at import); first plan, the layouts
+layout, is built when the module binds its tables, at import; TensorRT-LLM's plan is its
+pool groups, ``_TRTLLM_PLANS``, while the engine's split of one quota over the same slot
+bytes stays remembered, ``_engine_slots``, as it is for any configuration at that tp and
+budget); first plan, the layouts
 emptied too, so each call builds its layout again (which no process does since bind builds
 them: the cost of a layout).
 Each figure is the best of many short repeats (``--calls`` calls in all, 20 a repeat): on a
@@ -41,8 +45,10 @@ CASES = (
 )
 BUDGET = 40 << 30
 REPEAT_CALLS = 20
+WARM_TARGET_US = 2.0
+NEVER_SEEN_TARGET_US = 5.0
 # The generated module's caches: plans by block size, tp and modes; layouts by model and profile.
-PLAN_CACHES = ("_VLLM_PLANS", "_SGLANG_PLANS")
+PLAN_CACHES = ("_VLLM_PLANS", "_SGLANG_PLANS", "_TRTLLM_PLANS")
 LAYOUT_CACHES = ("_VLLM_LAYOUTS", "_SGLANG_LAYOUTS")
 
 
@@ -68,6 +74,7 @@ def emptied(module: ModuleType, names: tuple[str, ...]) -> Callable[[], None]:
 
 
 def cases(everything: bool) -> list[tuple[str, str]]:
+    """Every model of every shipped family, or (``everything`` False) the four of CASES."""
     if not everything:
         return list(CASES)
     found = []
@@ -80,13 +87,15 @@ def cases(everything: bool) -> list[tuple[str, str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
-    parser.add_argument("--all", action="store_true", help="every model of every family")
+    parser.add_argument("--quick", action="store_true", help="four models, not every one")
     args = parser.parse_args(argv)
+    # engine -> column -> (worst us, model)
+    worst: dict[str, dict[str, tuple[float, str]]] = {}
     print(
         f"{'engine':10} {'model':26} {'cold us':>9} {'warm us/call':>13} {'generated us':>13} "
         f"{'never-seen us':>14} {'first plan us':>14}"
     )
-    for family_name, model in cases(args.all):
+    for family_name, model in cases(not args.quick):
         family = load_family(ROOT / "schema" / "families" / f"{family_name}.yaml")
         module = generated_module(family_name)
         native = module.MAX_SEQ_LEN[model]
@@ -136,7 +145,27 @@ def main(argv: list[str] | None = None) -> int:
                 f"{engine:10} {model:26} {cold:9.1f} {warm:13.2f} {gen:13.2f} {never:14.2f} "
                 f"{first:14.2f}"
             )
-    return 0
+            columns = worst.setdefault(engine, {})
+            for column, figure in (("warm", warm), ("generated", gen), ("never-seen", never)):
+                if figure > columns.get(column, (-1.0, ""))[0]:
+                    columns[column] = (figure, f"{family_name}/{model}")
+    print()
+    return summary(worst)
+
+
+def summary(worst: dict[str, dict[str, tuple[float, str]]]) -> int:
+    """The worst figure per engine and column against its target; 1 when one misses it."""
+    targets = {"warm": WARM_TARGET_US, "generated": WARM_TARGET_US,
+               "never-seen": NEVER_SEEN_TARGET_US}  # fmt: skip
+    missed = 0
+    print(f"{'engine':10} {'worst of':11} {'us':>7} {'target':>7}  model")
+    for engine, columns in worst.items():
+        for column, (figure, model) in columns.items():
+            held = figure < targets[column]
+            missed += not held
+            verdict = "" if held else "  MISSED"
+            print(f"{engine:10} {column:11} {figure:7.2f} {targets[column]:7.1f}  {model}{verdict}")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

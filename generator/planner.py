@@ -122,10 +122,27 @@ class _Sizing:
         shares = self.sizing.split_budget(self.model, budget, **kwargs)
         costs = self.sizing.cache_costs(self.model, **kwargs)
         tokens = self.sizing.max_tokens_from_quota(self.model, shares, **kwargs)
+        tokens.update(self.engine_tokens(shares, kwargs))
         return [
             ManagerPlan(name, int(cost[0]), int(cost[1]), shares[name], tokens[name])
             for name, cost in costs.items()
         ]
+
+    def engine_tokens(self, shares: dict[str, int], kwargs: dict) -> dict[str, int | None]:
+        """Under "trtllm-v2", the tokens the pools TensorRT-LLM V2's own split builds from
+        each share in whole grains hold (``engine_plan_for_quota``, what ``engine_capacity``
+        answers); none where that split is not modelled (kvgen's estimate stands)."""
+        if self.common["semantics"] != "trtllm-v2" or "dcp_size" in self.common:
+            return {}
+        from kvgen.trtllm_pools import engine_plan_for_quota
+
+        serving = {k: v for k, v in kwargs.items() if k != "semantics"}  # a rank's own layers
+        try:
+            quotas = {name: self.sizing._whole_grains(share) for name, share in shares.items()}
+            split = engine_plan_for_quota(self.sizing, self.model, quotas, **serving)
+        except (ValueError, AttributeError):  # not modelled, or a module older than the split
+            return {}
+        return {name: tokens for name, (tokens, _pools) in split.items()}
 
     def managers(self, budget: int, batch: int, max_seq_len: int) -> list[ManagerPlan]:
         """Each manager's cost, share and max tokens on the tightest pipeline rank;
@@ -302,33 +319,7 @@ def make_plan(
     if pp_size > 1 and batch_sizes:
         plan.pp_rank = bound.binding_rank(gpu_memory, batch_sizes[0], max_seq_len)
     plan.engine_version = "TensorRT-LLM KV cache manager V2"
-    groups = _engine_pool_groups(sizing, model, speculative, max_num_tokens, max_seq_len, tp_size)
-    if semantics == "trtllm-v2" and groups > 1:
-        plan.notes.append(
-            "max tokens: what kvgen's own pools hold for each share (docs/cost-model.md §4); "
-            f"TensorRT-LLM V2 (the early-2026 revision) splits one quota over its {groups} pool "
-            "groups in proportion to slot bytes x life cycles, so its pools hold fewer "
-            "(--emit trtllm prints what they hold); the requests and lengths printed here "
-            "count the engine's pools"
-        )
     return plan
-
-
-def _engine_pool_groups(
-    sizing: types.ModuleType, model: str, speculative: str, chunk: int, seq: int, tp: int
-) -> int:
-    """The most pool groups TensorRT-LLM V2 builds for one of the model's managers (0 where
-    its split is not modelled: recurrent or cross pools, an older generated module)."""
-    from kvgen.trtllm_pools import engine_pool_plan
-
-    try:
-        plan = engine_pool_plan(
-            sizing, model, requests=1, seq_len=seq, max_num_tokens=chunk,
-            speculative=speculative, tp_size=tp,
-        )  # fmt: skip
-    except (ValueError, AttributeError):
-        return 0
-    return max((len(pools) for pools in plan.values()), default=0)
 
 
 def capacity_curve(

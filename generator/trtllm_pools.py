@@ -125,51 +125,38 @@ def engine_plan_for_quota(
     max_seq_len: int,
     speculative: str = "none",
     tp_size: int = 1,
+    pp_size: int = 1,
+    pp_rank: int = 0,
 ) -> dict[str, tuple[int | None, list[EnginePool]]]:
     """Per cache manager, what the engine's pools for ``quota_bytes[manager]`` hold: the
     largest T (tokens of full-attention history; None when no full pool bounds it) whose
-    "trtllm-v2" pools, ceil(T/tpb) full pages and per sliding life cycle
-    B * pages(w, H) + ceil(min(T, N)/tpb), fit the slots the engine's split builds in every
-    pool group, and those pools (``planned_pages`` at T, ``engine_pages`` built)."""
-    terms = _attention_terms(sizing, model, speculative, max_batch_size, max_num_tokens,
-                             max_seq_len, tp_size, 1, 0)  # fmt: skip
-    tpb = sizing.TOKENS_PER_BLOCK
+    "trtllm-v2" pools fit the slots the engine's split builds in every pool group, and those
+    pools (``planned_pages`` at T, ``engine_pages`` built): the pool groups and the split
+    ``engine_capacity(engine="trtllm-v2")`` applies (the generated module's
+    ``_trtllm_plans`` and ``_trtllm_held``), named as kvgen's life cycles."""
+    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
+                              tp_size, pp_size, pp_rank)  # fmt: skip
+    terms = sizing._cached_terms(options)
     out: dict[str, tuple[int | None, list[EnginePool]]] = {}
-    for t in terms:
-        shape = _pools_at(tpb, t, max_batch_size, 0, max_num_tokens)
-        groups = [PoolGroup((p.slot_bytes,), len(p.life_cycles)) for p in shape]
-        built = slots_for_quota(quota_bytes[t.manager], groups)
-
-        def fits(tokens: int, t: Any = t, built: tuple[int, ...] = built) -> bool:
-            pools = _pools_at(tpb, t, max_batch_size, tokens, max_num_tokens)
-            return all(p.planned_pages <= b for p, b in zip(pools, built, strict=True))
-
-        tokens: int | None
-        if not fits(0):
-            tokens = 0  # not even the window pages of B requests: nothing is served
-        elif not t.slope:
-            tokens = None if fits(max_num_tokens) else _largest(fits, 0, max_num_tokens)
-        else:
-            full = next(b for p, b in zip(shape, built, strict=True) if "full" in p.life_cycles)
-            tokens = _largest(fits, 0, full * tpb + 1)
-        held = max_num_tokens if tokens is None else tokens
-        at = _pools_at(tpb, t, max_batch_size, held, max_num_tokens)
+    for t, plan in zip(terms, sizing._trtllm_plans(options, terms), strict=True):
+        if t.manager not in quota_bytes:
+            continue
+        if plan is None:
+            raise ValueError(
+                f"{model} {t.manager}: the engine's pool split is modelled for "
+                "attention-only managers (no recurrent, cross or DCP pools)"
+            )
+        tokens, slots, k = sizing._trtllm_held(plan, quota_bytes[t.manager])
         out[t.manager] = (tokens, [
-            EnginePool(p.life_cycles, p.slot_bytes, p.planned_pages, b)
-            for p, b in zip(at, built, strict=True)
+            EnginePool(tuple(_cycle_name(*c) for c in cycles), size,
+                       fixed + sliding * min(k, plan.context) + full * k, built)
+            for (size, cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True)
         ])  # fmt: skip
     return out
 
 
-def _largest(fits: Any, low: int, high: int) -> int:
-    """The largest T in [low, high) with fits(T), fits(low) holding and fits monotone."""
-    while high - low > 1:
-        mid = (low + high) // 2
-        if fits(mid):
-            low = mid
-        else:
-            high = mid
-    return low
+def _cycle_name(window: int, sinks: int, chunk: int) -> str:
+    return "full" if not window else _name(window, sinks, chunk)
 
 
 def _attention_terms(sizing: types.ModuleType, model: str, *args: Any) -> tuple[Any, ...]:

@@ -198,10 +198,23 @@ def model_config(config_json: str) -> ModelConfig:
         )
     except ValueError as exc:  # vLLM cannot run the architecture (its registry says why)
         raise Refused(str(exc).split("[type=")[0].strip().split("\n")[-1]) from None
-    saved = json.loads(Path(config_json).read_text(encoding="utf-8"))
-    for field in REMOTE_CODE_FIELDS.get(model.architecture, ()):
-        setattr(model.hf_config, field, saved[field])
+    keep_remote_code_fields(model, config_json)
     return model
+
+
+def keep_remote_code_fields(model: Any, config_json: str | Path) -> None:
+    """Put back on ``model``'s HF config the fields its remote-code configuration class keeps
+    and transformers' own class rewrites (``REMOTE_CODE_FIELDS``)."""
+    for field, value in remote_code_overrides(config_json).items():
+        setattr(model.hf_config, field, value)
+
+
+def remote_code_overrides(config_json: str | Path) -> dict[str, Any]:
+    """``REMOTE_CODE_FIELDS`` of config.json's architecture as vLLM's ``hf_overrides`` (applied
+    when the engine loads the config, before its hybrid hooks size the pages)."""
+    saved = json.loads(Path(config_json).read_text(encoding="utf-8"))
+    fields = REMOTE_CODE_FIELDS.get((saved.get("architectures") or [""])[0], ())
+    return {field: saved[field] for field in fields}
 
 
 def engine_defaults(config: Any, case: dict[str, Any]) -> dict[str, Any]:

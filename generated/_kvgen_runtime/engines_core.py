@@ -20,6 +20,7 @@ that a configuration not planned before costs a few microseconds (bench/bench_en
 # No `from __future__ import annotations`, as in kvgen.sizing_core (NamedTuple import cost).
 # Relative: the same import in kvgen and in the output folder's copy of the runtime.
 from contextlib import suppress
+from functools import lru_cache
 from math import lcm
 from typing import NamedTuple
 
@@ -34,13 +35,16 @@ from .sizing_core import (
     _integer,
     _name,
     _new,
+    _Options,
     _options,
     _Record,
     _shares,
     _shown,
+    _Terms,
     _tokens,
     install,
 )
+from .trtllm_split import PoolGroup, gpu_grain, slots_for_quota
 
 __all__ = ["EngineCapacity", "engine_capacity"]
 
@@ -1222,6 +1226,8 @@ def sglang_capacity(
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
+# TensorRT-LLM V2's pool groups of every manager by options (``_trtllm_plans``).
+_TRTLLM_PLANS: dict[_Options, tuple["_TrtllmPlan | None", ...]]
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
 # UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_engines``).
 _TRTLLM_HEADS: dict[str, int | str]
@@ -1267,8 +1273,10 @@ def _trtllm_capacity(
     pp_size: int = 1,
     pp_rank: int = 0,
 ) -> EngineCapacity:
-    """TensorRT-LLM V2's affine estimate (§4) from this module's own sizing functions, for
-    pipeline rank ``pp_rank`` of ``pp_size`` (its own layers in its own budget)."""
+    """What TensorRT-LLM V2 holds for pipeline rank ``pp_rank`` of ``pp_size`` (its own
+    layers in its own budget): the tokens of the pools the engine's own split builds from
+    the target's share in whole grains (what ``plan --emit trtllm`` hands it), or the affine
+    estimate of §4 where that split is not modelled (recurrent, cross or DCP pools)."""
     # 0 for a value that is no model of the tables: ``_options`` names it below.
     heads = _TRTLLM_HEADS.get(model, 0) if type(model) is str else 0
     if type(heads) is str:
@@ -1297,7 +1305,17 @@ def _trtllm_capacity(
         budget = _shares(terms, budget, "gpu")["target"]
     max_batch_size, max_num_tokens = options.max_batch_size, options.max_num_tokens
     max_seq_len = options.max_seq_len
-    tokens = _tokens(target, budget, max_num_tokens)
+    plan = None
+    if not (target.states or target.fixed_pool_bytes):  # else outside the split, at once
+        plan = (_TRTLLM_PLANS.get(options) or _trtllm_plans(options, terms))[0]
+    if plan is None:  # pools outside the engine's split: the affine estimate
+        tokens = _tokens(target, budget, max_num_tokens)
+    else:
+        tokens = plan.held.get(budget, -1)
+        if tokens == -1:  # a share not seen with this plan: the engine's split of it
+            if len(plan.held) >= 64:
+                plan.held.clear()
+            tokens = plan.held[budget] = _trtllm_held(plan, _whole_grains(budget))[0]
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
     request_bytes = (
@@ -1305,12 +1323,128 @@ def _trtllm_capacity(
         + target.per_request
         + min(max_seq_len, max_num_tokens) * target.ctx_swa
     )
-    # At most B requests are resident, whatever the tokens would allow.
-    concurrency = min(tokens / max_seq_len, float(max_batch_size))
+    concurrency = tokens / max_seq_len
+    if concurrency > max_batch_size:  # at most B requests are resident, whatever the tokens
+        concurrency = float(max_batch_size)
     capacity: EngineCapacity = _new(
         EngineCapacity, (tokens, concurrency, request_bytes, tokens // TOKENS_PER_BLOCK)
     )
     return capacity
+
+
+@lru_cache(maxsize=4096)  # a function of the share alone; its two logarithms cost most
+def _whole_grains(share: int) -> int:
+    """A share as the quota kvgen hands TensorRT-LLM V2: its whole grains (the engine rounds a
+    quota up to its grain, so it keeps these bytes as given); a share under one grain as is."""
+    return share - share % gpu_grain(share) or share
+
+
+class _TrtllmPlan(NamedTuple):
+    """One manager's pool groups in TensorRT-LLM V2 (``_trtllm_plans``): per group its slot
+    bytes, life cycles, the pages B requests hold whatever T (B * pages(w, H) per sliding
+    cycle), its sliding cycles (each also min(k, n) context pages) and full ones (k pages);
+    the groups as the engine's split sees them, n = ceil(N/tpb), N, whether a full pool
+    grows with T, and the target's tokens for each share seen (``_trtllm_held``'s)."""
+
+    groups: tuple[tuple[int, tuple[tuple[int, int, int], ...], int, int, int], ...]
+    pools: tuple[PoolGroup, ...]
+    context: int
+    chunk: int
+    grows: bool
+    held: dict[int, int | None]
+
+
+def _trtllm_plans(options: _Options, terms: tuple[_Terms, ...]) -> tuple[_TrtllmPlan | None, ...]:
+    """Each manager's ``_TrtllmPlan`` for validated options (None where the split is not
+    modelled: recurrent states, cross caches, DCP or resume-rounded pages), remembered."""
+    plans = _TRTLLM_PLANS.get(options)
+    if plans is None:
+        batch, chunk = options.max_batch_size, options.max_num_tokens
+        plans = tuple(_trtllm_plan(t, batch, chunk) for t in terms)
+        if len(_TRTLLM_PLANS) >= 4096:
+            _TRTLLM_PLANS.clear()
+        _TRTLLM_PLANS[options] = plans
+    return plans
+
+
+def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
+    """Life cycles of equal slot bytes share a pool group (a chunked one keeps its own, as
+    the shim builds it), in registry order: sliding and chunked cycles, then full."""
+    tpb = TOKENS_PER_BLOCK
+    if t.states or t.fixed_pool_bytes or t.resume_rounding is not None or t.span != tpb:
+        return None
+    # slot bytes, or a chunked cycle's own key -> [slot bytes, cycles, fixed, sliding, full]
+    groups: dict[int, list] = {}  # type: ignore[type-arg]
+    window_bytes = 0  # kvgen's window pages of one request
+    for i, (window, sinks, pages, b, attn_chunk) in enumerate(t.life_cycles):
+        window_bytes += tpb * b * pages
+        group = groups.get(-i - 1 if attn_chunk else tpb * b)
+        if group is None:
+            group = groups[-i - 1 if attn_chunk else tpb * b] = [tpb * b, [], 0, 0, 0]
+        group[1].append((window, sinks, attn_chunk))
+        group[2] += batch * pages
+        group[3] += 1
+    if t.per_request != window_bytes:  # a per-request state beside the pages: not split
+        return None
+    if t.slope:
+        group = groups.get(tpb * t.slope)
+        if group is None:
+            group = groups[tpb * t.slope] = [tpb * t.slope, [], 0, 0, 0]
+        group[1].append((0, 0, 0))
+        group[4] += 1
+    members = []
+    pools = []
+    for size, cycles, fixed, sliding, full in groups.values():
+        members.append((size, tuple(cycles), fixed, sliding, full))
+        pools.append(_new(PoolGroup, ((size,), len(cycles))))
+    plan: _TrtllmPlan = _new(
+        _TrtllmPlan, (tuple(members), tuple(pools), -(-chunk // tpb), chunk, t.slope > 0, {})
+    )
+    return plan
+
+
+@lru_cache(maxsize=4096)
+def _engine_slots(pools: tuple[PoolGroup, ...], quota: int) -> tuple[int, ...]:
+    """The slots the engine's split of ``quota`` builds per pool group: a function of the
+    slot bytes and the quota alone (no family table), so one cache serves every family."""
+    try:
+        return slots_for_quota(quota, pools)
+    except ValueError:
+        raise ValueError(
+            f"TensorRT-LLM V2 cannot build its {len(pools)} pool groups from a quota of "
+            f"{quota} B: its least grain per pool overruns it (the engine asserts)"
+        ) from None
+
+
+def _trtllm_held(plan: _TrtllmPlan, quota: int) -> tuple[int | None, tuple[int, ...], int]:
+    """What the engine's pools for ``quota`` bytes hold (§4): the slots its split builds per
+    group, and the largest T, a multiple of tpb, whose kvgen pools fit them all: k =
+    ceil(T/tpb) full pages and, per sliding cycle, B * pages(w, H) + min(k, n) (T None when
+    no full pool bounds it; 0 when not even B requests' window pages fit). Returns (T,
+    slots, k); ValueError where the engine's least grains per pool overrun the quota."""
+    slots = _engine_slots(plan.pools, quota)
+    context = plan.context
+    most = -1  # the largest k every group allows (-1: no group bounds it)
+    for (_size, _cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True):
+        room = built - fixed
+        if room < 0:
+            return 0, slots, 0  # not even B requests' window pages: nothing is served
+        if full:  # k <= n: (sliding + 1) k <= room; past n: k <= room - sliding * n
+            k = room // (sliding + 1)
+            if k >= context:
+                k = room - sliding * context
+        elif room >= sliding * context:
+            continue  # every context page fits: this group never bounds k
+        else:
+            k = room // sliding
+        if most < 0 or k < most:
+            most = k
+    if most < 0:
+        return None, slots, context
+    if plan.grows:
+        return most * TOKENS_PER_BLOCK, slots, most
+    tokens = min(most * TOKENS_PER_BLOCK, plan.chunk - 1)  # no full pool: pages below N
+    return tokens, slots, -(-tokens // TOKENS_PER_BLOCK)
 
 
 def engine_capacity(
@@ -1466,10 +1600,12 @@ def _derive_engines() -> None:
     that the first plan of a configuration is only its arithmetic (``vllm_plan_at``,
     ``sglang_plan_at``)."""
     global _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS, _TRTLLM_HEADS
+    global _TRTLLM_PLANS
     _TRTLLM_HEADS = {name: _trtllm_refusal(name) or _ENGINE_MODELS[name].query_heads
                      for name in _MODELS}  # fmt: skip
     _VLLM_PLANS = {}
     _SGLANG_PLANS = {}
+    _TRTLLM_PLANS = {}
     _VLLM_LAYOUTS = {}
     _SGLANG_LAYOUTS = {}
     for model, entry in _ENGINE_MODELS.items():

@@ -139,8 +139,6 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
             row["not_modelled"] = str(exc)
         except ValueError as exc:
             row["error"] = str(exc)
-        if engine == "trtllm-v2" and "kv_tokens" in row and "error" not in row:
-            _engine_split(family, model, args, seq_len, row)
         try:
             terms = policy_terms(
                 family, model, engine=engine, block_size=args.block_size,
@@ -168,77 +166,6 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
         "rope_scaled": bool(args.rope_scaled and args.max_seq_len),
         "engines": rows,
     }
-
-
-def _split_pools(
-    family: Any, model: str, args: argparse.Namespace, seq_len: int, budget: int
-) -> tuple[int | None, int] | None:
-    """(KV tokens, pool groups) of the pools TensorRT-LLM V2's own split builds from
-    ``budget`` (``kvgen.trtllm_pools.engine_budget_plan``, what ``plan --emit trtllm`` prints),
-    or None where that split is not modelled (recurrent or cross pools, pp, DCP, a page
-    size of another engine)."""
-    if (args.pp_size, args.dcp_size) != (1, 1) or args.block_size is not None:
-        return None
-    from kvgen.sizing_context import bound_module
-    from kvgen.trtllm_pools import engine_budget_plan
-
-    common = {"max_seq_len": seq_len, "max_num_tokens": args.max_num_tokens,
-              "speculative": args.speculative, "tp_size": args.tp_size}  # fmt: skip
-    try:
-        _shares, _quotas, plan = engine_budget_plan(
-            bound_module(family), model, budget, max_batch_size=args.max_batch_size, **common
-        )
-    except ValueError:
-        return None  # kvgen's estimate stands
-    tokens, pools = plan["target"]
-    return tokens, len(pools)
-
-
-def _engine_split(
-    family: Any, model: str, args: argparse.Namespace, seq_len: int, row: dict[str, Any]
-) -> None:
-    """Where TensorRT-LLM V2 splits the budget over more than one pool group, what its own
-    pools hold: the row is kvgen's pools for the budget, which that engine does not build."""
-    split = _split_pools(family, model, args, seq_len, args.gpu_memory)
-    if split is None:
-        return
-    tokens, groups = split
-    if groups < 2 or tokens is None or tokens >= row["kv_tokens"]:
-        return
-    requests = min(tokens / seq_len, float(args.max_batch_size))
-    row["engine_split"] = (
-        f"the early-2026 V2 revision splits the quota over its {groups} pool groups in "
-        f"proportion to slot bytes x life cycles: its pools hold {tokens:,} KV tokens, "
-        f"{requests:.3f} requests of {seq_len} (what `kvgen plan --emit trtllm` sizes); the "
-        "row is kvgen's own pools for the budget"
-    )
-    if requests < 1:
-        row["error"] = f"its pools hold {requests:.3f} of one request of {seq_len} tokens"
-
-
-def split_curve(
-    family: Any, model: str, args: argparse.Namespace, seq_len: int, budgets: list[int]
-) -> Curve:
-    """The KV tokens of TensorRT-LLM V2's own split pools over ``budgets`` (budgets where they
-    hold less than one request have no point)."""
-    xs: list[float] = []
-    ys: list[int] = []
-    for budget in budgets:
-        split = _split_pools(family, model, args, seq_len, budget)
-        if split is None or split[0] is None or split[0] < seq_len:
-            continue
-        xs.append(budget / (1 << 30))
-        ys.append(split[0])
-    from kvgen.units import format_size
-
-    label = "trtllm-v2, the engine's split pools (--emit trtllm)"
-    if not xs:
-        label += f" (hold < 1 request of {seq_len} up to {format_size(budgets[-1])})"
-        return Curve(xs, ys, label, None)
-    start = next(b for b in budgets if b / (1 << 30) == xs[0])
-    if start != budgets[0]:
-        label += f" (hold < 1 request of {seq_len} below {format_size(start)})"
-    return Curve(xs, ys, label, start)
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
@@ -274,7 +201,7 @@ def text(result: dict[str, Any]) -> str:
         cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:], strict=True)]
         lines.append("  " + "  ".join(cells).rstrip())
     for row in result["engines"]:
-        if {"error", "not_modelled", "capped", "engine_split"} & set(row) or row["terms"]:
+        if {"error", "not_modelled", "capped"} & set(row) or row["terms"]:
             lines += ["", f"{row['engine']}:"]
         if "error" in row:
             lines.append(f"  cannot serve: {row['error']}")
@@ -282,8 +209,6 @@ def text(result: dict[str, Any]) -> str:
             lines.append(f"  not modelled: {row['not_modelled']}")
         if "capped" in row:
             lines.append(f"  {row['capped']}")
-        if "engine_split" in row:
-            lines.append(f"  engine_split: {row['engine_split']}")
         lines += [f"  {t['name']}: {t['detail']}" for t in row["terms"]]
     lines += ["", CAP_NOTE]
     return "".join(f"{line}\n" for line in lines)
@@ -331,8 +256,6 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"- {row['engine']}: not modelled: {row['not_modelled']}")
         if "capped" in row:
             lines.append(f"- {row['engine']}: {row['capped']}")
-        if "engine_split" in row:
-            lines.append(f"- {row['engine']}: {row['engine_split']}")
         lines += [f"- {row['engine']} `{t['name']}`: {t['detail']}" for t in row["terms"]]
     lines.append(f"- {CAP_NOTE}")
     return "".join(f"{line}\n" for line in lines)
@@ -402,18 +325,13 @@ def plot(family: Any, model: str, args: argparse.Namespace, result: dict[str, An
 
     budgets = [args.gpu_memory * (i + 1) // PLOT_POINTS for i in range(PLOT_POINTS)]
     engines = [row["engine"] for row in result["engines"]]
-    split = any(r["engine"] == "trtllm-v2" and "engine_split" in r for r in result["engines"])
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    colors: dict[str, Any] = {}
     try:
         with Progress("plotting", len(engines) + 1) as progress:
             for index, engine in enumerate(engines):
                 progress.advance(engine)
                 line, marker = STYLES[index % len(STYLES)]
                 curve = engine_curve(family, model, args, result["max_seq_len"], engine, budgets)
-                if split and engine == "trtllm-v2":  # the engine's own pools are drawn below
-                    label = curve.label.replace(engine, f"{engine}, kvgen's pools", 1)
-                    curve = curve._replace(label=label)
                 # Own dash and marker per engine: lines that coincide stay distinguishable.
                 (drawn,) = ax.plot(
                     curve.xs,
@@ -423,16 +341,10 @@ def plot(family: Any, model: str, args: argparse.Namespace, result: dict[str, An
                     marker=marker,
                     markevery=(index, 4),
                 )
-                colors[engine] = drawn.get_color()
                 if curve.start != budgets[0]:  # where the line would begin: the engine refuses
                     at = (curve.start or budgets[-1]) / (1 << 30)
                     ax.plot([at], [0], marker="x", markersize=9, color=drawn.get_color(),
                             clip_on=False, zorder=5)  # fmt: skip
-            if split:  # kvgen's pools are not what the engine's own split builds
-                curve = split_curve(family, model, args, result["max_seq_len"], budgets)
-                color = colors["trtllm-v2"]
-                ax.plot(curve.xs, curve.ys, label=curve.label, linestyle=(0, (1, 1)),
-                        color=color, linewidth=1.2)  # fmt: skip
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: human_tokens(v)))
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ax.axvline(args.gpu_memory / (1 << 30), color="grey", linewidth=0.8, linestyle=":")

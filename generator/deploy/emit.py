@@ -21,9 +21,9 @@ and the settings are chosen so that the engine's own sizing code lands on it:
   smaller of it and ``free_gpu_memory_fraction`` of the free memory), ``tokens_per_block`` the
   spec's page, ``use_kv_cache_manager_v2``, ``max_util_for_resume`` 0.95 as planned;
   ``max_batch_size``, ``max_num_tokens``, ``max_seq_len``, ``tensor_parallel_size``,
-  ``pipeline_parallel_size``. The capacity is what the pools the engine's split of that quota
-  builds hold (``kvgen.trtllm_pools.engine_plan_for_quota``, the early-2026 V2 revision),
-  with the pages per pool group in ``capacity["engine_pools"]``.
+  ``pipeline_parallel_size``. The capacity (``engine_capacity``, as for every engine) is what
+  the pools the engine's split of that quota builds hold (the early-2026 V2 revision), with
+  the pages per pool group in ``capacity["engine_pools"]``.
 
 ``Launch.fields`` uses each engine's own field names, so a runner can pass them to the
 engine's configuration classes unchanged (``EngineArgs(**fields)``, ``ServerArgs(**fields)``,
@@ -226,8 +226,8 @@ def _trtllm(
     """TensorRT-LLM V2's settings and what its pools hold for them (docs/deploy.md). The
     quota is the budget in whole grains of the engine (it rounds a quota up to its grain,
     ``kvgen.trtllm_split``), so the engine keeps exactly the emitted bytes; the capacity is
-    what the pools the engine's split builds from it hold (``engine_plan_for_quota``):
-    kvgen's pools at that many tokens fit them in every pool group."""
+    ``engine_capacity``'s, what the pools the engine's split builds from that quota hold,
+    and ``capacity["engine_pools"]`` those pools (``engine_plan_for_quota``)."""
     from kvgen.trtllm_pools import engine_budget_plan
 
     budget = capacity["budget_bytes"]
@@ -248,13 +248,7 @@ def _trtllm(
             quotas = sizing.split_budget(model, budget, max_batch_size=max_batch_size, **common)
         notes.append(f"capacity is kvgen's estimate for the quota: {exc}")
     else:
-        tokens, target_pools = plan["target"]
-        seq = common["max_seq_len"]
-        tokens = max_batch_size * seq if tokens is None else tokens
         capacity.update(
-            kv_tokens=tokens,
-            max_concurrency=min(tokens / seq, float(max_batch_size)),
-            num_blocks=tokens // sizing.TOKENS_PER_BLOCK,
             quota_bytes=quotas,
             engine_pools={
                 name: [
@@ -265,12 +259,6 @@ def _trtllm(
                 for name, (_t, pools) in plan.items()
             },
         )  # fmt: skip
-        if len(target_pools) > 1:
-            notes.append(
-                f"the engine splits the quota over {len(target_pools)} pool groups in proportion "
-                "to slot bytes x life cycles (the early-2026 V2 revision): the capacity is "
-                "what its pools hold (capacity.engine_pools)"
-            )
     kv_cache_config: dict[str, Any] = {
         "max_gpu_total_bytes": sum(quotas.values()),
         "tokens_per_block": sizing.TOKENS_PER_BLOCK,

@@ -154,6 +154,19 @@ def engine_capacity(
     start (vLLM: one request at ``max_seq_len`` does not fit). ``pp_size`` / ``pp_rank``:
     one pipeline stage (TensorRT-LLM; ``NotModelled`` for the others).
     """
+    if engine == "trtllm-v2":  # the policy itself, on the module bound at that page size
+        size = family.tokens_per_block if block_size is None else block_size
+        if type(size) is not int or size < 1:
+            size = _positive("block_size", block_size)
+        bound = _trtllm._SIZING.get((id(family), size))  # the bound module, as sizing() finds it
+        module = (
+            bound[1] if bound is not None and bound[0] is family else _trtllm.sizing(family, size)
+        )
+        capacity: EngineCapacity = module._trtllm_capacity(
+            model, budget_bytes, max_seq_len, max_num_tokens, None, speculative, tp_size,
+            max_batch_size, pp_size, pp_rank,
+        )  # fmt: skip
+        return capacity
     if pp_size != 1 and engine in ("vllm", "sglang"):
         raise NotModelled(
             f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine {engine!r} "
@@ -188,20 +201,6 @@ def engine_capacity(
             plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio,
             max_batch_size,
         )  # fmt: skip
-    if engine == "trtllm-v2":
-        return trtllm_capacity(
-            family,
-            model,
-            budget_bytes,
-            max_seq_len=max_seq_len,
-            max_num_tokens=max_num_tokens,
-            block_size=block_size,
-            speculative=speculative,
-            tp_size=tp_size,
-            max_batch_size=max_batch_size,
-            pp_size=pp_size,
-            pp_rank=pp_rank,
-        )
     raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
 
 
@@ -260,19 +259,9 @@ def trtllm_capacity(
     pp_size: int = 1,
     pp_rank: int = 0,
 ) -> EngineCapacity:
-    """TensorRT-LLM V2's affine estimate read as an ``EngineCapacity`` (see ``_trtllm``): the
-    sizing interpreter's own answer, bound to the family's tables at that page size."""
-    size = family.tokens_per_block if block_size is None else _positive("block_size", block_size)
-    capacity: EngineCapacity = _trtllm.sizing(family, size).engine_capacity(
-        model,
-        budget_bytes,
-        engine="trtllm-v2",
-        max_seq_len=max_seq_len,
-        max_num_tokens=max_num_tokens,
-        speculative=speculative,
-        tp_size=tp_size,
-        max_batch_size=max_batch_size,
-        pp_size=pp_size,
-        pp_rank=pp_rank,
-    )
-    return capacity
+    """TensorRT-LLM V2's capacity (see ``_trtllm``): ``engine_capacity`` with that engine."""
+    return engine_capacity(
+        family, model, budget_bytes, engine="trtllm-v2", max_seq_len=max_seq_len,
+        max_num_tokens=max_num_tokens, block_size=block_size, speculative=speculative,
+        tp_size=tp_size, max_batch_size=max_batch_size, pp_size=pp_size, pp_rank=pp_rank,
+    )  # fmt: skip

@@ -1,14 +1,20 @@
 """TensorRT-LLM V2 (the reference engine) as an ``EngineCapacity``, from kvgen's own cost model.
 
-The pool policy is the affine estimate of docs/cost-model.md §4 (``semantics="trtllm-v2"``):
-``quota(T) = T*slope + B*per_request + min(T, N)*ctx_swa``. The engine reports no
-concurrency; kvgen reads its numbers as:
+The engine (the early-2026 revision) is handed the target's share of the budget in whole
+grains (the quota ``kvgen plan --emit trtllm`` emits) and splits it over its pool groups
+itself (``kvgen.trtllm_split``, docs/cost-model.md §4, §10); kvgen reads its numbers as:
 
-- ``kv_tokens``: tokens of full-attention history the budget holds beside ``B`` requests'
-  sliding-window pages, ``tokens(q)`` of §4 (``B x max_seq_len`` when nothing grows with T);
+- ``kv_tokens``: the largest multiple of tpb tokens of full-attention history T whose
+  "trtllm-v2" pools, ceil(T/tpb) full pages and per sliding life cycle B * pages(w, H) +
+  ceil(min(T, N)/tpb), fit the slots the split builds in every pool group (``B x
+  max_seq_len`` when nothing grows with T); where the split is not modelled (recurrent
+  state, DCP pages) the affine estimate's ``tokens(q)`` of §4;
 - ``request_bytes``: one request at ``max_seq_len``: ``S*slope + per_request + min(S, N)*ctx_swa``;
 - ``max_concurrency``: ``min(kv_tokens / max_seq_len, B)`` (no more than B requests reside);
 - ``num_blocks``: full-attention pages of ``kv_tokens`` (``kv_tokens // block_size``).
+
+``kvgen.engines_core._trtllm_capacity`` computes it (one implementation: the generated
+modules' ``engine_capacity`` is the same function over the family's tables).
 """
 
 from __future__ import annotations
@@ -31,12 +37,12 @@ _SIZING: dict[tuple[int, int], tuple[Family, types.ModuleType]] = {}
 def sizing(family: Family, block_size: int) -> types.ModuleType:
     """The sizing interpreter bound to ``family``'s tables at ``block_size`` tokens per page:
     the static model every generated module binds, so the engine row and the module agree."""
-    from kvgen.sizing_context import bound_module  # the render side: only when asked
-
     key = (id(family), block_size)
     hit = _SIZING.get(key)
     if hit is not None and hit[0] is family:
         return hit[1]
+    from kvgen.sizing_context import bound_module  # the render side: only when asked
+
     tables = family
     if block_size != family.tokens_per_block:
         tables = family.model_copy(update={"tokens_per_block": block_size})

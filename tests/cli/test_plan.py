@@ -119,7 +119,12 @@ def test_separate_draft_pool_gets_the_sizing_6_split(project, capsys):
     #   R = M - 0 = 17179869184
     #   draft  = 0 + floor(R * 8192 / (131072 + 8192)) = floor(17179869184 / 17) = 1010580540
     #   target = M - draft = 16169288644
-    # max tokens: 16169288644 // 131072 = 123361 and 1010580540 // 8192 = 123361.
+    # max tokens: what TensorRT-LLM V2 builds from each share in whole grains (one pool group
+    # each, all of it): the target's 15.06 GiB in grains of 16 MiB (the grain from 8 GiB) is
+    # 963 grains = 16,156,459,008 B / (32 x 131,072 = 4 MiB a page) = 3,852 pages = 123,264
+    # tokens; the draft's 963.76 MiB in grains of 2 MiB is 481 = 1,008,730,112 B / (32 x
+    # 8,192 = 256 KiB) = 3,848 pages = 123,136 tokens (kvgen's own pools, the affine
+    # estimate: 16169288644 // 131072 = 123361 and 1010580540 // 8192 = 123361).
     # Requests (quota_for_requests, trtllm-v2, in whole pages of tpb = 32 as the engine holds
     # them): each of R requests of S tokens peaks at S - 1 + H = S + 10 tokens (pard, K = 4:
     # H = 3K - 1 = 11), ceil((S + 10) / 32) pages on both managers:
@@ -137,8 +142,8 @@ def test_separate_draft_pool_gets_the_sizing_6_split(project, capsys):
         "",
         "max_batch_size 8",
         "  manager  slope (B/token)  intercept (B)  share                      max tokens",
-        "  target   131072           0              15.06 GiB (16169288644 B)  123361",
-        "  draft    8192             0              963.76 MiB (1010580540 B)  123361",
+        "  target   131072           0              15.06 GiB (16169288644 B)  123264",
+        "  draft    8192             0              963.76 MiB (1010580540 B)  123136",
         "  largest max_seq_len for 8 requests: 15382",
     ]
 

@@ -294,22 +294,15 @@ def test_compare_plot_legend_says_where_each_engine_refuses(capsys, tmp_path, mo
     code, _, _ = run(capsys, *COMPARE, "--gpu-memory", "40GiB", "--plot", str(tmp_path / "p.png"))
     assert code == 1  # SGLang cannot hold one request at 40 GiB
     (labels,) = legends
-    # TensorRT-LLM V2 (tpb 64, B 8, N 8192) starts at any budget but holds one request of
-    # 131,072 tokens only from q = B x per_request + N x (slope + ctx_swa) + (S - N) x slope:
-    # slope 10 x 2 x 16 x 128 x 2 = 81,920 B, ctx_swa 52 x 2 x 16 x 128 x 2 = 425,984 B,
-    # per_request (ceil(1023/64) + 1) x 64 x 425,984 = 463,470,592 B, so q = 3,707,764,736 +
-    # 4,160,749,568 + 10,066,329,600 = 17,934,843,904 B: between grid points 20 x 40/48 GiB
-    # (17,895,697,066 B) and 21 x 40/48 = 17.5 GiB. vLLM's first point: 22 x 40/48 = 18.33 GiB.
-    assert labels[0] == "trtllm-v2, kvgen's pools (holds < 1 request of 131072 below 17.5 GiB, x)"
+    # TensorRT-LLM V2 (tpb 64, B 8, N 8192) starts at any budget, but its own split of the
+    # quota (two pool groups: 52 sliding layers' 27,262,976 B slots, 10 full layers' 5,242,880
+    # B, the full group's ratio 5/31) never leaves the full pool 131,072 / 64 = 2,048 slots:
+    # at 40 GiB (1,280 grains of 32 MiB) it gets round(1,280 x 5/31) = 206 grains = 6,592 MiB
+    # / 5 MiB = 1,318 slots, 84,352 tokens. vLLM's first point: 22 x 40/48 = 18.33 GiB.
+    assert labels[0] == "trtllm-v2 (holds < 1 request of 131072 up to 40 GiB)"
     assert labels[1] == "vllm (refuses to start below 18.33 GiB, x)"
     assert labels[2] == "sglang (holds < 1 request of 131072 up to 40 GiB)"
-    # The engine's own split (two pool groups, the sliding one fed in proportion to its slot
-    # bytes x 1 life cycle) leaves the full pool too few pages for 131,072 tokens at any of
-    # these budgets: its dotted line says so instead of vanishing.
-    assert labels[3] == (
-        "trtllm-v2, the engine's split pools (--emit trtllm) (hold < 1 request of 131072 up "
-        "to 40 GiB)"
-    )
+    assert len(labels) == 3  # the engine's pools are the trtllm-v2 line itself
     assert markers == [3]
 
 
@@ -348,33 +341,23 @@ def test_plan_requests_with_a_dtype_override_says_so(capsys):
     assert "kv_cache_dtype fp8 (override)): 10 GiB (10737418240 B)" in out
 
 
-def test_plan_trtllm_says_its_max_tokens_are_kvgens_pools_where_the_engine_splits(capsys):
+def test_plan_trtllm_max_tokens_are_what_the_engine_split_pools_hold(capsys):
     # gemma3_27b at tp 8 has two TensorRT-LLM V2 pool groups: 62 layers, 5 sliding to 1 full,
     # so 52 sliding and 10 full; a layer's token is 2 (K, V) x 16/8 heads x 128 x 2 B = 1,024 B;
     # with 64 tokens a page the sliding slot is 52 x 1,024 x 64 = 3,407,872 B and the full one
-    # 10 x 1,024 x 64 = 655,360 B. The engine splits one quota over both, so the table's max
-    # tokens (kvgen's own pools) is not what it holds, and the output says so. llama3_1_8b
-    # has full attention only: one group, nothing to say.
-    argv = ("--gpu-memory", "60GiB", "--tp-size", "8", "--max-batch-size", "64")
-    _, out, _ = run(capsys, "plan", "gemma3", "gemma3_27b", *argv)
-    assert "splits one quota over its 2 pool groups" in out
-    assert "--emit trtllm prints what they hold" in out
-    _, out, _ = run(capsys, "plan", "llama3", "llama3_1_8b", "--gpu-memory", "60GiB")
-    assert "pool groups" not in out
-
-
-def test_compare_trtllm_row_says_what_the_engines_split_pools_hold(capsys):
-    # gemma3_27b, 40 GiB, 32,768 tokens, tp 1: two TensorRT-LLM V2 pool groups (52 sliding
-    # layers: 52 x 2 x 16 x 128 x 2 B x 64 = 27,262,976 B a slot; 10 full: 5,242,880 B). The
-    # row's tokens are kvgen's own pools; the engine's split pools hold what plan --emit
-    # trtllm reports, and compare prints that figure beside the row (the same function).
-    argv = ("compare", "gemma3", "gemma3_27b", "--gpu-memory", "40GiB", "--max-seq-len", "32768")
-    code, out, _ = run(capsys, *argv)
-    assert code == 0
-    emit = ("--emit", "trtllm", "--format", "json")
-    _, emitted, _ = run(capsys, "plan", *argv[1:], *emit)
-    tokens = json.loads(emitted)["capacity"]["kv_tokens"]
-    assert "engine_split: the early-2026 V2 revision splits the quota over its 2 pool groups" in out
-    assert f"its pools hold {tokens:,} KV tokens, {tokens / 32768:.3f} requests of 32768" in out
-    _, out, _ = run(capsys, "compare", "llama3", "llama3_1_8b", "--gpu-memory", "40GiB")
-    assert "engine_split" not in out  # full attention only: one pool group
+    # 10 x 1,024 x 64 = 655,360 B. 60 GiB is 1,920 grains of 32 MiB; the full group's ratio is
+    # 10/62: round(1,920 x 10/62) = round(309.68) = 310 grains = 9,920 MiB / 0.625 MiB =
+    # 15,872 slots = 1,015,808 tokens (64 x pages(1024, 1) + ceil(8192/64) = 64 x 17 + 128 =
+    # 1,216 window pages fit the rest), 31 requests of 32,768. Plan, compare and emit agree.
+    argv = ("gemma3", "gemma3_27b", "--gpu-memory", "60GiB", "--tp-size", "8",
+            "--max-batch-size", "64")  # fmt: skip
+    _, out, _ = run(capsys, "plan", *argv)
+    assert "  target   10240            4143972352     60 GiB (64424509440 B)  1015808\n" in out
+    assert "max concurrent requests of 32768 tokens: 31\n" in out
+    assert "pool groups" not in out  # no note: the figures are the engine's
+    _, emitted, _ = run(capsys, "plan", *argv, "--emit", "trtllm", "--format", "json")
+    assert json.loads(emitted)["capacity"]["kv_tokens"] == 1_015_808
+    _, compared, _ = run(capsys, "compare", *argv, "--format", "json")
+    (row,) = [r for r in json.loads(compared)["engines"] if r["engine"] == "trtllm-v2"]
+    assert row["kv_tokens"] == 1_015_808
+    assert "engine_split" not in row

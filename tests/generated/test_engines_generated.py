@@ -127,13 +127,14 @@ def test_generated_public_surface_and_engine_defaults(tmp: Path) -> None:
     # = 8,192 B each: 507,904 B per token; 42,949,672,960 // 507,904 = 84,562 tokens.
     kw = {"max_seq_len": 8192, "max_num_tokens": 8192}
     assert gemma.engine_capacity("gemma3_27b", GIB40, engine="sglang", **kw).kv_tokens == 84_562
-    # TensorRT-LLM V2 at B = 8 and the spec's tokens_per_block, 64 (tests/test_engines.py
-    # derives 438,425 at 16): per_request = 52 x 8,192 x 64 x (ceil(1,023/64) + 1 = 17) =
-    # 463,470,592; room = 40 GiB - 8 x 463,470,592 = 39,241,908,224; tokens = 8,192 +
-    # (39,241,908,224 - 8,192 x (81,920 + 425,984)) // 81,920 = 8,192 + 428,236 = 436,428.
+    # TensorRT-LLM V2 at B = 8 and the spec's tokens_per_block, 64 (tests/unit/test_engines.py
+    # derives 84,368 at 16), its own split: slots of 52 x 8,192 x 64 = 26 MiB (sliding) and
+    # 10 x 8,192 x 64 = 5 MiB (full); 40 GiB is 1,280 grains of 32 MiB, the full group's
+    # ratio 5/31: round(206.45) = 206 grains = 6,592 MiB / 5 MiB = 1,318 slots = 84,352
+    # tokens (kvgen's window pages, 8 x (ceil(1,023/64) + 1) + 128 = 264, fit the rest).
     assert gemma.TOKENS_PER_BLOCK == 64
     trt = gemma.engine_capacity("gemma3_27b", GIB40, engine="trtllm-v2", **kw)
-    assert (trt.kv_tokens, trt.num_blocks) == (436_428, 436_428 // 64)
+    assert (trt.kv_tokens, trt.num_blocks) == (84_352, 1_318)
     # vLLM: 7 groups of 10 layers, a block 1,310,720 B: 32,768 blocks in 40 GiB.
     assert gemma.engine_capacity("gemma3_27b", GIB40, engine="vllm", **kw).num_blocks == 32_768
 

@@ -435,18 +435,21 @@ def test_sglang_runs_a_third_of_its_state_slots_and_refuses_below_three_qwen3_ne
 
 
 def test_trtllm_v2_gemma3_27b_at_batch_8() -> None:
-    # tpb 16, B 8, N 8,192. slope = 10 full layers x 8,192 B = 81,920 B/token;
-    # per_request = 52 x 8,192 x 16 x (ceil((1024 + 1 - 2)/16) + 1 = 65) = 443,023,360 B;
-    # ctx_swa = 52 x 8,192 = 425,984 B. room = 40 GiB - 8 x 443,023,360 = 39,405,486,080;
-    # N x (slope + ctx) = 4,160,749,568 fits, so tokens = 8,192 + (39,405,486,080 -
-    # 4,160,749,568) // 81,920 = 8,192 + 430,233 = 438,425.
+    # tpb 16, B 8, N 8,192: TensorRT-LLM V2's own split (docs/cost-model.md §4). Slots: 52
+    # sliding layers x 8,192 B x 16 = 6,815,744 B (6.5 MiB), 10 full layers 1,310,720 B (1.25
+    # MiB). 40 GiB is 1,280 grains of 32 MiB (the grain from 16 GiB); the full group's ratio
+    # is 1.25 / 7.75 = 5/31 and goes first: round(1,280 x 5/31) = round(206.45) = 206 grains =
+    # 6,592 MiB / 1.25 MiB = 5,273 slots; the window group 1,074 grains = 34,368 MiB / 6.5 MiB
+    # = 5,287 slots, of which kvgen's pools need 8 x (ceil((1024 + 1 - 2)/16) + 1 = 65) +
+    # 8,192/16 = 1,032. So the full slots bound T: 5,273 x 16 = 84,368 tokens (kvgen's own
+    # pools for the same bytes, the affine estimate, would hold 438,425).
     cap = engine_capacity(
         family("gemma3"), "gemma3_27b", GIB40,
         engine="trtllm-v2", max_seq_len=8192, max_num_tokens=8192, block_size=16,
     )  # fmt: skip
-    assert cap.kv_tokens == 438_425
-    assert cap.num_blocks == 438_425 // 16
-    # 438,425 / 8,192 = 53.5 requests' worth of tokens, but at most B = 8 reside.
+    assert cap.kv_tokens == 84_368
+    assert cap.num_blocks == 5_273
+    # 84,368 / 8,192 = 10.3 requests' worth of tokens, but at most B = 8 reside.
     assert cap.max_concurrency == 8.0
     # one request: 8,192 x 81,920 + 443,023,360 + 8,192 x 425,984 = 4,603,772,928 B
     assert cap.request_bytes == 4_603_772_928

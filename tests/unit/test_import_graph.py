@@ -92,7 +92,7 @@ def test_relative_imports_are_resolved_and_the_runtime_modules_are_leaves_in_ord
     assert graph["kvgen.facts"] == set()
     assert graph["kvgen.trtllm_split"] == set()
     assert graph["kvgen.sizing_core"] == {"kvgen.facts", "kvgen.trtllm_split"}
-    assert graph["kvgen.engines_core"] == {"kvgen.facts", "kvgen.sizing_core"}
+    assert graph["kvgen.engines_core"] == {"kvgen.facts", "kvgen.sizing_core", "kvgen.trtllm_split"}
 
 
 def test_diff_formats_are_the_reporters_formats():
