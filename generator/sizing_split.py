@@ -48,11 +48,13 @@ _NO_STATE: _StateSums = (0, 0, 0, 0)
 _CrossRow = tuple[int, int, tuple[int, int], int, int, int]
 # One manager's layers on one rank at one tp and DCP size, kept in ``_RANKS``: (manager, bytes
 # per token of full attention (on one DCP rank, §9), the recurrent sums, its life cycles on
-# the rank as (cycle, bytes per token of its layers, sum of its distinct b_l), whether it
-# holds recurrent layers, its cross-attention rows and their bytes at the spec's encoder
+# the rank as (cycle, bytes per token of its layers, sum of its distinct b_l), its recurrent
+# rows (``_state_at_tp``), its cross-attention rows and their bytes at the spec's encoder
 # tokens).
 _CyclesOnRank = tuple[tuple[_Cycle, int, int], ...]
-_OnRank = tuple[str, int, _StateSums, _CyclesOnRank, bool, tuple[_CrossRow, ...], int]
+_OnRank = tuple[
+    str, int, _StateSums, _CyclesOnRank, tuple[tuple[int, ...], ...], tuple[_CrossRow, ...], int
+]
 
 
 def _rank_window(stack: Stack, pp_size: int, pp_rank: int) -> tuple[int, int, int]:
@@ -212,9 +214,9 @@ def _on_rank(layers: _Layers, window: tuple[int, int, int] | None, last: bool, t
     manager, members, groups = layers
     slope = 0
     cycles = [0] * len(groups)
-    distinct: list[list[int]] = [[] for _ in groups]  # b_l once per life cycle (§3)
-    states = []
-    crosses = []
+    distinct: list[list[int]] = [[] for _ in groups] if groups else []  # b_l once per cycle
+    states: tuple[tuple[int, ...], ...] = ()
+    crosses: tuple[_CrossRow, ...] = ()
     for before, count, slot, row in members:
         if before is None:
             if not last:
@@ -224,9 +226,9 @@ def _on_rank(layers: _Layers, window: tuple[int, int, int] | None, last: bool, t
         if not count:
             continue
         if slot == _STATE:
-            states.append((count, *row))
+            states += ((count, *row),)
         elif slot == _CROSS:
-            crosses.append((count, *row))
+            crosses += ((count, *row),)
         else:
             bpt = row(tp)
             if slot == _FULL:
@@ -235,14 +237,13 @@ def _on_rank(layers: _Layers, window: tuple[int, int, int] | None, last: bool, t
                 cycles[slot] += count * bpt
                 if bpt not in distinct[slot]:
                     distinct[slot].append(bpt)  # scratch reuse grows one layer per (w, b_l)
-    on_rank = []
-    for i, seen in enumerate(distinct):
-        if seen:
-            on_rank.append((groups[i], cycles[i], sum(seen)))
-    sums = _state_at_tp(tuple(states), tp) if states else _NO_STATE
-    cross = tuple(crosses)
-    cross_bytes = _cross_bytes(cross, tp, None) if cross else 0
-    return manager, slope, sums, tuple(on_rank), bool(states), cross, cross_bytes
+    on_rank: _CyclesOnRank = ()
+    if groups:  # the life cycles this rank holds layers of
+        held = [(groups[i], cycles[i], sum(seen)) for i, seen in enumerate(distinct) if seen]
+        on_rank = tuple(held)
+    sums = _state_at_tp(states, tp) if states else _NO_STATE
+    cross_bytes = _cross_bytes(crosses, tp, None) if crosses else 0
+    return manager, slope, sums, on_rank, states, crosses, cross_bytes
 
 
 def _dcp_slope(manager: str, slope: int, dcp: int) -> int:

@@ -473,12 +473,13 @@ def test_quota_for_requests_names_seq_len_when_it_exceeds_the_models_context():
 @pytest.mark.parametrize(
     ("overlap_slack", "block_reuse", "expected"),
     [
-        # eagle1 (EAGLE3, K = 1): E = K - 1 = 0, G = K = 1, D = 1 (facts.HEADROOM). local:
-        # w = 64 with 4 sinks, tpb = 16: pages(w, H) = ceil((w + H - 2)/16) + 1 + ceil(4/16).
-        (False, False, {"w64s4": 4 + 1 + 1}),  # H = E + G = 1: ceil(63/16) = 4
-        (False, True, {"w65s4": 4 + 1 + 1}),  # block reuse keeps w + D = 65: ceil(64/16) = 4
-        (True, False, {"w64s4": 4 + 1 + 1}),  # the overlap slack adds K: H = 2, ceil(64/16) = 4
-        (True, True, {"w65s4": 5 + 1 + 1}),  # both: w = 65, H = 2: ceil(65/16) = 5
+        # eagle1 (EAGLE3, K = 1): E = K - 1 = 0, a step of 1 + K = 2 tokens (G), D = 1 (§2,
+        # §5), so H = E + G = 2. local: w = 64 with 4 sinks, tpb = 16, so
+        # pages(w, H) = ceil((w + H - 2)/16) + 1 + ceil(4/16).
+        (False, False, {"w64s4": 4 + 1 + 1}),  # ceil(64/16) = 4
+        (False, True, {"w65s4": 5 + 1 + 1}),  # block reuse keeps w + D = 65: ceil(65/16) = 5
+        (True, False, {"w64s4": 5 + 1 + 1}),  # the overlap slack adds K: H = 3, ceil(65/16) = 5
+        (True, True, {"w65s4": 5 + 1 + 1}),  # both: w = 65, H = 3: ceil(66/16) = 5
     ],
 )
 def test_each_headroom_a_life_cycle_precomputes_is_the_one_the_options_pick(
