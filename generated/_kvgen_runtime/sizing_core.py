@@ -19,6 +19,7 @@ docs/api.md, "The interpreter".
 import math
 import types
 from collections.abc import Mapping
+from typing import Any
 
 from . import sizing_kinds, sizing_options, sizing_quota, sizing_split, sizing_terms
 from .sizing_kinds import (
@@ -394,7 +395,8 @@ RUNTIME_VERSION = 1
 _PARTS = (sizing_kinds, sizing_options, sizing_split, sizing_terms, sizing_quota)
 # Names of the runtime itself, never copied into a family's namespace.
 _RUNTIME_ONLY = frozenset(
-    {"RUNTIME_VERSION", "bind", "install", "require_version", "_PARTS",
+    {"RUNTIME_VERSION", "bind", "install", "require_version", "_PARTS", "_DEFINITIONS",
+     "_definitions",
      *(part.__name__.rsplit(".", 1)[1] for part in _PARTS)}
 )  # fmt: skip
 
@@ -417,25 +419,46 @@ def install(source: dict[str, object], namespace: dict[str, object], exports: bo
     were written out in the family's module); every other name is shared, unless the
     namespace already defines it. ``__all__`` grows by the runtime's (with ``exports``)."""
     module = namespace.get("__name__")
-    for name, value in source.items():
-        if name.startswith("__") or name in _RUNTIME_ONLY:
-            continue
-        if isinstance(value, types.FunctionType) and value.__globals__ is source:
-            function = types.FunctionType(
-                value.__code__, namespace, name, value.__defaults__, value.__closure__
-            )
-            function.__kwdefaults__ = value.__kwdefaults__
-            function.__doc__ = value.__doc__
-            function.__qualname__ = value.__qualname__
-            function.__annotations__ = value.__annotations__
-            function.__module__ = module  # type: ignore[assignment]
-            namespace[name] = function
-        elif name not in namespace:
+    functions, values = _definitions(source)
+    for name, value in functions:
+        function = types.FunctionType(
+            value.__code__, namespace, name, value.__defaults__, value.__closure__
+        )
+        function.__kwdefaults__ = value.__kwdefaults__
+        function.__doc__ = value.__doc__
+        function.__qualname__ = value.__qualname__
+        function.__annotations__ = value.__annotations__
+        function.__module__ = module  # type: ignore[assignment]
+        namespace[name] = function
+    for name, value in values:
+        if name not in namespace:
             namespace[name] = value
     if exports:
         exported = namespace.get("__all__", [])
         assert isinstance(exported, list)
         namespace["__all__"] = [*exported, *source.get("__all__", [])]  # type: ignore[misc]
+
+
+# What ``install`` copies from each runtime module, sorted out once per module (every family's
+# import binds the same modules): by module name, (its globals, functions it defines, the
+# rest); the globals are kept so that a module imported afresh is sorted out afresh.
+_DEFINITIONS: dict[object, tuple[dict[str, object], list[Any], list[Any]]] = {}
+
+
+def _definitions(source: dict[str, object]) -> tuple[list[Any], list[Any]]:
+    known = _DEFINITIONS.get(source.get("__name__"))
+    if known is not None and known[0] is source:
+        return known[1], known[2]
+    functions, values = [], []
+    for name, value in source.items():
+        if name.startswith("__") or name in _RUNTIME_ONLY:
+            continue
+        if isinstance(value, types.FunctionType) and value.__globals__ is source:
+            functions.append((name, value))
+        else:
+            values.append((name, value))
+    _DEFINITIONS[source.get("__name__")] = (source, functions, values)
+    return functions, values
 
 
 def bind(namespace: dict[str, object]) -> None:

@@ -89,6 +89,8 @@ def _prefix_counts(stack: Stack) -> dict[str, tuple[int, ...]]:
 
 def _readers(stack: Stack) -> tuple[tuple[str, int, tuple[int, ...]], ...]:
     """The KV-sharing readers of ``stack`` as (kind, the layer it reads, its running count)."""
+    if all(kind.reads is None for kind in stack.kinds.values()):
+        return ()  # most stacks: no running count to build at import
     before = _prefix_counts(stack)
     return tuple(
         (name, kind.reads, before[name])
