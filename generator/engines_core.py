@@ -16,7 +16,7 @@ the arithmetic of a block size, tp and modes on it (``vllm_plan_at``, ``sglang_p
 that a configuration not planned before costs a few microseconds (bench/bench_engines.py).
 """
 
-# No `from __future__ import annotations`, as in kvgen.sizing_core (NamedTuple import cost).
+# No `from __future__ import annotations`, as in the sizing runtime (NamedTuple import cost).
 # Relative: the same import in kvgen and in the output folder's copy of the runtime.
 from contextlib import suppress
 from functools import lru_cache
@@ -24,25 +24,11 @@ from math import lcm
 from typing import NamedTuple
 
 from .facts import DTYPE_BYTES
-from .sizing_core import (
-    _MAX_INT,
-    _MODELS,
-    MODELS,
-    SPECULATIVE,
-    TOKENS_PER_BLOCK,
-    _cached_terms,
-    _integer,
-    _name,
-    _new,
-    _Options,
-    _options,
-    _Record,
-    _shares,
-    _shown,
-    _Terms,
-    _tokens,
-    install,
-)
+from .sizing_core import install
+from .sizing_kinds import _MODELS, MODELS, SPECULATIVE, TOKENS_PER_BLOCK, _new, _Record
+from .sizing_options import _MAX_INT, _integer, _name, _Options, _options, _shown
+from .sizing_quota import _shares, _tokens
+from .sizing_terms import _cached_terms, _Terms
 from .trtllm_split import PoolGroup, gpu_grain, slots_for_quota
 
 __all__ = ["EngineCapacity", "engine_capacity"]

@@ -24,7 +24,7 @@ from kvgen.facts import mode_headroom
 from kvgen.recurrent import mamba_fields
 from kvgen.render_input import SpecInput, artifact
 from kvgen.shapes import kind_head_dim, kind_v_head_dim, mla_bytes
-from kvgen.sizing_core import Kind, Model, Profile, Stack
+from kvgen.sizing_kinds import Kind, Model, Profile, Stack
 from kvgen.spec import MODES_WITH_DRAFT_POOL, Family, LayerStack, Speculative
 from kvgen.vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
 
@@ -153,7 +153,7 @@ def literal(value: Any) -> str:
 # The row types a table may name, by the runtime module that defines them.
 _ROW_TYPES = {
     "engines_core": ("EngineDraft", "EngineLayer", "EngineModel"),
-    "sizing_core": ("Kind", "Model", "Profile", "Stack"),
+    "sizing_kinds": ("Kind", "Model", "Profile", "Stack"),
 }
 
 

@@ -20,7 +20,17 @@ __all__ = ["RUNTIME_MODULES", "RUNTIME_PACKAGE", "exec_sizing", "import_generate
 
 RUNTIME_PACKAGE = "_kvgen_runtime"  # the runtime's folder inside every output folder
 # Its modules: kvgen's own, written there verbatim (each imports those before it).
-RUNTIME_MODULES = ("facts", "trtllm_split", "sizing_core", "engines_core")
+RUNTIME_MODULES = (
+    "facts",
+    "trtllm_split",
+    "sizing_kinds",
+    "sizing_options",
+    "sizing_split",
+    "sizing_terms",
+    "sizing_quota",
+    "sizing_core",
+    "engines_core",
+)
 
 
 def _package(name: str, folder: Path | None) -> types.ModuleType:

@@ -1,6 +1,6 @@
 """Each layout fact is defined once, in ``kvgen.facts``: a grep over the package source and the
 templates for the literal tables finds them there and nowhere else (they were copied six
-times: shapes, quant, sizing_core, engines_core, engines/_layers, importhf/_layers)."""
+times: shapes, quant, sizing_kinds, engines_core, engines/_layers, importhf/_layers)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from kvgen import facts, quant, sizing_core, spec
+from kvgen import facts, quant, sizing_kinds, spec
 
 REPO = Path(__file__).resolve().parents[2]
 FACTS = REPO / "generator" / "facts.py"
@@ -58,10 +58,10 @@ def test_every_side_reads_the_same_table():
     assert _layers.DTYPE_BYTES is facts.DTYPE_BYTES
     assert {name: tuple(layout) for name, layout in quant.LAYOUTS.items()} == facts.SCALED_LAYOUTS
     # The interpreter's element codes: the plain widths, and one scaled code per layout.
-    codes = sizing_core._ELEMENT_CODES
+    codes = sizing_kinds._ELEMENT_CODES
     assert {d: codes[d] for d in facts.DTYPE_BYTES} == facts.DTYPE_BYTES
     for dtype, layout in facts.SCALED_LAYOUTS.items():
-        assert codes[dtype] <= 0 and sizing_core._SCALED[codes[dtype]] == layout
+        assert codes[dtype] <= 0 and sizing_kinds._SCALED[codes[dtype]] == layout
     assert codes["nvfp4"] == 0  # a row without a dtype reads as NVFP4 (code 0)
 
 
@@ -71,7 +71,7 @@ def test_scaled_bytes_by_hand():
     assert quant.layout_bytes("nvfp4", 2, 16) == 18
     assert quant.layout_bytes("fp8_per_token_head", 2, 16) == 40
     assert quant.layout_bytes("mxfp4", 2, 16) == 17
-    assert sizing_core._scaled_bytes(2, 32, sizing_core._ELEMENT_CODES["mxfp4"]) == 17
+    assert sizing_kinds._scaled_bytes(2, 32, sizing_kinds._ELEMENT_CODES["mxfp4"]) == 17
 
 
 @pytest.mark.parametrize(

@@ -91,8 +91,35 @@ def test_relative_imports_are_resolved_and_the_runtime_modules_are_leaves_in_ord
     graph = import_graph(type_only=True)
     assert graph["kvgen.facts"] == set()
     assert graph["kvgen.trtllm_split"] == set()
-    assert graph["kvgen.sizing_core"] == {"kvgen.facts", "kvgen.trtllm_split"}
-    assert graph["kvgen.engines_core"] == {"kvgen.facts", "kvgen.sizing_core", "kvgen.trtllm_split"}
+    assert graph["kvgen.sizing_kinds"] == {"kvgen.facts"}
+    assert graph["kvgen.sizing_options"] == {"kvgen.facts", "kvgen.sizing_kinds"}
+    assert graph["kvgen.sizing_split"] == {
+        "kvgen.facts",
+        "kvgen.sizing_kinds",
+        "kvgen.sizing_options",
+    }
+    assert graph["kvgen.sizing_terms"] == {
+        "kvgen.facts",
+        "kvgen.sizing_kinds",
+        "kvgen.sizing_options",
+        "kvgen.sizing_split",
+    }
+    assert graph["kvgen.sizing_quota"] == {
+        "kvgen.facts",
+        "kvgen.sizing_kinds",
+        "kvgen.sizing_options",
+        "kvgen.sizing_terms",
+        "kvgen.trtllm_split",
+    }
+    parts = {f"kvgen.sizing_{part}" for part in ("kinds", "options", "split", "terms", "quota")}
+    assert graph["kvgen.sizing_core"] == parts  # the public functions and ``bind``
+    engine_parts = parts - {"kvgen.sizing_split"}
+    assert graph["kvgen.engines_core"] == {
+        "kvgen.facts",
+        "kvgen.sizing_core",
+        "kvgen.trtllm_split",
+        *engine_parts,
+    }
 
 
 def test_diff_formats_are_the_reporters_formats():

@@ -1,15 +1,17 @@
-"""The two runtime modules that ``bind`` installs into one family's namespace must not define
-the same top-level name: the later one would silently rebind the earlier, and the sizing
+"""The runtime modules that ``bind`` installs into one family's namespace must not define the
+same top-level name: the later one would silently rebind the earlier, and the sizing
 interpreter would call the engine policies' function (this happened once, when both were
 inlined into each module: both defined ``_state_at_tp``)."""
 
 from __future__ import annotations
 
 import ast
+import itertools
 from pathlib import Path
 
 import kvgen.engines_core
 import kvgen.sizing_core
+from kvgen.sizing_core import _PARTS
 
 # ``__all__`` grows by the engine core's names; ``bind`` is each module's own and is never
 # installed (``sizing_core._RUNTIME_ONLY``).
@@ -30,7 +32,8 @@ def _top_level_names(path: str | None) -> set[str]:
     return names
 
 
-def test_the_engine_core_defines_no_name_the_sizing_core_defines():
-    sizing = _top_level_names(kvgen.sizing_core.__file__)
-    engines = _top_level_names(kvgen.engines_core.__file__)
-    assert sizing & engines - SHARED == set()
+def test_no_two_installed_runtime_modules_define_the_same_name():
+    modules = [*_PARTS, kvgen.sizing_core, kvgen.engines_core]  # the order ``bind`` installs
+    names = {module.__name__: _top_level_names(module.__file__) for module in modules}
+    for (one, ones), (other, others) in itertools.combinations(names.items(), 2):
+        assert ones & others - SHARED == set(), (one, other)

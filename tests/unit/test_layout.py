@@ -6,7 +6,7 @@ import subprocess
 from typing import NamedTuple
 
 import pytest
-from kvgen import sizing_core
+from kvgen import sizing_kinds
 from kvgen.layout import Call, Dict, Seq, flat, literal, statement
 
 RUFF_FORMAT = ["format", "--isolated", "--line-length", "100", "--target-version", "py310", "-"]
@@ -49,9 +49,9 @@ def test_rows_name_the_fields_off_their_defaults_and_may_lead_positionally():
     # A NamedTuple row and a sizing-core record read the same way: defaults left out.
     assert flat(literal(Pair("a"))) == "Pair(name='a')".replace("'", '"')
     assert flat(literal(Pair("a", 2), positional_first=(Pair,))) == 'Pair("a", size=2)'
-    kind = sizing_core.Kind("sliding", layers=2, window=64)
-    assert flat(literal(kind, (sizing_core.Kind,))) == 'Kind("sliding", layers=2, window=64)'
+    kind = sizing_kinds.Kind("sliding", layers=2, window=64)
+    assert flat(literal(kind, (sizing_kinds.Kind,))) == 'Kind("sliding", layers=2, window=64)'
     # A record at every default but the required fields writes only those.
-    assert flat(literal(sizing_core.Stack(1, ("a",), {}))) == (
+    assert flat(literal(sizing_kinds.Stack(1, ("a",), {}))) == (
         'Stack(layer_count=1, pattern=("a",), kinds={})'
     )

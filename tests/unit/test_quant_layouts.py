@@ -1,7 +1,7 @@
 """Quantized KV layouts with their scales (docs/cost-model.md §1): the closed forms of
 ``kvgen.quant`` are the bytes an element-by-element packer lays out, the hand-derived figures
 of the engines' layouts hold, and the three implementations (``tests.reference.costmodel``, the
-``kvgen.sizing_core`` and the shim's typed buffers) agree on every shape of a grid."""
+``kvgen.sizing_kinds`` and the shim's typed buffers) agree on every shape of a grid."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import itertools
 import math
 
 import pytest
-from kvgen import quant, sizing_core
+from kvgen import quant, sizing_kinds
 from kvgen import shapes as kvgen_shapes
 from kvgen.facts import DTYPE_BYTES
 from kvgen.runtime import _layers
@@ -99,10 +99,10 @@ def _core_bytes(kind: LayerKind, tp: int) -> int:
     """The interpreter's bytes: MLA folded at generate time, heads at call time."""
     if kind.kv_lora_rank is not None:
         return kvgen_shapes.mla_bytes(kind, kind.dtype or "bf16")
-    element = sizing_core._ELEMENT_CODES[kind.dtype or "bf16"]
+    element = sizing_kinds._ELEMENT_CODES[kind.dtype or "bf16"]
     head_dim = kind.head_dim or 0
     dims = (head_dim, kind.v_head_dim or head_dim)
-    return sizing_core._Full.bytes_per_token(kind.kv_heads or 0, dims, element, 0, tp)
+    return sizing_kinds._Full.bytes_per_token(kind.kv_heads or 0, dims, element, 0, tp)
 
 
 @pytest.mark.parametrize("tp", (1, 2, 4, 8))

@@ -21,7 +21,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kvgen import engines_core, facts, sizing_core
+from kvgen import (
+    engines_core,
+    facts,
+    sizing_core,
+    sizing_kinds,
+    sizing_options,
+    sizing_quota,
+    sizing_split,
+    sizing_terms,
+)
 from kvgen.loader import load_bytes, load_family
 from kvgen.render import HEADER, ROOT_HEADER, SpecInput, _environment, family_context
 from kvgen.sizing_context import bound_module, sizing_context
@@ -76,14 +85,19 @@ def test_every_generated_module_is_tables_and_a_binding_with_no_code_of_its_own(
     imported = {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.level == 2}
     assert imported == {
         "_kvgen_runtime",
-        "_kvgen_runtime.sizing_core",
+        "_kvgen_runtime.sizing_kinds",  # the row types the tables are written in
         "_kvgen_runtime.engines_core",
     }
     calls = [ast.unparse(n) for n in tree.body if isinstance(n, ast.Expr)][-2:]
     assert calls == ["_sizing.bind(globals())", "_engines.bind(globals())"]
 
 
-@pytest.mark.parametrize("module", [facts, sizing_core, engines_core], ids=lambda m: m.__name__)
+RUNTIME_MODULES = [facts, sizing_kinds, sizing_options, sizing_split, sizing_terms, sizing_quota]
+
+
+@pytest.mark.parametrize(
+    "module", [*RUNTIME_MODULES, sizing_core, engines_core], ids=lambda m: m.__name__
+)
 def test_the_output_folder_holds_the_runtime_verbatim_under_the_generated_header(module):
     short = module.__name__.rsplit(".", 1)[1]
     source = Path(module.__file__).read_text(encoding="utf-8")
@@ -126,32 +140,32 @@ def test_every_cache_kind_of_the_spec_has_one_class_on_each_static_side():
     from kvgen.spec import LayerKind
 
     attentions = set(typing.get_args(LayerKind.model_fields["attention"].annotation))
-    assert set(sizing_core._KIND_CLASSES) == attentions
+    assert set(sizing_kinds._KIND_CLASSES) == attentions
     assert set(cache_kinds.SPEC_KINDS) == attentions
     # A reader (KV sharing) has no cache of its own in the interpreter, whatever its attention.
-    reader = sizing_core.Kind("sliding", layers=1, window=8, kv_heads=1, head_dim=1, reads=0)
-    assert sizing_core._kind_class(reader) is sizing_core._SharedReader
-    assert sizing_core._SharedReader.rows is None and sizing_core._CacheLess.rows is None
+    reader = sizing_kinds.Kind("sliding", layers=1, window=8, kv_heads=1, head_dim=1, reads=0)
+    assert sizing_kinds._kind_class(reader) is sizing_kinds._SharedReader
+    assert sizing_kinds._SharedReader.rows is None and sizing_kinds._CacheLess.rows is None
 
 
 def test_life_cycle_classes_count_pages_by_hand():
     # Sliding, w = 4096, H = 1, tpb = 32: history plus headroom span w + H - 1 = 4096 tokens,
     # which straddle at most ceil((w + H - 2)/tpb) + 1 = 128 + 1 pages: live = 128.
-    assert sizing_core._Sliding.live_pages(4096, 1, 32) == 128
+    assert sizing_kinds._Sliding.live_pages(4096, 1, 32) == 128
     # Chunked, C = 8192, H = 1, tpb = 32: gcd(C, tpb) = 32, so pages(C, H) =
     # ceil((C + H - 1 + tpb - 32)/tpb) = 256 = live + 1: live = 255.
-    assert sizing_core._Chunked.live_pages(8192, 1, 32) == 255
+    assert sizing_kinds._Chunked.live_pages(8192, 1, 32) == 255
     # Block reuse extends a window by the backoff D, never a chunk (§5).
-    assert sizing_core._Sliding.retention(4096, 3) == 4099
-    assert sizing_core._Chunked.retention(8192, 3) == 8192
-    assert sizing_core._Sliding.scratch_reuse and not sizing_core._Chunked.scratch_reuse
+    assert sizing_kinds._Sliding.retention(4096, 3) == 4099
+    assert sizing_kinds._Chunked.retention(8192, 3) == 8192
+    assert sizing_kinds._Sliding.scratch_reuse and not sizing_kinds._Chunked.scratch_reuse
 
 
 def test_kvgen_s_own_interpreter_unbound_sizes_no_model():
     # The source holds an empty family's tables: nothing is sized until a family binds it.
-    assert sizing_core.MODELS == () and not sizing_core._MODELS
+    assert sizing_kinds.MODELS == () and not sizing_kinds._MODELS
     with pytest.raises(ValueError, match="model must be one of ; got 'hybrid'"):
-        sizing_core._options("hybrid", "none", 1, 1, 1)
+        sizing_options._options("hybrid", "none", 1, 1, 1)
 
 
 def test_a_bound_family_leaves_the_source_and_other_families_untouched():
@@ -161,7 +175,7 @@ def test_a_bound_family_leaves_the_source_and_other_families_untouched():
     assert other.cache_costs.__globals__ is vars(other)
     assert core.cache_costs.__code__ is sizing_core.cache_costs.__code__  # one implementation
     assert core._answers is not other._answers  # caches are per family
-    assert sizing_core.MODELS == ()
+    assert sizing_kinds.MODELS == ()
 
 
 def test_a_runtime_older_than_the_gencode_is_refused_and_a_newer_one_accepted():
@@ -295,7 +309,13 @@ def test_rank_counts_from_running_counts_equal_a_walk_over_the_layers(path):
     # The oracle is the definition (§1): layer i has kind pattern[i % period], and rank r of
     # pp holds layers [start, start + n) with n = count // pp (+1 on the first count % pp).
     module = bound_module(load_family(path))
-    rank_counts = vars(module)["_rank_counts"]
+    prefix_counts, count_in = vars(module)["_prefix_counts"], vars(module)["_count_in"]
+    rank_window = vars(module)["_rank_window"]
+
+    def rank_counts(stack, pp, rank):
+        window = rank_window(stack, pp, rank)
+        return {name: count_in(before, window) for name, before in prefix_counts(stack).items()}
+
     for model in vars(module)["_MODELS"].values():
         stack = model.layers
         for pp in sorted({1, 2, 3, 5, 7, stack.layer_count}):
@@ -441,3 +461,46 @@ def test_equal_options_share_one_answer_keyed_by_the_validated_options():
     with pytest.raises(ValueError, match="max_batch_size"):
         module.cache_costs("hybrid", **{**KW, "max_batch_size": True})
     assert module._answers.cache_info().currsize == 1
+
+
+def test_quota_for_requests_names_seq_len_when_it_exceeds_the_models_context():
+    # Reproducer (b490c43): seq_len is quota_for_requests' own name for the context, but a
+    # seq_len past the model's native 4096 tokens (hybrid's max_seq_len in the example spec)
+    # was reported as "max_seq_len must be <= 4096 for hybrid", naming an argument the
+    # function does not take. Each argument is now checked under the name the caller used.
+    kw = {"requests": 2, "max_num_tokens": 64}
+    with pytest.raises(ValueError, match=r"^seq_len must be <= 4096 for hybrid, got 4097$"):
+        core.quota_for_requests("hybrid", seq_len=4097, **kw)
+    with pytest.raises(ValueError, match=r"^requests must be a positive int, got 0$"):
+        core.quota_for_requests("hybrid", requests=0, seq_len=8, max_num_tokens=64)
+    # A valid call is unchanged: the same answer as seq_len given as a numpy int.
+    assert core.quota_for_requests("hybrid", seq_len=4096, **kw) == core.quota_for_requests(
+        "hybrid", seq_len=np.int64(4096), **kw
+    )
+
+
+@pytest.mark.parametrize(
+    ("overlap_slack", "block_reuse", "expected"),
+    [
+        # eagle1 (EAGLE3, K = 1): E = K - 1 = 0, a step of 1 + K = 2 tokens (G), D = 1 (§2,
+        # §5), so H = E + G = 2. local: w = 64 with 4 sinks, tpb = 16, so
+        # pages(w, H) = ceil((w + H - 2)/16) + 1 + ceil(4/16).
+        (False, False, {"w64s4": 4 + 1 + 1}),  # ceil(64/16) = 4
+        (False, True, {"w65s4": 5 + 1 + 1}),  # block reuse keeps w + D = 65: ceil(65/16) = 5
+        (True, False, {"w64s4": 5 + 1 + 1}),  # the overlap slack adds K: H = 3, ceil(65/16) = 5
+        (True, True, {"w65s4": 5 + 1 + 1}),  # both: w = 65, H = 3: ceil(66/16) = 5
+    ],
+)
+def test_each_headroom_a_life_cycle_precomputes_is_the_one_the_options_pick(
+    overlap_slack, block_reuse, expected
+):
+    # sizing_split._cycle keeps a life cycle's pages under all four headrooms the options can
+    # pick (overlap_slack x block_reuse) once per (model, profile); a call indexes them.
+    pages = core.pages_per_request(
+        "hybrid",
+        speculative="eagle1",
+        max_seq_len=1024,
+        overlap_slack=overlap_slack,
+        block_reuse=block_reuse,
+    )
+    assert pages == {"target": expected}
