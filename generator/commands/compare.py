@@ -293,8 +293,9 @@ CAP_NOTE = (
     "max concurrency: TensorRT-LLM's is capped at --max-batch-size (it admits no more requests "
     "at once); vLLM's and SGLang's are not (max_num_seqs / max_running_requests do not size "
     "the pool, except SGLang's speculative state reserve on recurrent hybrids, which "
-    "--max-batch-size sets as max_running_requests); SGLang runs at most one request per 3 "
-    "state slots of a recurrent hybrid, whatever its tokens hold"
+    "--max-batch-size sets as max_running_requests); SGLang runs at most one request per 5 "
+    "state slots of a recurrent hybrid (its extra_buffer Mamba radix cache on CUDA), whatever "
+    "its tokens hold"
 )
 
 

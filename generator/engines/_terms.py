@@ -116,7 +116,9 @@ def _sglang_terms(
         terms.append(
             PolicyTerm(
                 "mamba_running_requests",
-                f"at most 1 running request per {_sglang.SLOTS_PER_RUNNING_REQUEST} state slots",
+                "at most 1 running request per "
+                f"{_sglang.SLOTS_PER_RUNNING_REQUEST[_sglang.MAMBA_STRATEGY]} state slots "
+                f"({_sglang.MAMBA_STRATEGY})",
             )
         )
         if plan.draft_tokens:
