@@ -269,11 +269,21 @@ _FLASHINFER_GDN_ALIGNMENT = 64  # gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMEN
 SGLANG_PAGE_SIZE = 1
 SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
-# State slots per running request with the radix cache on, speculative or not
-# (kv_cache_configurator.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO, _calculate_mamba_ratio
-# with no extra buffer, as ServerArgs resolves kvgen's emitted fields): resolve_max_num_reqs
-# runs at most slots // 3 requests at once, and refuses to start where that is 0.
-SGLANG_MAMBA_SLOTS_PER_REQUEST = 3
+# The Mamba radix cache's strategy, as ServerArgs.resolve_once resolves it for a recurrent
+# hybrid (arg_groups/overrides.py _mamba_radix_cache_resolution): "extra_buffer" where the
+# architecture supports it (every shipped hybrid, linear_attn_backend triton), the platform
+# keeps Mamba state snapshots (CUDA: mamba_hook.py) and the overlap scheduler is on (CUDA's
+# default, speculative decoding included); otherwise "no_buffer", which turns overlap off.
+SGLANG_MAMBA_STRATEGIES = ("extra_buffer", "no_buffer")
+SGLANG_MAMBA_STRATEGY = "extra_buffer"
+# State slots per running request with the radix cache on (kv_cache_configurator.py
+# _calculate_mamba_ratio): MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3, plus the extra
+# buffer's tracking slots (allocation_sizing.py get_mamba_tracking_slots: 2 with overlap).
+# resolve_max_num_reqs runs at most slots // ratio requests at once, refusing 0.
+SGLANG_MAMBA_SLOTS_PER_REQUEST = {"extra_buffer": 3 + 2, "no_buffer": 3}
+# extra_buffer checkpoints a state every mamba_track_interval tokens, which pages must divide
+# (mamba_hook.py validate_mamba_extra_buffer); no_buffer takes page_size 1 only.
+_SGLANG_MAMBA_TRACK_INTERVAL = 256
 SSM_DTYPES = ("fp32", "bf16", "fp16")
 _GIB = 1 << 30
 _INFINITY = float("inf")
@@ -1069,9 +1079,11 @@ def sglang_pools(
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
     max_running_requests: int = 8,
+    mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY,
 ) -> SglangPools:
     """Token slots of each pool for a KV budget (``max_running_requests``: read only by an
-    EAGLE/MTP drafter's intermediate states on a recurrent hybrid)."""
+    EAGLE/MTP drafter's intermediate states on a recurrent hybrid; the strategy: its state
+    slots per running request)."""
     budget_gib = budget_bytes / _GIB  # SGLang keeps the budget in GiB as a float
     slots = 0
     if plan.state_bytes_per_request:
@@ -1079,12 +1091,12 @@ def sglang_pools(
         share = budget_gib * mamba_full_memory_ratio / (1 + mamba_full_memory_ratio)
         per_slot = plan.state_bytes_per_request
         drafts = plan.draft_tokens
+        ratio = _sglang_mamba_ratio(mamba_radix_cache_strategy, page_size)
         if drafts:
             # EAGLE/MTP (kv_cache_configurator.py _handle_max_mamba_cache): each verify step
             # keeps D intermediate states per running request, solved jointly with the slots
-            # (one running request per MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO slots, the
-            # radix cache on), then reserved for the capped requests plus the padding slot.
-            ratio = SGLANG_MAMBA_SLOTS_PER_REQUEST
+            # (one running request per ratio slots), then reserved for the capped requests
+            # plus the padding slot.
             slots = int(
                 (share * _GIB - per_slot * (1 + drafts)) // (per_slot * (1 + drafts / ratio))
             )
@@ -1092,8 +1104,8 @@ def sglang_pools(
             budget_gib -= per_slot * (capped + 1) * drafts / _GIB
         else:
             slots = int((share * _GIB - per_slot) // per_slot)
-        if slots < SGLANG_MAMBA_SLOTS_PER_REQUEST:
-            raise ValueError(_sglang_too_few_slots(budget_bytes, slots, drafts))
+        if slots < ratio:
+            raise ValueError(_sglang_too_few_slots(budget_bytes, slots, drafts, ratio))
         budget_gib -= (slots + 1) * per_slot / _GIB
     usable = int(budget_gib * _GIB)
     if plan.swa_bytes_per_token:
@@ -1106,20 +1118,44 @@ def sglang_pools(
     return SglangPools(full, 0, slots)
 
 
-def _sglang_too_few_slots(budget_bytes: int, slots: int, drafts: int) -> str:
+def _sglang_mamba_ratio(strategy: object, page_size: int) -> int:
+    """State slots per running request under the Mamba radix cache ``strategy``; ValueError
+    where it is no strategy, or where SGLang 0.5.23 refuses it at that page size."""
+    if strategy == "extra_buffer":
+        if _SGLANG_MAMBA_TRACK_INTERVAL % page_size:
+            raise ValueError(
+                f"block_size {page_size}: SGLang 0.5.23 refuses extra_buffer where the page "
+                f"does not divide mamba_track_interval {_SGLANG_MAMBA_TRACK_INTERVAL} "
+                "(mamba_hook.py validate_mamba_extra_buffer)"
+            )
+        return SGLANG_MAMBA_SLOTS_PER_REQUEST["extra_buffer"]
+    if strategy == "no_buffer":
+        if page_size != 1:
+            raise ValueError(
+                f"block_size {page_size}: SGLang 0.5.23's no_buffer strategy takes page_size "
+                "1 only (mamba_hook.py validate_mamba_no_buffer)"
+            )
+        return SGLANG_MAMBA_SLOTS_PER_REQUEST["no_buffer"]
+    raise ValueError(
+        f"mamba_radix_cache_strategy must be one of {SGLANG_MAMBA_STRATEGIES}, "
+        f"got {_shown(strategy)}"
+    )
+
+
+def _sglang_too_few_slots(budget_bytes: int, slots: int, drafts: int, ratio: int) -> str:
     """Why SGLang 0.5.23 refuses to start a recurrent hybrid whose budget leaves fewer state
     slots than one running request keeps: ``_handle_max_mamba_cache`` raises at 0 slots,
-    ``resolve_max_num_reqs`` where ``slots // 3`` is 0 (kv_cache_configurator.py)."""
+    ``resolve_max_num_reqs`` where ``slots // ratio`` is 0 (kv_cache_configurator.py)."""
     beside = f" beside the {drafts} intermediate states of each draft" if drafts else ""
     where = (
         "_handle_max_mamba_cache: not enough memory for the state cache"
         if slots <= 0
-        else f"resolve_max_num_reqs: {slots} // {SGLANG_MAMBA_SLOTS_PER_REQUEST} = 0 requests"
+        else f"resolve_max_num_reqs: {slots} // {ratio} = 0 requests"
     )
     return (
         f"budget_bytes {budget_bytes} leaves SGLang {max(slots, 0)} recurrent state slots"
-        f"{beside}, fewer than the {SGLANG_MAMBA_SLOTS_PER_REQUEST} it keeps per running "
-        f"request: SGLang 0.5.23 refuses to start (kv_cache_configurator.py {where})"
+        f"{beside}, fewer than the {ratio} it keeps per running request: SGLang 0.5.23 "
+        f"refuses to start (kv_cache_configurator.py {where})"
     )
 
 
@@ -1156,6 +1192,7 @@ def sglang_capacity(
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
     max_running_requests: int = 8,
+    mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY,
 ) -> EngineCapacity:
     """SGLang's pools for a planned model, read as an ``EngineCapacity``; a request's bytes
     count the intermediate states an EAGLE/MTP drafter keeps for it on a recurrent hybrid."""
@@ -1177,12 +1214,14 @@ def sglang_capacity(
             ("budget_bytes", "max_seq_len", "block_size"), budget_bytes, max_seq_len, page_size
         )
     _native(max_seq_len, plan.native_max_seq_len)
+    if mamba_radix_cache_strategy not in SGLANG_MAMBA_STRATEGIES:
+        _sglang_mamba_ratio(mamba_radix_cache_strategy, page_size)  # names it
     running = max_running_requests
     if plan.draft_tokens and not (type(running) is int and 0 < running <= _MAX_INT):
         _positive_ints(("max_batch_size",), running)
     pools = sglang_pools(
         plan, budget_bytes, page_size, swa_full_tokens_ratio=swa, mamba_full_memory_ratio=mamba,
-        max_running_requests=running,
+        max_running_requests=running, mamba_radix_cache_strategy=mamba_radix_cache_strategy,
     )  # fmt: skip
     if pools.full_tokens <= 0:
         raise ValueError(f"budget_bytes {budget_bytes} leaves SGLang no KV pool")
@@ -1196,9 +1235,9 @@ def sglang_capacity(
     if sliding:
         concurrency = min(concurrency, pools.swa_tokens / sliding)
     if plan.state_bytes_per_request:
-        # SGLang runs at most slots // 3 requests at once (resolve_max_num_reqs), whatever
-        # tokens the attention pool holds.
-        running = pools.state_slots // SGLANG_MAMBA_SLOTS_PER_REQUEST
+        # SGLang runs at most slots // ratio requests at once (resolve_max_num_reqs),
+        # whatever tokens the attention pool holds.
+        running = pools.state_slots // SGLANG_MAMBA_SLOTS_PER_REQUEST[mamba_radix_cache_strategy]
         concurrency = min(concurrency, float(running))
     full = pools.full_tokens
     capacity: EngineCapacity = _new(
@@ -1451,6 +1490,7 @@ def engine_capacity(
     ssm_dtype: str | None = None,
     pp_size: int = 1,
     pp_rank: int = 0,
+    mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY,
 ) -> EngineCapacity:
     """What ``engine`` ("trtllm-v2", "vllm" 0.33.0 or "sglang" 0.5.23) gives ``model`` for a
     KV budget of ``budget_bytes``: tokens, requests at ``max_seq_len`` at once, bytes of one
@@ -1463,7 +1503,9 @@ def engine_capacity(
     ``async_scheduling``, ``mamba_cache_mode`` ("align", vLLM's default for hybrids, whose
     prefix caching is on by default; "none" with prefix caching off) and
     ``gdn_prefill_backend`` ("flashinfer", the H100/H200 default, or "triton") (vLLM),
-    ``swa_full_tokens_ratio`` and ``mamba_full_memory_ratio`` (SGLang); ``ssm_dtype`` (both;
+    ``swa_full_tokens_ratio``, ``mamba_full_memory_ratio`` and ``mamba_radix_cache_strategy``
+    ("extra_buffer", what an H100/H200 launch resolves for a recurrent hybrid: 5 state slots
+    per running request; "no_buffer": 3, the overlap scheduler off) (SGLang); ``ssm_dtype`` (both;
     None: the engine's default, fp32 in SGLang, in vLLM the conv dtype except where a model
     hook sets it: Nemotron-H fp32). ``pp_size`` / ``pp_rank``: one pipeline stage, its own
     layers in its own budget (TensorRT-LLM only; ``NotModelled`` for the others).
@@ -1550,7 +1592,7 @@ def engine_capacity(
     page = SGLANG_PAGE_SIZE if block_size is None else block_size
     return sglang_capacity(
         plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio,
-        max_batch_size,
+        max_batch_size, mamba_radix_cache_strategy,
     )  # fmt: skip
 
 

@@ -21,8 +21,20 @@ What runs is SGLang's code, in the order its model runner runs it at start-up:
    ``finalize_with_max_running_requests``;
 4. step 3 again with ``max_total_tokens`` unset: the tokens SGLang makes from the profiled
    memory alone (both must land on the plan).
+For a recurrent hybrid (an architecture on ``arg_groups/overrides.py``
+``_MAMBA_RADIX_CACHE_ARCHS``) step 1 also runs ``ServerArgs.resolve_once()``, as the launcher
+does first (``runtime_context.py`` ``_configure_context``): it resolves the Mamba radix cache's
+strategy (``_mamba_radix_cache_resolution``) and with it the overlap scheduler, which set the
+state slots per running request (``_calculate_mamba_ratio``). Each result records the
+resolved ``mamba_radix_cache_strategy`` and ``disable_overlap_schedule``.
 
 Stubs (the smallest that stand in for the GPU and the loaded model):
+- for ``resolve_once`` (hybrids only), the CUDA platform the golden stands for: the resolution
+  runs with ``device="cpu"`` (no accelerator here), ``arg_groups/mamba_hook.py``
+  ``_platform_supports_mamba_cache_extra_buffer`` returns True (``get_platform().is_cuda``
+  on an H100/H200) and ``arg_groups/speculative_hook.py``
+  ``_disable_overlap_schedule_for_cpu`` does nothing (on CUDA it returns at once; on the CPU
+  it would turn the overlap scheduler off under speculative decoding).
 - ``torchvision``: as ``sglang_runner.py`` (an empty module; no sizing code uses it).
 - the profiled memory: ``get_available_gpu_memory`` returns the plan's KV budget in GiB and
   ``pre_model_load_memory`` is 0, so ``_profile_available_bytes`` sees exactly the memory the
@@ -61,6 +73,8 @@ import sglang_runner  # noqa: E402
 # isort: split
 import sglang  # noqa: E402
 import sglang.srt.mem_cache.kv_cache_configurator as configurator_module  # noqa: E402
+from sglang.srt.arg_groups import mamba_hook, speculative_hook  # noqa: E402
+from sglang.srt.arg_groups.overrides import _MAMBA_RADIX_CACHE_ARCHS  # noqa: E402
 from sglang.srt.configs.model_config import AttentionArch, ModelConfig  # noqa: E402
 from sglang.srt.mem_cache import kv_cache_dtype  # noqa: E402
 from sglang.srt.mem_cache.kv_cache_configurator import KVCacheConfigurator  # noqa: E402
@@ -75,6 +89,7 @@ from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state imp
 )
 from sglang.srt.runtime_context import (  # noqa: E402
     get_context,
+    get_exec,
     get_model,
     get_parallel,
     get_schedule,
@@ -85,7 +100,8 @@ from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
 PROVENANCE = {
     "engine_modules": [
-        "sglang/srt/server_args.py (ServerArgs)",
+        "sglang/srt/server_args.py (ServerArgs, resolve_once for recurrent hybrids)",
+        "sglang/srt/arg_groups/overrides.py (_mamba_radix_cache_resolution)",
         "sglang/srt/runtime_context.py (RuntimeContext.set_server_args)",
         "sglang/srt/configs/model_config.py (ModelConfig.from_server_args)",
         "sglang/srt/mem_cache/kv_cache_configurator.py (KVCacheConfigurator)",
@@ -93,6 +109,7 @@ PROVENANCE = {
     ],
     "functions": [
         "ServerArgs(**fields)",
+        "ServerArgs.resolve_once (recurrent hybrids)",
         "RuntimeContext.set_server_args",
         "ModelConfig.from_server_args",
         "configure_kv_cache_dtype",
@@ -104,7 +121,9 @@ PROVENANCE = {
         "KVCacheConfigurator._apply_token_constraints",
         "KVCacheConfigurator.resolve_max_num_reqs",
     ],
-    "stubs": "bench/engines/closed_loop_sglang.py (profiled memory, loaded model)",
+    "stubs": "bench/engines/closed_loop_sglang.py (profiled memory, loaded model; for "
+    "resolve_once: device cpu, mamba_hook._platform_supports_mamba_cache_extra_buffer True "
+    "(CUDA), speculative_hook._disable_overlap_schedule_for_cpu a no-op (CUDA))",
 }
 
 
@@ -222,7 +241,27 @@ def pools(server_args: ServerArgs, budget_bytes: int) -> dict[str, Any]:
         # State slots per running request (resolve_max_num_reqs runs slots // ratio at most).
         out["mamba_ratio"] = kvc._calculate_mamba_ratio()
         out["mamba_cache_per_req"] = kvc.mambaish_config.mamba2_cache_params.mamba_cache_per_req
+        out["mamba_radix_cache_strategy"] = get_exec().mamba.mamba_radix_cache_strategy
+        out["disable_overlap_schedule"] = get_schedule().disable_overlap_schedule
     return out
+
+
+def _cuda_platform() -> None:
+    """The resolution's platform checks as on CUDA (see the stubs in the module docstring)."""
+    mamba_hook._platform_supports_mamba_cache_extra_buffer = lambda: True
+    speculative_hook._disable_overlap_schedule_for_cpu = lambda server_args: None
+
+
+def launch_args(case: dict[str, Any], fields: dict[str, Any], model_path: str) -> ServerArgs:
+    """ServerArgs for the fields; resolved as the launcher resolves them for a hybrid."""
+    config = json.loads(Path(case["hf_config"]).read_text(encoding="utf-8"))
+    hybrid = sglang_runner.uses_mamba_radix_cache(config, _MAMBA_RADIX_CACHE_ARCHS)
+    extra = {"device": "cpu"} if hybrid else {}
+    args = ServerArgs(model_path=model_path, skip_tokenizer_init=True, **fields, **extra)
+    if hybrid:
+        _cuda_platform()
+        args.resolve_once()
+    return args
 
 
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
@@ -234,9 +273,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         fields["speculative_draft_model_path"] = config_dir(case["draft_hf_config"])
         os.environ[LONGER_CONTEXT] = "1"
     try:
-        server_args = ServerArgs(
-            model_path=config_dir(case["hf_config"]), skip_tokenizer_init=True, **fields
-        )
+        args = launch_args(case, fields, config_dir(case["hf_config"]))
     except Exception as exc:
         return {"refused": _reason(exc), "refused_by": "ServerArgs"}
     architectures = json.loads(Path(case["hf_config"]).read_text(encoding="utf-8"))
@@ -246,13 +283,12 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         return {"refused": f"SGLang {sglang.__version__} has no model class for {architectures}",
                 "refused_by": "sglang/srt/models"}  # fmt: skip
     try:
-        out = pools(server_args, case["budget_bytes"])
+        out = pools(args, case["budget_bytes"])
     except Exception as exc:
         return {"refused": _reason(exc), "refused_by": "the pool sizing"}
     fields.pop("max_total_tokens", None)
     try:
-        alone = pools(ServerArgs(model_path=server_args.model_path, skip_tokenizer_init=True,
-                                 **fields), case["budget_bytes"])  # fmt: skip
+        alone = pools(launch_args(case, fields, args.model_path), case["budget_bytes"])
         out["from_memory_alone"] = {"max_total_num_tokens": alone["max_total_num_tokens"]}
     except Exception as exc:
         out["from_memory_alone"] = {"refused": _reason(exc)}

@@ -99,8 +99,11 @@ PROVENANCE = {
             "sglang/srt/mem_cache/kv_cache_configurator.py",
             "sglang/srt/configs/mamba_utils.py",
             "sglang/srt/configs/model_config.py",
+            "sglang/srt/server_args.py",
+            "sglang/srt/arg_groups/overrides.py",
         ],
         "functions": [
+            "ServerArgs.resolve_once (recurrent hybrids: _mamba_radix_cache_resolution)",
             "DefaultPoolConfigurator._compute_cell_size",
             "DefaultPoolConfigurator.calculate_pool_sizes",
             "HybridSWAPoolConfigurator.calculate_pool_sizes",
@@ -117,6 +120,10 @@ PROVENANCE = {
             "mamba_ssm_dtype": "float32",
             "mamba_conv_dtype": "bfloat16",
             "radix_cache": "enabled",
+            # As an H100/H200 launch resolves it; resolve_once runs on the CPU with
+            # mamba_hook._platform_supports_mamba_cache_extra_buffer stubbed True and
+            # speculative_hook._disable_overlap_schedule_for_cpu a no-op (CUDA's answers).
+            "mamba_radix_cache_strategy": "extra_buffer (CUDA: overlap schedule on)",
         },
     },
 }

@@ -3,14 +3,17 @@ hybrid's state slots per running request. Runs inside SGLang's virtual environme
 
     /work/engine_venvs/venv-sglang/bin/python bench/engines/sglang_mamba_resolution_probe.py
 
-``closed_loop_sglang.py`` publishes ``ServerArgs`` without ``resolve_once()`` (the launcher
-runs it first: runtime_context.py ``_configure_context``), so ``mamba_radix_cache_strategy``
-stays "auto" there and ``_calculate_mamba_ratio`` is 3. Resolved, every shipped hybrid gets
-"extra_buffer" (arg_groups/overrides.py ``_mamba_radix_cache_resolution``: overlap schedule on,
-linear_attn_backend triton), which adds ``get_mamba_tracking_slots`` (2 with overlap) to the
-ratio. ``resolve_once`` needs an accelerator; here it runs with device "cpu" and the
-platform's Mamba-snapshot support (mamba_hook.py ``_platform_supports_mamba_cache_extra_buffer``,
-true on CUDA) stubbed true. Prints, per case, the resolved strategy and SGLang's pools.
+``closed_loop_sglang.py`` and ``sglang_runner.py`` now run ``resolve_once()`` for hybrids the
+same way (the launcher runs it first: runtime_context.py ``_configure_context``); unresolved,
+``mamba_radix_cache_strategy`` stays "auto" and ``_calculate_mamba_ratio`` is 3. Resolved,
+every shipped hybrid gets "extra_buffer" (arg_groups/overrides.py
+``_mamba_radix_cache_resolution``: overlap schedule on, linear_attn_backend triton), which adds
+``get_mamba_tracking_slots`` (2 with overlap) to the ratio: 5. ``resolve_once`` needs an
+accelerator; here it runs with device "cpu", the platform's Mamba-snapshot support
+(mamba_hook.py ``_platform_supports_mamba_cache_extra_buffer``, true on CUDA) stubbed true, and
+speculative_hook.py ``_disable_overlap_schedule_for_cpu`` a no-op: on the CPU it turns the
+overlap scheduler off under speculative decoding (ratio 4), on CUDA it returns at once, so MTP
+keeps ratio 5 there. Prints, per case, the resolved strategy and SGLang's pools.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ sys.path.insert(0, str(HERE))
 
 import closed_loop_sglang as cl  # noqa: E402  (installs the torchvision stand-in first)
 import sglang.srt.arg_groups.mamba_hook as mamba_hook  # noqa: E402
+import sglang.srt.arg_groups.speculative_hook as speculative_hook  # noqa: E402
 from sglang.srt.runtime_context import get_exec, get_schedule  # noqa: E402
 from sglang.srt.server_args import ServerArgs  # noqa: E402
 
@@ -41,6 +45,7 @@ CASES = (
 
 def main() -> int:
     mamba_hook._platform_supports_mamba_cache_extra_buffer = lambda: True
+    speculative_hook._disable_overlap_schedule_for_cpu = lambda server_args: None
     for fixture, extra in CASES:
         args = ServerArgs(
             model_path=cl.config_dir(str(HF / fixture)), skip_tokenizer_init=True,

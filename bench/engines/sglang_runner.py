@@ -16,6 +16,12 @@ What runs is SGLang's code (0.5.23):
   requests run at once; 0 is its refusal), with the case's ``max_running_requests`` and unset;
 - ``sglang/srt/configs/mamba_utils.py``: ``BaseLinearStateParams.mamba_cache_per_req`` with the
   engine's default state dtypes (``mamba2_state_dtype``: conv bf16, SSM fp32).
+- ``sglang/srt/server_args.py`` ``ServerArgs.resolve_once`` for a recurrent hybrid's case (an
+  architecture on ``arg_groups/overrides.py`` ``_MAMBA_RADIX_CACHE_ARCHS``), as the launcher
+  runs it first (``runtime_context.py`` ``_configure_context``): the Mamba radix cache's
+  strategy (``_mamba_radix_cache_resolution``) and the overlap scheduler it resolves are what
+  ``_calculate_mamba_ratio`` reads (``enable_mamba_extra_buffer``, ``disable_overlap_schedule``);
+  each such result records them (``mamba_radix_cache_strategy``).
 The defaults ``swa_full_tokens_ratio`` and ``mamba_full_memory_ratio`` are read from SGLang's
 own argument definitions (``arg_groups/fields/schedule.py``, the ``fallback`` of each ``Arg``).
 
@@ -26,10 +32,15 @@ Stubs (the smallest that stand in for the server and for what cannot load here):
   ``get_exec``, ``get_spec``, ``get_disagg``, ``get_context``) of the two modules: plain objects
   with tp = dp = 1, no speculative decoding (a config case's EAGLE/MTP profile sets
   ``speculative_num_draft_tokens`` and ``max_running_requests``, 8 or the case's), radix cache
-  on (``_calculate_mamba_ratio``: 3, no extra buffer, as ServerArgs resolves kvgen's fields), no
+  on (a hybrid's Mamba strategy and overlap scheduler as ``resolve_once`` gave them), no
   prefill/decode disaggregation, no unified memory, no user token cap; the DSA backends
   flashmla_kv (what SGLang declares on Hopper for an fp8_e4m3 cache), read only by
   DeepSeek-V3.2's latent size (``calculate_mla_kv_cache_dim``).
+- for ``resolve_once``, the CUDA platform the goldens stand for: it runs with ``device="cpu"``
+  (no accelerator here), ``arg_groups/mamba_hook.py``
+  ``_platform_supports_mamba_cache_extra_buffer`` returns True (``get_platform().is_cuda`` on
+  an H100/H200) and ``arg_groups/speculative_hook.py`` ``_disable_overlap_schedule_for_cpu``
+  does nothing (on CUDA it returns at once; on the CPU it turns overlap off under MTP).
 - a case with ``draft_num_layers`` (a hybrid-SWA model's EAGLE3 profile, from kvgen's rows):
   an EAGLE ``spec_algorithm`` with ``eagle_draft_num_layers`` that many full-attention layers.
 - the ``kvc`` (KVCacheConfigurator) and its model config: plain objects with the layer ids, head
@@ -305,6 +316,47 @@ def model_config(config_json: str, is_draft_model: bool = False) -> Any:
     return ModelConfig(str(directory), is_draft_model=is_draft_model)
 
 
+def resolve_mamba_strategy(case: dict[str, Any]) -> tuple[str, bool] | None:
+    """The Mamba radix cache strategy and ``disable_overlap_schedule`` that
+    ``ServerArgs.resolve_once`` gives a recurrent hybrid's case on CUDA (see the stubs); None
+    for a model that is none. Runs before any case installs the stubbed accessors."""
+    from sglang.srt.arg_groups import mamba_hook, speculative_hook
+    from sglang.srt.arg_groups.model_override_base import resolved_view
+    from sglang.srt.arg_groups.overrides import _MAMBA_RADIX_CACHE_ARCHS
+    from sglang.srt.server_args import ServerArgs
+
+    config = json.loads(Path(case["hf_config"]).read_text(encoding="utf-8"))
+    if not uses_mamba_radix_cache(config, _MAMBA_RADIX_CACHE_ARCHS):
+        return None
+    mamba_hook._platform_supports_mamba_cache_extra_buffer = lambda: True
+    speculative_hook._disable_overlap_schedule_for_cpu = lambda server_args: None
+    directory = Path(tempfile.mkdtemp(prefix="sglang_cfg_"))
+    (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    fields: dict[str, Any] = {
+        "context_length": case["max_model_len"], "page_size": case["block_size"],
+        "tp_size": case["tp"], "max_running_requests": case.get("max_running_requests", 8),
+    }  # fmt: skip
+    if "speculative" in case:
+        steps = case["speculative"]["num_speculative_tokens"]
+        fields.update(speculative_algorithm="NEXTN", speculative_num_steps=steps,
+                      speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1)  # fmt: skip
+    args = ServerArgs(model_path=str(directory), skip_tokenizer_init=True, device="cpu", **fields)
+    args.resolve_once()
+    view = resolved_view(args)
+    return str(view.mamba_radix_cache_strategy), bool(view.disable_overlap_schedule)
+
+
+def uses_mamba_radix_cache(config: dict[str, Any], archs: frozenset[str]) -> bool:
+    """``_mamba_radix_cache_resolution``'s gate on a config.json: an architecture on its list,
+    or Granite 4.0-H (GraniteMoeHybridForCausalLM) with a layer type "mamba"."""
+    names = set(config.get("architectures", []))
+    granite = "GraniteMoeHybridForCausalLM" in names and "mamba" in config.get("layer_types", [])
+    return bool(names & archs) or granite
+
+
+RESOLVED: dict[str, tuple[str, bool] | None] = {}
+
+
 def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     """A model whose layers (and Mamba state) come from config.json through SGLang's classes:
     whether any SGLang model module names the architecture (``sglang_names``),
@@ -317,6 +369,11 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     state = server_state()
     state.parallel.attn_tp_size = case["tp"]
     state.parallel.tp_size = case["tp"]
+    resolved = RESOLVED.get(case["id"])
+    if resolved is not None:
+        strategy, state.schedule.disable_overlap_schedule = resolved
+        state.exec.mamba.enable_mamba_extra_buffer = strategy.startswith("extra_buffer")
+        state.exec.mamba.enable_mamba_extra_buffer_lazy = strategy == "extra_buffer_lazy"
     install(state)
     state.schedule.page_size = case["block_size"]
     config = model_config(case["hf_config"])
@@ -404,6 +461,7 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         "max_running_requests": running,
         "max_running_requests_unset": by_pools,
         "mamba_ratio": kvc._calculate_mamba_ratio(),
+        "mamba_radix_cache_strategy": resolved[0] if resolved else "auto",
         "mamba_cache_per_req": params.mamba_cache_per_req,
         "mamba_ssm_dtype": str(params.dtype.temporal).removeprefix("torch."),
         "conv_state_shape": list(params.shape.conv[0]),
@@ -449,6 +507,9 @@ def eagle_draft_num_layers(case: dict[str, Any], config: Any) -> int | None:
 def main() -> int:
     cases = json.load(sys.stdin)
     out: dict[str, Any] = {"engine": "sglang", "version": sglang.__version__, "results": []}
+    for case in cases:
+        if "hf_config" in case:
+            RESOLVED[case["id"]] = resolve_mamba_strategy(case)
     for case in cases:
         run = run_config_case if "hf_config" in case else run_case
         out["results"].append({"id": case["id"], **run(case)})

@@ -57,6 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--max-batch-size", type=positive_int, default=8, metavar="B",
         help="TensorRT-LLM's max_batch_size (default: 8)",
     )  # fmt: skip
+    parser.add_argument(
+        "--mamba-radix-cache-strategy", choices=("extra_buffer", "no_buffer"),
+        default="extra_buffer",
+        help="SGLang's Mamba radix cache on a recurrent hybrid (default: extra_buffer, what an "
+        "H100/H200 launch resolves: 5 state slots per running request; no_buffer: 3)",
+    )  # fmt: skip
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="write a capacity plot")
     parser.set_defaults(func=run)
@@ -110,6 +116,9 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
     rows = []
     for engine in engines:
         row: dict[str, Any] = {"engine": engine, "version": ENGINE_VERSIONS[engine]}
+        # getattr: compare() also serves callers whose arguments predate the option.
+        strategy = getattr(args, "mamba_radix_cache_strategy", "extra_buffer")
+        sglang = {"mamba_radix_cache_strategy": strategy} if engine == "sglang" else {}
         try:
             if unmodelled is not None:
                 raise NotModelled(unmodelled)
@@ -118,7 +127,7 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
             caps = [
                 engine_capacity(
                     family, model, args.gpu_memory, engine=engine, block_size=args.block_size,
-                    max_batch_size=args.max_batch_size, tp_size=args.tp_size, **common,
+                    max_batch_size=args.max_batch_size, tp_size=args.tp_size, **common, **sglang,
                     **({} if args.pp_size == 1 else {"pp_size": args.pp_size, "pp_rank": rank}),
                 )
                 for rank in range(args.pp_size if engine == "trtllm-v2" else 1)
@@ -142,7 +151,7 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
         try:
             terms = policy_terms(
                 family, model, engine=engine, block_size=args.block_size,
-                max_batch_size=args.max_batch_size, **common,
+                max_batch_size=args.max_batch_size, **common, **sglang,
             )  # fmt: skip
             # The terms are sized at tp 1 for the whole model: elsewhere their bytes would be
             # wrong figures.
@@ -218,8 +227,9 @@ CAP_NOTE = (
     "max concurrency: TensorRT-LLM's is capped at --max-batch-size (it admits no more requests "
     "at once); vLLM's and SGLang's are not (max_num_seqs / max_running_requests do not size "
     "the pool, except SGLang's speculative state reserve on recurrent hybrids, which "
-    "--max-batch-size sets as max_running_requests); SGLang runs at most one request per 3 "
-    "state slots of a recurrent hybrid, whatever its tokens hold"
+    "--max-batch-size sets as max_running_requests); SGLang runs at most one request per 5 "
+    "state slots of a recurrent hybrid (its extra_buffer Mamba radix cache on CUDA), whatever "
+    "its tokens hold"
 )
 
 

@@ -195,6 +195,12 @@ def launch(
             fields["swa_full_tokens_ratio"] = sizing.SWA_FULL_TOKENS_RATIO
         if any(layer.attention == "recurrent" for layer in entry.layers):
             fields["mamba_full_memory_ratio"] = sizing.MAMBA_FULL_MEMORY_RATIO
+            # The strategy kvgen planned for, spelled out so that a platform whose default
+            # resolves otherwise (no Mamba state snapshots) cannot change the state slots
+            # per running request (arg_groups/overrides.py _mamba_radix_cache_resolution).
+            strategy = sizing.SGLANG_MAMBA_STRATEGY
+            fields["mamba_radix_cache_strategy"] = strategy
+            ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
             # What the state slots alone let run: the concurrency of 1-token requests.
             running = sizing.engine_capacity(
                 model, budget_bytes, engine=engine, block_size=block_size,
@@ -203,8 +209,8 @@ def launch(
             if running < max_batch_size:
                 notes.append(
                     f"SGLang lowers max_running_requests to {int(running)}: one running "
-                    "request per 3 recurrent state slots (kv_cache_configurator.py "
-                    "resolve_max_num_reqs)"
+                    f"request per {ratio} recurrent state slots under {strategy} "
+                    "(kv_cache_configurator.py resolve_max_num_reqs)"
                 )
     else:
         fields, capacity, notes = _trtllm(

@@ -64,11 +64,12 @@ POLICY_TERMS = {
     "window",
     "mamba_memory_ratio": "SGLang gives 0.9/1.9 of the budget to recurrent state slots first",
     "fp32_ssm_state": "SGLang keeps the SSM part of a recurrent state in fp32 by default",
-    "mamba_running_requests": "SGLang runs at most one request per 3 recurrent state slots "
-    "(resolve_max_num_reqs caps max_running_requests at slots // 3, and refuses to start "
-    "below 3 slots)",
+    "mamba_running_requests": "SGLang runs at most one request per 5 recurrent state slots "
+    "under the extra_buffer Mamba radix cache strategy a CUDA launch resolves (3 under "
+    "no_buffer): resolve_max_num_reqs caps max_running_requests at slots // ratio, and refuses "
+    "to start below ratio slots",
     "mamba_spec_states": "SGLang's EAGLE/MTP keeps speculative_num_draft_tokens intermediate "
-    "recurrent states per running request (max_running_requests, at most one per 3 slots), "
+    "recurrent states per running request (max_running_requests, at most one per 5 slots), "
     "solved with the state slots out of the same share",
     "swa_pages_per_request": "TensorRT-LLM charges each of B requests ceil((w+H-2)/tpb)+1 "
     "pages per sliding life cycle plus a per-token context term (docs/cost-model.md §4)",
@@ -136,6 +137,7 @@ def engine_capacity(
     ssm_dtype: str | None = None,
     pp_size: int = 1,
     pp_rank: int = 0,
+    mamba_radix_cache_strategy: str = _sglang.MAMBA_STRATEGY,
 ) -> EngineCapacity:
     """What ``engine`` gives ``model`` of ``family`` for a KV budget of ``budget_bytes``.
 
@@ -144,9 +146,10 @@ def engine_capacity(
     budget (vLLM's ``max_num_batched_tokens``). Engine-specific keywords: ``max_batch_size``
     (TensorRT-LLM), ``async_scheduling``, ``mamba_cache_mode`` ("align": vLLM's default for
     hybrids, prefix caching on; "none": prefix caching off) and ``gdn_prefill_backend``
-    ("flashinfer", the H100/H200 default, or "triton") (vLLM), ``swa_full_tokens_ratio`` and
-    ``mamba_full_memory_ratio`` (SGLang); ``ssm_dtype`` None is each engine's default (SGLang:
-    fp32; vLLM: the conv dtype, fp32 for Nemotron-H).
+    ("flashinfer", the H100/H200 default, or "triton") (vLLM), ``swa_full_tokens_ratio``,
+    ``mamba_full_memory_ratio`` and ``mamba_radix_cache_strategy`` ("extra_buffer", what an
+    H100/H200 launch resolves for a recurrent hybrid, or "no_buffer") (SGLang); ``ssm_dtype``
+    None is each engine's default (SGLang: fp32; vLLM: the conv dtype, fp32 for Nemotron-H).
     ``speculative`` names a profile of the family: TensorRT-LLM takes any; vLLM takes ngram and
     the drafters that share its pool (eagle3, mtp, mtp_eagle, and a separate draft model,
     draft_target); SGLang ``"none"`` and EAGLE3 / MTP profiles on full-attention models.
@@ -199,7 +202,7 @@ def engine_capacity(
         page = _sglang.DEFAULT_PAGE_SIZE if block_size is None else block_size
         return sglang_capacity(
             plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio,
-            max_batch_size,
+            max_batch_size, mamba_radix_cache_strategy,
         )  # fmt: skip
     raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
 

@@ -15,9 +15,14 @@ numbers SGLang's own pool configurators produced on CPU):
 - **Mamba memory ratio**: a Mamba/linear-attention hybrid first gives
   ``r / (1 + r)`` of the budget (``mamba_full_memory_ratio`` r = 0.9) to whole state slots,
   one of them a padding slot, and the attention pool gets what is left.
-- **running requests**: at most one request runs per 3 state slots (``resolve_max_num_reqs``,
-  the radix cache on), whatever the attention pool holds; fewer than 3 slots and SGLang
-  refuses to start.
+- **running requests**: at most one request runs per ``ratio`` state slots
+  (``resolve_max_num_reqs``, ``_calculate_mamba_ratio``), whatever the attention pool holds;
+  fewer slots than that and SGLang refuses to start. The ratio follows the Mamba radix cache's
+  strategy as ``ServerArgs.resolve_once`` picks it (``arg_groups/overrides.py``
+  ``_mamba_radix_cache_resolution``): on CUDA every shipped hybrid gets ``extra_buffer`` with
+  the overlap scheduler on (speculative decoding too), 3 + 2 tracking slots = 5
+  (``get_mamba_tracking_slots``); ``no_buffer`` (``--mamba-radix-cache-strategy no_buffer
+  --disable-overlap-schedule``, page size 1 only) keeps 3.
 - **KV-shared layers** (Gemma 3n) get a buffer of their own: the pool is sized for every
   hidden layer. A **DSA indexer** (DeepSeek-V3.2) keeps its fp8 keys (132 B) in each latent
   layer's cell; an fp8_e4m3 latent on Hopper (flashmla_kv) is 656 B.
@@ -31,7 +36,7 @@ numbers SGLang's own pool configurators produced on CPU):
 ``kv_tokens`` is the full pool's tokens, ``num_blocks`` its pages, ``request_bytes`` one
 request at ``max_seq_len`` (full-length layers, plus ``min(S, window + page)`` sliding tokens
 in a hybrid-SWA model, plus one state slot), and ``max_concurrency`` how many such requests the
-pools hold together (in a Mamba hybrid at most state slots // 3, what SGLang runs at once).
+pools hold together (in a Mamba hybrid at most state slots // ratio, what SGLang runs at once).
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "HYBRID_SWA_FAMILIES",
     "MAMBA_FULL_MEMORY_RATIO",
+    "MAMBA_STRATEGIES",
+    "MAMBA_STRATEGY",
     "SGLANG_VERSION",
     "SLOTS_PER_RUNNING_REQUEST",
     "SSM_DTYPES",
@@ -73,7 +80,9 @@ __all__ = [
 
 SGLANG_VERSION = engines_core.ENGINE_VERSIONS["sglang"]
 DEFAULT_PAGE_SIZE = engines_core.SGLANG_PAGE_SIZE
-SLOTS_PER_RUNNING_REQUEST = engines_core.SGLANG_MAMBA_SLOTS_PER_REQUEST
+SLOTS_PER_RUNNING_REQUEST = engines_core.SGLANG_MAMBA_SLOTS_PER_REQUEST  # by strategy
+MAMBA_STRATEGIES = engines_core.SGLANG_MAMBA_STRATEGIES
+MAMBA_STRATEGY = engines_core.SGLANG_MAMBA_STRATEGY
 sliding_tokens_per_request = engines_core.sglang_sliding_tokens
 
 

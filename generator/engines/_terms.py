@@ -84,7 +84,11 @@ def _vllm_terms(
 
 
 def _sglang_terms(
-    family: Family, model: str, ssm_dtype: str, speculative: str = "none"
+    family: Family,
+    model: str,
+    ssm_dtype: str,
+    speculative: str = "none",
+    strategy: str = _sglang.MAMBA_STRATEGY,
 ) -> list[PolicyTerm]:
     spec_model = family.model(model)
     profile = None if speculative == "none" else family.profile(speculative)
@@ -119,7 +123,8 @@ def _sglang_terms(
         terms.append(
             PolicyTerm(
                 "mamba_running_requests",
-                f"at most 1 running request per {_sglang.SLOTS_PER_RUNNING_REQUEST} state slots",
+                f"at most 1 running request per {_sglang.SLOTS_PER_RUNNING_REQUEST[strategy]} "
+                f"state slots ({strategy})",
             )
         )
         if plan.draft_tokens:
@@ -194,13 +199,15 @@ def policy_terms(
     max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
     ssm_dtype: str = "fp32",
     speculative: str = "none",
+    mamba_radix_cache_strategy: str = _sglang.MAMBA_STRATEGY,
 ) -> list[PolicyTerm]:
-    """The policy terms of ``engine`` that apply to ``model``, each with its size."""
+    """The policy terms of ``engine`` that apply to ``model``, each with its size (SGLang's
+    ``mamba_radix_cache_strategy``: its state slots per running request)."""
     if engine == "vllm":
         size = _vllm.DEFAULT_BLOCK_SIZE if block_size is None else block_size
         return _vllm_terms(family, model, size, max_seq_len, max_num_tokens, speculative)
     if engine == "sglang":
-        return _sglang_terms(family, model, ssm_dtype, speculative)
+        return _sglang_terms(family, model, ssm_dtype, speculative, mamba_radix_cache_strategy)
     if engine == "trtllm-v2":
         size = family.tokens_per_block if block_size is None else block_size
         return _trtllm_terms(

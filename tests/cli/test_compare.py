@@ -89,3 +89,28 @@ def test_speculative_profile_and_not_modelled_engines(capsys: pytest.CaptureFixt
     assert "1,855,872          226.547" in out
     assert main(["compare", spec, "gpt_oss_20b", *ARGS, "--speculative", "pard"]) == 2
     assert "--speculative must be one of none, eagle3, ngram4" in capsys.readouterr().err
+
+
+def test_sglang_mamba_strategy_moves_a_hybrids_running_requests(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Qwen3-Next-80B, 40 GiB, page 1: K = floor(40 GiB x 0.9 / 1.9 / S - 1) = 262 state slots
+    # (S = 77,266,944 B; tests/unit/test_engines.py derives it), 920,754 tokens either way.
+    # extra_buffer (the default, what an H100/H200 launch resolves) runs 262 // 5 = 52
+    # requests; no_buffer 262 // 3 = 87, and the policy term names the strategy.
+    args = ["-q", "compare", "qwen3_next", "qwen3_next_80b_a3b", "--gpu-memory", "40GiB",
+            "--max-seq-len", "8192", "--engine", "sglang", "--format", "json"]  # fmt: skip
+    got = {}
+    for strategy in ("extra_buffer", "no_buffer"):
+        assert main([*args, "--mamba-radix-cache-strategy", strategy]) == 0
+        (row,) = json.loads(capsys.readouterr().out)["engines"]
+        terms = {t["name"]: t["detail"] for t in row["terms"]}
+        got[strategy] = (row["kv_tokens"], row["max_concurrency"], terms["mamba_running_requests"])
+    assert got == {
+        "extra_buffer": (
+            920_754,
+            52.0,
+            "at most 1 running request per 5 state slots (extra_buffer)",
+        ),
+        "no_buffer": (920_754, 87.0, "at most 1 running request per 3 state slots (no_buffer)"),
+    }

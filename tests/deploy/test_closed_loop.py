@@ -215,27 +215,35 @@ def test_sglang_mtp_on_qwen3_next_reserves_the_intermediate_states_by_hand(capsy
     # x (kernel 4 - 1 = 3 rows) x 2 B = 49,152 B, SSM 32 heads x 128 x 128 x 4 B (fp32) =
     # 2,097,152 B; S = 36 x 2,146,304 = 77,266,944 B a request. A token: 12 x 2 x 2 x 256 x 2 B
     # = 24,576 B (the MTP head adds none: the target's config.json has no
-    # num_nextn_predict_layers). mtp2 runs D = 3 draft tokens. SGLang's Mamba share is
-    # 40 GiB x 0.9 / 1.9 = 20,344,581,928.4 B; K = floor((share - 4 S) / (S x (1 + 3/3))) =
-    # floor(20,035,514,152.4 / 154,533,888) = 129 slots; min(8 requests, 129 // 3) = 8 verify
-    # at once: 9 x 3 x S = 2,086,207,488 B of intermediate states, 130 x S = 10,044,702,720 B
-    # of slots; 40 GiB - both = 30,818,762,752 B / 24,576 = 1,254,018 tokens (page 1).
-    # SGLang runs at most 129 // 3 = 43 requests at once (resolve_max_num_reqs), below
-    # 1,254,018 / 8,192 = 153.1: concurrency 43; one request 8,192 x 24,576 + 4 S.
+    # num_nextn_predict_layers). mtp2 runs D = 3 draft tokens. ServerArgs.resolve_once gives
+    # the hybrid the extra_buffer Mamba radix cache with the overlap scheduler on (CUDA, MTP
+    # included), 3 + 2 tracking slots = 5 state slots per running request. SGLang's Mamba share
+    # is 40 GiB x 0.9 / 1.9 = 20,344,581,928.4 B; K = floor((share - 4 S) / (S x (1 + 3/5))) =
+    # floor(20,035,514,152.4 / 123,627,110.4) = 162 slots; min(8 requests, 162 // 5 = 32) = 8
+    # verify at once: 9 x 3 x S = 2,086,207,488 B of intermediate states, 163 x S =
+    # 12,594,511,872 B of slots; 40 GiB - both = 28,268,953,600 B / 24,576 = 1,150,266 tokens
+    # (page 1). SGLang runs at most 162 // 5 = 32 requests at once (resolve_max_num_reqs),
+    # below 1,150,266 / 8,192 = 140.4: concurrency 32; one request 8,192 x 24,576 + 4 S.
+    # (At fec6846 kvgen planned ratio 3: 129 slots, 1,254,018 tokens, 43 requests.)
     case = _case("sglang", "qwen3_next/qwen3_next_80b_a3b/p1/s8192/tp1/mtp2")
     got = case["engine"]
     assert got["mamba_cache_per_req"] == 36 * (8192 * 3 * 2 + 32 * 128 * 128 * 4) == 77266944
-    assert got["max_mamba_cache_size"] == 129
+    assert (got["mamba_radix_cache_strategy"], got["disable_overlap_schedule"]) == (
+        "extra_buffer",
+        False,
+    )
+    assert got["max_mamba_cache_size"] == 162
     assert got["max_total_num_tokens"] == got["from_memory_alone"]["max_total_num_tokens"]
-    assert got["max_total_num_tokens"] == 30818762752 // 24576 == 1254018
+    assert got["max_total_num_tokens"] == 28268953600 // 24576 == 1150266
     code, printed, _ = _plan(capsys, case["argv"])
     assert code == 0
     fields = printed["fields"]
     assert fields["speculative_algorithm"] == "NEXTN"
     assert (fields["speculative_num_steps"], fields["speculative_num_draft_tokens"]) == (2, 3)
-    assert fields["max_total_tokens"] == 1254018
-    assert got["mamba_ratio"] == 3
-    assert printed["capacity"]["max_concurrency"] == 43.0
+    assert fields["max_total_tokens"] == 1150266
+    assert fields["mamba_radix_cache_strategy"] == "extra_buffer"
+    assert got["mamba_ratio"] == 5
+    assert printed["capacity"]["max_concurrency"] == 32.0
     assert printed["capacity"]["request_bytes"] == 8192 * 24576 + 4 * 77266944
     # Without the drafter the whole share is slots: floor(share / S - 1) = 262, and
     # (40 GiB - 263 S) / 24,576 = 920,754 tokens.

@@ -349,17 +349,24 @@ def test_emit_trtllm_block_size_is_the_pages_tokens_and_dcp_is_refused(capsys):
 
 
 def test_sglang_emit_says_it_lowers_max_running_requests_on_a_recurrent_hybrid(capsys):
-    # Qwen3-Next-80B, 40 GiB, mtp2: K = 129 state slots (tests/unit/test_engines.py derives
-    # it), and SGLang runs at most 129 // 3 = 43 requests (resolve_max_num_reqs; its own
-    # KVCacheConfigurator from ServerArgs resolved 43 for --max-running-requests 64).
+    # Qwen3-Next-80B, 40 GiB, mtp2: K = 162 state slots (tests/unit/test_engines.py derives
+    # it) under the extra_buffer strategy an H100/H200 launch resolves, and SGLang runs at
+    # most 162 // 5 = 32 requests (resolve_max_num_reqs; its own KVCacheConfigurator from
+    # resolved ServerArgs gave 32 for --max-running-requests 64). The strategy is emitted, so
+    # a platform that would resolve no_buffer (3 slots a request) cannot change the plan.
     args = ["-q", "plan", "qwen3_next", "qwen3_next_80b_a3b", "--gpu-memory", "40GiB",
             "--max-seq-len", "8192", "--speculative", "mtp2", "--emit", "sglang",
             "--format", "json"]  # fmt: skip
     assert main([*args, "--max-batch-size", "64"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["fields"]["max_running_requests"] == 64
-    assert printed["capacity"]["max_concurrency"] == 43.0
-    assert any("lowers max_running_requests to 43" in note for note in printed["notes"])
+    assert printed["fields"]["mamba_radix_cache_strategy"] == "extra_buffer"
+    assert printed["capacity"]["max_concurrency"] == 32.0
+    assert any(
+        "lowers max_running_requests to 32: one running request per 5 recurrent state slots "
+        "under extra_buffer" in note
+        for note in printed["notes"]
+    )
     # 8 requests fit under the cap: no note.
     assert main([*args, "--max-batch-size", "8"]) == 0
     printed = json.loads(capsys.readouterr().out)

@@ -151,6 +151,10 @@ def test_generated_public_surface_and_engine_defaults(tmp: Path) -> None:
         ({"engine": "vllm", "ssm_dtype": "fp8"}, "ssm_dtype must be one of"),
         ({"engine": "vllm", "mamba_cache_mode": "all"}, "mamba_cache_mode must be one of"),
         ({"engine": "sglang", "ssm_dtype": "fp8"}, "ssm_dtype must be one of"),
+        (
+            {"engine": "sglang", "mamba_radix_cache_strategy": "auto"},
+            "mamba_radix_cache_strategy must be one of ('extra_buffer', 'no_buffer'), got 'auto'",
+        ),
         ({"engine": "sglang", "max_seq_len": 0}, "max_seq_len must be a positive int"),
         ({"engine": "vllm", "max_seq_len": 131073}, "max_seq_len must be <= 131072"),
         ({"engine": "trtllm-v2", "max_seq_len": 131073}, "max_seq_len must be <= 131072"),
@@ -166,6 +170,20 @@ def test_generated_bad_arguments_name_the_argument(kwargs: dict, message: str, t
     with pytest.raises(ValueError) as err:
         gemma.engine_capacity(model, GIB40, **args)
     assert message in str(err.value)
+
+
+def test_generated_sglang_hybrid_follows_the_mamba_strategy(tmp: Path) -> None:
+    # Qwen3-Next-80B, 40 GiB, page 1: K = floor(40 GiB x 0.9 / 1.9 / S - 1) = 262 state slots
+    # (S = 77,266,944 B; tests/unit/test_engines.py derives it). The generated module answers
+    # as kvgen.engines does: extra_buffer (the strategy a CUDA launch resolves, 3 + 2 tracking
+    # slots a running request) runs 262 // 5 = 52 requests, no_buffer 262 // 3 = 87.
+    qwen = generated("qwen3_next", tmp)
+    kw = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192}
+    assert qwen.engine_capacity("qwen3_next_80b_a3b", GIB40, **kw).max_concurrency == 52.0
+    nobuf = qwen.engine_capacity(
+        "qwen3_next_80b_a3b", GIB40, mamba_radix_cache_strategy="no_buffer", **kw
+    )
+    assert nobuf.max_concurrency == 87.0
 
 
 def test_generated_module_imports_nothing_but_the_stdlib(tmp_path: Path) -> None:

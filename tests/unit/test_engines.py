@@ -333,33 +333,39 @@ def test_sglang_mamba_memory_ratio_and_fp32_ssm_state_qwen3_next() -> None:
 
 def test_sglang_mtp_intermediate_states_follow_max_running_requests_qwen3_next() -> None:
     # mtp2 verifies D = 3 tokens; SGLang 0.5.23 (_handle_max_mamba_cache) solves the slots
-    # with them: K = floor((share - 4 S) / (2 S)) = 129 (S = 77,266,944 B, share as above),
-    # and reserves S x 3 x (min(max_running_requests, 129 // 3 = 43) + 1) more. 8 requests:
-    # 27 S = 2,086,207,488 B, 40 GiB - 27 S - 130 S = 30,818,762,752 B / 24,576 = 1,254,018
-    # tokens. 64 requests are capped at 43: 132 S = 10,199,236,608 B, 40 GiB - 132 S - 130 S
-    # = 22,705,733,632 B / 24,576 = 923,898 tokens; 1 request: 6 S, 1,320,042 tokens. (SGLang's
-    # own KVCacheConfigurator, bench/engines/closed_loop_sglang.py on the emitted fields,
-    # computed 129 slots and these three token counts; tp 2: 261 slots, 2,586,637 tokens.)
+    # with them at the resolved ratio (extra_buffer, overlap on: 5 slots a running request):
+    # K = floor((share - 4 S) / (S x (1 + 3/5))) = floor(20,035,514,152.4 / 123,627,110.4) =
+    # 162 (S = 77,266,944 B, share as above), and reserves S x 3 x (min(max_running_requests,
+    # 162 // 5 = 32) + 1) more; the slots take 163 S = 12,594,511,872 B. 8 requests: 27 S =
+    # 2,086,207,488 B, 40 GiB - 27 S - 163 S = 28,268,953,600 B / 24,576 = 1,150,266 tokens.
+    # 64 requests are capped at 32: 99 S = 7,649,427,456 B, 40 GiB - 99 S - 163 S =
+    # 22,705,733,632 B / 24,576 = 923,898 tokens; 1 request: 6 S = 463,601,664 B,
+    # 29,891,559,424 B / 24,576 = 1,216,290 tokens. (SGLang's own KVCacheConfigurator on
+    # resolved ServerArgs, bench/engines/closed_loop_sglang.py and the probe, gave 162 slots,
+    # 1,150,266 and 923,898 tokens.) tp 2: S/2 = 38,633,472 B, 12,288 B a token: K =
+    # floor((share - 4 x S/2) / (1.6 x S/2)) = floor(20,190,048,040.4 / 61,813,555.2) = 326,
+    # 40 GiB - 27 x S/2 - 327 x S/2 = 29,273,423,872 B / 12,288 = 2,382,277 tokens, 326 // 5 =
+    # 65 requests.
     q = family("qwen3_next")
     plan = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192, "speculative": "mtp2"}
     got = {
         batch: engine_capacity(q, "qwen3_next_80b_a3b", GIB40, max_batch_size=batch, **plan)
         for batch in (1, 8, 64)
     }
-    assert {b: c.kv_tokens for b, c in got.items()} == {1: 1_320_042, 8: 1_254_018, 64: 923_898}
-    # SGLang runs at most 129 // 3 = 43 requests at once (resolve_max_num_reqs), below
-    # 1,254,018 / 8,192 = 153.1 and 923,898 / 8,192 = 112.8 requests' tokens.
-    assert got[8].max_concurrency == got[64].max_concurrency == 43.0
+    assert {b: c.kv_tokens for b, c in got.items()} == {1: 1_216_290, 8: 1_150_266, 64: 923_898}
+    # SGLang runs at most 162 // 5 = 32 requests at once (resolve_max_num_reqs), below
+    # 1,150,266 / 8,192 = 140.4 and 923,898 / 8,192 = 112.8 requests' tokens.
+    assert got[8].max_concurrency == got[64].max_concurrency == 32.0
     tp2 = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, tp_size=2, **plan)
-    assert (tp2.kv_tokens, tp2.max_concurrency) == (2_586_637, 261 // 3)
+    assert (tp2.kv_tokens, tp2.max_concurrency) == (2_382_277, 65.0)
     with pytest.raises(ValueError, match="max_batch_size must be a positive int"):
         engine_capacity(q, "qwen3_next_80b_a3b", GIB40, max_batch_size=0, **plan)
-    # 2 GiB: share 1,017,229,096.4 B, K = floor((share - 4 S) / 2 S) = 4, min(8, 4 // 3) = 1
-    # request verifies: 2,147,483,648 - 2 x 3 S - 5 S = 1,297,547,264 B / 24,576 = 52,797
-    # tokens. 1 GiB: K = floor((508,614,548.2 - 4 S) / 2 S) = 1, and 1 // 3 = 0 requests:
-    # SGLang refuses ("state cache is too small to serve any requests", resolve_max_num_reqs).
+    # 2 GiB: share 1,017,229,096.4 B, K = floor((share - 4 S) / 1.6 S) = floor(5.73) = 5,
+    # min(8, 5 // 5) = 1 request verifies: 2,147,483,648 - 2 x 3 S - 6 S = 1,220,280,320 B /
+    # 24,576 = 49,653 tokens. 1 GiB: K = floor((508,614,548.2 - 4 S) / 1.6 S) = 1, and
+    # 1 // 5 = 0 requests: SGLang refuses (resolve_max_num_reqs).
     two = engine_capacity(q, "qwen3_next_80b_a3b", 2 << 30, **plan)
-    assert (two.kv_tokens, two.max_concurrency) == (52_797, 1.0)  # 4 slots run 4 // 3 = 1
+    assert (two.kv_tokens, two.max_concurrency) == (49_653, 1.0)  # 5 slots run 5 // 5 = 1
     with pytest.raises(ValueError, match="leaves SGLang 1 recurrent state slots"):
         engine_capacity(q, "qwen3_next_80b_a3b", 1 << 30, **plan)
     # kvgen compare names the policy: 3 intermediate states of S = 73.7 MiB per request.
@@ -367,7 +373,7 @@ def test_sglang_mtp_intermediate_states_follow_max_running_requests_qwen3_next()
     assert [t.name for t in terms] == [
         "mamba_memory_ratio", "mamba_running_requests", "mamba_spec_states", "fp32_ssm_state"
     ]  # fmt: skip
-    assert terms[1].detail == "at most 1 running request per 3 state slots"
+    assert terms[1].detail == "at most 1 running request per 5 state slots (extra_buffer)"
     assert terms[2].detail == "3 intermediate states of 73.7 MiB per running request"
 
 
@@ -408,27 +414,70 @@ def test_sglang_eagle3_draft_joins_the_full_pool_of_a_hybrid_swa_model_gpt_oss()
     assert (pools.full_tokens, pools.swa_tokens) == (1_855_872, 1_484_688)
 
 
-def test_sglang_runs_a_third_of_its_state_slots_and_refuses_below_three_qwen3_next() -> None:
-    # SGLang 0.5.23 runs at most K // 3 requests of a recurrent hybrid at once
-    # (kv_cache_configurator.py resolve_max_num_reqs, MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
-    # with the radix cache on), and refuses to start where that is 0. S = 77,266,944 B a slot
-    # (derived above), share = budget x 0.9 / 1.9, K = floor(share / S - 1).
+def test_sglang_runs_a_fifth_of_its_state_slots_and_refuses_below_five_qwen3_next() -> None:
+    # SGLang 0.5.23 runs at most K // ratio requests of a recurrent hybrid at once
+    # (kv_cache_configurator.py resolve_max_num_reqs, _calculate_mamba_ratio), and refuses to
+    # start where that is 0. On an H100/H200, ServerArgs.resolve_once picks the extra_buffer
+    # Mamba radix cache for Qwen3-Next (arg_groups/overrides.py _mamba_radix_cache_resolution:
+    # overlap scheduler on, linear_attn_backend triton, CUDA keeps state snapshots), so the
+    # ratio is MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3 + get_mamba_tracking_slots 2 = 5;
+    # no_buffer (also --disable-overlap-schedule, page 1 only) keeps 3. S = 77,266,944 B a
+    # slot (derived above), share = budget x 0.9 / 1.9, K = floor(share / S - 1).
     q = family("qwen3_next")
     plan = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192}
-    # 40 GiB: K = 262, 262 // 3 = 87 requests, below 920,754 / 8,192 = 112.4 requests' tokens.
+    # 40 GiB: K = 262, 262 // 5 = 52 requests, below 920,754 / 8,192 = 112.4 requests' tokens
+    # (SGLang's own resolved ServerArgs: 52; fec6846 answered 262 // 3 = 87).
     got = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, **plan)
-    assert (got.kv_tokens, got.max_concurrency) == (920_754, 87.0)
+    assert (got.kv_tokens, got.max_concurrency) == (920_754, 52.0)
+    nobuf = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, mamba_radix_cache_strategy="no_buffer",
+                            **plan)  # fmt: skip
+    assert (nobuf.kv_tokens, nobuf.max_concurrency) == (920_754, 87.0)
+    # 2 GiB: share 1,017,229,096.4 B, K = floor(13.17 - 1) = 12, 12 // 5 = 2 requests; the
+    # tokens (2 GiB - 13 S) / 24,576 = 46,509.
+    got = engine_capacity(q, "qwen3_next_80b_a3b", 2 << 30, **plan)
+    assert (got.kv_tokens, got.max_concurrency) == (46_509, 2.0)
     # 1 GiB: share 508,614,548.2 B, K = floor(6.58 - 1) = 5: 1 request, though the tokens,
     # (1 GiB - 6 S) / 24,576 = 24,826, hold 24,826 / 8,192 = 3.03.
     got = engine_capacity(q, "qwen3_next_80b_a3b", 1 << 30, **plan)
     assert (got.kv_tokens, got.max_concurrency) == (24_826, 1.0)
-    # 512 MiB: share 254,307,274.1 B, K = floor(3.29 - 1) = 2 slots, 2 // 3 = 0 requests.
+    # 768 MiB: share 381,460,911.2 B, K = floor(4.94 - 1) = 3 slots: 3 // 5 = 0 requests under
+    # extra_buffer (refused; fec6846 ran 3 // 3 = 1), 1 under no_buffer with (805,306,368 -
+    # 4 S) / 24,576 = 20,192 tokens.
+    with pytest.raises(ValueError, match=r"leaves SGLang 3 recurrent state slots, fewer than the "
+                       r"5 .* SGLang 0.5.23 refuses .*resolve_max_num_reqs: 3 // 5"):  # fmt: skip
+        engine_capacity(q, "qwen3_next_80b_a3b", 768 << 20, **plan)
+    nobuf = {**plan, "mamba_radix_cache_strategy": "no_buffer"}
+    got = engine_capacity(q, "qwen3_next_80b_a3b", 768 << 20, **nobuf)
+    assert (got.kv_tokens, got.max_concurrency) == (20_192, 1.0)
+    # 512 MiB: share 254,307,274.1 B, K = floor(3.29 - 1) = 2 slots, 2 // 5 = 0 requests.
     with pytest.raises(ValueError, match=r"leaves SGLang 2 recurrent state slots, fewer than the "
-                       r"3 .* SGLang 0.5.23 refuses .*resolve_max_num_reqs"):  # fmt: skip
+                       r"5 .* SGLang 0.5.23 refuses .*resolve_max_num_reqs"):  # fmt: skip
         engine_capacity(q, "qwen3_next_80b_a3b", 1 << 29, **plan)
     # 256 MiB: share 127,153,637.1 B, K = floor(1.65 - 1) = 0 slots (_handle_max_mamba_cache).
     with pytest.raises(ValueError, match=r"leaves SGLang 0 .*_handle_max_mamba_cache"):
         engine_capacity(q, "qwen3_next_80b_a3b", 1 << 28, **plan)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "block_size", "message"),
+    [
+        ("no_buffer", 16, "no_buffer strategy takes page_size 1 only"),
+        ("extra_buffer", 3, "does not divide mamba_track_interval 256"),
+        ("lazy", 1, "mamba_radix_cache_strategy must be one of"),
+        (["extra_buffer"], 1, "mamba_radix_cache_strategy must be one of"),
+    ],
+)
+def test_sglang_refuses_the_mamba_strategies_it_refuses(strategy, block_size, message) -> None:
+    # mamba_hook.py: validate_mamba_no_buffer asserts page_size 1; validate_mamba_extra_buffer
+    # asserts mamba_track_interval (256) % page_size == 0. A name that is no strategy is named,
+    # on an attention-only model too.
+    kwargs = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192,
+              "block_size": block_size, "mamba_radix_cache_strategy": strategy}  # fmt: skip
+    with pytest.raises(ValueError, match=message):
+        engine_capacity(family("qwen3_next"), "qwen3_next_80b_a3b", GIB40, **kwargs)
+    if "must be one of" in message:
+        with pytest.raises(ValueError, match=message):
+            engine_capacity(family("llama3"), "llama3_1_8b", GIB40, **kwargs)
 
 
 # ----------------------------------------------------------------------------- TensorRT-LLM
