@@ -1,11 +1,11 @@
-"""Time ``engine_capacity`` per call, in kvgen.engines and in the generated sizing modules.
+"""Time ``engine_capacity`` per call, in kvgen._engines and in the generated sizing modules.
 
 Usage: python bench/bench_engines.py [--calls N] [--quick]
 
 Prints microseconds per call for each engine on every model of every shipped family
 (``--quick``: four of them), then the worst per engine against the targets (warm < 2 us through
 both paths, never-seen < 5 us):
-``kvgen.engines.engine_capacity`` (cold: the first call, building the plan; warm: the plan
+``kvgen._engines.engine_capacity`` (cold: the first call, building the plan; warm: the plan
 cached) and ``generated/<family>/sizing.py``'s ``engine_capacity``, which answers from the
 module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. Its columns:
 warm; never-seen, its plan caches emptied before every call, so each call plans the model
@@ -32,9 +32,9 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from kvgen.engines import _CACHE, ENGINES, engine_capacity
-from kvgen.loader import load_family
-from kvgen.vendored import import_generated
+from kvgen._engines import _CACHE, ENGINES, engine_capacity
+from kvgen._loader import load_family
+from kvgen._vendored import import_generated
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = (

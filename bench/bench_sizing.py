@@ -38,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kvgen.loader import load_family  # noqa: E402
+from kvgen._loader import load_family  # noqa: E402
 
 from tests.reference import costmodel  # noqa: E402
 

@@ -41,18 +41,18 @@ __all__ = [
 # imports of them: a type checker of the shim runtime (torch side) would follow them into
 # the whole generator.
 _HOMES = {
-    "Diagnostic": "kvgen.diagnostics",
-    "EngineCapacity": "kvgen.engines",
-    "Family": "kvgen.spec",
-    "LoadedSpec": "kvgen.loader",
-    "NotModelled": "kvgen.engines",
-    "SpecInput": "kvgen.render_input",
-    "bound_module": "kvgen.sizing_context",
-    "engine_capacity": "kvgen.engines",
-    "import_generated": "kvgen.vendored",
-    "lint_paths": "kvgen.lint",
-    "load_bytes": "kvgen.loader",
-    "load_family": "kvgen.loader",
+    "Diagnostic": "kvgen._diagnostics",
+    "EngineCapacity": "kvgen._engines",
+    "Family": "kvgen._spec",
+    "LoadedSpec": "kvgen._loader",
+    "NotModelled": "kvgen._engines",
+    "SpecInput": "kvgen._render_input",
+    "bound_module": "kvgen._sizing_context",
+    "engine_capacity": "kvgen._engines",
+    "import_generated": "kvgen._vendored",
+    "lint_paths": "kvgen._lint",
+    "load_bytes": "kvgen._loader",
+    "load_family": "kvgen._loader",
     "version": "kvgen._meta",
 }
 

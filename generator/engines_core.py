@@ -3,13 +3,13 @@
 ``kvgen generate`` writes this file verbatim beside ``kvgen.sizing_core`` in the output folder
 (``generated/_kvgen_runtime/engines_core.py``); a family's sizing module defines its engine
 rows (``_ENGINE_MODELS``) and calls ``bind`` after the interpreter's, so that
-``engine_capacity`` answers there without kvgen. ``kvgen.engines`` calls the same policy
-functions with rows it builds from a loaded spec (``kvgen.engines._rows`` builds them for
+``engine_capacity`` answers there without kvgen. ``kvgen._engines`` calls the same policy
+functions with rows it builds from a loaded spec (``kvgen._engines._rows`` builds them for
 both), so each policy has one implementation.
 
 Policies (docs/cost-model.md §9), pinned: vLLM 0.33.0 (``vllm_plan``, ``vllm_capacity``) and
 SGLang 0.5.23 (``sglang_plan``, ``sglang_pools``, ``sglang_capacity``); each is described in
-``kvgen.engines._vllm`` and ``kvgen.engines._sglang`` with the engine modules it is read from.
+``kvgen._engines._vllm`` and ``kvgen._engines._sglang`` with the engine modules it is read from.
 Each plan is in two parts: the layout, what the model and profile alone decide
 (``vllm_layout``, ``sglang_layout``; a generated module keeps one per model and profile), and
 the arithmetic of a block size, tp and modes on it (``vllm_plan_at``, ``sglang_plan_at``), so
@@ -997,7 +997,7 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
 def _is_index_row(layer: EngineLayer) -> bool:
     """A sparse-attention indexer's key cache: the fp8 packed row an MLA kind with
     index_head_dim adds beside its latent (cache_kinds._mla_layers)."""
-    return layer.attention == "mla" and layer.dtype == "fp8" and layer.token_bytes > 0
+    return _ROW_KINDS[layer.attention].latent and layer.dtype == "fp8" and layer.token_bytes > 0
 
 
 def sglang_plan(
@@ -1316,7 +1316,7 @@ def _trtllm_capacity(
         _integer("block_size", block_size, 1)
         raise NotModelled(
             f"block_size must be {TOKENS_PER_BLOCK} (the spec's tokens_per_block) for "
-            f"engine 'trtllm-v2' here; kvgen.engines answers for other page sizes"
+            f"engine 'trtllm-v2' here; kvgen._engines answers for other page sizes"
         )
     options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
                        pp_size, pp_rank)  # fmt: skip

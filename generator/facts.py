@@ -1,7 +1,7 @@
 """Facts about cache layouts, defined once: inputs of every derivation, never derived.
 
 The static side (the sizing interpreter ``kvgen.sizing_core``, the engine policies
-``kvgen.engines_core``, ``kvgen.quant``, ``kvgen.shapes``, the engine and import-hf models)
+``kvgen.engines_core``, ``kvgen._quant``, ``kvgen._shapes``, the engine and import-hf models)
 and the shim runtime (``kvgen.runtime``) import these; the runtime still measures its bytes
 from the shapes and itemsize of the tensors it builds, so the diff between the two sides stays
 meaningful. Stdlib only and a leaf module: generation writes it verbatim beside the sizing

@@ -8,7 +8,7 @@ without the engine). A config is a shipped family's model (the one of ``tests/tr
 and gemma3_27b, whose heads divide by 8), a tokens_per_block (32 and 64: the spec re-rendered
 with the other page where it has one of its own), two lengths, tp 1 and 8, no speculation and
 one speculative profile held in the target manager. The settings are those of
-``plan --emit trtllm --format json``: ``kvgen.deploy.emit.launch`` and ``render`` in process.
+``plan --emit trtllm --format json``: ``kvgen._deploy.emit.launch`` and ``render`` in process.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kvgen.deploy.emit import launch, render
-from kvgen.loader import load_family
+from kvgen._deploy.emit import launch, render
+from kvgen._loader import load_family
 
 from tests.trtllm_cases import DTYPE_BYTES
 from tests.workloads import ROOT, render_family, with_tokens_per_block

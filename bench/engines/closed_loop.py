@@ -6,7 +6,7 @@ them):
     python bench/engines/refresh_goldens.py --closed-loop [--engine vllm|sglang] [--venv-root DIR]
 
 For every case below this module runs ``kvgen plan FAMILY MODEL --gpu-memory 40GiB ... --emit
-ENGINE --format json`` (``kvgen.cli.main``, in process) and hands the printed ``fields`` with the
+ENGINE --format json`` (``kvgen._cli.main``, in process) and hands the printed ``fields`` with the
 model's ``config.json`` (``tests/fixtures/hf/``) to ``closed_loop_<engine>.py`` inside the
 engine's virtual environment, which builds the engine's configuration from those fields alone
 (vLLM ``EngineArgs(**fields)``, SGLang ``ServerArgs(**fields)``) and runs its KV sizing (see
@@ -94,7 +94,7 @@ SGLANG_PROFILES = {
 
 def emit(argv: list[str]) -> tuple[int, dict[str, Any] | None, str]:
     """``kvgen ARGV`` in process: exit code, the launch JSON it printed (None if none), stderr."""
-    from kvgen.cli import main
+    from kvgen._cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -132,8 +132,8 @@ def plan_inputs(engine: str, *, page: int, length: int, tp: int) -> dict[str, An
 def cases(engine: str) -> list[dict[str, Any]]:
     """The grid: each family's model at two pages, two lengths, tp 1 and 8, and one speculative
     profile (first page, short length, tp 1)."""
-    from kvgen.deploy.emit import _speculative  # the emitted speculative_config, as emit builds it
-    from kvgen.deploy.rank import load_sizing
+    from kvgen._deploy.emit import _speculative  # the emitted speculative_config, as emit builds it
+    from kvgen._deploy.rank import load_sizing
 
     grid = []
     for family, (model, fixture, profile, draft) in sorted(MODELS.items()):

@@ -34,7 +34,7 @@ For each engine this script
    (engine version, modules and functions; for config cases the engine defaults each model
    gets and the hook that sets them) to ``tests/fixtures/engines/<engine>.json``.
 
-kvgen's tests compare ``kvgen.engines.engine_capacity`` with these files; CI needs no engine.
+kvgen's tests compare ``kvgen._engines.engine_capacity`` with these files; CI needs no engine.
 For a new engine release: change the pin in the requirements file and ``PINS`` below, run this
 script, and review the diff of the fixture (every changed number is a policy change to model).
 """
@@ -49,11 +49,11 @@ import venv
 from pathlib import Path
 from typing import Any
 
-from kvgen.engines._layers import cached_layers, ssm_state_bytes
-from kvgen.engines._rows import SGLANG_HYBRID_SWA_FAMILIES, engine_model
-from kvgen.loader import load_path
-from kvgen.shapes import kind_head_dim
-from kvgen.spec import Family, LayerStack, Model
+from kvgen._engines._layers import cached_layers, ssm_state_bytes
+from kvgen._engines._rows import SGLANG_HYBRID_SWA_FAMILIES, engine_model
+from kvgen._loader import load_path
+from kvgen._shapes import kind_head_dim
+from kvgen._spec import Family, LayerStack, Model
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

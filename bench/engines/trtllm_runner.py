@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         "refresh": "python bench/engines/trtllm_runner.py --engine-src DIR",
         "cases": entries,
         "closed_loop": {
-            "produced_by": "kvgen.deploy.emit.launch + render(json) (plan --emit trtllm "
+            "produced_by": "kvgen._deploy.emit.launch + render(json) (plan --emit trtllm "
             "--format json) in process; the engine's KVCacheManager(KVCacheManagerConfig("
             "cache_tiers=[GpuCacheTierConfig(quota=max_gpu_total_bytes)])), run on CPU",
             "functions": [

@@ -7,7 +7,7 @@ its family's tables (plain rows of the spec's facts: layer kinds with their laye
 patterns, speculative profiles) and calls ``bind``, which installs the interpreter over them.
 So the modules stay stdlib-only and need no kvgen at run time: vendoring is copying the output
 folder. kvgen binds the same interpreter to tables built in memory from a spec
-(``kvgen.sizing_context.bound_module``). The formulas are those of ``docs/cost-model.md``
+(``kvgen._sizing_context.bound_module``). The formulas are those of ``docs/cost-model.md``
 §1-§6; the runtime page model (``kvgen.runtime``) derives the same numbers independently.
 
 Here: the public functions and ``bind``; the interpreter's parts (``_PARTS``) are described in

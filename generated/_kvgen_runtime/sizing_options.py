@@ -76,7 +76,7 @@ class _Options(NamedTuple):
 
 
 def _did_you_mean(word: object, choices: Iterable[str]) -> str:
-    # The same wording as kvgen.suggest, copied: a generated module cannot import kvgen.
+    # The same wording as kvgen._suggest, copied: a generated module cannot import kvgen.
     if not isinstance(word, str):
         return ""
     import difflib

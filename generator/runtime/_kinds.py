@@ -9,7 +9,7 @@ share them. Nothing in the runtime branches on a kind's name: a new kind is one 
 (with its entry in ``LAYER_RULES``) and, when its pages live differently, one life cycle.
 
 These are the runtime's own derivations (docs/cost-model.md §3, §4, §8), written apart from
-the static classes of ``kvgen.cache_kinds`` and ``kvgen.sizing_core``: the diff suite compares
+the static classes of ``kvgen._cache_kinds`` and ``kvgen.sizing_core``: the diff suite compares
 the two sides. Only facts are shared (``kvgen.facts``). No torch here.
 """
 

@@ -46,4 +46,4 @@ def test_every_name_in_the_section_exists():
 def test_the_check_sees_the_package():
     # A guard against the test passing vacuously on an empty or moved package.
     parts = package_parts()
-    assert {"cli", "render", "runtime", "rules", "codes", "commands"} <= parts
+    assert {"_cli", "_render", "runtime", "_rules", "_codes", "_commands"} <= parts

@@ -143,7 +143,7 @@ def test_a_wheel_install_renders_exactly_what_the_checkout_renders(venv, tmp_pat
     python = str(venv / "bin/python")
     # -I: the checkout (and any editable install's path hooks) stay out of sys.path.
     where = subprocess.run(
-        [python, "-I", "-c", "import kvgen.render as r; print(r.TEMPLATES_DIR)"],
+        [python, "-I", "-c", "import kvgen._render as r; print(r.TEMPLATES_DIR)"],
         cwd=project, check=True, capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
     assert Path(where).parts[-2:] == ("kvgen", "templates") and str(venv) in where

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kvgen.spec import LayerKind
+    from kvgen._spec import LayerKind
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS_DIR = ROOT / "tests" / "fixtures" / "hf" / "corpus"
@@ -77,7 +77,7 @@ def _oracle_windows(entry: dict, context: int) -> list[int | None]:
 
 
 def _kvgen_windows(spec_text: str) -> list[int | None]:
-    from kvgen.loader import load_bytes
+    from kvgen._loader import load_bytes
 
     model = load_bytes("<corpus>", spec_text.encode()).family.models[0]  # type: ignore[union-attr]
     pattern = model.layers.pattern
@@ -90,15 +90,15 @@ def _kvgen_windows(spec_text: str) -> list[int | None]:
 
 
 def _context(spec_text: str) -> int:
-    from kvgen.loader import load_bytes
+    from kvgen._loader import load_bytes
 
     return load_bytes("<corpus>", spec_text.encode()).family.models[0].max_seq_len  # type: ignore[union-attr]
 
 
 def _kvgen_rows(spec_text: str) -> list[Row] | None:
     """The same rows from an imported spec; None when a layer has no transformers form."""
-    from kvgen.loader import load_bytes
-    from kvgen.quant import element_bytes
+    from kvgen._loader import load_bytes
+    from kvgen._quant import element_bytes
 
     family = load_bytes("<corpus>", spec_text.encode()).family
     assert family is not None
@@ -142,7 +142,7 @@ def _kvgen_rows(spec_text: str) -> list[Row] | None:
 def _transformers_state(kind: LayerKind, dtype: str) -> int:
     """A recurrent state's bytes in transformers' layout: the whole kernel window (d_conv
     columns) where vLLM and SGLang keep d_conv - 1, and the SSM state."""
-    from kvgen.recurrent import recurrent_state
+    from kvgen._recurrent import recurrent_state
 
     state = kind.recurrent_dims
     assert state is not None
@@ -153,7 +153,7 @@ def _transformers_state(kind: LayerKind, dtype: str) -> int:
 
 
 def verdict(entry: dict) -> Verdict:
-    from kvgen.importhf import import_config
+    from kvgen._importhf import import_config
 
     name = entry["model_type"]
     if "oracle_error" in entry:
@@ -278,7 +278,7 @@ def _cell(text: str) -> str:
 
 def reviewed_table() -> list[str]:
     """The fields KV302 would block by name, reviewed as not moving a cache (with why)."""
-    from kvgen.importhf._fields import REVIEWED_FIELDS
+    from kvgen._importhf._fields import REVIEWED_FIELDS
 
     lines = [
         "## Fields reviewed as not moving a cache",

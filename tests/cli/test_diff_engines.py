@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kvgen.cli import main
+from kvgen._cli import main
 
 HEADS = """\
 schema_version: 1

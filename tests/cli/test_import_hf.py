@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kvgen.cli import main
-from kvgen.importhf import compact_pattern, import_config
-from kvgen.lint import lint_loaded
-from kvgen.loader import load_bytes, load_path
-from kvgen.spec import Family
+from kvgen._cli import main
+from kvgen._importhf import compact_pattern, import_config
+from kvgen._lint import lint_loaded
+from kvgen._loader import load_bytes, load_path
+from kvgen._spec import Family
 
 from tests.generated.test_families import (
     bytes_per_token,

@@ -44,7 +44,7 @@ def test_no_refusal_is_an_unknown_field(found):
 def test_no_config_of_the_corpus_is_refused_for_a_missing_field_or_an_unknown_one():
     # also those transformers cannot run by default (oracle-error): kvgen's refusal of each
     # names a feature at its field, after --max-seq-len where the config has no context
-    from kvgen.importhf import import_config
+    from kvgen._importhf import import_config
 
     said = {}
     for entry in hf_corpus.load_corpus()["entries"]:

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from kvgen.engines import engine_capacity
+from kvgen._engines import engine_capacity
+from kvgen._importhf import import_config
+from kvgen._loader import load_bytes
 from kvgen.engines_core import NotModelled
-from kvgen.importhf import import_config
-from kvgen.loader import load_bytes
 
 from tests.cli.hf_corpus import load_corpus, verdict
 

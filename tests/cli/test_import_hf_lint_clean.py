@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen.cli import main
-from kvgen.importhf import import_config
-from kvgen.lint import lint_loaded
-from kvgen.loader import load_bytes
-from kvgen.spec import DTYPES
+from kvgen._cli import main
+from kvgen._importhf import import_config
+from kvgen._lint import lint_loaded
+from kvgen._loader import load_bytes
+from kvgen._spec import DTYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf"

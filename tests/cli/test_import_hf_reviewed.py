@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen.importhf import import_config
-from kvgen.loader import load_bytes
-from kvgen.spec import Model
+from kvgen._importhf import import_config
+from kvgen._loader import load_bytes
+from kvgen._spec import Model
 
 from tests.generated.test_families import layer_kinds
 
@@ -446,7 +446,7 @@ def _refused_whole() -> set[str]:
 
 
 def _read_names() -> set[str]:
-    from kvgen.importhf._fields import CACHE_FIELDS
+    from kvgen._importhf._fields import CACHE_FIELDS
 
     return set(CACHE_FIELDS) | {"sliding_window_pattern"}
 
@@ -457,7 +457,7 @@ def test_every_attribute_map_spelling_of_a_read_field_is_read():
     # either way, so the importer must read the alias as that field (and a class that stores
     # a field under another name, e.g. Bailing's max_position_embeddings in
     # model_max_length, is read under the stored name)
-    from kvgen.importhf._fields import ALIASES, MODEL_ALIASES
+    from kvgen._importhf._fields import ALIASES, MODEL_ALIASES
 
     recorded = json.loads((ATTRIBUTE_MAPS / "attribute-maps-5.24.0.json").read_text())
     read = _read_names()

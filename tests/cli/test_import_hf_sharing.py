@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from kvgen.importhf import import_config
+from kvgen._importhf import import_config
 
 from tests.cli.test_import_hf import FIXTURES, _import_text, imported
 

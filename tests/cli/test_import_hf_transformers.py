@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
-from kvgen.importhf import import_config
-from kvgen.loader import load_bytes
-from kvgen.sizing_context import bound_module
-from kvgen.spec import Family
+from kvgen._importhf import import_config
+from kvgen._loader import load_bytes
+from kvgen._sizing_context import bound_module
+from kvgen._spec import Family
 
 from tests.generated.test_families import layer_kinds
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kvgen import config
-from kvgen.cli import main
-from kvgen.commands.init import Layout, pre_commit_config, requirement, workflow
-from kvgen.exits import Exit
-from kvgen.schema_export import export_schema
+from kvgen import _config as config
+from kvgen._cli import main
+from kvgen._commands.init import Layout, pre_commit_config, requirement, workflow
+from kvgen._exits import Exit
+from kvgen._schema_export import export_schema
 
 REPO = Path(__file__).resolve().parents[2]
 SCAFFOLD = [
@@ -102,7 +102,7 @@ def test_workflow_installs_kvgen_itself_uploads_sarif_and_comments_the_diff():
 
 
 def test_requirement_is_a_range_around_the_installed_version():
-    from kvgen.cli import version
+    from kvgen._cli import version
 
     major, minor = map(int, version().split(".")[:2])
     upper = f"{major}.{minor + 1}" if major == 0 else str(major + 1)

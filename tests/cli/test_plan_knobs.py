@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen.cli import main
+from kvgen._cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 GiB = 1 << 30
@@ -197,7 +197,7 @@ def test_compare_engine_restricts_the_rows(capsys):
 
 
 def test_compare_plot_marks_where_vllm_refuses_to_start():
-    from kvgen.commands.compare import PLOT_POINTS, engine_curve, load_family
+    from kvgen._commands.compare import PLOT_POINTS, engine_curve, load_family
 
     # vLLM at tp 1, 131,072 tokens: 14,726 blocks x 1,310,720 B = 19,301,662,720 B per
     # request plus the null block: it refuses any budget below 19,302,973,440 B.
@@ -244,11 +244,11 @@ def test_compare_pp_size_reports_trtllm_tightest_rank(capsys):
 
 
 def test_engine_names_and_dtypes_agree_everywhere():
-    from kvgen.commands._knobs import ENGINES as FLAGS
-    from kvgen.commands._knobs import KV_DTYPES
-    from kvgen.config import ENGINES as CONFIG
-    from kvgen.engines import ENGINES
-    from kvgen.spec import DTYPES
+    from kvgen._commands._knobs import ENGINES as FLAGS
+    from kvgen._commands._knobs import KV_DTYPES
+    from kvgen._config import ENGINES as CONFIG
+    from kvgen._engines import ENGINES
+    from kvgen._spec import DTYPES
 
     assert FLAGS == CONFIG == ENGINES
     assert sorted(KV_DTYPES) == sorted(DTYPES) and len(KV_DTYPES) == len(DTYPES)
@@ -280,7 +280,7 @@ def test_compare_plot_legend_says_where_each_engine_refuses(capsys, tmp_path, mo
     # never holds one request (507,904 B/token x 131,072 = 62 GiB > 40 GiB): each engine is
     # labelled with why and where, with an x on the axis, none silently dropped.
     pytest.importorskip("matplotlib")
-    import kvgen.files
+    import kvgen._files
 
     legends: list[list[str]] = []
     markers: list[int] = []
@@ -290,7 +290,7 @@ def test_compare_plot_legend_says_where_each_engine_refuses(capsys, tmp_path, mo
         legends.append([t.get_text() for t in ax.get_legend().get_texts()])
         markers.append(sum(1 for line in ax.get_lines() if line.get_marker() == "x"))
 
-    monkeypatch.setattr(kvgen.files, "save_figure", capture)
+    monkeypatch.setattr(kvgen._files, "save_figure", capture)
     code, _, _ = run(capsys, *COMPARE, "--gpu-memory", "40GiB", "--plot", str(tmp_path / "p.png"))
     assert code == 1  # SGLang cannot hold one request at 40 GiB
     (labels,) = legends

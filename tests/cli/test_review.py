@@ -19,8 +19,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from kvgen.cli import main
-from kvgen.review import default_ref
+from kvgen._cli import main
+from kvgen._review import default_ref
 
 TOY = """\
 schema_version: 1

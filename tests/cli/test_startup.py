@@ -13,24 +13,24 @@ import subprocess
 import sys
 from pathlib import Path
 
-import kvgen.commands
+import kvgen._commands
 import pytest
 from kvgen import _meta
-from kvgen.cli import COMMANDS, build_parser
-from kvgen.config import Config
+from kvgen._cli import COMMANDS, build_parser
+from kvgen._config import Config
 
 REPO = Path(__file__).resolve().parents[2]
 # What a spec, a rule or a render needs, and the quick commands never do.
-HEAVY = ("pydantic", "jinja2", "yaml", "jsonschema", "kvgen.spec", "kvgen.rules", "kvgen.loader")
+HEAVY = ("pydantic", "jinja2", "yaml", "jsonschema", "kvgen._spec", "kvgen._rules", "kvgen._loader")
 # What the parser-building path of every command module may not import at module level.
-NOT_AT_REGISTER = (*HEAVY, "kvgen.render", "kvgen.review", "kvgen.planner", "kvgen.engines")
+NOT_AT_REGISTER = (*HEAVY, "kvgen._render", "kvgen._review", "kvgen._planner", "kvgen._engines")
 
 
 def _modules_after(*argv: str) -> set[str]:
     """The modules loaded once ``kvgen ARGV`` has run, in a fresh interpreter."""
     code = (
         "import json, sys\n"
-        "from kvgen.cli import main\n"
+        "from kvgen._cli import main\n"
         "try:\n"
         f"    main({list(argv)!r})\n"
         "except SystemExit:\n"
@@ -49,32 +49,32 @@ def _modules_after(*argv: str) -> set[str]:
 def test_quick_commands_import_no_spec_model_rule_or_template_engine(argv):
     loaded = _modules_after(*argv)
     assert {name for name in loaded if name.split(".")[0] in HEAVY or name in HEAVY} == set()
-    assert not any(name.startswith(("kvgen.spec", "kvgen.rules")) for name in loaded)
+    assert not any(name.startswith(("kvgen._spec", "kvgen._rules")) for name in loaded)
 
 
 def test_version_and_help_import_no_command_module_and_no_config_reader():
     for argv in (("--version",), ("--help",)):
         loaded = _modules_after(*argv)
-        assert not [m for m in loaded if m.startswith("kvgen.commands.")], argv
+        assert not [m for m in loaded if m.startswith("kvgen._commands.")], argv
         assert "tomllib" not in loaded and "importlib.metadata" not in loaded, argv
 
 
 def test_explain_imports_only_its_own_command():
     loaded = _modules_after("explain", "KV205")
-    assert {m for m in loaded if m.startswith("kvgen.commands.")} == {"kvgen.commands.explain"}
+    assert {m for m in loaded if m.startswith("kvgen._commands.")} == {"kvgen._commands.explain"}
 
 
 def test_lint_of_one_spec_does_not_import_the_renderer():
     loaded = _modules_after("-q", "lint", "schema/families/llama3.yaml")
     assert "pydantic" in loaded  # it validates
-    assert not {"jinja2", "jsonschema", "kvgen.render"} & loaded
+    assert not {"jinja2", "jsonschema", "kvgen._render"} & loaded
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_command_module_is_light_to_import(name):
     """The full parser (completion, the docs check) imports every command module: each keeps
     its heavy imports inside run()."""
-    module = f"kvgen.commands.{name.replace('-', '_')}"
+    module = f"kvgen._commands.{name.replace('-', '_')}"
     code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
@@ -88,7 +88,7 @@ def test_every_command_module_is_light_to_import(name):
 def test_the_command_table_names_every_command_module_with_its_help():
     modules = {
         info.name.replace("_", "-")
-        for info in pkgutil.iter_modules(kvgen.commands.__path__)
+        for info in pkgutil.iter_modules(kvgen._commands.__path__)
         if not info.name.startswith("_")
     }
     assert set(COMMANDS) == modules
@@ -97,7 +97,7 @@ def test_the_command_table_names_every_command_module_with_its_help():
     helps = {action.dest: action.help for action in subparsers._choices_actions}
     assert helps == COMMANDS
     for name in COMMANDS:  # each module registers the parser of its own name
-        module = importlib.import_module(f"kvgen.commands.{name.replace('-', '_')}")
+        module = importlib.import_module(f"kvgen._commands.{name.replace('-', '_')}")
         assert module.run is subparsers.choices[name].get_default("func")
 
 

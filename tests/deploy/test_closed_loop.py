@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen.cli import main
+from kvgen._cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "engines"
 GOLDENS = {

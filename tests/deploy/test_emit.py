@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from kvgen.cli import main
-from kvgen.deploy.budget import sglang_default_fraction
+from kvgen._cli import main
+from kvgen._deploy.budget import sglang_default_fraction
 
 from tests.unit.test_weights import tiny_llama, write_safetensors
 

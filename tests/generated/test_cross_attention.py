@@ -15,7 +15,7 @@ per token per layer. Encoder tokens e = 6404 = 4 tiles x 1601: ceil(6404 / 32) =
 from __future__ import annotations
 
 import pytest
-from kvgen.loader import load_family
+from kvgen._loader import load_family
 
 from tests.generated.test_serving_quota import serve
 from tests.reference import costmodel

@@ -1,4 +1,4 @@
-"""kvgen.trtllm_pools: kvgen's serving plan as TensorRT-LLM V2 pool groups, the pages the
+"""kvgen._trtllm_pools: kvgen's serving plan as TensorRT-LLM V2 pool groups, the pages the
 engine builds for a quota, and the least quota under the engine's split (issue 20).
 
 The engine side is proven in tests/generated/test_trtllm_goldens.py (the engine's own runs);
@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kvgen.planner import load_sizing
-from kvgen.trtllm_pools import (
+from kvgen._planner import load_sizing
+from kvgen._trtllm_pools import (
     engine_pool_plan,
     engine_pool_ratio,
     engine_pools,

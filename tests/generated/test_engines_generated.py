@@ -2,8 +2,8 @@
 
 The generated module answers from its own tables, without kvgen: every golden of
 tests/fixtures/engines/ (numbers vLLM 0.33.0's and SGLang 0.5.23's own code produced) must come
-out of it exactly, as they come out of ``kvgen.engines`` (tests/test_engines.py), and
-"trtllm-v2" must equal ``kvgen.engines``'s answer from the cost model for every shipped model.
+out of it exactly, as they come out of ``kvgen._engines`` (tests/test_engines.py), and
+"trtllm-v2" must equal ``kvgen._engines``'s answer from the cost model for every shipped model.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from kvgen.engines import EngineCapacity, engine_capacity
+from kvgen._engines import EngineCapacity, engine_capacity
 
 from tests.sizing_support import example_module, import_generated, render_sizing
 from tests.unit.test_engines import GIB40, case_id, family, golden_kwargs
@@ -85,7 +85,7 @@ def test_generated_module_matches_every_golden(case: dict, tmp: Path) -> None:
         assert round(got.max_concurrency, 3) == round(want["max_concurrency"], 3)
     else:
         assert got.kv_tokens == want["max_total_num_tokens"]
-    # And exactly what kvgen.engines answers from the loaded spec (one policy, two callers).
+    # And exactly what kvgen._engines answers from the loaded spec (one policy, two callers).
     package = engine_capacity(family(inputs["family"]), *args, **kwargs)  # type: ignore[arg-type]
     assert tuple(got) == tuple(package)
 
@@ -175,7 +175,7 @@ def test_generated_bad_arguments_name_the_argument(kwargs: dict, message: str, t
 def test_generated_sglang_hybrid_follows_the_mamba_strategy(tmp: Path) -> None:
     # Qwen3-Next-80B, 40 GiB, page 1: K = floor(40 GiB x 0.9 / 1.9 / S - 1) = 262 state slots
     # (S = 77,266,944 B; tests/unit/test_engines.py derives it). The generated module answers
-    # as kvgen.engines does: extra_buffer (the strategy a CUDA launch resolves, 3 + 2 tracking
+    # as kvgen._engines does: extra_buffer (the strategy a CUDA launch resolves, 3 + 2 tracking
     # slots a running request) runs 262 // 5 = 52 requests, no_buffer 262 // 3 = 87.
     qwen = generated("qwen3_next", tmp)
     kw = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192}

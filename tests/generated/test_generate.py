@@ -11,9 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from kvgen.cli import main
-from kvgen.project import load_specs, spec_paths
-from kvgen.render import render
+from kvgen._cli import main
+from kvgen._project import load_specs, spec_paths
+from kvgen._render import render
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "schema" / "families").glob("*.yaml"))
@@ -163,7 +163,7 @@ def test_rendering_is_byte_deterministic_across_hash_seeds(project):
         import sys
         sys.path.insert(0, sys.argv[1])
         from tests.generated.test_generate import _render_digest
-        from kvgen.project import spec_paths
+        from kvgen._project import spec_paths
         print(_render_digest(spec_paths(None)))
         """
     )
@@ -294,7 +294,7 @@ def test_generate_never_imports_torch(project):
     code = textwrap.dedent(
         """
         import sys
-        from kvgen.cli import main
+        from kvgen._cli import main
         assert main(["-q", "generate"]) == 0
         assert main(["-q", "generate", "--check"]) == 0
         print(sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.")))

@@ -9,9 +9,9 @@ cite the same fields beside every number."""
 from __future__ import annotations
 
 import pytest
-from kvgen.importhf import import_config
-from kvgen.lint import lint_loaded
-from kvgen.loader import load_bytes, load_family
+from kvgen._importhf import import_config
+from kvgen._lint import lint_loaded
+from kvgen._loader import load_bytes, load_family
 
 from tests.reference import costmodel
 from tests.reference.layers import pp_layer_range, stack_layers

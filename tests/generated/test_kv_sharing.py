@@ -14,7 +14,7 @@ import json
 import textwrap
 
 import pytest
-from kvgen.engines import engine_capacity
+from kvgen._engines import engine_capacity
 
 from tests.reference import layers as shapes
 from tests.sizing_support import Implementation, family_from_text
@@ -363,7 +363,7 @@ models:
 
 
 def test_plan_on_shipped_gemma3n_charges_only_the_owning_layers(capsys):
-    from kvgen.cli import main
+    from kvgen._cli import main
 
     from tests.workloads import ROOT
 
@@ -383,8 +383,8 @@ def test_plan_on_shipped_gemma3n_charges_only_the_owning_layers(capsys):
     assert main([*args, "--max-batch-size", "8", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["managers"] == {"target": 638 * (16 << 20)} == {"target": 10_703_863_808}
-    from kvgen.planner import load_sizing
-    from kvgen.trtllm_pools import engine_pool_plan
+    from kvgen._planner import load_sizing
+    from kvgen._trtllm_pools import engine_pool_plan
 
     plan = engine_pool_plan(load_sizing("gemma3n"), "gemma3n_e4b", requests=8, seq_len=32768,
                             max_num_tokens=2048)  # fmt: skip

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kvgen.lint import lint_loaded
-from kvgen.loader import load_bytes
+from kvgen._lint import lint_loaded
+from kvgen._loader import load_bytes
 
 FUZZ = Path(__file__).resolve().parents[2] / "bench" / "fuzz_features.py"
 

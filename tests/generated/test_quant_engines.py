@@ -1,6 +1,6 @@
 """vLLM and SGLang capacities are modelled for plain cache dtypes (and, in vLLM, FlashMLA's
 fp8_ds_mla row on MLA): another quantized layout with scales (fp8 per token-head, ...) raises
-NotModelled naming the dtype in both kvgen.engines and the generated modules' engine_capacity,
+NotModelled naming the dtype in both kvgen._engines and the generated modules' engine_capacity,
 instead of a wrong number; the same family's plain-dtype models keep their engine numbers."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from kvgen.engines import NotModelled, engine_capacity
-from kvgen.loader import load_family
+from kvgen._engines import NotModelled, engine_capacity
+from kvgen._loader import load_family
 
 from tests.workloads import ROOT
 
@@ -42,7 +42,7 @@ def test_index_k_cache_at_a_plain_dtype_both_engines_count_it(tmp_path):
     """DeepSeek-V3.2 imported at its bf16 torch_dtype: the latent is plain (576 x 2 B =
     1,152 B) and the indexer key keeps its 132 B per layer in vLLM (DeepseekV32IndexerCache)
     and in SGLang (DSATokenToKVPool's index_k buffers, fp8 whatever the cache dtype)."""
-    from kvgen.importhf import import_config
+    from kvgen._importhf import import_config
 
     config = ROOT / "tests" / "fixtures" / "hf" / "deepseek-v3.2-exp.json"
     result = import_config(config.name, config.read_text(encoding="utf-8"), tokens_per_block=64)

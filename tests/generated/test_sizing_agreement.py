@@ -13,7 +13,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from kvgen.loader import load_family
+from kvgen._loader import load_family
 
 from tests.reference import costmodel
 from tests.sizing_support import import_generated

@@ -263,7 +263,7 @@ SERVING_ON_QUOTA_FOR_REQUESTS = [c for c in CASES if c.quota_for_requests]
 def _planned(case) -> dict[str, list]:
     import importlib
 
-    from kvgen.trtllm_pools import engine_pool_plan
+    from kvgen._trtllm_pools import engine_pool_plan
 
     sizing = importlib.import_module(f"generated.{case.family}.sizing")
     serving = {"requests": case.batch, "seq_len": case.max_seq_len,

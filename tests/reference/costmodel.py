@@ -18,13 +18,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from kvgen.facts import float32, mode_headroom, no_encoder
-from kvgen.spec import (
+from kvgen._spec import (
     MODES_WITH_DRAFT_POOL,
     Family,
     Model,
     Speculative,
 )
+from kvgen.facts import float32, mode_headroom, no_encoder
 
 from tests.reference.dcp import check_dcp, dcp_slope
 from tests.reference.layers import (

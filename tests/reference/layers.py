@@ -13,10 +13,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvgen.quant import layout_bytes
-from kvgen.recurrent import RecurrentState, recurrent_state
-from kvgen.shapes import kind_head_dim, kind_v_head_dim, mla_bytes
-from kvgen.spec import LayerKind, LayerStack, Speculative
+from kvgen._quant import layout_bytes
+from kvgen._recurrent import RecurrentState, recurrent_state
+from kvgen._shapes import kind_head_dim, kind_v_head_dim, mla_bytes
+from kvgen._spec import LayerKind, LayerStack, Speculative
 
 # --------------------------------------------------------------------------- shapes (§1)
 

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kvgen.composer import SourceMap
-from kvgen.lint import lint_paths
-from kvgen.loader import parse_yaml
-from kvgen.schema_errors import describe, schema_keys, validation_diagnostics
-from kvgen.spec import Family
+from kvgen._composer import SourceMap
+from kvgen._lint import lint_paths
+from kvgen._loader import parse_yaml
+from kvgen._schema_errors import describe, schema_keys, validation_diagnostics
+from kvgen._spec import Family
 from pydantic import ValidationError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""kvgen.engines against the engines' goldens, and each pool-policy term derived by hand.
+"""kvgen._engines against the engines' goldens, and each pool-policy term derived by hand.
 
 The goldens in tests/fixtures/engines/ come from ``bench/engines/refresh_goldens.py``: vLLM's
 numbers from vLLM 0.33.0's own planner and SGLang 0.5.23's own pool configurators, run on CPU
@@ -14,12 +14,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from kvgen.engines import ENGINES, POLICY_TERMS, EngineCapacity, _sglang, _vllm, engine_capacity
-from kvgen.engines._rows import engine_tables
-from kvgen.engines._terms import policy_terms
+from kvgen._engines import ENGINES, POLICY_TERMS, EngineCapacity, _sglang, _vllm, engine_capacity
+from kvgen._engines._rows import engine_tables
+from kvgen._engines._terms import policy_terms
+from kvgen._loader import load_bytes, load_family
+from kvgen._spec import Family
 from kvgen.engines_core import NotModelled
-from kvgen.loader import load_bytes, load_family
-from kvgen.spec import Family
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "engines"
@@ -555,7 +555,7 @@ def test_every_engine_answers_for_a_plain_model_and_terms_are_named() -> None:
 
 def test_engine_models_import_no_engine_and_no_torch() -> None:
     code = (
-        "import sys, kvgen.engines; "
+        "import sys, kvgen._engines; "
         "print(sorted(m for m in ('torch', 'vllm', 'sglang') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -585,7 +585,7 @@ def test_plans_are_cached_per_family_object_not_per_name(monkeypatch: pytest.Mon
     # (in flight 16,384): window 128 -> sliding blocks ceil(min(127 + 16,384, 8,192)/16) + 1 =
     # 513 either way, so use N = 1 (in flight 2): window 128 -> ceil(129/16) + 1 = 10 blocks,
     # window 4,096 -> ceil(4,097/16) + 1 = 258 blocks; the full layer 512 blocks.
-    import kvgen.engines as engines
+    import kvgen._engines as engines
 
     monkeypatch.setattr(engines, "_CACHE_BOUND", 2)
     kwargs = {"engine": "vllm", "max_seq_len": 8192, "max_num_tokens": 1, "block_size": 16}

@@ -1,4 +1,4 @@
-"""``kvgen.escaping``: one function per output format, snapshots with hostile text (issue 18 #8).
+"""``kvgen._escaping``: one function per output format, snapshots with hostile text (issue 18 #8).
 
 Each hostile string is what a spec author can put in an acknowledgement reason (a
 double-quoted YAML string may hold any character through its escapes).
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from kvgen import escaping
+from kvgen import _escaping as escaping
 
 # A forged workflow command on its own line, an HTML comment that would hide the rest of a pull
 # request comment, a table break, a terminal escape and a line separator.
@@ -78,7 +78,7 @@ def test_no_format_lets_a_line_break_through(char):
 
 
 def _hostile_review():
-    from kvgen.review import Capacity, Change, Deployment, Review
+    from kvgen._review import Capacity, Change, Deployment, Review
 
     # Names a lint-clean spec cannot hold (they are identifiers), built directly: the emitters
     # must not rely on lint for their escaping. One blocking change, one cosmetic family.
@@ -94,7 +94,7 @@ def _hostile_review():
 
 
 def test_every_diff_emitter_escapes_names_paths_and_the_ref():
-    from kvgen.review_reporters import EMITTERS
+    from kvgen._review_reporters import EMITTERS
 
     review = _hostile_review()
     text = EMITTERS["text"](review)

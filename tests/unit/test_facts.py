@@ -8,7 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-from kvgen import facts, quant, sizing_kinds, spec
+from kvgen import _quant as quant
+from kvgen import _spec as spec
+from kvgen import facts, sizing_kinds
 
 REPO = Path(__file__).resolve().parents[2]
 FACTS = REPO / "generator" / "facts.py"
@@ -53,7 +55,7 @@ def test_the_inline_tables_are_gone(table):
 
 
 def test_every_side_reads_the_same_table():
-    from kvgen.engines import _layers
+    from kvgen._engines import _layers
 
     assert _layers.DTYPE_BYTES is facts.DTYPE_BYTES
     assert {name: tuple(layout) for name, layout in quant.LAYOUTS.items()} == facts.SCALED_LAYOUTS

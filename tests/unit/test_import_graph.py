@@ -65,11 +65,11 @@ def _cycle_through(graph: dict[str, set[str]], start: str) -> list[str] | None:
 
 def test_render_and_the_context_builders_form_no_cycle():
     graph = import_graph()
-    for module in ("kvgen.render", "kvgen.sizing_context", "kvgen.allocator_context"):
+    for module in ("kvgen._render", "kvgen._sizing_context", "kvgen._allocator_context"):
         assert _cycle_through(graph, module) is None, _cycle_through(graph, module)
-    assert "kvgen.render" not in graph["kvgen.sizing_context"]
-    assert "kvgen.render" not in graph["kvgen.allocator_context"]
-    assert {"kvgen.sizing_context", "kvgen.allocator_context"} <= graph["kvgen.render"]
+    assert "kvgen._render" not in graph["kvgen._sizing_context"]
+    assert "kvgen._render" not in graph["kvgen._allocator_context"]
+    assert {"kvgen._sizing_context", "kvgen._allocator_context"} <= graph["kvgen._render"]
 
 
 def test_the_package_has_no_import_cycle():
@@ -123,7 +123,7 @@ def test_relative_imports_are_resolved_and_the_runtime_modules_are_leaves_in_ord
 
 
 def test_diff_formats_are_the_reporters_formats():
-    from kvgen.commands import diff
-    from kvgen.review_reporters import EMITTERS, FORMATS
+    from kvgen._commands import diff
+    from kvgen._review_reporters import EMITTERS, FORMATS
 
     assert diff.FORMATS == FORMATS == tuple(EMITTERS)

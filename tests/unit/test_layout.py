@@ -1,4 +1,4 @@
-"""kvgen.layout: the one canonical layout both table builders use. Each case is laid out by
+"""kvgen._layout: the one canonical layout both table builders use. Each case is laid out by
 kvgen and then by ``ruff format``; the two must agree byte for byte (ruff is the reference)."""
 
 import shutil
@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import pytest
 from kvgen import sizing_kinds
-from kvgen.layout import Call, Dict, Seq, flat, literal, statement
+from kvgen._layout import Call, Dict, Seq, flat, literal, statement
 
 RUFF_FORMAT = ["format", "--isolated", "--line-length", "100", "--target-version", "py310", "-"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import kvgen
 
@@ -31,9 +32,9 @@ def test_the_package_exports_exactly_its_api():
 
 
 def test_every_exported_name_resolves_to_its_home_module():
-    from kvgen.engines import engine_capacity
-    from kvgen.loader import load_family
-    from kvgen.vendored import import_generated
+    from kvgen._engines import engine_capacity
+    from kvgen._loader import load_family
+    from kvgen._vendored import import_generated
 
     for name in API:
         value = getattr(kvgen, name)
@@ -51,9 +52,9 @@ def test_an_unknown_name_is_an_attribute_error_and_submodules_still_import():
         assert "no_such_name" in str(exc)
     else:
         raise AssertionError("no AttributeError")
-    from kvgen import quant  # a submodule, not an exported name
+    from kvgen import _quant as quant  # a submodule, not an exported name
 
-    assert quant.__name__ == "kvgen.quant"
+    assert quant.__name__ == "kvgen._quant"
 
 
 def test_importing_the_package_imports_no_submodule_nor_heavy_dependency():
@@ -64,3 +65,24 @@ def test_importing_the_package_imports_no_submodule_nor_heavy_dependency():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# Modules other code imports by name: the shim runtime and the allocator API (what generated
+# allocators import), and the sizing runtime written verbatim into every output folder (what
+# generated sizing modules import from ``_kvgen_runtime``). Every other module is internal.
+PUBLIC_MODULES = {"runtime", "allocator_api"}
+
+
+def test_every_internal_module_has_a_private_name():
+    from kvgen._vendored import RUNTIME_MODULES
+
+    package = Path(kvgen.__file__).parent
+    public = PUBLIC_MODULES | set(RUNTIME_MODULES)
+    names = {
+        p.stem if p.suffix == ".py" else p.name
+        for p in package.iterdir()
+        if p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists())
+    }
+    named = {n for n in names if not n.startswith("_")}
+    assert named == public, sorted(named ^ public)
+    assert {"_cli", "_engines", "_spec", "_lint"} <= names  # the internals, underscored

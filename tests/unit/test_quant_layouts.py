@@ -1,5 +1,5 @@
 """Quantized KV layouts with their scales (docs/cost-model.md §1): the closed forms of
-``kvgen.quant`` are the bytes an element-by-element packer lays out, the hand-derived figures
+``kvgen._quant`` are the bytes an element-by-element packer lays out, the hand-derived figures
 of the engines' layouts hold, and the three implementations (``tests.reference.costmodel``, the
 ``kvgen.sizing_kinds`` and the shim's typed buffers) agree on every shape of a grid."""
 
@@ -9,12 +9,13 @@ import itertools
 import math
 
 import pytest
-from kvgen import quant, sizing_kinds
-from kvgen import shapes as kvgen_shapes
+from kvgen import _quant as quant
+from kvgen import _shapes as kvgen_shapes
+from kvgen import sizing_kinds
+from kvgen._spec import LayerKind, LayerStack
 from kvgen.facts import DTYPE_BYTES
 from kvgen.runtime import _layers
 from kvgen.runtime._tables import LayerKind as RuntimeKind
-from kvgen.spec import LayerKind, LayerStack
 
 from tests.reference import layers
 

@@ -9,11 +9,12 @@ import typing
 from pathlib import Path
 
 import pytest
-from kvgen import cache_kinds, facts
+from kvgen import _cache_kinds as cache_kinds
+from kvgen import facts
+from kvgen._spec import LayerKind as SpecLayerKind
 from kvgen.runtime import _kinds
 from kvgen.runtime._kinds import LAYER_RULES, Chunked, Cross, Full, Sliding, State
 from kvgen.runtime._tables import ATTENTIONS, LayerKind
-from kvgen.spec import LayerKind as SpecLayerKind
 
 REPO = Path(__file__).resolve().parents[2]
 RUNTIME = REPO / "generator" / "runtime"
@@ -61,12 +62,12 @@ def test_no_runtime_module_branches_on_a_kind_name(branch):
 def test_no_engine_row_builder_branches_on_a_spec_attention():
     pattern = re.compile(BRANCHES["a kind field"])
     builders = [
-        "engines/_layers.py",
-        "engines/_rows.py",
-        "engines/_trtllm.py",
-        "sizing_context.py",
-        "allocator_context.py",
-        "cache_kinds.py",
+        "_engines/_layers.py",
+        "_engines/_rows.py",
+        "_engines/_trtllm.py",
+        "_sizing_context.py",
+        "_allocator_context.py",
+        "_cache_kinds.py",
     ]
     found = [
         name

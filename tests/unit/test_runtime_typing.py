@@ -55,9 +55,9 @@ def test_generated_allocators_pass_ruff_check(config):
 
 def _raw_allocator_renders() -> dict[str, str]:
     """The allocator template rendered for every shipped and fixture spec, unformatted."""
-    from kvgen.allocator_context import allocator_context
-    from kvgen.loader import load_family
-    from kvgen.render import HEADER, SpecInput, _environment, family_context
+    from kvgen._allocator_context import allocator_context
+    from kvgen._loader import load_family
+    from kvgen._render import HEADER, SpecInput, _environment, family_context
 
     template = _environment().get_template("allocator.py.j2")
     specs = sorted((ROOT / "schema" / "families").glob("*.yaml"))

@@ -1,7 +1,7 @@
 """The sizing interpreter as source (``kvgen.sizing_core``) and as generation binds it.
 
 Here the interpreter is bound in memory to the tables of tests/fixtures/sizing_core_example.yaml
-(``kvgen.sizing_context.bound_module``), as every generated module binds its copy in the
+(``kvgen._sizing_context.bound_module``), as every generated module binds its copy in the
 output folder to its own. Numbers are derived by hand from docs/cost-model.md (b = bytes per
 token of one layer, tpb = 16, pages(w, H) = ceil((w + H - 2) / tpb) + 1 + ceil(sinks / tpb)).
 Example family: ``hybrid`` = 6 layers of [local, ssm, global, mlp]; local: sliding w=64 with 4
@@ -31,10 +31,10 @@ from kvgen import (
     sizing_split,
     sizing_terms,
 )
-from kvgen.loader import load_bytes, load_family
-from kvgen.render import HEADER, ROOT_HEADER, SpecInput, _environment, family_context
-from kvgen.sizing_context import bound_module, sizing_context
-from kvgen.suggest import did_you_mean
+from kvgen._loader import load_bytes, load_family
+from kvgen._render import HEADER, ROOT_HEADER, SpecInput, _environment, family_context
+from kvgen._sizing_context import bound_module, sizing_context
+from kvgen._suggest import did_you_mean
 
 from tests.sizing_support import many_kinds_spec
 
@@ -137,8 +137,8 @@ def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_export
 def test_every_cache_kind_of_the_spec_has_one_class_on_each_static_side():
     import typing
 
-    from kvgen import cache_kinds
-    from kvgen.spec import LayerKind
+    from kvgen import _cache_kinds as cache_kinds
+    from kvgen._spec import LayerKind
 
     attentions = set(typing.get_args(LayerKind.model_fields["attention"].annotation))
     assert set(sizing_kinds._KIND_CLASSES) == attentions

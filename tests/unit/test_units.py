@@ -7,7 +7,7 @@ import argparse
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kvgen.units import format_bytes, format_size, parse_size, positive_int, size_argument
+from kvgen._units import format_bytes, format_size, parse_size, positive_int, size_argument
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_argparse_types_raise_argument_type_errors():
 
 def test_a_size_a_person_writes_needs_its_unit():
     # issue 20: `--gpu-memory 80` meant 80 bytes; now it is refused with the likely reading.
-    from kvgen.units import parse_size_with_unit
+    from kvgen._units import parse_size_with_unit
 
     assert parse_size_with_unit("85899345920B") == 80 << 30
     assert parse_size_with_unit("80GB") == 80 * 10**9

@@ -8,9 +8,9 @@ answers as before where either is missing."""
 from __future__ import annotations
 
 import pytest
-from kvgen.engines import engine_capacity
+from kvgen._engines import engine_capacity
+from kvgen._loader import load_bytes
 from kvgen.engines_core import NotModelled
-from kvgen.loader import load_bytes
 
 GIB = 1 << 30
 SPEC = """\

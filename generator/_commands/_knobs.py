@@ -1,0 +1,113 @@
+"""The what-if flags every planning command takes (``plan``, ``compare``; ``diff`` the engine):
+one definition, so the commands agree on names, defaults and help."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kvgen import facts
+from kvgen._units import positive_int
+
+ENGINES = ("trtllm-v2", "vllm", "sglang")  # kvgen._engines.ENGINES (a test keeps them equal)
+DEFAULT_ENGINE = "trtllm-v2"
+# The spec's cache dtypes (kvgen._spec.DTYPES, a test keeps them equal), from the light facts
+# module so that building the parser never imports the spec model.
+KV_DTYPES = (*facts.DTYPE_BYTES, *facts.SCALED_LAYOUTS, facts.DS_MLA)
+GPU_MEMORY_HELP = (
+    "KV-cache budget per rank (what the engine may give the KV cache on one GPU, not the "
+    "GPU's memory): 80GiB, 80GB, 85899345920B; a unit is required"
+)
+
+
+def add_engine(parser: argparse.ArgumentParser, *, many: bool) -> None:
+    if many:
+        parser.add_argument(
+            "--engine", choices=ENGINES, nargs="+", metavar="ENGINE",
+            help=f"engines to answer for ({', '.join(ENGINES)}; default: all)",
+        )  # fmt: skip
+    else:
+        parser.add_argument(
+            "--engine", choices=ENGINES, metavar="ENGINE",
+            help=f"whose terms ({', '.join(ENGINES)}; default: the engine key of "
+            f"[tool.kvgen.deployment], else {DEFAULT_ENGINE})",
+        )  # fmt: skip
+
+
+def add_knobs(parser: argparse.ArgumentParser) -> None:
+    """--tp-size, --pp-size, --dcp-size, --kv-cache-dtype, --block-size, --rope-scaled."""
+    parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
+    parser.add_argument(
+        "--pp-size", type=positive_int, default=1, metavar="P",
+        help="pipeline stages: each rank holds its layers' caches; the tightest rank is reported",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dcp-size", type=positive_int, default=1, metavar="D",
+        help="decode context parallel size: full-attention history sharded over D TP ranks",
+    )  # fmt: skip
+    parser.add_argument(
+        "--kv-cache-dtype", choices=KV_DTYPES, metavar="DTYPE",
+        help="what if the attention caches were in DTYPE (refused where a kind cannot take it)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--block-size", type=positive_int, metavar="T",
+        help="tokens per page (default: each engine's own; TensorRT-LLM: the spec's)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rope-scaled", action="store_true",
+        help="allow --max-seq-len above the native length (the checkpoint is RoPE-scaled, YaRN)",
+    )  # fmt: skip
+
+
+def engine_choice(args: argparse.Namespace) -> tuple[str, str]:
+    """The engine of a single-engine command and where it came from."""
+    if args.engine:
+        return args.engine, "--engine"
+    project = getattr(args, "project", None)
+    configured = project.deployment.get("engine") if project is not None else None
+    if configured:
+        return configured, "engine of [tool.kvgen.deployment]"
+    return DEFAULT_ENGINE, "kvgen's default"
+
+
+def check_length(args: argparse.Namespace, model: str, native: int) -> None:
+    """UsageError for a --max-seq-len past ``model``'s native length without --rope-scaled
+    (every planning command refuses it in these words)."""
+    if args.max_seq_len and args.max_seq_len > native and not getattr(args, "rope_scaled", False):
+        from kvgen._exits import UsageError
+
+        raise UsageError(
+            f"--max-seq-len {args.max_seq_len} is above {model}'s native length {native}: "
+            "give --rope-scaled if the checkpoint is RoPE-scaled (YaRN, ...) to reach it"
+        )
+
+
+def overrides(args: argparse.Namespace, model: str, native: int, *, trtllm: bool) -> Any:
+    """The what-if values of ``args`` for ``model`` (native context ``native``); a
+    --max-seq-len above it without --rope-scaled is left for the planner to refuse.
+    ``trtllm``: the page size is a spec value there (tokens_per_block), a keyword elsewhere."""
+    from kvgen._whatif import Overrides
+
+    longer = args.max_seq_len is not None and args.max_seq_len > native and args.rope_scaled
+    return Overrides(
+        kv_cache_dtype=args.kv_cache_dtype,
+        max_seq_len=(model, args.max_seq_len) if longer else None,
+        block_size=args.block_size if trtllm else None,
+    )
+
+
+def planning_module(args: argparse.Namespace, engine: str) -> tuple[Any, int]:
+    """The generated module, or (a what-if knob given) the spec's tables with the knob applied,
+    bound in memory; and the model's native length as the spec gives it."""
+    from kvgen._planner import load_sizing, native_max_seq_len
+    from kvgen._whatif import spec_path, whatif_module
+
+    sizing = load_sizing(args.family, args.generated)
+    native = native_max_seq_len(sizing, args.model)
+    check_length(args, args.model, native)
+    wanted = overrides(args, args.model, native, trtllm=engine == "trtllm-v2")
+    if not wanted:
+        return sizing, native
+    project = getattr(args, "project", None)
+    spec_dir = project.spec_dir if project is not None and project.source is not None else None
+    return whatif_module(spec_path(args.family, spec_dir), wanted), native

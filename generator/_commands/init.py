@@ -1,0 +1,348 @@
+"""``kvgen init``: set up kvgen in the current repository.
+
+Creates the spec directory, a copy of the spec format's JSON Schema (for editors), the
+``[tool.kvgen]`` table in pyproject.toml (or a kvgen.toml when there is no pyproject.toml), a
+``.pre-commit-config.yaml`` with kvgen's hooks, and a GitHub Actions workflow that installs
+kvgen itself, lints with SARIF upload, checks that generated code is up to date, and comments
+the ``kvgen diff`` report on the pull request. Then it prints the next steps.
+
+Idempotent: a file that exists is kept (and reported) unless --force; an existing
+``[tool.kvgen]`` table is never rewritten. Exit codes: 0 done, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kvgen._config import KVGEN_TOML, OUT_DIR, PYPROJECT, SCHEMA_FILE, SPEC_DIR, find_config
+from kvgen._exits import Exit, UsageError
+
+log = logging.getLogger("kvgen")
+
+WORKFLOW = Path(".github/workflows/kvgen.yml")
+PRE_COMMIT = Path(".pre-commit-config.yaml")
+GITIGNORE = ".gitignore"
+_RELATIVE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$")  # quoted into YAML and regexes
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "init",
+        help="set up kvgen in this repository",
+        description=__doc__.split("\n", 1)[1].strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--specs", metavar="DIR", help=f"spec directory (default: {SPEC_DIR})")
+    parser.add_argument(
+        "--out", metavar="DIR", help=f"output package directory (default: {OUT_DIR})"
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite files kvgen init owns")
+    parser.set_defaults(func=run)
+
+
+def requirement() -> str:
+    """``kvgen>=X.Y,<X.Y+1`` (0.x) or ``<X+1`` (1.x on): the releases compatible with this one."""
+    from kvgen._cli import version
+
+    match = re.match(r"(\d+)\.(\d+)", version())
+    if match is None:
+        return "kvgen"
+    major, minor = int(match.group(1)), int(match.group(2))
+    upper = f"{major}.{minor + 1}" if major == 0 else f"{major + 1}"
+    return f"kvgen>={major}.{minor},<{upper}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    specs: str
+    out: str
+    schema: str
+
+
+# Deployment defaults that hold for every model. No max_seq_len: plan and diff then use each
+# model's native length (capped at 32768), where a fixed value would refuse every model with
+# a shorter context.
+DEPLOYMENT_DEFAULTS: dict[str, object] = {
+    "max_batch_size": 8,
+    "max_num_tokens": 8192,
+    "tp_size": 1,
+    "gpu_memory": "40GiB",
+    "semantics": "trtllm-v2",
+}
+
+
+def config_table(layout: Layout, header: str) -> str:
+    """The settings as TOML text, under ``header`` (``[tool.kvgen]`` or a comment line)."""
+    import tomlkit
+
+    doc = tomlkit.document()
+    if not header.startswith("["):
+        doc.add(tomlkit.comment(header.lstrip("# ")))
+    table = _settings(layout)
+    if header.startswith("["):
+        tool = tomlkit.table(is_super_table=True)
+        tool.append("kvgen", table)
+        doc.append("tool", tool)
+    else:
+        for key, item in table.items():
+            doc.append(key, item)
+    return tomlkit.dumps(doc)
+
+
+def _settings(layout: Layout):  # -> tomlkit Table
+    import tomlkit
+    from kvgen._config import PROJECT_KEYS
+
+    table = tomlkit.table()
+    for key, value in (("specs", layout.specs), ("out", layout.out), ("schema", layout.schema)):
+        table.append(key, value)
+        table[key].comment(PROJECT_KEYS[key][1])
+    deployment = tomlkit.table()
+    deployment.comment(PROJECT_KEYS["deployment"][1] + " (max_seq_len: each model's own)")
+    for key, default in DEPLOYMENT_DEFAULTS.items():
+        deployment.append(key, default)
+    table.append("deployment", deployment)
+    return table
+
+
+def pre_commit_config(layout: Layout) -> str:
+    """The hooks as a ``repo: local`` entry running the kvgen installed beside pre-commit
+    (``language: system``): they work offline and before kvgen's first release, where a
+    hook that pre-commit installs itself (``language: python``) fails to find kvgen on the
+    package index. The remote form, for once a release tag exists, is in the comment."""
+    from kvgen._meta import PROJECT_URL, version
+
+    spec_files = re.escape(layout.specs) + r"/.*\.ya?ml"
+    out_files = re.escape(layout.out) + r"/.*\.py"
+    return f"""\
+# kvgen hooks (https://pre-commit.com); both read [tool.kvgen]. They run the kvgen that is
+# installed where pre-commit runs (as the one that wrote this file), so they work offline and
+# before kvgen is released. Once the release tag v{version()} exists, pre-commit can install
+# kvgen itself instead: replace the `repo: local` entry below with this one (with specs outside
+# schema/families, add each hook's `files:` line below to it):
+#   - repo: {PROJECT_URL}
+#     rev: v{version()}
+#     hooks: [{{id: kvgen-lint}}, {{id: kvgen-generate-check}}]
+# The hooks of an unreleased kvgen clone: pre-commit try-repo /path/to/kvgen --all-files
+repos:
+  - repo: local
+    hooks:
+      - id: kvgen-lint
+        name: kvgen lint
+        entry: kvgen lint
+        language: system
+        files: ^{spec_files}$
+      - id: kvgen-generate-check
+        name: kvgen generate --check
+        entry: kvgen generate --check
+        language: system
+        pass_filenames: false
+        files: ^({spec_files}|{out_files}|pyproject\\.toml|kvgen\\.toml)$
+"""
+
+
+def workflow() -> str:
+    return f"""\
+# kvgen in pull requests: lint (SARIF to code scanning), generated code up to date, and the
+# capacity review of `kvgen diff` as a pull-request comment. Written by `kvgen init`.
+name: kvgen
+on: pull_request
+permissions:
+  contents: read
+  pull-requests: write  # the review comment
+  security-events: write  # the SARIF upload
+jobs:
+  specs:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+        with: {{fetch-depth: 0}}  # kvgen diff reads origin/<base branch>
+      - uses: actions/setup-python@v5
+        with: {{python-version: "3.12"}}
+      - run: python -m pip install "{requirement()}"  # kvgen itself, not this repository
+      - name: Lint (code scanning)
+        run: kvgen lint --format sarif > kvgen.sarif
+      - name: Upload SARIF
+        if: always()
+        uses: github/codeql-action/upload-sarif@v3
+        with: {{sarif_file: kvgen.sarif, category: kvgen}}
+      - run: kvgen lint --format github
+      - run: kvgen generate --check
+      - name: Capacity review
+        run: kvgen diff --format github  # exit 1 on an unacknowledged reducing or API change
+      - name: Capacity review comment
+        if: always()
+        env: {{GH_TOKEN: "${{{{ github.token }}}}"}}
+        run: |
+          kvgen -q diff --format markdown > kvgen-diff.md || true
+          cat kvgen-diff.md >> "$GITHUB_STEP_SUMMARY"
+          gh pr comment "${{{{ github.event.pull_request.number }}}}" --body-file kvgen-diff.md
+"""
+
+
+def _write(path: Path, text: str, force: bool, done: list[str]) -> None:
+    """Write one of init's files below the working directory (``kvgen._files``: no link on the
+    way, never outside the repository)."""
+    from kvgen._files import exists, write_bytes
+
+    if exists(path) and not force:
+        done.append(f"kept     {path.as_posix()} (exists; --force overwrites it)")
+        return
+    verb = "replaced" if exists(path) else "created "
+    write_bytes(path, text.encode("utf-8"), inside=Path.cwd())
+    done.append(f"{verb} {path.as_posix()}")
+
+
+def _layout(args: argparse.Namespace) -> Layout:
+    project = args.project
+    if project.source is not None and project.root != Path.cwd().resolve():
+        where = os.path.relpath(project.source)
+        raise UsageError(f"kvgen is already set up by {where}; run `kvgen init` in its directory")
+    specs = (args.specs or project.specs.as_posix()).rstrip("/")
+    out = (args.out or project.out.as_posix()).rstrip("/")
+    for flag, value in (("--specs", specs), ("--out", out)):
+        if not _RELATIVE.match(value) or ".." in Path(value).parts:
+            raise UsageError(f"{flag} {value!r}: give a relative path inside the repository")
+    # Beside the spec directory, where the specs' `$schema=../kvspec.schema.json` finds it.
+    schema = project.schema if project.source else Path(specs).parent / Path(SCHEMA_FILE).name
+    return Layout(specs, out, schema.as_posix())
+
+
+def _configure(layout: Layout, force: bool, done: list[str]) -> str:
+    """Write [tool.kvgen] or kvgen.toml; returns the file that configures the project."""
+    from kvgen._files import exists
+
+    found = find_config(Path.cwd())
+    if found is not None and found.parent.resolve() == Path.cwd().resolve():
+        if found.name == PYPROJECT:
+            done.append(f"kept     {PYPROJECT} [tool.kvgen] (edit it by hand)")
+            return PYPROJECT
+        _write(Path(KVGEN_TOML), config_table(layout, "# kvgen configuration"), force, done)
+        return KVGEN_TOML
+    if exists(Path(PYPROJECT)):
+        return _add_to_pyproject(layout, done)
+    _write(Path(KVGEN_TOML), config_table(layout, "# kvgen configuration"), force, done)
+    if done[-1].startswith(("created", "replaced")):
+        done += _shown(config_table(layout, "# kvgen configuration"))
+    return KVGEN_TOML
+
+
+def _shown(settings: str) -> list[str]:
+    """The settings written, indented under the file's line: the user sees every default."""
+    return [f"           {line}" for line in settings.splitlines() if line and line[0] != "#"]
+
+
+def _add_to_pyproject(layout: Layout, done: list[str]) -> str:
+    """Add ``[tool.kvgen]`` to pyproject.toml with tomlkit, which keeps every other byte of
+    the file; an invalid file is refused at its line:col and left as it was."""
+    import tomlkit
+    from kvgen._config import MAX_CONFIG_BYTES, decode_toml_text
+    from kvgen._files import read_bytes, write_bytes
+    from tomlkit.exceptions import ParseError
+
+    text = decode_toml_text(PYPROJECT, read_bytes(Path(PYPROJECT), limit=MAX_CONFIG_BYTES))
+    try:
+        doc = tomlkit.parse(text if not text or text.endswith("\n") else text + "\n")
+    except ParseError as exc:
+        reason = str(exc).rsplit(" at line ", 1)[0]
+        raise UsageError(
+            f"{PYPROJECT}:{exc.line}:{exc.col + 1}: invalid TOML: {reason}; "  # col: 0-based
+            "fix it, then run kvgen init again"
+        ) from None
+    tool = doc.get("tool")
+    if tool is not None and "kvgen" in tool:  # only when tool.kvgen is not a table of ours
+        done.append(f"kept     {PYPROJECT} tool.kvgen (edit it by hand)")
+        return PYPROJECT
+    if tool is None:
+        doc.append("tool", tomlkit.table(is_super_table=True))
+    elif not isinstance(tool, tomlkit.items.Table):
+        raise UsageError(
+            f"{PYPROJECT}: `tool` is not a [tool] table; add [tool.kvgen] by hand "
+            "(see `kvgen init` in a new folder for its keys)"
+        )
+    doc["tool"].append("kvgen", _settings(layout))
+    write_bytes(Path(PYPROJECT), tomlkit.dumps(doc).encode("utf-8"), inside=Path.cwd())
+    done.append(f"updated  {PYPROJECT} (added [tool.kvgen])")
+    done += _shown(config_table(layout, "[tool.kvgen]"))
+    return PYPROJECT
+
+
+def ignored(layout: Layout) -> list[str]:
+    """The .gitignore lines for what ``kvgen generate`` keeps beside its output: the lock,
+    and the staging and backup folders a killed run leaves for the next one to remove."""
+    from kvgen._writer import BACKUP_SUFFIX, LOCK_SUFFIX, STAGE_SUFFIX
+
+    name = Path(layout.out).name
+    return [f".{name}{LOCK_SUFFIX}", f".{name}{STAGE_SUFFIX}/", f".{name}{BACKUP_SUFFIX}/"]
+
+
+def _ignore(layout: Layout, done: list[str]) -> None:
+    """Add the lines of ``ignored`` that .gitignore lacks, keeping the rest of it."""
+    from kvgen._config import MAX_CONFIG_BYTES
+    from kvgen._files import exists, read_bytes, write_bytes
+
+    path = Path(GITIGNORE)
+    raw = read_bytes(path, limit=MAX_CONFIG_BYTES) if exists(path) else b""
+    present = {line.strip() for line in raw.decode("utf-8", "replace").splitlines()}
+    missing = [line for line in ignored(layout) if line not in present]
+    if not missing:
+        done.append(f"kept     {GITIGNORE} (ignores kvgen's lock and staging folders)")
+        return
+    separator = b"" if not raw or raw.endswith(b"\n") else b"\n"
+    added = "# kvgen generate: its lock, and what a killed run leaves behind\n"
+    added += "".join(f"{line}\n" for line in missing)
+    # Bytes: whatever the file held stays byte for byte, even if it is not UTF-8.
+    write_bytes(path, raw + separator + added.encode("utf-8"), inside=Path.cwd())
+    verb = "updated " if raw else "created "
+    done.append(f"{verb} {GITIGNORE} (ignores {', '.join(missing)})")
+
+
+def _check_targets(layout: Layout) -> None:
+    """Every path init may write, checked before the first write (``kvgen._files``): a link or
+    a non-regular file at one of them refuses the whole run, so nothing is half set up."""
+    from kvgen._files import check_writable
+
+    here = Path.cwd()
+    for path in (PYPROJECT, KVGEN_TOML, layout.schema, PRE_COMMIT, WORKFLOW, GITIGNORE):
+        check_writable(Path(path), root=here, inside=here)
+    check_writable(Path(layout.specs), root=here, inside=here, directory=True)
+    check_writable(Path(layout.specs) / ".gitkeep", root=here, inside=here)
+
+
+def run(args: argparse.Namespace) -> Exit:
+    from kvgen._files import make_dirs
+    from kvgen._schema_export import export_schema
+
+    layout = _layout(args)
+    _check_targets(layout)
+    done: list[str] = []
+    config_file = _configure(layout, args.force, done)
+    specs = Path(layout.specs)
+    if specs.is_dir() and not specs.is_symlink():
+        done.append(f"kept     {layout.specs}/")
+    else:
+        make_dirs(specs, inside=Path.cwd())  # a link on the way is refused (KV020)
+        _write(specs / ".gitkeep", "", False, [])  # git keeps no empty directory; CI lints it
+        done.append(f"created  {layout.specs}/")
+    _write(Path(layout.schema), export_schema(), args.force, done)
+    _write(PRE_COMMIT, pre_commit_config(layout), args.force, done)
+    _write(WORKFLOW, workflow(), args.force, done)
+    _ignore(layout, done)
+    sys.stdout.write("".join(f"{line}\n" for line in done))
+    sys.stdout.write(
+        f"""
+kvgen is set up ({config_file} holds its settings). Next steps:
+  1. write a spec: kvgen import-hf path/to/config.json --out {layout.specs}/<family>.yaml
+  2. kvgen lint && kvgen generate      # writes {layout.out}/<family>/sizing.py and allocator.py
+  3. import it: from {layout.out.replace("/", ".")}.<family> import sizing
+  4. commit {layout.specs}/, {layout.out}/ and the files above; `pre-commit install` runs
+     the hooks on every commit, and the workflow reviews every pull request
+"""
+    )
+    return Exit.OK

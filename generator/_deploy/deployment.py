@@ -1,0 +1,187 @@
+"""``kvgen plan --deployment deploy.toml``: several models on one node, one table.
+
+The file is data (``tomllib``; nothing in it runs), read through ``kvgen._files`` with a size
+bound; a problem is a usage error at ``file:line:col`` with a "did you mean"::
+
+    gpu = "H100-80GB"          # the node's GPUs: a name or a size
+    gpus = 8
+
+    [models.llama70b]          # one table per model; the name labels its row
+    family = "llama3"
+    model = "llama3_1_70b"
+    engine = "vllm"            # vllm, sglang or trtllm
+    tp_size = 4                # its GPUs (tp x pp) out of the node's
+    weights = "/models/Llama-3.1-70B"   # safetensors (relative to this file) or a size per rank
+    max_seq_len = 32768
+    max_batch_size = 64
+    # optional: max_num_tokens, block_size, speculative, gpu_memory_utilization, reserve
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from kvgen._exits import Exit, UsageError
+
+__all__ = ["MODEL_KEYS", "NODE_KEYS", "read", "run_file"]
+
+MAX_DEPLOYMENT_BYTES = 1 << 20
+NODE_KEYS: dict[str, type | tuple[type, ...]] = {"gpu": str, "gpus": int, "models": dict}
+MODEL_KEYS: dict[str, type | tuple[type, ...]] = {
+    "family": str,
+    "model": str,
+    "engine": str,
+    "tp_size": int,
+    "weights": str,
+    "max_seq_len": int,
+    "max_batch_size": int,
+    "max_num_tokens": int,
+    "block_size": int,
+    "speculative": str,
+    "gpu_memory_utilization": (float, int),
+    "reserve": str,
+    "gpu_memory": str,
+}
+REQUIRED = ("family", "model", "engine")
+
+
+def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageError:
+    from kvgen._config import _position
+
+    line, col = _position(text, key, table)
+    return UsageError(f"{Path(os.path.relpath(path)).as_posix()}:{line}:{col}: {message}")
+
+
+def _check(path: Path, text: str, table: str, section: dict[str, Any], known: dict) -> None:
+    from kvgen._suggest import did_you_mean
+
+    where = f"[{table}]" if table else "the top level"
+    for key, value in section.items():
+        if key not in known:
+            hint = did_you_mean(key, known) or f" (known keys: {', '.join(known)})"
+            raise _error(path, text, table, key, f"unknown key '{key}' in {where}{hint}")
+        expected = known[key]
+        if not isinstance(value, expected) or isinstance(value, bool):
+            kind = {str: "a string", int: "an integer", dict: "a table"}.get(expected, "a number")
+            raise _error(path, text, table, key, f"{key} must be {kind}")
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            raise _error(path, text, table, key, f"{key} must be positive")
+
+
+def read(path: Path) -> tuple[dict[str, Any], str]:
+    """The checked table of a deployment file and its text (for positions)."""
+    from kvgen._config import decode_toml_text, toml_error, tomllib
+    from kvgen._deploy.emit import EMIT_ENGINES
+    from kvgen._files import Refused, read_bytes
+    from kvgen._suggest import did_you_mean
+
+    display = Path(os.path.relpath(path)).as_posix()
+    try:
+        raw = read_bytes(path, limit=MAX_DEPLOYMENT_BYTES, root=path.parent)
+    except Refused as exc:
+        raise UsageError(exc.diagnostic.render()) from None
+    text = decode_toml_text(display, raw)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(toml_error(display, exc)) from None
+    _check(path, text, "", data, NODE_KEYS)
+    for key in ("gpu", "models"):
+        if key not in data:
+            raise UsageError(f"{display}:1:1: a deployment needs `{key}` (see docs/deploy.md)")
+    for name, entry in data["models"].items():
+        table = f"models.{name}"
+        if not isinstance(entry, dict):
+            raise _error(path, text, "models", name, f"[{table}] must be a table")
+        _check(path, text, table, entry, MODEL_KEYS)
+        missing = [key for key in REQUIRED if key not in entry]
+        if missing:
+            line = _header_line(text, table)
+            raise UsageError(f"{display}:{line}:1: [{table}] needs {', '.join(missing)}")
+        if entry["engine"] not in EMIT_ENGINES:
+            hint = did_you_mean(entry["engine"], EMIT_ENGINES)
+            message = f"engine must be one of {', '.join(EMIT_ENGINES)}{hint}"
+            raise _error(path, text, table, "engine", message)
+    return data, text
+
+
+def _header_line(text: str, table: str) -> int:
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip().replace(" ", "") == f"[{table}]":
+            return number
+    return 1
+
+
+def run_file(path: Path, generated: Path, form: str) -> Exit:
+    from kvgen._deploy.emit import EMIT_ENGINES
+    from kvgen._deploy.gpus import GpuError
+    from kvgen._deploy.rank import Deployment, load_sizing, plan_rank
+    from kvgen._deploy.report import as_json, text
+    from kvgen._units import parse_size
+    from kvgen._weights import WeightsError
+
+    data, source = read(path)
+    plans = []
+    used = 0
+    for name, entry in data["models"].items():
+        table = f"models.{name}"
+        sizes = {}
+        for key in ("reserve", "gpu_memory"):
+            if key in entry:
+                try:
+                    sizes[key] = parse_size(entry[key])
+                except ValueError as exc:
+                    raise _error(path, source, table, key, f"{key}: {exc}") from None
+        fraction = entry.get("gpu_memory_utilization")
+        d = Deployment(
+            entry["family"], entry["model"], EMIT_ENGINES[entry["engine"]],
+            kv_budget=sizes.get("gpu_memory"),
+            gpu=None if "gpu_memory" in entry else data["gpu"],
+            fraction=None if fraction is None else float(fraction), weights=entry.get("weights"),
+            reserve=sizes.get("reserve"), max_seq_len=entry.get("max_seq_len"),
+            max_num_tokens=entry.get("max_num_tokens", 8192),
+            max_batch_size=entry.get("max_batch_size", 8), block_size=entry.get("block_size"),
+            speculative=entry.get("speculative", "none"), tp_size=entry.get("tp_size", 1),
+        )  # fmt: skip
+        used += d.tp_size
+        try:
+            plans.append((name, plan_rank(load_sizing(d.family, generated), d, path.parent)))
+        except GpuError as exc:
+            raise _error(path, source, "", "gpu", str(exc)) from None
+        except (WeightsError, ValueError) as exc:
+            where = f"{Path(os.path.relpath(path)).as_posix()}:{_header_line(source, table)}:1"
+            raise UsageError(f"{where}: [{table}]: {exc}") from None
+    gpus = data.get("gpus")
+    over = gpus is not None and used > gpus
+    if form == "json":
+        sys.stdout.write(as_json([p for _, p in plans]))
+    else:
+        sys.stdout.write(_table(data, plans, used))
+        for name, plan in plans:
+            sys.stdout.write(f"\n[{name}]\n" + text(plan))
+    if over:
+        print(f"kvgen: the models need {used} GPUs; the node has {gpus}", file=sys.stderr)
+    fits = all(plan.fits for _, plan in plans) and not over
+    return Exit.OK if fits else Exit.FINDINGS
+
+
+def _table(data: dict[str, Any], plans: list, used: int) -> str:
+    from kvgen._units import format_size
+
+    rows = [["model", "engine", "GPUs", "KV budget/rank", "KV tokens", "max concurrency", "fits"]]
+    for name, plan in plans:
+        cap = plan.launch.capacity if plan.launch else None
+        rows.append([
+            name, plan.deployment.engine, str(plan.deployment.tp_size),
+            format_size(plan.kv_budget), f"{cap['kv_tokens']:,}" if cap else "-",
+            f"{cap['max_concurrency']:.3f}" if cap else "-", "yes" if plan.fits else "no",
+        ])  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    head = f"node: {data.get('gpus', '?')} x {data['gpu']}, {used} GPUs used\n"
+    return head + "".join(
+        "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n"
+        for row in rows
+    )

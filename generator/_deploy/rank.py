@@ -1,0 +1,178 @@
+"""One model's deployment on one engine: budget arithmetic, capacity and launch settings.
+
+``Deployment`` holds the inputs; ``plan_rank`` answers them, never raising for "does not fit"
+(the answer says so and why), only for bad input (``ValueError``, ``GpuError``,
+``WeightsError``, ``NotModelled``).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kvgen._deploy.budget import Budget, budget
+from kvgen._deploy.emit import Launch, launch
+
+__all__ = ["Deployment", "RankPlan", "load_sizing", "plan_rank", "weights_per_rank"]
+
+DEFAULT_MAX_SEQ_LEN = 32768  # as kvgen plan: min(native, this)
+_FAMILY = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass
+class Deployment:
+    family: str
+    model: str
+    engine: str  # engine_capacity's name: trtllm-v2, vllm, sglang
+    kv_budget: int | None = None  # --gpu-memory: the KV budget per rank, given
+    gpu: str | None = None  # --gpu: a name or a size
+    gpus: int | None = None
+    fraction: float | None = None
+    weights: str | None = None  # a path, or a size per rank
+    reserve: int | None = None
+    max_seq_len: int | None = None
+    max_num_tokens: int = 8192
+    max_batch_size: int = 8
+    block_size: int | None = None
+    speculative: str = "none"
+    tp_size: int = 1
+    pp_size: int = 1
+
+
+@dataclass
+class RankPlan:
+    deployment: Deployment
+    max_seq_len: int
+    budget: Budget | None  # None: the KV budget was given (--gpu-memory)
+    kv_budget: int
+    launch: Launch | None = None
+    refusal: str | None = None  # the engine cannot serve one request (or the budget is <= 0)
+    replicas: int = 1
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return self.refusal is None
+
+
+def load_sizing(family: str, generated: Path) -> types.ModuleType:
+    """``generated/<family>/sizing.py`` through the file-access rules, without kvgen's spec
+    stack (a plan with --emit stays a fraction of a second: bench/bench_emit.py)."""
+    from kvgen._files import Refused, exists, read_bytes
+    from kvgen._suggest import did_you_mean
+    from kvgen._vendored import import_generated
+    from kvgen._writer import MAX_GENERATED_BYTES
+
+    path = generated / family / "sizing.py"
+    if not _FAMILY.match(family) or not exists(path):
+        found = sorted(p.parent.name for p in generated.glob("*/sizing.py"))
+        hint = did_you_mean(family, found)
+        raise ValueError(f"{path.as_posix()} not found{hint}: run `kvgen generate` to create it")
+    try:
+        read_bytes(path, limit=MAX_GENERATED_BYTES, root=generated)
+    except Refused as exc:
+        raise ValueError(exc.diagnostic.render()) from None
+    try:
+        module = import_generated(path, "kvgen_deploy_generated")
+    except (Exception, SystemExit) as exc:
+        raise ValueError(f"{path.as_posix()} failed to load: {type(exc).__name__}") from None
+    if not hasattr(module, "engine_capacity"):
+        raise ValueError(f"{path.as_posix()} has no engine_capacity: run `kvgen generate`")
+    return module
+
+
+def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: int,
+                     pp_size: int, base: Path | None = None) -> tuple[int, str]:  # fmt: skip
+    """Bytes of weights on the fullest rank and where the figure comes from."""
+    from kvgen import _weights as weights
+    from kvgen._units import parse_size
+
+    path = Path(where) if base is None or Path(where).is_absolute() else base / where
+    if not path.exists():
+        if where.strip().isdigit():
+            raise weights.WeightsError(f"--weights {where}: a size needs a unit ({where}B, 17GiB)")
+        if where[:1].isdigit():
+            return parse_size(where), "given per rank"
+        raise weights.WeightsError(
+            f"--weights {where}: no such file or directory (give a model directory with "
+            "*.safetensors, an index file, or the bytes per rank with a unit, e.g. 17GiB)"
+        )
+    tensors = weights.read(path)
+    stack = sizing._MODELS[model].layers
+    kv_heads = max(kind.kv_heads for kind in stack.kinds.values()) or 1
+    tied = not any(t.name.split(".")[-2:-1] == ["lm_head"] for t in tensors)
+    ranks = weights.rank_bytes(
+        tensors, num_layers=stack.layer_count, kv_heads=kv_heads, tp_size=tp_size,
+        pp_size=pp_size, tie_word_embeddings=tied,
+    )  # fmt: skip
+    shards = "safetensors headers" if path.is_dir() or path.suffix == ".json" else path.name
+    return max(ranks), f"{shards} of {path.as_posix()}, {len(tensors)} tensors, tp {tp_size}"
+
+
+def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None) -> RankPlan:
+    from kvgen._deploy.gpus import resolve
+    from kvgen._suggest import did_you_mean
+
+    if d.model not in sizing.MODELS:
+        hint = did_you_mean(d.model, sizing.MODELS)
+        raise ValueError(f"model must be one of {', '.join(sizing.MODELS)}; got {d.model!r}{hint}")
+    if d.pp_size != 1:
+        raise ValueError("pipeline parallelism is not modelled by the engine capacities yet")
+    native = int(sizing.MAX_SEQ_LEN[d.model])
+    max_seq_len = d.max_seq_len or min(native, DEFAULT_MAX_SEQ_LEN)
+    plan_budget = None
+    notes = []
+    replicas = 1
+    if d.gpu is not None:
+        gpu = resolve(d.gpu)
+        if d.gpus is not None:
+            ranks = d.tp_size * d.pp_size
+            if d.gpus < ranks:
+                raise ValueError(f"--gpus {d.gpus} is fewer than tp x pp = {ranks} ranks")
+            replicas = d.gpus // ranks
+        if d.weights is None:
+            raise ValueError("--gpu needs --weights DIR (the model's safetensors) or a size")
+        if d.fraction is not None and not 0 < d.fraction <= 1:
+            raise ValueError(f"the memory fraction must be in (0, 1], got {d.fraction}")
+        weights_bytes, weights_source = weights_per_rank(
+            sizing, d.model, d.weights, d.tp_size, d.pp_size, base
+        )
+        plan_budget = budget(
+            d.engine, gpu=gpu.name, gpu_source=gpu.source, total_bytes=gpu.total_bytes,
+            weights_bytes=weights_bytes, weights_source=weights_source, fraction=d.fraction,
+            reserve=d.reserve, tp_size=d.tp_size, pp_size=d.pp_size,
+            max_num_tokens=d.max_num_tokens, max_running=d.max_batch_size,
+        )  # fmt: skip
+        kv = plan_budget.kv_bytes
+        fraction: float | None = plan_budget.fraction
+    elif d.kv_budget is not None:
+        kv, fraction = d.kv_budget, d.fraction
+        notes.append("KV budget per rank given (--gpu-memory); weights and reserve not counted")
+    else:
+        raise ValueError("give --gpu NAME|SIZE with --weights, or the KV budget --gpu-memory SIZE")
+    plan = RankPlan(d, max_seq_len, plan_budget, kv, replicas=replicas, notes=notes)
+    if kv <= 0:
+        plan.refusal = "the KV budget is not positive: nothing is left for the KV cache"
+        return plan
+    try:
+        plan.launch = launch(
+            sizing, d.model, engine=d.engine, budget_bytes=kv, max_seq_len=max_seq_len,
+            max_num_tokens=d.max_num_tokens, max_batch_size=d.max_batch_size,
+            block_size=d.block_size, speculative=d.speculative, tp_size=d.tp_size,
+            fraction=fraction,
+        )  # fmt: skip
+    except ValueError as exc:
+        # engine_capacity names the budget when the engine would refuse to start for lack of
+        # memory; any other ValueError (NotModelled included) is about the input.
+        if type(exc).__name__ == "NotModelled" or not str(exc).startswith("budget_bytes"):
+            raise
+        plan.refusal = str(exc)
+        return plan
+    if plan.launch.capacity["max_concurrency"] < 1:
+        plan.refusal = (
+            f"holds {plan.launch.capacity['max_concurrency']:.3f} requests of max_seq_len "
+            f"{max_seq_len}: fewer than one"
+        )
+    return plan

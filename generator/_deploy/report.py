@@ -1,0 +1,84 @@
+"""Text and JSON of deployment plans: the arithmetic first, then capacity and settings."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from kvgen._deploy.rank import RankPlan
+
+__all__ = ["as_json", "data", "text"]
+
+
+def text(plan: RankPlan, *, emit: bool = True) -> str:
+    from kvgen._deploy.emit import LAUNCHER, render
+    from kvgen._units import format_bytes
+
+    d = plan.deployment
+    lines = [
+        f"{d.family}/{d.model} on {d.engine}: max_seq_len {plan.max_seq_len}, "
+        f"max_batch_size {d.max_batch_size}, max_num_tokens {d.max_num_tokens}, "
+        f"tp_size {d.tp_size}, speculative {d.speculative}"
+    ]
+    b = plan.budget
+    if b is not None:
+        lines += [
+            f"  GPU {b.gpu}: {format_bytes(b.total_bytes)} ({b.gpu_source})",
+            f"  {b.fraction_field} {b.fraction} ({b.fraction_source})",
+            f"  weights per rank {format_bytes(b.weights_bytes)} ({b.weights_source})",
+            f"  reserve {format_bytes(b.reserve_bytes)} ({b.reserve_source})",
+            f"  {b.formula()} ({b.kv_bytes} B)",
+        ]
+    else:
+        lines.append(f"  KV budget per rank {format_bytes(plan.kv_budget)}")
+    lines += [f"  note: {note}" for note in plan.notes]
+    if plan.replicas > 1:
+        lines.append(f"  {d.gpus} GPUs: {plan.replicas} replicas of tp x pp = {d.tp_size} ranks")
+    if plan.refusal:
+        lines.append(f"  does not fit: {plan.refusal}")
+    if plan.launch is not None:
+        cap = plan.launch.capacity
+        lines.append(
+            f"  capacity: {cap['kv_tokens']:,} KV tokens, {cap['num_blocks']:,} blocks, "
+            f"{cap['max_concurrency']:.3f} requests of {plan.max_seq_len} tokens at once "
+            f"({cap['request_bytes']:,} B each)"
+        )
+        if d.engine == "trtllm-v2" and cap["max_concurrency"] == d.max_batch_size:
+            lines.append(
+                f"  note: TensorRT-LLM holds at most max_batch_size {d.max_batch_size} requests; "
+                f"the pool holds {cap['kv_tokens'] / plan.max_seq_len:.3f} at max_seq_len"
+            )
+        if emit and plan.fits:
+            lines.append(
+                f"  launch settings, {LAUNCHER[d.engine]} (fields of {plan.launch.config_class}):"
+            )
+            form = "yaml" if d.engine == "trtllm-v2" else "args"
+            pad = "    " if form == "yaml" else "  "  # args lines carry their own two spaces
+            lines += [pad + line for line in render(plan.launch, form).splitlines()]
+            lines += [f"  note: {note}" for note in plan.launch.notes]
+    return "".join(f"{line}\n" for line in lines)
+
+
+def data(plan: RankPlan) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "deployment": asdict(plan.deployment),
+        "max_seq_len": plan.max_seq_len,
+        "budget": asdict(plan.budget) if plan.budget else None,
+        "kv_budget": plan.kv_budget,
+        "fits": plan.fits,
+        "refusal": plan.refusal,
+        "replicas": plan.replicas,
+        "notes": plan.notes,
+    }
+    if plan.launch is not None:
+        out["launch"] = {"engine": plan.launch.engine, "version": plan.launch.version,
+                         "config_class": plan.launch.config_class,
+                         "fields": plan.launch.fields, "capacity": plan.launch.capacity,
+                         "notes": plan.launch.notes}  # fmt: skip
+    return out
+
+
+def as_json(plans: list[RankPlan]) -> str:
+    body: Any = data(plans[0]) if len(plans) == 1 else [data(p) for p in plans]
+    return json.dumps(body, indent=2) + "\n"

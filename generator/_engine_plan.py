@@ -1,0 +1,111 @@
+"""``kvgen plan --engine vllm|sglang``: the plan in that engine's terms, from the sizing module's
+own ``engine_capacity`` (docs/cost-model.md §9), never re-derived here.
+
+What an engine refuses is told apart from what does not fit by asking it twice: once with a
+budget no deployment has (a refusal there is the engine's, whatever the memory: a tp size the
+model's heads do not split over, a shape or mode it does not take) and once with the budget.
+``trtllm_refusal`` asks TensorRT-LLM V2's policy the same first question for the default plan.
+"""
+
+from __future__ import annotations
+
+import types
+
+from kvgen._plans import BatchPlan, Plan, PlanError, largest
+
+__all__ = ["engine_plan", "engine_refusal", "trtllm_refusal"]
+
+_ANY_BUDGET = 1 << 62  # bytes: more than any device, so only a refusal can fail
+
+
+def _capacity(sizing: types.ModuleType, plan: Plan, budget: int, max_seq_len: int):
+    return sizing.engine_capacity(
+        plan.model,
+        budget,
+        engine=plan.engine,
+        max_seq_len=max_seq_len,
+        max_num_tokens=plan.max_num_tokens,
+        block_size=plan.block_size,
+        speculative=plan.speculative,
+        tp_size=plan.tp_size,
+    )
+
+
+def engine_refusal(sizing: types.ModuleType, plan: Plan) -> str | None:
+    """The engine's reason for refusing this deployment at any budget; None if it takes it."""
+    try:
+        _capacity(sizing, plan, _ANY_BUDGET, plan.max_seq_len)
+    except ValueError as exc:  # NotModelled too: no answer is not an answer of "fits"
+        return str(exc)
+    return None
+
+
+def engine_plan(sizing: types.ModuleType, plan: Plan, batch_sizes: list[int], limit: int) -> Plan:
+    """Fill ``plan`` (engine vllm or sglang) from ``sizing.engine_capacity``; ``PlanError``
+    for a refusal, with the engine's reason. ``limit``: the longest max_seq_len sized for."""
+    from kvgen.engines_core import ENGINE_VERSIONS
+
+    if plan.engine not in ENGINE_VERSIONS:
+        raise PlanError(f"engine must be one of {', '.join(ENGINE_VERSIONS)}; got {plan.engine!r}")
+    name = {"vllm": "vLLM", "sglang": "SGLang"}[plan.engine]
+    plan.engine_version = f"{name} {ENGINE_VERSIONS[plan.engine]}"
+    for flag, value in (("--pp-size", plan.pp_size), ("--dcp-size", plan.dcp_size)):
+        if value != 1:
+            raise PlanError(
+                f"{flag} {value}: kvgen's {name} model sizes one pipeline stage of the whole "
+                "model without context parallelism; plan it with --engine trtllm-v2"
+            )
+    if plan.seq_len != plan.max_seq_len:
+        raise PlanError(
+            f"--seq-len: {name} reports its concurrency at max_seq_len (its max_model_len / "
+            "context length); give --max-seq-len instead"
+        )
+    refusal = engine_refusal(sizing, plan)
+    if refusal is not None:
+        raise PlanError(f"refused by {plan.engine_version}: {refusal}")
+    try:
+        cap = _capacity(sizing, plan, plan.gpu_memory, plan.max_seq_len)
+        plan.capacity = dict(cap._asdict())
+        plan.max_requests = int(cap.max_concurrency)
+    except ValueError as exc:  # the budget does not hold one request: the engine would not start
+        plan.engine_error = f"{plan.engine_version} would refuse to start: {exc}"
+    plan.notes.append(
+        f"{name}'s concurrency is not capped by a batch size in the KV sizing: "
+        + (
+            "max_num_seqs limits the requests running at once, not the pool"
+            if plan.engine == "vllm"
+            else "max_running_requests limits the requests running at once, not the pool"
+        )
+    )
+    for batch in batch_sizes:
+
+        def fits(length: int, batch: int = batch) -> bool:
+            try:
+                return _capacity(sizing, plan, plan.gpu_memory, length).max_concurrency >= batch
+            except ValueError:
+                return False
+
+        entry = BatchPlan(batch)
+        entry.max_seq_len_fit = largest(fits, limit)
+        plan.batches.append(entry)
+    return plan
+
+
+def trtllm_refusal(sizing: types.ModuleType, plan: Plan) -> None:
+    """``PlanError`` with TensorRT-LLM's reason where it refuses the deployment at any budget
+    (the engine policy of the module's ``engine_capacity``; a shape that policy does not
+    model, such as cross-attention, is no refusal: the cost functions answer for it)."""
+    from kvgen.engines_core import NotModelled
+
+    if not hasattr(sizing, "engine_capacity"):
+        return
+    try:
+        sizing.engine_capacity(
+            plan.model, 1 << 62, engine="trtllm-v2", max_seq_len=plan.max_seq_len,
+            max_num_tokens=plan.max_num_tokens, speculative=plan.speculative,
+            tp_size=plan.tp_size, max_batch_size=1,
+        )  # fmt: skip
+    except NotModelled:
+        return
+    except ValueError as exc:
+        raise PlanError(f"refused: {exc}") from None

@@ -1,0 +1,270 @@
+"""One spec, every engine: what TensorRT-LLM V2, vLLM and SGLang allocate for the same model.
+
+``engine_capacity(family, model, budget_bytes, engine=..., max_seq_len=..., max_num_tokens=...)``
+answers, for a loaded ``kvgen._spec.Family``, the quantities an engine reports or uses for a KV
+budget: tokens the cache holds, how many requests at ``max_seq_len`` fit at once, the bytes one
+such request needs, and the number of blocks (pages) of the pool. Each engine's pool policy
+lives in its module, pinned to an engine version and written as named terms:
+
+- ``"trtllm-v2"``: kvgen's reference model (docs/cost-model.md §4), ``_trtllm``;
+- ``"vllm"``: vLLM 0.33.0, ``_vllm`` (verified against vLLM's own planner output);
+- ``"sglang"``: SGLang 0.5.23, ``_sglang`` (verified against its own pool sizing).
+
+Engine defaults are the keyword defaults. ``POLICY_TERMS`` names each policy and says what it
+does (docs/cost-model.md §9); ``kvgen compare`` cites them.
+
+The static part of each plan is cached per (family object, model, settings), so a warm call is a
+few integer operations.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from kvgen import engines_core
+from kvgen._engines import _sglang, _trtllm, _vllm
+from kvgen.engines_core import EngineCapacity, NotModelled, sglang_capacity, vllm_capacity
+
+__all__ = [
+    "ENGINES",
+    "ENGINE_VERSIONS",
+    "POLICY_TERMS",
+    "EngineCapacity",
+    "NotModelled",
+    "engine_capacity",
+    "sglang_capacity",
+    "trtllm_capacity",
+    "vllm_capacity",
+]
+
+if TYPE_CHECKING:
+    from kvgen._spec import Family
+
+# TensorRT-LLM's KV cache manager V2 (kvgen's model), vLLM and SGLang, with their pins.
+ENGINE_VERSIONS = engines_core.ENGINE_VERSIONS
+ENGINES = tuple(ENGINE_VERSIONS)
+POLICY_TERMS = {
+    "group_padding_layers": "vLLM cuts a hybrid into groups of equal layer count; the missing "
+    "layers of a short group still take a page in every block",
+    "null_block": "vLLM never hands out one block of the pool; a request at max_seq_len must "
+    "fit in the rest",
+    "swa_in_flight_bound": "vLLM reserves window - 1 + the whole in-flight token budget "
+    "(2 x max_num_batched_tokens under async scheduling) per request on every sliding group",
+    "mamba_page_unification": "vLLM grows the attention block until a page holds a Mamba "
+    "state, and pads the Mamba page to it",
+    "mamba_align_mode": "vLLM turns prefix caching on for hybrids by default, which selects "
+    "mamba_cache_mode align: each Mamba group keeps the running state, the last block's and a "
+    "prefill checkpoint per request (3 + K blocks; Gated DeltaNet's checkpoint only under "
+    "FlashInfer's prefill, which puts blocks on 64 tokens)",
+    "vllm_fp32_ssm_state": "vLLM keeps Nemotron-H's SSM state in fp32 "
+    "(NemotronHForCausalLMConfig sets mamba_ssm_cache_dtype)",
+    "full_length_layers": "SGLang sizes sliding layers full length unless the architecture is "
+    "on its hybrid-SWA list",
+    "swa_ratio": "SGLang's sliding pool is a fixed 0.8 of the full pool's tokens, whatever the "
+    "window",
+    "mamba_memory_ratio": "SGLang gives 0.9/1.9 of the budget to recurrent state slots first",
+    "fp32_ssm_state": "SGLang keeps the SSM part of a recurrent state in fp32 by default",
+    "mamba_running_requests": "SGLang runs at most one request per 5 recurrent state slots "
+    "under the extra_buffer Mamba radix cache strategy a CUDA launch resolves (3 under "
+    "no_buffer): resolve_max_num_reqs caps max_running_requests at slots // ratio, and refuses "
+    "to start below ratio slots",
+    "mamba_spec_states": "SGLang's EAGLE/MTP keeps speculative_num_draft_tokens intermediate "
+    "recurrent states per running request (max_running_requests, at most one per 5 slots), "
+    "solved with the state slots out of the same share",
+    "swa_pages_per_request": "TensorRT-LLM charges each of B requests ceil((w+H-2)/tpb)+1 "
+    "pages per sliding life cycle plus a per-token context term (docs/cost-model.md §4)",
+    "recurrent_state_slots": "TensorRT-LLM holds one recurrent state per request for all B "
+    "requests up front (docs/cost-model.md §8)",
+}
+
+
+# Static plans by (id(family), model, settings). An entry keeps its family object alive, so an
+# id is never reused while its entry exists; the cache is emptied when it grows past the bound.
+_CACHE: dict[tuple[object, ...], tuple[Family, object]] = {}
+_CACHE_BOUND = 4096
+
+
+def _remember(key: tuple[object, ...], family: Family, plan: object) -> None:
+    if len(_CACHE) >= _CACHE_BOUND:
+        _CACHE.clear()
+    _CACHE[key] = (family, plan)
+
+
+def _positive(name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def _model(family: Family, name: str):  # type: ignore[no-untyped-def]
+    for model in family.models:
+        if model.name == name:
+            return model
+    names = ", ".join(m.name for m in family.models)
+    raise ValueError(f"model must be one of {names}; got {name!r}")
+
+
+def _profile(family: Family, model: str, name: str):  # type: ignore[no-untyped-def]
+    """The speculative profile ``name`` (None for "none"), checked to apply to ``model``."""
+    if name == "none":
+        return None
+    for profile in family.speculative:
+        if profile.name == name:
+            if not profile.applies_to(model):
+                raise ValueError(f"speculative {name!r} does not apply to model {model!r}")
+            return profile
+    names = ", ".join(family.profile_names)
+    raise ValueError(f"speculative must be one of {names}; got {name!r}")
+
+
+def engine_capacity(
+    family: Family,
+    model: str,
+    budget_bytes: int,
+    *,
+    engine: str,
+    max_seq_len: int,
+    max_num_tokens: int,
+    block_size: int | None = None,
+    speculative: str = "none",
+    tp_size: int = 1,
+    max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
+    async_scheduling: bool = True,
+    mamba_cache_mode: str = _vllm.VLLM_MAMBA_CACHE_MODE,
+    gdn_prefill_backend: str = "flashinfer",
+    swa_full_tokens_ratio: float = _sglang.SWA_FULL_TOKENS_RATIO,
+    mamba_full_memory_ratio: float = _sglang.MAMBA_FULL_MEMORY_RATIO,
+    ssm_dtype: str | None = None,
+    pp_size: int = 1,
+    pp_rank: int = 0,
+    mamba_radix_cache_strategy: str = _sglang.MAMBA_STRATEGY,
+) -> EngineCapacity:
+    """What ``engine`` gives ``model`` of ``family`` for a KV budget of ``budget_bytes``.
+
+    ``block_size`` defaults to the engine's own page size (TensorRT-LLM: the spec's
+    ``tokens_per_block``; vLLM: 16; SGLang: 1). ``max_num_tokens`` is the per-iteration token
+    budget (vLLM's ``max_num_batched_tokens``). Engine-specific keywords: ``max_batch_size``
+    (TensorRT-LLM), ``async_scheduling``, ``mamba_cache_mode`` ("align": vLLM's default for
+    hybrids, prefix caching on; "none": prefix caching off) and ``gdn_prefill_backend``
+    ("flashinfer", the H100/H200 default, or "triton") (vLLM), ``swa_full_tokens_ratio``,
+    ``mamba_full_memory_ratio`` and ``mamba_radix_cache_strategy`` ("extra_buffer", what an
+    H100/H200 launch resolves for a recurrent hybrid, or "no_buffer") (SGLang); ``ssm_dtype``
+    None is each engine's default (SGLang: fp32; vLLM: the conv dtype, fp32 for Nemotron-H).
+    ``speculative`` names a profile of the family: TensorRT-LLM takes any; vLLM takes ngram and
+    the drafters that share its pool (eagle3, mtp, mtp_eagle, and a separate draft model,
+    draft_target); SGLang ``"none"`` and EAGLE3 / MTP profiles on full-attention models.
+    Raises ``ValueError`` naming the argument on bad input, and when the engine would refuse to
+    start (vLLM: one request at ``max_seq_len`` does not fit). ``pp_size`` / ``pp_rank``:
+    one pipeline stage (TensorRT-LLM; ``NotModelled`` for the others).
+    """
+    if engine == "trtllm-v2":  # the policy itself, on the module bound at that page size
+        size = family.tokens_per_block if block_size is None else block_size
+        if type(size) is not int or size < 1:
+            size = _positive("block_size", block_size)
+        bound = _trtllm._SIZING.get((id(family), size))  # the bound module, as sizing() finds it
+        module = (
+            bound[1] if bound is not None and bound[0] is family else _trtllm.sizing(family, size)
+        )
+        capacity: EngineCapacity = module._trtllm_capacity(
+            model, budget_bytes, max_seq_len, max_num_tokens, None, speculative, tp_size,
+            max_batch_size, pp_size, pp_rank,
+        )  # fmt: skip
+        return capacity
+    if pp_size != 1 and engine in ("vllm", "sglang"):
+        raise NotModelled(
+            f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine {engine!r} "
+            "here (its pools are sized for the whole model)"
+        )
+    key = (id(family), model, engine, block_size, tp_size, speculative, mamba_cache_mode,
+           gdn_prefill_backend, ssm_dtype)  # fmt: skip
+    try:
+        hit = _CACHE.get(key)
+    except TypeError:  # an unhashable argument: named below, never cached
+        hit, key = None, ()
+    if engine == "vllm":
+        if hit is not None and hit[0] is family:
+            plan = cast(_vllm.VllmPlan, hit[1])
+        else:
+            plan = _build_vllm(
+                family, model, block_size, tp_size, speculative, mamba_cache_mode,
+                gdn_prefill_backend, ssm_dtype,
+            )  # fmt: skip
+            _remember(key, family, plan)
+        return vllm_capacity(
+            plan, budget_bytes, max_seq_len, max_num_tokens, async_scheduling, mamba_cache_mode
+        )
+    if engine == "sglang":
+        if hit is not None and hit[0] is family:
+            plan_s = cast(_sglang.SglangPlan, hit[1])
+        else:
+            plan_s = _build_sglang(family, model, tp_size, ssm_dtype or "fp32", speculative)
+            _remember(key, family, plan_s)
+        page = _sglang.DEFAULT_PAGE_SIZE if block_size is None else block_size
+        return sglang_capacity(
+            plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio,
+            max_batch_size, mamba_radix_cache_strategy,
+        )  # fmt: skip
+    raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+
+
+def _build_vllm(
+    family: Family,
+    model: str,
+    block_size: int | None,
+    tp_size: int,
+    speculative: str,
+    mamba_cache_mode: str,
+    gdn_prefill_backend: str,
+    ssm_dtype: str | None,
+) -> _vllm.VllmPlan:
+    for name, value, choices in (
+        ("mamba_cache_mode", mamba_cache_mode, _vllm.MAMBA_CACHE_MODES),
+        ("gdn_prefill_backend", gdn_prefill_backend, _vllm.GDN_PREFILL_BACKENDS),
+        ("ssm_dtype", ssm_dtype, (None, *_sglang.SSM_DTYPES)),
+    ):
+        if value not in choices:
+            raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    size = _vllm.DEFAULT_BLOCK_SIZE if block_size is None else _positive("block_size", block_size)
+    spec_model = _model(family, model)
+    return _vllm.vllm_plan(
+        family,
+        spec_model,
+        block_size=size,
+        tp_size=_positive("tp_size", tp_size),
+        speculative=_profile(family, spec_model.name, speculative),
+        mamba_cache_mode=mamba_cache_mode,
+        gdn_prefill_backend=gdn_prefill_backend,
+        ssm_dtype=ssm_dtype,
+    )
+
+
+def _build_sglang(
+    family: Family, model: str, tp_size: int, ssm_dtype: str, speculative: str
+) -> _sglang.SglangPlan:
+    spec_model = _model(family, model)
+    return _sglang.sglang_plan(
+        family, spec_model, tp_size=_positive("tp_size", tp_size), ssm_dtype=ssm_dtype,
+        speculative=_profile(family, spec_model.name, speculative),
+    )  # fmt: skip
+
+
+def trtllm_capacity(
+    family: Family,
+    model: str,
+    budget_bytes: int,
+    *,
+    max_seq_len: int,
+    max_num_tokens: int,
+    block_size: int | None = None,
+    speculative: str = "none",
+    tp_size: int = 1,
+    max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
+    pp_size: int = 1,
+    pp_rank: int = 0,
+) -> EngineCapacity:
+    """TensorRT-LLM V2's capacity (see ``_trtllm``): ``engine_capacity`` with that engine."""
+    return engine_capacity(
+        family, model, budget_bytes, engine="trtllm-v2", max_seq_len=max_seq_len,
+        max_num_tokens=max_num_tokens, block_size=block_size, speculative=speculative,
+        tp_size=tp_size, max_batch_size=max_batch_size, pp_size=pp_size, pp_rank=pp_rank,
+    )  # fmt: skip

@@ -1,0 +1,116 @@
+"""SGLang's KV pool policy, pinned to SGLang 0.5.23, in kvgen's own terms (stdlib only).
+
+SGLang sizes token pools, not block tables: a budget becomes a number of token slots per pool.
+Its policies for the physics kvgen describes (read in ``sglang/srt/model_executor/
+pool_configurator.py``, ``sglang/srt/mem_cache/kv_cache_configurator.py`` and
+``sglang/srt/configs/mamba_utils.py``; checked against ``tests/fixtures/engines/sglang.json``,
+numbers SGLang's own pool configurators produced on CPU):
+
+- **full-length layers**: unless the architecture is on SGLang's hybrid-SWA list, every
+  attention layer (sliding ones included) gets a slot per pool token. Of kvgen's families only
+  gpt-oss is on that list; Gemma 2/3, Cohere2, Mistral and Phi-3 are sized full length.
+- **SWA ratio**: a hybrid-SWA model gets a sliding pool of a fixed ``swa_full_tokens_ratio``
+  (0.8) of the full pool's tokens, whatever the window; the budget is divided by
+  ``full bytes + 0.8 x sliding bytes`` per token.
+- **Mamba memory ratio**: a Mamba/linear-attention hybrid first gives
+  ``r / (1 + r)`` of the budget (``mamba_full_memory_ratio`` r = 0.9) to whole state slots,
+  one of them a padding slot, and the attention pool gets what is left.
+- **running requests**: at most one request runs per ``ratio`` state slots
+  (``resolve_max_num_reqs``, ``_calculate_mamba_ratio``), whatever the attention pool holds;
+  fewer slots than that and SGLang refuses to start. The ratio follows the Mamba radix cache's
+  strategy as ``ServerArgs.resolve_once`` picks it (``arg_groups/overrides.py``
+  ``_mamba_radix_cache_resolution``): on CUDA every shipped hybrid gets ``extra_buffer`` with
+  the overlap scheduler on (speculative decoding too), 3 + 2 tracking slots = 5
+  (``get_mamba_tracking_slots``); ``no_buffer`` (``--mamba-radix-cache-strategy no_buffer
+  --disable-overlap-schedule``, page size 1 only) keeps 3.
+- **KV-shared layers** (Gemma 3n) get a buffer of their own: the pool is sized for every
+  hidden layer. A **DSA indexer** (DeepSeek-V3.2) keeps its fp8 keys (132 B) in each latent
+  layer's cell; an fp8_e4m3 latent on Hopper (flashmla_kv) is 656 B.
+- **drafters**: an EAGLE3/MTP drafter's layers are charged at the target's per-layer size
+  (a hybrid-SWA model's: its full layers' size, in the full pool).
+- **fp32 SSM state**: the SSM part of a recurrent state is kept in fp32 by default (the conv
+  part in bf16), doubling the SSM bytes a bf16 spec describes.
+- Page alignment: each pool's token count is rounded down to whole pages.
+
+``EngineCapacity`` for SGLang (kvgen's reading; SGLang logs pool sizes, not these):
+``kv_tokens`` is the full pool's tokens, ``num_blocks`` its pages, ``request_bytes`` one
+request at ``max_seq_len`` (full-length layers, plus ``min(S, window + page)`` sliding tokens
+in a hybrid-SWA model, plus one state slot), and ``max_concurrency`` how many such requests the
+pools hold together (in a Mamba hybrid at most state slots // ratio, what SGLang runs at once).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kvgen import engines_core
+from kvgen._engines._rows import SGLANG_HYBRID_SWA_FAMILIES as HYBRID_SWA_FAMILIES
+from kvgen._engines._rows import engine_model
+from kvgen.engines_core import (
+    MAMBA_FULL_MEMORY_RATIO,
+    SSM_DTYPES,
+    SWA_FULL_TOKENS_RATIO,
+    EngineDraft,
+    EngineModel,
+    NotModelled,
+    SglangPlan,
+    SglangPools,
+    sglang_pools,
+)
+
+if TYPE_CHECKING:
+    from kvgen._spec import Family, Model, Speculative
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "HYBRID_SWA_FAMILIES",
+    "MAMBA_FULL_MEMORY_RATIO",
+    "MAMBA_STRATEGIES",
+    "MAMBA_STRATEGY",
+    "SGLANG_VERSION",
+    "SLOTS_PER_RUNNING_REQUEST",
+    "SSM_DTYPES",
+    "SWA_FULL_TOKENS_RATIO",
+    "SglangPlan",
+    "SglangPools",
+    "sglang_plan",
+    "sglang_pools",
+    "sliding_tokens_per_request",
+]
+
+SGLANG_VERSION = engines_core.ENGINE_VERSIONS["sglang"]
+DEFAULT_PAGE_SIZE = engines_core.SGLANG_PAGE_SIZE
+SLOTS_PER_RUNNING_REQUEST = engines_core.SGLANG_MAMBA_SLOTS_PER_REQUEST  # by strategy
+MAMBA_STRATEGIES = engines_core.SGLANG_MAMBA_STRATEGIES
+MAMBA_STRATEGY = engines_core.SGLANG_MAMBA_STRATEGY
+sliding_tokens_per_request = engines_core.sglang_sliding_tokens
+
+
+def sglang_plan(
+    family: Family,
+    model: Model,
+    *,
+    tp_size: int = 1,
+    ssm_dtype: str = "fp32",
+    hybrid_swa: bool | None = None,
+    speculative: Speculative | None = None,
+) -> SglangPlan:
+    """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them
+    (``kvgen.engines_core.sglang_plan`` on the model's engine rows)."""
+    entry = engine_model(family, model)
+    if hybrid_swa is not None:
+        entry = EngineModel(
+            entry.max_seq_len, entry.layers, entry.drafts, hybrid_swa, entry.ssm_state_bytes,
+            entry.unmodelled, entry.query_heads, entry.kv_heads_split, entry.vllm_ssm_dtype,
+            entry.vllm_unmodelled, entry.sglang_unmodelled, entry.sglang_layers,
+        )  # fmt: skip
+    draft = EngineDraft((), 0, 0) if speculative is None else entry.drafts[speculative.name]
+    if speculative is not None and not draft.sglang_draft_tokens:
+        raise NotModelled(
+            f"speculative {speculative.name!r} is not modelled for engine 'sglang' "
+            "(EAGLE3 and MTP profiles are)"
+        )
+    return engines_core.sglang_plan(
+        entry, tp_size=tp_size, ssm_dtype=ssm_dtype, draft_layers=draft.sglang_layers,
+        draft_tokens=draft.sglang_draft_tokens,
+    )  # fmt: skip

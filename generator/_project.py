@@ -1,0 +1,60 @@
+"""Where specs and generated output live, and loading a set of specs for rendering."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kvgen import _config as config
+from kvgen._diagnostics import Diagnostic, has_errors
+from kvgen._exits import UsageError
+from kvgen._loader import SPEC_SUFFIXES, expand_paths, load_path
+
+if TYPE_CHECKING:  # render pulls in jinja2; lint must not
+    from kvgen._render import SpecInput
+
+# Built-in layout (a project's [tool.kvgen] overrides it; see kvgen._config).
+SPEC_DIR = Path(config.SPEC_DIR)
+OUT_DIR = Path(config.OUT_DIR)
+__all__ = ["OUT_DIR", "SPEC_DIR", "SPEC_SUFFIXES", "expand_paths", "load_specs", "spec_paths"]
+
+
+def spec_paths(paths: Iterable[str | Path] | None, default: Path = SPEC_DIR) -> list[Path]:
+    """``expand_paths`` of the paths named, or of ``default`` (the spec directory)."""
+    named = list(paths or [])
+    if not named and not Path(default).exists():
+        raise UsageError(
+            f"no spec directory {Path(default).as_posix()} "
+            "(run `kvgen init` to create one, or name spec files)"
+        )
+    return expand_paths(named or [default])
+
+
+def load_specs(
+    paths: list[Path], root: Path | None = None
+) -> tuple[list[SpecInput], list[Diagnostic]]:
+    """Load, validate and lint every spec; inputs are returned only for clean specs.
+
+    ``root`` is the project root that headers show spec paths relative to (default: cwd).
+    """
+    from kvgen._lint import duplicate_family, lint_loaded
+    from kvgen._render import SpecInput, spec_source
+
+    inputs: list[SpecInput] = []
+    diagnostics: list[Diagnostic] = []
+    seen: dict[str, str] = {}
+    for path in paths:
+        loaded = load_path(path, root)
+        found = lint_loaded(loaded)
+        diagnostics.extend(found)
+        if loaded.family is None or has_errors(found):
+            continue
+        name = loaded.family.family
+        if name in seen:
+            at = loaded.source.value(("family",))
+            diagnostics.append(duplicate_family(loaded.path, at, name, seen[name]))
+            continue
+        seen[name] = loaded.path
+        inputs.append(SpecInput(spec_source(path, root), loaded.raw, loaded.family))
+    return inputs, sorted(diagnostics)

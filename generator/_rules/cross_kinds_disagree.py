@@ -1,0 +1,86 @@
+"""Cross-attention kinds of one cache manager with different encoder token counts.
+
+## What it does
+Reports a cross-attention kind whose `encoder_tokens` differs from that of an earlier
+cross-attention kind held by the same cache manager: a model's layers together with the extra
+draft layers of each profile that applies to it, or one separate draft pool.
+
+## Why it matters
+A request has one encoder output, and every cross-attention layer attends to all of it: the
+engines allocate one cross-attention block table per request (vLLM's CrossAttentionManager,
+TensorRT-LLM's cross KV cache manager), `ceil(encoder_tokens / tpb)` pages on every cross
+layer (docs/cost-model.md §4). Two counts in one manager describe no real model, and the
+runtime keyword `encoder_tokens=` could not replace both.
+
+## Example
+```yaml
+layer_kinds:
+  early: {attention: cross, kv_heads: 8, head_dim: 128, encoder_tokens: 6404}
+  late: {attention: cross, kv_heads: 8, head_dim: 128, encoder_tokens: 1601}
+```
+
+## Fix
+Give every cross-attention kind the encoder's token count:
+```yaml
+  late: {attention: cross, kv_heads: 8, head_dim: 128, encoder_tokens: 6404}
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kvgen._rules._base import Finding, Kind, RuleContext, Stack, placed_kinds
+
+CODE = "KV232"
+NAME = "cross-kinds-disagree"
+SEVERITY = "error"
+
+
+def _cross_kinds(ctx: RuleContext, stack: Stack) -> list[Kind]:
+    placed = set(placed_kinds(stack.stack))
+    return [
+        kind
+        for kind in ctx.kinds
+        if kind.stack is stack
+        and kind.name in placed
+        and kind.kind.attention == "cross"
+        and kind.kind.encoder_tokens is not None
+    ]
+
+
+def _managers(ctx: RuleContext) -> Iterator[list[Kind]]:
+    """The cross kinds of each cache manager, the model's own first."""
+    family = ctx.family
+    for stack in ctx.stacks:
+        if stack.model is not None:
+            kinds = _cross_kinds(ctx, stack)
+            for i, profile in enumerate(family.speculative):
+                if not profile.applies_to(stack.model.name):
+                    continue
+                for extra in ctx.stacks:
+                    if extra.loc == ("speculative", i, "extra_layers"):
+                        kinds += _cross_kinds(ctx, extra)
+            yield kinds
+        elif stack.loc[-1] == "draft":
+            yield _cross_kinds(ctx, stack)
+
+
+def check(ctx: RuleContext) -> Iterator[Finding]:
+    reported: set[tuple[object, ...]] = set()
+    for kinds in _managers(ctx):
+        if not kinds:
+            continue
+        first = kinds[0]
+        for kind in kinds[1:]:
+            if kind.kind.encoder_tokens == first.kind.encoder_tokens or kind.loc in reported:
+                continue
+            reported.add(kind.loc)
+            yield Finding(
+                (*kind.loc, "encoder_tokens"),
+                f"{kind.label} caches {kind.kind.encoder_tokens} encoder tokens but "
+                f"{first.label} caches {first.kind.encoder_tokens}; one request has one "
+                "encoder output",
+                f"give every cross-attention kind of this cache manager "
+                f"encoder_tokens: {first.kind.encoder_tokens}",
+            )
