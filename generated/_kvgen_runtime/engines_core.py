@@ -1417,6 +1417,8 @@ def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
             group = groups[tpb * t.slope] = [tpb * t.slope, [], 0, 0, 0]
         group[1].append((0, 0, 0))
         group[4] += 1
+    if not groups:  # no page grows with history: nothing to split (the affine answer)
+        return None
     members = []
     pools = []
     for size, cycles, fixed, sliding, full in groups.values():
