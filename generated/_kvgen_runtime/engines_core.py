@@ -1212,8 +1212,8 @@ def sglang_capacity(
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
-# TensorRT-LLM V2's pool groups of every manager by options (``_trtllm_plans``).
-_TRTLLM_PLANS: dict[_Options, tuple["_TrtllmPlan | None", ...]]
+# By options: every manager's terms and TensorRT-LLM V2 pool groups (``_trtllm_plans``).
+_TRTLLM_PLANS: dict[_Options, tuple[tuple[_Terms, ...], tuple["_TrtllmPlan | None", ...]]]
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
 # UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_engines``).
 _TRTLLM_HEADS: dict[str, int | str]
@@ -1282,7 +1282,13 @@ def _trtllm_capacity(
         )
     options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
                        pp_size, pp_rank)  # fmt: skip
-    terms = _cached_terms(options)
+    # The terms and plans of these options in one look-up (not the answers cache and then
+    # the plans': a warm call is mostly look-ups).
+    known = _TRTLLM_PLANS.get(options)
+    if known is None:
+        _trtllm_plans(options, _cached_terms(options))
+        known = _TRTLLM_PLANS[options]
+    terms, plans = known
     budget = budget_bytes
     if type(budget) is not int or not 0 < budget <= _MAX_INT:
         budget = _integer("budget_bytes", budget_bytes, 1)
@@ -1291,9 +1297,7 @@ def _trtllm_capacity(
         budget = _shares(terms, budget, "gpu")["target"]
     max_batch_size, max_num_tokens = options.max_batch_size, options.max_num_tokens
     max_seq_len = options.max_seq_len
-    plan = None
-    if not (target.states or target.fixed_pool_bytes):  # else outside the split, at once
-        plan = (_TRTLLM_PLANS.get(options) or _trtllm_plans(options, terms))[0]
+    plan = plans[0]  # None: recurrent, cross or fixed pools lie outside the engine's split
     if plan is None:  # pools outside the engine's split: the affine estimate
         tokens = _tokens(target, budget, max_num_tokens)
     else:
@@ -1343,14 +1347,14 @@ class _TrtllmPlan(NamedTuple):
 def _trtllm_plans(options: _Options, terms: tuple[_Terms, ...]) -> tuple[_TrtllmPlan | None, ...]:
     """Each manager's ``_TrtllmPlan`` for validated options (None where the split is not
     modelled: recurrent states, cross caches, DCP or resume-rounded pages), remembered."""
-    plans = _TRTLLM_PLANS.get(options)
-    if plans is None:
+    known = _TRTLLM_PLANS.get(options)
+    if known is None:
         batch, chunk = options.max_batch_size, options.max_num_tokens
-        plans = tuple(_trtllm_plan(t, batch, chunk) for t in terms)
+        plans = tuple([_trtllm_plan(t, batch, chunk) for t in terms])
         if len(_TRTLLM_PLANS) >= 4096:
             _TRTLLM_PLANS.clear()
-        _TRTLLM_PLANS[options] = plans
-    return plans
+        known = _TRTLLM_PLANS[options] = (terms, plans)  # the terms too: one look-up a call
+    return known[1]
 
 
 def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
