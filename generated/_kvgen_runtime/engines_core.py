@@ -1212,8 +1212,9 @@ def sglang_capacity(
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
-# By options: every manager's terms and TensorRT-LLM V2 pool groups (``_trtllm_plans``).
-_TRTLLM_PLANS: dict[_Options, tuple[tuple[_Terms, ...], tuple["_TrtllmPlan | None", ...]]]
+# By options: every manager's terms, TensorRT-LLM V2 pool groups and the target's request
+# bytes (``_trtllm_plans``).
+_TRTLLM_PLANS: dict[_Options, tuple[tuple[_Terms, ...], tuple["_TrtllmPlan | None", ...], int]]
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
 # UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_engines``).
 _TRTLLM_HEADS: dict[str, int | str]
@@ -1286,9 +1287,8 @@ def _trtllm_capacity(
     # the plans': a warm call is mostly look-ups).
     known = _TRTLLM_PLANS.get(options)
     if known is None:
-        _trtllm_plans(options, _cached_terms(options))
-        known = _TRTLLM_PLANS[options]
-    terms, plans = known
+        known = _trtllm_known(options, _cached_terms(options))
+    terms, plans, request_bytes = known
     budget = budget_bytes
     if type(budget) is not int or not 0 < budget <= _MAX_INT:
         budget = _integer("budget_bytes", budget_bytes, 1)
@@ -1308,11 +1308,6 @@ def _trtllm_capacity(
             tokens = plan.held[budget] = _trtllm_held(plan, _whole_grains(budget))[0]
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
-    request_bytes = (
-        max_seq_len * target.slope
-        + target.per_request
-        + min(max_seq_len, max_num_tokens) * target.ctx_swa
-    )
     concurrency = tokens / max_seq_len
     if concurrency > max_batch_size:  # at most B requests are resident, whatever the tokens
         concurrency = float(max_batch_size)
@@ -1347,14 +1342,26 @@ class _TrtllmPlan(NamedTuple):
 def _trtllm_plans(options: _Options, terms: tuple[_Terms, ...]) -> tuple[_TrtllmPlan | None, ...]:
     """Each manager's ``_TrtllmPlan`` for validated options (None where the split is not
     modelled: recurrent states, cross caches, DCP or resume-rounded pages), remembered."""
+    return _trtllm_known(options, terms)[1]
+
+
+def _trtllm_known(
+    options: _Options, terms: tuple[_Terms, ...]
+) -> tuple[tuple[_Terms, ...], tuple[_TrtllmPlan | None, ...], int]:
+    """``_TRTLLM_PLANS``' entry of validated options, built and kept on their first call."""
     known = _TRTLLM_PLANS.get(options)
     if known is None:
         batch, chunk = options.max_batch_size, options.max_num_tokens
         plans = tuple([_trtllm_plan(t, batch, chunk) for t in terms])
+        # What ``_trtllm_capacity`` reads beside the plans, so that a warm call makes one
+        # look-up: the terms, and the bytes of one target request at max_seq_len.
+        target, seq_len = terms[0], options.max_seq_len
+        request_bytes = (seq_len * target.slope + target.per_request
+                         + min(seq_len, chunk) * target.ctx_swa)  # fmt: skip
         if len(_TRTLLM_PLANS) >= 4096:
             _TRTLLM_PLANS.clear()
-        known = _TRTLLM_PLANS[options] = (terms, plans)  # the terms too: one look-up a call
-    return known[1]
+        known = _TRTLLM_PLANS[options] = (terms, plans, request_bytes)
+    return known
 
 
 def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
@@ -1367,10 +1374,12 @@ def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
     groups: dict[int, list] = {}  # type: ignore[type-arg]
     window_bytes = 0  # kvgen's window pages of one request
     for i, (window, sinks, pages, b, attn_chunk) in enumerate(t.life_cycles):
-        window_bytes += tpb * b * pages
-        group = groups.get(-i - 1 if attn_chunk else tpb * b)
+        size = tpb * b
+        window_bytes += size * pages
+        key = -i - 1 if attn_chunk else size
+        group = groups.get(key)
         if group is None:
-            group = groups[-i - 1 if attn_chunk else tpb * b] = [tpb * b, [], 0, 0, 0]
+            group = groups[key] = [size, [], 0, 0, 0]
         group[1].append((window, sinks, attn_chunk))
         group[2] += batch * pages
         group[3] += 1
