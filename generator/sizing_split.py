@@ -302,10 +302,10 @@ def _state_at_tp(states: tuple[tuple[int, ...], ...], tp_size: int) -> _StateSum
             state += layers * -(-raw // tp_size)
             continue
         conv_dim = heads * head_dim + 2 * groups * d_state
-        heads_name = state_heads_name(groups, d_conv)
-        for what, value in ((heads_name, heads), ("conv_dim", conv_dim)):
-            if value % tp_size:
-                raise ValueError(uneven_state(tp_size, what, value))
+        if heads % tp_size:  # the heads' name only for the refusal: a split pays no call
+            raise ValueError(uneven_state(tp_size, state_heads_name(groups, d_conv), heads))
+        if conv_dim % tp_size:
+            raise ValueError(uneven_state(tp_size, "conv_dim", conv_dim))
         heads //= tp_size
         one_conv = _elements(conv_dim // tp_size * (d_conv - 1), conv_el)
         one_ssm = _elements(heads * head_dim * d_state, ssm_el)
