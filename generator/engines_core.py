@@ -1352,7 +1352,9 @@ def _trtllm_known(options: _Options, terms: tuple[_Terms, ...]) -> _TrtllmKnown:
     known = _TRTLLM_PLANS.get(options)
     if known is None:
         batch, chunk = options.max_batch_size, options.max_num_tokens
-        plans = tuple([_trtllm_plan(t, batch, chunk) for t in terms])
+        plans: tuple[_TrtllmPlan | None, ...] = ()
+        for t in terms:  # a loop, not a comprehension: its frame costs a never-seen call more
+            plans += (_trtllm_plan(t, batch, chunk),)
         # What ``_trtllm_capacity`` reads beside the plans, so that a warm call makes one
         # look-up: the terms, the bytes of one target request at max_seq_len, and the
         # target's tokens for each share seen (a function of the share and these options).
