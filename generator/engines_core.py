@@ -1250,8 +1250,12 @@ def sglang_capacity(
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
-# TensorRT-LLM V2's pool groups of every manager by options (``_trtllm_plans``).
-_TRTLLM_PLANS: dict[_Options, tuple["_TrtllmPlan | None", ...]]
+# By options: every manager's terms, TensorRT-LLM V2 pool groups, the target's request bytes
+# and its tokens by share (``_trtllm_known``).
+_TrtllmKnown = tuple[
+    tuple[_Terms, ...], tuple["_TrtllmPlan | None", ...], int, dict[int, int | None]
+]
+_TRTLLM_PLANS: dict[_Options, _TrtllmKnown]
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
 # UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_engines``).
 _TRTLLM_HEADS: dict[str, int | str]
@@ -1320,7 +1324,12 @@ def _trtllm_capacity(
         )
     options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
                        pp_size, pp_rank)  # fmt: skip
-    terms = _cached_terms(options)
+    # The terms and plans of these options in one look-up (not the answers cache and then
+    # the plans': a warm call is mostly look-ups).
+    known = _TRTLLM_PLANS.get(options)
+    if known is None:
+        known = _trtllm_known(options, _cached_terms(options))
+    terms, plans, request_bytes, held = known
     budget = budget_bytes
     if type(budget) is not int or not 0 < budget <= _MAX_INT:
         budget = _integer("budget_bytes", budget_bytes, 1)
@@ -1329,24 +1338,18 @@ def _trtllm_capacity(
         budget = _shares(terms, budget, "gpu")["target"]
     max_batch_size, max_num_tokens = options.max_batch_size, options.max_num_tokens
     max_seq_len = options.max_seq_len
-    plan = None
-    if not (target.states or target.fixed_pool_bytes):  # else outside the split, at once
-        plan = (_TRTLLM_PLANS.get(options) or _trtllm_plans(options, terms))[0]
-    if plan is None:  # pools outside the engine's split: the affine estimate
-        tokens = _tokens(target, budget, max_num_tokens)
-    else:
-        tokens = plan.held.get(budget, -1)
-        if tokens == -1:  # a share not seen with this plan: the engine's split of it
-            if len(plan.held) >= 64:
-                plan.held.clear()
-            tokens = plan.held[budget] = _trtllm_held(plan, _whole_grains(budget))[0]
+    tokens = held.get(budget, -1)
+    if tokens == -1:  # a share not seen with these options
+        plan = plans[0]  # None: recurrent, cross or fixed pools lie outside the engine's split
+        if plan is None:  # pools outside the engine's split: the affine estimate
+            tokens = _tokens(target, budget, max_num_tokens)
+        else:  # the engine's split of the share
+            tokens = _trtllm_held(plan, _whole_grains(budget))[0]
+        if len(held) >= 64:
+            held.clear()
+        held[budget] = tokens
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
-    request_bytes = (
-        max_seq_len * target.slope
-        + target.per_request
-        + min(max_seq_len, max_num_tokens) * target.ctx_swa
-    )
     concurrency = tokens / max_seq_len
     if concurrency > max_batch_size:  # at most B requests are resident, whatever the tokens
         concurrency = float(max_batch_size)
@@ -1367,28 +1370,40 @@ class _TrtllmPlan(NamedTuple):
     """One manager's pool groups in TensorRT-LLM V2 (``_trtllm_plans``): per group its slot
     bytes, life cycles, the pages B requests hold whatever T (B * pages(w, H) per sliding
     cycle), its sliding cycles (each also min(k, n) context pages) and full ones (k pages);
-    the groups as the engine's split sees them, n = ceil(N/tpb), N, whether a full pool
-    grows with T, and the target's tokens for each share seen (``_trtllm_held``'s)."""
+    the groups as the engine's split sees them, n = ceil(N/tpb), N, and whether a full pool
+    grows with T."""
 
     groups: tuple[tuple[int, tuple[tuple[int, int, int], ...], int, int, int], ...]
     pools: tuple[PoolGroup, ...]
     context: int
     chunk: int
     grows: bool
-    held: dict[int, int | None]
 
 
 def _trtllm_plans(options: _Options, terms: tuple[_Terms, ...]) -> tuple[_TrtllmPlan | None, ...]:
     """Each manager's ``_TrtllmPlan`` for validated options (None where the split is not
     modelled: recurrent states, cross caches, DCP or resume-rounded pages), remembered."""
-    plans = _TRTLLM_PLANS.get(options)
-    if plans is None:
+    return _trtllm_known(options, terms)[1]
+
+
+def _trtllm_known(options: _Options, terms: tuple[_Terms, ...]) -> _TrtllmKnown:
+    """``_TRTLLM_PLANS``' entry of validated options, built and kept on their first call."""
+    known = _TRTLLM_PLANS.get(options)
+    if known is None:
         batch, chunk = options.max_batch_size, options.max_num_tokens
-        plans = tuple(_trtllm_plan(t, batch, chunk) for t in terms)
+        plans: tuple[_TrtllmPlan | None, ...] = ()
+        for t in terms:  # a loop, not a comprehension: its frame costs a never-seen call more
+            plans += (_trtllm_plan(t, batch, chunk),)
+        # What ``_trtllm_capacity`` reads beside the plans, so that a warm call makes one
+        # look-up: the terms, the bytes of one target request at max_seq_len, and the
+        # target's tokens for each share seen (a function of the share and these options).
+        target, seq_len = terms[0], options.max_seq_len
+        request_bytes = (seq_len * target.slope + target.per_request
+                         + min(seq_len, chunk) * target.ctx_swa)  # fmt: skip
         if len(_TRTLLM_PLANS) >= 4096:
             _TRTLLM_PLANS.clear()
-        _TRTLLM_PLANS[options] = plans
-    return plans
+        known = _TRTLLM_PLANS[options] = (terms, plans, request_bytes, {})
+    return known
 
 
 def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
@@ -1401,10 +1416,12 @@ def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
     groups: dict[int, list] = {}  # type: ignore[type-arg]
     window_bytes = 0  # kvgen's window pages of one request
     for i, (window, sinks, pages, b, attn_chunk) in enumerate(t.life_cycles):
-        window_bytes += tpb * b * pages
-        group = groups.get(-i - 1 if attn_chunk else tpb * b)
+        size = tpb * b
+        window_bytes += size * pages
+        key = -i - 1 if attn_chunk else size
+        group = groups.get(key)
         if group is None:
-            group = groups[-i - 1 if attn_chunk else tpb * b] = [tpb * b, [], 0, 0, 0]
+            group = groups[key] = [size, [], 0, 0, 0]
         group[1].append((window, sinks, attn_chunk))
         group[2] += batch * pages
         group[3] += 1
@@ -1424,7 +1441,7 @@ def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
         members.append((size, tuple(cycles), fixed, sliding, full))
         pools.append(_new(PoolGroup, ((size,), len(cycles))))
     plan: _TrtllmPlan = _new(
-        _TrtllmPlan, (tuple(members), tuple(pools), -(-chunk // tpb), chunk, t.slope > 0, {})
+        _TrtllmPlan, (tuple(members), tuple(pools), -(-chunk // tpb), chunk, t.slope > 0)
     )
     return plan
 

@@ -186,6 +186,15 @@ class _Full(_CacheKind):
             return fixed + (k + v) * element
         return fixed + _scaled_bytes(heads, k, element) + _scaled_bytes(heads, v, element)
 
+    @staticmethod
+    def per_head(kv_heads: int, head_dim: tuple[int, int], element: int, fixed: int) -> int | None:
+        """K and V bytes per token of one head, where ``bytes_per_token`` is ``fixed +
+        ceil(kv_heads / tp) * per_head`` (a plain dtype, or no heads: 0); None for a scaled
+        layout, whose scales and blocks round per head."""
+        if not kv_heads:
+            return 0
+        return (head_dim[0] + head_dim[1]) * element if element > 0 else None
+
 
 class _Sliding(_Full):
     """Sliding-window attention: a request keeps the last ``window`` tokens (§1, §3)."""

@@ -24,22 +24,28 @@ from .sizing_options import _headroom
 
 __all__: list[str] = []
 
-# A cached kind's layers of a manager (``_manager_layers``): the kind's running count over
-# the model's pattern (``_prefix_counts``; None: a draft or extra layer, all held by the last
-# rank, §6), its layer count, its slot (a life cycle's index in its manager's cycles, or
-# _FULL, _STATE, _CROSS) and its row (``_CacheKind.row``); an attention row is its kind's
-# bytes per token as a function of tp (its class's ``bytes_per_token`` over the row).
-_Member = tuple[tuple[int, ...] | None, int, int, Any]
-_FULL, _STATE, _CROSS = -1, -2, -3
+# A cached kind's layers of a manager (``_manager_layers``) start with the kind's running count
+# over the model's pattern (``_prefix_counts``; None: a draft or extra layer, all held by the
+# last rank, §6) and its layer count. An attention kind's member goes on with its slot (a life
+# cycle's index in its manager's cycles, or _FULL) and its bytes per token at a tp as plain
+# ints, ``fixed + ceil(kv_heads / tp) * per_head`` (``_Full.per_head``), or for a scaled
+# layout its class's ``bytes_per_token`` over the row: a new split then sums ints in one loop
+# instead of calling each kind's class. A recurrent or cross member goes on with its row.
+_Member = tuple[tuple[int, ...] | None, int, int, int, int, int, Any]
+_RowMember = tuple[tuple[int, ...] | None, int, tuple[int, ...]]
+_FULL = -1
 # A sliding or chunked life cycle of a manager: (window, sinks, chunk (0: sliding), whether
 # its kind reuses stale pages at once (scratch reuse, §3), and per headroom the options pick,
 # ``2 * overlap_slack + block_reuse`` (retention, pages a request keeps, whether "exact"
 # charges its context chunk a rounding)).
 _Cycle = tuple[int, int, int, bool, tuple[tuple[int, int, bool], ...]]
-# One manager's cached layers of a (model, profile), kept in ``_LAYERS``: (manager, members in
-# table order, life cycles in (window, sinks, chunk) order). Plain tuples, like the rows on a
-# rank below: internal, and a NamedTuple class costs ~0.1 ms of every import.
-_Layers = tuple[str, tuple[_Member, ...], tuple[_Cycle, ...]]
+# One manager's cached layers of a (model, profile), kept in ``_LAYERS``: (manager, attention
+# members in table order, recurrent members, cross members, life cycles in (window, sinks,
+# chunk) order). Plain tuples, like the rows on a rank below: internal, and a NamedTuple class
+# costs ~0.1 ms of every import.
+_Layers = tuple[
+    str, tuple[_Member, ...], tuple[_RowMember, ...], tuple[_RowMember, ...], tuple[_Cycle, ...]
+]
 # Per slot on one rank, summed over a manager's recurrent layers (``_state_at_tp``).
 _StateSums = tuple[int, int, int, int]
 _NO_STATE: _StateSums = (0, 0, 0, 0)
@@ -138,31 +144,39 @@ def _manager_layers(manager: str, stacks: list[tuple[Stack, bool]], speculative:
     """Each cached kind of ``stacks`` (a stack and whether a pipeline split counts its kinds)
     as a member, in table order; sliding and chunked kinds grouped by life cycle."""
     members: list[_Member] = []
+    states: list[_RowMember] = []
+    crosses: list[_RowMember] = []
     cycles: dict[tuple[int, int, int], tuple[int, Any]] = {}  # key -> (slot, class)
     for stack, split in stacks:
         before = _prefix_counts(stack) if split else {}
         for name, kind in stack.kinds.items():
             cls = _kind_class(kind)
+            counted = before.get(name)
+            if cls.rows == 1 or cls.rows == 2:
+                (states if cls.rows == 1 else crosses).append((counted, kind.layers, cls.row(kind)))
+                continue
             if cls.rows is None:
                 continue
-            slot = _STATE if cls.rows == 1 else _CROSS if cls.rows == 2 else _FULL
+            slot = _FULL
             window = kind.chunk or kind.window  # a chunked kind's life cycle spans a chunk
-            if cls.rows == 0 and window is not None:  # a life cycle, by (window, sinks, chunk)
+            if window is not None:  # a life cycle, by (window, sinks, chunk)
                 key = (window, kind.sink_tokens, kind.chunk)
                 slot = cycles.setdefault(key, (len(cycles), cls))[0]
-            row: Any = cls.row(kind)
-            if slot != _STATE and slot != _CROSS:
-                row = functools.partial(cls.bytes_per_token, *row)  # type: ignore[attr-defined]
-            members.append((before.get(name), kind.layers, slot, row))
+            row = cls.row(kind)
+            per_head = cls.per_head(*row)  # type: ignore[attr-defined]
+            scaled = None  # a scaled layout: its class's formula at each tp
+            if per_head is None:
+                scaled = functools.partial(cls.bytes_per_token, *row)  # type: ignore[attr-defined]
+            members.append((counted, kind.layers, slot, row[0], per_head or 0, row[3], scaled))
             if kind.ssm_heads and cls is _Full:  # a parallel hybrid layer holds a state too (§8)
-                members.append((before.get(name), kind.layers, _STATE, _Recurrent.row(kind)))
+                states.append((counted, kind.layers, _Recurrent.row(kind)))
     # Life cycles in (window, sinks, chunk) order: their slots renumbered to that order.
     order = sorted(cycles)
     renumber = {cycles[key][0]: i for i, key in enumerate(order)}
-    members = [(b, n, renumber.get(slot, slot), row) for b, n, slot, row in members]
+    members = [(m[0], m[1], renumber.get(m[2], m[2]), *m[3:]) for m in members]
     profile = _PROFILES[speculative]
     groups = tuple(_cycle(key, cycles[key][1], profile) for key in order)
-    return manager, tuple(members), groups
+    return manager, tuple(members), tuple(states), tuple(crosses), groups
 
 
 def _cycle(key: tuple[int, int, int], life: Any, profile: Any) -> _Cycle:
@@ -197,12 +211,11 @@ def _rank(
         if model in _READERS:  # KV sharing: each reader on the rank of its cache (§1)
             _check_shared_on_rank(model, pp_size, pp_rank, window)
     last = pp_rank == pp_size - 1  # draft and extra layers live with the last pipeline stage
-    on_ranks = []
+    ranked: tuple[_OnRank, ...] = ()
     for manager in layers:
-        on_ranks.append(_on_rank(manager, window, last, tp_size))
+        ranked += (_on_rank(manager, window, last, tp_size),)
     if dcp != 1:  # each DCP rank holds one token in dcp of full attention (§9)
-        on_ranks = [(r[0], _dcp_slope(r[0], r[1], dcp), *r[2:]) for r in on_ranks]
-    ranked = tuple(on_ranks)
+        ranked = tuple([(r[0], _dcp_slope(r[0], r[1], dcp), *r[2:]) for r in ranked])
     if len(_RANKS) >= 4096:  # bounded like the answers cache
         _RANKS.clear()
     _RANKS[model, speculative, pp_size, pp_rank, tp_size, dcp] = ranked
@@ -212,40 +225,57 @@ def _rank(
 def _on_rank(layers: _Layers, window: tuple[int, int, int] | None, last: bool, tp: int) -> _OnRank:
     """One manager's layers summed on a rank at tp: the model's layers in the rank's
     ``window`` (None: a single rank, every layer), draft and extra layers on the ``last``
-    rank; each kind's bytes per token from its class (§1, §3)."""
-    manager, members, groups = layers
+    rank; each kind's bytes per token from its member's ints (§1, §3). One loop of
+    arithmetic, no comprehension or call per kind: it is most of a new split's cost."""
+    manager, members, state_members, cross_members, groups = layers
     slope = 0
     cycles = [0] * len(groups)
-    distinct: list[list[int]] = [[] for _ in groups] if groups else []  # b_l once per cycle
-    states: tuple[tuple[int, ...], ...] = ()
-    crosses: tuple[_CrossRow, ...] = ()
-    for before, count, slot, row in members:
+    distinct: list[tuple[int, ...]] = [()] * len(groups)  # b_l once per cycle
+    for before, count, slot, kv_heads, per_head, fixed, scaled in members:
+        if before is None:
+            if not last:
+                continue
+        elif window is not None:  # _count_in, inline
+            start, end, laps = window
+            period = len(before) - 1
+            if end <= period:
+                count = laps * before[period] + before[end] - before[start]
+            else:
+                count = (laps + 1) * before[period] - before[start] + before[end - period]
+        if not count:
+            continue
+        bpt = fixed + -(-kv_heads // tp) * per_head if scaled is None else scaled(tp)
+        if slot == _FULL:
+            slope += count * bpt
+        else:
+            cycles[slot] += count * bpt
+            if bpt not in distinct[slot]:
+                distinct[slot] += (bpt,)  # scratch reuse grows one layer per (w, b_l)
+    on_rank: _CyclesOnRank = ()
+    for i, seen in enumerate(distinct):  # not zip(strict=True): its keyword call costs more
+        if seen:  # a life cycle this rank holds layers of
+            on_rank += ((groups[i], cycles[i], sum(seen)),)
+    states = _held_rows(state_members, window, last) if state_members else ()
+    crosses = _held_rows(cross_members, window, last) if cross_members else ()
+    sums = _state_at_tp(states, tp) if states else _NO_STATE
+    cross_bytes = _cross_bytes(crosses, tp, None) if crosses else 0  # type: ignore[arg-type]
+    return manager, slope, sums, on_rank, states, crosses, cross_bytes  # type: ignore[return-value]
+
+
+def _held_rows(
+    members: tuple[_RowMember, ...], window: tuple[int, int, int] | None, last: bool
+) -> tuple[tuple[int, ...], ...]:
+    """Recurrent or cross members on a rank as rows led by their layer count there."""
+    rows: tuple[tuple[int, ...], ...] = ()
+    for before, count, row in members:
         if before is None:
             if not last:
                 continue
         elif window is not None:
             count = _count_in(before, window)
-        if not count:
-            continue
-        if slot == _STATE:
-            states += ((count, *row),)
-        elif slot == _CROSS:
-            crosses += ((count, *row),)
-        else:
-            bpt = row(tp)
-            if slot == _FULL:
-                slope += count * bpt
-            else:
-                cycles[slot] += count * bpt
-                if bpt not in distinct[slot]:
-                    distinct[slot].append(bpt)  # scratch reuse grows one layer per (w, b_l)
-    on_rank: _CyclesOnRank = ()
-    if groups:  # the life cycles this rank holds layers of
-        held = [(groups[i], cycles[i], sum(seen)) for i, seen in enumerate(distinct) if seen]
-        on_rank = tuple(held)
-    sums = _state_at_tp(states, tp) if states else _NO_STATE
-    cross_bytes = _cross_bytes(crosses, tp, None) if crosses else 0
-    return manager, slope, sums, on_rank, states, crosses, cross_bytes
+        if count:
+            rows += ((count, *row),)
+    return rows
 
 
 def _dcp_slope(manager: str, slope: int, dcp: int) -> int:
@@ -272,10 +302,10 @@ def _state_at_tp(states: tuple[tuple[int, ...], ...], tp_size: int) -> _StateSum
             state += layers * -(-raw // tp_size)
             continue
         conv_dim = heads * head_dim + 2 * groups * d_state
-        heads_name = state_heads_name(groups, d_conv)
-        for what, value in ((heads_name, heads), ("conv_dim", conv_dim)):
-            if value % tp_size:
-                raise ValueError(uneven_state(tp_size, what, value))
+        if heads % tp_size:  # the heads' name only for the refusal: a split pays no call
+            raise ValueError(uneven_state(tp_size, state_heads_name(groups, d_conv), heads))
+        if conv_dim % tp_size:
+            raise ValueError(uneven_state(tp_size, "conv_dim", conv_dim))
         heads //= tp_size
         one_conv = _elements(conv_dim // tp_size * (d_conv - 1), conv_el)
         one_ssm = _elements(heads * head_dim * d_state, ssm_el)

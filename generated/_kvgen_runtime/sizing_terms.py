@@ -73,9 +73,9 @@ def _compute(options: _Options) -> _Answer:
     if attention_dp:
         tp_size = 1  # attention-DP: every rank holds whole KV heads and whole states (§9)
     key = (model, speculative, pp_size, pp_rank, tp_size, dcp)
-    try:  # not _RANKS.get: a method of an imported name compiles to a slower attribute load
-        ranked = _RANKS[key]
-    except KeyError:
+    # .get, not try/except KeyError: a raised KeyError costs more than a new split's sums.
+    ranked = _RANKS.get(key)
+    if ranked is None:
         ranked = _rank(*key)
     profile = _PROFILES[speculative]
     exact = semantics == "exact"
