@@ -1320,7 +1320,8 @@ def _trtllm_capacity(
         _integer("block_size", block_size, 1)
         raise NotModelled(
             f"block_size must be {TOKENS_PER_BLOCK} (the spec's tokens_per_block) for "
-            f"engine 'trtllm-v2' here; kvgen._engines answers for other page sizes"
+            f"engine 'trtllm-v2' here; kvgen.engine_capacity (from the spec) answers for other "
+            "page sizes"
         )
     options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
                        pp_size, pp_rank)  # fmt: skip
