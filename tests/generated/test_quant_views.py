@@ -51,9 +51,10 @@ def test_scale_views_alias_the_pool_row_of_their_layer(fx_quant):
     shim = make(fx_quant, "scaled")
     pool = shim.pool("full")
     views = shim.layer_views("layers.0")
+    row = pool.tensor[1]
+    row.zero_()  # pools are torch.empty: clear page 1 so only what we write can read 2.0
     views["k_scale"][1].fill_(2.0)
     # In page 1, some fp32 words of the row read back 2.0: the scales live in the pool.
-    row = pool.tensor[1]
     words = row[: row.numel() // 4 * 4].view(torch.float32)
     assert int(words.eq(2.0).sum()) == 32 * 3  # 32 tokens x 3 heads of K scales
 
