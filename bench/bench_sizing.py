@@ -13,8 +13,10 @@ and compiling each one (an empty cache, as under PYTHONDONTWRITEBYTECODE=1). Tim
 time of the process (``time.process_time``): on a shared machine wall-clock time also counts
 other processes' time slices. Each figure is the best of ``--rounds`` passes over all families.
 
-Targets (issue 12): import < 2 ms, a never-seen call < 3 us, a warm call < 0.8 us, on every
-family.
+Targets (issue 19, "one house"): importing every family's module in one process < 15 ms with
+bytecode cached, a warm call < 1 us and a never-seen call < 3 us at every tp / pp in the grid,
+on every family. (Issue 12's < 2 ms per module and < 0.8 us warm were set when each module
+carried its own copy of the interpreter; one module's import now includes the shared runtime's.)
 
 ``--kinds N`` instead times ``kvgen generate`` of a lint-clean spec with N distinct sliding
 kinds in one pattern (issue 9, item 6: 2,048 kinds took 74 s and wrote 98 MB).
@@ -116,21 +118,23 @@ def bench_family(family: str, calls: int) -> dict[str, float]:
         kw2 = {**kw, "max_batch_size": next(batches) % 512 + 1}
         sizing.cache_costs(model, **kw2)
 
-    # Every lru cache of the module (the answers cache; no separate one for calls at defaults).
+    # Every cache of the module: the answers cache (a dict) and every lru cache (no separate
+    # one for calls at defaults).
     clears = [value.cache_clear for value in vars(sizing).values() if hasattr(value, "cache_clear")]
+    clears.append(vars(sizing)["_ANSWERS"].clear)
 
-    def cold(**extra):
+    def cold(kwargs):
         # A never-seen configuration: every cache of the module cleared (clearing included);
         # the layers of a (model, profile, pp, rank, tp) seen before stay precomputed.
         for clear in clears:
             clear()
-        sizing.cache_costs(model, **kw, **extra)
+        sizing.cache_costs(model, **kwargs)
 
-    def first_split(**extra):
+    def first_split(kwargs):
         # The first call at that tp / pp: the rank's layers summed again too (which kinds each
         # manager holds, read from the tables on a (model, profile)'s first call, stay).
         vars(sizing)["_RANKS"].clear()
-        cold(**extra)
+        cold(kwargs)
 
     def requests(model: str, profile: str, seq_len: int) -> None:
         sizing.quota_for_requests(
@@ -139,12 +143,14 @@ def bench_family(family: str, calls: int) -> dict[str, float]:
 
     layers = spec.model(model).layers.count
     split = {"tp_size": 8, "pp_size": 2, "pp_rank": 1} if layers >= 2 else {"tp_size": 8}
+    # Keyword dicts built once, as a caller's keywords are: the call is timed, not the merge.
+    at_split = {**kw, **split}
     return {
         "import_ms": import_ms(family),
         "warm_us": per_call_us(lambda: sizing.cache_costs(model, **kw), calls),
-        "cold_us": per_call_us(cold, max(calls // 10, 100)),
-        "cold_split_us": per_call_us(lambda: cold(**split), max(calls // 10, 100)),
-        "first_split_us": per_call_us(lambda: first_split(**split), max(calls // 10, 100)),
+        "cold_us": per_call_us(lambda: cold(kw), max(calls // 10, 100)),
+        "cold_split_us": per_call_us(lambda: cold(at_split), max(calls // 10, 100)),
+        "first_split_us": per_call_us(lambda: first_split(at_split), max(calls // 10, 100)),
         "varying_us": per_call_us(varying, calls),
         "inverse_us": per_call_us(
             lambda: sizing.max_tokens_from_quota(model, {"target": 40 << 30}, **kw), calls
@@ -237,14 +243,17 @@ def main() -> int:
         cells = "".join(f"{r[key]:>{width}.{digits}f}" for _, key, width, digits in columns)
         print(f"{family:<14}{cells}")
     print()
-    print(f"worst import: {worst['import_ms']:.2f} ms (target < 2 ms)")
+    print(
+        f"worst import: {worst['import_ms']:.2f} ms "
+        "(one module in a fresh process, the runtime's import included)"
+    )
     print(
         f"all {len(families)} in one process: {import_all_ms(families, True):.1f} ms with "
         f"bytecode cached (target < 15 ms), {import_all_ms(families, False):.1f} ms compiling "
         "every module (PYTHONDONTWRITEBYTECODE=1, no cache)"
     )
     print(
-        f"worst cache_costs: {worst['warm_us']:.2f} us warm (target < 0.8 us), "
+        f"worst cache_costs: {worst['warm_us']:.2f} us warm (target < 1 us), "
         f"{worst['cold_us']:.2f} us never-seen (target < 3 us; {worst['cold_split_us']:.2f} us "
         f"at tp 8 / pp 2, {worst['first_split_us']:.2f} us for the first call at that split), "
         f"{worst['varying_us']:.2f} us with a new batch size; "

@@ -26,7 +26,17 @@ from typing import NamedTuple
 from .facts import DTYPE_BYTES
 from .sizing_core import install
 from .sizing_kinds import _MODELS, MODELS, SPECULATIVE, TOKENS_PER_BLOCK, _new, _Record
-from .sizing_options import _MAX_INT, _integer, _name, _Options, _options, _shown
+from .sizing_options import (
+    _BATCH_AT,
+    _CHUNK_AT,
+    _MAX_INT,
+    _SEQ_LEN_AT,
+    _integer,
+    _name,
+    _Options,
+    _options,
+    _shown,
+)
 from .sizing_quota import _shares, _tokens
 from .sizing_terms import _cached_terms, _Terms
 from .trtllm_split import PoolGroup, gpu_grain, slots_for_quota
@@ -1337,8 +1347,8 @@ def _trtllm_capacity(
     target = terms[0]
     if len(terms) > 1:  # a separate draft pool takes its share first (§6)
         budget = _shares(terms, budget, "gpu")["target"]
-    max_batch_size, max_num_tokens = options.max_batch_size, options.max_num_tokens
-    max_seq_len = options.max_seq_len
+    max_batch_size, max_num_tokens = options[_BATCH_AT], options[_CHUNK_AT]
+    max_seq_len = options[_SEQ_LEN_AT]
     tokens = held.get(budget, -1)
     if tokens == -1:  # a share not seen with these options
         plan = plans[0]  # None: recurrent, cross or fixed pools lie outside the engine's split
@@ -1391,14 +1401,14 @@ def _trtllm_known(options: _Options, terms: tuple[_Terms, ...]) -> _TrtllmKnown:
     """``_TRTLLM_PLANS``' entry of validated options, built and kept on their first call."""
     known = _TRTLLM_PLANS.get(options)
     if known is None:
-        batch, chunk = options.max_batch_size, options.max_num_tokens
+        batch, chunk = options[_BATCH_AT], options[_CHUNK_AT]
         plans: tuple[_TrtllmPlan | None, ...] = ()
         for t in terms:  # a loop, not a comprehension: its frame costs a never-seen call more
             plans += (_trtllm_plan(t, batch, chunk),)
         # What ``_trtllm_capacity`` reads beside the plans, so that a warm call makes one
         # look-up: the terms, the bytes of one target request at max_seq_len, and the
         # target's tokens for each share seen (a function of the share and these options).
-        target, seq_len = terms[0], options.max_seq_len
+        target, seq_len = terms[0], options[_SEQ_LEN_AT]
         request_bytes = (seq_len * target.slope + target.per_request
                          + min(seq_len, chunk) * target.ctx_swa)  # fmt: skip
         if len(_TRTLLM_PLANS) >= 4096:

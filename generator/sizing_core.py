@@ -35,7 +35,11 @@ from .sizing_kinds import (
     _derive_tables,
 )
 from .sizing_options import (
+    _CHUNK_AT,
     _MAX_INT,
+    _OVERLAP_SLACK_AT,
+    _SEQ_LEN_AT,
+    _SPECULATIVE_AT,
     _UTIL,
     SEMANTICS,
     TIERS,
@@ -57,7 +61,13 @@ from .sizing_quota import (
     _tokens,
 )
 from .sizing_split import _derive_split
-from .sizing_terms import _TERM_NAMES, _answers, _cached_terms, _derive_answers
+from .sizing_terms import (
+    _ANSWERS,
+    _TERM_NAMES,
+    _answers,
+    _cached_terms,
+    _derive_answers,
+)
 
 __all__ = [
     "API_VERSION",
@@ -129,7 +139,7 @@ def cost_terms(
             named["pool_page_rounding"] = (t.span - 1) * rounding
         out[t.manager] = named
     if _flag("engine_terms", engine_terms):
-        head = _headroom(_PROFILES[options.speculative], options.overlap_slack)
+        head = _headroom(_PROFILES[options[_SPECULATIVE_AT]], options[_OVERLAP_SLACK_AT])
         for t in terms:
             out[t.manager].update(_engine_terms(t, head, options))
     return out
@@ -161,7 +171,7 @@ def cache_costs(
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
-    return _answers(options)[1].copy()
+    return (_ANSWERS.get(options) or _answers(options))[1].copy()
 
 
 def quota_from_max_tokens(
@@ -195,7 +205,7 @@ def quota_from_max_tokens(
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
-    chunk = options.max_num_tokens
+    chunk = options[_CHUNK_AT]
     return {t.manager: _quota(t, tokens, chunk) for t in _cached_terms(options)}
 
 
@@ -235,7 +245,7 @@ def max_tokens_from_quota(
             f"quota_bytes must map cache managers ({', '.join(terms)}) to bytes, "
             f"e.g. {{'target': 1 << 30}}; got {quota_bytes!r}"
         )
-    chunk = options.max_num_tokens
+    chunk = options[_CHUNK_AT]
     out: dict[str, int | None] = {}
     for manager, quota in quota_bytes.items():
         _name("quota_bytes key", manager, terms)
@@ -275,10 +285,10 @@ def quota_for_requests(
         dcp_size, encoder_tokens,
     )  # fmt: skip
     terms = _cached_terms(options)
-    profile = _PROFILES[options.speculative]
+    profile = _PROFILES[options[_SPECULATIVE_AT]]
     tpb = terms[0].span  # tokens per full-attention page: tpb * dcp_size under DCP (§9)
     peak = seq_len - 1 + profile.extra + profile.step  # one request's capacity at its peak
-    chunk = options.max_num_tokens
+    chunk = options[_CHUNK_AT]
     pages = -(-peak // tpb)
     exact = semantics == "exact"
     # Every request holds ceil(peak/tpb) whole pages at its last step, in both semantics: the
@@ -356,8 +366,8 @@ def max_blocks_per_seq(
     decode context parallelism a page spans tpb * dcp_size tokens (§9)."""
     options = _options(model, speculative, 1, 1, max_seq_len, overlap_slack=overlap_slack)
     dcp = dcp_size if type(dcp_size) is int and dcp_size > 0 else _integer("dcp_size", dcp_size, 1)
-    head = _headroom(_PROFILES[options.speculative], options.overlap_slack)
-    blocks = -(-(options.max_seq_len + head) // (TOKENS_PER_BLOCK * dcp))
+    head = _headroom(_PROFILES[options[_SPECULATIVE_AT]], options[_OVERLAP_SLACK_AT])
+    blocks = -(-(options[_SEQ_LEN_AT] + head) // (TOKENS_PER_BLOCK * dcp))
     return -(-blocks // 4) * 4
 
 

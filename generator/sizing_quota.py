@@ -9,7 +9,7 @@ import math
 
 from .facts import float32
 from .sizing_kinds import TOKENS_PER_BLOCK
-from .sizing_options import _Options
+from .sizing_options import _BATCH_AT, _CHUNK_AT, _SEQ_LEN_AT, _UTIL_AT, _Options
 from .sizing_terms import _Terms
 from .trtllm_split import PoolGroup, least_quota
 
@@ -179,13 +179,13 @@ def _shares(terms: tuple[_Terms, ...], budget: int, tier: str) -> dict[str, int]
 
 def _engine_terms(terms: _Terms, head: int, options: _Options) -> dict[str, int]:
     """The engine's terms beside the quota of one manager (§9; docs/api.md, "cost_terms")."""
-    batch, chunk = options.max_batch_size, options.max_num_tokens
+    batch, chunk, max_seq_len = options[_BATCH_AT], options[_CHUNK_AT], options[_SEQ_LEN_AT]
     named = {}
     if terms.manager == "target" and terms.ctx_swa:
         named["startup_estimate_difference"] = chunk * terms.ctx_swa
     if terms.resume_rounding is None:
-        quota = _quota(terms, options.max_seq_len, chunk)
-        util32 = float32(options.max_util_for_resume)
+        quota = _quota(terms, max_seq_len, chunk)
+        util32 = float32(options[_UTIL_AT])
         named["watermark_quota"] = math.ceil(quota / util32) - quota
     # History 1 holds no stale SWA page (§3): every life cycle holds ceil((1 + H)/tpb) pages.
     paged = terms.slope + sum(cycle[3] for cycle in terms.life_cycles)

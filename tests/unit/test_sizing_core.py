@@ -175,7 +175,7 @@ def test_a_bound_family_leaves_the_source_and_other_families_untouched():
     assert core.cache_costs.__globals__ is vars(core)
     assert other.cache_costs.__globals__ is vars(other)
     assert core.cache_costs.__code__ is sizing_core.cache_costs.__code__  # one implementation
-    assert core._answers is not other._answers  # caches are per family
+    assert core._ANSWERS is not other._ANSWERS  # caches are per family
     assert sizing_kinds.MODELS == ()
 
 
@@ -434,7 +434,7 @@ def test_calls_at_the_defaults_and_explicit_equal_options_answer_alike():
     )  # fmt: skip
     assert plain == explicit
     assert not hasattr(core, "_answers_plain")
-    assert core._answers.cache_info().currsize >= 1
+    assert len(core._ANSWERS) >= 1
     for bad in (True, 4.0):  # warm caches on both paths still refuse a bool or a float
         with pytest.raises(ValueError, match="max_batch_size"):
             core.cache_costs("hybrid", **{**KW, "max_batch_size": bad})
@@ -449,19 +449,31 @@ def test_equal_options_share_one_answer_keyed_by_the_validated_options():
     # key: an int and a numpy int of the same size are one answer (typed keys of the raw
     # arguments kept three here), a bool or a float none.
     module = bound_module(load_family(EXAMPLE))
-    module._answers.cache_clear()
+    module._ANSWERS.clear()
     plain = module.cache_costs("hybrid", **KW)
     numpy_batch = module.cache_costs("hybrid", **{**KW, "max_batch_size": np.int64(4)})
     numpy_tp = module.cache_costs("hybrid", tp_size=np.int32(1), **KW)
     assert plain == numpy_batch == numpy_tp
-    info = module._answers.cache_info()
-    assert (info.currsize, info.hits) == (1, 2)
+    assert len(module._ANSWERS) == 1  # one validated key for the three calls
     options = module._options("hybrid", "none", np.int64(4), 64, 1024, tp_size=np.int32(1))
     assert options == module._options("hybrid", "none", 4, 64, 1024)
     assert [type(value) for value in options[2:6]] == [int, int, int, int]
     with pytest.raises(ValueError, match="max_batch_size"):
         module.cache_costs("hybrid", **{**KW, "max_batch_size": True})
-    assert module._answers.cache_info().currsize == 1
+    assert len(module._ANSWERS) == 1
+
+
+def test_the_answers_cache_is_bounded_and_answers_alike_after_it_empties():
+    # The answers cache is a plain dict of at most _ANSWERS_HELD (4,096) answers, emptied when
+    # full: 4,097 distinct batch sizes leave one answer held, and the first batch size's
+    # answer, computed again, is the one it had.
+    module = bound_module(load_family(EXAMPLE))
+    first = module.cache_costs("hybrid", **{**KW, "max_batch_size": 1})
+    for batch in range(2, module._ANSWERS_HELD + 2):
+        module.cache_costs("hybrid", **{**KW, "max_batch_size": batch})
+        assert len(module._ANSWERS) <= module._ANSWERS_HELD
+    assert len(module._ANSWERS) == 1
+    assert module.cache_costs("hybrid", **{**KW, "max_batch_size": 1}) == first
 
 
 def test_quota_for_requests_names_seq_len_when_it_exceeds_the_models_context():
