@@ -11,7 +11,8 @@ module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. 
 warm; never-seen, its plan caches emptied before every call, so each call plans the model
 for a block size, tp and modes it has not seen (what the model and profile alone decide, the
 layout, is built when the module binds its tables, at import; TensorRT-LLM's plan is its
-pool groups, ``_TRTLLM_PLANS``, while the engine's split of one quota over the same slot
+pool groups, ``_TRTLLM_PLANS``, SGLang's pools of a budget are emptied with its plans,
+``_SGLANG_POOLS``, while the engine's split of one quota over the same slot
 bytes stays remembered, ``_engine_slots``, as it is for any configuration at that tp and
 budget); first plan, the layouts
 emptied too, so each call builds its layout again (which no process does since bind builds
@@ -48,7 +49,7 @@ REPEAT_CALLS = 20
 WARM_TARGET_US = 2.0
 NEVER_SEEN_TARGET_US = 5.0
 # The generated module's caches: plans by block size, tp and modes; layouts by model and profile.
-PLAN_CACHES = ("_VLLM_PLANS", "_SGLANG_PLANS", "_TRTLLM_PLANS")
+PLAN_CACHES = ("_VLLM_PLANS", "_SGLANG_PLANS", "_SGLANG_POOLS", "_TRTLLM_PLANS")
 LAYOUT_CACHES = ("_VLLM_LAYOUTS", "_SGLANG_LAYOUTS")
 
 

@@ -1229,10 +1229,21 @@ def sglang_capacity(
     running = max_running_requests
     if plan.draft_tokens and not (type(running) is int and 0 < running <= _MAX_INT):
         _positive_ints(("max_batch_size",), running)
-    pools = sglang_pools(
-        plan, budget_bytes, page_size, swa_full_tokens_ratio=swa, mamba_full_memory_ratio=mamba,
-        max_running_requests=running, mamba_radix_cache_strategy=mamba_radix_cache_strategy,
-    )  # fmt: skip
+    # The pools are a function of the plan and these checked arguments alone, kept by the
+    # plan's identity (the stored plan is compared, so a reused id never answers).
+    key = (id(plan), budget_bytes, page_size, swa, mamba, running, mamba_radix_cache_strategy)
+    known = _SGLANG_POOLS.get(key)
+    if known is not None and known[0] is plan:
+        pools = known[1]
+    else:
+        pools = sglang_pools(
+            plan, budget_bytes, page_size, swa_full_tokens_ratio=swa,
+            mamba_full_memory_ratio=mamba, max_running_requests=running,
+            mamba_radix_cache_strategy=mamba_radix_cache_strategy,
+        )  # fmt: skip
+        if len(_SGLANG_POOLS) >= 4096:
+            _SGLANG_POOLS.clear()
+        _SGLANG_POOLS[key] = (plan, pools)
     if pools.full_tokens <= 0:
         raise ValueError(f"budget_bytes {budget_bytes} leaves SGLang no KV pool")
     sliding = sglang_sliding_tokens(plan, max_seq_len, page_size)
@@ -1260,6 +1271,9 @@ def sglang_capacity(
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
 _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
+# SGLang's pools by (plan identity, budget, page, ratios, running requests, strategy), with the
+# plan they were computed for; bounded (``sglang_capacity``).
+_SGLANG_POOLS: dict[tuple[object, ...], tuple[SglangPlan, SglangPools]] = {}
 # By options: every manager's terms, TensorRT-LLM V2 pool groups, the target's request bytes
 # and its tokens by share (``_trtllm_known``).
 _TrtllmKnown = tuple[

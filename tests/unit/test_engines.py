@@ -651,3 +651,24 @@ def test_vllm_mamba_keeps_one_state_block_per_draft_token() -> None:
         max_num_tokens=8192, speculative="ngram4", mamba_cache_mode="none",
     )  # fmt: skip
     assert cap.request_bytes == 424_673_280
+
+
+def test_sglang_pools_are_kept_by_plan_identity_and_never_answer_for_another_plan():
+    # sglang_capacity keeps each plan's pools by (id(plan), budget, page, ratios, running
+    # requests, strategy) with the plan itself: a stale entry whose id a new plan reuses
+    # (planted here) is not read. Plain full attention, 1 GiB = 1,073,741,824 B at 1,024 B
+    # per token, page 1: 1,048,576 tokens; 2,048 B per token: 524,288 tokens.
+    from kvgen import engines_core
+
+    small = engines_core.SglangPlan(1024, 0, None, 0, 0, 131072)
+    large = engines_core.SglangPlan(2048, 0, None, 0, 0, 131072)
+    engines_core._SGLANG_POOLS.clear()
+    first = engines_core.sglang_capacity(small, 1 << 30, 4096, 1)
+    assert first.kv_tokens == 1_048_576
+    assert engines_core.sglang_capacity(small, 1 << 30, 8192, 1).kv_tokens == 1_048_576
+    assert len(engines_core._SGLANG_POOLS) == 1  # one pools entry for both lengths
+    ((key, (plan, pools)),) = engines_core._SGLANG_POOLS.items()
+    assert plan is small
+    stale = (id(large), *key[1:])
+    engines_core._SGLANG_POOLS[stale] = (small, pools)  # as if large reused small's id
+    assert engines_core.sglang_capacity(large, 1 << 30, 4096, 1).kv_tokens == 524_288
