@@ -76,6 +76,11 @@ _MAMBA2_FIELDS = ("mamba_num_heads", "mamba_n_heads", "mamba_d_head", "mamba_hea
 
 def _linear_is_mamba2(cfg: Config, kinds: list[str | None]) -> list[str | None]:
     if cfg.get("model_type") in _LIGHTNING_MODEL_TYPES:
+        if (
+            cfg.get("model_type") == "bailing_hybrid"
+            and cfg.get("short_conv_kernel_size") is not None
+        ):
+            return kinds  # Ling V3: Kimi Delta Attention (_kda.py), not lightning
         return ["lightning" if k == "linear" else k for k in kinds]
     if cfg.has("linear_num_key_heads") or not any(cfg.has(f) for f in _MAMBA2_FIELDS):
         return kinds

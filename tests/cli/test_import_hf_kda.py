@@ -203,3 +203,68 @@ def test_inkling_refusal_names_its_short_convolution_states():
     assert text is None and len(diagnostics) == 1
     assert diagnostics[0].startswith(f"{_at(config, 'layer_types')}: KV305 ")
     assert "sliding-window KV cache and four short-convolution states" in diagnostics[0]
+
+
+# --------------------------------------------------------------------------- Ling V3
+
+LING_V3 = {  # BailingHybridConfig as a checkpoint would publish it: no derived linear_* fields
+    "model_type": "bailing_hybrid",
+    "num_hidden_layers": 12,
+    "layer_group_size": 6,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "head_dim": 64,
+    "hidden_size": 1024,
+    "short_conv_kernel_size": 4,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128,
+    "v_head_dim": 128,
+    "model_max_length": 131072,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_ling_v3_kda_layers_import_as_kimi_delta_attention():
+    # transformers 5.24.0 BailingHybridDeltaAttention is Kimi Linear's KDA layer; its config's
+    # __post_init__ sets linear_num_heads = num_attention_heads (16), linear_head_dim =
+    # head_dim (64), linear_conv_kernel_dim = short_conv_kernel_size (4), and layer_types
+    # full_attention (MLA) at every layer_group_size-th layer (1-indexed): 0-indexed 5, 11.
+    model = _model(LING_V3)
+    kinds = layer_kinds(model)
+    assert [i for i, k in enumerate(kinds) if k.attention == "full"] == [5, 11]
+    assert all(kinds[i].kv_lora_rank == 512 for i in (5, 11))
+    kda = [k for k in kinds if k.attention == "recurrent"]
+    assert len(kda) == 10 and {_kda_dims(k) for k in kda} == {(16, 64, 64, 16, 4, "fp32")}
+    # conv (4 - 1) x 3 x 16 x 64 = 9,216 bf16 elements = 18,432 B; recurrent 16 x 64 x 64 x
+    # 4 B = 262,144 B per request per layer
+    state = recurrent_state(kda[0].mamba, "bf16", 1)
+    assert (state.conv, state.ssm) == (18_432, 262_144)
+
+
+def test_ling_v3_as_transformers_saves_it_matches_the_corpus():
+    # The corpus entry: BailingHybridConfig() shrunk to 6 layers and saved (linear_num_heads
+    # 32, linear_head_dim 128, linear_conv_kernel_dim 4 and layer_types written out; its
+    # head_dim field then holds qk_rope_head_dim 64, which the saved linear_head_dim
+    # overrides). transformers measured 2,293,760 B per KDA layer: conv 4 columns x 3 x 32 x
+    # 128 x 4 B = 196,608 B (it keeps d_conv columns, the engines d_conv - 1) + recurrent
+    # 32 x 128 x 128 x 4 B = 2,097,152 B; and MLA 512 + 64 elements per token.
+    from tests.cli.hf_corpus import load_corpus, verdict
+
+    entry = next(e for e in load_corpus()["entries"] if e["model_type"] == "bailing_hybrid")
+    assert [layer.get("state_bytes") for layer in entry["layers"][:5]] == [2_293_760] * 5
+    model = _model({**json.loads(entry["config"]), "torch_dtype": "float32"})
+    kinds = layer_kinds(model)
+    assert {_kda_dims(k) for k in kinds[:5]} == {(32, 128, 128, 32, 4, "fp32")}
+    state = recurrent_state(kinds[0].mamba, "fp32", 1)
+    assert state.conv + 3 * 32 * 128 * 4 + state.ssm == 2_293_760
+    assert verdict(entry).verdict == "match"
+
+
+def test_ling_2_5_without_a_short_conv_stays_lightning():
+    # No short_conv_kernel_size: a Ling 2.5 checkpoint (BailingMoeV2_5ForCausalLM), whose
+    # linear layers are lightning attention (one head_dim x head_dim matrix per head, no conv)
+    config = {k: v for k, v in LING_V3.items() if k != "short_conv_kernel_size"}
+    kinds = layer_kinds(_model(config))
+    assert {k.attention for k in kinds} == {"recurrent", "full"}
+    assert all(k.mamba is None and k.linear is not None for k in kinds if k.attention != "full")
