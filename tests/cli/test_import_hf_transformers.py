@@ -322,6 +322,29 @@ def test_encoder_decoder_is_one_clear_diagnostic():
     assert "encoder-decoder model" in diagnostics[0]
 
 
+def test_t5_is_one_clear_encoder_decoder_diagnostic():
+    # T5Config spells its sizes d_model / d_kv / num_layers and saves num_decoder_layers; at
+    # 54a882f each unknown spelling was its own KV302 (--ignore-field d_model, ...). One KV305
+    # now, at is_encoder_decoder, or at num_decoder_layers where the flag is not saved.
+    config = {
+        "model_type": "t5",
+        "architectures": ["T5ForConditionalGeneration"],
+        "d_model": 512,
+        "d_kv": 64,
+        "num_heads": 8,
+        "num_layers": 6,
+        "num_decoder_layers": 6,
+        "is_encoder_decoder": True,
+        "torch_dtype": "float32",
+    }
+    for key in ("is_encoder_decoder", "num_decoder_layers"):
+        text, diagnostics, _ = _import(config)
+        assert text is None and len(diagnostics) == 1, diagnostics
+        assert diagnostics[0].startswith(f"{_position(config, key)}: KV305 ")
+        assert "encoder-decoder model" in diagnostics[0]
+        config = {k: v for k, v in config.items() if k != "is_encoder_decoder"}
+
+
 # --------------------------------------------------------------------------- saved forms
 
 
