@@ -21,20 +21,11 @@ UNSUPPORTED_ARCHITECTURES = {
     # layer's Mamba state (transformers ZambaHybridDynamicCache / Zamba2HybridDynamicCache).
     "zamba": "hybrid layers hold a K/V cache (the shared attention block's) beside a Mamba-1 "
     "state, a parallel hybrid the spec format has only with a Mamba-2 state",
-    "zamba2": "hybrid layers hold a K/V cache (the shared attention block's, head size 2 x "
-    "hidden_size / num_attention_heads) beside a Mamba-2 state: a parallel hybrid layer the "
-    "spec format holds (as Falcon-H1's), but import-hf does not read Zamba2Config's fields "
-    "yet (n_mamba_heads, mamba_headdim, layers_block_type 'hybrid')",
     "deepseek_v4": "compressed attention layers (heavily_compressed_attention)",
     "blt": "Byte Latent Transformer: a local byte encoder and decoder around a global "
     "patch transformer, joined by cross-attention",
     "reformer": "Reformer's LSH and chunked local attention, whose cache holds hash buckets",
     "xlnet": "XLNet's memory of past hidden states (mem_len), not a per-layer K/V cache",
-}
-# The fix where the spec format can hold the cache and only import-hf cannot read it yet.
-_BY_HAND = {
-    "zamba2": "describe the model by hand in a spec: Mamba-2 kinds, and on the hybrid layers a "
-    "full-attention kind with a mamba: state beside its kv_heads and head_dim",
 }
 # Parallel hybrids whose per-layer state is not Mamba-2's (what the spec's `mamba:` beside
 # `kv_heads` says): model_type -> layer type -> the state, read in transformers' modelling code.
@@ -121,11 +112,8 @@ def architecture_refusal(cfg: Config) -> bool:
             codes.UNSUPPORTED_CONFIG_FEATURE,
             "model_type",
             f"model_type {model_type!r}: {UNSUPPORTED_ARCHITECTURES[model_type]}",
-            _BY_HAND.get(
-                model_type,
-                "describe the model by hand in a spec if an engine runs it; "
-                "kvgen import-hf cannot express it",
-            ),
+            "describe the model by hand in a spec if an engine runs it; "
+            "kvgen import-hf cannot express it",
         )
         return True
     for name in _ENCODER_DECODER_FIELDS:

@@ -304,8 +304,8 @@ def test_minimax_m3_sparse_layers_name_their_indexer_cache():
      ("rwkv", "RWKV time-mix recurrent state"), ("xlstm", "xLSTM matrix-memory"),
      ("recurrent_gemma", "Griffin RG-LRU"),
      # the cache feature, not the weight sharing: each shared-block application has its own
-     # K/V cache beside the layer's Mamba state (Zamba2HybridDynamicCache)
-     ("zamba", "beside a Mamba-1 state"), ("zamba2", "does not read Zamba2Config")],
+     # K/V cache beside the layer's Mamba-1 state (ZambaHybridDynamicCache)
+     ("zamba", "beside a Mamba-1 state")],
 )  # fmt: skip
 def test_architectures_without_a_kv_cache_kvgen_has_are_named(model_type, why):
     config = {**BASE, "model_type": model_type, "local_attention_window_len": 512}
