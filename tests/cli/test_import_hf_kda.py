@@ -131,13 +131,72 @@ def test_a_kda_head_count_outside_the_spec_bounds_is_refused_at_its_field():
     assert "'linear_attn_config.head_dim' must be an integer in [1, 65536]" in diagnostics[0]
 
 
-def test_mla_beside_sliding_layers_is_still_refused():
-    config = {**KIMI, "model_type": "deepseek_v3", "sliding_window": 4096}
-    config["layer_types"] = ["sliding_attention", "full_attention"] * 2
+def _mla_with(layer_types: list[str], **more) -> dict:
+    config = {**KIMI, "model_type": "deepseek_v3", "sliding_window": 4096, **more}
+    config["layer_types"] = layer_types
     del config["linear_num_heads"], config["linear_head_dim"], config["linear_conv_kernel_dim"]
     config["max_position_embeddings"] = config.pop("model_max_length")
+    return config
+
+
+def test_mla_beside_sliding_layers_imports_the_window_on_the_latent():
+    # A sliding layer of an MLA model keeps the latent and RoPE key of its last 4,096 tokens
+    # (transformers Dots3NoteAttention: DynamicSlidingWindowLayer of kv_lora_rank + rope):
+    # the spec's sliding kind with kv_lora_rank (docs/cost-model.md §1); no engine row models
+    # it (NotModelled), kvgen's own pools do.
+    kinds = layer_kinds(_model(_mla_with(["sliding_attention", "full_attention"] * 2)))
+    assert [(k.attention, k.window, k.kv_lora_rank, k.qk_rope_head_dim) for k in kinds] == [
+        ("sliding", 4096, 512, 64),
+        ("full", None, 512, 64),
+    ] * 2
+
+
+def test_mla_beside_chunked_layers_is_still_refused():
+    config = _mla_with(["chunked_attention", "full_attention"] * 2, attention_chunk_size=8192)
     message = _one_refusal(config, "KV305", "kv_lora_rank")
-    assert "MLA with sliding or chunked layers is not supported" in message
+    assert "MLA with chunked layers is not supported" in message
+
+
+def test_dots3_note_sliding_layers_take_their_own_latent_from_per_layer_config():
+    # Dots3NoteConfig: indexed_attention layers (MLA 512 + 64 and an indexer key of 128) and
+    # sliding_attention layers whose per_layer_config sets kv_lora_rank 1024 (window 512):
+    # per token (512 + 64) x 2 B = 1,152 B and (1,024 + 64) x 2 B = 2,176 B in bf16.
+    config = {
+        "model_type": "dots3_note_text",
+        "num_hidden_layers": 4,
+        "layer_types": ["indexed_attention"] * 2 + ["sliding_attention"] * 2,
+        "num_attention_heads": 128,
+        "num_key_value_heads": 128,
+        "hidden_size": 4096,
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64,
+        "index_head_dim": 128,
+        "sliding_window": 512,
+        "per_layer_config": {str(i): {"kv_lora_rank": 1024, "qk_nope_head_dim": 192}
+                             for i in (2, 3)},
+        "max_position_embeddings": 524288,
+        "torch_dtype": "bfloat16",
+    }  # fmt: skip
+    kinds = layer_kinds(_model(config))
+    got = [(k.attention, k.window, k.kv_lora_rank, k.index_head_dim) for k in kinds]
+    assert got == [("full", None, 512, 128)] * 2 + [("sliding", 512, 1024, None)] * 2
+    assert [(k.kv_lora_rank + k.qk_rope_head_dim) * 2 for k in kinds] == [1152] * 2 + [2176] * 2
+    # the corpus: transformers measured exactly these latents (fp32) and its window of 512
+    from tests.cli.hf_corpus import load_corpus, verdict
+
+    for name in ("dots3_note", "dots3_note_text"):
+        entry = next(e for e in load_corpus()["entries"] if e["model_type"] == name)
+        kv = [(la["k_per_token"], la["v_per_token"], la.get("window")) for la in entry["layers"]]
+        assert kv == [(512, 64, None)] * 2 + [(1024, 64, 512)] * 2
+        assert verdict(entry).verdict == "match"
+
+
+def test_a_per_layer_latent_size_without_mla_is_still_refused():
+    config = {**_mla_with(["full_attention"] * 4), "per_layer_config": {"1": {"kv_lora_rank": 9}}}
+    del config["kv_lora_rank"]
+    config["head_dim"] = 128
+    text, diagnostics = _import(config)
+    assert text is None and "per_layer_config" in diagnostics[0]
 
 
 # --------------------------------------------------------------------------- LFM2
