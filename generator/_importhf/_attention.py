@@ -7,7 +7,7 @@ from dataclasses import replace
 from kvgen._codes import hf as codes
 from kvgen._importhf._config import Abort, Config, field_spelling
 from kvgen._importhf._fields import could_move_cache
-from kvgen._importhf._layers import RECURRENT_TYPES, Kind
+from kvgen._importhf._layers import Kind
 
 __all__ = ["attention_kinds"]
 
@@ -30,12 +30,17 @@ def _multi_query(
 
 
 _OVERRIDES = ("head_dim", "num_key_value_heads", "num_attention_heads")
+# An MLA layer's own latent and RoPE key sizes (Dots3-Note's sliding layers: kv_lora_rank
+# 1024 beside the indexed layers' 512); qk_nope_head_dim shapes the query, not the latent.
+_MLA_OVERRIDES = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim")
 
 
 def _per_layer_config(cfg: Config, layers: int) -> dict[int, dict[str, int]]:
     """Gemma 4's ``per_layer_config``: per layer index (a string key), the attention fields
-    that layer sets for itself (its global layers' head_dim 512). Keys naming a layer type
-    carry RoPE parameters only; any other cache field there is refused."""
+    that layer sets for itself (its global layers' head_dim 512; an MLA model's per-layer
+    latent sizes). Keys naming a layer type carry RoPE parameters only; any other cache field
+    there is refused."""
+    overridable = _OVERRIDES + (_MLA_OVERRIDES if cfg.has("kv_lora_rank") else ())
     block = cfg.get("per_layer_config")
     if block is None:
         return {}
@@ -47,19 +52,19 @@ def _per_layer_config(cfg: Config, layers: int) -> dict[int, dict[str, int]]:
         if not isinstance(fields, dict):
             bad = f"entry {key!r:.20} is not an object"
             break
-        unknown = [f for f in fields if f not in _OVERRIDES and could_move_cache(f)]
+        unknown = [f for f in fields if f not in overridable and could_move_cache(f)]
         if unknown:
             bad = f"entry {key!r:.20} sets {unknown[0]!r:.40}, which import-hf cannot place"
             break
         if not key.isdigit():
-            if any(f in fields for f in _OVERRIDES):
+            if any(f in fields for f in overridable):
                 bad = f"entry {key!r:.20} sets a head field for a layer type, not an index"
                 break
             continue
         if int(key) >= layers:
             bad = f"entry {key!r:.20} names a layer past num_hidden_layers {layers}"
             break
-        values = {f: fields[f] for f in _OVERRIDES if f in fields}
+        values = {f: fields[f] for f in overridable if f in fields}
         if not all(
             isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= cfg.maximum(f)
             for f, v in values.items()
@@ -165,6 +170,27 @@ def _window(cfg: Config) -> tuple[int | None, str]:
     return cfg.int_(name), name
 
 
+def _mla_layer(cfg: Config, mla: Kind, kind: str, layer: dict[str, int], seq_len: int) -> Kind:
+    """One layer's MLA kind: the latent sizes its per_layer_config entry ``layer`` sets, and
+    on a sliding layer the window (Dots3NoteAttention: a window on the latent and RoPE key,
+    no indexer)."""
+    rank = layer.get("kv_lora_rank", mla.kv_lora_rank)
+    rope = layer.get("qk_rope_head_dim", mla.qk_rope_head_dim)
+    if (rank, rope) != (mla.kv_lora_rank, mla.qk_rope_head_dim):
+        notes = [(k, "config.json per_layer_config") for k in _MLA_OVERRIDES[:2] if k in layer]
+        mla = replace(mla, kv_lora_rank=rank, qk_rope_head_dim=rope,
+                      notes=(*dict(mla.notes).items(), *notes))  # fmt: skip
+    if kind != "sliding":
+        return mla
+    window, name = _window(cfg)
+    if window is None or window >= seq_len:  # no window, or one that reaches the context
+        return mla
+    return replace(
+        mla, attention="sliding", window=window, index_head_dim=None, base="mla_sliding",
+        notes=(*mla.notes, ("window", f"config.json {name}")),
+    )  # fmt: skip
+
+
 def attention_kinds(
     cfg: Config, layers: int, types: list[str | None], seq_len: int
 ) -> list[Kind | None]:
@@ -190,12 +216,13 @@ def attention_kinds(
             index_head_dim=index,
         )
         # MLA beside recurrent layers is a hybrid the spec holds (Kimi Linear: KDA and MLA
-        # layers; Ling 2.5 linear); a window or chunk on a latent is not (no engine models it)
-        if any(t not in ("full", "none", *RECURRENT_TYPES) for t in types):
+        # layers; Ling 2.5 linear), and so is a sliding window on a latent (Dots3-Note); a
+        # chunk on one is not
+        if "chunked" in types:
             cfg.diag(
                 codes.UNSUPPORTED_CONFIG_FEATURE,
                 "kv_lora_rank",
-                "MLA with sliding or chunked layers is not supported",
+                "MLA with chunked layers is not supported",
                 "describe the model by hand",
             )
             raise Abort
@@ -208,10 +235,14 @@ def attention_kinds(
         plain = replace(
             mla, index_head_dim=None, base="mla_shared_index", notes=(*mla.notes, shared)
         )
+        overrides = _per_layer_config(cfg, layers)
         return [
-            (mla if indexers[i] == "full" else plain) if t == "full" else None
+            _mla_layer(cfg, mla if indexers[i] == "full" else plain, t, overrides.get(i, {}),
+                       seq_len)
+            if t in ("full", "sliding")
+            else None
             for i, t in enumerate(types)
-        ]
+        ]  # fmt: skip
     heads_name = field_spelling(cfg, "num_key_value_heads")
     q_name = field_spelling(cfg, "num_attention_heads")
     q_heads = cfg.per_layer(q_name, layers)

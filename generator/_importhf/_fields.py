@@ -104,6 +104,15 @@ MODEL_ALIASES = {
         for inkling in ("inkling_text", "inkling2_text", "inkling2_loop_text")
     },
     "kimi_linear": {"model_max_length": "max_position_embeddings"},  # KimiLinearConfig
+    # Zamba2Config: its Mamba-2 spellings; kv_channels is hidden_size / num_attention_heads,
+    # not the cache's head size (attention_head_dim, twice that): read as itself, not head_dim
+    "zamba2": {
+        "n_mamba_heads": "mamba_num_heads",
+        "mamba_headdim": "mamba_head_dim",
+        "mamba_ngroups": "n_groups",
+        "layer_types": "layers_block_type",
+        "kv_channels": "kv_channels",
+    },
     "xlm": {"emb_dim": "hidden_size"},
     # LongcatFlashConfig: num_layers decoder layers of two attention sublayers each, not the
     # cache's layer count (read by layer_count)
@@ -189,6 +198,27 @@ REVIEWED_FIELDS: dict[str, tuple[frozenset[str] | None, str]] = {
         "the image's colour channels of Fuyu's patch embedding",
     ),
     "mask_index": (frozenset({"xlm"}), "XLM's mask token id"),
+    # Zamba2 (modeling_zamba2.py): the cache is one K/V per "hybrid" layer of
+    # layers_block_type beside its Mamba-2 state, whatever these say
+    "add_bias_linear": (
+        frozenset({"zamba2"}),
+        "whether Zamba2's Mamba-2 in/out and MLP projections have a bias: weights, no cache",
+    ),
+    "hybrid_layer_ids": (
+        frozenset({"zamba2"}),
+        "Zamba2Config.__post_init__ recomputes it from layers_block_type's 'hybrid' entries, "
+        "which the importer reads",
+    ),
+    "num_mem_blocks": (
+        frozenset({"zamba2"}),
+        "how many distinct shared attention blocks Zamba2 cycles over its hybrid layers "
+        "(weights); every hybrid layer keeps its own K/V cache whichever block it applies",
+    ),
+    "num_query_groups": (
+        frozenset({"zamba2"}),
+        "Zamba2Config sets it to num_attention_heads and its modelling code never reads it; "
+        "the K/V heads are num_key_value_heads",
+    ),
     **{
         name: (
             frozenset({"lfm2", "lfm2_moe"}),

@@ -24,7 +24,7 @@ from kvgen._importhf._layers import (
     per_layer_types,
     state_bytes,
 )
-from kvgen._importhf._parallel import parallel_kinds
+from kvgen._importhf._parallel import parallel_kinds, zamba2_post_init
 from kvgen._importhf._patterns import layer_count
 from kvgen._importhf._quant import layout_misfit
 from kvgen._importhf._refusals import architecture_refusal
@@ -227,6 +227,7 @@ def _build(
     dtype: str | None,
     max_seq_len: int | None = None,
 ) -> Spec:
+    zamba2_post_init(cfg)
     layers, layers_name = layer_count(cfg)
     seq_len, seq_note = _seq_len(cfg, max_seq_len)
     _note_rope_scaling(cfg, seq_len)

@@ -14,7 +14,15 @@ state in float32); the conv window is in the model dtype.
 A checkpoint's config.json gives the dimensions and the layer placement in
 ``linear_attn_config`` (``kda_layers`` / ``full_attn_layers``, 1-indexed); transformers'
 ``KimiLinearConfig`` saves them flat (``linear_num_heads``, ``linear_head_dim``,
-``linear_conv_kernel_dim``, ``layer_types``), and reads ``linear_attn_config`` first."""
+``linear_conv_kernel_dim``, ``layer_types``), and reads ``linear_attn_config`` first.
+
+transformers' ``BailingHybridConfig`` (Ling V3: model_type ``bailing_hybrid`` with a
+``short_conv_kernel_size``) has the same layer (``BailingHybridDeltaAttention``: one conv over
+q, k and v of ``linear_num_heads x linear_head_dim`` each, a ``head_dim x head_dim`` state per
+head); its ``__post_init__`` sets ``linear_head_dim = head_dim``, ``linear_num_heads =
+num_attention_heads`` and ``linear_conv_kernel_dim = short_conv_kernel_size`` (saved too), and
+places full attention (MLA) at every ``layer_group_size``-th layer. Without the short conv it
+is a Ling 2.5 lightning checkpoint instead (``_layers.py``)."""
 
 from __future__ import annotations
 
@@ -29,6 +37,7 @@ from kvgen._spec import MAX_DIM, MAX_HEADS, MAX_STATE_BYTES
 __all__ = ["is_kda", "kda_layer_types", "kda_state"]
 
 KDA_MODELS = frozenset({"kimi_linear"})
+LING_V3 = "bailing_hybrid"  # KDA when its config has a short_conv_kernel_size
 _NESTED = "linear_attn_config"
 # flat field of transformers' KimiLinearConfig -> linear_attn_config key it is read from
 # (the class default, the spec's bound on the mamba: field it becomes)
@@ -39,8 +48,19 @@ _DIMENSIONS = {
 }
 
 
+# BailingHybridConfig.__post_init__: the field each flat KDA dimension is set from.
+_LING_V3_SOURCES = {
+    "linear_num_heads": "num_attention_heads",
+    "linear_head_dim": "head_dim",
+    "linear_conv_kernel_dim": "short_conv_kernel_size",
+}
+
+
 def is_kda(cfg: Config) -> bool:
-    return cfg.get("model_type") in KDA_MODELS
+    model_type = cfg.get("model_type")
+    if model_type == LING_V3:
+        return cfg.get("short_conv_kernel_size") is not None
+    return model_type in KDA_MODELS
 
 
 def _nested(cfg: Config) -> dict[str, Any]:
@@ -78,6 +98,10 @@ def _dimension(cfg: Config, flat: str) -> tuple[int, str]:
         value, where, note = nested[key], f"{cfg.where(_NESTED)}.{key}", f"{_NESTED}.{key}"
     elif cfg.has(flat):
         value, where, note = cfg.get(flat), cfg.where(flat), flat
+    elif cfg.get("model_type") == LING_V3 and cfg.has(_LING_V3_SOURCES[flat]):
+        source = _LING_V3_SOURCES[flat]
+        value, where = cfg.get(source), cfg.where(source)
+        note = f"{source} (BailingHybridConfig: {flat} = {source})"
     else:
         return default, f"KimiLinearConfig default {flat} {default}"
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
@@ -104,6 +128,13 @@ def kda_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str] | 
     for every other model, and where ``layer_types`` is given (read as for any model)."""
     if not is_kda(cfg) or cfg.has("layer_types"):
         return None
+    if cfg.get("model_type") == LING_V3:
+        group = cfg.int_("layer_group_size", required=True)
+        kinds: list[str | None] = [
+            "full" if (i + 1) % group == 0 else "linear"  # type: ignore[operator]
+            for i in range(layers)
+        ]
+        return kinds, f"config.json layer_group_size {group} (every {group}th layer full)"
     nested = _nested(cfg)
     if "kda_layers" in nested and "full_attn_layers" in nested:
         kda = _layer_list(cfg, "kda_layers", layers)
@@ -112,7 +143,7 @@ def kda_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str] | 
             _refuse(cfg, "kda_layers", f"'{cfg.where(_NESTED)}' kda_layers and full_attn_layers "
                     f"must name each of the {layers} layers once (num_hidden_layers)",
                     codes.CONTRADICTORY_CONFIG_FIELDS)  # fmt: skip
-        kinds: list[str | None] = ["linear" if i + 1 in kda else "full" for i in range(layers)]
+        kinds = ["linear" if i + 1 in kda else "full" for i in range(layers)]
         return kinds, f"config.json {_NESTED} kda_layers / full_attn_layers (1-indexed)"
     kinds = ["full" if i and i % 4 == 0 else "linear" for i in range(layers)]
     return kinds, "KimiLinearConfig default: full attention at layers 4, 8, ... (0-indexed)"

@@ -71,11 +71,21 @@ _BLOCK_TYPES = {
 }
 # Mamba-2 fields: a config with these and no Gated-DeltaNet field calls its Mamba-2 layers
 # "linear_attention" (transformers-5 Nemotron-H, Granite 4.0 granitemoehybrid).
-_MAMBA2_FIELDS = ("mamba_num_heads", "mamba_n_heads", "mamba_d_head", "mamba_head_dim")
+_MAMBA2_FIELDS = (
+    "mamba_num_heads", "mamba_n_heads", "mamba_d_head", "mamba_head_dim", "n_mamba_heads"
+)  # fmt: skip
+# layers_block_type entries of a parallel hybrid layer (attention and a Mamba-2 mixer, whose
+# state _parallel.py adds): model_type -> the entry
+_PARALLEL_BLOCKS = {"zamba2": "hybrid"}
 
 
 def _linear_is_mamba2(cfg: Config, kinds: list[str | None]) -> list[str | None]:
     if cfg.get("model_type") in _LIGHTNING_MODEL_TYPES:
+        if (
+            cfg.get("model_type") == "bailing_hybrid"
+            and cfg.get("short_conv_kernel_size") is not None
+        ):
+            return kinds  # Ling V3: Kimi Delta Attention (_kda.py), not lightning
         return ["lightning" if k == "linear" else k for k in kinds]
     if cfg.has("linear_num_key_heads") or not any(cfg.has(f) for f in _MAMBA2_FIELDS):
         return kinds
@@ -219,16 +229,18 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         return [_HYBRID_CHARS[c] for c in hybrid], "config.json hybrid_override_pattern"
     blocks = cfg.get(blocks_name)
     if blocks is not None:
-        if not isinstance(blocks, list) or len(blocks) != layers or set(blocks) - set(_BLOCK_TYPES):
+        known = dict(_BLOCK_TYPES)
+        if model_type in _PARALLEL_BLOCKS:
+            known[_PARALLEL_BLOCKS[model_type]] = "full"
+        if not isinstance(blocks, list) or len(blocks) != layers or set(blocks) - set(known):
             cfg.diag(
                 codes.CONTRADICTORY_CONFIG_FIELDS,
                 blocks_name,
-                f"'{cfg.where(blocks_name)}' must list {layers} of "
-                + ", ".join(sorted(_BLOCK_TYPES)),
+                f"'{cfg.where(blocks_name)}' must list {layers} of " + ", ".join(sorted(known)),
                 "check it against num_hidden_layers",
             )
             raise Abort
-        kinds = _linear_is_mamba2(cfg, [_BLOCK_TYPES[b] for b in blocks])
+        kinds = _linear_is_mamba2(cfg, [known[b] for b in blocks])
         return kinds, f"config.json {blocks_name}"
     if cfg.has("attn_layer_period"):
         return _jamba_layer_types(cfg, layers)

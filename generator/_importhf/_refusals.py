@@ -17,11 +17,11 @@ UNSUPPORTED_ARCHITECTURES = {
     "rwkv": "RWKV time-mix recurrent state (no KV cache, no Mamba/DeltaNet state)",
     "xlstm": "xLSTM matrix-memory recurrent state",
     "recurrent_gemma": "Griffin RG-LRU recurrent blocks with local attention",
-    "zamba": "one shared attention block applied between Mamba layers",
-    "zamba2": "shared attention blocks applied between Mamba-2 layers",
+    # Each application of the shared attention block keeps a K/V cache of its own beside the
+    # layer's Mamba state (transformers ZambaHybridDynamicCache / Zamba2HybridDynamicCache).
+    "zamba": "hybrid layers hold a K/V cache (the shared attention block's) beside a Mamba-1 "
+    "state, a parallel hybrid the spec format has only with a Mamba-2 state",
     "deepseek_v4": "compressed attention layers (heavily_compressed_attention)",
-    "bailing_hybrid": "Kimi Delta Attention linear-attention layers (transformers' "
-    "BailingHybridConfig is Ling V3's) with their own conv and recurrent state",
     "blt": "Byte Latent Transformer: a local byte encoder and decoder around a global "
     "patch transformer, joined by cross-attention",
     "reformer": "Reformer's LSH and chunked local attention, whose cache holds hash buckets",
@@ -107,10 +107,6 @@ def architecture_refusal(cfg: Config) -> bool:
     if _short_conv_refusal(cfg):
         return True
     model_type = cfg.get("model_type")
-    if model_type == "bailing_hybrid" and cfg.get("short_conv_kernel_size") is None:
-        # A Ling 2.5 lightning checkpoint (BailingMoeV2_5ForCausalLM): no short conv, which
-        # the checkpoint's own config class (as SGLang vendors it) reads as use_kda False.
-        model_type = None
     if isinstance(model_type, str) and model_type in UNSUPPORTED_ARCHITECTURES:
         cfg.diag(
             codes.UNSUPPORTED_CONFIG_FEATURE,

@@ -11,7 +11,10 @@ allocated on CPU: per layer the K and V elements per token, or the recurrent sta
 - ``no-oracle``: kvgen imported a cache the replay does not compare (cross-attention layers,
   whose cache holds encoder tokens rather than per-token K/V);
 - ``refused``: kvgen refused it, with the diagnostic's code and message;
-- ``oracle-error``: transformers itself could not build or run the default config.
+- ``oracle-error``: the oracle could not measure the default config: transformers' own error
+  building or running it, a run over the oracle's CPU memory or time limit, or a model that
+  returns no cache as ``past_key_values`` / ``cache_params`` (RWKV's ``state``, XLNet's
+  ``mems``, GPT-1's none).
 
 ``python -m tests.cli.hf_corpus`` rewrites docs/import-hf-coverage.md from the fixture.
 """
@@ -258,7 +261,9 @@ def render_table(corpus: dict | None = None) -> str:
         f"Counts: {len(found)} model types; {tally['match']} import and match transformers' "
         f"cache, {tally['no-oracle']} import a cross-attention cache the replay does not "
         f"compare, {tally['wrong']} import wrong, {tally['refused']} refused, "
-        f"{tally['oracle-error']} that transformers itself cannot build or run by default.",
+        f"{tally['oracle-error']} the oracle could not measure (each row says why: "
+        "transformers' own error on the default config, a run over the oracle's CPU limits, "
+        "or no cache object returned where the oracle reads one).",
         "",
         "A match compares, layer by layer, the bytes per token (an MLA layer's latent and RoPE "
         "key, as transformers 5 caches them), a sparse indexer's key elements, a recurrent "

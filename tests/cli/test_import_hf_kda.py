@@ -131,13 +131,72 @@ def test_a_kda_head_count_outside_the_spec_bounds_is_refused_at_its_field():
     assert "'linear_attn_config.head_dim' must be an integer in [1, 65536]" in diagnostics[0]
 
 
-def test_mla_beside_sliding_layers_is_still_refused():
-    config = {**KIMI, "model_type": "deepseek_v3", "sliding_window": 4096}
-    config["layer_types"] = ["sliding_attention", "full_attention"] * 2
+def _mla_with(layer_types: list[str], **more) -> dict:
+    config = {**KIMI, "model_type": "deepseek_v3", "sliding_window": 4096, **more}
+    config["layer_types"] = layer_types
     del config["linear_num_heads"], config["linear_head_dim"], config["linear_conv_kernel_dim"]
     config["max_position_embeddings"] = config.pop("model_max_length")
+    return config
+
+
+def test_mla_beside_sliding_layers_imports_the_window_on_the_latent():
+    # A sliding layer of an MLA model keeps the latent and RoPE key of its last 4,096 tokens
+    # (transformers Dots3NoteAttention: DynamicSlidingWindowLayer of kv_lora_rank + rope):
+    # the spec's sliding kind with kv_lora_rank (docs/cost-model.md §1); no engine row models
+    # it (NotModelled), kvgen's own pools do.
+    kinds = layer_kinds(_model(_mla_with(["sliding_attention", "full_attention"] * 2)))
+    assert [(k.attention, k.window, k.kv_lora_rank, k.qk_rope_head_dim) for k in kinds] == [
+        ("sliding", 4096, 512, 64),
+        ("full", None, 512, 64),
+    ] * 2
+
+
+def test_mla_beside_chunked_layers_is_still_refused():
+    config = _mla_with(["chunked_attention", "full_attention"] * 2, attention_chunk_size=8192)
     message = _one_refusal(config, "KV305", "kv_lora_rank")
-    assert "MLA with sliding or chunked layers is not supported" in message
+    assert "MLA with chunked layers is not supported" in message
+
+
+def test_dots3_note_sliding_layers_take_their_own_latent_from_per_layer_config():
+    # Dots3NoteConfig: indexed_attention layers (MLA 512 + 64 and an indexer key of 128) and
+    # sliding_attention layers whose per_layer_config sets kv_lora_rank 1024 (window 512):
+    # per token (512 + 64) x 2 B = 1,152 B and (1,024 + 64) x 2 B = 2,176 B in bf16.
+    config = {
+        "model_type": "dots3_note_text",
+        "num_hidden_layers": 4,
+        "layer_types": ["indexed_attention"] * 2 + ["sliding_attention"] * 2,
+        "num_attention_heads": 128,
+        "num_key_value_heads": 128,
+        "hidden_size": 4096,
+        "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64,
+        "index_head_dim": 128,
+        "sliding_window": 512,
+        "per_layer_config": {str(i): {"kv_lora_rank": 1024, "qk_nope_head_dim": 192}
+                             for i in (2, 3)},
+        "max_position_embeddings": 524288,
+        "torch_dtype": "bfloat16",
+    }  # fmt: skip
+    kinds = layer_kinds(_model(config))
+    got = [(k.attention, k.window, k.kv_lora_rank, k.index_head_dim) for k in kinds]
+    assert got == [("full", None, 512, 128)] * 2 + [("sliding", 512, 1024, None)] * 2
+    assert [(k.kv_lora_rank + k.qk_rope_head_dim) * 2 for k in kinds] == [1152] * 2 + [2176] * 2
+    # the corpus: transformers measured exactly these latents (fp32) and its window of 512
+    from tests.cli.hf_corpus import load_corpus, verdict
+
+    for name in ("dots3_note", "dots3_note_text"):
+        entry = next(e for e in load_corpus()["entries"] if e["model_type"] == name)
+        kv = [(la["k_per_token"], la["v_per_token"], la.get("window")) for la in entry["layers"]]
+        assert kv == [(512, 64, None)] * 2 + [(1024, 64, 512)] * 2
+        assert verdict(entry).verdict == "match"
+
+
+def test_a_per_layer_latent_size_without_mla_is_still_refused():
+    config = {**_mla_with(["full_attention"] * 4), "per_layer_config": {"1": {"kv_lora_rank": 9}}}
+    del config["kv_lora_rank"]
+    config["head_dim"] = 128
+    text, diagnostics = _import(config)
+    assert text is None and "per_layer_config" in diagnostics[0]
 
 
 # --------------------------------------------------------------------------- LFM2
@@ -203,3 +262,68 @@ def test_inkling_refusal_names_its_short_convolution_states():
     assert text is None and len(diagnostics) == 1
     assert diagnostics[0].startswith(f"{_at(config, 'layer_types')}: KV305 ")
     assert "sliding-window KV cache and four short-convolution states" in diagnostics[0]
+
+
+# --------------------------------------------------------------------------- Ling V3
+
+LING_V3 = {  # BailingHybridConfig as a checkpoint would publish it: no derived linear_* fields
+    "model_type": "bailing_hybrid",
+    "num_hidden_layers": 12,
+    "layer_group_size": 6,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "head_dim": 64,
+    "hidden_size": 1024,
+    "short_conv_kernel_size": 4,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128,
+    "v_head_dim": 128,
+    "model_max_length": 131072,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_ling_v3_kda_layers_import_as_kimi_delta_attention():
+    # transformers 5.24.0 BailingHybridDeltaAttention is Kimi Linear's KDA layer; its config's
+    # __post_init__ sets linear_num_heads = num_attention_heads (16), linear_head_dim =
+    # head_dim (64), linear_conv_kernel_dim = short_conv_kernel_size (4), and layer_types
+    # full_attention (MLA) at every layer_group_size-th layer (1-indexed): 0-indexed 5, 11.
+    model = _model(LING_V3)
+    kinds = layer_kinds(model)
+    assert [i for i, k in enumerate(kinds) if k.attention == "full"] == [5, 11]
+    assert all(kinds[i].kv_lora_rank == 512 for i in (5, 11))
+    kda = [k for k in kinds if k.attention == "recurrent"]
+    assert len(kda) == 10 and {_kda_dims(k) for k in kda} == {(16, 64, 64, 16, 4, "fp32")}
+    # conv (4 - 1) x 3 x 16 x 64 = 9,216 bf16 elements = 18,432 B; recurrent 16 x 64 x 64 x
+    # 4 B = 262,144 B per request per layer
+    state = recurrent_state(kda[0].mamba, "bf16", 1)
+    assert (state.conv, state.ssm) == (18_432, 262_144)
+
+
+def test_ling_v3_as_transformers_saves_it_matches_the_corpus():
+    # The corpus entry: BailingHybridConfig() shrunk to 6 layers and saved (linear_num_heads
+    # 32, linear_head_dim 128, linear_conv_kernel_dim 4 and layer_types written out; its
+    # head_dim field then holds qk_rope_head_dim 64, which the saved linear_head_dim
+    # overrides). transformers measured 2,293,760 B per KDA layer: conv 4 columns x 3 x 32 x
+    # 128 x 4 B = 196,608 B (it keeps d_conv columns, the engines d_conv - 1) + recurrent
+    # 32 x 128 x 128 x 4 B = 2,097,152 B; and MLA 512 + 64 elements per token.
+    from tests.cli.hf_corpus import load_corpus, verdict
+
+    entry = next(e for e in load_corpus()["entries"] if e["model_type"] == "bailing_hybrid")
+    assert [layer.get("state_bytes") for layer in entry["layers"][:5]] == [2_293_760] * 5
+    model = _model({**json.loads(entry["config"]), "torch_dtype": "float32"})
+    kinds = layer_kinds(model)
+    assert {_kda_dims(k) for k in kinds[:5]} == {(32, 128, 128, 32, 4, "fp32")}
+    state = recurrent_state(kinds[0].mamba, "fp32", 1)
+    assert state.conv + 3 * 32 * 128 * 4 + state.ssm == 2_293_760
+    assert verdict(entry).verdict == "match"
+
+
+def test_ling_2_5_without_a_short_conv_stays_lightning():
+    # No short_conv_kernel_size: a Ling 2.5 checkpoint (BailingMoeV2_5ForCausalLM), whose
+    # linear layers are lightning attention (one head_dim x head_dim matrix per head, no conv)
+    config = {k: v for k, v in LING_V3.items() if k != "short_conv_kernel_size"}
+    kinds = layer_kinds(_model(config))
+    assert {k.attention for k in kinds} == {"recurrent", "full"}
+    assert all(k.mamba is None and k.linear is not None for k in kinds if k.attention != "full")

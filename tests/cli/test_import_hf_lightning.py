@@ -12,8 +12,6 @@ linear layer holds 32 * 128 * 128 = 524288 elements, 2097152 B in fp32 (the corp
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from kvgen._engines import engine_capacity
 from kvgen._importhf import import_config
@@ -69,16 +67,6 @@ def test_engines_that_cannot_run_minimax_say_why():
     with pytest.raises(NotModelled, match="kv_cache_manager_v2") as raised:
         engine_capacity(family, name, 1 << 36, engine="trtllm-v2", **kw)
     assert raised.value.reason == "trtllm_linear"
-
-
-def test_bailing_hybrid_stays_one_refusal_naming_kda():
-    # transformers' BailingHybridConfig is Ling V3's: KDA layers (short_conv_kernel_size 4)
-    config = json.loads(_entry("bailing_hybrid")["config"])
-    assert config["short_conv_kernel_size"] == 4
-    result = import_config("config.json", json.dumps(config), kv_cache_dtype="fp32")
-    assert result.text is None
-    (diagnostic,) = result.diagnostics
-    assert diagnostic.code == "KV305" and "Kimi Delta Attention" in diagnostic.message
 
 
 def test_a_ling_2_5_lightning_config_imports_as_the_shipped_family():

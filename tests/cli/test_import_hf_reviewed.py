@@ -298,8 +298,15 @@ def test_minimax_m3_sparse_layers_name_their_indexer_cache():
 
 @pytest.mark.parametrize(
     ("model_type", "why"),
-    [("blt", "Byte Latent Transformer"), ("reformer", "LSH"), ("xlnet", "mem_len")],
-)
+    [("blt", "Byte Latent Transformer"), ("reformer", "LSH"), ("xlnet", "mem_len"),
+     # issue 22: refused at 1:1 for a missing field before, or imported as a Llama when the
+     # config had Llama-shaped fields (54a882f): each names its recurrent state now
+     ("rwkv", "RWKV time-mix recurrent state"), ("xlstm", "xLSTM matrix-memory"),
+     ("recurrent_gemma", "Griffin RG-LRU"),
+     # the cache feature, not the weight sharing: each shared-block application has its own
+     # K/V cache beside the layer's Mamba-1 state (ZambaHybridDynamicCache)
+     ("zamba", "beside a Mamba-1 state")],
+)  # fmt: skip
 def test_architectures_without_a_kv_cache_kvgen_has_are_named(model_type, why):
     config = {**BASE, "model_type": model_type, "local_attention_window_len": 512}
     assert why in _one_refusal(config, "KV305", "model_type")

@@ -283,6 +283,67 @@ def test_falcon_h1_imports_each_layer_with_kv_and_a_mamba2_state():
     assert terms["per_request"] == 36 * (3 * (24 * 64 + 2 * 256) * 2 + 24 * 64 * 256 * 2)
 
 
+ZAMBA2 = {  # Zamba2-2.7B's shape as published: layers_block_type in the legacy spelling, no
+    # derived attention_head_dim / mamba_headdim saved, kv_channels hidden / heads
+    "model_type": "zamba2",
+    "num_hidden_layers": 4,
+    "layers_block_type": ["mamba", "mamba", "hybrid", "mamba"],
+    "hidden_size": 2560,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 32,
+    "kv_channels": 80,
+    "n_mamba_heads": 80,
+    "mamba_expand": 2,
+    "mamba_d_state": 64,
+    "mamba_ngroups": 1,
+    "mamba_d_conv": 4,
+    "max_position_embeddings": 4096,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_zamba2_hybrid_layers_hold_kv_beside_a_mamba2_state():
+    # Zamba2Config.__post_init__: attention_head_dim = 2 x 2,560 // 32 = 160 (the shared block
+    # attends over [hidden, embeddings]), not kv_channels 80; mamba_headdim = 2 x 2,560 // 80
+    # = 64. Zamba2HybridDynamicCache: the hybrid layer a K/V of 32 x 160 beside its Mamba-2
+    # state; the others the state only. Per token 2 x 32 x 160 x 2 B = 20,480 B; state conv
+    # (4 - 1) x (80 x 64 + 2 x 1 x 64) x 2 B = 31,488 B + SSM 80 x 64 x 64 x 2 B = 655,360 B.
+    kinds = layer_kinds(_family(ZAMBA2).models[0])
+    assert [k.attention for k in kinds] == ["recurrent", "recurrent", "full", "recurrent"]
+    hybrid = kinds[2]
+    assert (hybrid.kv_heads, hybrid.head_dim) == (32, 160)
+    assert 2 * hybrid.kv_heads * hybrid.head_dim * 2 == 20_480
+    for kind in (kinds[0], hybrid):
+        state = kind.recurrent_dims
+        assert (state.num_heads, state.head_dim, state.d_state, state.n_groups) == (80, 64, 64, 1)
+        conv = (state.d_conv - 1) * (80 * 64 + 2 * 64) * 2
+        assert (conv, 80 * 64 * 64 * 2) == (31_488, 655_360)
+
+
+def test_zamba2_long_context_and_contradictions_as_its_config_class_reads_them():
+    long = _family({**ZAMBA2, "use_long_context": True}).models[0]
+    assert long.max_seq_len == 16_384  # Zamba2Config: use_long_context sets 16,384
+    bad = {**ZAMBA2, "attention_head_dim": 80}
+    text, diagnostics, _ = _import(bad)
+    assert text is None and len(diagnostics) == 1
+    assert diagnostics[0].startswith(f"{_position(bad, 'attention_head_dim')}: KV303 ")
+    bare = {k: v for k, v in ZAMBA2.items() if k != "layers_block_type"}
+    text, diagnostics, _ = _import(bare)
+    assert text is None and len(diagnostics) == 1 and "layers_block_type" in diagnostics[0]
+
+
+def test_zamba2_matches_the_cache_transformers_allocated():
+    # the corpus: Zamba2Config() cut to 7 layers, 6 Mamba-2 + 1 hybrid; transformers measured
+    # 5,120 K and V elements per token (32 x 160) and 1,394,688 B of state per layer (fp32:
+    # conv 4 columns x 5,248 x 4 B = 83,968 B + SSM 8 x 640 x 64 x 4 B = 1,310,720 B)
+    from tests.cli.hf_corpus import load_corpus, verdict
+
+    entry = next(e for e in load_corpus()["entries"] if e["model_type"] == "zamba2")
+    assert entry["layers"][-1]["k_per_token"] == 5_120
+    assert {layer["state_bytes"] for layer in entry["layers"]} == {1_394_688}
+    assert verdict(entry).verdict == "match"
+
+
 def test_falcon_h1_mamba_head_that_disagrees_is_refused():
     config = {
         "model_type": "falcon_h1",
@@ -320,6 +381,29 @@ def test_encoder_decoder_is_one_clear_diagnostic():
     assert len(diagnostics) == 1
     assert diagnostics[0].startswith(f"{_position(config, 'is_encoder_decoder')}: KV305 ")
     assert "encoder-decoder model" in diagnostics[0]
+
+
+def test_t5_is_one_clear_encoder_decoder_diagnostic():
+    # T5Config spells its sizes d_model / d_kv / num_layers and saves num_decoder_layers; at
+    # 54a882f each unknown spelling was its own KV302 (--ignore-field d_model, ...). One KV305
+    # now, at is_encoder_decoder, or at num_decoder_layers where the flag is not saved.
+    config = {
+        "model_type": "t5",
+        "architectures": ["T5ForConditionalGeneration"],
+        "d_model": 512,
+        "d_kv": 64,
+        "num_heads": 8,
+        "num_layers": 6,
+        "num_decoder_layers": 6,
+        "is_encoder_decoder": True,
+        "torch_dtype": "float32",
+    }
+    for key in ("is_encoder_decoder", "num_decoder_layers"):
+        text, diagnostics, _ = _import(config)
+        assert text is None and len(diagnostics) == 1, diagnostics
+        assert diagnostics[0].startswith(f"{_position(config, key)}: KV305 ")
+        assert "encoder-decoder model" in diagnostics[0]
+        config = {k: v for k, v in config.items() if k != "is_encoder_decoder"}
 
 
 # --------------------------------------------------------------------------- saved forms

@@ -319,6 +319,15 @@ def test_sglang_eagle3_and_mtp_share_the_target_tokens(
         and c["inputs"]["tp_size"] == 1 and c["inputs"]["max_model_len"] == 8191
     ]  # fmt: skip
     assert want["eagle_draft_num_layers"] == 1
+    # The issue's own page size, recorded from SGLang's pool configurator as well.
+    (quoted,) = [
+        c["engine_output"]
+        for c in SGLANG["cases"]
+        if c["inputs"]["model"] == model and c["inputs"]["speculative"] == profile
+        and c["inputs"]["block_size"] == page and c["inputs"]["tp_size"] == 1
+        and c["inputs"]["max_model_len"] == 8191
+    ]  # fmt: skip
+    assert quoted["max_total_num_tokens"] == tokens
     got = engine_capacity(family(name), model, 40 * GIB, engine="sglang", max_seq_len=8191,
                           max_num_tokens=8192, speculative=profile, block_size=page)  # fmt: skip
     assert got.kv_tokens == tokens
@@ -339,6 +348,13 @@ def test_chunked_local_attention_in_both_engines_llama4_scout() -> None:
         enable_prefix_caching=None, speculative="none", async_scheduling=True,
     )  # fmt: skip
     assert (want["kv_tokens"], want["num_blocks"], want["num_groups"]) == (218_425, 54_613, 4)
+    # The issue's own case (S = 8,192), recorded from vLLM's planner too.
+    quoted = golden("llama4_scout_17b_16e", max_model_len=8192, tp_size=1)
+    assert (quoted["kv_tokens"], quoted["num_blocks"], round(quoted["max_concurrency"], 3)) == (
+        218_452,
+        54_613,
+        26.667,
+    )
     scout = family("llama4_scout")
     kw = {"engine": "vllm", "max_num_tokens": 8192}
     got = engine_capacity(scout, "llama4_scout_17b_16e", 40 * GIB, max_seq_len=8192, **kw)
@@ -361,6 +377,17 @@ def test_chunked_local_attention_in_both_engines_llama4_scout() -> None:
         (w["max_total_num_tokens"], w["swa_max_total_num_tokens"]) == (256_992, 205_584)
         for w in pages16
     )
+    # At SGLang's own page size, 1 (HybridSWAPoolConfigurator fed kvgen's layer rows: the
+    # split of the budget is SGLang's, the layer shapes kvgen's).
+    (page1,) = [
+        c["engine_output"]
+        for c in SGLANG["cases"]
+        if c["inputs"]["model"] == "llama4_scout_17b_16e" and c["inputs"]["block_size"] == 1
+    ]
+    assert (page1["max_total_num_tokens"], page1["swa_max_total_num_tokens"]) == (
+        257_003,
+        205_602,
+    )
     plan = _sglang.sglang_plan(scout, scout.model("llama4_scout_17b_16e"))
     assert _sglang.sglang_pools(plan, 40 * GIB, 1) == _sglang.SglangPools(257_003, 205_602, 0)
 
@@ -375,6 +402,8 @@ def test_vllm_kv_shared_layers_hold_no_cache_gemma3n() -> None:
     want = golden("gemma3n_e2b", block_size=16, max_model_len=8191, tp_size=1,
                   enable_prefix_caching=None, async_scheduling=True)  # fmt: skip
     assert want["num_blocks"] == 327_680
+    quoted = golden("gemma3n_e2b", block_size=16, max_model_len=8192, tp_size=1)
+    assert (quoted["kv_tokens"], round(quoted["max_concurrency"], 1)) == (1_046_940, 127.8)
     got = engine_capacity(family("gemma3n"), "gemma3n_e2b", 40 * GIB, engine="vllm",
                           max_seq_len=8192, max_num_tokens=8192)  # fmt: skip
     assert (got.kv_tokens, round(got.max_concurrency, 1), got.num_blocks) == (
@@ -399,6 +428,8 @@ def test_vllm_fp8_ds_mla_and_the_sparse_indexer_deepseek_v3_2() -> None:
         13_961,
         3_076_352,
     )
+    quoted = golden("deepseek_v3_2_exp", block_size=64, max_model_len=8192, tp_size=1)
+    assert (quoted["kv_tokens"], round(quoted["max_concurrency"], 3)) == (893_504, 109.070)
     d = family("deepseek_v3_2")
     got = engine_capacity(d, "deepseek_v3_2_exp", 40 * GIB, engine="vllm", max_seq_len=8192,
                           max_num_tokens=8192, block_size=64)  # fmt: skip
