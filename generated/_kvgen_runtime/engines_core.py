@@ -118,6 +118,33 @@ _ROW_KINDS = {
 }
 
 
+class _Mixer(NamedTuple):
+    """What each engine does with a recurrent row's mixer (``EngineLayer.mixer``): a new
+    recurrent mixer is one entry of ``_MIXERS``. Per GDN prefill backend: by the index of
+    ``GDN_PREFILL_BACKENDS`` (flashinfer, triton)."""
+
+    dimensions: bool  # known by its dimensions (vLLM's and SGLang's state shapes), not bytes
+    vllm_ssm_dtype: bool  # vLLM keeps its SSM part in the SSM dtype (False: the conv dtype)
+    draft_rows: bool  # vLLM widens its conv window by the draft tokens
+    replicated_groups: bool  # vLLM replicates B/C groups fewer than tp up to tp
+    checkpoint_blocks: tuple[int, int]  # align mode: prefill checkpoint blocks per backend
+    align_grid: tuple[int, int]  # align mode: the token grid its checkpoints land on
+    trtllm_unmodelled: str  # why TensorRT-LLM's row does not answer: a key of UNMODELLED
+
+
+_FLASHINFER_GDN_ALIGNMENT = 64  # gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+# As vLLM 0.33.0 reads them (MambaStateShapeCalculator, MambaBase.get_kv_cache_spec); what
+# each does is in docs/api.md, "The engine policies".
+_MIXERS = {
+    "": _Mixer(False, True, True, False, (0, 0), (1, 1), ""),  # a state known by its bytes
+    "mamba2": _Mixer(True, True, True, True, (1, 1), (1, 1), ""),  # MambaMixer2
+    "gdn": _Mixer(True, True, True, False, (1, 0), (_FLASHINFER_GDN_ALIGNMENT, 1), ""),  # GDN
+    "kda": _Mixer(True, True, True, False, (0, 0), (1, 1), ""),  # Kimi Delta Attention
+    "mamba1": _Mixer(True, True, False, False, (0, 0), (1, 1), ""),  # MambaMixer
+    "linear": _Mixer(True, False, True, False, (0, 0), (1, 1), "trtllm_linear"),  # lightning
+}
+
+
 class EngineLayer(_Record):
     """``layers`` cached layers of one shape, as every engine reads them (§1); rows keep the
     order in which each shape first appears in the model."""
@@ -153,7 +180,7 @@ class EngineLayer(_Record):
         state_bytes: int = 0,  # recurrent layers only, at tp=1
         dtype: str = "",
         # Recurrent layers by dimensions (§8); mixer "" means only state_bytes is known.
-        mixer: str = "",  # "mamba2", "gdn" (Gated DeltaNet), "kda", "mamba1" or "linear"
+        mixer: str = "",  # a key of _MIXERS: "mamba2", "gdn" (Gated DeltaNet), "kda", ...
         conv_channels: int = 0,  # conv_dim at tp=1 (d_inner for Mamba-1)
         conv_rows: int = 0,  # d_conv - 1
         ssm_heads: int = 0,  # split by tp (Mamba-1: d_inner)
@@ -276,7 +303,6 @@ MAMBA_CACHE_MODES = ("none", "align")
 # vLLM's default: prefix caching is on for hybrids, which selects "align" (MambaModelConfig).
 VLLM_MAMBA_CACHE_MODE = "align"
 GDN_PREFILL_BACKENDS = ("flashinfer", "triton")  # FlashInfer: the SM90 (H100/H200) default
-_FLASHINFER_GDN_ALIGNMENT = 64  # gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
 SGLANG_PAGE_SIZE = 1
 SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
@@ -438,19 +464,20 @@ def _vllm_state_bytes(layer: EngineLayer, tp_size: int, draft_tokens: int, ssm_d
     """One Mamba page of vLLM on one rank (MambaStateShapeCalculator): the conv window holds
     ``d_conv - 1 + num_speculative_tokens`` rows (Mamba-2, GDN), Mamba-2 groups fewer than tp
     are replicated up to tp, the SSM state is in ``ssm_dtype`` ("": the conv dtype)."""
-    if not layer.mixer:
+    mixer = _MIXERS[layer.mixer]
+    if not mixer.dimensions:
         return _engine_state_bytes(layer, tp_size)
-    if layer.mixer == "linear":  # linear_attention_state_dtype: mamba_cache_dtype only
+    if not mixer.vllm_ssm_dtype:
         ssm_dtype = ""
     channels = layer.conv_channels
-    if layer.mixer == "mamba2" and layer.n_groups % tp_size:
+    if mixer.replicated_groups and layer.n_groups % tp_size:
         channels += 2 * (tp_size - layer.n_groups) * layer.d_state  # extra_groups_for_head_shards
     if channels % tp_size or layer.ssm_heads % tp_size:
         raise ValueError(
             f"tp_size {tp_size} does not divide the recurrent layer's {channels} conv channels "
             f"and {layer.ssm_heads} heads (vLLM's divide() asserts)"
         )
-    rows = layer.conv_rows + (0 if layer.mixer == "mamba1" else draft_tokens)
+    rows = layer.conv_rows + (draft_tokens if mixer.draft_rows else 0)
     conv = channels // tp_size * rows * DTYPE_BYTES[layer.dtype]
     ssm = layer.ssm_heads // tp_size * layer.ssm_head_elements
     return conv + ssm * DTYPE_BYTES[ssm_dtype or layer.dtype]
@@ -604,8 +631,8 @@ def vllm_layout(entry: EngineModel, speculative: str = "none") -> VllmLayout:
         grouping = _vllm_group_sizes([row[3] for row in rows])
     align = ((0, 1), (0, 1))
     if states:
-        mixers = {lay.mixer for lay in states}  # "": a state known by its bytes only
-        align = (_vllm_align(mixers, "flashinfer"), _vllm_align(mixers, "triton"))
+        mixers = {_MIXERS[lay.mixer] for lay in states}
+        align = (_vllm_align(mixers, 0), _vllm_align(mixers, 1))
     return VllmLayout(
         entry.query_heads,
         tuple(split_heads),
@@ -624,14 +651,13 @@ def vllm_layout(entry: EngineModel, speculative: str = "none") -> VllmLayout:
     )
 
 
-def _vllm_align(mixers: set[str], gdn_prefill_backend: str) -> tuple[int, int]:
-    """Align mode: (the prefill checkpoint block each Mamba layer keeps, the token grid the
-    checkpoints land on). MambaMixer2 keeps one always, Gated DeltaNet only when FlashInfer's
-    prefill exports mid-prefill states (on its 64-token grid when every Mamba layer is GDN),
-    Mamba-1 none."""
-    flashinfer = gdn_prefill_backend == "flashinfer"
-    checkpoint = 1 if "mamba2" in mixers or ("gdn" in mixers and flashinfer) else 0
-    return checkpoint, _FLASHINFER_GDN_ALIGNMENT if flashinfer and mixers == {"gdn"} else 1
+def _vllm_align(mixers: set[_Mixer], backend: int) -> tuple[int, int]:
+    """Align mode under GDN prefill backend ``backend`` (an index of GDN_PREFILL_BACKENDS):
+    (the prefill checkpoint blocks each Mamba layer keeps, the most any mixer keeps; the token
+    grid the checkpoints land on, where every mixer lands them on one, else 1)."""
+    checkpoint = max([mixer.checkpoint_blocks[backend] for mixer in mixers])
+    grids = {mixer.align_grid[backend] for mixer in mixers}
+    return checkpoint, grids.pop() if len(grids) == 1 else 1
 
 
 def _vllm_tp_refusal(layout: VllmLayout, tp_size: int) -> None:
@@ -984,7 +1010,7 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
         if not recurrent:
             raise ValueError("the model has no cached layers")
         raise NotModelled("SGLang sizes its pools by attention KV; a model without any is not")
-    mamba = bool(recurrent) and all(lay.mixer for lay in recurrent)
+    mamba = bool(recurrent) and all(_MIXERS[lay.mixer].dimensions for lay in recurrent)
     if recurrent and not mamba and not entry.ssm_state_bytes:
         raise NotModelled("the SSM share of its recurrent state is unknown")
     index_bytes = 0
@@ -1661,8 +1687,9 @@ def _trtllm_refusal(name: str) -> str:
     """The UNMODELLED reason of a model TensorRT-LLM's row does not answer, or ""."""
     if any(kind.attention == "cross" for kind in _MODELS[name].layers.kinds.values()):
         return "cross"
-    if any(lay.mixer == "linear" for lay in _ENGINE_MODELS[name].layers):
-        return "trtllm_linear"
+    for lay in _ENGINE_MODELS[name].layers:
+        if _MIXERS[lay.mixer].trtllm_unmodelled:
+            return _MIXERS[lay.mixer].trtllm_unmodelled
     return ""
 
 
