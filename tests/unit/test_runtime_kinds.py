@@ -194,7 +194,7 @@ def test_the_shim_is_parts_over_one_state_not_a_chain():
 def test_every_engine_row_kind_is_a_value_of_the_engine_policies():
     import importlib
 
-    from kvgen import engines_core
+    from kvgen import engines_rows
 
     # Every row the shipped families' tables hold names a row kind the policies know, and
     # the policies read a row's kind only through that table (no chain on its label).
@@ -206,7 +206,7 @@ def test_every_engine_row_kind_is_a_value_of_the_engine_policies():
         for entry in module._ENGINE_MODELS.values():
             drafts = [lay for draft in entry.drafts.values() for lay in draft.layers]
             seen |= {lay.attention for lay in (*entry.layers, *drafts)}
-    assert seen <= set(engines_core._ROW_KINDS)
+    assert seen <= set(engines_rows._ROW_KINDS)
     assert {"full", "sliding", "chunked", "mla", "recurrent"} <= seen
     source = "".join(path.read_text(encoding="utf-8") for path in ENGINE_POLICIES)
     assert not re.search(r"\blay(?:er)?\.attention\s*(?:==|!=|(?:not\s+)?in\s*[(\[{])", source)
@@ -216,7 +216,7 @@ def test_the_engine_policies_read_a_recurrent_mixer_only_through_its_table():
     import ast
     import importlib
 
-    from kvgen import engines_core
+    from kvgen import engines_rows
 
     # Every mixer the shipped families' rows name is a row of the one mixer table.
     seen = set()
@@ -226,11 +226,11 @@ def test_the_engine_policies_read_a_recurrent_mixer_only_through_its_table():
             for entry in module._ENGINE_MODELS.values():
                 drafts = [lay for draft in entry.drafts.values() for lay in draft.layers]
                 seen |= {lay.mixer for lay in (*entry.layers, *drafts, *entry.sglang_layers)}
-    assert seen <= set(engines_core._MIXERS)
+    assert seen <= set(engines_rows._MIXERS)
     assert {"", "mamba2", "gdn", "kda", "mamba1", "linear"} <= seen
     # A mixer's name is written in its table row alone (no ``mixer == "mamba2"`` branch, no
     # set of names), and a row's mixer is read only as a key of that table (no truth test).
-    names = set(engines_core._MIXERS) - {""}
+    names = set(engines_rows._MIXERS) - {""}
     for path in ENGINE_POLICIES:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         table = [
