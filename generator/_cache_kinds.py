@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kvgen._quant import ds_mla_bytes, index_k_bytes
 from kvgen._recurrent import recurrent_state
 from kvgen._spec import LayerKind
-from kvgen.engines_core import UNMODELLED, NotModelled
+from kvgen.engines_rows import UNMODELLED, NotModelled
 from kvgen.facts import DTYPE_BYTES
 
 if TYPE_CHECKING:

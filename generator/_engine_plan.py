@@ -43,7 +43,7 @@ def engine_refusal(sizing: types.ModuleType, plan: Plan) -> str | None:
 def engine_plan(sizing: types.ModuleType, plan: Plan, batch_sizes: list[int], limit: int) -> Plan:
     """Fill ``plan`` (engine vllm or sglang) from ``sizing.engine_capacity``; ``PlanError``
     for a refusal, with the engine's reason. ``limit``: the longest max_seq_len sized for."""
-    from kvgen.engines_core import ENGINE_VERSIONS
+    from kvgen.engines_rows import ENGINE_VERSIONS
 
     if plan.engine not in ENGINE_VERSIONS:
         raise PlanError(f"engine must be one of {', '.join(ENGINE_VERSIONS)}; got {plan.engine!r}")
@@ -95,7 +95,7 @@ def trtllm_refusal(sizing: types.ModuleType, plan: Plan) -> None:
     """``PlanError`` with TensorRT-LLM's reason where it refuses the deployment at any budget
     (the engine policy of the module's ``engine_capacity``; a shape that policy does not
     model, such as cross-attention, is no refusal: the cost functions answer for it)."""
-    from kvgen.engines_core import NotModelled
+    from kvgen.engines_rows import NotModelled
 
     if not hasattr(sizing, "engine_capacity"):
         return

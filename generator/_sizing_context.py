@@ -25,7 +25,7 @@ from kvgen._render_input import SpecInput, artifact
 from kvgen._shapes import kind_head_dim, kind_v_head_dim, mla_bytes
 from kvgen._spec import MODES_WITH_DRAFT_POOL, Family, LayerStack, Speculative
 from kvgen._vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
-from kvgen.engines_core import EngineLayer
+from kvgen.engines_rows import EngineLayer
 from kvgen.facts import mode_headroom
 from kvgen.sizing_kinds import Kind, Model, Profile, Stack
 
@@ -153,7 +153,7 @@ def literal(value: Any) -> str:
 
 # The row types a table may name, by the runtime module that defines them.
 _ROW_TYPES = {
-    "engines_core": ("EngineDraft", "EngineLayer", "EngineModel"),
+    "engines_rows": ("EngineDraft", "EngineLayer", "EngineModel"),
     "sizing_kinds": ("Kind", "Model", "Profile", "Stack"),
 }
 

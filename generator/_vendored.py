@@ -29,6 +29,10 @@ RUNTIME_MODULES = (
     "sizing_terms",
     "sizing_quota",
     "sizing_core",
+    "engines_rows",
+    "engines_vllm",
+    "engines_sglang",
+    "engines_trtllm",
     "engines_core",
 )
 
@@ -64,8 +68,8 @@ def import_generated(path: Path, package: str) -> types.ModuleType:
 
 def exec_sizing(text: str, filename: str, package: str, family: str) -> types.ModuleType:
     """Run rendered sizing module ``text`` as ``<package>.<family>.sizing`` over kvgen's own
-    runtime (``kvgen.sizing_core``, ``kvgen.engines_core``): what generation would write
-    beside it, so nothing but ``text`` needs to exist on disk."""
+    runtime (``kvgen.sizing_core``, ``kvgen.engines_core`` and their parts): what generation
+    would write beside it, so nothing but ``text`` needs to exist on disk."""
     _package(package, None)
     runtime = _package(f"{package}.{RUNTIME_PACKAGE}", None)
     for name in RUNTIME_MODULES:

@@ -3,7 +3,8 @@
 
 ``sizing_core`` is kvgen's sizing interpreter (its public functions and ``bind``, over
 ``sizing_kinds``, ``sizing_options``, ``sizing_split``, ``sizing_terms`` and ``sizing_quota``),
-``engines_core`` its engine pool policies, ``facts`` the layout facts both read and
+``engines_core`` its engine pool policies (over ``engines_rows``, ``engines_vllm``,
+``engines_sglang`` and ``engines_trtllm``), ``facts`` the layout facts both read and
 ``trtllm_split`` TensorRT-LLM V2's split of one quota over its pool groups, copied verbatim;
 each ``<family>/sizing.py`` binds them to its tables.
 Version 1.

@@ -403,11 +403,10 @@ def pages_per_request(
 RUNTIME_VERSION = 1
 # The interpreter's modules, installed in this order (each imports only those before it).
 _PARTS = (sizing_kinds, sizing_options, sizing_split, sizing_terms, sizing_quota)
-# Names of the runtime itself, never copied into a family's namespace.
+# Names of the runtime itself, never copied into a family's namespace (nor its modules).
 _RUNTIME_ONLY = frozenset(
     {"RUNTIME_VERSION", "bind", "install", "require_version", "_PARTS", "_DEFINITIONS",
-     "_definitions",
-     *(part.__name__.rsplit(".", 1)[1] for part in _PARTS)}
+     "_definitions"}
 )  # fmt: skip
 
 
@@ -463,6 +462,8 @@ def _definitions(source: dict[str, object]) -> tuple[list[Any], list[Any]]:
     for name, value in source.items():
         if name.startswith("__") or name in _RUNTIME_ONLY:
             continue
+        if isinstance(value, types.ModuleType) and value.__package__ == __package__:
+            continue  # a module of the runtime itself (a part a core imports to bind it)
         if isinstance(value, types.FunctionType) and value.__globals__ is source:
             functions.append((name, value))
         else:

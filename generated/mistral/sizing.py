@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_core import EngineDraft, EngineLayer, EngineModel
+from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
 from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from kvgen import engines_core
+from kvgen import engines_rows
 from kvgen._engines import _sglang, _trtllm, _vllm
-from kvgen.engines_core import EngineCapacity, NotModelled, sglang_capacity, vllm_capacity
+from kvgen.engines_rows import EngineCapacity, NotModelled
+from kvgen.engines_sglang import sglang_capacity
+from kvgen.engines_vllm import vllm_capacity
 
 __all__ = [
     "ENGINES",
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     from kvgen._spec import Family
 
 # TensorRT-LLM's KV cache manager V2 (kvgen's model), vLLM and SGLang, with their pins.
-ENGINE_VERSIONS = engines_core.ENGINE_VERSIONS
+ENGINE_VERSIONS = engines_rows.ENGINE_VERSIONS
 ENGINES = tuple(ENGINE_VERSIONS)
 POLICY_TERMS = {
     "group_padding_layers": "vLLM cuts a hybrid into groups of equal layer count; the missing "

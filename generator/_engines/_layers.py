@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvgen._cache_kinds import CachedLayer, spec_kind
-from kvgen.engines_core import NotModelled
+from kvgen.engines_rows import NotModelled
 from kvgen.facts import DTYPE_BYTES
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The engine rows of a loaded spec (``kvgen.engines_core``'s row types), built here for both
+"""The engine rows of a loaded spec (``kvgen.engines_rows``' row types), built here for both
 ``kvgen._engines`` (at call time) and generation (the tables of ``generated/<f>/sizing.py``).
 
 What an engine needs beyond the layers is decided here, once: which speculative profiles vLLM
@@ -18,7 +18,7 @@ from kvgen._engines._layers import (
     ssm_state_bytes,
     stack_layers,
 )
-from kvgen.engines_core import EngineDraft, EngineLayer, EngineModel
+from kvgen.engines_rows import EngineDraft, EngineLayer, EngineModel
 
 if TYPE_CHECKING:
     from kvgen._spec import Family, Model, Speculative

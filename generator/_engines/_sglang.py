@@ -43,16 +43,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvgen import engines_core
+from kvgen import engines_rows, engines_sglang
 from kvgen._engines._rows import SGLANG_HYBRID_SWA_FAMILIES as HYBRID_SWA_FAMILIES
 from kvgen._engines._rows import engine_model
-from kvgen.engines_core import (
+from kvgen.engines_rows import SSM_DTYPES, EngineDraft, EngineModel, NotModelled
+from kvgen.engines_sglang import (
     MAMBA_FULL_MEMORY_RATIO,
-    SSM_DTYPES,
     SWA_FULL_TOKENS_RATIO,
-    EngineDraft,
-    EngineModel,
-    NotModelled,
     SglangPlan,
     SglangPools,
     sglang_pools,
@@ -78,12 +75,12 @@ __all__ = [
     "sliding_tokens_per_request",
 ]
 
-SGLANG_VERSION = engines_core.ENGINE_VERSIONS["sglang"]
-DEFAULT_PAGE_SIZE = engines_core.SGLANG_PAGE_SIZE
-SLOTS_PER_RUNNING_REQUEST = engines_core.SGLANG_MAMBA_SLOTS_PER_REQUEST  # by strategy
-MAMBA_STRATEGIES = engines_core.SGLANG_MAMBA_STRATEGIES
-MAMBA_STRATEGY = engines_core.SGLANG_MAMBA_STRATEGY
-sliding_tokens_per_request = engines_core.sglang_sliding_tokens
+SGLANG_VERSION = engines_rows.ENGINE_VERSIONS["sglang"]
+DEFAULT_PAGE_SIZE = engines_sglang.SGLANG_PAGE_SIZE
+SLOTS_PER_RUNNING_REQUEST = engines_sglang.SGLANG_MAMBA_SLOTS_PER_REQUEST  # by strategy
+MAMBA_STRATEGIES = engines_sglang.SGLANG_MAMBA_STRATEGIES
+MAMBA_STRATEGY = engines_sglang.SGLANG_MAMBA_STRATEGY
+sliding_tokens_per_request = engines_sglang.sglang_sliding_tokens
 
 
 def sglang_plan(
@@ -96,7 +93,7 @@ def sglang_plan(
     speculative: Speculative | None = None,
 ) -> SglangPlan:
     """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them
-    (``kvgen.engines_core.sglang_plan`` on the model's engine rows)."""
+    (``kvgen.engines_sglang.sglang_plan`` on the model's engine rows)."""
     entry = engine_model(family, model)
     if hybrid_swa is not None:
         entry = EngineModel(
@@ -110,7 +107,7 @@ def sglang_plan(
             f"speculative {speculative.name!r} is not modelled for engine 'sglang' "
             "(EAGLE3 and MTP profiles are)"
         )
-    return engines_core.sglang_plan(
+    return engines_sglang.sglang_plan(
         entry, tp_size=tp_size, ssm_dtype=ssm_dtype, draft_layers=draft.sglang_layers,
         draft_tokens=draft.sglang_draft_tokens,
     )  # fmt: skip

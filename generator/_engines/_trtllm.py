@@ -13,7 +13,7 @@ itself (``kvgen.trtllm_split``, docs/cost-model.md §4, §10); kvgen reads its n
 - ``max_concurrency``: ``min(kv_tokens / max_seq_len, B)`` (no more than B requests reside);
 - ``num_blocks``: full-attention pages of ``kv_tokens`` (``kv_tokens // block_size``).
 
-``kvgen.engines_core._trtllm_capacity`` computes it (one implementation: the generated
+``kvgen.engines_trtllm._trtllm_capacity`` computes it (one implementation: the generated
 modules' ``engine_capacity`` is the same function over the family's tables).
 """
 
@@ -23,7 +23,7 @@ import types
 from typing import TYPE_CHECKING
 
 from kvgen._cache_kinds import spec_kind
-from kvgen.engines_core import UNMODELLED, NotModelled
+from kvgen.engines_rows import UNMODELLED, NotModelled
 
 if TYPE_CHECKING:
     from kvgen._spec import Family

@@ -48,10 +48,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvgen import engines_core
+from kvgen import engines_rows, engines_vllm
 from kvgen._engines._rows import VLLM_SPECULATIVE_MODES as SPECULATIVE_MODES
 from kvgen._engines._rows import engine_model
-from kvgen.engines_core import (
+from kvgen.engines_vllm import (
     GDN_PREFILL_BACKENDS,
     MAMBA_CACHE_MODES,
     VLLM_MAMBA_CACHE_MODE,
@@ -77,10 +77,10 @@ __all__ = [
     "vllm_plan",
 ]
 
-VLLM_VERSION = engines_core.ENGINE_VERSIONS["vllm"]
-DEFAULT_BLOCK_SIZE = engines_core.VLLM_BLOCK_SIZE
-request_blocks = engines_core.vllm_request_blocks
-longest_fitting = engines_core.vllm_longest_fitting
+VLLM_VERSION = engines_rows.ENGINE_VERSIONS["vllm"]
+DEFAULT_BLOCK_SIZE = engines_vllm.VLLM_BLOCK_SIZE
+request_blocks = engines_vllm.vllm_request_blocks
+longest_fitting = engines_vllm.vllm_longest_fitting
 
 
 def vllm_plan(
@@ -90,13 +90,13 @@ def vllm_plan(
     block_size: int = DEFAULT_BLOCK_SIZE,
     tp_size: int = 1,
     speculative: Speculative | None = None,
-    mamba_cache_mode: str = engines_core.VLLM_MAMBA_CACHE_MODE,
+    mamba_cache_mode: str = engines_vllm.VLLM_MAMBA_CACHE_MODE,
     gdn_prefill_backend: str = "flashinfer",
     ssm_dtype: str | None = None,
 ) -> VllmPlan:
     """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does
-    (``kvgen.engines_core.vllm_plan`` on the model's engine rows)."""
-    return engines_core.vllm_plan(
+    (``kvgen.engines_vllm.vllm_plan`` on the model's engine rows)."""
+    return engines_vllm.vllm_plan(
         engine_model(family, model),
         block_size=block_size,
         tp_size=tp_size,

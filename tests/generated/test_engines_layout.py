@@ -13,8 +13,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from kvgen import engines_core
-from kvgen.engines_core import EngineLayer, EngineModel, VllmGroups
+from kvgen import engines_vllm
+from kvgen.engines_rows import EngineLayer, EngineModel
+from kvgen.engines_vllm import VllmGroups
 
 from tests.sizing_support import import_generated
 
@@ -28,11 +29,11 @@ def generated(name: str) -> ModuleType:
     return import_generated(ROOT / "generated" / name / "sizing.py", f"_kvgen_layout_{name}")
 
 
-def _general(layout: engines_core.VllmLayout) -> engines_core.VllmLayout:
+def _general(layout: engines_vllm.VllmLayout) -> engines_vllm.VllmLayout:
     """The same layout with its grouping left to each plan (the general bucket rule)."""
     values = dict(zip(layout._fields, layout._values(), strict=True))
     values["grouping"] = None
-    return engines_core.VllmLayout(**values)  # type: ignore[arg-type]
+    return engines_vllm.VllmLayout(**values)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -42,7 +43,7 @@ def test_precomputed_grouping_plans_as_the_general_grouping(name: str) -> None:
     for entry in module._ENGINE_MODELS.values():
         for profile in ("none", *entry.drafts):
             try:
-                layout = engines_core.vllm_layout(entry, profile)
+                layout = engines_vllm.vllm_layout(entry, profile)
             except ValueError:  # NotModelled, or no cached layers: no plan to compare
                 continue
             if layout.grouping is None:
@@ -54,13 +55,13 @@ def test_precomputed_grouping_plans_as_the_general_grouping(name: str) -> None:
                     for mode in ("align", "none"):
                         args = (block_size, tp_size, mode, "flashinfer", None)
                         try:
-                            want = engines_core.vllm_plan_at(general, *args)
+                            want = engines_vllm.vllm_plan_at(general, *args)
                         except ValueError as exc:  # vLLM refuses this tp: both say why
                             with pytest.raises(ValueError) as got:
-                                engines_core.vllm_plan_at(layout, *args)
+                                engines_vllm.vllm_plan_at(layout, *args)
                             assert str(got.value) == str(exc)
                             continue
-                        assert engines_core.vllm_plan_at(layout, *args) == want
+                        assert engines_vllm.vllm_plan_at(layout, *args) == want
     hybrids = {"cohere2", "gemma2", "gemma3", "gemma3n", "gpt_oss", "granite4", "jamba"}
     hybrids |= {"llama4_maverick", "llama4_scout", "nemotron_h", "qwen3_next", "falcon_h1"}
     hybrids |= {"kimi_linear"}  # KDA (Mamba-form state) and MLA layers
@@ -84,9 +85,9 @@ def test_a_row_split_in_two_plans_as_one_row() -> None:
     full = EngineLayer("full", 4, 8, 128, 128, dtype="bf16")
     split = _sliding_model((sliding(20), full, sliding(20)))
     whole = _sliding_model((sliding(40), full))
-    assert engines_core.vllm_layout(split).grouping is None
-    plan = engines_core.vllm_plan(split, block_size=16)
-    assert plan == engines_core.vllm_plan(whole, block_size=16)
+    assert engines_vllm.vllm_layout(split).grouping is None
+    plan = engines_vllm.vllm_plan(split, block_size=16)
+    assert plan == engines_vllm.vllm_plan(whole, block_size=16)
     assert plan.groups == (
         VllmGroups("sliding", 1024, 16, 10, 4),
         VllmGroups("full", None, 16, 1, 4),
@@ -96,7 +97,7 @@ def test_a_row_split_in_two_plans_as_one_row() -> None:
     # flight): full 8,192 / 16 = 512 blocks; each sliding group min(1,023 + 16,384, 8,192) / 16
     # + 1 = 513, x 10 = 5,130; 5,642 blocks = 1,479,016,448 B. 163,840 / 5,642 = 29.0394
     # requests, x 8,192 = 237,890 tokens.
-    got = engines_core.vllm_capacity(plan, GIB40, 8192, 8192)
+    got = engines_vllm.vllm_capacity(plan, GIB40, 8192, 8192)
     assert (got.kv_tokens, got.request_bytes, got.num_blocks) == (237890, 1479016448, 163840)
     assert round(got.max_concurrency, 3) == 29.039
 
@@ -105,7 +106,7 @@ def test_a_draft_layer_like_the_targets_joins_its_row() -> None:
     # qwen3_next's MTP drafter is one full-attention layer with the target's heads: one spec
     # for vLLM, so the layout keeps one row of 13 full layers and its grouping precomputed.
     entry = generated("qwen3_next")._ENGINE_MODELS["qwen3_next_80b_a3b"]
-    layout = engines_core.vllm_layout(entry, "mtp2")
+    layout = engines_vllm.vllm_layout(entry, "mtp2")
     full = [row for row in layout.rows if row[0] == "full"]
     assert [row[3] for row in full] == [13]
     assert layout.grouping is not None

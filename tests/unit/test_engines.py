@@ -658,17 +658,17 @@ def test_sglang_pools_are_kept_by_plan_identity_and_never_answer_for_another_pla
     # requests, strategy) with the plan itself: a stale entry whose id a new plan reuses
     # (planted here) is not read. Plain full attention, 1 GiB = 1,073,741,824 B at 1,024 B
     # per token, page 1: 1,048,576 tokens; 2,048 B per token: 524,288 tokens.
-    from kvgen import engines_core
+    from kvgen import engines_sglang
 
-    small = engines_core.SglangPlan(1024, 0, None, 0, 0, 131072)
-    large = engines_core.SglangPlan(2048, 0, None, 0, 0, 131072)
-    engines_core._SGLANG_POOLS.clear()
-    first = engines_core.sglang_capacity(small, 1 << 30, 4096, 1)
+    small = engines_sglang.SglangPlan(1024, 0, None, 0, 0, 131072)
+    large = engines_sglang.SglangPlan(2048, 0, None, 0, 0, 131072)
+    engines_sglang._SGLANG_POOLS.clear()
+    first = engines_sglang.sglang_capacity(small, 1 << 30, 4096, 1)
     assert first.kv_tokens == 1_048_576
-    assert engines_core.sglang_capacity(small, 1 << 30, 8192, 1).kv_tokens == 1_048_576
-    assert len(engines_core._SGLANG_POOLS) == 1  # one pools entry for both lengths
-    ((key, (plan, pools)),) = engines_core._SGLANG_POOLS.items()
+    assert engines_sglang.sglang_capacity(small, 1 << 30, 8192, 1).kv_tokens == 1_048_576
+    assert len(engines_sglang._SGLANG_POOLS) == 1  # one pools entry for both lengths
+    ((key, (plan, pools)),) = engines_sglang._SGLANG_POOLS.items()
     assert plan is small
     stale = (id(large), *key[1:])
-    engines_core._SGLANG_POOLS[stale] = (small, pools)  # as if large reused small's id
-    assert engines_core.sglang_capacity(large, 1 << 30, 4096, 1).kv_tokens == 524_288
+    engines_sglang._SGLANG_POOLS[stale] = (small, pools)  # as if large reused small's id
+    assert engines_sglang.sglang_capacity(large, 1 << 30, 4096, 1).kv_tokens == 524_288

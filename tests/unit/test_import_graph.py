@@ -113,11 +113,25 @@ def test_relative_imports_are_resolved_and_the_runtime_modules_are_leaves_in_ord
     }
     parts = {f"kvgen.sizing_{part}" for part in ("kinds", "options", "split", "terms", "quota")}
     assert graph["kvgen.sizing_core"] == parts  # the public functions and ``bind``
-    engine_parts = parts - {"kvgen.sizing_split"}
-    assert graph["kvgen.engines_core"] == {
-        "kvgen.facts",
-        "kvgen.sizing_core",
+    # The engine policies: the row types first, each engine's policy on them, then the core
+    # (``engine_capacity`` and ``bind``).
+    rows = {"kvgen.facts", "kvgen.sizing_kinds", "kvgen.sizing_options"}
+    assert graph["kvgen.engines_rows"] == rows
+    assert graph["kvgen.engines_vllm"] == {*rows, "kvgen.engines_rows"}
+    assert graph["kvgen.engines_sglang"] == {*rows, "kvgen.engines_rows"}
+    assert graph["kvgen.engines_trtllm"] == {
+        "kvgen.engines_rows",
+        "kvgen.sizing_kinds",
+        "kvgen.sizing_options",
+        "kvgen.sizing_quota",
+        "kvgen.sizing_terms",
         "kvgen.trtllm_split",
+    }
+    engine_parts = {f"kvgen.engines_{part}" for part in ("rows", "vllm", "sglang", "trtllm")}
+    assert graph["kvgen.engines_core"] == {
+        "kvgen.sizing_core",
+        "kvgen.sizing_kinds",
+        "kvgen.sizing_options",
         *engine_parts,
     }
 

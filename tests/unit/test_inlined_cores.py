@@ -11,11 +11,12 @@ from pathlib import Path
 
 import kvgen.engines_core
 import kvgen.sizing_core
+from kvgen.engines_core import _PARTS as _ENGINE_PARTS
 from kvgen.sizing_core import _PARTS
 
-# ``__all__`` grows by the engine core's names; ``bind`` is each module's own and is never
-# installed (``sizing_core._RUNTIME_ONLY``).
-SHARED = {"__all__", "bind"}
+# ``__all__`` grows by the engine core's names; ``bind`` and ``_PARTS`` are each core's own and
+# are never installed (``sizing_core._RUNTIME_ONLY``).
+SHARED = {"__all__", "bind", "_PARTS"}
 
 
 def _top_level_names(path: str | None) -> set[str]:
@@ -33,7 +34,8 @@ def _top_level_names(path: str | None) -> set[str]:
 
 
 def test_no_two_installed_runtime_modules_define_the_same_name():
-    modules = [*_PARTS, kvgen.sizing_core, kvgen.engines_core]  # the order ``bind`` installs
+    # The order the two ``bind``s install them.
+    modules = [*_PARTS, kvgen.sizing_core, *_ENGINE_PARTS, kvgen.engines_core]
     names = {module.__name__: _top_level_names(module.__file__) for module in modules}
     for (one, ones), (other, others) in itertools.combinations(names.items(), 2):
         assert ones & others - SHARED == set(), (one, other)

@@ -18,6 +18,8 @@ from kvgen.runtime._tables import ATTENTIONS, LayerKind
 
 REPO = Path(__file__).resolve().parents[2]
 RUNTIME = REPO / "generator" / "runtime"
+# The engine policies' modules (kvgen.engines_core and the parts it binds).
+ENGINE_POLICIES = sorted((REPO / "generator").glob("engines_*.py"))
 # "none" is also a speculative mode (compared as such): attention "none" is caught by the
 # kind-field pattern.
 KIND_NAMES = "full|swa|sliding|chunked|cross|state|recurrent|scratch"
@@ -192,7 +194,7 @@ def test_the_shim_is_parts_over_one_state_not_a_chain():
 def test_every_engine_row_kind_is_a_value_of_the_engine_policies():
     import importlib
 
-    from kvgen import engines_core
+    from kvgen import engines_rows
 
     # Every row the shipped families' tables hold names a row kind the policies know, and
     # the policies read a row's kind only through that table (no chain on its label).
@@ -204,10 +206,58 @@ def test_every_engine_row_kind_is_a_value_of_the_engine_policies():
         for entry in module._ENGINE_MODELS.values():
             drafts = [lay for draft in entry.drafts.values() for lay in draft.layers]
             seen |= {lay.attention for lay in (*entry.layers, *drafts)}
-    assert seen <= set(engines_core._ROW_KINDS)
+    assert seen <= set(engines_rows._ROW_KINDS)
     assert {"full", "sliding", "chunked", "mla", "recurrent"} <= seen
-    source = (REPO / "generator" / "engines_core.py").read_text(encoding="utf-8")
+    source = "".join(path.read_text(encoding="utf-8") for path in ENGINE_POLICIES)
     assert not re.search(r"\blay(?:er)?\.attention\s*(?:==|!=|(?:not\s+)?in\s*[(\[{])", source)
+
+
+def test_the_engine_policies_read_a_recurrent_mixer_only_through_its_table():
+    import ast
+    import importlib
+
+    from kvgen import engines_rows
+
+    # Every mixer the shipped families' rows name is a row of the one mixer table.
+    seen = set()
+    for path in sorted((REPO / "generated").glob("*/sizing.py")):
+        if not path.parent.name.startswith("_"):
+            module = importlib.import_module(f"generated.{path.parent.name}.sizing")
+            for entry in module._ENGINE_MODELS.values():
+                drafts = [lay for draft in entry.drafts.values() for lay in draft.layers]
+                seen |= {lay.mixer for lay in (*entry.layers, *drafts, *entry.sglang_layers)}
+    assert seen <= set(engines_rows._MIXERS)
+    assert {"", "mamba2", "gdn", "kda", "mamba1", "linear"} <= seen
+    # A mixer's name is written in its table row alone (no ``mixer == "mamba2"`` branch, no
+    # set of names), and a row's mixer is read only as a key of that table (no truth test).
+    names = set(engines_rows._MIXERS) - {""}
+    for path in ENGINE_POLICIES:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        table = [
+            node
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "_MIXERS" for t in node.targets)
+        ]
+        inside = {id(n) for node in table for n in ast.walk(node)}
+        keys = {
+            id(n.slice)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name)
+            if n.value.id == "_MIXERS"
+        }
+        named = [
+            f"{path.name}:{n.lineno}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and n.value in names and id(n) not in inside
+        ]
+        read = [
+            f"{path.name}:{n.lineno}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and n.attr == "mixer" and isinstance(n.ctx, ast.Load)
+            if id(n) not in keys
+        ]
+        assert named == read == []
 
 
 def test_a_layer_may_join_two_life_cycles_each_counting_its_own_share():

@@ -23,6 +23,10 @@ import numpy as np
 import pytest
 from kvgen import (
     engines_core,
+    engines_rows,
+    engines_sglang,
+    engines_trtllm,
+    engines_vllm,
     facts,
     sizing_core,
     sizing_kinds,
@@ -86,7 +90,7 @@ def test_every_generated_module_is_tables_and_a_binding_with_no_code_of_its_own(
     assert imported == {
         "_kvgen_runtime",
         "_kvgen_runtime.sizing_kinds",  # the row types the tables are written in
-        "_kvgen_runtime.engines_core",
+        "_kvgen_runtime.engines_rows",  # the engine row types
     }
     calls = [ast.unparse(n) for n in tree.body if isinstance(n, ast.Expr)][-2:]
     assert calls == ["_sizing.bind(globals())", "_engines.bind(globals())"]
@@ -96,7 +100,17 @@ RUNTIME_MODULES = [facts, sizing_kinds, sizing_options, sizing_split, sizing_ter
 
 
 @pytest.mark.parametrize(
-    "module", [*RUNTIME_MODULES, sizing_core, engines_core], ids=lambda m: m.__name__
+    "module",
+    [
+        *RUNTIME_MODULES,
+        sizing_core,
+        engines_rows,
+        engines_vllm,
+        engines_sglang,
+        engines_trtllm,
+        engines_core,
+    ],
+    ids=lambda m: m.__name__,
 )
 def test_the_output_folder_holds_the_runtime_verbatim_under_the_generated_header(module):
     short = module.__name__.rsplit(".", 1)[1]

@@ -1,0 +1,261 @@
+"""The engine rows: what the engine policies read of a model (``EngineModel``, its
+``EngineLayer`` rows, its ``EngineDraft`` profiles), the tables of what each engine does with
+a row's kind (``_ROW_KINDS``) and a recurrent row's mixer (``_MIXERS``), and the answer
+(``EngineCapacity``). The first of the engine policies' parts (``engines_core.bind``)."""
+
+# Every engine part: no `from __future__ import annotations` (NamedTuple import cost), and
+# relative imports, as in the sizing runtime (the same in kvgen and in the output folder's copy).
+from collections.abc import Callable
+from typing import NamedTuple
+
+from .facts import DTYPE_BYTES
+from .sizing_kinds import _Record
+from .sizing_options import _integer
+
+
+def _fields_of(init: Callable[..., None]) -> tuple[str, ...]:
+    """A row type's fields (``_Record._fields``, its ``__slots__``): the parameters of its
+    ``__init__`` after ``self``, in order, so that each field is written once."""
+    code = init.__code__
+    return code.co_varnames[1 : code.co_argcount]
+
+
+class EngineCapacity(NamedTuple):
+    """What an engine reports or uses for one KV budget (docs/cost-model.md §9)."""
+
+    kv_tokens: int  # tokens the KV cache holds (vLLM's logged "KV cache size")
+    max_concurrency: float  # requests at max_seq_len at once (vLLM's "Maximum concurrency")
+    request_bytes: int  # bytes one request at max_seq_len needs
+    num_blocks: int  # blocks (pages) of the pool
+
+
+class NotModelled(ValueError):
+    """The engine model has no answer for this input (a shape or mode it does not cover yet),
+    as opposed to an answer of "does not fit". ``reason`` is a key of ``UNMODELLED``."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+# Why a model or profile has no engine answer; rows name the key, so tables stay short.
+UNMODELLED = {
+    "dtype": "its kv_cache_dtype is not modelled per engine (fp32, bf16, fp16 and fp8 are)",
+    "synthetic": "synthetic byte shapes have no engine equivalent",
+    "sinks": "attention sinks are not modelled per engine",
+    "sliding_mla": "sliding-window or chunked MLA is not modelled per engine",
+    "separate_draft": "a separate draft model is not modelled for vLLM",
+    "cross": "cross-attention (encoder) caches are not modelled per engine: vLLM keeps them in "
+    "a CrossAttentionManager group, TensorRT-LLM in a separate cross KV cache manager",
+    "index_cache": "a sparse-attention index-K cache (index_head_dim) is modelled per engine "
+    "beside an MLA latent only",
+    # Models an engine cannot run at all (its own refusal, with its version):
+    "vllm_no_mllama": "vLLM 0.33.0 cannot run Mllama (Llama 3.2 Vision): "
+    "MllamaForConditionalGeneration was supported until vLLM 0.10.2 "
+    "(vllm/model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS)",
+    "vllm_no_openelm": "vLLM 0.33.0 cannot run OpenELM: OpenELMForCausalLM is not in its "
+    "model registry (vllm/model_executor/models/registry.py); only its Transformers backend "
+    "with the checkpoint's remote code might, which is not modelled",
+    "vllm_draft_vocab": "vLLM 0.33.0 refuses a draft model whose vocab_size differs from the "
+    "target's (vllm/config/speculative.py "
+    "SpeculativeConfig.verify_equal_vocab_size_if_draft_model)",
+    "trtllm_linear": "a linear-attention (lightning) state is not modelled for TensorRT-LLM: "
+    "its V2 KV cache manager (kv_cache_manager_v2) keeps per-token pages only, and no "
+    "TensorRT-LLM model with a linear-attention state was read to model a pool for it",
+    "vllm_no_minimax": "vLLM 0.33.0 cannot run MiniMax-Text-01 / MiniMax-M1 (lightning "
+    "attention): MiniMaxText01ForCausalLM, MiniMaxM1ForCausalLM and MiniMaxForCausalLM were "
+    "supported until vLLM 0.23.0 (vllm/model_executor/models/registry.py "
+    "_PREVIOUSLY_SUPPORTED_MODELS)",
+    "sglang_no_minimax": "SGLang 0.5.23 cannot run MiniMax-Text-01 / MiniMax-M1: it has no "
+    "MiniMaxText01ForCausalLM model class (sglang/srt/models has MiniMax-M2 and M3 only)",
+    "sglang_no_jamba": "SGLang 0.5.23 cannot run Jamba: it has no JambaForCausalLM model class "
+    "(sglang/srt/models) and no Mamba hybrid config for it (configs/hybrid_arch.py)",
+}
+
+
+class _RowKind(NamedTuple):
+    """What the engine policies read of a row's kind (``EngineLayer.attention``, built from
+    the spec's cache-kind classes): a new kind is one entry of ``_ROW_KINDS``."""
+
+    vllm_spec: str  # vLLM's KV cache spec: "full", "sliding", "chunked" or "recurrent"
+    latent: bool  # one MLA latent on every rank, never split by tp
+    state: bool  # a recurrent state per request, not attention KV
+    sglang_windowed: bool  # in SGLang's SWA pool when the architecture is hybrid SWA
+    heads_split: bool  # vLLM's attention asserts that its KV heads split over tp
+
+
+_ROW_KINDS = {
+    "full": _RowKind("full", False, False, False, True),
+    "sliding": _RowKind("sliding", False, False, True, True),
+    "chunked": _RowKind("chunked", False, False, True, False),
+    "mla": _RowKind("full", True, False, False, False),
+    "recurrent": _RowKind("recurrent", False, True, False, False),
+}
+
+
+class _Mixer(NamedTuple):
+    """What each engine does with a recurrent row's mixer (``EngineLayer.mixer``): a new
+    recurrent mixer is one entry of ``_MIXERS``. Per GDN prefill backend: by the index of
+    ``GDN_PREFILL_BACKENDS`` (flashinfer, triton)."""
+
+    dimensions: bool  # known by its dimensions (vLLM's and SGLang's state shapes), not bytes
+    vllm_ssm_dtype: bool  # vLLM keeps its SSM part in the SSM dtype (False: the conv dtype)
+    draft_rows: bool  # vLLM widens its conv window by the draft tokens
+    replicated_groups: bool  # vLLM replicates B/C groups fewer than tp up to tp
+    checkpoint_blocks: tuple[int, int]  # align mode: prefill checkpoint blocks per backend
+    align_grid: tuple[int, int]  # align mode: the token grid its checkpoints land on
+    trtllm_unmodelled: str  # why TensorRT-LLM's row does not answer: a key of UNMODELLED
+
+
+_FLASHINFER_GDN_ALIGNMENT = 64  # gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+# As vLLM 0.33.0 reads them (MambaStateShapeCalculator, MambaBase.get_kv_cache_spec); what
+# each does is in docs/api.md, "The engine policies".
+_MIXERS = {
+    "": _Mixer(False, True, True, False, (0, 0), (1, 1), ""),  # a state known by its bytes
+    "mamba2": _Mixer(True, True, True, True, (1, 1), (1, 1), ""),  # MambaMixer2
+    "gdn": _Mixer(True, True, True, False, (1, 0), (_FLASHINFER_GDN_ALIGNMENT, 1), ""),  # GDN
+    "kda": _Mixer(True, True, True, False, (0, 0), (1, 1), ""),  # Kimi Delta Attention
+    "mamba1": _Mixer(True, True, False, False, (0, 0), (1, 1), ""),  # MambaMixer
+    "linear": _Mixer(True, False, True, False, (0, 0), (1, 1), "trtllm_linear"),  # lightning
+}
+
+
+class EngineLayer(_Record):
+    """``layers`` cached layers of one shape, as every engine reads them (§1); rows keep the
+    order in which each shape first appears in the model."""
+
+    def __init__(
+        self,
+        attention: str,  # "full", "sliding", "mla" or "recurrent"
+        layers: int,
+        kv_heads: int = 0,  # 1 for MLA (one latent), 0 for recurrent
+        head_dim: int = 0,  # K head size; MLA: kv_lora_rank + qk_rope_head_dim
+        value_dim: int = 0,  # V head size; 0 for MLA
+        window: int | None = None,  # sliding layers only
+        state_bytes: int = 0,  # recurrent layers only, at tp=1
+        dtype: str = "",
+        # Recurrent layers by dimensions (§8); mixer "" means only state_bytes is known.
+        mixer: str = "",  # a key of _MIXERS: "mamba2", "gdn" (Gated DeltaNet), "kda", ...
+        conv_channels: int = 0,  # conv_dim at tp=1 (d_inner for Mamba-1)
+        conv_rows: int = 0,  # d_conv - 1
+        ssm_heads: int = 0,  # split by tp (Mamba-1: d_inner)
+        ssm_head_elements: int = 0,  # head_dim x d_state (Mamba-1: d_state)
+        n_groups: int = 0,  # Mamba-2 B/C groups (replicated when fewer than tp)
+        d_state: int = 0,
+        # A packed per-token layout, never split by tp (0: heads x dims x dtype): FlashMLA's
+        # fp8_ds_mla latent (656 B for DeepSeek-V3.2), a sparse indexer's key (132 B).
+        token_bytes: int = 0,
+    ) -> None:
+        self.attention = attention
+        self.layers = layers
+        self.kv_heads = kv_heads
+        self.head_dim = head_dim
+        self.value_dim = value_dim
+        self.window = window
+        self.state_bytes = state_bytes
+        self.dtype = dtype
+        self.mixer = mixer
+        self.conv_channels = conv_channels
+        self.conv_rows = conv_rows
+        self.ssm_heads = ssm_heads
+        self.ssm_head_elements = ssm_head_elements
+        self.n_groups = n_groups
+        self.d_state = d_state
+        self.token_bytes = token_bytes
+
+    _fields = __slots__ = _fields_of(__init__)
+
+
+class EngineDraft(_Record):
+    """A speculative profile as vLLM runs it: drafter layers in the target's pool, tokens kept
+    below each sliding window, and one more Mamba state block per draft token; and how
+    SGLang's EAGLE/MTP path runs it: the draft layers it adds to the target's cell, the tokens
+    each verify step holds (``speculative_num_draft_tokens``; 0: not modelled for SGLang)."""
+
+    def __init__(
+        self,
+        layers: tuple[EngineLayer, ...],
+        retained: int,
+        state_blocks: int,
+        unmodelled: str = "",  # why vLLM's answer is not modelled: a key of UNMODELLED
+        sglang_layers: int = 0,  # EAGLE3 / MTP draft layers (eagle_draft_num_layers)
+        sglang_draft_tokens: int = 0,  # SGLang's speculative_num_draft_tokens
+    ) -> None:
+        self.layers = layers
+        self.retained = retained
+        self.state_blocks = state_blocks
+        self.unmodelled = unmodelled
+        self.sglang_layers = sglang_layers
+        self.sglang_draft_tokens = sglang_draft_tokens
+
+    _fields = __slots__ = _fields_of(__init__)
+
+
+class EngineModel(_Record):
+    """One model's engine rows: native context, cached layers, vLLM profiles, and what SGLang
+    needs beyond the layers (hybrid-SWA architecture, SSM share of each recurrent state)."""
+
+    def __init__(
+        self,
+        max_seq_len: int,
+        layers: tuple[EngineLayer, ...],
+        drafts: dict[str, EngineDraft],
+        hybrid_swa: bool = False,
+        ssm_state_bytes: int = 0,  # per recurrent layer, bf16, tp=1 (0: unknown)
+        unmodelled: str = "",  # why no engine answers for the model: a key of UNMODELLED
+        query_heads: int = 0,  # attention query heads (vLLM: must divide by tp); 0: unknown
+        kv_heads_split: str = "",  # vLLM module whose attention asserts KV heads split over tp
+        vllm_ssm_dtype: str = "",  # vLLM's SSM state dtype for the model ("": the conv dtype)
+        vllm_unmodelled: str = "",  # why vLLM has no answer (it cannot run the model): a key
+        sglang_unmodelled: str = "",  # the same for SGLang
+        # The rows SGLang allocates where they differ from ``layers``: a KV-shared model's
+        # reading layers too (its pool gives every layer a buffer; () : ``layers``).
+        sglang_layers: tuple[EngineLayer, ...] = (),
+    ) -> None:
+        self.max_seq_len = max_seq_len
+        self.layers = layers
+        self.drafts = drafts
+        self.hybrid_swa = hybrid_swa
+        self.ssm_state_bytes = ssm_state_bytes
+        self.unmodelled = unmodelled
+        self.query_heads = query_heads
+        self.kv_heads_split = kv_heads_split
+        self.vllm_ssm_dtype = vllm_ssm_dtype
+        self.vllm_unmodelled = vllm_unmodelled
+        self.sglang_unmodelled = sglang_unmodelled
+        self.sglang_layers = sglang_layers
+
+    _fields = __slots__ = _fields_of(__init__)
+
+
+# ---- a family's engine rows (each generated module defines them, then calls ``bind``) ----
+# Per model: the cached layers as engines read them, how vLLM runs each speculative profile,
+# and what SGLang needs beyond the layers (§9).
+_ENGINE_MODELS: dict[str, EngineModel] = {}
+
+
+ENGINE_VERSIONS = {"trtllm-v2": "V2 (cost-model §4)", "vllm": "0.33.0", "sglang": "0.5.23"}
+SSM_DTYPES = ("fp32", "bf16", "fp16")
+
+
+def _token_bytes_split(layer: EngineLayer) -> tuple[int, int, int]:
+    """(bytes per token fixed whatever tp (0: split), KV heads, bytes per head and token): a
+    rank's bytes per token are ``fixed or max(1, heads // tp_size) * per_head`` (vLLM and
+    SGLang split KV heads over tp by floor, never below one head; an MLA latent is not split)."""
+    if layer.token_bytes:  # a packed layout: its dtype is never read
+        return layer.token_bytes, layer.kv_heads, 0
+    per_head = (layer.head_dim + layer.value_dim) * DTYPE_BYTES[layer.dtype]
+    return (per_head if _ROW_KINDS[layer.attention].latent else 0), layer.kv_heads, per_head
+
+
+def _positive_ints(names: tuple[str, ...], *values: object) -> None:
+    """Each value a positive int (never a bool or a float), else ValueError naming it."""
+    for name, value in zip(names, values, strict=True):
+        _integer(name, value, 1)
+
+
+def _native(max_seq_len: int, native: int) -> None:
+    if max_seq_len > native:
+        raise ValueError(
+            f"max_seq_len must be <= {native} (the model's native context), got {max_seq_len}"
+        )

@@ -1,0 +1,258 @@
+"""TensorRT-LLM V2's answer for ``engine_capacity`` (docs/cost-model.md §4): the engine's own
+split of the target's share into pool groups (``_trtllm_plan``, ``_trtllm_held``), or the
+interpreter's affine estimate where that split is not modelled."""
+
+from functools import lru_cache
+from typing import NamedTuple
+
+from .engines_rows import (
+    _ENGINE_MODELS,
+    _MIXERS,
+    UNMODELLED,
+    EngineCapacity,
+    NotModelled,
+)
+from .sizing_kinds import _MODELS, TOKENS_PER_BLOCK, _new
+from .sizing_options import (
+    _BATCH_AT,
+    _CHUNK_AT,
+    _MAX_INT,
+    _SEQ_LEN_AT,
+    _integer,
+    _Options,
+    _options,
+)
+from .sizing_quota import _shares, _tokens
+from .sizing_terms import _cached_terms, _Terms
+from .trtllm_split import PoolGroup, gpu_grain, slots_for_quota
+
+# By options: every manager's terms, TensorRT-LLM V2 pool groups, the target's request bytes
+# and its tokens by share (``_trtllm_known``).
+_TrtllmKnown = tuple[
+    tuple[_Terms, ...], tuple["_TrtllmPlan | None", ...], int, dict[int, int | None]
+]
+_TRTLLM_PLANS: dict[_Options, _TrtllmKnown]
+# Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
+# UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_trtllm``).
+_TRTLLM_HEADS: dict[str, int | str]
+
+
+def _trtllm_capacity(
+    model: str,
+    budget_bytes: int,
+    max_seq_len: int,
+    max_num_tokens: int,
+    block_size: int | None,
+    speculative: str,
+    tp_size: int,
+    max_batch_size: int,
+    pp_size: int = 1,
+    pp_rank: int = 0,
+) -> EngineCapacity:
+    """What TensorRT-LLM V2 holds for pipeline rank ``pp_rank`` of ``pp_size`` (its own
+    layers in its own budget): the tokens of the pools the engine's own split builds from
+    the target's share in whole grains (what ``plan --emit trtllm`` hands it), or the affine
+    estimate of §4 where that split is not modelled (recurrent, cross or DCP pools)."""
+    # 0 for a value that is no model of the tables: ``_options`` names it below.
+    heads = _TRTLLM_HEADS.get(model, 0) if type(model) is str else 0
+    if type(heads) is str:
+        raise NotModelled(f"{model}: {UNMODELLED[heads]}", heads)
+    if heads and type(tp_size) is int and tp_size > 0 and heads % tp_size:
+        # KV heads are replicated up to tp (the ceil of §1); query heads are not.
+        raise ValueError(
+            f"TensorRT-LLM refuses tp_size {tp_size}: the model's {heads} query heads must "
+            "divide by it (tensorrt_llm/_torch/modules/attention.py asserts "
+            "num_heads % tp_size == 0)"
+        )
+    if block_size is not None and block_size != TOKENS_PER_BLOCK:
+        _integer("block_size", block_size, 1)
+        raise NotModelled(
+            f"block_size must be {TOKENS_PER_BLOCK} (the spec's tokens_per_block) for "
+            f"engine 'trtllm-v2' here; kvgen.engine_capacity (from the spec) answers for other "
+            "page sizes"
+        )
+    options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
+                       pp_size, pp_rank)  # fmt: skip
+    # The terms and plans of these options in one look-up (not the answers cache and then
+    # the plans': a warm call is mostly look-ups).
+    known = _TRTLLM_PLANS.get(options)
+    if known is None:
+        known = _trtllm_known(options, _cached_terms(options))
+    terms, plans, request_bytes, held = known
+    budget = budget_bytes
+    if type(budget) is not int or not 0 < budget <= _MAX_INT:
+        budget = _integer("budget_bytes", budget_bytes, 1)
+    target = terms[0]
+    if len(terms) > 1:  # a separate draft pool takes its share first (§6)
+        budget = _shares(terms, budget, "gpu")["target"]
+    max_batch_size, max_num_tokens = options[_BATCH_AT], options[_CHUNK_AT]
+    max_seq_len = options[_SEQ_LEN_AT]
+    tokens = held.get(budget, -1)
+    if tokens == -1:  # a share not seen with these options
+        plan = plans[0]  # None: recurrent, cross or fixed pools lie outside the engine's split
+        if plan is None:  # pools outside the engine's split: the affine estimate
+            tokens = _tokens(target, budget, max_num_tokens)
+        else:  # the engine's split of the share
+            tokens = _trtllm_held(plan, _whole_grains(budget))[0]
+        if len(held) >= 64:
+            held.clear()
+        held[budget] = tokens
+    if tokens is None:  # nothing grows with history: every request reaches max_seq_len
+        tokens = max_batch_size * max_seq_len
+    concurrency = tokens / max_seq_len
+    if concurrency > max_batch_size:  # at most B requests are resident, whatever the tokens
+        concurrency = float(max_batch_size)
+    capacity: EngineCapacity = _new(
+        EngineCapacity, (tokens, concurrency, request_bytes, tokens // TOKENS_PER_BLOCK)
+    )
+    return capacity
+
+
+@lru_cache(maxsize=4096)  # a function of the share alone; its two logarithms cost most
+def _whole_grains(share: int) -> int:
+    """A share as the quota kvgen hands TensorRT-LLM V2: its whole grains (the engine rounds a
+    quota up to its grain, so it keeps these bytes as given); a share under one grain as is."""
+    return share - share % gpu_grain(share) or share
+
+
+class _TrtllmPlan(NamedTuple):
+    """One manager's pool groups in TensorRT-LLM V2 (``_trtllm_plans``): per group its slot
+    bytes, life cycles, the pages B requests hold whatever T (B * pages(w, H) per sliding
+    cycle), its sliding cycles (each also min(k, n) context pages) and full ones (k pages);
+    the groups as the engine's split sees them, n = ceil(N/tpb), N, and whether a full pool
+    grows with T."""
+
+    groups: tuple[tuple[int, tuple[tuple[int, int, int], ...], int, int, int], ...]
+    pools: tuple[PoolGroup, ...]
+    context: int
+    chunk: int
+    grows: bool
+
+
+def _trtllm_plans(options: _Options, terms: tuple[_Terms, ...]) -> tuple[_TrtllmPlan | None, ...]:
+    """Each manager's ``_TrtllmPlan`` for validated options (None where the split is not
+    modelled: recurrent states, cross caches, DCP or resume-rounded pages), remembered."""
+    return _trtllm_known(options, terms)[1]
+
+
+def _trtllm_known(options: _Options, terms: tuple[_Terms, ...]) -> _TrtllmKnown:
+    """``_TRTLLM_PLANS``' entry of validated options, built and kept on their first call."""
+    known = _TRTLLM_PLANS.get(options)
+    if known is None:
+        batch, chunk = options[_BATCH_AT], options[_CHUNK_AT]
+        plans: tuple[_TrtllmPlan | None, ...] = ()
+        for t in terms:  # a loop, not a comprehension: its frame costs a never-seen call more
+            plans += (_trtllm_plan(t, batch, chunk),)
+        # What ``_trtllm_capacity`` reads beside the plans, so that a warm call makes one
+        # look-up: the terms, the bytes of one target request at max_seq_len, and the
+        # target's tokens for each share seen (a function of the share and these options).
+        target, seq_len = terms[0], options[_SEQ_LEN_AT]
+        request_bytes = (seq_len * target.slope + target.per_request
+                         + min(seq_len, chunk) * target.ctx_swa)  # fmt: skip
+        if len(_TRTLLM_PLANS) >= 4096:
+            _TRTLLM_PLANS.clear()
+        known = _TRTLLM_PLANS[options] = (terms, plans, request_bytes, {})
+    return known
+
+
+def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
+    """Life cycles of equal slot bytes share a pool group (a chunked one keeps its own, as
+    the shim builds it), in registry order: sliding and chunked cycles, then full."""
+    tpb = TOKENS_PER_BLOCK
+    if t.states or t.fixed_pool_bytes or t.resume_rounding is not None or t.span != tpb:
+        return None
+    # slot bytes, or a chunked cycle's own key -> [slot bytes, cycles, fixed, sliding, full]
+    groups: dict[int, list] = {}  # type: ignore[type-arg]
+    window_bytes = 0  # kvgen's window pages of one request
+    for i, (window, sinks, pages, b, attn_chunk) in enumerate(t.life_cycles):
+        size = tpb * b
+        window_bytes += size * pages
+        key = -i - 1 if attn_chunk else size
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = [size, [], 0, 0, 0]
+        group[1].append((window, sinks, attn_chunk))
+        group[2] += batch * pages
+        group[3] += 1
+    if t.per_request != window_bytes:  # a per-request state beside the pages: not split
+        return None
+    if t.slope:
+        group = groups.get(tpb * t.slope)
+        if group is None:
+            group = groups[tpb * t.slope] = [tpb * t.slope, [], 0, 0, 0]
+        group[1].append((0, 0, 0))
+        group[4] += 1
+    if not groups:  # no page grows with history: nothing to split (the affine answer)
+        return None
+    members = []
+    pools = []
+    for size, cycles, fixed, sliding, full in groups.values():
+        members.append((size, tuple(cycles), fixed, sliding, full))
+        pools.append(_new(PoolGroup, ((size,), len(cycles))))
+    plan: _TrtllmPlan = _new(
+        _TrtllmPlan, (tuple(members), tuple(pools), -(-chunk // tpb), chunk, t.slope > 0)
+    )
+    return plan
+
+
+@lru_cache(maxsize=4096)
+def _engine_slots(pools: tuple[PoolGroup, ...], quota: int) -> tuple[int, ...]:
+    """The slots the engine's split of ``quota`` builds per pool group: a function of the
+    slot bytes and the quota alone (no family table), so one cache serves every family."""
+    try:
+        return slots_for_quota(quota, pools)
+    except ValueError:
+        raise ValueError(
+            f"TensorRT-LLM V2 cannot build its {len(pools)} pool groups from a quota of "
+            f"{quota} B: its least grain per pool overruns it (the engine asserts)"
+        ) from None
+
+
+def _trtllm_held(plan: _TrtllmPlan, quota: int) -> tuple[int | None, tuple[int, ...], int]:
+    """What the engine's pools for ``quota`` bytes hold (§4): the slots its split builds per
+    group, and the largest T, a multiple of tpb, whose kvgen pools fit them all: k =
+    ceil(T/tpb) full pages and, per sliding cycle, B * pages(w, H) + min(k, n) (T None when
+    no full pool bounds it; 0 when not even B requests' window pages fit). Returns (T,
+    slots, k); ValueError where the engine's least grains per pool overrun the quota."""
+    slots = _engine_slots(plan.pools, quota)
+    context = plan.context
+    most = -1  # the largest k every group allows (-1: no group bounds it)
+    for (_size, _cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True):
+        room = built - fixed
+        if room < 0:
+            return 0, slots, 0  # not even B requests' window pages: nothing is served
+        if full:  # k <= n: (sliding + 1) k <= room; past n: k <= room - sliding * n
+            k = room // (sliding + 1)
+            if k >= context:
+                k = room - sliding * context
+        elif room >= sliding * context:
+            continue  # every context page fits: this group never bounds k
+        else:
+            k = room // sliding
+        if most < 0 or k < most:
+            most = k
+    if most < 0:
+        return None, slots, context
+    if plan.grows:
+        return most * TOKENS_PER_BLOCK, slots, most
+    tokens = min(most * TOKENS_PER_BLOCK, plan.chunk - 1)  # no full pool: pages below N
+    return tokens, slots, -(-tokens // TOKENS_PER_BLOCK)
+
+
+def _trtllm_refusal(name: str) -> str:
+    """The UNMODELLED reason of a model TensorRT-LLM's row does not answer, or ""."""
+    if any(kind.attention == "cross" for kind in _MODELS[name].layers.kinds.values()):
+        return "cross"
+    for lay in _ENGINE_MODELS[name].layers:
+        if _MIXERS[lay.mixer].trtllm_unmodelled:
+            return _MIXERS[lay.mixer].trtllm_unmodelled
+    return ""
+
+
+def _derive_trtllm() -> None:
+    """Per family, at bind: its own TensorRT-LLM plans, and each model's query heads or the
+    reason its row has no answer."""
+    global _TRTLLM_HEADS, _TRTLLM_PLANS
+    _TRTLLM_HEADS = {name: _trtllm_refusal(name) or _ENGINE_MODELS[name].query_heads
+                     for name in _MODELS}  # fmt: skip
+    _TRTLLM_PLANS = {}
