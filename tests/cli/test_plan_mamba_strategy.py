@@ -171,3 +171,25 @@ def test_the_flag_names_the_engines_strategies():
 
     assert MAMBA_STRATEGIES == SGLANG_MAMBA_STRATEGIES
     assert MAMBA_STRATEGIES[0] == SGLANG_MAMBA_STRATEGY
+
+
+def test_sglang_itself_runs_the_emitted_no_buffer_settings_as_planned(capsys):
+    # tests/fixtures/engines/closed_loop_sglang.json: SGLang 0.5.23's ServerArgs.resolve_once
+    # and KVCacheConfigurator from the emitted fields alone (bench/engines/closed_loop_sglang.py)
+    # kept the given no_buffer with the overlap scheduler off, made the 262 slots and 920,754
+    # tokens derived above, and a ratio of 3 (no tracking slots): 87 requests could run.
+    golden = json.loads((REPO / "tests/fixtures/engines/closed_loop_sglang.json").read_text())
+    wanted = "qwen3_next/qwen3_next_80b_a3b/p1/s8192/tp1/none/no_buffer"
+    case = next(c for c in golden["cases"] if c["id"] == wanted)
+    got = case["engine"]
+    assert (got["mamba_radix_cache_strategy"], got["disable_overlap_schedule"]) == (
+        "no_buffer",
+        True,
+    )
+    assert (got["max_mamba_cache_size"], got["mamba_ratio"]) == (262, 3)
+    assert got["max_total_num_tokens"] == got["from_memory_alone"]["max_total_num_tokens"] == TOKENS
+    code, out, _ = run(capsys, *case["argv"][1:])
+    assert code == 0
+    printed = json.loads(out)
+    assert printed["fields"] == case["fields"]
+    assert printed["capacity"]["max_concurrency"] == got["max_mamba_cache_size"] // 3 == 87
