@@ -18,7 +18,11 @@ __all__ = ["engine_plan", "engine_refusal", "trtllm_refusal"]
 _ANY_BUDGET = 1 << 62  # bytes: more than any device, so only a refusal can fail
 
 
-def _capacity(sizing: types.ModuleType, plan: Plan, budget: int, max_seq_len: int):
+def _capacity(
+    sizing: types.ModuleType, plan: Plan, budget: int, max_seq_len: int, max_batch_size: int = 8
+):
+    """``engine_capacity`` of the plan; ``max_batch_size`` is SGLang's max_running_requests,
+    which an EAGLE/MTP drafter on a recurrent hybrid reserves intermediate states for."""
     strategy = plan.mamba_radix_cache_strategy
     return sizing.engine_capacity(
         plan.model,
@@ -29,6 +33,7 @@ def _capacity(sizing: types.ModuleType, plan: Plan, budget: int, max_seq_len: in
         block_size=plan.block_size,
         speculative=plan.speculative,
         tp_size=plan.tp_size,
+        max_batch_size=max_batch_size,
         **({} if strategy is None else {"mamba_radix_cache_strategy": strategy}),
     )
 
@@ -80,7 +85,9 @@ def engine_plan(
     if refusal is not None:
         raise PlanError(f"refused by {plan.engine_version}: {refusal}")
     try:
-        cap = _capacity(sizing, plan, plan.gpu_memory, plan.max_seq_len)
+        # At the first --max-batch-size, as --emit sets max_running_requests.
+        running = batch_sizes[0] if batch_sizes else 8
+        cap = _capacity(sizing, plan, plan.gpu_memory, plan.max_seq_len, running)
         plan.capacity = dict(cap._asdict())
         plan.max_requests = int(cap.max_concurrency)
     except ValueError as exc:  # the budget does not hold one request: the engine would not start
@@ -94,6 +101,12 @@ def engine_plan(
         )
     )
     strategy = plan.mamba_radix_cache_strategy
+    if strategy is not None and plan.speculative != "none" and batch_sizes:
+        plan.notes.append(
+            "except the intermediate states of a drafter on a recurrent hybrid, which SGLang "
+            f"reserves for max_running_requests (the first --max-batch-size, {batch_sizes[0]}, "
+            "as --emit sglang sets it)"
+        )
     if strategy is not None:
         ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
         plan.notes.append(
@@ -105,7 +118,8 @@ def engine_plan(
 
         def fits(length: int, batch: int = batch) -> bool:
             try:
-                return _capacity(sizing, plan, plan.gpu_memory, length).max_concurrency >= batch
+                cap = _capacity(sizing, plan, plan.gpu_memory, length, batch)
+                return cap.max_concurrency >= batch
             except ValueError:
                 return False
 

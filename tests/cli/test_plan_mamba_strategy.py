@@ -193,3 +193,23 @@ def test_sglang_itself_runs_the_emitted_no_buffer_settings_as_planned(capsys):
     printed = json.loads(out)
     assert printed["fields"] == case["fields"]
     assert printed["capacity"]["max_concurrency"] == got["max_mamba_cache_size"] // 3 == 87
+
+
+def test_plan_sglang_reserves_the_drafters_states_for_its_first_batch_size(capsys):
+    # mtp2 (D = 3 draft tokens) under extra_buffer: K = floor((share - 4 S) / (S x (1 + 3/5)))
+    # = 162 slots (tests/deploy/test_closed_loop.py derives it from SGLang's golden). SGLang
+    # keeps D intermediate states for each of min(max_running_requests, 162 // 5 = 32) + 1
+    # requests: at --max-batch-size 64, 33 x 3 x S = 7,649,427,456 B, beside 163 x S =
+    # 12,594,511,872 B of slots, leaves (40 GiB - both) / 24,576 = 923,898 tokens; at 8,
+    # 9 x 3 x S leaves 1,150,266 (the closed loop's mtp2 case: SGLang's own 1,150,266), whose
+    # 8 requests reach 1,150,266 // 8 = 143,783 tokens. --emit sglang and compare, given 64,
+    # plan the same 923,898.
+    mtp = (*QWEN, "--speculative", "mtp2", "--max-batch-size", "64")
+    code, out, err = run(capsys, "plan", *mtp, "8", "--engine", "sglang")
+    assert code == 0, err
+    assert f"KV tokens {923_898:,}" in out
+    assert "largest max_seq_len for 8 requests: 143783" in out
+    _, out, _ = run(capsys, "plan", *mtp, "--emit", "sglang", "--format", "json")
+    assert json.loads(out)["capacity"]["kv_tokens"] == 923_898
+    _, out, _ = run(capsys, "compare", *mtp, "--engine", "sglang", "--format", "json")
+    assert json.loads(out)["engines"][0]["kv_tokens"] == 923_898
