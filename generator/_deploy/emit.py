@@ -94,13 +94,19 @@ class Launch:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def args(self) -> list[str]:
-        """``--flag value`` pairs in the engine's command-line spelling."""
+    def args(self) -> list[list[str]]:
+        """Each field as ``[--flag, value]`` in the engine's command-line spelling; a field set
+        to true as ``[--flag]`` alone (SGLang's boolean fields are store_true flags, which take
+        no value; no emitted field is false)."""
         out = []
         for name, value in self.fields.items():
+            flag = f"--{name.replace('_', '-')}"
+            if value is True:
+                out.append([flag])
+                continue
             if isinstance(value, dict):
                 value = json.dumps(value, separators=(",", ":"), sort_keys=True)
-            out += [f"--{name.replace('_', '-')}", str(value)]
+            out.append([flag, str(value)])
         return out
 
 
@@ -328,8 +334,7 @@ def render(launch: Launch, form: str) -> str:
         return json.dumps(data, indent=2) + "\n"
     if form == "yaml":
         return "\n".join(_yaml(launch.fields)) + "\n"
-    args = launch.args
-    pairs = [f"  {args[i]} {_quoted(args[i + 1])}" for i in range(0, len(args), 2)]
+    pairs = ["  " + " ".join([arg[0], *map(_quoted, arg[1:])]) for arg in launch.args]
     return " \\\n".join(pairs) + "\n"
 
 
