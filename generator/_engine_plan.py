@@ -18,7 +18,12 @@ __all__ = ["engine_plan", "engine_refusal", "trtllm_refusal"]
 _ANY_BUDGET = 1 << 62  # bytes: more than any device, so only a refusal can fail
 
 
-def _capacity(sizing: types.ModuleType, plan: Plan, budget: int, max_seq_len: int):
+def _capacity(
+    sizing: types.ModuleType, plan: Plan, budget: int, max_seq_len: int, max_batch_size: int = 8
+):
+    """``engine_capacity`` of the plan; ``max_batch_size`` is SGLang's max_running_requests,
+    which an EAGLE/MTP drafter on a recurrent hybrid reserves intermediate states for."""
+    strategy = plan.mamba_radix_cache_strategy
     return sizing.engine_capacity(
         plan.model,
         budget,
@@ -28,7 +33,14 @@ def _capacity(sizing: types.ModuleType, plan: Plan, budget: int, max_seq_len: in
         block_size=plan.block_size,
         speculative=plan.speculative,
         tp_size=plan.tp_size,
+        max_batch_size=max_batch_size,
+        **({} if strategy is None else {"mamba_radix_cache_strategy": strategy}),
     )
+
+
+def recurrent(sizing: types.ModuleType, model: str) -> bool:
+    """Whether ``model`` keeps a recurrent state (SGLang's Mamba pool and radix cache)."""
+    return any(layer.attention == "recurrent" for layer in sizing._ENGINE_MODELS[model].layers)
 
 
 def engine_refusal(sizing: types.ModuleType, plan: Plan) -> str | None:
@@ -40,9 +52,16 @@ def engine_refusal(sizing: types.ModuleType, plan: Plan) -> str | None:
     return None
 
 
-def engine_plan(sizing: types.ModuleType, plan: Plan, batch_sizes: list[int], limit: int) -> Plan:
+def engine_plan(
+    sizing: types.ModuleType,
+    plan: Plan,
+    batch_sizes: list[int],
+    limit: int,
+    mamba_radix_cache_strategy: str = "extra_buffer",
+) -> Plan:
     """Fill ``plan`` (engine vllm or sglang) from ``sizing.engine_capacity``; ``PlanError``
-    for a refusal, with the engine's reason. ``limit``: the longest max_seq_len sized for."""
+    for a refusal, with the engine's reason. ``limit``: the longest max_seq_len sized for;
+    ``mamba_radix_cache_strategy``: SGLang's on a recurrent hybrid (recorded on the plan)."""
     from kvgen.engines_rows import ENGINE_VERSIONS
 
     if plan.engine not in ENGINE_VERSIONS:
@@ -60,11 +79,15 @@ def engine_plan(sizing: types.ModuleType, plan: Plan, batch_sizes: list[int], li
             f"--seq-len: {name} reports its concurrency at max_seq_len (its max_model_len / "
             "context length); give --max-seq-len instead"
         )
+    if plan.engine == "sglang" and recurrent(sizing, plan.model):
+        plan.mamba_radix_cache_strategy = mamba_radix_cache_strategy
     refusal = engine_refusal(sizing, plan)
     if refusal is not None:
         raise PlanError(f"refused by {plan.engine_version}: {refusal}")
     try:
-        cap = _capacity(sizing, plan, plan.gpu_memory, plan.max_seq_len)
+        # At the first --max-batch-size, as --emit sets max_running_requests.
+        running = batch_sizes[0] if batch_sizes else 8
+        cap = _capacity(sizing, plan, plan.gpu_memory, plan.max_seq_len, running)
         plan.capacity = dict(cap._asdict())
         plan.max_requests = int(cap.max_concurrency)
     except ValueError as exc:  # the budget does not hold one request: the engine would not start
@@ -77,11 +100,26 @@ def engine_plan(sizing: types.ModuleType, plan: Plan, batch_sizes: list[int], li
             else "max_running_requests limits the requests running at once, not the pool"
         )
     )
+    strategy = plan.mamba_radix_cache_strategy
+    if strategy is not None and plan.speculative != "none" and batch_sizes:
+        plan.notes.append(
+            "except the intermediate states of a drafter on a recurrent hybrid, which SGLang "
+            f"reserves for max_running_requests (the first --max-batch-size, {batch_sizes[0]}, "
+            "as --emit sglang sets it)"
+        )
+    if strategy is not None:
+        ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
+        plan.notes.append(
+            f"SGLang runs at most one request per {ratio} recurrent state slots under "
+            f"mamba_radix_cache_strategy {strategy} (kv_cache_configurator.py "
+            "resolve_max_num_reqs), whatever its tokens hold (--mamba-radix-cache-strategy)"
+        )
     for batch in batch_sizes:
 
         def fits(length: int, batch: int = batch) -> bool:
             try:
-                return _capacity(sizing, plan, plan.gpu_memory, length).max_concurrency >= batch
+                cap = _capacity(sizing, plan, plan.gpu_memory, length, batch)
+                return cap.max_concurrency >= batch
             except ValueError:
                 return False
 

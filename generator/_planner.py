@@ -258,10 +258,13 @@ def make_plan(
     rope_scaled: bool = False,
     native: int | None = None,
     kv_cache_dtype: str | None = None,
+    mamba_radix_cache_strategy: str = "extra_buffer",
 ) -> Plan:
     """The plan in ``engine``'s terms. ``native`` is the spec's own context length where
     ``sizing`` was bound with a longer one (``rope_scaled``: kvgen._whatif); ``block_size`` and
-    ``kv_cache_dtype`` are recorded as asked (the module is bound to them already)."""
+    ``kv_cache_dtype`` are recorded as asked (the module is bound to them already).
+    ``mamba_radix_cache_strategy``: SGLang's on a recurrent hybrid (its state slots per running
+    request, ``engine_capacity``'s keyword); read by no other engine."""
     native = native or native_max_seq_len(sizing, model)
     limit = native_max_seq_len(sizing, model)  # what the bound module sizes for
     if speculative not in sizing.SPECULATIVE:
@@ -293,7 +296,7 @@ def make_plan(
     if engine != "trtllm-v2":
         from kvgen._engine_plan import engine_plan
 
-        return engine_plan(sizing, plan, batch_sizes, limit)
+        return engine_plan(sizing, plan, batch_sizes, limit, mamba_radix_cache_strategy)
     from kvgen._engine_plan import trtllm_refusal
 
     trtllm_refusal(sizing, plan)

@@ -57,6 +57,9 @@ class Plan:
     engine_error: str | None = None  # vLLM / SGLang: why the engine would not start here
     notes: list[str] = field(default_factory=list)  # caps and refusals, in the engine's words
     engine_source: str = ""  # where the engine was chosen: --engine, the config, the default
+    # SGLang on a recurrent hybrid: the Mamba radix cache strategy planned (its state slots per
+    # running request); None where it does not apply.
+    mamba_radix_cache_strategy: str | None = None
 
     @property
     def fits(self) -> bool:

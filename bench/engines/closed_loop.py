@@ -131,7 +131,8 @@ def plan_inputs(engine: str, *, page: int, length: int, tp: int) -> dict[str, An
 
 def cases(engine: str) -> list[dict[str, Any]]:
     """The grid: each family's model at two pages, two lengths, tp 1 and 8, and one speculative
-    profile (first page, short length, tp 1)."""
+    profile (first page, short length, tp 1); for SGLang each recurrent hybrid kvgen plans also
+    under the no_buffer Mamba radix cache (page 1, short length, tp 1)."""
     from kvgen._deploy.emit import _speculative  # the emitted speculative_config, as emit builds it
     from kvgen._deploy.rank import load_sizing
 
@@ -150,17 +151,28 @@ def cases(engine: str) -> list[dict[str, Any]]:
         ]
         if profile != "none":
             points.append((PAGE_SIZES[engine][0], lengths(native)[0], 1, profile))
-        for page, length, tp, prof in points:
+        strategies = [""] * len(points)
+        if engine == "sglang" and _recurrent(sizing, model):
+            # SGLang's other Mamba radix cache strategy (page 1 only): 3 state slots a running
+            # request where the default extra_buffer keeps 5.
+            points.append((1, lengths(native)[0], 1, "none"))
+            strategies.append("no_buffer")
+        for (page, length, tp, prof), strategy in zip(points, strategies, strict=True):
             argv = plan_argv(family, model, engine, page=page, length=length, tp=tp,
                              profile=prof)  # fmt: skip
+            if strategy:
+                argv += ["--mamba-radix-cache-strategy", strategy]
             case: dict[str, Any] = {
-                "id": f"{family}/{model}/p{page}/s{length}/tp{tp}/{prof}",
+                "id": f"{family}/{model}/p{page}/s{length}/tp{tp}/{prof}"
+                + (f"/{strategy}" if strategy else ""),
                 "family": family,
                 "model": model,
                 "argv": argv,
                 "budget_bytes": BUDGET_BYTES,
             }
             code, printed, err = emit(argv)
+            if strategy and printed is None:
+                continue  # kvgen plans no SGLang launch of the model: nothing to compare
             case["kvgen_exit"] = code
             if printed is not None:
                 case["fields"] = printed["fields"]
@@ -200,6 +212,11 @@ def cases(engine: str) -> list[dict[str, Any]]:
                     case["draft_hf_config"] = str(HF / draft)
             grid.append(case)
     return grid
+
+
+def _recurrent(sizing: Any, model: str) -> bool:
+    """Whether the model keeps a recurrent state (SGLang's Mamba pool and radix cache)."""
+    return any(layer.attention == "recurrent" for layer in sizing._ENGINE_MODELS[model].layers)
 
 
 def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, Any],

@@ -167,9 +167,8 @@ def engine_config(case: dict[str, Any]) -> Any:
         spec["model"] = config_dir(case["draft_hf_config"])  # the note's draft checkpoint
     # vLLM's own refusal for an architecture its registry does not run (vllm_from_config).
     from_config.model_config(case["hf_config"])
-    overrides = from_config.remote_code_overrides(case["hf_config"])
-    if overrides:  # what --trust-remote-code's configuration class keeps
-        fields["hf_overrides"] = overrides
+    # The fields alone: a config field that transformers' class rewrites (Ling 2.5's head_dim)
+    # comes back through the emitted hf_overrides, or vLLM sizes another state.
     args = vllm.engine.arg_utils.EngineArgs(
         model=config_dir(case["hf_config"]), skip_tokenizer_init=True, **fields
     )

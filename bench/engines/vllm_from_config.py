@@ -1,8 +1,10 @@
 """vLLM 0.33.0's KV-cache plan for one case built from the model's config.json alone.
 
 Imported by ``vllm_runner.py`` inside the engine's virtual environment; imports no kvgen module
-and reads no kvgen row: every layer's cache spec comes from the model's ``config.json`` through
-vLLM's own classes, in the order its engine builds them at start-up:
+(but the stdlib leaf saying which config fields a deployment keeps as the checkpoint has them,
+``generator/_deploy/remote_code.py``, by its path) and reads no kvgen row: every layer's cache
+spec comes from the model's ``config.json`` through vLLM's own classes, in the order its engine
+builds them at start-up:
 
 1. ``vllm.config.ModelConfig`` from the config directory (HF config -> ModelConfig, with vLLM's
    own architecture resolution); ``ModelConfig.verify_with_parallel_config`` (the query-head
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import importlib.util
 import json
 import tempfile
 from functools import cache
@@ -119,14 +122,22 @@ ATTENTION_CLASS = {
     "Qwen2ForCausalLM": (qwen2_module, qwen2_module.Qwen2Attention),
     "FalconH1ForCausalLM": (falcon_h1_module, falcon_h1_module.FalconH1AttentionDecoderLayer),
 }
-# Fields a deployment's config keeps as config.json has them, where the transformers class of
-# the model_type rewrites them: transformers 5.24.0's native BailingHybridConfig (model_type
-# bailing_hybrid, written for Ling V3's KDA layers) sets head_dim = qk_rope_head_dim in
-# __post_init__ (the linear head size moves to linear_head_dim), while vLLM's
-# BailingMoeV25ForCausalLM.get_mamba_state_shape_from_config and its linear-attention layer
-# read config.head_dim; Ling 2.5 checkpoints are served with --trust-remote-code, whose
-# configuration class keeps head_dim (as SGLang's vendored BailingHybridConfig does).
-REMOTE_CODE_FIELDS = {"BailingMoeV2_5ForCausalLM": ("head_dim",)}
+
+
+def _remote_code_fields() -> dict[str, tuple[str, ...]]:
+    """Fields a deployment's config keeps as config.json has them, where the transformers class
+    of the model_type rewrites them (Ling 2.5's head_dim): how a checkpoint is served, a fact
+    of kvgen's ``plan --emit vllm`` (generator/_deploy/remote_code.py, a stdlib leaf loaded by
+    its path: kvgen is not installed here), not a row of kvgen's sizing."""
+    path = Path(__file__).resolve().parents[2] / "generator" / "_deploy" / "remote_code.py"
+    spec = importlib.util.spec_from_file_location("kvgen_remote_code", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return dict(module.REMOTE_CODE_FIELDS)
+
+
+REMOTE_CODE_FIELDS = _remote_code_fields()
 PROVENANCE = {
     "modules": [
         "vllm/config/model.py",

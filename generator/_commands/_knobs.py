@@ -1,5 +1,6 @@
-"""The what-if flags every planning command takes (``plan``, ``compare``; ``diff`` the engine):
-one definition, so the commands agree on names, defaults and help."""
+"""The what-if flags every planning command takes (``plan``, ``compare``; ``diff`` the engine;
+SGLang's Mamba radix cache strategy ``plan`` and ``compare``): one definition, so the commands
+agree on names, defaults and help."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ DEFAULT_ENGINE = "trtllm-v2"
 # The spec's cache dtypes (kvgen._spec.DTYPES, a test keeps them equal), from the light facts
 # module so that building the parser never imports the spec model.
 KV_DTYPES = (*facts.DTYPE_BYTES, *facts.SCALED_LAYOUTS, facts.DS_MLA)
+# SGLang's Mamba radix cache strategies, the default first (kvgen.engines_sglang's
+# SGLANG_MAMBA_STRATEGIES and SGLANG_MAMBA_STRATEGY; a test keeps them equal).
+MAMBA_STRATEGIES = ("extra_buffer", "no_buffer")
 GPU_MEMORY_HELP = (
     "KV-cache budget per rank (what the engine may give the KV cache on one GPU, not the "
     "GPU's memory): 80GiB, 80GB, 85899345920B; a unit is required"
@@ -56,6 +60,15 @@ def add_knobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rope-scaled", action="store_true",
         help="allow --max-seq-len above the native length (the checkpoint is RoPE-scaled, YaRN)",
+    )  # fmt: skip
+
+
+def add_mamba_strategy(parser: argparse.ArgumentParser) -> None:
+    """--mamba-radix-cache-strategy: SGLang's state slots per running request on a hybrid."""
+    parser.add_argument(
+        "--mamba-radix-cache-strategy", choices=MAMBA_STRATEGIES, default=MAMBA_STRATEGIES[0],
+        help="SGLang's Mamba radix cache on a recurrent hybrid (default: extra_buffer, what an "
+        "H100/H200 launch resolves: 5 state slots per running request; no_buffer: 3)",
     )  # fmt: skip
 
 

@@ -25,7 +25,14 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kvgen._commands._knobs import GPU_MEMORY_HELP, add_engine, add_knobs, check_length, overrides
+from kvgen._commands._knobs import (
+    GPU_MEMORY_HELP,
+    add_engine,
+    add_knobs,
+    add_mamba_strategy,
+    check_length,
+    overrides,
+)
 from kvgen._exits import Exit, UsageError
 from kvgen._units import positive_int, size_argument
 
@@ -57,12 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--max-batch-size", type=positive_int, default=8, metavar="B",
         help="TensorRT-LLM's max_batch_size (default: 8)",
     )  # fmt: skip
-    parser.add_argument(
-        "--mamba-radix-cache-strategy", choices=("extra_buffer", "no_buffer"),
-        default="extra_buffer",
-        help="SGLang's Mamba radix cache on a recurrent hybrid (default: extra_buffer, what an "
-        "H100/H200 launch resolves: 5 state slots per running request; no_buffer: 3)",
-    )  # fmt: skip
+    add_mamba_strategy(parser)
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="write a capacity plot")
     parser.set_defaults(func=run)

@@ -12,7 +12,8 @@ profile (needs matplotlib: pip install 'kvgen[plot]').
 --gpu-memory is the KV-cache budget per rank (not the GPU's memory), with a unit. --engine
 vllm|sglang answers from the module's engine_capacity in that engine's terms (default: the
 engine of [tool.kvgen.deployment], else trtllm-v2; the output says which). What-ifs:
---pp-size, --kv-cache-dtype, --block-size, --rope-scaled (docs/cli.md).
+--pp-size, --kv-cache-dtype, --block-size, --rope-scaled, and for SGLang on a recurrent
+hybrid --mamba-radix-cache-strategy (docs/cli.md).
 From the hardware instead: --gpu H100-80GB --weights DIR (the model's safetensors)
 subtracts the weights per rank and a reserve from the engine's share of the device, and --emit
 vllm|sglang|trtllm prints the launch settings that make that engine allocate exactly the plan
@@ -36,6 +37,7 @@ from kvgen._commands._knobs import (
     GPU_MEMORY_HELP,
     add_engine,
     add_knobs,
+    add_mamba_strategy,
     engine_choice,
     planning_module,
 )
@@ -79,6 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="print the memory R concurrent requests of --seq-len tokens need",
     )  # fmt: skip
     add_knobs(parser)
+    add_mamba_strategy(parser)
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
     parser.add_argument(
         "--format", choices=("text", "json", "args", "yaml"), default="text",
@@ -134,6 +137,7 @@ def run(args: argparse.Namespace) -> Exit:
             rope_scaled=args.rope_scaled,
             native=native,
             kv_cache_dtype=args.kv_cache_dtype,
+            mamba_radix_cache_strategy=args.mamba_radix_cache_strategy,
         )
         plan.engine_source = source
         if args.plot and engine != "trtllm-v2":

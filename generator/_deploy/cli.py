@@ -125,6 +125,7 @@ def run(args: argparse.Namespace) -> Exit:
         max_batch_size=args.max_batch_size[0], block_size=getattr(args, "block_size", None),
         speculative=args.speculative, tp_size=args.tp_size,
         pp_size=getattr(args, "pp_size", None) or 1,
+        mamba_radix_cache_strategy=getattr(args, "mamba_radix_cache_strategy", "extra_buffer"),
     )  # fmt: skip
     if args.emit == "trtllm" and args.format == "args":
         raise UsageError("TensorRT-LLM takes these as extra_llm_api_options: --format yaml or json")

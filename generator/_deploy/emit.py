@@ -10,12 +10,16 @@ and the settings are chosen so that the engine's own sizing code lands on it:
   ``gpu_memory_utilization`` profile (``vllm/v1/worker/gpu_worker.py``); vLLM divides it by its
   bytes per block to the same ``num_blocks``. ``max_model_len``, ``max_num_batched_tokens``,
   ``block_size``, ``kv_cache_dtype``, the parallel sizes and ``speculative_config`` are the
-  inputs of the plan.
+  inputs of the plan; ``hf_overrides`` keeps the config fields that transformers' class of the
+  model_type would rewrite where the checkpoint is not served with --trust-remote-code
+  (``kvgen._deploy.remote_code``: Ling 2.5 linear's head_dim).
 - SGLang 0.5.23 (ServerArgs fields, ``sglang/srt/arg_groups/fields/``): ``max_total_tokens`` =
   the planned full-pool tokens caps the pool (``kv_cache_configurator._apply_token_constraints``
   takes the smaller of it and the profiled value) and ``mem_fraction_static`` leaves the room
   the budget arithmetic computed, so the profiled value is at least the plan when the hardware
-  check fits; ``page_size``, ``context_length``, ``chunked_prefill_size``, the pool ratios.
+  check fits; ``page_size``, ``context_length``, ``chunked_prefill_size``, the pool ratios, and
+  on a recurrent hybrid ``mamba_radix_cache_strategy`` (its state slots per running request;
+  ``no_buffer`` with ``disable_overlap_schedule``).
 - TensorRT-LLM (``tensorrt_llm/llmapi/llm_args.py``): ``kv_cache_config.max_gpu_total_bytes`` =
   the budget in whole grains of the V2 manager, which keeps it as given (the manager takes the
   smaller of it and ``free_gpu_memory_fraction`` of the free memory), ``tokens_per_block`` the
@@ -36,6 +40,8 @@ import json
 import types
 from dataclasses import dataclass, field
 from typing import Any
+
+from kvgen._deploy.remote_code import vllm_hf_overrides
 
 __all__ = ["EMIT_ENGINES", "Launch", "launch", "render"]
 
@@ -88,13 +94,19 @@ class Launch:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def args(self) -> list[str]:
-        """``--flag value`` pairs in the engine's command-line spelling."""
+    def args(self) -> list[list[str]]:
+        """Each field as ``[--flag, value]`` in the engine's command-line spelling; a field set
+        to true as ``[--flag]`` alone (SGLang's boolean fields are store_true flags, which take
+        no value; no emitted field is false)."""
         out = []
         for name, value in self.fields.items():
+            flag = f"--{name.replace('_', '-')}"
+            if value is True:
+                out.append([flag])
+                continue
             if isinstance(value, dict):
                 value = json.dumps(value, separators=(",", ":"), sort_keys=True)
-            out += [f"--{name.replace('_', '-')}", str(value)]
+            out.append([flag, str(value)])
         return out
 
 
@@ -141,14 +153,19 @@ def launch(
     speculative: str = "none",
     tp_size: int = 1,
     fraction: float | None = None,
+    mamba_radix_cache_strategy: str | None = None,
 ) -> Launch:
     """The settings and the capacity they give; ``ValueError`` when the engine cannot serve one
-    request of ``max_seq_len`` on ``budget_bytes`` (the engine would refuse to start)."""
+    request of ``max_seq_len`` on ``budget_bytes`` (the engine would refuse to start).
+    ``mamba_radix_cache_strategy``: SGLang's on a recurrent hybrid (None: what an H100/H200
+    launch resolves, ``SGLANG_MAMBA_STRATEGY``)."""
     common = {"max_seq_len": max_seq_len, "max_num_tokens": max_num_tokens,
               "speculative": speculative, "tp_size": tp_size}  # fmt: skip
+    strategy = mamba_radix_cache_strategy or sizing.SGLANG_MAMBA_STRATEGY
+    sglang = {"mamba_radix_cache_strategy": strategy} if engine == "sglang" else {}
     cap = sizing.engine_capacity(
         model, budget_bytes, engine=engine, block_size=block_size,
-        max_batch_size=max_batch_size, **common,
+        max_batch_size=max_batch_size, **common, **sglang,
     )  # fmt: skip
     capacity = {**cap._asdict(), "budget_bytes": budget_bytes}
     dtype = _kv_dtype(engine, sizing.KV_CACHE_DTYPE)
@@ -170,6 +187,10 @@ def launch(
             fields["speculative_config"] = spec
             if "num_speculative_tokens" in spec and spec["method"] != "ngram":
                 notes.append('speculative_config: add "model": the draft checkpoint\'s path')
+        kept = vllm_hf_overrides(sizing._ENGINE_MODELS[model].layers)
+        if kept is not None:
+            fields["hf_overrides"], note = kept
+            notes.append(note)
     elif engine == "sglang":
         entry = sizing._ENGINE_MODELS[model]
         fields = {
@@ -198,13 +219,21 @@ def launch(
             # The strategy kvgen planned for, spelled out so that a platform whose default
             # resolves otherwise (no Mamba state snapshots) cannot change the state slots
             # per running request (arg_groups/overrides.py _mamba_radix_cache_resolution).
-            strategy = sizing.SGLANG_MAMBA_STRATEGY
             fields["mamba_radix_cache_strategy"] = strategy
+            if strategy == "no_buffer":
+                # Resolution turns the overlap scheduler off only for a strategy it picks
+                # itself; a given no_buffer with it on is refused (mamba_hook.py
+                # validate_mamba_no_buffer).
+                fields["disable_overlap_schedule"] = True
+                notes.append(
+                    "disable_overlap_schedule: SGLang runs the no_buffer Mamba radix cache "
+                    "only without the overlap scheduler (mamba_hook.py validate_mamba_no_buffer)"
+                )
             ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
             # What the state slots alone let run: the concurrency of 1-token requests.
             running = sizing.engine_capacity(
                 model, budget_bytes, engine=engine, block_size=block_size,
-                max_batch_size=max_batch_size, **{**common, "max_seq_len": 1},
+                max_batch_size=max_batch_size, **{**common, "max_seq_len": 1}, **sglang,
             ).max_concurrency  # fmt: skip
             if running < max_batch_size:
                 notes.append(
@@ -305,8 +334,7 @@ def render(launch: Launch, form: str) -> str:
         return json.dumps(data, indent=2) + "\n"
     if form == "yaml":
         return "\n".join(_yaml(launch.fields)) + "\n"
-    args = launch.args
-    pairs = [f"  {args[i]} {_quoted(args[i + 1])}" for i in range(0, len(args), 2)]
+    pairs = ["  " + " ".join([arg[0], *map(_quoted, arg[1:])]) for arg in launch.args]
     return " \\\n".join(pairs) + "\n"
 
 

@@ -39,6 +39,8 @@ class Deployment:
     speculative: str = "none"
     tp_size: int = 1
     pp_size: int = 1
+    # SGLang's Mamba radix cache on a recurrent hybrid: its state slots per running request.
+    mamba_radix_cache_strategy: str = "extra_buffer"
 
 
 @dataclass
@@ -161,7 +163,7 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
             sizing, d.model, engine=d.engine, budget_bytes=kv, max_seq_len=max_seq_len,
             max_num_tokens=d.max_num_tokens, max_batch_size=d.max_batch_size,
             block_size=d.block_size, speculative=d.speculative, tp_size=d.tp_size,
-            fraction=fraction,
+            fraction=fraction, mamba_radix_cache_strategy=d.mamba_radix_cache_strategy,
         )  # fmt: skip
     except ValueError as exc:
         # engine_capacity names the budget when the engine would refuse to start for lack of
