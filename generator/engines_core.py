@@ -80,6 +80,9 @@ UNMODELLED = {
     "vllm_no_openelm": "vLLM 0.33.0 cannot run OpenELM: OpenELMForCausalLM is not in its "
     "model registry (vllm/model_executor/models/registry.py); only its Transformers backend "
     "with the checkpoint's remote code might, which is not modelled",
+    "vllm_two_model": "vLLM 0.33.0 cannot run TensorRT-LLM's two-model EAGLE3 (a drafter "
+    "engine with its own KV cache): vLLM's EAGLE3 drafter (method eagle3) always keeps its "
+    "layers in the target's KV pool, which the family's one-model eagle3 profiles model",
     "vllm_draft_vocab": "vLLM 0.33.0 refuses a draft model whose vocab_size differs from the "
     "target's (vllm/config/speculative.py "
     "SpeculativeConfig.verify_equal_vocab_size_if_draft_model)",
@@ -185,10 +188,12 @@ class EngineDraft(_Record):
     """A speculative profile as vLLM runs it: drafter layers in the target's pool, tokens kept
     below each sliding window, and one more Mamba state block per draft token; and how
     SGLang's EAGLE/MTP path runs it: the draft layers it adds to the target's cell, the tokens
-    each verify step holds (``speculative_num_draft_tokens``; 0: not modelled for SGLang)."""
+    each verify step holds (``speculative_num_draft_tokens``; 0: not modelled for SGLang).
+    A profile vLLM cannot run may name the one it runs in its place (``instead``)."""
 
     _fields = (
-        "layers", "retained", "state_blocks", "unmodelled", "sglang_layers", "sglang_draft_tokens"
+        "layers", "retained", "state_blocks", "unmodelled", "sglang_layers", "sglang_draft_tokens",
+        "instead",
     )  # fmt: skip
     __slots__ = _fields
 
@@ -200,6 +205,7 @@ class EngineDraft(_Record):
         unmodelled: str = "",  # why vLLM's answer is not modelled: a key of UNMODELLED
         sglang_layers: int = 0,  # EAGLE3 / MTP draft layers (eagle_draft_num_layers)
         sglang_draft_tokens: int = 0,  # SGLang's speculative_num_draft_tokens
+        instead: str = "",  # with ``unmodelled``: the family's profile vLLM runs in its place
     ) -> None:
         self.layers = layers
         self.retained = retained
@@ -207,6 +213,7 @@ class EngineDraft(_Record):
         self.unmodelled = unmodelled
         self.sglang_layers = sglang_layers
         self.sglang_draft_tokens = sglang_draft_tokens
+        self.instead = instead
 
 
 class EngineModel(_Record):
@@ -556,7 +563,8 @@ def vllm_layout(entry: EngineModel, speculative: str = "none") -> VllmLayout:
         profile = entry.drafts[speculative]
         if profile.unmodelled:
             reason = profile.unmodelled
-            raise NotModelled(f"speculative {speculative!r}: {UNMODELLED[reason]}", reason)
+            use = f"; use speculative {profile.instead!r} instead" if profile.instead else ""
+            raise NotModelled(f"speculative {speculative!r}: {UNMODELLED[reason]}{use}", reason)
         draft, retained, state_blocks = profile.layers, profile.retained, profile.state_blocks
     if entry.unmodelled:
         raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
