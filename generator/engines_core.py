@@ -80,9 +80,10 @@ UNMODELLED = {
     "vllm_no_openelm": "vLLM 0.33.0 cannot run OpenELM: OpenELMForCausalLM is not in its "
     "model registry (vllm/model_executor/models/registry.py); only its Transformers backend "
     "with the checkpoint's remote code might, which is not modelled",
-    "vllm_two_model": "vLLM 0.33.0 cannot run TensorRT-LLM's two-model EAGLE3 (a drafter "
-    "engine with its own KV cache): vLLM's EAGLE3 drafter (method eagle3) always keeps its "
-    "layers in the target's KV pool, which the family's one-model eagle3 profiles model",
+    "vllm_two_model": "vLLM 0.33.0 cannot run TensorRT-LLM's two-model speculative decoding "
+    "(the drafter as a second engine with its own KV cache): vLLM's EAGLE3, MTP and draft-model "
+    "drafters always keep their layers in the target's KV pool, which the family's one-model "
+    "profiles model",
     "vllm_draft_vocab": "vLLM 0.33.0 refuses a draft model whose vocab_size differs from the "
     "target's (vllm/config/speculative.py "
     "SpeculativeConfig.verify_equal_vocab_size_if_draft_model)",

@@ -12,15 +12,18 @@ from the two config.json files (``bench/engines/vllm_from_config.py``), never fr
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kvgen._cli import main
 from kvgen._engines import engine_capacity
 from kvgen.engines_core import NotModelled
 
-from tests.unit.test_engines import VLLM, family
+from tests.unit.test_engines import FIXTURES, VLLM, family
 from tests.unit.test_engines_hybrid import golden
 
 GIB = 1 << 30
+CLOSED_LOOP = json.loads((FIXTURES / "closed_loop_vllm.json").read_text(encoding="utf-8"))
 # Llama-3.1-8B: 32 layers x 2 (K, V) x 8 KV heads x 128 x 2 B = 131,072 B a token;
 # PARD-Llama-3.2-1B: 16 layers x 2 x 8 x 64 x 2 B = 32,768 B. Every layer is full attention
 # at one block size, so vLLM keeps them in one group of per-layer pages (UniformTypeKVCacheSpecs):
@@ -100,14 +103,15 @@ def test_two_model_eagle3_is_refused_as_tensorrt_llms_mode(model: str, instead: 
     # TensorRT-LLM's two-model EAGLE3 runs the drafter as a second engine with its own cache;
     # vLLM has no such mode: its EAGLE3 drafter (method eagle3) always keeps its layers in the
     # target's pool, which each model's one-model eagle3 profile models (405B has none).
+    # On the starting commit this was "a separate draft model is not modelled for vLLM".
     with pytest.raises(NotModelled) as info:
         engine_capacity(family("llama3"), model, 40 * GIB, engine="vllm", max_seq_len=8192,
                         max_num_tokens=8192, speculative="eagle3_two_model")  # fmt: skip
     message = str(info.value)
     assert info.value.reason == "vllm_two_model"
     assert message.startswith("speculative 'eagle3_two_model': vLLM 0.33.0 cannot run ")
-    assert "TensorRT-LLM's two-model EAGLE3" in message
-    assert "always keeps its layers in the target's KV pool" in message
+    assert "TensorRT-LLM's two-model speculative decoding" in message
+    assert "always keep their layers in the target's KV pool" in message
     assert "not modelled" not in message
     if instead is None:
         assert "instead" not in message
@@ -129,3 +133,24 @@ def test_compare_answers_pard_for_vllm(capsys: pytest.CaptureFixture[str]) -> No
     (row,) = [line for line in out.splitlines() if line.startswith("  vllm ")]
     assert row.split()[2:] == ["262,144", "8.000", "5,368,709,120", "16,384"]
     assert "a separate draft model is not modelled for vLLM" not in out
+
+
+def test_plan_emits_pard_as_vllms_parallel_draft_model(capsys: pytest.CaptureFixture[str]):
+    # vLLM has no "pard" method: PARD is SpeculativeConfig(method="draft_model",
+    # parallel_drafting=True). The closed-loop golden fed this emission to vLLM's EngineArgs with
+    # the draft's config.json: one group of 32 + 16 layers, the 16,384 blocks planned above.
+    argv = ["-q", "plan", "llama3", "llama3_1_8b", "--gpu-memory", "40GiB", "--max-seq-len",
+            "8192", "--block-size", "16", "--speculative", "pard4", "--emit", "vllm",
+            "--format", "json"]  # fmt: skip
+    assert main(argv) == 0
+    fields = json.loads(capsys.readouterr().out)["fields"]
+    assert fields["speculative_config"] == {
+        "method": "draft_model", "num_speculative_tokens": 4, "parallel_drafting": True
+    }  # fmt: skip
+    assert fields["num_gpu_blocks_override"] == 16_384
+    want_id = "llama3/llama3_1_8b/p16/s8192/tp1/pard4"
+    (case,) = [c for c in CLOSED_LOOP["cases"] if c["id"] == want_id]
+    assert case["fields"] == fields
+    engine = case["engine"]
+    assert (engine["num_blocks"], engine["group_size"], engine["num_groups"]) == (16_384, 48, 1)
+    assert engine["engine_settings"]["num_speculative_tokens"] == 4
