@@ -86,7 +86,8 @@ UNMODELLED = {
     "profiles model",
     "vllm_draft_vocab": "vLLM 0.33.0 refuses a draft model whose vocab_size differs from the "
     "target's (vllm/config/speculative.py "
-    "SpeculativeConfig.verify_equal_vocab_size_if_draft_model)",
+    "SpeculativeConfig.verify_equal_vocab_size_if_draft_model) unless its opt-in "
+    "use_heterogeneous_vocab is set (greedy draft sampling only), which is not modelled",
     "trtllm_linear": "a linear-attention (lightning) state is not modelled for TensorRT-LLM: "
     "its V2 KV cache manager (kv_cache_manager_v2) keeps per-token pages only, and no "
     "TensorRT-LLM model with a linear-attention state was read to model a pool for it",
