@@ -194,7 +194,8 @@ def vllm_layout(entry: EngineModel, speculative: str = "none") -> VllmLayout:
         profile = entry.drafts[speculative]
         if profile.unmodelled:
             reason = profile.unmodelled
-            raise NotModelled(f"speculative {speculative!r}: {UNMODELLED[reason]}", reason)
+            use = f"; use speculative {profile.instead!r} instead" if profile.instead else ""
+            raise NotModelled(f"speculative {speculative!r}: {UNMODELLED[reason]}{use}", reason)
         draft, retained, state_blocks = profile.layers, profile.retained, profile.state_blocks
     if entry.unmodelled:
         raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)

@@ -56,7 +56,9 @@ MODELS: dict[str, tuple[str, str | None, str, str | None]] = {
     "kimi_k2": ("kimi_k2_instruct", "kimi-k2-instruct.json", "ngram4", None),
     "kimi_linear": ("kimi_linear_48b_a3b", "kimi-linear-48b-a3b-instruct.json", "ngram4", None),
     "ling_linear": ("ling_2_5_linear", "ling-2.5-linear.json", "ngram4", None),
-    "llama3": ("llama3_1_8b", "llama-3.1-8b.json", "ngram4", None),
+    # PARD (vLLM's draft_model with parallel_drafting): amd/PARD-Llama-3.2-1B's config.json is
+    # Llama-3.2-1B's plus pard_token and spd_type, which move no cache (refresh_goldens.py).
+    "llama3": ("llama3_1_8b", "llama-3.1-8b.json", "pard4", "llama-3.2-1b.json"),
     "llama3_2_vision": ("llama3_2_11b_vision", "llama-3.2-11b-vision.json", "ngram4", None),
     "llama4_maverick": (
         "llama4_maverick_17b_128e",

@@ -85,6 +85,8 @@ PROVENANCE = {
             "_estimate_max_model_len_from_groups",
             "_pool_bytes_per_block_from_builder",
             "SpeculativeConfig.verify_equal_vocab_size_if_draft_model",
+            "SpeculativeConfig.max_num_new_slots_for_drafting",
+            "VllmConfig.num_lookahead_tokens",
         ],
         "produced_by": "engine code (run on CPU; stubs listed in bench/engines/vllm_runner.py)",
         "defaults": {
@@ -195,9 +197,23 @@ def representable(family: Family, model: Model) -> bool:
     return True
 
 
-# kvgen speculative modes whose drafter shares vLLM's pool, and vLLM's name for the method.
+# kvgen speculative modes whose drafter shares vLLM's pool, and vLLM's name for the method
+# (PARD is vLLM's draft_model with parallel_drafting: PARALLEL_DRAFTING).
 VLLM_METHODS = {"ngram": "ngram", "eagle3": "eagle3", "mtp": "mtp", "mtp_eagle": "mtp",
-                "draft_target": "draft_model"}  # fmt: skip
+                "draft_target": "draft_model", "pard": "draft_model"}  # fmt: skip
+PARALLEL_DRAFTING = frozenset({"pard"})
+# kvgen modes whose drafter is a separate draft model (its layers under the profile's draft).
+DRAFT_MODELS = frozenset({"draft_target", "pard"})
+
+
+def speculative_config(profile: Any, modules: int = 1) -> dict[str, Any]:
+    """What the runners' speculative config carries for a profile."""
+    return {
+        "method": VLLM_METHODS[profile.mode],
+        "num_speculative_tokens": profile.max_draft_len,
+        "draft_modules": modules,
+        "parallel_drafting": profile.mode in PARALLEL_DRAFTING,
+    }
 
 
 def speculative_cases(family: Family, model: Model, base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -206,21 +222,17 @@ def speculative_cases(family: Family, model: Model, base: dict[str, Any]) -> lis
     for profile in family.speculative:
         if profile.mode not in VLLM_METHODS or not profile.applies_to(model.name):
             continue
-        # A separate draft model (draft_target) puts its own layers in the pool.
-        extra = profile.draft if profile.mode == "draft_target" else profile.extra_layers
+        # A separate draft model (draft_target, PARD) puts its own layers in the pool.
+        extra = profile.draft if profile.mode in DRAFT_MODELS else profile.extra_layers
         case = dict(base)
         case.update(
             id=f"{base['id']}/{profile.name}",
             speculative_profile=profile.name,
-            speculative={
-                "method": VLLM_METHODS[profile.mode],
-                "num_speculative_tokens": profile.max_draft_len,
-                "draft_modules": extra.layers.count if extra is not None else 1,
-            },
+            speculative=speculative_config(profile, extra.layers.count if extra is not None else 1),
             draft_layers=[] if extra is None else engine_layers(family, model, extra),
         )
         vocabs = [model.vocab_size, getattr(extra, "vocab_size", None)]
-        if profile.mode == "draft_target" and None not in vocabs:
+        if profile.mode in DRAFT_MODELS and None not in vocabs:
             case["vocab_sizes"] = vocabs  # vLLM checks them (SpeculativeConfig)
         out.append(case)
     return out
@@ -335,8 +347,12 @@ CONFIG_MODELS = (
 # (kvgen family, target, target fixture, profile, draft fixture).
 # Gemma 3 27B as its text model (language_model_only: the multimodal class does not load here).
 # vLLM refuses the 7B and 27B pairs (vocab_size differs); a draft drafting its own model (equal
-# vocabularies) is answered.
+# vocabularies) is answered. PARD (vLLM's draft_model with parallel_drafting) on Llama-3.1-8B:
+# amd/PARD-Llama-3.2-1B is Llama-3.2-1B fine-tuned, and its config.json is Llama-3.2-1B's
+# plus pard_token and spd_type (AMD-AGI/PARD pard/pard_train.py; no vocabulary resize), which
+# move no cache: the fixture is meta-llama/Llama-3.2-1B-Instruct's config.json.
 CONFIG_DRAFTS = (
+    ("llama3", "llama3_1_8b", "llama-3.1-8b.json", "pard4", "llama-3.2-1b.json"),
     ("qwen2_5", "qwen2_5_0_5b", "qwen2.5-0.5b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
     ("gemma3", "gemma3_1b", "gemma-3-1b.json", "draft_1b", "gemma-3-1b.json"),
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
@@ -399,11 +415,7 @@ def _config_case(
     if profile != "none":
         assert family is not None
         spec = family.profile(profile)
-        case["speculative"] = {
-            "method": VLLM_METHODS[spec.mode],
-            "num_speculative_tokens": spec.max_draft_len,
-            "draft_modules": 1,
-        }
+        case["speculative"] = speculative_config(spec)
         if spec.mode in ("mtp", "mtp_eagle"):
             case["draft_attention_layers"] = 1  # the MTP module's one decoder layer
     return case

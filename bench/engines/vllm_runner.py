@@ -67,6 +67,7 @@ class StubVllmConfig:
     max_in_flight_tokens = VllmConfig.max_in_flight_tokens
     num_prefill_lookahead_tokens = VllmConfig.num_prefill_lookahead_tokens
     num_speculative_tokens = VllmConfig.num_speculative_tokens
+    num_lookahead_tokens = VllmConfig.num_lookahead_tokens
 
     def __init__(self, case: dict[str, Any]) -> None:
         self.use_v2_model_runner = False  # pp=1: V1 and V2 both give 2 concurrent batches
@@ -118,15 +119,21 @@ class StubCacheConfig:
 
 
 class StubSpeculativeConfig:
-    """The drafter's method and width; ``use_eagle`` and ``use_multi_module_mtp`` are vLLM's own.
-    Block dropping only marks groups (no effect on sizes): off."""
+    """The drafter's method, width and parallel drafting (PARD: draft_model with
+    ``parallel_drafting``); the method predicates and ``max_num_new_slots_for_drafting`` are
+    vLLM's own. Block dropping only marks groups (no effect on sizes): off."""
 
     use_eagle = SpeculativeConfig.use_eagle
     use_multi_module_mtp = SpeculativeConfig.use_multi_module_mtp
+    use_dflash = SpeculativeConfig.use_dflash
+    use_dspark = SpeculativeConfig.use_dspark
+    uses_draft_model = SpeculativeConfig.uses_draft_model
+    max_num_new_slots_for_drafting = SpeculativeConfig.max_num_new_slots_for_drafting
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.method = spec["method"]
         self.num_speculative_tokens = spec["num_speculative_tokens"]
+        self.parallel_drafting = spec.get("parallel_drafting", False)
         self.draft_model_config = SimpleNamespace(
             hf_config=SimpleNamespace(num_nextn_predict_layers=spec["draft_modules"])
         )
@@ -317,7 +324,7 @@ def plan(config: Any, specs: dict[str, Any], case: dict[str, Any]) -> dict[str, 
     cache.block_size = min(g.kv_cache_spec.block_size for g in sched.kv_cache_groups)
     kv_tokens, concurrency = utils.get_kv_cache_capacity(config, sched)
     layers_in_groups = [len(g.layer_names) for g in groups]
-    return {
+    out = {
         "kv_tokens": kv_tokens,
         "max_concurrency": concurrency,
         "num_blocks": kv_config.num_blocks,
@@ -330,6 +337,13 @@ def plan(config: Any, specs: dict[str, Any], case: dict[str, Any]) -> dict[str, 
         "mamba_page_size_padded": cache.mamba_page_size_padded,
         "mamba_block_size": cache.mamba_block_size,
     }
+    spec = config.speculative_config
+    if spec is not None and spec.parallel_drafting:
+        # What a parallel drafter (PARD) reserves per request each step: the scheduler's
+        # extra query slots and allocate_slots' lookahead, neither of which sizes the pool.
+        out["draft_slots_per_request"] = spec.max_num_new_slots_for_drafting
+        out["num_lookahead_tokens"] = config.num_lookahead_tokens
+    return out
 
 
 def run_config_case(case: dict[str, Any]) -> dict[str, Any]:

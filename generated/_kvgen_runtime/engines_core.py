@@ -17,6 +17,7 @@ from .engines_rows import (
     _ENGINE_MODELS,
     ENGINE_VERSIONS,
     SSM_DTYPES,
+    UNMODELLED,
     EngineCapacity,
     EngineModel,
     NotModelled,
@@ -78,9 +79,12 @@ def _check_model(model: object, speculative: object, engine: str) -> EngineModel
         raise ValueError(f"speculative {profile!r} does not apply to model {name!r}")
     entry: EngineModel = _ENGINE_MODELS[name]
     if engine == "sglang" and profile != "none" and not entry.drafts[profile].sglang_draft_tokens:
+        reason = entry.drafts[profile].sglang_unmodelled
+        if reason:
+            raise NotModelled(f"speculative {profile!r}: {UNMODELLED[reason]}", reason)
         raise NotModelled(
-            "speculative must be 'none' or an EAGLE3/MTP profile for engine 'sglang' here "
-            "(not modelled yet)"
+            f"speculative {profile!r} is not modelled for engine 'sglang' (EAGLE3, MTP, NGRAM "
+            "and separate draft model profiles are)"
         )
     return entry
 

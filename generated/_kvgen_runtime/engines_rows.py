@@ -57,9 +57,14 @@ UNMODELLED = {
     "vllm_no_openelm": "vLLM 0.33.0 cannot run OpenELM: OpenELMForCausalLM is not in its "
     "model registry (vllm/model_executor/models/registry.py); only its Transformers backend "
     "with the checkpoint's remote code might, which is not modelled",
+    "vllm_two_model": "vLLM 0.33.0 cannot run TensorRT-LLM's two-model speculative decoding "
+    "(the drafter as a second engine with its own KV cache): vLLM's EAGLE3, MTP and draft-model "
+    "drafters always keep their layers in the target's KV pool, which the family's one-model "
+    "profiles model",
     "vllm_draft_vocab": "vLLM 0.33.0 refuses a draft model whose vocab_size differs from the "
     "target's (vllm/config/speculative.py "
-    "SpeculativeConfig.verify_equal_vocab_size_if_draft_model)",
+    "SpeculativeConfig.verify_equal_vocab_size_if_draft_model) unless its opt-in "
+    "use_heterogeneous_vocab is set (greedy draft sampling only), which is not modelled",
     "trtllm_linear": "a linear-attention (lightning) state is not modelled for TensorRT-LLM: "
     "its V2 KV cache manager (kv_cache_manager_v2) keeps per-token pages only, and no "
     "TensorRT-LLM model with a linear-attention state was read to model a pool for it",
@@ -71,6 +76,13 @@ UNMODELLED = {
     "MiniMaxText01ForCausalLM model class (sglang/srt/models has MiniMax-M2 and M3 only)",
     "sglang_no_jamba": "SGLang 0.5.23 cannot run Jamba: it has no JambaForCausalLM model class "
     "(sglang/srt/models) and no Mamba hybrid config for it (configs/hybrid_arch.py)",
+    "sglang_no_pard": "SGLang 0.5.23 cannot run PARD (a parallel draft model proposing every "
+    "draft token in one forward): its SpeculativeAlgorithm (sglang/srt/speculative/"
+    "spec_info.py) has no parallel-draft method; STANDALONE drafts one token per step",
+    "sglang_two_model_eagle3": "eagle3_two_model is TensorRT-LLM's two-model EAGLE3 (the "
+    "drafter in a KV cache manager of its own); SGLang 0.5.23 runs EAGLE3 one way only, the "
+    "draft's layers in the target's pool (speculative_algorithm EAGLE3): use the family's "
+    "eagle3 profile for engine 'sglang'",
 }
 
 
@@ -170,8 +182,11 @@ class EngineLayer(_Record):
 class EngineDraft(_Record):
     """A speculative profile as vLLM runs it: drafter layers in the target's pool, tokens kept
     below each sliding window, and one more Mamba state block per draft token; and how
-    SGLang's EAGLE/MTP path runs it: the draft layers it adds to the target's cell, the tokens
-    each verify step holds (``speculative_num_draft_tokens``; 0: not modelled for SGLang)."""
+    SGLang runs it (EAGLE3/MTP, STANDALONE for a separate draft model, NGRAM): the draft
+    layers it adds to the target's cell, the tokens each verify step holds
+    (``speculative_num_draft_tokens``; 0: not answered for SGLang, ``sglang_unmodelled``
+    saying why where SGLang cannot run it). A profile vLLM cannot run may name the one it
+    runs in its place (``instead``)."""
 
     def __init__(
         self,
@@ -179,8 +194,10 @@ class EngineDraft(_Record):
         retained: int,
         state_blocks: int,
         unmodelled: str = "",  # why vLLM's answer is not modelled: a key of UNMODELLED
-        sglang_layers: int = 0,  # EAGLE3 / MTP draft layers (eagle_draft_num_layers)
+        sglang_layers: int = 0,  # EAGLE3 / MTP / STANDALONE draft layers (eagle_draft_num_layers)
         sglang_draft_tokens: int = 0,  # SGLang's speculative_num_draft_tokens
+        instead: str = "",  # with ``unmodelled``: the family's profile vLLM runs in its place
+        sglang_unmodelled: str = "",  # why SGLang cannot run the profile: a key of UNMODELLED
     ) -> None:
         self.layers = layers
         self.retained = retained
@@ -188,6 +205,8 @@ class EngineDraft(_Record):
         self.unmodelled = unmodelled
         self.sglang_layers = sglang_layers
         self.sglang_draft_tokens = sglang_draft_tokens
+        self.instead = instead
+        self.sglang_unmodelled = sglang_unmodelled
 
     _fields = __slots__ = _fields_of(__init__)
 

@@ -76,6 +76,7 @@ _VLLM_METHOD = {
     "mtp": "mtp",
     "mtp_eagle": "mtp",
     "draft_target": "draft_model",
+    "pard": "draft_model",  # with parallel_drafting (SpeculativeConfig: PARD)
 }
 
 # kvgen's profile mode -> SGLang's speculative_algorithm (sglang/srt/speculative/spec_info.py
@@ -124,6 +125,8 @@ def _speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any] | Non
     }
     if spec.mode == "ngram":
         config["prompt_lookup_max"] = spec.draft_len
+    if spec.mode == "pard":
+        config["parallel_drafting"] = True
     return config
 
 

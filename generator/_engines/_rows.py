@@ -24,9 +24,20 @@ if TYPE_CHECKING:
     from kvgen._spec import Family, Model, Speculative
 
 # Drafters whose layers live in vLLM's one pool beside the target's (EAGLE-family, MTP; and a
-# separate draft model, draft_target, whose own layers join the pool); ngram has no layers.
-# Others (pard, dflash, two-model EAGLE) are not modelled.
+# separate draft model, draft_target or PARD, whose own layers join the pool); ngram has no
+# layers. DFlash is not modelled; the two-model modes are TensorRT-LLM's, which vLLM cannot run.
 VLLM_SPECULATIVE_MODES = ("eagle3", "mtp", "mtp_eagle")
+# kvgen modes vLLM runs as its "draft_model" method: PARD is draft_model with
+# parallel_drafting (vllm/config/speculative.py), whose K extra query slots per request
+# (max_num_new_slots_for_drafting) are scheduler token budget, not KV blocks.
+VLLM_DRAFT_MODEL_MODES = ("draft_target", "pard")
+# TensorRT-LLM's two-model modes (a second engine for the drafter, with its own KV cache), which
+# vLLM has no form of, and the one-model modes whose profiles vLLM runs in their place.
+VLLM_ONE_MODEL = {
+    "eagle3_two_model": ("eagle3",),
+    "mtp_eagle_two_model": ("mtp_eagle", "mtp"),
+    "draft_target_two_model": ("draft_target",),
+}
 # kvgen families whose architecture SGLang 0.5.23 sizes as hybrid SWA (configs/model_config.py
 # is_hybrid_swa_model: gpt-oss is in SWA_SINK_ARCHS).
 # Llama4ForConditionalGeneration is on the list too: its chunked layers become the SWA pool.
@@ -112,10 +123,11 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
     k = profile.max_draft_len
     if profile.mode == "ngram":
         return EngineDraft((), 0, k)
-    if profile.mode == "draft_target" and profile.draft is not None:
+    if profile.mode in VLLM_DRAFT_MODEL_MODES and profile.draft is not None:
         # vLLM's "draft_model" method: the draft model's layers join the target's one pool
-        # (their specs marked is_draft), nothing retained below a window; vLLM refuses a
-        # draft of another vocabulary (where the spec gives both sizes).
+        # (their specs marked is_draft), nothing retained below a window (it is no EAGLE
+        # drafter: num_prefill_lookahead_tokens 0); vLLM refuses a draft of another
+        # vocabulary (where the spec gives both sizes).
         vocabs = {model.vocab_size, profile.draft.vocab_size}
         if None not in vocabs and len(vocabs) > 1:
             return EngineDraft((), 0, 0, "vllm_draft_vocab")
@@ -123,6 +135,14 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
             return EngineDraft(layer_rows(stack_layers(family, profile.draft, model)), 0, k)
         except NotModelled as exc:
             return EngineDraft((), 0, 0, exc.reason)
+    if profile.mode in VLLM_ONE_MODEL:
+        # vLLM's drafters always share the pool: name the one-model profile it runs instead.
+        instead = [
+            other.name
+            for other in family.speculative
+            if other.mode in VLLM_ONE_MODEL[profile.mode] and other.applies_to(model.name)
+        ]
+        return EngineDraft((), 0, 0, "vllm_two_model", instead=instead[0] if instead else "")
     if profile.mode not in VLLM_SPECULATIVE_MODES:
         return EngineDraft((), 0, 0, "separate_draft")
     extra = profile.extra_layers
