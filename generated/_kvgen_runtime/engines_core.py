@@ -95,6 +95,13 @@ UNMODELLED = {
     "MiniMaxText01ForCausalLM model class (sglang/srt/models has MiniMax-M2 and M3 only)",
     "sglang_no_jamba": "SGLang 0.5.23 cannot run Jamba: it has no JambaForCausalLM model class "
     "(sglang/srt/models) and no Mamba hybrid config for it (configs/hybrid_arch.py)",
+    "sglang_no_pard": "SGLang 0.5.23 cannot run PARD (a parallel draft model proposing every "
+    "draft token in one forward): its SpeculativeAlgorithm (sglang/srt/speculative/"
+    "spec_info.py) has no parallel-draft method; STANDALONE drafts one token per step",
+    "sglang_two_model_eagle3": "eagle3_two_model is TensorRT-LLM's two-model EAGLE3 (the "
+    "drafter in a KV cache manager of its own); SGLang 0.5.23 runs EAGLE3 one way only, the "
+    "draft's layers in the target's pool (speculative_algorithm EAGLE3): use the family's "
+    "eagle3 profile for engine 'sglang'",
 }
 
 
@@ -185,11 +192,14 @@ class EngineLayer(_Record):
 class EngineDraft(_Record):
     """A speculative profile as vLLM runs it: drafter layers in the target's pool, tokens kept
     below each sliding window, and one more Mamba state block per draft token; and how
-    SGLang's EAGLE/MTP path runs it: the draft layers it adds to the target's cell, the tokens
-    each verify step holds (``speculative_num_draft_tokens``; 0: not modelled for SGLang)."""
+    SGLang runs it (EAGLE3/MTP, STANDALONE for a separate draft model, NGRAM): the draft
+    layers it adds to the target's cell, the tokens each verify step holds
+    (``speculative_num_draft_tokens``; 0: not answered for SGLang, ``sglang_unmodelled``
+    saying why where SGLang cannot run it)."""
 
     _fields = (
-        "layers", "retained", "state_blocks", "unmodelled", "sglang_layers", "sglang_draft_tokens"
+        "layers", "retained", "state_blocks", "unmodelled", "sglang_layers", "sglang_draft_tokens",
+        "sglang_unmodelled",
     )  # fmt: skip
     __slots__ = _fields
 
@@ -199,8 +209,9 @@ class EngineDraft(_Record):
         retained: int,
         state_blocks: int,
         unmodelled: str = "",  # why vLLM's answer is not modelled: a key of UNMODELLED
-        sglang_layers: int = 0,  # EAGLE3 / MTP draft layers (eagle_draft_num_layers)
+        sglang_layers: int = 0,  # EAGLE3 / MTP / STANDALONE draft layers (eagle_draft_num_layers)
         sglang_draft_tokens: int = 0,  # SGLang's speculative_num_draft_tokens
+        sglang_unmodelled: str = "",  # why SGLang cannot run the profile: a key of UNMODELLED
     ) -> None:
         self.layers = layers
         self.retained = retained
@@ -208,6 +219,7 @@ class EngineDraft(_Record):
         self.unmodelled = unmodelled
         self.sglang_layers = sglang_layers
         self.sglang_draft_tokens = sglang_draft_tokens
+        self.sglang_unmodelled = sglang_unmodelled
 
 
 class EngineModel(_Record):
@@ -1020,8 +1032,9 @@ def sglang_plan(
     draft_tokens: int = 0,
 ) -> SglangPlan:
     """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them.
-    ``draft_layers``: an EAGLE3/MTP drafter's layers, which SGLang charges at the target's
-    per-layer size on the same tokens (pool_configurator.py, eagle_draft_num_layers);
+    ``draft_layers``: an EAGLE3/MTP drafter's layers or a separate (STANDALONE) draft model's,
+    which SGLang charges at the target's per-layer size on the same tokens
+    (pool_configurator.py, eagle_draft_num_layers; NGRAM has none);
     ``draft_tokens``: its ``speculative_num_draft_tokens``, the intermediate recurrent states
     each verify step keeps per running request (``sglang_pools``)."""
     if ssm_dtype not in SSM_DTYPES:
@@ -1104,10 +1117,10 @@ def sglang_pools(
         drafts = plan.draft_tokens
         ratio = _sglang_mamba_ratio(mamba_radix_cache_strategy, page_size)
         if drafts:
-            # EAGLE/MTP (kv_cache_configurator.py _handle_max_mamba_cache): each verify step
-            # keeps D intermediate states per running request, solved jointly with the slots
-            # (one running request per ratio slots), then reserved for the capped requests
-            # plus the padding slot.
+            # Any drafter, NGRAM too (kv_cache_configurator.py _handle_max_mamba_cache): each
+            # verify step keeps D intermediate states per running request, solved jointly with
+            # the slots (one running request per ratio slots), then reserved for the capped
+            # requests plus the padding slot.
             slots = int(
                 (share * _GIB - per_slot * (1 + drafts)) // (per_slot * (1 + drafts / ratio))
             )
@@ -1307,9 +1320,12 @@ def _check_model(model: object, speculative: object, engine: str) -> EngineModel
         raise ValueError(f"speculative {profile!r} does not apply to model {name!r}")
     entry: EngineModel = _ENGINE_MODELS[name]
     if engine == "sglang" and profile != "none" and not entry.drafts[profile].sglang_draft_tokens:
+        reason = entry.drafts[profile].sglang_unmodelled
+        if reason:
+            raise NotModelled(f"speculative {profile!r}: {UNMODELLED[reason]}", reason)
         raise NotModelled(
-            "speculative must be 'none' or an EAGLE3/MTP profile for engine 'sglang' here "
-            "(not modelled yet)"
+            f"speculative {profile!r} is not modelled for engine 'sglang' (EAGLE3, MTP, NGRAM "
+            "and separate draft model profiles are)"
         )
     return entry
 
@@ -1544,7 +1560,7 @@ def engine_capacity(
     ``block_size`` defaults to the engine's own page size (TensorRT-LLM: TOKENS_PER_BLOCK,
     the only one answered here; vLLM: 16; SGLang: 1). ``max_num_tokens`` is the per-iteration
     token budget (vLLM's ``max_num_batched_tokens``). Engine keywords: ``max_batch_size``
-    (TensorRT-LLM; SGLang's max_running_requests, read by EAGLE/MTP on hybrids),
+    (TensorRT-LLM; SGLang's max_running_requests, read by a drafter on hybrids),
     ``async_scheduling``, ``mamba_cache_mode`` ("align", vLLM's default for hybrids, whose
     prefix caching is on by default; "none" with prefix caching off) and
     ``gdn_prefill_backend`` ("flashinfer", the H100/H200 default, or "triton") (vLLM),
@@ -1643,7 +1659,7 @@ def engine_capacity(
 
 def _sglang_layout(entry: EngineModel, speculative: str) -> tuple[SglangLayout, int, int]:
     """SGLang's layout of a model and profile (checked by ``_check_model``), with the
-    EAGLE3/MTP draft layers it adds and the tokens each verify step holds."""
+    EAGLE3/MTP/STANDALONE draft layers it adds and the tokens each verify step holds."""
     if speculative == "none":
         return sglang_layout(entry), 0, 0
     draft = entry.drafts[speculative]

@@ -141,12 +141,20 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 sglang_draft_tokens=4,
             ),
             "eagle3_two_model": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_two_model_eagle3",
             ),
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         query_heads=32,
         kv_heads_split="llama",
@@ -169,12 +177,20 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 sglang_draft_tokens=4,
             ),
             "eagle3_two_model": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_two_model_eagle3",
             ),
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         query_heads=64,
         kv_heads_split="llama",
@@ -186,12 +202,20 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "eagle3_two_model": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_two_model_eagle3",
             ),
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         query_heads=128,
         kv_heads_split="llama",
@@ -214,12 +238,20 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 sglang_draft_tokens=4,
             ),
             "eagle3_two_model": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_two_model_eagle3",
             ),
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         kv_heads_split="llama",
     ),
@@ -230,12 +262,20 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "eagle3_two_model": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_two_model_eagle3",
             ),
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         kv_heads_split="llama",
     ),

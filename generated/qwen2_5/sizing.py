@@ -140,7 +140,11 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
                 layers=(
@@ -150,6 +154,8 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=14,
@@ -162,7 +168,11 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
                 layers=(
@@ -172,6 +182,8 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=12,
@@ -184,7 +196,11 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
                 layers=(
@@ -194,6 +210,8 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=16,
@@ -206,10 +224,19 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=28,
@@ -222,10 +249,19 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=40,
@@ -238,10 +274,19 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=40,
@@ -254,10 +299,19 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="separate_draft"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="separate_draft",
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=64,
