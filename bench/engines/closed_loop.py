@@ -83,14 +83,17 @@ SGLANG_FIXTURES = {
     "llama4_scout": "llama-4-scout-17b-16e.json",
     "llama4_maverick": "llama-4-maverick-17b-128e.json",
 }
-# SGLang runs EAGLE3 and MTP drafters in the target's pool (kvgen's SGLang model covers only
-# those): the grid's profile per family there, where the family has one, and an EAGLE3
-# draft's config.json.
+# SGLang runs EAGLE3, MTP and STANDALONE drafters in the target's pool, NGRAM with none (PARD
+# and two-model EAGLE3 not at all): the grid's profile per family there, where the family has
+# one, and a draft's config.json.
 SGLANG_PROFILES = {
     "deepseek_v3": ("mtp1", None),
     "deepseek_v3_2": ("mtp", None),
     "qwen3_next": ("mtp2", None),
     "llama3": ("eagle3", "eagle3-llama3.1-8b.json"),
+    "cohere2": ("ngram4", None),
+    "granite4": ("ngram4", None),
+    "qwen2_5": ("draft_0_5b", "qwen2.5-0.5b.json"),
 }
 
 

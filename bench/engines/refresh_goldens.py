@@ -492,9 +492,24 @@ SGLANG_CONFIG_SPECULATIVE = (
     # DeepSeek-V3.2: the DSA pool's fp8 latent and indexer keys per layer, with its MTP head.
     ("deepseek_v3_2", "deepseek_v3_2_exp", "deepseek-v3.2-exp.json", "mtp", None),
 )
-# A recurrent hybrid's EAGLE/MTP in SGLang: intermediate states per draft token
-# (kv_cache_configurator.py _handle_max_mamba_cache), at both pages and every tp.
-SGLANG_HYBRID_SPECULATIVE = {"qwen3_next": "mtp2"}
+# NGRAM (no draft layers) and STANDALONE (a separate draft model: its config.json's layers
+# at the target's per-layer size) on attention models: (kvgen family, model, fixture,
+# profile, the draft's config or None).
+SGLANG_CONFIG_DRAFTS = (
+    ("llama3", "llama3_1_8b", "llama-3.1-8b.json", "ngram4", None),
+    ("cohere2", "command_r7b", "command-r7b.json", "ngram4", None),
+    ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
+    ("qwen2_5", "qwen2_5_0_5b", "qwen2.5-0.5b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
+    ("gemma3", "gemma3_27b", "gemma-3-27b-text.json", "draft_1b", "gemma-3-1b.json"),
+    ("gemma3", "gemma3_1b", "gemma-3-1b.json", "draft_1b", "gemma-3-1b.json"),
+)
+# A recurrent hybrid's speculative profiles in SGLang (EAGLE/MTP and NGRAM alike):
+# intermediate states per draft token (kv_cache_configurator.py _handle_max_mamba_cache), at
+# both pages and every tp.
+SGLANG_HYBRID_SPECULATIVE = {
+    "qwen3_next": ("mtp2", "ngram4"), "granite4": ("ngram4",), "nemotron_h": ("ngram4",),
+    "falcon_h1": ("ngram4",),
+}  # fmt: skip
 SGLANG_CONFIG_PAIRS = {(entry[0], entry[1]) for entry in SGLANG_CONFIG_SPECULATIVE}
 
 
@@ -526,10 +541,10 @@ def sglang_config_cases() -> list[dict[str, Any]]:
                 for tp in TP_SIZES:
                     case = _config_case(entry, block=block, length=length, tp=tp)
                     grid.append(case)
-                    if entry[0] in SGLANG_HYBRID_SPECULATIVE and length < native:
-                        grid.append(_config_case(entry, block=block, length=length, tp=tp,
-                                                 profile=SGLANG_HYBRID_SPECULATIVE[entry[0]],
-                                                 family=family))  # fmt: skip
+                    if length < native:
+                        for profile in SGLANG_HYBRID_SPECULATIVE.get(entry[0], ()):
+                            grid.append(_config_case(entry, block=block, length=length, tp=tp,
+                                                     profile=profile, family=family))  # fmt: skip
     granite = CONFIG_MODELS[1]
     grid.append(
         _config_case(granite, block=1, length=10001, tp=2, budget=70 * (1 << 30) + (1 << 29))
@@ -547,6 +562,16 @@ def sglang_config_cases() -> list[dict[str, Any]]:
     eagle["draft_hf_config"] = str(ROOT / "tests" / "fixtures" / "hf" / draft)
     grid.append(eagle)
     grid += sglang_running_cases()
+    for name, model, fixture, profile, draft in SGLANG_CONFIG_DRAFTS:
+        family = load_path(ROOT / "schema" / "families" / f"{name}.yaml").family
+        for block in (1, *PAGE_SIZES):
+            for length in (8191, family.model(model).max_seq_len):
+                for tp in (1, 2):
+                    case = _config_case((name, model, fixture), block=block, length=length,
+                                        tp=tp, profile=profile, family=family)  # fmt: skip
+                    if draft is not None:
+                        case["draft_hf_config"] = str(ROOT / "tests" / "fixtures" / "hf" / draft)
+                    grid.append(case)
     return grid
 
 
@@ -562,8 +587,7 @@ def sglang_running_cases() -> list[dict[str, Any]]:
     for entry in (CONFIG_MODELS[0], CONFIG_MODELS[1], CONFIG_MODELS[2], FALCON_H1):
         family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
         assert family is not None
-        profiles = ["none", *([SGLANG_HYBRID_SPECULATIVE[entry[0]]]
-                              if entry[0] in SGLANG_HYBRID_SPECULATIVE else [])]  # fmt: skip
+        profiles = ["none", *SGLANG_HYBRID_SPECULATIVE.get(entry[0], ())]
         for profile in profiles:
             for budget in SGLANG_SMALL_BUDGETS:
                 grid.append(_config_case(entry, block=16, length=8191, tp=1, budget=budget,

@@ -30,8 +30,9 @@ Stubs (the smallest that stand in for the server and for what cannot load here):
   the machine's CPU torch, so an empty module (version 0.28.0) stands in. No sizing code uses it.
 - the server-wide argument accessors (``get_parallel``, ``get_schedule``, ``get_memory``,
   ``get_exec``, ``get_spec``, ``get_disagg``, ``get_context``) of the two modules: plain objects
-  with tp = dp = 1, no speculative decoding (a config case's EAGLE/MTP profile sets
-  ``speculative_num_draft_tokens`` and ``max_running_requests``, 8 or the case's), radix cache
+  with tp = dp = 1, no speculative decoding (a config case's EAGLE3/MTP/NGRAM/STANDALONE
+  profile sets ``speculative_num_draft_tokens`` and ``max_running_requests``, 8 or the case's,
+  and the ``spec_algorithm`` the pool configurator asks), radix cache
   on (a hybrid's Mamba strategy and overlap scheduler as ``resolve_once`` gave them), no
   prefill/decode disaggregation, no unified memory, no user token cap; the DSA backends
   flashmla_kv (what SGLang declares on Hopper for an fp8_e4m3 cache), read only by
@@ -338,8 +339,13 @@ def resolve_mamba_strategy(case: dict[str, Any]) -> tuple[str, bool] | None:
     }  # fmt: skip
     if "speculative" in case:
         steps = case["speculative"]["num_speculative_tokens"]
-        fields.update(speculative_algorithm="NEXTN", speculative_num_steps=steps,
+        algorithm = SGLANG_ALGORITHMS[case["speculative"]["method"]]
+        fields.update(speculative_algorithm=algorithm, speculative_num_steps=steps,
                       speculative_eagle_topk=1, speculative_num_draft_tokens=steps + 1)  # fmt: skip
+        if algorithm == "NGRAM":
+            # kvgen emits a chain (breadth 1), as its other profiles: _handle_ngram then sets
+            # speculative_eagle_topk to it.
+            fields["speculative_ngram_max_bfs_breadth"] = 1
     args = ServerArgs(model_path=str(directory), skip_tokenizer_init=True, device="cpu", **fields)
     args.resolve_once()
     view = resolved_view(args)
@@ -355,6 +361,11 @@ def uses_mamba_radix_cache(config: dict[str, Any], archs: frozenset[str]) -> boo
 
 
 RESOLVED: dict[str, tuple[str, bool] | None] = {}
+# A case's speculative method (vLLM's name, as refresh_goldens.py records it) -> SGLang's
+# speculative_algorithm (speculative/spec_info.py SpeculativeAlgorithm; NEXTN: EAGLE's alias
+# for a model's own MTP heads; STANDALONE: a separate draft model).
+SGLANG_ALGORITHMS = {"eagle3": "EAGLE3", "mtp": "NEXTN", "ngram": "NGRAM",
+                     "draft_model": "STANDALONE"}  # fmt: skip
 
 
 def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
@@ -388,14 +399,18 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     else:
         full_ids = list(range(config.num_hidden_layers))
     draft_layers = eagle_draft_num_layers(case, config)
-    eagle = "speculative" in case
-    if eagle:
-        # SGLang's EAGLE/MTP chain as kvgen emits it (top-k 1): num_speculative_tokens steps
-        # verify one more token.
+    speculative = "speculative" in case
+    algorithm = SGLANG_ALGORITHMS[case["speculative"]["method"]] if speculative else None
+    eagle = algorithm in ("EAGLE3", "NEXTN")
+    standalone = algorithm == "STANDALONE"
+    if speculative:
+        # SGLang's chain as kvgen emits it (top-k 1; NGRAM's bfs breadth 1): num_speculative_
+        # tokens steps verify one more token. Every algorithm's verify keeps that many
+        # intermediate states on a hybrid (_handle_max_mamba_cache: any spec_algorithm).
         state.spec.speculative_num_draft_tokens = case["speculative"]["num_speculative_tokens"] + 1
-    if eagle or "max_running_requests" in case:
-        # kvgen emits max_running_requests (its max_batch_size, 8 unless the case says); EAGLE
-        # and MTP on a hybrid read it for the intermediate states (_handle_max_mamba_cache).
+    if speculative or "max_running_requests" in case:
+        # kvgen emits max_running_requests (its max_batch_size, 8 unless the case says); a
+        # drafter on a hybrid reads it for the intermediate states (_handle_max_mamba_cache).
         state.schedule.max_running_requests = case.get("max_running_requests", 8)
     fp8 = case.get("dtype") in ("fp8", "fp8_ds_mla")
     kvc = SimpleNamespace(
@@ -417,10 +432,10 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         page_size=case["block_size"],
         spec_algorithm=SimpleNamespace(
             is_eagle=lambda: eagle,
-            is_standalone=lambda: False,
+            is_standalone=lambda: standalone,
             is_dflash_family=lambda: False,
             is_dspark=lambda: False,
-            is_none=lambda: not eagle,
+            is_none=lambda: not speculative,
         ),
         spec_aux_config=SimpleNamespace(eagle_draft_num_layers=draft_layers),
         is_draft_worker=False,
@@ -489,10 +504,11 @@ def sglang_names(architecture: str) -> bool:
 
 
 def eagle_draft_num_layers(case: dict[str, Any], config: Any) -> int | None:
-    """The draft layers SGLang's EAGLE/MTP path adds to the target's cell, as
+    """The draft layers SGLang's EAGLE/MTP/STANDALONE path adds to the target's cell, as
     ``spec_aux_hidden_state`` reads them: a path-less MTP head from the target config's
-    ``num_nextn_predict_layers``; an EAGLE3 draft from its own config's layer count."""
-    if "speculative" not in case:
+    ``num_nextn_predict_layers``; an EAGLE3 or STANDALONE draft from its own config's layer
+    count; NGRAM none (``_resolve_eagle_aux_hidden_state`` returns at once)."""
+    if "speculative" not in case or case["speculative"]["method"] == "ngram":
         return None
     if case.get("draft_hf_config") is None:
         # None where the target's config names no MTP layers (Qwen3-Next): no draft cell.

@@ -83,7 +83,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=8, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
     ),
     "command_a": EngineModel(
         max_seq_len=131072,
@@ -99,7 +101,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=16, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
     ),
 }
 

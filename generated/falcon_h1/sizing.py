@@ -154,7 +154,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 d_state=128,
             ),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         ssm_state_bytes=393216,
         query_heads=8,
         kv_heads_split="falcon_h1",
@@ -177,7 +179,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 d_state=256,
             ),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         ssm_state_bytes=1572864,
         query_heads=8,
         kv_heads_split="falcon_h1",
@@ -200,7 +204,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 d_state=256,
             ),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         ssm_state_bytes=1572864,
         query_heads=12,
         kv_heads_split="falcon_h1",
@@ -223,7 +229,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 d_state=256,
             ),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         ssm_state_bytes=2097152,
         query_heads=20,
         kv_heads_split="falcon_h1",

@@ -98,7 +98,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=13, kv_heads=4, head_dim=256, value_dim=256, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         kv_heads_split="gemma2",
     ),
     "gemma2_9b": EngineModel(
@@ -115,7 +117,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=21, kv_heads=8, head_dim=256, value_dim=256, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         kv_heads_split="gemma2",
     ),
     "gemma2_27b": EngineModel(
@@ -132,7 +136,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=23, kv_heads=16, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         kv_heads_split="gemma2",
     ),
 }

@@ -148,8 +148,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_layers=26,
+                sglang_draft_tokens=5,
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         query_heads=4,
         kv_heads_split="gemma3",
@@ -170,9 +172,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "draft_1b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_layers=26,
+                sglang_draft_tokens=5,
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         query_heads=8,
         kv_heads_split="gemma3",
@@ -193,9 +200,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "draft_1b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_layers=26,
+                sglang_draft_tokens=5,
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         query_heads=16,
         kv_heads_split="gemma3",
@@ -216,9 +228,14 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "draft_1b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_layers=26,
+                sglang_draft_tokens=5,
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         query_heads=32,
         kv_heads_split="gemma3",

@@ -80,7 +80,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=4, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         ssm_state_bytes=786432,
         query_heads=12,
         kv_heads_split="granitemoehybrid",

@@ -52,7 +52,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
     "kimi_k2_instruct": EngineModel(
         max_seq_len=131072,
         layers=(EngineLayer("mla", layers=61, kv_heads=1, head_dim=576, dtype="bf16"),),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
     ),
 }
 

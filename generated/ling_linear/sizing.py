@@ -76,7 +76,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("mla", layers=7, kv_heads=1, head_dim=576, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         ssm_state_bytes=1048576,
         query_heads=32,
     ),

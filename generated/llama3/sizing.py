@@ -141,7 +141,12 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 sglang_draft_tokens=4,
             ),
             "eagle3_two_model": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_two_model", instead="eagle3"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_two_model",
+                instead="eagle3",
+                sglang_unmodelled="sglang_two_model_eagle3",
             ),
             "pard4": EngineDraft(
                 layers=(
@@ -151,8 +156,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_unmodelled="sglang_no_pard",
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         query_heads=32,
         kv_heads_split="llama",
@@ -180,6 +186,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 state_blocks=0,
                 unmodelled="vllm_two_model",
                 instead="eagle3_70b",
+                sglang_unmodelled="sglang_two_model_eagle3",
             ),
             "pard4": EngineDraft(
                 layers=(
@@ -189,8 +196,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_unmodelled="sglang_no_pard",
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         query_heads=64,
         kv_heads_split="llama",
@@ -202,7 +210,11 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "eagle3_two_model": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_two_model"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_two_model",
+                sglang_unmodelled="sglang_two_model_eagle3",
             ),
             "pard4": EngineDraft(
                 layers=(
@@ -212,8 +224,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_unmodelled="sglang_no_pard",
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         query_heads=128,
         kv_heads_split="llama",
@@ -241,6 +254,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 state_blocks=0,
                 unmodelled="vllm_two_model",
                 instead="eagle3_1b",
+                sglang_unmodelled="sglang_two_model_eagle3",
             ),
             "pard4": EngineDraft(
                 layers=(
@@ -250,8 +264,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_unmodelled="sglang_no_pard",
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         kv_heads_split="llama",
     ),
@@ -262,7 +277,11 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "eagle3_two_model": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_two_model"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_two_model",
+                sglang_unmodelled="sglang_two_model_eagle3",
             ),
             "pard4": EngineDraft(
                 layers=(
@@ -272,8 +291,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_unmodelled="sglang_no_pard",
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         kv_heads_split="llama",
     ),

@@ -57,7 +57,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
     "llama3_2_11b_vision": EngineModel(
         max_seq_len=131072,
         layers=(),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         unmodelled="cross",
         vllm_unmodelled="vllm_no_mllama",
     ),

@@ -68,7 +68,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=12, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={"ngram": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={"ngram": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)},
         hybrid_swa=True,
     ),
 }

@@ -86,7 +86,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 dtype="bf16",
             ),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         kv_heads_split="llama",
     ),
     "mistral_7b_v0_3": EngineModel(
@@ -94,7 +96,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=32, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         kv_heads_split="llama",
     ),
     "mistral_nemo_12b": EngineModel(
@@ -102,7 +106,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=40, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         kv_heads_split="llama",
     ),
 }

@@ -106,7 +106,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=7, kv_heads=4, head_dim=64, value_dim=64, dtype="bf16"),
             EngineLayer("full", layers=4, kv_heads=5, head_dim=64, value_dim=64, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         vllm_unmodelled="vllm_no_openelm",
     ),
     "openelm_450m": EngineModel(
@@ -117,7 +119,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=6, kv_heads=5, head_dim=64, value_dim=64, dtype="bf16"),
             EngineLayer("full", layers=4, kv_heads=6, head_dim=64, value_dim=64, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         vllm_unmodelled="vllm_no_openelm",
     ),
     "openelm_1_1b": EngineModel(
@@ -129,7 +133,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=6, kv_heads=7, head_dim=64, value_dim=64, dtype="bf16"),
             EngineLayer("full", layers=4, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         vllm_unmodelled="vllm_no_openelm",
     ),
     "openelm_3b": EngineModel(
@@ -140,7 +146,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=12, kv_heads=5, head_dim=64, value_dim=64, dtype="bf16"),
             EngineLayer("full", layers=6, kv_heads=6, head_dim=64, value_dim=64, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         vllm_unmodelled="vllm_no_openelm",
     ),
 }

@@ -100,7 +100,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 dtype="bf16",
             ),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         query_heads=32,
         kv_heads_split="llama",
     ),
@@ -109,7 +111,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=32, kv_heads=32, head_dim=96, value_dim=96, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         query_heads=32,
         kv_heads_split="llama",
     ),
@@ -126,7 +130,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 dtype="bf16",
             ),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         query_heads=40,
         kv_heads_split="llama",
     ),
@@ -135,7 +141,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=40, kv_heads=10, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         query_heads=40,
         kv_heads_split="llama",
     ),

@@ -147,6 +147,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
                 layers=(
@@ -156,6 +157,8 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=14,
@@ -175,6 +178,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
                 layers=(
@@ -184,6 +188,8 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=12,
@@ -203,6 +209,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
                 layers=(
@@ -212,6 +219,8 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 ),
                 retained=0,
                 state_blocks=4,
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=16,
@@ -224,10 +233,19 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=28,
@@ -240,10 +258,19 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=40,
@@ -256,10 +283,19 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=40,
@@ -272,10 +308,19 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={
             "pard4": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_unmodelled="sglang_no_pard",
             ),
             "draft_0_5b": EngineDraft(
-                layers=(), retained=0, state_blocks=0, unmodelled="vllm_draft_vocab"
+                layers=(),
+                retained=0,
+                state_blocks=0,
+                unmodelled="vllm_draft_vocab",
+                sglang_layers=24,
+                sglang_draft_tokens=5,
             ),
         },
         query_heads=64,

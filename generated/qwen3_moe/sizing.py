@@ -78,7 +78,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=48, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         kv_heads_split="qwen3_moe",
     ),
     "qwen3_235b_a22b": EngineModel(
@@ -86,13 +88,17 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=94, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         kv_heads_split="qwen3_moe",
     ),
     "qwen3_235b_a22b_fp8_pth": EngineModel(
         max_seq_len=40960,
         layers=(),
-        drafts={"ngram4": EngineDraft(layers=(), retained=0, state_blocks=4)},
+        drafts={
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+        },
         unmodelled="dtype",
         kv_heads_split="qwen3_moe",
     ),

@@ -98,7 +98,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 state_blocks=2,
                 sglang_draft_tokens=3,
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4),
+            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
         },
         ssm_state_bytes=1048576,
         query_heads=16,

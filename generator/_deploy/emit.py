@@ -81,8 +81,10 @@ _VLLM_METHOD = {
 
 # kvgen's profile mode -> SGLang's speculative_algorithm (sglang/srt/speculative/spec_info.py
 # SpeculativeAlgorithm; "NEXTN" is its alias of EAGLE for a model's own MTP heads). Only the
-# drafters whose layers SGLang keeps in the target's pool, as kvgen's SGLang model plans them.
-_SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "mtp": "NEXTN", "mtp_eagle": "NEXTN"}
+# drafters kvgen's SGLang model plans: layers in the target's pool (EAGLE3, NEXTN, STANDALONE:
+# a separate draft model) or none (NGRAM).
+_SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "mtp": "NEXTN", "mtp_eagle": "NEXTN",
+                     "draft_target": "STANDALONE", "ngram": "NGRAM"}  # fmt: skip
 
 
 @dataclass
@@ -135,12 +137,16 @@ def _sglang_speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any
     chain of ``draft_len`` steps (top-k 1) verifying ``draft_len + 1`` tokens. SGLang adds
     the drafter's layers to the pool's cell only when the algorithm is set (EAGLE/MTP)."""
     spec = sizing._PROFILES[profile]
-    return {
+    fields = {
         "speculative_algorithm": _SGLANG_ALGORITHM[spec.mode],
         "speculative_num_steps": spec.draft_len,
         "speculative_eagle_topk": 1,
         "speculative_num_draft_tokens": spec.draft_len + 1,
     }
+    if spec.mode == "ngram":
+        # A chain, as planned: _handle_ngram sets the top-k to this breadth (default 10).
+        fields["speculative_ngram_max_bfs_breadth"] = 1
+    return fields
 
 
 def launch(
@@ -209,6 +215,8 @@ def launch(
             fields["mem_fraction_static"] = fraction
         if speculative != "none":
             fields.update(_sglang_speculative(sizing, speculative))
+            if sizing._PROFILES[speculative].mode == "draft_target":
+                notes.append("add speculative_draft_model_path: the draft model's path")
             if sizing._PROFILES[speculative].mode == "eagle3":
                 notes.append(
                     "add speculative_draft_model_path: the EAGLE3 draft's path; where the "

@@ -8,7 +8,7 @@ the SSM share of a recurrent state.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvgen._cache_kinds import spec_kind
 from kvgen._engines._layers import (
@@ -68,6 +68,8 @@ VLLM_UNSUPPORTED = {
     "minimax": "vllm_no_minimax",  # kvgen import-hf's default family of a MiniMax config
 }
 SGLANG_UNSUPPORTED = {"jamba": "sglang_no_jamba", "minimax": "sglang_no_minimax"}
+# kvgen speculative modes SGLang 0.5.23 cannot run, with the UNMODELLED key naming why.
+SGLANG_REFUSED_MODES = {"pard": "sglang_no_pard", "eagle3_two_model": "sglang_two_model_eagle3"}
 VLLM_KV_HEADS_SPLIT = {
     "llama3": "llama", "mistral": "llama", "phi3": "llama", "qwen2_5": "qwen2",
     "qwen3": "qwen3", "qwen3_moe": "qwen3_moe", "gemma2": "gemma2", "gemma3": "gemma3",
@@ -122,19 +124,30 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
     """
     k = profile.max_draft_len
     if profile.mode == "ngram":
-        return EngineDraft((), 0, k)
+        # SGLang's NGRAM: no draft layers, a chain of k verifying k + 1 tokens (kvgen emits
+        # bfs breadth 1), whose intermediate states a recurrent hybrid keeps.
+        return EngineDraft((), 0, k, "", 0, k + 1)
     if profile.mode in VLLM_DRAFT_MODEL_MODES and profile.draft is not None:
+        # SGLang: a separate draft model runs as STANDALONE, the draft config's layers at the
+        # target's per-layer size (spec_aux_hidden_state.py draft_kv_num_layers,
+        # pool_configurator.py), whatever its vocabulary; PARD it cannot run.
+        sglang: dict[str, Any] = (
+            {"sglang_layers": profile.draft.layers.count, "sglang_draft_tokens": k + 1}
+            if profile.mode == "draft_target"
+            else {"sglang_unmodelled": SGLANG_REFUSED_MODES[profile.mode]}
+        )
         # vLLM's "draft_model" method: the draft model's layers join the target's one pool
         # (their specs marked is_draft), nothing retained below a window (it is no EAGLE
         # drafter: num_prefill_lookahead_tokens 0); vLLM refuses a draft of another
         # vocabulary (where the spec gives both sizes).
         vocabs = {model.vocab_size, profile.draft.vocab_size}
         if None not in vocabs and len(vocabs) > 1:
-            return EngineDraft((), 0, 0, "vllm_draft_vocab")
+            return EngineDraft((), 0, 0, "vllm_draft_vocab", **sglang)
         try:
-            return EngineDraft(layer_rows(stack_layers(family, profile.draft, model)), 0, k)
+            rows = layer_rows(stack_layers(family, profile.draft, model))
         except NotModelled as exc:
-            return EngineDraft((), 0, 0, exc.reason)
+            return EngineDraft((), 0, 0, exc.reason, **sglang)
+        return EngineDraft(rows, 0, k, **sglang)
     if profile.mode in VLLM_ONE_MODEL:
         # vLLM's drafters always share the pool: name the one-model profile it runs instead.
         instead = [
@@ -142,7 +155,13 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
             for other in family.speculative
             if other.mode in VLLM_ONE_MODEL[profile.mode] and other.applies_to(model.name)
         ]
-        return EngineDraft((), 0, 0, "vllm_two_model", instead=instead[0] if instead else "")
+        return EngineDraft(
+            (), 0, 0, "vllm_two_model", instead=instead[0] if instead else "",
+            sglang_unmodelled=SGLANG_REFUSED_MODES.get(profile.mode, ""),
+        )  # fmt: skip
+    if profile.mode in SGLANG_REFUSED_MODES:
+        return EngineDraft((), 0, 0, "separate_draft",
+                           sglang_unmodelled=SGLANG_REFUSED_MODES[profile.mode])  # fmt: skip
     if profile.mode not in VLLM_SPECULATIVE_MODES:
         return EngineDraft((), 0, 0, "separate_draft")
     extra = profile.extra_layers

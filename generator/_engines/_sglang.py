@@ -27,7 +27,11 @@ numbers SGLang's own pool configurators produced on CPU):
   hidden layer. A **DSA indexer** (DeepSeek-V3.2) keeps its fp8 keys (132 B) in each latent
   layer's cell; an fp8_e4m3 latent on Hopper (flashmla_kv) is 656 B.
 - **drafters**: an EAGLE3/MTP drafter's layers are charged at the target's per-layer size
-  (a hybrid-SWA model's: its full layers' size, in the full pool).
+  (a hybrid-SWA model's: its full layers' size, in the full pool); so are a separate draft
+  model's (STANDALONE: its config's layer count, SGLang assuming the target's per-layer KV
+  size whatever the draft's own heads). NGRAM adds no layers. On a recurrent hybrid every
+  drafter's verify keeps ``speculative_num_draft_tokens`` (k + 1) intermediate states per
+  running request. PARD and TensorRT-LLM's two-model EAGLE3 are refused (SGLang has neither).
 - **fp32 SSM state**: the SSM part of a recurrent state is kept in fp32 by default (the conv
   part in bf16), doubling the SSM bytes a bf16 spec describes.
 - Page alignment: each pool's token count is rounded down to whole pages.
@@ -103,9 +107,14 @@ def sglang_plan(
         )  # fmt: skip
     draft = EngineDraft((), 0, 0) if speculative is None else entry.drafts[speculative.name]
     if speculative is not None and not draft.sglang_draft_tokens:
+        reason = draft.sglang_unmodelled
+        if reason:
+            raise NotModelled(
+                f"speculative {speculative.name!r}: {engines_rows.UNMODELLED[reason]}", reason
+            )
         raise NotModelled(
             f"speculative {speculative.name!r} is not modelled for engine 'sglang' "
-            "(EAGLE3 and MTP profiles are)"
+            "(EAGLE3, MTP, NGRAM and separate draft model profiles are)"
         )
     return engines_sglang.sglang_plan(
         entry, tp_size=tp_size, ssm_dtype=ssm_dtype, draft_layers=draft.sglang_layers,

@@ -218,11 +218,28 @@ def test_sglang_states_the_pool_ratio_it_was_planned_with(capsys, family, model,
     assert data["fields"]["max_total_tokens"] == data["capacity"]["kv_tokens"]
 
 
-def test_a_profile_the_engine_model_does_not_cover_is_a_usage_error(capsys):
+def test_a_profile_the_engine_cannot_run_is_a_usage_error(capsys):
+    # SGLang 0.5.23 has no parallel-draft (PARD) algorithm (speculative/spec_info.py).
     code, out, err = plan(capsys, "--gpu-memory", "40GiB", "--emit", "sglang",
-                          "--speculative", "ngram4")  # fmt: skip
+                          "--speculative", "pard4")  # fmt: skip
     assert code == 2 and out == ""
-    assert "not modelled" in err
+    assert "SGLang 0.5.23 cannot run PARD" in err
+
+
+def test_sglang_ngram_launch_is_a_chain_of_the_profile_draft_length(capsys):
+    # ngram4: 4 drafted tokens verify 5 (speculative_num_draft_tokens), as a chain
+    # (bfs breadth 1, which _handle_ngram makes the top-k). NGRAM adds no draft layers
+    # (pool_configurator.py charges EAGLE/STANDALONE drafters only): llama3_1_8b's
+    # 32 x 8 x 128 x 2 x 2 = 131,072 B per token, 40 GiB / 131,072 = 327,680 tokens, what
+    # SGLang's own configurator gave (tests/fixtures/engines/sglang.json, llama3_1_8b ngram4).
+    code, out, _ = plan(capsys, "--gpu-memory", "40GiB", "--emit", "sglang", "--format", "json",
+                        "--speculative", "ngram4")  # fmt: skip
+    assert code == 0
+    fields = json.loads(out)["fields"]
+    assert fields["speculative_algorithm"] == "NGRAM"
+    assert fields["speculative_num_draft_tokens"] == 5
+    assert fields["speculative_ngram_max_bfs_breadth"] == 1
+    assert fields["max_total_tokens"] == 327_680
 
 
 def test_vllm_refuses_a_draft_of_another_vocabulary_size(capsys):

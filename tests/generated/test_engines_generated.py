@@ -145,7 +145,6 @@ def test_generated_public_surface_and_engine_defaults(tmp: Path) -> None:
         ({"engine": "tgi"}, "engine must be one of trtllm-v2, vllm, sglang; got 'tgi'"),
         ({"engine": "vllm", "block_size": 0}, "block_size must be a positive int, got 0"),
         ({"engine": "vllm", "model": "gemma3_27"}, "(did you mean 'gemma3_27b'?)"),
-        ({"engine": "sglang", "speculative": "ngram4"}, "speculative must be 'none'"),
         ({"engine": "vllm", "speculative": "pard9"}, "speculative must be one of"),
         ({"engine": "vllm", "gdn_prefill_backend": "cuda"}, "gdn_prefill_backend must be one of"),
         ({"engine": "vllm", "ssm_dtype": "fp8"}, "ssm_dtype must be one of"),
