@@ -82,30 +82,39 @@ def _runs(names: tuple[str, ...]) -> str:
     )
 
 
-def literal(value: Any, positional_first: tuple[type, ...] = ()) -> Code:
+def literal(
+    value: Any, positional_first: tuple[type, ...] = (), named: dict[Any, str] | None = None
+) -> Code:
     """``value`` as code: scalars in the one quoting rule (``scalar_literal``), tuples, dicts
     and rows (anything with NamedTuple-style ``_fields``) as calls of their type that name the
     fields not at their default. Rows of a type in ``positional_first`` write their first
-    field positionally (a tag such as a layer kind's attention)."""
+    field positionally (a tag such as a layer kind's attention). A row in ``named`` (rows
+    written once as module constants) is written as its name."""
     if hasattr(value, "_fields") and not isinstance(value, type):
+        if named:
+            try:
+                return named[value]
+            except (KeyError, TypeError):  # not named, or a row holding a dict (unhashable)
+                pass
         defaults = _field_defaults(type(value))
         args: list[tuple[str, Code]] = []
         for i, field in enumerate(value._fields):
             item = getattr(value, field)
             if i == 0 and isinstance(value, positional_first):
-                args.append(("", literal(item, positional_first)))
+                args.append(("", literal(item, positional_first, named)))
             elif field not in defaults or defaults[field] != item:
-                args.append((field, literal(item, positional_first)))
+                args.append((field, literal(item, positional_first, named)))
         return Call(type(value).__name__, tuple(args))
     if isinstance(value, tuple):
-        seq = Seq("(", ")", tuple(literal(v, positional_first) for v in value))
+        seq = Seq("(", ")", tuple(literal(v, positional_first, named) for v in value))
         names = all(isinstance(v, str) for v in value)
         if names and any(a == b for a, b in itertools.pairwise(value)):
             return Runs(seq, _runs(value))
         return seq
     if isinstance(value, dict):
         items = tuple(
-            (literal(k, positional_first), literal(v, positional_first)) for k, v in value.items()
+            (literal(k, positional_first, named), literal(v, positional_first, named))
+            for k, v in value.items()
         )
         return Dict(items)
     return scalar_literal(value)

@@ -12,7 +12,9 @@ entry. ``bound_module`` binds the same runtime to the same tables in memory, wit
 from __future__ import annotations
 
 import importlib
+import re
 import types
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from kvgen._render_input import SpecInput, artifact
 from kvgen._shapes import kind_head_dim, kind_v_head_dim, mla_bytes
 from kvgen._spec import MODES_WITH_DRAFT_POOL, Family, LayerStack, Speculative
 from kvgen._vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
-from kvgen.engines_rows import EngineLayer
+from kvgen.engines_rows import EngineDraft, EngineLayer, EngineModel
 from kvgen.facts import mode_headroom
 from kvgen.sizing_kinds import Kind, Model, Profile, Stack
 
@@ -141,9 +143,33 @@ def family_tables(family: Family) -> tuple[dict[str, Model], dict[str, Profile]]
 _POSITIONAL_FIRST = (Kind, Profile, EngineLayer)
 
 
-def statement(target: str, value: Any) -> str:
-    """``target = value`` in canonical layout (the template's one way to write a table)."""
-    return layout.statement(target, layout.literal(value, _POSITIONAL_FIRST))
+def statement(target: str, value: Any, named: dict[Any, str] | None = None) -> str:
+    """``target = value`` in canonical layout (the template's one way to write a table);
+    rows in ``named`` are written as their names."""
+    return layout.statement(target, layout.literal(value, _POSITIONAL_FIRST, named))
+
+
+def shared_drafts(engine_models: dict[str, EngineModel]) -> dict[EngineDraft, str]:
+    """The engine rows of a speculative profile that several models share, each named once
+    (``_DRAFT_<PROFILE>``, then ``_2``... for a profile whose rows differ by model), in the
+    models' order: a family's tables then write a shared draft once, not per model."""
+    uses: Counter[EngineDraft] = Counter()
+    for entry in engine_models.values():
+        uses.update(entry.drafts.values())
+    names: dict[EngineDraft, str] = {}
+    taken: set[str] = set()
+    for entry in engine_models.values():
+        for profile, draft in entry.drafts.items():
+            if uses[draft] < 2 or draft in names:
+                continue
+            base = "_DRAFT_" + re.sub(r"\W", "_", profile).upper()
+            name = base
+            suffix = 2
+            while name in taken:
+                name, suffix = f"{base}_{suffix}", suffix + 1
+            names[draft] = name
+            taken.add(name)
+    return names
 
 
 def literal(value: Any) -> str:
@@ -172,10 +198,13 @@ def _row_imports(tables: str) -> list[tuple[str, str]]:
 def sizing_context(spec: SpecInput) -> dict[str, Any]:
     models, profiles = family_tables(spec.family)
     engine_models = engine_tables(spec.family)
+    drafts = shared_drafts(engine_models)
+    engine_rows = [statement(name, draft) for draft, name in drafts.items()]
+    engine_rows.append(statement("_ENGINE_MODELS: dict[str, EngineModel]", engine_models, drafts))
     tables = (
         statement("_MODELS: dict[str, Model]", models),
         statement("_PROFILES: dict[str, Profile]", profiles),
-        statement("_ENGINE_MODELS: dict[str, EngineModel]", engine_models),
+        "\n".join(engine_rows),
     )
     return {
         "models": models,

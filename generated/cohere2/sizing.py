@@ -68,6 +68,7 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "command_r7b": EngineModel(
         max_seq_len=132096,
@@ -83,9 +84,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=8, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
     ),
     "command_a": EngineModel(
         max_seq_len=131072,
@@ -101,9 +100,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=16, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
     ),
 }
 

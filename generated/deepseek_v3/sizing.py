@@ -81,46 +81,30 @@ _PROFILES: dict[str, Profile] = {
     "mtp_eagle3": Profile("mtp_eagle", draft_len=3, extra=2, step=4, backoff=1),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_MTP1 = EngineDraft(
+    layers=(EngineLayer("mla", layers=1, kv_heads=1, head_dim=576, dtype="bf16"),),
+    retained=0,
+    state_blocks=1,
+    sglang_layers=1,
+    sglang_draft_tokens=2,
+)
+_DRAFT_MTP_EAGLE3 = EngineDraft(
+    layers=(EngineLayer("mla", layers=1, kv_heads=1, head_dim=576, dtype="bf16"),),
+    retained=0,
+    state_blocks=3,
+    sglang_layers=1,
+    sglang_draft_tokens=4,
+)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "deepseek_v3": EngineModel(
         max_seq_len=163840,
         layers=(EngineLayer("mla", layers=61, kv_heads=1, head_dim=576, dtype="bf16"),),
-        drafts={
-            "mtp1": EngineDraft(
-                layers=(EngineLayer("mla", layers=1, kv_heads=1, head_dim=576, dtype="bf16"),),
-                retained=0,
-                state_blocks=1,
-                sglang_layers=1,
-                sglang_draft_tokens=2,
-            ),
-            "mtp_eagle3": EngineDraft(
-                layers=(EngineLayer("mla", layers=1, kv_heads=1, head_dim=576, dtype="bf16"),),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
-        },
+        drafts={"mtp1": _DRAFT_MTP1, "mtp_eagle3": _DRAFT_MTP_EAGLE3},
     ),
     "deepseek_r1": EngineModel(
         max_seq_len=163840,
         layers=(EngineLayer("mla", layers=61, kv_heads=1, head_dim=576, dtype="bf16"),),
-        drafts={
-            "mtp1": EngineDraft(
-                layers=(EngineLayer("mla", layers=1, kv_heads=1, head_dim=576, dtype="bf16"),),
-                retained=0,
-                state_blocks=1,
-                sglang_layers=1,
-                sglang_draft_tokens=2,
-            ),
-            "mtp_eagle3": EngineDraft(
-                layers=(EngineLayer("mla", layers=1, kv_heads=1, head_dim=576, dtype="bf16"),),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
-        },
+        drafts={"mtp1": _DRAFT_MTP1, "mtp_eagle3": _DRAFT_MTP_EAGLE3},
     ),
 }
 

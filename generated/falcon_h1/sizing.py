@@ -135,6 +135,7 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "falcon_h1_0_5b_instruct": EngineModel(
         max_seq_len=16384,
@@ -154,9 +155,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 d_state=128,
             ),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=393216,
         query_heads=8,
         kv_heads_split="falcon_h1",
@@ -179,9 +178,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 d_state=256,
             ),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=1572864,
         query_heads=8,
         kv_heads_split="falcon_h1",
@@ -204,9 +201,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 d_state=256,
             ),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=1572864,
         query_heads=12,
         kv_heads_split="falcon_h1",
@@ -229,9 +224,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 d_state=256,
             ),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=2097152,
         query_heads=20,
         kv_heads_split="falcon_h1",

@@ -115,6 +115,15 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
+_DRAFT_DRAFT_1B = EngineDraft(
+    layers=(),
+    retained=0,
+    state_blocks=0,
+    unmodelled="vllm_draft_vocab",
+    sglang_layers=26,
+    sglang_draft_tokens=5,
+)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "gemma3_1b": EngineModel(
         max_seq_len=32768,
@@ -151,7 +160,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 sglang_layers=26,
                 sglang_draft_tokens=5,
             ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+            "ngram4": _DRAFT_NGRAM4,
         },
         query_heads=4,
         kv_heads_split="gemma3",
@@ -170,17 +179,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=5, kv_heads=4, head_dim=256, value_dim=256, dtype="bf16"),
         ),
-        drafts={
-            "draft_1b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_draft_vocab",
-                sglang_layers=26,
-                sglang_draft_tokens=5,
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
         query_heads=8,
         kv_heads_split="gemma3",
     ),
@@ -198,17 +197,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=8, kv_heads=8, head_dim=256, value_dim=256, dtype="bf16"),
         ),
-        drafts={
-            "draft_1b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_draft_vocab",
-                sglang_layers=26,
-                sglang_draft_tokens=5,
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
         query_heads=16,
         kv_heads_split="gemma3",
     ),
@@ -226,17 +215,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=10, kv_heads=16, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "draft_1b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_draft_vocab",
-                sglang_layers=26,
-                sglang_draft_tokens=5,
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
         query_heads=32,
         kv_heads_split="gemma3",
     ),

@@ -159,6 +159,7 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "gemma3n_e2b": EngineModel(
         max_seq_len=32768,
@@ -174,9 +175,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=4, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         query_heads=8,
         sglang_layers=(
             EngineLayer(
@@ -205,9 +204,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=4, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         query_heads=8,
         sglang_layers=(
             EngineLayer(

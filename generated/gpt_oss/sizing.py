@@ -81,6 +81,14 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_EAGLE3 = EngineDraft(
+    layers=(EngineLayer("full", layers=1, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"),),
+    retained=0,
+    state_blocks=3,
+    sglang_layers=1,
+    sglang_draft_tokens=4,
+)
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "gpt_oss_20b": EngineModel(
         max_seq_len=131072,
@@ -90,20 +98,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=12, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"),
         ),
-        drafts={
-            "eagle3": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"
-                    ),
-                ),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"eagle3": _DRAFT_EAGLE3, "ngram4": _DRAFT_NGRAM4},
         hybrid_swa=True,
     ),
     "gpt_oss_120b": EngineModel(
@@ -114,20 +109,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=18, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"),
         ),
-        drafts={
-            "eagle3": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"
-                    ),
-                ),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"eagle3": _DRAFT_EAGLE3, "ngram4": _DRAFT_NGRAM4},
         hybrid_swa=True,
     ),
 }

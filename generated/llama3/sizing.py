@@ -122,6 +122,27 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_EAGLE3 = EngineDraft(
+    layers=(EngineLayer("full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),),
+    retained=0,
+    state_blocks=3,
+    sglang_layers=1,
+    sglang_draft_tokens=4,
+)
+_DRAFT_PARD4 = EngineDraft(
+    layers=(EngineLayer("full", layers=16, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"),),
+    retained=0,
+    state_blocks=4,
+    sglang_unmodelled="sglang_no_pard",
+)
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
+_DRAFT_EAGLE3_TWO_MODEL = EngineDraft(
+    layers=(),
+    retained=0,
+    state_blocks=0,
+    unmodelled="vllm_two_model",
+    sglang_unmodelled="sglang_two_model_eagle3",
+)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "llama3_1_8b": EngineModel(
         max_seq_len=131072,
@@ -129,17 +150,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=32, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
         drafts={
-            "eagle3": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
+            "eagle3": _DRAFT_EAGLE3,
             "eagle3_two_model": EngineDraft(
                 layers=(),
                 retained=0,
@@ -148,17 +159,8 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 instead="eagle3",
                 sglang_unmodelled="sglang_two_model_eagle3",
             ),
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=16, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+            "pard4": _DRAFT_PARD4,
+            "ngram4": _DRAFT_NGRAM4,
         },
         query_heads=32,
         kv_heads_split="llama",
@@ -169,17 +171,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=80, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
         drafts={
-            "eagle3_70b": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
+            "eagle3_70b": _DRAFT_EAGLE3,
             "eagle3_two_model": EngineDraft(
                 layers=(),
                 retained=0,
@@ -188,17 +180,8 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 instead="eagle3_70b",
                 sglang_unmodelled="sglang_two_model_eagle3",
             ),
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=16, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+            "pard4": _DRAFT_PARD4,
+            "ngram4": _DRAFT_NGRAM4,
         },
         query_heads=64,
         kv_heads_split="llama",
@@ -209,24 +192,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=126, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
         drafts={
-            "eagle3_two_model": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_two_model",
-                sglang_unmodelled="sglang_two_model_eagle3",
-            ),
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=16, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+            "eagle3_two_model": _DRAFT_EAGLE3_TWO_MODEL,
+            "pard4": _DRAFT_PARD4,
+            "ngram4": _DRAFT_NGRAM4,
         },
         query_heads=128,
         kv_heads_split="llama",
@@ -256,17 +224,8 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 instead="eagle3_1b",
                 sglang_unmodelled="sglang_two_model_eagle3",
             ),
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=16, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+            "pard4": _DRAFT_PARD4,
+            "ngram4": _DRAFT_NGRAM4,
         },
         kv_heads_split="llama",
     ),
@@ -276,24 +235,9 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
         drafts={
-            "eagle3_two_model": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_two_model",
-                sglang_unmodelled="sglang_two_model_eagle3",
-            ),
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=16, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
+            "eagle3_two_model": _DRAFT_EAGLE3_TWO_MODEL,
+            "pard4": _DRAFT_PARD4,
+            "ngram4": _DRAFT_NGRAM4,
         },
         kv_heads_split="llama",
     ),

@@ -72,6 +72,7 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "mistral_7b_v0_1": EngineModel(
         max_seq_len=32768,
@@ -86,9 +87,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 dtype="bf16",
             ),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         kv_heads_split="llama",
     ),
     "mistral_7b_v0_3": EngineModel(
@@ -96,9 +95,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=32, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         kv_heads_split="llama",
     ),
     "mistral_nemo_12b": EngineModel(
@@ -106,9 +103,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=40, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         kv_heads_split="llama",
     ),
 }

@@ -192,6 +192,7 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "nemotron_h_8b": EngineModel(
         max_seq_len=8192,
@@ -211,9 +212,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=4, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=2097152,
         query_heads=32,
         kv_heads_split="nemotron_h",
@@ -237,9 +236,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             ),
             EngineLayer("full", layers=4, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=1835008,
         kv_heads_split="nemotron_h",
         vllm_ssm_dtype="fp32",

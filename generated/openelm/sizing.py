@@ -98,6 +98,7 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "openelm_270m": EngineModel(
         max_seq_len=2048,
@@ -106,9 +107,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=7, kv_heads=4, head_dim=64, value_dim=64, dtype="bf16"),
             EngineLayer("full", layers=4, kv_heads=5, head_dim=64, value_dim=64, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         vllm_unmodelled="vllm_no_openelm",
     ),
     "openelm_450m": EngineModel(
@@ -119,9 +118,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=6, kv_heads=5, head_dim=64, value_dim=64, dtype="bf16"),
             EngineLayer("full", layers=4, kv_heads=6, head_dim=64, value_dim=64, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         vllm_unmodelled="vllm_no_openelm",
     ),
     "openelm_1_1b": EngineModel(
@@ -133,9 +130,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=6, kv_heads=7, head_dim=64, value_dim=64, dtype="bf16"),
             EngineLayer("full", layers=4, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         vllm_unmodelled="vllm_no_openelm",
     ),
     "openelm_3b": EngineModel(
@@ -146,9 +141,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             EngineLayer("full", layers=12, kv_heads=5, head_dim=64, value_dim=64, dtype="bf16"),
             EngineLayer("full", layers=6, kv_heads=6, head_dim=64, value_dim=64, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         vllm_unmodelled="vllm_no_openelm",
     ),
 }

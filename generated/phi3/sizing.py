@@ -86,6 +86,7 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "phi3_mini_4k": EngineModel(
         max_seq_len=4096,
@@ -100,9 +101,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 dtype="bf16",
             ),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         query_heads=32,
         kv_heads_split="llama",
     ),
@@ -111,9 +110,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=32, kv_heads=32, head_dim=96, value_dim=96, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         query_heads=32,
         kv_heads_split="llama",
     ),
@@ -130,9 +127,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 dtype="bf16",
             ),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         query_heads=40,
         kv_heads_split="llama",
     ),
@@ -141,9 +136,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=40, kv_heads=10, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         query_heads=40,
         kv_heads_split="llama",
     ),

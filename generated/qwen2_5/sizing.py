@@ -132,35 +132,41 @@ _PROFILES: dict[str, Profile] = {
     ),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_PARD4 = EngineDraft(
+    layers=(EngineLayer("full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),),
+    retained=0,
+    state_blocks=4,
+    sglang_unmodelled="sglang_no_pard",
+)
+_DRAFT_DRAFT_0_5B = EngineDraft(
+    layers=(EngineLayer("full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),),
+    retained=0,
+    state_blocks=4,
+    sglang_layers=24,
+    sglang_draft_tokens=5,
+)
+_DRAFT_PARD4_2 = EngineDraft(
+    layers=(),
+    retained=0,
+    state_blocks=0,
+    unmodelled="vllm_draft_vocab",
+    sglang_unmodelled="sglang_no_pard",
+)
+_DRAFT_DRAFT_0_5B_2 = EngineDraft(
+    layers=(),
+    retained=0,
+    state_blocks=0,
+    unmodelled="vllm_draft_vocab",
+    sglang_layers=24,
+    sglang_draft_tokens=5,
+)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "qwen2_5_0_5b": EngineModel(
         max_seq_len=32768,
         layers=(
             EngineLayer("full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),
         ),
-        drafts={
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "draft_0_5b": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_layers=24,
-                sglang_draft_tokens=5,
-            ),
-        },
+        drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
         query_heads=14,
         kv_heads_split="qwen2",
     ),
@@ -169,29 +175,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=28, kv_heads=2, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "draft_0_5b": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_layers=24,
-                sglang_draft_tokens=5,
-            ),
-        },
+        drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
         query_heads=12,
         kv_heads_split="qwen2",
     ),
@@ -200,29 +184,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=36, kv_heads=2, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "draft_0_5b": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_layers=24,
-                sglang_draft_tokens=5,
-            ),
-        },
+        drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
         query_heads=16,
         kv_heads_split="qwen2",
     ),
@@ -231,23 +193,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=28, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_draft_vocab",
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "draft_0_5b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_draft_vocab",
-                sglang_layers=24,
-                sglang_draft_tokens=5,
-            ),
-        },
+        drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         query_heads=28,
         kv_heads_split="qwen2",
     ),
@@ -256,23 +202,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=48, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_draft_vocab",
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "draft_0_5b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_draft_vocab",
-                sglang_layers=24,
-                sglang_draft_tokens=5,
-            ),
-        },
+        drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         query_heads=40,
         kv_heads_split="qwen2",
     ),
@@ -281,23 +211,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=64, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_draft_vocab",
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "draft_0_5b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_draft_vocab",
-                sglang_layers=24,
-                sglang_draft_tokens=5,
-            ),
-        },
+        drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         query_heads=40,
         kv_heads_split="qwen2",
     ),
@@ -306,23 +220,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=80, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "pard4": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_draft_vocab",
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "draft_0_5b": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_draft_vocab",
-                sglang_layers=24,
-                sglang_draft_tokens=5,
-            ),
-        },
+        drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         query_heads=64,
         kv_heads_split="qwen2",
     ),

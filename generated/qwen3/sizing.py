@@ -147,36 +147,27 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_EAGLE3 = EngineDraft(
+    layers=(EngineLayer("full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),),
+    retained=0,
+    state_blocks=3,
+    sglang_layers=1,
+    sglang_draft_tokens=4,
+)
+_DRAFT_PARD4 = EngineDraft(
+    layers=(EngineLayer("full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),),
+    retained=0,
+    state_blocks=4,
+    sglang_unmodelled="sglang_no_pard",
+)
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "qwen3_0_6b": EngineModel(
         max_seq_len=40960,
         layers=(
             EngineLayer("full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "eagle3": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         kv_heads_split="qwen3",
     ),
     "qwen3_1_7b": EngineModel(
@@ -184,30 +175,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "eagle3": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         kv_heads_split="qwen3",
     ),
     "qwen3_4b": EngineModel(
@@ -215,30 +183,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=36, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "eagle3": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         kv_heads_split="qwen3",
     ),
     "qwen3_8b": EngineModel(
@@ -246,30 +191,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=36, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "eagle3": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         kv_heads_split="qwen3",
     ),
     "qwen3_14b": EngineModel(
@@ -277,30 +199,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=40, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "eagle3": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         kv_heads_split="qwen3",
     ),
     "qwen3_32b": EngineModel(
@@ -308,30 +207,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=64, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "eagle3": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
-            "pard4": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=4,
-                sglang_unmodelled="sglang_no_pard",
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         kv_heads_split="qwen3",
     ),
 }

@@ -72,15 +72,14 @@ _PROFILES: dict[str, Profile] = {
     "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
 }
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
+_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "qwen3_30b_a3b": EngineModel(
         max_seq_len=40960,
         layers=(
             EngineLayer("full", layers=48, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         kv_heads_split="qwen3_moe",
     ),
     "qwen3_235b_a22b": EngineModel(
@@ -88,17 +87,13 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         layers=(
             EngineLayer("full", layers=94, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         kv_heads_split="qwen3_moe",
     ),
     "qwen3_235b_a22b_fp8_pth": EngineModel(
         max_seq_len=40960,
         layers=(),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
+        drafts={"ngram4": _DRAFT_NGRAM4},
         unmodelled="dtype",
         kv_heads_split="qwen3_moe",
     ),

@@ -40,7 +40,7 @@ from kvgen._render import HEADER, ROOT_HEADER, SpecInput, _environment, family_c
 from kvgen._sizing_context import bound_module, sizing_context
 from kvgen._suggest import did_you_mean
 
-from tests.sizing_support import many_kinds_spec
+from tests.sizing_support import import_generated, many_kinds_spec
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "tests" / "fixtures" / "sizing_core_example.yaml"
@@ -129,9 +129,11 @@ def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_export
     # Issue 19: `cat generated/*/*.py generated/*.py | wc -l` below 10,000 for its 22 families
     # and the runtime (53,607 lines when every sizing module carried the interpreter; 10,177
     # before the allocators appended the runtime's names from one list; 9,907 with the runtime
-    # in ten modules, the TensorRT-LLM split and SGLang's hybrid rules). Families shipped since
-    # (falcon_h1 with four models, kimi_linear, ling_linear) bring their own tables and a
-    # binding only: under 450 lines each, so a family costs its tables, not a runtime copy.
+    # in ten modules, the TensorRT-LLM split and SGLang's hybrid rules; 9,871 with the engine
+    # policies in five modules and a draft several models share written once). Families
+    # shipped since (falcon_h1 with four models, kimi_linear, ling_linear) bring their own
+    # tables and a binding only: under 450 lines each, so a family costs its tables, not a
+    # runtime copy.
     def count(files: list[Path]) -> int:
         return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files)
 
@@ -531,3 +533,27 @@ def test_each_headroom_a_life_cycle_precomputes_is_the_one_the_options_pick(
         block_reuse=block_reuse,
     )
     assert pages == {"target": expected}
+
+
+def test_a_draft_several_models_share_is_written_once_and_reads_as_the_specs_rows():
+    # qwen2_5's seven models share two engine rows per profile (0.5B-3B: vocab 151,936 like
+    # the 0.5B draft, so vLLM runs it; 7B-72B: 152,064, the vocabulary refusal): each row
+    # is written once as a module constant and named in every model's drafts, and the
+    # generated table equals the rows kvgen builds in memory from the spec.
+    from kvgen._engines._rows import engine_tables
+    from kvgen._sizing_context import shared_drafts
+
+    family = load_family(REPO / "schema" / "families" / "qwen2_5.yaml")
+    names = shared_drafts(engine_tables(family))
+    assert sorted(names.values()) == [
+        "_DRAFT_DRAFT_0_5B", "_DRAFT_DRAFT_0_5B_2", "_DRAFT_PARD4", "_DRAFT_PARD4_2",
+    ]  # fmt: skip
+    source = (GENERATED / "qwen2_5" / "sizing.py").read_text(encoding="utf-8")
+    assert source.count("EngineDraft(") == 4  # one per shared row, none inline
+    module = import_generated(GENERATED / "qwen2_5" / "sizing.py", "_qwen2_5_shared")
+    assert repr(module._ENGINE_MODELS) == repr(engine_tables(family))  # rows of its own runtime
+    small, large = module._ENGINE_MODELS["qwen2_5_0_5b"], module._ENGINE_MODELS["qwen2_5_72b"]
+    assert small.drafts["pard4"] is module._ENGINE_MODELS["qwen2_5_3b"].drafts["pard4"]
+    assert large.drafts["draft_0_5b"].unmodelled == "vllm_draft_vocab"
+    # A draft no other model shares stays inline: one model alone names nothing.
+    assert shared_drafts({"qwen2_5_0_5b": engine_tables(family)["qwen2_5_0_5b"]}) == {}
