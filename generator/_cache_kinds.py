@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kvgen._quant import ds_mla_bytes, index_k_bytes
 from kvgen._recurrent import recurrent_state
 from kvgen._spec import LayerKind
-from kvgen.engines_rows import UNMODELLED, NotModelled
+from kvgen.engines_rows import UNMODELLED, VLLM_PER_TOKEN_HEAD, NotModelled
 from kvgen.facts import DTYPE_BYTES
 
 if TYPE_CHECKING:
@@ -124,7 +124,14 @@ class CacheKind:
     @classmethod
     def _check_engine_layout(cls, kind: LayerKind, dtype: str, model: Model) -> None:
         """NotModelled for what the engine models refuse of any cache of heads per token."""
-        if dtype not in DTYPE_BYTES and not (dtype == "fp8_ds_mla" and kind.kv_lora_rank):
+        # vLLM's per-token-head dtypes on plain full attention only (SGLang refuses them:
+        # engines._rows); a window, a latent or a parallel state with them is not modelled.
+        per_token_head = (
+            dtype in VLLM_PER_TOKEN_HEAD and cls is CacheKind and kind.kv_lora_rank is None
+            and not kind.parallel_state
+        )  # fmt: skip
+        ds_mla = dtype == "fp8_ds_mla" and kind.kv_lora_rank
+        if dtype not in DTYPE_BYTES and not ds_mla and not per_token_head:
             raise _unmodelled(model, "dtype")
         if kind.bytes_per_token is not None or kind.extra_bytes_per_token:
             raise _unmodelled(model, "synthetic")

@@ -9,7 +9,7 @@ a row's kind (``_ROW_KINDS``) and a recurrent row's mixer (``_MIXERS``), and the
 from collections.abc import Callable
 from typing import NamedTuple
 
-from .facts import DTYPE_BYTES
+from .facts import DTYPE_BYTES, SCALED_LAYOUTS
 from .sizing_kinds import _Record
 from .sizing_options import _integer
 
@@ -41,7 +41,8 @@ class NotModelled(ValueError):
 
 # Why a model or profile has no engine answer; rows name the key, so tables stay short.
 UNMODELLED = {
-    "dtype": "its kv_cache_dtype is not modelled per engine (fp32, bf16, fp16 and fp8 are)",
+    "dtype": "its kv_cache_dtype is not modelled per engine (fp32, bf16, fp16 and fp8 are; "
+    "fp8_per_token_head and int8_per_token_head on full attention in vLLM)",
     "synthetic": "synthetic byte shapes have no engine equivalent",
     "sinks": "attention sinks are not modelled per engine",
     "sliding_mla": "sliding-window or chunked MLA is not modelled per engine",
@@ -79,6 +80,19 @@ UNMODELLED = {
     "sglang_no_pard": "SGLang 0.5.23 cannot run PARD (a parallel draft model proposing every "
     "draft token in one forward): its SpeculativeAlgorithm (sglang/srt/speculative/"
     "spec_info.py) has no parallel-draft method; STANDALONE drafts one token per step",
+    "sglang_no_per_token_head": "SGLang 0.5.23 has no per-token-head scaled KV cache: its "
+    "kv_cache_dtype choices (sglang/srt/arg_groups/fields/model.py) are auto, fp8_e5m2, "
+    "fp8_e4m3, mxfp8, bf16, bfloat16, nvfp4 and fp4_mx_block16, and configure_kv_cache_dtype "
+    "(sglang/srt/mem_cache/kv_cache_dtype.py) raises 'Unsupported kv_cache_dtype' for any other",
+    "sglang_no_openelm": "SGLang 0.5.23 cannot run OpenELM: it has no OpenELMForCausalLM model "
+    "class (sglang/srt/models); only its Transformers fallback (models/transformers.py) with the "
+    "checkpoint's remote code might, which is not modelled",
+    "sglang_mllama_cross": "SGLang 0.5.23 runs Mllama (Llama 3.2 Vision) as an encoder-decoder "
+    "model in its one token pool: every text layer, cross-attention ones included, has a buffer "
+    "(ModelConfig.num_attention_layers), and each request's image tokens (num_concurrent_media x "
+    "num_tiles x num_patches, models/mllama.py pad_input_ids) take slots of that pool before its "
+    "text (schedule_batch.py encoder_lens), where the cross-attention layers write their K/V; "
+    "kvgen does not model that pool",
     "sglang_two_model_eagle3": "eagle3_two_model is TensorRT-LLM's two-model EAGLE3 (the "
     "drafter in a KV cache manager of its own); SGLang 0.5.23 runs EAGLE3 one way only, the "
     "draft's layers in the target's pool (speculative_algorithm EAGLE3): use the family's "
@@ -258,13 +272,29 @@ ENGINE_VERSIONS = {"trtllm-v2": "V2 (cost-model §4)", "vllm": "0.33.0", "sglang
 SSM_DTYPES = ("fp32", "bf16", "fp16")
 
 
+# kvgen's per-token-head layouts that vLLM 0.33.0 stores in the same bytes under the same
+# kv_cache_dtype name: one byte per element and, for K and for V, one fp32 scale per (token,
+# head) packed after the head's data (TritonAttentionBackend.customize_spec: state_content_bytes
+# (head_size + head_size_v) x 1 + 2 x 4; Triton is the only CUDA backend that takes them).
+VLLM_PER_TOKEN_HEAD = ("fp8_per_token_head", "int8_per_token_head")
+
+
+def _head_bytes(layer: EngineLayer) -> int:
+    """Bytes of one head of one token, K and V together, scales included."""
+    plain = DTYPE_BYTES.get(layer.dtype)
+    if plain is not None:
+        return (layer.head_dim + layer.value_dim) * plain
+    bits, _, _, head_scale = SCALED_LAYOUTS[layer.dtype]  # a per-token-head layout
+    return (layer.head_dim + layer.value_dim) * bits // 8 + 2 * head_scale
+
+
 def _token_bytes_split(layer: EngineLayer) -> tuple[int, int, int]:
     """(bytes per token fixed whatever tp (0: split), KV heads, bytes per head and token): a
     rank's bytes per token are ``fixed or max(1, heads // tp_size) * per_head`` (vLLM and
     SGLang split KV heads over tp by floor, never below one head; an MLA latent is not split)."""
     if layer.token_bytes:  # a packed layout: its dtype is never read
         return layer.token_bytes, layer.kv_heads, 0
-    per_head = (layer.head_dim + layer.value_dim) * DTYPE_BYTES[layer.dtype]
+    per_head = _head_bytes(layer)
     return (per_head if _ROW_KINDS[layer.attention].latent else 0), layer.kv_heads, per_head
 
 

@@ -62,6 +62,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         },
         unmodelled="cross",
         vllm_unmodelled="vllm_no_mllama",
+        sglang_unmodelled="sglang_mllama_cross",
     ),
 }
 

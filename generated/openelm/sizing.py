@@ -109,6 +109,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"ngram4": _DRAFT_NGRAM4},
         vllm_unmodelled="vllm_no_openelm",
+        sglang_unmodelled="sglang_no_openelm",
     ),
     "openelm_450m": EngineModel(
         max_seq_len=2048,
@@ -120,6 +121,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"ngram4": _DRAFT_NGRAM4},
         vllm_unmodelled="vllm_no_openelm",
+        sglang_unmodelled="sglang_no_openelm",
     ),
     "openelm_1_1b": EngineModel(
         max_seq_len=2048,
@@ -132,6 +134,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"ngram4": _DRAFT_NGRAM4},
         vllm_unmodelled="vllm_no_openelm",
+        sglang_unmodelled="sglang_no_openelm",
     ),
     "openelm_3b": EngineModel(
         max_seq_len=2048,
@@ -143,6 +146,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"ngram4": _DRAFT_NGRAM4},
         vllm_unmodelled="vllm_no_openelm",
+        sglang_unmodelled="sglang_no_openelm",
     ),
 }
 

@@ -92,10 +92,19 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
     ),
     "qwen3_235b_a22b_fp8_pth": EngineModel(
         max_seq_len=40960,
-        layers=(),
+        layers=(
+            EngineLayer(
+                "full",
+                layers=94,
+                kv_heads=4,
+                head_dim=128,
+                value_dim=128,
+                dtype="fp8_per_token_head",
+            ),
+        ),
         drafts={"ngram4": _DRAFT_NGRAM4},
-        unmodelled="dtype",
         kv_heads_split="qwen3_moe",
+        sglang_unmodelled="sglang_no_per_token_head",
     ),
 }
 

@@ -62,7 +62,11 @@ LAUNCHER = {
 _KV_DTYPE = {
     # fp8_ds_mla: FlashMLA sparse (DeepSeek-V3.2), vLLM's CacheDType of that name; "auto"
     # would give a bf16 MLA cache (vllm/config/cache.py).
-    "vllm": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "fp8_ds_mla": "fp8_ds_mla"},
+    # fp8/int8_per_token_head: vLLM's CacheDTypes of those names, the same bytes (one fp32
+    # scale per token and head for K and for V; kvgen.engines_rows.VLLM_PER_TOKEN_HEAD).
+    "vllm": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "fp8_ds_mla": "fp8_ds_mla",
+             "fp8_per_token_head": "fp8_per_token_head",
+             "int8_per_token_head": "int8_per_token_head"},  # fmt: skip
     # SGLang has no fp8_ds_mla: its fp8_e4m3 DSA cache on Hopper (flashmla_kv) is the same
     # 656-byte layout (kv_cache_configurator.py calculate_mla_kv_cache_dim).
     "sglang": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "fp8_ds_mla": "fp8_e4m3"},
@@ -115,6 +119,14 @@ class Launch:
 
 def _kv_dtype(engine: str, dtype: str) -> str:
     return _KV_DTYPE[engine].get(dtype, "auto")
+
+
+def _model_dtype(sizing: types.ModuleType, model: str) -> str:
+    """The model's cache dtype: its attention rows' one dtype where they share it (a model's
+    own kv_cache_dtype, as qwen3_235b_a22b_fp8_pth's), else the family's."""
+    rows = sizing._ENGINE_MODELS[model].layers
+    dtypes = {lay.dtype for lay in rows if lay.kv_heads and not lay.token_bytes}
+    return dtypes.pop() if len(dtypes) == 1 else sizing.KV_CACHE_DTYPE
 
 
 def _speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any] | None:
@@ -177,7 +189,7 @@ def launch(
         max_batch_size=max_batch_size, **common, **sglang,
     )  # fmt: skip
     capacity = {**cap._asdict(), "budget_bytes": budget_bytes}
-    dtype = _kv_dtype(engine, sizing.KV_CACHE_DTYPE)
+    dtype = _kv_dtype(engine, _model_dtype(sizing, model))
     notes: list[str] = []
     if engine == "vllm":
         fields: dict[str, Any] = {

@@ -18,7 +18,7 @@ from kvgen._engines._layers import (
     ssm_state_bytes,
     stack_layers,
 )
-from kvgen.engines_rows import EngineDraft, EngineLayer, EngineModel
+from kvgen.engines_rows import VLLM_PER_TOKEN_HEAD, EngineDraft, EngineLayer, EngineModel
 
 if TYPE_CHECKING:
     from kvgen._spec import Family, Model, Speculative
@@ -67,7 +67,10 @@ VLLM_UNSUPPORTED = {
     "openelm": "vllm_no_openelm",
     "minimax": "vllm_no_minimax",  # kvgen import-hf's default family of a MiniMax config
 }
-SGLANG_UNSUPPORTED = {"jamba": "sglang_no_jamba", "minimax": "sglang_no_minimax"}
+SGLANG_UNSUPPORTED = {
+    "jamba": "sglang_no_jamba", "minimax": "sglang_no_minimax", "openelm": "sglang_no_openelm",
+    "llama3_2_vision": "sglang_mllama_cross",
+}  # fmt: skip
 # kvgen speculative modes SGLang 0.5.23 cannot run, with the UNMODELLED key naming why.
 SGLANG_REFUSED_MODES = {"pard": "sglang_no_pard", "eagle3_two_model": "sglang_two_model_eagle3"}
 VLLM_KV_HEADS_SPLIT = {
@@ -212,6 +215,8 @@ def engine_model(family: Family, model: Model) -> EngineModel:
             vllm["sglang_layers"] = layer_rows(stack_layers(family, model, model, shared=True))
     except NotModelled as exc:
         return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason, **vllm)
+    if not vllm["sglang_unmodelled"] and any(lay.dtype in VLLM_PER_TOKEN_HEAD for lay in layers):
+        vllm["sglang_unmodelled"] = "sglang_no_per_token_head"
     mixer = "gdn" if family.family in VLLM_GDN_FAMILIES else ""
     rows = layer_rows(layers, "kda" if family.family in VLLM_KDA_FAMILIES else mixer)
     return EngineModel(model.max_seq_len, rows, drafts, hybrid_swa, ssm, "", **vllm)
