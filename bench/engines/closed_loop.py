@@ -76,6 +76,11 @@ MODELS: dict[str, tuple[str, str | None, str, str | None]] = {
     "qwen3_moe": ("qwen3_30b_a3b", "qwen3-30b-a3b.json", "ngram4", None),
     "qwen3_next": ("qwen3_next_80b_a3b", "qwen3-next-80b-a3b.json", "mtp2", None),
 }
+# More models of a family, each with its own grid (vLLM only): a model served at a
+# kv_cache_dtype of its own, whose emitted kv_cache_dtype the engine must size the same.
+VLLM_MORE_MODELS: tuple[tuple[str, tuple[str, str | None, str, str | None]], ...] = (
+    ("qwen3_moe", ("qwen3_235b_a22b_fp8_pth", "qwen3-235b-a22b.json", "none", None)),
+)
 # SGLang reads the multimodal Llama 4 config (its hybrid-SWA pools are keyed on
 # Llama4ForConditionalGeneration, configs/model_config.py is_hybrid_swa_model); vLLM the text
 # model's (the multimodal config does not load with transformers 5 there).
@@ -142,7 +147,8 @@ def cases(engine: str) -> list[dict[str, Any]]:
     from kvgen._deploy.rank import load_sizing
 
     grid = []
-    for family, (model, fixture, profile, draft) in sorted(MODELS.items()):
+    more = VLLM_MORE_MODELS if engine == "vllm" else ()
+    for family, (model, fixture, profile, draft) in sorted([*MODELS.items(), *more]):
         sizing = load_sizing(family, ROOT / "generated")
         native = int(sizing.MAX_SEQ_LEN[model])
         if engine == "sglang":

@@ -368,6 +368,13 @@ CONFIG_REFUSALS = (
     ("openelm", "openelm_270m", "openelm-270m.json", (1,)),  # not in vLLM's registry
     ("falcon_h1", "falcon_h1_7b_instruct", "falcon-h1-7b-instruct.json", (8,)),
 )
+# Models served at a kv_cache_dtype of their own, built from config.json with vLLM's
+# CacheConfig set to it (vllm_from_config.py attention_specs: the backend that takes the dtype
+# and its customize_spec): (kvgen family, model, fixture, the dtype, tp sizes).
+CONFIG_DTYPES = (
+    ("qwen3_moe", "qwen3_235b_a22b_fp8_pth", "qwen3-235b-a22b.json", "fp8_per_token_head",
+     (1, 2, 4)),
+)  # fmt: skip
 CONFIG_PAIRS = {(entry[0], entry[1]) for entry in CONFIG_MODELS}
 TP_SIZES = (1, 2, 8)
 # The cases the issue that asked for these runners quoted, at the issue's own settings
@@ -458,6 +465,13 @@ def config_cases() -> list[dict[str, Any]]:
                                 family=family,
                             )
                         )
+    for name, model, fixture, dtype, tps in CONFIG_DTYPES:
+        native = load_path(ROOT / "schema" / "families" / f"{name}.yaml").family.model(model)
+        for block in PAGE_SIZES:
+            for length in (8191, native.max_seq_len):
+                for tp in tps:
+                    case = _config_case((name, model, fixture), block=block, length=length, tp=tp)
+                    grid.append({**case, "dtype": dtype})
     for entry in CONFIG_REFUSALS:
         for tp in entry[3]:
             grid.append(_config_case(entry, block=16, length=4096, tp=tp))

@@ -28,7 +28,9 @@ Stubs (GPU-only parts; each is the smallest that stands in):
 - ``StubVllmConfig`` (in ``vllm_runner.py``): carries the real ModelConfig, CacheConfig and
   ParallelConfig; vLLM's derived properties are borrowed from the real class.
 - the platform: ``_find_non_ssm_backends`` and the backend are FlashAttention's answer on an
-  H100 (``MultipleOf(16)`` kernel blocks, ``customize_spec`` unchanged).
+  H100 (``MultipleOf(16)`` kernel blocks, ``customize_spec`` unchanged); a per-token-head
+  ``kv_cache_dtype`` (which FlashAttention does not take) gets vLLM's own
+  ``TritonAttentionBackend`` through ``customize_attention_spec`` (``attention_backend``).
 - the Mamba layer objects: an instance of the layer class made without ``__init__`` (no
   weights, no TP groups), whose ``get_state_shape`` / ``get_state_dtype`` are the model class's
   ``get_mamba_state_shape_from_config`` / ``get_mamba_state_dtype_from_config`` (the same
@@ -51,6 +53,7 @@ import importlib
 import importlib.util
 import json
 import tempfile
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -75,11 +78,15 @@ from vllm.model_executor.layers.mamba.linear.bailing_linear_attn import (
 from vllm.model_executor.layers.mamba.mamba_mixer import MambaMixer
 from vllm.model_executor.layers.mamba.mamba_mixer2 import MambaMixer2
 from vllm.model_executor.models import ModelRegistry
+from vllm.utils.torch_utils import kv_cache_dtype_str_to_dtype
 from vllm.v1.kv_cache_interface import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
     SlidingWindowSpec,
+    get_kv_quant_mode,
+    kv_cache_uses_per_token_head_scales,
 )
+from vllm.v1.worker.utils import customize_attention_spec
 
 # The Mamba layer class each hybrid's decoder builds (read in its model module).
 MAMBA_LAYER = {
@@ -184,6 +191,9 @@ PROVENANCE = {
         "KimiGatedDeltaNetAttention (MambaBase.get_kv_cache_spec)",
         "MLAAttention.get_kv_cache_spec (fp8_ds_mla state_content_bytes)",
         "DeepseekV32IndexerCache.get_kv_cache_spec",
+        "get_kv_quant_mode / kv_cache_dtype_str_to_dtype (per-token-head kv_cache_dtype)",
+        "customize_attention_spec with TritonAttentionBackend.customize_spec (v1/worker/utils.py,"
+        " v1/attention/backends/triton_attn.py: an fp32 scale per head after K and after V)",
     ],
 }
 
@@ -443,9 +453,50 @@ def attention_specs(config: Any, dtype: torch.dtype) -> dict[str, Any]:
             )
         else:
             specs[f"model.layers.{index}.attn"] = FullAttentionSpec(**shape)
+    cache_dtype = config.cache_config.cache_dtype
+    if kv_cache_uses_per_token_head_scales(cache_dtype):
+        # Attention.get_kv_cache_spec gives the spec the dtype's KVQuantMode; the model
+        # runner (gpu_model_runner.py get_kv_cache_spec) then applies the layer's backend,
+        # customize_attention_spec: Triton packs an fp32 scale per head after K and after V.
+        backend = attention_backend(cache_dtype)
+        mode = get_kv_quant_mode(cache_dtype)
+        specs = {
+            name: customize_attention_spec(backend, replace(spec, kv_quant_mode=mode))
+            for name, spec in specs.items()
+        }
     return specs
 
 
+def attention_backend(cache_dtype: str) -> Any:
+    """The attention backend an H100/H200 (SM90) launch selects for a per-token-head cache:
+    the first of platforms/cuda.py ``_get_backend_priorities`` (FLASH_ATTN, FLASHINFER,
+    TRITON_ATTN, ...) whose ``supports_kv_cache_dtype`` takes the dtype. FlashInfer's module
+    needs the flashinfer package, absent here; its supported_kv_cache_dtypes (auto, float16,
+    bfloat16, fp8, fp8_e4m3, fp8_e5m2, nvfp4, nvfp4_4over6) has no per-token-head dtype."""
+    from vllm.v1.attention.backends.triton_attn import TritonAttentionBackend
+
+    try:
+        from vllm.v1.attention.backends.flash_attn import FlashAttentionBackend
+
+        flash_attn = FlashAttentionBackend.supports_kv_cache_dtype(cache_dtype)
+    except ImportError:  # under the closed loop's CUDA platform stub its kernels do not import
+        flash_attn = cache_dtype in FLASH_ATTN_KV_CACHE_DTYPES
+    if flash_attn:
+        raise Refused(f"FLASH_ATTN takes kv_cache_dtype {cache_dtype!r}: not stubbed here")
+    if TritonAttentionBackend.supports_kv_cache_dtype(cache_dtype):
+        return TritonAttentionBackend
+    raise Refused(f"no CUDA attention backend takes kv_cache_dtype {cache_dtype!r}")
+
+
+# FlashAttentionBackend.supported_kv_cache_dtypes (v1/attention/backends/flash_attn.py), for
+# where its module cannot be imported.
+FLASH_ATTN_KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3")
+
+
 def kv_dtype(config: Any) -> torch.dtype:
+    """The cache's torch dtype as Attention.__init__ resolves it (kv_cache_dtype_str_to_dtype:
+    the model dtype for "auto"; per-token-head dtypes are one byte, uint8 or int8)."""
     cache_dtype = config.cache_config.cache_dtype
+    if kv_cache_uses_per_token_head_scales(cache_dtype):
+        return kv_cache_dtype_str_to_dtype(cache_dtype, config.model_config)
     return config.model_config.dtype if cache_dtype == "auto" else torch.float8_e4m3fn

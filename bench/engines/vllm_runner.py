@@ -58,6 +58,8 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 DTYPES["fp8"] = torch.float8_e4m3fn
 CACHE_DTYPE = {"bf16": "auto", "fp16": "auto", "fp32": "auto", "fp8": "fp8"}
 CACHE_DTYPE["fp8_ds_mla"] = "fp8_ds_mla"  # FlashMLA sparse (DeepSeek-V3.2)
+# vLLM's per-token-head CacheDTypes, by the same names as kvgen's layouts (config cases only).
+CACHE_DTYPE.update({name: name for name in ("fp8_per_token_head", "int8_per_token_head")})
 
 
 class StubVllmConfig:
@@ -411,6 +413,12 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
             is_draft=True,
         )  # fmt: skip
     out = plan(config, specs, case)
+    attention = [s for s in specs.values() if isinstance(s, FullAttentionSpec)]
+    if attention and attention[0].state_content_bytes is not None and not model.use_mla:
+        # A backend-packed layout (per-token-head scales): what vLLM stores per head and token.
+        out["kv_cache_dtype"] = cache.cache_dtype
+        out["attention_backend"] = from_config.attention_backend(cache.cache_dtype).get_name()
+        out["state_content_bytes"] = attention[0].state_content_bytes
     mamba = [s for s in specs.values() if isinstance(s, MambaSpec)]
     if mamba:
         out["mamba_page_bytes"] = mamba[0].real_page_size_bytes
