@@ -388,3 +388,17 @@ def test_sglang_emit_says_it_lowers_max_running_requests_on_a_recurrent_hybrid(c
     assert main([*args, "--max-batch-size", "8"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert not any("max_running_requests" in note for note in printed["notes"])
+
+
+def test_vllm_emits_a_models_own_per_token_head_dtype(capsys):
+    # qwen3_235b_a22b_fp8_pth sets kv_cache_dtype fp8_per_token_head under a bf16 family; the
+    # starting commit emitted the family's ("auto": a bf16 cache, twice the bytes). vLLM 0.33.0
+    # (tests/fixtures/engines/closed_loop_vllm.json, the same fields fed to EngineArgs): one
+    # block is 94 layers x 16 x 4 heads x (128 + 128 + 2 x 4) B = 1,588,224 B, and
+    # 40 GiB // 1,588,224 = 27,042 blocks (27,042.8).
+    code = main(["-q", "plan", "qwen3_moe", "qwen3_235b_a22b_fp8_pth", "--gpu-memory", "40GiB",
+                 "--max-seq-len", "8192", "--emit", "vllm", "--format", "json"])  # fmt: skip
+    assert code == 0
+    fields = json.loads(capsys.readouterr().out)["fields"]
+    assert fields["kv_cache_dtype"] == "fp8_per_token_head"
+    assert fields["num_gpu_blocks_override"] == 27_042

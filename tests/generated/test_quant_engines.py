@@ -1,7 +1,21 @@
 """vLLM and SGLang capacities are modelled for plain cache dtypes (and, in vLLM, FlashMLA's
-fp8_ds_mla row on MLA): another quantized layout with scales (fp8 per token-head, ...) raises
-NotModelled naming the dtype in both kvgen._engines and the generated modules' engine_capacity,
-instead of a wrong number; the same family's plain-dtype models keep their engine numbers."""
+fp8_ds_mla row on MLA, and the per-token-head layouts on full attention, which vLLM 0.33.0
+stores in the same bytes as kvgen); another quantized layout with scales raises NotModelled
+naming the dtype in both kvgen._engines and the generated modules' engine_capacity, instead of
+a wrong number, and SGLang, which has no per-token-head cache, refuses it naming its choices.
+
+Hand derivation for qwen3_235b_a22b_fp8_pth (schema/families/qwen3_moe.yaml: 94 full layers,
+4 KV heads of 128, fp8 K/V plus an fp32 scale per (token, head) for K and for V), in vLLM
+0.33.0's terms (docs/cost-model.md §9), provenance tests/fixtures/engines/vllm.json
+(qwen3_235b_a22b_fp8_pth from tests/fixtures/hf/qwen3-235b-a22b.json with kv_cache_dtype
+fp8_per_token_head through vLLM's TritonAttentionBackend.customize_spec: state_content_bytes
+264, bytes_per_block 1,588,224 at block 16, tp 1):
+- one head of one token: (128 + 128) x 1 B + 2 x 4 B = 264 B (vLLM's state_content_bytes);
+- one block of 16 tokens, every layer: 94 x 16 x 4 x 264 = 1,588,224 B;
+- 80 GiB = 85,899,345,920 B // 1,588,224 = 54,085 blocks (54,085.6);
+- max_seq_len 8192: 8,192 / 16 = 512 blocks a request, 512 x 1,588,224 = 813,170,688 B;
+  concurrency 54,085 / 512 = 105.634765625; tokens int(105.634765625 x 8,192) = 865,360.
+"""
 
 from __future__ import annotations
 
@@ -9,24 +23,53 @@ import importlib
 
 import pytest
 from kvgen._engines import NotModelled, engine_capacity
-from kvgen._loader import load_family
+from kvgen._loader import load_bytes, load_family
 
 from tests.workloads import ROOT
 
 GiB = 1 << 30
 KW = {"max_seq_len": 8192, "max_num_tokens": 8192}
-SCALED = [("qwen3_moe", "qwen3_235b_a22b_fp8_pth")]
+SPEC = ROOT / "schema" / "families" / "qwen3_moe.yaml"
+MODEL = "qwen3_235b_a22b_fp8_pth"
+# (kv_tokens, max_concurrency, request_bytes, num_blocks) by the derivation above.
+VLLM_80GIB = (865_360, 105.634765625, 813_170_688, 54_085)
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang"])
-@pytest.mark.parametrize(("family", "model"), SCALED)
-def test_scaled_layouts_are_not_modelled_per_engine(engine, family, model):
-    spec = load_family(ROOT / "schema" / "families" / f"{family}.yaml")
-    with pytest.raises(NotModelled, match="kv_cache_dtype is not modelled"):
-        engine_capacity(spec, model, 80 * GiB, engine=engine, **KW)
-    sizing = importlib.import_module(f"generated.{family}.sizing")
-    with pytest.raises(sizing.NotModelled, match="kv_cache_dtype is not modelled"):
-        sizing.engine_capacity(model, 80 * GiB, engine=engine, **KW)
+def _spec(dtype: str = "fp8_per_token_head"):
+    text = SPEC.read_text(encoding="utf-8")
+    assert "kv_cache_dtype: fp8_per_token_head" in text
+    text = text.replace("kv_cache_dtype: fp8_per_token_head", f"kv_cache_dtype: {dtype}")
+    family = load_bytes(SPEC.name, text.encode()).family
+    assert family is not None
+    return family
+
+
+@pytest.mark.parametrize("dtype", ["fp8_per_token_head", "int8_per_token_head"])
+def test_vllm_answers_the_per_token_head_layouts(dtype):
+    # vLLM's int8_per_token_head is the same bytes (int8 elements, the same fp32 scales).
+    got = engine_capacity(_spec(dtype), MODEL, 80 * GiB, engine="vllm", **KW)
+    assert tuple(got) == VLLM_80GIB
+    sizing = importlib.import_module("generated.qwen3_moe.sizing")
+    assert tuple(sizing.engine_capacity(MODEL, 80 * GiB, engine="vllm", **KW)) == VLLM_80GIB
+
+
+def test_sglang_refuses_per_token_head_naming_its_dtype_choices():
+    # The starting commit said "its kv_cache_dtype is not modelled per engine" for SGLang too.
+    with pytest.raises(NotModelled, match=r"SGLang 0\.5\.23 has no per-token-head") as info:
+        engine_capacity(load_family(SPEC), MODEL, 80 * GiB, engine="sglang", **KW)
+    assert info.value.reason == "sglang_no_per_token_head"
+    assert "fp8_e4m3, mxfp8" in str(info.value)
+    sizing = importlib.import_module("generated.qwen3_moe.sizing")
+    with pytest.raises(sizing.NotModelled, match=r"kv_cache_dtype\.py"):
+        sizing.engine_capacity(MODEL, 80 * GiB, engine="sglang", **KW)
+
+
+def test_a_layout_no_engine_stores_is_still_not_modelled():
+    # mxfp8 (an e8m0 scale per 32 elements): vLLM 0.33.0 has no kv_cache_dtype of that layout.
+    for engine in ("vllm", "sglang"):
+        with pytest.raises(NotModelled, match="kv_cache_dtype is not modelled") as info:
+            engine_capacity(_spec("mxfp8"), MODEL, 80 * GiB, engine=engine, **KW)
+        assert info.value.reason == "dtype"
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
