@@ -64,9 +64,13 @@ _KV_DTYPE = {
     # would give a bf16 MLA cache (vllm/config/cache.py).
     # fp8/int8_per_token_head: vLLM's CacheDTypes of those names, the same bytes (one fp32
     # scale per token and head for K and for V; kvgen.engines_rows.VLLM_PER_TOKEN_HEAD).
-    "vllm": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "fp8_ds_mla": "fp8_ds_mla",
-             "fp8_per_token_head": "fp8_per_token_head",
-             "int8_per_token_head": "int8_per_token_head"},  # fmt: skip
+    "vllm": {
+        "fp8": "fp8_e4m3",
+        "fp8_e5m2": "fp8_e5m2",
+        "fp8_ds_mla": "fp8_ds_mla",
+        "fp8_per_token_head": "fp8_per_token_head",
+        "int8_per_token_head": "int8_per_token_head",
+    },
     # SGLang has no fp8_ds_mla: its fp8_e4m3 DSA cache on Hopper (flashmla_kv) is the same
     # 656-byte layout (kv_cache_configurator.py calculate_mla_kv_cache_dim).
     "sglang": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "fp8_ds_mla": "fp8_e4m3"},
