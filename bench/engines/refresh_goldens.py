@@ -525,6 +525,7 @@ SGLANG_HYBRID_SPECULATIVE = {
     "falcon_h1": ("ngram4",),
 }  # fmt: skip
 SGLANG_CONFIG_PAIRS = {(entry[0], entry[1]) for entry in SGLANG_CONFIG_SPECULATIVE}
+SGLANG_CONFIG_REFUSALS = (("openelm", "openelm_270m", "openelm-270m.json"),)
 
 
 def sglang_config_cases() -> list[dict[str, Any]]:
@@ -546,6 +547,14 @@ def sglang_config_cases() -> list[dict[str, Any]]:
                                 ROOT / "tests" / "fixtures" / "hf" / draft
                             )
                         grid.append(case)
+    # SGLang's own refusals from config.json: an architecture no SGLang model module names
+    # (OpenELM), a kv_cache_dtype its configure_kv_cache_dtype refuses (per-token-head).
+    for name, model, fixture in SGLANG_CONFIG_REFUSALS:
+        grid.append(_config_case((name, model, fixture), block=16, length=1024, tp=1))
+    for name, model, fixture, dtype, _ in CONFIG_DTYPES:
+        for block in PAGE_SIZES:
+            case = _config_case((name, model, fixture), block=block, length=8191, tp=1)
+            grid.append({**case, "dtype": dtype})
     for entry in (*CONFIG_MODELS[:4], FALCON_H1, KIMI_LINEAR, LING_LINEAR):
         family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
         assert family is not None

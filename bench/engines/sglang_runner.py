@@ -387,11 +387,27 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         state.exec.mamba.enable_mamba_extra_buffer_lazy = strategy == "extra_buffer_lazy"
     install(state)
     state.schedule.page_size = case["block_size"]
+    # Before ModelConfig, which needs the checkpoint's remote code for a model_type
+    # transformers lacks (OpenELM): the architecture as config.json names it.
+    saved = json.loads(Path(case["hf_config"]).read_text(encoding="utf-8"))
+    architectures = list(saved.get("architectures") or [])
+    if not any(sglang_names(arch) for arch in architectures):
+        return {"error": f"SGLang {sglang.__version__} has no model class for {architectures}"}
+    if case.get("dtype") in ("fp8_per_token_head", "int8_per_token_head"):
+        # --kv-cache-dtype as kvgen's spec names it: SGLang's own check of the setting.
+        from sglang.srt.mem_cache.kv_cache_dtype import configure_kv_cache_dtype
+
+        try:
+            configure_kv_cache_dtype(
+                server_args_kv_cache_dtype=case["dtype"], model=None,
+                model_dtype=torch.bfloat16, is_draft_worker=False, is_dflash=False,
+                speculative_draft_attention_backend="",
+            )  # fmt: skip
+        except ValueError as exc:
+            return {"error": str(exc), "raised_by": _raiser(exc)}
     config = model_config(case["hf_config"])
     config.context_len = case["max_model_len"]
     architectures = list(config.hf_config.architectures)
-    if not any(sglang_names(arch) for arch in architectures):
-        return {"error": f"SGLang {sglang.__version__} has no model class for {architectures}"}
     mamba = hybrid_arch.mambaish_config(config)
     if mamba is not None:
         params = mamba.mamba2_cache_params

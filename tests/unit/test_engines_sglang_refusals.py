@@ -19,6 +19,7 @@ Read in SGLang 0.5.23's source (sglang/srt, the engine venv of bench/engines):
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 from kvgen._engines import NotModelled, engine_capacity
@@ -58,3 +59,23 @@ def test_sglang_says_what_it_does_with_mllama_cross_attention():
     assert "num_attention_layers" in text and "encoder_lens" in text
     assert "kvgen does not model" in text
     assert "CrossAttentionManager" not in text  # vLLM's manager, not SGLang's
+
+
+def _sglang_golden(model: str) -> list[dict]:
+    data = json.loads((ROOT / "tests/fixtures/engines/sglang.json").read_text(encoding="utf-8"))
+    return [c["engine_output"] for c in data["cases"] if c["inputs"]["model"] == model]
+
+
+def test_sglang_goldens_hold_its_own_refusals_from_config_json():
+    # bench/engines/sglang_runner.py run_config_case on tests/fixtures/hf/openelm-270m.json:
+    # no sglang/srt/models module names the architecture.
+    (openelm,) = _sglang_golden("openelm_270m")
+    assert openelm == {"error": "SGLang 0.5.23 has no model class for ['OpenELMForCausalLM']"}
+    # On qwen3-235b-a22b.json with --kv-cache-dtype fp8_per_token_head: SGLang's own check.
+    pth = _sglang_golden("qwen3_235b_a22b_fp8_pth")
+    assert len(pth) == 2  # pages 16 and 64
+    assert all(out["raised_by"] == "configure_kv_cache_dtype" for out in pth)
+    assert all(out["error"] == "Unsupported kv_cache_dtype: fp8_per_token_head." for out in pth)
+    spec = load_family(ROOT / "schema" / "families" / "qwen3_moe.yaml")
+    with pytest.raises(NotModelled, match="configure_kv_cache_dtype"):
+        engine_capacity(spec, "qwen3_235b_a22b_fp8_pth", 40 * GiB, engine="sglang", **KW)
