@@ -102,3 +102,18 @@ def test_index_k_cache_at_a_plain_dtype_both_engines_count_it(tmp_path):
     # tests/fixtures/engines/closed_loop_sglang.json.)
     sglang = engine_capacity(spec, "deepseek_v3_2_exp", 80 * GiB, engine="sglang", **KW)
     assert sglang.kv_tokens == 80 * GiB // 78_324 == 1_096_718
+
+
+def test_per_token_head_on_a_sliding_window_is_still_not_modelled():
+    # vLLM's sliding layers pick their own block size from the packed page (attention.py
+    # _largest_kernel_block_within); no golden holds a sliding per-token-head case, so kvgen
+    # keeps refusing it rather than guess (Gemma 2: sliding and full layers).
+    path = ROOT / "schema" / "families" / "gemma2.yaml"
+    text = path.read_text(encoding="utf-8").replace(
+        "kv_cache_dtype: bf16", "kv_cache_dtype: fp8_per_token_head", 1
+    )
+    family = load_bytes(path.name, text.encode()).family
+    assert family is not None
+    with pytest.raises(NotModelled, match="on full attention in vLLM") as info:
+        engine_capacity(family, "gemma2_9b", 80 * GiB, engine="vllm", **KW)
+    assert info.value.reason == "dtype"
