@@ -107,7 +107,13 @@ def engine_plan(
             f"reserves for max_running_requests (the first --max-batch-size, {batch_sizes[0]}, "
             "as --emit sglang sets it)"
         )
-    if strategy is not None:
+    if strategy == "disabled":
+        plan.notes.append(
+            "SGLang keeps one recurrent state slot per max_running_requests with the radix "
+            "cache disabled (kv_cache_configurator.py _handle_max_mamba_cache): each "
+            "--max-batch-size is sized with its own (--mamba-radix-cache-strategy disabled)"
+        )
+    elif strategy is not None:
         ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
         plan.notes.append(
             f"SGLang runs at most one request per {ratio} recurrent state slots under "
