@@ -395,7 +395,7 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     state.parallel.tp_size = case["tp"]
     resolved = RESOLVED.get(case["id"])
     if isinstance(resolved, str):  # ServerArgs refused the case's flags
-        return {"error": resolved.split(":")[0], "refused": resolved,
+        return {"error": resolved.split(":")[0], "message": resolved,
                 "raised_by": RAISED_BY[case["id"]]}  # fmt: skip
     if resolved is not None:
         strategy, state.schedule.disable_overlap_schedule, radix_off = resolved

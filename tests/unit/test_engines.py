@@ -14,9 +14,9 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from kvgen._deploy.emit import _sglang_mamba_flags
 from kvgen._engines import ENGINES, POLICY_TERMS, EngineCapacity, _sglang, _vllm, engine_capacity
 from kvgen._engines._rows import engine_tables
-from kvgen._deploy.emit import _sglang_mamba_flags
 from kvgen._engines._terms import policy_terms
 from kvgen._loader import load_bytes, load_family
 from kvgen._spec import Family
