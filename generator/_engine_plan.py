@@ -92,22 +92,30 @@ def engine_plan(
         plan.max_requests = int(cap.max_concurrency)
     except ValueError as exc:  # the budget does not hold one request: the engine would not start
         plan.engine_error = f"{plan.engine_version} would refuse to start: {exc}"
-    plan.notes.append(
-        f"{name}'s concurrency is not capped by a batch size in the KV sizing: "
-        + (
-            "max_num_seqs limits the requests running at once, not the pool"
-            if plan.engine == "vllm"
-            else "max_running_requests limits the requests running at once, not the pool"
-        )
-    )
     strategy = plan.mamba_radix_cache_strategy
-    if strategy is not None and plan.speculative != "none" and batch_sizes:
+    if strategy == "disabled":
+        plan.notes.append(
+            "SGLang keeps one recurrent state slot per max_running_requests with the radix "
+            "cache disabled (kv_cache_configurator.py _handle_max_mamba_cache), so each "
+            f"--max-batch-size is sized with its own; the capacity above at {running}, as "
+            "--emit sglang sets it (--mamba-radix-cache-strategy disabled)"
+        )
+    else:
+        plan.notes.append(
+            f"{name}'s concurrency is not capped by a batch size in the KV sizing: "
+            + (
+                "max_num_seqs limits the requests running at once, not the pool"
+                if plan.engine == "vllm"
+                else "max_running_requests limits the requests running at once, not the pool"
+            )
+        )
+    if strategy not in (None, "disabled") and plan.speculative != "none" and batch_sizes:
         plan.notes.append(
             "except the intermediate states of a drafter on a recurrent hybrid, which SGLang "
             f"reserves for max_running_requests (the first --max-batch-size, {batch_sizes[0]}, "
             "as --emit sglang sets it)"
         )
-    if strategy is not None:
+    if strategy is not None and strategy != "disabled":
         ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
         plan.notes.append(
             f"SGLang runs at most one request per {ratio} recurrent state slots under "

@@ -38,6 +38,9 @@ TP_SIZES = (1, 8)
 # the 64-token page its FlashInfer/FA3 deployments commonly use.
 PAGE_SIZES = {"vllm": (16, 32), "sglang": (1, 64)}
 TP_FIELD = {"vllm": "tensor_parallel_size", "sglang": "tp_size"}
+# kvgen's Mamba radix cache strategies beyond extra_buffer and no_buffer, each planned and
+# emitted on every recurrent hybrid (kvgen.engines_sglang.SGLANG_MAMBA_STRATEGIES).
+SGLANG_OTHER_STRATEGIES = ("extra_buffer_lazy", "extra_buffer_no_overlap", "disabled")
 
 # One model per shipped family, with the config.json the engine's classes read and the
 # speculative profile of the grid ("none": the family's profiles need what the engine cannot
@@ -164,10 +167,16 @@ def cases(engine: str) -> list[dict[str, Any]]:
             points.append((PAGE_SIZES[engine][0], lengths(native)[0], 1, profile))
         strategies = [""] * len(points)
         if engine == "sglang" and _recurrent(sizing, model):
-            # SGLang's other Mamba radix cache strategy (page 1 only): 3 state slots a running
-            # request where the default extra_buffer keeps 5.
+            # SGLang's other Mamba radix cache settings: no_buffer (page 1 only) keeps 3 state
+            # slots a running request where the default extra_buffer keeps 5; the lazy extra
+            # buffer and extra_buffer without the overlap scheduler 4, at both pages; the
+            # radix cache disabled one per max_running_requests, at both pages.
             points.append((1, lengths(native)[0], 1, "none"))
             strategies.append("no_buffer")
+            for strategy in SGLANG_OTHER_STRATEGIES:
+                for page in PAGE_SIZES[engine]:
+                    points.append((page, lengths(native)[0], 1, "none"))
+                    strategies.append(strategy)
         for (page, length, tp, prof), strategy in zip(points, strategies, strict=True):
             argv = plan_argv(family, model, engine, page=page, length=length, tp=tp,
                              profile=prof)  # fmt: skip

@@ -90,6 +90,7 @@ from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state imp
 from sglang.srt.runtime_context import (  # noqa: E402
     get_context,
     get_exec,
+    get_memory,
     get_model,
     get_parallel,
     get_schedule,
@@ -243,6 +244,8 @@ def pools(server_args: ServerArgs, budget_bytes: int) -> dict[str, Any]:
         out["mamba_cache_per_req"] = kvc.mambaish_config.mamba2_cache_params.mamba_cache_per_req
         out["mamba_radix_cache_strategy"] = get_exec().mamba.mamba_radix_cache_strategy
         out["disable_overlap_schedule"] = get_schedule().disable_overlap_schedule
+        if get_memory().disable_radix_cache:  # _calculate_mamba_ratio's first branch
+            out["disable_radix_cache"] = True
     return out
 
 

@@ -585,6 +585,7 @@ def sglang_config_cases() -> list[dict[str, Any]]:
     eagle["draft_hf_config"] = str(ROOT / "tests" / "fixtures" / "hf" / draft)
     grid.append(eagle)
     grid += sglang_running_cases()
+    grid += sglang_radix_cases()
     for name, model, fixture, profile, draft in SGLANG_CONFIG_DRAFTS:
         family = load_path(ROOT / "schema" / "families" / f"{name}.yaml").family
         for block in (1, *PAGE_SIZES):
@@ -620,6 +621,48 @@ def sglang_running_cases() -> list[dict[str, Any]]:
                                     family=family)  # fmt: skip
                 case["id"] += f"/r{running}"
                 case["max_running_requests"] = running
+                grid.append(case)
+    return grid
+
+
+# The Mamba radix cache settings a launch command sets, as ServerArgs fields (what kvgen plan
+# --emit sglang writes for each of kvgen's strategies; the default, extra_buffer with the
+# overlap scheduler, is every other case): no_buffer, extra_buffer without overlap, the lazy
+# extra buffer, the radix cache disabled.
+SGLANG_RADIX_FLAGS = {
+    "no_buffer": {"mamba_radix_cache_strategy": "no_buffer", "disable_overlap_schedule": True},
+    "extra_buffer_no_overlap": {
+        "mamba_radix_cache_strategy": "extra_buffer", "disable_overlap_schedule": True,
+    },
+    "extra_buffer_lazy": {"mamba_radix_cache_strategy": "extra_buffer_lazy"},
+    "disabled": {"disable_radix_cache": True},
+}  # fmt: skip
+SGLANG_RADIX_RUNNING = 64  # max_running_requests, as emitted (the radix cache disabled: slots)
+
+
+def sglang_radix_cases() -> list[dict[str, Any]]:
+    """Each Mamba radix cache setting on the recurrent hybrids SGLang sizes from config.json:
+    pages 1 and 64 (no_buffer refused at 64), two budgets, and a drafter at page 64; a page
+    that does not divide mamba_track_interval (96) refused by the extra buffer, lazy too."""
+    grid = []
+    for entry in (*CONFIG_MODELS[:3], FALCON_H1, KIMI_LINEAR):
+        family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
+        assert family is not None
+        length = min(8191, family.model(entry[1]).max_seq_len - 1)
+        profile = (*SGLANG_HYBRID_SPECULATIVE.get(entry[0], ()), "none")[0]
+        for mode, flags in SGLANG_RADIX_FLAGS.items():
+            runs = [
+                (block, budget, "none") for block in (1, 64) for budget in (BUDGET_BYTES, 2 << 30)
+            ]
+            runs.append((64, BUDGET_BYTES, profile))
+            if entry[0] == "qwen3_next" and mode.startswith("extra_buffer"):
+                runs.append((96, BUDGET_BYTES, "none"))
+            for block, budget, prof in runs:
+                case = _config_case(entry, block=block, length=length, tp=1, budget=budget,
+                                    profile=prof, family=family)  # fmt: skip
+                case["id"] += f"/r{SGLANG_RADIX_RUNNING}/{mode}"
+                case["max_running_requests"] = SGLANG_RADIX_RUNNING
+                case["sglang_flags"] = flags
                 grid.append(case)
     return grid
 
@@ -675,6 +718,8 @@ def golden_inputs(case: dict[str, Any]) -> dict[str, Any]:
     )
     if "max_running_requests" in case:
         inputs["max_running_requests"] = case["max_running_requests"]
+    if "sglang_flags" in case:  # the Mamba radix cache settings as a launch command sets them
+        inputs["sglang_flags"] = case["sglang_flags"]
     if "hf_config" in case:
         inputs["layers_from"] = Path(case["hf_config"]).relative_to(ROOT).as_posix()
         inputs["enable_prefix_caching"] = case["enable_prefix_caching"]

@@ -317,10 +317,13 @@ def model_config(config_json: str, is_draft_model: bool = False) -> Any:
     return ModelConfig(str(directory), is_draft_model=is_draft_model)
 
 
-def resolve_mamba_strategy(case: dict[str, Any]) -> tuple[str, bool] | None:
-    """The Mamba radix cache strategy and ``disable_overlap_schedule`` that
-    ``ServerArgs.resolve_once`` gives a recurrent hybrid's case on CUDA (see the stubs); None
-    for a model that is none. Runs before any case installs the stubbed accessors."""
+def resolve_mamba_strategy(case: dict[str, Any]) -> tuple[str, bool, bool] | str | None:
+    """The Mamba radix cache strategy, ``disable_overlap_schedule`` and ``disable_radix_cache``
+    that ``ServerArgs.resolve_once`` gives a recurrent hybrid's case on CUDA (see the stubs),
+    with the case's launch flags (``sglang_flags``: the strategy, ``disable_overlap_schedule``,
+    ``disable_radix_cache`` as a user sets them); None for a model that is none; SGLang's
+    refusal (its message) where resolution refuses the flags. Runs before any case installs
+    the stubbed accessors."""
     from sglang.srt.arg_groups import mamba_hook, speculative_hook
     from sglang.srt.arg_groups.model_override_base import resolved_view
     from sglang.srt.arg_groups.overrides import _MAMBA_RADIX_CACHE_ARCHS
@@ -346,10 +349,19 @@ def resolve_mamba_strategy(case: dict[str, Any]) -> tuple[str, bool] | None:
             # kvgen emits a chain (breadth 1), as its other profiles: _handle_ngram then sets
             # speculative_eagle_topk to it.
             fields["speculative_ngram_max_bfs_breadth"] = 1
+    fields.update(case.get("sglang_flags", {}))
     args = ServerArgs(model_path=str(directory), skip_tokenizer_init=True, device="cpu", **fields)
-    args.resolve_once()
+    try:
+        args.resolve_once()
+    except (AssertionError, ValueError) as exc:  # mamba_hook.py's validators assert
+        RAISED_BY[case["id"]] = _raiser(exc)
+        return f"{type(exc).__name__}: {exc}"
     view = resolved_view(args)
-    return str(view.mamba_radix_cache_strategy), bool(view.disable_overlap_schedule)
+    return (
+        str(view.mamba_radix_cache_strategy),
+        bool(view.disable_overlap_schedule),
+        bool(view.disable_radix_cache),
+    )
 
 
 def uses_mamba_radix_cache(config: dict[str, Any], archs: frozenset[str]) -> bool:
@@ -360,7 +372,8 @@ def uses_mamba_radix_cache(config: dict[str, Any], archs: frozenset[str]) -> boo
     return bool(names & archs) or granite
 
 
-RESOLVED: dict[str, tuple[str, bool] | None] = {}
+RESOLVED: dict[str, tuple[str, bool, bool] | str | None] = {}
+RAISED_BY: dict[str, str] = {}  # the SGLang function that refused a case's flags
 # A case's speculative method (vLLM's name, as refresh_goldens.py records it) -> SGLang's
 # speculative_algorithm (speculative/spec_info.py SpeculativeAlgorithm; NEXTN: EAGLE's alias
 # for a model's own MTP heads; STANDALONE: a separate draft model).
@@ -381,10 +394,19 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     state.parallel.attn_tp_size = case["tp"]
     state.parallel.tp_size = case["tp"]
     resolved = RESOLVED.get(case["id"])
+    if isinstance(resolved, str):  # ServerArgs refused the case's flags
+        return {"error": resolved.split(":")[0], "message": resolved,
+                "raised_by": RAISED_BY[case["id"]]}  # fmt: skip
     if resolved is not None:
-        strategy, state.schedule.disable_overlap_schedule = resolved
-        state.exec.mamba.enable_mamba_extra_buffer = strategy.startswith("extra_buffer")
-        state.exec.mamba.enable_mamba_extra_buffer_lazy = strategy == "extra_buffer_lazy"
+        strategy, state.schedule.disable_overlap_schedule, radix_off = resolved
+        state.memory.disable_radix_cache = radix_off
+        # fields/exec_.py's Derived fields (model_override_base.mamba_extra_buffer_of,
+        # overrides.mamba_extra_buffer_lazy_of): both False with the radix cache disabled.
+        extra = strategy in ("extra_buffer", "extra_buffer_lazy") and not radix_off
+        state.exec.mamba.enable_mamba_extra_buffer = extra
+        state.exec.mamba.enable_mamba_extra_buffer_lazy = (
+            strategy == "extra_buffer_lazy" and not radix_off
+        )
     install(state)
     state.schedule.page_size = case["block_size"]
     # Before ModelConfig, which needs the checkpoint's remote code for a model_type
@@ -493,6 +515,8 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         "max_running_requests_unset": by_pools,
         "mamba_ratio": kvc._calculate_mamba_ratio(),
         "mamba_radix_cache_strategy": resolved[0] if resolved else "auto",
+        **({"disable_radix_cache": True} if resolved and resolved[2] else {}),
+        **({"disable_overlap_schedule": True} if resolved and resolved[1] else {}),
         "mamba_cache_per_req": params.mamba_cache_per_req,
         "mamba_ssm_dtype": str(params.dtype.temporal).removeprefix("torch."),
         "conv_state_shape": list(params.shape.conv[0]),

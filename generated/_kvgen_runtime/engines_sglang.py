@@ -30,15 +30,27 @@ MAMBA_FULL_MEMORY_RATIO = 0.9
 # architecture supports it (every shipped hybrid, linear_attn_backend triton), the platform
 # keeps Mamba state snapshots (CUDA: mamba_hook.py) and the overlap scheduler is on (CUDA's
 # default, speculative decoding included); otherwise "no_buffer", which turns overlap off.
-SGLANG_MAMBA_STRATEGIES = ("extra_buffer", "no_buffer")
+# The others are what a launch command sets: "extra_buffer_lazy" (SGLang's strategy of that
+# name, overlap on), "extra_buffer_no_overlap" (extra_buffer with --disable-overlap-schedule)
+# and "disabled" (--disable-radix-cache: resolution then picks no strategy at all). One value
+# per resolved configuration, so SGLang's refused pairing (lazy without overlap, an assert in
+# _calculate_mamba_ratio) cannot be asked for.
+SGLANG_MAMBA_STRATEGIES = (
+    "extra_buffer", "no_buffer", "extra_buffer_lazy", "extra_buffer_no_overlap", "disabled",
+)  # fmt: skip
 SGLANG_MAMBA_STRATEGY = "extra_buffer"
-# State slots per running request with the radix cache on (kv_cache_configurator.py
-# _calculate_mamba_ratio): MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3, plus the extra
-# buffer's tracking slots (allocation_sizing.py get_mamba_tracking_slots: 2 with overlap).
-# resolve_max_num_reqs runs at most slots // ratio requests at once, refusing 0.
-SGLANG_MAMBA_SLOTS_PER_REQUEST = {"extra_buffer": 3 + 2, "no_buffer": 3}
+# State slots per running request (kv_cache_configurator.py _calculate_mamba_ratio): with the
+# radix cache on, MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3 plus the extra buffer's
+# tracking slots (allocation_sizing.py get_mamba_tracking_slots: 2 with overlap, 1 without
+# or lazy, 0 for no_buffer); with it disabled, 1. resolve_max_num_reqs runs at most
+# slots // ratio requests at once, refusing 0.
+SGLANG_MAMBA_SLOTS_PER_REQUEST = {
+    "extra_buffer": 3 + 2, "no_buffer": 3, "extra_buffer_lazy": 3 + 1,
+    "extra_buffer_no_overlap": 3 + 1, "disabled": 1,
+}  # fmt: skip
 # extra_buffer checkpoints a state every mamba_track_interval tokens, which pages must divide
-# (mamba_hook.py validate_mamba_extra_buffer); no_buffer takes page_size 1 only.
+# (mamba_hook.py validate_mamba_extra_buffer, lazy or not); no_buffer takes page_size 1 only;
+# with the radix cache disabled neither validator runs (handle_mamba_radix_cache returns).
 _SGLANG_MAMBA_TRACK_INTERVAL = 256
 _GIB = 1 << 30
 _INFINITY = float("inf")
@@ -253,9 +265,9 @@ def sglang_pools(
     max_running_requests: int = 8,
     mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY,
 ) -> SglangPools:
-    """Token slots of each pool for a KV budget (``max_running_requests``: read only by an
-    EAGLE/MTP drafter's intermediate states on a recurrent hybrid; the strategy: its state
-    slots per running request)."""
+    """Token slots of each pool for a KV budget (``max_running_requests``: read only on a
+    recurrent hybrid, by an EAGLE/MTP drafter's intermediate states, and by the radix cache
+    disabled as its state slots; the strategy: its state slots per running request)."""
     budget_gib = budget_bytes / _GIB  # SGLang keeps the budget in GiB as a float
     slots = 0
     if plan.state_bytes_per_request:
@@ -264,7 +276,13 @@ def sglang_pools(
         per_slot = plan.state_bytes_per_request
         drafts = plan.draft_tokens
         ratio = _sglang_mamba_ratio(mamba_radix_cache_strategy, page_size)
-        if drafts:
+        if ratio == 1:
+            # Radix cache disabled with max_running_requests set (kvgen emits it):
+            # _handle_max_mamba_cache keeps one slot per request, no memory ratio, and an
+            # EAGLE/MTP drafter's D intermediate states for each of them and the padding slot.
+            slots = max(1, max_running_requests)
+            budget_gib -= per_slot * (slots + 1) * drafts / _GIB
+        elif drafts:
             # EAGLE/MTP (kv_cache_configurator.py _handle_max_mamba_cache): each verify step
             # keeps D intermediate states per running request, solved jointly with the slots
             # (one running request per ratio slots), then reserved for the capped requests
@@ -293,14 +311,16 @@ def sglang_pools(
 def _sglang_mamba_ratio(strategy: object, page_size: int) -> int:
     """State slots per running request under the Mamba radix cache ``strategy``; ValueError
     where it is no strategy, or where SGLang 0.5.23 refuses it at that page size."""
-    if strategy == "extra_buffer":
+    if strategy in ("extra_buffer", "extra_buffer_lazy", "extra_buffer_no_overlap"):
         if _SGLANG_MAMBA_TRACK_INTERVAL % page_size:
             raise ValueError(
-                f"block_size {page_size}: SGLang 0.5.23 refuses extra_buffer where the page "
+                f"block_size {page_size}: SGLang 0.5.23 refuses {strategy} where the page "
                 f"does not divide mamba_track_interval {_SGLANG_MAMBA_TRACK_INTERVAL} "
                 "(mamba_hook.py validate_mamba_extra_buffer)"
             )
-        return SGLANG_MAMBA_SLOTS_PER_REQUEST["extra_buffer"]
+        return SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
+    if strategy == "disabled":
+        return 1
     if strategy == "no_buffer":
         if page_size != 1:
             raise ValueError(
@@ -389,7 +409,10 @@ def sglang_capacity(
     if mamba_radix_cache_strategy not in SGLANG_MAMBA_STRATEGIES:
         _sglang_mamba_ratio(mamba_radix_cache_strategy, page_size)  # names it
     running = max_running_requests
-    if plan.draft_tokens and not (type(running) is int and 0 < running <= _MAX_INT):
+    reads_running = plan.draft_tokens or (
+        plan.state_bytes_per_request and mamba_radix_cache_strategy == "disabled"
+    )
+    if reads_running and not (type(running) is int and 0 < running <= _MAX_INT):
         _positive_ints(("max_batch_size",), running)
     # The pools are a function of the plan and these checked arguments alone, kept by the
     # plan's identity (the stored plan is compared, so a reused id never answers).
@@ -407,7 +430,10 @@ def sglang_capacity(
             _SGLANG_POOLS.clear()
         _SGLANG_POOLS[key] = (plan, pools)
     if pools.full_tokens <= 0:
-        raise ValueError(f"budget_bytes {budget_bytes} leaves SGLang no KV pool")
+        raise ValueError(
+            f"budget_bytes {budget_bytes} leaves SGLang no KV pool (MemoryPoolConfig."
+            "__post_init__: not enough memory)"
+        )
     sliding = sglang_sliding_tokens(plan, max_seq_len, page_size)
     request_bytes = (
         max_seq_len * plan.full_bytes_per_token

@@ -17,7 +17,9 @@ DEFAULT_ENGINE = "trtllm-v2"
 KV_DTYPES = (*facts.DTYPE_BYTES, *facts.SCALED_LAYOUTS, facts.DS_MLA)
 # SGLang's Mamba radix cache strategies, the default first (kvgen.engines_sglang's
 # SGLANG_MAMBA_STRATEGIES and SGLANG_MAMBA_STRATEGY; a test keeps them equal).
-MAMBA_STRATEGIES = ("extra_buffer", "no_buffer")
+MAMBA_STRATEGIES = (
+    "extra_buffer", "no_buffer", "extra_buffer_lazy", "extra_buffer_no_overlap", "disabled",
+)  # fmt: skip
 GPU_MEMORY_HELP = (
     "KV-cache budget per rank (what the engine may give the KV cache on one GPU, not the "
     "GPU's memory): 80GiB, 80GB, 85899345920B; a unit is required"
@@ -67,8 +69,11 @@ def add_mamba_strategy(parser: argparse.ArgumentParser) -> None:
     """--mamba-radix-cache-strategy: SGLang's state slots per running request on a hybrid."""
     parser.add_argument(
         "--mamba-radix-cache-strategy", choices=MAMBA_STRATEGIES, default=MAMBA_STRATEGIES[0],
-        help="SGLang's Mamba radix cache on a recurrent hybrid (default: extra_buffer, what an "
-        "H100/H200 launch resolves: 5 state slots per running request; no_buffer: 3)",
+        help="SGLang's Mamba radix cache on a recurrent hybrid: its state slots per running "
+        "request (default: extra_buffer, what an H100/H200 launch resolves: 5; "
+        "extra_buffer_lazy and extra_buffer_no_overlap (--disable-overlap-schedule): 4; "
+        "no_buffer (page size 1): 3; disabled (--disable-radix-cache): 1, one slot per "
+        "max_running_requests)",
     )  # fmt: skip
 
 

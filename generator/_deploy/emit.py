@@ -19,7 +19,8 @@ and the settings are chosen so that the engine's own sizing code lands on it:
   the budget arithmetic computed, so the profiled value is at least the plan when the hardware
   check fits; ``page_size``, ``context_length``, ``chunked_prefill_size``, the pool ratios, and
   on a recurrent hybrid ``mamba_radix_cache_strategy`` (its state slots per running request;
-  ``no_buffer`` with ``disable_overlap_schedule``).
+  ``no_buffer`` and ``extra_buffer_no_overlap`` with ``disable_overlap_schedule``,
+  ``disabled`` as ``disable_radix_cache``; ``_sglang_mamba_flags``).
 - TensorRT-LLM (``tensorrt_llm/llmapi/llm_args.py``): ``kv_cache_config.max_gpu_total_bytes`` =
   the budget in whole grains of the V2 manager, which keeps it as given (the manager takes the
   smaller of it and ``free_gpu_memory_fraction`` of the free memory), ``tokens_per_block`` the
@@ -243,19 +244,10 @@ def launch(
             fields["swa_full_tokens_ratio"] = sizing.SWA_FULL_TOKENS_RATIO
         if any(layer.attention == "recurrent" for layer in entry.layers):
             fields["mamba_full_memory_ratio"] = sizing.MAMBA_FULL_MEMORY_RATIO
-            # The strategy kvgen planned for, spelled out so that a platform whose default
-            # resolves otherwise (no Mamba state snapshots) cannot change the state slots
-            # per running request (arg_groups/overrides.py _mamba_radix_cache_resolution).
-            fields["mamba_radix_cache_strategy"] = strategy
-            if strategy == "no_buffer":
-                # Resolution turns the overlap scheduler off only for a strategy it picks
-                # itself; a given no_buffer with it on is refused (mamba_hook.py
-                # validate_mamba_no_buffer).
-                fields["disable_overlap_schedule"] = True
-                notes.append(
-                    "disable_overlap_schedule: SGLang runs the no_buffer Mamba radix cache "
-                    "only without the overlap scheduler (mamba_hook.py validate_mamba_no_buffer)"
-                )
+            flags, note = _sglang_mamba_flags(strategy)
+            fields.update(flags)
+            if note:
+                notes.append(note)
             ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
             # What the state slots alone let run: the concurrency of 1-token requests.
             running = sizing.engine_capacity(
@@ -274,6 +266,35 @@ def launch(
         )
     version = sizing.ENGINE_VERSIONS[engine]
     return Launch(engine, version, CONFIG_CLASS[engine], fields, capacity, notes)
+
+
+def _sglang_mamba_flags(strategy: str) -> tuple[dict[str, Any], str]:
+    """The ServerArgs fields that make SGLang 0.5.23 resolve kvgen's Mamba radix cache
+    ``strategy`` (arg_groups/overrides.py _mamba_radix_cache_resolution), and why a flag
+    beyond the strategy is there ("" where none is). The strategy is spelled out so that a
+    platform whose default resolves otherwise (no Mamba state snapshots) cannot change the
+    state slots per running request."""
+    if strategy == "disabled":
+        # With the radix cache disabled resolution picks no strategy (and a given one is
+        # never read: mamba_extra_buffer_of is False), so none is written.
+        return {"disable_radix_cache": True}, (
+            "disable_radix_cache: one recurrent state slot per max_running_requests "
+            "(kv_cache_configurator.py _handle_max_mamba_cache), no prefix reuse"
+        )
+    if strategy in ("no_buffer", "extra_buffer_no_overlap"):
+        # Resolution turns the overlap scheduler off only for a strategy it picks itself; a
+        # given no_buffer with it on is refused (mamba_hook.py validate_mamba_no_buffer), and
+        # extra_buffer keeps one tracking slot fewer without it (get_mamba_tracking_slots).
+        given = strategy.removesuffix("_no_overlap")
+        return {"mamba_radix_cache_strategy": given, "disable_overlap_schedule": True}, (
+            "disable_overlap_schedule: SGLang runs the no_buffer Mamba radix cache only "
+            "without the overlap scheduler (mamba_hook.py validate_mamba_no_buffer)"
+            if given == "no_buffer"
+            else "disable_overlap_schedule: SGLang's extra_buffer keeps 1 tracking slot per "
+            "running request without the overlap scheduler, not 2 (allocation_sizing.py "
+            "get_mamba_tracking_slots)"
+        )
+    return {"mamba_radix_cache_strategy": strategy}, ""
 
 
 def _trtllm(

@@ -150,7 +150,9 @@ def engine_capacity(
     hybrids, prefix caching on; "none": prefix caching off) and ``gdn_prefill_backend``
     ("flashinfer", the H100/H200 default, or "triton") (vLLM), ``swa_full_tokens_ratio``,
     ``mamba_full_memory_ratio`` and ``mamba_radix_cache_strategy`` ("extra_buffer", what an
-    H100/H200 launch resolves for a recurrent hybrid, or "no_buffer") (SGLang); ``ssm_dtype``
+    H100/H200 launch resolves for a recurrent hybrid; "no_buffer", "extra_buffer_lazy",
+    "extra_buffer_no_overlap", or "disabled": the radix cache off, one state slot per
+    ``max_batch_size``) (SGLang); ``ssm_dtype``
     None is each engine's default (SGLang: fp32; vLLM: the conv dtype, fp32 for Nemotron-H).
     ``speculative`` names a profile of the family: TensorRT-LLM takes any; vLLM takes ngram and
     the drafters that share its pool (eagle3, mtp, mtp_eagle, and a separate draft model,

@@ -22,7 +22,10 @@ numbers SGLang's own pool configurators produced on CPU):
   ``_mamba_radix_cache_resolution``): on CUDA every shipped hybrid gets ``extra_buffer`` with
   the overlap scheduler on (speculative decoding too), 3 + 2 tracking slots = 5
   (``get_mamba_tracking_slots``); ``no_buffer`` (``--mamba-radix-cache-strategy no_buffer
-  --disable-overlap-schedule``, page size 1 only) keeps 3.
+  --disable-overlap-schedule``, page size 1 only) keeps 3; ``extra_buffer_lazy`` and
+  ``extra_buffer_no_overlap`` (one tracking slot) 4; ``disabled`` (``--disable-radix-cache``)
+  1, its slots ``max(1, max_running_requests)`` instead of the memory ratio
+  (``_handle_max_mamba_cache``).
 - **KV-shared layers** (Gemma 3n) get a buffer of their own: the pool is sized for every
   hidden layer. A **DSA indexer** (DeepSeek-V3.2) keeps its fp8 keys (132 B) in each latent
   layer's cell; an fp8_e4m3 latent on Hopper (flashmla_kv) is 656 B.

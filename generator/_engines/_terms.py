@@ -113,11 +113,14 @@ def _sglang_terms(
         )
     if plan.state_bytes_per_request:
         ratio = _sglang.MAMBA_FULL_MEMORY_RATIO
+        size = f"{plan.state_bytes_per_request / MIB:.1f} MiB"
         terms.append(
             PolicyTerm(
                 "mamba_memory_ratio",
-                f"{ratio}/{1 + ratio:g} of the budget to state slots of "
-                f"{plan.state_bytes_per_request / MIB:.1f} MiB",
+                f"one state slot of {size} per max_running_requests (--max-batch-size): the "
+                "radix cache disabled"
+                if strategy == "disabled"
+                else f"{ratio}/{1 + ratio:g} of the budget to state slots of {size}",
             )
         )
         terms.append(

@@ -14,12 +14,14 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from kvgen._deploy.emit import _sglang_mamba_flags
 from kvgen._engines import ENGINES, POLICY_TERMS, EngineCapacity, _sglang, _vllm, engine_capacity
 from kvgen._engines._rows import engine_tables
 from kvgen._engines._terms import policy_terms
 from kvgen._loader import load_bytes, load_family
 from kvgen._spec import Family
 from kvgen.engines_core import NotModelled
+from kvgen.engines_sglang import SGLANG_MAMBA_SLOTS_PER_REQUEST, SGLANG_MAMBA_STRATEGIES
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "engines"
@@ -63,6 +65,14 @@ def golden_kwargs(inputs: dict, engine: str) -> dict:
     }
     if "max_running_requests" in inputs:  # as kvgen plan --emit sglang sets it
         kwargs["max_batch_size"] = inputs["max_running_requests"]
+    if "sglang_flags" in inputs:
+        # The Mamba radix cache settings the case launched SGLang with: the kvgen strategy
+        # whose kvgen plan --emit sglang writes exactly those fields (so emit and the golden
+        # are one fact).
+        (kwargs["mamba_radix_cache_strategy"],) = (
+            strategy for strategy in SGLANG_MAMBA_STRATEGIES
+            if _sglang_mamba_flags(strategy)[0] == inputs["sglang_flags"]
+        )  # fmt: skip
     if engine == "vllm":
         kwargs["async_scheduling"] = inputs.get("async_scheduling", True)
         if (
@@ -207,7 +217,13 @@ def test_sglang_matches_its_own_pool_configurators(case: dict) -> None:
     pools = _sglang.sglang_pools(
         plan, inputs["budget_bytes"], inputs["block_size"],
         max_running_requests=inputs.get("max_running_requests", 8),
+        mamba_radix_cache_strategy=golden_kwargs(inputs, "sglang").get(
+            "mamba_radix_cache_strategy", "extra_buffer"
+        ),
     )  # fmt: skip
+    if "mamba_ratio" in want:  # SGLang's _calculate_mamba_ratio for the resolved settings
+        strategy = golden_kwargs(inputs, "sglang").get("mamba_radix_cache_strategy")
+        assert SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy or "extra_buffer"] == want["mamba_ratio"]
     assert pools.swa_tokens == want.get("swa_max_total_num_tokens", 0)
     assert pools.state_slots == want.get("max_mamba_cache_size", 0)
 
