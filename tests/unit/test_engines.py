@@ -195,6 +195,12 @@ def test_sglang_matches_its_own_pool_configurators(case: dict) -> None:
         return
     got = _capacity("sglang", inputs)
     assert got.kv_tokens == want["max_total_num_tokens"]
+    if want.get("is_encoder_decoder"):
+        # Mllama: one image's tokens (max_num_tiles x num_patches, mllama.py pad_input_ids)
+        # take cell-size slots of the one pool before the request's max_model_len text.
+        tokens = inputs["max_model_len"] + want["image_tokens_per_image"]
+        assert got.request_bytes == tokens * want["cell_size"]
+        assert got.max_concurrency == want["max_total_num_tokens"] / tokens
     if "max_running_requests_unset" in want:
         # A hybrid runs at most what resolve_max_num_reqs allows with no request cap of its
         # own (slots // 3), whatever tokens the attention pool holds.
