@@ -93,9 +93,18 @@ def _sglang_terms(
     spec_model = family.model(model)
     profile = None if speculative == "none" else family.profile(speculative)
     plan = _sglang.sglang_plan(family, spec_model, ssm_dtype=ssm_dtype, speculative=profile)
-    layers = cached_layers(family, spec_model)
+    # An encoder-decoder model has SGLang rows only (its cross layers sized as the others).
+    layers = () if plan.encoder_tokens else cached_layers(family, spec_model)
     sliding = sum(1 for lay in layers if lay.attention == "sliding")
     terms = []
+    if plan.encoder_tokens:
+        terms.append(
+            PolicyTerm(
+                "encoder_tokens_in_pool",
+                f"{plan.encoder_tokens:,} encoder tokens per request (the spec's encoder_tokens) "
+                f"take pool slots of {plan.full_bytes_per_token:,} B before its text",
+            )
+        )
     if sliding and not plan.swa_bytes_per_token:
         terms.append(
             PolicyTerm(

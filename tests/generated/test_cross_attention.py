@@ -15,7 +15,8 @@ per token per layer. Encoder tokens e = 6404 = 4 tiles x 1601: ceil(6404 / 32) =
 from __future__ import annotations
 
 import pytest
-from kvgen._engines import engine_capacity
+from kvgen._engines import POLICY_TERMS, engine_capacity
+from kvgen._engines._terms import policy_terms
 from kvgen._loader import load_family
 
 from tests.generated.test_serving_quota import serve
@@ -148,6 +149,15 @@ def test_sglang_pools_mllama_cross_layers_and_image_tokens(vision, budget, tp, p
         family, MODEL, budget, engine="sglang", max_seq_len=text, max_num_tokens=8192,
         tp_size=tp, block_size=page,
     )  # fmt: skip
+
+
+def test_compare_names_sglangs_encoder_slots(vision):
+    # kvgen compare's term for the row above: 6404 slots of 163,840 B (40 x 2 x 8 x 128 x 2).
+    family = load_family(FIXTURE_SPECS.parents[2] / "schema" / "families" / "llama3_2_vision.yaml")
+    terms = policy_terms(family, MODEL, engine="sglang", max_seq_len=8192, max_num_tokens=8192)
+    assert [t.name for t in terms] == ["encoder_tokens_in_pool"]
+    assert terms[0].name in POLICY_TERMS
+    assert "6,404 encoder tokens" in terms[0].detail and "163,840 B" in terms[0].detail
 
 
 def test_shim_takes_encoder_pages_at_admission_and_gives_them_back(vision):
