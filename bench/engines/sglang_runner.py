@@ -471,6 +471,13 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     )
     pool_configurator.mambaish_config = hybrid_arch.mambaish_config
     rest_memory = case["budget_bytes"] / (1 << 30)
+    # _profile_available_bytes: a multimodal model's post-sizing allocations come off the
+    # budget first (SGLANG_VLM_CACHE_SIZE_MB; mm_feature_transport unset is cpu on one node,
+    # no GPU feature pool). 0 for a text model.
+    reserved = kv_configurator.mm_runtime_reservation_gb(
+        is_multimodal=config.is_multimodal, mm_feature_transport=None
+    )
+    rest_memory -= reserved
     configurator = pool_configurator.DefaultPoolConfigurator(kvc)
     configurator_class = kv_configurator.KVCacheConfigurator
     try:
@@ -492,6 +499,7 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
             "is_encoder_decoder": True,
             "num_attention_layers": config.num_attention_layers,
             "cell_size": configurator._cell_size,
+            "mm_reservation_gb": reserved,
             **encoder_tokens(config),
         }
     if mamba is None:

@@ -40,6 +40,11 @@ SGLANG_MAMBA_SLOTS_PER_REQUEST = {"extra_buffer": 3 + 2, "no_buffer": 3}
 # extra_buffer checkpoints a state every mamba_track_interval tokens, which pages must divide
 # (mamba_hook.py validate_mamba_extra_buffer); no_buffer takes page_size 1 only.
 _SGLANG_MAMBA_TRACK_INTERVAL = 256
+# What SGLang keeps of a multimodal model's KV budget for the allocations it makes after
+# sizing the pools (kv_cache_configurator.py mm_runtime_reservation_gb: SGLANG_VLM_CACHE_SIZE_MB,
+# 100; its GPU feature pool only under a cuda_ipc / cuda_vmm mm_feature_transport, not the
+# single-node default). Of kvgen's rows, the encoder-decoder ones (Mllama) are multimodal.
+SGLANG_VLM_CACHE_SIZE_MB = 100
 _GIB = 1 << 30
 _INFINITY = float("inf")
 
@@ -265,6 +270,8 @@ def sglang_pools(
     EAGLE/MTP drafter's intermediate states on a recurrent hybrid; the strategy: its state
     slots per running request)."""
     budget_gib = budget_bytes / _GIB  # SGLang keeps the budget in GiB as a float
+    if plan.encoder_tokens:
+        budget_gib -= SGLANG_VLM_CACHE_SIZE_MB / 1024  # _profile_available_bytes, first
     slots = 0
     if plan.state_bytes_per_request:
         # Mamba memory ratio: r/(1+r) of the budget to whole slots, one of them padding.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from kvgen import engines_sglang
 from kvgen._engines import _sglang, _trtllm, _vllm
 from kvgen._engines._layers import cached_layers
 from kvgen._engines._rows import VLLM_FP32_SSM_FAMILIES, VLLM_KDA_FAMILIES
@@ -102,7 +103,9 @@ def _sglang_terms(
             PolicyTerm(
                 "encoder_tokens_in_pool",
                 f"{plan.encoder_tokens:,} encoder tokens per request (the spec's encoder_tokens) "
-                f"take pool slots of {plan.full_bytes_per_token:,} B before its text",
+                f"take pool slots of {plan.full_bytes_per_token:,} B before its text; "
+                f"{engines_sglang.SGLANG_VLM_CACHE_SIZE_MB} MiB of the budget kept for the "
+                "multimodal cache",
             )
         )
     if sliding and not plan.swa_bytes_per_token:

@@ -122,15 +122,17 @@ def test_engines_refuse_rather_than_guess(vision, engine):
 # before the text, each a pool slot, schedule_batch.py encoder_lens). Per token and tp rank:
 # 40 layers x 2 (K, V) x 8 / tp heads x 128 dims x 2 B = 163,840 B at tp 1, 81,920 at tp 2.
 # One image at max_num_tiles 4 of (560 / 14)^2 + 1 = 1601 patches: 6404 slots (the spec's
-# encoder_tokens).
+# encoder_tokens). Mllama is multimodal: kv_cache_configurator.py _profile_available_bytes takes
+# mm_runtime_reservation_gb (SGLANG_VLM_CACHE_SIZE_MB 100 MiB = 104,857,600 B) off the budget
+# first: 40 GiB leaves 42,844,815,360 B, 24 GiB 25,664,946,176 B.
 @pytest.mark.parametrize(
     ("budget", "tp", "page", "tokens"),
     [
-        (40 << 30, 1, 1, 262_144),  # 42,949,672,960 / 163,840 = 262,144 exactly
-        (40 << 30, 2, 16, 524_288),  # / 81,920 = 524,288 = 32,768 pages of 16
-        (24 << 30, 1, 1, 157_286),  # 25,769,803,776 / 163,840 = 157,286.4
-        (24 << 30, 1, 16, 157_280),  # rounded down to 9,830 pages of 16
-        (24 << 30, 2, 16, 314_560),  # / 81,920 = 314,572.8 -> 19,660 pages
+        (40 << 30, 1, 1, 261_504),  # 42,844,815,360 / 163,840 = 261,504 exactly
+        (40 << 30, 2, 16, 523_008),  # / 81,920 = 523,008 = 32,688 pages of 16
+        (24 << 30, 1, 1, 156_646),  # 25,664,946,176 / 163,840 = 156,646.4
+        (24 << 30, 1, 16, 156_640),  # rounded down to 9,790 pages of 16
+        (24 << 30, 2, 16, 313_280),  # / 81,920 = 313,292.8 -> 19,580 pages
     ],
 )
 def test_sglang_pools_mllama_cross_layers_and_image_tokens(vision, budget, tp, page, tokens):
@@ -143,7 +145,7 @@ def test_sglang_pools_mllama_cross_layers_and_image_tokens(vision, budget, tp, p
     assert got.kv_tokens == tokens and got.num_blocks == tokens // page
     # A request: 6404 image slots then 8192 text slots = 14,596 (2,391,408,640 B at tp 1).
     assert got.request_bytes == (6404 + text) * per_token
-    assert got.max_concurrency == tokens / 14_596  # 40 GiB tp 1: 17.960
+    assert got.max_concurrency == tokens / 14_596  # 40 GiB tp 1: 17.916
     family = load_family(FIXTURE_SPECS.parents[2] / "schema" / "families" / "llama3_2_vision.yaml")
     assert got == engine_capacity(
         family, MODEL, budget, engine="sglang", max_seq_len=text, max_num_tokens=8192,
@@ -158,6 +160,7 @@ def test_compare_names_sglangs_encoder_slots(vision):
     assert [t.name for t in terms] == ["encoder_tokens_in_pool"]
     assert terms[0].name in POLICY_TERMS
     assert "6,404 encoder tokens" in terms[0].detail and "163,840 B" in terms[0].detail
+    assert "100 MiB" in terms[0].detail
 
 
 def test_shim_takes_encoder_pages_at_admission_and_gives_them_back(vision):
