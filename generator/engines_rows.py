@@ -86,12 +86,6 @@ UNMODELLED = {
     "sglang_no_openelm": "SGLang 0.5.23 cannot run OpenELM: it has no OpenELMForCausalLM model "
     "class (sglang/srt/models); only its Transformers fallback (models/transformers.py) with the "
     "checkpoint's remote code might, which is not modelled",
-    "sglang_mllama_cross": "SGLang 0.5.23 runs Mllama (Llama 3.2 Vision) as an encoder-decoder "
-    "model in its one token pool: every text layer, cross-attention ones included, has a buffer "
-    "(ModelConfig.num_attention_layers), and each request's image tokens (num_concurrent_media x "
-    "num_tiles x num_patches, models/mllama.py pad_input_ids) take slots of that pool before its "
-    "text (schedule_batch.py encoder_lens), where the cross-attention layers write their K/V; "
-    "kvgen does not model that pool",
     "sglang_two_model_eagle3": "eagle3_two_model is TensorRT-LLM's two-model EAGLE3 (the "
     "drafter in a KV cache manager of its own); SGLang 0.5.23 runs EAGLE3 one way only, the "
     "draft's layers in the target's pool (speculative_algorithm EAGLE3): use the family's "
@@ -244,6 +238,9 @@ class EngineModel(_Record):
         # The rows SGLang allocates where they differ from ``layers``: a KV-shared model's
         # reading layers too (its pool gives every layer a buffer; () : ``layers``).
         sglang_layers: tuple[EngineLayer, ...] = (),
+        # An encoder-decoder model SGLang runs in its one token pool (Mllama): the encoder
+        # tokens each request's text follows there (the spec's encoder_tokens; 0: none).
+        sglang_encoder_tokens: int = 0,
     ) -> None:
         self.max_seq_len = max_seq_len
         self.layers = layers
@@ -257,6 +254,7 @@ class EngineModel(_Record):
         self.vllm_unmodelled = vllm_unmodelled
         self.sglang_unmodelled = sglang_unmodelled
         self.sglang_layers = sglang_layers
+        self.sglang_encoder_tokens = sglang_encoder_tokens
 
     _fields = __slots__ = _fields_of(__init__)
 

@@ -51,6 +51,11 @@ SGLANG_MAMBA_SLOTS_PER_REQUEST = {
 # (mamba_hook.py validate_mamba_extra_buffer, lazy or not); no_buffer takes page_size 1 only;
 # with the radix cache disabled neither validator runs (handle_mamba_radix_cache returns).
 _SGLANG_MAMBA_TRACK_INTERVAL = 256
+# What SGLang keeps of a multimodal model's KV budget for the allocations it makes after
+# sizing the pools (kv_cache_configurator.py mm_runtime_reservation_gb: SGLANG_VLM_CACHE_SIZE_MB,
+# 100; its GPU feature pool only under a cuda_ipc / cuda_vmm mm_feature_transport, not the
+# single-node default). Of kvgen's rows, the encoder-decoder ones (Mllama) are multimodal.
+SGLANG_VLM_CACHE_SIZE_MB = 100
 _GIB = 1 << 30
 _INFINITY = float("inf")
 
@@ -67,7 +72,9 @@ class SglangPlan(_Record):
         ssm_extra_bytes: int,  # what the SSM dtype adds over the spec's dtype, per request
         native_max_seq_len: int,  # the model's context length (SGLang's context_len)
         draft_tokens: int = 0,  # EAGLE/MTP speculative_num_draft_tokens (0: no drafter)
+        encoder_tokens: int = 0,  # pool slots a request's encoder tokens take (Mllama)
     ) -> None:
+        self.encoder_tokens = encoder_tokens
         self.full_bytes_per_token = full_bytes_per_token
         self.swa_bytes_per_token = swa_bytes_per_token
         self.window = window
@@ -110,7 +117,9 @@ class SglangLayout(_Record):
         ssm_state_bytes: int,  # per recurrent layer, bf16, tp=1 (state bytes only rows)
         native_max_seq_len: int,
         index_bytes: int = 0,  # a DSA indexer's key bytes per token and layer (0: none)
+        encoder_tokens: int = 0,  # pool slots a request's encoder tokens take (Mllama)
     ) -> None:
+        self.encoder_tokens = encoder_tokens
         self.index_bytes = index_bytes
         self.attention = attention
         self.window = window
@@ -128,7 +137,9 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
     where SGLang's answer is not modelled, ValueError for a model without cached layers."""
     if entry.sglang_unmodelled:
         raise NotModelled(UNMODELLED[entry.sglang_unmodelled], entry.sglang_unmodelled)
-    if entry.unmodelled:
+    # An encoder-decoder model in SGLang's one pool has rows of its own (its cross layers
+    # among them), which no other engine's row of the model answers.
+    if entry.unmodelled and not entry.sglang_encoder_tokens:
         raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
     layers = entry.sglang_layers or entry.layers
     # A DSA indexer's keys ride in the layer's own cell (DSATokenToKVPool index_k buffers):
@@ -174,6 +185,7 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
         entry.ssm_state_bytes,
         entry.max_seq_len,
         index_bytes,
+        entry.sglang_encoder_tokens,
     )
 
 
@@ -250,8 +262,9 @@ def sglang_plan_at(
         full += int((full - indexer) * draft_layers / layout.attention_layers)
         full += layout.index_bytes * draft_layers
     return SglangPlan(
-        full, swa, layout.window, state, extra, layout.native_max_seq_len, draft_tokens
-    )
+        full, swa, layout.window, state, extra, layout.native_max_seq_len, draft_tokens,
+        layout.encoder_tokens,
+    )  # fmt: skip
 
 
 def sglang_pools(
@@ -268,6 +281,8 @@ def sglang_pools(
     recurrent hybrid, by an EAGLE/MTP drafter's intermediate states, and by the radix cache
     disabled as its state slots; the strategy: its state slots per running request)."""
     budget_gib = budget_bytes / _GIB  # SGLang keeps the budget in GiB as a float
+    if plan.encoder_tokens:
+        budget_gib -= SGLANG_VLM_CACHE_SIZE_MB / 1024  # _profile_available_bytes, first
     slots = 0
     if plan.state_bytes_per_request:
         # Mamba memory ratio: r/(1+r) of the budget to whole slots, one of them padding.
@@ -434,12 +449,14 @@ def sglang_capacity(
             "__post_init__: not enough memory)"
         )
     sliding = sglang_sliding_tokens(plan, max_seq_len, page_size)
+    # An encoder-decoder request's encoder tokens take full-pool slots before its text.
+    pool_tokens = max_seq_len + plan.encoder_tokens
     request_bytes = (
-        max_seq_len * plan.full_bytes_per_token
+        pool_tokens * plan.full_bytes_per_token
         + sliding * plan.swa_bytes_per_token
         + plan.state_bytes_per_request * (1 + plan.draft_tokens)
     )
-    concurrency = pools.full_tokens / max_seq_len
+    concurrency = pools.full_tokens / pool_tokens
     if sliding:
         concurrency = min(concurrency, pools.swa_tokens / sliding)
     if plan.state_bytes_per_request:

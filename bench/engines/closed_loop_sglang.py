@@ -233,6 +233,11 @@ def pools(server_args: ServerArgs, budget_bytes: int) -> dict[str, Any]:
         "num_pages": config.max_total_num_tokens // page,
         "kv_cache_dtype": str(dtype).removeprefix("torch."),
     }
+    if model_config.is_encoder_decoder and "MllamaForConditionalGeneration" in (
+        model_config.hf_config.architectures or []
+    ):
+        # The pool slots one image takes before a request's text (sglang_runner.py).
+        out.update(sglang_runner.encoder_tokens(model_config))
     if model_config.is_hybrid_swa:
         out["full_max_total_num_tokens"] = config.full_max_total_num_tokens
         out["swa_max_total_num_tokens"] = config.swa_max_total_num_tokens

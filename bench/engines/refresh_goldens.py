@@ -526,6 +526,8 @@ SGLANG_HYBRID_SPECULATIVE = {
 }  # fmt: skip
 SGLANG_CONFIG_PAIRS = {(entry[0], entry[1]) for entry in SGLANG_CONFIG_SPECULATIVE}
 SGLANG_CONFIG_REFUSALS = (("openelm", "openelm_270m", "openelm-270m.json"),)
+# Encoder-decoder models SGLang runs in its one token pool (is_encoder_decoder_model): Mllama.
+SGLANG_ENCODER_DECODER = (("llama3_2_vision", "llama3_2_11b_vision", "llama-3.2-11b-vision.json"),)
 
 
 def sglang_config_cases() -> list[dict[str, Any]]:
@@ -555,6 +557,11 @@ def sglang_config_cases() -> list[dict[str, Any]]:
         for block in PAGE_SIZES:
             case = _config_case((name, model, fixture), block=block, length=8191, tp=1)
             grid.append({**case, "dtype": dtype})
+    for entry in SGLANG_ENCODER_DECODER:
+        for budget in (BUDGET_BYTES, 24 << 30):
+            for block in (1, 16):
+                for tp in (1, 2):
+                    grid.append(_config_case(entry, block=block, length=8192, tp=tp, budget=budget))
     for entry in (*CONFIG_MODELS[:4], FALCON_H1, KIMI_LINEAR, LING_LINEAR):
         family = load_path(ROOT / "schema" / "families" / f"{entry[0]}.yaml").family
         assert family is not None

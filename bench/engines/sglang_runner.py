@@ -435,7 +435,9 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         params = mamba.mamba2_cache_params
         full_ids = list(mamba.full_attention_layer_ids)
     else:
-        full_ids = list(range(config.num_hidden_layers))
+        # The layers the pool gives a buffer (layer_setup._compute_model_num_layers:
+        # max(num_hidden_layers, num_attention_layers); Mllama's cross layers are among them).
+        full_ids = list(range(max(config.num_hidden_layers, config.num_attention_layers)))
     draft_layers = eagle_draft_num_layers(case, config)
     speculative = "speculative" in case
     algorithm = SGLANG_ALGORITHMS[case["speculative"]["method"]] if speculative else None
@@ -491,6 +493,13 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     )
     pool_configurator.mambaish_config = hybrid_arch.mambaish_config
     rest_memory = case["budget_bytes"] / (1 << 30)
+    # _profile_available_bytes: a multimodal model's post-sizing allocations come off the
+    # budget first (SGLANG_VLM_CACHE_SIZE_MB; mm_feature_transport unset is cpu on one node,
+    # no GPU feature pool). 0 for a text model.
+    reserved = kv_configurator.mm_runtime_reservation_gb(
+        is_multimodal=config.is_multimodal, mm_feature_transport=None
+    )
+    rest_memory -= reserved
     configurator = pool_configurator.DefaultPoolConfigurator(kvc)
     configurator_class = kv_configurator.KVCacheConfigurator
     try:
@@ -506,6 +515,15 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
             by_pools = configurator_class.resolve_max_num_reqs(kvc, tokens)
     except (ValueError, RuntimeError) as exc:
         return {"error": str(exc).split(":")[0], "raised_by": _raiser(exc)}
+    if mamba is None and config.is_encoder_decoder:
+        return {
+            "max_total_num_tokens": tokens,
+            "is_encoder_decoder": True,
+            "num_attention_layers": config.num_attention_layers,
+            "cell_size": configurator._cell_size,
+            "mm_reservation_gb": reserved,
+            **encoder_tokens(config),
+        }
     if mamba is None:
         return {"max_total_num_tokens": tokens, "eagle_draft_num_layers": draft_layers}
     return {
@@ -520,6 +538,20 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         "mamba_cache_per_req": params.mamba_cache_per_req,
         "mamba_ssm_dtype": str(params.dtype.temporal).removeprefix("torch."),
         "conv_state_shape": list(params.shape.conv[0]),
+    }
+
+
+def encoder_tokens(config: Any) -> dict[str, int]:
+    """The pool slots one image of an Mllama request takes before its text, as SGLang 0.5.23
+    counts them (models/mllama.py pad_input_ids: num_concurrent_media x num_tiles x
+    num_patches, MllamaVisionModel.num_patches = (image_size // patch_size) ** 2 + 1; the HF
+    processor pads every image to vision_config.max_num_tiles tiles)."""
+    vision = config.hf_config.vision_config
+    patches = (vision.image_size // vision.patch_size) ** 2 + 1
+    return {
+        "num_patches": patches,
+        "max_num_tiles": vision.max_num_tiles,
+        "image_tokens_per_image": vision.max_num_tiles * patches,
     }
 
 

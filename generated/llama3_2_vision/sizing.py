@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineModel
+from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
 from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
@@ -62,7 +62,10 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         },
         unmodelled="cross",
         vllm_unmodelled="vllm_no_mllama",
-        sglang_unmodelled="sglang_mllama_cross",
+        sglang_layers=(
+            EngineLayer("full", layers=40, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+        ),
+        sglang_encoder_tokens=6404,
     ),
 }
 

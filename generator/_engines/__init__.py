@@ -73,6 +73,10 @@ POLICY_TERMS = {
     "mamba_spec_states": "SGLang's EAGLE/MTP keeps speculative_num_draft_tokens intermediate "
     "recurrent states per running request (max_running_requests, at most one per 5 slots), "
     "solved with the state slots out of the same share",
+    "encoder_tokens_in_pool": "SGLang runs an encoder-decoder model (Mllama) in its one token "
+    "pool: every text layer, cross-attention ones included, has a buffer per slot, and each "
+    "request's encoder (image) tokens take slots before its text; a multimodal model's budget "
+    "first loses SGLANG_VLM_CACHE_SIZE_MB (100 MiB) to the cache SGLang allocates after sizing",
     "swa_pages_per_request": "TensorRT-LLM charges each of B requests ceil((w+H-2)/tpb)+1 "
     "pages per sliding life cycle plus a per-token context term (docs/cost-model.md §4)",
     "recurrent_state_slots": "TensorRT-LLM holds one recurrent state per request for all B "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kvgen._cache_kinds import spec_kind
+from kvgen._cache_kinds import CacheKind, spec_kind
 from kvgen._engines._layers import (
     CachedLayer,
     NotModelled,
@@ -69,8 +69,10 @@ VLLM_UNSUPPORTED = {
 }
 SGLANG_UNSUPPORTED = {
     "jamba": "sglang_no_jamba", "minimax": "sglang_no_minimax", "openelm": "sglang_no_openelm",
-    "llama3_2_vision": "sglang_mllama_cross",
 }  # fmt: skip
+# kvgen families SGLang 0.5.23 runs as encoder-decoder models in its one token pool
+# (configs/model_config.py is_encoder_decoder_model): Mllama.
+SGLANG_ENCODER_DECODER = frozenset({"llama3_2_vision"})
 # kvgen speculative modes SGLang 0.5.23 cannot run, with the UNMODELLED key naming why.
 SGLANG_REFUSED_MODES = {"pard": "sglang_no_pard", "eagle3_two_model": "sglang_two_model_eagle3"}
 VLLM_KV_HEADS_SPLIT = {
@@ -193,6 +195,24 @@ def _shares_kv(model: Model) -> bool:
     return any(kind.reads is not None for kind in model.layer_kinds.values())
 
 
+def _sglang_encoder_decoder(family: Family, model: Model) -> dict[str, object]:
+    """SGLang 0.5.23's rows of an encoder-decoder model: every text layer, cross-attention
+    ones included, is a layer of its one token pool (ModelConfig.num_attention_layers,
+    layer_setup._compute_model_num_layers), sized like a self-attention layer; a request's
+    encoder tokens (models/mllama.py pad_input_ids: images x tiles x patches) take slots of
+    that pool before its text (schedule_batch.py encoder_lens), and the cross layers write
+    their K/V there (memory_pool.py KVWriteLoc.for_layer: encoder_out_cache_loc)."""
+    pattern = model.layers.pattern
+    pool_dtype = model.kv_cache_dtype or family.kv_cache_dtype
+    layers: list[CachedLayer] = []
+    for index in range(model.layers.count):
+        kind = model.layer_kinds[pattern[index % len(pattern)]]
+        cls = CacheKind if kind.attention == "cross" else spec_kind(kind)
+        layers += cls.engine_layers(kind, index, kind.dtype or pool_dtype, model)
+    tokens = max(kind.encoder_tokens or 0 for kind in model.layer_kinds.values())
+    return {"sglang_layers": layer_rows(tuple(layers)), "sglang_encoder_tokens": tokens}
+
+
 def engine_model(family: Family, model: Model) -> EngineModel:
     """The engine rows of one model of a loaded spec."""
     drafts = {
@@ -214,6 +234,8 @@ def engine_model(family: Family, model: Model) -> EngineModel:
         if _shares_kv(model):
             vllm["sglang_layers"] = layer_rows(stack_layers(family, model, model, shared=True))
     except NotModelled as exc:
+        if exc.reason == "cross" and family.family in SGLANG_ENCODER_DECODER:
+            vllm.update(_sglang_encoder_decoder(family, model))
         return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason, **vllm)
     if not vllm["sglang_unmodelled"] and any(lay.dtype in VLLM_PER_TOKEN_HEAD for lay in layers):
         vllm["sglang_unmodelled"] = "sglang_no_per_token_head"

@@ -107,6 +107,7 @@ def sglang_plan(
             entry.max_seq_len, entry.layers, entry.drafts, hybrid_swa, entry.ssm_state_bytes,
             entry.unmodelled, entry.query_heads, entry.kv_heads_split, entry.vllm_ssm_dtype,
             entry.vllm_unmodelled, entry.sglang_unmodelled, entry.sglang_layers,
+            entry.sglang_encoder_tokens,
         )  # fmt: skip
     draft = EngineDraft((), 0, 0) if speculative is None else entry.drafts[speculative.name]
     if speculative is not None and not draft.sglang_draft_tokens:

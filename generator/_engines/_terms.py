@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from kvgen import engines_sglang
 from kvgen._engines import _sglang, _trtllm, _vllm
 from kvgen._engines._layers import cached_layers
 from kvgen._engines._rows import VLLM_FP32_SSM_FAMILIES, VLLM_KDA_FAMILIES
@@ -93,9 +94,20 @@ def _sglang_terms(
     spec_model = family.model(model)
     profile = None if speculative == "none" else family.profile(speculative)
     plan = _sglang.sglang_plan(family, spec_model, ssm_dtype=ssm_dtype, speculative=profile)
-    layers = cached_layers(family, spec_model)
+    # An encoder-decoder model has SGLang rows only (its cross layers sized as the others).
+    layers = () if plan.encoder_tokens else cached_layers(family, spec_model)
     sliding = sum(1 for lay in layers if lay.attention == "sliding")
     terms = []
+    if plan.encoder_tokens:
+        terms.append(
+            PolicyTerm(
+                "encoder_tokens_in_pool",
+                f"{plan.encoder_tokens:,} encoder tokens per request (the spec's encoder_tokens) "
+                f"take pool slots of {plan.full_bytes_per_token:,} B before its text; "
+                f"{engines_sglang.SGLANG_VLM_CACHE_SIZE_MB} MiB of the budget kept for the "
+                "multimodal cache",
+            )
+        )
     if sliding and not plan.swa_bytes_per_token:
         terms.append(
             PolicyTerm(

@@ -48,7 +48,10 @@ def sglang_concurrency(engine_out):
     """Requests of context_length at once from SGLang's own pools: the full pool's tokens, the
     sliding pool's (window + one page a request at admission) and the Mamba state slots."""
     context = engine_out["context_len"]
-    concurrency = engine_out["max_total_num_tokens"] / context
+    # Mllama: one image's tokens take pool slots before the text (models/mllama.py).
+    concurrency = engine_out["max_total_num_tokens"] / (
+        context + engine_out.get("image_tokens_per_image", 0)
+    )
     window = engine_out.get("sliding_window_size")
     if engine_out.get("swa_max_total_num_tokens") is not None and window:
         sliding = min(context, window + engine_out["page_size"])

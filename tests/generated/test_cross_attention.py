@@ -2,9 +2,9 @@
 encoder tokens in whole pages on every cross layer, from admission to its end, with no
 per-token growth and no speculative headroom. Hand-derived costs of the shipped
 llama3_2_vision family, the ``encoder_tokens`` runtime keyword, the shim's cross pool, the
-engines' refusal, and drift tests for the plausible mistakes: the cross pool sized by the
-buggy static formula runs out of pages serving R requests to S, sized by the correct one it
-does not.
+refusals of TensorRT-LLM and vLLM, SGLang's one pool, and drift tests for the plausible
+mistakes: the cross pool sized by the buggy static formula runs out of pages serving R
+requests to S, sized by the correct one it does not.
 
 Llama-3.2-11B-Vision (schema/families/llama3_2_vision.yaml, tpb 32, bf16): 32 self-attention
 and 8 cross-attention layers, each 8 KV heads x 128 dims, so b = 2 x 8 x 128 x 2 = 4096 bytes
@@ -15,6 +15,8 @@ per token per layer. Encoder tokens e = 6404 = 4 tiles x 1601: ceil(6404 / 32) =
 from __future__ import annotations
 
 import pytest
+from kvgen._engines import POLICY_TERMS, engine_capacity
+from kvgen._engines._terms import policy_terms
 from kvgen._loader import load_family
 
 from tests.generated.test_serving_quota import serve
@@ -102,7 +104,7 @@ def test_encoder_tokens_on_a_model_without_cross_layers_is_refused(rendered_fami
         )
 
 
-@pytest.mark.parametrize("engine", ["trtllm-v2", "vllm", "sglang"])
+@pytest.mark.parametrize("engine", ["trtllm-v2", "vllm"])
 def test_engines_refuse_rather_than_guess(vision, engine):
     # vLLM 0.33.0 cannot run Mllama at all (its registry: supported until 0.10.2), so its
     # refusal says that rather than that cross-attention is not modelled.
@@ -111,6 +113,54 @@ def test_engines_refuse_rather_than_guess(vision, engine):
         vision.sizing.engine_capacity(
             MODEL, 1 << 36, engine=engine, max_seq_len=8192, max_num_tokens=8192
         )
+
+
+# SGLang 0.5.23 runs Mllama as an encoder-decoder model in its one token pool (read in
+# sglang/srt: configs/model_config.py is_encoder_decoder_model and num_attention_layers = the
+# text config's 40 hidden layers; pool_configurator.py's cell size for all 40 layers alike,
+# cross ones included; models/mllama.py pad_input_ids: images x tiles x num_patches tokens
+# before the text, each a pool slot, schedule_batch.py encoder_lens). Per token and tp rank:
+# 40 layers x 2 (K, V) x 8 / tp heads x 128 dims x 2 B = 163,840 B at tp 1, 81,920 at tp 2.
+# One image at max_num_tiles 4 of (560 / 14)^2 + 1 = 1601 patches: 6404 slots (the spec's
+# encoder_tokens). Mllama is multimodal: kv_cache_configurator.py _profile_available_bytes takes
+# mm_runtime_reservation_gb (SGLANG_VLM_CACHE_SIZE_MB 100 MiB = 104,857,600 B) off the budget
+# first: 40 GiB leaves 42,844,815,360 B, 24 GiB 25,664,946,176 B.
+@pytest.mark.parametrize(
+    ("budget", "tp", "page", "tokens"),
+    [
+        (40 << 30, 1, 1, 261_504),  # 42,844,815,360 / 163,840 = 261,504 exactly
+        (40 << 30, 2, 16, 523_008),  # / 81,920 = 523,008 = 32,688 pages of 16
+        (24 << 30, 1, 1, 156_646),  # 25,664,946,176 / 163,840 = 156,646.4
+        (24 << 30, 1, 16, 156_640),  # rounded down to 9,790 pages of 16
+        (24 << 30, 2, 16, 313_280),  # / 81,920 = 313,292.8 -> 19,580 pages
+    ],
+)
+def test_sglang_pools_mllama_cross_layers_and_image_tokens(vision, budget, tp, page, tokens):
+    text = 8192
+    per_token = 40 * 2 * (8 // tp) * 128 * 2
+    got = vision.sizing.engine_capacity(
+        MODEL, budget, engine="sglang", max_seq_len=text, max_num_tokens=8192, tp_size=tp,
+        block_size=page,
+    )  # fmt: skip
+    assert got.kv_tokens == tokens and got.num_blocks == tokens // page
+    # A request: 6404 image slots then 8192 text slots = 14,596 (2,391,408,640 B at tp 1).
+    assert got.request_bytes == (6404 + text) * per_token
+    assert got.max_concurrency == tokens / 14_596  # 40 GiB tp 1: 17.916
+    family = load_family(FIXTURE_SPECS.parents[2] / "schema" / "families" / "llama3_2_vision.yaml")
+    assert got == engine_capacity(
+        family, MODEL, budget, engine="sglang", max_seq_len=text, max_num_tokens=8192,
+        tp_size=tp, block_size=page,
+    )  # fmt: skip
+
+
+def test_compare_names_sglangs_encoder_slots(vision):
+    # kvgen compare's term for the row above: 6404 slots of 163,840 B (40 x 2 x 8 x 128 x 2).
+    family = load_family(FIXTURE_SPECS.parents[2] / "schema" / "families" / "llama3_2_vision.yaml")
+    terms = policy_terms(family, MODEL, engine="sglang", max_seq_len=8192, max_num_tokens=8192)
+    assert [t.name for t in terms] == ["encoder_tokens_in_pool"]
+    assert terms[0].name in POLICY_TERMS
+    assert "6,404 encoder tokens" in terms[0].detail and "163,840 B" in terms[0].detail
+    assert "100 MiB" in terms[0].detail
 
 
 def test_shim_takes_encoder_pages_at_admission_and_gives_them_back(vision):

@@ -97,8 +97,9 @@ def _engine_modelled(name: str) -> bool:
 
 def test_goldens_cover_every_shipped_family_and_state_their_provenance() -> None:
     everything = {p.stem for p in (ROOT / "schema" / "families").glob("*.yaml")}
-    # The families no engine model answers for: every model refused with NotModelled (each
-    # refusal is tested with its reason), never sized by a guess.
+    # The families whose shared engine rows answer no model: every model refused with
+    # NotModelled by vLLM (each refusal is tested with its reason), never sized by a guess.
+    # SGLang answers llama3_2_vision from rows of its own (tests/generated/test_cross_attention).
     refused = {"llama3_2_vision"}
     assert {name for name in everything if not _engine_modelled(name)} == refused
     for name in sorted(refused):
@@ -205,6 +206,12 @@ def test_sglang_matches_its_own_pool_configurators(case: dict) -> None:
         return
     got = _capacity("sglang", inputs)
     assert got.kv_tokens == want["max_total_num_tokens"]
+    if want.get("is_encoder_decoder"):
+        # Mllama: one image's tokens (max_num_tiles x num_patches, mllama.py pad_input_ids)
+        # take cell-size slots of the one pool before the request's max_model_len text.
+        tokens = inputs["max_model_len"] + want["image_tokens_per_image"]
+        assert got.request_bytes == tokens * want["cell_size"]
+        assert got.max_concurrency == want["max_total_num_tokens"] / tokens
     if "max_running_requests_unset" in want:
         # A hybrid runs at most what resolve_max_num_reqs allows with no request cap of its
         # own (slots // 3), whatever tokens the attention pool holds.

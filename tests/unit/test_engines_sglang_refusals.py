@@ -5,14 +5,7 @@ Read in SGLang 0.5.23's source (sglang/srt, the engine venv of bench/engines):
 - OpenELM: sglang/srt/models has no OpenELM module and no class registers
   OpenELMForCausalLM (the starting commit said instead that SGLang sizes every layer with one
   head count, which is its pool's rule, not why it cannot run OpenELM).
-- Mllama (Llama 3.2 Vision): configs/model_config.py is_encoder_decoder_model lists
-  MllamaForConditionalGeneration; ModelConfig.num_attention_layers is the text config's
-  num_hidden_layers (cross-attention layers included); models/mllama.py pad_input_ids puts
-  num_concurrent_media x num_tiles x num_patches image tokens before the text, and the
-  scheduler (managers/schedule_batch.py encoder_lens, mem_cache/allocation.py) gives them
-  slots of the one token pool, where the cross-attention layers write (mem_cache/memory_pool.py
-  KVWriteLoc.for_layer: encoder_out_cache_loc). The starting commit quoted vLLM's and
-  TensorRT-LLM's cross-attention managers for SGLang.
+- Mllama (Llama 3.2 Vision) is answered, not refused: tests/generated/test_cross_attention.py.
 - fp8_per_token_head: tests/generated/test_quant_engines.py.
 """
 
@@ -49,16 +42,6 @@ def test_sglang_names_the_missing_openelm_model_class(model):
     assert "SGLang 0.5.23 cannot run OpenELM" in str(refusal)
     assert "OpenELMForCausalLM" in str(refusal) and "sglang/srt/models" in str(refusal)
     assert "one head count" not in str(refusal)
-
-
-def test_sglang_says_what_it_does_with_mllama_cross_attention():
-    refusal = _refusal("llama3_2_vision", "llama3_2_11b_vision")
-    assert refusal.reason == "sglang_mllama_cross"
-    text = str(refusal)
-    assert text.startswith("SGLang 0.5.23 runs Mllama")
-    assert "num_attention_layers" in text and "encoder_lens" in text
-    assert "kvgen does not model" in text
-    assert "CrossAttentionManager" not in text  # vLLM's manager, not SGLang's
 
 
 def _sglang_golden(model: str) -> list[dict]:
