@@ -117,12 +117,18 @@ _PROFILES: dict[str, Profile] = {
 # Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
 _DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _DRAFT_DRAFT_1B = EngineDraft(
-    layers=(),
+    layers=(
+        EngineLayer(
+            "sliding", layers=22, kv_heads=1, head_dim=256, value_dim=256, window=512, dtype="bf16"
+        ),
+        EngineLayer("full", layers=4, kv_heads=1, head_dim=256, value_dim=256, dtype="bf16"),
+    ),
     retained=0,
-    state_blocks=0,
+    state_blocks=4,
     unmodelled="vllm_draft_vocab",
     sglang_layers=26,
     sglang_draft_tokens=5,
+    draft_model=True,
 )
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "gemma3_1b": EngineModel(
@@ -159,6 +165,7 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
                 state_blocks=4,
                 sglang_layers=26,
                 sglang_draft_tokens=5,
+                draft_model=True,
             ),
             "ngram4": _DRAFT_NGRAM4,
         },

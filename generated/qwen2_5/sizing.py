@@ -137,6 +137,7 @@ _DRAFT_PARD4 = EngineDraft(
     retained=0,
     state_blocks=4,
     sglang_unmodelled="sglang_no_pard",
+    draft_model=True,
 )
 _DRAFT_DRAFT_0_5B = EngineDraft(
     layers=(EngineLayer("full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),),
@@ -144,21 +145,24 @@ _DRAFT_DRAFT_0_5B = EngineDraft(
     state_blocks=4,
     sglang_layers=24,
     sglang_draft_tokens=5,
+    draft_model=True,
 )
 _DRAFT_PARD4_2 = EngineDraft(
-    layers=(),
+    layers=(EngineLayer("full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),),
     retained=0,
-    state_blocks=0,
+    state_blocks=4,
     unmodelled="vllm_draft_vocab",
     sglang_unmodelled="sglang_no_pard",
+    draft_model=True,
 )
 _DRAFT_DRAFT_0_5B_2 = EngineDraft(
-    layers=(),
+    layers=(EngineLayer("full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),),
     retained=0,
-    state_blocks=0,
+    state_blocks=4,
     unmodelled="vllm_draft_vocab",
     sglang_layers=24,
     sglang_draft_tokens=5,
+    draft_model=True,
 )
 _ENGINE_MODELS: dict[str, EngineModel] = {
     "qwen2_5_0_5b": EngineModel(
