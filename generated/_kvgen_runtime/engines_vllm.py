@@ -202,7 +202,7 @@ def vllm_layout(
         # vllm/config/speculative.py SpeculativeConfig._verify_args
         raise ValueError(
             "heterogeneous_vocab: vLLM 0.33.0's use_heterogeneous_vocab only works with "
-            f"method='draft_model' (a separate draft model profile), not speculative {speculative!r}"
+            f"method='draft_model' (a separate draft model), not speculative {speculative!r}"
         )
     if speculative != "none":
         profile = entry.drafts[speculative]
