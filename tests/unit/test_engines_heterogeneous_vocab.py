@@ -94,10 +94,10 @@ def test_one_row_refuses_by_default_and_answers_with_the_option(
     # The generated module answers the same from its own rows, and refuses the same.
     module = import_generated(ROOT / "generated" / name / "sizing.py", f"_hv_{name}")
     got = module.engine_capacity(model, GIB40, speculative=profile, heterogeneous_vocab=True, **AT)
-    assert tuple(got) == tuple(
-        engine_capacity(family(name), model, GIB40, speculative=profile,
-                        heterogeneous_vocab=True, **AT)  # fmt: skip
+    package = engine_capacity(
+        family(name), model, GIB40, speculative=profile, heterogeneous_vocab=True, **AT
     )
+    assert tuple(got) == tuple(package)
     with pytest.raises(ValueError, match="verify_equal_vocab_size_if_draft_model") as err:
         module.engine_capacity(model, GIB40, speculative=profile, **AT)
     assert getattr(err.value, "reason", None) == "vllm_draft_vocab"  # the runtime's NotModelled
@@ -116,14 +116,11 @@ def test_the_option_on_an_equal_vocabulary_changes_nothing() -> None:
 def test_the_option_needs_a_draft_model_as_vllm_says(profile: str) -> None:
     # _verify_args: "use_heterogeneous_vocab only works with method='draft_model'".
     module = import_generated(ROOT / "generated" / "gemma3" / "sizing.py", "_hv_gemma3_m")
-    for answer in (
-        lambda: engine_capacity(family("gemma3"), "gemma3_27b", GIB40, speculative=profile,
-                                heterogeneous_vocab=True, **AT),  # fmt: skip
-        lambda: module.engine_capacity("gemma3_27b", GIB40, speculative=profile,
-                                       heterogeneous_vocab=True, **AT),  # fmt: skip
-    ):
-        with pytest.raises(ValueError, match="method='draft_model'"):
-            answer()
+    kwargs = {"speculative": profile, "heterogeneous_vocab": True, **AT}
+    with pytest.raises(ValueError, match="method='draft_model'"):
+        engine_capacity(family("gemma3"), "gemma3_27b", GIB40, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="method='draft_model'"):
+        module.engine_capacity("gemma3_27b", GIB40, **kwargs)
 
 
 def test_a_non_bool_is_named() -> None:
