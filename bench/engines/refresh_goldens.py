@@ -358,6 +358,9 @@ CONFIG_DRAFTS = (
     ("gemma3", "gemma3_1b", "gemma-3-1b.json", "draft_1b", "gemma-3-1b.json"),
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
     ("gemma3", "gemma3_27b", "gemma-3-27b-text.json", "draft_1b", "gemma-3-1b.json"),
+    # PARD-Qwen2.5-0.5B keeps Qwen2.5-0.5B's vocabulary (the spec's pard4 note): refused for
+    # the 7B by vocabulary, answered with use_heterogeneous_vocab (below).
+    ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "pard4", "qwen2.5-0.5b.json"),
 )
 # The pairs vLLM refuses by vocabulary, run again with speculative_config's opt-in
 # use_heterogeneous_vocab (vllm/config/speculative.py: _verify_args then skips

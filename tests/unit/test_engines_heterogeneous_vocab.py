@@ -51,7 +51,8 @@ def test_issue_22_gemma3_27b_with_the_1b_draft() -> None:
     # target full 3 x 512 + target sliding 13 x 513 + draft full 1 x 64 + draft sliding
     # 6 x 65 = 8,659 blocks = 4,539,809,792 B; 42,949,672,960 / that = 9.461 requests,
     # x 8,192 = 77,501 tokens.
-    want = golden("gemma3_27b", block_size=16, max_model_len=8192, tp_size=1)
+    want = golden("gemma3_27b", speculative="draft_1b", block_size=16, max_model_len=8192,
+                  tp_size=1)  # fmt: skip
     assert (want["kv_tokens"], round(want["max_concurrency"], 3)) == (77_501, 9.461)
     assert (want["num_blocks"], want["num_groups"], want["request_bytes"]) == (
         81_920, 23, 4_539_809_792,
@@ -67,7 +68,8 @@ def test_issue_22_qwen2_5_7b_with_the_0_5b_draft() -> None:
     # page; Qwen2.5-0.5B: 24 layers, 2 heads x 64: 512 B, 8,192 B a page. All full attention:
     # one group, a block 28 x 32,768 + 24 x 8,192 = 1,114,112 B; 42,949,672,960 // 1,114,112
     # = 38,550 blocks = 616,800 tokens; a request 512 blocks: 38,550 / 512 = 75.293.
-    want = golden("qwen2_5_7b", block_size=16, max_model_len=8192, tp_size=1)
+    want = golden("qwen2_5_7b", speculative="draft_0_5b", block_size=16, max_model_len=8192,
+                  tp_size=1)  # fmt: skip
     assert (want["kv_tokens"], round(want["max_concurrency"], 3)) == (616_800, 75.293)
     assert (want["num_blocks"], want["bytes_per_block"]) == (38_550, 1_114_112)
     got = engine_capacity(family("qwen2_5"), "qwen2_5_7b", GIB40, speculative="draft_0_5b",
@@ -131,3 +133,16 @@ def test_a_non_bool_is_named() -> None:
     with pytest.raises(ValueError, match="heterogeneous_vocab must be one of"):
         engine_capacity(family("gemma3"), "gemma3_27b", GIB40, speculative="draft_1b",
                         heterogeneous_vocab="yes", **AT)  # fmt: skip
+
+
+def test_pard_on_qwen2_5_7b_with_the_option() -> None:
+    # PARD is vLLM's draft_model with parallel_drafting; use_heterogeneous_vocab takes it too
+    # (_verify_args asks method 'draft_model' only). PARD-Qwen2.5-0.5B's layers are the 0.5B's:
+    # the same 1,114,112 B block and 38,550 blocks as draft_0_5b above, 616,800 tokens (its K
+    # extra query slots are scheduler tokens, not blocks).
+    want = golden("qwen2_5_7b", speculative="pard4", block_size=16, max_model_len=8192,
+                  tp_size=1)  # fmt: skip
+    assert (want["kv_tokens"], want["num_blocks"]) == (616_800, 38_550)
+    got = engine_capacity(family("qwen2_5"), "qwen2_5_7b", GIB40, speculative="pard4",
+                          heterogeneous_vocab=True, **AT)  # fmt: skip
+    assert (got.kv_tokens, got.num_blocks) == (616_800, 38_550)
