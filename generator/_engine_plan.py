@@ -35,6 +35,7 @@ def _capacity(
         tp_size=plan.tp_size,
         max_batch_size=max_batch_size,
         **({} if strategy is None else {"mamba_radix_cache_strategy": strategy}),
+        **({"heterogeneous_vocab": True} if plan.heterogeneous_vocab else {}),
     )
 
 
@@ -108,6 +109,11 @@ def engine_plan(
                 if plan.engine == "vllm"
                 else "max_running_requests limits the requests running at once, not the pool"
             )
+        )
+    if plan.heterogeneous_vocab:
+        plan.notes.append(
+            "use_heterogeneous_vocab (--heterogeneous-vocab): vLLM runs the draft model of "
+            "another vocabulary with greedy draft sampling only; its layers share the pool"
         )
     if strategy not in (None, "disabled") and plan.speculative != "none" and batch_sizes:
         plan.notes.append(

@@ -259,12 +259,19 @@ def make_plan(
     native: int | None = None,
     kv_cache_dtype: str | None = None,
     mamba_radix_cache_strategy: str = "extra_buffer",
+    heterogeneous_vocab: bool = False,
 ) -> Plan:
     """The plan in ``engine``'s terms. ``native`` is the spec's own context length where
     ``sizing`` was bound with a longer one (``rope_scaled``: kvgen._whatif); ``block_size`` and
     ``kv_cache_dtype`` are recorded as asked (the module is bound to them already).
     ``mamba_radix_cache_strategy``: SGLang's on a recurrent hybrid (its state slots per running
-    request, ``engine_capacity``'s keyword); read by no other engine."""
+    request, ``engine_capacity``'s keyword); read by no other engine. ``heterogeneous_vocab``:
+    vLLM's use_heterogeneous_vocab (``engine_capacity``'s keyword), for engine vllm only."""
+    if heterogeneous_vocab and engine != "vllm":
+        raise PlanError(
+            "--heterogeneous-vocab is vLLM's use_heterogeneous_vocab: plan it with --engine vllm "
+            f"({engine} sizes a separate draft model whatever its vocabulary)"
+        )
     native = native or native_max_seq_len(sizing, model)
     limit = native_max_seq_len(sizing, model)  # what the bound module sizes for
     if speculative not in sizing.SPECULATIVE:
@@ -292,6 +299,7 @@ def make_plan(
         native, tp_size, seq_len, dcp_size=dcp_size, engine=engine, pp_size=pp_size,
         block_size=block_size, kv_cache_dtype=kv_cache_dtype,
         rope_scaled=rope_scaled and max_seq_len > native,
+        heterogeneous_vocab=heterogeneous_vocab,
     )  # fmt: skip
     if engine != "trtllm-v2":
         from kvgen._engine_plan import engine_plan

@@ -60,6 +60,7 @@ class Plan:
     # SGLang on a recurrent hybrid: the Mamba radix cache strategy planned (its state slots per
     # running request); None where it does not apply.
     mamba_radix_cache_strategy: str | None = None
+    heterogeneous_vocab: bool = False  # vLLM: speculative_config use_heterogeneous_vocab
 
     @property
     def fits(self) -> bool:

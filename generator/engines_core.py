@@ -108,6 +108,7 @@ def engine_capacity(
     pp_size: int = 1,
     pp_rank: int = 0,
     mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY,
+    heterogeneous_vocab: bool = False,
 ) -> EngineCapacity:
     """What ``engine`` ("trtllm-v2", "vllm" 0.33.0 or "sglang" 0.5.23) gives ``model`` for a
     KV budget of ``budget_bytes``: tokens, requests at ``max_seq_len`` at once, bytes of one
@@ -127,14 +128,19 @@ def engine_capacity(
         )
     if engine == "vllm":
         key = (model, block_size, tp_size, speculative, mamba_cache_mode, gdn_prefill_backend,
-               ssm_dtype)  # fmt: skip
+               ssm_dtype, heterogeneous_vocab)  # fmt: skip
         try:
             plan = _VLLM_PLANS.get(key)
         except TypeError:  # an unhashable argument: named below
             plan = None
         if plan is None:
+            if type(heterogeneous_vocab) is not bool:
+                raise ValueError(f"heterogeneous_vocab must be a bool, got {heterogeneous_vocab!r}")
+            # A layout with vLLM's use_heterogeneous_vocab is kept apart: by default the same
+            # model and profile may be refused.
+            layout_key = (model, speculative, True) if heterogeneous_vocab else (model, speculative)
             try:
-                layout = _VLLM_LAYOUTS.get((model, speculative))
+                layout = _VLLM_LAYOUTS.get(layout_key)
             except TypeError:  # an unhashable argument: named below
                 layout = None
             if layout is None:  # known layouts are of a model and profile checked before
@@ -155,8 +161,8 @@ def engine_capacity(
             if type(tp) is not int or not 0 < tp <= _MAX_INT:
                 tp = _integer("tp_size", tp_size, 1)
             if layout is None:
-                layout = vllm_layout(entry, speculative)
-                _VLLM_LAYOUTS[(model, speculative)] = layout  # bounded: models x profiles
+                layout = vllm_layout(entry, speculative, heterogeneous_vocab)
+                _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2
             plan = vllm_plan_at(layout, size, tp, mamba_cache_mode, gdn_prefill_backend, ssm_dtype)
             if len(_VLLM_PLANS) >= 4096:
                 _VLLM_PLANS.clear()

@@ -64,7 +64,8 @@ UNMODELLED = {
     "vllm_draft_vocab": "vLLM 0.33.0 refuses a draft model whose vocab_size differs from the "
     "target's (vllm/config/speculative.py "
     "SpeculativeConfig.verify_equal_vocab_size_if_draft_model) unless its opt-in "
-    "use_heterogeneous_vocab is set (greedy draft sampling only), which is not modelled",
+    "use_heterogeneous_vocab is set (greedy draft sampling only): heterogeneous_vocab=True "
+    "(kvgen's --heterogeneous-vocab) sizes the pair as vLLM then plans it",
     "trtllm_linear": "a linear-attention (lightning) state is not modelled for TensorRT-LLM: "
     "its V2 KV cache manager (kv_cache_manager_v2) keeps per-token pages only, and no "
     "TensorRT-LLM model with a linear-attention state was read to model a pool for it",
@@ -193,7 +194,9 @@ class EngineDraft(_Record):
     layers it adds to the target's cell, the tokens each verify step holds
     (``speculative_num_draft_tokens``; 0: not answered for SGLang, ``sglang_unmodelled``
     saying why where SGLang cannot run it). A profile vLLM cannot run may name the one it
-    runs in its place (``instead``)."""
+    runs in its place (``instead``). A separate draft model (vLLM's "draft_model" method,
+    ``draft_model``) keeps its layers where vLLM refuses its vocabulary (``unmodelled``
+    "vllm_draft_vocab"): its use_heterogeneous_vocab takes the same layers."""
 
     def __init__(
         self,
@@ -205,6 +208,7 @@ class EngineDraft(_Record):
         sglang_draft_tokens: int = 0,  # SGLang's speculative_num_draft_tokens
         instead: str = "",  # with ``unmodelled``: the family's profile vLLM runs in its place
         sglang_unmodelled: str = "",  # why SGLang cannot run the profile: a key of UNMODELLED
+        draft_model: bool = False,  # vLLM's "draft_model" method (use_heterogeneous_vocab's)
     ) -> None:
         self.layers = layers
         self.retained = retained
@@ -214,6 +218,7 @@ class EngineDraft(_Record):
         self.sglang_draft_tokens = sglang_draft_tokens
         self.instead = instead
         self.sglang_unmodelled = sglang_unmodelled
+        self.draft_model = draft_model
 
     _fields = __slots__ = _fields_of(__init__)
 

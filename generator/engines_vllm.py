@@ -182,17 +182,30 @@ def _vllm_group_sizes(counts: list[int]) -> tuple[int, int, int, tuple[tuple[int
     return group_size, padding, widest, tuple(made)
 
 
-def vllm_layout(entry: EngineModel, speculative: str = "none") -> VllmLayout:
+# A draft model's vocabulary vLLM refuses by default (its layers kept: use_heterogeneous_vocab).
+_VOCAB = "vllm_draft_vocab"
+
+
+def vllm_layout(
+    entry: EngineModel, speculative: str = "none", heterogeneous_vocab: bool = False
+) -> VllmLayout:
     """The part of vLLM's plan that depends on the model and profile only; raises
     ``NotModelled`` where vLLM's answer is not modelled, ValueError for a model without
-    cached layers."""
+    cached layers, and where vLLM refuses ``heterogeneous_vocab`` (its speculative_config's
+    use_heterogeneous_vocab: a token mapping, which changes no cache spec)."""
     if entry.vllm_unmodelled:
         raise NotModelled(UNMODELLED[entry.vllm_unmodelled], entry.vllm_unmodelled)
     retained = state_blocks = 0
     draft: tuple[EngineLayer, ...] = ()
+    if heterogeneous_vocab and (speculative == "none" or not entry.drafts[speculative].draft_model):
+        # vllm/config/speculative.py SpeculativeConfig._verify_args
+        raise ValueError(
+            "heterogeneous_vocab: vLLM 0.33.0's use_heterogeneous_vocab only works with "
+            f"method='draft_model' (a separate draft model), not speculative {speculative!r}"
+        )
     if speculative != "none":
         profile = entry.drafts[speculative]
-        if profile.unmodelled:
+        if profile.unmodelled and not (heterogeneous_vocab and profile.unmodelled == _VOCAB):
             reason = profile.unmodelled
             use = f"; use speculative {profile.instead!r} instead" if profile.instead else ""
             raise NotModelled(f"speculative {speculative!r}: {UNMODELLED[reason]}{use}", reason)
@@ -318,10 +331,11 @@ def vllm_plan(
     mamba_cache_mode: str = VLLM_MAMBA_CACHE_MODE,
     gdn_prefill_backend: str = "flashinfer",
     ssm_dtype: str | None = None,
+    heterogeneous_vocab: bool = False,
 ) -> VllmPlan:
     """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does.
     ``ssm_dtype`` None: vLLM's default for the model (``entry.vllm_ssm_dtype``)."""
-    layout = vllm_layout(entry, speculative)
+    layout = vllm_layout(entry, speculative, heterogeneous_vocab)
     return vllm_plan_at(
         layout, block_size, tp_size, mamba_cache_mode, gdn_prefill_backend, ssm_dtype
     )

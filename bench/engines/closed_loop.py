@@ -103,6 +103,14 @@ SGLANG_PROFILES = {
     "granite4": ("ngram4", None),
     "qwen2_5": ("draft_0_5b", "qwen2.5-0.5b.json"),
 }
+# vLLM: a separate draft model of another vocabulary, planned with --heterogeneous-vocab (the
+# emitted speculative_config's use_heterogeneous_vocab, which vLLM's SpeculativeConfig
+# validates itself): the family's model with this profile and draft config (page 16, short
+# length, tp 1).
+VLLM_HETEROGENEOUS_VOCAB = {
+    "gemma3": ("draft_1b", "gemma-3-1b.json"),
+    "qwen2_5": ("draft_0_5b", "qwen2.5-0.5b.json"),
+}
 
 
 def emit(argv: list[str]) -> tuple[int, dict[str, Any] | None, str]:
@@ -166,6 +174,7 @@ def cases(engine: str) -> list[dict[str, Any]]:
         if profile != "none":
             points.append((PAGE_SIZES[engine][0], lengths(native)[0], 1, profile))
         strategies = [""] * len(points)
+        drafts = [draft] * len(points)
         if engine == "sglang" and _recurrent(sizing, model):
             # SGLang's other Mamba radix cache settings: no_buffer (page 1 only) keeps 3 state
             # slots a running request where the default extra_buffer keeps 5; the lazy extra
@@ -173,14 +182,25 @@ def cases(engine: str) -> list[dict[str, Any]]:
             # radix cache disabled one per max_running_requests, at both pages.
             points.append((1, lengths(native)[0], 1, "none"))
             strategies.append("no_buffer")
+            drafts.append(None)
             for strategy in SGLANG_OTHER_STRATEGIES:
                 for page in PAGE_SIZES[engine]:
                     points.append((page, lengths(native)[0], 1, "none"))
                     strategies.append(strategy)
-        for (page, length, tp, prof), strategy in zip(points, strategies, strict=True):
+                    drafts.append(None)
+        if engine == "vllm" and family in VLLM_HETEROGENEOUS_VOCAB:
+            hv_profile, hv_draft = VLLM_HETEROGENEOUS_VOCAB[family]
+            points.append((PAGE_SIZES[engine][0], lengths(native)[0], 1, hv_profile))
+            strategies.append("heterogeneous_vocab")
+            drafts.append(hv_draft)
+        for (page, length, tp, prof), strategy, draft in zip(
+            points, strategies, drafts, strict=True
+        ):
             argv = plan_argv(family, model, engine, page=page, length=length, tp=tp,
                              profile=prof)  # fmt: skip
-            if strategy:
+            if strategy == "heterogeneous_vocab":
+                argv += ["--heterogeneous-vocab"]
+            elif strategy:
                 argv += ["--mamba-radix-cache-strategy", strategy]
             case: dict[str, Any] = {
                 "id": f"{family}/{model}/p{page}/s{length}/tp{tp}/{prof}"

@@ -85,6 +85,7 @@ PROVENANCE = {
             "_estimate_max_model_len_from_groups",
             "_pool_bytes_per_block_from_builder",
             "SpeculativeConfig.verify_equal_vocab_size_if_draft_model",
+            "SpeculativeConfig._verify_args (use_heterogeneous_vocab skips the vocab check)",
             "SpeculativeConfig.max_num_new_slots_for_drafting",
             "VllmConfig.num_lookahead_tokens",
         ],
@@ -357,7 +358,22 @@ CONFIG_DRAFTS = (
     ("gemma3", "gemma3_1b", "gemma-3-1b.json", "draft_1b", "gemma-3-1b.json"),
     ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "draft_0_5b", "qwen2.5-0.5b.json"),
     ("gemma3", "gemma3_27b", "gemma-3-27b-text.json", "draft_1b", "gemma-3-1b.json"),
+    # PARD-Qwen2.5-0.5B keeps Qwen2.5-0.5B's vocabulary (the spec's pard4 note): refused for
+    # the 7B by vocabulary, answered with use_heterogeneous_vocab (below).
+    ("qwen2_5", "qwen2_5_7b", "qwen2.5-7b.json", "pard4", "qwen2.5-0.5b.json"),
 )
+# The pairs vLLM refuses by vocabulary, run again with speculative_config's opt-in
+# use_heterogeneous_vocab (vllm/config/speculative.py: _verify_args then skips
+# verify_equal_vocab_size_if_draft_model; the draft's layers are those of any draft_model).
+HETEROGENEOUS_VOCAB = {("qwen2_5", "qwen2_5_7b"), ("gemma3", "gemma3_27b")}
+
+
+def heterogeneous_vocab(case: dict[str, Any]) -> dict[str, Any]:
+    """A draft-model case with use_heterogeneous_vocab set (its own id)."""
+    speculative = {**case["speculative"], "use_heterogeneous_vocab": True}
+    return {**case, "id": case["id"] + "/hv", "speculative": speculative}
+
+
 # tp sizes vLLM refuses (query heads, or KV heads in Llama-style attention), by fixture.
 CONFIG_REFUSALS = (
     ("phi3", "phi3_medium_4k", "phi-3-medium-4k.json", (4, 8)),
@@ -484,6 +500,8 @@ def config_cases() -> list[dict[str, Any]]:
                                         profile=profile, family=family)  # fmt: skip
                     case["draft_hf_config"] = str(ROOT / "tests" / "fixtures" / "hf" / draft)
                     grid.append(case)
+                    if (name, model) in HETEROGENEOUS_VOCAB:
+                        grid.append(heterogeneous_vocab(case))
     by_model = {entry[1]: entry for entry in CONFIG_MODELS}
     for model, budget, block, length, n, profile, prefix in QUOTED:
         entry = by_model[model]
@@ -727,6 +745,8 @@ def golden_inputs(case: dict[str, Any]) -> dict[str, Any]:
         inputs["max_running_requests"] = case["max_running_requests"]
     if "sglang_flags" in case:  # the Mamba radix cache settings as a launch command sets them
         inputs["sglang_flags"] = case["sglang_flags"]
+    if case.get("speculative", {}).get("use_heterogeneous_vocab"):
+        inputs["heterogeneous_vocab"] = True  # engine_capacity's keyword
     if "hf_config" in case:
         inputs["layers_from"] = Path(case["hf_config"]).relative_to(ROOT).as_posix()
         inputs["enable_prefix_caching"] = case["enable_prefix_caching"]

@@ -267,9 +267,17 @@ def align_hybrid(config: StubVllmConfig) -> None:
         Platform._find_non_ssm_backends = saved_find
 
 
-def draft_vocab_refusal(method: str, target: Any, draft: Any) -> dict[str, Any] | None:
+def draft_vocab_refusal(
+    method: str, target: Any, draft: Any, heterogeneous_vocab: bool = False
+) -> dict[str, Any] | None:
     """vLLM's own vocabulary check of a "draft_model" drafter, run on the two model configs
-    (anything with ``get_vocab_size``): its refusal, or None."""
+    (anything with ``get_vocab_size``): its refusal, or None. ``heterogeneous_vocab``: the
+    config's use_heterogeneous_vocab, under which SpeculativeConfig._verify_args skips the
+    check (``if not self.use_heterogeneous_vocab: self.verify_equal_vocab_size_...``)."""
+    if heterogeneous_vocab:
+        if method != "draft_model":  # _verify_args' own refusal
+            return {"refused": "use_heterogeneous_vocab only works with method='draft_model'"}
+        return None
     speculative = SimpleNamespace(
         method=method, target_model_config=target, draft_model_config=draft
     )
@@ -390,7 +398,10 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
         # A separate draft model (speculative method "draft_model"): its attention layers
         # join the target's KV pool, each spec marked is_draft, with the draft's own shapes.
         draft = from_config.model_config(case["draft_hf_config"])
-        refused = draft_vocab_refusal(case["speculative"]["method"], model, draft)
+        refused = draft_vocab_refusal(
+            case["speculative"]["method"], model, draft,
+            case["speculative"].get("use_heterogeneous_vocab", False),
+        )  # fmt: skip
         if refused is not None:
             return refused
         draft_config = SimpleNamespace(

@@ -134,6 +134,7 @@ _DRAFT_PARD4 = EngineDraft(
     retained=0,
     state_blocks=4,
     sglang_unmodelled="sglang_no_pard",
+    draft_model=True,
 )
 _DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
 _DRAFT_EAGLE3_TWO_MODEL = EngineDraft(

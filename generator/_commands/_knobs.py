@@ -77,6 +77,16 @@ def add_mamba_strategy(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def add_heterogeneous_vocab(parser: argparse.ArgumentParser) -> None:
+    """--heterogeneous-vocab: vLLM's speculative_config use_heterogeneous_vocab."""
+    parser.add_argument(
+        "--heterogeneous-vocab", action="store_true",
+        help="vLLM: run a separate draft model (draft_model profile) whose vocab_size differs "
+        "from the target's, as use_heterogeneous_vocab does (greedy draft sampling only); "
+        "without it vLLM refuses the pair",
+    )  # fmt: skip
+
+
 def engine_choice(args: argparse.Namespace) -> tuple[str, str]:
     """The engine of a single-engine command and where it came from."""
     if args.engine:

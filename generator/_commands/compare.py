@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from kvgen._commands._knobs import (
     GPU_MEMORY_HELP,
     add_engine,
+    add_heterogeneous_vocab,
     add_knobs,
     add_mamba_strategy,
     check_length,
@@ -65,6 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="TensorRT-LLM's max_batch_size (default: 8)",
     )  # fmt: skip
     add_mamba_strategy(parser)
+    add_heterogeneous_vocab(parser)
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="write a capacity plot")
     parser.set_defaults(func=run)
@@ -121,6 +123,8 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
         # getattr: compare() also serves callers whose arguments predate the option.
         strategy = getattr(args, "mamba_radix_cache_strategy", "extra_buffer")
         sglang = {"mamba_radix_cache_strategy": strategy} if engine == "sglang" else {}
+        if engine == "vllm" and getattr(args, "heterogeneous_vocab", False):
+            sglang = {"heterogeneous_vocab": True}  # vLLM's use_heterogeneous_vocab
         try:
             if unmodelled is not None:
                 raise NotModelled(unmodelled)

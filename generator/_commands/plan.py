@@ -36,6 +36,7 @@ from pathlib import Path
 from kvgen._commands._knobs import (
     GPU_MEMORY_HELP,
     add_engine,
+    add_heterogeneous_vocab,
     add_knobs,
     add_mamba_strategy,
     engine_choice,
@@ -82,6 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     add_knobs(parser)
     add_mamba_strategy(parser)
+    add_heterogeneous_vocab(parser)
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
     parser.add_argument(
         "--format", choices=("text", "json", "args", "yaml"), default="text",
@@ -138,6 +140,7 @@ def run(args: argparse.Namespace) -> Exit:
             native=native,
             kv_cache_dtype=args.kv_cache_dtype,
             mamba_radix_cache_strategy=args.mamba_radix_cache_strategy,
+            heterogeneous_vocab=args.heterogeneous_vocab,
         )
         plan.engine_source = source
         if args.plot and engine != "trtllm-v2":

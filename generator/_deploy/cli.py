@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> Exit:
         speculative=args.speculative, tp_size=args.tp_size,
         pp_size=getattr(args, "pp_size", None) or 1,
         mamba_radix_cache_strategy=getattr(args, "mamba_radix_cache_strategy", "extra_buffer"),
+        heterogeneous_vocab=getattr(args, "heterogeneous_vocab", False),
     )  # fmt: skip
     if args.emit == "trtllm" and args.format == "args":
         raise UsageError("TensorRT-LLM takes these as extra_llm_api_options: --format yaml or json")

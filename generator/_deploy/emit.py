@@ -180,15 +180,23 @@ def launch(
     tp_size: int = 1,
     fraction: float | None = None,
     mamba_radix_cache_strategy: str | None = None,
+    heterogeneous_vocab: bool = False,
 ) -> Launch:
     """The settings and the capacity they give; ``ValueError`` when the engine cannot serve one
     request of ``max_seq_len`` on ``budget_bytes`` (the engine would refuse to start).
     ``mamba_radix_cache_strategy``: SGLang's on a recurrent hybrid (None: what an H100/H200
-    launch resolves, ``SGLANG_MAMBA_STRATEGY``)."""
+    launch resolves, ``SGLANG_MAMBA_STRATEGY``). ``heterogeneous_vocab``: vLLM's
+    speculative_config use_heterogeneous_vocab (a draft model of another vocabulary)."""
+    if heterogeneous_vocab and engine != "vllm":
+        raise ValueError(
+            "--heterogeneous-vocab is vLLM's use_heterogeneous_vocab: emit it with --emit vllm"
+        )
     common = {"max_seq_len": max_seq_len, "max_num_tokens": max_num_tokens,
               "speculative": speculative, "tp_size": tp_size}  # fmt: skip
     strategy = mamba_radix_cache_strategy or sizing.SGLANG_MAMBA_STRATEGY
     sglang = {"mamba_radix_cache_strategy": strategy} if engine == "sglang" else {}
+    if heterogeneous_vocab:
+        sglang = {"heterogeneous_vocab": True}
     cap = sizing.engine_capacity(
         model, budget_bytes, engine=engine, block_size=block_size,
         max_batch_size=max_batch_size, **common, **sglang,
@@ -213,6 +221,14 @@ def launch(
             fields["speculative_config"] = spec
             if "num_speculative_tokens" in spec and spec["method"] != "ngram":
                 notes.append('speculative_config: add "model": the draft checkpoint\'s path')
+            if heterogeneous_vocab:
+                spec["use_heterogeneous_vocab"] = True
+                notes.append(
+                    "speculative_config use_heterogeneous_vocab: the draft's vocabulary differs "
+                    "from the target's; vLLM maps tokens between them and supports greedy draft "
+                    "sampling only (draft_sample_method greedy, no use_local_argmax_reduction), "
+                    "on its V1 model runner"
+                )
         kept = vllm_hf_overrides(sizing._ENGINE_MODELS[model].layers)
         if kept is not None:
             fields["hf_overrides"], note = kept

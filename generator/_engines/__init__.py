@@ -144,6 +144,7 @@ def engine_capacity(
     pp_size: int = 1,
     pp_rank: int = 0,
     mamba_radix_cache_strategy: str = _sglang.MAMBA_STRATEGY,
+    heterogeneous_vocab: bool = False,
 ) -> EngineCapacity:
     """What ``engine`` gives ``model`` of ``family`` for a KV budget of ``budget_bytes``.
 
@@ -164,6 +165,10 @@ def engine_capacity(
     Raises ``ValueError`` naming the argument on bad input, and when the engine would refuse to
     start (vLLM: one request at ``max_seq_len`` does not fit). ``pp_size`` / ``pp_rank``:
     one pipeline stage (TensorRT-LLM; ``NotModelled`` for the others).
+    ``heterogeneous_vocab``: vLLM's speculative_config use_heterogeneous_vocab (greedy draft
+    sampling only), under which vLLM runs a separate draft model of another vocabulary with
+    the same layers in its pool; False (vLLM's default) refuses that draft. The other engines
+    size a draft whatever its vocabulary and do not read it.
     """
     if engine == "trtllm-v2":  # the policy itself, on the module bound at that page size
         size = family.tokens_per_block if block_size is None else block_size
@@ -184,7 +189,7 @@ def engine_capacity(
             "here (its pools are sized for the whole model)"
         )
     key = (id(family), model, engine, block_size, tp_size, speculative, mamba_cache_mode,
-           gdn_prefill_backend, ssm_dtype)  # fmt: skip
+           gdn_prefill_backend, ssm_dtype, heterogeneous_vocab)  # fmt: skip
     try:
         hit = _CACHE.get(key)
     except TypeError:  # an unhashable argument: named below, never cached
@@ -195,7 +200,7 @@ def engine_capacity(
         else:
             plan = _build_vllm(
                 family, model, block_size, tp_size, speculative, mamba_cache_mode,
-                gdn_prefill_backend, ssm_dtype,
+                gdn_prefill_backend, ssm_dtype, heterogeneous_vocab,
             )  # fmt: skip
             _remember(key, family, plan)
         return vllm_capacity(
@@ -224,11 +229,13 @@ def _build_vllm(
     mamba_cache_mode: str,
     gdn_prefill_backend: str,
     ssm_dtype: str | None,
+    heterogeneous_vocab: bool = False,
 ) -> _vllm.VllmPlan:
     for name, value, choices in (
         ("mamba_cache_mode", mamba_cache_mode, _vllm.MAMBA_CACHE_MODES),
         ("gdn_prefill_backend", gdn_prefill_backend, _vllm.GDN_PREFILL_BACKENDS),
         ("ssm_dtype", ssm_dtype, (None, *_sglang.SSM_DTYPES)),
+        ("heterogeneous_vocab", heterogeneous_vocab, (False, True)),
     ):
         if value not in choices:
             raise ValueError(f"{name} must be one of {choices}, got {value!r}")
@@ -243,6 +250,7 @@ def _build_vllm(
         mamba_cache_mode=mamba_cache_mode,
         gdn_prefill_backend=gdn_prefill_backend,
         ssm_dtype=ssm_dtype,
+        heterogeneous_vocab=heterogeneous_vocab,
     )
 
 

@@ -143,16 +143,16 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
         )
         # vLLM's "draft_model" method: the draft model's layers join the target's one pool
         # (their specs marked is_draft), nothing retained below a window (it is no EAGLE
-        # drafter: num_prefill_lookahead_tokens 0); vLLM refuses a draft of another
-        # vocabulary (where the spec gives both sizes).
+        # drafter: num_prefill_lookahead_tokens 0). A draft of another vocabulary (where the
+        # spec gives both sizes) keeps its layers, marked: vLLM refuses it unless
+        # use_heterogeneous_vocab is set, which maps tokens and changes no cache spec.
         vocabs = {model.vocab_size, profile.draft.vocab_size}
-        if None not in vocabs and len(vocabs) > 1:
-            return EngineDraft((), 0, 0, "vllm_draft_vocab", **sglang)
+        differs = "vllm_draft_vocab" if None not in vocabs and len(vocabs) > 1 else ""
         try:
             rows = layer_rows(stack_layers(family, profile.draft, model))
         except NotModelled as exc:
-            return EngineDraft((), 0, 0, exc.reason, **sglang)
-        return EngineDraft(rows, 0, k, **sglang)
+            return EngineDraft((), 0, 0, exc.reason, **sglang, draft_model=True)
+        return EngineDraft(rows, 0, k, differs, **sglang, draft_model=True)
     if profile.mode in VLLM_ONE_MODEL:
         # vLLM's drafters always share the pool: name the one-model profile it runs instead.
         instead = [

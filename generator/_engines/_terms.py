@@ -31,10 +31,12 @@ def _vllm_terms(
     max_seq_len: int,
     max_num_tokens: int,
     speculative: str,
+    heterogeneous_vocab: bool = False,
 ) -> list[PolicyTerm]:
     spec_model = family.model(model)
     profile = family.profile(speculative)
-    plan = _vllm.vllm_plan(family, spec_model, block_size=block_size, speculative=profile)
+    plan = _vllm.vllm_plan(family, spec_model, block_size=block_size, speculative=profile,
+                           heterogeneous_vocab=heterogeneous_vocab)  # fmt: skip
     terms = []
     if plan.padding_layers:
         layers = sum(g.group_count for g in plan.groups) * plan.group_size
@@ -215,12 +217,16 @@ def policy_terms(
     ssm_dtype: str = "fp32",
     speculative: str = "none",
     mamba_radix_cache_strategy: str = _sglang.MAMBA_STRATEGY,
+    heterogeneous_vocab: bool = False,
 ) -> list[PolicyTerm]:
     """The policy terms of ``engine`` that apply to ``model``, each with its size (SGLang's
-    ``mamba_radix_cache_strategy``: its state slots per running request)."""
+    ``mamba_radix_cache_strategy``: its state slots per running request; vLLM's
+    ``heterogeneous_vocab``: its use_heterogeneous_vocab, as ``engine_capacity`` reads it)."""
     if engine == "vllm":
         size = _vllm.DEFAULT_BLOCK_SIZE if block_size is None else block_size
-        return _vllm_terms(family, model, size, max_seq_len, max_num_tokens, speculative)
+        return _vllm_terms(
+            family, model, size, max_seq_len, max_num_tokens, speculative, heterogeneous_vocab
+        )
     if engine == "sglang":
         return _sglang_terms(family, model, ssm_dtype, speculative, mamba_radix_cache_strategy)
     if engine == "trtllm-v2":

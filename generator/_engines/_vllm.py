@@ -93,6 +93,7 @@ def vllm_plan(
     mamba_cache_mode: str = engines_vllm.VLLM_MAMBA_CACHE_MODE,
     gdn_prefill_backend: str = "flashinfer",
     ssm_dtype: str | None = None,
+    heterogeneous_vocab: bool = False,
 ) -> VllmPlan:
     """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does
     (``kvgen.engines_vllm.vllm_plan`` on the model's engine rows)."""
@@ -104,6 +105,7 @@ def vllm_plan(
         mamba_cache_mode=mamba_cache_mode,
         gdn_prefill_backend=gdn_prefill_backend,
         ssm_dtype=ssm_dtype,
+        heterogeneous_vocab=heterogeneous_vocab,
     )
 
 

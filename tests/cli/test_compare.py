@@ -114,3 +114,17 @@ def test_sglang_mamba_strategy_moves_a_hybrids_running_requests(
         ),
         "no_buffer": (920_754, 87.0, "at most 1 running request per 3 state slots (no_buffer)"),
     }
+
+
+def test_heterogeneous_vocab_answers_vllms_draft_model_row(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Issue 22: vLLM with use_heterogeneous_vocab gives gemma3_27b + the 1B draft 77,501 tokens,
+    # 9.461 requests (8,659 blocks of 524,288 B a request in 81,920; derived in
+    # tests/unit/test_engines_heterogeneous_vocab.py). Without the flag vLLM refuses the pair.
+    draft = [*GEMMA, *ARGS, "--speculative", "draft_1b", "--engine", "vllm"]
+    assert main(draft) == 0
+    assert "verify_equal_vocab_size_if_draft_model" in capsys.readouterr().out
+    assert main([*draft, "--heterogeneous-vocab"]) == 0
+    out = capsys.readouterr().out
+    assert "77,501" in out and "9.461" in out and "81,920" in out

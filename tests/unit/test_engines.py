@@ -49,6 +49,8 @@ def case_id(case: dict) -> str:
         more += {None: "", True: "-pc", False: "-nopc"}[i["enable_prefix_caching"]]
     if i.get("budget_bytes", GIB40) != GIB40:
         more += f"-g{i['budget_bytes']}"
+    if i.get("heterogeneous_vocab"):
+        more += "-hv"
     return f"{i['model']}-b{i['block_size']}-s{i['max_model_len']}-{i['speculative']}{more}"
 
 
@@ -75,6 +77,8 @@ def golden_kwargs(inputs: dict, engine: str) -> dict:
         )  # fmt: skip
     if engine == "vllm":
         kwargs["async_scheduling"] = inputs.get("async_scheduling", True)
+        if inputs.get("heterogeneous_vocab"):  # speculative_config use_heterogeneous_vocab
+            kwargs["heterogeneous_vocab"] = True
         if (
             inputs.get("enable_prefix_caching", True) is False
             or "enable_prefix_caching" not in inputs
@@ -187,6 +191,7 @@ def test_vllm_matches_its_own_planner(case: dict) -> None:
         tp_size=kwargs["tp_size"],
         speculative=fam.profile(inputs["speculative"]),
         mamba_cache_mode=kwargs.get("mamba_cache_mode", "align"),
+        heterogeneous_vocab=kwargs.get("heterogeneous_vocab", False),
     )
     assert plan.bytes_per_block == want["bytes_per_block"]
     assert plan.block_size == want["attention_block_size"]

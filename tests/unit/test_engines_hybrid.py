@@ -224,7 +224,8 @@ def test_a_separate_draft_model_shares_vllms_pool(
     # sliding ones (4 padding layers); a block 8 x 16 x 1,024 = 131,072 B, 327,680 blocks. A
     # request: full 512 blocks, sliding 6 x (min(511 + 8,192, 8,192) / 16 + 1 = 513) = 3,078:
     # 327,680 / 3,590 = 91.276 -> 91.276 x 8,192 = 747,731 tokens.
-    want = golden(model, speculative=profile, block_size=16, max_model_len=8192, tp_size=1)
+    want = golden(model, speculative=profile, block_size=16, max_model_len=8192, tp_size=1,
+                  heterogeneous_vocab=None)  # fmt: skip
     assert (want["kv_tokens"], round(want["max_concurrency"], 3)) == (tokens, concurrency)
     got = engine_capacity(family(name), model, 40 * GIB, engine="vllm", max_seq_len=8192,
                           max_num_tokens=8192, speculative=profile)  # fmt: skip
@@ -244,7 +245,8 @@ def test_vllm_refuses_a_draft_model_of_another_vocabulary(
     # pairs (the goldens hold its message with both sizes: Qwen2.5-7B config.json 152,064 vs
     # 0.5B 151,936; Gemma 3 27B 262,208, transformers' Gemma3TextConfig default, vs the 1B's
     # config.json 262,144); kvgen refuses them by the same rule, whatever the budget.
-    want = golden(model, speculative=profile, block_size=16, max_model_len=8192, tp_size=1)
+    want = golden(model, speculative=profile, block_size=16, max_model_len=8192, tp_size=1,
+                  heterogeneous_vocab=None)  # fmt: skip
     assert f"Target model vocab_size={target}. Draft model vocab_size={draft}." in want["refused"]
     with pytest.raises(NotModelled, match="verify_equal_vocab_size_if_draft_model") as info:
         engine_capacity(family(name), model, 40 * GIB, engine="vllm", max_seq_len=8192,

@@ -68,12 +68,17 @@ def test_pard_shares_vllms_pool_with_llama3_1_8b(
 
 def test_every_pard_golden_is_from_config_json_or_checked_by_vllms_vocab_rule() -> None:
     # The PARD cases recorded: llama3_1_8b + PARD-Llama-3.2-1B from the two config.json files
-    # at pages 16 and 64, lengths 8,192 and 10,001, tp 1 and 2 (8); every other PARD case
-    # the vLLM runner was given both vocabulary sizes, so vLLM's own check ran on it.
+    # at pages 16 and 64, lengths 8,192 and 10,001, tp 1 and 2 (8), and qwen2_5_7b +
+    # PARD-Qwen2.5-0.5B the same 8 ways, refused by vocabulary and again with
+    # use_heterogeneous_vocab (16); every other PARD case the vLLM runner was given both
+    # vocabulary sizes, so vLLM's own check ran on it.
     pard = [c for c in VLLM["cases"] if c["inputs"]["speculative"].startswith("pard")]
     from_config = [c for c in pard if c["inputs"]["layers_from"].endswith(".json")]
-    assert len(from_config) == 8
-    assert {c["inputs"]["model"] for c in from_config} == {"llama3_1_8b"}
+    assert len(from_config) == 24
+    assert {c["inputs"]["model"] for c in from_config} == {"llama3_1_8b", "qwen2_5_7b"}
+    qwen = [c for c in from_config if c["inputs"]["model"] == "qwen2_5_7b"]
+    assert sum("refused" in c["engine_output"] for c in qwen) == 8
+    assert sum(c["inputs"].get("heterogeneous_vocab", False) for c in qwen) == 8
     shipped = {c["inputs"]["family"] for c in pard if c not in from_config}
     assert {"llama3", "qwen2_5", "qwen3"} <= shipped
 
