@@ -8,6 +8,8 @@ interpreter"); a new cache kind is a class here and an entry of ``_KIND_CLASSES`
 # No `from __future__ import annotations`: NamedTuple would turn every string annotation into
 # a compiled ForwardRef at import, which costs more than the rest of the import together.
 import math
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .facts import DTYPE_BYTES, SCALED_LAYOUTS
@@ -87,7 +89,7 @@ class Model(NamedTuple):
     max_seq_len: int
     layers: Stack
     profiles: tuple[str, ...]
-    extra_layers: dict[str, Stack]
+    extra_layers: Mapping[str, Stack] = MappingProxyType({})  # none (a read-only default)
 
 
 class Profile(NamedTuple):

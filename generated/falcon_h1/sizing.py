@@ -54,7 +54,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "falcon_h1_1_5b_instruct": Model(
         max_seq_len=131072,
@@ -78,7 +77,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "falcon_h1_7b_instruct": Model(
         max_seq_len=262144,
@@ -102,7 +100,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "falcon_h1_34b_instruct": Model(
         max_seq_len=262144,
@@ -126,7 +123,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.

@@ -44,7 +44,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "gemma2_9b": Model(
         max_seq_len=8192,
@@ -59,7 +58,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "gemma2_27b": Model(
         max_seq_len=8192,
@@ -74,7 +72,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.

@@ -44,7 +44,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "draft_1b", "ngram4"),
-        extra_layers={},
     ),
     "gemma3_4b": Model(
         max_seq_len=131072,
@@ -59,7 +58,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "draft_1b", "ngram4"),
-        extra_layers={},
     ),
     "gemma3_12b": Model(
         max_seq_len=131072,
@@ -74,7 +72,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "draft_1b", "ngram4"),
-        extra_layers={},
     ),
     "gemma3_27b": Model(
         max_seq_len=131072,
@@ -89,7 +86,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "draft_1b", "ngram4"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.

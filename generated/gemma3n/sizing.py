@@ -87,7 +87,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "gemma3n_e4b": Model(
         max_seq_len=32768,
@@ -150,7 +149,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.

@@ -39,7 +39,6 @@ _MODELS: dict[str, Model] = {
             kinds={"mla": Kind("full", layers=61, bytes_per_token=1152)},
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.

@@ -71,7 +71,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=126, kv_heads=8, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "eagle3_two_model", "pard4", "ngram4"),
-        extra_layers={},
     ),
     "llama3_2_1b": Model(
         max_seq_len=131072,
@@ -97,7 +96,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=28, kv_heads=8, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "eagle3_two_model", "pard4", "ngram4"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.

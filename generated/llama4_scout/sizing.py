@@ -44,7 +44,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.

@@ -43,7 +43,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "mistral_7b_v0_3": Model(
         max_seq_len=32768,
@@ -53,7 +52,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=32, kv_heads=8, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "mistral_nemo_12b": Model(
         max_seq_len=1024000,
@@ -63,7 +61,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=40, kv_heads=8, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.

@@ -43,7 +43,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "openelm_450m": Model(
         max_seq_len=2048,
@@ -58,7 +57,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "openelm_1_1b": Model(
         max_seq_len=2048,
@@ -74,7 +72,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "openelm_3b": Model(
         max_seq_len=2048,
@@ -89,7 +86,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.

@@ -43,7 +43,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "phi3_mini_128k": Model(
         max_seq_len=131072,
@@ -53,7 +52,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=32, kv_heads=32, head_dim=96, dtype="bf16")},
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "phi3_medium_4k": Model(
         max_seq_len=4096,
@@ -67,7 +65,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "phi3_medium_128k": Model(
         max_seq_len=131072,
@@ -77,7 +74,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=40, kv_heads=10, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.

@@ -40,7 +40,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=24, kv_heads=2, head_dim=64, dtype="bf16")},
         ),
         profiles=("none", "pard4", "draft_0_5b"),
-        extra_layers={},
     ),
     "qwen2_5_1_5b": Model(
         max_seq_len=32768,
@@ -50,7 +49,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=28, kv_heads=2, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "pard4", "draft_0_5b"),
-        extra_layers={},
     ),
     "qwen2_5_3b": Model(
         max_seq_len=32768,
@@ -60,7 +58,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=36, kv_heads=2, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "pard4", "draft_0_5b"),
-        extra_layers={},
     ),
     "qwen2_5_7b": Model(
         max_seq_len=32768,
@@ -70,7 +67,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=28, kv_heads=4, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "pard4", "draft_0_5b"),
-        extra_layers={},
     ),
     "qwen2_5_14b": Model(
         max_seq_len=32768,
@@ -80,7 +76,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=48, kv_heads=8, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "pard4", "draft_0_5b"),
-        extra_layers={},
     ),
     "qwen2_5_32b": Model(
         max_seq_len=32768,
@@ -90,7 +85,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=64, kv_heads=8, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "pard4", "draft_0_5b"),
-        extra_layers={},
     ),
     "qwen2_5_72b": Model(
         max_seq_len=32768,
@@ -100,7 +94,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=80, kv_heads=8, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "pard4", "draft_0_5b"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.

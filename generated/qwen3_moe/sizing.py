@@ -39,7 +39,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=48, kv_heads=4, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "qwen3_235b_a22b": Model(
         max_seq_len=40960,
@@ -49,7 +48,6 @@ _MODELS: dict[str, Model] = {
             kinds={"full": Kind("full", layers=94, kv_heads=4, head_dim=128, dtype="bf16")},
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
     "qwen3_235b_a22b_fp8_pth": Model(
         max_seq_len=40960,
@@ -63,7 +61,6 @@ _MODELS: dict[str, Model] = {
             },
         ),
         profiles=("none", "ngram4"),
-        extra_layers={},
     ),
 }
 # Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
