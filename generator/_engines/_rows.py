@@ -207,7 +207,9 @@ def _sglang_encoder_decoder(family: Family, model: Model) -> dict[str, object]:
     layers: list[CachedLayer] = []
     for index in range(model.layers.count):
         kind = model.layer_kinds[pattern[index % len(pattern)]]
-        cls = CacheKind if kind.attention == "cross" else spec_kind(kind)
+        cls = spec_kind(kind)
+        if cls.encoder_cache:  # a cross layer: SGLang sizes it like a self-attention layer
+            cls = CacheKind
         layers += cls.engine_layers(kind, index, kind.dtype or pool_dtype, model)
     tokens = max(kind.encoder_tokens or 0 for kind in model.layer_kinds.values())
     return {"sglang_layers": layer_rows(tuple(layers)), "sglang_encoder_tokens": tokens}
