@@ -15,7 +15,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # Written by generators of their own, with their own currency tests.
-GENERATED_DOCS = {"docs/codes.md", "docs/import-hf-coverage.md"}
+GENERATED_DOCS = {"docs/codes.md", "docs/engine-coverage.md", "docs/import-hf-coverage.md"}
 DOCUMENTS = [
     path.relative_to(REPO).as_posix()
     for path in [
