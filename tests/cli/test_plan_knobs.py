@@ -13,24 +13,11 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+
+from tests.cli.cli_support import _in_repo, run  # noqa: F401  # _in_repo: autouse fixture
 
 REPO = Path(__file__).resolve().parents[2]
 GiB = 1 << 30
-
-
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
-
-
-def run(capsys, *argv):
-    try:
-        code = main(["-q", *argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # --- sizes need a unit -------------------------------------------------------------------

@@ -17,25 +17,12 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+
+from tests.cli.cli_support import _in_repo, run  # noqa: F401  # _in_repo: autouse fixture
 
 REPO = Path(__file__).resolve().parents[2]
 QWEN = ("qwen3_next", "qwen3_next_80b_a3b", "--gpu-memory", "40GiB", "--max-seq-len", "8192")
 FLAG = "--mamba-radix-cache-strategy"
-
-
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
-
-
-def run(capsys, *argv):
-    try:
-        code = main(["-q", *argv])
-    except SystemExit as exc:  # argparse's usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("strategy", ["extra_buffer_lazy", "extra_buffer_no_overlap"])

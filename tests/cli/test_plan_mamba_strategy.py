@@ -19,26 +19,13 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+
+from tests.cli.cli_support import _in_repo, run  # noqa: F401  # _in_repo: autouse fixture
 
 REPO = Path(__file__).resolve().parents[2]
 QWEN = ("qwen3_next", "qwen3_next_80b_a3b", "--gpu-memory", "40GiB", "--max-seq-len", "8192")
 TOKENS = 920_754  # (40 GiB - 263 S) / 24,576, derived above
 RUNNING = {"extra_buffer": 262 // 5, "no_buffer": 262 // 3}  # 52, 87
-
-
-@pytest.fixture(autouse=True)
-def _in_repo(monkeypatch):
-    monkeypatch.chdir(REPO)
-
-
-def run(capsys, *argv):
-    try:
-        code = main(["-q", *argv])
-    except SystemExit as exc:  # argparse's usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("strategy", ["extra_buffer", "no_buffer"])
