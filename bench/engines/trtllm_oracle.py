@@ -393,7 +393,8 @@ def model_config(stack: Any) -> SimpleNamespace:
 
 def supported(stack: Any) -> str:
     """Why the engine's static estimator cannot take this stack as spec dimensions ("" if it
-    can): it reads one head_dim, bf16/fp16 or fp8, one sliding window, no sinks."""
+    can): it reads one head_dim, bf16/fp16 or fp8, one sliding window, no sinks, and
+    counts every layer as holding its own cache."""
     kinds = list(stack.kinds.values())
     if any(k.attention not in ("full", "sliding") for k in kinds):
         return "attention other than full or sliding"
@@ -407,6 +408,8 @@ def supported(stack: Any) -> str:
         return "more than one sliding window"
     if any(k.sink_tokens for k in kinds):
         return "sink tokens"
+    if any(k.reads is not None for k in kinds):
+        return "KV sharing (layers reading another layer's cache)"
     return ""
 
 
