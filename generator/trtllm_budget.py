@@ -47,6 +47,7 @@ __all__ = [
     "gpu_alloc_granularity",
     "host_tier_quota",
     "manager_costs",
+    "pool_split_inputs",
     "split_budget",
     "synced_quota",
 ]
@@ -285,3 +286,35 @@ def synced_quota(
     if math.isinf(least):
         return list(quotas)
     return [min(q, math.ceil(quota_for_tokens(least) / util)) for q in quotas]
+
+
+def pool_split_inputs(
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    extra_tokens: int,
+    max_draft_len: int,
+    avg_seq_len: int | None = None,
+    pool_ratio: tuple[float, ...] | None = None,
+) -> dict[str, Any]:
+    """What 38198e34's manager hands its pool split (``KVCacheManagerV2._build_base_config``):
+    with ``avg_seq_len`` set and no ``pool_ratio``, a ``typical_step`` of one context request
+    of N + E tokens and B - 1 generating requests of ``avg_seq_len`` tokens with history
+    ``max(0, avg_seq_len - K - 1)``, and one constraint (a context request of N + E tokens);
+    otherwise neither; ``initial_pool_ratio`` is ``pool_ratio``. Each request is
+    (capacity, history, beam width 1). ValueError for ``avg_seq_len`` over max_seq_len (the
+    engine raises the same)."""
+    typical = None
+    constraints: list[list[tuple[int, int, int]]] = []
+    if pool_ratio is None and avg_seq_len is not None:
+        if avg_seq_len > max_seq_len:
+            raise ValueError(
+                f"avg_seq_len ({avg_seq_len}) must be at most max_seq_len ({max_seq_len})"
+            )
+        context = (max_num_tokens + extra_tokens, 0, 1)
+        history = max(0, avg_seq_len - max_draft_len - 1)
+        typical = [context] + [(avg_seq_len, history, 1)] * (max_batch_size - 1)
+        constraints.append([context])
+    ratio = None if pool_ratio is None else list(pool_ratio)
+    return {"typical_step": typical, "constraints": constraints, "initial_pool_ratio": ratio}

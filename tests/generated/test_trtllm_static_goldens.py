@@ -171,3 +171,30 @@ def test_an_unknown_revision_is_refused():
         tb.split_budget(_sizing("gemma3"), "gemma3_27b", 40 * GIB, revision="1.4",
                         max_batch_size=8, max_num_tokens=8192, max_seq_len=32768,
                         speculative="draft_1b")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "row",
+    GOLDEN["typical_step"],
+    ids=lambda r: f"{r['avg_seq_len']}-{r['pool_ratio']}-{r['max_draft_len']}",
+)
+def test_pool_split_inputs_equal_the_engine(row):
+    # The manager of the golden: B 4, N 2048, S 8192, K draft tokens with E = max(0, K - 1)
+    # (one-engine modes). E.g. avg 4096, K 4: a context request of 2048 + 3 = 2051 tokens and
+    # 3 requests of 4096 with history 4096 - 4 - 1 = 4091.
+    got = tb.pool_split_inputs(
+        max_batch_size=row["max_batch_size"], max_num_tokens=row["max_num_tokens"],
+        max_seq_len=row["max_seq_len"], extra_tokens=max(0, row["max_draft_len"] - 1),
+        max_draft_len=row["max_draft_len"], avg_seq_len=row["avg_seq_len"],
+        pool_ratio=None if row["pool_ratio"] is None else tuple(row["pool_ratio"]),
+    )  # fmt: skip
+    as_lists = {
+        "typical_step": None
+        if got["typical_step"] is None
+        else [list(d) for d in got["typical_step"]],
+        "constraints": [[list(d) for d in batch] for batch in got["constraints"]],
+        "initial_pool_ratio": got["initial_pool_ratio"],
+    }
+    assert as_lists == {k: row[k] for k in ("typical_step", "constraints", "initial_pool_ratio")}
+    if row["avg_seq_len"] == 4096 and row["max_draft_len"] == 4:
+        assert got["typical_step"] == [(2051, 0, 1)] + [(4096, 4091, 1)] * 3
