@@ -62,20 +62,33 @@ class EnginePool:
 
 
 def engine_budget_plan(
-    sizing: types.ModuleType, model: str, budget: int, *, max_batch_size: int, **common: Any
+    sizing: types.ModuleType,
+    model: str,
+    budget: int,
+    *,
+    max_batch_size: int,
+    revision: str = "early-2026",
+    avg_seq_len: int | None = None,
+    **common: Any,
 ) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[int | None, list[EnginePool]]]]:
-    """A KV budget as TensorRT-LLM V2 is handed it: the shares of kvgen's split between the
-    managers (docs/cost-model.md §6), each rounded down to whole grains of the engine (which
-    rounds a quota up to its grain, so it keeps exactly these bytes), and what the pools its
-    own split builds from them hold (:func:`engine_plan_for_quota`). ``common``: max_seq_len,
-    max_num_tokens, speculative, tp_size. Returns (shares, quotas, plan); ValueError where
-    the split is not modelled (recurrent or cross pools, DCP)."""
+    """A KV budget as TensorRT-LLM V2 is handed it: the shares of the engine's split between
+    the managers at ``revision`` (``kvgen.trtllm_budget.split_budget``; "early-2026": kvgen's
+    slope split of docs/cost-model.md §6, "38198e34": per-request weights, cap and floor, with
+    ``avg_seq_len`` as the engine's ``kv_cache_config.avg_seq_len``), each rounded down to
+    whole grains of the engine (which rounds a quota up to its grain, so it keeps exactly
+    these bytes), and what the pools its own split builds from them hold
+    (:func:`engine_plan_for_quota`: the early-2026 split within a manager, the one this
+    module models). ``common``: max_seq_len, max_num_tokens, speculative, tp_size. Returns
+    (shares, quotas, plan); ValueError where the split is not modelled (recurrent or cross
+    pools, DCP)."""
+    from kvgen.trtllm_budget import split_budget
     from kvgen.trtllm_split import gpu_grain
 
     managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
     shares = {"target": budget}
     if len(managers) > 1:
-        shares = sizing.split_budget(model, budget, max_batch_size=max_batch_size, **common)
+        shares = split_budget(sizing, model, budget, max_batch_size=max_batch_size,
+                              revision=revision, avg_seq_len=avg_seq_len, **common)  # fmt: skip
     quotas = {name: share - share % gpu_grain(share) or share for name, share in shares.items()}
     plan = engine_plan_for_quota(sizing, model, quotas, max_batch_size=max_batch_size, **common)
     return shares, quotas, plan

@@ -31,6 +31,7 @@ COST_MODEL_SECTIONS = [
     "§8 Recurrent state",
     "§9 Engine residents and terms outside the affine estimate",
     "§10 Verified against the engine (TensorRT-LLM KV cache manager V2)",
+    "§11 TensorRT-LLM revisions",
 ]
 
 

@@ -1,0 +1,320 @@
+"""How TensorRT-LLM divides one KV budget between its target and draft managers, per revision.
+
+Two revisions are modelled (docs/cost-model.md, "TensorRT-LLM revisions"):
+
+- ``"early-2026"`` (the default here until the engine registry names a default): each manager
+  gets its intercept and the rest is split by slope, ``sizing.split_budget`` (§6);
+- ``"38198e34"`` (NVIDIA/TensorRT-LLM commit 38198e34, ``_util.py``
+  ``KvCacheCreator._compute_draft_budget_shares``): both intercepts are reserved, the rest is
+  weighed by what one max-length request spends from the slope-funded budget
+  (:func:`manager_costs`, the engine's ``CacheCost.bytes_per_request``) when both managers
+  report it, else by slope; the draft share is capped at ``max_batch_size`` full-length
+  mirrors and floored at one mirror's allocator quota (``quota_per_request``, present when
+  ``avg_seq_len`` is set and ``pool_ratio`` is not).
+
+What one request spends (``get_cache_bytes_per_request`` at that revision), with H the
+generation headroom (E + the step width, §2) and ``full = ceil((S + H) / tpb) * tpb``:
+
+- target: declines (None: the slope split) when no sliding window bounds a layer; else
+  ``slope * full`` (its windows' pages are already in the intercept);
+- draft: every mirror is reserved at the request's full context whatever the drafter's own
+  windows, ``sum over layers b_l * full`` less the window pages its intercept carries.
+
+A manager's quota for one request (``get_cache_quota_per_request``): per layer
+``ceil((retained / tpb) / u) * tpb * b_l`` with u the float32 resume watermark, each rounded
+up to the grain of their sum (:func:`gpu_alloc_granularity`), retained ``full`` for full
+layers and draft mirrors, the window pages otherwise.
+
+``tests/generated/test_trtllm_static_goldens.py`` compares every number here with the
+engine's own functions run on CPU (``tests/fixtures/engines/trtllm_static.json``).
+Stdlib only; reads a bound sizing module (``generated.<family>.sizing``) like
+``kvgen._trtllm_pools``.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from typing import Any, NamedTuple
+
+from kvgen.facts import float32
+
+__all__ = [
+    "DEFAULT_REVISION",
+    "REVISIONS",
+    "ManagerCost",
+    "draft_budget_shares",
+    "gpu_alloc_granularity",
+    "host_tier_quota",
+    "manager_costs",
+    "pool_split_inputs",
+    "split_budget",
+    "synced_quota",
+]
+
+# The revisions whose split kvgen models, oldest first, and what each one is (docs/cost-model.md).
+REVISIONS = {
+    "early-2026": "intercepts reserved, the rest split by slope (bench/engines/trtllm_source.py)",
+    "38198e34": "NVIDIA/TensorRT-LLM 38198e34582cf777ecc72062f477987284ba9999: per-request "
+    "weights, draft capped at max_batch_size mirrors and floored at one mirror's quota",
+}
+DEFAULT_REVISION = "early-2026"
+_GPU_PAGE = 2 << 20
+
+
+class ManagerCost(NamedTuple):
+    """One manager's cost as the engine's ``CacheCost`` carries it at a revision: bytes =
+    slope x T + intercept, and (38198e34) what one max-length request spends from the slope
+    budget and the allocator quota it makes the manager insist on (None: not reported)."""
+
+    slope: int
+    intercept: int
+    bytes_per_request: int | None = None
+    quota_per_request: int | None = None
+
+
+def gpu_alloc_granularity(quota: int) -> int:
+    """The GPU pool grain for ``quota`` bytes at 38198e34 (``_gpu_alloc_granularity``, the C++
+    ``cacheTierGranularity``): 2 MiB doubled once per power of two of whole GiB, up to 32 MiB;
+    integer arithmetic, where the early revision's ``kvgen.trtllm_split.gpu_grain`` takes a
+    float logarithm of the quota."""
+    ratio = quota // (_GPU_PAGE * 512)
+    exponent = 0 if ratio == 0 else min(4, ratio.bit_length() - 1)
+    return _GPU_PAGE << exponent
+
+
+def _revision(revision: str) -> str:
+    if revision not in REVISIONS:
+        raise ValueError(
+            f"revision must be one of {', '.join(map(repr, REVISIONS))}, got {revision!r}"
+        )
+    return revision
+
+
+def _layers_of(sizing: types.ModuleType, model: str, speculative: str, manager: str, tp: int):
+    """(bytes per token, layer count, life-cycle index or -1 for full) of each cached kind of
+    one manager on a single rank (the layer members ``sizing_split`` keeps)."""
+    for name, members, states, crosses, _cycles in sizing._layers(model, speculative):
+        if name != manager:
+            continue
+        if states or crosses:
+            raise ValueError(
+                f"{model} {manager}: the per-request costs of revision 38198e34 are modelled "
+                "for attention-only managers (no recurrent or cross-attention rows)"
+            )
+        out = []
+        for _before, count, slot, kv_heads, per_head, fixed, scaled in members:
+            bpt = fixed + -(-kv_heads // tp) * per_head if scaled is None else scaled(tp)
+            out.append((bpt, count, slot))
+        return out
+    raise ValueError(f"{model}: no {manager} manager for speculative {speculative!r}")
+
+
+def manager_costs(
+    sizing: types.ModuleType,
+    model: str,
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+    avg_seq_len: int | None = None,
+    pool_ratio: tuple[float, ...] | None = None,
+    max_util_for_resume: float = 0.95,
+    revision: str = DEFAULT_REVISION,
+) -> dict[str, ManagerCost]:
+    """Per manager (target, and draft where the profile has a separate draft pool), the cost
+    the engine's split reads at ``revision`` ("early-2026": slope and intercept only). The
+    slope and intercept are kvgen's "trtllm-v2" terms (§4); 38198e34 adds the per-request
+    spend and quota of the module docstring. ValueError where they are not modelled:
+    recurrent or cross-attention pools, chunked attention, sink tokens, pp_size > 1, DCP."""
+    _revision(revision)
+    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
+                              tp_size, 1, 0, False, False, max_util_for_resume)  # fmt: skip
+    terms = sizing._cached_terms(options)
+    costs = {t.manager: ManagerCost(t.slope, t.intercept) for t in terms}
+    if revision == "early-2026":
+        return costs
+    tpb = sizing.TOKENS_PER_BLOCK
+    seq = options[sizing._SEQ_LEN_AT]
+    head = sizing._headroom(sizing._PROFILES[options[sizing._SPECULATIVE_AT]], False)
+    full = -(-(seq + head) // tpb) * tpb
+    util = float32(max_util_for_resume)
+    floors = avg_seq_len is not None and pool_ratio is None
+    tp = 1 if type(tp_size) is not int else tp_size
+    for t in terms:
+        if t.span != tpb or any(cycle[1] or cycle[4] for cycle in t.life_cycles):
+            raise ValueError(
+                f"{model} {t.manager}: the per-request costs of revision 38198e34 are modelled "
+                "without sink tokens, chunked attention or decode context parallelism"
+            )
+        # Tokens one request keeps in each life cycle's layers: its window pages (the
+        # engine's count, kvgen's pages(w, H) without sinks), never more than the full length.
+        windows = [min(pages * tpb, full) for _w, _s, pages, _b, _c in t.life_cycles]
+        draft = t.manager == "draft"
+        layers = _layers_of(sizing, model, options[sizing._SPECULATIVE_AT], t.manager, tp)
+        spend = 0
+        retained_bytes = []  # (bytes per token, layers, tokens one request keeps)
+        for bpt, count, slot in layers:
+            covered = 0 if slot < 0 else windows[slot]
+            retained = full if draft or slot < 0 else covered
+            spend += count * bpt * max(retained - covered, 0)
+            retained_bytes.append((bpt, count, retained))
+        per_request: int | None = spend
+        if not draft and not windows:
+            per_request = None  # no window bounds the target: the engine keeps the slope split
+        quota = None
+        if floors:
+            per_layer = [
+                (math.ceil((retained // tpb) / util) * tpb * bpt, count)
+                for bpt, count, retained in retained_bytes
+            ]
+            grain = gpu_alloc_granularity(sum(b * n for b, n in per_layer))
+            quota = sum(-(-b // grain) * grain * n for b, n in per_layer) or None
+        costs[t.manager] = ManagerCost(t.slope, t.intercept, per_request, quota)
+    return costs
+
+
+def draft_budget_shares(
+    budget: int, target: ManagerCost, draft: ManagerCost, max_batch_size: int
+) -> dict[str, int]:
+    """38198e34's ``_compute_draft_budget_shares``: the intercepts first; the rest by the
+    per-request spend when both report one (their sum positive), else by slope; under
+    per-request weights the draft at most ``max_batch_size`` mirrors (in quota units when
+    known); never under one mirror's quota. ValueError where the engine declines the split
+    (its caller then raises for a GPU budget)."""
+    fixed = target.intercept + draft.intercept
+    room = budget - fixed
+    slopes = target.slope + draft.slope
+    if room < 0 or (room == 0 and slopes > 0):
+        raise ValueError(
+            f"budget_bytes {budget} does not cover the fixed costs {target.intercept} "
+            f"(target) + {draft.intercept} (draft)"
+        )
+    weighted = (
+        target.bytes_per_request is not None
+        and draft.bytes_per_request is not None
+        and target.bytes_per_request + draft.bytes_per_request > 0
+    )
+    if weighted:
+        weights = (target.bytes_per_request or 0, draft.bytes_per_request or 0)
+    else:
+        weights = (target.slope, draft.slope)
+    total = weights[0] + weights[1]
+    share = room * weights[1] // total if total > 0 else 0
+    if weighted and max_batch_size > 0:
+        mirror = draft.quota_per_request
+        if mirror is None:
+            mirror = draft.bytes_per_request or 0
+        share = min(share, max_batch_size * mirror)
+    if draft.quota_per_request is not None:
+        if draft.quota_per_request > room:
+            raise ValueError(
+                f"budget_bytes {budget} cannot fund the draft pool's quota for one "
+                f"max-length request ({draft.quota_per_request} B) beyond the fixed costs "
+                f"{fixed} B"
+            )
+        share = max(share, draft.quota_per_request)
+    draft_share = draft.intercept + share
+    return {"target": budget - draft_share, "draft": draft_share}
+
+
+def split_budget(
+    sizing: types.ModuleType,
+    model: str,
+    budget_bytes: int,
+    *,
+    tier: str = "gpu",
+    revision: str = DEFAULT_REVISION,
+    avg_seq_len: int | None = None,
+    pool_ratio: tuple[float, ...] | None = None,
+    **common: Any,
+) -> dict[str, int]:
+    """``budget_bytes`` shared between the target and a separate draft pool as the engine's
+    ``revision`` shares it. "early-2026" is ``sizing.split_budget`` unchanged; "38198e34"
+    splits a GPU budget with :func:`draft_budget_shares` and a host or disk budget by slope
+    alone (that revision drops the intercepts and per-request estimates for offload tiers,
+    as the early one does). ``common``: the options of ``sizing.split_budget``
+    (max_batch_size, max_num_tokens, max_seq_len, speculative, tp_size, max_util_for_resume)."""
+    if _revision(revision) == "early-2026" or tier != "gpu":
+        shares: dict[str, int] = sizing.split_budget(model, budget_bytes, tier=tier, **common)
+        return shares
+    costs = manager_costs(sizing, model, avg_seq_len=avg_seq_len, pool_ratio=pool_ratio,
+                          revision=revision, **common)  # fmt: skip
+    if "draft" not in costs:
+        sizing.split_budget(model, budget_bytes, tier=tier, **common)  # validates the budget
+        return {"target": budget_bytes}
+    return draft_budget_shares(budget_bytes, costs["target"], costs["draft"],
+                               common["max_batch_size"])  # fmt: skip
+
+
+def host_tier_quota(
+    quota: int,
+    local_ranks: int = 1,
+    mem_available: float = math.inf,
+    memlock_limit: float = math.inf,
+    shares_device_memory: bool = False,
+) -> int:
+    """The host tier 38198e34 provisions for one rank when no ``host_cache_size`` is given
+    (``_compute_auto_host_tier_quota``): the device quota, at most half the node's available
+    memory per co-located rank and 80% of the page-lock limit; a non-positive result falls
+    back to the device quota, or to no tier (0) where host and device share one memory."""
+    if shares_device_memory and mem_available != math.inf:
+        mem_available = max(0.0, mem_available - quota)
+    candidates = [quota]
+    if mem_available != math.inf:
+        candidates.append(int(mem_available / local_ranks * 0.5))
+    if memlock_limit != math.inf:
+        candidates.append(int(memlock_limit * 0.8))
+    host = min(candidates)
+    if host <= 0:
+        return 0 if shares_device_memory else quota
+    return host
+
+
+def synced_quota(
+    quotas: list[int], quota_for_tokens: Any, tokens_for_quota: Any, max_util_for_resume: float
+) -> list[int]:
+    """38198e34's multi-rank sync (``KVCacheManagerV2.__init__``): every rank converts
+    ``quota * u`` to tokens, the ranks take the least (allreduce MIN), and each rank's quota
+    becomes ``min(q, ceil(quota(least) / u))`` (never raised). ``quota_for_tokens`` and
+    ``tokens_for_quota`` are one rank's conversions (its terms); u the float32 watermark."""
+    util = float32(max_util_for_resume)
+    tokens = [tokens_for_quota(int(q * util)) for q in quotas]
+    least = min(tokens)
+    if math.isinf(least):
+        return list(quotas)
+    return [min(q, math.ceil(quota_for_tokens(least) / util)) for q in quotas]
+
+
+def pool_split_inputs(
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    extra_tokens: int,
+    max_draft_len: int,
+    avg_seq_len: int | None = None,
+    pool_ratio: tuple[float, ...] | None = None,
+) -> dict[str, Any]:
+    """What 38198e34's manager hands its pool split (``KVCacheManagerV2._build_base_config``):
+    with ``avg_seq_len`` set and no ``pool_ratio``, a ``typical_step`` of one context request
+    of N + E tokens and B - 1 generating requests of ``avg_seq_len`` tokens with history
+    ``max(0, avg_seq_len - K - 1)``, and one constraint (a context request of N + E tokens);
+    otherwise neither; ``initial_pool_ratio`` is ``pool_ratio``. Each request is
+    (capacity, history, beam width 1). ValueError for ``avg_seq_len`` over max_seq_len (the
+    engine raises the same)."""
+    typical = None
+    constraints: list[list[tuple[int, int, int]]] = []
+    if pool_ratio is None and avg_seq_len is not None:
+        if avg_seq_len > max_seq_len:
+            raise ValueError(
+                f"avg_seq_len ({avg_seq_len}) must be at most max_seq_len ({max_seq_len})"
+            )
+        context = (max_num_tokens + extra_tokens, 0, 1)
+        history = max(0, avg_seq_len - max_draft_len - 1)
+        typical = [context] + [(avg_seq_len, history, 1)] * (max_batch_size - 1)
+        constraints.append([context])
+    ratio = None if pool_ratio is None else list(pool_ratio)
+    return {"typical_step": typical, "constraints": constraints, "initial_pool_ratio": ratio}
