@@ -161,7 +161,7 @@ def _build(config: Config | None, commands: Iterable[str]) -> argparse.ArgumentP
     (a name and its help: enough for ``--help`` and "did you mean"); the project's defaults
     apply when ``config`` is given (see WITHOUT_PROJECT)."""
     parser = _Parser(prog="kvgen", description="Declarative KV-cache sizing.")
-    parser.add_argument("--version", action="version", version=f"kvgen {version()}")
+    parser.add_argument("-V", "--version", action="version", version=f"kvgen {version()}")
     _add_verbosity(parser, False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     registered = set(commands)
