@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "import-hf": "write a family spec from a Hugging Face config.json",
     "init": "set up kvgen in this repository",
     "lint": "validate specs and run the lint rules",
+    "models": "list the families and models kvgen can plan here",
     "plan": "plan KV-cache capacity for one model and GPU budget",
     "schema": "export the JSON Schema of the spec format",
 }

@@ -49,7 +49,16 @@ def test_every_package_is_listed_in_pyproject():
         for p in (REPO / "generator").rglob("__init__.py")
         if "__pycache__" not in p.parts
     }
-    assert on_disk | {"kvgen.templates", "kvgen.docs"} == listed  # the last two: data only
+    # The shipped catalogue (issue 32): generated/ is kvgen.families, one package per family.
+    shipped = {
+        ".".join(("kvgen.families", *p.parent.relative_to(REPO / "generated").parts))
+        for p in (REPO / "generated").rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
+    data_only = {"kvgen.templates", "kvgen.docs", "kvgen.specs"}
+    assert on_disk | shipped | data_only == listed
+    dirs = PYPROJECT["tool"]["setuptools"]["package-dir"]
+    assert (dirs["kvgen.families"], dirs["kvgen.specs"]) == ("generated", "schema/families")
 
 
 def test_runtime_dependencies_are_ranges_and_dev_pins_live_in_the_constraints_file():
