@@ -171,6 +171,32 @@ def test_an_unknown_family_names_the_closest_shipped_one(empty):
     assert "`kvgen models` lists them" in result.stderr
 
 
+def test_diff_compares_a_copy_of_a_shipped_family_with_it_from_an_empty_folder(empty):
+    spec = empty / "my-gemma3.yaml"
+    shutil.copy(REPO / "schema/families/gemma3.yaml", spec)
+    same = kvgen("-q", "diff", "--shipped", spec.name, cwd=empty)
+    assert same.returncode == 0, same.stderr
+    assert same.stdout.startswith("kvgen diff kvgen 0.1.0 (shipped) -> working tree\n")
+    assert "families: 0 changed, 0 added, 0 removed, 0 cosmetic, 1 unchanged" in same.stdout
+    # docs/review.md's story: gemma3_27b's window raised from 1024 to 1280 tokens; 52 sliding
+    # layers x 16 KV heads x 128 x 2 (K, V) x 2 B = 425,984 B a token, 256 tokens more per
+    # request x 8 requests = 872,415,232 B more intercept.
+    text = spec.read_text()
+    start = text.index("  - name: gemma3_27b")
+    window = text.index("window: 1024", start)
+    spec.write_text(text[:window] + "window: 1280" + text[window + len("window: 1024") :])
+    changed = kvgen("-q", "diff", "--shipped", spec.name, cwd=empty)
+    assert changed.returncode == 1
+    assert "gemma3/gemma3_27b/none/target: capacity-reducing (NOT ACKNOWLEDGED)" in changed.stdout
+    assert "intercept   7197425664 -> 8069840896 B  (+872415232 B, +832 MiB)" in changed.stdout
+    # A spec of a family kvgen does not ship has nothing to compare with.
+    other = empty / "toy.yaml"
+    other.write_text(text.replace("family: gemma3", "family: toy"))
+    refused = kvgen("diff", "--shipped", other.name, cwd=empty)
+    assert refused.returncode == 2
+    assert "no spec under toy.yaml names a family kvgen ships" in refused.stderr
+
+
 # --- kvgen models ---------------------------------------------------------------------------
 
 
