@@ -197,11 +197,19 @@ def _dependency_view(root: Path) -> Path:
     return view
 
 
-@pytest.fixture(scope="module")
-def installed(wheel, tmp_path_factory) -> Path:
-    """A fresh virtual environment where `pip install kvgen` found kvgen as the built wheel
-    (--no-index, --find-links) and its dependencies already installed: no network."""
-    root = tmp_path_factory.mktemp("installed")
+OFFLINE_PIP = {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+               "PIP_NO_INDEX": "1"}  # fmt: skip
+
+
+def _offline_env() -> dict[str, str]:
+    env = {**os.environ, **OFFLINE_PIP}
+    for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PYTHONPATH"):
+        env.pop(name, None)
+    return env
+
+
+def _fresh_venv(root: Path) -> Path:
+    """A fresh virtual environment that sees kvgen's dependencies as installed and no kvgen."""
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True,
                    capture_output=True)  # fmt: skip
     python = root / "venv/bin/python"
@@ -210,18 +218,52 @@ def installed(wheel, tmp_path_factory) -> Path:
         check=True, capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
     (Path(purelib) / "kvgen_test_dependencies.pth").write_text(f"{_dependency_view(root)}\n")
-    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PYTHONPATH"):
-        env.pop(name, None)
-    before = subprocess.run([str(python), "-c", "import kvgen"], capture_output=True, env=env)
+    before = subprocess.run([str(python), "-c", "import kvgen"], capture_output=True,
+                            env=_offline_env())  # fmt: skip
     assert before.returncode != 0  # nothing of kvgen is there before the install
+    return root / "venv"
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """A fresh virtual environment where `pip install kvgen` found kvgen as the built wheel
+    (--no-index, --find-links) and its dependencies already installed: no network."""
+    venv = _fresh_venv(tmp_path_factory.mktemp("installed"))
     result = subprocess.run(
-        [str(python), "-m", "pip", "install", "--no-index", "--find-links", str(wheel.parent),
-         "kvgen"], capture_output=True, text=True, env=env,
+        [str(venv / "bin/python"), "-m", "pip", "install", "--no-index", "--find-links",
+         str(wheel.parent), "kvgen"], capture_output=True, text=True, env=_offline_env(),
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Successfully installed kvgen-" in result.stdout
-    return root / "venv"
+    return venv
+
+
+@pytest.mark.slow
+def test_the_ci_workflow_installs_the_wheel_the_repository_carries(installed, wheel, tmp_path):
+    # `kvgen init --install WHEEL` (issue 32): the workflow's own install line, run as CI runs
+    # it (offline here: the dependencies are already installed), installs a working kvgen.
+    repo = tmp_path / "adopter"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    env = {**_offline_env(), "PATH": f"{installed / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    init = subprocess.run(["kvgen", "init", "--install", str(wheel)], cwd=repo, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert init.returncode == 0, init.stderr
+    assert (repo / ".kvgen" / wheel.name).read_bytes() == wheel.read_bytes()
+    import yaml
+
+    steps = yaml.safe_load((repo / ".github/workflows/kvgen.yml").read_text())["jobs"]["specs"]
+    (line,) = [s["run"] for s in steps["steps"] if "pip install" in s.get("run", "")]
+    assert line == f'python -m pip install "./.kvgen/{wheel.name}"'
+    ci = _fresh_venv(tmp_path / "ci")
+    ci_env = {**_offline_env(), "PATH": f"{ci / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(["bash", "-c", line], cwd=repo, env=ci_env, capture_output=True,
+                            text=True)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    version = subprocess.run(["kvgen", "--version"], cwd=repo, env=ci_env, capture_output=True,
+                             text=True)  # fmt: skip
+    assert version.stdout == f"kvgen {PYPROJECT['project']['version']}\n"
+    assert shutil.which("kvgen", path=ci_env["PATH"]) == str(ci / "bin" / "kvgen")
 
 
 def _documented(command_start: str) -> tuple[str, str]:
