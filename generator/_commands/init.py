@@ -413,6 +413,12 @@ def run(args: argparse.Namespace) -> Exit:
 
     layout = _layout(args)
     _check_targets(layout)
+    if args.install and args.install.endswith(".whl"):  # its copy too, before any write
+        from kvgen._files import check_writable
+
+        here = Path.cwd()
+        check_writable(WHEELS, root=here, inside=here, directory=True)
+        check_writable(WHEELS / Path(args.install).name, root=here, inside=here)
     done: list[str] = []
     config_file = _configure(layout, args.force, done)
     specs = Path(layout.specs)

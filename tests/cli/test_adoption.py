@@ -125,3 +125,15 @@ def test_both_hooks_run_when_a_file_kvgen_reads_changes(source):
     assert re.compile(_hooks(text)["kvgen-generate-check"]["files"]).search(
         "generated/llama3/sizing.py"
     )
+
+
+def test_init_install_refuses_a_linked_wheel_folder_before_writing_anything(repo, tmp_path):
+    wheel = tmp_path / "dist" / f"kvgen-{version()}-py3-none-any.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"PK\x03\x04 a wheel")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo / ".kvgen").symlink_to(elsewhere)  # a link the pull request controls: never followed
+    assert main(["-q", "init", "--install", str(wheel)]) != Exit.OK
+    assert list(elsewhere.iterdir()) == []
+    assert not (repo / "kvgen.toml").exists() and not (repo / ".github").exists()
