@@ -26,7 +26,8 @@ def spec_paths(paths: Iterable[str | Path] | None, default: Path = SPEC_DIR) -> 
     if not named and not Path(default).exists():
         raise UsageError(
             f"no spec directory {Path(default).as_posix()} "
-            "(run `kvgen init` to create one, or name spec files)"
+            "(run `kvgen init` to create one, or name spec files; the families kvgen ships "
+            "need no generating: `kvgen models` lists them)"
         )
     return expand_paths(named or [default])
 

@@ -100,7 +100,7 @@ def review_shipped(
     from kvgen._shipped import shipped_families, shipped_specs
 
     review = Review(f"kvgen {version()} (shipped)", deployment)
-    named = paths or [spec_dir]
+    named: list[str | Path] = [*paths] if paths else [spec_dir]
     if not paths and not spec_dir.is_dir():
         raise ReviewError(f"no spec directory {spec_dir.as_posix()}: name spec files")
     files = expand_paths(named)
