@@ -13,6 +13,10 @@ allocators import the shim runtime ``kvgen.runtime`` through this package.
 - ``import_generated(path, package)``: a generated module from an output folder anywhere;
 - ``engine_capacity(family, model, budget_bytes, engine=...)``: what vLLM, SGLang and
   TensorRT-LLM give a model for one KV budget (``EngineCapacity``; ``NotModelled``);
+- ``find_family(name)``: family ``name`` as the commands find it from the working directory,
+  the project's own or else the one kvgen ships (``FoundFamily``: its generated ``sizing()``
+  module, its spec ``family()``); the shipped modules also import as
+  ``kvgen.families.<family>.sizing``;
 - ``version()``: the installed version.
 """
 
@@ -25,11 +29,13 @@ __all__ = [
     "Diagnostic",
     "EngineCapacity",
     "Family",
+    "FoundFamily",
     "LoadedSpec",
     "NotModelled",
     "SpecInput",
     "bound_module",
     "engine_capacity",
+    "find_family",
     "import_generated",
     "lint_paths",
     "load_bytes",
@@ -44,11 +50,13 @@ _HOMES = {
     "Diagnostic": "kvgen._diagnostics",
     "EngineCapacity": "kvgen._engines",
     "Family": "kvgen._spec",
+    "FoundFamily": "kvgen._shipped",
     "LoadedSpec": "kvgen._loader",
     "NotModelled": "kvgen._engines",
     "SpecInput": "kvgen._render_input",
     "bound_module": "kvgen._sizing_context",
     "engine_capacity": "kvgen._engines",
+    "find_family": "kvgen._shipped",
     "import_generated": "kvgen._vendored",
     "lint_paths": "kvgen._lint",
     "load_bytes": "kvgen._loader",

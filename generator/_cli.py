@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "import-hf": "write a family spec from a Hugging Face config.json",
     "init": "set up kvgen in this repository",
     "lint": "validate specs and run the lint rules",
+    "models": "list the families and models kvgen can plan here",
     "plan": "plan KV-cache capacity for one model and GPU budget",
     "schema": "export the JSON Schema of the spec format",
 }
@@ -161,7 +162,7 @@ def _build(config: Config | None, commands: Iterable[str]) -> argparse.ArgumentP
     (a name and its help: enough for ``--help`` and "did you mean"); the project's defaults
     apply when ``config`` is given (see WITHOUT_PROJECT)."""
     parser = _Parser(prog="kvgen", description="Declarative KV-cache sizing.")
-    parser.add_argument("--version", action="version", version=f"kvgen {version()}")
+    parser.add_argument("-V", "--version", action="version", version=f"kvgen {version()}")
     _add_verbosity(parser, False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     registered = set(commands)

@@ -1,6 +1,6 @@
 """Lint specs: the loader's reader and schema diagnostics, then the semantic rules.
 
-Public API (used by ``kvgen lint`` and ``kvgen generate``)::
+Public API (used by ``kvgen lint`` and ``kvgen generate``, which both run ``check_paths``)::
 
     from kvgen._lint import lint_loaded, lint_paths
     diagnostics = lint_paths(["schema/families"])   # sorted list[Diagnostic]
@@ -25,6 +25,7 @@ from kvgen._spec import Family
 __all__ = [
     "SPEC_SUFFIXES",
     "LintReport",
+    "check_paths",
     "duplicate_family",
     "expand_paths",
     "lint_family",
@@ -89,10 +90,34 @@ def lint_paths(paths: Iterable[str | Path], root: Path | None = None) -> list[Di
 
 def lint_report(paths: Iterable[str | Path], root: Path | None = None) -> LintReport:
     """``lint_paths``, with the suppressed findings beside it."""
+    return check_paths(paths, root)[1]
+
+
+def check_paths(
+    paths: Iterable[str | Path], root: Path | None = None
+) -> tuple[list[tuple[Path, LoadedSpec]], LintReport]:
+    """Every check ``kvgen generate`` runs before it renders, on the files under ``paths``:
+    each file's reader, schema and rule findings (``# kvgen: noqa`` applied), and KV010 for a
+    clean spec whose family an earlier clean file (in path order) already defines. Returns the
+    clean, first-of-their-family specs with their paths, and the report. ``kvgen lint`` prints
+    the report; ``kvgen generate`` renders the specs only when the report has no error, so a
+    set of files lints without an error exactly when generate accepts it."""
+    clean: list[tuple[Path, LoadedSpec]] = []
     diagnostics: list[Diagnostic] = []
     suppressed: list[Diagnostic] = []
+    seen: dict[str, str] = {}
     for path in dict.fromkeys(expand_paths(paths)):
-        report = report_loaded(load_path(path, root))
+        loaded = load_path(path, root)
+        report = report_loaded(loaded)
         diagnostics += report.diagnostics
         suppressed += report.suppressed
-    return LintReport(sorted(diagnostics), sorted(suppressed))
+        if loaded.family is None or any(d.severity == "error" for d in report.diagnostics):
+            continue
+        name = loaded.family.family
+        if name in seen:
+            at = loaded.source.value(("family",))
+            diagnostics.append(duplicate_family(loaded.path, at, name, seen[name]))
+            continue
+        seen[name] = loaded.path
+        clean.append((path, loaded))
+    return clean, LintReport(sorted(diagnostics), sorted(suppressed))

@@ -47,11 +47,17 @@ SEARCH_LIMIT = 1 << 24  # requests; a cost that never grows with them is reporte
 _FAMILY = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def load_sizing(family: str, generated_dir: Path = OUT_DIR) -> types.ModuleType:
-    """``generated/<family>/sizing.py`` of this project (not of any installed copy)."""
+def load_sizing(
+    family: str, generated_dir: Path = OUT_DIR, *, quiet: bool = False
+) -> types.ModuleType:
+    """``generated/<family>/sizing.py`` of this project, else of the family kvgen ships
+    (``kvgen._shipped.locate``: the project's own family of that name wins; ``quiet``: the
+    choice is not said on stderr)."""
     from kvgen._files import Refused, exists, read_bytes
+    from kvgen._shipped import known_families, locate
     from kvgen._writer import MAX_GENERATED_BYTES
 
+    generated_dir = locate(family, generated_dir, quiet=quiet).generated
     path = generated_dir / family / "sizing.py"
     if _FAMILY.match(family) and exists(path):
         try:  # the file-access rules first: no link, no FIFO or device, bounded
@@ -61,8 +67,11 @@ def load_sizing(family: str, generated_dir: Path = OUT_DIR) -> types.ModuleType:
     if not _FAMILY.match(family) or not path.is_file():
         found = sorted(p.parent.name for p in generated_dir.glob("*/sizing.py"))
         known = f" (generated families: {', '.join(found)})" if found else ""
-        known += did_you_mean(family, found)
-        raise PlanError(f"{path.as_posix()} not found{known}: run `kvgen generate` to create it")
+        known += did_you_mean(family, known_families(generated_dir))
+        raise PlanError(
+            f"{path.as_posix()} not found{known}: run `kvgen generate` to create it, or name "
+            "a family kvgen ships (`kvgen models` lists them)"
+        )
     try:
         module = import_generated(path, "kvgen_plan_generated")
     except (Exception, SystemExit) as exc:  # SystemExit too: exiting is not answering
@@ -88,8 +97,10 @@ def _describe(exc: BaseException) -> str:
 
 
 def native_max_seq_len(sizing: types.ModuleType, model: str) -> int:
+    from kvgen._shipped import model_hint
+
     if model not in sizing.MODELS:
-        hint = did_you_mean(model, sizing.MODELS)
+        hint = model_hint(model, sizing.MODELS)  # a Hugging Face name too
         raise PlanError(f"model must be one of {', '.join(sizing.MODELS)}; got {model!r}{hint}")
     return int(sizing.MAX_SEQ_LEN[model])
 

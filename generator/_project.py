@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvgen import _config as config
-from kvgen._diagnostics import Diagnostic, has_errors
+from kvgen._diagnostics import Diagnostic
 from kvgen._exits import UsageError
-from kvgen._loader import SPEC_SUFFIXES, expand_paths, load_path
+from kvgen._loader import SPEC_SUFFIXES, expand_paths
 
 if TYPE_CHECKING:  # render pulls in jinja2; lint must not
     from kvgen._render import SpecInput
@@ -26,7 +26,8 @@ def spec_paths(paths: Iterable[str | Path] | None, default: Path = SPEC_DIR) -> 
     if not named and not Path(default).exists():
         raise UsageError(
             f"no spec directory {Path(default).as_posix()} "
-            "(run `kvgen init` to create one, or name spec files)"
+            "(run `kvgen init` to create one, or name spec files; the families kvgen ships "
+            "need no generating: `kvgen models` lists them)"
         )
     return expand_paths(named or [default])
 
@@ -38,23 +39,9 @@ def load_specs(
 
     ``root`` is the project root that headers show spec paths relative to (default: cwd).
     """
-    from kvgen._lint import duplicate_family, lint_loaded
+    from kvgen._lint import check_paths
     from kvgen._render import SpecInput, spec_source
 
-    inputs: list[SpecInput] = []
-    diagnostics: list[Diagnostic] = []
-    seen: dict[str, str] = {}
-    for path in paths:
-        loaded = load_path(path, root)
-        found = lint_loaded(loaded)
-        diagnostics.extend(found)
-        if loaded.family is None or has_errors(found):
-            continue
-        name = loaded.family.family
-        if name in seen:
-            at = loaded.source.value(("family",))
-            diagnostics.append(duplicate_family(loaded.path, at, name, seen[name]))
-            continue
-        seen[name] = loaded.path
-        inputs.append(SpecInput(spec_source(path, root), loaded.raw, loaded.family))
-    return inputs, sorted(diagnostics)
+    clean, report = check_paths(paths, root)  # every check lint runs, KV010 included
+    inputs = [SpecInput(spec_source(path, root), s.raw, s.family) for path, s in clean]
+    return inputs, report.diagnostics

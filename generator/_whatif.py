@@ -48,14 +48,24 @@ class Overrides:
 
 
 def spec_path(name: str, spec_dir: Path | None = None) -> Path:
-    """A family name under the spec directory, or a spec path."""
-    from kvgen._project import SPEC_DIR
-
+    """A family name under the spec directory (default: the project's), else a family kvgen
+    ships (``kvgen._shipped.locate``); or a spec path."""
     path = Path(name)
     if path.suffix not in (".yaml", ".yml"):
-        path = Path(spec_dir or SPEC_DIR) / f"{name}.yaml"
+        from kvgen._shipped import known_families, locate
+        from kvgen._suggest import did_you_mean
+
+        found = locate(name, spec_dir=spec_dir)
+        path = found.spec
+        if not path.is_file():
+            where = path.parent.as_posix()
+            hint = did_you_mean(name, known_families(found.generated))
+            raise UsageError(
+                f"no spec {path.as_posix()}{hint}; give a family under {where}/, one kvgen ships "
+                "(`kvgen models`), or a path"
+            )
     if not path.is_file():
-        raise UsageError(f"no spec {path}; give a family under {spec_dir or SPEC_DIR}/ or a path")
+        raise UsageError(f"no spec {path}; give a family name or a path to a spec")
     return path
 
 

@@ -1,8 +1,9 @@
 """``kvgen diff [--against REF] [PATH ...]``: capacity and API changes since a git ref.
 
 Compares every spec at REF (default: origin/$GITHUB_BASE_REF in a GitHub pull-request job,
-else HEAD) with the working tree, at a reference deployment (flags below), per family, model,
-speculative profile and cache manager. Both sides are evaluated through sizing modules
+else HEAD), or with --shipped the family kvgen ships of the same name, with the working tree,
+at a reference deployment (flags below), per family, model, speculative profile and cache
+manager. Both sides are evaluated through sizing modules
 that this kvgen renders from the specs of each side: nothing committed at REF is executed.
 
 Trust: --trust-committed-modules evaluates the old side through generated/<family>/sizing.py
@@ -51,6 +52,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="REF",
         help="git ref to compare with (default: origin/$GITHUB_BASE_REF if set, else HEAD)",
     )
+    parser.add_argument(
+        "--shipped", action="store_true",
+        help="compare with the families kvgen ships (by family name) instead of a git ref: "
+        "what a copy of a shipped family changes; needs no git repository",
+    )  # fmt: skip
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
     parser.add_argument("--max-batch-size", type=positive_int, default=8, metavar="B")
     parser.add_argument("--max-num-tokens", type=positive_int, default=8192, metavar="N")
@@ -106,8 +112,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> Exit:
-    from kvgen._review import Deployment, ReviewError, default_ref, review_specs
+    from kvgen._review import Deployment, ReviewError, default_ref, review_shipped, review_specs
 
+    if args.shipped and (args.against or args.trust_committed_modules):
+        raise UsageError("--shipped compares with kvgen's own families: no --against REF nor "
+                         "--trust-committed-modules")  # fmt: skip
     ref = args.against or default_ref(dict(os.environ))
     deployment = Deployment(
         max_batch_size=args.max_batch_size,
@@ -124,13 +133,16 @@ def run(args: argparse.Namespace) -> Exit:
         rope_scaled=args.rope_scaled,
     )
     try:
-        review = review_specs(
-            ref,
-            args.paths,
-            deployment,
-            out_dir=args.generated,
-            trust_committed_modules=args.trust_committed_modules,
-        )
+        if args.shipped:
+            review = review_shipped(args.paths, deployment, spec_dir=args.project.spec_dir)
+        else:
+            review = review_specs(
+                ref,
+                args.paths,
+                deployment,
+                out_dir=args.generated,
+                trust_committed_modules=args.trust_committed_modules,
+            )
     except ReviewError as exc:
         raise UsageError(str(exc)) from None
     if review.diagnostics:

@@ -3,8 +3,10 @@
 Creates the spec directory, a copy of the spec format's JSON Schema (for editors), the
 ``[tool.kvgen]`` table in pyproject.toml (or a kvgen.toml when there is no pyproject.toml), a
 ``.pre-commit-config.yaml`` with kvgen's hooks, and a GitHub Actions workflow that installs
-kvgen itself, lints with SARIF upload, checks that generated code is up to date, and comments
-the ``kvgen diff`` report on the pull request. Then it prints the next steps.
+kvgen itself (kvgen is not on the package index yet: a pinned git URL, the commit this kvgen
+came from or its release tag, or with --install the wheel you give, copied into .kvgen/ so the
+repository carries it), lints with SARIF upload, checks that generated code is up to date,
+and comments the ``kvgen diff`` report on the pull request. Then it prints the next steps.
 
 Idempotent: a file that exists is kept (and reported) unless --force; an existing
 ``[tool.kvgen]`` table is never rewritten. Exit codes: 0 done, 2 usage error.
@@ -43,6 +45,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--out", metavar="DIR", help=f"output package directory (default: {OUT_DIR})"
     )
     parser.add_argument("--force", action="store_true", help="overwrite files kvgen init owns")
+    parser.add_argument(
+        "--install", metavar="WHEEL|REQUIREMENT",
+        help="what the CI workflow installs as kvgen: a wheel file (copied into .kvgen/ and "
+        "installed from there: the repository's own wheel) or a pip requirement (default: "
+        "the git commit this kvgen was installed from, else its release tag, pinned)",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
@@ -56,6 +64,85 @@ def requirement() -> str:
     major, minor = int(match.group(1)), int(match.group(2))
     upper = f"{major}.{minor + 1}" if major == 0 else f"{major + 1}"
     return f"kvgen>={major}.{minor},<{upper}"
+
+
+WHEELS = Path(".kvgen")  # where --install WHEEL puts the repository's own copy of the wheel
+# A requirement the workflow passes to pip, double-quoted for the shell in YAML: PEP 508
+# names, versions, extras and URLs only (no quote, no `$`, no backtick, no line break).
+_REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-\[\], <>=!~@/:+#%]*$")
+
+
+@dataclass(frozen=True)
+class Install:
+    """What the CI workflow installs as kvgen, and the comment that says so."""
+
+    requirement: str  # the argument of `python -m pip install`
+    why: str  # one comment line
+
+
+def default_install(direct_url: dict | None = None) -> Install:
+    """A pinned git URL: the commit this kvgen was installed from when pip recorded one (PEP
+    610 ``direct_url.json`` of an install from git), else the release tag of this version in
+    kvgen's repository. kvgen is not on the package index yet, so a version range would fail."""
+    from kvgen._meta import PROJECT_URL, version
+
+    vcs = (direct_url or {}).get("vcs_info") or {}
+    url = (direct_url or {}).get("url", "")
+    commit = vcs.get("commit_id", "")
+    if (
+        vcs.get("vcs") == "git"
+        and re.fullmatch(r"[0-9a-f]{40}", commit)
+        and not url.startswith("file:")
+    ):
+        requirement = f"kvgen @ git+{url}@{commit}"
+        if _REQUIREMENT.match(requirement):
+            return Install(requirement, "pinned to the commit of the kvgen that wrote this file")
+    return Install(
+        f"kvgen @ git+{PROJECT_URL}@v{version()}",
+        "pinned to the release tag of the kvgen that wrote this file",
+    )
+
+
+def _direct_url() -> dict | None:
+    """This kvgen's PEP 610 record (``direct_url.json``), or None (an index install has none)."""
+    import json
+    from importlib import metadata
+
+    try:
+        text = metadata.distribution("kvgen").read_text("direct_url.json")
+        return json.loads(text) if text else None
+    except (metadata.PackageNotFoundError, ValueError):
+        return None
+
+
+def _install(args: argparse.Namespace, done: list[str]) -> Install:
+    """``--install``: a wheel copied into the repository, or a requirement; else the default."""
+    given = args.install
+    if given is None:
+        return default_install(_direct_url())
+    wheel = Path(given)
+    if wheel.suffix == ".whl":
+        from kvgen._files import Refused, exists, read_bytes, write_bytes
+
+        if not wheel.is_file():
+            raise UsageError(f"--install {given}: no such wheel file")
+        if not re.fullmatch(r"kvgen-[A-Za-z0-9_.+-]+\.whl", wheel.name):
+            raise UsageError(f"--install {given}: not a kvgen wheel (kvgen-VERSION-...whl)")
+        try:
+            data = read_bytes(wheel, limit=64 << 20, root=wheel.parent)
+        except Refused as exc:
+            raise UsageError(exc.diagnostic.render()) from None
+        target = WHEELS / wheel.name
+        verb = "replaced" if exists(target) else "created "
+        write_bytes(target, data, inside=Path.cwd())
+        done.append(f"{verb} {target.as_posix()} (the wheel the CI workflow installs)")
+        return Install(f"./{target.as_posix()}", "the wheel this repository carries")
+    if not _REQUIREMENT.match(given):
+        raise UsageError(
+            f"--install {given!r}: give a wheel file or a pip requirement (letters, digits "
+            "and .-_[],<>=!~@/:+#% only)"
+        )
+    return Install(given, "as given to `kvgen init --install`")
 
 
 @dataclass(frozen=True)
@@ -121,11 +208,12 @@ def pre_commit_config(layout: Layout) -> str:
     spec_files = re.escape(layout.specs) + r"/.*\.ya?ml"
     out_files = re.escape(layout.out) + r"/.*\.py"
     return f"""\
-# kvgen hooks (https://pre-commit.com); both read [tool.kvgen]. They run the kvgen that is
-# installed where pre-commit runs (as the one that wrote this file), so they work offline and
-# before kvgen is released. Once the release tag v{version()} exists, pre-commit can install
-# kvgen itself instead: replace the `repo: local` entry below with this one (with specs outside
-# schema/families, add each hook's `files:` line below to it):
+# kvgen hooks (https://pre-commit.com); both read [tool.kvgen] and check the whole spec
+# directory whenever a spec or the configuration changes (two specs of one family are KV010).
+# They run the kvgen that is installed where pre-commit runs (as the one that wrote this
+# file), so they work offline and before kvgen is released. Once the release tag v{version()}
+# exists, pre-commit can install kvgen itself instead: replace the `repo: local` entry below
+# with this one (with specs outside schema/families, add each hook's `files:` line below):
 #   - repo: {PROJECT_URL}
 #     rev: v{version()}
 #     hooks: [{{id: kvgen-lint}}, {{id: kvgen-generate-check}}]
@@ -137,7 +225,8 @@ repos:
         name: kvgen lint
         entry: kvgen lint
         language: system
-        files: ^{spec_files}$
+        pass_filenames: false
+        files: ^({spec_files}|pyproject\\.toml|kvgen\\.toml)$
       - id: kvgen-generate-check
         name: kvgen generate --check
         entry: kvgen generate --check
@@ -147,7 +236,8 @@ repos:
 """
 
 
-def workflow() -> str:
+def workflow(install: Install | None = None) -> str:
+    install = install or default_install()
     return f"""\
 # kvgen in pull requests: lint (SARIF to code scanning), generated code up to date, and the
 # capacity review of `kvgen diff` as a pull-request comment. Written by `kvgen init`.
@@ -165,7 +255,9 @@ jobs:
         with: {{fetch-depth: 0}}  # kvgen diff reads origin/<base branch>
       - uses: actions/setup-python@v5
         with: {{python-version: "3.12"}}
-      - run: python -m pip install "{requirement()}"  # kvgen itself, not this repository
+      # kvgen itself, not this repository: {install.why}.
+      # kvgen is not on the package index yet; once it is, "{requirement()}" works too.
+      - run: python -m pip install "{install.requirement}"
       - name: Lint (code scanning)
         run: kvgen lint --format sarif > kvgen.sarif
       - name: Upload SARIF
@@ -321,6 +413,12 @@ def run(args: argparse.Namespace) -> Exit:
 
     layout = _layout(args)
     _check_targets(layout)
+    if args.install and args.install.endswith(".whl"):  # its copy too, before any write
+        from kvgen._files import check_writable
+
+        here = Path.cwd()
+        check_writable(WHEELS, root=here, inside=here, directory=True)
+        check_writable(WHEELS / Path(args.install).name, root=here, inside=here)
     done: list[str] = []
     config_file = _configure(layout, args.force, done)
     specs = Path(layout.specs)
@@ -332,7 +430,10 @@ def run(args: argparse.Namespace) -> Exit:
         done.append(f"created  {layout.specs}/")
     _write(Path(layout.schema), export_schema(), args.force, done)
     _write(PRE_COMMIT, pre_commit_config(layout), args.force, done)
-    _write(WORKFLOW, workflow(), args.force, done)
+    install = _install(args, done)
+    _write(WORKFLOW, workflow(install), args.force, done)
+    if done[-1].startswith(("created", "replaced")):
+        done[-1] += f" (CI installs {install.requirement}: {install.why})"
     _ignore(layout, done)
     sys.stdout.write("".join(f"{line}\n" for line in done))
     sys.stdout.write(

@@ -64,15 +64,19 @@ def load_sizing(family: str, generated: Path) -> types.ModuleType:
     """``generated/<family>/sizing.py`` through the file-access rules, without kvgen's spec
     stack (a plan with --emit stays a fraction of a second: bench/bench_emit.py)."""
     from kvgen._files import Refused, exists, read_bytes
+    from kvgen._shipped import known_families, locate
     from kvgen._suggest import did_you_mean
     from kvgen._vendored import import_generated
     from kvgen._writer import MAX_GENERATED_BYTES
 
+    generated = locate(family, generated).generated  # the project's, else the shipped family
     path = generated / family / "sizing.py"
     if not _FAMILY.match(family) or not exists(path):
-        found = sorted(p.parent.name for p in generated.glob("*/sizing.py"))
-        hint = did_you_mean(family, found)
-        raise ValueError(f"{path.as_posix()} not found{hint}: run `kvgen generate` to create it")
+        hint = did_you_mean(family, known_families(generated))
+        raise ValueError(
+            f"{path.as_posix()} not found{hint}: run `kvgen generate` to create it, or name a "
+            "family kvgen ships (`kvgen models` lists them)"
+        )
     try:
         read_bytes(path, limit=MAX_GENERATED_BYTES, root=generated)
     except Refused as exc:
@@ -116,10 +120,10 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
 
 def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None) -> RankPlan:
     from kvgen._deploy.gpus import resolve
-    from kvgen._suggest import did_you_mean
+    from kvgen._shipped import model_hint
 
     if d.model not in sizing.MODELS:
-        hint = did_you_mean(d.model, sizing.MODELS)
+        hint = model_hint(d.model, sizing.MODELS)  # a Hugging Face name too
         raise ValueError(f"model must be one of {', '.join(sizing.MODELS)}; got {d.model!r}{hint}")
     if d.pp_size != 1:
         raise ValueError("pipeline parallelism is not modelled by the engine capacities yet")

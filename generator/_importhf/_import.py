@@ -6,6 +6,7 @@ import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kvgen._codes import hf as codes
 from kvgen._diagnostics import Diagnostic
@@ -185,11 +186,47 @@ def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
     return flag, "kvgen import-hf --max-seq-len"
 
 
+# vLLM 0.33 (vllm/config/model.py, _get_and_verify_max_len) takes max_position_embeddings as
+# the scaled context for these RoPE types ("YaRN variants leave max_position_embeddings already
+# scaled, as Transformers' _compute_yarn_parameters assumes") and for every gemma3 model type
+# ("Gemma3's max_model_len (128K) is already scaled by RoPE scaling"); any other type's
+# factor it multiplies into the derived max_model_len.
+UNSCALED_ROPE_TYPES = (
+    "su",
+    "longrope",
+    "llama3",
+    "yarn",
+    "deepseek_yarn",
+    "deepseek_llama_scaling",
+)
+
+
+def _already_scaled(cfg: Config, kind: str, native: int | None, original: Any, scaled: Any) -> bool:
+    """Whether the config's max_position_embeddings ``native`` is already the RoPE-scaled
+    context: a gemma3 model; or a block whose pre-scaling length is below it (Llama 3.1:
+    original_max_position_embeddings 8192 under 131072) or whose scaled length it reaches
+    (DeepSeek-V3: 4096 x 40 = 163840); or, with no original length given, a type vLLM never
+    multiplies."""
+    if native is None:
+        return False
+    model_types = (cfg.inner.get("model_type"), cfg.data.get("model_type"))
+    if any(isinstance(t, str) and "gemma3" in t for t in model_types):
+        return True
+    if isinstance(original, int) and not isinstance(original, bool) and original >= 1:
+        return original < native or (scaled is not None and scaled <= native)
+    return kind in UNSCALED_ROPE_TYPES and kind != "yarn"  # yarn: original defaults to native
+
+
 def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
     """A RoPE scaling block (``rope_scaling``, or transformers-5 ``rope_parameters`` with a
     scaled ``rope_type``) is noted with the context it reaches, ``factor`` times
     ``original_max_position_embeddings`` (the native length without one): the spec keeps
-    the native context, and a deployment plans the scaled one with ``--rope-scaled``."""
+    the native context, and a deployment plans the scaled one with ``--rope-scaled``. Where
+    max_position_embeddings already is the scaled context (``_already_scaled``), the note says
+    so and suggests no longer plan."""
+    seq_name = field_spelling(cfg, "max_position_embeddings")
+    native = cfg.get(seq_name)
+    native = native if isinstance(native, int) and not isinstance(native, bool) else None
     for name in ("rope_scaling", "rope_parameters"):
         block = cfg.get(name)
         if not isinstance(block, dict):
@@ -199,19 +236,28 @@ def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
             continue
         factor = block.get("factor")
         numeric = isinstance(factor, (int, float)) and not isinstance(factor, bool)
-        original = block.get("original_max_position_embeddings") or cfg.get(
+        given = block.get("original_max_position_embeddings") or cfg.get(
             "original_max_position_embeddings"
         )
+        original = given
         if not isinstance(original, int) or isinstance(original, bool) or original < 1:
             original = seq_len
         scaled = int(original * factor) if numeric and 1 <= factor <= 1 << 10 else None  # type: ignore[operator]
+        by = f"{name}: {kind[:20]!r} scaling" + (f" by {factor!r:.12}" if numeric else "")
+        if _already_scaled(cfg, kind, native, given, scaled):
+            cfg.note(
+                codes.IMPORT_NOTE,
+                name,
+                f"{by}; {seq_name} {native} is already the scaled context, which the spec "
+                f"keeps as max_seq_len {seq_len}",
+                f"plan up to {native} tokens as it is; no longer context comes from this block",
+            )
+            return
         reach = f" to {scaled} tokens" if scaled and scaled > seq_len else ""
         cfg.note(
             codes.IMPORT_NOTE,
             name,
-            f"{name}: {kind[:20]!r} scaling"
-            + (f" by {factor!r:.12}" if numeric else "")
-            + f"{reach}; the spec keeps the native max_seq_len {seq_len}",
+            f"{by}{reach}; the spec keeps the native max_seq_len {seq_len}",
             f"plan the scaled context with --max-seq-len {scaled} --rope-scaled"
             if reach
             else "plan a RoPE-scaled context with --rope-scaled",

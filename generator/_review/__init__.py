@@ -39,7 +39,7 @@ removal cannot be acknowledged; a family renamed in the same file is acknowledge
 from __future__ import annotations
 
 from kvgen._review._git import default_ref
-from kvgen._review._review import review_specs
+from kvgen._review._review import review_shipped, review_specs
 from kvgen._review._types import (
     ADDED,
     API,
@@ -67,5 +67,6 @@ __all__ = [
     "Review",
     "ReviewError",
     "default_ref",
+    "review_shipped",
     "review_specs",
 ]

@@ -36,7 +36,7 @@ from kvgen._review._types import (
     ReviewError,
 )
 
-__all__ = ["review_specs"]
+__all__ = ["review_shipped", "review_specs"]
 
 log = logging.getLogger("kvgen")
 
@@ -85,6 +85,60 @@ def review_specs(
             log.debug("[%d/%d] evaluating family %s", i, len(names), name)
             trusted = tree if trust_committed_modules else None
             _review_family(name, old, new, renamed, trusted, out_dir, review)
+    return review
+
+
+def review_shipped(
+    paths: list[str], deployment: Deployment, *, spec_dir: Path = SPEC_DIR
+) -> Review:
+    """``review_specs`` with the families kvgen ships as the old side, matched by family name,
+    instead of a git ref: what a project's copy of a shipped family changes (``kvgen diff
+    --shipped``). No git repository is needed; only families kvgen ships are compared."""
+    from kvgen._files import Refused, read_bytes
+    from kvgen._loader import MAX_BYTES, expand_paths
+    from kvgen._meta import version
+    from kvgen._shipped import shipped_families, shipped_specs
+
+    review = Review(f"kvgen {version()} (shipped)", deployment)
+    named: list[str | Path] = [*paths] if paths else [spec_dir]
+    if not paths and not spec_dir.is_dir():
+        raise ReviewError(f"no spec directory {spec_dir.as_posix()}: name spec files")
+    files = expand_paths(named)
+    new_sides = []
+    for path in files:
+        display = path.as_posix()
+        try:  # kvgen._files: no link followed, regular files only, bounded
+            raw = read_bytes(path, limit=MAX_BYTES)
+        except Refused as exc:
+            review.diagnostics.append(exc.diagnostic)
+            continue
+        if side := load_side(display, display, raw, review):
+            new_sides.append(side)
+    new = by_family(new_sides, review, "")
+    specs = shipped_specs()
+    shipped = [name for name in sorted(new) if name in shipped_families()]
+    if not has_errors(review.diagnostics) and not shipped:
+        names = ", ".join(sorted(new)) or "none"
+        raise ReviewError(
+            f"no spec under {', '.join(map(str, named))} names a family kvgen ships "
+            f"(families found: {names}; `kvgen models` lists the shipped ones)"
+        )
+    old_sides = []
+    for name in shipped:
+        assert specs is not None
+        spec = specs / f"{name}.yaml"
+        label = f"{review.ref}:{name}.yaml"  # shown as the project's path, as at a git ref
+        if side := load_side(label, new[name].path, spec.read_bytes(), review):
+            old_sides.append(side)
+    old = by_family(old_sides, review, "")
+    if has_errors(review.diagnostics):
+        review.diagnostics.sort()
+        return review
+    new = {name: new[name] for name in shipped}
+    with Progress("evaluating families", len(shipped)) as progress:
+        for name in shipped:
+            progress.advance(name)
+            _review_family(name, old, new, {}, None, OUT_DIR, review)
     return review
 
 

@@ -34,8 +34,13 @@ def test_the_section_names_every_module_and_sub_package_once():
 
 
 def test_every_name_in_the_section_exists():
-    # `kvgen.templates` is the templates/ folder (package-dir maps it there).
-    folders = {"templates": ROOT / "templates"}
+    # `kvgen.templates` is the templates/ folder (package-dir maps it there), and the shipped
+    # catalogue `kvgen.families` / `kvgen.specs` is generated/ and schema/families/.
+    folders = {
+        "templates": ROOT / "templates",
+        "families": ROOT / "generated",
+        "specs": ROOT / "schema" / "families",
+    }
     for name in NAME.findall(architecture_section()):
         head, *rest = name.split(".")
         base = folders.get(head, PACKAGE / head)

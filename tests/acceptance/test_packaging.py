@@ -1,9 +1,15 @@
 """kvgen as an adopter gets it: a wheel that installs only ``kvgen``, with ranges for
-dependencies, its templates and docs inside, and README's "Use kvgen in your repository"
-section run as written in an empty git repository.
+dependencies, its templates, docs and shipped families inside, README's "Size a deployment"
+commands run from an empty folder by the installed wheel, and README's "Use kvgen in your
+repository" section run as written in an empty git repository.
 
 The wheel is built from this checkout once per module. The rendering check installs it with
 ``--no-deps`` into a virtual environment that sees the test interpreter's packages (no network).
+The catalogue check runs `pip install kvgen` with ``--no-index --find-links`` (the wheel's
+folder) in a fresh virtual environment that sees the test interpreter's packages except kvgen,
+so its dependencies are already installed (no network), then README's quick start, the model
+listing, `kvgen compare` and docs/deploy.md's deployment file from an empty folder, each
+printing what the documents show.
 The adoption block runs in a bare virtual environment (no system site packages), where its own
 ``pip install`` line fetches kvgen's dependencies and pre-commit from the package index and finds
 kvgen itself as the wheel of this checkout (``PIP_FIND_LINKS``), as README's "Install" says to
@@ -49,7 +55,16 @@ def test_every_package_is_listed_in_pyproject():
         for p in (REPO / "generator").rglob("__init__.py")
         if "__pycache__" not in p.parts
     }
-    assert on_disk | {"kvgen.templates", "kvgen.docs"} == listed  # the last two: data only
+    # The shipped catalogue (issue 32): generated/ is kvgen.families, one package per family.
+    shipped = {
+        ".".join(("kvgen.families", *p.parent.relative_to(REPO / "generated").parts))
+        for p in (REPO / "generated").rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
+    data_only = {"kvgen.templates", "kvgen.docs", "kvgen.specs"}
+    assert on_disk | shipped | data_only == listed
+    dirs = PYPROJECT["tool"]["setuptools"]["package-dir"]
+    assert (dirs["kvgen.families"], dirs["kvgen.specs"]) == ("generated", "schema/families")
 
 
 def test_runtime_dependencies_are_ranges_and_dev_pins_live_in_the_constraints_file():
@@ -124,6 +139,12 @@ def test_the_wheel_holds_only_kvgen_with_its_templates_and_docs(wheel):
     version = PYPROJECT["project"]["version"]
     assert top == {"kvgen", f"kvgen-{version}.dist-info"}
     assert "kvgen/templates/sizing.py.j2" in names and "kvgen/py.typed" in names
+    # The shipped catalogue (issue 32): every spec and its generated package, with the runtime.
+    for spec in (REPO / "schema/families").glob("*.yaml"):
+        assert f"kvgen/specs/{spec.name}" in names
+        for module in ("__init__.py", "sizing.py", "allocator.py"):
+            assert f"kvgen/families/{spec.stem}/{module}" in names
+    assert "kvgen/families/_kvgen_runtime/sizing_core.py" in names
     # Every page README links to travels with the package.
     for doc in ("cost-model.md", "spec-reference.md", "cli.md", "security.md", "deploy.md",
                 "review.md", "python-api.md", "engines.md", "families.md"):  # fmt: skip
@@ -154,6 +175,144 @@ def test_a_wheel_install_renders_exactly_what_the_checkout_renders(venv, tmp_pat
     for name in ("sizing.py", "allocator.py", "__init__.py"):
         built = (project / "generated" / "gemma3" / name).read_bytes()
         assert built == (REPO / "generated" / "gemma3" / name).read_bytes(), name
+
+
+# --- the catalogue from an installed wheel, offline, from an empty folder (issue 32) -------
+
+
+def _dependency_view(root: Path) -> Path:
+    """A folder of links to everything the test interpreter has installed except kvgen (its
+    packages, dist-infos and .pth files): a fresh virtual environment that names it in a .pth
+    sees kvgen's dependencies as installed, offline, and no kvgen at all."""
+    view = root / "dependencies"
+    view.mkdir()
+    for directory in map(Path, site.getsitepackages()):
+        for entry in directory.iterdir():
+            lowered = entry.name.lower()
+            if lowered == "kvgen" or lowered.startswith(("kvgen-", "__editable__")):
+                continue
+            if entry.suffix == ".pth" or (view / entry.name).exists():
+                continue
+            (view / entry.name).symlink_to(entry)
+    return view
+
+
+OFFLINE_PIP = {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+               "PIP_NO_INDEX": "1"}  # fmt: skip
+
+
+def _offline_env() -> dict[str, str]:
+    env = {**os.environ, **OFFLINE_PIP}
+    for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PYTHONPATH"):
+        env.pop(name, None)
+    return env
+
+
+def _fresh_venv(root: Path) -> Path:
+    """A fresh virtual environment that sees kvgen's dependencies as installed and no kvgen."""
+    subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True,
+                   capture_output=True)  # fmt: skip
+    python = root / "venv/bin/python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    (Path(purelib) / "kvgen_test_dependencies.pth").write_text(f"{_dependency_view(root)}\n")
+    before = subprocess.run([str(python), "-c", "import kvgen"], capture_output=True,
+                            env=_offline_env())  # fmt: skip
+    assert before.returncode != 0  # nothing of kvgen is there before the install
+    return root / "venv"
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """A fresh virtual environment where `pip install kvgen` found kvgen as the built wheel
+    (--no-index, --find-links) and its dependencies already installed: no network."""
+    venv = _fresh_venv(tmp_path_factory.mktemp("installed"))
+    result = subprocess.run(
+        [str(venv / "bin/python"), "-m", "pip", "install", "--no-index", "--find-links",
+         str(wheel.parent), "kvgen"], capture_output=True, text=True, env=_offline_env(),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Successfully installed kvgen-" in result.stdout
+    return venv
+
+
+@pytest.mark.slow
+def test_the_ci_workflow_installs_the_wheel_the_repository_carries(installed, wheel, tmp_path):
+    # `kvgen init --install WHEEL` (issue 32): the workflow's own install line, run as CI runs
+    # it (offline here: the dependencies are already installed), installs a working kvgen.
+    repo = tmp_path / "adopter"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    env = {**_offline_env(), "PATH": f"{installed / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    init = subprocess.run(["kvgen", "init", "--install", str(wheel)], cwd=repo, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert init.returncode == 0, init.stderr
+    assert (repo / ".kvgen" / wheel.name).read_bytes() == wheel.read_bytes()
+    import yaml
+
+    steps = yaml.safe_load((repo / ".github/workflows/kvgen.yml").read_text())["jobs"]["specs"]
+    (line,) = [s["run"] for s in steps["steps"] if "pip install" in s.get("run", "")]
+    assert line == f'python -m pip install "./.kvgen/{wheel.name}"'
+    ci = _fresh_venv(tmp_path / "ci")
+    ci_env = {**_offline_env(), "PATH": f"{ci / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(["bash", "-c", line], cwd=repo, env=ci_env, capture_output=True,
+                            text=True)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    version = subprocess.run(["kvgen", "--version"], cwd=repo, env=ci_env, capture_output=True,
+                             text=True)  # fmt: skip
+    assert version.stdout == f"kvgen {PYPROJECT['project']['version']}\n"
+    assert shutil.which("kvgen", path=ci_env["PATH"]) == str(ci / "bin" / "kvgen")
+
+
+def _documented(command_start: str) -> tuple[str, str]:
+    from tests.doc_examples import regions
+
+    for _, command, body in regions():
+        if command.startswith(command_start):
+            return command, body
+    raise AssertionError(f"no documented output for {command_start!r}")
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_runs_the_documented_commands_from_an_empty_folder(installed, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GITHUB_BASE_REF")}
+    env["PATH"] = f"{installed / 'bin'}{os.pathsep}{env['PATH']}"
+    where = subprocess.run(
+        ["python", "-I", "-c", "import kvgen._shipped as s; print(s.shipped_generated())"],
+        cwd=empty, env=env, check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    assert where.startswith(str(installed)) and where.endswith("kvgen/families")
+    (empty / "docs/examples").mkdir(parents=True)  # the deployment file, as a user writes it
+    shutil.copy(REPO / "docs/examples/node-8xh100.toml", empty / "docs/examples")
+    readme = [command for document, command, _ in _regions() if document == "README.md"]
+    commands = [
+        *[c for c in readme if c.startswith("kvgen plan ")],  # the quick start, all three
+        _documented("kvgen models meta-llama/Llama-3.1-70B-Instruct")[0],
+        _documented("kvgen compare gemma3 gemma3_27b --gpu-memory 40GiB --max-seq-len 32768")[0],
+        _documented("kvgen plan --deployment docs/examples/node-8xh100.toml")[0],
+    ]
+    assert len(commands) == 6
+    for command in commands:
+        shown = _documented(command)[1]
+        # The console entry point `kvgen` of the virtual environment, as a user runs it.
+        result = subprocess.run(
+            shlex.split(command), cwd=empty, env=env, capture_output=True, text=True
+        )
+        assert (result.returncode, result.stdout) == (0, shown), (command, result.stderr)
+        assert "Traceback" not in result.stderr
+        if "models" not in command:  # said on stderr: the shipped family was used
+            assert "the family kvgen 0.1.0 ships (this project has no" in result.stderr, command
+    assert sorted(p.name for p in empty.iterdir()) == ["docs"]  # nothing written
+
+
+def _regions():
+    from tests.doc_examples import regions
+
+    return regions()
 
 
 # --- adoption, exactly as README says ------------------------------------------------------

@@ -559,6 +559,53 @@ def test_rope_scaling_names_the_context_it_reaches_and_how_to_plan_it():
     assert "tokens" not in note.split("(fix:")[0]
 
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "native", "scaling"),
+    [
+        # Gemma-3-27B: linear x8 and max_position_embeddings 131072, already the scaled
+        # length (vLLM 0.33 vllm/config/model.py _get_and_verify_max_len: "Gemma3's
+        # max_model_len (128K) is already scaled by RoPE scaling, so we skip applying the
+        # scaling factor again"); c2a37ec suggested --max-seq-len 1048576 (131072 x 8).
+        ("gemma-3-27b.json", 131072, "'linear' scaling by 8.0"),
+        ("gemma-3-27b-text.json", 131072, "'linear' scaling by 8.0"),
+        # Llama-3.2-1B: llama3 x32 from original_max_position_embeddings 8192; 131072 is past
+        # the original, so already scaled (vLLM never multiplies a llama3 block); c2a37ec
+        # suggested 8192 x 32 = 262144.
+        ("llama-3.2-1b.json", 131072, "'llama3' scaling by 32.0"),
+        # Llama-3.1-8B: llama3 x8 from 8192: 131072 is past the original.
+        ("llama-3.1-8b.json", 131072, "'llama3' scaling by 8.0"),
+        # DeepSeek-V3: yarn x40 from 4096 = 163840, its max_position_embeddings exactly.
+        ("deepseek-v3.json", 163840, "'yarn' scaling by 40"),
+    ],
+)
+def test_an_already_scaled_max_position_embeddings_is_said_and_no_longer_plan_suggested(
+    fixture, native, scaling
+):
+    config = json.loads((FIXTURES / fixture).read_text())
+    (note,) = [n for n in _notes(config) if "scaling" in n]
+    message, _, fix = note.partition(" (fix: ")
+    assert f"rope_scaling: {scaling}" in message
+    assert f"max_position_embeddings {native} is already the scaled context" in message
+    assert "--rope-scaled" not in note and "--max-seq-len" not in note
+    assert f"plan up to {native} tokens as it is" in fix
+
+
+def test_a_linear_block_on_another_model_reaches_max_position_embeddings_times_factor():
+    # vLLM 0.33 multiplies max_position_embeddings by a linear block's factor (any model type
+    # but gemma3): 4096 x 2 = 8192 is the context a deployment may plan.
+    config = {
+        **BASE,
+        "max_position_embeddings": 4096,
+        "rope_scaling": {"rope_type": "linear", "factor": 2.0},
+    }
+    (note,) = _notes(config)
+    assert "'linear' scaling by 2.0 to 8192 tokens; the spec keeps the native" in note
+    assert "--max-seq-len 8192 --rope-scaled" in note
+
+
 def test_longcat_flash_caches_two_attention_sublayers_per_layer():
     # LongcatFlashDecoderLayer: self_attn is two MLA sublayers (layer_idx * 2 + i), so
     # LongcatFlashConfig.num_hidden_layers = 2 x num_layers 28 = 56 caches (vLLM likewise);

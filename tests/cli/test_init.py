@@ -94,7 +94,9 @@ def test_init_refuses_paths_outside_or_odd(repo, capsys, bad):
 def test_workflow_installs_kvgen_itself_uploads_sarif_and_comments_the_diff():
     steps = yaml.safe_load(workflow())["jobs"]["specs"]["steps"]
     runs = "\n".join(step.get("run", "") for step in steps)
-    assert f'pip install "{requirement()}"' in runs and "-e ." not in runs
+    # Pinned, never the unreleased range (issue 32; tests/cli/test_adoption.py).
+    assert 'pip install "kvgen @ git+' in runs and "-e ." not in runs
+    assert f'pip install "{requirement()}"' not in runs
     assert "kvgen lint --format sarif > kvgen.sarif" in runs
     upload = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload"))
     assert upload["with"]["sarif_file"] == "kvgen.sarif" and upload["if"] == "always()"

@@ -213,10 +213,15 @@ def test_bad_size_is_a_usage_error(project, capsys):
 def test_missing_generated_module_says_run_generate(project, capsys):
     code, out, err = plan(capsys, "gemma9", "x", "--gpu-memory", "80GiB")
     assert (code, out) == (2, "")
-    assert err == (
-        "kvgen: error: generated/gemma9/sizing.py not found (generated families: "
-        + ", ".join(sorted(p.parent.name for p in Path("generated").glob("*/sizing.py")))
-        + "): run `kvgen generate` to create it\n"
+    assert (
+        err
+        == (
+            "kvgen: error: generated/gemma9/sizing.py not found (generated families: "
+            + ", ".join(sorted(p.parent.name for p in Path("generated").glob("*/sizing.py")))
+            # issue 32: the shipped families are names FAMILY may take too
+            + ") (did you mean 'gemma3'?): run `kvgen generate` to create it, or name a family "
+            "kvgen ships (`kvgen models` lists them)\n"
+        )
     )
 
 

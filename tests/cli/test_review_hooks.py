@@ -17,15 +17,19 @@ def hooks() -> dict[str, dict]:
     return {hook["id"]: hook for hook in data}
 
 
-def test_lint_hook_runs_on_changed_specs_only():
+def test_lint_hook_runs_on_the_spec_directory_when_a_spec_or_the_config_changes():
     hook = hooks()["kvgen-lint"]
     assert hook["entry"] == "kvgen lint"
     assert hook["language"] == "python"
+    # The whole directory, never one file: two specs of one family are KV010 (issue 32).
+    assert hook["pass_filenames"] is False and "types" not in hook
     files = re.compile(hook["files"])
     assert files.search("schema/families/gemma3.yaml")
     assert files.search("schema/families/llama3.yml")
+    assert files.search("pyproject.toml") and files.search("kvgen.toml")
     assert not files.search("README.md")
     assert not files.search("tests/fixtures/specs/gemma3.yaml")
+    assert not files.search("sub/pyproject.toml")
 
 
 def test_generate_check_hook_runs_once_without_file_names():

@@ -111,6 +111,17 @@ def test_the_version_constant_is_the_packaged_version():
     assert result.stdout == f"kvgen {project['version']}\n"
 
 
+def test_dash_capital_v_prints_the_version_as_long_option_does():
+    # `kvgen -V` (the short form python, pip and most CLIs take) was refused with
+    # "did you mean '-v'" on c2a37ec; `-v` stays --verbose.
+    for argv in (("-V",), ("-V", "-q")):
+        result = subprocess.run(
+            [sys.executable, "-m", "kvgen", *argv], cwd=REPO, capture_output=True, text=True
+        )
+        assert (result.returncode, result.stdout) == (0, f"kvgen {_meta.__version__}\n"), argv
+    assert "kvgen._commands.plan" not in _modules_after("-V")
+
+
 def test_bench_startup_lists_the_quick_commands():
     text = (REPO / "bench" / "bench_startup.py").read_text(encoding="utf-8")
     for label in ("kvgen --version", "kvgen --help", "kvgen explain KV205", "kvgen lint ONE_SPEC"):

@@ -91,7 +91,7 @@ def test_shared_names_are_defined_once(name):
 
 
 def test_kv010_is_built_by_one_function_from_both_call_sites():
-    for relative in ("_project.py", "_review/_sides.py"):
+    for relative in ("_lint.py", "_review/_sides.py"):
         text = (SOURCE / relative).read_text(encoding="utf-8")
         assert "duplicate_family(" in text, relative
     diagnostic = duplicate_family("b.yaml", (3, 9), "gemma3", "a.yaml")
