@@ -63,12 +63,14 @@ def engine_plan(
     """Fill ``plan`` (engine vllm or sglang) from ``sizing.engine_capacity``; ``PlanError``
     for a refusal, with the engine's reason. ``limit``: the longest max_seq_len sized for;
     ``mamba_radix_cache_strategy``: SGLang's on a recurrent hybrid (recorded on the plan)."""
-    from kvgen.engines_rows import ENGINE_VERSIONS
+    from kvgen.engines_registry import release
 
-    if plan.engine not in ENGINE_VERSIONS:
-        raise PlanError(f"engine must be one of {', '.join(ENGINE_VERSIONS)}; got {plan.engine!r}")
-    name = {"vllm": "vLLM", "sglang": "SGLang"}[plan.engine]
-    plan.engine_version = f"{name} {ENGINE_VERSIONS[plan.engine]}"
+    try:
+        found = release(plan.engine)
+    except ValueError as exc:
+        raise PlanError(str(exc)) from None
+    name = found.engine.title
+    plan.engine_version = found.named
     for flag, value in (("--pp-size", plan.pp_size), ("--dcp-size", plan.dcp_size)):
         if value != 1:
             raise PlanError(

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvgen._deploy.remote_code import vllm_hf_overrides
+from kvgen.engines_registry import release
 
 __all__ = ["EMIT_ENGINES", "Launch", "launch", "render"]
 
@@ -280,7 +281,7 @@ def launch(
         fields, capacity, notes = _trtllm(
             sizing, model, capacity, dtype, fraction, max_batch_size, common
         )
-    version = sizing.ENGINE_VERSIONS[engine]
+    version = release(engine).shown
     return Launch(engine, version, CONFIG_CLASS[engine], fields, capacity, notes)
 
 
