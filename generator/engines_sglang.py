@@ -275,7 +275,7 @@ def sglang_pools(
     *,
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
-    max_running_requests: int = 8,
+    max_running_requests: int = DEFAULT_MAX_BATCH_SIZE,
     mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY,
 ) -> SglangPools:
     """Token slots of each pool for a KV budget (``max_running_requests``: read only on a

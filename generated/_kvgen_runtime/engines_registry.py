@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_MAX_BATCH_SIZE",
     "DEFAULT_MAX_NUM_TOKENS",
     "DEFAULT_MAX_SEQ_LEN",
+    "DEFAULT_RELEASE",
     "ENGINES",
     "RELEASES",
     "Engine",
@@ -332,6 +333,8 @@ def _spellings() -> dict[str, Release]:
                 found[f"{name}=={each.version}"] = each
     return found
 
+
+DEFAULT_RELEASE = newest(DEFAULT_ENGINE)  # what a plan answers for when no engine is named
 
 # Every accepted text -> its release (``release``'s fast path; also the runtime's dispatch).
 SPELLINGS: dict[str, Release] = _spellings()
