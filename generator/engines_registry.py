@@ -135,8 +135,16 @@ class Release(NamedTuple):
     named: str  # the engine and release in a sentence ("vLLM 0.33.0")
     block_size: int  # its default page in tokens (0: the spec's tokens_per_block)
     memory: Memory
-    # (setting, the release's own words) for settings this release refuses to start with
+    # (engine_capacity keyword, the release's own words) for each setting this release refuses
+    # to start with when it is set: engine_capacity raises ValueError naming the release
     refuses: tuple[tuple[str, str], ...] = ()
+
+    def refusal(self, asked: dict[str, object]) -> str | None:
+        """Why this release refuses the keywords ``asked`` (set: truthy), None if it takes them."""
+        for keyword, words in self.refuses:
+            if asked.get(keyword):
+                return f"{self.named} refuses {keyword}: {words}"
+        return None
 
     @property
     def spelling(self) -> str:

@@ -133,6 +133,10 @@ def engine_capacity(
     if hit is None:
         hit = _ENGINE_HOOKS[release(engine).spelling]  # ValueError naming the engines modelled
     found, answer = hit
+    if found.refuses:  # settings this release refuses to start with, in its own words
+        refusal = found.refusal(locals())
+        if refusal is not None:
+            raise ValueError(refusal)
     if pp_size != 1 and not found.engine.pipeline_parallel:
         raise NotModelled(
             f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine "

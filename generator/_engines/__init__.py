@@ -183,6 +183,10 @@ def engine_capacity(
     size a draft whatever its vocabulary and do not read it.
     """
     found = _release(engine)
+    if found.refuses:  # settings this release refuses to start with, in its own words
+        refusal = found.refusal(locals())
+        if refusal is not None:
+            raise ValueError(refusal)
     if pp_size != 1 and not found.engine.pipeline_parallel:
         raise NotModelled(
             f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine "

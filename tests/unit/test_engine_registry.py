@@ -80,6 +80,7 @@ def test_every_release_is_of_a_registered_engine_and_every_engine_has_one():
         ("kvgen.engines_core", "capacity"),
         ("kvgen._engines", "capacity"),
         ("kvgen._engines._terms", "terms"),
+        ("kvgen._deploy.emit", "launch"),
     ],
 )
 def test_every_hook_names_a_function_of_its_layer(module: str, role: str):
@@ -137,3 +138,27 @@ def test_engines_without_pipeline_parallelism_say_so_whatever_the_name_given():
                 sizing.engine_capacity("llama3_1_8b", 40 * GIB, engine=name, pp_size=2, **KW)
     assert TRTLLM.pipeline_parallel
     assert sizing.engine_capacity("llama3_1_8b", 40 * GIB, engine="trtllm", pp_size=2, **KW)
+
+
+def test_a_release_refuses_a_setting_in_its_own_words(monkeypatch: pytest.MonkeyPatch):
+    # What issue 30's vLLM 0.34.0 does with use_heterogeneous_vocab, as a value: the release
+    # names the keyword it refuses and its message; both engine_capacity answer with it, and
+    # the release before it still takes the setting (Qwen2.5-7B drafted by 0.5B, whose vocab
+    # sizes differ: 151,936 and 152,064).
+    words = "Unexpected keyword argument 'use_heterogeneous_vocab'"
+    later = VLLM_0_33_0._replace(
+        version="9.9", named="vLLM 9.9", refuses=(("heterogeneous_vocab", words),)
+    )
+    monkeypatch.setitem(registry.SPELLINGS, "vllm==9.9", later)
+    spec = load_family(ROOT / "schema" / "families" / "qwen2_5.yaml")
+    module = bound_module(spec)
+    module._derive_engines()
+    kw = {**KW, "speculative": "draft_0_5b", "heterogeneous_vocab": True}
+    message = f"vLLM 9.9 refuses heterogeneous_vocab: {words}"
+    with pytest.raises(ValueError) as generated:
+        module.engine_capacity("qwen2_5_7b", 40 * GIB, engine="vllm==9.9", **kw)
+    with pytest.raises(ValueError) as from_spec:
+        engine_capacity(spec, "qwen2_5_7b", 40 * GIB, engine="vllm==9.9", **kw)
+    assert str(generated.value) == str(from_spec.value) == message
+    assert module.engine_capacity("qwen2_5_7b", 40 * GIB, engine="vllm", **kw).num_blocks > 0
+    assert VLLM_0_33_0.refusal({"heterogeneous_vocab": True}) is None
