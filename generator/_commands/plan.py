@@ -11,7 +11,8 @@ profile (needs matplotlib: pip install 'kvgen[plot]').
 
 --gpu-memory is the KV-cache budget per rank (not the GPU's memory), with a unit. --engine
 vllm|sglang answers from the module's engine_capacity in that engine's terms (default: the
-engine of [tool.kvgen.deployment], else trtllm-v2; the output says which). What-ifs:
+engine of [tool.kvgen.deployment], else trtllm; the output says which; NAME==VERSION
+selects a release, docs/cli.md "Engine names"). What-ifs:
 --pp-size, --kv-cache-dtype, --block-size, --rope-scaled, and for SGLang on a recurrent
 hybrid --mamba-radix-cache-strategy (docs/cli.md).
 From the hardware instead: --gpu H100-80GB --weights DIR (the model's safetensors)
