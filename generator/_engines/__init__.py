@@ -204,10 +204,7 @@ def engine_capacity(
 
 def _release(engine: object) -> Release:
     """The release ``engine`` names; ``ValueError`` naming the engines modelled."""
-    try:
-        found = SPELLINGS.get(engine)  # type: ignore[arg-type]
-    except TypeError:  # an unhashable engine: named by ``release``
-        found = None
+    found = SPELLINGS.get(engine) if type(engine) is str else None
     return found if found is not None else release(engine)
 
 
@@ -242,8 +239,9 @@ def _vllm_answer(
 ) -> EngineCapacity:  # fmt: skip
     """vLLM: its plan of the spec's model at these settings (cached), then the budget."""
     size = found.block_size if block_size is None else block_size
-    key = (id(family), model, id(found), size, tp_size, speculative, mamba_cache_mode,
-           gdn_prefill_backend, ssm_dtype, heterogeneous_vocab)  # fmt: skip
+    key: tuple[object, ...] = (id(family), model, id(found), size, tp_size, speculative,
+                               mamba_cache_mode, gdn_prefill_backend, ssm_dtype,
+                               heterogeneous_vocab)  # fmt: skip
     try:
         hit = _CACHE.get(key)
     except TypeError:  # an unhashable argument: named below, never cached
@@ -271,7 +269,7 @@ def _sglang_answer(
 ) -> EngineCapacity:  # fmt: skip
     """SGLang: its plan of the spec's model at this tp and SSM dtype (cached), then the
     pools of the budget at the page size."""
-    key = (id(family), model, id(found), tp_size, speculative, ssm_dtype)
+    key: tuple[object, ...] = (id(family), model, id(found), tp_size, speculative, ssm_dtype)
     try:
         hit = _CACHE.get(key)
     except TypeError:  # an unhashable argument: named below, never cached
