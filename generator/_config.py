@@ -17,7 +17,7 @@ sub-directory. Command-line flags override the file; the file overrides the buil
     tp_size = 1
     gpu_memory = "40GiB"
     semantics = "trtllm-v2"
-    engine = "trtllm-v2"               # or vllm, sglang: the engine plan answers for
+    engine = "trtllm"                  # or vllm, sglang; NAME==VERSION for a release
 
 The file is data: it is parsed with ``tomllib`` and nothing in it is ever executed. An unknown
 key or a wrong type is a usage error positioned at the key, with a "did you mean".
@@ -65,7 +65,6 @@ DEPLOYMENT_KEYS: dict[str, type] = {
     "semantics": str,
     "engine": str,  # whose terms `kvgen plan` answers in (and `kvgen diff` adds)
 }
-ENGINES = ("trtllm-v2", "vllm", "sglang")  # kvgen._engines.ENGINES, without importing them
 MAX_CONFIG_BYTES = 1 << 20  # a config is a few lines; refuse anything that is clearly not one
 
 
@@ -249,10 +248,13 @@ def _check_deployment(path: Path, text: str, table: str, deployment: dict[str, A
         hint = did_you_mean(deployment["semantics"], SEMANTICS)
         message = f"semantics must be one of {', '.join(SEMANTICS)}{hint}"
         raise _error(path, text, table, "semantics", message)
-    if "engine" in deployment and deployment["engine"] not in ENGINES:
-        hint = did_you_mean(deployment["engine"], ENGINES)
-        message = f"engine must be one of {', '.join(ENGINES)}{hint}"
-        raise _error(path, text, table, "engine", message)
+    if "engine" in deployment:
+        from kvgen.engines_registry import release
+
+        try:
+            release(deployment["engine"])
+        except ValueError as exc:
+            raise _error(path, text, table, "engine", str(exc)) from None
     if "gpu_memory" in deployment:
         try:
             deployment["gpu_memory"] = parse_size_with_unit(deployment["gpu_memory"])

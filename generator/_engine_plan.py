@@ -12,6 +12,7 @@ from __future__ import annotations
 import types
 
 from kvgen._plans import BatchPlan, Plan, PlanError, largest
+from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, TRTLLM
 
 __all__ = ["engine_plan", "engine_refusal", "trtllm_refusal"]
 
@@ -19,7 +20,11 @@ _ANY_BUDGET = 1 << 62  # bytes: more than any device, so only a refusal can fail
 
 
 def _capacity(
-    sizing: types.ModuleType, plan: Plan, budget: int, max_seq_len: int, max_batch_size: int = 8
+    sizing: types.ModuleType,
+    plan: Plan,
+    budget: int,
+    max_seq_len: int,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
 ):
     """``engine_capacity`` of the plan; ``max_batch_size`` is SGLang's max_running_requests,
     which an EAGLE/MTP drafter on a recurrent hybrid reserves intermediate states for."""
@@ -27,7 +32,7 @@ def _capacity(
     return sizing.engine_capacity(
         plan.model,
         budget,
-        engine=plan.engine,
+        engine=plan.engine.engine.label,  # what every generated runtime takes
         max_seq_len=max_seq_len,
         max_num_tokens=plan.max_num_tokens,
         block_size=plan.block_size,
@@ -58,17 +63,15 @@ def engine_plan(
     plan: Plan,
     batch_sizes: list[int],
     limit: int,
-    mamba_radix_cache_strategy: str = "extra_buffer",
+    mamba_radix_cache_strategy: str,
 ) -> Plan:
-    """Fill ``plan`` (engine vllm or sglang) from ``sizing.engine_capacity``; ``PlanError``
-    for a refusal, with the engine's reason. ``limit``: the longest max_seq_len sized for;
-    ``mamba_radix_cache_strategy``: SGLang's on a recurrent hybrid (recorded on the plan)."""
-    from kvgen.engines_rows import ENGINE_VERSIONS
-
-    if plan.engine not in ENGINE_VERSIONS:
-        raise PlanError(f"engine must be one of {', '.join(ENGINE_VERSIONS)}; got {plan.engine!r}")
-    name = {"vllm": "vLLM", "sglang": "SGLang"}[plan.engine]
-    plan.engine_version = f"{name} {ENGINE_VERSIONS[plan.engine]}"
+    """Fill ``plan`` (an engine whose answer is its own ``engine_capacity``, vLLM or SGLang)
+    from ``sizing.engine_capacity``; ``PlanError`` for a refusal, with the engine's reason.
+    ``limit``: the longest max_seq_len sized for; ``mamba_radix_cache_strategy``: SGLang's on
+    a recurrent hybrid (recorded on the plan where the engine reads it)."""
+    engine = plan.engine.engine
+    name = engine.title
+    plan.engine_version = plan.engine.named
     for flag, value in (("--pp-size", plan.pp_size), ("--dcp-size", plan.dcp_size)):
         if value != 1:
             raise PlanError(
@@ -80,14 +83,14 @@ def engine_plan(
             f"--seq-len: {name} reports its concurrency at max_seq_len (its max_model_len / "
             "context length); give --max-seq-len instead"
         )
-    if plan.engine == "sglang" and recurrent(sizing, plan.model):
+    if "mamba_radix_cache_strategy" in engine.reads and recurrent(sizing, plan.model):
         plan.mamba_radix_cache_strategy = mamba_radix_cache_strategy
     refusal = engine_refusal(sizing, plan)
     if refusal is not None:
         raise PlanError(f"refused by {plan.engine_version}: {refusal}")
     try:
         # At the first --max-batch-size, as --emit sets max_running_requests.
-        running = batch_sizes[0] if batch_sizes else 8
+        running = batch_sizes[0] if batch_sizes else DEFAULT_MAX_BATCH_SIZE
         cap = _capacity(sizing, plan, plan.gpu_memory, plan.max_seq_len, running)
         plan.capacity = dict(cap._asdict())
         plan.max_requests = int(cap.max_concurrency)
@@ -104,11 +107,7 @@ def engine_plan(
     else:
         plan.notes.append(
             f"{name}'s concurrency is not capped by a batch size in the KV sizing: "
-            + (
-                "max_num_seqs limits the requests running at once, not the pool"
-                if plan.engine == "vllm"
-                else "max_running_requests limits the requests running at once, not the pool"
-            )
+            f"{engine.settings.batch_field} limits the requests running at once, not the pool"
         )
     if plan.heterogeneous_vocab:
         plan.notes.append(
@@ -153,7 +152,7 @@ def trtllm_refusal(sizing: types.ModuleType, plan: Plan) -> None:
         return
     try:
         sizing.engine_capacity(
-            plan.model, 1 << 62, engine="trtllm-v2", max_seq_len=plan.max_seq_len,
+            plan.model, 1 << 62, engine=TRTLLM.label, max_seq_len=plan.max_seq_len,
             max_num_tokens=plan.max_num_tokens, speculative=plan.speculative,
             tp_size=plan.tp_size, max_batch_size=1,
         )  # fmt: skip

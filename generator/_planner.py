@@ -7,9 +7,10 @@ plan is exactly what an inference stack that imports it would compute::
     plan = make_plan(sizing, "llama3_1_8b", gpu_memory=16 * GiB, batch_sizes=[8])
     plan.batches[0].managers[0].max_tokens    # 131072
 
-``engine="vllm"`` or ``"sglang"`` answers in that engine's terms instead, from the module's own
-``engine_capacity`` (kvgen._engine_plan); a deployment the engine refuses is a ``PlanError``
-with the engine's reason. ``pp_size`` plans every pipeline rank and reports the tightest.
+``engine=release("vllm")`` (a ``kvgen.engines_registry`` value), or SGLang's, answers in that
+engine's terms instead, from the module's own ``engine_capacity`` (kvgen._engine_plan); a
+deployment the engine refuses is a ``PlanError`` with the engine's reason. ``pp_size`` plans
+every pipeline rank and reports the tightest.
 
 Per max_batch_size B it reports the budget split (docs/cost-model.md §6, ``split_budget``), each
 manager's max tokens on its share (``max_tokens_from_quota``), the largest number of requests
@@ -30,6 +31,13 @@ from kvgen._plans import BatchPlan, ManagerPlan, Plan, PlanError, largest
 from kvgen._project import OUT_DIR
 from kvgen._suggest import did_you_mean
 from kvgen._vendored import import_generated
+from kvgen.engines_registry import (
+    DEFAULT_MAX_NUM_TOKENS,
+    DEFAULT_MAX_SEQ_LEN,
+    DEFAULT_RELEASE,
+    Release,
+)
+from kvgen.engines_sglang import SGLANG_MAMBA_STRATEGY
 
 __all__ = [
     "BatchPlan",
@@ -42,7 +50,6 @@ __all__ = [
     "native_max_seq_len",
 ]
 
-DEFAULT_MAX_SEQ_LEN = 32768  # the default is min(native, this), as for ``kvgen diff``
 SEARCH_LIMIT = 1 << 24  # requests; a cost that never grows with them is reported at this cap
 _FAMILY = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -223,7 +230,7 @@ def memory_for_requests(
     requests: int,
     seq_len: int | None,
     speculative: str = "none",
-    max_num_tokens: int = 8192,
+    max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS,
     tp_size: int = 1,
     semantics: str = "trtllm-v2",
     dcp_size: int = 1,
@@ -257,19 +264,19 @@ def make_plan(
     gpu_memory: int,
     batch_sizes: list[int],
     speculative: str = "none",
-    max_num_tokens: int = 8192,
+    max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS,
     max_seq_len: int | None = None,
     tp_size: int = 1,
     semantics: str = "trtllm-v2",
     seq_len: int | None = None,
     dcp_size: int = 1,
-    engine: str = "trtllm-v2",
+    engine: Release = DEFAULT_RELEASE,
     pp_size: int = 1,
     block_size: int | None = None,
     rope_scaled: bool = False,
     native: int | None = None,
     kv_cache_dtype: str | None = None,
-    mamba_radix_cache_strategy: str = "extra_buffer",
+    mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY,
     heterogeneous_vocab: bool = False,
 ) -> Plan:
     """The plan in ``engine``'s terms. ``native`` is the spec's own context length where
@@ -278,10 +285,10 @@ def make_plan(
     ``mamba_radix_cache_strategy``: SGLang's on a recurrent hybrid (its state slots per running
     request, ``engine_capacity``'s keyword); read by no other engine. ``heterogeneous_vocab``:
     vLLM's use_heterogeneous_vocab (``engine_capacity``'s keyword), for engine vllm only."""
-    if heterogeneous_vocab and engine != "vllm":
+    if heterogeneous_vocab and "heterogeneous_vocab" not in engine.engine.reads:
         raise PlanError(
             "--heterogeneous-vocab is vLLM's use_heterogeneous_vocab: plan it with --engine vllm "
-            f"({engine} sizes a separate draft model whatever its vocabulary)"
+            f"({engine.engine.label} sizes a separate draft model whatever its vocabulary)"
         )
     native = native or native_max_seq_len(sizing, model)
     limit = native_max_seq_len(sizing, model)  # what the bound module sizes for
@@ -312,7 +319,7 @@ def make_plan(
         rope_scaled=rope_scaled and max_seq_len > native,
         heterogeneous_vocab=heterogeneous_vocab,
     )  # fmt: skip
-    if engine != "trtllm-v2":
+    if not engine.engine.cost_functions:
         from kvgen._engine_plan import engine_plan
 
         return engine_plan(sizing, plan, batch_sizes, limit, mamba_radix_cache_strategy)
@@ -340,7 +347,7 @@ def make_plan(
         plan.batches.append(entry)
     if pp_size > 1 and batch_sizes:
         plan.pp_rank = bound.binding_rank(gpu_memory, batch_sizes[0], max_seq_len)
-    plan.engine_version = "TensorRT-LLM KV cache manager V2"
+    plan.engine_version = engine.named
     return plan
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kvgen.engines_registry import DEFAULT_RELEASE, Release
+
 __all__ = ["BatchPlan", "ManagerPlan", "Plan", "PlanError", "largest"]
 
 
@@ -46,7 +48,8 @@ class Plan:
     max_requests: int = 0  # requests of seq_len tokens that fit at once (batch = requests)
     batches: list[BatchPlan] = field(default_factory=list)
     dcp_size: int = 1  # decode context parallelism: history sharded over dcp TP ranks (§9)
-    engine: str = "trtllm-v2"  # whose terms: kvgen's TensorRT-LLM V2 model, vllm or sglang
+    # whose terms: kvgen's TensorRT-LLM V2 model, vLLM's or SGLang's (JSON: the engine's label)
+    engine: Release = DEFAULT_RELEASE
     engine_version: str = ""
     pp_size: int = 1  # pipeline stages: every rank is planned, the tightest one reported
     pp_rank: int = 0  # the binding rank (fewest target tokens at the first batch size)

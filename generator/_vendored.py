@@ -29,6 +29,7 @@ RUNTIME_MODULES = (
     "sizing_terms",
     "sizing_quota",
     "sizing_core",
+    "engines_registry",
     "engines_rows",
     "engines_vllm",
     "engines_sglang",

@@ -10,11 +10,12 @@ the parts (``_PARTS``) described in docs/api.md, "The engine policies".
 """
 
 from contextlib import suppress
+from typing import Any
 
 from . import engines_rows, engines_sglang, engines_trtllm, engines_vllm
+from .engines_registry import DEFAULT_MAX_BATCH_SIZE, SPELLINGS, Release, release
 from .engines_rows import (
     _ENGINE_MODELS,
-    ENGINE_VERSIONS,
     SSM_DTYPES,
     UNMODELLED,
     EngineCapacity,
@@ -24,7 +25,6 @@ from .engines_rows import (
 from .engines_sglang import (
     MAMBA_FULL_MEMORY_RATIO,
     SGLANG_MAMBA_STRATEGY,
-    SGLANG_PAGE_SIZE,
     SWA_FULL_TOKENS_RATIO,
     SglangLayout,
     SglangPlan,
@@ -36,7 +36,6 @@ from .engines_trtllm import _derive_trtllm, _trtllm_capacity
 from .engines_vllm import (
     GDN_PREFILL_BACKENDS,
     MAMBA_CACHE_MODES,
-    VLLM_BLOCK_SIZE,
     VLLM_MAMBA_CACHE_MODE,
     VllmLayout,
     VllmPlan,
@@ -51,6 +50,9 @@ from .sizing_options import _MAX_INT, _integer, _name
 __all__ = ["EngineCapacity", "engine_capacity"]
 
 
+# Every name engine_capacity takes -> (its release, the hook answering for it), per family
+# (``_derive_engines``).
+_ENGINE_HOOKS: dict[str, tuple[Release, Any]]
 # Static plans by (model, block size or SSM dtype, tp, profile, Mamba cache mode); bounded,
 # one pair per family (``_derive_engines``).
 _VLLM_PLANS: dict[tuple[object, ...], VllmPlan]
@@ -68,7 +70,7 @@ def _vllm_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
-def _check_model(model: object, speculative: object, engine: str) -> EngineModel:
+def _check_model(model: object, speculative: object) -> EngineModel:
     """The model's rows, the profile checked to apply to it; else ValueError naming them."""
     name = model if type(model) is str and model in _MODELS else _name("model", model, MODELS)
     profile = speculative
@@ -77,7 +79,13 @@ def _check_model(model: object, speculative: object, engine: str) -> EngineModel
     if profile not in _MODELS[name].profiles:
         raise ValueError(f"speculative {profile!r} does not apply to model {name!r}")
     entry: EngineModel = _ENGINE_MODELS[name]
-    if engine == "sglang" and profile != "none" and not entry.drafts[profile].sglang_draft_tokens:
+    return entry
+
+
+def _sglang_drafts(entry: EngineModel, profile: str) -> EngineModel:
+    """``entry`` where SGLang's model plans the profile (checked by ``_check_model``), else
+    ``NotModelled`` with the reason."""
+    if profile != "none" and not entry.drafts[profile].sglang_draft_tokens:
         reason = entry.drafts[profile].sglang_unmodelled
         if reason:
             raise NotModelled(f"speculative {profile!r}: {UNMODELLED[reason]}", reason)
@@ -98,7 +106,7 @@ def engine_capacity(
     block_size: int | None = None,
     speculative: str = "none",
     tp_size: int = 1,
-    max_batch_size: int = 8,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     async_scheduling: bool = True,
     mamba_cache_mode: str = VLLM_MAMBA_CACHE_MODE,
     gdn_prefill_backend: str = "flashinfer",
@@ -110,68 +118,113 @@ def engine_capacity(
     mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY,
     heterogeneous_vocab: bool = False,
 ) -> EngineCapacity:
-    """What ``engine`` ("trtllm-v2", "vllm" 0.33.0 or "sglang" 0.5.23) gives ``model`` for a
-    KV budget of ``budget_bytes``: tokens, requests at ``max_seq_len`` at once, bytes of one
-    such request, blocks of the pool (docs/cost-model.md §9). The keywords are described in
-    docs/api.md, "The engine policies".
+    """What ``engine`` (``NAME[==VERSION]`` of ``kvgen.engines_registry``: "trtllm" or
+    "trtllm-v2", "vllm" 0.33.0, "sglang" 0.5.23) gives ``model`` for a KV budget of
+    ``budget_bytes``: tokens, requests at ``max_seq_len`` at once, bytes of one such request,
+    blocks of the pool (docs/cost-model.md §9). The keywords are described in docs/api.md,
+    "The engine policies".
     Raises ``ValueError`` naming the argument on bad input, when the engine would refuse to
     start, and (``NotModelled``, a ValueError) for a shape or mode not modelled per engine."""
-    if engine == "trtllm-v2":
-        return _trtllm_capacity(
-            model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
-            tp_size, max_batch_size, pp_size, pp_rank,
-        )  # fmt: skip
-    if pp_size != 1 and engine in ENGINE_VERSIONS:
+    try:
+        hit = _ENGINE_HOOKS.get(engine)
+    except TypeError:  # an unhashable engine: named below
+        hit = None
+    if hit is None:
+        hit = _ENGINE_HOOKS[release(engine).spelling]  # ValueError naming the engines modelled
+    found, answer = hit
+    if found.refuses:  # settings this release refuses to start with, in its own words
+        refusal = found.refusal(locals())
+        if refusal is not None:
+            raise ValueError(refusal)
+    if pp_size != 1 and not found.engine.pipeline_parallel:
         raise NotModelled(
-            f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine {engine!r} "
-            "here (its pools are sized for the whole model)"
+            f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine "
+            f"{found.engine.label!r} here (its pools are sized for the whole model)"
         )
-    if engine == "vllm":
-        key = (model, block_size, tp_size, speculative, mamba_cache_mode, gdn_prefill_backend,
-               ssm_dtype, heterogeneous_vocab)  # fmt: skip
+    capacity: EngineCapacity = answer(
+        found, model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
+        tp_size, max_batch_size, async_scheduling, mamba_cache_mode, gdn_prefill_backend,
+        swa_full_tokens_ratio, mamba_full_memory_ratio, ssm_dtype, pp_size, pp_rank,
+        mamba_radix_cache_strategy, heterogeneous_vocab,
+    )  # fmt: skip
+    return capacity
+
+
+def _trtllm_answer(
+    found: Release, model: str, budget_bytes: int, max_seq_len: int, max_num_tokens: int,
+    block_size: int | None, speculative: str, tp_size: int, max_batch_size: int,
+    async_scheduling: bool, mamba_cache_mode: str, gdn_prefill_backend: str,
+    swa_full_tokens_ratio: float, mamba_full_memory_ratio: float, ssm_dtype: str | None,
+    pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str, heterogeneous_vocab: bool,
+) -> EngineCapacity:  # fmt: skip
+    """TensorRT-LLM V2 (``engine_capacity``'s hook for it): one pipeline stage's pools."""
+    return _trtllm_capacity(
+        model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
+        tp_size, max_batch_size, pp_size, pp_rank,
+    )  # fmt: skip
+
+
+def _vllm_answer(
+    found: Release, model: str, budget_bytes: int, max_seq_len: int, max_num_tokens: int,
+    block_size: int | None, speculative: str, tp_size: int, max_batch_size: int,
+    async_scheduling: bool, mamba_cache_mode: str, gdn_prefill_backend: str,
+    swa_full_tokens_ratio: float, mamba_full_memory_ratio: float, ssm_dtype: str | None,
+    pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str, heterogeneous_vocab: bool,
+) -> EngineCapacity:  # fmt: skip
+    """vLLM (``engine_capacity``'s hook for it): the plan of these settings, cached, and what
+    the budget holds in it."""
+    size = found.block_size if block_size is None else block_size
+    key = (model, size, tp_size, speculative, mamba_cache_mode, gdn_prefill_backend, ssm_dtype,
+           heterogeneous_vocab)  # fmt: skip
+    try:
+        plan = _VLLM_PLANS.get(key)
+    except TypeError:  # an unhashable argument: named below
+        plan = None
+    if plan is None:
+        if type(heterogeneous_vocab) is not bool:
+            raise ValueError(f"heterogeneous_vocab must be a bool, got {heterogeneous_vocab!r}")
+        # A layout with vLLM's use_heterogeneous_vocab is kept apart: by default the same
+        # model and profile may be refused.
+        layout_key = (model, speculative, True) if heterogeneous_vocab else (model, speculative)
         try:
-            plan = _VLLM_PLANS.get(key)
+            layout = _VLLM_LAYOUTS.get(layout_key)
         except TypeError:  # an unhashable argument: named below
-            plan = None
-        if plan is None:
-            if type(heterogeneous_vocab) is not bool:
-                raise ValueError(f"heterogeneous_vocab must be a bool, got {heterogeneous_vocab!r}")
-            # A layout with vLLM's use_heterogeneous_vocab is kept apart: by default the same
-            # model and profile may be refused.
-            layout_key = (model, speculative, True) if heterogeneous_vocab else (model, speculative)
-            try:
-                layout = _VLLM_LAYOUTS.get(layout_key)
-            except TypeError:  # an unhashable argument: named below
-                layout = None
-            if layout is None:  # known layouts are of a model and profile checked before
-                entry = _check_model(model, speculative, engine)
-            size = block_size
-            if size is None:
-                size = VLLM_BLOCK_SIZE
-            elif type(size) is not int or not 0 < size <= _MAX_INT:
-                size = _integer("block_size", block_size, 1)
-            if mamba_cache_mode not in MAMBA_CACHE_MODES:
-                raise ValueError(
-                    f"mamba_cache_mode must be one of {MAMBA_CACHE_MODES}, got {mamba_cache_mode!r}"
-                )
-            _vllm_choice("gdn_prefill_backend", gdn_prefill_backend, GDN_PREFILL_BACKENDS)
-            if ssm_dtype is not None:
-                _vllm_choice("ssm_dtype", ssm_dtype, SSM_DTYPES)
-            tp = tp_size
-            if type(tp) is not int or not 0 < tp <= _MAX_INT:
-                tp = _integer("tp_size", tp_size, 1)
-            if layout is None:
-                layout = vllm_layout(entry, speculative, heterogeneous_vocab)
-                _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2
-            plan = vllm_plan_at(layout, size, tp, mamba_cache_mode, gdn_prefill_backend, ssm_dtype)
-            if len(_VLLM_PLANS) >= 4096:
-                _VLLM_PLANS.clear()
-            _VLLM_PLANS[key] = plan
-        return vllm_capacity(
-            plan, budget_bytes, max_seq_len, max_num_tokens, async_scheduling, mamba_cache_mode
-        )
-    if engine != "sglang":
-        _name("engine", engine, ENGINE_VERSIONS)
+            layout = None
+        if layout is None:  # known layouts are of a model and profile checked before
+            entry = _check_model(model, speculative)
+        if type(size) is not int or not 0 < size <= _MAX_INT:
+            size = _integer("block_size", block_size, 1)
+        if mamba_cache_mode not in MAMBA_CACHE_MODES:
+            raise ValueError(
+                f"mamba_cache_mode must be one of {MAMBA_CACHE_MODES}, got {mamba_cache_mode!r}"
+            )
+        _vllm_choice("gdn_prefill_backend", gdn_prefill_backend, GDN_PREFILL_BACKENDS)
+        if ssm_dtype is not None:
+            _vllm_choice("ssm_dtype", ssm_dtype, SSM_DTYPES)
+        tp = tp_size
+        if type(tp) is not int or not 0 < tp <= _MAX_INT:
+            tp = _integer("tp_size", tp_size, 1)
+        if layout is None:
+            layout = vllm_layout(entry, speculative, heterogeneous_vocab)
+            _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2
+        plan = vllm_plan_at(layout, size, tp, mamba_cache_mode, gdn_prefill_backend, ssm_dtype)
+        if len(_VLLM_PLANS) >= 4096:
+            _VLLM_PLANS.clear()
+        _VLLM_PLANS[key] = plan
+    return vllm_capacity(
+        plan, budget_bytes, max_seq_len, max_num_tokens, async_scheduling, mamba_cache_mode
+    )
+
+
+def _sglang_answer(
+    found: Release, model: str, budget_bytes: int, max_seq_len: int, max_num_tokens: int,
+    block_size: int | None, speculative: str, tp_size: int, max_batch_size: int,
+    async_scheduling: bool, mamba_cache_mode: str, gdn_prefill_backend: str,
+    swa_full_tokens_ratio: float, mamba_full_memory_ratio: float, ssm_dtype: str | None,
+    pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str, heterogeneous_vocab: bool,
+) -> EngineCapacity:  # fmt: skip
+    """SGLang (``engine_capacity``'s hook for it): the plan of the model, tp and SSM dtype,
+    cached, and the pools the budget gives at the page size."""
     key_s = (model, ssm_dtype, tp_size, speculative)
     try:
         plan_s = _SGLANG_PLANS.get(key_s)
@@ -183,7 +236,7 @@ def engine_capacity(
         except TypeError:  # an unhashable argument: named below
             layout_s = None
         if layout_s is None:  # known layouts are of a model and profile checked before
-            entry = _check_model(model, speculative, engine)
+            entry = _sglang_drafts(_check_model(model, speculative), speculative)
         tp = tp_size
         if type(tp) is not int or not 0 < tp <= _MAX_INT:
             tp = _integer("tp_size", tp_size, 1)
@@ -198,7 +251,7 @@ def engine_capacity(
         if len(_SGLANG_PLANS) >= 4096:
             _SGLANG_PLANS.clear()
         _SGLANG_PLANS[key_s] = plan_s
-    page = SGLANG_PAGE_SIZE if block_size is None else block_size
+    page = found.block_size if block_size is None else block_size
     return sglang_capacity(
         plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio,
         max_batch_size, mamba_radix_cache_strategy,
@@ -233,8 +286,14 @@ def _derive_engines() -> None:
     layout of every model and profile that each engine answers (what they alone decide), so
     that the first plan of a configuration is only its arithmetic (``vllm_plan_at``,
     ``sglang_plan_at``)."""
-    global _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
+    global _ENGINE_HOOKS, _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
     _derive_trtllm()
+    # Every engine name engine_capacity takes -> its release and the hook that answers for it
+    # (this family's copy: ``bind`` rebuilt the hooks over its tables).
+    hooks = globals()
+    _ENGINE_HOOKS = {
+        text: (found, hooks[found.engine.hooks.capacity]) for text, found in SPELLINGS.items()
+    }
     _VLLM_PLANS = {}
     _SGLANG_PLANS = {}
     _VLLM_LAYOUTS = {}
@@ -246,5 +305,5 @@ def _derive_engines() -> None:
             with suppress(ValueError):
                 _VLLM_LAYOUTS[model, speculative] = vllm_layout(entry, speculative)
             with suppress(ValueError):
-                _check_model(model, speculative, "sglang")  # its refusals, as a call's
+                _sglang_drafts(_check_model(model, speculative), speculative)  # as a call's
                 _SGLANG_LAYOUTS[model, speculative] = _sglang_layout(entry, speculative)

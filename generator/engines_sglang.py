@@ -3,6 +3,7 @@ read from): a model's layout (``sglang_layout``), the plan of a tp and SSM dtype
 (``sglang_plan_at``), its pools for a budget (``sglang_pools``) and what they hold
 (``sglang_capacity``)."""
 
+from .engines_registry import DEFAULT_MAX_BATCH_SIZE, SGLANG, newest
 from .engines_rows import (
     _MIXERS,
     _ROW_KINDS,
@@ -21,7 +22,7 @@ from .facts import DTYPE_BYTES
 from .sizing_kinds import _new, _Record
 from .sizing_options import _MAX_INT, _shown
 
-SGLANG_PAGE_SIZE = 1
+SGLANG_PAGE_SIZE = newest(SGLANG).block_size  # ServerArgs page_size
 SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
 # The Mamba radix cache's strategy, as ServerArgs.resolve_once resolves it for a recurrent
@@ -274,7 +275,7 @@ def sglang_pools(
     *,
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
-    max_running_requests: int = 8,
+    max_running_requests: int = DEFAULT_MAX_BATCH_SIZE,
     mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY,
 ) -> SglangPools:
     """Token slots of each pool for a KV budget (``max_running_requests``: read only on a
@@ -397,7 +398,7 @@ def sglang_capacity(
     page_size: int = SGLANG_PAGE_SIZE,
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
-    max_running_requests: int = 8,
+    max_running_requests: int = DEFAULT_MAX_BATCH_SIZE,
     mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY,
 ) -> EngineCapacity:
     """SGLang's pools for a planned model, read as an ``EngineCapacity``; a request's bytes

@@ -4,10 +4,10 @@ on it (``vllm_plan_at``) and what a budget holds (``vllm_capacity``)."""
 
 from math import lcm
 
+from .engines_registry import VLLM, newest
 from .engines_rows import (
     _MIXERS,
     _ROW_KINDS,
-    ENGINE_VERSIONS,
     UNMODELLED,
     EngineCapacity,
     EngineLayer,
@@ -23,7 +23,7 @@ from .facts import DTYPE_BYTES
 from .sizing_kinds import _new, _Record
 from .sizing_options import _MAX_INT
 
-VLLM_BLOCK_SIZE = 16  # vLLM's CacheConfig.DEFAULT_BLOCK_SIZE
+VLLM_BLOCK_SIZE = newest(VLLM).block_size  # vLLM's CacheConfig.DEFAULT_BLOCK_SIZE
 _KERNEL_BLOCK = 16  # FlashAttention kernel blocks: any multiple of 16 tokens
 _MLA_HYBRID_BLOCK = 128  # MLA decode kernels in a Mamba hybrid
 _EQUAL_GROUPS_BELOW = 1.5  # largest/smallest kind count under which groups take the largest
@@ -286,7 +286,7 @@ def _vllm_align(mixers: set[_Mixer], backend: int) -> tuple[int, int]:
 
 def _vllm_tp_refusal(layout: VllmLayout, tp_size: int) -> None:
     """The tp sizes vLLM refuses to start with, with its reason."""
-    version = ENGINE_VERSIONS["vllm"]
+    version = newest(VLLM).version
     if layout.query_heads and layout.query_heads % tp_size:
         raise ValueError(
             f"vLLM {version} refuses tp_size {tp_size}: the model's {layout.query_heads} query "

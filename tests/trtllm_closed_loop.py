@@ -20,6 +20,7 @@ from typing import Any
 
 from kvgen._deploy.emit import launch, render
 from kvgen._loader import load_family
+from kvgen.engines_registry import release
 
 from tests.trtllm_cases import DTYPE_BYTES
 from tests.workloads import ROOT, render_family, with_tokens_per_block
@@ -98,7 +99,7 @@ def emitted(config: dict[str, Any]) -> dict[str, Any]:
     module = rendered(config["family"], config["tokens_per_block"]).sizing
     try:
         settings = launch(
-            module, config["model"], engine="trtllm-v2", budget_bytes=BUDGET,
+            module, config["model"], engine=release("trtllm"), budget_bytes=BUDGET,
             max_seq_len=config["max_seq_len"], max_num_tokens=MAX_NUM_TOKENS,
             max_batch_size=MAX_BATCH_SIZE, speculative=config["speculative"],
             tp_size=config["tp_size"],

@@ -271,7 +271,6 @@ class EngineModel(_Record):
 _ENGINE_MODELS: dict[str, EngineModel] = {}
 
 
-ENGINE_VERSIONS = {"trtllm-v2": "V2 (cost-model §4)", "vllm": "0.33.0", "sglang": "0.5.23"}
 SSM_DTYPES = ("fp32", "bf16", "fp16")
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kvgen import facts
+from kvgen import engines_registry, facts
 from kvgen._units import positive_int
+from kvgen.engines_registry import Release, engine_names, release
 
-ENGINES = ("trtllm-v2", "vllm", "sglang")  # kvgen._engines.ENGINES (a test keeps them equal)
-DEFAULT_ENGINE = "trtllm-v2"
+# What --engine and --emit take: an engine's name or alias, with ==VERSION or without.
+ENGINES = engine_names()
+DEFAULT_ENGINE = engines_registry.DEFAULT_RELEASE
 # The spec's cache dtypes (kvgen._spec.DTYPES, a test keeps them equal), from the light facts
 # module so that building the parser never imports the spec model.
 KV_DTYPES = (*facts.DTYPE_BYTES, *facts.SCALED_LAYOUTS, facts.DS_MLA)
@@ -26,17 +28,35 @@ GPU_MEMORY_HELP = (
 )
 
 
+def engine_argument(text: str) -> Release:
+    """``--engine`` / ``--emit NAME[==VERSION]``: the release it names (argparse's type)."""
+    try:
+        return release(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class EngineChoices(tuple[str, ...]):
+    """The engine names, as completion and help list them; holds every release, which is what
+    argparse checks once ``engine_argument`` has read the value."""
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, Release) or tuple.__contains__(self, value)
+
+
 def add_engine(parser: argparse.ArgumentParser, *, many: bool) -> None:
+    names = ", ".join(ENGINES)
+    choices = EngineChoices(ENGINES)
     if many:
         parser.add_argument(
-            "--engine", choices=ENGINES, nargs="+", metavar="ENGINE",
-            help=f"engines to answer for ({', '.join(ENGINES)}; default: all)",
+            "--engine", type=engine_argument, choices=choices, nargs="+", metavar="ENGINE",
+            help=f"engines to answer for ({names}, each NAME or NAME==VERSION; default: all)",
         )  # fmt: skip
     else:
         parser.add_argument(
-            "--engine", choices=ENGINES, metavar="ENGINE",
-            help=f"whose terms ({', '.join(ENGINES)}; default: the engine key of "
-            f"[tool.kvgen.deployment], else {DEFAULT_ENGINE})",
+            "--engine", type=engine_argument, choices=choices, metavar="ENGINE",
+            help=f"whose terms ({names}, NAME or NAME==VERSION; default: the engine key of "
+            f"[tool.kvgen.deployment], else {DEFAULT_ENGINE.engine.name})",
         )  # fmt: skip
 
 
@@ -87,14 +107,14 @@ def add_heterogeneous_vocab(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def engine_choice(args: argparse.Namespace) -> tuple[str, str]:
-    """The engine of a single-engine command and where it came from."""
+def engine_choice(args: argparse.Namespace) -> tuple[Release, str]:
+    """The engine release of a single-engine command and where it came from."""
     if args.engine:
         return args.engine, "--engine"
     project = getattr(args, "project", None)
     configured = project.deployment.get("engine") if project is not None else None
-    if configured:
-        return configured, "engine of [tool.kvgen.deployment]"
+    if configured:  # checked when the configuration was read
+        return release(configured), "engine of [tool.kvgen.deployment]"
     return DEFAULT_ENGINE, "kvgen's default"
 
 
@@ -110,21 +130,21 @@ def check_length(args: argparse.Namespace, model: str, native: int) -> None:
         )
 
 
-def overrides(args: argparse.Namespace, model: str, native: int, *, trtllm: bool) -> Any:
+def overrides(args: argparse.Namespace, model: str, native: int, *, page_in_spec: bool) -> Any:
     """The what-if values of ``args`` for ``model`` (native context ``native``); a
     --max-seq-len above it without --rope-scaled is left for the planner to refuse.
-    ``trtllm``: the page size is a spec value there (tokens_per_block), a keyword elsewhere."""
+    ``page_in_spec``: the engine's page is a spec value (tokens_per_block), not a keyword."""
     from kvgen._whatif import Overrides
 
     longer = args.max_seq_len is not None and args.max_seq_len > native and args.rope_scaled
     return Overrides(
         kv_cache_dtype=args.kv_cache_dtype,
         max_seq_len=(model, args.max_seq_len) if longer else None,
-        block_size=args.block_size if trtllm else None,
+        block_size=args.block_size if page_in_spec else None,
     )
 
 
-def planning_module(args: argparse.Namespace, engine: str) -> tuple[Any, int]:
+def planning_module(args: argparse.Namespace, engine: Release) -> tuple[Any, int]:
     """The generated module, or (a what-if knob given) the spec's tables with the knob applied,
     bound in memory; and the model's native length as the spec gives it."""
     from kvgen._planner import load_sizing, native_max_seq_len
@@ -133,7 +153,7 @@ def planning_module(args: argparse.Namespace, engine: str) -> tuple[Any, int]:
     sizing = load_sizing(args.family, args.generated)
     native = native_max_seq_len(sizing, args.model)
     check_length(args, args.model, native)
-    wanted = overrides(args, args.model, native, trtllm=engine == "trtllm-v2")
+    wanted = overrides(args, args.model, native, page_in_spec=engine.engine.page_in_spec)
     if not wanted:
         return sizing, native
     project = getattr(args, "project", None)

@@ -36,6 +36,13 @@ from kvgen._commands._knobs import (
 )
 from kvgen._exits import Exit, UsageError
 from kvgen._units import positive_int, size_argument
+from kvgen.engines_registry import (
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_NUM_TOKENS,
+    DEFAULT_MAX_SEQ_LEN,
+    Engine,
+    Release,
+)
 
 log = logging.getLogger("kvgen")
 
@@ -56,14 +63,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_engine(parser, many=True)
     parser.add_argument(
-        "--max-seq-len", type=positive_int, metavar="S", help="default: min(native, 32768)"
+        "--max-seq-len",
+        type=positive_int,
+        metavar="S",
+        help=f"default: min(native, {DEFAULT_MAX_SEQ_LEN})",
     )
-    parser.add_argument("--max-num-tokens", type=positive_int, default=8192, metavar="N")
+    parser.add_argument(
+        "--max-num-tokens", type=positive_int, default=DEFAULT_MAX_NUM_TOKENS, metavar="N"
+    )
     parser.add_argument("--speculative", default="none", metavar="PROFILE")
     add_knobs(parser)
     parser.add_argument(
-        "--max-batch-size", type=positive_int, default=8, metavar="B",
-        help="TensorRT-LLM's max_batch_size (default: 8)",
+        "--max-batch-size", type=positive_int, default=DEFAULT_MAX_BATCH_SIZE, metavar="B",
+        help=f"TensorRT-LLM's max_batch_size (default: {DEFAULT_MAX_BATCH_SIZE})",
     )  # fmt: skip
     add_mamba_strategy(parser)
     add_heterogeneous_vocab(parser)
@@ -87,22 +99,40 @@ def load_family(name: str, args: argparse.Namespace | None = None) -> Any:
         return loaded.family  # an unknown model is named by compare()
     native = loaded.family.model(args.model).max_seq_len
     check_length(args, args.model, native)
-    wanted = overrides(args, args.model, native, trtllm=False)
+    wanted = overrides(args, args.model, native, page_in_spec=False)
     return whatif_family(path, wanted) if wanted else loaded.family
 
 
+def releases(args: argparse.Namespace) -> list[Release]:
+    """The releases ``--engine`` names (each once, in the registry's order), else each engine's
+    newest."""
+    from kvgen.engines_registry import ENGINES, RELEASES, newest
+
+    wanted = args.engine or [newest(engine) for engine in ENGINES]
+    return sorted(set(wanted), key=lambda r: (ENGINES.index(r.engine), RELEASES.index(r)))
+
+
+def engine_keywords(args: argparse.Namespace, engine: Engine) -> dict[str, Any]:
+    """The keywords of ``engine_capacity`` and ``policy_terms`` that only some engines read,
+    as asked, for ``engine`` (SGLang's Mamba radix cache strategy, vLLM's
+    use_heterogeneous_vocab where given)."""
+    asked = {"mamba_radix_cache_strategy": args.mamba_radix_cache_strategy}
+    if args.heterogeneous_vocab:
+        asked["heterogeneous_vocab"] = True
+    return {key: value for key, value in asked.items() if key in engine.reads}
+
+
 def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]:
-    from kvgen._engines import ENGINE_VERSIONS, ENGINES, NotModelled, engine_capacity
+    from kvgen._engines import NotModelled, engine_capacity
     from kvgen._engines._terms import policy_terms
 
     names = [m.name for m in family.models]
     if model not in names:
         raise UsageError(f"model must be one of {', '.join(names)}; got {model!r}")
     native = family.model(model).max_seq_len
-    seq_len = args.max_seq_len or min(native, 32768)
+    seq_len = args.max_seq_len or min(native, DEFAULT_MAX_SEQ_LEN)
     if seq_len > native:
         raise UsageError(f"--max-seq-len must be <= {native} (native context of {model})")
-    engines = [e for e in ENGINES if not args.engine or e in args.engine]
     unmodelled = None
     if args.dcp_size != 1:
         unmodelled = (
@@ -118,13 +148,10 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
         "speculative": args.speculative,
     }
     rows = []
-    for engine in engines:
-        row: dict[str, Any] = {"engine": engine, "version": ENGINE_VERSIONS[engine]}
-        # getattr: compare() also serves callers whose arguments predate the option.
-        strategy = getattr(args, "mamba_radix_cache_strategy", "extra_buffer")
-        sglang = {"mamba_radix_cache_strategy": strategy} if engine == "sglang" else {}
-        if engine == "vllm" and getattr(args, "heterogeneous_vocab", False):
-            sglang = {"heterogeneous_vocab": True}  # vLLM's use_heterogeneous_vocab
+    for found in releases(args):
+        engine = found.engine
+        row: dict[str, Any] = {"engine": engine.label, "version": found.shown}
+        own = engine_keywords(args, engine)
         try:
             if unmodelled is not None:
                 raise NotModelled(unmodelled)
@@ -132,11 +159,12 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
             # (fewest tokens) is what the deployment serves.
             caps = [
                 engine_capacity(
-                    family, model, args.gpu_memory, engine=engine, block_size=args.block_size,
-                    max_batch_size=args.max_batch_size, tp_size=args.tp_size, **common, **sglang,
+                    family, model, args.gpu_memory, engine=found.spelling,
+                    block_size=args.block_size, max_batch_size=args.max_batch_size,
+                    tp_size=args.tp_size, **common, **own,
                     **({} if args.pp_size == 1 else {"pp_size": args.pp_size, "pp_rank": rank}),
                 )
-                for rank in range(args.pp_size if engine == "trtllm-v2" else 1)
+                for rank in range(args.pp_size if engine.pipeline_parallel else 1)
             ]  # fmt: skip
             cap = min(caps, key=lambda c: c.kv_tokens)
             row.update(cap._asdict())
@@ -144,7 +172,7 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
                 row["pp_rank"] = caps.index(cap)
             if cap.max_concurrency < 1:  # it starts, but one request at the length never fits
                 row["error"] = f"holds {cap.max_concurrency:.3f} of one request of {seq_len} tokens"
-            elif engine == "trtllm-v2" and cap.max_concurrency == args.max_batch_size:
+            elif engine.caps_concurrency and cap.max_concurrency == args.max_batch_size:
                 row["capped"] = (
                     f"concurrency capped at max_batch_size {args.max_batch_size} (the engine "
                     f"admits no more requests at once); its tokens hold "
@@ -156,8 +184,8 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
             row["error"] = str(exc)
         try:
             terms = policy_terms(
-                family, model, engine=engine, block_size=args.block_size,
-                max_batch_size=args.max_batch_size, **common, **sglang,
+                family, model, engine=found.spelling, block_size=args.block_size,
+                max_batch_size=args.max_batch_size, **common, **own,
             )  # fmt: skip
             # The terms are sized at tp 1 for the whole model: elsewhere their bytes would be
             # wrong figures.
@@ -287,7 +315,12 @@ class Curve(NamedTuple):
 
 
 def engine_curve(
-    family: Any, model: str, args: argparse.Namespace, seq_len: int, engine: str, budgets: list[int]
+    family: Any,
+    model: str,
+    args: argparse.Namespace,
+    seq_len: int,
+    found: Release,
+    budgets: list[int],
 ) -> Curve:
     """The engine's KV tokens over ``budgets``. A budget where the engine refuses to start, or
     starts but cannot hold one request of ``seq_len`` tokens, has no point; the label says
@@ -295,13 +328,14 @@ def engine_curve(
     from kvgen._engines import NotModelled, engine_capacity
     from kvgen._units import format_size
 
+    engine = found.engine.label
     xs: list[float] = []
     ys: list[int] = []
     why = "refuses to start"  # vLLM raises: it would not start; the others start but hold < 1
     for budget in budgets:
         try:
             cap = engine_capacity(
-                family, model, budget, engine=engine, block_size=args.block_size,
+                family, model, budget, engine=found.spelling, block_size=args.block_size,
                 max_seq_len=seq_len, max_num_tokens=args.max_num_tokens, tp_size=args.tp_size,
                 max_batch_size=args.max_batch_size, speculative=args.speculative,
             )  # fmt: skip
@@ -340,14 +374,14 @@ def plot(family: Any, model: str, args: argparse.Namespace, result: dict[str, An
     from matplotlib.ticker import FuncFormatter
 
     budgets = [args.gpu_memory * (i + 1) // PLOT_POINTS for i in range(PLOT_POINTS)]
-    engines = [row["engine"] for row in result["engines"]]
+    engines = releases(args)  # the rows of ``result``, in its order
     fig, ax = plt.subplots(figsize=(7, 4.5))
     try:
         with Progress("plotting", len(engines) + 1) as progress:
-            for index, engine in enumerate(engines):
-                progress.advance(engine)
+            for index, found in enumerate(engines):
+                progress.advance(found.engine.label)
                 line, marker = STYLES[index % len(STYLES)]
-                curve = engine_curve(family, model, args, result["max_seq_len"], engine, budgets)
+                curve = engine_curve(family, model, args, result["max_seq_len"], found, budgets)
                 # Own dash and marker per engine: lines that coincide stay distinguishable.
                 (drawn,) = ax.plot(
                     curve.xs,

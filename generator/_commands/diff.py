@@ -24,10 +24,15 @@ import os
 import sys
 from pathlib import Path
 
-from kvgen._commands._knobs import ENGINES, KV_DTYPES
+from kvgen._commands._knobs import ENGINES, KV_DTYPES, EngineChoices, engine_argument
 from kvgen._config import OUT_DIR
 from kvgen._exits import Exit, UsageError
 from kvgen._units import positive_int, size_argument
+from kvgen.engines_registry import (
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_NUM_TOKENS,
+    DEFAULT_MAX_SEQ_LEN,
+)
 
 log = logging.getLogger("kvgen")
 
@@ -58,11 +63,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "what a copy of a shipped family changes; needs no git repository",
     )  # fmt: skip
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
-    parser.add_argument("--max-batch-size", type=positive_int, default=8, metavar="B")
-    parser.add_argument("--max-num-tokens", type=positive_int, default=8192, metavar="N")
     parser.add_argument(
-        "--max-seq-len", type=positive_int, default=32768, metavar="S",
-        help="capped at each model's native length unless --rope-scaled (default: 32768)",
+        "--max-batch-size", type=positive_int, default=DEFAULT_MAX_BATCH_SIZE, metavar="B"
+    )
+    parser.add_argument(
+        "--max-num-tokens", type=positive_int, default=DEFAULT_MAX_NUM_TOKENS, metavar="N"
+    )
+    parser.add_argument(
+        "--max-seq-len", type=positive_int, default=DEFAULT_MAX_SEQ_LEN, metavar="S",
+        help="capped at each model's native length unless --rope-scaled "
+        f"(default: {DEFAULT_MAX_SEQ_LEN})",
     )  # fmt: skip
     parser.add_argument(
         "--rope-scaled", action="store_true",
@@ -93,7 +103,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
     parser.add_argument(
-        "--engine", choices=ENGINES, nargs="+", metavar="ENGINE",
+        "--engine", type=engine_argument, choices=EngineChoices(ENGINES), nargs="+",
+        metavar="ENGINE",
         help=f"also report each engine's capacity changes ({', '.join(ENGINES)}), per engine, "
         "in a block of their own (informational: the exit code follows the changes above)",
     )  # fmt: skip
@@ -125,7 +136,8 @@ def run(args: argparse.Namespace) -> Exit:
         tp_size=args.tp_size,
         gpu_budget=args.gpu_memory,
         semantics=args.semantics,
-        engines=tuple(args.engine or ()),
+        # Each engine's label, as every generated runtime (the old side's too) takes it.
+        engines=tuple(dict.fromkeys(found.engine.label for found in args.engine or ())),
         pp_size=args.pp_size,
         dcp_size=args.dcp_size,
         kv_cache_dtype=args.kv_cache_dtype,

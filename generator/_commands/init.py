@@ -24,6 +24,7 @@ from pathlib import Path
 
 from kvgen._config import KVGEN_TOML, OUT_DIR, PYPROJECT, SCHEMA_FILE, SPEC_DIR, find_config
 from kvgen._exits import Exit, UsageError
+from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS
 
 log = logging.getLogger("kvgen")
 
@@ -152,12 +153,12 @@ class Layout:
     schema: str
 
 
-# Deployment defaults that hold for every model. No max_seq_len: plan and diff then use each
-# model's native length (capped at 32768), where a fixed value would refuse every model with
-# a shorter context.
+# Deployment defaults that hold for every model (kvgen's own, kvgen.engines_registry). No
+# max_seq_len: plan and diff then use each model's native length (capped at
+# DEFAULT_MAX_SEQ_LEN), where a fixed value would refuse every model with a shorter context.
 DEPLOYMENT_DEFAULTS: dict[str, object] = {
-    "max_batch_size": 8,
-    "max_num_tokens": 8192,
+    "max_batch_size": DEFAULT_MAX_BATCH_SIZE,
+    "max_num_tokens": DEFAULT_MAX_NUM_TOKENS,
     "tp_size": 1,
     "gpu_memory": "40GiB",
     "semantics": "trtllm-v2",

@@ -11,7 +11,8 @@ profile (needs matplotlib: pip install 'kvgen[plot]').
 
 --gpu-memory is the KV-cache budget per rank (not the GPU's memory), with a unit. --engine
 vllm|sglang answers from the module's engine_capacity in that engine's terms (default: the
-engine of [tool.kvgen.deployment], else trtllm-v2; the output says which). What-ifs:
+engine of [tool.kvgen.deployment], else trtllm; the output says which; NAME==VERSION
+selects a release, docs/cli.md "Engine names"). What-ifs:
 --pp-size, --kv-cache-dtype, --block-size, --rope-scaled, and for SGLang on a recurrent
 hybrid --mamba-radix-cache-strategy (docs/cli.md).
 From the hardware instead: --gpu H100-80GB --weights DIR (the model's safetensors)
@@ -45,6 +46,12 @@ from kvgen._commands._knobs import (
 from kvgen._config import OUT_DIR
 from kvgen._exits import Exit, UsageError
 from kvgen._units import positive_int, size_argument
+from kvgen.engines_registry import (
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_NUM_TOKENS,
+    DEFAULT_MAX_SEQ_LEN,
+    Release,
+)
 
 log = logging.getLogger("kvgen")
 
@@ -65,13 +72,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_engine(parser, many=False)
     parser.add_argument("--speculative", default="none", metavar="PROFILE")
     parser.add_argument(
-        "--max-batch-size", type=positive_int, nargs="+", default=[8], metavar="B",
-        help="one or more batch sizes (default: 8)",
+        "--max-batch-size", type=positive_int, nargs="+", default=[DEFAULT_MAX_BATCH_SIZE],
+        metavar="B", help=f"one or more batch sizes (default: {DEFAULT_MAX_BATCH_SIZE})",
     )  # fmt: skip
-    parser.add_argument("--max-num-tokens", type=positive_int, default=8192, metavar="N")
+    parser.add_argument(
+        "--max-num-tokens", type=positive_int, default=DEFAULT_MAX_NUM_TOKENS, metavar="N"
+    )
     parser.add_argument(
         "--max-seq-len", type=positive_int, metavar="S",
-        help="default: min(native, 32768)",
+        help=f"default: min(native, {DEFAULT_MAX_SEQ_LEN})",
     )  # fmt: skip
     parser.add_argument(
         "--seq-len", type=positive_int, metavar="L",
@@ -91,23 +100,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument("--generated", type=Path, default=Path(OUT_DIR), metavar="DIR")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="write a capacity plot")
-    # --- kvgen._deploy: --gpu, --gpus, --gpu-memory-utilization, --weights, --reserve, --emit,
-    # --deployment (the hardware to the launch settings, docs/deploy.md) ---
-    from kvgen._deploy.cli import add_arguments
+    # --- the hardware flags: --gpu, --gpus, --gpu-memory-utilization, --weights, --reserve,
+    # --emit, --deployment (the hardware to the launch settings, docs/deploy.md) ---
+    from kvgen._commands._hardware import add_arguments
 
     add_arguments(parser)
-    # --- end kvgen._deploy ---
+    # --- end of the hardware flags ---
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> Exit:
-    # --- kvgen._deploy: the hardware to the launch settings ---
-    from kvgen._deploy.cli import run as deploy_run
-    from kvgen._deploy.cli import wanted
+    # --- the hardware to the launch settings (kvgen._commands._hardware, kvgen._deploy) ---
+    from kvgen._commands._hardware import run as deploy_run
+    from kvgen._commands._hardware import wanted
 
     if wanted(args):
         return deploy_run(args)
-    # --- end kvgen._deploy ---
+    # --- end of the hardware flags ---
     from kvgen._planner import PlanError, make_plan
 
     if args.format in ("args", "yaml"):
@@ -143,7 +152,7 @@ def run(args: argparse.Namespace) -> Exit:
             heterogeneous_vocab=args.heterogeneous_vocab,
         )
         plan.engine_source = source
-        if args.plot and engine != "trtllm-v2":
+        if args.plot and not engine.engine.cost_functions:
             raise UsageError(
                 "--plot draws TensorRT-LLM V2's pools; `kvgen compare --plot` draws every engine"
             )
@@ -158,12 +167,12 @@ def run(args: argparse.Namespace) -> Exit:
     return Exit.OK if plan.fits else Exit.FINDINGS
 
 
-def _requests(args: argparse.Namespace, engine: str) -> Exit:
+def _requests(args: argparse.Namespace, engine: Release) -> Exit:
     """``--requests R``: the memory R requests of --seq-len tokens need, per manager."""
     from kvgen._planner import PlanError, memory_for_requests
     from kvgen._units import format_bytes
 
-    if engine != "trtllm-v2" or args.pp_size != 1:
+    if not engine.engine.cost_functions or args.pp_size != 1:
         raise UsageError(
             "--requests answers in TensorRT-LLM V2 terms for one pipeline stage "
             "(quota_for_requests); drop --engine/--pp-size, or ask `kvgen plan --gpu-memory`"
@@ -266,14 +275,15 @@ def _engine_lines(plan) -> list[str]:
 def text(plan) -> str:
     from kvgen._units import format_bytes
 
-    semantics = f", semantics {plan.semantics}" if plan.engine == "trtllm-v2" else ""
+    engine = plan.engine.engine
+    semantics = f", semantics {plan.semantics}" if engine.cost_functions else ""
     lines = [
         f"{plan.family}/{plan.model}, speculative {plan.speculative}{semantics}",
-        f"engine {plan.engine} ({plan.engine_source}): {plan.engine_version}",
+        f"engine {engine.label} ({plan.engine_source}): {plan.engine_version}",
         f"GPU KV budget {format_bytes(plan.gpu_memory)} per rank; max_num_tokens "
         f"{plan.max_num_tokens}, {_deployment(plan)}",
     ]
-    if plan.engine != "trtllm-v2":
+    if not engine.cost_functions:
         return "".join(f"{line}\n" for line in lines + _engine_lines(plan))
     lines.append(f"max concurrent requests of {plan.seq_len} tokens: {plan.max_requests}")
     lines += [f"  {note}" for note in plan.notes]
@@ -303,6 +313,7 @@ def text(plan) -> str:
 
 def as_json(plan) -> str:
     data = asdict(plan)
+    data["engine"] = plan.engine.engine.label
     data["fits"] = plan.fits
     return json.dumps(data, indent=2) + "\n"
 

@@ -1,7 +1,9 @@
 """The KV budget per rank from the hardware: GPU memory, the engine's fraction, weights, reserve.
 
 Each engine applies its memory fraction to a different quantity; kvgen shows each one's own
-arithmetic (docs/deploy.md):
+arithmetic (docs/deploy.md). What a release does is its ``Memory`` value in
+``kvgen.engines_registry`` (the setting, its default and where it is read from, the quantity it
+applies to, the default reserve):
 
 - vLLM 0.33.0: ``total x gpu_memory_utilization - weights - non-KV peak``. The fraction is
   ``vllm.config.cache.CacheConfig.gpu_memory_utilization``, default **0.92** in 0.33.0 (the
@@ -25,51 +27,14 @@ The reserve defaults are estimates, labelled so; pass ``--reserve`` for a measur
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-__all__ = ["ENGINE_MEMORY", "Budget", "EngineMemory", "budget", "sglang_default_fraction"]
+from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS, Memory, Release
+
+__all__ = ["Budget", "budget", "sglang_default_fraction"]
 
 MiB = 1 << 20
 GiB = 1 << 30
-
-
-@dataclass(frozen=True)
-class EngineMemory:
-    """How one engine turns device memory into a KV budget."""
-
-    fraction_field: str  # the engine's own setting, as its config class names it
-    fraction_source: str  # module and field the default is read from
-    default_fraction: float | None  # None: computed per deployment (SGLang)
-    reserve: int  # default reserve, an estimate
-    reserve_note: str
-
-
-ENGINE_MEMORY = {
-    "vllm": EngineMemory(
-        "gpu_memory_utilization",
-        "vllm.config.cache.CacheConfig.gpu_memory_utilization (vLLM 0.33.0)",
-        0.92,
-        4 * GiB,
-        "estimate of the profiling run's non-KV peak: activations, CUDA graphs, NCCL buffers",
-    ),
-    "sglang": EngineMemory(
-        "mem_fraction_static",
-        "sglang.srt.arg_groups.fields.schedule mem_fraction_static; default from "
-        "sglang.srt.arg_groups.memory_hook.handle_gpu_memory_settings (SGLang 0.5.23)",
-        None,
-        0,
-        "SGLang's fraction already leaves activations and CUDA graphs outside; CUDA context "
-        "and communication buffers are not counted (estimate 0)",
-    ),
-    "trtllm-v2": EngineMemory(
-        "free_gpu_memory_fraction",
-        "tensorrt_llm.llmapi.llm_args.KvCacheConfig.free_gpu_memory_fraction",
-        0.9,
-        4 * GiB,
-        "estimate of the profiling forward's activations and runtime buffers",
-    ),
-}
 
 
 def sglang_default_fraction(
@@ -108,12 +73,13 @@ class Budget:
     reserve_bytes: int
     reserve_source: str
     kv_bytes: int  # may be <= 0: then nothing fits
+    memory: Memory  # the release's rule (not in the JSON report: kvgen._deploy.report)
 
     def formula(self) -> str:
         from kvgen._units import format_size as f
 
         total, weights, reserve = f(self.total_bytes), f(self.weights_bytes), f(self.reserve_bytes)
-        if self.engine == "trtllm-v2":
+        if self.memory.of_free_memory:
             return (f"({total} - {weights} weights/rank - {reserve} reserve) x {self.fraction} "
                     f"{self.fraction_field} = {f(self.kv_bytes)} KV budget per rank")  # fmt: skip
         return (f"{total} x {self.fraction} {self.fraction_field} - {weights} weights/rank - "
@@ -121,7 +87,7 @@ class Budget:
 
 
 def budget(
-    engine: str,
+    engine: Release,
     *,
     gpu: str,
     gpu_source: str,
@@ -132,11 +98,12 @@ def budget(
     reserve: int | None = None,
     tp_size: int = 1,
     pp_size: int = 1,
-    max_num_tokens: int = 8192,
-    max_running: int = 8,
+    max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS,
+    max_running: int = DEFAULT_MAX_BATCH_SIZE,
 ) -> Budget:
-    """The KV budget per rank of ``engine`` on this hardware (``kv_bytes``, exact integers)."""
-    memory = ENGINE_MEMORY[engine]
+    """The KV budget per rank of the ``engine`` release on this hardware (``kv_bytes``, exact
+    integers), by its ``Memory`` rule."""
+    memory = engine.memory
     source = "given"
     if fraction is None:
         source = f"engine default, {memory.fraction_source}"
@@ -149,13 +116,8 @@ def budget(
     reserve_source = "given"
     if reserve is None:
         reserve, reserve_source = memory.reserve, f"default, {memory.reserve_note}"
-    if engine == "trtllm-v2":
-        kv = int((total_bytes - weights_bytes - reserve) * fraction)
-    elif engine == "vllm":  # vllm/v1/worker/utils.py request_memory: ceil(total x fraction)
-        kv = math.ceil(total_bytes * fraction) - weights_bytes - reserve
-    else:
-        kv = int(total_bytes * fraction) - weights_bytes - reserve
+    kv = memory.kv_bytes(total_bytes, weights_bytes, reserve, fraction)
     return Budget(
-        engine, gpu, gpu_source, total_bytes, fraction, memory.fraction_field, source,
-        weights_bytes, weights_source, reserve, reserve_source, kv,
+        engine.engine.label, gpu, gpu_source, total_bytes, fraction, memory.fraction_field,
+        source, weights_bytes, weights_source, reserve, reserve_source, kv, memory,
     )  # fmt: skip

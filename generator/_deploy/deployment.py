@@ -9,7 +9,7 @@ bound; a problem is a usage error at ``file:line:col`` with a "did you mean"::
     [models.llama70b]          # one table per model; the name labels its row
     family = "llama3"
     model = "llama3_1_70b"
-    engine = "vllm"            # vllm, sglang or trtllm
+    engine = "vllm"            # vllm, sglang or trtllm; NAME==VERSION for a release
     tp_size = 4                # its GPUs (tp x pp) out of the node's
     weights = "/models/Llama-3.1-70B"   # safetensors (relative to this file) or a size per rank
     max_seq_len = 32768
@@ -74,9 +74,8 @@ def _check(path: Path, text: str, table: str, section: dict[str, Any], known: di
 def read(path: Path) -> tuple[dict[str, Any], str]:
     """The checked table of a deployment file and its text (for positions)."""
     from kvgen._config import decode_toml_text, toml_error, tomllib
-    from kvgen._deploy.emit import EMIT_ENGINES
     from kvgen._files import Refused, read_bytes
-    from kvgen._suggest import did_you_mean
+    from kvgen.engines_registry import release
 
     display = Path(os.path.relpath(path)).as_posix()
     try:
@@ -101,10 +100,10 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
         if missing:
             line = _header_line(text, table)
             raise UsageError(f"{display}:{line}:1: [{table}] needs {', '.join(missing)}")
-        if entry["engine"] not in EMIT_ENGINES:
-            hint = did_you_mean(entry["engine"], EMIT_ENGINES)
-            message = f"engine must be one of {', '.join(EMIT_ENGINES)}{hint}"
-            raise _error(path, text, table, "engine", message)
+        try:
+            release(entry["engine"])
+        except ValueError as exc:
+            raise _error(path, text, table, "engine", str(exc)) from None
     return data, text
 
 
@@ -116,12 +115,12 @@ def _header_line(text: str, table: str) -> int:
 
 
 def run_file(path: Path, generated: Path, form: str) -> Exit:
-    from kvgen._deploy.emit import EMIT_ENGINES
     from kvgen._deploy.gpus import GpuError
     from kvgen._deploy.rank import Deployment, load_sizing, plan_rank
     from kvgen._deploy.report import as_json, text
     from kvgen._units import parse_size
     from kvgen._weights import WeightsError
+    from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS, release
 
     data, source = read(path)
     plans = []
@@ -137,13 +136,14 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
                     raise _error(path, source, table, key, f"{key}: {exc}") from None
         fraction = entry.get("gpu_memory_utilization")
         d = Deployment(
-            entry["family"], entry["model"], EMIT_ENGINES[entry["engine"]],
+            entry["family"], entry["model"], release(entry["engine"]),
             kv_budget=sizes.get("gpu_memory"),
             gpu=None if "gpu_memory" in entry else data["gpu"],
             fraction=None if fraction is None else float(fraction), weights=entry.get("weights"),
             reserve=sizes.get("reserve"), max_seq_len=entry.get("max_seq_len"),
-            max_num_tokens=entry.get("max_num_tokens", 8192),
-            max_batch_size=entry.get("max_batch_size", 8), block_size=entry.get("block_size"),
+            max_num_tokens=entry.get("max_num_tokens", DEFAULT_MAX_NUM_TOKENS),
+            max_batch_size=entry.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE),
+            block_size=entry.get("block_size"),
             speculative=entry.get("speculative", "none"), tp_size=entry.get("tp_size", 1),
         )  # fmt: skip
         used += d.tp_size
@@ -175,7 +175,7 @@ def _table(data: dict[str, Any], plans: list, used: int) -> str:
     for name, plan in plans:
         cap = plan.launch.capacity if plan.launch else None
         rows.append([
-            name, plan.deployment.engine, str(plan.deployment.tp_size),
+            name, plan.deployment.engine.engine.label, str(plan.deployment.tp_size),
             format_size(plan.kv_budget), f"{cap['kv_tokens']:,}" if cap else "-",
             f"{cap['max_concurrency']:.3f}" if cap else "-", "yes" if plan.fits else "no",
         ])  # fmt: skip

@@ -40,60 +40,16 @@ from __future__ import annotations
 import json
 import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kvgen._deploy.remote_code import vllm_hf_overrides
+from kvgen.engines_registry import Release, Settings
 
-__all__ = ["EMIT_ENGINES", "Launch", "launch", "render"]
+__all__ = ["Launch", "launch", "render"]
 
-# --emit name -> engine_capacity's engine name
-EMIT_ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm-v2"}
-CONFIG_CLASS = {
-    "vllm": "vllm.engine.arg_utils.EngineArgs",
-    "sglang": "sglang.srt.server_args.ServerArgs",
-    "trtllm-v2": "tensorrt_llm.llmapi.llm_args.TorchLlmArgs",
-}
-# Where the settings go on the command line.
-LAUNCHER = {
-    "vllm": "vllm serve flags",
-    "sglang": "python -m sglang.launch_server flags",
-    "trtllm-v2": "trtllm-serve --extra_llm_api_options FILE.yaml",
-}
-# Spec dtype -> each engine's kv-cache dtype setting ("auto": the model's own dtype).
-_KV_DTYPE = {
-    # fp8_ds_mla: FlashMLA sparse (DeepSeek-V3.2), vLLM's CacheDType of that name; "auto"
-    # would give a bf16 MLA cache (vllm/config/cache.py).
-    # fp8/int8_per_token_head: vLLM's CacheDTypes of those names, the same bytes (one fp32
-    # scale per token and head for K and for V; kvgen.engines_rows.VLLM_PER_TOKEN_HEAD).
-    "vllm": {
-        "fp8": "fp8_e4m3",
-        "fp8_e5m2": "fp8_e5m2",
-        "fp8_ds_mla": "fp8_ds_mla",
-        "fp8_per_token_head": "fp8_per_token_head",
-        "int8_per_token_head": "int8_per_token_head",
-    },
-    # SGLang has no fp8_ds_mla: its fp8_e4m3 DSA cache on Hopper (flashmla_kv) is the same
-    # 656-byte layout (kv_cache_configurator.py calculate_mla_kv_cache_dim).
-    "sglang": {"fp8": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "fp8_ds_mla": "fp8_e4m3"},
-    "trtllm-v2": {"fp8": "fp8"},
-}
-# kvgen's profile mode -> vLLM's SpeculativeConfig.method (vllm/config/speculative.py)
-_VLLM_METHOD = {
-    "ngram": "ngram",
-    "eagle3": "eagle3",
-    "eagle3_two_model": "eagle3",
-    "mtp": "mtp",
-    "mtp_eagle": "mtp",
-    "draft_target": "draft_model",
-    "pard": "draft_model",  # with parallel_drafting (SpeculativeConfig: PARD)
-}
-
-# kvgen's profile mode -> SGLang's speculative_algorithm (sglang/srt/speculative/spec_info.py
-# SpeculativeAlgorithm; "NEXTN" is its alias of EAGLE for a model's own MTP heads). Only the
-# drafters kvgen's SGLang model plans: layers in the target's pool (EAGLE3, NEXTN, STANDALONE:
-# a separate draft model) or none (NGRAM).
-_SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "mtp": "NEXTN", "mtp_eagle": "NEXTN",
-                     "draft_target": "STANDALONE", "ngram": "NGRAM"}  # fmt: skip
+# Each engine's vocabulary (its config class, launcher, kv-cache dtype names, speculative
+# methods) is its ``Settings`` in kvgen.engines_registry; its fields for a plan are built by its
+# ``Hooks.launch`` function here (``_vllm_launch``, ``_sglang_launch``, ``_trtllm_launch``).
 
 
 @dataclass
@@ -122,10 +78,6 @@ class Launch:
         return out
 
 
-def _kv_dtype(engine: str, dtype: str) -> str:
-    return _KV_DTYPE[engine].get(dtype, "auto")
-
-
 def _model_dtype(sizing: types.ModuleType, model: str) -> str:
     """The model's cache dtype: its attention rows' one dtype where they share it (a model's
     own kv_cache_dtype, as qwen3_235b_a22b_fp8_pth's), else the family's."""
@@ -134,12 +86,14 @@ def _model_dtype(sizing: types.ModuleType, model: str) -> str:
     return dtypes.pop() if len(dtypes) == 1 else sizing.KV_CACHE_DTYPE
 
 
-def _speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any] | None:
+def _speculative(
+    sizing: types.ModuleType, profile: str, settings: Settings
+) -> dict[str, Any] | None:
     if profile == "none":
         return None
     spec = sizing._PROFILES[profile]
     config: dict[str, Any] = {
-        "method": _VLLM_METHOD.get(spec.mode, spec.mode),
+        "method": dict(settings.speculative_methods).get(spec.mode, spec.mode),
         "num_speculative_tokens": spec.draft_len,
     }
     if spec.mode == "ngram":
@@ -149,13 +103,15 @@ def _speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any] | Non
     return config
 
 
-def _sglang_speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any]:
+def _sglang_speculative(
+    sizing: types.ModuleType, profile: str, settings: Settings
+) -> dict[str, Any]:
     """ServerArgs' speculative settings (``sglang/srt/arg_groups/fields/``): the algorithm, a
     chain of ``draft_len`` steps (top-k 1) verifying ``draft_len + 1`` tokens. SGLang adds
     the drafter's layers to the pool's cell only when the algorithm is set (EAGLE/MTP)."""
     spec = sizing._PROFILES[profile]
     fields = {
-        "speculative_algorithm": _SGLANG_ALGORITHM[spec.mode],
+        "speculative_algorithm": dict(settings.speculative_methods)[spec.mode],
         "speculative_num_steps": spec.draft_len,
         "speculative_eagle_topk": 1,
         "speculative_num_draft_tokens": spec.draft_len + 1,
@@ -166,11 +122,24 @@ def _sglang_speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any
     return fields
 
 
+class Asked(NamedTuple):
+    """What ``launch`` was asked, as each engine's launch hook reads it."""
+
+    model: str
+    budget_bytes: int
+    max_batch_size: int
+    block_size: int | None
+    fraction: float | None
+    strategy: str  # SGLang's Mamba radix cache strategy on a recurrent hybrid
+    heterogeneous_vocab: bool
+    common: dict[str, Any]  # max_seq_len, max_num_tokens, speculative, tp_size
+
+
 def launch(
     sizing: types.ModuleType,
     model: str,
     *,
-    engine: str,
+    engine: Release,
     budget_bytes: int,
     max_seq_len: int,
     max_num_tokens: int,
@@ -187,101 +156,123 @@ def launch(
     ``mamba_radix_cache_strategy``: SGLang's on a recurrent hybrid (None: what an H100/H200
     launch resolves, ``SGLANG_MAMBA_STRATEGY``). ``heterogeneous_vocab``: vLLM's
     speculative_config use_heterogeneous_vocab (a draft model of another vocabulary)."""
-    if heterogeneous_vocab and engine != "vllm":
+    if heterogeneous_vocab and "heterogeneous_vocab" not in engine.engine.reads:
         raise ValueError(
             "--heterogeneous-vocab is vLLM's use_heterogeneous_vocab: emit it with --emit vllm"
         )
     common = {"max_seq_len": max_seq_len, "max_num_tokens": max_num_tokens,
               "speculative": speculative, "tp_size": tp_size}  # fmt: skip
     strategy = mamba_radix_cache_strategy or sizing.SGLANG_MAMBA_STRATEGY
-    sglang = {"mamba_radix_cache_strategy": strategy} if engine == "sglang" else {}
-    if heterogeneous_vocab:
-        sglang = {"heterogeneous_vocab": True}
+    asked = Asked(model, budget_bytes, max_batch_size, block_size, fraction, strategy,
+                  heterogeneous_vocab, common)  # fmt: skip
     cap = sizing.engine_capacity(
-        model, budget_bytes, engine=engine, block_size=block_size,
-        max_batch_size=max_batch_size, **common, **sglang,
+        model, budget_bytes, engine=engine.engine.label, block_size=block_size,
+        max_batch_size=max_batch_size, **common, **_own_keywords(engine, asked),
     )  # fmt: skip
     capacity = {**cap._asdict(), "budget_bytes": budget_bytes}
-    dtype = _kv_dtype(engine, _model_dtype(sizing, model))
+    hook = globals()[engine.engine.hooks.launch]
+    fields, capacity, notes = hook(engine, sizing, asked, cap, capacity)
+    settings = engine.engine.settings
+    return Launch(engine.engine.label, engine.shown, settings.config_class, fields, capacity, notes)
+
+
+def _own_keywords(engine: Release, asked: Asked) -> dict[str, Any]:
+    """The ``engine_capacity`` keywords only some engines read, for this engine: SGLang's
+    Mamba radix cache strategy, vLLM's use_heterogeneous_vocab where asked."""
+    own: dict[str, Any] = {"mamba_radix_cache_strategy": asked.strategy}
+    if asked.heterogeneous_vocab:
+        own = {"heterogeneous_vocab": True}
+    return {key: value for key, value in own.items() if key in engine.engine.reads}
+
+
+def _vllm_launch(
+    engine: Release, sizing: types.ModuleType, asked: Asked, cap: Any, capacity: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """vLLM's EngineArgs fields for the plan (the module docstring says why each is set)."""
+    settings = engine.engine.settings
     notes: list[str] = []
-    if engine == "vllm":
-        fields: dict[str, Any] = {
-            "max_model_len": max_seq_len,
-            "max_num_seqs": max_batch_size,
-            "max_num_batched_tokens": max_num_tokens,
-            "block_size": block_size or sizing.VLLM_BLOCK_SIZE,
-            "kv_cache_memory_bytes": budget_bytes,
-            "num_gpu_blocks_override": cap.num_blocks,
-            "kv_cache_dtype": dtype,
-            "tensor_parallel_size": tp_size,
-            "pipeline_parallel_size": 1,
-        }
-        spec = _speculative(sizing, speculative)
-        if spec is not None:
-            fields["speculative_config"] = spec
-            if "num_speculative_tokens" in spec and spec["method"] != "ngram":
-                notes.append('speculative_config: add "model": the draft checkpoint\'s path')
-            if heterogeneous_vocab:
-                spec["use_heterogeneous_vocab"] = True
-                notes.append(
-                    "speculative_config use_heterogeneous_vocab: the draft's vocabulary differs "
-                    "from the target's; vLLM maps tokens between them and supports greedy draft "
-                    "sampling only (draft_sample_method greedy, no use_local_argmax_reduction), "
-                    "on its V1 model runner"
-                )
-        kept = vllm_hf_overrides(sizing._ENGINE_MODELS[model].layers)
-        if kept is not None:
-            fields["hf_overrides"], note = kept
+    fields: dict[str, Any] = {
+        "max_model_len": asked.common["max_seq_len"],
+        "max_num_seqs": asked.max_batch_size,
+        "max_num_batched_tokens": asked.common["max_num_tokens"],
+        "block_size": asked.block_size or engine.block_size,
+        "kv_cache_memory_bytes": asked.budget_bytes,
+        "num_gpu_blocks_override": cap.num_blocks,
+        "kv_cache_dtype": settings.kv_cache_dtype(_model_dtype(sizing, asked.model)),
+        "tensor_parallel_size": asked.common["tp_size"],
+        "pipeline_parallel_size": 1,
+    }
+    spec = _speculative(sizing, asked.common["speculative"], settings)
+    if spec is not None:
+        fields["speculative_config"] = spec
+        if "num_speculative_tokens" in spec and spec["method"] != "ngram":
+            notes.append('speculative_config: add "model": the draft checkpoint\'s path')
+        if asked.heterogeneous_vocab:
+            spec["use_heterogeneous_vocab"] = True
+            notes.append(
+                "speculative_config use_heterogeneous_vocab: the draft's vocabulary differs "
+                "from the target's; vLLM maps tokens between them and supports greedy draft "
+                "sampling only (draft_sample_method greedy, no use_local_argmax_reduction), "
+                "on its V1 model runner"
+            )
+    kept = vllm_hf_overrides(sizing._ENGINE_MODELS[asked.model].layers)
+    if kept is not None:
+        fields["hf_overrides"], note = kept
+        notes.append(note)
+    return fields, capacity, notes
+
+
+def _sglang_launch(
+    engine: Release, sizing: types.ModuleType, asked: Asked, cap: Any, capacity: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """SGLang's ServerArgs fields for the plan (the module docstring says why each is set)."""
+    settings = engine.engine.settings
+    model, speculative, strategy = asked.model, asked.common["speculative"], asked.strategy
+    notes: list[str] = []
+    entry = sizing._ENGINE_MODELS[model]
+    fields: dict[str, Any] = {
+        "context_length": asked.common["max_seq_len"],
+        "max_running_requests": asked.max_batch_size,
+        "max_total_tokens": cap.kv_tokens,
+        "page_size": asked.block_size or engine.block_size,
+        "chunked_prefill_size": asked.common["max_num_tokens"],
+        "kv_cache_dtype": settings.kv_cache_dtype(_model_dtype(sizing, model)),
+        "tp_size": asked.common["tp_size"],
+    }
+    if asked.fraction is not None:
+        fields[engine.memory.fraction_field] = asked.fraction
+    if speculative != "none":
+        fields.update(_sglang_speculative(sizing, speculative, settings))
+        if sizing._PROFILES[speculative].mode == "draft_target":
+            notes.append("add speculative_draft_model_path: the draft model's path")
+        if sizing._PROFILES[speculative].mode == "eagle3":
+            notes.append(
+                "add speculative_draft_model_path: the EAGLE3 draft's path; where the "
+                "draft's max_position_embeddings is below context_length, SGLang refuses "
+                "unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 is set"
+            )
+    if entry.hybrid_swa:
+        fields["swa_full_tokens_ratio"] = sizing.SWA_FULL_TOKENS_RATIO
+    if any(layer.attention == "recurrent" for layer in entry.layers):
+        fields["mamba_full_memory_ratio"] = sizing.MAMBA_FULL_MEMORY_RATIO
+        flags, note = _sglang_mamba_flags(strategy)
+        fields.update(flags)
+        if note:
             notes.append(note)
-    elif engine == "sglang":
-        entry = sizing._ENGINE_MODELS[model]
-        fields = {
-            "context_length": max_seq_len,
-            "max_running_requests": max_batch_size,
-            "max_total_tokens": cap.kv_tokens,
-            "page_size": block_size or sizing.SGLANG_PAGE_SIZE,
-            "chunked_prefill_size": max_num_tokens,
-            "kv_cache_dtype": dtype,
-            "tp_size": tp_size,
-        }
-        if fraction is not None:
-            fields["mem_fraction_static"] = fraction
-        if speculative != "none":
-            fields.update(_sglang_speculative(sizing, speculative))
-            if sizing._PROFILES[speculative].mode == "draft_target":
-                notes.append("add speculative_draft_model_path: the draft model's path")
-            if sizing._PROFILES[speculative].mode == "eagle3":
-                notes.append(
-                    "add speculative_draft_model_path: the EAGLE3 draft's path; where the "
-                    "draft's max_position_embeddings is below context_length, SGLang refuses "
-                    "unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 is set"
-                )
-        if entry.hybrid_swa:
-            fields["swa_full_tokens_ratio"] = sizing.SWA_FULL_TOKENS_RATIO
-        if any(layer.attention == "recurrent" for layer in entry.layers):
-            fields["mamba_full_memory_ratio"] = sizing.MAMBA_FULL_MEMORY_RATIO
-            flags, note = _sglang_mamba_flags(strategy)
-            fields.update(flags)
-            if note:
-                notes.append(note)
-            ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
-            # What the state slots alone let run: the concurrency of 1-token requests.
-            running = sizing.engine_capacity(
-                model, budget_bytes, engine=engine, block_size=block_size,
-                max_batch_size=max_batch_size, **{**common, "max_seq_len": 1}, **sglang,
-            ).max_concurrency  # fmt: skip
-            if running < max_batch_size:
-                notes.append(
-                    f"SGLang lowers max_running_requests to {int(running)}: one running "
-                    f"request per {ratio} recurrent state slots under {strategy} "
-                    "(kv_cache_configurator.py resolve_max_num_reqs)"
-                )
-    else:
-        fields, capacity, notes = _trtllm(
-            sizing, model, capacity, dtype, fraction, max_batch_size, common
-        )
-    version = sizing.ENGINE_VERSIONS[engine]
-    return Launch(engine, version, CONFIG_CLASS[engine], fields, capacity, notes)
+        ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
+        # What the state slots alone let run: the concurrency of 1-token requests.
+        running = sizing.engine_capacity(
+            model, asked.budget_bytes, engine=engine.engine.label, block_size=asked.block_size,
+            max_batch_size=asked.max_batch_size, **{**asked.common, "max_seq_len": 1},
+            **_own_keywords(engine, asked),
+        ).max_concurrency  # fmt: skip
+        if running < asked.max_batch_size:
+            notes.append(
+                f"SGLang lowers max_running_requests to {int(running)}: one running "
+                f"request per {ratio} recurrent state slots under {strategy} "
+                "(kv_cache_configurator.py resolve_max_num_reqs)"
+            )
+    return fields, capacity, notes
 
 
 def _sglang_mamba_flags(strategy: str) -> tuple[dict[str, Any], str]:
@@ -313,14 +304,8 @@ def _sglang_mamba_flags(strategy: str) -> tuple[dict[str, Any], str]:
     return {"mamba_radix_cache_strategy": strategy}, ""
 
 
-def _trtllm(
-    sizing: types.ModuleType,
-    model: str,
-    capacity: dict[str, Any],
-    dtype: str,
-    fraction: float | None,
-    max_batch_size: int,
-    common: dict[str, Any],
+def _trtllm_launch(
+    engine: Release, sizing: types.ModuleType, asked: Asked, cap: Any, capacity: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """TensorRT-LLM V2's settings and what its pools hold for them (docs/deploy.md). The
     quota is the budget in whole grains of the engine (it rounds a quota up to its grain,
@@ -329,6 +314,8 @@ def _trtllm(
     and ``capacity["engine_pools"]`` those pools (``engine_plan_for_quota``)."""
     from kvgen._trtllm_pools import engine_budget_plan
 
+    model, max_batch_size, common = asked.model, asked.max_batch_size, asked.common
+    dtype = engine.engine.settings.kv_cache_dtype(_model_dtype(sizing, model))
     budget = capacity["budget_bytes"]
     notes: list[str] = []
     separate_draft = len(sizing.cache_costs(model, max_batch_size=max_batch_size, **common)) > 1
@@ -365,8 +352,8 @@ def _trtllm(
         "max_util_for_resume": 0.95,
         "dtype": dtype,
     }
-    if fraction is not None:
-        kv_cache_config["free_gpu_memory_fraction"] = fraction
+    if asked.fraction is not None:
+        kv_cache_config[engine.memory.fraction_field] = asked.fraction
     fields = {
         "max_batch_size": max_batch_size,
         "max_num_tokens": common["max_num_tokens"],

@@ -1,8 +1,9 @@
 """One model's deployment on one engine: budget arithmetic, capacity and launch settings.
 
-``Deployment`` holds the inputs; ``plan_rank`` answers them, never raising for "does not fit"
-(the answer says so and why), only for bad input (``ValueError``, ``GpuError``,
-``WeightsError``, ``NotModelled``).
+``Deployment`` holds the inputs, one frozen value that the command builds once from its flags
+(``kvgen._commands._hardware``) or a deployment file (``kvgen._deploy.deployment``);
+``plan_rank`` answers it, never raising for "does not fit" (the answer says so and why), only
+for bad input (``ValueError``, ``GpuError``, ``WeightsError``, ``NotModelled``).
 """
 
 from __future__ import annotations
@@ -14,33 +15,41 @@ from pathlib import Path
 
 from kvgen._deploy.budget import Budget, budget
 from kvgen._deploy.emit import Launch, launch
+from kvgen.engines_registry import (
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_NUM_TOKENS,
+    DEFAULT_MAX_SEQ_LEN,
+    Release,
+)
+from kvgen.engines_sglang import SGLANG_MAMBA_STRATEGY
 
 __all__ = ["Deployment", "RankPlan", "load_sizing", "plan_rank", "weights_per_rank"]
 
-DEFAULT_MAX_SEQ_LEN = 32768  # as kvgen plan: min(native, this)
 _FAMILY = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Deployment:
+    """One model's deployment on one engine release, as asked (JSON: the engine's label)."""
+
     family: str
     model: str
-    engine: str  # engine_capacity's name: trtllm-v2, vllm, sglang
+    engine: Release
     kv_budget: int | None = None  # --gpu-memory: the KV budget per rank, given
     gpu: str | None = None  # --gpu: a name or a size
     gpus: int | None = None
     fraction: float | None = None
     weights: str | None = None  # a path, or a size per rank
     reserve: int | None = None
-    max_seq_len: int | None = None
-    max_num_tokens: int = 8192
-    max_batch_size: int = 8
+    max_seq_len: int | None = None  # None: min(native, DEFAULT_MAX_SEQ_LEN), as kvgen plan
+    max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
     block_size: int | None = None
     speculative: str = "none"
     tp_size: int = 1
     pp_size: int = 1
     # SGLang's Mamba radix cache on a recurrent hybrid: its state slots per running request.
-    mamba_radix_cache_strategy: str = "extra_buffer"
+    mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY
     heterogeneous_vocab: bool = False  # vLLM: speculative_config use_heterogeneous_vocab
 
 

@@ -12,12 +12,13 @@ __all__ = ["as_json", "data", "text"]
 
 
 def text(plan: RankPlan, *, emit: bool = True) -> str:
-    from kvgen._deploy.emit import LAUNCHER, render
+    from kvgen._deploy.emit import render
     from kvgen._units import format_bytes
 
     d = plan.deployment
+    engine = d.engine.engine
     lines = [
-        f"{d.family}/{d.model} on {d.engine}: max_seq_len {plan.max_seq_len}, "
+        f"{d.family}/{d.model} on {engine.label}: max_seq_len {plan.max_seq_len}, "
         f"max_batch_size {d.max_batch_size}, max_num_tokens {d.max_num_tokens}, "
         f"tp_size {d.tp_size}, speculative {d.speculative}"
     ]
@@ -44,16 +45,18 @@ def text(plan: RankPlan, *, emit: bool = True) -> str:
             f"{cap['max_concurrency']:.3f} requests of {plan.max_seq_len} tokens at once "
             f"({cap['request_bytes']:,} B each)"
         )
-        if d.engine == "trtllm-v2" and cap["max_concurrency"] == d.max_batch_size:
+        if engine.caps_concurrency and cap["max_concurrency"] == d.max_batch_size:
             lines.append(
-                f"  note: TensorRT-LLM holds at most max_batch_size {d.max_batch_size} requests; "
-                f"the pool holds {cap['kv_tokens'] / plan.max_seq_len:.3f} at max_seq_len"
+                f"  note: {engine.title} holds at most {engine.settings.batch_field} "
+                f"{d.max_batch_size} requests; the pool holds "
+                f"{cap['kv_tokens'] / plan.max_seq_len:.3f} at max_seq_len"
             )
         if emit and plan.fits:
             lines.append(
-                f"  launch settings, {LAUNCHER[d.engine]} (fields of {plan.launch.config_class}):"
+                f"  launch settings, {engine.settings.launcher} "
+                f"(fields of {plan.launch.config_class}):"
             )
-            form = "yaml" if d.engine == "trtllm-v2" else "args"
+            form = engine.settings.form
             pad = "    " if form == "yaml" else "  "  # args lines carry their own two spaces
             lines += [pad + line for line in render(plan.launch, form).splitlines()]
             lines += [f"  note: {note}" for note in plan.launch.notes]
@@ -61,10 +64,16 @@ def text(plan: RankPlan, *, emit: bool = True) -> str:
 
 
 def data(plan: RankPlan) -> dict[str, Any]:
+    # The engine release as its label, and the budget without the release's memory rule (the
+    # figures it gave are there): the report of c2a37ec, byte for byte.
+    deployment = {**asdict(plan.deployment), "engine": plan.deployment.engine.engine.label}
+    budget = None
+    if plan.budget is not None:
+        budget = {k: v for k, v in asdict(plan.budget).items() if k != "memory"}
     out: dict[str, Any] = {
-        "deployment": asdict(plan.deployment),
+        "deployment": deployment,
         "max_seq_len": plan.max_seq_len,
-        "budget": asdict(plan.budget) if plan.budget else None,
+        "budget": budget,
         "kv_budget": plan.kv_budget,
         "fits": plan.fits,
         "refusal": plan.refusal,

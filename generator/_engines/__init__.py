@@ -6,11 +6,13 @@ budget: tokens the cache holds, how many requests at ``max_seq_len`` fit at once
 such request needs, and the number of blocks (pages) of the pool. Each engine's pool policy
 lives in its module, pinned to an engine version and written as named terms:
 
-- ``"trtllm-v2"``: kvgen's reference model (docs/cost-model.md §4), ``_trtllm``;
+- ``"trtllm"`` (``"trtllm-v2"``): kvgen's reference model (docs/cost-model.md §4), ``_trtllm``;
 - ``"vllm"``: vLLM 0.33.0, ``_vllm`` (verified against vLLM's own planner output);
 - ``"sglang"``: SGLang 0.5.23, ``_sglang`` (verified against its own pool sizing).
 
-Engine defaults are the keyword defaults. ``POLICY_TERMS`` names each policy and says what it
+Each is a value of ``kvgen.engines_registry`` (its releases, defaults and the hook that answers
+for it here: ``_trtllm_answer``, ``_vllm_answer``, ``_sglang_answer``). Engine defaults are the
+keyword defaults. ``POLICY_TERMS`` names each policy and says what it
 does (docs/cost-model.md §9); ``kvgen compare`` cites them.
 
 The static part of each plan is cached per (family object, model, settings), so a warm call is a
@@ -21,8 +23,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from kvgen import engines_rows
+from kvgen import engines_registry
 from kvgen._engines import _sglang, _trtllm, _vllm
+from kvgen.engines_registry import (
+    DEFAULT_MAX_BATCH_SIZE,
+    SPELLINGS,
+    TRTLLM,
+    Release,
+    newest,
+    release,
+)
 from kvgen.engines_rows import EngineCapacity, NotModelled
 from kvgen.engines_sglang import sglang_capacity
 from kvgen.engines_vllm import vllm_capacity
@@ -42,8 +52,9 @@ __all__ = [
 if TYPE_CHECKING:
     from kvgen._spec import Family
 
-# TensorRT-LLM's KV cache manager V2 (kvgen's model), vLLM and SGLang, with their pins.
-ENGINE_VERSIONS = engines_rows.ENGINE_VERSIONS
+# TensorRT-LLM's KV cache manager V2 (kvgen's model), vLLM and SGLang, with their pins: each
+# engine's label (what output prints) and its newest release modelled, as output prints it.
+ENGINE_VERSIONS = {engine.label: newest(engine).shown for engine in engines_registry.ENGINES}
 ENGINES = tuple(ENGINE_VERSIONS)
 POLICY_TERMS = {
     "group_padding_layers": "vLLM cuts a hybrid into groups of equal layer count; the missing "
@@ -134,7 +145,7 @@ def engine_capacity(
     block_size: int | None = None,
     speculative: str = "none",
     tp_size: int = 1,
-    max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     async_scheduling: bool = True,
     mamba_cache_mode: str = _vllm.VLLM_MAMBA_CACHE_MODE,
     gdn_prefill_backend: str = "flashinfer",
@@ -146,7 +157,8 @@ def engine_capacity(
     mamba_radix_cache_strategy: str = _sglang.MAMBA_STRATEGY,
     heterogeneous_vocab: bool = False,
 ) -> EngineCapacity:
-    """What ``engine`` gives ``model`` of ``family`` for a KV budget of ``budget_bytes``.
+    """What ``engine`` (``NAME[==VERSION]``, ``kvgen.engines_registry``) gives ``model`` of
+    ``family`` for a KV budget of ``budget_bytes``.
 
     ``block_size`` defaults to the engine's own page size (TensorRT-LLM: the spec's
     ``tokens_per_block``; vLLM: 16; SGLang: 1). ``max_num_tokens`` is the per-iteration token
@@ -170,60 +182,114 @@ def engine_capacity(
     the same layers in its pool; False (vLLM's default) refuses that draft. The other engines
     size a draft whatever its vocabulary and do not read it.
     """
-    if engine == "trtllm-v2":  # the policy itself, on the module bound at that page size
-        size = family.tokens_per_block if block_size is None else block_size
-        if type(size) is not int or size < 1:
-            size = _positive("block_size", block_size)
-        bound = _trtllm._SIZING.get((id(family), size))  # the bound module, as sizing() finds it
-        module = (
-            bound[1] if bound is not None and bound[0] is family else _trtllm.sizing(family, size)
-        )
-        capacity: EngineCapacity = module._trtllm_capacity(
-            model, budget_bytes, max_seq_len, max_num_tokens, None, speculative, tp_size,
-            max_batch_size, pp_size, pp_rank,
-        )  # fmt: skip
-        return capacity
-    if pp_size != 1 and engine in ("vllm", "sglang"):
+    found = _release(engine)
+    if found.refuses:  # settings this release refuses to start with, in its own words
+        refusal = found.refusal(locals())
+        if refusal is not None:
+            raise ValueError(refusal)
+    if pp_size != 1 and not found.engine.pipeline_parallel:
         raise NotModelled(
-            f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine {engine!r} "
-            "here (its pools are sized for the whole model)"
+            f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine "
+            f"{found.engine.label!r} here (its pools are sized for the whole model)"
         )
-    key = (id(family), model, engine, block_size, tp_size, speculative, mamba_cache_mode,
-           gdn_prefill_backend, ssm_dtype, heterogeneous_vocab)  # fmt: skip
+    answer = globals()[found.engine.hooks.capacity]
+    capacity: EngineCapacity = answer(
+        found, family, model, budget_bytes, max_seq_len, max_num_tokens, block_size,
+        speculative, tp_size, max_batch_size, async_scheduling, mamba_cache_mode,
+        gdn_prefill_backend, swa_full_tokens_ratio, mamba_full_memory_ratio, ssm_dtype,
+        pp_size, pp_rank, mamba_radix_cache_strategy, heterogeneous_vocab,
+    )  # fmt: skip
+    return capacity
+
+
+def _release(engine: object) -> Release:
+    """The release ``engine`` names; ``ValueError`` naming the engines modelled."""
+    found = SPELLINGS.get(engine) if type(engine) is str else None
+    return found if found is not None else release(engine)
+
+
+def _trtllm_answer(
+    found: Release, family: Family, model: str, budget_bytes: int, max_seq_len: int,
+    max_num_tokens: int, block_size: int | None, speculative: str, tp_size: int,
+    max_batch_size: int, async_scheduling: bool, mamba_cache_mode: str,
+    gdn_prefill_backend: str, swa_full_tokens_ratio: float, mamba_full_memory_ratio: float,
+    ssm_dtype: str | None, pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str,
+    heterogeneous_vocab: bool,
+) -> EngineCapacity:  # fmt: skip
+    """TensorRT-LLM V2: the policy itself, on the module bound at that page size."""
+    size = family.tokens_per_block if block_size is None else block_size
+    if type(size) is not int or size < 1:
+        size = _positive("block_size", block_size)
+    bound = _trtllm._SIZING.get((id(family), size))  # the bound module, as sizing() finds it
+    module = bound[1] if bound is not None and bound[0] is family else _trtllm.sizing(family, size)
+    capacity: EngineCapacity = module._trtllm_capacity(
+        model, budget_bytes, max_seq_len, max_num_tokens, None, speculative, tp_size,
+        max_batch_size, pp_size, pp_rank,
+    )  # fmt: skip
+    return capacity
+
+
+def _vllm_answer(
+    found: Release, family: Family, model: str, budget_bytes: int, max_seq_len: int,
+    max_num_tokens: int, block_size: int | None, speculative: str, tp_size: int,
+    max_batch_size: int, async_scheduling: bool, mamba_cache_mode: str,
+    gdn_prefill_backend: str, swa_full_tokens_ratio: float, mamba_full_memory_ratio: float,
+    ssm_dtype: str | None, pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str,
+    heterogeneous_vocab: bool,
+) -> EngineCapacity:  # fmt: skip
+    """vLLM: its plan of the spec's model at these settings (cached), then the budget."""
+    size = found.block_size if block_size is None else block_size
+    key: tuple[object, ...] = (id(family), model, id(found), size, tp_size, speculative,
+                               mamba_cache_mode, gdn_prefill_backend, ssm_dtype,
+                               heterogeneous_vocab)  # fmt: skip
     try:
         hit = _CACHE.get(key)
     except TypeError:  # an unhashable argument: named below, never cached
         hit, key = None, ()
-    if engine == "vllm":
-        if hit is not None and hit[0] is family:
-            plan = cast(_vllm.VllmPlan, hit[1])
-        else:
-            plan = _build_vllm(
-                family, model, block_size, tp_size, speculative, mamba_cache_mode,
-                gdn_prefill_backend, ssm_dtype, heterogeneous_vocab,
-            )  # fmt: skip
-            _remember(key, family, plan)
-        return vllm_capacity(
-            plan, budget_bytes, max_seq_len, max_num_tokens, async_scheduling, mamba_cache_mode
-        )
-    if engine == "sglang":
-        if hit is not None and hit[0] is family:
-            plan_s = cast(_sglang.SglangPlan, hit[1])
-        else:
-            plan_s = _build_sglang(family, model, tp_size, ssm_dtype or "fp32", speculative)
-            _remember(key, family, plan_s)
-        page = _sglang.DEFAULT_PAGE_SIZE if block_size is None else block_size
-        return sglang_capacity(
-            plan_s, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio,
-            max_batch_size, mamba_radix_cache_strategy,
+    if hit is not None and hit[0] is family:
+        plan = cast(_vllm.VllmPlan, hit[1])
+    else:
+        plan = _build_vllm(
+            family, model, size, tp_size, speculative, mamba_cache_mode, gdn_prefill_backend,
+            ssm_dtype, heterogeneous_vocab,
         )  # fmt: skip
-    raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+        _remember(key, family, plan)
+    return vllm_capacity(
+        plan, budget_bytes, max_seq_len, max_num_tokens, async_scheduling, mamba_cache_mode
+    )
+
+
+def _sglang_answer(
+    found: Release, family: Family, model: str, budget_bytes: int, max_seq_len: int,
+    max_num_tokens: int, block_size: int | None, speculative: str, tp_size: int,
+    max_batch_size: int, async_scheduling: bool, mamba_cache_mode: str,
+    gdn_prefill_backend: str, swa_full_tokens_ratio: float, mamba_full_memory_ratio: float,
+    ssm_dtype: str | None, pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str,
+    heterogeneous_vocab: bool,
+) -> EngineCapacity:  # fmt: skip
+    """SGLang: its plan of the spec's model at this tp and SSM dtype (cached), then the
+    pools of the budget at the page size."""
+    key: tuple[object, ...] = (id(family), model, id(found), tp_size, speculative, ssm_dtype)
+    try:
+        hit = _CACHE.get(key)
+    except TypeError:  # an unhashable argument: named below, never cached
+        hit, key = None, ()
+    if hit is not None and hit[0] is family:
+        plan = cast(_sglang.SglangPlan, hit[1])
+    else:
+        plan = _build_sglang(family, model, tp_size, ssm_dtype or "fp32", speculative)
+        _remember(key, family, plan)
+    page = found.block_size if block_size is None else block_size
+    return sglang_capacity(
+        plan, budget_bytes, max_seq_len, page, swa_full_tokens_ratio, mamba_full_memory_ratio,
+        max_batch_size, mamba_radix_cache_strategy,
+    )  # fmt: skip
 
 
 def _build_vllm(
     family: Family,
     model: str,
-    block_size: int | None,
+    block_size: int,
     tp_size: int,
     speculative: str,
     mamba_cache_mode: str,
@@ -239,7 +305,7 @@ def _build_vllm(
     ):
         if value not in choices:
             raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-    size = _vllm.DEFAULT_BLOCK_SIZE if block_size is None else _positive("block_size", block_size)
+    size = _positive("block_size", block_size)
     spec_model = _model(family, model)
     return _vllm.vllm_plan(
         family,
@@ -274,13 +340,13 @@ def trtllm_capacity(
     block_size: int | None = None,
     speculative: str = "none",
     tp_size: int = 1,
-    max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     pp_size: int = 1,
     pp_rank: int = 0,
 ) -> EngineCapacity:
     """TensorRT-LLM V2's capacity (see ``_trtllm``): ``engine_capacity`` with that engine."""
     return engine_capacity(
-        family, model, budget_bytes, engine="trtllm-v2", max_seq_len=max_seq_len,
+        family, model, budget_bytes, engine=TRTLLM.name, max_seq_len=max_seq_len,
         max_num_tokens=max_num_tokens, block_size=block_size, speculative=speculative,
         tp_size=tp_size, max_batch_size=max_batch_size, pp_size=pp_size, pp_rank=pp_rank,
     )  # fmt: skip

@@ -66,12 +66,10 @@ if TYPE_CHECKING:
     from kvgen._spec import Family, Model, Speculative
 
 __all__ = [
-    "DEFAULT_PAGE_SIZE",
     "HYBRID_SWA_FAMILIES",
     "MAMBA_FULL_MEMORY_RATIO",
     "MAMBA_STRATEGIES",
     "MAMBA_STRATEGY",
-    "SGLANG_VERSION",
     "SLOTS_PER_RUNNING_REQUEST",
     "SSM_DTYPES",
     "SWA_FULL_TOKENS_RATIO",
@@ -82,8 +80,6 @@ __all__ = [
     "sliding_tokens_per_request",
 ]
 
-SGLANG_VERSION = engines_rows.ENGINE_VERSIONS["sglang"]
-DEFAULT_PAGE_SIZE = engines_sglang.SGLANG_PAGE_SIZE
 SLOTS_PER_RUNNING_REQUEST = engines_sglang.SGLANG_MAMBA_SLOTS_PER_REQUEST  # by strategy
 MAMBA_STRATEGIES = engines_sglang.SGLANG_MAMBA_STRATEGIES
 MAMBA_STRATEGY = engines_sglang.SGLANG_MAMBA_STRATEGY

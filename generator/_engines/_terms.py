@@ -12,6 +12,7 @@ from kvgen import engines_sglang
 from kvgen._engines import _sglang, _trtllm, _vllm
 from kvgen._engines._layers import cached_layers
 from kvgen._engines._rows import VLLM_FP32_SSM_FAMILIES, VLLM_KDA_FAMILIES
+from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, Release, release
 
 if TYPE_CHECKING:
     from kvgen._spec import Family
@@ -24,17 +25,25 @@ class PolicyTerm(NamedTuple):
     detail: str  # the term for this model, in numbers
 
 
-def _vllm_terms(
-    family: Family,
-    model: str,
-    block_size: int,
-    max_seq_len: int,
-    max_num_tokens: int,
-    speculative: str,
-    heterogeneous_vocab: bool = False,
-) -> list[PolicyTerm]:
+class Asked(NamedTuple):
+    """What ``policy_terms`` was asked, as each engine's terms read it."""
+
+    block_size: int | None
+    max_seq_len: int
+    max_num_tokens: int
+    max_batch_size: int
+    ssm_dtype: str
+    speculative: str
+    mamba_radix_cache_strategy: str
+    heterogeneous_vocab: bool
+
+
+def _vllm_terms(found: Release, family: Family, model: str, asked: Asked) -> list[PolicyTerm]:
+    block_size = found.block_size if asked.block_size is None else asked.block_size
+    max_seq_len, max_num_tokens = asked.max_seq_len, asked.max_num_tokens
+    heterogeneous_vocab = asked.heterogeneous_vocab
     spec_model = family.model(model)
-    profile = family.profile(speculative)
+    profile = family.profile(asked.speculative)
     plan = _vllm.vllm_plan(family, spec_model, block_size=block_size, speculative=profile,
                            heterogeneous_vocab=heterogeneous_vocab)  # fmt: skip
     terms = []
@@ -86,13 +95,9 @@ def _vllm_terms(
     return terms
 
 
-def _sglang_terms(
-    family: Family,
-    model: str,
-    ssm_dtype: str,
-    speculative: str = "none",
-    strategy: str = _sglang.MAMBA_STRATEGY,
-) -> list[PolicyTerm]:
+def _sglang_terms(found: Release, family: Family, model: str, asked: Asked) -> list[PolicyTerm]:
+    ssm_dtype, speculative = asked.ssm_dtype, asked.speculative
+    strategy = asked.mamba_radix_cache_strategy
     spec_model = family.model(model)
     profile = None if speculative == "none" else family.profile(speculative)
     plan = _sglang.sglang_plan(family, spec_model, ssm_dtype=ssm_dtype, speculative=profile)
@@ -166,15 +171,10 @@ def _sglang_terms(
     return terms
 
 
-def _trtllm_terms(
-    family: Family,
-    model: str,
-    block_size: int,
-    max_seq_len: int,
-    max_num_tokens: int,
-    max_batch_size: int,
-    speculative: str,
-) -> list[PolicyTerm]:
+def _trtllm_terms(found: Release, family: Family, model: str, asked: Asked) -> list[PolicyTerm]:
+    block_size = family.tokens_per_block if asked.block_size is None else asked.block_size
+    max_seq_len, max_num_tokens = asked.max_seq_len, asked.max_num_tokens
+    max_batch_size, speculative = asked.max_batch_size, asked.speculative
     target = _trtllm.target_terms(
         family,
         model,
@@ -213,7 +213,7 @@ def policy_terms(
     max_seq_len: int,
     max_num_tokens: int,
     block_size: int | None = None,
-    max_batch_size: int = _trtllm.DEFAULT_MAX_BATCH_SIZE,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     ssm_dtype: str = "fp32",
     speculative: str = "none",
     mamba_radix_cache_strategy: str = _sglang.MAMBA_STRATEGY,
@@ -221,17 +221,10 @@ def policy_terms(
 ) -> list[PolicyTerm]:
     """The policy terms of ``engine`` that apply to ``model``, each with its size (SGLang's
     ``mamba_radix_cache_strategy``: its state slots per running request; vLLM's
-    ``heterogeneous_vocab``: its use_heterogeneous_vocab, as ``engine_capacity`` reads it)."""
-    if engine == "vllm":
-        size = _vllm.DEFAULT_BLOCK_SIZE if block_size is None else block_size
-        return _vllm_terms(
-            family, model, size, max_seq_len, max_num_tokens, speculative, heterogeneous_vocab
-        )
-    if engine == "sglang":
-        return _sglang_terms(family, model, ssm_dtype, speculative, mamba_radix_cache_strategy)
-    if engine == "trtllm-v2":
-        size = family.tokens_per_block if block_size is None else block_size
-        return _trtllm_terms(
-            family, model, size, max_seq_len, max_num_tokens, max_batch_size, speculative
-        )
-    raise ValueError(f"engine must be one of trtllm-v2, vllm, sglang; got {engine!r}")
+    ``heterogeneous_vocab``: its use_heterogeneous_vocab, as ``engine_capacity`` reads it).
+    Each engine's terms are its hook (``kvgen.engines_registry``, ``Hooks.terms``)."""
+    found = release(engine)
+    asked = Asked(block_size, max_seq_len, max_num_tokens, max_batch_size, ssm_dtype,
+                  speculative, mamba_radix_cache_strategy, heterogeneous_vocab)  # fmt: skip
+    terms: list[PolicyTerm] = globals()[found.engine.hooks.terms](found, family, model, asked)
+    return terms

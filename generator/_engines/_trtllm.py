@@ -28,7 +28,6 @@ from kvgen.engines_rows import UNMODELLED, NotModelled
 if TYPE_CHECKING:
     from kvgen._spec import Family
 
-DEFAULT_MAX_BATCH_SIZE = 8  # kvgen's comparison default, not the engine's
 _SIZING_BOUND = 256
 # Per (family object, page size): the family's sizing module, bound in memory.
 _SIZING: dict[tuple[int, int], tuple[Family, types.ModuleType]] = {}

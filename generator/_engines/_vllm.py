@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvgen import engines_rows, engines_vllm
+from kvgen import engines_vllm
 from kvgen._engines._rows import VLLM_SPECULATIVE_MODES as SPECULATIVE_MODES
 from kvgen._engines._rows import engine_model
 from kvgen.engines_vllm import (
@@ -68,7 +68,6 @@ __all__ = [
     "MAMBA_CACHE_MODES",
     "SPECULATIVE_MODES",
     "VLLM_MAMBA_CACHE_MODE",
-    "VLLM_VERSION",
     "VllmGroups",
     "VllmPlan",
     "in_flight_tokens",
@@ -77,7 +76,6 @@ __all__ = [
     "vllm_plan",
 ]
 
-VLLM_VERSION = engines_rows.ENGINE_VERSIONS["vllm"]
 DEFAULT_BLOCK_SIZE = engines_vllm.VLLM_BLOCK_SIZE
 request_blocks = engines_vllm.vllm_request_blocks
 longest_fitting = engines_vllm.vllm_longest_fitting

@@ -6,6 +6,11 @@ from dataclasses import dataclass, field
 
 from kvgen._diagnostics import Diagnostic, has_errors
 from kvgen._units import GiB
+from kvgen.engines_registry import (
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_NUM_TOKENS,
+    DEFAULT_MAX_SEQ_LEN,
+)
 
 __all__ = [
     "ADDED",
@@ -38,9 +43,9 @@ class ReviewError(Exception):
 class Deployment:
     """The reference deployment every capacity is measured at (flags of ``kvgen diff``)."""
 
-    max_batch_size: int = 8
-    max_num_tokens: int = 8192
-    max_seq_len: int = 32768  # capped at each model's native length
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+    max_num_tokens: int = DEFAULT_MAX_NUM_TOKENS
+    max_seq_len: int = DEFAULT_MAX_SEQ_LEN  # capped at each model's native length
     tp_size: int = 1
     gpu_budget: int = 40 * GiB  # split between target and draft pools per docs/cost-model.md §6
     semantics: str = "trtllm-v2"

@@ -80,7 +80,8 @@ def test_unknown_key_is_positioned_with_did_you_mean(project):
         ('[deployment]\ngpu_memory = "80 gigs"\n', "kvgen.toml:2:1: gpu_memory: invalid size"),
         # issue 20: a size needs its unit, in the file as on the command line
         ('[deployment]\ngpu_memory = "80"\n', "gpu_memory: size '80' has no unit: did you mean"),
-        ('[deployment]\nengine = "vllmm"\n', "engine must be one of trtllm-v2, vllm, sglang"),
+        ('[deployment]\nengine = "vllmm"\n', "kvgen.toml:2:1: engine must be one of trtllm, vllm"),
+        ('[deployment]\nengine = "vllm==9"\n', "engine vllm release '9' is not modelled"),
         ('out = "../elsewhere"\n', "kvgen.toml:1:1: out must be a path inside the project"),
         # tomllib stops where the second value ends: line 2, column 12 (`specs = "b"` is 11 wide)
         ('specs = "a"\nspecs = "b"\n', "kvgen.toml:2:12: invalid TOML: Cannot overwrite a value"),

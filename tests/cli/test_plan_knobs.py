@@ -185,6 +185,7 @@ def test_compare_engine_restricts_the_rows(capsys):
 
 def test_compare_plot_marks_where_vllm_refuses_to_start():
     from kvgen._commands.compare import PLOT_POINTS, engine_curve, load_family
+    from kvgen.engines_registry import release
 
     # vLLM at tp 1, 131,072 tokens: 14,726 blocks x 1,310,720 B = 19,301,662,720 B per
     # request plus the null block: it refuses any budget below 19,302,973,440 B.
@@ -193,12 +194,12 @@ def test_compare_plot_marks_where_vllm_refuses_to_start():
     )
     family = load_family("gemma3")
     budgets = [40 * GiB * (i + 1) // PLOT_POINTS for i in range(PLOT_POINTS)]
-    curve = engine_curve(family, "gemma3_27b", args, 131072, "vllm", budgets)
+    curve = engine_curve(family, "gemma3_27b", args, 131072, release("vllm"), budgets)
     need = 19_301_662_720 + 1_310_720
     assert curve.start is not None and curve.start >= need
     assert budgets[budgets.index(curve.start) - 1] < need
     assert "refuses to start below" in curve.label
-    sglang = engine_curve(family, "gemma3_27b", args, 131072, "sglang", budgets)
+    sglang = engine_curve(family, "gemma3_27b", args, 131072, release("sglang"), budgets)
     assert sglang.start is None and "holds < 1 request of 131072 up to 40 GiB" in sglang.label
 
 
@@ -230,14 +231,15 @@ def test_compare_pp_size_reports_trtllm_tightest_rank(capsys):
     assert rows["vllm"]["terms"] == []
 
 
-def test_engine_names_and_dtypes_agree_everywhere():
+def test_engine_names_come_from_the_registry_and_dtypes_agree_everywhere():
+    from kvgen import engines_registry
     from kvgen._commands._knobs import ENGINES as FLAGS
     from kvgen._commands._knobs import KV_DTYPES
-    from kvgen._config import ENGINES as CONFIG
-    from kvgen._engines import ENGINES
+    from kvgen._engines import ENGINES as LABELS
     from kvgen._spec import DTYPES
 
-    assert FLAGS == CONFIG == ENGINES
+    assert FLAGS == engines_registry.engine_names() == ("trtllm", "vllm", "sglang", "trtllm-v2")
+    assert tuple(engine.label for engine in engines_registry.ENGINES) == LABELS
     assert sorted(KV_DTYPES) == sorted(DTYPES) and len(KV_DTYPES) == len(DTYPES)
 
 
@@ -246,7 +248,7 @@ def test_config_engine_must_be_an_engine(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, _, err = run(capsys, *GEMMA)
     assert code == 2
-    assert "engine must be one of trtllm-v2, vllm, sglang" in err and "vllm" in err
+    assert "engine must be one of trtllm, vllm, sglang" in err and "did you mean 'vllm'" in err
 
 
 def test_compare_kv_cache_dtype_and_rope_scaled(capsys):

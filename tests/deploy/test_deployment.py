@@ -73,7 +73,8 @@ def test_more_gpus_than_the_node_has_exits_1(tmp_path, capsys):
         (
             'engine = "vllm"',
             'engine = "vllmm"',
-            "deploy.toml:7:1: engine must be one of vllm, sglang, trtllm (did you mean 'vllm'?)",
+            "deploy.toml:7:1: engine must be one of trtllm, vllm, sglang (or trtllm-v2, an "
+            "alias), as NAME or NAME==VERSION; got 'vllmm' (did you mean 'vllm'?)",
         ),
         ("tp_size = 4", 'tp_size = "4"', "deploy.toml:8:1: tp_size must be an integer"),
         ('gpu = "H100-80GB"', 'gpu = "H1OO"', "deploy.toml:1:1: --gpu 'H1OO' is not a known GPU"),

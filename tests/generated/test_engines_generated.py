@@ -142,7 +142,11 @@ def test_generated_public_surface_and_engine_defaults(tmp: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"engine": "tgi"}, "engine must be one of trtllm-v2, vllm, sglang; got 'tgi'"),
+        (
+            {"engine": "tgi"},
+            "engine must be one of trtllm, vllm, sglang (or trtllm-v2, an alias), as NAME or "
+            "NAME==VERSION; got 'tgi'",
+        ),
         ({"engine": "vllm", "block_size": 0}, "block_size must be a positive int, got 0"),
         ({"engine": "vllm", "model": "gemma3_27"}, "(did you mean 'gemma3_27b'?)"),
         ({"engine": "vllm", "speculative": "pard9"}, "speculative must be one of"),

@@ -113,12 +113,14 @@ def test_relative_imports_are_resolved_and_the_runtime_modules_are_leaves_in_ord
     }
     parts = {f"kvgen.sizing_{part}" for part in ("kinds", "options", "split", "terms", "quota")}
     assert graph["kvgen.sizing_core"] == parts  # the public functions and ``bind``
-    # The engine policies: the row types first, each engine's policy on them, then the core
-    # (``engine_capacity`` and ``bind``).
+    # The engine policies: the registry of engines and releases (a leaf), the row types, each
+    # engine's policy on them, then the core (``engine_capacity`` and ``bind``).
+    assert graph["kvgen.engines_registry"] == set()
     rows = {"kvgen.facts", "kvgen.sizing_kinds", "kvgen.sizing_options"}
     assert graph["kvgen.engines_rows"] == rows
-    assert graph["kvgen.engines_vllm"] == {*rows, "kvgen.engines_rows"}
-    assert graph["kvgen.engines_sglang"] == {*rows, "kvgen.engines_rows"}
+    registry = {"kvgen.engines_registry"}
+    assert graph["kvgen.engines_vllm"] == {*rows, *registry, "kvgen.engines_rows"}
+    assert graph["kvgen.engines_sglang"] == {*rows, *registry, "kvgen.engines_rows"}
     assert graph["kvgen.engines_trtllm"] == {
         "kvgen.engines_rows",
         "kvgen.sizing_kinds",
@@ -127,7 +129,9 @@ def test_relative_imports_are_resolved_and_the_runtime_modules_are_leaves_in_ord
         "kvgen.sizing_terms",
         "kvgen.trtllm_split",
     }
-    engine_parts = {f"kvgen.engines_{part}" for part in ("rows", "vllm", "sglang", "trtllm")}
+    engine_parts = {
+        f"kvgen.engines_{part}" for part in ("registry", "rows", "vllm", "sglang", "trtllm")
+    }
     assert graph["kvgen.engines_core"] == {
         "kvgen.sizing_core",
         "kvgen.sizing_kinds",

@@ -1,8 +1,11 @@
 """``kvgen plan`` from the hardware to the launch settings (its --gpu/--emit/--deployment flags).
 
 ``add_arguments`` registers them on the plan parser; ``wanted`` says whether a plan call uses
-them, and ``run`` answers it: the budget arithmetic, the capacity from the generated module's
-``engine_capacity`` and the engine's launch settings (docs/deploy.md).
+them, and ``run`` answers it: the flags become one frozen ``kvgen._deploy.rank.Deployment``
+(``request``), the generated module (or its what-if tables) is chosen here, and
+``kvgen._deploy`` does the budget arithmetic, the capacity from the module's
+``engine_capacity`` and the engine's launch settings (docs/deploy.md). Nothing below this
+module sees the parsed arguments.
 
 Exit codes: 0 fits, 1 the budget is not positive or the engine cannot hold one request of
 max_seq_len (the arithmetic is shown), 2 usage error.
@@ -13,11 +16,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kvgen._commands._knobs import ENGINES, EngineChoices, engine_argument
 from kvgen._exits import Exit, UsageError
+from kvgen.engines_registry import DEFAULT_RELEASE, Release
 
-__all__ = ["add_arguments", "run", "wanted"]
+if TYPE_CHECKING:
+    from kvgen._deploy.rank import Deployment
+
+__all__ = ["add_arguments", "request", "run", "wanted"]
 
 
 def _fraction(text: str) -> float:
@@ -31,7 +39,6 @@ def _fraction(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from kvgen._deploy.emit import EMIT_ENGINES
     from kvgen._units import positive_int, size_argument
 
     group = parser.add_argument_group("from the hardware to the launch settings (docs/deploy.md)")
@@ -53,8 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="activations and CUDA graphs per rank (default per engine, an estimate)",
     )  # fmt: skip
     group.add_argument(
-        "--emit", choices=tuple(EMIT_ENGINES),
-        help="print the engine's launch settings for the plan (--format args, yaml or json)",
+        "--emit", type=engine_argument, choices=EngineChoices(ENGINES), metavar="ENGINE",
+        help="print the engine's launch settings for the plan (--format args, yaml or json; "
+        f"ENGINE: {', '.join(ENGINES)}, NAME or NAME==VERSION)",
     )  # fmt: skip
     group.add_argument(
         "--deployment", type=Path, metavar="FILE.toml",
@@ -66,44 +74,66 @@ def wanted(args: argparse.Namespace) -> bool:
     return bool(args.emit or args.gpu or args.deployment)
 
 
-def _engine(args: argparse.Namespace) -> str:
-    from kvgen._deploy.emit import EMIT_ENGINES
+def _engine(args: argparse.Namespace) -> Release:
+    """--emit's engine, else --engine's, else kvgen's default (not the project's: the
+    hardware plan names its engine on the command line)."""
+    found: Release = args.emit or args.engine or DEFAULT_RELEASE
+    return found
 
-    if args.emit:
-        return EMIT_ENGINES[args.emit]
-    return getattr(args, "engine", None) or "trtllm-v2"
+
+def _what_if(args: argparse.Namespace, engine: Release) -> bool:
+    """Whether the plan binds the spec's tables with a what-if applied (--kv-cache-dtype,
+    --rope-scaled, or --block-size where the engine's page is the spec's)."""
+    page = engine.engine.page_in_spec and args.block_size is not None
+    return args.kv_cache_dtype is not None or args.rope_scaled or page
 
 
-def _sizing(args: argparse.Namespace, d: Any) -> Any:
+def _sizing(args: argparse.Namespace, engine: Release) -> Any:
     """The generated module, or with the what-if knobs given (--kv-cache-dtype, --max-seq-len
     past the native length with --rope-scaled, TensorRT-LLM's --block-size) the spec's tables
     with them applied, as the planning commands bind them (kvgen._whatif)."""
     from kvgen._commands._knobs import check_length
     from kvgen._deploy.rank import load_sizing
 
-    what_if = getattr(args, "kv_cache_dtype", None) is not None
-    what_if = what_if or getattr(args, "rope_scaled", False)
-    if not what_if and (d.engine != "trtllm-v2" or d.block_size is None):
-        sizing = load_sizing(d.family, args.generated)
-        if d.model in sizing.MODELS:
+    if not _what_if(args, engine):
+        sizing = load_sizing(args.family, args.generated)
+        if args.model in sizing.MODELS:
             # Read from the module itself: kvgen._planner would import the spec stack (0.15 s).
-            check_length(args, d.model, int(sizing.MAX_SEQ_LEN[d.model]))
+            check_length(args, args.model, int(sizing.MAX_SEQ_LEN[args.model]))
         return sizing
     from kvgen._commands._knobs import planning_module
     from kvgen._planner import PlanError
 
     try:
-        sizing, _native = planning_module(args, d.engine)
+        sizing, _native = planning_module(args, engine)
     except PlanError as exc:  # an unknown model, named with a did-you-mean
         raise UsageError(str(exc)) from None
-    if d.engine == "trtllm-v2":
-        d.block_size = None  # now the tables' tokens_per_block
     return sizing
+
+
+def request(args: argparse.Namespace, engine: Release) -> Deployment:
+    """The deployment the flags ask for, as one frozen value. Where the engine's page is the
+    spec's and --block-size rebinds the tables (``_sizing``), the page is theirs: no
+    block_size is asked of the engine."""
+    from kvgen._deploy.rank import Deployment
+
+    block_size = args.block_size
+    if engine.engine.page_in_spec and _what_if(args, engine):
+        block_size = None  # now the tables' tokens_per_block
+    return Deployment(
+        args.family, args.model, engine, kv_budget=args.gpu_memory, gpu=args.gpu,
+        gpus=args.gpus, fraction=args.memory_fraction, weights=args.weights,
+        reserve=args.reserve, max_seq_len=args.max_seq_len, max_num_tokens=args.max_num_tokens,
+        max_batch_size=args.max_batch_size[0], block_size=block_size,
+        speculative=args.speculative, tp_size=args.tp_size, pp_size=args.pp_size,
+        mamba_radix_cache_strategy=args.mamba_radix_cache_strategy,
+        heterogeneous_vocab=args.heterogeneous_vocab,
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> Exit:
     from kvgen._deploy.gpus import GpuError
-    from kvgen._deploy.rank import Deployment, plan_rank
+    from kvgen._deploy.rank import plan_rank
     from kvgen._weights import WeightsError
 
     if args.format in ("args", "yaml") and not args.emit and not args.deployment:
@@ -118,30 +148,24 @@ def run(args: argparse.Namespace) -> Exit:
         raise UsageError("plan needs FAMILY MODEL (or --deployment FILE.toml)")
     if len(args.max_batch_size) != 1:
         raise UsageError("--emit and --gpu take one --max-batch-size")
-    d = Deployment(
-        args.family, args.model, _engine(args), kv_budget=args.gpu_memory, gpu=args.gpu,
-        gpus=args.gpus, fraction=args.memory_fraction, weights=args.weights,
-        reserve=args.reserve, max_seq_len=args.max_seq_len, max_num_tokens=args.max_num_tokens,
-        max_batch_size=args.max_batch_size[0], block_size=getattr(args, "block_size", None),
-        speculative=args.speculative, tp_size=args.tp_size,
-        pp_size=getattr(args, "pp_size", None) or 1,
-        mamba_radix_cache_strategy=getattr(args, "mamba_radix_cache_strategy", "extra_buffer"),
-        heterogeneous_vocab=getattr(args, "heterogeneous_vocab", False),
-    )  # fmt: skip
-    if args.emit == "trtllm" and args.format == "args":
-        raise UsageError("TensorRT-LLM takes these as extra_llm_api_options: --format yaml or json")
-    if (getattr(args, "dcp_size", None) or 1) != 1:
+    engine = _engine(args)
+    settings = engine.engine.settings
+    if args.emit and args.format == "args" and settings.form != "args":
+        raise UsageError(
+            f"{engine.engine.title} takes these as extra_llm_api_options: --format yaml or json"
+        )
+    if args.dcp_size != 1:
         raise UsageError(
             "--dcp-size: --gpu, --weights and --emit size one rank without decode context "
             "parallelism; plan DCP with `kvgen plan --gpu-memory SIZE --dcp-size D` (TensorRT-LLM)"
         )
     try:
-        sizing = _sizing(args, d)
-        plan = plan_rank(sizing, d)
+        sizing = _sizing(args, engine)
+        plan = plan_rank(sizing, request(args, engine))
     except (GpuError, WeightsError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     except SystemExit as exc:  # from the generated module: an error, never success
-        raise UsageError(f"{d.family}/sizing.py called sys.exit({exc.code!r})") from None
+        raise UsageError(f"{args.family}/sizing.py called sys.exit({exc.code!r})") from None
     if plan.launch is not None and args.format in ("args", "yaml", "json") and args.emit:
         from kvgen._deploy.emit import render
 

@@ -1,0 +1,164 @@
+"""The engine registry (issue 28, "engines as values"): one value per engine and release, read
+as ``NAME[==VERSION]``, and every per-engine part found through the value's hooks."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+from kvgen import engines_registry as registry
+from kvgen._engines import engine_capacity
+from kvgen._loader import load_family
+from kvgen._sizing_context import bound_module
+from kvgen.engines_registry import (
+    ENGINES,
+    RELEASES,
+    SGLANG,
+    SGLANG_0_5_23,
+    TRTLLM,
+    TRTLLM_EARLY_2026,
+    VLLM,
+    VLLM_0_33_0,
+    newest,
+    release,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+GIB = 1 << 30
+KW = {"max_seq_len": 8192, "max_num_tokens": 8192}
+
+
+def test_a_name_alone_is_the_newest_release_and_a_version_selects_one():
+    assert release("vllm") is VLLM_0_33_0 is release("vllm==0.33.0")
+    assert release("sglang") is SGLANG_0_5_23 is release("sglang==0.5.23")
+    assert release("trtllm") is TRTLLM_EARLY_2026 is release("trtllm==early-2026")
+    for engine in ENGINES:
+        assert release(engine.name) is newest(engine)
+
+
+def test_trtllm_v2_is_an_alias_of_trtllm_and_output_keeps_its_label():
+    assert release("trtllm-v2") is release("trtllm") is release("trtllm-v2==early-2026")
+    assert TRTLLM.label == "trtllm-v2"  # c2a37ec's printed name, kept byte-identical
+
+
+def test_an_unknown_release_is_refused_naming_the_releases_modelled():
+    with pytest.raises(ValueError) as err:
+        release("vllm==0.34.0")
+    assert str(err.value) == (
+        "engine vllm release '0.34.0' is not modelled; releases modelled: 0.33.0 (default: 0.33.0)"
+    )
+    with pytest.raises(ValueError, match="engine trtllm release 'v3' is not modelled"):
+        release("trtllm-v2==v3")
+
+
+@pytest.mark.parametrize("text", ["tgi", "vllm ", "sglang ==0.5.23", "", None, 3, ["vllm"]])
+def test_an_unknown_name_is_a_value_error_listing_the_engines(text: object):
+    with pytest.raises(ValueError) as err:
+        release(text)
+    assert str(err.value).startswith(
+        "engine must be one of trtllm, vllm, sglang (or trtllm-v2, an alias), as NAME or "
+        f"NAME==VERSION; got {text!r}"
+    )
+
+
+def test_a_near_miss_gets_a_suggestion():
+    with pytest.raises(ValueError, match=r"got 'vlm' \(did you mean 'vllm'\?\)"):
+        release("vlm")
+
+
+def test_every_release_is_of_a_registered_engine_and_every_engine_has_one():
+    assert {r.engine for r in RELEASES} == set(ENGINES)
+    assert len({r.spelling for r in RELEASES}) == len(RELEASES)
+    names = [n for e in ENGINES for n in (e.name, *e.aliases)]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize(
+    ("module", "role"),
+    [
+        ("kvgen.engines_core", "capacity"),
+        ("kvgen._engines", "capacity"),
+        ("kvgen._engines._terms", "terms"),
+        ("kvgen._deploy.emit", "launch"),
+    ],
+)
+def test_every_hook_names_a_function_of_its_layer(module: str, role: str):
+    namespace = vars(importlib.import_module(module))
+    for engine in ENGINES:
+        assert callable(namespace[getattr(engine.hooks, role)]), (engine, role)
+
+
+def test_every_name_of_a_release_answers_alike_in_a_generated_module():
+    from generated.gemma3 import sizing
+
+    for engine in ENGINES:
+        names = [
+            n for e in (engine.name, *engine.aliases) for n in (e, f"{e}=={newest(engine).version}")
+        ]
+        answers = {sizing.engine_capacity("gemma3_27b", 40 * GIB, engine=n, **KW) for n in names}
+        assert len(answers) == 1, (engine, answers)
+
+
+def test_a_generated_module_refuses_an_unknown_release_as_the_registry_does():
+    from generated.gemma3 import sizing
+
+    with pytest.raises(ValueError, match=r"engine vllm release '0\.34\.0' is not modelled"):
+        sizing.engine_capacity("gemma3_27b", 40 * GIB, engine="vllm==0.34.0", **KW)
+
+
+def test_the_default_page_is_the_releases_own(monkeypatch: pytest.MonkeyPatch):
+    # A release is a value: one whose default block is 64 (what vLLM 0.34.0 changes, issue 30)
+    # answers a default-block question as its predecessor answers block_size=64, in the
+    # generated runtime and from the spec alike. Gemma 3 27B, vLLM: 62 layers in 7 groups of
+    # 10 (52 sliding, 10 full, 8 padding), 16 KV heads x 128 x 2 (K, V) x 2 B = 8,192 B per
+    # token and layer: a 64-token block is 10 x 64 x 8,192 = 5,242,880 B; 40 GiB holds 8,192
+    # of them, one the null block.
+    later = VLLM_0_33_0._replace(version="9.9", shown="9.9", named="vLLM 9.9", block_size=64)
+    monkeypatch.setitem(registry.SPELLINGS, "vllm==9.9", later)
+    module = bound_module(load_family(ROOT / "schema" / "families" / "gemma3.yaml"))
+    module._derive_engines()  # its hooks by name, as at bind
+    by_release = module.engine_capacity("gemma3_27b", 40 * GIB, engine="vllm==9.9", **KW)
+    by_block = module.engine_capacity("gemma3_27b", 40 * GIB, engine="vllm", block_size=64, **KW)
+    assert by_release == by_block
+    assert by_release.num_blocks == 40 * GIB // 5_242_880 == 8_192
+    default = module.engine_capacity("gemma3_27b", 40 * GIB, engine="vllm", **KW)
+    assert default.num_blocks == 40 * GIB // (10 * 16 * 8_192) == 32_768
+    family = load_family(ROOT / "schema" / "families" / "gemma3.yaml")
+    spec_side = engine_capacity(family, "gemma3_27b", 40 * GIB, engine="vllm==9.9", **KW)
+    assert spec_side == by_release
+
+
+def test_engines_without_pipeline_parallelism_say_so_whatever_the_name_given():
+    from generated.llama3 import sizing
+
+    for engine in (VLLM, SGLANG):
+        for name in (engine.name, newest(engine).spelling):
+            with pytest.raises(ValueError, match="pipeline parallelism is not modelled for engine"):
+                sizing.engine_capacity("llama3_1_8b", 40 * GIB, engine=name, pp_size=2, **KW)
+    assert TRTLLM.pipeline_parallel
+    assert sizing.engine_capacity("llama3_1_8b", 40 * GIB, engine="trtllm", pp_size=2, **KW)
+
+
+def test_a_release_refuses_a_setting_in_its_own_words(monkeypatch: pytest.MonkeyPatch):
+    # What issue 30's vLLM 0.34.0 does with use_heterogeneous_vocab, as a value: the release
+    # names the keyword it refuses and its message; both engine_capacity answer with it, and
+    # the release before it still takes the setting (Qwen2.5-7B drafted by 0.5B, whose vocab
+    # sizes differ: 151,936 and 152,064).
+    words = "Unexpected keyword argument 'use_heterogeneous_vocab'"
+    later = VLLM_0_33_0._replace(
+        version="9.9", named="vLLM 9.9", refuses=(("heterogeneous_vocab", words),)
+    )
+    monkeypatch.setitem(registry.SPELLINGS, "vllm==9.9", later)
+    spec = load_family(ROOT / "schema" / "families" / "qwen2_5.yaml")
+    module = bound_module(spec)
+    module._derive_engines()
+    kw = {**KW, "speculative": "draft_0_5b", "heterogeneous_vocab": True}
+    message = f"vLLM 9.9 refuses heterogeneous_vocab: {words}"
+    with pytest.raises(ValueError) as generated:
+        module.engine_capacity("qwen2_5_7b", 40 * GIB, engine="vllm==9.9", **kw)
+    with pytest.raises(ValueError) as from_spec:
+        engine_capacity(spec, "qwen2_5_7b", 40 * GIB, engine="vllm==9.9", **kw)
+    assert str(generated.value) == str(from_spec.value) == message
+    assert module.engine_capacity("qwen2_5_7b", 40 * GIB, engine="vllm", **kw).num_blocks > 0
+    assert VLLM_0_33_0.refusal({"heterogeneous_vocab": True}) is None
