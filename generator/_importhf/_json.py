@@ -29,8 +29,13 @@ Path_ = tuple[str | int, ...]
 MAX_JSON_DEPTH = 32  # a Hugging Face config nests 3 or 4 levels (text_config, rope_scaling)
 MAX_INT_DIGITS = 20  # int64 has 19; Python refuses int() of more than 4300 digits
 
-# A string (escapes included) or a bracket: strings are skipped whole, brackets counted.
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+# A string (escapes included) or a bracket: strings are skipped whole, brackets counted. The
+# string is an unrolled loop with an optional closing quote, so it matches once it starts: an
+# unterminated string runs to the end of the text in one pass (a pattern that needed the closing
+# quote retried at every later quote: quadratic in `"` + `\"` x N), and no character can be
+# matched two ways, so nothing backtracks. Brackets inside an unterminated string are not counted;
+# the JSON parser refuses that text anyway.
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
 
 
 class Unrepresentable:
