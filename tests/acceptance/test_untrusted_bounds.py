@@ -21,6 +21,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -113,3 +115,104 @@ def test_the_import_hf_command_refuses_the_escaped_quotes_file_with_a_position(t
     assert done.stdout.startswith(f"{config.as_posix()}:1:1: KV301 invalid JSON: Unterminated")
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
     json.dumps(done.stdout)  # text, not bytes
+
+
+# ------------------------------------------------------------------ C2: deployment TOML nesting
+
+
+def _deployment(tmp_path: Path, value: str) -> Path:
+    path = tmp_path / "node.toml"
+    path.write_text(f'gpu = "H100-80GB"\nx = {value}\n', encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("value", "at"),
+    [
+        ("[" * 2000 + "]" * 2000, (2, 5 + 32)),  # the 33rd "[" (column 5 + 32) opens depth 33
+        ("{a = " * 2000 + "1" + "}" * 2000, (2, 5 + 32 * 5)),  # each level is `{a = `
+        # strings hide brackets; line 3 is `]]]""", ` (8 characters) and the deep array, one
+        # level inside the outer one: its 32nd "[" (column 9 + 31) opens depth 33
+        ('["[[[", """\n]]]""", ' + "[" * 2000 + "]" * 2000 + "]", (3, 9 + 31)),
+    ],
+    ids=["arrays", "inline-tables", "after-strings"],
+)
+def test_a_deeply_nested_deployment_file_is_a_positioned_usage_error(tmp_path, capsys, value, at):
+    from kvgen._cli import main
+
+    path = _deployment(tmp_path, value)
+    code = main(["plan", "--deployment", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "internal error" not in err and "RecursionError" not in err
+    line, col = at
+    assert f"node.toml:{line}:{col}: arrays and inline tables nest deeper than 32 levels" in err
+
+
+def test_a_deployment_nested_to_the_bound_reaches_the_key_checks(tmp_path, capsys):
+    from kvgen._cli import main
+
+    path = _deployment(tmp_path, "[" * 32 + "]" * 32)
+    assert main(["plan", "--deployment", str(path)]) == 2
+    assert "unknown key 'x' in the top level" in capsys.readouterr().err
+
+
+def _toml_string(rng) -> str:
+    """A TOML string of any of the four kinds, holding brackets, quotes, `#` and escapes."""
+    body = "".join(rng.choice(["[", "]", "{", "}", "#", "a", " ", "'", '"']) for _ in range(6))
+    kind = rng.randrange(4)
+    if kind == 0:
+        return '"' + body.replace('"', '\\"') + '"'
+    if kind == 1:
+        return "'" + body.replace("'", "") + "'"
+    if kind == 2:
+        return '"""' + body.replace('"', '\\"') + '\n"""'
+    return "'''" + body.replace("'", "") + "\n'''"
+
+
+def _toml_array(rng, depth: int) -> str:
+    if depth == 0:
+        return _toml_string(rng)
+    items = [_toml_array(rng, depth - 1)] + [_toml_string(rng) for _ in range(rng.randrange(2))]
+    rng.shuffle(items)
+    return "[" + ", ".join(items) + ("  # ]]] {{\n" if rng.random() < 0.3 else "") + "]"
+
+
+def test_the_toml_scan_agrees_with_tomllib_on_strings_comments_and_depth():
+    # Random documents of known depth whose strings and comments hold brackets: tomllib reads
+    # each, and the scan finds exactly that depth (too deep at depth - 1, fine at depth).
+    import random
+
+    from kvgen._config import tomllib
+    from kvgen._nesting import toml_too_deep
+
+    rng = random.Random(29)
+    for _ in range(300):
+        depth = rng.randrange(1, 8)
+        text = f"x = {_toml_array(rng, depth)}\n"
+        tomllib.loads(text)  # valid TOML
+        assert toml_too_deep(text, depth) is None, text
+        assert toml_too_deep(text, depth - 1) is not None, text
+
+
+def test_the_toml_scan_is_linear_at_the_1_mib_bound():
+    # The configuration and deployment bound: unterminated strings of every kind, runs of
+    # quotes, brackets at depth 1. (In process: the scan is new, there is no old one to hang.)
+    import time
+
+    from kvgen._nesting import toml_too_deep
+
+    size = 1 << 20
+    texts = [
+        'x = """' + '\\"' * (size // 2),
+        'x = """' + '""a' * (size // 3),
+        "x = '''" + "''a" * (size // 3),
+        'x = "' + '\\"' * (size // 2),
+        '"' * size,
+        "'" * size,
+        "[]" * (size // 2),
+        'x = "a\n' * (size // 7),
+    ]
+    started = time.process_time()
+    assert [toml_too_deep(text) for text in texts] == [None] * len(texts)
+    assert time.process_time() - started < 1.0
