@@ -88,7 +88,7 @@ _ROW = frozenset({"o_proj", "down_proj", "w2", "fc2", "c_proj", "out_proj", "den
 _KV = frozenset({"k_proj", "v_proj"})
 _VOCAB = frozenset({"embed_tokens", "lm_head", "wte", "word_embeddings", "tok_embeddings"})
 _HEAD_PARAMS = frozenset({"A_log", "A", "D", "dt_bias"})  # Mamba per-head vectors, split by head
-_LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.")
+_LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d{1,9})\.")  # 9 digits: an int, cheaply
 # A multi-token-prediction layer stored after the decoder (DeepSeek-V3, GLM-4.5: layer L holds
 # eh_proj, enorm, hnorm and shared_head): not a decoder layer of the spec.
 _MTP_PARTS = ("eh_proj.", "enorm.", "hnorm.", "shared_head.")
@@ -207,14 +207,15 @@ def _without_index(folder: Path, found: list[str]) -> tuple[list[str], str]:
     others = [name for name in found if not name.startswith(_CONSOLIDATED)]
     names = others or consolidated
     skipped = (
-        f"; {', '.join(consolidated)} not counted (Mistral's copy of the same weights)"
+        f"; {', '.join(map(display_path, consolidated))} not counted (Mistral's copy of the "
+        "same weights)"
         if others and consolidated
         else ""
     )
     sets = {(m.group(1), m.group(3)) for m in map(_SHARD.match, names) if m}
     loose = [name for name in names if not _SHARD.match(name)]
     if len(sets) > 1 or (sets and loose) or (not sets and len(names) > 1):
-        listed = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+        listed = ", ".join(map(display_path, names[:4])) + (", ..." if len(names) > 4 else "")
         raise WeightsError(
             f"{_shown(folder)}: holds more than one checkpoint ({listed}) and no {INDEX_NAME}; "
             "name the index or one .safetensors file"
@@ -225,8 +226,15 @@ def _without_index(folder: Path, found: list[str]) -> tuple[list[str], str]:
     expected = [f"{stem}-{i:05d}-of-{total}.safetensors" for i in range(1, int(total) + 1)]
     missing = [name for name in expected if name not in names]
     if missing:
-        raise WeightsError(f"{_shown(folder)}: shard {missing[0]} is missing")
-    return expected, f"shards {expected[0]} to {expected[-1]}" + skipped
+        raise WeightsError(f"{_shown(folder)}: shard {display_path(missing[0])} is missing")
+    stray = sorted(set(names) - set(expected))
+    if stray:  # model-00000-of-00004, model-00005-of-00004: not one of the set
+        raise WeightsError(
+            f"{_shown(folder)}: {display_path(stray[0])} is not one of the {int(total)} shards "
+            f"its name says; name the index or one .safetensors file"
+        )
+    first, last = display_path(expected[0]), display_path(expected[-1])
+    return expected, f"shards {first} to {last}" + skipped
 
 
 def _read_index(folder: Path, name: str) -> list[str]:
@@ -298,8 +306,12 @@ def _architecture(folder: Path) -> str | None:
         return None
     names = data.get("architectures") if isinstance(data, dict) else None
     if isinstance(names, list) and names and isinstance(names[0], str):
-        return names[0][:80]
+        name = names[0]
+        return name if _ARCHITECTURE.match(name) else None  # a class name, or nothing shown
     return None
+
+
+_ARCHITECTURE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,79}$")
 
 
 # --- files: the named folder only --------------------------------------------------------------

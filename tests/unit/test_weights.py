@@ -179,3 +179,34 @@ def _catch(outcome: list[BaseException], path: Path) -> None:
         weights.read(path)
     except BaseException as exc:  # the test inspects what was raised
         outcome.append(exc)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["model-00001-of-00000.safetensors"],  # a set of no shards
+        ["model-00001-of-00001.safetensors", "model-00002-of-00001.safetensors"],
+        ["model.safetensors", "model-00001-of-00001.safetensors"],  # a file and a set
+    ],
+)
+def test_a_folder_without_index_must_hold_one_checkpoint(tmp_path: Path, names) -> None:
+    for name in names:
+        write_safetensors(tmp_path / name, tiny_llama())
+    with pytest.raises(weights.WeightsError, match="name the index or one"):
+        weights.read(tmp_path)
+
+
+def test_only_a_class_name_from_config_json_is_shown(tmp_path: Path) -> None:
+    write_safetensors(tmp_path / "model.safetensors", tiny_llama())
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Llama\x1b[2J"]}))
+    assert weights.load(tmp_path).architecture is None
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    assert weights.load(tmp_path).architecture == "LlamaForCausalLM"
+
+
+def test_a_layer_index_of_thousands_of_digits_is_no_layer(tmp_path: Path) -> None:
+    shapes = tiny_llama()
+    shapes["model.layers." + "9" * 5000 + ".mlp.w.weight"] = (2,)
+    write_safetensors(tmp_path / "model.safetensors", shapes)
+    tensors = weights.read(tmp_path)
+    assert weights.rank_bytes(tensors, num_layers=3, kv_heads=2) == [235_392 + 4]  # on rank 0
