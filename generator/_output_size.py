@@ -18,11 +18,16 @@ the bound against rendered families, from the shipped ones to thousands of pairs
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kvgen._spec import Family, LayerStack
-from kvgen._writer import MAX_GENERATED_BYTES
+if TYPE_CHECKING:  # at run time this module imports nothing: kvgen._writer takes the bound
+    from kvgen._spec import Family, LayerStack
 
 __all__ = ["MAX_GENERATED_BYTES", "Crossing", "bound", "crossing"]
+
+#: The largest generated module kvgen writes, and reads back (``generate --check``, ``plan``):
+#: a generated module is ~10-100 KB.
+MAX_GENERATED_BYTES = 32 << 20
 
 # Bytes of one rendered piece in the larger of the two modules (sizing.py, allocator.py), laid
 # out one value per line at the deepest indentation the templates use, with every optional
