@@ -115,11 +115,21 @@ def _chunked(rng: random.Random, spec: dict) -> None:
 
 
 def _cross(rng: random.Random, spec: dict) -> None:
+    """A kind made cross-attention: heads, an MLA latent, or a raw byte shape (``bytes_per_token``
+    alone, or heads with ``extra_bytes_per_token``), which the engine rows must decline for
+    every engine, the encoder-decoder pool of SGLang included."""
     got = _kind(rng, spec)
     if got is not None:
         got[2].clear()
         tokens = rng.choice(INTS[1:])
-        got[2].update(attention="cross", encoder_tokens=tokens, **_attention_shape(rng))
+        choice = rng.random()
+        if choice < 0.15:
+            shape = {"bytes_per_token": rng.choice((1, 1000, 4096))}
+        else:
+            shape = _attention_shape(rng)
+            if choice < 0.3:
+                shape["extra_bytes_per_token"] = rng.choice((1, 64, 132))
+        got[2].update(attention="cross", encoder_tokens=tokens, **shape)
 
 
 def _reads(rng: random.Random, spec: dict) -> None:

@@ -118,7 +118,28 @@ def load_bytes(path: str, raw: bytes) -> LoadedSpec:
 
         found = validation_diagnostics(path, exc, source, data)
         return LoadedSpec(path, data, source, None, found, raw)
+    too_large = _output_too_large(path, family, source)
+    if too_large is not None:  # nothing downstream may iterate its pairs: no family
+        return LoadedSpec(path, data, source, None, [too_large], raw)
     return LoadedSpec(path, data, source, family, [], raw)
+
+
+def _output_too_large(path: str, family: Family, source: SourceMap) -> Diagnostic | None:
+    """KV016 where the bound on the generated output first passes ``MAX_GENERATED_BYTES``."""
+    from kvgen._output_size import MAX_GENERATED_BYTES, crossing
+
+    found = crossing(family)
+    if found is None:
+        return None
+    limit = MAX_GENERATED_BYTES >> 20
+    return codes.OUTPUT_TOO_LARGE.at(
+        path,
+        source.value(found.loc),
+        f"family '{family.family}' could generate more than {limit} MiB of Python in one "
+        f"module (a bound from the spec, passed here: {found.models} models, "
+        f"{found.profiles} speculative profiles, {found.pairs:,} model-profile pairs so far); "
+        f"`kvgen generate --check` reads no module over {limit} MiB",
+    )
 
 
 def load_path(path: str | Path, root: Path | None = None) -> LoadedSpec:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from kvgen import _files as files
 from kvgen._diagnostics import Diagnostic
+from kvgen._output_size import MAX_GENERATED_BYTES  # bounds a committed file read
 
 __all__ = ["LockHeld", "Plan", "apply", "output_lock", "plan", "write_atomic"]
 
@@ -40,7 +41,6 @@ LOCK_WAIT_S = 60.0
 # Test hook: pause after staging this many files (kill -9 tests). Set only by the person
 # running kvgen, never read from a spec, config or ref.
 PAUSE_ENV = "KVGEN_TEST_PAUSE_AFTER_FILES"
-MAX_GENERATED_BYTES = 32 << 20  # a generated module is ~100 KB; bounds a committed file read
 # Beside the output tree <out>: .<out>.kvgen.lock, and what a killed run may leave behind.
 LOCK_SUFFIX, STAGE_SUFFIX, BACKUP_SUFFIX = ".kvgen.lock", ".kvgen-stage", ".kvgen-old"
 

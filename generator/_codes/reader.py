@@ -507,3 +507,39 @@ tokens_per_block: 64  # kvgen: noqa: KV261
 Remove the comment, or name the code that `kvgen lint` reports on that line.
 """,
 )
+
+OUTPUT_TOO_LARGE = declare(
+    "KV016",
+    "generated-output-too-large",
+    fix="split the models into several families, or give each speculative profile `models:` "
+    "so that it applies only to the models that use it",
+    doc="""A family whose generated modules could exceed the 32 MiB that kvgen writes.
+
+## What it does
+Adds up, from the validated spec and before any other check, an upper bound of what
+`kvgen generate` would write to the family's largest module: a share per model, per
+speculative profile, per layer kind and pattern entry, and per model-profile pair (a profile
+applies to every model unless it has `models:`, and every pair is written out, with the
+profile's extra layers repeated for each model). The spec is refused at the model or profile
+where the bound passes 32 MiB, the largest generated file `kvgen generate --check` reads back
+(KV024). The bound is linear in the spec, so a refused spec costs no more than reading it.
+
+## Why it matters
+Generation time and memory grow with what is written. A few hundred lines of spec (1,000
+models and 1,000 profiles that apply to all of them: a million pairs) took minutes and
+gigabytes to render about 90 MB of Python that `generate --check` then refused. A real family
+is far below the bound: the largest shipped family's bound is under 100 KB.
+
+## Example
+```yaml
+models:       # 1,000 models
+  - {name: m0, ...}
+speculative:  # 1,000 profiles without `models:`, each written for every model
+  - {name: p0, mode: ngram, max_draft_len: 4}
+```
+
+## Fix
+Split the models into several families (one spec file each), or give each profile a `models:`
+list so that it applies only to the models that use it. This check cannot be suppressed.
+""",
+)

@@ -185,7 +185,25 @@ def _config_path(given: str) -> Path:
             "cache (import-hf never downloads; fetch it first, e.g. `hf download "
             f"{given} config.json`)"
         )
-    return Path(found).resolve()  # the cache links snapshots to its blobs: read the blob
+    return _inside_cache(Path(found), given)
+
+
+def _inside_cache(found: Path, given: str) -> Path:
+    """The file a cache snapshot entry names, read only when it lies inside the same cache
+    repository: a snapshot's ``config.json`` is a link to ``../../blobs/<hash>``, and one that
+    points anywhere else (``/etc/...``, another repository, a folder outside the cache) is
+    refused without being read."""
+    from kvgen._loader import display_path
+
+    repository = found.parent.parent.parent  # <cache>/models--org--name/snapshots/<rev>/config.json
+    target = found.resolve()  # the cache links snapshots to its blobs: read the blob
+    if not target.is_relative_to(repository.resolve()):
+        _usage(
+            f"{given!r}: the cache's {display_path(found)} links outside its repository "
+            f"{display_path(repository)}; import-hf reads only files inside the cache "
+            "(fetch the config again, or pass a config.json path)"
+        )
+    return target
 
 
 def _into_family(path: Path):  # -> kvgen._spec.Family

@@ -75,6 +75,7 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
     """The checked table of a deployment file and its text (for positions)."""
     from kvgen._config import decode_toml_text, toml_error, tomllib
     from kvgen._files import Refused, read_bytes
+    from kvgen._nesting import MAX_DEPTH, position, toml_too_deep
     from kvgen.engines_registry import release
 
     display = Path(os.path.relpath(path)).as_posix()
@@ -83,6 +84,13 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
     except Refused as exc:
         raise UsageError(exc.diagnostic.render()) from None
     text = decode_toml_text(display, raw)
+    deep = toml_too_deep(text)
+    if deep is not None:  # tomllib recurses once per level: refused before it runs
+        line, col = position(text, deep)
+        raise UsageError(
+            f"{display}:{line}:{col}: arrays and inline tables nest deeper than {MAX_DEPTH} "
+            "levels (a deployment file needs none: flatten it)"
+        )
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

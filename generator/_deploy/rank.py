@@ -103,6 +103,7 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
                      pp_size: int, base: Path | None = None) -> tuple[int, str]:  # fmt: skip
     """Bytes of weights on the fullest rank and where the figure comes from."""
     from kvgen import _weights as weights
+    from kvgen._files import display_path
     from kvgen._units import parse_size
 
     path = Path(where) if base is None or Path(where).is_absolute() else base / where
@@ -115,8 +116,10 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
             f"--weights {where}: no such file or directory (give a model directory with "
             "*.safetensors, an index file, or the bytes per rank with a unit, e.g. 17GiB)"
         )
-    tensors = weights.read(path)
+    checkpoint = weights.load(path)
+    tensors = checkpoint.tensors
     stack = sizing._MODELS[model].layers
+    weights.check_model(checkpoint, model, _layer_shapes(stack))
     kv_heads = max(kind.kv_heads for kind in stack.kinds.values()) or 1
     tied = not any(t.name.split(".")[-2:-1] == ["lm_head"] for t in tensors)
     ranks = weights.rank_bytes(
@@ -124,7 +127,25 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
         pp_size=pp_size, tie_word_embeddings=tied,
     )  # fmt: skip
     shards = "safetensors headers" if path.is_dir() or path.suffix == ".json" else path.name
-    return max(ranks), f"{shards} of {path.as_posix()}, {len(tensors)} tensors, tp {tp_size}"
+    return max(ranks), (
+        f"{shards} of {display_path(path)} ({checkpoint.rule}), {len(tensors)} tensors, "
+        f"tp {tp_size}"
+    )
+
+
+def _layer_shapes(stack) -> list:  # stack: a sizing module's Stack -> [weights.LayerShape]
+    """The K and V projection rows the spec gives each decoder layer (0: not a plain K/V)."""
+    from kvgen._weights import LayerShape
+
+    shapes = []
+    for index in range(stack.layer_count):
+        kind = stack.kinds[stack.pattern[index % len(stack.pattern)]]
+        plain = (
+            kind.attention in ("full", "sliding", "chunked", "cross") and not kind.bytes_per_token
+        )
+        heads, dim = (kind.kv_heads, kind.head_dim) if plain else (0, 0)
+        shapes.append(LayerShape(heads * dim, heads * (kind.v_head_dim or dim)))
+    return shapes
 
 
 def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None) -> RankPlan:

@@ -237,7 +237,10 @@ def engine_model(family: Family, model: Model) -> EngineModel:
             vllm["sglang_layers"] = layer_rows(stack_layers(family, model, model, shared=True))
     except NotModelled as exc:
         if exc.reason == "cross" and family.family in SGLANG_ENCODER_DECODER:
-            vllm.update(_sglang_encoder_decoder(family, model))
+            try:
+                vllm.update(_sglang_encoder_decoder(family, model))
+            except NotModelled as sglang:  # a layer SGLang's rows cannot hold either: its reason
+                vllm["sglang_unmodelled"] = vllm["sglang_unmodelled"] or sglang.reason
         return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason, **vllm)
     if not vllm["sglang_unmodelled"] and any(lay.dtype in VLLM_PER_TOKEN_HEAD for lay in layers):
         vllm["sglang_unmodelled"] = "sglang_no_per_token_head"

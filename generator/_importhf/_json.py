@@ -14,6 +14,8 @@ import math
 import re
 from typing import Any
 
+from kvgen._nesting import MAX_DEPTH, json_too_deep
+
 __all__ = [
     "MAX_INT_DIGITS",
     "MAX_JSON_DEPTH",
@@ -26,11 +28,8 @@ __all__ = [
 
 Path_ = tuple[str | int, ...]
 
-MAX_JSON_DEPTH = 32  # a Hugging Face config nests 3 or 4 levels (text_config, rope_scaling)
+MAX_JSON_DEPTH = MAX_DEPTH
 MAX_INT_DIGITS = 20  # int64 has 19; Python refuses int() of more than 4300 digits
-
-# A string (escapes included) or a bracket: strings are skipped whole, brackets counted.
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 
 
 class Unrepresentable:
@@ -75,18 +74,9 @@ def loads(text: str) -> Any:
 def nesting_too_deep(text: str) -> int | None:
     """The offset of the first bracket nested deeper than ``MAX_JSON_DEPTH``, else None.
 
-    Iterative, so it is safe on any input; run it before ``loads`` (whose C scanner and our
+    Linear on any input (``kvgen._nesting``); run it before ``loads`` (whose C scanner and our
     reader recurse once per level)."""
-    depth = 0
-    for match in _TOKENS.finditer(text):
-        token = match.group()
-        if token in "[{":
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return match.start()
-        elif token in "]}":
-            depth -= 1
-    return None
+    return json_too_deep(text, MAX_JSON_DEPTH)
 
 
 class JsonReader:

@@ -78,9 +78,13 @@ def _stacks(family: Family) -> Iterator[Stack]:
         yield Stack(loc, model, f"model '{model.name}'", dtype, model.max_seq_len, model, False)
     # A draft sees the longest sequence of the models its profile applies to (every model
     # when the profile names none, or none of the names is known).
+    by_name: dict[str, int] = {}  # the longest of each name (a name twice is KV213)
+    for model in family.models:
+        by_name[model.name] = max(by_name.get(model.name, 0), model.max_seq_len)
+    everyone = max(by_name.values())
     for i, profile in enumerate(family.speculative):
-        lengths = [m.max_seq_len for m in family.models if profile.applies_to(m.name)]
-        longest = max(lengths or [m.max_seq_len for m in family.models])
+        named = [by_name[n] for n in set(profile.models or ()) if n in by_name]
+        longest = everyone if profile.models is None else max(named or [everyone])
         for part in ("draft", "extra_layers"):
             stack = getattr(profile, part)
             if stack is None:

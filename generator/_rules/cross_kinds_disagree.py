@@ -30,40 +30,48 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kvgen._rules._base import Finding, Kind, RuleContext, Stack, placed_kinds
+from kvgen._rules._base import Finding, Kind, RuleContext, placed_kinds
 
 CODE = "KV232"
 NAME = "cross-kinds-disagree"
 SEVERITY = "error"
 
 
-def _cross_kinds(ctx: RuleContext, stack: Stack) -> list[Kind]:
-    placed = set(placed_kinds(stack.stack))
-    return [
-        kind
-        for kind in ctx.kinds
-        if kind.stack is stack
-        and kind.name in placed
-        and kind.kind.attention == "cross"
-        and kind.kind.encoder_tokens is not None
-    ]
+def _cross_kinds(ctx: RuleContext) -> dict[int, list[Kind]]:
+    """The placed cross kinds of every stack (by ``id``), from one pass over the kinds."""
+    placed = {id(stack): set(placed_kinds(stack.stack)) for stack in ctx.stacks}
+    found: dict[int, list[Kind]] = {id(stack): [] for stack in ctx.stacks}
+    for kind in ctx.kinds:
+        if (
+            kind.name in placed[id(kind.stack)]
+            and kind.kind.attention == "cross"
+            and kind.kind.encoder_tokens is not None
+        ):
+            found[id(kind.stack)].append(kind)
+    return found
 
 
 def _managers(ctx: RuleContext) -> Iterator[list[Kind]]:
-    """The cross kinds of each cache manager, the model's own first."""
-    family = ctx.family
+    """The cross kinds of each cache manager, the model's own first (linear in the model-profile
+    pairs: each profile's extra layers are looked up, never searched for)."""
+    cross = _cross_kinds(ctx)
+    extra = {
+        stack.loc[1]: cross[id(stack)]
+        for stack in ctx.stacks
+        if stack.loc[0] == "speculative" and stack.loc[-1] == "extra_layers"
+    }
+    profiles = ctx.family.speculative
+    members = {i: None if p.models is None else set(p.models) for i, p in enumerate(profiles)}
     for stack in ctx.stacks:
         if stack.model is not None:
-            kinds = _cross_kinds(ctx, stack)
-            for i, profile in enumerate(family.speculative):
-                if not profile.applies_to(stack.model.name):
-                    continue
-                for extra in ctx.stacks:
-                    if extra.loc == ("speculative", i, "extra_layers"):
-                        kinds += _cross_kinds(ctx, extra)
+            kinds = list(cross[id(stack)])
+            for i, found in extra.items():
+                names = members[i]  # Speculative.applies_to, on a set
+                if names is None or stack.model.name in names:
+                    kinds += found
             yield kinds
         elif stack.loc[-1] == "draft":
-            yield _cross_kinds(ctx, stack)
+            yield cross[id(stack)]
 
 
 def check(ctx: RuleContext) -> Iterator[Finding]:

@@ -77,18 +77,28 @@ def test_hardware_arithmetic_for_vllm_on_an_h100(capsys):
     assert "reserved" not in out and "estimate" in out
 
 
+def llama_8b_shaped(tmp_path):
+    """tests/unit/test_weights.py's tiny Llama with Llama-3.1-8B's decoder shape, which the
+    checkpoint check compares with the spec: 32 layers, and k_proj/v_proj of 8 KV heads x 128 =
+    1,024 rows (of 64 columns). Per layer at tp 1, bf16: norms 2 x 128 = 256; q_proj, o_proj
+    [64, 64] 2 x 8,192 = 16,384; k_proj, v_proj [1024, 64] 2 x 131,072 = 262,144; gate/up/down
+    [128x64] 3 x 16,384 = 49,152; 327,936 B a layer, x 32 = 10,493,952; plus embed_tokens and
+    lm_head [100, 64] 12,800 each and the final norm 128: 10,519,680 B."""
+    write_safetensors(tmp_path / "model.safetensors", tiny_llama(32, kv_rows=1024))
+    return tmp_path
+
+
 def test_weights_from_a_tiny_checkpoint(tmp_path, capsys):
-    # tests/unit/test_weights.py's tiny Llama: 235,392 B of bf16 tensors at tp 1.
-    # 1 GiB x 0.5 = 536,870,912 - 235,392 - 0 reserve = 536,635,520 B of KV; / 2,097,152 B per
-    # block = 255 blocks (256 would need 536,870,912 B).
-    write_safetensors(tmp_path / "model.safetensors", tiny_llama())
-    code, out, _ = plan(capsys, "--gpu", "1GiB", "--weights", str(tmp_path), "--reserve", "0B",
+    # 1 GiB x 0.5 = 536,870,912 - 10,519,680 (llama_8b_shaped) - 0 reserve = 526,351,232 B of
+    # KV; / 2,097,152 B per block = 250.99: 250 blocks.
+    folder = llama_8b_shaped(tmp_path)
+    code, out, _ = plan(capsys, "--gpu", "1GiB", "--weights", str(folder), "--reserve", "0B",
                         "--gpu-memory-utilization", "0.5", "--max-seq-len", "2048",
                         "--emit", "vllm", "--format", "json")  # fmt: skip
     assert code == 0
     data = json.loads(out)
-    assert data["fields"]["kv_cache_memory_bytes"] == 536_635_520
-    assert data["fields"]["num_gpu_blocks_override"] == 255
+    assert data["fields"]["kv_cache_memory_bytes"] == 526_351_232
+    assert data["fields"]["num_gpu_blocks_override"] == 250
 
 
 def test_sglang_max_total_tokens(capsys):
@@ -278,17 +288,17 @@ def test_hardware_json_without_emit_shows_the_budget(capsys):
 
 
 def test_weights_split_over_two_tensor_parallel_ranks(tmp_path, capsys):
-    # The tiny Llama at tp 2 (the spec's 8 KV heads split 4 a rank): per layer the norms stay
-    # whole (256 B), q/o halve (8,192), k/v halve (2,048), gate/up/down halve (24,576): 35,072
-    # B x 3 layers = 105,216; embed_tokens and lm_head pad 100 rows to 128 and keep 64 rows of
-    # 128 B each: 8,192 B x 2; the final norm 128 B. 105,216 + 16,384 + 128 = 121,728 B.
-    # 1 GiB x 0.5 - 121,728 = 536,749,184 B of KV.
-    write_safetensors(tmp_path / "model.safetensors", tiny_llama())
-    code, out, _ = plan(capsys, "--gpu", "1GiB", "--weights", str(tmp_path), "--reserve", "0B",
+    # llama_8b_shaped at tp 2 (the spec's 8 KV heads split 4 a rank): per layer the norms stay
+    # whole (256 B), q/o halve (8,192), k/v halve (131,072), gate/up/down halve (24,576):
+    # 164,096 B x 32 layers = 5,251,072; embed_tokens and lm_head pad 100 rows to 128 and keep
+    # 64 rows of 128 B each: 8,192 B x 2; the final norm 128 B. 5,251,072 + 16,384 + 128 =
+    # 5,267,584 B. 1 GiB x 0.5 - 5,267,584 = 531,603,328 B of KV.
+    folder = llama_8b_shaped(tmp_path)
+    code, out, _ = plan(capsys, "--gpu", "1GiB", "--weights", str(folder), "--reserve", "0B",
                         "--gpu-memory-utilization", "0.5", "--max-seq-len", "2048",
                         "--tp-size", "2", "--emit", "vllm", "--format", "json")  # fmt: skip
     assert code == 0
-    assert json.loads(out)["fields"]["kv_cache_memory_bytes"] == 536_749_184
+    assert json.loads(out)["fields"]["kv_cache_memory_bytes"] == 531_603_328
 
 
 def test_weights_as_a_bare_number_needs_a_unit(capsys):

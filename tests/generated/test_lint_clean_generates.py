@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from kvgen._lint import lint_loaded
 from kvgen._loader import load_bytes
 
-FUZZ = Path(__file__).resolve().parents[2] / "bench" / "fuzz_features.py"
+ROOT = Path(__file__).resolve().parents[2]
+FUZZ = ROOT / "bench" / "fuzz_features.py"
 
 
 def _harness():
@@ -128,3 +129,36 @@ def test_a_chunked_mla_kind_generates_and_the_engines_decline_it():
     assert loaded.family is not None, loaded.diagnostics
     assert not [d for d in lint_loaded(loaded) if d.severity == "error"]
     assert _check("chunked_mla.yaml", text.encode()) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "drop_heads"),
+    [("extra_bytes_per_token: 64", False), ("bytes_per_token: 4096", True)],
+    ids=["extra-bytes", "bytes-per-token"],
+)
+def test_a_vision_cross_layer_with_a_byte_shape_generates_and_the_engines_decline_it(
+    edit, drop_heads
+):
+    # Issue 29 C4: the shipped llama3_2_vision spec with a byte shape on its cross layer lints
+    # clean, and generate failed (internal error NotModelled: SGLang's encoder-decoder rows
+    # met the synthetic shape). Generation now models it: SGLang's rows decline the model
+    # with the synthetic-shape reason, as every engine does for a byte shape.
+    shipped = (ROOT / "schema" / "families" / "llama3_2_vision.yaml").read_text(encoding="utf-8")
+    anchor = "        encoder_tokens: 6404"
+    assert shipped.count(anchor) == 1
+    lines = shipped.replace(anchor, f"        {edit}\n{anchor}").splitlines(keepends=True)
+    if drop_heads:  # bytes_per_token replaces the cross kind's heads
+        start = lines.index("      cross_attn:\n")
+        lines = lines[: start + 2] + [
+            line for line in lines[start + 2 : start + 6] if "kv_heads" not in line
+            and "head_dim" not in line
+        ] + lines[start + 6 :]  # fmt: skip
+    text = "".join(lines).encode()
+    loaded = load_bytes("llama3_2_vision.yaml", text)
+    assert loaded.family is not None, loaded.diagnostics
+    assert not [d for d in lint_loaded(loaded) if d.severity == "error"]
+    assert _check("llama3_2_vision.yaml", text) == []
+    from kvgen._engines._rows import engine_model
+
+    (model,) = [m for m in loaded.family.models if m.name == "llama3_2_11b_vision"]
+    assert engine_model(loaded.family, model).sglang_unmodelled == "synthetic"

@@ -35,9 +35,15 @@ LAYER = {
 }
 
 
-def tiny_llama(layers: int = 3, *, tied: bool = False) -> dict[str, tuple[int, ...]]:
+def tiny_llama(
+    layers: int = 3, *, tied: bool = False, kv_rows: int = 16
+) -> dict[str, tuple[int, ...]]:
+    """The tiny Llama above; ``kv_rows`` widens k_proj/v_proj to another spec's KV heads x
+    head dim (Llama-3.1-8B: 8 x 128 = 1,024) with the other projections unchanged."""
+    shape_of = {name: (kv_rows, 64) if "k_proj" in name or "v_proj" in name else shape
+                for name, shape in LAYER.items()}  # fmt: skip
     shapes = {
-        f"model.layers.{i}.{name}": shape for i in range(layers) for name, shape in LAYER.items()
+        f"model.layers.{i}.{name}": shape for i in range(layers) for name, shape in shape_of.items()
     }
     shapes["model.embed_tokens.weight"] = (100, 64)
     shapes["model.norm.weight"] = (64,)
@@ -128,28 +134,33 @@ def test_index_naming_a_path_outside_its_folder_is_refused(tmp_path: Path) -> No
     (tmp_path / weights.INDEX_NAME).write_text(
         json.dumps({"weight_map": {"x": "../x.safetensors"}})
     )
-    with pytest.raises(weights.WeightsError, match="not a file name beside the index"):
+    with pytest.raises(weights.WeightsError, match=r"is not a \.safetensors file name beside"):
         weights.read(tmp_path)
 
 
 def test_a_huge_header_length_is_refused_before_reading(tmp_path: Path) -> None:
     path = tmp_path / "model.safetensors"
     path.write_bytes(struct.pack("<Q", 1 << 40) + b"{}")
-    with pytest.raises(weights.WeightsError, match="is over"):
+    with pytest.raises(weights.WeightsError, match="header length field is over") as refused:
         weights.read(path)
+    assert str(1 << 40) not in str(refused.value)  # the file's first 8 bytes are never shown
 
 
 def test_offsets_past_the_file_are_refused(tmp_path: Path) -> None:
     header = json.dumps({"w": {"dtype": "BF16", "shape": [4], "data_offsets": [0, 8]}}).encode()
     path = tmp_path / "model.safetensors"
     path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)  # 4 of 8 data bytes
-    with pytest.raises(weights.WeightsError, match="no valid shape and data_offsets"):
+    with pytest.raises(weights.WeightsError, match="file shorter than its header says"):
         weights.read(path)
 
 
 def test_devices_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(weights.WeightsError, match="not a regular file"):
+    # refused by its name, before it is opened; a device named *.safetensors by its type
+    with pytest.raises(weights.WeightsError, match=r"not a \.safetensors file or an index"):
         weights.read(Path("/dev/zero"))
+    os.symlink("/dev/zero", tmp_path / "model.safetensors")
+    with pytest.raises(weights.WeightsError, match="is a symbolic link"):
+        weights.read(tmp_path)
 
 
 def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
@@ -168,3 +179,34 @@ def _catch(outcome: list[BaseException], path: Path) -> None:
         weights.read(path)
     except BaseException as exc:  # the test inspects what was raised
         outcome.append(exc)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["model-00001-of-00000.safetensors"],  # a set of no shards
+        ["model-00001-of-00001.safetensors", "model-00002-of-00001.safetensors"],
+        ["model.safetensors", "model-00001-of-00001.safetensors"],  # a file and a set
+    ],
+)
+def test_a_folder_without_index_must_hold_one_checkpoint(tmp_path: Path, names) -> None:
+    for name in names:
+        write_safetensors(tmp_path / name, tiny_llama())
+    with pytest.raises(weights.WeightsError, match="name the index or one"):
+        weights.read(tmp_path)
+
+
+def test_only_a_class_name_from_config_json_is_shown(tmp_path: Path) -> None:
+    write_safetensors(tmp_path / "model.safetensors", tiny_llama())
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["Llama\x1b[2J"]}))
+    assert weights.load(tmp_path).architecture is None
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    assert weights.load(tmp_path).architecture == "LlamaForCausalLM"
+
+
+def test_a_layer_index_of_thousands_of_digits_is_no_layer(tmp_path: Path) -> None:
+    shapes = tiny_llama()
+    shapes["model.layers." + "9" * 5000 + ".mlp.w.weight"] = (2,)
+    write_safetensors(tmp_path / "model.safetensors", shapes)
+    tensors = weights.read(tmp_path)
+    assert weights.rank_bytes(tensors, num_layers=3, kv_heads=2) == [235_392 + 4]  # on rank 0
