@@ -28,20 +28,25 @@ from __future__ import annotations
 
 import math
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvgen.trtllm_pool_split import LifeCycle, PoolSplit, split_quota
 from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota
 
 __all__ = [
     "EnginePool",
+    "EngineStorage",
     "engine_budget_plan",
     "engine_plan_for_quota",
+    "engine_plan_for_split",
     "engine_pool_plan",
     "engine_pool_ratio",
     "engine_pools",
     "engine_quota_for_requests",
+    "engine_storage",
+    "engine_storage_split",
 ]
 
 
@@ -267,3 +272,166 @@ def _name(window: int, sinks: int, chunk: int) -> str:
     if chunk:
         return f"chunk{chunk}"
     return f"swa{window}" + (f"s{sinks}" if sinks else "")
+
+
+@dataclass(frozen=True)
+class EngineStorage:
+    """One manager as 38198e34's storage sees it: its life cycles in the order the engine
+    registers them (first appearance over its layers), each one's kvgen name and the slot
+    bytes of each of its pools (K and V buffers of equal size coalesced, one pool per size)."""
+
+    life_cycles: tuple[LifeCycle, ...]
+    names: tuple[str, ...]
+    slot_sizes: tuple[tuple[int, ...], ...]
+
+
+def engine_storage(
+    sizing: types.ModuleType,
+    model: str,
+    manager: str = "target",
+    *,
+    speculative: str = "none",
+    max_seq_len: int,
+    tp_size: int = 1,
+) -> EngineStorage:
+    """The life cycles and pools of one manager at TensorRT-LLM 38198e34 (``KVCacheManagerV2
+    ._build_base_config`` and the C++ ``createStorageConfig``): a layer's window is its kind's
+    (a window of at least max_seq_len is full attention), its K and V buffers
+    ``ceil(kv_heads/tp) x head_dim x dtype x tpb`` bytes each. ValueError for what this
+    revision's pool split is not modelled for: recurrent, cross, chunked or KV-sharing
+    layers, scaled or latent layouts, sink tokens."""
+    tpb = sizing.TOKENS_PER_BLOCK
+    entry, profile = sizing._MODELS[model], sizing._PROFILES[speculative]
+    stacks = [entry.layers]
+    if manager == "target":
+        extra = entry.extra_layers.get(speculative)
+        stacks += [extra] if extra is not None else []
+    elif manager == "draft" and profile.draft is not None:
+        stacks = [profile.draft]
+    else:
+        raise ValueError(f"{model}: no {manager} manager for speculative {speculative!r}")
+    order: dict[tuple[int | None, int], dict[int, int]] = {}  # cycle -> buffer size -> count
+    for stack in stacks:
+        for i in range(stack.layer_count):
+            kind = stack.kinds[stack.pattern[i % len(stack.pattern)]]
+            if kind.attention == "none":
+                continue
+            kv_heads, dims, element, fixed = sizing._kind_class(kind).row(kind)
+            if (kind.attention not in ("full", "sliding") or kind.reads is not None
+                    or kind.sink_tokens or fixed or element <= 0 or not kv_heads):  # fmt: skip
+                raise ValueError(
+                    f"{model} {manager}: the pool split of revision 38198e34 is modelled for "
+                    "full and sliding attention of plain K/V heads (no recurrent, cross, "
+                    "chunked or shared layers, scaled or latent layouts, or sink tokens)"
+                )
+            window = kind.window if kind.attention == "sliding" else None
+            key = (None if window is None or window >= max_seq_len else window, 0)
+            heads = -(-kv_heads // tp_size)
+            sizes = order.setdefault(key, {})
+            for dim in dims:  # K, then V
+                size = heads * dim * element * tpb
+                sizes[size] = sizes.get(size, 0) + 1
+    cycles = tuple(LifeCycle(window, sinks) for window, sinks in order)
+    pools = tuple(
+        tuple(sorted((size * n for size, n in sizes.items()), reverse=True))
+        for sizes in order.values()
+    )
+    names = tuple("full" if lc.window is None else _name(lc.window, 0, 0) for lc in cycles)
+    return EngineStorage(cycles, names, pools)
+
+
+def engine_storage_split(
+    sizing: types.ModuleType,
+    model: str,
+    quota_bytes: Mapping[str, int],
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+    avg_seq_len: int | None = None,
+    pool_ratio: Mapping[str, Sequence[float]] | None = None,
+    max_util_for_resume: float = 0.95,
+) -> dict[str, tuple[EngineStorage, PoolSplit]]:
+    """Per manager in ``quota_bytes``, its storage and the slots 38198e34 builds from its
+    quota (``kvgen.trtllm_pool_split.split_quota``) with the ``typical_step`` and
+    ``constraints`` its ``_build_base_config`` derives from ``avg_seq_len`` (only without a
+    ``pool_ratio``; ``kvgen.trtllm_budget.pool_split_inputs``) and ``pool_ratio[manager]``
+    as ``initial_pool_ratio`` (one weight per life cycle, in the engine's order)."""
+    from kvgen.trtllm_budget import pool_split_inputs
+
+    profile = sizing._PROFILES[speculative]
+    out = {}
+    for manager, quota in quota_bytes.items():
+        storage = engine_storage(sizing, model, manager, speculative=speculative,
+                                 max_seq_len=max_seq_len, tp_size=tp_size)  # fmt: skip
+        ratio = None if pool_ratio is None else tuple(pool_ratio[manager])
+        inputs = pool_split_inputs(
+            max_batch_size=max_batch_size, max_num_tokens=max_num_tokens,
+            max_seq_len=max_seq_len, extra_tokens=profile.extra,
+            max_draft_len=profile.draft_len, avg_seq_len=avg_seq_len, pool_ratio=ratio,
+        )  # fmt: skip
+        split = split_quota(
+            quota, storage.life_cycles, storage.slot_sizes, sizing.TOKENS_PER_BLOCK,
+            typical_step=inputs["typical_step"], constraints=inputs["constraints"],
+            initial_pool_ratio=inputs["initial_pool_ratio"],
+            max_util_for_resume=max_util_for_resume,
+        )  # fmt: skip
+        out[manager] = (storage, split)
+    return out
+
+
+def engine_plan_for_split(
+    sizing: types.ModuleType,
+    model: str,
+    quota_bytes: Mapping[str, int],
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+    avg_seq_len: int | None = None,
+    pool_ratio: Mapping[str, Sequence[float]] | None = None,
+) -> dict[str, tuple[int | None, list[EnginePool]]]:
+    """:func:`engine_plan_for_quota` at revision 38198e34: per manager, the largest T whose
+    "trtllm-v2" pools fit the slots that revision's own split builds from the manager's quota
+    (:func:`engine_storage_split`), and those pools. ValueError where kvgen's pool groups and
+    the engine's do not pair one to one."""
+    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
+                              tp_size, 1, 0)  # fmt: skip
+    terms = sizing._cached_terms(options)
+    splits = engine_storage_split(
+        sizing, model, quota_bytes, max_batch_size=max_batch_size,
+        max_num_tokens=max_num_tokens, max_seq_len=max_seq_len, speculative=speculative,
+        tp_size=tp_size, avg_seq_len=avg_seq_len, pool_ratio=pool_ratio,
+    )  # fmt: skip
+    out: dict[str, tuple[int | None, list[EnginePool]]] = {}
+    for t, plan in zip(terms, sizing._trtllm_plans(options, terms), strict=True):
+        if t.manager not in splits:
+            continue
+        storage, split = splits[t.manager]
+        if plan is None:
+            raise ValueError(
+                f"{model} {t.manager}: the engine's pool split is modelled for "
+                "attention-only managers (no recurrent, cross or DCP pools)"
+            )
+        slots = []
+        for _size, cycles, *_counts in plan.groups:
+            names = {_cycle_name(*c) for c in cycles}
+            groups = {split.group_of[storage.names.index(n)] for n in names}
+            members = {n for n, g in zip(storage.names, split.group_of, strict=True) if g in groups}
+            if len(groups) != 1 or members != names:
+                raise ValueError(
+                    f"{model} {t.manager}: kvgen's pool groups and TensorRT-LLM 38198e34's "
+                    "differ (life cycles of equal slot bytes but different pools)"
+                )
+            slots.append(split.slots[groups.pop()])
+        tokens, built, k = sizing._trtllm_held_in(plan, tuple(slots))
+        out[t.manager] = (tokens, [
+            EnginePool(tuple(_cycle_name(*c) for c in cycles), size,
+                       fixed + sliding * min(k, plan.context) + full * k, count)
+            for (size, cycles, fixed, sliding, full), count in zip(plan.groups, built, strict=True)
+        ])  # fmt: skip
+    return out

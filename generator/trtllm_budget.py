@@ -91,7 +91,9 @@ def _revision(revision: str) -> str:
     return revision
 
 
-def _layers_of(sizing: types.ModuleType, model: str, speculative: str, manager: str, tp: int):
+def _layers_of(
+    sizing: types.ModuleType, model: str, speculative: str, manager: str, tp: int
+) -> list[tuple[int, int, int]]:
     """(bytes per token, layer count, life-cycle index or -1 for full) of each cached kind of
     one manager on a single rank (the layer members ``sizing_split`` keeps)."""
     for name, members, states, crosses, _cycles in sizing._layers(model, speculative):

@@ -39,6 +39,8 @@ import hashlib
 import importlib
 import json
 import math
+import re
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -104,6 +106,81 @@ def cut_all(engine_src: Path, check: bool = True) -> dict[str, str]:
     if bad:
         raise SystemExit("engine source does not match the recorded text:\n  " + "\n  ".join(bad))
     return out
+
+
+# ---- the C++ pool split --------------------------------------------------------------------
+
+HARNESS = HERE / "trtllm_pool_harness.cpp"
+_REGION = (
+    "    size_t const gpuQuota = cacheTierQuota(",
+    "    mLevels.emplace_back(lifeCycleGrouping(",
+)
+
+
+def cut_cpp(text: str, name: str) -> str:
+    """One definition of ``name`` in C++ ``text``: a top-level function (``Class::fn``; ``#n``
+    the n-th definition of that name) or struct, from its template line to its closing brace
+    at column 0; ``using NAME = ...;``; for ``StorageManager::StorageManager`` the run of the
+    constructor's lines that size the hot tier (``_REGION``)."""
+    lines = text.splitlines(keepends=True)
+    if name == "StorageManager::StorageManager":
+        first = next(i for i, line in enumerate(lines) if line.startswith(_REGION[0]))
+        last = next(i for i in range(first, len(lines)) if lines[i].startswith(_REGION[1]))
+        return "".join(lines[first:last])
+    base, _, nth = name.partition("#")
+    short = base.rsplit("::", 1)[-1]
+    pattern = re.compile(
+        rf"^(struct {re.escape(base)}$|using {re.escape(base)} = |.*(^|[\s*&>]){re.escape(base)}\()"
+    )
+    starts = [i for i, line in enumerate(lines)
+              if line[:1] not in (" ", "/", "\n") and pattern.match(line.rstrip("\n"))]  # fmt: skip
+    if not starts:
+        raise LookupError(f"{name}: {short} not found")
+    start = starts[int(nth or 1) - 1]
+    if lines[start].startswith("using "):
+        return lines[start]
+    end = next(i for i in range(start, len(lines)) if lines[i].rstrip("\n") in ("}", "};"))
+    if start and lines[start - 1].startswith("template"):
+        start -= 1
+    return "".join(lines[start : end + 1])
+
+
+def cut_all_cpp(engine_src: Path, check: bool = True) -> dict[str, list[str]]:
+    """The cut C++ definitions grouped by the harness marker they go to, digests checked."""
+    out: dict[str, list[str]] = {}
+    bad = []
+    for path, _version, name, want in source.CPP_FUNCTIONS:
+        text = cut_cpp((engine_src / path).read_text(), name)
+        if check and digest(text) != want:
+            bad.append(f"{path} {name}: sha256 {digest(text)}, the table says {want}")
+        marker = path.rpartition("kv_cache_manager_v2/")[2]  # the file's place in the harness
+        if name == "StorageManager::StorageManager":
+            marker = name  # the constructor's lines go inside the harness's own method
+        out.setdefault(marker, []).append(text)
+    if bad:
+        raise SystemExit("engine source does not match the recorded text:\n  " + "\n  ".join(bad))
+    return out
+
+
+def build_harness(parts: dict[str, list[str]], folder: Path) -> Path:
+    """kvgen's harness with the engine's C++ definitions in place, compiled in ``folder``."""
+    text = HARNESS.read_text()
+    for marker, texts in parts.items():
+        slot = f"// @ENGINE {marker}@"
+        if slot not in text:
+            raise SystemExit(f"the harness has no place for {marker}")
+        text = text.replace(slot, "\n".join(texts))
+    (folder / "harness.cpp").write_text(text)
+    binary = folder / "harness"
+    subprocess.run(["g++", "-std=c++20", "-O1", "-o", str(binary), str(folder / "harness.cpp")],
+                   check=True)  # fmt: skip
+    return binary
+
+
+def run_harness(binary: Path, lines: list[str]) -> list[str]:
+    done = subprocess.run([str(binary)], input="\n".join(lines) + "\n", capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    return done.stdout.splitlines()
 
 
 # ---- the throwaway module ---------------------------------------------------------------------
@@ -669,10 +746,125 @@ def typical_step_rows(m: Any) -> list[dict[str, Any]]:
     return rows
 
 
+POOL_BUDGETS = (40 * GIB, 12 * GIB)
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
+
+
+def manager_layers(m: Any, table: Any, tpb: int, seq: int, kv: Any) -> Any:
+    """What the engine's ``_build_base_config`` hands the C++ split for a target of spec
+    dimensions: per-layer windows derived from ``layer_types`` and resolved as the manager
+    does (``_derive_v2_layer_type_attention_windows``, ``_resolve_v2_max_attention_window_vec``),
+    K and V buffers per layer, and the typical step, constraints and initial ratio."""
+    stack = table.stack
+    config = model_config(stack)
+    derived = m._derive_v2_layer_type_attention_windows(
+        kv, m.KVCacheManagerV2, config, seq
+    )  # fmt: skip
+    layers = list(range(stack.count))
+    windows = m._resolve_v2_max_attention_window_vec(derived, seq, layers)
+    first = stack.kinds[stack.pattern[0]]
+    size = 2 * first.kv_heads * first.head_dim * DTYPE_BYTES[first.dtype]
+    mgr = m.KVCacheManagerV2(
+        enable_swa_scratch_reuse=False, max_beam_width=1, max_seq_len=seq,
+        max_num_tokens=CHUNK, num_extra_kv_tokens=0, max_draft_len=0,
+        max_batch_size=BATCH, num_local_layers=stack.count, kv_cache_type="self",
+        dtype="half", layer_sizes=[size] * stack.count, max_attention_window_vec=windows,
+        _ledger_tokens_per_block=tpb, reuse_match_backoff=0, enable_stats=False,
+        block_reuse_policy="all_reusable", head_dim_per_layer=[first.head_dim] * stack.count,
+    )  # fmt: skip
+    return mgr._build_base_config(kv, tokens_per_block=tpb, cache_tiers=[])
+
+
+def storage_of(built: Any) -> tuple[list[Any], list[list[int]], list[int], list[list[int]]]:
+    """The C++ side's view of built layer configs (kvgen's stand-in for the C++
+    ``LifeCycleRegistry`` and ``createStorageConfig``): life cycles (window, sink tokens) by
+    first appearance; per life cycle its buffers coalesced by size, one pool per size, largest
+    first; life cycles of equal pool lists share a pool group, groups in ascending order of
+    that list (the engine keys them in a std::map)."""
+    cycles: dict[tuple[Any, Any], dict[int, int]] = {}
+    for layer in built.layers:
+        sizes = cycles.setdefault((layer.sliding_window_size, layer.num_sink_tokens), {})
+        for buffer in layer.buffers:
+            sizes[buffer.size] = sizes.get(buffer.size, 0) + 1
+    keys = list(cycles)
+    pools = [sorted((s * n for s, n in cycles[k].items()), reverse=True) for k in keys]
+    groups = sorted({tuple(p) for p in pools})
+    group_of = [groups.index(tuple(p)) for p in pools]
+    return keys, pools, group_of, [list(g) for g in groups]
+
+
+def harness_line(tpb: int, quota: int, built: Any, storage: Any) -> str:
+    keys, _pools, group_of, groups = storage
+    out = [tpb, quota, repr(float(built.max_util_for_resume)), len(keys)]
+    for window, sinks in keys:
+        out += [-1 if window is None else window, -(-(sinks or 0) // tpb), 0]
+    out.append(len(groups))
+    for group in groups:
+        out += [len(group), *group]
+    out += group_of
+
+    def batch(b: Any) -> list[Any]:
+        return [len(b.kv_caches)] + [x for d in b.kv_caches for x in (d.capacity, d.history_length)]
+
+    out += [0] if built.typical_step is None else [1, *batch(built.typical_step)]
+    out.append(len(built.constraints))
+    for c in built.constraints:
+        out += batch(c)
+    ratio = built.initial_pool_ratio
+    out += [0] if ratio is None else [1, *(repr(float(r)) for r in ratio)]
+    return " ".join(str(x) for x in out)
+
+
+def parse_harness(line: str) -> dict[str, Any]:
+    if line.startswith("error "):
+        return {"error": line[len("error ") :]}
+    words = line.split()
+    i, j = words.index("min"), words.index("ratio")
+    # The ratios are float32 printed to 9 significant digits, which names one float32.
+    return {"slots": [int(w) for w in words[1:i]], "min_slots": [int(w) for w in words[i + 1 : j]],
+            "ratio": [np_float32(float(w)) for w in words[j + 1 :]]}  # fmt: skip
+
+
+def pool_split_rows(m: Any, binary: Path) -> list[dict[str, Any]]:
+    """Every model mixing sliding and full layers (the targets of ``target_rows``), no
+    speculation, at two budgets, with and without avg_seq_len = S, and with an explicit
+    pool_ratio: the slots per pool group the engine's C++ split builds."""
+    rows, lines = [], []
+    for family, tables in families():
+        for name, table in tables.models.items():
+            kinds = {k.attention for k in table.stack.kinds.values()}
+            if "sliding" not in kinds or "full" not in kinds or supported(table.stack):
+                continue
+            seq, tpb = min(SEQ, table.max_seq_len), tables.tokens_per_block
+            for budget in POOL_BUDGETS:
+                for avg, ratio in ((None, None), (seq, None), (None, "explicit")):
+                    kv = KvCacheConfig(avg_seq_len=avg)
+                    storage = storage_of(manager_layers(m, table, tpb, seq, kv))
+                    if ratio == "explicit":  # one weight per life cycle: 1/3, 2/3
+                        kv = KvCacheConfig(pool_ratio=[1 / 3, 2 / 3][: len(storage[0])])
+                    built = manager_layers(m, table, tpb, seq, kv)
+                    storage = storage_of(built)
+                    lines.append(harness_line(tpb, budget, built, storage))
+                    rows.append({
+                        "family": family, "model": name, "max_batch_size": BATCH,
+                        "max_num_tokens": CHUNK, "max_seq_len": seq, "tokens_per_block": tpb,
+                        "budget_bytes": budget, "avg_seq_len": avg,
+                        "pool_ratio": kv.pool_ratio,
+                        "life_cycles": [[w, -(-(s or 0) // tpb)] for w, s in storage[0]],
+                        "slot_sizes": storage[1], "group_of": storage[2],
+                        "group_slot_sizes": storage[3],
+                    })  # fmt: skip
+    for row, line in zip(rows, run_harness(binary, lines), strict=True):
+        row["engine"] = parse_harness(line)
+    return rows
+
+
 def run(engine_src: Path) -> dict[str, Any]:
     functions = cut_all(engine_src)
+    cpp = cut_all_cpp(engine_src)
     with tempfile.TemporaryDirectory(prefix="kvgen_trtllm_oracle_") as tmp:
         m = build_module(functions, Path(tmp))
+        binary = build_harness(cpp, Path(tmp))
         try:
             splits, split_skipped = split_rows(m)
             targets, target_skipped = target_rows(m)
@@ -696,6 +888,11 @@ def run(engine_src: Path) -> dict[str, Any]:
                 "conversions": conversion_rows(m),
                 "host_tier": host_rows(m),
                 "typical_step": typical_step_rows(m),
+                "cpp_functions": [
+                    {"module": p, "version": v, "function": n, "sha256": d}
+                    for p, v, n, d in source.CPP_FUNCTIONS
+                ],
+                "pool_splits": pool_split_rows(m, binary),
             }
         finally:
             sys.path.remove(tmp)
@@ -714,6 +911,8 @@ def main() -> None:
     if args.print_digests:
         for path, _commit, qualname, _want in source.FUNCTIONS:
             print(digest(cut((args.engine_src / path).read_text(), qualname)), qualname)
+        for path, _version, name, _want in source.CPP_FUNCTIONS:
+            print(digest(cut_cpp((args.engine_src / path).read_text(), name)), name)
         return
     data = run(args.engine_src)
     args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
