@@ -47,6 +47,8 @@ __all__ = [
     "engine_quota_for_requests",
     "engine_storage",
     "engine_storage_split",
+    "pool_ratio_for_quota",
+    "trtllm_emit",
 ]
 
 
@@ -74,16 +76,19 @@ def engine_budget_plan(
     max_batch_size: int,
     revision: str = "early-2026",
     avg_seq_len: int | None = None,
+    pool_ratio: Mapping[str, Sequence[float]] | None = None,
     **common: Any,
 ) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[int | None, list[EnginePool]]]]:
     """A KV budget as TensorRT-LLM V2 is handed it: the shares of the engine's split between
     the managers at ``revision`` (``kvgen.trtllm_budget.split_budget``; "early-2026": kvgen's
     slope split of docs/cost-model.md §6, "38198e34": per-request weights, cap and floor, with
-    ``avg_seq_len`` as the engine's ``kv_cache_config.avg_seq_len``), each rounded down to
-    whole grains of the engine (which rounds a quota up to its grain, so it keeps exactly
-    these bytes), and what the pools its own split builds from them hold
-    (:func:`engine_plan_for_quota`: the early-2026 split within a manager, the one this
-    module models). ``common``: max_seq_len, max_num_tokens, speculative, tp_size. Returns
+    ``avg_seq_len`` as the engine's ``kv_cache_config.avg_seq_len``), the quota each manager
+    keeps and what the pools its own split builds from that quota hold. "early-2026": each
+    share rounded down to whole grains (the engine rounds a quota up to its grain, so it keeps
+    exactly these bytes), pools by :func:`engine_plan_for_quota`; "38198e34": the shares as
+    the engine computes them from the budget, pools by :func:`engine_plan_for_split` (its
+    split within a manager, from ``avg_seq_len`` or ``pool_ratio``, one weight list per
+    manager). ``common``: max_seq_len, max_num_tokens, speculative, tp_size. Returns
     (shares, quotas, plan); ValueError where the split is not modelled (recurrent or cross
     pools, DCP)."""
     from kvgen.trtllm_budget import split_budget
@@ -94,9 +99,79 @@ def engine_budget_plan(
     if len(managers) > 1:
         shares = split_budget(sizing, model, budget, max_batch_size=max_batch_size,
                               revision=revision, avg_seq_len=avg_seq_len, **common)  # fmt: skip
+    if revision == "38198e34":
+        plan = engine_plan_for_split(sizing, model, shares, max_batch_size=max_batch_size,
+                                     avg_seq_len=avg_seq_len, pool_ratio=pool_ratio,
+                                     **common)  # fmt: skip
+        return shares, dict(shares), plan
     quotas = {name: share - share % gpu_grain(share) or share for name, share in shares.items()}
     plan = engine_plan_for_quota(sizing, model, quotas, max_batch_size=max_batch_size, **common)
     return shares, quotas, plan
+
+
+def pool_ratio_for_quota(
+    sizing: types.ModuleType,
+    model: str,
+    quota: int,
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+) -> list[float] | None:
+    """The target's ``kv_cache_config.pool_ratio`` that makes TensorRT-LLM 38198e34 build
+    kvgen's own pools from ``quota`` bytes: one weight per life cycle in the engine's order.
+    kvgen's pools for T tokens (ceil(T/tpb) full pages, per window B * pages(w, H) + the
+    context's pages) are taken at the largest T whose pools, each rounded up to the engine's
+    grain, fit the quota rounded up to it; every pool group's weight is its grains over the
+    quota's, the grains left over going to the group of full attention (all of them where
+    nothing grows). A group's weight is shared by its life cycles in proportion to their
+    slot bytes. None where not even B requests' window pages fit (T = 0)."""
+    from kvgen.trtllm_budget import gpu_alloc_granularity
+    from kvgen.trtllm_pool_split import grains_for_slots, pool_groups
+
+    storage = engine_storage(sizing, model, speculative=speculative, max_seq_len=max_seq_len,
+                             tp_size=tp_size)  # fmt: skip
+    group_of, sizes = pool_groups(storage.slot_sizes)
+    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
+                              tp_size, 1, 0)  # fmt: skip
+    terms = sizing._cached_terms(options)
+    plan = sizing._trtllm_plans(options, terms)[0]
+    if plan is None:
+        raise ValueError(
+            f"{model}: the engine's pool split is modelled for attention-only managers"
+        )
+    grain = gpu_alloc_granularity(quota)
+    total = -(-quota // grain)
+    members = []  # per kvgen group: the engine group and its (fixed, sliding, full) pages
+    for _size, cycles, fixed, sliding, full in plan.groups:
+        engine_group = group_of[storage.names.index(_cycle_name(*cycles[0]))]
+        members.append((engine_group, fixed, sliding, full))
+
+    def grains(k: int) -> list[int]:
+        pages = [0] * len(sizes)
+        for pg, fixed, sliding, full in members:
+            pages[pg] += fixed + sliding * min(k, plan.context) + full * k
+        return [grains_for_slots(n, sizes[pg], grain) for pg, n in enumerate(pages)]
+
+    if sum(grains(1)) > total:
+        return None
+    lo, hi = 1, 2  # the largest k (pages of full attention) whose pools fit
+    while sum(grains(hi)) <= total and (plan.grows or hi <= plan.context):
+        lo, hi = hi, 2 * hi
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if sum(grains(mid)) <= total else (lo, mid)
+    per_group = grains(lo)
+    grows = [pg for pg, _f, _s, full in members if full] or list(range(len(sizes)))
+    per_group[grows[0]] += total - sum(per_group)
+    bytes_of = [sum(s) for s in storage.slot_sizes]
+    ratio = []
+    for lc, pg in enumerate(group_of):
+        share = sum(b for b, g in zip(bytes_of, group_of, strict=True) if g == pg)
+        ratio.append(per_group[pg] / total * (bytes_of[lc] / share))
+    return ratio
 
 
 def engine_pool_plan(
@@ -435,3 +510,68 @@ def engine_plan_for_split(
             for (size, cycles, fixed, sliding, full), count in zip(plan.groups, built, strict=True)
         ])  # fmt: skip
     return out
+
+
+@dataclass(frozen=True)
+class TrtllmEmit:
+    """What ``plan --emit trtllm`` writes for one revision and what the engine then holds:
+    the quota (``max_gpu_total_bytes``), the quota each manager keeps, the target's
+    ``pool_ratio`` (None: not written), the target's tokens of full-attention history (None:
+    nothing grows with them), the pools per manager and why a setting is not written."""
+
+    quota: int
+    quotas: dict[str, int]
+    pool_ratio: list[float] | None
+    tokens: int | None
+    pools: dict[str, list[EnginePool]]
+    notes: tuple[str, ...] = ()
+
+
+def trtllm_emit(
+    sizing: types.ModuleType,
+    model: str,
+    budget: int,
+    *,
+    max_batch_size: int,
+    revision: str,
+    **common: Any,
+) -> TrtllmEmit:
+    """The settings that make TensorRT-LLM at ``revision`` build kvgen's pools from
+    ``budget`` bytes, and the capacity it then builds (docs/deploy.md). "early-2026": the
+    budget as each manager's share in whole grains (:func:`engine_budget_plan`); that
+    revision takes no ratio. "38198e34": the budget in whole grains of the engine (it rounds
+    a quota up to its grain), and for a target alone the ``pool_ratio`` of
+    :func:`pool_ratio_for_quota`, from which its split builds kvgen's pools; with a separate
+    draft pool no ratio (the engine hands the draft manager the target's ``pool_ratio``), the
+    engine's own split of the budget and of each share. ``avg_seq_len`` is not written: with
+    a ratio the split does not read it. ValueError where the split is not modelled."""
+    from kvgen.trtllm_budget import gpu_alloc_granularity
+
+    if revision != "38198e34":
+        _shares, quotas, plan = engine_budget_plan(
+            sizing, model, budget, max_batch_size=max_batch_size, revision=revision, **common
+        )
+        pools = {name: p for name, (_t, p) in plan.items()}
+        return TrtllmEmit(sum(quotas.values()), quotas, None, plan["target"][0], pools)
+    quota = budget - budget % gpu_alloc_granularity(budget) or budget
+    notes: tuple[str, ...] = ()
+    ratio = None
+    managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
+    if len(managers) > 1:
+        notes = (
+            "pool_ratio is not written: TensorRT-LLM 38198e34 hands the separate draft "
+            "manager the target's pool_ratio; each manager's pools are the engine's own split",
+        )
+    else:
+        keys = ("max_num_tokens", "max_seq_len", "speculative", "tp_size")
+        ratio = pool_ratio_for_quota(sizing, model, quota, max_batch_size=max_batch_size,
+                                     **{k: common[k] for k in keys})  # fmt: skip
+        if ratio is None:
+            notes = ("pool_ratio is not written: the quota holds fewer than max_batch_size "
+                     "requests' window pages",)  # fmt: skip
+    _shares, quotas, plan = engine_budget_plan(
+        sizing, model, quota, max_batch_size=max_batch_size, revision=revision,
+        pool_ratio=None if ratio is None else {"target": ratio}, **common,
+    )  # fmt: skip
+    pools = {name: p for name, (_t, p) in plan.items()}
+    return TrtllmEmit(quota, quotas, ratio, plan["target"][0], pools, notes)

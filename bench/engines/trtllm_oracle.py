@@ -859,6 +859,38 @@ def pool_split_rows(m: Any, binary: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def emit_split_rows(m: Any, binary: Path) -> list[dict[str, Any]]:
+    """The same models and budgets with the ``pool_ratio`` ``kvgen plan --emit trtllm``
+    writes for revision 38198e34 (``kvgen._trtllm_pools.pool_ratio_for_quota``, the input):
+    the slots the engine's C++ split then builds."""
+    from kvgen._trtllm_pools import pool_ratio_for_quota
+
+    rows, lines = [], []
+    for family, tables in families():
+        sizing = importlib.import_module(f"generated.{family}.sizing")
+        for name, table in tables.models.items():
+            kinds = {k.attention for k in table.stack.kinds.values()}
+            if "sliding" not in kinds or "full" not in kinds or supported(table.stack):
+                continue
+            seq, tpb = min(SEQ, table.max_seq_len), tables.tokens_per_block
+            for budget in POOL_BUDGETS:
+                ratio = pool_ratio_for_quota(sizing, name, budget, max_batch_size=BATCH,
+                                             max_num_tokens=CHUNK, max_seq_len=seq)  # fmt: skip
+                built = manager_layers(m, table, tpb, seq, KvCacheConfig(pool_ratio=ratio))
+                storage = storage_of(built)
+                lines.append(harness_line(tpb, budget, built, storage))
+                rows.append({
+                    "family": family, "model": name, "max_batch_size": BATCH,
+                    "max_num_tokens": CHUNK, "max_seq_len": seq, "tokens_per_block": tpb,
+                    "budget_bytes": budget, "pool_ratio": ratio,
+                    "life_cycles": [[w, -(-(s or 0) // tpb)] for w, s in storage[0]],
+                    "group_of": storage[2], "group_slot_sizes": storage[3],
+                })  # fmt: skip
+    for row, line in zip(rows, run_harness(binary, lines), strict=True):
+        row["engine"] = parse_harness(line)
+    return rows
+
+
 def run(engine_src: Path) -> dict[str, Any]:
     functions = cut_all(engine_src)
     cpp = cut_all_cpp(engine_src)
@@ -893,6 +925,7 @@ def run(engine_src: Path) -> dict[str, Any]:
                     for p, v, n, d in source.CPP_FUNCTIONS
                 ],
                 "pool_splits": pool_split_rows(m, binary),
+                "emit_pool_splits": emit_split_rows(m, binary),
             }
         finally:
             sys.path.remove(tmp)

@@ -33,6 +33,7 @@ def _fraction(text: str) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from kvgen._deploy.emit import EMIT_ENGINES
     from kvgen._units import positive_int, size_argument
+    from kvgen.trtllm_budget import DEFAULT_REVISION, REVISIONS
 
     group = parser.add_argument_group("from the hardware to the launch settings (docs/deploy.md)")
     group.add_argument(
@@ -55,6 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--emit", choices=tuple(EMIT_ENGINES),
         help="print the engine's launch settings for the plan (--format args, yaml or json)",
+    )  # fmt: skip
+    group.add_argument(
+        "--trtllm-revision", choices=tuple(REVISIONS), default=DEFAULT_REVISION,
+        help="the TensorRT-LLM revision --emit trtllm writes for (38198e34: with the "
+        "pool_ratio that makes its split build kvgen's pools; default %(default)s)",
     )  # fmt: skip
     group.add_argument(
         "--deployment", type=Path, metavar="FILE.toml",
@@ -127,6 +133,7 @@ def run(args: argparse.Namespace) -> Exit:
         pp_size=getattr(args, "pp_size", None) or 1,
         mamba_radix_cache_strategy=getattr(args, "mamba_radix_cache_strategy", "extra_buffer"),
         heterogeneous_vocab=getattr(args, "heterogeneous_vocab", False),
+        trtllm_revision=getattr(args, "trtllm_revision", "early-2026"),
     )  # fmt: skip
     if args.emit == "trtllm" and args.format == "args":
         raise UsageError("TensorRT-LLM takes these as extra_llm_api_options: --format yaml or json")

@@ -42,6 +42,7 @@ class Deployment:
     # SGLang's Mamba radix cache on a recurrent hybrid: its state slots per running request.
     mamba_radix_cache_strategy: str = "extra_buffer"
     heterogeneous_vocab: bool = False  # vLLM: speculative_config use_heterogeneous_vocab
+    trtllm_revision: str = "early-2026"  # TensorRT-LLM: whose V2 manager --emit writes for
 
 
 @dataclass
@@ -165,7 +166,7 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
             max_num_tokens=d.max_num_tokens, max_batch_size=d.max_batch_size,
             block_size=d.block_size, speculative=d.speculative, tp_size=d.tp_size,
             fraction=fraction, mamba_radix_cache_strategy=d.mamba_radix_cache_strategy,
-            heterogeneous_vocab=d.heterogeneous_vocab,
+            heterogeneous_vocab=d.heterogeneous_vocab, trtllm_revision=d.trtllm_revision,
         )  # fmt: skip
     except ValueError as exc:
         # engine_capacity names the budget when the engine would refuse to start for lack of
