@@ -42,10 +42,14 @@ from kvgen.facts import float32
 __all__ = [
     "DEFAULT_REVISION",
     "REVISIONS",
+    "HybridCost",
     "ManagerCost",
     "draft_budget_shares",
     "gpu_alloc_granularity",
     "host_tier_quota",
+    "hybrid_cost",
+    "hybrid_quota_for_tokens",
+    "hybrid_tokens_for_quota",
     "manager_costs",
     "pool_split_inputs",
     "split_budget",
@@ -320,3 +324,95 @@ def pool_split_inputs(
         constraints.append([context])
     ratio = None if pool_ratio is None else list(pool_ratio)
     return {"typical_step": typical, "constraints": constraints, "initial_pool_ratio": ratio}
+
+
+class HybridCost(NamedTuple):
+    """A Mamba hybrid's one manager at 38198e34 (``MambaHybridCacheManagerV2``): its affine
+    static cost (slope, intercept) and the terms its runtime conversions read: attention bytes
+    per token of history, recurrent-state bytes of one slot (every Mamba layer's conv and SSM
+    state), resident requests, reserved dummy slots, the periodic snapshot interval (None:
+    no periodic snapshots) and tokens per page."""
+
+    slope: int
+    intercept: int
+    attention_bytes_per_token: int
+    state_bytes: int
+    resident: int
+    reserved: int
+    interval: int | None
+    tokens_per_block: int
+
+
+def hybrid_cost(
+    sizing: types.ModuleType,
+    model: str,
+    *,
+    max_batch_size: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+    enable_block_reuse: bool = True,
+    periodic_snapshot_interval: int | None = None,
+    attention_dp: bool = False,
+) -> HybridCost:
+    """38198e34's cost of a Mamba hybrid (attention and recurrent layers in one V2 manager,
+    ``_estimate_mamba_hybrid_cache_cost`` as ``MambaHybridCacheManagerV2`` calls it): with
+    R = B resident requests, r = 1 reserved dummy slot (+1 under attention DP), s the state
+    bytes of one slot, a the attention bytes per token and the periodic snapshot interval P
+    (only under block reuse, at most max_seq_len; kvgen names no fixed snapshot offsets):
+
+    slope = a + ceil(s / P), intercept = (R + r) * s + R * a * tpb (one partial attention
+    page per request once snapshots exist); without snapshots slope = a, intercept =
+    (R + r) * s. ValueError for a model whose layers hold both (a parallel hybrid), windows,
+    cross attention or a separate draft pool."""
+    tpb = sizing.TOKENS_PER_BLOCK
+    ranked = sizing._rank(model, speculative, 1, 0, 1 if attention_dp else tp_size, 1)
+    target = ranked[0]
+    _name, slope, sums, groups, states, crosses, _cross = target
+    kinds = sizing._MODELS[model].layers.kinds.values()
+    parallel = any(k.attention == "full" and k.ssm_heads for k in kinds)
+    if len(ranked) > 1 or groups or crosses or not states or parallel:
+        raise ValueError(
+            f"{model}: revision 38198e34's Mamba hybrid cost is modelled for one manager of "
+            "full-attention and recurrent layers (no windows, cross attention, parallel "
+            "hybrid layers or separate draft pool)"
+        )
+    state = sums[0]
+    interval = periodic_snapshot_interval
+    if not enable_block_reuse or interval is None or interval <= 0 or interval > max_seq_len:
+        interval = None
+    resident, reserved = max_batch_size, 1 + attention_dp
+    static_slope, intercept = slope, (resident + reserved) * state
+    if interval is not None:
+        static_slope += -(-state // interval)
+        intercept += resident * slope * tpb
+    return HybridCost(static_slope, intercept, slope, state, resident, reserved, interval, tpb)
+
+
+def hybrid_quota_for_tokens(cost: HybridCost, tokens: int) -> int:
+    """The runtime quota for ``tokens`` tokens of history (``_get_quota_from_max_tokens``):
+    a x T, and (R + r + snapshots) state slots with snapshots = T // P, and R partial attention
+    pages once a snapshot is planned."""
+    snapshots = tokens // cost.interval if cost.interval is not None and tokens > 0 else 0
+    quota = tokens * cost.attention_bytes_per_token
+    quota += (cost.resident + cost.reserved + snapshots) * cost.state_bytes
+    if snapshots > 0:
+        quota += cost.resident * cost.attention_bytes_per_token * cost.tokens_per_block
+    return quota
+
+
+def hybrid_tokens_for_quota(cost: HybridCost, quota: int) -> float:
+    """The most tokens whose :func:`hybrid_quota_for_tokens` fits ``quota``
+    (``_get_max_tokens_from_quota``, by the engine's doubling and bisection): 0 when not even
+    the live states fit, inf past 2**62."""
+    if hybrid_quota_for_tokens(cost, 0) > quota:
+        return 0
+    low, high = 0, 1
+    while hybrid_quota_for_tokens(cost, high) <= quota:
+        low, high = high, high * 2
+        if high >= 1 << 62:
+            return math.inf
+    while low + 1 < high:
+        mid = (low + high) // 2
+        low, high = (mid, high) if hybrid_quota_for_tokens(cost, mid) <= quota else (low, mid)
+    return low

@@ -247,8 +247,31 @@ def model_validator(mode):
 
 
 def get_pp_layers(num_layers, mapping, spec_config=None, layer_mask=None):
-    # Stand-in: one pipeline rank holds every layer (the cases run pp_size 1).
+    # Stand-in: one pipeline rank holds every layer (the cases run pp_size 1): the ids of the
+    # layers the mask selects, or the first num_layers.
+    if layer_mask is not None:
+        return [i for i, kept in enumerate(layer_mask) if kept], num_layers
     return list(range(num_layers)), num_layers
+
+
+class KVCacheManager:
+    """Stand-in for the V1 manager's static bytes per token of full attention layers (not in
+    the stored source read): K and V of the model config's heads, in its cache dtype."""
+
+    @staticmethod
+    def get_cache_size_per_token(model_config, mapping, num_layers=None, **kwargs):
+        config = model_config.pretrained_config
+        heads = config.num_key_value_heads // mapping.tp_size
+        return 2 * heads * config.head_dim * model_config.kv_bytes * num_layers
+
+
+class MambaHybridCacheManager:
+    pass
+
+
+class torch:  # the dtype sizes the functions read
+    class int64:
+        itemsize = 8
 
 
 def is_hybrid_linear(config):
@@ -321,6 +344,23 @@ def draft_prompt_lookahead(spec_config):  # stand-in: the cases run without bloc
     return 0
 """
 
+CONFIG_UTILS_MODULE = """\
+from _trtllm_oracle_cut import MambaKVCacheParams
+
+
+def extract_mamba_kv_cache_params(config, spec_config=None, quant_config=None):
+    # stand-in: the harness puts the spec's recurrent dimensions and layer masks on the config
+    return MambaKVCacheParams(**config.mamba_params)
+
+
+def is_qwen4_exp(config):
+    return False
+
+
+def extract_qwen4_exp_ple_cache_params(config):  # never reached: no Qwen4-Exp case
+    raise NotImplementedError
+"""
+
 # Methods go into stand-in classes of these names; each class keeps what its cut methods
 # read from ``self`` (set by the harness below).
 CLASS_HEADERS = {
@@ -364,6 +404,23 @@ CLASS_HEADERS = {
         "    def _bound_unsplit_v2_draft_by_tokens(self, budget, target, draft):\n"
         "        return draft\n"
     ),
+    "MambaHybridCacheManagerV2": (
+        "class MambaHybridCacheManagerV2(KVCacheManagerV2, MambaHybridCacheManager):\n"
+        "    _ple_layer_ids = []\n"
+        "\n"
+        "    def _attention_cache_bytes_per_token(self):\n"
+        "        # stand-in: the attention layers' bytes per token the harness gives\n"
+        "        return sum(self.layer_sizes)\n"
+    ),
+    "MambaKVCacheParams": (
+        "class MambaKVCacheParams:\n"
+        "    def __init__(self, **fields):\n"
+        "        self.__dict__.update(fields)\n"
+        "\n"
+        "    def get_layer_masks(self, is_draft=False, use_separate_draft_kv_cache=False):\n"
+        "        # stand-in: a target manager of no draft layers\n"
+        "        return list(self.mamba_layer_mask), list(self.full_attention_layer_mask)\n"
+    ),
     "DecodingBaseConfig": "class DecodingBaseConfig(StrictBaseModel):\n    pass\n",
     "PARDDecodingConfig": "class PARDDecodingConfig(DecodingBaseConfig):\n    pass\n",
     "DFlashDecodingConfig": "class DFlashDecodingConfig(DecodingBaseConfig):\n    pass\n",
@@ -372,7 +429,7 @@ CLASS_HEADERS = {
 }
 CLASS_ORDER = ("DecodingBaseConfig", "PARDDecodingConfig", "DFlashDecodingConfig",
                "NGramDecodingConfig", "DraftTargetDecodingConfig", "KVCacheManagerV2",
-               "KvCacheCreator")  # fmt: skip
+               "MambaHybridCacheManagerV2", "MambaKVCacheParams", "KvCacheCreator")  # fmt: skip
 
 
 def build_module(functions: dict[str, str], folder: Path) -> Any:
@@ -392,6 +449,10 @@ def build_module(functions: dict[str, str], folder: Path) -> Any:
     (folder / "tensorrt_llm" / "__init__.py").write_text("")
     (folder / "tensorrt_llm" / "_torch" / "__init__.py").write_text("")
     (package / "__init__.py").write_text(SPECULATIVE_PACKAGE)
+    executor = folder / "tensorrt_llm" / "_torch" / "pyexecutor"
+    executor.mkdir()
+    (executor / "__init__.py").write_text("")
+    (executor / "config_utils.py").write_text(CONFIG_UTILS_MODULE)
     sys.path.insert(0, str(folder))
     return importlib.import_module("_trtllm_oracle_cut")
 
@@ -891,6 +952,105 @@ def emit_split_rows(m: Any, binary: Path) -> list[dict[str, Any]]:
     return rows
 
 
+_DTYPE_SIZES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
+# (block reuse, periodic_snapshot_interval): none; reuse without periodic snapshots; every
+# 256 tokens (4 pages of 64); every 1,000 tokens (not a page multiple).
+SNAPSHOTS = ((False, None), (True, None), (True, 256), (True, 1000))
+
+
+def mamba_model_config(table: Any) -> tuple[SimpleNamespace, int] | None:
+    """A hybrid's config as the Mamba manager's functions read it (spec dimensions): the
+    attention heads, and on the config the recurrent dimensions and per-layer masks
+    ``extract_mamba_kv_cache_params`` would derive (its stand-in reads them). None where the
+    layers are not separate full-attention and Mamba layers of one recurrent shape."""
+    stack = table.stack
+    kinds = [stack.kinds[stack.pattern[i % len(stack.pattern)]] for i in range(stack.count)]
+    attention = [k for k in kinds if k.attention == "full"]
+    recurrent = [k for k in kinds if k.attention == "recurrent"]
+    shapes = {(k.ssm_heads, k.ssm_head_dim, k.d_state, k.n_groups, k.d_conv, k.dtype,
+               k.ssm_dtype) for k in recurrent}  # fmt: skip
+    heads = {(k.kv_heads, k.head_dim, k.dtype) for k in attention}
+    if (not recurrent or not attention or len(shapes) != 1 or len(heads) != 1
+            or any(k.ssm_heads for k in attention) or not all(k.ssm_heads for k in recurrent)
+            or any(k.attention not in ("full", "recurrent", "none") for k in kinds)
+            or any(k.kv_lora_rank for k in attention)):  # fmt: skip
+        return None
+    ((ssm_heads, head_dim, d_state, groups, d_conv, dtype, ssm_dtype),) = shapes
+    ((kv_heads, attn_dim, attn_dtype),) = heads
+
+    def size(name: str) -> SimpleNamespace:
+        return SimpleNamespace(itemsize=_DTYPE_SIZES[name])
+
+    params = {"state_size": d_state, "conv_kernel": d_conv, "num_heads": ssm_heads,
+              "n_groups": groups, "head_dim": head_dim, "dtype": size(dtype),
+              "mamba_ssm_cache_dtype": size(ssm_dtype or dtype),
+              "mamba_layer_mask": [k.attention == "recurrent" for k in kinds],
+              "full_attention_layer_mask": [k.attention == "full" for k in kinds]}  # fmt: skip
+    pretrained = SimpleNamespace(num_key_value_heads=kv_heads, head_dim=attn_dim,
+                                 mamba_params=params)  # fmt: skip
+    config = SimpleNamespace(pretrained_config=pretrained, quant_config=None,
+                             kv_bytes=_DTYPE_SIZES[attn_dtype])  # fmt: skip
+    return config, len(attention)
+
+
+def mamba_rows(m: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every hybrid of separate full-attention and Mamba layers, B 8, S = min(32768, native),
+    under each snapshot setting of ``SNAPSHOTS``: ``MambaHybridCacheManagerV2``'s static cost
+    and its runtime quota/token conversions."""
+    rows, skipped = [], []
+    for family, tables in families():
+        for name, table in tables.models.items():
+            kinds = table.stack.kinds.values()
+            if not any(k.attention == "recurrent" or k.ssm_heads for k in kinds):
+                continue
+            found = mamba_model_config(table)
+            if found is None:
+                skipped.append(f"{family}/{name}: not separate full-attention layers of plain "
+                               "heads and Mamba layers")  # fmt: skip
+                continue
+            config, attention_layers = found
+            seq, tpb = min(SEQ, table.max_seq_len), tables.tokens_per_block
+            for reuse, interval in SNAPSHOTS:
+                state_config = SimpleNamespace(periodic_snapshot_interval=interval,
+                                               additional_snapshot_offsets_from_start=[],
+                                               additional_snapshot_offsets_from_end=[])  # fmt: skip
+                kv = KvCacheConfig(enable_block_reuse=reuse, mamba_state_config=state_config)
+                one = SimpleNamespace(tp_size=1, pp_size=1, enable_attention_dp=False)
+                slope, intercept = m.MambaHybridCacheManagerV2.get_cache_size_per_token(
+                    config, one, max_batch_size=BATCH, kv_cache_config=kv,
+                    tokens_per_block=tpb, max_seq_len=seq, spec_config=None,
+                )  # fmt: skip
+                params, mamba_layers, _ = m._get_local_mamba_cache_layout(config, one)
+                attention = m.KVCacheManager.get_cache_size_per_token(config, one,
+                                                                      num_layers=1)  # fmt: skip
+                mgr = m.MambaHybridCacheManagerV2(
+                    max_batch_size=BATCH, mapping=one, max_seq_len=seq, tokens_per_block=tpb,
+                    kv_cache_config=kv, max_num_tokens=CHUNK,
+                    _num_reserved_dummy_slots=m._get_num_cuda_graph_padding_dummy_slots(
+                        None, BATCH),
+                    local_num_mamba_layers=mamba_layers,
+                    ssm_bytes=params.get_states_bytes_per_layer(one), conv_bytes=0,
+                    pp_layers=list(range(table.stack.count)),
+                    layer_sizes=[attention] * attention_layers,
+                    max_attention_window_vec=[None] * attention_layers,
+                    enable_swa_scratch_reuse=False, _generation_kv_capacity_headroom=1,
+                    _has_cp_helix=False, _helix_cp_size=1,
+                )  # fmt: skip
+                tokens = (0, 1, 255, 256, 1000, 8192, 50000)
+                quotas = (0, 1 << 30, 4 << 30, 40 << 30)
+                rows.append({
+                    "family": family, "model": name, "max_batch_size": BATCH,
+                    "max_seq_len": seq, "tokens_per_block": tpb,
+                    "enable_block_reuse": reuse, "periodic_snapshot_interval": interval,
+                    "slope": slope, "intercept": intercept,
+                    "quota_for_tokens": {str(t): mgr._get_quota_from_max_tokens(t)
+                                         for t in tokens},
+                    "tokens_for_quota": {str(q): mgr._get_max_tokens_from_quota(q)
+                                         for q in quotas},
+                })  # fmt: skip
+    return rows, skipped
+
+
 def run(engine_src: Path) -> dict[str, Any]:
     functions = cut_all(engine_src)
     cpp = cut_all_cpp(engine_src)
@@ -900,6 +1060,7 @@ def run(engine_src: Path) -> dict[str, Any]:
         try:
             splits, split_skipped = split_rows(m)
             targets, target_skipped = target_rows(m)
+            hybrids, hybrid_skipped = mamba_rows(m)
             data = {
                 "engine": "trtllm",
                 "revision": source.REVISION,
@@ -926,6 +1087,8 @@ def run(engine_src: Path) -> dict[str, Any]:
                 ],
                 "pool_splits": pool_split_rows(m, binary),
                 "emit_pool_splits": emit_split_rows(m, binary),
+                "mamba_hybrids": hybrids,
+                "mamba_hybrids_not_covered": hybrid_skipped,
             }
         finally:
             sys.path.remove(tmp)

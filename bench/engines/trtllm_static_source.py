@@ -26,12 +26,14 @@ _MODE = "tensorrt_llm/_torch/speculative/interface.py"
 _ARGS = "tensorrt_llm/llmapi/llm_args.py"
 _CFG = "tensorrt_llm/_torch/pyexecutor/config_utils.py"
 _RES = "tensorrt_llm/_torch/pyexecutor/resource_manager.py"
+_MAMBA = "tensorrt_llm/_torch/pyexecutor/kv_cache/mamba_cache_manager.py"
 
 _SPEC_AT = "011d0933dcb5e592f5fa2626beaf42a96324c578"
 _MODE_AT = "00b6d5a25c30b4382d24fbdf52956d601b3ffd24"
 _ARGS_AT = "0004396720054fd8e205cbf616f21f0b57c6b412"
 _CFG_AT = "00679c66c3e38f6d2651ad0a5bef0f94d862e36c"
 _RES_AT = "index version 57350670334 (commit not named by the index)"
+_PARAMS_AT = "index version 57437625015 (commit not named by the index)"
 
 # (upstream path, commit, qualified name, sha256 prefix of the function's text); a
 # module-level constant the functions read is cut the same way
@@ -88,6 +90,24 @@ FUNCTIONS = (
     (_CFG, _CFG_AT, "uses_vswa_kv_cache_layout", "9b2f4405d5a59074"),
     (_CFG, _CFG_AT, "_is_sliding_attention_layer", "bd4b48cb41701568"),
     (_CFG, _CFG_AT, "get_layer_attention_window", "2698e027d32bfbf2"),
+    (_MAMBA, REVISION, "_get_num_cuda_graph_padding_dummy_slots", "1b289ff990515e74"),
+    (_MAMBA, REVISION, "_mamba_snapshot_rule_counts", "380a0898169a7652"),
+    (_MAMBA, REVISION, "_mamba_regular_snapshot_interval", "820393799e340d76"),
+    (_MAMBA, REVISION, "_get_local_mamba_cache_layout", "2549d108c2a29ab0"),
+    (_MAMBA, REVISION, "_qwen4_exp_ple_state_bytes_per_rank", "f2dce94201d74a57"),
+    (_MAMBA, REVISION, "_estimate_mamba_hybrid_cache_cost", "cedcfdf5273c7d41"),
+    (_MAMBA, REVISION, "MambaHybridCacheManagerV2.get_cache_size_per_token", "7e9a79a0735584b3"),
+    (_MAMBA, REVISION, "MambaHybridCacheManagerV2._max_resident_sequences", "a5d9372de148038c"),
+    (_MAMBA, REVISION, "MambaHybridCacheManagerV2._mamba_state_bytes_per_slot", "4c1b5be45267c85e"),
+    (
+        _MAMBA,
+        REVISION,
+        "MambaHybridCacheManagerV2._num_ssm_snapshots_for_capacity",
+        "85d4e1b7834376f1",
+    ),
+    (_MAMBA, REVISION, "MambaHybridCacheManagerV2._get_quota_from_max_tokens", "b52d23dd6cf28c73"),
+    (_MAMBA, REVISION, "MambaHybridCacheManagerV2._get_max_tokens_from_quota", "e35891369939334e"),
+    (_CFG, _PARAMS_AT, "MambaKVCacheParams.get_states_bytes_per_layer", "c76b9afde325aebf"),
     (_RES, _RES_AT, "_clamp_max_attention_window_vec", "d8f488a689a66e42"),
     (_RES, _RES_AT, "_project_max_attention_window_vec", "989ac773085fdb0c"),
 )
