@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kvgen.trtllm_pool_split import LifeCycle, PoolSplit, split_quota
+from kvgen._trtllm_pool_split import LifeCycle, PoolSplit, split_quota
 from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota
 
 __all__ = [
@@ -80,7 +80,7 @@ def engine_budget_plan(
     **common: Any,
 ) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[int | None, list[EnginePool]]]]:
     """A KV budget as TensorRT-LLM V2 is handed it: the shares of the engine's split between
-    the managers at ``revision`` (``kvgen.trtllm_budget.split_budget``; "early-2026": kvgen's
+    the managers at ``revision`` (``kvgen._trtllm_budget.split_budget``; "early-2026": kvgen's
     slope split of docs/cost-model.md §6, "38198e34": per-request weights, cap and floor, with
     ``avg_seq_len`` as the engine's ``kv_cache_config.avg_seq_len``), the quota each manager
     keeps and what the pools its own split builds from that quota hold. "early-2026": each
@@ -91,7 +91,7 @@ def engine_budget_plan(
     manager). ``common``: max_seq_len, max_num_tokens, speculative, tp_size. Returns
     (shares, quotas, plan); ValueError where the split is not modelled (recurrent or cross
     pools, DCP)."""
-    from kvgen.trtllm_budget import split_budget
+    from kvgen._trtllm_budget import split_budget
     from kvgen.trtllm_split import gpu_grain
 
     managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
@@ -128,8 +128,8 @@ def pool_ratio_for_quota(
     quota's, the grains left over going to the group of full attention (all of them where
     nothing grows). A group's weight is shared by its life cycles in proportion to their
     slot bytes. None where not even B requests' window pages fit (T = 0)."""
-    from kvgen.trtllm_budget import gpu_alloc_granularity
-    from kvgen.trtllm_pool_split import grains_for_slots, pool_groups
+    from kvgen._trtllm_budget import gpu_alloc_granularity
+    from kvgen._trtllm_pool_split import grains_for_slots, pool_groups
 
     storage = engine_storage(sizing, model, speculative=speculative, max_seq_len=max_seq_len,
                              tp_size=tp_size)  # fmt: skip
@@ -430,11 +430,11 @@ def engine_storage_split(
     max_util_for_resume: float = 0.95,
 ) -> dict[str, tuple[EngineStorage, PoolSplit]]:
     """Per manager in ``quota_bytes``, its storage and the slots 38198e34 builds from its
-    quota (``kvgen.trtllm_pool_split.split_quota``) with the ``typical_step`` and
+    quota (``kvgen._trtllm_pool_split.split_quota``) with the ``typical_step`` and
     ``constraints`` its ``_build_base_config`` derives from ``avg_seq_len`` (only without a
-    ``pool_ratio``; ``kvgen.trtllm_budget.pool_split_inputs``) and ``pool_ratio[manager]``
+    ``pool_ratio``; ``kvgen._trtllm_budget.pool_split_inputs``) and ``pool_ratio[manager]``
     as ``initial_pool_ratio`` (one weight per life cycle, in the engine's order)."""
-    from kvgen.trtllm_budget import pool_split_inputs
+    from kvgen._trtllm_budget import pool_split_inputs
 
     profile = sizing._PROFILES[speculative]
     out = {}
@@ -545,7 +545,7 @@ def trtllm_emit(
     draft pool no ratio (the engine hands the draft manager the target's ``pool_ratio``), the
     engine's own split of the budget and of each share. ``avg_seq_len`` is not written: with
     a ratio the split does not read it. ValueError where the split is not modelled."""
-    from kvgen.trtllm_budget import gpu_alloc_granularity
+    from kvgen._trtllm_budget import gpu_alloc_granularity
 
     if revision != "38198e34":
         _shares, quotas, plan = engine_budget_plan(

@@ -32,8 +32,8 @@ def _fraction(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from kvgen._deploy.emit import EMIT_ENGINES
+    from kvgen._trtllm_budget import DEFAULT_REVISION, REVISIONS
     from kvgen._units import positive_int, size_argument
-    from kvgen.trtllm_budget import DEFAULT_REVISION, REVISIONS
 
     group = parser.add_argument_group("from the hardware to the launch settings (docs/deploy.md)")
     group.add_argument(

@@ -189,8 +189,8 @@ def launch(
     launch resolves, ``SGLANG_MAMBA_STRATEGY``). ``heterogeneous_vocab``: vLLM's
     speculative_config use_heterogeneous_vocab (a draft model of another vocabulary).
     ``trtllm_revision``: the TensorRT-LLM revision whose V2 manager the settings are for
-    (``kvgen.trtllm_budget.REVISIONS``)."""
-    from kvgen.trtllm_budget import REVISIONS
+    (``kvgen._trtllm_budget.REVISIONS``)."""
+    from kvgen._trtllm_budget import REVISIONS
 
     if trtllm_revision not in REVISIONS:
         raise ValueError(

@@ -1,4 +1,4 @@
-"""``kvgen.trtllm_pool_split`` (revision 38198e34) against TensorRT-LLM's own C++ pool split.
+"""``kvgen._trtllm_pool_split`` (revision 38198e34) against TensorRT-LLM's own C++ pool split.
 
 At 38198e34 the split of one manager's GPU quota into pool groups is C++
 (``StorageManager``, ``CacheLevelStorage::ratioToSlotCountList``). ``bench/engines/
@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen import trtllm_pool_split as ps
+from kvgen import _trtllm_pool_split as ps
 from kvgen._trtllm_pools import engine_plan_for_split, engine_storage, engine_storage_split
 from kvgen.facts import float32
 
