@@ -289,12 +289,13 @@ _TRTLLM_MEMORY = Memory(
     of_free_memory=True,
 )
 # The KV cache manager V2 at the early-2026 revision pinned in bench/engines/trtllm_source.py
-# (no release tag is recorded for it; the name is kvgen's). ``named`` keeps c2a37ec's words,
-# which every plan printed before 38198e34 was modelled carries.
+# (no release tag is recorded for it; the name is kvgen's). ``shown`` and ``named`` keep
+# c2a37ec's words, which every answer printed before 38198e34 was modelled carries (the
+# snapshot rule: the default's output stays byte-identical); 38198e34's name the commit.
 TRTLLM_EARLY_2026 = Release(
     engine=TRTLLM,
     version="early-2026",
-    shown="V2 early-2026 (cost-model §4)",
+    shown="V2 (cost-model §4)",
     named="TensorRT-LLM KV cache manager V2",
     block_size=0,
     memory=_TRTLLM_MEMORY,

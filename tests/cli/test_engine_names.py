@@ -57,7 +57,7 @@ def test_emit_takes_the_same_names_and_prints_the_same_settings(capsys):
     ]
     assert emitted[0][0] == 0 and len(set(emitted)) == 1
     launch = json.loads(emitted[0][1])
-    assert (launch["engine"], launch["version"]) == ("trtllm-v2", "V2 early-2026 (cost-model §4)")
+    assert (launch["engine"], launch["version"]) == ("trtllm-v2", "V2 (cost-model §4)")
     vllm = {run(capsys, "plan", *HARDWARE, "--emit", name) for name in ("vllm", "vllm==0.33.0")}
     assert len(vllm) == 1
 
@@ -70,7 +70,7 @@ def test_compare_rows_are_one_per_release_in_the_registrys_order(capsys):
     assert code == 0
     rows = json.loads(out)["engines"]
     assert [(r["engine"], r["version"]) for r in rows] == [
-        ("trtllm-v2", "V2 early-2026 (cost-model §4)"), ("vllm", "0.33.0"), ("sglang", "0.5.23"),
+        ("trtllm-v2", "V2 (cost-model §4)"), ("vllm", "0.33.0"), ("sglang", "0.5.23"),
     ]  # fmt: skip
 
 

@@ -60,7 +60,7 @@ def test_gemma3_27b_at_40_gib_writes_the_ratio_and_prints_what_the_engine_builds
         early = json.loads(out)
         assert "pool_ratio" not in early["fields"]["kv_cache_config"]
         assert early["capacity"]["kv_tokens"] == 84_352
-        assert early["version"] == "V2 early-2026 (cost-model §4)"
+        assert early["version"] == "V2 (cost-model §4)"
     # --engine names the release as well as --emit does; the text report prints the engine's
     # capacity.
     code, out, _ = plan(capsys, "gemma3_27b", *args, "--engine", "trtllm==38198e34",
