@@ -185,8 +185,9 @@ def engine_capacity(
     size a draft whatever its vocabulary and do not read it.
     """
     found = _release(engine)
-    if found.answered_by:  # a release only kvgen's planners answer for
-        raise NotModelled(found.unanswered())
+    unanswered = found.unanswered()  # a release only kvgen's planners answer for
+    if unanswered is not None:
+        raise NotModelled(unanswered)
     if found.refuses:  # settings this release refuses to start with, in its own words
         refusal = found.refusal(locals())
         if refusal is not None:
