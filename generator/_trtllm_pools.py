@@ -28,20 +28,28 @@ from __future__ import annotations
 
 import math
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kvgen._trtllm_budget import DEFAULT_REVISION
+from kvgen._trtllm_pool_split import LifeCycle, PoolSplit, split_quota
 from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota
 
 __all__ = [
     "EnginePool",
+    "EngineStorage",
     "engine_budget_plan",
     "engine_plan_for_quota",
+    "engine_plan_for_split",
     "engine_pool_plan",
     "engine_pool_ratio",
     "engine_pools",
     "engine_quota_for_requests",
+    "engine_storage",
+    "engine_storage_split",
+    "pool_ratio_for_quota",
+    "trtllm_emit",
 ]
 
 
@@ -67,21 +75,24 @@ def engine_budget_plan(
     budget: int,
     *,
     max_batch_size: int,
-    revision: str = "early-2026",
+    revision: str = DEFAULT_REVISION,
     avg_seq_len: int | None = None,
+    pool_ratio: Mapping[str, Sequence[float]] | None = None,
     **common: Any,
 ) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[int | None, list[EnginePool]]]]:
     """A KV budget as TensorRT-LLM V2 is handed it: the shares of the engine's split between
-    the managers at ``revision`` (``kvgen.trtllm_budget.split_budget``; "early-2026": kvgen's
+    the managers at ``revision`` (``kvgen._trtllm_budget.split_budget``; "early-2026": kvgen's
     slope split of docs/cost-model.md §6, "38198e34": per-request weights, cap and floor, with
-    ``avg_seq_len`` as the engine's ``kv_cache_config.avg_seq_len``), each rounded down to
-    whole grains of the engine (which rounds a quota up to its grain, so it keeps exactly
-    these bytes), and what the pools its own split builds from them hold
-    (:func:`engine_plan_for_quota`: the early-2026 split within a manager, the one this
-    module models). ``common``: max_seq_len, max_num_tokens, speculative, tp_size. Returns
+    ``avg_seq_len`` as the engine's ``kv_cache_config.avg_seq_len``), the quota each manager
+    keeps and what the pools its own split builds from that quota hold. "early-2026": each
+    share rounded down to whole grains (the engine rounds a quota up to its grain, so it keeps
+    exactly these bytes), pools by :func:`engine_plan_for_quota`; "38198e34": the shares as
+    the engine computes them from the budget, pools by :func:`engine_plan_for_split` (its
+    split within a manager, from ``avg_seq_len`` or ``pool_ratio``, one weight list per
+    manager). ``common``: max_seq_len, max_num_tokens, speculative, tp_size. Returns
     (shares, quotas, plan); ValueError where the split is not modelled (recurrent or cross
     pools, DCP)."""
-    from kvgen.trtllm_budget import split_budget
+    from kvgen._trtllm_budget import _revision, split_budget
     from kvgen.trtllm_split import gpu_grain
 
     managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
@@ -89,9 +100,79 @@ def engine_budget_plan(
     if len(managers) > 1:
         shares = split_budget(sizing, model, budget, max_batch_size=max_batch_size,
                               revision=revision, avg_seq_len=avg_seq_len, **common)  # fmt: skip
+    if _revision(revision).per_request_split:  # its own split within each manager
+        plan = engine_plan_for_split(sizing, model, shares, max_batch_size=max_batch_size,
+                                     avg_seq_len=avg_seq_len, pool_ratio=pool_ratio,
+                                     **common)  # fmt: skip
+        return shares, dict(shares), plan
     quotas = {name: share - share % gpu_grain(share) or share for name, share in shares.items()}
     plan = engine_plan_for_quota(sizing, model, quotas, max_batch_size=max_batch_size, **common)
     return shares, quotas, plan
+
+
+def pool_ratio_for_quota(
+    sizing: types.ModuleType,
+    model: str,
+    quota: int,
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+) -> list[float] | None:
+    """The target's ``kv_cache_config.pool_ratio`` that makes TensorRT-LLM 38198e34 build
+    kvgen's own pools from ``quota`` bytes: one weight per life cycle in the engine's order.
+    kvgen's pools for T tokens (ceil(T/tpb) full pages, per window B * pages(w, H) + the
+    context's pages) are taken at the largest T whose pools, each rounded up to the engine's
+    grain, fit the quota rounded up to it; every pool group's weight is its grains over the
+    quota's, the grains left over going to the group of full attention (all of them where
+    nothing grows). A group's weight is shared by its life cycles in proportion to their
+    slot bytes. None where not even B requests' window pages fit (T = 0)."""
+    from kvgen._trtllm_budget import gpu_alloc_granularity
+    from kvgen._trtllm_pool_split import grains_for_slots, pool_groups
+
+    storage = engine_storage(sizing, model, speculative=speculative, max_seq_len=max_seq_len,
+                             tp_size=tp_size)  # fmt: skip
+    group_of, sizes = pool_groups(storage.slot_sizes)
+    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
+                              tp_size, 1, 0)  # fmt: skip
+    terms = sizing._cached_terms(options)
+    plan = sizing._trtllm_plans(options, terms)[0]
+    if plan is None:
+        raise ValueError(
+            f"{model}: the engine's pool split is modelled for attention-only managers"
+        )
+    grain = gpu_alloc_granularity(quota)
+    total = -(-quota // grain)
+    members = []  # per kvgen group: the engine group and its (fixed, sliding, full) pages
+    for _size, cycles, fixed, sliding, full in plan.groups:
+        engine_group = group_of[storage.names.index(_cycle_name(*cycles[0]))]
+        members.append((engine_group, fixed, sliding, full))
+
+    def grains(k: int) -> list[int]:
+        pages = [0] * len(sizes)
+        for pg, fixed, sliding, full in members:
+            pages[pg] += fixed + sliding * min(k, plan.context) + full * k
+        return [grains_for_slots(n, sizes[pg], grain) for pg, n in enumerate(pages)]
+
+    if sum(grains(1)) > total:
+        return None
+    lo, hi = 1, 2  # the largest k (pages of full attention) whose pools fit
+    while sum(grains(hi)) <= total and (plan.grows or hi <= plan.context):
+        lo, hi = hi, 2 * hi
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if sum(grains(mid)) <= total else (lo, mid)
+    per_group = grains(lo)
+    grows = [pg for pg, _f, _s, full in members if full] or list(range(len(sizes)))
+    per_group[grows[0]] += total - sum(per_group)
+    bytes_of = [sum(s) for s in storage.slot_sizes]
+    ratio = []
+    for lc, pg in enumerate(group_of):
+        share = sum(b for b, g in zip(bytes_of, group_of, strict=True) if g == pg)
+        ratio.append(per_group[pg] / total * (bytes_of[lc] / share))
+    return ratio
 
 
 def engine_pool_plan(
@@ -267,3 +348,232 @@ def _name(window: int, sinks: int, chunk: int) -> str:
     if chunk:
         return f"chunk{chunk}"
     return f"swa{window}" + (f"s{sinks}" if sinks else "")
+
+
+@dataclass(frozen=True)
+class EngineStorage:
+    """One manager as 38198e34's storage sees it: its life cycles in the order the engine
+    registers them (first appearance over its layers), each one's kvgen name and the slot
+    bytes of each of its pools (K and V buffers of equal size coalesced, one pool per size)."""
+
+    life_cycles: tuple[LifeCycle, ...]
+    names: tuple[str, ...]
+    slot_sizes: tuple[tuple[int, ...], ...]
+
+
+def engine_storage(
+    sizing: types.ModuleType,
+    model: str,
+    manager: str = "target",
+    *,
+    speculative: str = "none",
+    max_seq_len: int,
+    tp_size: int = 1,
+) -> EngineStorage:
+    """The life cycles and pools of one manager at TensorRT-LLM 38198e34 (``KVCacheManagerV2
+    ._build_base_config`` and the C++ ``createStorageConfig``): a layer's window is its kind's
+    (a window of at least max_seq_len is full attention), its K and V buffers
+    ``ceil(kv_heads/tp) x head_dim x dtype x tpb`` bytes each. ValueError for what this
+    revision's pool split is not modelled for: recurrent, cross, chunked or KV-sharing
+    layers, scaled or latent layouts, sink tokens."""
+    tpb = sizing.TOKENS_PER_BLOCK
+    entry, profile = sizing._MODELS[model], sizing._PROFILES[speculative]
+    stacks = [entry.layers]
+    if manager == "target":
+        extra = entry.extra_layers.get(speculative)
+        stacks += [extra] if extra is not None else []
+    elif manager == "draft" and profile.draft is not None:
+        stacks = [profile.draft]
+    else:
+        raise ValueError(f"{model}: no {manager} manager for speculative {speculative!r}")
+    order: dict[tuple[int | None, int], dict[int, int]] = {}  # cycle -> buffer size -> count
+    for stack in stacks:
+        for i in range(stack.layer_count):
+            kind = stack.kinds[stack.pattern[i % len(stack.pattern)]]
+            if kind.attention == "none":
+                continue
+            kv_heads, dims, element, fixed = sizing._kind_class(kind).row(kind)
+            if (kind.attention not in ("full", "sliding") or kind.reads is not None
+                    or kind.sink_tokens or fixed or element <= 0 or not kv_heads):  # fmt: skip
+                raise ValueError(
+                    f"{model} {manager}: the pool split of revision 38198e34 is modelled for "
+                    "full and sliding attention of plain K/V heads (no recurrent, cross, "
+                    "chunked or shared layers, scaled or latent layouts, or sink tokens)"
+                )
+            window = kind.window if kind.attention == "sliding" else None
+            key = (None if window is None or window >= max_seq_len else window, 0)
+            heads = -(-kv_heads // tp_size)
+            sizes = order.setdefault(key, {})
+            for dim in dims:  # K, then V
+                size = heads * dim * element * tpb
+                sizes[size] = sizes.get(size, 0) + 1
+    cycles = tuple(LifeCycle(window, sinks) for window, sinks in order)
+    pools = tuple(
+        tuple(sorted((size * n for size, n in sizes.items()), reverse=True))
+        for sizes in order.values()
+    )
+    names = tuple("full" if lc.window is None else _name(lc.window, 0, 0) for lc in cycles)
+    return EngineStorage(cycles, names, pools)
+
+
+def engine_storage_split(
+    sizing: types.ModuleType,
+    model: str,
+    quota_bytes: Mapping[str, int],
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+    avg_seq_len: int | None = None,
+    pool_ratio: Mapping[str, Sequence[float]] | None = None,
+    max_util_for_resume: float = 0.95,
+) -> dict[str, tuple[EngineStorage, PoolSplit]]:
+    """Per manager in ``quota_bytes``, its storage and the slots 38198e34 builds from its
+    quota (``kvgen._trtllm_pool_split.split_quota``) with the ``typical_step`` and
+    ``constraints`` its ``_build_base_config`` derives from ``avg_seq_len`` (only without a
+    ``pool_ratio``; ``kvgen._trtllm_budget.pool_split_inputs``) and ``pool_ratio[manager]``
+    as ``initial_pool_ratio`` (one weight per life cycle, in the engine's order)."""
+    from kvgen._trtllm_budget import pool_split_inputs
+
+    profile = sizing._PROFILES[speculative]
+    out = {}
+    for manager, quota in quota_bytes.items():
+        storage = engine_storage(sizing, model, manager, speculative=speculative,
+                                 max_seq_len=max_seq_len, tp_size=tp_size)  # fmt: skip
+        ratio = None if pool_ratio is None else tuple(pool_ratio[manager])
+        inputs = pool_split_inputs(
+            max_batch_size=max_batch_size, max_num_tokens=max_num_tokens,
+            max_seq_len=max_seq_len, extra_tokens=profile.extra,
+            max_draft_len=profile.draft_len, avg_seq_len=avg_seq_len, pool_ratio=ratio,
+        )  # fmt: skip
+        split = split_quota(
+            quota, storage.life_cycles, storage.slot_sizes, sizing.TOKENS_PER_BLOCK,
+            typical_step=inputs["typical_step"], constraints=inputs["constraints"],
+            initial_pool_ratio=inputs["initial_pool_ratio"],
+            max_util_for_resume=max_util_for_resume,
+        )  # fmt: skip
+        out[manager] = (storage, split)
+    return out
+
+
+def engine_plan_for_split(
+    sizing: types.ModuleType,
+    model: str,
+    quota_bytes: Mapping[str, int],
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+    avg_seq_len: int | None = None,
+    pool_ratio: Mapping[str, Sequence[float]] | None = None,
+) -> dict[str, tuple[int | None, list[EnginePool]]]:
+    """:func:`engine_plan_for_quota` at revision 38198e34: per manager, the largest T whose
+    "trtllm-v2" pools fit the slots that revision's own split builds from the manager's quota
+    (:func:`engine_storage_split`), and those pools. ValueError where kvgen's pool groups and
+    the engine's do not pair one to one."""
+    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
+                              tp_size, 1, 0)  # fmt: skip
+    terms = sizing._cached_terms(options)
+    splits = engine_storage_split(
+        sizing, model, quota_bytes, max_batch_size=max_batch_size,
+        max_num_tokens=max_num_tokens, max_seq_len=max_seq_len, speculative=speculative,
+        tp_size=tp_size, avg_seq_len=avg_seq_len, pool_ratio=pool_ratio,
+    )  # fmt: skip
+    out: dict[str, tuple[int | None, list[EnginePool]]] = {}
+    for t, plan in zip(terms, sizing._trtllm_plans(options, terms), strict=True):
+        if t.manager not in splits:
+            continue
+        storage, split = splits[t.manager]
+        if plan is None:
+            raise ValueError(
+                f"{model} {t.manager}: the engine's pool split is modelled for "
+                "attention-only managers (no recurrent, cross or DCP pools)"
+            )
+        slots = []
+        for _size, cycles, *_counts in plan.groups:
+            names = {_cycle_name(*c) for c in cycles}
+            groups = {split.group_of[storage.names.index(n)] for n in names}
+            members = {n for n, g in zip(storage.names, split.group_of, strict=True) if g in groups}
+            if len(groups) != 1 or members != names:
+                raise ValueError(
+                    f"{model} {t.manager}: kvgen's pool groups and TensorRT-LLM 38198e34's "
+                    "differ (life cycles of equal slot bytes but different pools)"
+                )
+            slots.append(split.slots[groups.pop()])
+        tokens, built, k = sizing._trtllm_held_in(plan, tuple(slots))
+        out[t.manager] = (tokens, [
+            EnginePool(tuple(_cycle_name(*c) for c in cycles), size,
+                       fixed + sliding * min(k, plan.context) + full * k, count)
+            for (size, cycles, fixed, sliding, full), count in zip(plan.groups, built, strict=True)
+        ])  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
+class TrtllmEmit:
+    """What ``plan --emit trtllm`` writes for one revision and what the engine then holds:
+    the quota (``max_gpu_total_bytes``), the quota each manager keeps, the target's
+    ``pool_ratio`` (None: not written), the target's tokens of full-attention history (None:
+    nothing grows with them), the pools per manager and why a setting is not written."""
+
+    quota: int
+    quotas: dict[str, int]
+    pool_ratio: list[float] | None
+    tokens: int | None
+    pools: dict[str, list[EnginePool]]
+    notes: tuple[str, ...] = ()
+
+
+def trtllm_emit(
+    sizing: types.ModuleType,
+    model: str,
+    budget: int,
+    *,
+    max_batch_size: int,
+    revision: str,
+    **common: Any,
+) -> TrtllmEmit:
+    """The settings that make TensorRT-LLM at ``revision`` build kvgen's pools from
+    ``budget`` bytes, and the capacity it then builds (docs/deploy.md). "early-2026": the
+    budget as each manager's share in whole grains (:func:`engine_budget_plan`); that
+    revision takes no ratio. "38198e34": the budget in whole grains of the engine (it rounds
+    a quota up to its grain), and for a target alone the ``pool_ratio`` of
+    :func:`pool_ratio_for_quota`, from which its split builds kvgen's pools; with a separate
+    draft pool no ratio (the engine hands the draft manager the target's ``pool_ratio``), the
+    engine's own split of the budget and of each share. ``avg_seq_len`` is not written: with
+    a ratio the split does not read it. ValueError where the split is not modelled."""
+    from kvgen._trtllm_budget import _revision, gpu_alloc_granularity
+
+    found = _revision(revision)
+    if not found.per_request_split:  # no pool_ratio at this revision
+        _shares, quotas, plan = engine_budget_plan(
+            sizing, model, budget, max_batch_size=max_batch_size, revision=revision, **common
+        )
+        pools = {name: p for name, (_t, p) in plan.items()}
+        return TrtllmEmit(sum(quotas.values()), quotas, None, plan["target"][0], pools)
+    quota = budget - budget % gpu_alloc_granularity(budget) or budget
+    notes: tuple[str, ...] = ()
+    ratio = None
+    managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
+    if len(managers) > 1:
+        notes = (
+            f"pool_ratio is not written: {found.named} hands the separate draft "
+            "manager the target's pool_ratio; each manager's pools are the engine's own split",
+        )
+    else:
+        keys = ("max_num_tokens", "max_seq_len", "speculative", "tp_size")
+        ratio = pool_ratio_for_quota(sizing, model, quota, max_batch_size=max_batch_size,
+                                     **{k: common[k] for k in keys})  # fmt: skip
+        if ratio is None:
+            notes = ("pool_ratio is not written: the quota holds fewer than max_batch_size "
+                     "requests' window pages",)  # fmt: skip
+    _shares, quotas, plan = engine_budget_plan(
+        sizing, model, quota, max_batch_size=max_batch_size, revision=revision,
+        pool_ratio=None if ratio is None else {"target": ratio}, **common,
+    )  # fmt: skip
+    pools = {name: p for name, (_t, p) in plan.items()}
+    return TrtllmEmit(quota, quotas, ratio, plan["target"][0], pools, notes)

@@ -215,6 +215,14 @@ def _trtllm_held(plan: _TrtllmPlan, quota: int) -> tuple[int | None, tuple[int, 
     no full pool bounds it; 0 when not even B requests' window pages fit). Returns (T,
     slots, k); ValueError where the engine's least grains per pool overrun the quota."""
     slots = _engine_slots(plan.pools, quota)
+    return _trtllm_held_in(plan, slots)
+
+
+def _trtllm_held_in(
+    plan: _TrtllmPlan, slots: tuple[int, ...]
+) -> tuple[int | None, tuple[int, ...], int]:
+    """``_trtllm_held`` for the ``slots`` built per group of ``plan`` (in its group order),
+    whichever split built them."""
     context = plan.context
     most = -1  # the largest k every group allows (-1: no group bounds it)
     for (_size, _cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True):

@@ -39,6 +39,8 @@ import hashlib
 import importlib
 import json
 import math
+import re
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -106,6 +108,81 @@ def cut_all(engine_src: Path, check: bool = True) -> dict[str, str]:
     return out
 
 
+# ---- the C++ pool split --------------------------------------------------------------------
+
+HARNESS = HERE / "trtllm_pool_harness.cpp"
+_REGION = (
+    "    size_t const gpuQuota = cacheTierQuota(",
+    "    mLevels.emplace_back(lifeCycleGrouping(",
+)
+
+
+def cut_cpp(text: str, name: str) -> str:
+    """One definition of ``name`` in C++ ``text``: a top-level function (``Class::fn``; ``#n``
+    the n-th definition of that name) or struct, from its template line to its closing brace
+    at column 0; ``using NAME = ...;``; for ``StorageManager::StorageManager`` the run of the
+    constructor's lines that size the hot tier (``_REGION``)."""
+    lines = text.splitlines(keepends=True)
+    if name == "StorageManager::StorageManager":
+        first = next(i for i, line in enumerate(lines) if line.startswith(_REGION[0]))
+        last = next(i for i in range(first, len(lines)) if lines[i].startswith(_REGION[1]))
+        return "".join(lines[first:last])
+    base, _, nth = name.partition("#")
+    short = base.rsplit("::", 1)[-1]
+    pattern = re.compile(
+        rf"^(struct {re.escape(base)}$|using {re.escape(base)} = |.*(^|[\s*&>]){re.escape(base)}\()"
+    )
+    starts = [i for i, line in enumerate(lines)
+              if line[:1] not in (" ", "/", "\n") and pattern.match(line.rstrip("\n"))]  # fmt: skip
+    if not starts:
+        raise LookupError(f"{name}: {short} not found")
+    start = starts[int(nth or 1) - 1]
+    if lines[start].startswith("using "):
+        return lines[start]
+    end = next(i for i in range(start, len(lines)) if lines[i].rstrip("\n") in ("}", "};"))
+    if start and lines[start - 1].startswith("template"):
+        start -= 1
+    return "".join(lines[start : end + 1])
+
+
+def cut_all_cpp(engine_src: Path, check: bool = True) -> dict[str, list[str]]:
+    """The cut C++ definitions grouped by the harness marker they go to, digests checked."""
+    out: dict[str, list[str]] = {}
+    bad = []
+    for path, _version, name, want in source.CPP_FUNCTIONS:
+        text = cut_cpp((engine_src / path).read_text(), name)
+        if check and digest(text) != want:
+            bad.append(f"{path} {name}: sha256 {digest(text)}, the table says {want}")
+        marker = path.rpartition("kv_cache_manager_v2/")[2]  # the file's place in the harness
+        if name == "StorageManager::StorageManager":
+            marker = name  # the constructor's lines go inside the harness's own method
+        out.setdefault(marker, []).append(text)
+    if bad:
+        raise SystemExit("engine source does not match the recorded text:\n  " + "\n  ".join(bad))
+    return out
+
+
+def build_harness(parts: dict[str, list[str]], folder: Path) -> Path:
+    """kvgen's harness with the engine's C++ definitions in place, compiled in ``folder``."""
+    text = HARNESS.read_text()
+    for marker, texts in parts.items():
+        slot = f"// @ENGINE {marker}@"
+        if slot not in text:
+            raise SystemExit(f"the harness has no place for {marker}")
+        text = text.replace(slot, "\n".join(texts))
+    (folder / "harness.cpp").write_text(text)
+    binary = folder / "harness"
+    subprocess.run(["g++", "-std=c++20", "-O1", "-o", str(binary), str(folder / "harness.cpp")],
+                   check=True)  # fmt: skip
+    return binary
+
+
+def run_harness(binary: Path, lines: list[str]) -> list[str]:
+    done = subprocess.run([str(binary)], input="\n".join(lines) + "\n", capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    return done.stdout.splitlines()
+
+
 # ---- the throwaway module ---------------------------------------------------------------------
 
 PRELUDE = '''\
@@ -170,8 +247,31 @@ def model_validator(mode):
 
 
 def get_pp_layers(num_layers, mapping, spec_config=None, layer_mask=None):
-    # Stand-in: one pipeline rank holds every layer (the cases run pp_size 1).
+    # Stand-in: one pipeline rank holds every layer (the cases run pp_size 1): the ids of the
+    # layers the mask selects, or the first num_layers.
+    if layer_mask is not None:
+        return [i for i, kept in enumerate(layer_mask) if kept], num_layers
     return list(range(num_layers)), num_layers
+
+
+class KVCacheManager:
+    """Stand-in for the V1 manager's static bytes per token of full attention layers (not in
+    the stored source read): K and V of the model config's heads, in its cache dtype."""
+
+    @staticmethod
+    def get_cache_size_per_token(model_config, mapping, num_layers=None, **kwargs):
+        config = model_config.pretrained_config
+        heads = config.num_key_value_heads // mapping.tp_size
+        return 2 * heads * config.head_dim * model_config.kv_bytes * num_layers
+
+
+class MambaHybridCacheManager:
+    pass
+
+
+class torch:  # the dtype sizes the functions read
+    class int64:
+        itemsize = 8
 
 
 def is_hybrid_linear(config):
@@ -244,6 +344,23 @@ def draft_prompt_lookahead(spec_config):  # stand-in: the cases run without bloc
     return 0
 """
 
+CONFIG_UTILS_MODULE = """\
+from _trtllm_oracle_cut import MambaKVCacheParams
+
+
+def extract_mamba_kv_cache_params(config, spec_config=None, quant_config=None):
+    # stand-in: the harness puts the spec's recurrent dimensions and layer masks on the config
+    return MambaKVCacheParams(**config.mamba_params)
+
+
+def is_qwen4_exp(config):
+    return False
+
+
+def extract_qwen4_exp_ple_cache_params(config):  # never reached: no Qwen4-Exp case
+    raise NotImplementedError
+"""
+
 # Methods go into stand-in classes of these names; each class keeps what its cut methods
 # read from ``self`` (set by the harness below).
 CLASS_HEADERS = {
@@ -287,6 +404,23 @@ CLASS_HEADERS = {
         "    def _bound_unsplit_v2_draft_by_tokens(self, budget, target, draft):\n"
         "        return draft\n"
     ),
+    "MambaHybridCacheManagerV2": (
+        "class MambaHybridCacheManagerV2(KVCacheManagerV2, MambaHybridCacheManager):\n"
+        "    _ple_layer_ids = []\n"
+        "\n"
+        "    def _attention_cache_bytes_per_token(self):\n"
+        "        # stand-in: the attention layers' bytes per token the harness gives\n"
+        "        return sum(self.layer_sizes)\n"
+    ),
+    "MambaKVCacheParams": (
+        "class MambaKVCacheParams:\n"
+        "    def __init__(self, **fields):\n"
+        "        self.__dict__.update(fields)\n"
+        "\n"
+        "    def get_layer_masks(self, is_draft=False, use_separate_draft_kv_cache=False):\n"
+        "        # stand-in: a target manager of no draft layers\n"
+        "        return list(self.mamba_layer_mask), list(self.full_attention_layer_mask)\n"
+    ),
     "DecodingBaseConfig": "class DecodingBaseConfig(StrictBaseModel):\n    pass\n",
     "PARDDecodingConfig": "class PARDDecodingConfig(DecodingBaseConfig):\n    pass\n",
     "DFlashDecodingConfig": "class DFlashDecodingConfig(DecodingBaseConfig):\n    pass\n",
@@ -295,7 +429,7 @@ CLASS_HEADERS = {
 }
 CLASS_ORDER = ("DecodingBaseConfig", "PARDDecodingConfig", "DFlashDecodingConfig",
                "NGramDecodingConfig", "DraftTargetDecodingConfig", "KVCacheManagerV2",
-               "KvCacheCreator")  # fmt: skip
+               "MambaHybridCacheManagerV2", "MambaKVCacheParams", "KvCacheCreator")  # fmt: skip
 
 
 def build_module(functions: dict[str, str], folder: Path) -> Any:
@@ -315,6 +449,10 @@ def build_module(functions: dict[str, str], folder: Path) -> Any:
     (folder / "tensorrt_llm" / "__init__.py").write_text("")
     (folder / "tensorrt_llm" / "_torch" / "__init__.py").write_text("")
     (package / "__init__.py").write_text(SPECULATIVE_PACKAGE)
+    executor = folder / "tensorrt_llm" / "_torch" / "pyexecutor"
+    executor.mkdir()
+    (executor / "__init__.py").write_text("")
+    (executor / "config_utils.py").write_text(CONFIG_UTILS_MODULE)
     sys.path.insert(0, str(folder))
     return importlib.import_module("_trtllm_oracle_cut")
 
@@ -669,13 +807,260 @@ def typical_step_rows(m: Any) -> list[dict[str, Any]]:
     return rows
 
 
+POOL_BUDGETS = (40 * GIB, 12 * GIB)
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
+
+
+def manager_layers(m: Any, table: Any, tpb: int, seq: int, kv: Any) -> Any:
+    """What the engine's ``_build_base_config`` hands the C++ split for a target of spec
+    dimensions: per-layer windows derived from ``layer_types`` and resolved as the manager
+    does (``_derive_v2_layer_type_attention_windows``, ``_resolve_v2_max_attention_window_vec``),
+    K and V buffers per layer, and the typical step, constraints and initial ratio."""
+    stack = table.stack
+    config = model_config(stack)
+    derived = m._derive_v2_layer_type_attention_windows(
+        kv, m.KVCacheManagerV2, config, seq
+    )  # fmt: skip
+    layers = list(range(stack.count))
+    windows = m._resolve_v2_max_attention_window_vec(derived, seq, layers)
+    first = stack.kinds[stack.pattern[0]]
+    size = 2 * first.kv_heads * first.head_dim * DTYPE_BYTES[first.dtype]
+    mgr = m.KVCacheManagerV2(
+        enable_swa_scratch_reuse=False, max_beam_width=1, max_seq_len=seq,
+        max_num_tokens=CHUNK, num_extra_kv_tokens=0, max_draft_len=0,
+        max_batch_size=BATCH, num_local_layers=stack.count, kv_cache_type="self",
+        dtype="half", layer_sizes=[size] * stack.count, max_attention_window_vec=windows,
+        _ledger_tokens_per_block=tpb, reuse_match_backoff=0, enable_stats=False,
+        block_reuse_policy="all_reusable", head_dim_per_layer=[first.head_dim] * stack.count,
+    )  # fmt: skip
+    return mgr._build_base_config(kv, tokens_per_block=tpb, cache_tiers=[])
+
+
+def storage_of(built: Any) -> tuple[list[Any], list[list[int]], list[int], list[list[int]]]:
+    """The C++ side's view of built layer configs (kvgen's stand-in for the C++
+    ``LifeCycleRegistry`` and ``createStorageConfig``): life cycles (window, sink tokens) by
+    first appearance; per life cycle its buffers coalesced by size, one pool per size, largest
+    first; life cycles of equal pool lists share a pool group, groups in ascending order of
+    that list (the engine keys them in a std::map)."""
+    cycles: dict[tuple[Any, Any], dict[int, int]] = {}
+    for layer in built.layers:
+        sizes = cycles.setdefault((layer.sliding_window_size, layer.num_sink_tokens), {})
+        for buffer in layer.buffers:
+            sizes[buffer.size] = sizes.get(buffer.size, 0) + 1
+    keys = list(cycles)
+    pools = [sorted((s * n for s, n in cycles[k].items()), reverse=True) for k in keys]
+    groups = sorted({tuple(p) for p in pools})
+    group_of = [groups.index(tuple(p)) for p in pools]
+    return keys, pools, group_of, [list(g) for g in groups]
+
+
+def harness_line(tpb: int, quota: int, built: Any, storage: Any) -> str:
+    keys, _pools, group_of, groups = storage
+    out = [tpb, quota, repr(float(built.max_util_for_resume)), len(keys)]
+    for window, sinks in keys:
+        out += [-1 if window is None else window, -(-(sinks or 0) // tpb), 0]
+    out.append(len(groups))
+    for group in groups:
+        out += [len(group), *group]
+    out += group_of
+
+    def batch(b: Any) -> list[Any]:
+        return [len(b.kv_caches)] + [x for d in b.kv_caches for x in (d.capacity, d.history_length)]
+
+    out += [0] if built.typical_step is None else [1, *batch(built.typical_step)]
+    out.append(len(built.constraints))
+    for c in built.constraints:
+        out += batch(c)
+    ratio = built.initial_pool_ratio
+    out += [0] if ratio is None else [1, *(repr(float(r)) for r in ratio)]
+    return " ".join(str(x) for x in out)
+
+
+def parse_harness(line: str) -> dict[str, Any]:
+    if line.startswith("error "):
+        return {"error": line[len("error ") :]}
+    words = line.split()
+    i, j = words.index("min"), words.index("ratio")
+    # The ratios are float32 printed to 9 significant digits, which names one float32.
+    return {"slots": [int(w) for w in words[1:i]], "min_slots": [int(w) for w in words[i + 1 : j]],
+            "ratio": [np_float32(float(w)) for w in words[j + 1 :]]}  # fmt: skip
+
+
+def pool_split_rows(m: Any, binary: Path) -> list[dict[str, Any]]:
+    """Every model mixing sliding and full layers (the targets of ``target_rows``), no
+    speculation, at two budgets, with and without avg_seq_len = S, and with an explicit
+    pool_ratio: the slots per pool group the engine's C++ split builds."""
+    rows, lines = [], []
+    for family, tables in families():
+        for name, table in tables.models.items():
+            kinds = {k.attention for k in table.stack.kinds.values()}
+            if "sliding" not in kinds or "full" not in kinds or supported(table.stack):
+                continue
+            seq, tpb = min(SEQ, table.max_seq_len), tables.tokens_per_block
+            for budget in POOL_BUDGETS:
+                for avg, ratio in ((None, None), (seq, None), (None, "explicit")):
+                    kv = KvCacheConfig(avg_seq_len=avg)
+                    storage = storage_of(manager_layers(m, table, tpb, seq, kv))
+                    if ratio == "explicit":  # one weight per life cycle: 1/3, 2/3
+                        kv = KvCacheConfig(pool_ratio=[1 / 3, 2 / 3][: len(storage[0])])
+                    built = manager_layers(m, table, tpb, seq, kv)
+                    storage = storage_of(built)
+                    lines.append(harness_line(tpb, budget, built, storage))
+                    rows.append({
+                        "family": family, "model": name, "max_batch_size": BATCH,
+                        "max_num_tokens": CHUNK, "max_seq_len": seq, "tokens_per_block": tpb,
+                        "budget_bytes": budget, "avg_seq_len": avg,
+                        "pool_ratio": kv.pool_ratio,
+                        "life_cycles": [[w, -(-(s or 0) // tpb)] for w, s in storage[0]],
+                        "slot_sizes": storage[1], "group_of": storage[2],
+                        "group_slot_sizes": storage[3],
+                    })  # fmt: skip
+    for row, line in zip(rows, run_harness(binary, lines), strict=True):
+        row["engine"] = parse_harness(line)
+    return rows
+
+
+def emit_split_rows(m: Any, binary: Path) -> list[dict[str, Any]]:
+    """The same models and budgets with the ``pool_ratio`` ``kvgen plan --emit trtllm``
+    writes for revision 38198e34 (``kvgen._trtllm_pools.pool_ratio_for_quota``, the input):
+    the slots the engine's C++ split then builds."""
+    from kvgen._trtllm_pools import pool_ratio_for_quota
+
+    rows, lines = [], []
+    for family, tables in families():
+        sizing = importlib.import_module(f"generated.{family}.sizing")
+        for name, table in tables.models.items():
+            kinds = {k.attention for k in table.stack.kinds.values()}
+            if "sliding" not in kinds or "full" not in kinds or supported(table.stack):
+                continue
+            seq, tpb = min(SEQ, table.max_seq_len), tables.tokens_per_block
+            for budget in POOL_BUDGETS:
+                ratio = pool_ratio_for_quota(sizing, name, budget, max_batch_size=BATCH,
+                                             max_num_tokens=CHUNK, max_seq_len=seq)  # fmt: skip
+                built = manager_layers(m, table, tpb, seq, KvCacheConfig(pool_ratio=ratio))
+                storage = storage_of(built)
+                lines.append(harness_line(tpb, budget, built, storage))
+                rows.append({
+                    "family": family, "model": name, "max_batch_size": BATCH,
+                    "max_num_tokens": CHUNK, "max_seq_len": seq, "tokens_per_block": tpb,
+                    "budget_bytes": budget, "pool_ratio": ratio,
+                    "life_cycles": [[w, -(-(s or 0) // tpb)] for w, s in storage[0]],
+                    "group_of": storage[2], "group_slot_sizes": storage[3],
+                })  # fmt: skip
+    for row, line in zip(rows, run_harness(binary, lines), strict=True):
+        row["engine"] = parse_harness(line)
+    return rows
+
+
+_DTYPE_SIZES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
+# (block reuse, periodic_snapshot_interval): none; reuse without periodic snapshots; every
+# 256 tokens (4 pages of 64); every 1,000 tokens (not a page multiple).
+SNAPSHOTS = ((False, None), (True, None), (True, 256), (True, 1000))
+
+
+def mamba_model_config(table: Any) -> tuple[SimpleNamespace, int] | None:
+    """A hybrid's config as the Mamba manager's functions read it (spec dimensions): the
+    attention heads, and on the config the recurrent dimensions and per-layer masks
+    ``extract_mamba_kv_cache_params`` would derive (its stand-in reads them). None where the
+    layers are not separate full-attention and Mamba layers of one recurrent shape."""
+    stack = table.stack
+    kinds = [stack.kinds[stack.pattern[i % len(stack.pattern)]] for i in range(stack.count)]
+    attention = [k for k in kinds if k.attention == "full"]
+    recurrent = [k for k in kinds if k.attention == "recurrent"]
+    shapes = {(k.ssm_heads, k.ssm_head_dim, k.d_state, k.n_groups, k.d_conv, k.dtype,
+               k.ssm_dtype) for k in recurrent}  # fmt: skip
+    heads = {(k.kv_heads, k.head_dim, k.dtype) for k in attention}
+    if (not recurrent or not attention or len(shapes) != 1 or len(heads) != 1
+            or any(k.ssm_heads for k in attention) or not all(k.ssm_heads for k in recurrent)
+            or any(k.attention not in ("full", "recurrent", "none") for k in kinds)
+            or any(k.kv_lora_rank for k in attention)):  # fmt: skip
+        return None
+    ((ssm_heads, head_dim, d_state, groups, d_conv, dtype, ssm_dtype),) = shapes
+    ((kv_heads, attn_dim, attn_dtype),) = heads
+
+    def size(name: str) -> SimpleNamespace:
+        return SimpleNamespace(itemsize=_DTYPE_SIZES[name])
+
+    params = {"state_size": d_state, "conv_kernel": d_conv, "num_heads": ssm_heads,
+              "n_groups": groups, "head_dim": head_dim, "dtype": size(dtype),
+              "mamba_ssm_cache_dtype": size(ssm_dtype or dtype),
+              "mamba_layer_mask": [k.attention == "recurrent" for k in kinds],
+              "full_attention_layer_mask": [k.attention == "full" for k in kinds]}  # fmt: skip
+    pretrained = SimpleNamespace(num_key_value_heads=kv_heads, head_dim=attn_dim,
+                                 mamba_params=params)  # fmt: skip
+    config = SimpleNamespace(pretrained_config=pretrained, quant_config=None,
+                             kv_bytes=_DTYPE_SIZES[attn_dtype])  # fmt: skip
+    return config, len(attention)
+
+
+def mamba_rows(m: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every hybrid of separate full-attention and Mamba layers, B 8, S = min(32768, native),
+    under each snapshot setting of ``SNAPSHOTS``: ``MambaHybridCacheManagerV2``'s static cost
+    and its runtime quota/token conversions."""
+    rows, skipped = [], []
+    for family, tables in families():
+        for name, table in tables.models.items():
+            kinds = table.stack.kinds.values()
+            if not any(k.attention == "recurrent" or k.ssm_heads for k in kinds):
+                continue
+            found = mamba_model_config(table)
+            if found is None:
+                skipped.append(f"{family}/{name}: not separate full-attention layers of plain "
+                               "heads and Mamba layers")  # fmt: skip
+                continue
+            config, attention_layers = found
+            seq, tpb = min(SEQ, table.max_seq_len), tables.tokens_per_block
+            for reuse, interval in SNAPSHOTS:
+                state_config = SimpleNamespace(periodic_snapshot_interval=interval,
+                                               additional_snapshot_offsets_from_start=[],
+                                               additional_snapshot_offsets_from_end=[])  # fmt: skip
+                kv = KvCacheConfig(enable_block_reuse=reuse, mamba_state_config=state_config)
+                one = SimpleNamespace(tp_size=1, pp_size=1, enable_attention_dp=False)
+                slope, intercept = m.MambaHybridCacheManagerV2.get_cache_size_per_token(
+                    config, one, max_batch_size=BATCH, kv_cache_config=kv,
+                    tokens_per_block=tpb, max_seq_len=seq, spec_config=None,
+                )  # fmt: skip
+                params, mamba_layers, _ = m._get_local_mamba_cache_layout(config, one)
+                attention = m.KVCacheManager.get_cache_size_per_token(config, one,
+                                                                      num_layers=1)  # fmt: skip
+                mgr = m.MambaHybridCacheManagerV2(
+                    max_batch_size=BATCH, mapping=one, max_seq_len=seq, tokens_per_block=tpb,
+                    kv_cache_config=kv, max_num_tokens=CHUNK,
+                    _num_reserved_dummy_slots=m._get_num_cuda_graph_padding_dummy_slots(
+                        None, BATCH),
+                    local_num_mamba_layers=mamba_layers,
+                    ssm_bytes=params.get_states_bytes_per_layer(one), conv_bytes=0,
+                    pp_layers=list(range(table.stack.count)),
+                    layer_sizes=[attention] * attention_layers,
+                    max_attention_window_vec=[None] * attention_layers,
+                    enable_swa_scratch_reuse=False, _generation_kv_capacity_headroom=1,
+                    _has_cp_helix=False, _helix_cp_size=1,
+                )  # fmt: skip
+                tokens = (0, 1, 255, 256, 1000, 8192, 50000)
+                quotas = (0, 1 << 30, 4 << 30, 40 << 30)
+                rows.append({
+                    "family": family, "model": name, "max_batch_size": BATCH,
+                    "max_seq_len": seq, "tokens_per_block": tpb,
+                    "enable_block_reuse": reuse, "periodic_snapshot_interval": interval,
+                    "slope": slope, "intercept": intercept,
+                    "quota_for_tokens": {str(t): mgr._get_quota_from_max_tokens(t)
+                                         for t in tokens},
+                    "tokens_for_quota": {str(q): mgr._get_max_tokens_from_quota(q)
+                                         for q in quotas},
+                })  # fmt: skip
+    return rows, skipped
+
+
 def run(engine_src: Path) -> dict[str, Any]:
     functions = cut_all(engine_src)
+    cpp = cut_all_cpp(engine_src)
     with tempfile.TemporaryDirectory(prefix="kvgen_trtllm_oracle_") as tmp:
         m = build_module(functions, Path(tmp))
+        binary = build_harness(cpp, Path(tmp))
         try:
             splits, split_skipped = split_rows(m)
             targets, target_skipped = target_rows(m)
+            hybrids, hybrid_skipped = mamba_rows(m)
             data = {
                 "engine": "trtllm",
                 "revision": source.REVISION,
@@ -696,6 +1081,14 @@ def run(engine_src: Path) -> dict[str, Any]:
                 "conversions": conversion_rows(m),
                 "host_tier": host_rows(m),
                 "typical_step": typical_step_rows(m),
+                "cpp_functions": [
+                    {"module": p, "version": v, "function": n, "sha256": d}
+                    for p, v, n, d in source.CPP_FUNCTIONS
+                ],
+                "pool_splits": pool_split_rows(m, binary),
+                "emit_pool_splits": emit_split_rows(m, binary),
+                "mamba_hybrids": hybrids,
+                "mamba_hybrids_not_covered": hybrid_skipped,
             }
         finally:
             sys.path.remove(tmp)
@@ -714,6 +1107,8 @@ def main() -> None:
     if args.print_digests:
         for path, _commit, qualname, _want in source.FUNCTIONS:
             print(digest(cut((args.engine_src / path).read_text(), qualname)), qualname)
+        for path, _version, name, _want in source.CPP_FUNCTIONS:
+            print(digest(cut_cpp((args.engine_src / path).read_text(), name)), name)
         return
     data = run(args.engine_src)
     args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")

@@ -133,6 +133,9 @@ def engine_capacity(
     if hit is None:
         hit = _ENGINE_HOOKS[release(engine).spelling]  # ValueError naming the engines modelled
     found, answer = hit
+    unanswered = found.unanswered()  # a release only kvgen's planners answer for
+    if unanswered is not None:
+        raise NotModelled(unanswered)
     if found.refuses:  # settings this release refuses to start with, in its own words
         refusal = found.refusal(locals())
         if refusal is not None:

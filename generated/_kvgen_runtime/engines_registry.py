@@ -8,8 +8,9 @@ its parts lives (``hooks``: the function that answers for it in each layer, foun
 (``Settings``). A ``Release`` is an engine at one version and carries what differs between
 releases: the default page size, the memory fraction and how it resolves (``Memory``), and
 what the release refuses. ``release("vllm")`` / ``release("vllm==0.33.0")`` reads
-``NAME[==VERSION]``: no version is the newest release modelled; an unknown name or release is
-a ``ValueError`` naming the ones modelled.
+``NAME[==VERSION]``: no version is the engine's default release (``default_release``: its
+``default_version``, else the newest modelled); an unknown name or release is a ``ValueError``
+naming the ones modelled.
 
 kvgen's own deployment defaults (batch, token budget, context cap) are defined here once too.
 
@@ -32,11 +33,14 @@ __all__ = [
     "DEFAULT_RELEASE",
     "ENGINES",
     "RELEASES",
+    "TRTLLM_38198E34",
+    "TRTLLM_EARLY_2026",
     "Engine",
     "Hooks",
     "Memory",
     "Release",
     "Settings",
+    "default_release",
     "engine_names",
     "newest",
     "release",
@@ -122,6 +126,10 @@ class Engine(NamedTuple):
     pipeline_parallel: bool  # pp_size above 1 is modelled (one stage per rank)
     caps_concurrency: bool  # it admits at most max_batch_size requests at once
     settings: Settings
+    # The release its name alone selects ("": the newest modelled). TensorRT-LLM keeps the
+    # early-2026 revision the default so that every answer printed before 38198e34 was
+    # modelled stays as it was.
+    default_version: str = ""
 
     def __repr__(self) -> str:
         return f"Engine({self.name!r})"
@@ -139,6 +147,16 @@ class Release(NamedTuple):
     # (engine_capacity keyword, the release's own words) for each setting this release refuses
     # to start with when it is set: engine_capacity raises ValueError naming the release
     refuses: tuple[tuple[str, str], ...] = ()
+    # TensorRT-LLM: how this revision sizes its managers (docs/cost-model.md §11). True: it
+    # splits the budget between target and draft by what one request spends (capped at
+    # max_batch_size mirrors, floored at one mirror's quota) and sizes the pools within a
+    # manager from a typical step with floors, taking kv_cache_config.pool_ratio, which
+    # --emit then writes so that its split builds kvgen's pools. False: intercepts reserved,
+    # the rest split by slope, pools in proportion (the early-2026 revision, §4).
+    per_request_split: bool = False
+    # Where engine_capacity does not answer for this release, where it is answered ("": it
+    # does): engine_capacity raises NotModelled naming the release and this.
+    answered_by: str = ""
 
     def refusal(self, asked: dict[str, object]) -> str | None:
         """Why this release refuses the keywords ``asked`` (set: truthy), None if it takes them."""
@@ -146,6 +164,12 @@ class Release(NamedTuple):
             if asked.get(keyword):
                 return f"{self.named} refuses {keyword}: {words}"
         return None
+
+    def unanswered(self) -> str | None:
+        """Why engine_capacity does not answer for this release, None where it does."""
+        if not self.answered_by:
+            return None
+        return f"{self.named}: engine_capacity does not model it; {self.answered_by}"
 
     @property
     def spelling(self) -> str:
@@ -174,6 +198,7 @@ TRTLLM = Engine(
         batch_field="max_batch_size",
         kv_cache_dtypes=(("fp8", "fp8"),),
     ),
+    default_version="early-2026",
 )
 VLLM = Engine(
     name="vllm",
@@ -251,24 +276,42 @@ SGLANG = Engine(
     ),
 )
 
-# The KV cache manager V2 at the early-2026 revision pinned in bench/engines/trtllm_source.py.
+# TensorRT-LLM's memory fraction (both revisions modelled read it alike).
+_TRTLLM_MEMORY = Memory(
+    # tensorrt_llm/llmapi/llm_args.py KvCacheConfig.free_gpu_memory_fraction, default 0.9:
+    # a share of the memory still free once the model is loaded and a profiling forward
+    # has run; max_gpu_total_bytes caps the result.
+    fraction_field="free_gpu_memory_fraction",
+    fraction_source="tensorrt_llm.llmapi.llm_args.KvCacheConfig.free_gpu_memory_fraction",
+    default_fraction=0.9,
+    reserve=4 * _GIB,
+    reserve_note="estimate of the profiling forward's activations and runtime buffers",
+    of_free_memory=True,
+)
+# The KV cache manager V2 at the early-2026 revision pinned in bench/engines/trtllm_source.py
+# (no release tag is recorded for it; the name is kvgen's). ``shown`` and ``named`` keep
+# c2a37ec's words, which every answer printed before 38198e34 was modelled carries (the
+# snapshot rule: the default's output stays byte-identical); 38198e34's name the commit.
 TRTLLM_EARLY_2026 = Release(
     engine=TRTLLM,
     version="early-2026",
     shown="V2 (cost-model §4)",
     named="TensorRT-LLM KV cache manager V2",
     block_size=0,
-    memory=Memory(
-        # tensorrt_llm/llmapi/llm_args.py KvCacheConfig.free_gpu_memory_fraction, default 0.9:
-        # a share of the memory still free once the model is loaded and a profiling forward
-        # has run; max_gpu_total_bytes caps the result.
-        fraction_field="free_gpu_memory_fraction",
-        fraction_source="tensorrt_llm.llmapi.llm_args.KvCacheConfig.free_gpu_memory_fraction",
-        default_fraction=0.9,
-        reserve=4 * _GIB,
-        reserve_note="estimate of the profiling forward's activations and runtime buffers",
-        of_free_memory=True,
-    ),
+    memory=_TRTLLM_MEMORY,
+)
+# NVIDIA/TensorRT-LLM commit 38198e34582cf777ecc72062f477987284ba9999 (bench/engines/
+# trtllm_static_source.py): no release tag carries it, so it is named by commit.
+TRTLLM_38198E34 = Release(
+    engine=TRTLLM,
+    version="38198e34",
+    shown="V2 38198e34 (cost-model §11)",
+    named="TensorRT-LLM 38198e34",
+    block_size=0,
+    memory=_TRTLLM_MEMORY,
+    per_request_split=True,
+    answered_by="its pools are planned by `kvgen plan --emit trtllm==38198e34`, which writes the "
+    "pool_ratio that makes its own split build kvgen's pools (docs/cost-model.md §11)",
 )
 VLLM_0_33_0 = Release(
     engine=VLLM,
@@ -313,7 +356,7 @@ SGLANG_0_5_23 = Release(
 
 # Every engine, in the order output lists them; every release modelled, oldest first per engine.
 ENGINES: tuple[Engine, ...] = (TRTLLM, VLLM, SGLANG)
-RELEASES: tuple[Release, ...] = (TRTLLM_EARLY_2026, VLLM_0_33_0, SGLANG_0_5_23)
+RELEASES: tuple[Release, ...] = (TRTLLM_EARLY_2026, TRTLLM_38198E34, VLLM_0_33_0, SGLANG_0_5_23)
 DEFAULT_ENGINE = TRTLLM  # what a plan answers in when no engine is named
 
 
@@ -323,8 +366,16 @@ def releases_of(engine: Engine) -> tuple[Release, ...]:
 
 
 def newest(engine: Engine) -> Release:
-    """The newest release of ``engine`` modelled: what its name alone selects."""
+    """The newest release of ``engine`` modelled (its name alone selects ``default_release``)."""
     return releases_of(engine)[-1]
+
+
+def default_release(engine: Engine) -> Release:
+    """The release ``engine``'s name alone selects: its ``default_version``, else the newest."""
+    for each in releases_of(engine):
+        if each.version == engine.default_version:
+            return each
+    return newest(engine)
 
 
 def engine_names() -> tuple[str, ...]:
@@ -336,13 +387,13 @@ def _spellings() -> dict[str, Release]:
     found: dict[str, Release] = {}
     for engine in ENGINES:
         for name in (engine.name, *engine.aliases):
-            found[name] = newest(engine)
+            found[name] = default_release(engine)
             for each in releases_of(engine):
                 found[f"{name}=={each.version}"] = each
     return found
 
 
-DEFAULT_RELEASE = newest(DEFAULT_ENGINE)  # what a plan answers for when no engine is named
+DEFAULT_RELEASE = default_release(DEFAULT_ENGINE)  # what a plan answers for when no engine is named
 
 # Every accepted text -> its release (``release``'s fast path; also the runtime's dispatch).
 SPELLINGS: dict[str, Release] = _spellings()
@@ -361,7 +412,7 @@ def release(text: object) -> Release:
                 versions = ", ".join([r.version for r in releases_of(engine)])
                 raise ValueError(
                     f"engine {engine.name} release {version!r} is not modelled; "
-                    f"releases modelled: {versions} (default: {newest(engine).version})"
+                    f"releases modelled: {versions} (default: {default_release(engine).version})"
                 )
     hint = ""
     if type(text) is str:

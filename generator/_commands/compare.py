@@ -105,10 +105,10 @@ def load_family(name: str, args: argparse.Namespace | None = None) -> Any:
 
 def releases(args: argparse.Namespace) -> list[Release]:
     """The releases ``--engine`` names (each once, in the registry's order), else each engine's
-    newest."""
-    from kvgen.engines_registry import ENGINES, RELEASES, newest
+    default release."""
+    from kvgen.engines_registry import ENGINES, RELEASES, default_release
 
-    wanted = args.engine or [newest(engine) for engine in ENGINES]
+    wanted = args.engine or [default_release(engine) for engine in ENGINES]
     return sorted(set(wanted), key=lambda r: (ENGINES.index(r.engine), RELEASES.index(r)))
 
 

@@ -155,7 +155,9 @@ def launch(
     request of ``max_seq_len`` on ``budget_bytes`` (the engine would refuse to start).
     ``mamba_radix_cache_strategy``: SGLang's on a recurrent hybrid (None: what an H100/H200
     launch resolves, ``SGLANG_MAMBA_STRATEGY``). ``heterogeneous_vocab``: vLLM's
-    speculative_config use_heterogeneous_vocab (a draft model of another vocabulary)."""
+    speculative_config use_heterogeneous_vocab (a draft model of another vocabulary).
+    ``engine``'s release says which revision the settings are for (TensorRT-LLM: trtllm or
+    trtllm==early-2026, trtllm==38198e34)."""
     if heterogeneous_vocab and "heterogeneous_vocab" not in engine.engine.reads:
         raise ValueError(
             "--heterogeneous-vocab is vLLM's use_heterogeneous_vocab: emit it with --emit vllm"
@@ -307,33 +309,39 @@ def _sglang_mamba_flags(strategy: str) -> tuple[dict[str, Any], str]:
 def _trtllm_launch(
     engine: Release, sizing: types.ModuleType, asked: Asked, cap: Any, capacity: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """TensorRT-LLM V2's settings and what its pools hold for them (docs/deploy.md). The
-    quota is the budget in whole grains of the engine (it rounds a quota up to its grain,
-    ``kvgen.trtllm_split``), so the engine keeps exactly the emitted bytes; the capacity is
-    ``engine_capacity``'s, what the pools the engine's split builds from that quota hold,
-    and ``capacity["engine_pools"]`` those pools (``engine_plan_for_quota``)."""
-    from kvgen._trtllm_pools import engine_budget_plan
+    """TensorRT-LLM V2's settings and what its pools hold for them at the release ``engine``
+    (docs/deploy.md; ``kvgen._trtllm_pools.trtllm_emit``): the quota in whole grains of the
+    engine, at a release that splits per request (38198e34) the ``pool_ratio`` that makes its
+    split build kvgen's pools; the capacity is what the pools the engine builds hold,
+    ``capacity["engine_pools"]`` those pools."""
+    from kvgen._trtllm_pools import trtllm_emit
 
     model, max_batch_size, common = asked.model, asked.max_batch_size, asked.common
     dtype = engine.engine.settings.kv_cache_dtype(_model_dtype(sizing, model))
     budget = capacity["budget_bytes"]
     notes: list[str] = []
+    if engine.per_request_split:
+        notes.append(f"for {engine.named}: the capacity is what its own split of the quota "
+                     "builds (docs/cost-model.md §11)")  # fmt: skip
     separate_draft = len(sizing.cache_costs(model, max_batch_size=max_batch_size, **common)) > 1
-    if separate_draft:
+    if separate_draft and not engine.per_request_split:
         notes.append(
             "the separate draft pool's share of the quota is kvgen's split (docs/cost-model"
             ".md §6); how TensorRT-LLM divides one quota between its managers is not emitted"
         )
+    ratio = None
     try:
-        _shares, quotas, plan = engine_budget_plan(
-            sizing, model, budget, max_batch_size=max_batch_size, **common
-        )
+        plan = trtllm_emit(sizing, model, budget, max_batch_size=max_batch_size,
+                           revision=engine.version, **common)  # fmt: skip
     except ValueError as exc:  # pools outside the split model: kvgen's own capacity
         quotas = {"target": budget}
         if separate_draft:
             quotas = sizing.split_budget(model, budget, max_batch_size=max_batch_size, **common)
+        quota = sum(quotas.values())
         notes.append(f"capacity is kvgen's estimate for the quota: {exc}")
     else:
+        quota, quotas, ratio = plan.quota, plan.quotas, plan.pool_ratio
+        notes += plan.notes
         capacity.update(
             quota_bytes=quotas,
             engine_pools={
@@ -342,16 +350,23 @@ def _trtllm_launch(
                      "planned_pages": p.planned_pages, "engine_pages": p.engine_pages}
                     for p in pools
                 ]
-                for name, (_t, pools) in plan.items()
+                for name, pools in plan.pools.items()
             },
         )  # fmt: skip
+        if engine.per_request_split:  # what that revision's own split builds
+            seq, tpb = common["max_seq_len"], sizing.TOKENS_PER_BLOCK
+            tokens = max_batch_size * seq if plan.tokens is None else plan.tokens
+            capacity.update(kv_tokens=tokens, num_blocks=tokens // tpb,
+                            max_concurrency=min(tokens / seq, float(max_batch_size)))  # fmt: skip
     kv_cache_config: dict[str, Any] = {
-        "max_gpu_total_bytes": sum(quotas.values()),
+        "max_gpu_total_bytes": quota,
         "tokens_per_block": sizing.TOKENS_PER_BLOCK,
         "use_kv_cache_manager_v2": True,
         "max_util_for_resume": 0.95,
         "dtype": dtype,
     }
+    if ratio is not None:
+        kv_cache_config["pool_ratio"] = ratio
     if asked.fraction is not None:
         kv_cache_config[engine.memory.fraction_field] = asked.fraction
     fields = {

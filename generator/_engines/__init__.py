@@ -30,7 +30,7 @@ from kvgen.engines_registry import (
     SPELLINGS,
     TRTLLM,
     Release,
-    newest,
+    default_release,
     release,
 )
 from kvgen.engines_rows import EngineCapacity, NotModelled
@@ -53,8 +53,10 @@ if TYPE_CHECKING:
     from kvgen._spec import Family
 
 # TensorRT-LLM's KV cache manager V2 (kvgen's model), vLLM and SGLang, with their pins: each
-# engine's label (what output prints) and its newest release modelled, as output prints it.
-ENGINE_VERSIONS = {engine.label: newest(engine).shown for engine in engines_registry.ENGINES}
+# engine's label (what output prints) and its default release, as output prints it.
+ENGINE_VERSIONS = {
+    engine.label: default_release(engine).shown for engine in engines_registry.ENGINES
+}
 ENGINES = tuple(ENGINE_VERSIONS)
 POLICY_TERMS = {
     "group_padding_layers": "vLLM cuts a hybrid into groups of equal layer count; the missing "
@@ -183,6 +185,9 @@ def engine_capacity(
     size a draft whatever its vocabulary and do not read it.
     """
     found = _release(engine)
+    unanswered = found.unanswered()  # a release only kvgen's planners answer for
+    if unanswered is not None:
+        raise NotModelled(unanswered)
     if found.refuses:  # settings this release refuses to start with, in its own words
         refusal = found.refusal(locals())
         if refusal is not None:

@@ -1,6 +1,6 @@
 """``--engine NAME[==VERSION]`` and ``--emit NAME[==VERSION]`` (issue 28, engines as values): one
 name for TensorRT-LLM (``trtllm``; ``trtllm-v2`` kept as an alias), a release selected by its
-version or, without one, the newest modelled; an unknown release a usage error naming the
+version or, without one, its default; an unknown release a usage error naming the
 releases modelled. The printed text keeps c2a37ec's label (``trtllm-v2``) whatever the name
 given, so every printed number and word stays as it was."""
 

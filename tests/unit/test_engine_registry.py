@@ -17,9 +17,11 @@ from kvgen.engines_registry import (
     SGLANG,
     SGLANG_0_5_23,
     TRTLLM,
+    TRTLLM_38198E34,
     TRTLLM_EARLY_2026,
     VLLM,
     VLLM_0_33_0,
+    default_release,
     newest,
     release,
 )
@@ -29,12 +31,42 @@ GIB = 1 << 30
 KW = {"max_seq_len": 8192, "max_num_tokens": 8192}
 
 
-def test_a_name_alone_is_the_newest_release_and_a_version_selects_one():
-    assert release("vllm") is VLLM_0_33_0 is release("vllm==0.33.0")
-    assert release("sglang") is SGLANG_0_5_23 is release("sglang==0.5.23")
+def test_a_name_alone_is_the_default_release_and_a_version_selects_one():
+    assert release("vllm") is VLLM_0_33_0 is release("vllm==0.33.0") is newest(VLLM)
+    assert release("sglang") is SGLANG_0_5_23 is release("sglang==0.5.23") is newest(SGLANG)
+    # TensorRT-LLM's default stays the early-2026 revision (every answer printed before
+    # 38198e34 was modelled is unchanged); 38198e34 is newer and selected by name only.
     assert release("trtllm") is TRTLLM_EARLY_2026 is release("trtllm==early-2026")
+    assert release("trtllm==38198e34") is TRTLLM_38198E34 is newest(TRTLLM)
+    assert TRTLLM_38198E34 is not TRTLLM_EARLY_2026
     for engine in ENGINES:
-        assert release(engine.name) is newest(engine)
+        assert release(engine.name) is default_release(engine)
+
+
+def test_no_release_of_trtllm_is_told_apart_by_its_name():
+    # What differs between the revisions is a field of the release, read by the planners.
+    assert (TRTLLM_EARLY_2026.per_request_split, TRTLLM_38198E34.per_request_split) == (
+        False,
+        True,
+    )
+    assert TRTLLM_EARLY_2026.unanswered() is None
+    assert "kvgen plan --emit trtllm==38198e34" in TRTLLM_38198E34.unanswered()
+
+
+def test_a_release_engine_capacity_does_not_model_is_not_modelled_in_both_layers():
+    from generated.gemma3 import sizing
+
+    family = load_family(ROOT / "schema" / "families" / "gemma3.yaml")
+    for answer in (
+        lambda: sizing.engine_capacity("gemma3_27b", 40 * GIB, engine="trtllm==38198e34", **KW),
+        lambda: engine_capacity(family, "gemma3_27b", 40 * GIB, engine="trtllm==38198e34", **KW),
+    ):
+        # each layer raises its own NotModelled (the runtime's copy in a generated module)
+        with pytest.raises(
+            ValueError, match=r"^TensorRT-LLM 38198e34: engine_capacity does not"
+        ) as e:
+            answer()
+        assert type(e.value).__name__ == "NotModelled"
 
 
 def test_trtllm_v2_is_an_alias_of_trtllm_and_output_keeps_its_label():
@@ -93,9 +125,8 @@ def test_every_name_of_a_release_answers_alike_in_a_generated_module():
     from generated.gemma3 import sizing
 
     for engine in ENGINES:
-        names = [
-            n for e in (engine.name, *engine.aliases) for n in (e, f"{e}=={newest(engine).version}")
-        ]
+        version = default_release(engine).version
+        names = [n for e in (engine.name, *engine.aliases) for n in (e, f"{e}=={version}")]
         answers = {sizing.engine_capacity("gemma3_27b", 40 * GIB, engine=n, **KW) for n in names}
         assert len(answers) == 1, (engine, answers)
 
@@ -133,7 +164,7 @@ def test_engines_without_pipeline_parallelism_say_so_whatever_the_name_given():
     from generated.llama3 import sizing
 
     for engine in (VLLM, SGLANG):
-        for name in (engine.name, newest(engine).spelling):
+        for name in (engine.name, default_release(engine).spelling):
             with pytest.raises(ValueError, match="pipeline parallelism is not modelled for engine"):
                 sizing.engine_capacity("llama3_1_8b", 40 * GIB, engine=name, pp_size=2, **KW)
     assert TRTLLM.pipeline_parallel

@@ -111,6 +111,38 @@ if mode == "ngram": pass
     assert lines == [2, 3, 4, 5, 6, 7, 8, 9, 11]
 
 
+# TensorRT-LLM's revisions modelled (kvgen.engines_registry: the versions of the trtllm
+# releases), written out for the same reason as ENGINE_NAMES.
+TRTLLM_REVISIONS = {"early-2026", "38198e34"}
+
+
+def revision_sites(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, code) of every comparison with a TensorRT-LLM revision written in place: what a
+    revision does is a field of its release (``Release.per_request_split``), read instead."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = (node.left, *node.comparators)
+            if any(isinstance(n, ast.Constant) and n.value in TRTLLM_REVISIONS for n in operands):
+                found.append((node.lineno, ast.unparse(node)[:80]))
+    return found
+
+
+def test_only_the_engine_registry_tells_trtllm_revisions_apart_by_name():
+    # On wip9/trtpool (the merge's other side) this finds 7 sites: _trtllm_budget.py (2),
+    # _trtllm_pools.py (2) and _deploy/emit.py (3) comparing a revision with "38198e34" or
+    # "early-2026".
+    sites = [
+        f"{path}:{line}: {code}"
+        for path, tree in _modules()
+        if path != "generator/engines_registry.py"
+        for line, code in revision_sites(tree)
+    ]
+    assert sites == [], "\n".join(sites)
+    code = 'if revision == "38198e34": pass\nif found.per_request_split: pass\n'
+    assert [line for line, _ in revision_sites(ast.parse(code))] == [1]
+
+
 # The command layer: the command line's entry and one module per command (and their helpers).
 COMMAND_LAYER = ("generator/_cli.py", "generator/_commands/")
 # argparse outside it, and why: argument types raise its error; completion reads a parser.

@@ -92,3 +92,86 @@ def test_the_golden_names_the_engine_revision_and_every_function_it_ran():
     ran = {(f["module"], f["commit"], f["function"], f["sha256"])
            for f in data["provenance"]["functions"]}  # fmt: skip
     assert ran == set(source.FUNCTIONS)
+
+
+CPP = """\
+// header
+template <typename T>
+[[nodiscard]] inline T divUp(T x, T y) noexcept
+{
+    return (x + y - 1) / y;
+}
+
+struct Box
+{
+    int size() const
+    {
+        return 1;
+    }
+};
+
+using Alias = std::variant<Box>;
+
+int Owner::twice(int x) const
+{
+    return 2 * x;
+}
+
+long Owner::twice(long x) const
+{
+    return 2 * x;
+}
+
+Owner::Owner(int quota)
+{
+    int before = 0;
+    size_t const gpuQuota = cacheTierQuota(config.cacheTiers[kHotLevel]);
+    int kept = 1;
+    mLevels.emplace_back(lifeCycleGrouping(kHotLevel), kHotLevel);
+}
+"""
+
+
+def test_cut_cpp_takes_templates_structs_aliases_overloads_and_the_constructor_run():
+    assert oracle.cut_cpp(CPP, "divUp").startswith("template <typename T>\n[[nodiscard]]")
+    assert oracle.cut_cpp(CPP, "divUp").endswith("    return (x + y - 1) / y;\n}\n")
+    # A struct ends at its "};", not at a member's closing brace.
+    assert oracle.cut_cpp(CPP, "Box").endswith("        return 1;\n    }\n};\n")
+    assert oracle.cut_cpp(CPP, "Alias") == "using Alias = std::variant<Box>;\n"
+    assert oracle.cut_cpp(CPP, "Owner::twice#1").startswith("int Owner::twice(int x)")
+    assert oracle.cut_cpp(CPP, "Owner::twice#2").startswith("long Owner::twice(long x)")
+    # The constructor's hot-tier lines: from the quota to the first cache level, excluded.
+    assert oracle.cut_cpp(CPP, "StorageManager::StorageManager") == (
+        "    size_t const gpuQuota = cacheTierQuota(config.cacheTiers[kHotLevel]);\n"
+        "    int kept = 1;\n"
+    )
+    with pytest.raises(LookupError, match="missing"):
+        oracle.cut_cpp(CPP, "Owner::missing")
+
+
+def test_a_changed_cpp_text_is_refused(tmp_path, monkeypatch):
+    path = "cpp/x.cpp"
+    good = oracle.digest(oracle.cut_cpp(CPP, "Owner::twice#1"))
+    monkeypatch.setattr(source, "CPP_FUNCTIONS", ((path, "index version 1", "Owner::twice#1",
+                                                  good),))  # fmt: skip
+    (tmp_path / "cpp").mkdir()
+    (tmp_path / path).write_text(CPP)
+    cut = oracle.cut_cpp(CPP, "Owner::twice#1")
+    assert oracle.cut_all_cpp(tmp_path) == {"cpp/x.cpp": [cut]}
+    (tmp_path / path).write_text(CPP.replace("return 2 * x;", "return 3 * x;", 1))
+    with pytest.raises(SystemExit, match="does not match the recorded text"):
+        oracle.cut_all_cpp(tmp_path)
+
+
+def test_the_golden_names_every_cpp_definition_it_compiled():
+    data = json.loads(GOLDEN.read_text())
+    ran = {(f["module"], f["version"], f["function"], f["sha256"]) for f in data["cpp_functions"]}
+    assert ran == set(source.CPP_FUNCTIONS) and len(ran) == len(source.CPP_FUNCTIONS)
+    for path, version, _name, want in source.CPP_FUNCTIONS:
+        assert path.startswith("cpp/tensorrt_llm/batch_manager/kv_cache_manager_v2/")
+        assert version.startswith("index version") and len(want) == 16
+    # Every marker the harness leaves for the engine's code has definitions to take.
+    harness = (BENCH / "trtllm_pool_harness.cpp").read_text()
+    for marker in {"utils/math.h", "lifeCycleRegistry.h", "storageManager.cpp",
+                   "storage/core.cpp", "StorageManager::StorageManager"}:  # fmt: skip
+        assert f"// @ENGINE {marker}@" in harness

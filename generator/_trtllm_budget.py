@@ -1,8 +1,10 @@
 """How TensorRT-LLM divides one KV budget between its target and draft managers, per revision.
 
-Two revisions are modelled (docs/cost-model.md, "TensorRT-LLM revisions"):
+Two revisions are modelled (docs/cost-model.md, "TensorRT-LLM revisions"), the trtllm releases
+of ``kvgen.engines_registry`` (``revision`` is a release's version; what differs is read from
+the release's fields, never from its name):
 
-- ``"early-2026"`` (the default here until the engine registry names a default): each manager
+- ``"early-2026"`` (the registry's default ``trtllm``): each manager
   gets its intercept and the rest is split by slope, ``sizing.split_budget`` (§6);
 - ``"38198e34"`` (NVIDIA/TensorRT-LLM commit 38198e34, ``_util.py``
   ``KvCacheCreator._compute_draft_budget_shares``): both intercepts are reserved, the rest is
@@ -37,28 +39,30 @@ import math
 import types
 from typing import Any, NamedTuple
 
+from kvgen.engines_registry import TRTLLM, Release, default_release, release, releases_of
 from kvgen.facts import float32
 
 __all__ = [
     "DEFAULT_REVISION",
     "REVISIONS",
+    "HybridCost",
     "ManagerCost",
     "draft_budget_shares",
     "gpu_alloc_granularity",
     "host_tier_quota",
+    "hybrid_cost",
+    "hybrid_quota_for_tokens",
+    "hybrid_tokens_for_quota",
     "manager_costs",
     "pool_split_inputs",
     "split_budget",
     "synced_quota",
 ]
 
-# The revisions whose split kvgen models, oldest first, and what each one is (docs/cost-model.md).
-REVISIONS = {
-    "early-2026": "intercepts reserved, the rest split by slope (bench/engines/trtllm_source.py)",
-    "38198e34": "NVIDIA/TensorRT-LLM 38198e34582cf777ecc72062f477987284ba9999: per-request "
-    "weights, draft capped at max_batch_size mirrors and floored at one mirror's quota",
-}
-DEFAULT_REVISION = "early-2026"
+# The revisions whose split kvgen models, oldest first: the trtllm releases of the engine
+# registry (``kvgen.engines_registry``, which says what each one does), and the default one.
+REVISIONS = tuple([r.version for r in releases_of(TRTLLM)])
+DEFAULT_REVISION = default_release(TRTLLM).version
 _GPU_PAGE = 2 << 20
 
 
@@ -83,15 +87,18 @@ def gpu_alloc_granularity(quota: int) -> int:
     return _GPU_PAGE << exponent
 
 
-def _revision(revision: str) -> str:
+def _revision(revision: str) -> Release:
+    """The trtllm release named ``revision``; ValueError naming the ones modelled."""
     if revision not in REVISIONS:
         raise ValueError(
             f"revision must be one of {', '.join(map(repr, REVISIONS))}, got {revision!r}"
         )
-    return revision
+    return release(f"{TRTLLM.name}=={revision}")
 
 
-def _layers_of(sizing: types.ModuleType, model: str, speculative: str, manager: str, tp: int):
+def _layers_of(
+    sizing: types.ModuleType, model: str, speculative: str, manager: str, tp: int
+) -> list[tuple[int, int, int]]:
     """(bytes per token, layer count, life-cycle index or -1 for full) of each cached kind of
     one manager on a single rank (the layer members ``sizing_split`` keeps)."""
     for name, members, states, crosses, _cycles in sizing._layers(model, speculative):
@@ -129,12 +136,12 @@ def manager_costs(
     slope and intercept are kvgen's "trtllm-v2" terms (§4); 38198e34 adds the per-request
     spend and quota of the module docstring. ValueError where they are not modelled:
     recurrent or cross-attention pools, chunked attention, sink tokens, pp_size > 1, DCP."""
-    _revision(revision)
+    found = _revision(revision)
     options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
                               tp_size, 1, 0, False, False, max_util_for_resume)  # fmt: skip
     terms = sizing._cached_terms(options)
     costs = {t.manager: ManagerCost(t.slope, t.intercept) for t in terms}
-    if revision == "early-2026":
+    if not found.per_request_split:
         return costs
     tpb = sizing.TOKENS_PER_BLOCK
     seq = options[sizing._SEQ_LEN_AT]
@@ -237,7 +244,7 @@ def split_budget(
     alone (that revision drops the intercepts and per-request estimates for offload tiers,
     as the early one does). ``common``: the options of ``sizing.split_budget``
     (max_batch_size, max_num_tokens, max_seq_len, speculative, tp_size, max_util_for_resume)."""
-    if _revision(revision) == "early-2026" or tier != "gpu":
+    if not _revision(revision).per_request_split or tier != "gpu":
         shares: dict[str, int] = sizing.split_budget(model, budget_bytes, tier=tier, **common)
         return shares
     costs = manager_costs(sizing, model, avg_seq_len=avg_seq_len, pool_ratio=pool_ratio,
@@ -318,3 +325,95 @@ def pool_split_inputs(
         constraints.append([context])
     ratio = None if pool_ratio is None else list(pool_ratio)
     return {"typical_step": typical, "constraints": constraints, "initial_pool_ratio": ratio}
+
+
+class HybridCost(NamedTuple):
+    """A Mamba hybrid's one manager at 38198e34 (``MambaHybridCacheManagerV2``): its affine
+    static cost (slope, intercept) and the terms its runtime conversions read: attention bytes
+    per token of history, recurrent-state bytes of one slot (every Mamba layer's conv and SSM
+    state), resident requests, reserved dummy slots, the periodic snapshot interval (None:
+    no periodic snapshots) and tokens per page."""
+
+    slope: int
+    intercept: int
+    attention_bytes_per_token: int
+    state_bytes: int
+    resident: int
+    reserved: int
+    interval: int | None
+    tokens_per_block: int
+
+
+def hybrid_cost(
+    sizing: types.ModuleType,
+    model: str,
+    *,
+    max_batch_size: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+    enable_block_reuse: bool = True,
+    periodic_snapshot_interval: int | None = None,
+    attention_dp: bool = False,
+) -> HybridCost:
+    """38198e34's cost of a Mamba hybrid (attention and recurrent layers in one V2 manager,
+    ``_estimate_mamba_hybrid_cache_cost`` as ``MambaHybridCacheManagerV2`` calls it): with
+    R = B resident requests, r = 1 reserved dummy slot (+1 under attention DP), s the state
+    bytes of one slot, a the attention bytes per token and the periodic snapshot interval P
+    (only under block reuse, at most max_seq_len; kvgen names no fixed snapshot offsets):
+
+    slope = a + ceil(s / P), intercept = (R + r) * s + R * a * tpb (one partial attention
+    page per request once snapshots exist); without snapshots slope = a, intercept =
+    (R + r) * s. ValueError for a model whose layers hold both (a parallel hybrid), windows,
+    cross attention or a separate draft pool."""
+    tpb = sizing.TOKENS_PER_BLOCK
+    ranked = sizing._rank(model, speculative, 1, 0, 1 if attention_dp else tp_size, 1)
+    target = ranked[0]
+    _name, slope, sums, groups, states, crosses, _cross = target
+    kinds = sizing._MODELS[model].layers.kinds.values()
+    parallel = any(k.attention == "full" and k.ssm_heads for k in kinds)
+    if len(ranked) > 1 or groups or crosses or not states or parallel:
+        raise ValueError(
+            f"{model}: revision 38198e34's Mamba hybrid cost is modelled for one manager of "
+            "full-attention and recurrent layers (no windows, cross attention, parallel "
+            "hybrid layers or separate draft pool)"
+        )
+    state = sums[0]
+    interval = periodic_snapshot_interval
+    if not enable_block_reuse or interval is None or interval <= 0 or interval > max_seq_len:
+        interval = None
+    resident, reserved = max_batch_size, 1 + attention_dp
+    static_slope, intercept = slope, (resident + reserved) * state
+    if interval is not None:
+        static_slope += -(-state // interval)
+        intercept += resident * slope * tpb
+    return HybridCost(static_slope, intercept, slope, state, resident, reserved, interval, tpb)
+
+
+def hybrid_quota_for_tokens(cost: HybridCost, tokens: int) -> int:
+    """The runtime quota for ``tokens`` tokens of history (``_get_quota_from_max_tokens``):
+    a x T, and (R + r + snapshots) state slots with snapshots = T // P, and R partial attention
+    pages once a snapshot is planned."""
+    snapshots = tokens // cost.interval if cost.interval is not None and tokens > 0 else 0
+    quota = tokens * cost.attention_bytes_per_token
+    quota += (cost.resident + cost.reserved + snapshots) * cost.state_bytes
+    if snapshots > 0:
+        quota += cost.resident * cost.attention_bytes_per_token * cost.tokens_per_block
+    return quota
+
+
+def hybrid_tokens_for_quota(cost: HybridCost, quota: int) -> float:
+    """The most tokens whose :func:`hybrid_quota_for_tokens` fits ``quota``
+    (``_get_max_tokens_from_quota``, by the engine's doubling and bisection): 0 when not even
+    the live states fit, inf past 2**62."""
+    if hybrid_quota_for_tokens(cost, 0) > quota:
+        return 0
+    low, high = 0, 1
+    while hybrid_quota_for_tokens(cost, high) <= quota:
+        low, high = high, high * 2
+        if high >= 1 << 62:
+            return math.inf
+    while low + 1 < high:
+        mid = (low + high) // 2
+        low, high = (mid, high) if hybrid_quota_for_tokens(cost, mid) <= quota else (low, mid)
+    return low
