@@ -85,9 +85,12 @@ def rows(generated: Path) -> list[Row]:
 def _costs(sizing, model: str, native: int) -> tuple[int | None, int | None]:
     """The target pool's slope (KV bytes per token of history) and the bytes of one request
     of ``native`` tokens, at tp 1 with no speculation (TensorRT-LLM V2's cost, §4)."""
+    from kvgen.engines_registry import DEFAULT_MAX_NUM_TOKENS
+
     try:
         cost = sizing.cache_costs(
-            model, speculative="none", max_batch_size=1, max_num_tokens=min(8192, native),
+            model, speculative="none", max_batch_size=1,
+            max_num_tokens=min(DEFAULT_MAX_NUM_TOKENS, native),
             max_seq_len=native, tp_size=1,
         )["target"]  # fmt: skip
         return int(cost.slope), int(cost.slope) * native + int(cost.intercept)
