@@ -108,6 +108,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> Exit:
     from kvgen._review import Deployment, ReviewError, default_ref, review_specs
 
+    if args.against is not None and not args.against.strip():
+        # An unset CI variable (`--against "$BASE"`) must not quietly compare with HEAD, the
+        # pull request's own commit, where every committed change compares equal to itself.
+        raise UsageError(
+            "--against is empty (an unset CI variable?): name the base branch, a tag or a "
+            "commit, e.g. --against origin/main"
+        )
     ref = args.against or default_ref(dict(os.environ))
     deployment = Deployment(
         max_batch_size=args.max_batch_size,
