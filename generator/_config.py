@@ -115,7 +115,7 @@ def has_kvgen_table(raw: bytes) -> bool:
     """Whether a pyproject.toml sets ``tool.kvgen`` in any TOML form: a ``[tool.kvgen]``
     header (the fast path), a dotted key (``kvgen.specs = ...`` under ``[tool]``) or an
     inline table. An invalid file that mentions kvgen counts, so its error is reported."""
-    if re.search(rb"^\s*\[\s*tool\s*\.\s*kvgen\s*[\].]", raw, re.M):
+    if _HEADER.search(raw):
         return True
     if b"kvgen" not in raw:
         return False
@@ -125,6 +125,12 @@ def has_kvgen_table(raw: bytes) -> bool:
         return True
     tool = data.get("tool")
     return isinstance(tool, dict) and "kvgen" in tool
+
+
+# `[tool.kvgen]` or `[tool.kvgen.deployment]` at a line start. Blanks are spaces and tabs only
+# (TOML's whitespace; a header never spans lines), so the search is linear: `\s*` with re.M
+# could cross newlines and retried the whole run of them at every line start (issue 29, D1).
+_HEADER = re.compile(rb"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*kvgen[ \t]*[\].]", re.M)
 
 
 def find_config(start: Path | None = None) -> Path | None:
@@ -143,22 +149,42 @@ def find_config(start: Path | None = None) -> Path | None:
     return None
 
 
+# What `_position` drops from a table or key name (TOML's blanks and quotes), and the characters
+# a key before `=` may hold (bare keys, dots, quotes, blanks).
+_DROPPED = str.maketrans("", "", " \t\"'")
+_KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-\"' \t"
+
+
+def _dotted(name: str) -> str:
+    return name.translate(_DROPPED)
+
+
 def _position(text: str, key: str, table: str) -> tuple[int, int]:
     """1-based line and column of ``key =`` inside ``[table]``, also when written as a dotted
-    key (``kvgen.out =`` under ``[tool]``); best effort: TOML has no source map."""
+    key (``kvgen.out =`` under ``[tool]``), or of the ``[table.key]`` header (1, 1 when neither
+    is found); best effort: TOML has no source map.
+
+    Lines end only at ``\n`` (docs/security.md, "The line rule"), and the scan uses string
+    methods, no regex: each line is read a constant number of times (issue 29, D2: a regex with
+    three overlapping blank runs was cubic on a line of spaces)."""
     current = ""
-    wanted = f"{table}.{key}".strip(".")
-    for number, line in enumerate(text.splitlines(), 1):
-        header = re.match(r"\s*\[\s*([^\]]+?)\s*\]", line)
-        if header:
-            current = re.sub(r"[\s\"']+", "", header.group(1))
-            continue
-        match = re.match(r"(\s*)([A-Za-z0-9_.\-\"' ]+?)\s*=", line)
-        if match:
-            dotted = re.sub(r"[\s\"']+", "", match.group(2))
-            if f"{current}.{dotted}".strip(".") == wanted:
-                return number, len(match.group(1)) + 1
-    return 1, 1
+    wanted = _dotted(f"{table}.{key}".strip("."))
+    header_at = None
+    for number, line in enumerate(text.split("\n"), 1):
+        body = line.lstrip(" \t")
+        indent = len(line) - len(body)
+        if body.startswith("["):
+            close = body.find("]")
+            if close >= 0:
+                current = _dotted(body[1:close].lstrip("["))
+                if current == wanted and header_at is None:
+                    header_at = (number, indent + 1)
+                continue
+        name, equals, _ = body.partition("=")
+        is_key = equals and name.strip(" \t") and not name.strip(_KEY_CHARS)
+        if is_key and f"{current}.{_dotted(name)}".strip(".") == wanted:
+            return number, indent + 1
+    return header_at or (1, 1)
 
 
 def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageError:
