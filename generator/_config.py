@@ -27,18 +27,19 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kvgen import _toml
 from kvgen._exits import UsageError
 from kvgen._suggest import did_you_mean
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 takes the backport (a conditional dependency)
-    import tomli as tomllib
+# The TOML text helpers live in kvgen._toml; these names are what the deployment reader imports.
+decode_toml_text = _toml.decode
+toml_error = _toml.error_message
+_position = _toml.position
+tomllib = _toml.tomllib
 
 __all__ = ["DEPLOYMENT_KEYS", "PROJECT_KEYS", "Config", "current", "find_config", "load_config"]
 
@@ -120,8 +121,8 @@ def has_kvgen_table(raw: bytes) -> bool:
     if b"kvgen" not in raw:
         return False
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = _toml.loads(PYPROJECT, raw.decode("utf-8"))
+    except (UnicodeDecodeError, UsageError):  # load_config reports it at its position
         return True
     tool = data.get("tool")
     return isinstance(tool, dict) and "kvgen" in tool
@@ -149,44 +150,6 @@ def find_config(start: Path | None = None) -> Path | None:
     return None
 
 
-# What `_position` drops from a table or key name (TOML's blanks and quotes), and the characters
-# a key before `=` may hold (bare keys, dots, quotes, blanks).
-_DROPPED = str.maketrans("", "", " \t\"'")
-_KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-\"' \t"
-
-
-def _dotted(name: str) -> str:
-    return name.translate(_DROPPED)
-
-
-def _position(text: str, key: str, table: str) -> tuple[int, int]:
-    """1-based line and column of ``key =`` inside ``[table]``, also when written as a dotted
-    key (``kvgen.out =`` under ``[tool]``), or of the ``[table.key]`` header (1, 1 when neither
-    is found); best effort: TOML has no source map.
-
-    Lines end only at ``\n`` (docs/security.md, "The line rule"), and the scan uses string
-    methods, no regex: each line is read a constant number of times (issue 29, D2: a regex with
-    three overlapping blank runs was cubic on a line of spaces)."""
-    current = ""
-    wanted = _dotted(f"{table}.{key}".strip("."))
-    header_at = None
-    for number, line in enumerate(text.split("\n"), 1):
-        body = line.lstrip(" \t")
-        indent = len(line) - len(body)
-        if body.startswith("["):
-            close = body.find("]")
-            if close >= 0:
-                current = _dotted(body[1:close].lstrip("["))
-                if current == wanted and header_at is None:
-                    header_at = (number, indent + 1)
-                continue
-        name, equals, _ = body.partition("=")
-        is_key = equals and name.strip(" \t") and not name.strip(_KEY_CHARS)
-        if is_key and f"{current}.{_dotted(name)}".strip(".") == wanted:
-            return number, indent + 1
-    return header_at or (1, 1)
-
-
 def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageError:
     line, col = _position(text, key, table)
     return UsageError(f"{Path(os.path.relpath(path)).as_posix()}:{line}:{col}: {message}")
@@ -194,17 +157,9 @@ def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageEr
 
 def load_config(path: Path) -> Config:
     """Parse and check one config file; a problem is a positioned ``UsageError``."""
-    from kvgen._lines import line_break_diagnostics
-
     display = Path(os.path.relpath(path)).as_posix()
-    text = decode_toml_text(display, _read(path))
-    try:
-        breaks = line_break_diagnostics(display, text)  # TOML and git agree; _position would not
-        if breaks:
-            raise UsageError(breaks[0].render())
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(toml_error(display, exc)) from None
+    text = _toml.decode(display, _read(path))
+    data = _toml.loads(display, text)  # the line rule, bounded nesting, then tomllib
     table = "tool.kvgen" if path.name == PYPROJECT else ""
     section = data.get("tool", {}).get("kvgen", {}) if table else data
     if not isinstance(section, dict):
@@ -226,26 +181,6 @@ def load_config(path: Path) -> Config:
         )
         raise _error(path, text, table, "out", message)
     return Config(root=path.parent.resolve(), source=path, deployment=deployment, **paths)
-
-
-def decode_toml_text(display: str, raw: bytes) -> str:
-    """UTF-8 text of a TOML file, or a ``UsageError`` at the first bad byte's line:col."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise UsageError(f"{display}:{line}:{col}: not valid UTF-8 (save it as UTF-8)") from None
-
-
-def toml_error(display: str, exc: Exception) -> str:
-    """``file:line:col: invalid TOML: ...`` (tomllib puts the position in its message)."""
-    message = str(exc)
-    match = re.search(r"\(at line (\d+), column (\d+)\)", message)
-    if match is None:
-        return f"{display}:1:1: invalid TOML: {message}"
-    reason = message[: match.start()].strip()
-    return f"{display}:{match.group(1)}:{match.group(2)}: invalid TOML: {reason}"
 
 
 def _checked(

@@ -49,21 +49,26 @@ _UNITS = {
 # (and would overflow the float arithmetic of the engine policies and of format_size).
 MAX_COUNT = (1 << 63) - 1
 # The number at the start of the stripped text; the rest must be blanks and a unit. Matched as
-# a prefix, then checked with string methods: no backtracking, linear in the text (issue 29:
-# `\s*([a-zA-Z]*)\s*$` retried every split of a blank run, quadratic in a 1 MiB config value).
-_NUMBER = re.compile(r"\d+(?:_\d+)*(?:\.\d+)?|\.\d+")
+# a prefix with single-character repetitions, then checked with string methods: no
+# backtracking, linear in the text (issue 29: `\s*([a-zA-Z]*)\s*$` retried every split of a
+# blank run, quadratic in a 1 MiB config value).
+_NUMBER = re.compile(r"\d[\d_]*(?:\.\d+)?|\.\d+")
 
 
 def _split_size(text: str) -> tuple[str, str] | None:
-    """``(number, unit)`` of a size as written (``"80 GiB"``: ``("80", "GiB")``), else None."""
+    """``(number, unit)`` of a size as written (``"80 GiB"``: ``("80", "GiB")``), else None.
+    Underscores only between digits (``1_024``), as in Python's literals."""
     stripped = text.strip()
     match = _NUMBER.match(stripped)
     if match is None:
         return None
-    unit = stripped[match.end() :].lstrip()
+    number, unit = match.group(), stripped[match.end() :].lstrip()
+    whole = number.partition(".")[0]
+    if "__" in whole or whole.endswith("_"):
+        return None
     if unit and not (unit.isascii() and unit.isalpha()):
         return None
-    return match.group(), unit
+    return number, unit
 
 
 _BINARY = (("PiB", 1 << 50), ("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB))

@@ -242,11 +242,14 @@ def _add_to_pyproject(layout: Layout, done: list[str]) -> str:
     """Add ``[tool.kvgen]`` to pyproject.toml with tomlkit, which keeps every other byte of
     the file; an invalid file is refused at its line:col and left as it was."""
     import tomlkit
-    from kvgen._config import MAX_CONFIG_BYTES, decode_toml_text
+    from kvgen import _toml
+    from kvgen._config import MAX_CONFIG_BYTES
     from kvgen._files import read_bytes, write_bytes
     from tomlkit.exceptions import ParseError
 
-    text = decode_toml_text(PYPROJECT, read_bytes(Path(PYPROJECT), limit=MAX_CONFIG_BYTES))
+    text = _toml.decode(PYPROJECT, read_bytes(Path(PYPROJECT), limit=MAX_CONFIG_BYTES))
+    _toml.check_lines(PYPROJECT, text)  # positions are git's (KV015)
+    _toml.check_nesting(PYPROJECT, text)  # tomlkit recurses too
     try:
         doc = tomlkit.parse(text if not text or text.endswith("\n") else text + "\n")
     except ParseError as exc:
