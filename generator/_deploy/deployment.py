@@ -84,6 +84,9 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
     except Refused as exc:
         raise UsageError(exc.diagnostic.render()) from None
     text = decode_toml_text(display, raw)
+    from kvgen._toml import check_lines
+
+    check_lines(display, text)  # the line rule, as for specs: positions are git's (KV015)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -109,10 +112,9 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _header_line(text: str, table: str) -> int:
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip().replace(" ", "") == f"[{table}]":
-            return number
-    return 1
+    from kvgen._toml import header_line
+
+    return header_line(text, table)
 
 
 def run_file(path: Path, generated: Path, form: str) -> Exit:

@@ -313,3 +313,41 @@ def test_init_refuses_a_pyproject_it_cannot_edit_safely_at_its_position(project,
     assert err.startswith(f"kvgen: error: pyproject.toml:{at}: "), err[:300]
     assert Path("pyproject.toml").read_text() == text
     assert sorted(p.name for p in project.iterdir()) == [".git", "pyproject.toml", "schema"]
+
+
+# --- W3: deployment files follow the line rule ---------------------------------------------
+
+LS = "\u2028"  # LINE SEPARATOR: TOML allows it in a comment; git does not end a line there
+DEPLOYMENT = f"""\
+gpu = "H100-80GB"
+# node A{LS}reviewed{LS}by{LS}ops
+
+[models.a]
+family = "llama3"
+model = "llama3_1_8b"
+engine = "vllm"
+tp_sise = 2
+"""
+
+
+def test_a_line_separator_in_a_deployment_file_is_refused_at_its_real_position(project, capsys):
+    # c2a37ec read the file and reported the misspelt key on line 8 as line 11 (splitlines saw
+    # the three separators of line 2 as line ends). Now the first separator is refused where
+    # git shows it: line 2, after "# node A" (8 characters), column 9.
+    Path("deploy.toml").write_text(DEPLOYMENT, encoding="utf-8")
+    assert DEPLOYMENT.split("\n")[7] == "tp_sise = 2"  # line 8 as git counts
+    code, out, err = run(capsys, "plan", "--deployment", "deploy.toml")
+    assert code == Exit.USAGE
+    assert out == ""
+    assert err.startswith("kvgen: error: deploy.toml:2:9: KV015 U+2028 LINE SEPARATOR")
+
+
+def test_positions_in_toml_count_lines_by_newline_only():
+    # The position helpers of the configuration and deployment readers never split at U+2028,
+    # U+2029, U+0085 or a form feed: "b" is on line 2 and [models.a] on line 3 as git counts.
+    from kvgen._config import _position
+    from kvgen._deploy.deployment import _header_line
+
+    text = f"a = 1 # x{LS}y\u2029z\x85w\x0c\nb = 2\n[models.a]\n"
+    assert _position(text, "b", "") == (2, 1)
+    assert _header_line(text, "models.a") == 3
