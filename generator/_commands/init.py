@@ -259,21 +259,45 @@ def _add_to_pyproject(layout: Layout, done: list[str]) -> str:
             "fix it, then run kvgen init again"
         ) from None
     tool = doc.get("tool")
+    if tool is not None and not isinstance(tool, tomlkit.items.Table):
+        # `tool = 5` or `tool = "kvgen"`: never looked into (`"kvgen" in 5` raised TypeError,
+        # `"kvgen" in "kvgen"` kept a string as if it were our table), refused at its key.
+        line, col = _toml.position(text, "tool", "")
+        raise UsageError(
+            f"{PYPROJECT}:{line}:{col}: `tool` is {_kind(tool)}, not a table: kvgen init adds "
+            "[tool.kvgen] to the [tool] table (make `tool` a table, or add [tool.kvgen] by hand)"
+        )
     if tool is not None and "kvgen" in tool:  # only when tool.kvgen is not a table of ours
         done.append(f"kept     {PYPROJECT} tool.kvgen (edit it by hand)")
         return PYPROJECT
     if tool is None:
         doc.append("tool", tomlkit.table(is_super_table=True))
-    elif not isinstance(tool, tomlkit.items.Table):
-        raise UsageError(
-            f"{PYPROJECT}: `tool` is not a [tool] table; add [tool.kvgen] by hand "
-            "(see `kvgen init` in a new folder for its keys)"
-        )
     doc["tool"].append("kvgen", _settings(layout))
     write_bytes(Path(PYPROJECT), tomlkit.dumps(doc).encode("utf-8"), inside=Path.cwd())
     done.append(f"updated  {PYPROJECT} (added [tool.kvgen])")
     done += _shown(config_table(layout, "[tool.kvgen]"))
     return PYPROJECT
+
+
+def _kind(item: object) -> str:
+    """What a TOML value is, in the words of the TOML spec (for a refusal)."""
+    import datetime
+
+    import tomlkit
+
+    kinds: list[tuple[type, str]] = [
+        (tomlkit.items.InlineTable, "an inline table"),
+        (tomlkit.items.AoT, "an array of tables"),
+        (list, "an array"),
+        (bool, "a boolean"),  # before int: a bool is an int
+        (int, "an integer"),
+        (float, "a float"),
+        (str, "a string"),
+        (datetime.datetime, "a date-time"),  # before date: a datetime is a date
+        (datetime.date, "a date"),
+        (datetime.time, "a time"),
+    ]
+    return next((what for kind, what in kinds if isinstance(item, kind)), "not a table")
 
 
 def ignored(layout: Layout) -> list[str]:

@@ -351,3 +351,35 @@ def test_positions_in_toml_count_lines_by_newline_only():
     text = f"a = 1 # x{LS}y\u2029z\x85w\x0c\nb = 2\n[models.a]\n"
     assert _position(text, "b", "") == (2, 1)
     assert _header_line(text, "models.a") == 3
+
+
+# --- C5: kvgen init with a `tool` that is not a table ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "what", "at"),
+    [
+        ("tool = 5\n", "an integer", "1:1"),  # c2a37ec: internal error: TypeError
+        ("tool = true\n", "a boolean", "1:1"),
+        ("tool = 1979-05-27\n", "a date", "1:1"),
+        ("tool = 07:32:00\n", "a time", "1:1"),
+        ("tool = 1979-05-27T07:32:00\n", "a date-time", "1:1"),
+        ("tool = 1.5\n", "a float", "1:1"),
+        ('tool = "x"\n', "a string", "1:1"),
+        ('tool = "kvgen"\n', "a string", "1:1"),  # c2a37ec: exit 0, nothing configured
+        ('# adopter\n\n  tool = ["kvgen"]\n[project]\nname = "a"\n', "an array", "3:3"),  # same
+        ("[[tool]]\nx = 1\n", "an array of tables", "1:1"),
+        ("tool = {}\n", "an inline table", "1:1"),
+    ],
+)
+def test_init_refuses_a_tool_that_is_not_a_table_at_its_position(project, capsys, text, what, at):
+    Path("pyproject.toml").write_text(text)
+    code, out, err = run(capsys, "init")
+    assert code == Exit.USAGE
+    assert out == ""
+    assert err == (
+        f"kvgen: error: pyproject.toml:{at}: `tool` is {what}, not a table: kvgen init adds "
+        "[tool.kvgen] to the [tool] table (make `tool` a table, or add [tool.kvgen] by hand)\n"
+    )
+    assert Path("pyproject.toml").read_text() == text  # nothing written, nothing else created
+    assert sorted(p.name for p in project.iterdir()) == [".git", "pyproject.toml", "schema"]
