@@ -150,75 +150,81 @@ def find_config(start: Path | None = None) -> Path | None:
     return None
 
 
-def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageError:
+def _error(display: str, text: str, table: str, key: str, message: str) -> UsageError:
     line, col = _position(text, key, table)
-    return UsageError(f"{Path(os.path.relpath(path)).as_posix()}:{line}:{col}: {message}")
+    return UsageError(f"{display}:{line}:{col}: {message}")
 
 
 def load_config(path: Path) -> Config:
     """Parse and check one config file; a problem is a positioned ``UsageError``."""
     display = Path(os.path.relpath(path)).as_posix()
     text = _toml.decode(display, _read(path))
+    return parse_config(display, path.name, text, root=path.parent.resolve(), source=path)
+
+
+def parse_config(display: str, name: str, text: str, *, root: Path, source: Path) -> Config:
+    """Check the text of a config file named ``name`` (``pyproject.toml`` or ``kvgen.toml``,
+    read from the working tree or from a git ref); diagnostics name it ``display``."""
     data = _toml.loads(display, text)  # the line rule, bounded nesting, then tomllib
-    table = "tool.kvgen" if path.name == PYPROJECT else ""
+    table = "tool.kvgen" if name == PYPROJECT else ""
     section = data.get("tool", {}).get("kvgen", {}) if table else data
     if not isinstance(section, dict):
-        raise _error(path, text, "tool", "kvgen", "[tool.kvgen] must be a table")
-    values = _checked(path, text, table, section, {k: t for k, (t, _) in PROJECT_KEYS.items()})
+        raise _error(display, text, "tool", "kvgen", "[tool.kvgen] must be a table")
+    values = _checked(display, text, table, section, {k: t for k, (t, _) in PROJECT_KEYS.items()})
     deployment_table = f"{table}.deployment" if table else "deployment"
     deployment = _checked(
-        path, text, deployment_table, values.pop("deployment", {}), DEPLOYMENT_KEYS
+        display, text, deployment_table, values.pop("deployment", {}), DEPLOYMENT_KEYS
     )
-    _check_deployment(path, text, deployment_table, deployment)
+    _check_deployment(display, text, deployment_table, deployment)
     paths = {key: Path(value) for key, value in values.items()}
     for key, value in paths.items():
         if value.is_absolute() or ".." in value.parts:
-            raise _error(path, text, table, key, f"{key} must be a path inside the project")
+            raise _error(display, text, table, key, f"{key} must be a path inside the project")
     if "out" in paths and not paths["out"].parts:  # "" and "." name the root itself
         message = (
             f"out = {values['out']!r} is the project root: out must be a proper "
             'sub-directory of it (kvgen replaces its output directory whole), e.g. "generated"'
         )
-        raise _error(path, text, table, "out", message)
-    return Config(root=path.parent.resolve(), source=path, deployment=deployment, **paths)
+        raise _error(display, text, table, "out", message)
+    return Config(root=root, source=source, deployment=deployment, **paths)
 
 
 def _checked(
-    path: Path, text: str, table: str, section: dict[str, Any], known: dict[str, type]
+    display: str, text: str, table: str, section: dict[str, Any], known: dict[str, type]
 ) -> dict[str, Any]:
     values: dict[str, Any] = {}
     where = f"[{table}]" if table else "the top level"
     for key, value in section.items():
         if key not in known:
             hint = did_you_mean(key, known) or f" (known keys: {', '.join(known)})"
-            raise _error(path, text, table, key, f"unknown key '{key}' in {where}{hint}")
+            raise _error(display, text, table, key, f"unknown key '{key}' in {where}{hint}")
         expected = known[key]
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             kind = {str: "a string", int: "an integer", dict: "a table"}[expected]
-            raise _error(path, text, table, key, f"{key} must be {kind}")
+            raise _error(display, text, table, key, f"{key} must be {kind}")
         values[key] = value
     return values
 
 
-def _check_deployment(path: Path, text: str, table: str, deployment: dict[str, Any]) -> None:
+def _check_deployment(display: str, text: str, table: str, deployment: dict[str, Any]) -> None:
     from kvgen._units import parse_size_with_unit
 
     for key, value in deployment.items():
         if isinstance(value, int) and value < 1:
-            raise _error(path, text, table, key, f"{key} must be a positive integer")
+            raise _error(display, text, table, key, f"{key} must be a positive integer")
     if "semantics" in deployment and deployment["semantics"] not in SEMANTICS:
         hint = did_you_mean(deployment["semantics"], SEMANTICS)
         message = f"semantics must be one of {', '.join(SEMANTICS)}{hint}"
-        raise _error(path, text, table, "semantics", message)
+        raise _error(display, text, table, "semantics", message)
     if "engine" in deployment and deployment["engine"] not in ENGINES:
         hint = did_you_mean(deployment["engine"], ENGINES)
         message = f"engine must be one of {', '.join(ENGINES)}{hint}"
-        raise _error(path, text, table, "engine", message)
+        raise _error(display, text, table, "engine", message)
     if "gpu_memory" in deployment:
         try:
             deployment["gpu_memory"] = parse_size_with_unit(deployment["gpu_memory"])
         except ValueError as exc:
-            raise _error(path, text, table, "gpu_memory", f"gpu_memory: {exc}") from None
+            raise _error(display, text, table, "gpu_memory", f"gpu_memory: {exc}") from None
 
 
 def current(start: Path | None = None) -> Config:
