@@ -47,15 +47,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def requirement() -> str:
-    """``kvgen>=X.Y,<X.Y+1`` (0.x) or ``<X+1`` (1.x on): the releases compatible with this one."""
+    """``kvgen==X.Y.Z``: the workflow installs exactly the release that wrote it, so that every
+    pull request is judged by the same rules and a newer kvgen is a reviewed change of the
+    workflow, never one a pull request or a new release makes (docs/security.md, "What CI must
+    pin")."""
     from kvgen._cli import version
 
-    match = re.match(r"(\d+)\.(\d+)", version())
-    if match is None:
-        return "kvgen"
-    major, minor = int(match.group(1)), int(match.group(2))
-    upper = f"{major}.{minor + 1}" if major == 0 else f"{major + 1}"
-    return f"kvgen>={major}.{minor},<{upper}"
+    return f"kvgen=={version()}"
 
 
 @dataclass(frozen=True)
@@ -165,7 +163,7 @@ jobs:
         with: {{fetch-depth: 0}}  # kvgen diff reads origin/<base branch>
       - uses: actions/setup-python@v5
         with: {{python-version: "3.12"}}
-      - run: python -m pip install "{requirement()}"  # kvgen itself, not this repository
+      - run: python -m pip install "{requirement()}"  # kvgen itself, pinned; not this repository
       - name: Lint (code scanning)
         run: kvgen lint --format sarif > kvgen.sarif
       - name: Upload SARIF
