@@ -206,7 +206,10 @@ def _layout(args: argparse.Namespace) -> Layout:
     out = (args.out or project.out.as_posix()).rstrip("/")
     for flag, value in (("--specs", specs), ("--out", out)):
         if not _RELATIVE.match(value) or ".." in Path(value).parts:
-            raise UsageError(f"{flag} {value!r}: give a relative path inside the repository")
+            shown = (
+                repr(value) if len(value) <= 80 else f"{value[:40]!r}... ({len(value)} characters)"
+            )
+            raise UsageError(f"{flag} {shown}: give a relative path inside the repository")
     # Beside the spec directory, where the specs' `$schema=../kvspec.schema.json` finds it.
     schema = project.schema if project.source else Path(specs).parent / Path(SCHEMA_FILE).name
     return Layout(specs, out, schema.as_posix())

@@ -383,3 +383,17 @@ def test_init_refuses_a_tool_that_is_not_a_table_at_its_position(project, capsys
     )
     assert Path("pyproject.toml").read_text() == text  # nothing written, nothing else created
     assert sorted(p.name for p in project.iterdir()) == [".git", "pyproject.toml", "schema"]
+
+
+def test_init_checks_a_configured_path_at_the_bound_quickly_and_shows_it_shortened(project, capsys):
+    # kvgen init checks the configured `specs` with a regex before quoting it into YAML and
+    # regexes (the pre-commit hooks): linear, and the refusal does not echo 1 MiB.
+    Path("kvgen.toml").write_text(at_bound('specs = "', "a/", '!"\n'))
+    from kvgen._commands.init import _RELATIVE
+
+    with within():
+        assert _RELATIVE.match(at_bound("", "a/", "!")) is None
+    code, out, err = run(capsys, "init")
+    assert code == Exit.USAGE and out == ""
+    assert err.startswith("kvgen: error: --specs 'a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/a/'... (")
+    assert len(err) < 200
