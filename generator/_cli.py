@@ -124,15 +124,16 @@ def _project_defaults(command: str, config: Config) -> dict[str, object]:
     defaults: dict[str, object] = {}
     if command == "generate":
         defaults["out"] = config.out_dir
-    if command in ("plan", "diff"):
+    if command == "plan":
         defaults["generated"] = config.out_dir
         # The engine is resolved by the command, which says where it came from (flag,
         # config, default): never a flag default.
         defaults.update({k: v for k, v in config.deployment.items() if k != "engine"})
-        if command == "plan" and "max_batch_size" in defaults:
+        if "max_batch_size" in defaults:
             defaults["max_batch_size"] = [defaults["max_batch_size"]]
-    if command == "diff" and config.source is not None:
-        defaults["paths"] = [config.spec_dir.as_posix()]
+    # `kvgen diff` takes no default from the working tree's configuration: a pull request owns
+    # it, so the review reads the locations and the reference deployment from the ref's
+    # configuration as well (kvgen._review._layout); only flags override them.
     if command == "schema":
         defaults["output"] = config.schema_file.as_posix()
     return defaults

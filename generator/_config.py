@@ -27,18 +27,19 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kvgen import _toml
 from kvgen._exits import UsageError
 from kvgen._suggest import did_you_mean
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 takes the backport (a conditional dependency)
-    import tomli as tomllib
+# The TOML text helpers live in kvgen._toml; these names are what the deployment reader imports.
+decode_toml_text = _toml.decode
+toml_error = _toml.error_message
+_position = _toml.position
+tomllib = _toml.tomllib
 
 __all__ = ["DEPLOYMENT_KEYS", "PROJECT_KEYS", "Config", "current", "find_config", "load_config"]
 
@@ -114,16 +115,22 @@ def has_kvgen_table(raw: bytes) -> bool:
     """Whether a pyproject.toml sets ``tool.kvgen`` in any TOML form: a ``[tool.kvgen]``
     header (the fast path), a dotted key (``kvgen.specs = ...`` under ``[tool]``) or an
     inline table. An invalid file that mentions kvgen counts, so its error is reported."""
-    if re.search(rb"^\s*\[\s*tool\s*\.\s*kvgen\s*[\].]", raw, re.M):
+    if _HEADER.search(raw):
         return True
     if b"kvgen" not in raw:
         return False
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = _toml.loads(PYPROJECT, raw.decode("utf-8"))
+    except (UnicodeDecodeError, UsageError):  # load_config reports it at its position
         return True
     tool = data.get("tool")
     return isinstance(tool, dict) and "kvgen" in tool
+
+
+# `[tool.kvgen]` or `[tool.kvgen.deployment]` at a line start. Blanks are spaces and tabs only
+# (TOML's whitespace; a header never spans lines), so the search is linear: `\s*` with re.M
+# could cross newlines and retried the whole run of them at every line start (issue 29, D1).
+_HEADER = re.compile(rb"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*kvgen[ \t]*[\].]", re.M)
 
 
 def find_config(start: Path | None = None) -> Path | None:
@@ -142,124 +149,84 @@ def find_config(start: Path | None = None) -> Path | None:
     return None
 
 
-def _position(text: str, key: str, table: str) -> tuple[int, int]:
-    """1-based line and column of ``key =`` inside ``[table]``, also when written as a dotted
-    key (``kvgen.out =`` under ``[tool]``); best effort: TOML has no source map."""
-    current = ""
-    wanted = f"{table}.{key}".strip(".")
-    for number, line in enumerate(text.splitlines(), 1):
-        header = re.match(r"\s*\[\s*([^\]]+?)\s*\]", line)
-        if header:
-            current = re.sub(r"[\s\"']+", "", header.group(1))
-            continue
-        match = re.match(r"(\s*)([A-Za-z0-9_.\-\"' ]+?)\s*=", line)
-        if match:
-            dotted = re.sub(r"[\s\"']+", "", match.group(2))
-            if f"{current}.{dotted}".strip(".") == wanted:
-                return number, len(match.group(1)) + 1
-    return 1, 1
-
-
-def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageError:
+def _error(display: str, text: str, table: str, key: str, message: str) -> UsageError:
     line, col = _position(text, key, table)
-    return UsageError(f"{Path(os.path.relpath(path)).as_posix()}:{line}:{col}: {message}")
+    return UsageError(f"{display}:{line}:{col}: {message}")
 
 
 def load_config(path: Path) -> Config:
     """Parse and check one config file; a problem is a positioned ``UsageError``."""
-    from kvgen._lines import line_break_diagnostics
-
     display = Path(os.path.relpath(path)).as_posix()
-    text = decode_toml_text(display, _read(path))
-    try:
-        breaks = line_break_diagnostics(display, text)  # TOML and git agree; _position would not
-        if breaks:
-            raise UsageError(breaks[0].render())
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(toml_error(display, exc)) from None
-    table = "tool.kvgen" if path.name == PYPROJECT else ""
+    text = _toml.decode(display, _read(path))
+    return parse_config(display, path.name, text, root=path.parent.resolve(), source=path)
+
+
+def parse_config(display: str, name: str, text: str, *, root: Path, source: Path) -> Config:
+    """Check the text of a config file named ``name`` (``pyproject.toml`` or ``kvgen.toml``,
+    read from the working tree or from a git ref); diagnostics name it ``display``."""
+    data = _toml.loads(display, text)  # the line rule, bounded nesting, then tomllib
+    table = "tool.kvgen" if name == PYPROJECT else ""
     section = data.get("tool", {}).get("kvgen", {}) if table else data
     if not isinstance(section, dict):
-        raise _error(path, text, "tool", "kvgen", "[tool.kvgen] must be a table")
-    values = _checked(path, text, table, section, {k: t for k, (t, _) in PROJECT_KEYS.items()})
+        raise _error(display, text, "tool", "kvgen", "[tool.kvgen] must be a table")
+    values = _checked(display, text, table, section, {k: t for k, (t, _) in PROJECT_KEYS.items()})
     deployment_table = f"{table}.deployment" if table else "deployment"
     deployment = _checked(
-        path, text, deployment_table, values.pop("deployment", {}), DEPLOYMENT_KEYS
+        display, text, deployment_table, values.pop("deployment", {}), DEPLOYMENT_KEYS
     )
-    _check_deployment(path, text, deployment_table, deployment)
+    _check_deployment(display, text, deployment_table, deployment)
     paths = {key: Path(value) for key, value in values.items()}
     for key, value in paths.items():
         if value.is_absolute() or ".." in value.parts:
-            raise _error(path, text, table, key, f"{key} must be a path inside the project")
+            raise _error(display, text, table, key, f"{key} must be a path inside the project")
     if "out" in paths and not paths["out"].parts:  # "" and "." name the root itself
         message = (
             f"out = {values['out']!r} is the project root: out must be a proper "
             'sub-directory of it (kvgen replaces its output directory whole), e.g. "generated"'
         )
-        raise _error(path, text, table, "out", message)
-    return Config(root=path.parent.resolve(), source=path, deployment=deployment, **paths)
-
-
-def decode_toml_text(display: str, raw: bytes) -> str:
-    """UTF-8 text of a TOML file, or a ``UsageError`` at the first bad byte's line:col."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise UsageError(f"{display}:{line}:{col}: not valid UTF-8 (save it as UTF-8)") from None
-
-
-def toml_error(display: str, exc: Exception) -> str:
-    """``file:line:col: invalid TOML: ...`` (tomllib puts the position in its message)."""
-    message = str(exc)
-    match = re.search(r"\(at line (\d+), column (\d+)\)", message)
-    if match is None:
-        return f"{display}:1:1: invalid TOML: {message}"
-    reason = message[: match.start()].strip()
-    return f"{display}:{match.group(1)}:{match.group(2)}: invalid TOML: {reason}"
+        raise _error(display, text, table, "out", message)
+    return Config(root=root, source=source, deployment=deployment, **paths)
 
 
 def _checked(
-    path: Path, text: str, table: str, section: dict[str, Any], known: dict[str, type]
+    display: str, text: str, table: str, section: dict[str, Any], known: dict[str, type]
 ) -> dict[str, Any]:
     values: dict[str, Any] = {}
     where = f"[{table}]" if table else "the top level"
     for key, value in section.items():
         if key not in known:
             hint = did_you_mean(key, known) or f" (known keys: {', '.join(known)})"
-            raise _error(path, text, table, key, f"unknown key '{key}' in {where}{hint}")
+            raise _error(display, text, table, key, f"unknown key '{key}' in {where}{hint}")
         expected = known[key]
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             kind = {str: "a string", int: "an integer", dict: "a table"}[expected]
-            raise _error(path, text, table, key, f"{key} must be {kind}")
+            raise _error(display, text, table, key, f"{key} must be {kind}")
         values[key] = value
     return values
 
 
-def _check_deployment(path: Path, text: str, table: str, deployment: dict[str, Any]) -> None:
+def _check_deployment(display: str, text: str, table: str, deployment: dict[str, Any]) -> None:
     from kvgen._units import parse_size_with_unit
 
     for key, value in deployment.items():
         if isinstance(value, int) and value < 1:
-            raise _error(path, text, table, key, f"{key} must be a positive integer")
+            raise _error(display, text, table, key, f"{key} must be a positive integer")
     if "semantics" in deployment and deployment["semantics"] not in SEMANTICS:
         hint = did_you_mean(deployment["semantics"], SEMANTICS)
         message = f"semantics must be one of {', '.join(SEMANTICS)}{hint}"
-        raise _error(path, text, table, "semantics", message)
+        raise _error(display, text, table, "semantics", message)
     if "engine" in deployment:
         from kvgen.engines_registry import release
 
         try:
             release(deployment["engine"])
         except ValueError as exc:
-            raise _error(path, text, table, "engine", str(exc)) from None
+            raise _error(display, text, table, "engine", str(exc)) from None
     if "gpu_memory" in deployment:
         try:
             deployment["gpu_memory"] = parse_size_with_unit(deployment["gpu_memory"])
         except ValueError as exc:
-            raise _error(path, text, table, "gpu_memory", f"gpu_memory: {exc}") from None
+            raise _error(display, text, table, "gpu_memory", f"gpu_memory: {exc}") from None
 
 
 def current(start: Path | None = None) -> Config:

@@ -48,7 +48,29 @@ _UNITS = {
 # Sizes and counts are 64-bit in every engine and in torch; a larger one describes no device
 # (and would overflow the float arithmetic of the engine policies and of format_size).
 MAX_COUNT = (1 << 63) - 1
-_SIZE = re.compile(r"^\s*(\d+(?:_\d+)*(?:\.\d+)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+# The number at the start of the stripped text; the rest must be blanks and a unit. Matched as
+# a prefix with single-character repetitions, then checked with string methods: no
+# backtracking, linear in the text (issue 29: `\s*([a-zA-Z]*)\s*$` retried every split of a
+# blank run, quadratic in a 1 MiB config value).
+_NUMBER = re.compile(r"\d[\d_]*(?:\.\d+)?|\.\d+")
+
+
+def _split_size(text: str) -> tuple[str, str] | None:
+    """``(number, unit)`` of a size as written (``"80 GiB"``: ``("80", "GiB")``), else None.
+    Underscores only between digits (``1_024``), as in Python's literals."""
+    stripped = text.strip()
+    match = _NUMBER.match(stripped)
+    if match is None:
+        return None
+    number, unit = match.group(), stripped[match.end() :].lstrip()
+    whole = number.partition(".")[0]
+    if "__" in whole or whole.endswith("_"):
+        return None
+    if unit and not (unit.isascii() and unit.isalpha()):
+        return None
+    return number, unit
+
+
 _BINARY = (("PiB", 1 << 50), ("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB))
 
 
@@ -58,14 +80,14 @@ def _shown(text: str) -> str:
 
 def parse_size(text: str) -> int:
     """Bytes in ``text``; raises ``ValueError`` naming the accepted forms."""
-    match = _SIZE.match(text)
-    unit = match.group(2).lower() if match else ""
+    match = _split_size(text)
+    unit = match[1].lower() if match else ""
     if not match or unit not in _UNITS:
         raise ValueError(
-            f"invalid size {text!r}: use a number of bytes or a number with a unit "
+            f"invalid size {_shown(text)}: use a number of bytes or a number with a unit "
             "(B, KiB, MiB, GiB, TiB, PiB, KB, MB, GB, TB, PB), e.g. 80GiB or 1.5TiB"
         )
-    digits = match.group(1).replace("_", "")
+    digits = match[0].replace("_", "")
     value = Fraction(digits) * _UNITS[unit] if len(digits) <= 64 else Fraction(MAX_COUNT + 1)
     if value > MAX_COUNT:
         raise ValueError(f"invalid size {_shown(text)}: over 2**63 - 1 bytes (8 EiB)")
@@ -95,8 +117,8 @@ def parse_size_with_unit(text: str) -> int:
     """``parse_size``, where a bare number is refused with the likely reading: a size a person
     writes (a flag, a config value) names its unit, since ``80`` would mean 80 bytes, which
     nobody means (``80B`` still says bytes)."""
-    match = _SIZE.match(text)
-    digits = match.group(1).replace("_", "") if match and not match.group(2) else None
+    match = _split_size(text)
+    digits = match[0].replace("_", "") if match and not match[1] else None
     # A number past 2**63 - 1 is refused as such whatever its unit (parse_size says so).
     if digits is not None and len(digits) <= 64 and Fraction(digits) <= MAX_COUNT:
         bytes_form = "" if "." in digits else f"write {digits}B for bytes; "

@@ -15,9 +15,10 @@ FOREIGN_LINE_BREAK = declare(
     doc="""A character that ends a line for YAML but not for git (U+2028, U+2029, U+0085, lone CR).
 
 ## What it does
-Refuses a spec (or a kvgen configuration, or a config.json given to `kvgen import-hf`) that
-holds a LINE SEPARATOR (U+2028), PARAGRAPH SEPARATOR (U+2029), NEXT LINE (U+0085) or a
-carriage return not followed by a line feed, anywhere, comments included. Lines end only at a
+Refuses a spec (or a kvgen configuration, a deployment file of `kvgen plan --deployment`, or
+a config.json given to `kvgen import-hf`) that holds a LINE SEPARATOR (U+2028), PARAGRAPH
+SEPARATOR (U+2029), NEXT LINE (U+0085) or a carriage return not followed by a line feed,
+anywhere, comments included. Lines end only at a
 line feed (`\\n`, or `\\r\\n`); the diagnostic is at the character's line and column counted
 that way, before anything is parsed.
 

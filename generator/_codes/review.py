@@ -57,3 +57,33 @@ git submodule add https://example.com/specs schema/families/extra.yaml
 Keep only regular spec files in the spec directory; move other entries elsewhere.
 """,
 )
+
+STALE_OUTPUT = declare(
+    "KV403",
+    "stale-abandoned-output",
+    fix="delete the old output folder, or run `kvgen generate --out` on it",
+    doc="""The output folder the ref configured still holds generated code the specs do not make.
+
+## What it does
+When the working tree's `[tool.kvgen] out` names another folder than the configuration at the
+ref, `kvgen diff` checks the ref's output folder in the working tree, if it is still there: each
+file that differs from what this kvgen generates from the specs, that is missing, or that carries
+kvgen's header without a spec behind it is reported at its path.
+
+## Why it matters
+Consumers import the generated modules from where they have always been. A pull request could
+hand-edit `generated/<family>/sizing.py` (a changed number, or code that runs on import) and
+point `out` at a freshly generated folder: `kvgen generate --check` then checks only the new
+folder, and the edited module, which nobody generated from a reviewed spec, would pass review.
+
+## Example
+```toml
+[tool.kvgen]
+out = "generated2"   # at the ref: "generated", still committed and hand-edited
+```
+
+## Fix
+Delete the old output folder in the same pull request (consumers then fail loudly until they
+import from the new place), or regenerate it with `kvgen generate --out <old folder>`.
+""",
+)

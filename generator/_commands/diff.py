@@ -6,6 +6,11 @@ at a reference deployment (flags below), per family, model, speculative profile 
 manager. Both sides are evaluated through sizing modules
 that this kvgen renders from the specs of each side: nothing committed at REF is executed.
 
+The configuration ([tool.kvgen] / kvgen.toml) is read at REF as well as in the working tree,
+which a pull request owns: the spec directories of both are compared, the reference deployment
+is REF's unless a flag sets it, and when `out` moved, REF's output folder must still be what
+kvgen generates from the specs (KV403).
+
 Trust: --trust-committed-modules evaluates the old side through generated/<family>/sizing.py
 as committed at REF instead (so that a generator change counts too, as when reviewing kvgen
 itself). That RUNS CODE FROM REF as you, in a separate `python -I` process with a timeout;
@@ -23,16 +28,17 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kvgen._commands._knobs import ENGINES, KV_DTYPES, EngineChoices, engine_argument
-from kvgen._config import OUT_DIR
 from kvgen._exits import Exit, UsageError
 from kvgen._units import positive_int, size_argument
 from kvgen.engines_registry import (
-    DEFAULT_MAX_BATCH_SIZE,
-    DEFAULT_MAX_NUM_TOKENS,
     DEFAULT_MAX_SEQ_LEN,
 )
+
+if TYPE_CHECKING:
+    from kvgen._review import Layout
 
 log = logging.getLogger("kvgen")
 
@@ -50,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paths",
         nargs="*",
         metavar="PATH",
-        help="spec files or directories (default: schema/families)",
+        help="spec files or directories (default: the spec directories of the ref's and the "
+        "working tree's configuration)",
     )
     parser.add_argument(
         "--against",
@@ -63,14 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "what a copy of a shipped family changes; needs no git repository",
     )  # fmt: skip
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    parser.add_argument("--max-batch-size", type=positive_int, metavar="B")
+    parser.add_argument("--max-num-tokens", type=positive_int, metavar="N")
     parser.add_argument(
-        "--max-batch-size", type=positive_int, default=DEFAULT_MAX_BATCH_SIZE, metavar="B"
-    )
-    parser.add_argument(
-        "--max-num-tokens", type=positive_int, default=DEFAULT_MAX_NUM_TOKENS, metavar="N"
-    )
-    parser.add_argument(
-        "--max-seq-len", type=positive_int, default=DEFAULT_MAX_SEQ_LEN, metavar="S",
+        "--max-seq-len", type=positive_int, metavar="S",
         help="capped at each model's native length unless --rope-scaled "
         f"(default: {DEFAULT_MAX_SEQ_LEN})",
     )  # fmt: skip
@@ -79,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="take --max-seq-len past each model's native length as given (RoPE-scaled "
         "checkpoints, e.g. YaRN); stated in the report",
     )  # fmt: skip
-    parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
+    parser.add_argument("--tp-size", type=positive_int, metavar="T")
     parser.add_argument(
         "--pp-size", type=positive_int, default=1, metavar="P",
         help="pipeline stages: the tightest rank is compared (default: 1)",
@@ -97,11 +100,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="render both sides with this tokens_per_block (a what-if)",
     )  # fmt: skip
     parser.add_argument(
-        "--gpu-memory", type=size_argument, default="40GiB", metavar="SIZE",
+        "--gpu-memory", type=size_argument, metavar="SIZE",
         help="KV-cache budget per rank (not the GPU's memory), split between target and draft "
         "pools (default: 40GiB; a unit is required)",
     )  # fmt: skip
-    parser.add_argument("--semantics", choices=("trtllm-v2", "exact"), default="trtllm-v2")
+    parser.add_argument("--semantics", choices=("trtllm-v2", "exact"))
     parser.add_argument(
         "--engine", type=engine_argument, choices=EngineChoices(ENGINES), nargs="+",
         metavar="ENGINE",
@@ -109,9 +112,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "in a block of their own (informational: the exit code follows the changes above)",
     )  # fmt: skip
     parser.add_argument(
-        "--generated", type=Path, default=Path(OUT_DIR), metavar="DIR",
+        "--generated", type=Path, metavar="DIR",
         help="output directory whose committed sizing modules are the old side "
-        "(with --trust-committed-modules)",
+        "(with --trust-committed-modules; default: the ref's configured output)",
     )  # fmt: skip
     parser.add_argument(
         "--trust-committed-modules",
@@ -122,20 +125,78 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _defaults() -> dict[str, Any]:
+    """The reference deployment when neither a flag nor the ref's [tool.kvgen.deployment] sets
+    it: the review's own Deployment defaults (defined once, in kvgen._review._types)."""
+    from kvgen._review import Deployment
+
+    base = Deployment()
+    return {
+        "max_batch_size": base.max_batch_size,
+        "max_num_tokens": base.max_num_tokens,
+        "max_seq_len": base.max_seq_len,
+        "tp_size": base.tp_size,
+        "gpu_memory": base.gpu_budget,
+        "semantics": base.semantics,
+    }
+
+
+def _deployment_value(args: argparse.Namespace, key: str, layout: Layout | None) -> Any:
+    """A flag; else the ref's configuration (the working tree's is pull-request content, so a
+    change to it applies once merged, and is said); else the built-in default."""
+    flag = getattr(args, key)
+    if flag is not None:
+        return flag
+    if layout is None:  # --shipped: no ref, no configuration of its own
+        return _defaults()[key]
+    base, head = layout.base.deployment, layout.head.deployment
+    if head.get(key) != base.get(key):
+        log.warning(
+            "[tool.kvgen.deployment] %s is %s in the working tree and %s at %s: the review uses "
+            "the ref's (a flag overrides it)",
+            key, head.get(key, "unset"), base.get(key, "unset"), args.ref,
+        )  # fmt: skip
+    return base.get(key, _defaults()[key])
+
+
 def run(args: argparse.Namespace) -> Exit:
-    from kvgen._review import Deployment, ReviewError, default_ref, review_shipped, review_specs
+    from kvgen._review import (
+        Deployment,
+        GitTree,
+        ReviewError,
+        default_ref,
+        layout,
+        output_drift,
+        review_shipped,
+        review_specs,
+    )
 
     if args.shipped and (args.against or args.trust_committed_modules):
         raise UsageError("--shipped compares with kvgen's own families: no --against REF nor "
                          "--trust-committed-modules")  # fmt: skip
-    ref = args.against or default_ref(dict(os.environ))
+    if args.against is not None and not args.against.strip():
+        # An unset CI variable (`--against "$BASE"`) must not quietly compare with HEAD, the
+        # pull request's own commit, where every committed change compares equal to itself.
+        raise UsageError(
+            "--against is empty (an unset CI variable?): name the base branch, a tag or a "
+            "commit, e.g. --against origin/main"
+        )
+    args.ref = ref = args.against or default_ref(dict(os.environ))
+    sides = None
+    if not args.shipped:
+        try:
+            tree = GitTree(ref, Path.cwd())
+        except ReviewError as exc:
+            raise UsageError(str(exc)) from None
+        sides = layout(tree, args.project)
+    value = {key: _deployment_value(args, key, sides) for key in _defaults()}
     deployment = Deployment(
-        max_batch_size=args.max_batch_size,
-        max_num_tokens=args.max_num_tokens,
-        max_seq_len=args.max_seq_len,
-        tp_size=args.tp_size,
-        gpu_budget=args.gpu_memory,
-        semantics=args.semantics,
+        max_batch_size=value["max_batch_size"],
+        max_num_tokens=value["max_num_tokens"],
+        max_seq_len=value["max_seq_len"],
+        tp_size=value["tp_size"],
+        gpu_budget=value["gpu_memory"],
+        semantics=value["semantics"],
         # Each engine's label, as every generated runtime (the old side's too) takes it.
         engines=tuple(dict.fromkeys(found.engine.label for found in args.engine or ())),
         pp_size=args.pp_size,
@@ -144,25 +205,39 @@ def run(args: argparse.Namespace) -> Exit:
         block_size=args.block_size,
         rope_scaled=args.rope_scaled,
     )
+    paths = args.paths or (sides.spec_dirs if sides is not None else [])
     try:
-        if args.shipped:
+        if sides is None:
             review = review_shipped(args.paths, deployment, spec_dir=args.project.spec_dir)
         else:
             review = review_specs(
                 ref,
-                args.paths,
+                paths,
                 deployment,
-                out_dir=args.generated,
+                out_dir=args.generated or sides.base.out_dir,
                 trust_committed_modules=args.trust_committed_modules,
+                tree=tree,
             )
     except ReviewError as exc:
         raise UsageError(str(exc)) from None
+    from kvgen._diagnostics import has_errors
+
+    lint_failed = has_errors(review.diagnostics)  # nothing was compared
+    stale = []
+    if sides is not None and sides.out_moved and not args.paths and not lint_failed:
+        log.warning(
+            "the output directory moved: %s at %s, %s in the working tree; the old one is "
+            "checked too",
+            sides.base.out_dir.as_posix(), ref, sides.head.out_dir.as_posix(),
+        )  # fmt: skip
+        stale = output_drift(paths, sides.base.out_dir, sides.head.root)
+        review.diagnostics = sorted(review.diagnostics + stale)
     if review.diagnostics:
         from kvgen._reporters import render
 
         fmt = args.format if args.format in ("json", "github") else "text"
         sys.stdout.write(render(fmt, review.diagnostics))
-        if review.failed and not review.changes:
+        if lint_failed and not review.changes:
             log.error("not comparing: fix the lint errors above")
             return Exit.FINDINGS
     from kvgen._review_reporters import EMITTERS
@@ -172,4 +247,6 @@ def run(args: argparse.Namespace) -> Exit:
     if blocking:
         plural = "" if blocking == 1 else "s"
         log.error("%d capacity-reducing or API change%s not acknowledged", blocking, plural)
+    if stale and sides is not None:
+        log.error("the old output folder %s is not what kvgen generates", sides.base.out_dir)
     return Exit.FINDINGS if review.failed else Exit.OK

@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> Exit:
         if args.specs:
             raise UsageError(f"no spec files (*.yaml, *.yml) in {where}")
         log.warning("no spec files (*.yaml, *.yml) in %s: nothing to generate", where)
-        return Exit.OK
+        if not args.check:
+            return Exit.OK
     inputs, diagnostics = load_specs(paths, root=args.project.root)
     for diagnostic in diagnostics:
         print(diagnostic.render())
@@ -53,24 +54,18 @@ def run(args: argparse.Namespace) -> Exit:
 
     try:
         with Progress("rendering", len(inputs)) as progress:
-            rendered = render(inputs, progress.advance)  # all compiled before anything is written
+            rendered = render(inputs, progress.advance) if inputs else {}
     except RenderError as exc:
         log.error("internal error, nothing was written to %s: %s", args.out, exc)
         return Exit.USAGE
+    if args.check:
+        outputs = _checked_outputs(args)
+        return _check(rendered, outputs, prune=not args.specs, root=args.project.root)
     result = plan(rendered, args.out, prune=not args.specs, root=args.project.root)
     if result.refused:  # a link, FIFO or oversized file in the tree: read and write nothing
         for diagnostic in result.refused:
             print(diagnostic.render())
         log.error("not generating: fix the errors above; nothing was written to %s", args.out)
-        return Exit.FINDINGS
-    if args.check:
-        if not result.drift:
-            log.info("%s is up to date (%d files)", args.out, len(result.unchanged))
-            return Exit.OK
-        try:
-            _report_drift(result, args.out)
-        except BrokenPipeError:  # `kvgen generate --check | head`: drift is still drift
-            _silence_stdout()
         return Exit.FINDINGS
     try:
         touched = apply(result)
@@ -81,6 +76,45 @@ def run(args: argparse.Namespace) -> Exit:
         log.info("wrote %s", (args.out / rel).as_posix())
     log.info("%d written, %d unchanged", len(touched), len(result.unchanged))
     return Exit.OK
+
+
+def _checked_outputs(args: argparse.Namespace) -> list[Path]:
+    """``--out`` (or the configured ``out``), and the built-in output folder ``generated/`` of
+    the project when it exists and is another folder: in pull-request CI the configuration is
+    pull-request content, and re-pointing ``out`` at a fresh folder must not leave a
+    hand-edited module unchecked where consumers import it (issue 29, G2)."""
+    from kvgen._files import exists
+
+    default = args.project.path(Path(OUT_DIR))
+    same = (Path.cwd() / default).resolve() == (Path.cwd() / args.out).resolve()
+    return [args.out] if same or not exists(default) else [args.out, default]
+
+
+def _check(rendered: dict[str, str], outputs: list[Path], *, prune: bool, root: Path) -> Exit:
+    """``--check``: each output folder against ``rendered``; exit 1 on any drift."""
+    from kvgen._files import exists
+    from kvgen._writer import plan
+
+    drift = False
+    for out in outputs:
+        if not rendered and not exists(out):
+            continue  # no specs and no output: nothing is out of date
+        result = plan(rendered, out, prune=prune, root=root)
+        if result.refused:  # a link, FIFO or oversized file in the tree: read nothing more
+            for diagnostic in result.refused:
+                print(diagnostic.render())
+            log.error("not checking %s: fix the errors above", out)
+            drift = True
+        elif result.drift:
+            try:
+                _report_drift(result, out)
+            except BrokenPipeError:  # `kvgen generate --check | head`: drift is still drift
+                _silence_stdout()
+                return Exit.FINDINGS
+            drift = True
+        else:
+            log.info("%s is up to date (%d files)", out, len(result.unchanged))
+    return Exit.FINDINGS if drift else Exit.OK
 
 
 def _report_drift(result, out: Path) -> None:

@@ -56,15 +56,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def requirement() -> str:
-    """``kvgen>=X.Y,<X.Y+1`` (0.x) or ``<X+1`` (1.x on): the releases compatible with this one."""
+    """``kvgen==X.Y.Z``: the workflow installs exactly the release that wrote it, so that every
+    pull request is judged by the same rules and a newer kvgen is a reviewed change of the
+    workflow, never one a pull request or a new release makes (docs/security.md, "What CI must
+    pin")."""
     from kvgen._cli import version
 
-    match = re.match(r"(\d+)\.(\d+)", version())
-    if match is None:
-        return "kvgen"
-    major, minor = int(match.group(1)), int(match.group(2))
-    upper = f"{major}.{minor + 1}" if major == 0 else f"{major + 1}"
-    return f"kvgen>={major}.{minor},<{upper}"
+    return f"kvgen=={version()}"
 
 
 WHEELS = Path(".kvgen")  # where --install WHEEL puts the repository's own copy of the wheel
@@ -301,7 +299,10 @@ def _layout(args: argparse.Namespace) -> Layout:
     out = (args.out or project.out.as_posix()).rstrip("/")
     for flag, value in (("--specs", specs), ("--out", out)):
         if not _RELATIVE.match(value) or ".." in Path(value).parts:
-            raise UsageError(f"{flag} {value!r}: give a relative path inside the repository")
+            shown = (
+                repr(value) if len(value) <= 80 else f"{value[:40]!r}... ({len(value)} characters)"
+            )
+            raise UsageError(f"{flag} {shown}: give a relative path inside the repository")
     # Beside the spec directory, where the specs' `$schema=../kvspec.schema.json` finds it.
     schema = project.schema if project.source else Path(specs).parent / Path(SCHEMA_FILE).name
     return Layout(specs, out, schema.as_posix())
@@ -335,11 +336,14 @@ def _add_to_pyproject(layout: Layout, done: list[str]) -> str:
     """Add ``[tool.kvgen]`` to pyproject.toml with tomlkit, which keeps every other byte of
     the file; an invalid file is refused at its line:col and left as it was."""
     import tomlkit
-    from kvgen._config import MAX_CONFIG_BYTES, decode_toml_text
+    from kvgen import _toml
+    from kvgen._config import MAX_CONFIG_BYTES
     from kvgen._files import read_bytes, write_bytes
     from tomlkit.exceptions import ParseError
 
-    text = decode_toml_text(PYPROJECT, read_bytes(Path(PYPROJECT), limit=MAX_CONFIG_BYTES))
+    text = _toml.decode(PYPROJECT, read_bytes(Path(PYPROJECT), limit=MAX_CONFIG_BYTES))
+    _toml.check_lines(PYPROJECT, text)  # positions are git's (KV015)
+    _toml.check_nesting(PYPROJECT, text)  # tomlkit recurses too
     try:
         doc = tomlkit.parse(text if not text or text.endswith("\n") else text + "\n")
     except ParseError as exc:
@@ -349,21 +353,45 @@ def _add_to_pyproject(layout: Layout, done: list[str]) -> str:
             "fix it, then run kvgen init again"
         ) from None
     tool = doc.get("tool")
+    if tool is not None and not isinstance(tool, tomlkit.items.Table):
+        # `tool = 5` or `tool = "kvgen"`: never looked into (`"kvgen" in 5` raised TypeError,
+        # `"kvgen" in "kvgen"` kept a string as if it were our table), refused at its key.
+        line, col = _toml.position(text, "tool", "")
+        raise UsageError(
+            f"{PYPROJECT}:{line}:{col}: `tool` is {_kind(tool)}, not a table: kvgen init adds "
+            "[tool.kvgen] to the [tool] table (make `tool` a table, or add [tool.kvgen] by hand)"
+        )
     if tool is not None and "kvgen" in tool:  # only when tool.kvgen is not a table of ours
         done.append(f"kept     {PYPROJECT} tool.kvgen (edit it by hand)")
         return PYPROJECT
     if tool is None:
         doc.append("tool", tomlkit.table(is_super_table=True))
-    elif not isinstance(tool, tomlkit.items.Table):
-        raise UsageError(
-            f"{PYPROJECT}: `tool` is not a [tool] table; add [tool.kvgen] by hand "
-            "(see `kvgen init` in a new folder for its keys)"
-        )
     doc["tool"].append("kvgen", _settings(layout))
     write_bytes(Path(PYPROJECT), tomlkit.dumps(doc).encode("utf-8"), inside=Path.cwd())
     done.append(f"updated  {PYPROJECT} (added [tool.kvgen])")
     done += _shown(config_table(layout, "[tool.kvgen]"))
     return PYPROJECT
+
+
+def _kind(item: object) -> str:
+    """What a TOML value is, in the words of the TOML spec (for a refusal)."""
+    import datetime
+
+    import tomlkit
+
+    kinds: list[tuple[type, str]] = [
+        (tomlkit.items.InlineTable, "an inline table"),
+        (tomlkit.items.AoT, "an array of tables"),
+        (list, "an array"),
+        (bool, "a boolean"),  # before int: a bool is an int
+        (int, "an integer"),
+        (float, "a float"),
+        (str, "a string"),
+        (datetime.datetime, "a date-time"),  # before date: a datetime is a date
+        (datetime.date, "a date"),
+        (datetime.time, "a time"),
+    ]
+    return next((what for kind, what in kinds if isinstance(item, kind)), "not a table")
 
 
 def ignored(layout: Layout) -> list[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from kvgen._exits import Exit
 from kvgen._reporters import REPORTERS
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> Exit:
     from kvgen._noqa import Selection
 
     selected = Selection(args.select, args.ignore, args.extend_select, known=CODES)
-    paths = args.paths or [args.project.spec_dir]
+    paths = args.paths or _spec_dirs(args.project)
     from kvgen._project import expand_paths  # the loader: pydantic and yaml
 
     files = expand_paths(paths)  # a missing path is a UsageError: exit 2
@@ -102,6 +103,18 @@ def run(args: argparse.Namespace) -> Exit:
         _count(len(files), "file"),
     )
     return Exit.FINDINGS if errors or (warnings and args.strict) else Exit.OK
+
+
+def _spec_dirs(project) -> list[Path]:
+    """The configured spec directory, and the built-in ``schema/families`` of the project when
+    it exists and is another folder: in pull-request CI the configuration is pull-request
+    content, and re-pointing ``specs`` must not take specs out of the lint (issue 29)."""
+    from kvgen._config import SPEC_DIR
+    from kvgen._files import exists
+
+    configured, default = project.spec_dir, project.path(Path(SPEC_DIR))
+    same = (Path.cwd() / default).resolve() == (Path.cwd() / configured).resolve()
+    return [configured] if same or not exists(default) else [configured, default]
 
 
 def _count(n: int, noun: str) -> str:

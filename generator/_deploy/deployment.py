@@ -91,6 +91,9 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
             f"{display}:{line}:{col}: arrays and inline tables nest deeper than {MAX_DEPTH} "
             "levels (a deployment file needs none: flatten it)"
         )
+    from kvgen._toml import check_lines
+
+    check_lines(display, text)  # the line rule, as for specs: positions are git's (KV015)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -116,10 +119,9 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _header_line(text: str, table: str) -> int:
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip().replace(" ", "") == f"[{table}]":
-            return number
-    return 1
+    from kvgen._toml import header_line
+
+    return header_line(text, table)
 
 
 def run_file(path: Path, generated: Path, form: str) -> Exit:

@@ -38,7 +38,8 @@ removal cannot be acknowledged; a family renamed in the same file is acknowledge
 
 from __future__ import annotations
 
-from kvgen._review._git import default_ref
+from kvgen._review._git import GitTree, default_ref
+from kvgen._review._layout import Layout, layout, output_drift
 from kvgen._review._review import review_shipped, review_specs
 from kvgen._review._types import (
     ADDED,
@@ -64,9 +65,13 @@ __all__ = [
     "Change",
     "Deployment",
     "EngineChange",
+    "GitTree",
+    "Layout",
     "Review",
     "ReviewError",
     "default_ref",
+    "layout",
+    "output_drift",
     "review_shipped",
     "review_specs",
 ]

@@ -49,13 +49,15 @@ def review_specs(
     cwd: Path | None = None,
     out_dir: Path = OUT_DIR,
     trust_committed_modules: bool = False,
+    tree: GitTree | None = None,
 ) -> Review:
     """Load both sides, evaluate them and classify every change (see the package docstring).
 
     ``trust_committed_modules``: evaluate the old side through the sizing module committed at
     the ref (in a separate process); by default both sides are rendered by this kvgen.
+    ``tree``: the ref's ``GitTree`` when the caller has read it already.
     """
-    tree = GitTree(ref, cwd or Path.cwd())
+    tree = tree or GitTree(ref, cwd or Path.cwd())
     review = Review(ref, deployment)
     candidates = collect(tree, paths)
     if not candidates:

@@ -129,13 +129,17 @@ def test_generate_lint_and_plan_follow_the_config_from_a_subdirectory(project, m
 def test_flags_override_the_config_defaults(project):
     write(project / "kvgen.toml", 'out = "pkg"\n[deployment]\ntp_size = 4\nsemantics = "exact"\n')
     parser = build_parser(config.current(project))
-    args = parser.parse_args(["diff"])
+    assert parser.parse_args(["generate"]).out == Path("pkg")
+    args = parser.parse_args(["plan", "f", "m", "--gpu-memory", "1GiB"])
     assert (args.generated, args.tp_size, args.semantics) == (Path("pkg"), 4, "exact")
-    assert args.paths == ["schema/families"]
+    args = parser.parse_args(["plan", "f", "m", "--gpu-memory", "1GiB", "--tp-size", "2"])
+    assert args.tp_size == 2
+    # kvgen diff takes no default from the working tree's configuration (a pull request owns
+    # it): it reads the ref's as well (tests/cli/test_gate_config.py); only flags are given.
+    args = parser.parse_args(["diff"])
+    assert (args.generated, args.tp_size, args.semantics, args.paths) == (None, None, None, [])
     args = parser.parse_args(["diff", "--tp-size", "2", "--generated", "other", "x.yaml"])
     assert (args.generated, args.tp_size, args.paths) == (Path("other"), 2, ["x.yaml"])
-    assert parser.parse_args(["generate"]).out == Path("pkg")
-    assert parser.parse_args(["plan", "f", "m", "--gpu-memory", "1GiB"]).generated == Path("pkg")
 
 
 # --- conventions -------------------------------------------------------------------------

@@ -103,12 +103,12 @@ def test_workflow_installs_kvgen_itself_uploads_sarif_and_comments_the_diff():
     assert "kvgen generate --check" in runs and "gh pr comment" in runs
 
 
-def test_requirement_is_a_range_around_the_installed_version():
+def test_the_workflow_pins_exactly_the_installed_release():
+    # docs/security.md, "What CI must pin": a range would let a new release (or the pull
+    # request's own dependency files) change the rules the gate applies.
     from kvgen._cli import version
 
-    major, minor = map(int, version().split(".")[:2])
-    upper = f"{major}.{minor + 1}" if major == 0 else str(major + 1)
-    assert requirement() == f"kvgen>={major}.{minor},<{upper}"
+    assert requirement() == f"kvgen=={version()}"
 
 
 def _documented_block(after: str) -> str:
