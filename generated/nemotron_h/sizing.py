@@ -213,7 +213,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=2097152,
         query_heads=32,
-        kv_heads_split="nemotron_h",
         vllm_ssm_dtype="fp32",
     ),
     "nemotron_h_4b": EngineModel(
@@ -236,7 +235,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=1835008,
-        kv_heads_split="nemotron_h",
         vllm_ssm_dtype="fp32",
     ),
 }
