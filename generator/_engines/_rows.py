@@ -53,12 +53,11 @@ VLLM_GDN_FAMILIES = frozenset({"qwen3_next"})
 # replication), widens the conv window by the draft tokens, and in align mode keeps no prefill
 # checkpoint block (MambaBase.get_kv_cache_spec).
 VLLM_KDA_FAMILIES = frozenset({"kimi_linear"})
-# kvgen families whose SSM state vLLM keeps in fp32 by default: models/config.py
-# NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype (mamba_ssm_cache_dtype "auto" ->
-# the config's mamba_ssm_cache_dtype, else float32).
-# Kimi Linear too: MambaStateDtypeCalculator.kda_state_dtype reads mamba_ssm_cache_dtype "auto"
-# as float32 (the spec says ssm_dtype: fp32 as well).
-VLLM_FP32_SSM_FAMILIES = frozenset({"nemotron_h", "kimi_linear"})
+# kvgen families whose SSM state vLLM keeps in fp32 by default: Kimi Linear
+# (MambaStateDtypeCalculator.kda_state_dtype reads mamba_ssm_cache_dtype "auto" as float32;
+# the spec says ssm_dtype: fp32 as well). Nemotron-H's is the spec's own
+# mamba_ssm_cache_dtype (_vllm_ssm_dtype), which import-hf writes from its config.
+VLLM_FP32_SSM_FAMILIES = frozenset({"kimi_linear"})
 # kvgen families an engine cannot run at all, with the UNMODELLED key naming its refusal.
 VLLM_UNSUPPORTED = {
     "llama3_2_vision": "vllm_no_mllama",
@@ -207,6 +206,21 @@ def _sglang_encoder_decoder(family: Family, model: Model) -> dict[str, object]:
     return {"sglang_layers": layer_rows(tuple(layers)), "sglang_encoder_tokens": tokens}
 
 
+def _vllm_ssm_dtype(family: Family, model: Model) -> str:
+    """The SSM state dtype vLLM's mamba_ssm_cache_dtype "auto" resolves to ("": the conv
+    dtype): the spec's ``mamba_ssm_cache_dtype`` (models/config.py
+    NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype: the config's value, else float32),
+    fp32 for Kimi Delta Attention."""
+    if family.family in VLLM_FP32_SSM_FAMILIES:
+        return "fp32"
+    for kind in model.layer_kinds.values():
+        dims = kind.recurrent_dims
+        dtype = getattr(dims, "mamba_ssm_cache_dtype", None)
+        if dtype:
+            return str(dtype)
+    return ""
+
+
 def engine_model(family: Family, model: Model) -> EngineModel:
     """The engine rows of one model of a loaded spec."""
     drafts = {
@@ -218,7 +232,7 @@ def engine_model(family: Family, model: Model) -> EngineModel:
     ssm = ssm_state_bytes(family, model)
     vllm = {
         "query_heads": model.num_attention_heads or 0,
-        "vllm_ssm_dtype": "fp32" if family.family in VLLM_FP32_SSM_FAMILIES else "",
+        "vllm_ssm_dtype": _vllm_ssm_dtype(family, model),
         "vllm_unmodelled": VLLM_UNSUPPORTED.get(family.family, ""),
         "sglang_unmodelled": SGLANG_UNSUPPORTED.get(family.family, ""),
     }

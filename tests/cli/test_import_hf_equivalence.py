@@ -11,14 +11,17 @@ check. So a user who imports Llama-3.1-8B as family ``llama`` is refused tp 3 as
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from pathlib import Path
 
 import pytest
 from kvgen._engines import ENGINES, engine_capacity
+from kvgen._engines._rows import engine_tables
 from kvgen._importhf._import import import_config
 from kvgen._loader import load_bytes
 from kvgen._spec import Family
+from kvgen.engines_vllm import _vllm_state_bytes
 
 from tests.unit.test_engines import GIB40, family
 
@@ -65,7 +68,6 @@ KEYED_ON_NAME = {
     "llama3_2_vision": "the engines' Mllama support (VLLM_UNSUPPORTED, SGLANG_ENCODER_DECODER)",
     "openelm": "the engines' OpenELM support (VLLM_UNSUPPORTED, SGLANG_UNSUPPORTED)",
     "jamba": "SGLang's Jamba support (SGLANG_UNSUPPORTED)",
-    "nemotron_h": "vLLM's fp32 SSM state default (VLLM_FP32_SSM_FAMILIES)",
 }
 
 
@@ -158,3 +160,40 @@ def test_phi4_shape_10_kv_heads_is_refused_tp8_whatever_the_family_name() -> Non
     for engine in ("vllm", "sglang"):
         said = str(answer(ours, "phi3_medium_4k", engine, 8))
         assert "refuses tp_size 8" in said and "'10 is not divisible by 8'" in said, said
+
+
+def _nemotron(ssm_cache: str | None) -> Family:
+    """Nemotron-H-8B's config imported as ``my_nemo``, its mamba_ssm_cache_dtype set (or
+    left out, as in the fixture)."""
+    path = HF / "nemotron-h-8b.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if ssm_cache is not None:
+        data["mamba_ssm_cache_dtype"] = ssm_cache
+    result = import_config(str(path), json.dumps(data), family="my_nemo", model="nemo")
+    assert result.text is not None, [str(d) for d in result.diagnostics]
+    loaded = load_bytes("my_nemo.yaml", result.text.encode())
+    assert loaded.family is not None
+    return loaded.family
+
+
+def test_nemotron_h_ssm_cache_dtype_is_read_from_the_spec_not_the_family_name() -> None:
+    """vLLM keeps Nemotron-H's SSM state in the config's mamba_ssm_cache_dtype, float32 where
+    it has none (models/config.py NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype).
+    One Mamba-2 layer at tp 1: conv (4 - 1) x (128 x 64 + 2 x 8 x 128) = 30,720 bf16 elements
+    = 61,440 B; SSM 128 x 64 x 128 = 1,048,576 elements, 4 B each in fp32 (4,194,304 B) or 2 B
+    in bf16 (2,097,152 B): the fp32 page is 4,255,744 B, the bf16 one 2,158,592 B."""
+    shipped = answer(family("nemotron_h"), "nemotron_h_8b", "vllm", 1)
+    absent = _nemotron(None)
+    dims = [kind.recurrent_dims for kind in absent.model("nemo").layer_kinds.values()]
+    assert [d.mamba_ssm_cache_dtype for d in dims if d is not None] == ["fp32"]
+    assert answer(absent, "nemo", "vllm", 1) == shipped
+    assert answer(_nemotron("float32"), "nemo", "vllm", 1) == shipped
+    for fam, dtype, page in ((absent, "fp32", 61_440 + 4_194_304),
+                             (_nemotron("bfloat16"), "bf16", 61_440 + 2_097_152)):  # fmt: skip
+        entry = engine_tables(fam)["nemo"]
+        assert entry.vllm_ssm_dtype == dtype
+        mamba = next(lay for lay in entry.layers if lay.attention == "recurrent")
+        assert _vllm_state_bytes(mamba, 1, 0, entry.vllm_ssm_dtype) == page
+    bf16 = _nemotron("bfloat16")
+    # The bf16 state holds more requests than the fp32 one at the same budget.
+    assert answer(bf16, "nemo", "vllm", 1)[2] < shipped[2]  # type: ignore[index]
