@@ -114,6 +114,12 @@ class MambaState(_Strict):
         default=None,
         description="SSM cache dtype (e.g. fp32); defaults to the kind's / pool's cache dtype.",
     )
+    mamba_ssm_cache_dtype: Dtype | None = Field(
+        default=None,
+        description="config.json mamba_ssm_cache_dtype: the SSM state dtype vLLM's "
+        "mamba_ssm_cache_dtype 'auto' resolves to for this model (NemotronH: the config's "
+        "value, float32 where it has none); absent: the conv dtype.",
+    )
 
     @property
     def conv_dim(self) -> int:

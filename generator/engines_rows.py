@@ -102,13 +102,13 @@ class _RowKind(NamedTuple):
     latent: bool  # one MLA latent on every rank, never split by tp
     state: bool  # a recurrent state per request, not attention KV
     sglang_windowed: bool  # in SGLang's SWA pool when the architecture is hybrid SWA
-    heads_split: bool  # vLLM's attention asserts that its KV heads split over tp
+    heads_split: bool  # its KV heads are split over tp by QKVParallelLinear (vLLM and SGLang)
 
 
 _ROW_KINDS = {
     "full": _RowKind("full", False, False, False, True),
     "sliding": _RowKind("sliding", False, False, True, True),
-    "chunked": _RowKind("chunked", False, False, True, False),
+    "chunked": _RowKind("chunked", False, False, True, True),
     "mla": _RowKind("full", True, False, False, False),
     "recurrent": _RowKind("recurrent", False, True, False, False),
 }
@@ -223,6 +223,30 @@ class EngineDraft(_Record):
     _fields = __slots__ = _fields_of(__init__)
 
 
+def split_heads(layers: tuple[EngineLayer, ...]) -> tuple[int, ...]:
+    """The distinct KV head counts of the rows whose heads tp splits, in order."""
+    heads: list[int] = []
+    for lay in layers:
+        if _ROW_KINDS[lay.attention].heads_split and lay.kv_heads and lay.kv_heads not in heads:
+            heads.append(lay.kv_heads)
+    return tuple(heads)
+
+
+def qkv_split_refusal(query_heads: int, kv_heads: tuple[int, ...], tp_size: int) -> str:
+    """The assertion QKVParallelLinear.__init__ fails at tp ``tp_size`` ("" where none), as
+    vLLM 0.33 (vllm/model_executor/layers/linear.py) and SGLang 0.5.23
+    (sglang/srt/layers/linear.py) both write it: ``num_heads = divide(total_num_heads, tp)``,
+    then ``divide(tp, total_num_kv_heads)`` when tp >= the KV heads (each replicated), else
+    ``divide(total_num_kv_heads, tp)``; divide() asserts ``"{} is not divisible by {}"``."""
+    if query_heads and query_heads % tp_size:
+        return f"{query_heads} is not divisible by {tp_size}"
+    for heads in kv_heads:
+        pair = (tp_size, heads) if tp_size >= heads else (heads, tp_size)
+        if pair[0] % pair[1]:
+            return f"{pair[0]} is not divisible by {pair[1]}"
+    return ""
+
+
 class EngineModel(_Record):
     """One model's engine rows: native context, cached layers, vLLM profiles, and what SGLang
     needs beyond the layers (hybrid-SWA architecture, SSM share of each recurrent state)."""
@@ -235,8 +259,7 @@ class EngineModel(_Record):
         hybrid_swa: bool = False,
         ssm_state_bytes: int = 0,  # per recurrent layer, bf16, tp=1 (0: unknown)
         unmodelled: str = "",  # why no engine answers for the model: a key of UNMODELLED
-        query_heads: int = 0,  # attention query heads (vLLM: must divide by tp); 0: unknown
-        kv_heads_split: str = "",  # vLLM module whose attention asserts KV heads split over tp
+        query_heads: int = 0,  # attention query heads (must divide by tp); 0: unknown
         vllm_ssm_dtype: str = "",  # vLLM's SSM state dtype for the model ("": the conv dtype)
         vllm_unmodelled: str = "",  # why vLLM has no answer (it cannot run the model): a key
         sglang_unmodelled: str = "",  # the same for SGLang
@@ -254,7 +277,6 @@ class EngineModel(_Record):
         self.ssm_state_bytes = ssm_state_bytes
         self.unmodelled = unmodelled
         self.query_heads = query_heads
-        self.kv_heads_split = kv_heads_split
         self.vllm_ssm_dtype = vllm_ssm_dtype
         self.vllm_unmodelled = vllm_unmodelled
         self.sglang_unmodelled = sglang_unmodelled

@@ -18,6 +18,8 @@ from .engines_rows import (
     _native,
     _positive_ints,
     _token_bytes_split,
+    qkv_split_refusal,
+    split_heads,
 )
 from .facts import DTYPE_BYTES
 from .sizing_kinds import _new, _Record
@@ -127,7 +129,6 @@ class VllmLayout(_Record):
         self,
         query_heads: int,  # 0: unknown (no refusal)
         split_heads: tuple[int, ...],  # distinct KV heads of full/sliding layers, in order
-        kv_heads_split: str,  # vLLM module that asserts them split over tp ("": none)
         ssm_dtype: str,  # vLLM's SSM dtype for the model ("": the conv dtype)
         states: tuple[EngineLayer, ...],  # recurrent rows, in order (one page each)
         # Per row of layers, target then draft: (kind, window, shape, layers, index into
@@ -150,7 +151,6 @@ class VllmLayout(_Record):
     ) -> None:
         self.query_heads = query_heads
         self.split_heads = split_heads
-        self.kv_heads_split = kv_heads_split
         self.ssm_dtype = ssm_dtype
         self.states = states
         self.rows = rows
@@ -215,12 +215,6 @@ def vllm_layout(
     layers = entry.layers + draft
     if not layers:
         raise ValueError("the model has no cached layers")
-    split_heads: list[int] = []
-    if entry.kv_heads_split:
-        for lay in entry.layers:
-            heads = lay.kv_heads
-            if _ROW_KINDS[lay.attention].heads_split and heads and heads not in split_heads:
-                split_heads.append(heads)
     states: list[EngineLayer] = []
     rows: list[tuple[str, int | None, tuple[object, ...], int, int, int, int, int]] = []
     first = None
@@ -259,8 +253,7 @@ def vllm_layout(
         align = (_vllm_align(mixers, 0), _vllm_align(mixers, 1))
     return VllmLayout(
         entry.query_heads,
-        tuple(split_heads),
-        entry.kv_heads_split,
+        split_heads(entry.layers),
         entry.vllm_ssm_dtype,
         tuple(states),
         tuple(rows),
@@ -292,13 +285,13 @@ def _vllm_tp_refusal(layout: VllmLayout, tp_size: int) -> None:
             f"vLLM {version} refuses tp_size {tp_size}: the model's {layout.query_heads} query "
             "heads must divide by it (ModelConfig.verify_with_parallel_config)"
         )
-    for heads in layout.split_heads:
-        if heads % tp_size if heads >= tp_size else tp_size % heads:
-            raise ValueError(
-                f"vLLM {version} refuses tp_size {tp_size}: its attention layer asserts the "
-                f"{heads} KV heads split over tp (or tp over them) "
-                f"(vllm/model_executor/models/{layout.kv_heads_split}.py)"
-            )
+    failed = qkv_split_refusal(0, layout.split_heads, tp_size)
+    if failed:
+        raise ValueError(
+            f"vLLM {version} refuses tp_size {tp_size}: its QKVParallelLinear splits the "
+            f"model's {'/'.join(map(str, layout.split_heads))} KV heads over tp (or tp over "
+            f"them), and divide() asserts {failed!r} (vllm/model_executor/layers/linear.py)"
+        )
 
 
 def _unified_block_size(

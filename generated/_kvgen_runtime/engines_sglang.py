@@ -18,6 +18,8 @@ from .engines_rows import (
     _native,
     _positive_ints,
     _token_bytes_split,
+    qkv_split_refusal,
+    split_heads,
 )
 from .facts import DTYPE_BYTES
 from .sizing_kinds import _new, _Record
@@ -120,8 +122,12 @@ class SglangLayout(_Record):
         native_max_seq_len: int,
         index_bytes: int = 0,  # a DSA indexer's key bytes per token and layer (0: none)
         encoder_tokens: int = 0,  # pool slots a request's encoder tokens take (Mllama)
+        query_heads: int = 0,  # attention query heads (0: unknown)
+        split_heads: tuple[int, ...] = (),  # distinct KV heads QKVParallelLinear splits
     ) -> None:
         self.encoder_tokens = encoder_tokens
+        self.query_heads = query_heads
+        self.split_heads = split_heads
         self.index_bytes = index_bytes
         self.attention = attention
         self.window = window
@@ -188,6 +194,8 @@ def sglang_layout(entry: EngineModel) -> SglangLayout:
         entry.max_seq_len,
         index_bytes,
         entry.sglang_encoder_tokens,
+        entry.query_heads,
+        split_heads(layers),
     )
 
 
@@ -219,6 +227,15 @@ def sglang_plan_at(
     layout: SglangLayout, tp_size: int, ssm_dtype: str, draft_layers: int, draft_tokens: int = 0
 ) -> SglangPlan:
     """``sglang_plan`` for a model's layout (``ssm_dtype`` checked): what depends on tp."""
+    failed = qkv_split_refusal(layout.query_heads, layout.split_heads, tp_size)
+    if failed:
+        heads = "/".join(map(str, (layout.query_heads or "?", *layout.split_heads)))
+        raise ValueError(
+            f"SGLang {newest(SGLANG).version} refuses tp_size {tp_size}: its "
+            f"QKVParallelLinear divides the model's query/KV heads {heads} by tp (KV heads "
+            f"fewer than tp: tp by them), and divide() asserts {failed!r} "
+            "(sglang/srt/layers/linear.py)"
+        )
     full = swa = 0
     for count, fixed, heads, per_head, sliding in layout.attention:
         if sliding:

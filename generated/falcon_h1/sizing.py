@@ -154,7 +154,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=393216,
         query_heads=8,
-        kv_heads_split="falcon_h1",
     ),
     "falcon_h1_1_5b_instruct": EngineModel(
         max_seq_len=131072,
@@ -177,7 +176,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=1572864,
         query_heads=8,
-        kv_heads_split="falcon_h1",
     ),
     "falcon_h1_7b_instruct": EngineModel(
         max_seq_len=262144,
@@ -200,7 +198,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=1572864,
         query_heads=12,
-        kv_heads_split="falcon_h1",
     ),
     "falcon_h1_34b_instruct": EngineModel(
         max_seq_len=262144,
@@ -223,7 +220,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         drafts={"ngram4": _DRAFT_NGRAM4},
         ssm_state_bytes=2097152,
         query_heads=20,
-        kv_heads_split="falcon_h1",
     ),
 }
 

@@ -166,7 +166,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
             "ngram4": _DRAFT_NGRAM4,
         },
         query_heads=4,
-        kv_heads_split="gemma3",
     ),
     "gemma3_4b": EngineModel(
         max_seq_len=131072,
@@ -184,7 +183,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
         query_heads=8,
-        kv_heads_split="gemma3",
     ),
     "gemma3_12b": EngineModel(
         max_seq_len=131072,
@@ -202,7 +200,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
         query_heads=16,
-        kv_heads_split="gemma3",
     ),
     "gemma3_27b": EngineModel(
         max_seq_len=131072,
@@ -220,7 +217,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
         query_heads=32,
-        kv_heads_split="gemma3",
     ),
 }
 

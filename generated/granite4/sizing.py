@@ -84,7 +84,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         },
         ssm_state_bytes=786432,
         query_heads=12,
-        kv_heads_split="granitemoehybrid",
     ),
 }
 

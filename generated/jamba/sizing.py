@@ -82,7 +82,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         },
         ssm_state_bytes=262144,
         query_heads=32,
-        kv_heads_split="jamba",
         sglang_unmodelled="sglang_no_jamba",
     ),
 }

@@ -99,7 +99,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"ngram4": _DRAFT_NGRAM4},
         query_heads=32,
-        kv_heads_split="llama",
     ),
     "phi3_mini_128k": EngineModel(
         max_seq_len=131072,
@@ -108,7 +107,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"ngram4": _DRAFT_NGRAM4},
         query_heads=32,
-        kv_heads_split="llama",
     ),
     "phi3_medium_4k": EngineModel(
         max_seq_len=4096,
@@ -125,7 +123,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"ngram4": _DRAFT_NGRAM4},
         query_heads=40,
-        kv_heads_split="llama",
     ),
     "phi3_medium_128k": EngineModel(
         max_seq_len=131072,
@@ -134,7 +131,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"ngram4": _DRAFT_NGRAM4},
         query_heads=40,
-        kv_heads_split="llama",
     ),
 }
 

@@ -165,7 +165,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
         query_heads=14,
-        kv_heads_split="qwen2",
     ),
     "qwen2_5_1_5b": EngineModel(
         max_seq_len=32768,
@@ -174,7 +173,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
         query_heads=12,
-        kv_heads_split="qwen2",
     ),
     "qwen2_5_3b": EngineModel(
         max_seq_len=32768,
@@ -183,7 +181,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
         query_heads=16,
-        kv_heads_split="qwen2",
     ),
     "qwen2_5_7b": EngineModel(
         max_seq_len=32768,
@@ -192,7 +189,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         query_heads=28,
-        kv_heads_split="qwen2",
     ),
     "qwen2_5_14b": EngineModel(
         max_seq_len=32768,
@@ -201,7 +197,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         query_heads=40,
-        kv_heads_split="qwen2",
     ),
     "qwen2_5_32b": EngineModel(
         max_seq_len=32768,
@@ -210,7 +205,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         query_heads=40,
-        kv_heads_split="qwen2",
     ),
     "qwen2_5_72b": EngineModel(
         max_seq_len=32768,
@@ -219,7 +213,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         ),
         drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         query_heads=64,
-        kv_heads_split="qwen2",
     ),
 }
 

@@ -102,7 +102,6 @@ _ENGINE_MODELS: dict[str, EngineModel] = {
         },
         ssm_state_bytes=1048576,
         query_heads=16,
-        kv_heads_split="qwen3_next",
     ),
 }
 

@@ -71,8 +71,8 @@ POLICY_TERMS = {
     "mamba_cache_mode align: each Mamba group keeps the running state, the last block's and a "
     "prefill checkpoint per request (3 + K blocks; Gated DeltaNet's checkpoint only under "
     "FlashInfer's prefill, which puts blocks on 64 tokens)",
-    "vllm_fp32_ssm_state": "vLLM keeps Nemotron-H's SSM state in fp32 "
-    "(NemotronHForCausalLMConfig sets mamba_ssm_cache_dtype)",
+    "vllm_fp32_ssm_state": "vLLM keeps the SSM state in the spec's mamba_ssm_cache_dtype, fp32 "
+    "for Nemotron-H (NemotronHForCausalLMConfig sets mamba_ssm_cache_dtype)",
     "full_length_layers": "SGLang sizes sliding layers full length unless the architecture is "
     "on its hybrid-SWA list",
     "swa_ratio": "SGLang's sliding pool is a fixed 0.8 of the full pool's tokens, whatever the "

@@ -53,14 +53,11 @@ VLLM_GDN_FAMILIES = frozenset({"qwen3_next"})
 # replication), widens the conv window by the draft tokens, and in align mode keeps no prefill
 # checkpoint block (MambaBase.get_kv_cache_spec).
 VLLM_KDA_FAMILIES = frozenset({"kimi_linear"})
-# kvgen families whose SSM state vLLM keeps in fp32 by default: models/config.py
-# NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype (mamba_ssm_cache_dtype "auto" ->
-# the config's mamba_ssm_cache_dtype, else float32).
-# Kimi Linear too: MambaStateDtypeCalculator.kda_state_dtype reads mamba_ssm_cache_dtype "auto"
-# as float32 (the spec says ssm_dtype: fp32 as well).
-VLLM_FP32_SSM_FAMILIES = frozenset({"nemotron_h", "kimi_linear"})
-# kvgen family -> the vLLM model module whose attention __init__ asserts that the KV heads
-# split over tp (``total_num_kv_heads % tp == 0``, or ``tp % total_num_kv_heads == 0`` below tp).
+# kvgen families whose SSM state vLLM keeps in fp32 by default: Kimi Linear
+# (MambaStateDtypeCalculator.kda_state_dtype reads mamba_ssm_cache_dtype "auto" as float32;
+# the spec says ssm_dtype: fp32 as well). Nemotron-H's is the spec's own
+# mamba_ssm_cache_dtype (_vllm_ssm_dtype), which import-hf writes from its config.
+VLLM_FP32_SSM_FAMILIES = frozenset({"kimi_linear"})
 # kvgen families an engine cannot run at all, with the UNMODELLED key naming its refusal.
 VLLM_UNSUPPORTED = {
     "llama3_2_vision": "vllm_no_mllama",
@@ -75,12 +72,6 @@ SGLANG_UNSUPPORTED = {
 SGLANG_ENCODER_DECODER = frozenset({"llama3_2_vision"})
 # kvgen speculative modes SGLang 0.5.23 cannot run, with the UNMODELLED key naming why.
 SGLANG_REFUSED_MODES = {"pard": "sglang_no_pard", "eagle3_two_model": "sglang_two_model_eagle3"}
-VLLM_KV_HEADS_SPLIT = {
-    "llama3": "llama", "mistral": "llama", "phi3": "llama", "qwen2_5": "qwen2",
-    "qwen3": "qwen3", "qwen3_moe": "qwen3_moe", "gemma2": "gemma2", "gemma3": "gemma3",
-    "granite4": "granitemoehybrid", "nemotron_h": "nemotron_h", "qwen3_next": "qwen3_next",
-    "jamba": "jamba", "falcon_h1": "falcon_h1",
-}  # fmt: skip
 
 
 def layer_rows(layers: tuple[CachedLayer, ...], mixer: str = "") -> tuple[EngineLayer, ...]:
@@ -215,6 +206,21 @@ def _sglang_encoder_decoder(family: Family, model: Model) -> dict[str, object]:
     return {"sglang_layers": layer_rows(tuple(layers)), "sglang_encoder_tokens": tokens}
 
 
+def _vllm_ssm_dtype(family: Family, model: Model) -> str:
+    """The SSM state dtype vLLM's mamba_ssm_cache_dtype "auto" resolves to ("": the conv
+    dtype): the spec's ``mamba_ssm_cache_dtype`` (models/config.py
+    NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype: the config's value, else float32),
+    fp32 for Kimi Delta Attention."""
+    if family.family in VLLM_FP32_SSM_FAMILIES:
+        return "fp32"
+    for kind in model.layer_kinds.values():
+        dims = kind.recurrent_dims
+        dtype = getattr(dims, "mamba_ssm_cache_dtype", None)
+        if dtype:
+            return str(dtype)
+    return ""
+
+
 def engine_model(family: Family, model: Model) -> EngineModel:
     """The engine rows of one model of a loaded spec."""
     drafts = {
@@ -226,8 +232,7 @@ def engine_model(family: Family, model: Model) -> EngineModel:
     ssm = ssm_state_bytes(family, model)
     vllm = {
         "query_heads": model.num_attention_heads or 0,
-        "kv_heads_split": VLLM_KV_HEADS_SPLIT.get(family.family, ""),
-        "vllm_ssm_dtype": "fp32" if family.family in VLLM_FP32_SSM_FAMILIES else "",
+        "vllm_ssm_dtype": _vllm_ssm_dtype(family, model),
         "vllm_unmodelled": VLLM_UNSUPPORTED.get(family.family, ""),
         "sglang_unmodelled": SGLANG_UNSUPPORTED.get(family.family, ""),
     }

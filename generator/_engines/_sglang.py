@@ -101,7 +101,7 @@ def sglang_plan(
     if hybrid_swa is not None:
         entry = EngineModel(
             entry.max_seq_len, entry.layers, entry.drafts, hybrid_swa, entry.ssm_state_bytes,
-            entry.unmodelled, entry.query_heads, entry.kv_heads_split, entry.vllm_ssm_dtype,
+            entry.unmodelled, entry.query_heads, entry.vllm_ssm_dtype,
             entry.vllm_unmodelled, entry.sglang_unmodelled, entry.sglang_layers,
             entry.sglang_encoder_tokens,
         )  # fmt: skip

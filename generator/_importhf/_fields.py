@@ -29,7 +29,8 @@ CACHE_FIELDS = _words(
     max_position_embeddings sliding_window layer_types sliding_window_pattern use_sliding_window
     max_window_layers kv_lora_rank qk_rope_head_dim torch_dtype dtype model_type text_config
     hybrid_override_pattern layers_block_type full_attention_interval mamba_num_heads
-    mamba_head_dim ssm_state_size n_groups conv_kernel mamba_ssm_dtype linear_num_key_heads
+    mamba_head_dim ssm_state_size n_groups conv_kernel mamba_ssm_dtype mamba_ssm_cache_dtype
+    linear_num_key_heads
     linear_key_head_dim linear_num_value_heads linear_value_head_dim linear_conv_kernel_dim
     global_head_dim num_global_key_value_heads num_nextn_predict_layers
     mtp_num_hidden_layers index_head_dim num_kv_shared_layers cross_attention_layers

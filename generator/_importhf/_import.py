@@ -265,6 +265,17 @@ def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
         return
 
 
+def _query_heads(cfg: Config) -> tuple[int | None, str]:
+    """The model's query heads, which vLLM (ModelConfig.verify_with_parallel_config), SGLang
+    (QKVParallelLinear) and TensorRT-LLM check tp against at start-up, and the field that
+    gives them; None where the config gives no one count (none, or one per layer)."""
+    name = field_spelling(cfg, "num_attention_heads")
+    value = cfg.get(name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        return None, name
+    return cfg.int_(name), name
+
+
 def _build(
     cfg: Config,
     family: str | None,
@@ -323,6 +334,7 @@ def _build(
     # The language model's own vocab_size only (engines compare a draft's with it); a
     # multimodal config's top level may count other tokens.
     vocab = cfg.int_("vocab_size") if "vocab_size" in cfg.inner else None
+    query, query_name = _query_heads(cfg)
     return Spec(
         family=family or to_identifier(str(cfg.data.get("model_type") or ""), "f") or "imported",
         model=model or default_model_name(cfg.display, cfg.data) or "imported",
@@ -335,6 +347,8 @@ def _build(
         seq_note=seq_note,
         vocab_size=vocab,
         vocab_note=f"config.json {cfg.where('vocab_size')}",
+        query_heads=query,
+        query_note=f"config.json {cfg.where(query_name)}",
         kinds=kinds,
         layers_note=layers_note,
         mtp_layers=mtp or 0,

@@ -425,6 +425,27 @@ def lightning_state(cfg: Config, dtype_bytes: int) -> Kind:
                 base="lightning")  # fmt: skip
 
 
+# Architectures whose vLLM config hook resolves mamba_ssm_cache_dtype "auto" to the config's
+# mamba_ssm_cache_dtype, else float32 (vllm/model_executor/models/config.py
+# NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE, registered for both).
+_FP32_SSM_CACHE_ARCHITECTURES = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
+
+
+def _ssm_cache_dtype(cfg: Config) -> tuple[tuple[str, str, str], ...]:
+    """The spec's ``mamba_ssm_cache_dtype`` (the SSM state dtype vLLM gives the model): the
+    config's own field, or float32 for an architecture whose vLLM hook defaults to it."""
+    given = cfg.get("mamba_ssm_cache_dtype")
+    if given in _DTYPES:
+        return (("mamba_ssm_cache_dtype", _DTYPES[given][0], "config.json mamba_ssm_cache_dtype"),)
+    architectures = cfg.data.get("architectures")
+    if isinstance(architectures, list) and any(
+        name in _FP32_SSM_CACHE_ARCHITECTURES for name in architectures
+    ):
+        return (("mamba_ssm_cache_dtype", "fp32", "config.json has none: vLLM's NemotronH "
+                 "default float32 (NemotronHForCausalLMConfig)"),)  # fmt: skip
+    return ()
+
+
 def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
     """A recurrent kind by its dimensions (Mamba-2 or Gated DeltaNet, §8), each number with
     the config field it came from."""
@@ -497,6 +518,8 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
         raise Abort
     if ssm_dtype in _DTYPES and ssm_bytes != dtype_bytes:
         dims += (("ssm_dtype", _DTYPES[ssm_dtype][0], "config.json mamba_ssm_dtype"),)
+    if kind != "linear":
+        dims += _ssm_cache_dtype(cfg)
     return Kind(
         "recurrent",
         mamba=dims,  # type: ignore[arg-type]

@@ -104,6 +104,8 @@ class Spec:
     mtp_note: str = ""
     vocab_size: int | None = None
     vocab_note: str = ""
+    query_heads: int | None = None  # num_attention_heads: engines refuse a tp not dividing it
+    query_note: str = ""
     notes: tuple[str, ...] = ()  # said at import (KV302 notes, dtype notes), kept as comments
 
 
@@ -128,6 +130,11 @@ def render(spec: Spec) -> str:
         f"  - name: {spec.model}",
         f"    max_seq_len: {spec.seq_len}  # {spec.seq_note}",
         *([f"    vocab_size: {spec.vocab_size}  # {spec.vocab_note}"] if spec.vocab_size else []),
+        *(
+            [f"    num_attention_heads: {spec.query_heads}  # {spec.query_note}"]
+            if spec.query_heads
+            else []
+        ),
         "    layer_kinds:",
     ]
     for kind, name in names.items():

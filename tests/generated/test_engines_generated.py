@@ -18,6 +18,8 @@ from types import ModuleType
 
 import pytest
 from kvgen._engines import EngineCapacity, engine_capacity
+from kvgen._engines._rows import engine_tables
+from kvgen.engines_rows import qkv_split_refusal, split_heads
 
 from tests.sizing_support import example_module, import_generated, render_sizing
 from tests.unit.test_engines import GIB40, case_id, family, golden_kwargs
@@ -69,6 +71,13 @@ def test_generated_module_matches_every_golden(case: dict, tmp: Path) -> None:
         return
     if "refused" in want:  # vLLM refuses the tp size; so does the module
         with pytest.raises(ValueError, match=r"^vLLM 0\.33\.0 (refuses tp_size|cannot run)"):
+            module.engine_capacity(*args, **kwargs)
+        return
+    entry = engine_tables(family(inputs["family"]))[inputs["model"]]
+    tp = int(kwargs.get("tp_size", 1))  # type: ignore[call-overload]
+    if engine == "sglang" and qkv_split_refusal(entry.query_heads, split_heads(entry.layers), tp):
+        # SGLang's pool configurators size it; its model refuses to build; so does the module.
+        with pytest.raises(ValueError, match=rf"^SGLang 0\.5\.23 refuses tp_size {tp}: "):
             module.engine_capacity(*args, **kwargs)
         return
     if "error" in want:
