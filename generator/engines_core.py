@@ -132,7 +132,7 @@ def engine_capacity(
     if hit is None:
         hit = _ENGINE_HOOKS[release(engine).spelling]  # ValueError naming the engines modelled
     found, answer = hit
-    if found.refuses:  # settings this release refuses to start with, in its own words
+    if found.refuses or found.minimums:  # settings this release refuses to start with
         refusal = found.refusal(locals())
         if refusal is not None:
             raise ValueError(refusal)

@@ -24,10 +24,10 @@ import os
 import sys
 from pathlib import Path
 
-from kvgen._commands._knobs import ENGINES, KV_DTYPES, EngineChoices, engine_argument
+from kvgen._commands._knobs import ENGINES, KV_DTYPES, EngineChoices, aliases, engine_argument
 from kvgen._config import OUT_DIR
 from kvgen._exits import Exit, UsageError
-from kvgen._units import positive_int, size_argument
+from kvgen._units import positive_int, size_argument, token_count
 from kvgen.engines_registry import (
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MAX_NUM_TOKENS,
@@ -64,13 +64,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
     parser.add_argument(
-        "--max-batch-size", type=positive_int, default=DEFAULT_MAX_BATCH_SIZE, metavar="B"
-    )
+        "--max-batch-size", *aliases("--max-batch-size"), type=positive_int,
+        default=DEFAULT_MAX_BATCH_SIZE, metavar="B",
+    )  # fmt: skip
     parser.add_argument(
-        "--max-num-tokens", type=positive_int, default=DEFAULT_MAX_NUM_TOKENS, metavar="N"
-    )
+        "--max-num-tokens", *aliases("--max-num-tokens"), type=token_count,
+        default=DEFAULT_MAX_NUM_TOKENS, metavar="N",
+    )  # fmt: skip
     parser.add_argument(
-        "--max-seq-len", type=positive_int, default=DEFAULT_MAX_SEQ_LEN, metavar="S",
+        "--max-seq-len", *aliases("--max-seq-len"), type=token_count,
+        default=DEFAULT_MAX_SEQ_LEN, metavar="S",
         help="capped at each model's native length unless --rope-scaled "
         f"(default: {DEFAULT_MAX_SEQ_LEN})",
     )  # fmt: skip
@@ -79,9 +82,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="take --max-seq-len past each model's native length as given (RoPE-scaled "
         "checkpoints, e.g. YaRN); stated in the report",
     )  # fmt: skip
-    parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
     parser.add_argument(
-        "--pp-size", type=positive_int, default=1, metavar="P",
+        "--tp-size", *aliases("--tp-size"), type=positive_int, default=1, metavar="T"
+    )
+    parser.add_argument(
+        "--pp-size", *aliases("--pp-size"), type=positive_int, default=1, metavar="P",
         help="pipeline stages: the tightest rank is compared (default: 1)",
     )  # fmt: skip
     parser.add_argument(

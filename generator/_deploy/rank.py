@@ -104,14 +104,15 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
     """Bytes of weights on the fullest rank and where the figure comes from."""
     from kvgen import _weights as weights
     from kvgen._files import display_path
-    from kvgen._units import parse_size
+    from kvgen._units import parse_size, rounding
 
     path = Path(where) if base is None or Path(where).is_absolute() else base / where
     if not path.exists():
         if where.strip().isdigit():
             raise weights.WeightsError(f"--weights {where}: a size needs a unit ({where}B, 17GiB)")
         if where[:1].isdigit():
-            return parse_size(where), "given per rank"
+            note = rounding(where)
+            return parse_size(where), "given per rank" + (f"; {note}" if note else "")
         raise weights.WeightsError(
             f"--weights {where}: no such file or directory (give a model directory with "
             "*.safetensors, an index file, or the bytes per rank with a unit, e.g. 17GiB)"

@@ -183,7 +183,7 @@ def engine_capacity(
     size a draft whatever its vocabulary and do not read it.
     """
     found = _release(engine)
-    if found.refuses:  # settings this release refuses to start with, in its own words
+    if found.refuses or found.minimums:  # settings this release refuses to start with
         refusal = found.refusal(locals())
         if refusal is not None:
             raise ValueError(refusal)
