@@ -79,6 +79,9 @@ class Settings(NamedTuple):
     # the engine's own launch flag -> kvgen's flag of the same meaning: kvgen takes it as an
     # alias (``engine_flags``), so a launch line's flags plan as they launch
     flags: tuple[tuple[str, str], ...] = ()
+    # its field for copies of the model, each on tp x pp GPUs, behind one server ("": none
+    # emitted; a launch per replica)
+    replicas_field: str = ""
 
     def kv_cache_dtype(self, dtype: str) -> str:
         return dict(self.kv_cache_dtypes).get(dtype, "auto")
@@ -251,6 +254,7 @@ VLLM = Engine(
             ("-pp", "--pp-size"),
             ("--kv-cache-memory-bytes", "--gpu-memory"),
         ),
+        replicas_field="data_parallel_size",  # ParallelConfig.data_parallel_size
     ),
 )
 SGLANG = Engine(
@@ -293,6 +297,7 @@ SGLANG = Engine(
             ("--tp", "--tp-size"),
             ("--pp", "--pp-size"),
         ),
+        replicas_field="dp_size",  # ServerArgs.dp_size (data parallelism across tp groups)
     ),
 )
 

@@ -209,6 +209,11 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
             raise
         plan.refusal = str(exc)
         return plan
+    field_name = d.engine.engine.settings.replicas_field
+    if replicas > 1 and field_name:  # each replica its own KV cache of the same size
+        plan.launch.fields[field_name] = replicas
+    elif replicas > 1:
+        plan.notes.append(f"{replicas} replicas: launch {d.engine.engine.title} once per replica")
     if plan.launch.capacity["max_concurrency"] < 1:
         plan.refusal = (
             f"holds {plan.launch.capacity['max_concurrency']:.3f} requests of max_seq_len "
