@@ -2,15 +2,20 @@
 
 Binary units (KiB, MiB, GiB, TiB, PiB) are powers of 1024, decimal ones (KB, MB, GB, TB, PB)
 powers of 1000; units are case-insensitive and may follow a space. Where a person writes the
-size (a flag, a config value) the unit is required (``parse_size_with_unit``). A size must come
-to a whole number of bytes: ``1.5KiB`` is 1536 B, ``0.1B`` is an error rather than a silent
-rounding.
+size (a flag, a config value) the unit is required (``parse_size_with_unit``). A fractional size
+(``36.28GiB``, as kvgen prints a budget) is rounded down to whole bytes and ``rounding`` states
+it (``0.5B`` is 0 B, which a command then refuses as no budget).
+
+Token counts (``--max-seq-len 32k``) read as vLLM's ``human_readable_int`` reads them
+(vllm/utils/argparse_utils.py): k, m, g, t are powers of 1000 and may follow a decimal
+(``25.6k`` is 25600), K, M, G, T powers of 1024 after a whole number (``32K`` is 32768).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import sys
 from fractions import Fraction
 
 __all__ = [
@@ -18,12 +23,15 @@ __all__ = [
     "KiB",
     "MiB",
     "TiB",
+    "engine_bytes",
     "format_bytes",
     "format_size",
     "parse_size",
     "parse_size_with_unit",
     "positive_int",
+    "rounding",
     "size_argument",
+    "token_count",
 ]
 
 KiB = 1 << 10
@@ -91,9 +99,21 @@ def parse_size(text: str) -> int:
     value = Fraction(digits) * _UNITS[unit] if len(digits) <= 64 else Fraction(MAX_COUNT + 1)
     if value > MAX_COUNT:
         raise ValueError(f"invalid size {_shown(text)}: over 2**63 - 1 bytes (8 EiB)")
-    if value.denominator != 1:
-        raise ValueError(f"invalid size {text!r}: {float(value):g} is not a whole number of bytes")
-    return int(value)
+    return int(value)  # a fraction of a byte rounds down (``rounding`` says so)
+
+
+def rounding(text: str) -> str | None:
+    """The statement that ``parse_size(text)`` rounded a fractional byte count down, or None
+    when ``text`` is a whole number of bytes (or not a size at all)."""
+    match = _split_size(text)
+    unit = match[1].lower() if match else ""
+    if not match or unit not in _UNITS or len(match[0]) > 64:
+        return None
+    exact = Fraction(match[0].replace("_", "")) * _UNITS[unit]
+    if exact.denominator == 1:
+        return None
+    whole = int(exact)
+    return f"{text.strip()} is {float(exact):.2f} B: rounded down to {whole} B"
 
 
 def format_size(size: int) -> str:
@@ -130,11 +150,58 @@ def parse_size_with_unit(text: str) -> int:
 
 
 def size_argument(text: str) -> int:
-    """``parse_size_with_unit`` as an argparse ``type=`` (a bad size is a usage error, exit 2)."""
+    """``parse_size_with_unit`` as an argparse ``type=`` (a bad size is a usage error, exit 2);
+    a fractional byte count is rounded down, said on stderr."""
     try:
-        return parse_size_with_unit(text)
+        size = parse_size_with_unit(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    note = rounding(text)
+    if note is not None:
+        print(f"kvgen: {note}", file=sys.stderr)
+    return size
+
+
+def engine_bytes(text: str) -> int:
+    """A byte count as an engine's own flag takes it (vLLM --kv-cache-memory-bytes: a bare
+    number of bytes or ``token_count``'s suffixes), or a size with kvgen's units."""
+    try:
+        return token_count(text)
+    except argparse.ArgumentTypeError:
+        pass
+    try:
+        size = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive size, got {_shown(text)}")
+    return size
+
+
+_HUMAN = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_POWERS = {"K": KiB, "M": MiB, "G": GiB, "T": TiB}
+
+
+def token_count(text: str) -> int:
+    """An argparse ``type=`` for a count of tokens: a positive integer, or a number with vLLM's
+    suffixes (``32k`` 32000, ``32K`` 32768, ``1M`` 1048576, ``25.6k`` 25600)."""
+    match = _HUMAN.match(text.strip()) if len(text) <= 64 else None
+    if match is None:
+        return positive_int(text.strip())
+    number, suffix = match.groups()
+    if suffix in _POWERS and "." in number:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: decimals are not allowed with the binary suffix {suffix} (as vLLM "
+            f"reads it): did you mean {number}{suffix.lower()}?"
+        )
+    value = Fraction(number) * (_DECIMAL.get(suffix) or _POWERS[suffix])
+    if value.denominator != 1 or not 1 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole positive count up to 2**63 - 1, got {_shown(text)} "
+            f"({float(value):g})"
+        )
+    return int(value)
 
 
 def positive_int(text: str) -> int:

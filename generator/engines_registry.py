@@ -40,6 +40,7 @@ __all__ = [
     "Release",
     "Settings",
     "default_release",
+    "engine_flags",
     "engine_names",
     "newest",
     "release",
@@ -78,6 +79,12 @@ class Settings(NamedTuple):
     kv_cache_dtypes: tuple[tuple[str, str], ...]
     # kvgen's speculative mode -> the engine's method (vLLM) or algorithm (SGLang)
     speculative_methods: tuple[tuple[str, str], ...] = ()
+    # the engine's own launch flag -> kvgen's flag of the same meaning: kvgen takes it as an
+    # alias (``engine_flags``), so a launch line's flags plan as they launch
+    flags: tuple[tuple[str, str], ...] = ()
+    # its field for copies of the model, each on tp x pp GPUs, behind one server ("": none
+    # emitted; a launch per replica)
+    replicas_field: str = ""
 
     def kv_cache_dtype(self, dtype: str) -> str:
         return dict(self.kv_cache_dtypes).get(dtype, "auto")
@@ -156,12 +163,25 @@ class Release(NamedTuple):
     # Where engine_capacity does not answer for this release, where it is answered ("": it
     # does): engine_capacity raises NotModelled naming the release and this.
     answered_by: str = ""
+    # (keyword, the keyword it may not be below, the release's words, where they are): a pair
+    # of settings this release refuses to start with; the words are formatted with the
+    # keywords' values
+    minimums: tuple[tuple[str, str, str, str], ...] = ()
 
     def refusal(self, asked: dict[str, object]) -> str | None:
-        """Why this release refuses the keywords ``asked`` (set: truthy), None if it takes them."""
+        """Why this release refuses the keywords ``asked`` (set: truthy; a pair of
+        ``minimums`` out of order), None if it takes them."""
         for keyword, words in self.refuses:
             if asked.get(keyword):
                 return f"{self.named} refuses {keyword}: {words}"
+        for keyword, floor, words, source in self.minimums:
+            value, least = asked.get(keyword), asked.get(floor)
+            if type(value) is int and type(least) is int and value < least:
+                said = words.format(**{keyword: value, floor: least})
+                return (
+                    f"{self.named} refuses {keyword} {value} below {floor} {least}: {said!r} "
+                    f"({source}); give {keyword} {least} or more"
+                )
         return None
 
     def unanswered(self) -> str | None:
@@ -196,6 +216,14 @@ TRTLLM = Engine(
         form="yaml",
         batch_field="max_batch_size",
         kv_cache_dtypes=(("fp8", "fp8"),),
+        # trtllm-serve's options (tensorrt_llm/commands/serve.py)
+        flags=(
+            ("--max_batch_size", "--max-batch-size"),
+            ("--max_num_tokens", "--max-num-tokens"),
+            ("--max_seq_len", "--max-seq-len"),
+            ("--tp_size", "--tp-size"),
+            ("--pp_size", "--pp-size"),
+        ),
     ),
     default_version="early-2026",
 )
@@ -238,6 +266,19 @@ VLLM = Engine(
             ("draft_target", "draft_model"),
             ("pard", "draft_model"),  # with parallel_drafting (SpeculativeConfig: PARD)
         ),
+        # EngineArgs' flags (vllm/engine/arg_utils.py add_cli_args); --kv-cache-memory-bytes
+        # is CacheConfig.kv_cache_memory_bytes, the KV cache per GPU: kvgen's --gpu-memory
+        flags=(
+            ("--max-num-seqs", "--max-batch-size"),
+            ("--max-num-batched-tokens", "--max-num-tokens"),
+            ("--max-model-len", "--max-seq-len"),
+            ("--tensor-parallel-size", "--tp-size"),
+            ("-tp", "--tp-size"),
+            ("--pipeline-parallel-size", "--pp-size"),
+            ("-pp", "--pp-size"),
+            ("--kv-cache-memory-bytes", "--gpu-memory"),
+        ),
+        replicas_field="data_parallel_size",  # ParallelConfig.data_parallel_size
     ),
 )
 SGLANG = Engine(
@@ -272,6 +313,15 @@ SGLANG = Engine(
             ("draft_target", "STANDALONE"),
             ("ngram", "NGRAM"),
         ),
+        # ServerArgs' flags (sglang/srt/server_args.py; --tp-size and --pp-size are kvgen's too)
+        flags=(
+            ("--max-running-requests", "--max-batch-size"),
+            ("--chunked-prefill-size", "--max-num-tokens"),
+            ("--context-length", "--max-seq-len"),
+            ("--tp", "--tp-size"),
+            ("--pp", "--pp-size"),
+        ),
+        replicas_field="dp_size",  # ServerArgs.dp_size (data parallelism across tp groups)
     ),
 )
 
@@ -331,6 +381,15 @@ VLLM_0_33_0 = Release(
         of_free_memory=False,
         rounds_up=True,
     ),
+    minimums=(
+        (
+            "max_num_tokens",
+            "max_batch_size",
+            "max_num_batched_tokens ({max_num_tokens}) must be greater than or equal to "
+            "max_num_seqs ({max_batch_size}).",
+            "vllm/config/scheduler.py SchedulerConfig.verify_max_model_len",
+        ),
+    ),
 )
 SGLANG_0_5_23 = Release(
     engine=SGLANG,
@@ -380,6 +439,17 @@ def default_release(engine: Engine) -> Release:
 def engine_names() -> tuple[str, ...]:
     """Every name an engine is taken by (no version): names, then aliases, in ENGINES order."""
     return tuple([e.name for e in ENGINES] + [a for e in ENGINES for a in e.aliases])
+
+
+def engine_flags() -> dict[str, str]:
+    """Every engine's own launch flag that kvgen takes -> kvgen's flag of the same meaning
+    (``Settings.flags``); one spelling never means two things."""
+    found: dict[str, str] = {}
+    for engine in ENGINES:
+        for theirs, ours in engine.settings.flags:
+            if found.setdefault(theirs, ours) != ours:
+                raise AssertionError(f"{theirs} means both {found[theirs]} and {ours}")
+    return found
 
 
 def _spellings() -> dict[str, Release]:

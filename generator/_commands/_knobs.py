@@ -8,8 +8,8 @@ import argparse
 from typing import Any
 
 from kvgen import engines_registry, facts
-from kvgen._units import positive_int
-from kvgen.engines_registry import Release, engine_names, release
+from kvgen._units import engine_bytes, positive_int
+from kvgen.engines_registry import Release, engine_flags, engine_names, release
 
 # What --engine and --emit take: an engine's name or alias, with ==VERSION or without.
 ENGINES = engine_names()
@@ -26,6 +26,28 @@ GPU_MEMORY_HELP = (
     "KV-cache budget per rank (what the engine may give the KV cache on one GPU, not the "
     "GPU's memory): 80GiB, 80GB, 85899345920B; a unit is required"
 )
+
+
+def aliases(flag: str) -> tuple[str, ...]:
+    """The engines' own names for kvgen's ``flag`` (``engine_flags``: --max-num-seqs for
+    --max-batch-size), which the flag's argument takes as well."""
+    return tuple(sorted(theirs for theirs, ours in engine_flags().items() if ours == flag))
+
+
+def add_gpu_memory(parser: argparse.ArgumentParser, *, required: bool = False,
+                   default: object = None) -> None:  # fmt: skip
+    """--gpu-memory SIZE (a unit required) and the engines' name for it, vLLM's
+    --kv-cache-memory-bytes (bytes, as vLLM reads them): one of them, into ``gpu_memory``."""
+    from kvgen._units import size_argument
+
+    group = parser.add_mutually_exclusive_group(required=required)
+    group.add_argument(
+        "--gpu-memory", type=size_argument, default=default, metavar="SIZE", help=GPU_MEMORY_HELP
+    )
+    group.add_argument(
+        *aliases("--gpu-memory"), type=engine_bytes, dest="gpu_memory", default=default,
+        metavar="BYTES", help="vLLM's name for --gpu-memory: bytes (38654705664, 36G)",
+    )  # fmt: skip
 
 
 def engine_argument(text: str) -> Release:
@@ -62,9 +84,11 @@ def add_engine(parser: argparse.ArgumentParser, *, many: bool) -> None:
 
 def add_knobs(parser: argparse.ArgumentParser) -> None:
     """--tp-size, --pp-size, --dcp-size, --kv-cache-dtype, --block-size, --rope-scaled."""
-    parser.add_argument("--tp-size", type=positive_int, default=1, metavar="T")
     parser.add_argument(
-        "--pp-size", type=positive_int, default=1, metavar="P",
+        "--tp-size", *aliases("--tp-size"), type=positive_int, default=1, metavar="T"
+    )
+    parser.add_argument(
+        "--pp-size", *aliases("--pp-size"), type=positive_int, default=1, metavar="P",
         help="pipeline stages: each rank holds its layers' caches; the tightest rank is reported",
     )  # fmt: skip
     parser.add_argument(

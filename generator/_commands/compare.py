@@ -26,16 +26,17 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kvgen._commands._knobs import (
-    GPU_MEMORY_HELP,
     add_engine,
+    add_gpu_memory,
     add_heterogeneous_vocab,
     add_knobs,
     add_mamba_strategy,
+    aliases,
     check_length,
     overrides,
 )
 from kvgen._exits import Exit, UsageError
-from kvgen._units import positive_int, size_argument
+from kvgen._units import positive_int, token_count
 from kvgen.engines_registry import (
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MAX_NUM_TOKENS,
@@ -58,23 +59,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("family", help="spec name (schema/families/NAME.yaml) or spec path")
     parser.add_argument("model")
-    parser.add_argument(
-        "--gpu-memory", type=size_argument, required=True, metavar="SIZE", help=GPU_MEMORY_HELP
-    )
+    add_gpu_memory(parser, required=True)
     add_engine(parser, many=True)
     parser.add_argument(
-        "--max-seq-len",
-        type=positive_int,
-        metavar="S",
+        "--max-seq-len", *aliases("--max-seq-len"), type=token_count, metavar="S",
         help=f"default: min(native, {DEFAULT_MAX_SEQ_LEN})",
-    )
+    )  # fmt: skip
     parser.add_argument(
-        "--max-num-tokens", type=positive_int, default=DEFAULT_MAX_NUM_TOKENS, metavar="N"
-    )
+        "--max-num-tokens", *aliases("--max-num-tokens"), type=token_count,
+        default=DEFAULT_MAX_NUM_TOKENS, metavar="N",
+    )  # fmt: skip
     parser.add_argument("--speculative", default="none", metavar="PROFILE")
     add_knobs(parser)
     parser.add_argument(
-        "--max-batch-size", type=positive_int, default=DEFAULT_MAX_BATCH_SIZE, metavar="B",
+        "--max-batch-size", *aliases("--max-batch-size"), type=positive_int,
+        default=DEFAULT_MAX_BATCH_SIZE, metavar="B",
         help=f"TensorRT-LLM's max_batch_size (default: {DEFAULT_MAX_BATCH_SIZE})",
     )  # fmt: skip
     add_mamba_strategy(parser)

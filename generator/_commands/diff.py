@@ -30,9 +30,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvgen._commands._knobs import ENGINES, KV_DTYPES, EngineChoices, engine_argument
+from kvgen._commands._knobs import ENGINES, KV_DTYPES, EngineChoices, aliases, engine_argument
 from kvgen._exits import Exit, UsageError
-from kvgen._units import positive_int, size_argument
+from kvgen._units import positive_int, size_argument, token_count
 from kvgen.engines_registry import (
     DEFAULT_MAX_SEQ_LEN,
 )
@@ -70,10 +70,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "what a copy of a shipped family changes; needs no git repository",
     )  # fmt: skip
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format")
-    parser.add_argument("--max-batch-size", type=positive_int, metavar="B")
-    parser.add_argument("--max-num-tokens", type=positive_int, metavar="N")
     parser.add_argument(
-        "--max-seq-len", type=positive_int, metavar="S",
+        "--max-batch-size", *aliases("--max-batch-size"), type=positive_int, metavar="B"
+    )
+    parser.add_argument(
+        "--max-num-tokens", *aliases("--max-num-tokens"), type=token_count, metavar="N"
+    )
+    parser.add_argument(
+        "--max-seq-len", *aliases("--max-seq-len"), type=token_count, metavar="S",
         help="capped at each model's native length unless --rope-scaled "
         f"(default: {DEFAULT_MAX_SEQ_LEN})",
     )  # fmt: skip
@@ -82,9 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="take --max-seq-len past each model's native length as given (RoPE-scaled "
         "checkpoints, e.g. YaRN); stated in the report",
     )  # fmt: skip
-    parser.add_argument("--tp-size", type=positive_int, metavar="T")
+    parser.add_argument("--tp-size", *aliases("--tp-size"), type=positive_int, metavar="T")
     parser.add_argument(
-        "--pp-size", type=positive_int, default=1, metavar="P",
+        "--pp-size", *aliases("--pp-size"), type=positive_int, default=1, metavar="P",
         help="pipeline stages: the tightest rank is compared (default: 1)",
     )  # fmt: skip
     parser.add_argument(

@@ -35,17 +35,18 @@ from dataclasses import asdict
 from pathlib import Path
 
 from kvgen._commands._knobs import (
-    GPU_MEMORY_HELP,
     add_engine,
+    add_gpu_memory,
     add_heterogeneous_vocab,
     add_knobs,
     add_mamba_strategy,
+    aliases,
     engine_choice,
     planning_module,
 )
 from kvgen._config import OUT_DIR
 from kvgen._exits import Exit, UsageError
-from kvgen._units import positive_int, size_argument
+from kvgen._units import positive_int, token_count
 from kvgen.engines_registry import (
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MAX_NUM_TOKENS,
@@ -68,22 +69,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # Optional only for --deployment FILE, which names its models itself.
     parser.add_argument("family", nargs="?")
     parser.add_argument("model", nargs="?")
-    parser.add_argument("--gpu-memory", type=size_argument, metavar="SIZE", help=GPU_MEMORY_HELP)
+    add_gpu_memory(parser)
     add_engine(parser, many=False)
     parser.add_argument("--speculative", default="none", metavar="PROFILE")
     parser.add_argument(
-        "--max-batch-size", type=positive_int, nargs="+", default=[DEFAULT_MAX_BATCH_SIZE],
-        metavar="B", help=f"one or more batch sizes (default: {DEFAULT_MAX_BATCH_SIZE})",
+        "--max-batch-size", *aliases("--max-batch-size"), type=positive_int, nargs="+",
+        default=[DEFAULT_MAX_BATCH_SIZE], metavar="B",
+        help=f"one or more batch sizes (default: {DEFAULT_MAX_BATCH_SIZE})",
     )  # fmt: skip
     parser.add_argument(
-        "--max-num-tokens", type=positive_int, default=DEFAULT_MAX_NUM_TOKENS, metavar="N"
-    )
+        "--max-num-tokens", *aliases("--max-num-tokens"), type=token_count,
+        default=DEFAULT_MAX_NUM_TOKENS, metavar="N",
+    )  # fmt: skip
     parser.add_argument(
-        "--max-seq-len", type=positive_int, metavar="S",
+        "--max-seq-len", *aliases("--max-seq-len"), type=token_count, metavar="S",
         help=f"default: min(native, {DEFAULT_MAX_SEQ_LEN})",
     )  # fmt: skip
     parser.add_argument(
-        "--seq-len", type=positive_int, metavar="L",
+        "--seq-len", type=token_count, metavar="L",
         help="request length for max concurrent requests (default: max_seq_len)",
     )  # fmt: skip
     parser.add_argument(

@@ -10,8 +10,10 @@ bound; a problem is a usage error at ``file:line:col`` with a "did you mean"::
     family = "llama3"
     model = "llama3_1_70b"
     engine = "vllm"            # vllm, sglang or trtllm; NAME==VERSION for a release
-    tp_size = 4                # its GPUs (tp x pp) out of the node's
+    tp_size = 4                # GPUs per replica (tp x pp) out of the node's
+    gpus = 8                   # optional: its GPUs, tp_size each replica (default tp_size)
     weights = "/models/Llama-3.1-70B"   # safetensors (relative to this file) or a size per rank
+    # or checkpoint_size = "141GiB": the whole checkpoint's bytes, divided per rank by tp_size
     max_seq_len = 32768
     max_batch_size = 64
     # optional: max_num_tokens, block_size, speculative, gpu_memory_utilization, reserve
@@ -36,6 +38,8 @@ MODEL_KEYS: dict[str, type | tuple[type, ...]] = {
     "engine": str,
     "tp_size": int,
     "weights": str,
+    "checkpoint_size": str,
+    "gpus": int,
     "max_seq_len": int,
     "max_batch_size": int,
     "max_num_tokens": int,
@@ -144,19 +148,23 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
                     sizes[key] = parse_size(entry[key])
                 except ValueError as exc:
                     raise _error(path, source, table, key, f"{key}: {exc}") from None
+        weights = entry.get("weights")
+        if "checkpoint_size" in entry:
+            weights = _per_rank(path, source, table, entry)
         fraction = entry.get("gpu_memory_utilization")
         d = Deployment(
             entry["family"], entry["model"], release(entry["engine"]),
             kv_budget=sizes.get("gpu_memory"),
             gpu=None if "gpu_memory" in entry else data["gpu"],
-            fraction=None if fraction is None else float(fraction), weights=entry.get("weights"),
+            gpus=entry.get("gpus"),
+            fraction=None if fraction is None else float(fraction), weights=weights,
             reserve=sizes.get("reserve"), max_seq_len=entry.get("max_seq_len"),
             max_num_tokens=entry.get("max_num_tokens", DEFAULT_MAX_NUM_TOKENS),
             max_batch_size=entry.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE),
             block_size=entry.get("block_size"),
             speculative=entry.get("speculative", "none"), tp_size=entry.get("tp_size", 1),
         )  # fmt: skip
-        used += d.tp_size
+        used += d.gpus or d.tp_size
         try:
             plans.append((name, plan_rank(load_sizing(d.family, generated), d, path.parent)))
         except GpuError as exc:
@@ -168,6 +176,8 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
     over = gpus is not None and used > gpus
     if form == "json":
         sys.stdout.write(as_json([p for _, p in plans]))
+    elif form in ("args", "yaml"):
+        sys.stdout.write(_launches(plans, form))
     else:
         sys.stdout.write(_table(data, plans, used))
         for name, plan in plans:
@@ -178,6 +188,39 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
     return Exit.OK if fits else Exit.FINDINGS
 
 
+def _per_rank(path: Path, source: str, table: str, entry: dict[str, Any]) -> str:
+    """``checkpoint_size``, the whole checkpoint, as the bytes per rank: divided by tp_size
+    (rounded up: the fullest rank), as ``weights`` takes it."""
+    from kvgen._units import parse_size_with_unit
+
+    if "weights" in entry:
+        words = "give weights (a path or a size per rank) or checkpoint_size, not both"
+        raise _error(path, source, table, "checkpoint_size", words)
+    try:
+        total = parse_size_with_unit(entry["checkpoint_size"])
+    except ValueError as exc:
+        raise _error(path, source, table, "checkpoint_size", f"checkpoint_size: {exc}") from None
+    tp = entry.get("tp_size", 1)
+    return f"{-(-total // tp)}B"
+
+
+def _launches(plans: list, form: str) -> str:
+    """``--format args|yaml``: each model's launch settings, one block per model under a
+    ``# [models.NAME]`` line (a model whose engine takes YAML only is given as YAML)."""
+    from kvgen._deploy.emit import render
+
+    blocks = []
+    for name, plan in plans:
+        if plan.launch is None:
+            blocks.append(f"# [models.{name}]: no launch: {plan.refusal}\n")
+            continue
+        settings = plan.deployment.engine.engine.settings
+        shown = form if form == "yaml" or settings.form == "args" else "yaml"
+        head = f"# [models.{name}] {settings.launcher}\n"
+        blocks.append(head + render(plan.launch, shown))
+    return "\n".join(blocks)
+
+
 def _table(data: dict[str, Any], plans: list, used: int) -> str:
     from kvgen._units import format_size
 
@@ -185,7 +228,8 @@ def _table(data: dict[str, Any], plans: list, used: int) -> str:
     for name, plan in plans:
         cap = plan.launch.capacity if plan.launch else None
         rows.append([
-            name, plan.deployment.engine.engine.label, str(plan.deployment.tp_size),
+            name, plan.deployment.engine.engine.label,
+            str(plan.deployment.gpus or plan.deployment.tp_size),
             format_size(plan.kv_budget), f"{cap['kv_tokens']:,}" if cap else "-",
             f"{cap['max_concurrency']:.3f}" if cap else "-", "yes" if plan.fits else "no",
         ])  # fmt: skip

@@ -104,14 +104,15 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
     """Bytes of weights on the fullest rank and where the figure comes from."""
     from kvgen import _weights as weights
     from kvgen._files import display_path
-    from kvgen._units import parse_size
+    from kvgen._units import parse_size, rounding
 
     path = Path(where) if base is None or Path(where).is_absolute() else base / where
     if not path.exists():
         if where.strip().isdigit():
             raise weights.WeightsError(f"--weights {where}: a size needs a unit ({where}B, 17GiB)")
         if where[:1].isdigit():
-            return parse_size(where), "given per rank"
+            note = rounding(where)
+            return parse_size(where), "given per rank" + (f"; {note}" if note else "")
         raise weights.WeightsError(
             f"--weights {where}: no such file or directory (give a model directory with "
             "*.safetensors, an index file, or the bytes per rank with a unit, e.g. 17GiB)"
@@ -208,6 +209,11 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
             raise
         plan.refusal = str(exc)
         return plan
+    field_name = d.engine.engine.settings.replicas_field
+    if replicas > 1 and field_name:  # each replica its own KV cache of the same size
+        plan.launch.fields[field_name] = replicas
+    elif replicas > 1:
+        plan.notes.append(f"{replicas} replicas: launch {d.engine.engine.title} once per replica")
     if plan.launch.capacity["max_concurrency"] < 1:
         plan.refusal = (
             f"holds {plan.launch.capacity['max_concurrency']:.3f} requests of max_seq_len "

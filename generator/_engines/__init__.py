@@ -188,7 +188,7 @@ def engine_capacity(
     unanswered = found.unanswered()  # a release only kvgen's planners answer for
     if unanswered is not None:
         raise NotModelled(unanswered)
-    if found.refuses:  # settings this release refuses to start with, in its own words
+    if found.refuses or found.minimums:  # settings this release refuses to start with
         refusal = found.refusal(locals())
         if refusal is not None:
             raise ValueError(refusal)

@@ -44,9 +44,14 @@ def test_parse_size_rejects_malformed_sizes(text):
         parse_size(text)
 
 
-def test_parse_size_rejects_fractional_bytes():
-    with pytest.raises(ValueError, match=r"0\.1 is not a whole number of bytes"):
-        parse_size("0.1B")
+def test_parse_size_rounds_fractional_bytes_down_and_says_so():
+    # Issue 32: 36.28 x 2**30 = 38654705664 + 0.28 x 1073741824 (300647710.72) = 38955353374.72
+    from kvgen._units import rounding
+
+    assert parse_size("36.28GiB") == 38955353374
+    assert rounding("36.28GiB") == "36.28GiB is 38955353374.72 B: rounded down to 38955353374 B"
+    assert parse_size("0.1B") == 0 and rounding("0.1B") is not None
+    assert rounding("80GiB") is None and rounding("1.5KiB") is None  # 1536 B: whole
 
 
 @pytest.mark.parametrize(
