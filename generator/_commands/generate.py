@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> Exit:
 
     try:
         with Progress("rendering", len(inputs)) as progress:
+            # All compiled before anything is written; no spec: nothing to render.
             rendered = render(inputs, progress.advance) if inputs else {}
     except RenderError as exc:
         log.error("internal error, nothing was written to %s: %s", args.out, exc)
@@ -86,7 +88,7 @@ def _checked_outputs(args: argparse.Namespace) -> list[Path]:
     from kvgen._files import exists
 
     default = args.project.path(Path(OUT_DIR))
-    same = (Path.cwd() / default).resolve() == (Path.cwd() / args.out).resolve()
+    same = os.path.abspath(default) == os.path.abspath(args.out)  # a link is not its target
     return [args.out] if same or not exists(default) else [args.out, default]
 
 
@@ -131,8 +133,6 @@ def _report_drift(result, out: Path) -> None:
 
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def _spec_dirs(project) -> list[Path]:
     from kvgen._files import exists
 
     configured, default = project.spec_dir, project.path(Path(SPEC_DIR))
-    same = (Path.cwd() / default).resolve() == (Path.cwd() / configured).resolve()
+    same = os.path.abspath(default) == os.path.abspath(configured)  # a link is not its target
     return [configured] if same or not exists(default) else [configured, default]
 
 

@@ -22,6 +22,7 @@ and checked by the same code as the working tree's.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,6 +120,7 @@ def output_drift(paths: list[str], out_dir: Path, root: Path) -> list[Diagnostic
     ``[]`` when the folder is gone, or when the specs do not lint (the review reports them)."""
     from kvgen._codes.review import STALE_OUTPUT
     from kvgen._diagnostics import has_errors
+    from kvgen._files import Refused
     from kvgen._loader import display_path
     from kvgen._project import expand_paths, load_specs
     from kvgen._render import render
@@ -130,7 +132,10 @@ def output_drift(paths: list[str], out_dir: Path, root: Path) -> list[Diagnostic
     inputs, diagnostics = load_specs(expand_paths(present), root=root) if present else ([], [])
     if has_errors(diagnostics):
         return []
-    result = plan(render(inputs), out_dir, prune=True, root=root)
+    try:
+        result = plan(render(inputs), out_dir, prune=True, root=root)
+    except Refused as exc:  # the folder itself is a link or not a folder: a finding too
+        return [exc.diagnostic]
     found = list(result.refused)
     for rel, state in [
         *((rel, "differs from what kvgen generates") for rel in result.changed),
@@ -147,7 +152,9 @@ def output_drift(paths: list[str], out_dir: Path, root: Path) -> list[Diagnostic
 
 
 def _relative(path: Path, root: Path) -> str:
+    """``path`` (from the current directory) relative to ``root``, joined lexically: a link on
+    the way is looked up as what it is, never followed."""
     try:
-        return (Path.cwd() / path).resolve().relative_to(root.resolve()).as_posix()
+        return Path(os.path.abspath(path)).relative_to(root).as_posix()
     except ValueError:
         return path.as_posix()

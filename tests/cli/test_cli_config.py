@@ -76,6 +76,10 @@ def test_unknown_key_is_positioned_with_did_you_mean(project):
     [
         ("[deployment]\ntp_size = true\n", "kvgen.toml:2:1: tp_size must be an integer"),
         ("[deployment]\ntp_size = 0\n", "kvgen.toml:2:1: tp_size must be a positive integer"),
+        (
+            "[deployment]\nmax_batch_size = 9223372036854775808\n",  # 2**63, as the flags refuse
+            "kvgen.toml:2:1: max_batch_size must be a positive integer up to 2**63 - 1",
+        ),
         ('[deployment]\nsemantics = "exakt"\n', "(did you mean 'exact'?)"),
         ('[deployment]\ngpu_memory = "80 gigs"\n', "kvgen.toml:2:1: gpu_memory: invalid size"),
         # issue 20: a size needs its unit, in the file as on the command line

@@ -206,3 +206,18 @@ def test_lint_also_lints_the_default_spec_directory(capsys):
     capsys.readouterr()
     assert main(["lint"]) == Exit.FINDINGS
     assert capsys.readouterr().out.startswith("schema/families/toy.yaml:3:")
+
+
+@pytest.mark.usefixtures("repo")
+def test_the_old_output_folder_replaced_by_a_link_is_a_finding(capsys):
+    # generated/ -> gen2 would make the old place look up to date; it is never followed.
+    assert main(["-q", "generate", "--out", "gen2"]) == Exit.OK
+    shutil.rmtree("generated")
+    Path("generated").symlink_to("gen2")
+    Path("kvgen.toml").write_text('out = "gen2"\n')
+    capsys.readouterr()
+    code, out, _ = diff(capsys, "--against", "HEAD")
+    assert code == Exit.FINDINGS
+    assert out.startswith("generated:1:1: KV020 ")
+    assert main(["generate", "--check"]) == Exit.FINDINGS
+    assert capsys.readouterr().out.startswith("generated:1:1: KV020 ")
