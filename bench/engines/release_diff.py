@@ -152,6 +152,37 @@ def compare_cases(
     return lines, len(case_lines)
 
 
+def shipped_sliding_mla() -> list[str]:
+    """Shipped models with a sliding-window MLA layer (the MLA fallback's only reach)."""
+    from kvgen._loader import load_path
+
+    found = []
+    for path in sorted((ROOT / "schema" / "families").glob("*.yaml")):
+        family = load_path(path).family
+        for model in family.models if family is not None else ():
+            kinds = model.layer_kinds.values()
+            if any(k.kv_lora_rank and k.attention in ("sliding", "chunked") for k in kinds):
+                found.append(model.name)
+    return found
+
+
+def shipped_effect(fact: str, before: dict[str, Any], after: dict[str, Any]) -> str | None:
+    """For a policy that moves only some models: which shipped models it moves."""
+    if fact == "sliding_window_mla_fallback":
+        models = shipped_sliding_mla()
+        if models:
+            return f"moves {', '.join(models)}"
+        return "moves no shipped model (none has a sliding-window MLA layer)"
+    if fact == "mamba_state_alignment":
+        if before.get("value") == after.get("value"):
+            return (
+                "moves no shipped model: a default launch aligns Mamba states to "
+                f"{after.get('value')} byte(s) in both"
+            )
+        return "moves every shipped Mamba hybrid's state page"
+    return None
+
+
 def compare_facts(engine: str, old: str, new: str) -> list[str]:
     path = facts_path(engine)
     if not path.exists():
@@ -182,7 +213,10 @@ def compare_facts(engine: str, old: str, new: str) -> list[str]:
         shown = "; ".join(
             f"{k} {_short(x, 60)} -> {_short(y, 160)}" for k, (x, y) in changed.items()
         )
-        lines.append(f"  {fact}: {shown} [{b.get('source', '')}]")
+        effect = shipped_effect(fact, a, b)
+        lines.append(
+            f"  {fact}: {shown} [{b.get('source', '')}]" + (f"; {effect}" if effect else "")
+        )
     return lines
 
 

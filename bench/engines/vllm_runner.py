@@ -42,6 +42,7 @@ import torch
 import vllm
 from pydantic import ValidationError
 from standins import Fields, StandIn, bind, engine_api
+from vllm.config import AttentionConfig
 from vllm.config.speculative import SpeculativeConfig
 from vllm.config.vllm import VllmConfig
 from vllm.model_executor.models.config import MambaModelConfig
@@ -109,7 +110,9 @@ class StubVllmConfig(StandIn):
             decode_context_parallel_size=1,
             prefill_context_parallel_size=1,
         )
-        self.attention_config = Fields("vllm.config.AttentionConfig", hisparse_config=None)
+        # vLLM's own, at its defaults (no HiSparse; 0.34.0's DeepSeek-V3.2 hook resolves its
+        # indexer logits dtype on it: fp32 off SM100, as mqa_logits_use_mx_scales answers).
+        self.attention_config = AttentionConfig()
         self.device_config = Fields("vllm.config.DeviceConfig", device_type="cuda")
         self.kv_transfer_config = None
 
