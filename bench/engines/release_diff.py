@@ -100,52 +100,53 @@ def _outcome(result: dict[str, Any]) -> str:
     return "ran"
 
 
-def _case_lines(label: str, moved: dict[str, tuple[Any, Any]], old: dict, new: dict) -> list[str]:
-    if _outcome(old) != _outcome(new):
-        return [f"  {label}: {_outcome(old)} -> {_outcome(new)}"]
-    return [
-        f"  {label}: "
-        + "; ".join(f"{k} {_short(a, 40)} -> {_short(b, 40)}" for k, (a, b) in moved.items())
-    ]
-
-
 def compare_cases(
     title: str,
     old_cases: dict[str, dict[str, Any]],
     new_cases: dict[str, dict[str, Any]],
-    quiet_fields: frozenset[str] = frozenset(),
+    new_fields: frozenset[str] = frozenset(),
 ) -> tuple[list[str], int]:
-    """Report lines for two case maps (label -> result) and the number of cases moved.
-    ``quiet_fields``: fields counted but not listed per case (a field new in every case)."""
-    lines = []
+    """Report lines for two case maps (label -> result) and the number of cases moved. A case
+    whose outcome changed (ran, refused, or refused for another reason) is listed with its
+    outcomes only; the others with each field that moved. ``new_fields``: fields only the
+    newer release records (counted with their values, not listed per case)."""
     both = sorted(set(old_cases) & set(new_cases))
     only_old = sorted(set(old_cases) - set(new_cases))
     only_new = sorted(set(new_cases) - set(old_cases))
-    per_field: Counter[str] = Counter()
+    per_field: dict[str, list[str]] = {}
+    added: dict[str, list[str]] = {}
     outcomes: Counter[str] = Counter()
     case_lines = []
     for label in both:
-        moved = moved_fields(old_cases[label], new_cases[label])
-        per_field.update(moved)
-        loud = {k: v for k, v in moved.items() if k not in quiet_fields}
-        if not loud:
+        old, new = old_cases[label], new_cases[label]
+        before, after = _outcome(old), _outcome(new)
+        if before != after:
+            outcomes[f"{before} -> {after}"] += 1
+            case_lines.append(f"  {label}: {before} -> {after}")
             continue
-        old_outcome, new_outcome = _outcome(old_cases[label]), _outcome(new_cases[label])
-        if old_outcome != new_outcome:
-            outcomes[f"{old_outcome.split(':')[0]} -> {new_outcome}"] += 1
-        case_lines += _case_lines(label, loud, old_cases[label], new_cases[label])
-    lines.append(
-        f"{title}: {len(both)} cases in both, {len(case_lines)} moved"
+        moved = moved_fields(old, new)
+        for key, (a, b) in moved.items():
+            shown = json.dumps(b) if a == ABSENT else f"{json.dumps(a)} -> {json.dumps(b)}"
+            (added if key in new_fields else per_field).setdefault(key, []).append(shown)
+        loud = {k: v for k, v in moved.items() if k not in new_fields}
+        if loud:
+            changes = "; ".join(
+                f"{k} {_short(a, 40)} -> {_short(b, 40)}" for k, (a, b) in loud.items()
+            )
+            case_lines.append(f"  {label}: {changes}")
+    lines = [
+        f"{title}: {len(both)} cases in both, {len(case_lines)} moved "
+        f"({sum(outcomes.values())} outcomes, {len(case_lines) - sum(outcomes.values())} values)"
         + (f", {len(only_old)} only in the older" if only_old else "")
         + (f", {len(only_new)} only in the newer" if only_new else "")
-    )
-    for field, count in sorted(per_field.items()):
-        changes = (moved_fields(old_cases[c], new_cases[c]) for c in both)
-        values = sorted({json.dumps(change[field]) for change in changes if field in change})
-        shown = _short(values[0], 60) if len(values) == 1 else f"{len(values)} distinct changes"
-        lines.append(f"  field {field}: moved in {count} cases ({shown})")
+    ]
     for outcome, count in sorted(outcomes.items()):
-        lines.append(f"  outcome {outcome}: {count} cases")
+        lines.append(f"  outcome {_short(outcome, 200)}: {count} cases")
+    for group, name in ((per_field, "moved"), (added, "new in the newer release")):
+        for field, values in sorted(group.items()):
+            kinds = sorted(set(values))
+            shown = _short(kinds[0], 60) if len(kinds) == 1 else f"{len(kinds)} distinct"
+            lines.append(f"  field {field} ({name}): {len(values)} cases ({shown})")
     lines += case_lines
     lines += [f"  only in the older: {label}" for label in only_old]
     lines += [f"  only in the newer: {label}" for label in only_new]
@@ -205,10 +206,12 @@ def compare_facts(engine: str, old: str, new: str) -> list[str]:
             continue
         if set(changed) == {"value"} and isinstance(b.get("value"), dict):
             inner = moved_fields(a.get("value") or {}, b["value"])
-            shown = "; ".join(f"{k} {x} -> {y}" for k, (x, y) in inner.items())
-            lines.append(
-                f"  {fact}: moved for {len(inner)} ({_short(shown, 400)}) [{b.get('source', '')}]"
-            )
+            same = sorted(set(b["value"]) - set(inner))
+            lines.append(f"  {fact}: moved for {len(inner)} of {len(b['value'])} "
+                         f"[{b.get('source', '')}]")  # fmt: skip
+            lines += [f"    {k}: {_short(x, 60)} -> {_short(y, 60)}" for k, (x, y) in inner.items()]
+            if same:
+                lines.append(f"    unchanged: {', '.join(same)}")
             continue
         shown = "; ".join(
             f"{k} {_short(x, 60)} -> {_short(y, 160)}" for k, (x, y) in changed.items()

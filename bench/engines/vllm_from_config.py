@@ -212,8 +212,8 @@ def model_config(config_json: str) -> ModelConfig:
     if not any(arch in ModelRegistry.get_supported_archs() for arch in architectures):
         try:  # vLLM's own refusal, as ModelConfig raises it once the processor loads
             ModelRegistry._raise_for_unsupported(architectures)
-        except ValueError as exc:
-            raise Refused(str(exc)) from None
+        except ValueError as exc:  # its reason, without the registry's list (every release's)
+            raise Refused(str(exc).split(" Supported architectures")[0]) from None
     try:
         model = ModelConfig(
             model=str(directory), tokenizer=str(directory), skip_tokenizer_init=True, dtype="auto"
