@@ -742,7 +742,11 @@ def requirements_file(engine: str, release: str) -> Path:
     lines = (HERE / f"requirements-{engine}-{previous}.txt").read_text("utf-8").splitlines()
     if pin not in lines:
         raise SystemExit(f"requirements-{engine}-{previous}.txt does not pin {pin}")
-    text = "\n".join(f"{engine}=={release}" if line == pin else line for line in lines) + "\n"
+    text = "\n".join(
+        f"{engine}=={release}" if line == pin
+        else line.replace(previous, release) if line.startswith("#") else line
+        for line in lines
+    ) + "\n"  # fmt: skip
     path.write_text(text, encoding="utf-8")
     print(f"wrote {path.relative_to(ROOT)} from {previous}'s, the engine pin changed: review it")
     return path

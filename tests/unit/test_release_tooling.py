@@ -114,10 +114,12 @@ def test_a_new_release_gets_the_previous_requirements_with_the_pin_changed(
     monkeypatch.setattr(refresh, "ROOT", tmp_path)
     newest = refresh.RELEASES["vllm"][-1]
     (tmp_path / f"requirements-vllm-{newest}.txt").write_text(
-        f"# comment\nvllm=={newest}\ntransformers==5.24.0\n"
+        f"# vLLM {newest} and what it imports\nvllm=={newest}\ntransformers==5.24.0\n"
     )
     path = refresh.requirements_file("vllm", "9.0.0")
-    assert path.read_text() == "# comment\nvllm==9.0.0\ntransformers==5.24.0\n"
+    assert (
+        path.read_text() == "# vLLM 9.0.0 and what it imports\nvllm==9.0.0\ntransformers==5.24.0\n"
+    )
 
 
 def test_cases_are_compared_by_outcome_then_field(bench):
