@@ -840,6 +840,20 @@ def _missing(
     return new, golden
 
 
+def in_held_order(entries: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
+    """``entries`` in the order the fixture at ``path`` holds their inputs, cases it lacks
+    after them in grid order: a refresh moves only what the engine moved (and the snapshot,
+    which reads the fixture in order, prints the same lines)."""
+    held = json.loads(path.read_text("utf-8"))["cases"]
+    position: dict[str, int] = {}
+    for index, case in enumerate(held):
+        position.setdefault(json.dumps(case["inputs"], sort_keys=True), index)
+    last = len(position)
+    return sorted(
+        entries, key=lambda e: position.get(json.dumps(e["inputs"], sort_keys=True), last)
+    )
+
+
 def write_golden(
     engine: str,
     release: str,
@@ -889,6 +903,8 @@ def write_golden(
         golden = {**kept, "engine_version": produced["version"]}
     FIXTURES.mkdir(parents=True, exist_ok=True)
     path = golden_path(engine, release)
+    if kept is None and path.exists():
+        entries = in_held_order(entries, path)
     # One case per line keeps the fixture small and its diffs readable.
     head = json.dumps(golden, indent=1, sort_keys=True)[:-2]
     lines = [json.dumps(entry, sort_keys=True, separators=(",", ":")) for entry in entries]
