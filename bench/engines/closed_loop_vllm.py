@@ -1,4 +1,4 @@
-"""vLLM 0.33.0 configured by kvgen's emitted launch settings: what its own sizing code computes.
+"""vLLM (the release installed) configured by kvgen's emitted settings: what its sizing computes.
 
 Runs INSIDE vLLM's virtual environment (``refresh_goldens.py --closed-loop``), never in
 kvgen's: it imports no kvgen module. Input (stdin): a JSON list of cases, each with the

@@ -1,4 +1,4 @@
-"""vLLM 0.33.0's KV-cache plan for one case built from the model's config.json alone.
+"""vLLM's KV-cache plan (the release installed) for one case built from the model's config.json.
 
 Imported by ``vllm_runner.py`` inside the engine's virtual environment; imports no kvgen module
 (but the stdlib leaf saying which config fields a deployment keeps as the checkpoint has them,

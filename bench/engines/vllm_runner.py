@@ -17,7 +17,9 @@ What runs is vLLM's code, called in the order its engine core calls it at start-
   "KV cache size" and "Maximum concurrency"),
 plus ``_max_memory_usage_bytes_from_groups`` (the per-request bound the memory check uses).
 
-Stubs (the smallest that stand in for GPU-only or model-loading parts; each named here):
+Stubs (the smallest that stand in for GPU-only or model-loading parts; each named here). Each
+is built on ``standins.py``: a field or API a release moved fails naming it and the line that
+read it. Releases run: 0.33.0 and 0.34.0 (refresh_goldens.py RELEASES).
 - ``VllmConfig``: a plain object carrying only the fields the planner reads; its properties
   ``max_concurrent_batches``, ``max_in_flight_tokens`` and ``num_prefill_lookahead_tokens``
   are vLLM's own, borrowed from the real class.
