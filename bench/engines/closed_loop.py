@@ -3,7 +3,7 @@ KV-sizing code; what the engine computes becomes tests/fixtures/engines/closed_l
 
 Usage (repository root, kvgen's virtualenv; the engine environments as refresh_goldens.py makes
 them):
-    python bench/engines/refresh_goldens.py --closed-loop [--engine vllm|sglang] [--venv-root DIR]
+    python bench/engines/refresh_goldens.py --closed-loop [--engine vllm==0.34.0] [--venv-root DIR]
 
 For every case below this module runs ``kvgen plan FAMILY MODEL --gpu-memory 40GiB ... --emit
 ENGINE --format json`` (``kvgen._cli.main``, in process) and hands the printed ``fields`` with the
@@ -260,9 +260,10 @@ def _recurrent(sizing: Any, model: str) -> bool:
 
 
 def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, Any],
-                 pin: str, family: str | None = None) -> Path:  # fmt: skip
-    """The fixture of ``grid``'s cases; with ``family`` (a partial refresh), the fixture's
-    other families' cases kept as they are, in family order."""
+                 release: str, path: Path, family: str | None = None) -> Path:  # fmt: skip
+    """The fixture of ``grid``'s cases at ``path`` (the release's closed loop); with
+    ``family`` (a partial refresh), the fixture's other families' cases kept as they are, in
+    family order."""
     by_id = {r["id"]: r for r in produced["results"]}
     entries = []
     for case in grid:
@@ -280,15 +281,16 @@ def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, An
     golden = {
         "engine": engine,
         "engine_version": produced["version"],
-        "pin": pin,
+        "pin": f"{engine}=={release}",
         "what": "kvgen plan --emit's fields fed to the engine's own configuration and KV "
         "sizing code; tests/deploy/test_closed_loop.py replays kvgen against it",
         "provenance": produced["provenance"],
-        "refresh": f"python bench/engines/refresh_goldens.py --closed-loop --engine {engine}",
+        "refresh": "python bench/engines/refresh_goldens.py --closed-loop --engine "
+        f"{engine}=={release}",
+        "requirements": f"bench/engines/requirements-{engine}-{release}.txt",
     }
     if "unset_flags_read_as_none" in produced:
         golden["unset_flags_read_as_none"] = produced["unset_flags_read_as_none"]
-    path = FIXTURES / f"closed_loop_{engine}.json"
     if family is not None:
         kept = json.loads(path.read_text(encoding="utf-8"))["cases"]
         entries = [e for e in kept if e["family"] != family] + entries

@@ -1,4 +1,4 @@
-"""vLLM 0.33.0 configured by kvgen's emitted launch settings: what its own sizing code computes.
+"""vLLM (the release installed) configured by kvgen's emitted settings: what its sizing computes.
 
 Runs INSIDE vLLM's virtual environment (``refresh_goldens.py --closed-loop``), never in
 kvgen's: it imports no kvgen module. Input (stdin): a JSON list of cases, each with the
@@ -152,7 +152,13 @@ def config_dir(config_json: str) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    """The engine's message, first line, the temporary model directory's name left out."""
+    """The engine's message, first line, the temporary model directory's name left out; a
+    pydantic error on one field names the field (vLLM 0.34.0's "use_heterogeneous_vocab:
+    Unexpected keyword argument")."""
+    errors = exc.errors() if hasattr(exc, "errors") and callable(exc.errors) else []
+    if len(errors) == 1 and errors[0].get("loc"):
+        loc = ".".join(str(part) for part in errors[0]["loc"])
+        return f"{type(exc).__name__}: {loc}: {errors[0]['msg']}"[:400]
     text = str(exc).split("[type=")[0].split(" Supported architectures")[0].strip()
     text = re.sub(r"\S*vllm_loop_\w+", "<model dir>", text)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -265,6 +271,12 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         "tensor_parallel_size": config.parallel_config.tensor_parallel_size,
         "num_speculative_tokens": config.num_speculative_tokens,
     }
+    if hasattr(cache, "enable_extensible_kv_cache"):
+        # vLLM 0.34.0: the extensible KV cache (on by default on CUDA) as the settings resolve
+        # it (kv_cache_memory_bytes or num_gpu_blocks_override turn it off), and the memory
+        # fraction then in force.
+        out["engine_settings"]["enable_extensible_kv_cache"] = cache.enable_extensible_kv_cache
+        out["engine_settings"]["gpu_memory_utilization"] = cache.resolved_gpu_memory_utilization
     cache.num_gpu_blocks_override = None
     bytes_only = vllm_runner.plan(config, specs, {"budget_bytes": available})
     out["from_bytes_alone"] = {

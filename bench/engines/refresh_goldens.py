@@ -1,8 +1,19 @@
 """Refresh the engine golden numbers in tests/fixtures/engines/ from the engines' own code.
 
 Usage (from the repository root, kvgen's virtualenv active):
-    python bench/engines/refresh_goldens.py [--engine vllm] [--venv-root DIR] [--family NAME]
-    python bench/engines/refresh_goldens.py --closed-loop [--engine vllm] [--venv-root DIR]
+    python bench/engines/refresh_goldens.py --engine vllm==0.34.0 [--venv-root DIR] [--fresh]
+    python bench/engines/refresh_goldens.py --engine vllm==0.34.0 --grid [--family NAME]
+    python bench/engines/refresh_goldens.py --engine vllm==0.34.0 --closed-loop
+
+``--engine NAME==RELEASE`` (``NAME`` alone: the newest release in ``RELEASES``) is the release
+routine: it makes the release's environment, writes the release facts (vLLM:
+``vllm_release_facts.py``), the goldens and the closed loop from that release's own code, and
+prints what moved against the previous release (``release_diff.py``). ``--grid`` or
+``--closed-loop`` runs only that part; ``--fresh`` remakes the environment from the index.
+A release not in ``RELEASES`` is followed all the same (the next one): its requirements file,
+when missing, is the previous release's with the engine pin changed (written and reported).
+Fixtures: the first release in ``RELEASES`` keeps ``<engine>.json`` / ``closed_loop_<engine>.json``,
+each later one ``<engine>-<release>.json`` / ``closed_loop_<engine>-<release>.json``.
 
 `--family NAME` refreshes only that family's cases and keeps every other case as the fixture
 has it (a full vLLM refresh runs every case: minutes), with ``--closed-loop`` too.
@@ -11,12 +22,13 @@ and appends them, every other case left as it is.
 ``--closed-loop`` writes ``tests/fixtures/engines/closed_loop_<engine>.json`` instead: kvgen's
 emitted launch settings fed to the engine's own configuration and sizing (closed_loop.py).
 
-For each engine this script
+For each engine release this script
 1. makes a virtual environment of its own under ``--venv-root`` (default
-   ``/tmp/kvgen_engines``; reused when present; outside the repository), with
-   ``--system-site-packages`` so that the machine's CPU torch is reused, and installs the pinned
-   engine wheel and only the packages its sizing modules import, each with
-   ``pip install --no-deps`` (``bench/engines/requirements-<engine>.txt``);
+   ``/tmp/kvgen_engines/venv-<engine>-<release>``; reused when present; outside the repository),
+   with ``--system-site-packages`` so that the machine's CPU torch is reused, and installs the
+   pinned engine wheel and only the packages its sizing modules import, each with
+   ``pip install --no-deps`` (``bench/engines/requirements-<engine>-<release>.txt``), then
+   checks that the installed engine is that release;
 2. builds two case grids:
    - *from config.json* (``CONFIG_MODELS``, ``CONFIG_REFUSALS``, ``QUOTED``): the runner builds
      every layer's cache spec from the model's ``tests/fixtures/hf/`` config through the
@@ -34,23 +46,24 @@ For each engine this script
 3. runs ``bench/engines/<engine>_runner.py`` inside that environment, which calls the engine's
    own KV-cache planner on CPU, and writes what it returns, one case per line, with provenance
    (engine version, modules and functions; for config cases the engine defaults each model
-   gets and the hook that sets them) to ``tests/fixtures/engines/<engine>.json``.
+   gets and the hook that sets them) to the release's golden.
 
 kvgen's tests compare ``kvgen._engines.engine_capacity`` with these files; CI needs no engine.
-For a new engine release: change the pin in the requirements file and ``PINS`` below, run this
-script, and review the diff of the fixture (every changed number is a policy change to model).
+For a new engine release: CONTRIBUTING, "Following a new engine release".
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import venv
 from pathlib import Path
 from typing import Any
 
+import release_diff
 from kvgen._engines._layers import cached_layers, ssm_state_bytes
 from kvgen._engines._rows import SGLANG_HYBRID_SWA_FAMILIES, engine_model
 from kvgen._loader import load_path
@@ -61,7 +74,12 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 FIXTURES = ROOT / "tests" / "fixtures" / "engines"
 
-PINS = {"vllm": "vllm==0.33.0", "sglang": "sglang==0.5.23"}
+# The releases followed, oldest first. The first keeps the bare fixture names (the fixtures
+# the tests read since before releases were values); release_diff.fixture_path names them.
+RELEASES = {"vllm": ("0.33.0", "0.34.0"), "sglang": ("0.5.23",)}
+VENV_ROOT = Path("/tmp/kvgen_engines")
+# The probe of what a release resolves and refuses (run in its environment), per engine.
+FACT_PROBES = {"vllm": "vllm_release_facts.py"}
 PAGE_SIZES = (16, 64)
 BUDGET_BYTES = 40 << 30
 MAX_NUM_TOKENS = 8192
@@ -692,17 +710,68 @@ def sglang_radix_cases() -> list[dict[str, Any]]:
     return grid
 
 
-def ensure_venv(engine: str, venv_root: Path) -> Path:
-    """The engine's own environment; installs only the pinned packages, without dependencies."""
-    env_dir = venv_root / f"venv-{engine}"
+def parse_engine(text: str) -> tuple[str, str]:
+    """``NAME==RELEASE`` (or ``NAME``: its newest release followed) -> (name, release)."""
+    name, _, release = text.partition("==")
+    if name not in RELEASES:
+        raise SystemExit(f"--engine {text}: no engine {name!r} (one of {', '.join(RELEASES)})")
+    if release and not all(part.isdigit() for part in release.replace("post", "").split(".")):
+        raise SystemExit(f"--engine {text}: {release!r} is not a release number (e.g. 0.34.0)")
+    return name, release or RELEASES[name][-1]
+
+
+def previous_release(engine: str, release: str) -> str | None:
+    """The release before ``release`` (for one not in RELEASES yet: the newest followed)."""
+    known = RELEASES[engine]
+    if release not in known:
+        return known[-1]
+    at = known.index(release)
+    return known[at - 1] if at else None
+
+
+def requirements_file(engine: str, release: str) -> Path:
+    """``requirements-<engine>-<release>.txt``; for a release without one, the previous
+    release's with the engine pin changed, written (review it: the engine may import more)."""
+    path = HERE / f"requirements-{engine}-{release}.txt"
+    if path.exists():
+        return path
+    previous = previous_release(engine, release)
+    if previous is None:
+        raise SystemExit(f"no {path.relative_to(ROOT)}")
+    pin = f"{engine}=={previous}"
+    lines = (HERE / f"requirements-{engine}-{previous}.txt").read_text("utf-8").splitlines()
+    if pin not in lines:
+        raise SystemExit(f"requirements-{engine}-{previous}.txt does not pin {pin}")
+    text = "\n".join(
+        f"{engine}=={release}" if line == pin
+        else line.replace(previous, release) if line.startswith("#") else line
+        for line in lines
+    ) + "\n"  # fmt: skip
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path.relative_to(ROOT)} from {previous}'s, the engine pin changed: review it")
+    return path
+
+
+def ensure_venv(engine: str, venv_root: Path, release: str, fresh: bool = False) -> Path:
+    """The release's own environment; installs only the pinned packages, without
+    dependencies, and checks that the engine installed is ``release``."""
+    env_dir = venv_root / f"venv-{engine}-{release}"
+    if fresh and env_dir.exists():
+        shutil.rmtree(env_dir)
     python = env_dir / "bin" / "python"
     if not python.exists():
         venv.create(env_dir, system_site_packages=True, with_pip=True)
-    requirements = HERE / f"requirements-{engine}.txt"
+    requirements = requirements_file(engine, release)
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-r", str(requirements)],
         check=True,
     )
+    installed = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({engine!r}))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    if installed != release:
+        raise SystemExit(f"{env_dir}: {engine} {installed} installed, not {release}")
     return python
 
 
@@ -724,9 +793,14 @@ def run_engine(
     return result
 
 
-def _other_families(engine: str, family: str) -> dict[str, Any]:
+def golden_path(engine: str, release: str, kind: str = "golden") -> Path:
+    """The release's golden (``kind`` "golden") or closed loop ("closed_loop")."""
+    return release_diff.fixture_path(engine, release, kind, RELEASES[engine][0])
+
+
+def _other_families(engine: str, release: str, family: str) -> dict[str, Any]:
     """The fixture as it is, less ``family``'s cases (``--family``: a partial refresh)."""
-    golden: dict[str, Any] = json.loads((FIXTURES / f"{engine}.json").read_text("utf-8"))
+    golden: dict[str, Any] = json.loads(golden_path(engine, release).read_text("utf-8"))
     golden["cases"] = [c for c in golden["cases"] if c["inputs"]["family"] != family]
     return golden
 
@@ -755,17 +829,34 @@ def golden_inputs(case: dict[str, Any]) -> dict[str, Any]:
     return inputs
 
 
-def _missing(engine: str, grid: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict]:
+def _missing(
+    engine: str, release: str, grid: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict]:
     """``--missing``: the grid's cases the fixture does not hold yet, and the fixture whole
     (its cases are kept as they are, in their order; the new ones follow)."""
-    golden: dict[str, Any] = json.loads((FIXTURES / f"{engine}.json").read_text("utf-8"))
+    golden: dict[str, Any] = json.loads(golden_path(engine, release).read_text("utf-8"))
     held = {json.dumps(c["inputs"], sort_keys=True) for c in golden["cases"]}
     new = [c for c in grid if json.dumps(golden_inputs(c), sort_keys=True) not in held]
     return new, golden
 
 
+def in_held_order(entries: list[dict[str, Any]], path: Path) -> list[dict[str, Any]]:
+    """``entries`` in the order the fixture at ``path`` holds their inputs, cases it lacks
+    after them in grid order: a refresh moves only what the engine moved (and the snapshot,
+    which reads the fixture in order, prints the same lines)."""
+    held = json.loads(path.read_text("utf-8"))["cases"]
+    position: dict[str, int] = {}
+    for index, case in enumerate(held):
+        position.setdefault(json.dumps(case["inputs"], sort_keys=True), index)
+    last = len(position)
+    return sorted(
+        entries, key=lambda e: position.get(json.dumps(e["inputs"], sort_keys=True), last)
+    )
+
+
 def write_golden(
     engine: str,
+    release: str,
     grid: list[dict[str, Any]],
     produced: dict[str, Any],
     kept: dict[str, Any] | None = None,
@@ -794,9 +885,10 @@ def write_golden(
     golden = {
         "engine": engine,
         "engine_version": produced["version"],
-        "pin": PINS[engine],
+        "pin": f"{engine}=={release}",
         "provenance": provenance,
-        "refresh": "python bench/engines/refresh_goldens.py --engine " + engine,
+        "refresh": f"python bench/engines/refresh_goldens.py --engine {engine}=={release} --grid",
+        "requirements": requirements_file(engine, release).relative_to(ROOT).as_posix(),
         "unset_flags_read_as_none": produced.get("unset_flags_read_as_none", []),
     }
     if kept is not None:
@@ -810,7 +902,9 @@ def write_golden(
         functions += [f for f in provenance["functions"] if f not in functions]
         golden = {**kept, "engine_version": produced["version"]}
     FIXTURES.mkdir(parents=True, exist_ok=True)
-    path = FIXTURES / f"{engine}.json"
+    path = golden_path(engine, release)
+    if kept is None and path.exists():
+        entries = in_held_order(entries, path)
     # One case per line keeps the fixture small and its diffs readable.
     head = json.dumps(golden, indent=1, sort_keys=True)[:-2]
     lines = [json.dumps(entry, sort_keys=True, separators=(",", ":")) for entry in entries]
@@ -820,10 +914,105 @@ def write_golden(
     return path
 
 
+def write_facts(engine: str, release: str, python: Path) -> Path | None:
+    """Run the engine's fact probe in the release's environment; keep its facts under the
+    release in ``release_facts_<engine>.json`` (the other releases' as they are)."""
+    probe = FACT_PROBES.get(engine)
+    if probe is None:
+        return None
+    import closed_loop
+
+    hf = closed_loop.HF
+    given = {
+        # A default launch of each closed-loop model: the block size it resolves.
+        "models": {m: str(hf / f) for m, f, *_ in sorted(closed_loop.MODELS.values()) if f},
+        "memory_model": str(hf / "llama-3.1-8b.json"),
+        "budget_bytes": closed_loop.BUDGET_BYTES,
+        # PARD-Llama-3.2-1B drafting Llama-3.1-8B (its pard4 profile: 4 tokens), and
+        # Qwen2.5-0.5B drafting Qwen2.5-7B (vocabularies 151,936 and 152,064).
+        "pard": {"target": str(hf / "llama-3.1-8b.json"), "draft": str(hf / "llama-3.2-1b.json"),
+                 "num_speculative_tokens": 4},
+        "heterogeneous_vocab": {"target": str(hf / "qwen2.5-7b.json"),
+                                "draft": str(hf / "qwen2.5-0.5b.json"),
+                                "num_speculative_tokens": 4},
+    }  # fmt: skip
+    produced = _run(python, HERE / probe, given)
+    path = release_diff.facts_path(engine)
+    held = json.loads(path.read_text("utf-8")) if path.exists() else {"engine": engine}
+    held["what"] = (
+        "what each release resolves and refuses, run on CPU by its own classes "
+        f"(bench/engines/{probe}); source: the deciding line of that release"
+    )
+    releases = held.setdefault("releases", {})
+    releases[release] = {"engine_version": produced["version"], "facts": produced["facts"],
+                         "refresh": f"python bench/engines/refresh_goldens.py --engine "
+                         f"{engine}=={release}"}  # fmt: skip
+    held["releases"] = dict(sorted(releases.items(), key=lambda item: _release_key(item[0])))
+    path.write_text(json.dumps(held, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split(".") if part.isdigit())
+
+
+def _run(python: Path, script: Path, given: Any) -> dict[str, Any]:
+    proc = subprocess.run(
+        [str(python), str(script)], input=json.dumps(given), capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-4000:])
+        raise SystemExit(f"{script.name} failed (exit {proc.returncode})")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def refresh_closed_loop(engine: str, release: str, python: Path, family: str | None) -> Path:
+    import closed_loop
+
+    loop = closed_loop.cases(engine)
+    if family:
+        loop = [case for case in loop if case["family"] == family]
+    sent = [case for case in loop if "hf_config" in case and "fields" in case]
+    produced = run_engine(engine, python, sent, "closed_loop_{engine}.py")
+    path = golden_path(engine, release, "closed_loop")
+    path = closed_loop.write_golden(engine, loop, produced, release, path, family)
+    print(f"{path.relative_to(ROOT)}: {len(loop)} cases, {len(sent)} run in "
+          f"{engine} {produced['version']}")  # fmt: skip
+    return path
+
+
+def refresh_grid(
+    engine: str, release: str, python: Path, family: str | None, missing: bool
+) -> Path | None:
+    grid = cases(engine)
+    grid += config_cases() if engine == "vllm" else sglang_config_cases()
+    if family:
+        grid = [case for case in grid if case["family"] == family]
+    kept = _other_families(engine, release, family) if family else None
+    if missing:
+        grid, kept = _missing(engine, release, grid)
+        if not grid:
+            print(f"{golden_path(engine, release).relative_to(ROOT)} holds every case of the grid")
+            return None
+    produced = run_engine(engine, python, grid)
+    path = write_golden(engine, release, grid, produced, kept)
+    print(f"{path.relative_to(ROOT)}: {len(grid)} cases from {engine} {produced['version']}")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--engine", choices=sorted(PINS), default="vllm")
-    parser.add_argument("--venv-root", type=Path, default=Path("/tmp/kvgen_engines"))
+    parser.add_argument(
+        "--engine", default="vllm",
+        help="NAME==RELEASE (NAME alone: its newest release followed); "
+        + "; ".join(f"{name}: {', '.join(rels)}" for name, rels in RELEASES.items()),
+    )  # fmt: skip
+    parser.add_argument("--venv-root", type=Path, default=VENV_ROOT)
+    parser.add_argument(
+        "--fresh", action="store_true", help="remake the release's environment from the index"
+    )
     parser.add_argument(
         "--family",
         help="refresh only this family's cases; every other case stays as the fixture has it",
@@ -833,39 +1022,30 @@ def main(argv: list[str] | None = None) -> int:
         help="run only the grid's cases the fixture lacks (a case just added to the grid), "
         "appended after the fixture's own, which stay as they are",
     )  # fmt: skip
-    parser.add_argument(
+    part = parser.add_mutually_exclusive_group()
+    part.add_argument("--grid", action="store_true", help="only the goldens of the case grid")
+    part.add_argument(
         "--closed-loop", action="store_true",
-        help="feed kvgen plan --emit's settings to the engine (closed_loop_<engine>.json)",
+        help="only the closed loop: kvgen plan --emit's settings fed to the engine",
     )  # fmt: skip
     args = parser.parse_args(argv)
-    if args.closed_loop:
-        import closed_loop
-
-        loop = closed_loop.cases(args.engine)
-        if args.family:
-            loop = [case for case in loop if case["family"] == args.family]
-        python = ensure_venv(args.engine, args.venv_root)
-        sent = [case for case in loop if "hf_config" in case and "fields" in case]
-        produced = run_engine(args.engine, python, sent, "closed_loop_{engine}.py")
-        path = closed_loop.write_golden(args.engine, loop, produced, PINS[args.engine],
-                                        args.family)  # fmt: skip
-        print(f"{path.relative_to(ROOT)}: {len(loop)} cases, {len(sent)} run in "
-              f"{args.engine} {produced['version']}")  # fmt: skip
-        return 0
-    grid = cases(args.engine)
-    grid += config_cases() if args.engine == "vllm" else sglang_config_cases()
-    if args.family:
-        grid = [case for case in grid if case["family"] == args.family]
-    kept = _other_families(args.engine, args.family) if args.family else None
-    if args.missing:
-        grid, kept = _missing(args.engine, grid)
-        if not grid:
-            print(f"tests/fixtures/engines/{args.engine}.json holds every case of the grid")
-            return 0
-    python = ensure_venv(args.engine, args.venv_root)
-    produced = run_engine(args.engine, python, grid)
-    path = write_golden(args.engine, grid, produced, kept)
-    print(f"{path.relative_to(ROOT)}: {len(grid)} cases from {args.engine} {produced['version']}")
+    engine, release = parse_engine(args.engine)
+    python = ensure_venv(engine, args.venv_root, release, args.fresh)
+    partial = args.grid or args.closed_loop or args.family or args.missing
+    if not partial:
+        facts = write_facts(engine, release, python)
+        if facts is not None:
+            print(f"{facts.relative_to(ROOT)}: the facts of {engine} {release}")
+    if not args.closed_loop:
+        refresh_grid(engine, release, python, args.family, args.missing)
+    if args.closed_loop or not (args.grid or args.missing):
+        refresh_closed_loop(engine, release, python, args.family)
+    previous = previous_release(engine, release)
+    if not partial and previous is not None:
+        print("\n".join(release_diff.report(engine, previous, release, RELEASES[engine][0])))
+    if release not in RELEASES[engine]:
+        print(f"{engine} {release} is not in RELEASES (bench/engines/refresh_goldens.py): "
+              "add it once its fixtures are reviewed")  # fmt: skip
     return 0
 
 

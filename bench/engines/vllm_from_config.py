@@ -1,4 +1,4 @@
-"""vLLM 0.33.0's KV-cache plan for one case built from the model's config.json alone.
+"""vLLM's KV-cache plan (the release installed) for one case built from the model's config.json.
 
 Imported by ``vllm_runner.py`` inside the engine's virtual environment; imports no kvgen module
 (but the stdlib leaf saying which config fields a deployment keeps as the checkpoint has them,
@@ -64,6 +64,7 @@ import vllm.model_executor.models.bailing_moe_linear as bailing_linear_module
 import vllm.model_executor.models.falcon_h1 as falcon_h1_module
 import vllm.model_executor.models.llama as llama_module
 import vllm.model_executor.models.qwen2 as qwen2_module
+from standins import Fields
 from vllm.config import ModelConfig
 from vllm.config.vllm import VllmConfig
 from vllm.engine.arg_utils import EngineArgs
@@ -211,8 +212,8 @@ def model_config(config_json: str) -> ModelConfig:
     if not any(arch in ModelRegistry.get_supported_archs() for arch in architectures):
         try:  # vLLM's own refusal, as ModelConfig raises it once the processor loads
             ModelRegistry._raise_for_unsupported(architectures)
-        except ValueError as exc:
-            raise Refused(str(exc)) from None
+        except ValueError as exc:  # its reason, without the registry's list (every release's)
+            raise Refused(str(exc).split(" Supported architectures")[0]) from None
     try:
         model = ModelConfig(
             model=str(directory), tokenizer=str(directory), skip_tokenizer_init=True, dtype="auto"
@@ -369,6 +370,21 @@ def mamba_layers(config: Any, gdn_prefill_backend: str) -> dict[str, Any]:
     return layers
 
 
+def mla_impl() -> Any:
+    """The MLA layer's attention implementation as far as its cache spec reads it (0.34.0:
+    the fp8_ds_mla row bytes, ``MLAAttentionImpl.get_fp8_ds_mla_row_bytes``, 656, which the
+    H100's FlashMLA sparse backend does not override; only SM120's FlashInfer does)."""
+    from vllm.v1.attention.backend import MLAAttentionImpl
+
+    row_bytes = getattr(MLAAttentionImpl, "get_fp8_ds_mla_row_bytes", None)
+    if row_bytes is None:  # 0.33.0: the spec holds the 656 itself
+        return Fields("an MLAAttentionImpl (the H100's FlashMLA sparse)")
+    return Fields(
+        "an MLAAttentionImpl (the H100's FlashMLA sparse)",
+        get_fp8_ds_mla_row_bytes=lambda: row_bytes(None),
+    )
+
+
 def mla_specs(config: Any) -> dict[str, Any]:
     """An MLA model's specs from vLLM's own layer methods: ``MLAAttention.get_kv_cache_spec``
     (fp8_ds_mla: 656 B per token) and, for DeepSeek-V3.2 (``index_topk`` in the config),
@@ -385,17 +401,19 @@ def mla_specs(config: Any) -> dict[str, Any]:
         indices = [i for i in indices if kinds[i] == "attention"]
     specs = {}
     for index in indices:
-        layer = SimpleNamespace(
+        layer = Fields(
+            "vllm's MLAAttention layer",
             kv_cache_dtype=config.cache_config.cache_dtype, head_size=model.get_head_size(),
             sliding_window=None, topk_buffer_width=None,
             indexer=object() if hasattr(hf, "index_topk") else None,
-            non_causal_multi_token_decode=False,
+            non_causal_multi_token_decode=False, impl=mla_impl(),
         )  # fmt: skip
         specs[f"model.layers.{index}.self_attn.attn"] = MLAAttention.get_kv_cache_spec(
             layer, config
         )
         if hasattr(hf, "index_topk"):
-            key = SimpleNamespace(
+            key = Fields(
+                "vllm's DeepseekV32IndexerCache",
                 cache_config=config.cache_config, dtype=torch.uint8,
                 head_dim=hf.index_head_dim + hf.index_head_dim // 128 * 4,
             )  # fmt: skip

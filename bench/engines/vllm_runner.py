@@ -17,7 +17,9 @@ What runs is vLLM's code, called in the order its engine core calls it at start-
   "KV cache size" and "Maximum concurrency"),
 plus ``_max_memory_usage_bytes_from_groups`` (the per-request bound the memory check uses).
 
-Stubs (the smallest that stand in for GPU-only or model-loading parts; each named here):
+Stubs (the smallest that stand in for GPU-only or model-loading parts; each named here). Each
+is built on ``standins.py``: a field or API a release moved fails naming it and the line that
+read it. Releases run: 0.33.0 and 0.34.0 (refresh_goldens.py RELEASES).
 - ``VllmConfig``: a plain object carrying only the fields the planner reads; its properties
   ``max_concurrent_batches``, ``max_in_flight_tokens`` and ``num_prefill_lookahead_tokens``
   are vLLM's own, borrowed from the real class.
@@ -30,14 +32,19 @@ Stubs (the smallest that stand in for GPU-only or model-loading parts; each name
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from types import SimpleNamespace
 from typing import Any
 
 import torch
 import vllm
+from pydantic import ValidationError
+from standins import Fields, StandIn, bind, engine_api
+from vllm.config import AttentionConfig
 from vllm.config.speculative import SpeculativeConfig
 from vllm.config.vllm import VllmConfig
 from vllm.model_executor.models.config import MambaModelConfig
@@ -60,23 +67,34 @@ CACHE_DTYPE = {"bf16": "auto", "fp16": "auto", "fp32": "auto", "fp8": "fp8"}
 CACHE_DTYPE["fp8_ds_mla"] = "fp8_ds_mla"  # FlashMLA sparse (DeepSeek-V3.2)
 # vLLM's per-token-head CacheDTypes, by the same names as kvgen's layouts (config cases only).
 CACHE_DTYPE.update({name: name for name in ("fp8_per_token_head", "int8_per_token_head")})
+bind(vllm)
 
 
-class StubVllmConfig:
+def _borrowed(owner: Any, name: str) -> Any:
+    """A property or method of vLLM's own class that a stand-in below borrows."""
+    return engine_api(owner, name, "a stand-in in bench/engines/vllm_runner.py")
+
+
+class StubVllmConfig(StandIn):
     """Only the fields the planner reads; the derived properties are vLLM's own."""
 
-    max_concurrent_batches = VllmConfig.max_concurrent_batches
-    max_in_flight_tokens = VllmConfig.max_in_flight_tokens
-    num_prefill_lookahead_tokens = VllmConfig.num_prefill_lookahead_tokens
-    num_speculative_tokens = VllmConfig.num_speculative_tokens
-    num_lookahead_tokens = VllmConfig.num_lookahead_tokens
+    stands_for = "vllm.config.VllmConfig"
+    max_concurrent_batches = _borrowed(VllmConfig, "max_concurrent_batches")
+    max_in_flight_tokens = _borrowed(VllmConfig, "max_in_flight_tokens")
+    num_prefill_lookahead_tokens = _borrowed(VllmConfig, "num_prefill_lookahead_tokens")
+    num_speculative_tokens = _borrowed(VllmConfig, "num_speculative_tokens")
+    num_lookahead_tokens = _borrowed(VllmConfig, "num_lookahead_tokens")
+    # 0.34.0: Mamba states aligned to 16 bytes under FlashInfer ReplaySSM only (use_replayssm,
+    # off by default): a default launch aligns to 1 byte.
+    use_flashinfer_replayssm = False
 
     def __init__(self, case: dict[str, Any]) -> None:
-        self.use_v2_model_runner = False  # pp=1: V1 and V2 both give 2 concurrent batches
+        self.use_v2_model_runner = False  # pp=1 (0.33.0: V1 and V2 give 2 concurrent batches)
         spec = case.get("speculative")
         self.speculative_config = None if spec is None else StubSpeculativeConfig(spec)
         self.diffusion_config = None
-        self.scheduler_config = SimpleNamespace(
+        self.scheduler_config = Fields(
+            "vllm.config.SchedulerConfig",
             disable_hybrid_kv_cache_manager=False,
             async_scheduling=case["async_scheduling"],
             max_num_batched_tokens=case["max_num_batched_tokens"],
@@ -87,19 +105,23 @@ class StubVllmConfig:
         )
         # Cases built from config.json replace these with vLLM's own configs.
         self.model_config = StubModelConfig(case) if "layers" in case else None
-        self.parallel_config = SimpleNamespace(
+        self.parallel_config = Fields(
+            "vllm.config.ParallelConfig",
             tensor_parallel_size=1,
             pipeline_parallel_size=1,
             decode_context_parallel_size=1,
             prefill_context_parallel_size=1,
         )
-        self.attention_config = SimpleNamespace(hisparse_config=None)
-        self.device_config = SimpleNamespace(device_type="cuda")
+        # vLLM's own, at its defaults (no HiSparse; 0.34.0's DeepSeek-V3.2 hook resolves its
+        # indexer logits dtype on it: fp32 off SM100, as mqa_logits_use_mx_scales answers).
+        self.attention_config = AttentionConfig()
+        self.device_config = Fields("vllm.config.DeviceConfig", device_type="cuda")
         self.kv_transfer_config = None
 
 
 @dataclass
-class StubCacheConfig:
+class StubCacheConfig(StandIn):
+    stands_for = "vllm.config.CacheConfig"
     block_size: int
     cache_dtype: str
     kv_cache_layout: str = "LBNHC"
@@ -113,6 +135,9 @@ class StubCacheConfig:
     num_gpu_blocks: int | None = None
     kv_cache_size_tokens: int | None = None
     kv_cache_max_concurrency: float | None = None
+    # 0.34.0: as a launch with kv_cache_memory_bytes resolves it (the grid gives the budget);
+    # read only by the planner's error hint.
+    enable_extensible_kv_cache: bool = False
 
     def get_resolved_kv_cache_layout(self):  # type: ignore[no-untyped-def]
         from vllm.config.cache import _layout_from_name
@@ -120,31 +145,87 @@ class StubCacheConfig:
         return _layout_from_name(self.kv_cache_layout)
 
 
-class StubSpeculativeConfig:
-    """The drafter's method, width and parallel drafting (PARD: draft_model with
-    ``parallel_drafting``); the method predicates and ``max_num_new_slots_for_drafting`` are
-    vLLM's own. Block dropping only marks groups (no effect on sizes): off."""
+def _engine_members(cls: type) -> dict[str, Any]:
+    """``cls``'s own methods and properties (no dunders, no field defaults), for a stand-in
+    whose fields are plain values: whatever the installed release's methods compute."""
+    kinds = (property, cached_property, classmethod, staticmethod)
+    return {
+        name: value
+        for name, value in vars(cls).items()
+        if not name.startswith("__") and (inspect.isfunction(value) or isinstance(value, kinds))
+    }
 
-    use_eagle = SpeculativeConfig.use_eagle
-    use_multi_module_mtp = SpeculativeConfig.use_multi_module_mtp
-    use_dflash = SpeculativeConfig.use_dflash
-    use_dspark = SpeculativeConfig.use_dspark
-    uses_draft_model = SpeculativeConfig.uses_draft_model
-    max_num_new_slots_for_drafting = SpeculativeConfig.max_num_new_slots_for_drafting
 
-    def __init__(self, spec: dict[str, Any]) -> None:
-        self.method = spec["method"]
-        self.num_speculative_tokens = spec["num_speculative_tokens"]
-        self.parallel_drafting = spec.get("parallel_drafting", False)
-        self.draft_model_config = SimpleNamespace(
-            hf_config=SimpleNamespace(num_nextn_predict_layers=spec["draft_modules"])
+# The speculative settings a launch passes that these runners carry (as kvgen emits them).
+SPECULATIVE_SETTINGS = ("method", "num_speculative_tokens", "parallel_drafting",
+                        "use_heterogeneous_vocab")  # fmt: skip
+
+
+class StubSpeculativeConfig(
+    StandIn, type("SpeculativeConfigMembers", (), _engine_members(SpeculativeConfig))
+):
+    """vLLM's SpeculativeConfig methods and properties (the installed release's own) over
+    plain fields: the class's field defaults, the case's settings (method, width, parallel
+    drafting for PARD, use_heterogeneous_vocab) and the draft model config (``draft``: a real
+    or stand-in ModelConfig; else one whose hf_config gives the MTP module count). Block
+    dropping only marks groups (no effect on sizes): off."""
+
+    stands_for = "vllm.config.SpeculativeConfig"
+
+    def __init__(self, spec: dict[str, Any], target: Any = None, draft: Any = None) -> None:
+        for name, info in SpeculativeConfig.__pydantic_fields__.items():
+            setattr(self, name, info.get_default(call_default_factory=True))
+        for key in SPECULATIVE_SETTINGS:
+            if spec.get(key):
+                setattr(self, key, spec[key])
+        self.target_model_config = target
+        self.draft_parallel_config = None
+        self.draft_model_config = draft or Fields(
+            "the draft's vllm.config.ModelConfig",
+            hf_config=SimpleNamespace(num_nextn_predict_layers=spec["draft_modules"]),
+            verify_with_parallel_config=lambda parallel: None,  # tp 1 here; check_tp's
         )
 
     def use_eagle_block_drop(self) -> bool:
         return False
 
 
-class StubModelConfig:
+def speculative_refusal(spec: dict[str, Any], target: Any, draft: Any) -> dict[str, Any] | None:
+    """vLLM's own validation of a launch's speculative settings: a setting SpeculativeConfig
+    has no field for is refused by its pydantic validation (the engine's message, e.g.
+    "use_heterogeneous_vocab: Unexpected keyword argument"), then
+    ``SpeculativeConfig._verify_args`` runs on the stand-in (parallel drafting's method check,
+    the vocabulary check unless use_heterogeneous_vocab, ...). ``target`` and ``draft``:
+    anything with ``get_vocab_size`` (the draft's tp is checked apart: check_tp)."""
+    fields = SpeculativeConfig.__pydantic_fields__
+    for key in SPECULATIVE_SETTINGS:
+        if spec.get(key) and key not in fields:
+            try:
+                SpeculativeConfig(**{key: spec[key]})
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                loc = ".".join(str(part) for part in error["loc"])
+                return {"refused": f"{loc}: {error['msg']}" if loc else error["msg"]}
+    stand_in = StubSpeculativeConfig(spec, target, draft)
+    verify = engine_api(SpeculativeConfig, "_verify_args", "vllm_runner.speculative_refusal")
+    try:
+        verify(stand_in)
+    except ValueError as exc:
+        return {"refused": str(exc)}
+    return None
+
+
+def _vocab_model(vocab_size: int, stands_for: str) -> Any:
+    """A model config stand-in for the vocabulary check: its vocabulary size; its tp check is
+    check_tp's (run after, as before)."""
+    return Fields(
+        stands_for, get_vocab_size=lambda: vocab_size, verify_with_parallel_config=lambda p: None
+    )
+
+
+class StubModelConfig(StandIn):
+    stands_for = "vllm.config.ModelConfig"
+
     def __init__(self, case: dict[str, Any]) -> None:
         self.max_model_len = case["max_model_len"]
         self.original_max_model_len = case["max_model_len"]
@@ -267,31 +348,15 @@ def align_hybrid(config: StubVllmConfig) -> None:
         Platform._find_non_ssm_backends = saved_find
 
 
-def draft_vocab_refusal(
-    method: str, target: Any, draft: Any, heterogeneous_vocab: bool = False
-) -> dict[str, Any] | None:
-    """vLLM's own vocabulary check of a "draft_model" drafter, run on the two model configs
-    (anything with ``get_vocab_size``): its refusal, or None. ``heterogeneous_vocab``: the
-    config's use_heterogeneous_vocab, under which SpeculativeConfig._verify_args skips the
-    check (``if not self.use_heterogeneous_vocab: self.verify_equal_vocab_size_...``)."""
-    if heterogeneous_vocab:
-        if method != "draft_model":  # _verify_args' own refusal
-            return {"refused": "use_heterogeneous_vocab only works with method='draft_model'"}
-        return None
-    speculative = SimpleNamespace(
-        method=method, target_model_config=target, draft_model_config=draft
-    )
-    try:
-        SpeculativeConfig.verify_equal_vocab_size_if_draft_model(speculative)
-    except ValueError as exc:
-        return {"refused": str(exc)}
-    return None
-
-
 def run_case(case: dict[str, Any]) -> dict[str, Any]:
-    if "vocab_sizes" in case:  # the spec's target and draft vocab_size
-        target, draft = (SimpleNamespace(get_vocab_size=lambda v=v: v) for v in case["vocab_sizes"])
-        refused = draft_vocab_refusal(case["speculative"]["method"], target, draft)
+    if "speculative" in case:
+        target = draft = None
+        if "vocab_sizes" in case:  # the spec's target and draft vocab_size
+            target, draft = (
+                _vocab_model(size, f"the {role}'s vllm.config.ModelConfig")
+                for size, role in zip(case["vocab_sizes"], ("target", "draft"), strict=True)
+            )
+        refused = speculative_refusal(case["speculative"], target, draft)
         if refused is not None:
             return refused
     config = StubVllmConfig(case)
@@ -373,7 +438,7 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     )
     config.cache_config.kv_cache_layout = "LBNHC"  # as StubCacheConfig: no backend preference
     config.parallel_config = ParallelConfig(tensor_parallel_size=case["tp"])
-    config.compilation_config = SimpleNamespace(static_forward_context={})
+    config.compilation_config = Fields("vllm.config.CompilationConfig", static_forward_context={})
     try:
         defaults = from_config.engine_defaults(config, case)
         from_config.check_tp(config)
@@ -394,18 +459,27 @@ def run_config_case(case: dict[str, Any]) -> dict[str, Any]:
     if model.is_hybrid:
         for name, layer in layers.items():
             specs[name] = layer.get_kv_cache_spec(config)
+    draft = None
     if "draft_hf_config" in case:
-        # A separate draft model (speculative method "draft_model"): its attention layers
-        # join the target's KV pool, each spec marked is_draft, with the draft's own shapes.
         draft = from_config.model_config(case["draft_hf_config"])
-        refused = draft_vocab_refusal(
-            case["speculative"]["method"], model, draft,
-            case["speculative"].get("use_heterogeneous_vocab", False),
-        )  # fmt: skip
+    if "speculative" in case:
+        refused = speculative_refusal(
+            case["speculative"],
+            _vocab_model(model.get_vocab_size(), "the target's vllm.config.ModelConfig"),
+            None
+            if draft is None
+            else _vocab_model(draft.get_vocab_size(), "the draft's vllm.config.ModelConfig"),
+        )
         if refused is not None:
             return refused
-        draft_config = SimpleNamespace(
-            model_config=draft, parallel_config=config.parallel_config, cache_config=cache
+    if draft is not None:
+        # A separate draft model (speculative method "draft_model"): its attention layers
+        # join the target's KV pool, each spec marked is_draft, with the draft's own shapes.
+        draft_config = Fields(
+            "the draft's VllmConfig",
+            model_config=draft,
+            parallel_config=config.parallel_config,
+            cache_config=cache,
         )
         try:
             from_config.check_tp(draft_config)
