@@ -11,11 +11,17 @@ the parts (``_PARTS``) described in docs/api.md, "The engine policies".
 
 from contextlib import suppress
 
-from . import engines_rows, engines_sglang, engines_trtllm, engines_vllm
+from . import (
+    engines_options,
+    engines_rows,
+    engines_sglang,
+    engines_trtllm,
+    engines_vllm,
+)
+from .engines_options import _BATCH, _ONE, _ZERO, _engine_arguments
 from .engines_rows import (
     _ENGINE_MODELS,
     ENGINE_VERSIONS,
-    SSM_DTYPES,
     UNMODELLED,
     EngineCapacity,
     EngineModel,
@@ -34,8 +40,7 @@ from .engines_sglang import (
 )
 from .engines_trtllm import _derive_trtllm, _trtllm_capacity
 from .engines_vllm import (
-    GDN_PREFILL_BACKENDS,
-    MAMBA_CACHE_MODES,
+    GDN_PREFILL_BACKEND,
     VLLM_BLOCK_SIZE,
     VLLM_MAMBA_CACHE_MODE,
     VllmLayout,
@@ -46,7 +51,7 @@ from .engines_vllm import (
 )
 from .sizing_core import install
 from .sizing_kinds import _MODELS, MODELS, SPECULATIVE
-from .sizing_options import _MAX_INT, _integer, _name
+from .sizing_options import _MAX_INT, _name
 
 __all__ = ["EngineCapacity", "engine_capacity"]
 
@@ -61,11 +66,6 @@ _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
 _VLLM_LAYOUTS: dict[tuple[object, ...], VllmLayout]
 # with the draft's layers and tokens
 _SGLANG_LAYOUTS: dict[tuple[object, ...], tuple[SglangLayout, int, int]]
-
-
-def _vllm_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
 def _check_model(model: object, speculative: object, engine: str) -> EngineModel:
@@ -101,7 +101,7 @@ def engine_capacity(
     max_batch_size: int = 8,
     async_scheduling: bool = True,
     mamba_cache_mode: str = VLLM_MAMBA_CACHE_MODE,
-    gdn_prefill_backend: str = "flashinfer",
+    gdn_prefill_backend: str = GDN_PREFILL_BACKEND,
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
     ssm_dtype: str | None = None,
@@ -116,17 +116,35 @@ def engine_capacity(
     docs/api.md, "The engine policies".
     Raises ``ValueError`` naming the argument on bad input, when the engine would refuse to
     start, and (``NotModelled``, a ValueError) for a shape or mode not modelled per engine."""
+    # The default modes (by identity) and plain ints pass here; any other call has every
+    # argument checked, read by this engine or not (``_engine_arguments``).
+    if not (
+        async_scheduling is True and heterogeneous_vocab is False and ssm_dtype is None
+        and mamba_cache_mode is VLLM_MAMBA_CACHE_MODE
+        and gdn_prefill_backend is GDN_PREFILL_BACKEND
+        and swa_full_tokens_ratio is SWA_FULL_TOKENS_RATIO
+        and mamba_full_memory_ratio is MAMBA_FULL_MEMORY_RATIO
+        and mamba_radix_cache_strategy is SGLANG_MAMBA_STRATEGY
+        and type(max_num_tokens) is int and 0 < max_num_tokens <= _MAX_INT
+        and (max_batch_size is _BATCH
+             or (type(max_batch_size) is int and 0 < max_batch_size <= _MAX_INT))
+        and (tp_size is _ONE or (type(tp_size) is int and 0 < tp_size <= _MAX_INT))
+        and (block_size is None or (type(block_size) is int and 0 < block_size <= _MAX_INT))
+        and ((pp_size is _ONE and pp_rank is _ZERO)
+             or (type(pp_size) is int and type(pp_rank) is int and 0 <= pp_rank < pp_size))
+    ):  # fmt: skip
+        _engine_arguments(locals())
     if engine == "trtllm-v2":
         return _trtllm_capacity(
             model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
             tp_size, max_batch_size, pp_size, pp_rank,
         )  # fmt: skip
-    if pp_size != 1 and engine in ENGINE_VERSIONS:
+    if pp_size != 1 and (engine == "vllm" or engine == "sglang"):
         raise NotModelled(
             f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine {engine!r} "
             "here (its pools are sized for the whole model)"
         )
-    if engine == "vllm":
+    if engine == "vllm":  # every argument is checked above: the model and profile remain
         key = (model, block_size, tp_size, speculative, mamba_cache_mode, gdn_prefill_backend,
                ssm_dtype, heterogeneous_vocab)  # fmt: skip
         try:
@@ -134,8 +152,6 @@ def engine_capacity(
         except TypeError:  # an unhashable argument: named below
             plan = None
         if plan is None:
-            if type(heterogeneous_vocab) is not bool:
-                raise ValueError(f"heterogeneous_vocab must be a bool, got {heterogeneous_vocab!r}")
             # A layout with vLLM's use_heterogeneous_vocab is kept apart: by default the same
             # model and profile may be refused.
             layout_key = (model, speculative, True) if heterogeneous_vocab else (model, speculative)
@@ -144,26 +160,12 @@ def engine_capacity(
             except TypeError:  # an unhashable argument: named below
                 layout = None
             if layout is None:  # known layouts are of a model and profile checked before
-                entry = _check_model(model, speculative, engine)
-            size = block_size
-            if size is None:
-                size = VLLM_BLOCK_SIZE
-            elif type(size) is not int or not 0 < size <= _MAX_INT:
-                size = _integer("block_size", block_size, 1)
-            if mamba_cache_mode not in MAMBA_CACHE_MODES:
-                raise ValueError(
-                    f"mamba_cache_mode must be one of {MAMBA_CACHE_MODES}, got {mamba_cache_mode!r}"
-                )
-            _vllm_choice("gdn_prefill_backend", gdn_prefill_backend, GDN_PREFILL_BACKENDS)
-            if ssm_dtype is not None:
-                _vllm_choice("ssm_dtype", ssm_dtype, SSM_DTYPES)
-            tp = tp_size
-            if type(tp) is not int or not 0 < tp <= _MAX_INT:
-                tp = _integer("tp_size", tp_size, 1)
-            if layout is None:
-                layout = vllm_layout(entry, speculative, heterogeneous_vocab)
+                layout = vllm_layout(_check_model(model, speculative, engine), speculative,
+                                     heterogeneous_vocab)  # fmt: skip
                 _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2
-            plan = vllm_plan_at(layout, size, tp, mamba_cache_mode, gdn_prefill_backend, ssm_dtype)
+            size = VLLM_BLOCK_SIZE if block_size is None else int(block_size)  # numpy ints too
+            plan = vllm_plan_at(layout, size, int(tp_size), mamba_cache_mode, gdn_prefill_backend,
+                                ssm_dtype)  # fmt: skip
             if len(_VLLM_PLANS) >= 4096:
                 _VLLM_PLANS.clear()
             _VLLM_PLANS[key] = plan
@@ -183,18 +185,11 @@ def engine_capacity(
         except TypeError:  # an unhashable argument: named below
             layout_s = None
         if layout_s is None:  # known layouts are of a model and profile checked before
-            entry = _check_model(model, speculative, engine)
-        tp = tp_size
-        if type(tp) is not int or not 0 < tp <= _MAX_INT:
-            tp = _integer("tp_size", tp_size, 1)
-        ssm = ssm_dtype or "fp32"
-        if ssm not in SSM_DTYPES:
-            raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm!r}")
-        if layout_s is None:
-            layout_s = _sglang_layout(entry, speculative)
+            layout_s = _sglang_layout(_check_model(model, speculative, engine), speculative)
             _SGLANG_LAYOUTS[(model, speculative)] = layout_s  # bounded: models x profiles
         pools_of, draft_layers, draft_tokens = layout_s
-        plan_s = sglang_plan_at(pools_of, tp, ssm, draft_layers, draft_tokens)
+        plan_s = sglang_plan_at(pools_of, int(tp_size), ssm_dtype or "fp32", draft_layers,
+                                draft_tokens)  # fmt: skip
         if len(_SGLANG_PLANS) >= 4096:
             _SGLANG_PLANS.clear()
         _SGLANG_PLANS[key_s] = plan_s
@@ -215,7 +210,7 @@ def _sglang_layout(entry: EngineModel, speculative: str) -> tuple[SglangLayout, 
 
 
 # The engine policies' parts, installed in this order (each imports only those before it).
-_PARTS = (engines_rows, engines_vllm, engines_sglang, engines_trtllm)
+_PARTS = (engines_rows, engines_vllm, engines_sglang, engines_trtllm, engines_options)
 
 
 def bind(namespace: dict[str, object]) -> None:
