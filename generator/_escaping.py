@@ -117,7 +117,8 @@ def github_property(value: str) -> str:
 
 
 def _json_escape(match: re.Match[str]) -> str:
-    return json.dumps(match.group())[1:-1]  # ensure_ascii: \\uXXXX, surrogate pairs beyond BMP
+    # ensure_ascii: \\uXXXX, surrogate pairs beyond BMP
+    return json.dumps(match.group(), allow_nan=False)[1:-1]
 
 
 # Outside strings JSON text is ASCII, so any of these characters sits inside a string, where
@@ -128,5 +129,5 @@ _JSON_RAW = re.compile(r"[^\x20-\x7e\n]")
 def json_dumps(data: Any) -> str:
     """``json.dumps(data, indent=2)`` keeping printable Unicode readable, every control, format
     or separator character (U+2028 included, which ends a line in JavaScript) escaped."""
-    dumped = json.dumps(data, indent=2, ensure_ascii=False)
+    dumped = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
     return _JSON_RAW.sub(lambda m: _json_escape(m) if is_control(m.group()) else m.group(), dumped)

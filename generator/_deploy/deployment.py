@@ -67,8 +67,23 @@ def _check(path: Path, text: str, table: str, section: dict[str, Any], known: di
         if not isinstance(value, expected) or isinstance(value, bool):
             kind = {str: "a string", int: "an integer", dict: "a table"}.get(expected, "a number")
             raise _error(path, text, table, key, f"{key} must be {kind}")
-        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
-            raise _error(path, text, table, key, f"{key} must be positive")
+        problem = _invalid(key, value)
+        if problem:
+            raise _error(path, text, table, key, f"{key}: {problem}")
+
+
+def _invalid(key: str, value: Any) -> str | None:
+    """What the flag's own validator (``kvgen._units``) says of a file's number, or None: a
+    fraction in (0, 1], finite; a count in [1, 2**63 - 1]."""
+    from kvgen._units import count, fraction
+
+    check = fraction if key == "gpu_memory_utilization" else count if type(value) is int else None
+    try:
+        if check is not None:
+            check(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def read(path: Path) -> tuple[dict[str, Any], str]:
@@ -120,7 +135,7 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
     from kvgen._deploy.gpus import GpuError
     from kvgen._deploy.rank import Deployment, load_sizing, plan_rank
     from kvgen._deploy.report import as_json, text
-    from kvgen._units import parse_size
+    from kvgen._units import parse_size_with_unit
     from kvgen._weights import WeightsError
 
     data, source = read(path)
@@ -132,7 +147,7 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
         for key in ("reserve", "gpu_memory"):
             if key in entry:
                 try:
-                    sizes[key] = parse_size(entry[key])
+                    sizes[key] = parse_size_with_unit(entry[key])  # as --gpu-memory reads it
                 except ValueError as exc:
                     raise _error(path, source, table, key, f"{key}: {exc}") from None
         fraction = entry.get("gpu_memory_utilization")

@@ -117,7 +117,7 @@ class Launch:
                 out.append([flag])
                 continue
             if isinstance(value, dict):
-                value = json.dumps(value, separators=(",", ":"), sort_keys=True)
+                value = json.dumps(value, separators=(",", ":"), sort_keys=True, allow_nan=False)
             out.append([flag, str(value)])
         return out
 
@@ -385,7 +385,7 @@ def _yaml(value: Any, indent: int = 0) -> list[str]:
         if isinstance(item, dict):
             lines += [" " * indent + f"{key}:", *_yaml(item, indent + 2)]
         else:
-            lines.append(" " * indent + f"{key}: {json.dumps(item)}")
+            lines.append(" " * indent + f"{key}: {json.dumps(item, allow_nan=False)}")
     return lines
 
 
@@ -395,7 +395,7 @@ def render(launch: Launch, form: str) -> str:
         data = {"engine": launch.engine, "version": launch.version,
                 "config_class": launch.config_class, "fields": launch.fields,
                 "capacity": launch.capacity, "notes": launch.notes}  # fmt: skip
-        return json.dumps(data, indent=2) + "\n"
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
     if form == "yaml":
         return "\n".join(_yaml(launch.fields)) + "\n"
     pairs = ["  " + " ".join([arg[0], *map(_quoted, arg[1:])]) for arg in launch.args]
