@@ -31,6 +31,7 @@ __all__ = [
     "markdown",
     "markdown_code",
     "text",
+    "text_lines",
 ]
 
 
@@ -63,6 +64,16 @@ def text(value: str) -> str:
     if shown.lstrip().startswith("::"):
         shown = _COMMAND_START.sub(r"\1\\x3a", shown, count=1)
     return shown.replace(_OLD_COMMAND, "##\\x5b")
+
+
+def text_lines(value: str) -> str:
+    """kvgen's own lines of text (a report, a message) that quote untrusted values: each line
+    as ``text`` shows it, so whatever a value held, no control character reaches the terminal
+    and no line starts a workflow command. The values themselves should be ``text`` already
+    (one line each); this is the last guard, at the stream."""
+    if value.isprintable() and "::" not in value and _OLD_COMMAND not in value:
+        return value  # one printable line that cannot hold a command: the fast path
+    return "\n".join(text(line) for line in value.split("\n"))
 
 
 # Characters that structure Markdown or HTML in a pull-request comment: table cells (|), code
