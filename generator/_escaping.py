@@ -95,9 +95,27 @@ _MARKDOWN_ESCAPES = {
 _MARKDOWN_TABLE = str.maketrans(_MARKDOWN_ESCAPES)
 
 
+# What GitHub turns into a link or a notification in a comment: a URL (``scheme://``, GFM's
+# ``www.`` autolink, ``mailto:``/``xmpp:``), an e-mail address or @mention, an issue or pull
+# request reference (``#12``, ``org/repo#12``, ``GH-12``). A word (a run of characters other
+# than blanks, ``|`` and backticks) holding one goes into a code span, where GitHub links and
+# notifies nothing and the word shows as written.
+_WORD = re.compile(r"[^\s|`]+")
+_LINKS = re.compile(r"[a-z0-9]://|www\.|@\w|#\d|\bgh-\d|\b(?:mailto|xmpp):", re.IGNORECASE)
+
+
 def markdown(value: str) -> str:
-    """Markdown text (a table cell, a sentence): one line, no HTML, no table break, no link."""
-    return text(value).translate(_MARKDOWN_TABLE)
+    """Markdown text (a table cell, a sentence): one line, no HTML, no table break, no link, no
+    autolink, mention or reference (such words in code spans)."""
+    shown = text(value)
+    if not _LINKS.search(shown):
+        return shown.translate(_MARKDOWN_TABLE)
+    parts, start = [], 0
+    for word in _WORD.finditer(shown):
+        if _LINKS.search(word.group()):
+            parts += [shown[start : word.start()].translate(_MARKDOWN_TABLE), f"`{word.group()}`"]
+            start = word.end()
+    return "".join([*parts, shown[start:].translate(_MARKDOWN_TABLE)])
 
 
 def markdown_code(value: str) -> str:
