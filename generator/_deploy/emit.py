@@ -38,6 +38,7 @@ engine's configuration classes unchanged (``EngineArgs(**fields)``, ``ServerArgs
 from __future__ import annotations
 
 import json
+import shlex
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -398,9 +399,7 @@ def render(launch: Launch, form: str) -> str:
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
     if form == "yaml":
         return "\n".join(_yaml(launch.fields)) + "\n"
-    pairs = ["  " + " ".join([arg[0], *map(_quoted, arg[1:])]) for arg in launch.args]
+    # shlex.quote: a POSIX shell reads each value back as it is, whatever it holds (quotes,
+    # $(...), backticks, ;, a newline); names and numbers stay unquoted.
+    pairs = ["  " + " ".join([arg[0], *map(shlex.quote, arg[1:])]) for arg in launch.args]
     return " \\\n".join(pairs) + "\n"
-
-
-def _quoted(value: str) -> str:
-    return f"'{value}'" if any(c in value for c in " {}\"'[],:") else value
