@@ -239,11 +239,11 @@ def _checked(
 
 
 def _check_deployment(path: Path, text: str, table: str, deployment: dict[str, Any]) -> None:
-    from kvgen._units import parse_size_with_unit
+    from kvgen._units import MAX_COUNT, parse_size_with_unit
 
-    for key, value in deployment.items():
-        if isinstance(value, int) and value < 1:
-            raise _error(path, text, table, key, f"{key} must be a positive integer")
+    for key, value in deployment.items():  # the bounds of the flags (kvgen._units.count)
+        if isinstance(value, int) and not 1 <= value <= MAX_COUNT:
+            raise _error(path, text, table, key, f"{key} must be a positive integer <= 2**63 - 1")
     if "semantics" in deployment and deployment["semantics"] not in SEMANTICS:
         hint = did_you_mean(deployment["semantics"], SEMANTICS)
         message = f"semantics must be one of {', '.join(SEMANTICS)}{hint}"
