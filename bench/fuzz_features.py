@@ -4,7 +4,8 @@ shim call sequences.
     python bench/fuzz_features.py --minutes 10 --out fuzz-features-findings
 
 Spec mutants: a lint-clean seed (shipped specs, fixture specs, the valid lint corpus) parsed,
-then one to three structural edits of its newer features (chunked and cross kinds, ``reads:``,
+then one to three structural edits of its newer features (chunked and cross kinds, byte shapes
+on cross kinds, ``reads:``,
 scaled dtypes, ``index_head_dim``, ``mamba`` / ``mamba1`` states, ``extra_layers`` and drafts,
 ``acknowledge``, counts and patterns, windows and sinks, page sizes, derived head dims, raw
 byte shapes), dumped back to YAML. Each mutant is loaded and linted;
@@ -122,14 +123,19 @@ def _cross(rng: random.Random, spec: dict) -> None:
     if got is not None:
         got[2].clear()
         tokens = rng.choice(INTS[1:])
-        choice = rng.random()
-        if choice < 0.15:
-            shape = {"bytes_per_token": rng.choice((1, 1000, 4096))}
-        else:
-            shape = _attention_shape(rng)
-            if choice < 0.3:
-                shape["extra_bytes_per_token"] = rng.choice((1, 64, 132))
-        got[2].update(attention="cross", encoder_tokens=tokens, **shape)
+        got[2].update(attention="cross", encoder_tokens=tokens, **_byte_shape(rng))
+
+
+def _byte_shape(rng: random.Random) -> dict:
+    """A cross kind's shape: heads, an MLA latent, raw bytes per token, or heads with extra
+    bytes (issue 29, C4: what generate could not render while lint passed it)."""
+    choice = rng.random()
+    if choice < 0.2:
+        return {"bytes_per_token": rng.choice((1, 1000, 4096))}
+    shape = _attention_shape(rng)
+    if choice < 0.4:
+        shape["extra_bytes_per_token"] = rng.choice((0, 1, 132))
+    return shape
 
 
 def _reads(rng: random.Random, spec: dict) -> None:
@@ -260,9 +266,30 @@ def _shape(rng: random.Random, spec: dict) -> None:
         kind["extra_bytes_per_token"] = rng.choice((0, 1, 132))
 
 
+def _cross_bytes(rng: random.Random, spec: dict) -> None:
+    """A byte shape on a cross kind the spec already has (Llama 3.2 Vision's), beside the
+    cross kinds ``_cross`` makes: raw bytes per token, or extra bytes beside its heads."""
+    kinds = [
+        kind
+        for stack in _stacks(spec)
+        for kind in stack["layer_kinds"].values()
+        if isinstance(kind, dict) and kind.get("attention") == "cross"
+    ]
+    if not kinds:
+        return _cross(rng, spec)
+    kind = rng.choice(kinds)
+    if rng.random() < 0.5:
+        for key in ("kv_heads", "head_dim", "kv_lora_rank", "qk_rope_head_dim"):
+            kind.pop(key, None)
+        kind["bytes_per_token"] = rng.choice((1, 1000, 4096))
+    else:
+        kind["extra_bytes_per_token"] = rng.choice((0, 1, 132))
+    return None
+
+
 MUTATORS: tuple[Callable[[random.Random, dict], None], ...] = (
-    _chunked, _cross, _reads, _reads, _dtype, _dtype, _index_head_dim, _mamba, _mamba,
-    _speculative, _acknowledge, _layers, _window, _shape,
+    _chunked, _cross, _cross_bytes, _reads, _reads, _dtype, _dtype, _index_head_dim, _mamba,
+    _mamba, _speculative, _acknowledge, _layers, _window, _shape,
 )  # fmt: skip
 
 

@@ -57,7 +57,7 @@ WITHOUT_PROJECT = frozenset({"completion", "explain"})
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse exits 2 as well; keep its text short
         self.print_usage(sys.stderr)
-        print(f"kvgen: error: {message}", file=sys.stderr)
+        _error(f"kvgen: error: {message}")
         raise SystemExit(Exit.USAGE)
 
     def _check_value(self, action: argparse.Action, value: object) -> None:
@@ -194,19 +194,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build(config, [command] if command in COMMANDS else [])
     args = parser.parse_args(argv)
     if config_error is not None:
-        print(f"kvgen: error: {config_error}", file=sys.stderr)
+        _error(f"kvgen: error: {config_error}")
         return Exit.USAGE
     import logging  # after parsing: --version and --help never need it
 
     level = logging.ERROR if args.quiet else logging.DEBUG if args.verbose else logging.INFO
-    logging.basicConfig(level=level, format="kvgen: %(message)s", stream=sys.stderr, force=True)
+    _install_log_format(level)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return Exit.USAGE
     try:
         return int(args.func(args))
     except UsageError as exc:
-        print(f"kvgen: error: {exc}", file=sys.stderr)
+        _error(f"kvgen: error: {exc}")
         return Exit.USAGE
     except Refused as exc:  # a file kvgen will not touch (kvgen._files): a finding, not a crash
         print(exc.diagnostic.render())
@@ -221,8 +221,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Exit.FINDINGS
     except Exception as exc:  # an internal error is still a diagnostic, not a traceback
         logging.getLogger("kvgen").debug("internal error", exc_info=True)
-        print(f"kvgen: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _error(f"kvgen: internal error: {type(exc).__name__}: {exc}")
         return Exit.USAGE
+
+
+def _error(message: str) -> None:
+    """A message on stderr: it may quote a file, a ref or a generated module (untrusted), so
+    no control character and no workflow command gets through (``_escaping.text_lines``)."""
+    from kvgen._escaping import text_lines
+
+    print(text_lines(message), file=sys.stderr)
+
+
+def _install_log_format(level: int) -> None:
+    """``kvgen: <message>`` on stderr, each message escaped as ``_error`` escapes its own."""
+    import logging
+
+    from kvgen._escaping import text_lines
+
+    class Escaped(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return text_lines(super().format(record))
+
+    logging.basicConfig(level=level, format="kvgen: %(message)s", stream=sys.stderr, force=True)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(Escaped("kvgen: %(message)s"))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -31,6 +31,7 @@ __all__ = [
     "markdown",
     "markdown_code",
     "text",
+    "text_lines",
 ]
 
 
@@ -65,6 +66,16 @@ def text(value: str) -> str:
     return shown.replace(_OLD_COMMAND, "##\\x5b")
 
 
+def text_lines(value: str) -> str:
+    """kvgen's own lines of text (a report, a message) that quote untrusted values: each line
+    as ``text`` shows it, so whatever a value held, no control character reaches the terminal
+    and no line starts a workflow command. The values themselves should be ``text`` already
+    (one line each); this is the last guard, at the stream."""
+    if value.isprintable() and "::" not in value and _OLD_COMMAND not in value:
+        return value  # one printable line that cannot hold a command: the fast path
+    return "\n".join(text(line) for line in value.split("\n"))
+
+
 # Characters that structure Markdown or HTML in a pull-request comment: table cells (|), code
 # spans (`), HTML and comments (< > &), links and images ([ ] !), emphasis that could forge
 # kvgen's own **no** (* ~), and the backslash that would otherwise undo an escape.
@@ -84,9 +95,27 @@ _MARKDOWN_ESCAPES = {
 _MARKDOWN_TABLE = str.maketrans(_MARKDOWN_ESCAPES)
 
 
+# What GitHub turns into a link or a notification in a comment: a URL (``scheme://``, GFM's
+# ``www.`` autolink, ``mailto:``/``xmpp:``), an e-mail address or @mention, an issue or pull
+# request reference (``#12``, ``org/repo#12``, ``GH-12``). A word (a run of characters other
+# than blanks, ``|`` and backticks) holding one goes into a code span, where GitHub links and
+# notifies nothing and the word shows as written.
+_WORD = re.compile(r"[^\s|`]+")
+_LINKS = re.compile(r"[a-z0-9]://|www\.|@\w|#\d|\bgh-\d|\b(?:mailto|xmpp):", re.IGNORECASE)
+
+
 def markdown(value: str) -> str:
-    """Markdown text (a table cell, a sentence): one line, no HTML, no table break, no link."""
-    return text(value).translate(_MARKDOWN_TABLE)
+    """Markdown text (a table cell, a sentence): one line, no HTML, no table break, no link, no
+    autolink, mention or reference (such words in code spans)."""
+    shown = text(value)
+    if not _LINKS.search(shown):
+        return shown.translate(_MARKDOWN_TABLE)
+    parts, start = [], 0
+    for word in _WORD.finditer(shown):
+        if _LINKS.search(word.group()):
+            parts += [shown[start : word.start()].translate(_MARKDOWN_TABLE), f"`{word.group()}`"]
+            start = word.end()
+    return "".join([*parts, shown[start:].translate(_MARKDOWN_TABLE)])
 
 
 def markdown_code(value: str) -> str:
@@ -117,7 +146,8 @@ def github_property(value: str) -> str:
 
 
 def _json_escape(match: re.Match[str]) -> str:
-    return json.dumps(match.group())[1:-1]  # ensure_ascii: \\uXXXX, surrogate pairs beyond BMP
+    # ensure_ascii: \\uXXXX, surrogate pairs beyond BMP
+    return json.dumps(match.group(), allow_nan=False)[1:-1]
 
 
 # Outside strings JSON text is ASCII, so any of these characters sits inside a string, where
@@ -128,5 +158,5 @@ _JSON_RAW = re.compile(r"[^\x20-\x7e\n]")
 def json_dumps(data: Any) -> str:
     """``json.dumps(data, indent=2)`` keeping printable Unicode readable, every control, format
     or separator character (U+2028 included, which ends a line in JavaScript) escaped."""
-    dumped = json.dumps(data, indent=2, ensure_ascii=False)
+    dumped = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
     return _JSON_RAW.sub(lambda m: _json_escape(m) if is_control(m.group()) else m.group(), dumped)

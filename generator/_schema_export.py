@@ -88,7 +88,7 @@ def export_schema() -> str:
     schema["$schema"] = DRAFT
     schema["$id"] = SCHEMA_ID
     _add_validator_constraints(schema)
-    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def schema_diff(path: Path, fresh: str) -> str:

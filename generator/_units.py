@@ -23,9 +23,11 @@ __all__ = [
     "KiB",
     "MiB",
     "TiB",
+    "count",
     "engine_bytes",
     "format_bytes",
     "format_size",
+    "fraction",
     "parse_size",
     "parse_size_with_unit",
     "positive_int",
@@ -205,13 +207,38 @@ def token_count(text: str) -> int:
 
 
 def positive_int(text: str) -> int:
-    """An argparse ``type=`` for counts such as max_batch_size."""
+    """An argparse ``type=`` for counts such as max_batch_size (``count``)."""
     try:
         value = int(text) if len(text) <= 64 else 0
     except ValueError:
         value = 0
-    if not 1 <= value <= MAX_COUNT:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive integer up to 2**63 - 1, got {_shown(text)}"
-        )
+    try:
+        return count(value, shown=_shown(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def count(value: object, shown: str | None = None) -> int:
+    """A count as the flags take it (``--max-batch-size``, ``--tp-size``, ``--gpus``) and a
+    file gives it: an int in [1, 2**63 - 1], never a bool or a float; ``ValueError`` otherwise
+    (``shown``: the value as the user wrote it)."""
+    if type(value) is not int or not 1 <= value <= MAX_COUNT:
+        got = shown if shown is not None else _shown_value(value)
+        raise ValueError(f"expected a positive integer up to 2**63 - 1, got {got}")
     return value
+
+
+def fraction(value: object, shown: str | None = None) -> float:
+    """A memory fraction as ``--gpu-memory-utilization`` takes it and a file gives it: a finite
+    number in (0, 1] (never NaN, an infinity, a bool or a string), as a float; ``ValueError``
+    otherwise."""
+    if type(value) not in (int, float) or not 0 < value <= 1:  # type: ignore[operator]
+        got = shown if shown is not None else _shown_value(value)
+        raise ValueError(f"expected a fraction in (0, 1], got {got}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _shown_value(value: object) -> str:
+    # A value read from a file, as TOML wrote it where it can (nan, inf, 7); long ones cut.
+    text = _shown(value) if isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"

@@ -34,6 +34,7 @@ RUNTIME_MODULES = (
     "engines_vllm",
     "engines_sglang",
     "engines_trtllm",
+    "engines_options",
     "engines_core",
 )
 

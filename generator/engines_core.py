@@ -12,11 +12,17 @@ the parts (``_PARTS``) described in docs/api.md, "The engine policies".
 from contextlib import suppress
 from typing import Any
 
-from . import engines_rows, engines_sglang, engines_trtllm, engines_vllm
+from . import (
+    engines_options,
+    engines_rows,
+    engines_sglang,
+    engines_trtllm,
+    engines_vllm,
+)
+from .engines_options import _BATCH, _ONE, _ZERO, _engine_arguments
 from .engines_registry import DEFAULT_MAX_BATCH_SIZE, SPELLINGS, Release, release
 from .engines_rows import (
     _ENGINE_MODELS,
-    SSM_DTYPES,
     UNMODELLED,
     EngineCapacity,
     EngineModel,
@@ -34,8 +40,7 @@ from .engines_sglang import (
 )
 from .engines_trtllm import _derive_trtllm, _trtllm_capacity
 from .engines_vllm import (
-    GDN_PREFILL_BACKENDS,
-    MAMBA_CACHE_MODES,
+    GDN_PREFILL_BACKEND,
     VLLM_MAMBA_CACHE_MODE,
     VllmLayout,
     VllmPlan,
@@ -45,7 +50,7 @@ from .engines_vllm import (
 )
 from .sizing_core import install
 from .sizing_kinds import _MODELS, MODELS, SPECULATIVE
-from .sizing_options import _MAX_INT, _integer, _name
+from .sizing_options import _MAX_INT, _name
 
 __all__ = ["EngineCapacity", "engine_capacity"]
 
@@ -63,11 +68,6 @@ _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
 _VLLM_LAYOUTS: dict[tuple[object, ...], VllmLayout]
 # with the draft's layers and tokens
 _SGLANG_LAYOUTS: dict[tuple[object, ...], tuple[SglangLayout, int, int]]
-
-
-def _vllm_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
 def _check_model(model: object, speculative: object) -> EngineModel:
@@ -109,7 +109,7 @@ def engine_capacity(
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     async_scheduling: bool = True,
     mamba_cache_mode: str = VLLM_MAMBA_CACHE_MODE,
-    gdn_prefill_backend: str = "flashinfer",
+    gdn_prefill_backend: str = GDN_PREFILL_BACKEND,
     swa_full_tokens_ratio: float = SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = MAMBA_FULL_MEMORY_RATIO,
     ssm_dtype: str | None = None,
@@ -132,6 +132,24 @@ def engine_capacity(
     if hit is None:
         hit = _ENGINE_HOOKS[release(engine).spelling]  # ValueError naming the engines modelled
     found, answer = hit
+    # The default modes (by identity) and plain ints pass here; any other call has every
+    # argument checked, read by this engine or not (``_engine_arguments``).
+    if not (
+        async_scheduling is True and heterogeneous_vocab is False and ssm_dtype is None
+        and mamba_cache_mode is VLLM_MAMBA_CACHE_MODE
+        and gdn_prefill_backend is GDN_PREFILL_BACKEND
+        and swa_full_tokens_ratio is SWA_FULL_TOKENS_RATIO
+        and mamba_full_memory_ratio is MAMBA_FULL_MEMORY_RATIO
+        and mamba_radix_cache_strategy is SGLANG_MAMBA_STRATEGY
+        and type(max_num_tokens) is int and 0 < max_num_tokens <= _MAX_INT
+        and (max_batch_size is _BATCH
+             or (type(max_batch_size) is int and 0 < max_batch_size <= _MAX_INT))
+        and (tp_size is _ONE or (type(tp_size) is int and 0 < tp_size <= _MAX_INT))
+        and (block_size is None or (type(block_size) is int and 0 < block_size <= _MAX_INT))
+        and ((pp_size is _ONE and pp_rank is _ZERO)
+             or (type(pp_size) is int and type(pp_rank) is int and 0 <= pp_rank < pp_size))
+    ):  # fmt: skip
+        _engine_arguments(locals())
     unanswered = found.unanswered()  # a release only kvgen's planners answer for
     if unanswered is not None:
         raise NotModelled(unanswered)
@@ -183,9 +201,7 @@ def _vllm_answer(
         plan = _VLLM_PLANS.get(key)
     except TypeError:  # an unhashable argument: named below
         plan = None
-    if plan is None:
-        if type(heterogeneous_vocab) is not bool:
-            raise ValueError(f"heterogeneous_vocab must be a bool, got {heterogeneous_vocab!r}")
+    if plan is None:  # every argument is checked by engine_capacity: the model and profile remain
         # A layout with vLLM's use_heterogeneous_vocab is kept apart: by default the same
         # model and profile may be refused.
         layout_key = (model, speculative, True) if heterogeneous_vocab else (model, speculative)
@@ -194,23 +210,11 @@ def _vllm_answer(
         except TypeError:  # an unhashable argument: named below
             layout = None
         if layout is None:  # known layouts are of a model and profile checked before
-            entry = _check_model(model, speculative)
-        if type(size) is not int or not 0 < size <= _MAX_INT:
-            size = _integer("block_size", block_size, 1)
-        if mamba_cache_mode not in MAMBA_CACHE_MODES:
-            raise ValueError(
-                f"mamba_cache_mode must be one of {MAMBA_CACHE_MODES}, got {mamba_cache_mode!r}"
-            )
-        _vllm_choice("gdn_prefill_backend", gdn_prefill_backend, GDN_PREFILL_BACKENDS)
-        if ssm_dtype is not None:
-            _vllm_choice("ssm_dtype", ssm_dtype, SSM_DTYPES)
-        tp = tp_size
-        if type(tp) is not int or not 0 < tp <= _MAX_INT:
-            tp = _integer("tp_size", tp_size, 1)
-        if layout is None:
-            layout = vllm_layout(entry, speculative, heterogeneous_vocab)
+            layout = vllm_layout(_check_model(model, speculative), speculative,
+                                 heterogeneous_vocab)  # fmt: skip
             _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2
-        plan = vllm_plan_at(layout, size, tp, mamba_cache_mode, gdn_prefill_backend, ssm_dtype)
+        plan = vllm_plan_at(layout, int(size), int(tp_size), mamba_cache_mode,  # numpy ints too
+                            gdn_prefill_backend, ssm_dtype)  # fmt: skip
         if len(_VLLM_PLANS) >= 4096:
             _VLLM_PLANS.clear()
         _VLLM_PLANS[key] = plan
@@ -240,17 +244,11 @@ def _sglang_answer(
             layout_s = None
         if layout_s is None:  # known layouts are of a model and profile checked before
             entry = _sglang_drafts(_check_model(model, speculative), speculative)
-        tp = tp_size
-        if type(tp) is not int or not 0 < tp <= _MAX_INT:
-            tp = _integer("tp_size", tp_size, 1)
-        ssm = ssm_dtype or "fp32"
-        if ssm not in SSM_DTYPES:
-            raise ValueError(f"ssm_dtype must be one of {SSM_DTYPES}, got {ssm!r}")
-        if layout_s is None:
             layout_s = _sglang_layout(entry, speculative)
             _SGLANG_LAYOUTS[(model, speculative)] = layout_s  # bounded: models x profiles
         pools_of, draft_layers, draft_tokens = layout_s
-        plan_s = sglang_plan_at(pools_of, tp, ssm, draft_layers, draft_tokens)
+        plan_s = sglang_plan_at(pools_of, int(tp_size), ssm_dtype or "fp32", draft_layers,
+                                draft_tokens)  # fmt: skip
         if len(_SGLANG_PLANS) >= 4096:
             _SGLANG_PLANS.clear()
         _SGLANG_PLANS[key_s] = plan_s
@@ -271,7 +269,7 @@ def _sglang_layout(entry: EngineModel, speculative: str) -> tuple[SglangLayout, 
 
 
 # The engine policies' parts, installed in this order (each imports only those before it).
-_PARTS = (engines_rows, engines_vllm, engines_sglang, engines_trtllm)
+_PARTS = (engines_rows, engines_vllm, engines_sglang, engines_trtllm, engines_options)
 
 
 def bind(namespace: dict[str, object]) -> None:

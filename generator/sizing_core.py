@@ -365,7 +365,9 @@ def max_blocks_per_seq(
     """ceil((S + H) / tpb), rounded up to a multiple of 4 (the block-table width) (§4); under
     decode context parallelism a page spans tpb * dcp_size tokens (§9)."""
     options = _options(model, speculative, 1, 1, max_seq_len, overlap_slack=overlap_slack)
-    dcp = dcp_size if type(dcp_size) is int and dcp_size > 0 else _integer("dcp_size", dcp_size, 1)
+    dcp = dcp_size
+    if type(dcp) is not int or not 0 < dcp <= _MAX_INT:
+        dcp = _integer("dcp_size", dcp_size, 1)
     head = _headroom(_PROFILES[options[_SPECULATIVE_AT]], options[_OVERLAP_SLACK_AT])
     blocks = -(-(options[_SEQ_LEN_AT] + head) // (TOKENS_PER_BLOCK * dcp))
     return -(-blocks // 4) * 4

@@ -114,12 +114,19 @@ def _integer(
     return number
 
 
+def _real(value: object) -> float | None:
+    """A real number (int, float, numpy, Decimal, Fraction) as a float, else None (a bool too)."""
+    if isinstance(value, bool | str | bytes | bytearray) or not hasattr(type(value), "__float__"):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 def _fraction(argument: str, value: object) -> float:
     """A real number in (0, 1] as a float (numpy floats too); never a bool or a string."""
-    try:
-        number = None if isinstance(value, bool | str | bytes) else float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        number = None
+    number = _real(value)
     if number is None or not 0.0 < number <= 1.0:
         raise ValueError(f"{argument} must be in (0, 1], got {_shown(value)}")
     return number

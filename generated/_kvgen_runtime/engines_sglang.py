@@ -23,7 +23,7 @@ from .engines_rows import (
 )
 from .facts import DTYPE_BYTES
 from .sizing_kinds import _new, _Record
-from .sizing_options import _MAX_INT, _shown
+from .sizing_options import _MAX_INT, _real, _shown
 
 SGLANG_PAGE_SIZE = newest(SGLANG).block_size  # ServerArgs page_size
 SWA_FULL_TOKENS_RATIO = 0.8
@@ -391,22 +391,17 @@ def sglang_sliding_tokens(plan: SglangPlan, max_seq_len: int, page_size: int) ->
     return min(max_seq_len, plan.window + page_size)
 
 
-def _sglang_ratios(swa: object, mamba: object) -> None:
-    """ValueError naming the ratio that SGLang would not take: the sliding pool is a share
-    (0, 1] of the full pool's tokens, the Mamba state a positive multiple of its memory."""
-    for argument, value, most in (
-        ("swa_full_tokens_ratio", swa, 1.0),
-        ("mamba_full_memory_ratio", mamba, float("inf")),
-    ):
-        if type(value) is float and 0.0 < value <= most and value != float("inf"):
-            continue
-        try:
-            number = None if isinstance(value, bool | str | bytes) else float(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError, OverflowError):
-            number = None
-        if number is None or not 0.0 < number <= most or number == float("inf"):
-            bound = "in (0, 1]" if most == 1.0 else "a positive finite number"
-            raise ValueError(f"{argument} must be {bound}, got {_shown(value)}")
+def _sglang_ratios(swa: object, mamba: object) -> tuple[float, float]:
+    """The two ratios as floats (any real number: numpy, Decimal), or ValueError naming the
+    one SGLang would not take: the sliding pool is a share (0, 1] of the full pool's tokens,
+    the Mamba state a positive finite multiple of its memory."""
+    share, multiple = _real(swa), _real(mamba)
+    if share is None or not 0.0 < share <= 1.0:
+        raise ValueError(f"swa_full_tokens_ratio must be in (0, 1], got {_shown(swa)}")
+    if multiple is None or not 0.0 < multiple < _INFINITY:
+        bound = "a positive finite number"
+        raise ValueError(f"mamba_full_memory_ratio must be {bound}, got {_shown(mamba)}")
+    return share, multiple
 
 
 def sglang_capacity(
@@ -426,7 +421,7 @@ def sglang_capacity(
     if not (
         type(swa) is float and type(mamba) is float and 0.0 < swa <= 1.0 and 0.0 < mamba < _INFINITY
     ):
-        _sglang_ratios(swa, mamba)
+        swa, mamba = _sglang_ratios(swa, mamba)
     if not (
         type(budget_bytes) is int
         and type(max_seq_len) is int

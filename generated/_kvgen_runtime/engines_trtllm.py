@@ -65,7 +65,7 @@ def _trtllm_capacity(
             "divide by it (tensorrt_llm/_torch/modules/attention.py asserts "
             "num_heads % tp_size == 0)"
         )
-    if block_size is not None and block_size != TOKENS_PER_BLOCK:
+    if block_size is not None and (type(block_size) is not int or block_size != TOKENS_PER_BLOCK):
         _integer("block_size", block_size, 1)
         raise NotModelled(
             f"block_size must be {TOKENS_PER_BLOCK} (the spec's tokens_per_block) for "

@@ -34,6 +34,7 @@ MAMBA_CACHE_MODES = ("none", "align")
 # vLLM's default: prefix caching is on for hybrids, which selects "align" (MambaModelConfig).
 VLLM_MAMBA_CACHE_MODE = "align"
 GDN_PREFILL_BACKENDS = ("flashinfer", "triton")  # FlashInfer: the SM90 (H100/H200) default
+GDN_PREFILL_BACKEND = GDN_PREFILL_BACKENDS[0]
 
 
 class VllmGroups(_Record):

@@ -29,13 +29,16 @@ __all__ = ["add_arguments", "request", "run", "wanted"]
 
 
 def _fraction(text: str) -> float:
+    from kvgen._units import fraction  # the check a deployment file's value goes through too
+
     try:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text!r}")
-    return value
+    try:
+        return fraction(value, shown=repr(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

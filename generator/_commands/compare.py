@@ -415,7 +415,7 @@ def run(args: argparse.Namespace) -> int:
         plot(family, args.model, args, result)
         log.info("wrote %s", args.plot)
     if args.format == "json":
-        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        sys.stdout.write(json.dumps(result, indent=2, allow_nan=False) + "\n")
     else:
         sys.stdout.write(markdown(result) if args.format == "markdown" else text(result))
     failed = any("error" in row for row in result["engines"])

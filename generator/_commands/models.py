@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> Exit:
     selected = select(all_rows, args.names) if args.names else all_rows
     if args.format == "json":
         data = [{**asdict(r), "profiles": list(r.profiles)} for r in selected]
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
     else:
         sys.stdout.write(text(selected))
     return Exit.OK

@@ -200,7 +200,7 @@ def _requests(args: argparse.Namespace, engine: Release) -> Exit:
     fits = args.gpu_memory is None or need.total <= args.gpu_memory
     if args.format == "json":
         data = {**asdict(need), "total": need.total, "fits": fits, "gpu_memory": args.gpu_memory}
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
     else:
         lines = [
             f"{need.family}/{need.model}, speculative {need.speculative}, "
@@ -318,7 +318,7 @@ def as_json(plan) -> str:
     data = asdict(plan)
     data["engine"] = plan.engine.engine.label
     data["fits"] = plan.fits
-    return json.dumps(data, indent=2) + "\n"
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
 def human_tokens(value: float) -> str:

@@ -60,24 +60,42 @@ def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageEr
 
 
 def _check(path: Path, text: str, table: str, section: dict[str, Any], known: dict) -> None:
+    from kvgen._escaping import text as shown
     from kvgen._suggest import did_you_mean
 
-    where = f"[{table}]" if table else "the top level"
+    where = f"[{shown(table)}]" if table else "the top level"
     for key, value in section.items():
         if key not in known:
             hint = did_you_mean(key, known) or f" (known keys: {', '.join(known)})"
-            raise _error(path, text, table, key, f"unknown key '{key}' in {where}{hint}")
+            message = f"unknown key '{shown(key)}' in {where}{hint}"
+            raise _error(path, text, table, key, message)
         expected = known[key]
         if not isinstance(value, expected) or isinstance(value, bool):
             kind = {str: "a string", int: "an integer", dict: "a table"}.get(expected, "a number")
             raise _error(path, text, table, key, f"{key} must be {kind}")
-        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
-            raise _error(path, text, table, key, f"{key} must be positive")
+        problem = _invalid(key, value)
+        if problem:
+            raise _error(path, text, table, key, f"{key}: {problem}")
+
+
+def _invalid(key: str, value: Any) -> str | None:
+    """What the flag's own validator (``kvgen._units``) says of a file's number, or None: a
+    fraction in (0, 1], finite; a count in [1, 2**63 - 1]."""
+    from kvgen._units import count, fraction
+
+    check = fraction if key == "gpu_memory_utilization" else count if type(value) is int else None
+    try:
+        if check is not None:
+            check(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def read(path: Path) -> tuple[dict[str, Any], str]:
     """The checked table of a deployment file and its text (for positions)."""
     from kvgen._config import decode_toml_text, toml_error, tomllib
+    from kvgen._escaping import text as shown
     from kvgen._files import Refused, read_bytes
     from kvgen._nesting import MAX_DEPTH, position, toml_too_deep
     from kvgen.engines_registry import release
@@ -109,16 +127,16 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
     for name, entry in data["models"].items():
         table = f"models.{name}"
         if not isinstance(entry, dict):
-            raise _error(path, text, "models", name, f"[{table}] must be a table")
+            raise _error(path, text, "models", name, f"[{shown(table)}] must be a table")
         _check(path, text, table, entry, MODEL_KEYS)
         missing = [key for key in REQUIRED if key not in entry]
         if missing:
             line = _header_line(text, table)
-            raise UsageError(f"{display}:{line}:1: [{table}] needs {', '.join(missing)}")
+            raise UsageError(f"{display}:{line}:1: [{shown(table)}] needs {', '.join(missing)}")
         try:
             release(entry["engine"])
         except ValueError as exc:
-            raise _error(path, text, table, "engine", str(exc)) from None
+            raise _error(path, text, table, "engine", shown(str(exc))) from None
     return data, text
 
 
@@ -132,7 +150,9 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
     from kvgen._deploy.gpus import GpuError
     from kvgen._deploy.rank import Deployment, load_sizing, plan_rank
     from kvgen._deploy.report import as_json, text
-    from kvgen._units import parse_size
+    from kvgen._escaping import text as shown
+    from kvgen._escaping import text_lines
+    from kvgen._units import parse_size_with_unit
     from kvgen._weights import WeightsError
     from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS, release
 
@@ -145,7 +165,7 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
         for key in ("reserve", "gpu_memory"):
             if key in entry:
                 try:
-                    sizes[key] = parse_size(entry[key])
+                    sizes[key] = parse_size_with_unit(entry[key])  # as --gpu-memory reads it
                 except ValueError as exc:
                     raise _error(path, source, table, key, f"{key}: {exc}") from None
         weights = entry.get("weights")
@@ -171,7 +191,7 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
             raise _error(path, source, "", "gpu", str(exc)) from None
         except (WeightsError, ValueError) as exc:
             where = f"{Path(os.path.relpath(path)).as_posix()}:{_header_line(source, table)}:1"
-            raise UsageError(f"{where}: [{table}]: {exc}") from None
+            raise UsageError(f"{where}: [{shown(table)}]: {exc}") from None
     gpus = data.get("gpus")
     over = gpus is not None and used > gpus
     if form == "json":
@@ -179,9 +199,10 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
     elif form in ("args", "yaml"):
         sys.stdout.write(_launches(plans, form))
     else:
-        sys.stdout.write(_table(data, plans, used))
+        # The names are the file's (escaped where they go in); each line is guarded again.
+        sys.stdout.write(text_lines(_table(data, plans, used)))
         for name, plan in plans:
-            sys.stdout.write(f"\n[{name}]\n" + text(plan))
+            sys.stdout.write(text_lines(f"\n[{shown(name)}]\n" + text(plan)))
     if over:
         print(f"kvgen: the models need {used} GPUs; the node has {gpus}", file=sys.stderr)
     fits = all(plan.fits for _, plan in plans) and not over
@@ -222,19 +243,20 @@ def _launches(plans: list, form: str) -> str:
 
 
 def _table(data: dict[str, Any], plans: list, used: int) -> str:
+    from kvgen._escaping import text as shown
     from kvgen._units import format_size
 
     rows = [["model", "engine", "GPUs", "KV budget/rank", "KV tokens", "max concurrency", "fits"]]
     for name, plan in plans:
         cap = plan.launch.capacity if plan.launch else None
         rows.append([
-            name, plan.deployment.engine.engine.label,
+            shown(name), plan.deployment.engine.engine.label,
             str(plan.deployment.gpus or plan.deployment.tp_size),
             format_size(plan.kv_budget), f"{cap['kv_tokens']:,}" if cap else "-",
             f"{cap['max_concurrency']:.3f}" if cap else "-", "yes" if plan.fits else "no",
         ])  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    head = f"node: {data.get('gpus', '?')} x {data['gpu']}, {used} GPUs used\n"
+    head = f"node: {data.get('gpus', '?')} x {shown(data['gpu'])}, {used} GPUs used\n"
     return head + "".join(
         "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n"
         for row in rows

@@ -38,6 +38,7 @@ engine's configuration classes unchanged (``EngineArgs(**fields)``, ``ServerArgs
 from __future__ import annotations
 
 import json
+import shlex
 import types
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -73,7 +74,7 @@ class Launch:
                 out.append([flag])
                 continue
             if isinstance(value, dict):
-                value = json.dumps(value, separators=(",", ":"), sort_keys=True)
+                value = json.dumps(value, separators=(",", ":"), sort_keys=True, allow_nan=False)
             out.append([flag, str(value)])
         return out
 
@@ -387,7 +388,7 @@ def _yaml(value: Any, indent: int = 0) -> list[str]:
         if isinstance(item, dict):
             lines += [" " * indent + f"{key}:", *_yaml(item, indent + 2)]
         else:
-            lines.append(" " * indent + f"{key}: {json.dumps(item)}")
+            lines.append(" " * indent + f"{key}: {json.dumps(item, allow_nan=False)}")
     return lines
 
 
@@ -397,12 +398,10 @@ def render(launch: Launch, form: str) -> str:
         data = {"engine": launch.engine, "version": launch.version,
                 "config_class": launch.config_class, "fields": launch.fields,
                 "capacity": launch.capacity, "notes": launch.notes}  # fmt: skip
-        return json.dumps(data, indent=2) + "\n"
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
     if form == "yaml":
         return "\n".join(_yaml(launch.fields)) + "\n"
-    pairs = ["  " + " ".join([arg[0], *map(_quoted, arg[1:])]) for arg in launch.args]
+    # shlex.quote: a POSIX shell reads each value back as it is, whatever it holds (quotes,
+    # $(...), backticks, ;, a newline); names and numbers stay unquoted.
+    pairs = ["  " + " ".join([arg[0], *map(shlex.quote, arg[1:])]) for arg in launch.args]
     return " \\\n".join(pairs) + "\n"
-
-
-def _quoted(value: str) -> str:
-    return f"'{value}'" if any(c in value for c in " {}\"'[],:") else value

@@ -90,4 +90,4 @@ def data(plan: RankPlan) -> dict[str, Any]:
 
 def as_json(plans: list[RankPlan]) -> str:
     body: Any = data(plans[0]) if len(plans) == 1 else [data(p) for p in plans]
-    return json.dumps(body, indent=2) + "\n"
+    return json.dumps(body, indent=2, allow_nan=False) + "\n"

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, cast
 
 from kvgen import engines_registry
 from kvgen._engines import _sglang, _trtllm, _vllm
+from kvgen.engines_options import _BATCH, _ONE, _ZERO, _engine_arguments
 from kvgen.engines_registry import (
     DEFAULT_MAX_BATCH_SIZE,
     SPELLINGS,
@@ -34,8 +35,14 @@ from kvgen.engines_registry import (
     release,
 )
 from kvgen.engines_rows import EngineCapacity, NotModelled
-from kvgen.engines_sglang import sglang_capacity
-from kvgen.engines_vllm import vllm_capacity
+from kvgen.engines_sglang import (
+    MAMBA_FULL_MEMORY_RATIO,
+    SGLANG_MAMBA_STRATEGY,
+    SWA_FULL_TOKENS_RATIO,
+    sglang_capacity,
+)
+from kvgen.engines_vllm import GDN_PREFILL_BACKEND, VLLM_MAMBA_CACHE_MODE, vllm_capacity
+from kvgen.sizing_options import _MAX_INT, _integer
 
 __all__ = [
     "ENGINES",
@@ -110,9 +117,17 @@ def _remember(key: tuple[object, ...], family: Family, plan: object) -> None:
 
 
 def _positive(name: str, value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+    return _integer(name, value, 1)  # numpy ints too, at most 64 bits, never a bool or float
+
+
+def _family(family: object) -> None:
+    """ValueError unless ``family`` is a loaded spec (checked where a plan is built: a warm
+    call finds its family's plan by identity)."""
+    from kvgen._spec import Family
+
+    if not isinstance(family, Family):
+        kind = type(family).__name__
+        raise ValueError(f"family must be a kvgen.Family (kvgen.load_family(path)), got {kind}")
 
 
 def _model(family: Family, name: str):  # type: ignore[no-untyped-def]
@@ -150,7 +165,7 @@ def engine_capacity(
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     async_scheduling: bool = True,
     mamba_cache_mode: str = _vllm.VLLM_MAMBA_CACHE_MODE,
-    gdn_prefill_backend: str = "flashinfer",
+    gdn_prefill_backend: str = GDN_PREFILL_BACKEND,
     swa_full_tokens_ratio: float = _sglang.SWA_FULL_TOKENS_RATIO,
     mamba_full_memory_ratio: float = _sglang.MAMBA_FULL_MEMORY_RATIO,
     ssm_dtype: str | None = None,
@@ -185,6 +200,24 @@ def engine_capacity(
     size a draft whatever its vocabulary and do not read it.
     """
     found = _release(engine)
+    # The default modes (by identity) and plain ints pass here; any other call has every
+    # argument checked, read by this engine or not, as the generated modules do.
+    if not (
+        async_scheduling is True and heterogeneous_vocab is False and ssm_dtype is None
+        and mamba_cache_mode is VLLM_MAMBA_CACHE_MODE
+        and gdn_prefill_backend is GDN_PREFILL_BACKEND
+        and swa_full_tokens_ratio is SWA_FULL_TOKENS_RATIO
+        and mamba_full_memory_ratio is MAMBA_FULL_MEMORY_RATIO
+        and mamba_radix_cache_strategy is SGLANG_MAMBA_STRATEGY
+        and type(max_num_tokens) is int and 0 < max_num_tokens <= _MAX_INT
+        and (max_batch_size is _BATCH
+             or (type(max_batch_size) is int and 0 < max_batch_size <= _MAX_INT))
+        and (tp_size is _ONE or (type(tp_size) is int and 0 < tp_size <= _MAX_INT))
+        and (block_size is None or (type(block_size) is int and 0 < block_size <= _MAX_INT))
+        and ((pp_size is _ONE and pp_rank is _ZERO)
+             or (type(pp_size) is int and type(pp_rank) is int and 0 <= pp_rank < pp_size))
+    ):  # fmt: skip
+        _engine_arguments({k: v for k, v in locals().items() if k != "family"})
     unanswered = found.unanswered()  # a release only kvgen's planners answer for
     if unanswered is not None:
         raise NotModelled(unanswered)
@@ -222,11 +255,13 @@ def _trtllm_answer(
     heterogeneous_vocab: bool,
 ) -> EngineCapacity:  # fmt: skip
     """TensorRT-LLM V2: the policy itself, on the module bound at that page size."""
-    size = family.tokens_per_block if block_size is None else block_size
-    if type(size) is not int or size < 1:
-        size = _positive("block_size", block_size)
+    size = getattr(family, "tokens_per_block", 0) if block_size is None else block_size
     bound = _trtllm._SIZING.get((id(family), size))  # the bound module, as sizing() finds it
-    module = bound[1] if bound is not None and bound[0] is family else _trtllm.sizing(family, size)
+    if bound is not None and bound[0] is family:
+        module = bound[1]
+    else:
+        _family(family)
+        module = _trtllm.sizing(family, size)
     capacity: EngineCapacity = module._trtllm_capacity(
         model, budget_bytes, max_seq_len, max_num_tokens, None, speculative, tp_size,
         max_batch_size, pp_size, pp_rank,
@@ -302,6 +337,7 @@ def _build_vllm(
     ssm_dtype: str | None,
     heterogeneous_vocab: bool = False,
 ) -> _vllm.VllmPlan:
+    _family(family)
     for name, value, choices in (
         ("mamba_cache_mode", mamba_cache_mode, _vllm.MAMBA_CACHE_MODES),
         ("gdn_prefill_backend", gdn_prefill_backend, _vllm.GDN_PREFILL_BACKENDS),
@@ -328,6 +364,7 @@ def _build_vllm(
 def _build_sglang(
     family: Family, model: str, tp_size: int, ssm_dtype: str, speculative: str
 ) -> _sglang.SglangPlan:
+    _family(family)
     spec_model = _model(family, model)
     return _sglang.sglang_plan(
         family, spec_model, tp_size=_positive("tp_size", tp_size), ssm_dtype=ssm_dtype,

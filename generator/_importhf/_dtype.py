@@ -17,7 +17,10 @@ _DTYPES = DTYPES
 
 def json_text(value: object) -> str:
     """A config value for a message, bounded (a config is untrusted input)."""
-    text = json.dumps(value, sort_keys=True, default=str)
+    try:
+        text = json.dumps(value, sort_keys=True, default=str, allow_nan=False)
+    except ValueError:  # NaN or an infinity (json.loads reads them), which JSON has not
+        text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 

@@ -155,7 +155,7 @@ def main() -> None:
         result: dict[str, Any] = {"ok": evaluate(module, request["deployment"], request["native"])}
     except BaseException as exc:  # SystemExit included: report, never crash silently
         result = {"error": f"{type(exc).__name__}: {exc}"}
-    sys.stdout.write("\n" + json.dumps(result) + "\n")
+    sys.stdout.write("\n" + json.dumps(result, allow_nan=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -264,7 +264,7 @@ def _run_isolated(
         try:
             result = subprocess.run(
                 [sys.executable, "-I", "-S", "-c", EVALUATOR.read_text(encoding="utf-8")],
-                input=json.dumps(request),
+                input=json.dumps(request, allow_nan=False),
                 capture_output=True,
                 text=True,
                 timeout=EVALUATE_TIMEOUT_S,

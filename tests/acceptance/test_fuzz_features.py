@@ -57,3 +57,26 @@ def test_the_slice_reaches_generated_code_and_the_shim(stats):
 
 def test_the_slice_finds_nothing(stats):
     assert [(f.kind, f.name, f.detail[-300:]) for f in stats.findings] == []
+
+
+def test_the_mutants_put_byte_shapes_on_cross_kinds():
+    # Issue 29: the feature fuzzer covers cross kinds with byte shapes (raw bytes per token, or
+    # extra bytes beside the heads), on a new cross kind and on the one a spec already has.
+    import copy
+    import random
+
+    harness = _harness()
+    vision = dict(harness.seeds())["schema/families/llama3_2_vision.yaml"]
+    rng = random.Random(0)
+    shapes = set()
+    for _ in range(20):
+        spec = copy.deepcopy(vision)
+        harness._cross_bytes(rng, spec)
+        kind = spec["models"][0]["layer_kinds"]["cross_attn"]
+        assert kind["attention"] == "cross"
+        shapes |= {key for key in ("bytes_per_token", "extra_bytes_per_token") if key in kind}
+    assert shapes == {"bytes_per_token", "extra_bytes_per_token"}
+    made = [harness._byte_shape(random.Random(i)) for i in range(50)]
+    assert any("bytes_per_token" in s for s in made) and any(
+        "extra_bytes_per_token" in s for s in made
+    )

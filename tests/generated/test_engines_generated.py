@@ -165,8 +165,8 @@ def test_generated_public_surface_and_engine_defaults(tmp: Path) -> None:
         ({"engine": "sglang", "ssm_dtype": "fp8"}, "ssm_dtype must be one of"),
         (
             {"engine": "sglang", "mamba_radix_cache_strategy": "auto"},
-            "mamba_radix_cache_strategy must be one of ('extra_buffer', 'no_buffer', "
-            "'extra_buffer_lazy', 'extra_buffer_no_overlap', 'disabled'), got 'auto'",
+            "mamba_radix_cache_strategy must be one of extra_buffer, no_buffer, "
+            "extra_buffer_lazy, extra_buffer_no_overlap, disabled; got 'auto'",
         ),
         ({"engine": "sglang", "max_seq_len": 0}, "max_seq_len must be a positive int"),
         ({"engine": "vllm", "max_seq_len": 131073}, "max_seq_len must be <= 131072"),

@@ -7,6 +7,7 @@ double-quoted YAML string may hold any character through its escapes).
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from kvgen import _escaping as escaping
@@ -37,8 +38,9 @@ def test_markdown_neutralises_html_tables_links_and_newlines():
         "ok\\\\n::error file=x,line=1::INJECTED \\| &lt;\\!-- \\`hidden\\` \\\\x1b\\[2J"
         "\\\\u2028##\\\\x5berror\\]old %0A"
     )
+    # A word holding a URL goes into a code span whole (issue 29, I3; below), the rest escaped.
     assert escaping.markdown("[click](https://e.x) ![i](t) **no** ~~x~~ a&b") == (
-        "\\[click\\](https://e.x) \\!\\[i\\](t) \\*\\*no\\*\\* \\~\\~x\\~\\~ a&amp;b"
+        "`[click](https://e.x)` \\!\\[i\\](t) \\*\\*no\\*\\* \\~\\~x\\~\\~ a&amp;b"
     )
     assert escaping.markdown("toy_a") == "toy_a"  # identifiers stay as they are
     for value in (HOSTILE, "<!--", "a\nb"):
@@ -119,3 +121,59 @@ def test_every_diff_emitter_escapes_names_paths_and_the_ref():
     assert github.count("\n") == 1 and github.startswith("::error file=schema/```<b>.yaml,line=1,")
     assert "f|<!--/m%0A::error::forged/none/target" in github
     assert json.loads(EMITTERS["json"](review))["changes"][0]["model"] == "m\n::error::forged"
+
+
+# Issue 29, I3: GitHub turns bare URLs, www. links, e-mail addresses, @mentions and #refs of a
+# comment into links (and notifies the people named). The markdown escaping puts every word that
+# could do so in a code span, where GitHub links and notifies nothing, shown as written.
+AUTOLINKED = (
+    "see https://evil.example/x?a=1&b=2, (www.evil.example) or HTTP://E.X; "
+    "ping @alice, cc a@b.co; fixes #12 and org/repo#3 and GH-9; mailto:x@y.z"
+)
+
+
+def _outside_code(markdown: str) -> str:
+    """``markdown`` with its code spans (a fence of n backticks to the next run of exactly n,
+    CommonMark's rule) blanked out."""
+    return re.sub(r"(`+)(?:.+?)(?<!`)\1(?!`)", " ", markdown)
+
+
+def test_markdown_neutralises_autolinks_mentions_and_references():
+    shown = escaping.markdown(AUTOLINKED)
+    outside = _outside_code(shown)
+    for pattern in (r"://", r"(?i)www\.", r"@", r"#\d", r"(?i)gh-\d", r"(?i)mailto:"):
+        assert not re.search(pattern, outside), (pattern, shown)
+    # Each such word is kept as written, in a code span of its own.
+    for word in ("https://evil.example/x?a=1&b=2,", "(www.evil.example)", "@alice,", "#12",
+                 "org/repo#3", "GH-9;", "a@b.co;", "mailto:x@y.z", "HTTP://E.X;"):  # fmt: skip
+        assert f"`{word}`" in shown, (word, shown)
+    assert shown.startswith("see `https://")
+    # What needs no code span is escaped as before; identifiers stay as they are.
+    assert escaping.markdown("toy_a 50% a&b") == "toy_a 50% a&amp;b"
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["@a|b", "@a`b", "x@y\n::error::z", "https://e.x/<!--", "#1 | [x](y)", "www.a.b``c"],
+)
+def test_a_neutralised_word_cannot_break_out_of_its_code_span_or_the_table(value):
+    shown = escaping.markdown(value)
+    assert "\n" not in shown and "<" not in _outside_code(shown)
+    # No unescaped pipe anywhere (a code span in a table cell ends at a bare pipe too).
+    assert "|" not in shown.replace("\\|", "")
+    assert shown.count("`") % 2 == 0 or "\\`" in shown
+    assert not re.search(r"@|://|#\d", _outside_code(shown.replace("\\`", "")))
+
+
+def test_the_diff_comment_links_and_mentions_nothing():
+    import dataclasses
+
+    from kvgen._review_reporters import EMITTERS
+
+    review = _hostile_review()
+    change = review.changes[0]
+    review.changes[0] = dataclasses.replace(change, model="m @alice https://evil.example #1")
+    markdown = EMITTERS["markdown"](review)
+    outside = _outside_code(markdown.split("````yaml\n")[0])
+    assert "@alice" not in outside and "https://" not in outside and "#1" not in outside
+    assert "`@alice`" in markdown and "`https://evil.example`" in markdown

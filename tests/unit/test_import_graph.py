@@ -129,9 +129,16 @@ def test_relative_imports_are_resolved_and_the_runtime_modules_are_leaves_in_ord
         "kvgen.sizing_terms",
         "kvgen.trtllm_split",
     }
-    engine_parts = {
-        f"kvgen.engines_{part}" for part in ("registry", "rows", "vllm", "sglang", "trtllm")
+    # The check of a call's arguments (issue 29), on the policies' names and validators.
+    assert graph["kvgen.engines_options"] == {
+        "kvgen.engines_registry",
+        "kvgen.engines_rows",
+        "kvgen.engines_sglang",
+        "kvgen.engines_vllm",
+        "kvgen.sizing_options",
     }
+    parts = ("registry", "rows", "vllm", "sglang", "trtllm", "options")
+    engine_parts = {f"kvgen.engines_{part}" for part in parts}
     assert graph["kvgen.engines_core"] == {
         "kvgen.sizing_core",
         "kvgen.sizing_kinds",
