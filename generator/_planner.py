@@ -29,7 +29,7 @@ from pathlib import Path
 from kvgen._plans import BatchPlan, ManagerPlan, Plan, PlanError, largest
 from kvgen._project import OUT_DIR
 from kvgen._suggest import did_you_mean
-from kvgen._vendored import import_generated
+from kvgen._vendored import import_generated, interface_refusal
 
 __all__ = [
     "BatchPlan",
@@ -73,8 +73,9 @@ def load_sizing(family: str, generated_dir: Path = OUT_DIR) -> types.ModuleType:
             f"{path.as_posix()} is not a kvgen sizing module (no {', '.join(missing)}): "
             "run `kvgen generate`"
         )
-    if getattr(module, "API_VERSION", 1) != 2:  # split_budget was budget first before 2
-        raise PlanError(f"{path.as_posix()} is from an older kvgen: run `kvgen generate`")
+    refusal = interface_refusal(module, path)
+    if refusal is not None:
+        raise PlanError(refusal)
     return module
 
 
@@ -135,12 +136,13 @@ class _Sizing:
         if self.common["semantics"] != "trtllm-v2" or "dcp_size" in self.common:
             return {}
         from kvgen._trtllm_pools import engine_plan_for_quota
+        from kvgen.trtllm_split import whole_grains
 
         serving = {k: v for k, v in kwargs.items() if k != "semantics"}  # a rank's own layers
         try:
-            quotas = {name: self.sizing._whole_grains(share) for name, share in shares.items()}
+            quotas = {name: whole_grains(share) for name, share in shares.items()}
             split = engine_plan_for_quota(self.sizing, self.model, quotas, **serving)
-        except (ValueError, AttributeError):  # not modelled, or a module older than the split
+        except ValueError:  # not modelled
             return {}
         return {name: tokens for name, (tokens, _pools) in split.items()}
 

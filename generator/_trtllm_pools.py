@@ -22,6 +22,9 @@ cycle's buffers have one size (K and V alike, one kind of layer per life cycle, 
 engine revision requires: ``create_storage_config`` refuses more); anything else (recurrent
 or cross pools, decode context parallelism, a resume-rounded draft) is refused with
 ``ValueError`` rather than guessed.
+
+Everything here reads a sizing module through its public interface (docs/api.md, "The
+interface of a sizing module"): its ``TABLES``, ``trtllm_plans`` and ``trtllm_held``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota
+from kvgen.sizing_quota import swa_context_tokens
+from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
 
 __all__ = [
     "EnginePool",
@@ -70,13 +74,11 @@ def engine_budget_plan(
     own split builds from them hold (:func:`engine_plan_for_quota`). ``common``: max_seq_len,
     max_num_tokens, speculative, tp_size. Returns (shares, quotas, plan); ValueError where
     the split is not modelled (recurrent or cross pools, DCP)."""
-    from kvgen.trtllm_split import gpu_grain
-
     managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
     shares = {"target": budget}
     if len(managers) > 1:
         shares = sizing.split_budget(model, budget, max_batch_size=max_batch_size, **common)
-    quotas = {name: share - share % gpu_grain(share) or share for name, share in shares.items()}
+    quotas = {name: whole_grains(share) for name, share in shares.items()}
     plan = engine_plan_for_quota(sizing, model, quotas, max_batch_size=max_batch_size, **common)
     return shares, quotas, plan
 
@@ -97,21 +99,23 @@ def engine_pool_plan(
     ``requests`` requests to ``seq_len`` tokens (``quota_for_requests`` under
     ``"trtllm-v2"``): R * ceil((S - 1 + H)/tpb) full pages, and per sliding life cycle
     R * pages(w, H) + ceil(min(T, N)/tpb) (docs/cost-model.md §3, §4)."""
-    terms = _attention_terms(sizing, model, speculative, requests, max_num_tokens, seq_len,
+    plans = _attention_plans(sizing, model, speculative, requests, max_num_tokens, seq_len,
                              tp_size, pp_size, pp_rank)  # fmt: skip
-    profile = sizing._PROFILES[speculative]
+    profile = sizing.TABLES.profiles[speculative]
     tpb = sizing.TOKENS_PER_BLOCK
     pages = -(-(seq_len - 1 + profile.extra + profile.step) // tpb)
     out = {}
-    for t in terms:
-        tokens = requests * pages * tpb if t.slope else 0
-        for window, _s, _p, _b, chunk in t.life_cycles:
-            offset = chunk - 1 - math.gcd(chunk, tpb) if chunk else window - 2
-            least = sizing._swa_context_tokens(offset, profile.extra,
-                                               profile.extra + profile.step, requests,
-                                               max_num_tokens, 0)  # fmt: skip
-            tokens = max(tokens, least)
-        out[t.manager] = _pools_at(tpb, t, requests, tokens, max_num_tokens)
+    for manager, plan in plans.items():
+        tokens = requests * pages * tpb if plan.grows else 0
+        for _size, cycles, _fixed, _sliding, _full in plan.groups:
+            for window, _sinks, chunk in cycles:
+                if not window:
+                    continue  # the full life cycle: its pages grow with T alone
+                offset = chunk - 1 - math.gcd(chunk, tpb) if chunk else window - 2
+                least = swa_context_tokens(offset, profile.extra, profile.extra + profile.step,
+                                           requests, max_num_tokens, 0, tpb)  # fmt: skip
+                tokens = max(tokens, least)
+        out[manager] = _pools_at(tpb, plan, tokens)
     return out
 
 
@@ -132,22 +136,21 @@ def engine_plan_for_quota(
     largest T (tokens of full-attention history; None when no full pool bounds it) whose
     "trtllm-v2" pools fit the slots the engine's split builds in every pool group, and those
     pools (``planned_pages`` at T, ``engine_pages`` built): the pool groups and the split
-    ``engine_capacity(engine="trtllm-v2")`` applies (the generated module's
-    ``_trtllm_plans`` and ``_trtllm_held``), named as kvgen's life cycles."""
-    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
-                              tp_size, pp_size, pp_rank)  # fmt: skip
-    terms = sizing._cached_terms(options)
+    ``engine_capacity(engine="trtllm-v2")`` applies (the sizing module's ``trtllm_plans`` and
+    ``trtllm_held``), named as kvgen's life cycles."""
+    plans = sizing.trtllm_plans(
+        model, max_batch_size=max_batch_size, max_num_tokens=max_num_tokens,
+        max_seq_len=max_seq_len, speculative=speculative, tp_size=tp_size, pp_size=pp_size,
+        pp_rank=pp_rank,
+    )  # fmt: skip
     out: dict[str, tuple[int | None, list[EnginePool]]] = {}
-    for t, plan in zip(terms, sizing._trtllm_plans(options, terms), strict=True):
-        if t.manager not in quota_bytes:
+    for manager, plan in plans.items():
+        if manager not in quota_bytes:
             continue
         if plan is None:
-            raise ValueError(
-                f"{model} {t.manager}: the engine's pool split is modelled for "
-                "attention-only managers (no recurrent, cross or DCP pools)"
-            )
-        tokens, slots, k = sizing._trtllm_held(plan, quota_bytes[t.manager])
-        out[t.manager] = (tokens, [
+            raise ValueError(_UNSPLIT.format(model=model, manager=manager))
+        tokens, slots, k = sizing.trtllm_held(plan, quota_bytes[manager])
+        out[manager] = (tokens, [
             EnginePool(tuple(_cycle_name(*c) for c in cycles), size,
                        fixed + sliding * min(k, plan.context) + full * k, built)
             for (size, cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True)
@@ -155,45 +158,41 @@ def engine_plan_for_quota(
     return out
 
 
+_UNSPLIT = (
+    "{model} {manager}: the engine's pool split is modelled for attention-only managers "
+    "(no recurrent, cross or DCP pools)"
+)
+
+
 def _cycle_name(window: int, sinks: int, chunk: int) -> str:
     return "full" if not window else _name(window, sinks, chunk)
 
 
-def _attention_terms(sizing: types.ModuleType, model: str, *args: Any) -> tuple[Any, ...]:
-    """The "trtllm-v2" terms of every manager (arguments: speculative, batch, N, S, tp, pp,
-    pp_rank); ValueError for a manager with pools outside the split model."""
+def _attention_plans(sizing: types.ModuleType, model: str, *args: Any) -> dict[str, Any]:
+    """Each manager's TensorRT-LLM V2 pool groups (arguments: speculative, batch, N, S, tp,
+    pp, pp_rank); ValueError for a manager with pools outside the split model."""
     speculative, batch, chunk, seq, tp, pp, rank = args
-    terms = sizing._cached_terms(
-        sizing._options(model, speculative, batch, chunk, seq, tp, pp, rank)
-    )
-    for t in terms:
-        outside = t.states or t.fixed_pool_bytes  # recurrent rows, cross-attention caches
-        if t.resume_rounding is not None or outside or t.span != sizing.TOKENS_PER_BLOCK:
-            raise ValueError(
-                f"{model} {t.manager}: the engine's pool split is modelled for "
-                "attention-only managers (no recurrent, cross or DCP pools)"
-            )
-    return tuple(terms)
+    plans = sizing.trtllm_plans(
+        model, max_batch_size=batch, max_num_tokens=chunk, max_seq_len=seq,
+        speculative=speculative, tp_size=tp, pp_size=pp, pp_rank=rank,
+    )  # fmt: skip
+    for manager, plan in plans.items():
+        if plan is None:
+            raise ValueError(_UNSPLIT.format(model=model, manager=manager))
+    return plans
 
 
-def _pools_at(tpb: int, t: Any, batch: int, tokens: int, chunk: int) -> list[EnginePool]:
+def _pools_at(tpb: int, plan: Any, tokens: int) -> list[EnginePool]:
     """kvgen's "trtllm-v2" pools of one manager for T = ``tokens`` as the engine's pool
     groups: ceil(T/tpb) full pages, per sliding life cycle B * pages(w, H) +
     ceil(min(T, N)/tpb); the engine keys groups by slot size (kvgen's cycles hold one buffer
     size each), a chunked life cycle keeps a pool of its own, as the shim builds it."""
-    context = -(-min(tokens, chunk) // tpb)
-    cycles = [(_name(w, s, c), tpb * b, batch * p + context) for w, s, p, b, c in t.life_cycles]
-    if t.slope:
-        cycles.append(("full", tpb * t.slope, -(-tokens // tpb)))
-    grouped: dict[object, list[tuple[str, int, int]]] = {}
-    for name, size, count in cycles:
-        grouped.setdefault(name if name.startswith("chunk") else size, []).append(
-            (name, size, count)
-        )
+    k = -(-tokens // tpb)
+    context = min(k, plan.context)
     return [
-        EnginePool(tuple(n for n, _s, _p in members), members[0][1],
-                   sum(p for _n, _s, p in members))
-        for members in grouped.values()
+        EnginePool(tuple(_cycle_name(*c) for c in cycles), size,
+                   fixed + sliding * context + full * k)
+        for size, cycles, fixed, sliding, full in plan.groups
     ]  # fmt: skip
 
 

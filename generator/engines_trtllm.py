@@ -1,13 +1,14 @@
 """TensorRT-LLM V2's answer for ``engine_capacity`` (docs/cost-model.md §4): the engine's own
-split of the target's share into pool groups (``_trtllm_plan``, ``_trtllm_held``), or the
-interpreter's affine estimate where that split is not modelled."""
+split of the target's share into pool groups (``trtllm_plans``, ``trtllm_held``, public for
+kvgen's plan and launch settings), or the interpreter's affine estimate where that split is
+not modelled."""
 
 from functools import lru_cache
 from typing import NamedTuple
 
 from .engines_rows import (
-    _ENGINE_MODELS,
     _MIXERS,
+    ENGINE_MODELS,
     UNMODELLED,
     EngineCapacity,
     NotModelled,
@@ -24,12 +25,12 @@ from .sizing_options import (
 )
 from .sizing_quota import _shares, _tokens
 from .sizing_terms import _cached_terms, _Terms
-from .trtllm_split import PoolGroup, gpu_grain, slots_for_quota
+from .trtllm_split import PoolGroup, slots_for_quota, whole_grains
 
 # By options: every manager's terms, TensorRT-LLM V2 pool groups, the target's request bytes
 # and its tokens by share (``_trtllm_known``).
 _TrtllmKnown = tuple[
-    tuple[_Terms, ...], tuple["_TrtllmPlan | None", ...], int, dict[int, int | None]
+    tuple[_Terms, ...], tuple["TrtllmPlan | None", ...], int, dict[int, int | None]
 ]
 _TRTLLM_PLANS: dict[_Options, _TrtllmKnown]
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
@@ -93,7 +94,7 @@ def _trtllm_capacity(
         if plan is None:  # pools outside the engine's split: the affine estimate
             tokens = _tokens(target, budget, max_num_tokens)
         else:  # the engine's split of the share
-            tokens = _trtllm_held(plan, _whole_grains(budget))[0]
+            tokens = trtllm_held(plan, _whole_grains(budget))[0]
         if len(held) >= 64:
             held.clear()
         held[budget] = tokens
@@ -108,19 +109,16 @@ def _trtllm_capacity(
     return capacity
 
 
-@lru_cache(maxsize=4096)  # a function of the share alone; its two logarithms cost most
-def _whole_grains(share: int) -> int:
-    """A share as the quota kvgen hands TensorRT-LLM V2: its whole grains (the engine rounds a
-    quota up to its grain, so it keeps these bytes as given); a share under one grain as is."""
-    return share - share % gpu_grain(share) or share
+# ``whole_grains`` remembered: a function of the share alone; its two logarithms cost most.
+_whole_grains = lru_cache(maxsize=4096)(whole_grains)
 
 
-class _TrtllmPlan(NamedTuple):
-    """One manager's pool groups in TensorRT-LLM V2 (``_trtllm_plans``): per group its slot
-    bytes, life cycles, the pages B requests hold whatever T (B * pages(w, H) per sliding
-    cycle), its sliding cycles (each also min(k, n) context pages) and full ones (k pages);
-    the groups as the engine's split sees them, n = ceil(N/tpb), N, and whether a full pool
-    grows with T."""
+class TrtllmPlan(NamedTuple):
+    """One manager's pool groups in TensorRT-LLM V2 (``trtllm_plans``): per group its slot
+    bytes, life cycles (window, sinks, chunk; 0 for full attention), the pages B requests
+    hold whatever T (B * pages(w, H) per sliding cycle), its sliding cycles (each also
+    min(k, n) context pages) and full ones (k pages); the groups as the engine's split sees
+    them, n = ceil(N/tpb), N, and whether a full pool grows with T."""
 
     groups: tuple[tuple[int, tuple[tuple[int, int, int], ...], int, int, int], ...]
     pools: tuple[PoolGroup, ...]
@@ -129,18 +127,36 @@ class _TrtllmPlan(NamedTuple):
     grows: bool
 
 
-def _trtllm_plans(options: _Options, terms: tuple[_Terms, ...]) -> tuple[_TrtllmPlan | None, ...]:
-    """Each manager's ``_TrtllmPlan`` for validated options (None where the split is not
-    modelled: recurrent states, cross caches, DCP or resume-rounded pages), remembered."""
-    return _trtllm_known(options, terms)[1]
+def trtllm_plans(
+    model: str,
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+    pp_size: int = 1,
+    pp_rank: int = 0,
+) -> dict[str, "TrtllmPlan | None"]:
+    """Per cache manager, TensorRT-LLM V2's pool groups for these options, the ones
+    ``engine_capacity(engine="trtllm-v2")`` splits a share over (``trtllm_held``: what they
+    hold for a quota); None for a manager whose pools lie outside the engine's split
+    (recurrent states, cross caches, DCP or resume-rounded pages). ValueError naming a bad
+    argument, as ``cache_costs``."""
+    options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
+                       pp_size, pp_rank)  # fmt: skip
+    terms = _cached_terms(options)
+    plans = _trtllm_known(options, terms)[1]
+    return {t.manager: plan for t, plan in zip(terms, plans, strict=True)}
 
 
 def _trtllm_known(options: _Options, terms: tuple[_Terms, ...]) -> _TrtllmKnown:
-    """``_TRTLLM_PLANS``' entry of validated options, built and kept on their first call."""
+    """``_TRTLLM_PLANS``' entry of validated options, built and kept on their first call:
+    each manager's ``TrtllmPlan`` (None where the split is not modelled)."""
     known = _TRTLLM_PLANS.get(options)
     if known is None:
         batch, chunk = options[_BATCH_AT], options[_CHUNK_AT]
-        plans: tuple[_TrtllmPlan | None, ...] = ()
+        plans: tuple[TrtllmPlan | None, ...] = ()
         for t in terms:  # a loop, not a comprehension: its frame costs a never-seen call more
             plans += (_trtllm_plan(t, batch, chunk),)
         # What ``_trtllm_capacity`` reads beside the plans, so that a warm call makes one
@@ -155,7 +171,7 @@ def _trtllm_known(options: _Options, terms: tuple[_Terms, ...]) -> _TrtllmKnown:
     return known
 
 
-def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
+def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> TrtllmPlan | None:
     """Life cycles of equal slot bytes share a pool group (a chunked one keeps its own, as
     the shim builds it), in registry order: sliding and chunked cycles, then full."""
     tpb = TOKENS_PER_BLOCK
@@ -189,8 +205,8 @@ def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
     for size, cycles, fixed, sliding, full in groups.values():
         members.append((size, tuple(cycles), fixed, sliding, full))
         pools.append(_new(PoolGroup, ((size,), len(cycles))))
-    plan: _TrtllmPlan = _new(
-        _TrtllmPlan, (tuple(members), tuple(pools), -(-chunk // tpb), chunk, t.slope > 0)
+    plan: TrtllmPlan = _new(
+        TrtllmPlan, (tuple(members), tuple(pools), -(-chunk // tpb), chunk, t.slope > 0)
     )
     return plan
 
@@ -208,7 +224,7 @@ def _engine_slots(pools: tuple[PoolGroup, ...], quota: int) -> tuple[int, ...]:
         ) from None
 
 
-def _trtllm_held(plan: _TrtllmPlan, quota: int) -> tuple[int | None, tuple[int, ...], int]:
+def trtllm_held(plan: TrtllmPlan, quota: int) -> tuple[int | None, tuple[int, ...], int]:
     """What the engine's pools for ``quota`` bytes hold (§4): the slots its split builds per
     group, and the largest T, a multiple of tpb, whose kvgen pools fit them all: k =
     ceil(T/tpb) full pages and, per sliding cycle, B * pages(w, H) + min(k, n) (T None when
@@ -243,7 +259,7 @@ def _trtllm_refusal(name: str) -> str:
     """The UNMODELLED reason of a model TensorRT-LLM's row does not answer, or ""."""
     if any(kind.attention == "cross" for kind in _MODELS[name].layers.kinds.values()):
         return "cross"
-    for lay in _ENGINE_MODELS[name].layers:
+    for lay in ENGINE_MODELS[name].layers:
         if _MIXERS[lay.mixer].trtllm_unmodelled:
             return _MIXERS[lay.mixer].trtllm_unmodelled
     return ""
@@ -253,6 +269,6 @@ def _derive_trtllm() -> None:
     """Per family, at bind: its own TensorRT-LLM plans, and each model's query heads or the
     reason its row has no answer."""
     global _TRTLLM_HEADS, _TRTLLM_PLANS
-    _TRTLLM_HEADS = {name: _trtllm_refusal(name) or _ENGINE_MODELS[name].query_heads
+    _TRTLLM_HEADS = {name: _trtllm_refusal(name) or ENGINE_MODELS[name].query_heads
                      for name in _MODELS}  # fmt: skip
     _TRTLLM_PLANS = {}

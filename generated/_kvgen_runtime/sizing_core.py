@@ -25,14 +25,17 @@ from . import sizing_kinds, sizing_options, sizing_quota, sizing_split, sizing_t
 from .sizing_kinds import (
     _PROFILES,
     FAMILY,
+    KV_CACHE_DTYPE,
     MANAGERS,
     MAX_SEQ_LEN,
     MODELS,
     PROFILES,
     SPEC_SHA256,
     SPECULATIVE,
+    TABLES,
     TOKENS_PER_BLOCK,
     CacheCost,
+    SizingTables,
     _derive_tables,
 )
 from .sizing_options import (
@@ -58,8 +61,8 @@ from .sizing_quota import (
     _engine_terms,
     _quota,
     _shares,
-    _swa_context_tokens,
     _tokens,
+    swa_context_tokens,
 )
 from .sizing_split import _derive_split
 from .sizing_terms import (
@@ -73,16 +76,20 @@ from .sizing_terms import (
 __all__ = [
     "API_VERSION",
     "FAMILY",
+    "KV_CACHE_DTYPE",
     "MANAGERS",
     "MAX_SEQ_LEN",
     "MODELS",
     "PROFILES",
+    "RUNTIME_VERSION",
     "SEMANTICS",
     "SPECULATIVE",
     "SPEC_SHA256",
+    "TABLES",
     "TIERS",
     "TOKENS_PER_BLOCK",
     "CacheCost",
+    "SizingTables",
     "cache_costs",
     "cost_terms",
     "headroom",
@@ -307,8 +314,8 @@ def quota_for_requests(
         for (window, _sinks, _pages, _bytes, attn_chunk), rounding in cycles:
             # pages(w, x) - 1 = ceil((w - 2 + x)/tpb); chunked: ceil((C - 1 - gcd + x)/tpb) (§3)
             offset = attn_chunk - 1 - math.gcd(attn_chunk, tpb) if attn_chunk else window - 2
-            least = _swa_context_tokens(offset, profile.extra, profile.extra + profile.step,
-                                        requests, chunk, rounding)  # fmt: skip
+            least = swa_context_tokens(offset, profile.extra, profile.extra + profile.step,
+                                       requests, chunk, rounding, TOKENS_PER_BLOCK)  # fmt: skip
             tokens = max(tokens, least)
         if exact:
             out[t.manager] = _quota(t, tokens, chunk)
@@ -398,26 +405,33 @@ def pages_per_request(
 
 
 # ---- binding: a family's tables to this interpreter ----
-# The version of this runtime: a generated module built for runtime N runs on any runtime >= N
-# (protobuf's rule); bump it when generated tables need something an older runtime lacks.
-RUNTIME_VERSION = 1
+# The version of the interface between a generated sizing module and this runtime (its
+# ``TABLES`` and the public names ``bind`` installs; docs/api.md, "Versions"): bump it when
+# either changes. A module generated for version N runs on a runtime of version N or newer
+# down to MIN_GENCODE_VERSION (protobuf's rule: the runtime at least as new as the gencode);
+# kvgen reads an output folder in that window (``kvgen._planner.load_sizing``). 2: the tables
+# as one value (TABLES), each layer written once (the engine rows derived at bind).
+RUNTIME_VERSION = 2
+MIN_GENCODE_VERSION = 2
 # The interpreter's modules, installed in this order (each imports only those before it).
 _PARTS = (sizing_kinds, sizing_options, sizing_split, sizing_terms, sizing_quota)
 # Names of the runtime itself, never copied into a family's namespace (nor its modules).
 _RUNTIME_ONLY = frozenset(
-    {"RUNTIME_VERSION", "bind", "install", "require_version", "_PARTS", "_DEFINITIONS",
-     "_definitions"}
+    {"RUNTIME_VERSION", "MIN_GENCODE_VERSION", "bind", "install", "require_version", "_PARTS",
+     "_DEFINITIONS", "_definitions"}
 )  # fmt: skip
 
 
 def require_version(gencode: int, module: str) -> None:
-    """ImportError unless this runtime is at least as new as the one ``module`` was generated
-    for (``gencode``): generation writes the runtime beside the modules, so a mismatch means
-    part of an output folder was copied without the rest."""
-    if gencode > RUNTIME_VERSION:
+    """ImportError unless ``module``, generated for sizing runtime ``gencode``, is in this
+    runtime's window: at least as new a runtime, down to MIN_GENCODE_VERSION. Generation
+    writes the runtime beside the modules, so a mismatch means part of an output folder was
+    copied without the rest, or an older output folder beside a newer runtime."""
+    if not MIN_GENCODE_VERSION <= gencode <= RUNTIME_VERSION:
         raise ImportError(
-            f"{module} needs kvgen sizing runtime {gencode} or newer; {__name__} is "
-            f"{RUNTIME_VERSION}: copy the whole generated folder (`kvgen generate` writes both)"
+            f"{module} was generated for kvgen sizing runtime {gencode}; {__name__} is "
+            f"{RUNTIME_VERSION} (it runs modules of {MIN_GENCODE_VERSION} to "
+            f"{RUNTIME_VERSION}): run `kvgen generate`, which writes both into one folder"
         )
 
 
@@ -473,11 +487,19 @@ def _definitions(source: dict[str, object]) -> tuple[list[Any], list[Any]]:
 
 
 def bind(namespace: dict[str, object]) -> None:
-    """Make ``namespace`` (the globals of a module that defines a family's tables: FAMILY,
-    SPEC_SHA256, TOKENS_PER_BLOCK, KV_CACHE_DTYPE, _MODELS, _PROFILES) that family's sizing
-    module: the interpreter's modules installed over it in order (``install``; the public
-    names are this module's ``__all__``), then what depends only on the tables precomputed
-    (``_derive``)."""
+    """Make ``namespace`` (the globals of a module that defines a family's ``TABLES``, a
+    ``SizingTables``) that family's sizing module: the tables' fields installed as the names
+    the interpreter reads (FAMILY, SPEC_SHA256, TOKENS_PER_BLOCK, KV_CACHE_DTYPE, _MODELS,
+    _PROFILES) with this runtime's RUNTIME_VERSION, the interpreter's modules installed over
+    it in order (``install``; the public names are this module's ``__all__``), then what
+    depends only on the tables precomputed (``_derive``)."""
+    tables = namespace["TABLES"]
+    assert isinstance(tables, SizingTables)
+    namespace.update(
+        FAMILY=tables.family, SPEC_SHA256=tables.spec_sha256,
+        TOKENS_PER_BLOCK=tables.tokens_per_block, KV_CACHE_DTYPE=tables.kv_cache_dtype,
+        _MODELS=tables.models, _PROFILES=tables.profiles, RUNTIME_VERSION=RUNTIME_VERSION,
+    )  # fmt: skip
     for part in _PARTS:
         install(vars(part), namespace, exports=False)
     install(globals(), namespace)

@@ -129,7 +129,7 @@ def _kv_dtype(engine: str, dtype: str) -> str:
 def _model_dtype(sizing: types.ModuleType, model: str) -> str:
     """The model's cache dtype: its attention rows' one dtype where they share it (a model's
     own kv_cache_dtype, as qwen3_235b_a22b_fp8_pth's), else the family's."""
-    rows = sizing._ENGINE_MODELS[model].layers
+    rows = sizing.ENGINE_MODELS[model].layers
     dtypes = {lay.dtype for lay in rows if lay.kv_heads and not lay.token_bytes}
     return dtypes.pop() if len(dtypes) == 1 else sizing.KV_CACHE_DTYPE
 
@@ -137,7 +137,7 @@ def _model_dtype(sizing: types.ModuleType, model: str) -> str:
 def _speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any] | None:
     if profile == "none":
         return None
-    spec = sizing._PROFILES[profile]
+    spec = sizing.TABLES.profiles[profile]
     config: dict[str, Any] = {
         "method": _VLLM_METHOD.get(spec.mode, spec.mode),
         "num_speculative_tokens": spec.draft_len,
@@ -153,7 +153,7 @@ def _sglang_speculative(sizing: types.ModuleType, profile: str) -> dict[str, Any
     """ServerArgs' speculative settings (``sglang/srt/arg_groups/fields/``): the algorithm, a
     chain of ``draft_len`` steps (top-k 1) verifying ``draft_len + 1`` tokens. SGLang adds
     the drafter's layers to the pool's cell only when the algorithm is set (EAGLE/MTP)."""
-    spec = sizing._PROFILES[profile]
+    spec = sizing.TABLES.profiles[profile]
     fields = {
         "speculative_algorithm": _SGLANG_ALGORITHM[spec.mode],
         "speculative_num_steps": spec.draft_len,
@@ -229,12 +229,12 @@ def launch(
                     "sampling only (draft_sample_method greedy, no use_local_argmax_reduction), "
                     "on its V1 model runner"
                 )
-        kept = vllm_hf_overrides(sizing._ENGINE_MODELS[model].layers)
+        kept = vllm_hf_overrides(sizing.ENGINE_MODELS[model].layers)
         if kept is not None:
             fields["hf_overrides"], note = kept
             notes.append(note)
     elif engine == "sglang":
-        entry = sizing._ENGINE_MODELS[model]
+        entry = sizing.ENGINE_MODELS[model]
         fields = {
             "context_length": max_seq_len,
             "max_running_requests": max_batch_size,
@@ -248,9 +248,9 @@ def launch(
             fields["mem_fraction_static"] = fraction
         if speculative != "none":
             fields.update(_sglang_speculative(sizing, speculative))
-            if sizing._PROFILES[speculative].mode == "draft_target":
+            if sizing.TABLES.profiles[speculative].mode == "draft_target":
                 notes.append("add speculative_draft_model_path: the draft model's path")
-            if sizing._PROFILES[speculative].mode == "eagle3":
+            if sizing.TABLES.profiles[speculative].mode == "eagle3":
                 notes.append(
                     "add speculative_draft_model_path: the EAGLE3 draft's path; where the "
                     "draft's max_position_embeddings is below context_length, SGLang refuses "

@@ -65,7 +65,7 @@ def load_sizing(family: str, generated: Path) -> types.ModuleType:
     stack (a plan with --emit stays a fraction of a second: bench/bench_emit.py)."""
     from kvgen._files import Refused, exists, read_bytes
     from kvgen._suggest import did_you_mean
-    from kvgen._vendored import import_generated
+    from kvgen._vendored import import_generated, interface_refusal
     from kvgen._writer import MAX_GENERATED_BYTES
 
     path = generated / family / "sizing.py"
@@ -83,6 +83,9 @@ def load_sizing(family: str, generated: Path) -> types.ModuleType:
         raise ValueError(f"{path.as_posix()} failed to load: {type(exc).__name__}") from None
     if not hasattr(module, "engine_capacity"):
         raise ValueError(f"{path.as_posix()} has no engine_capacity: run `kvgen generate`")
+    refusal = interface_refusal(module, path)
+    if refusal is not None:
+        raise ValueError(refusal)
     return module
 
 
@@ -103,7 +106,7 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
             "*.safetensors, an index file, or the bytes per rank with a unit, e.g. 17GiB)"
         )
     tensors = weights.read(path)
-    stack = sizing._MODELS[model].layers
+    stack = sizing.TABLES.models[model].layers
     kv_heads = max(kind.kv_heads for kind in stack.kinds.values()) or 1
     tied = not any(t.name.split(".")[-2:-1] == ["lm_head"] for t in tensors)
     ranks = weights.rank_bytes(

@@ -178,9 +178,10 @@ def engine_capacity(
         module = (
             bound[1] if bound is not None and bound[0] is family else _trtllm.sizing(family, size)
         )
-        capacity: EngineCapacity = module._trtllm_capacity(
-            model, budget_bytes, max_seq_len, max_num_tokens, None, speculative, tp_size,
-            max_batch_size, pp_size, pp_rank,
+        capacity: EngineCapacity = module.engine_capacity(
+            model, budget_bytes, engine="trtllm-v2", max_seq_len=max_seq_len,
+            max_num_tokens=max_num_tokens, speculative=speculative, tp_size=tp_size,
+            max_batch_size=max_batch_size, pp_size=pp_size, pp_rank=pp_rank,
         )  # fmt: skip
         return capacity
     if pp_size != 1 and engine in ("vllm", "sglang"):

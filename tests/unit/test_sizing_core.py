@@ -196,12 +196,20 @@ def test_a_bound_family_leaves_the_source_and_other_families_untouched():
     assert sizing_kinds.MODELS == ()
 
 
-def test_a_runtime_older_than_the_gencode_is_refused_and_a_newer_one_accepted():
-    current = sizing_core.RUNTIME_VERSION
-    sizing_core.require_version(current, "m.py")
-    sizing_core.require_version(current - 1, "m.py")
-    with pytest.raises(ImportError, match=f"m.py needs kvgen sizing runtime {current + 1}"):
-        sizing_core.require_version(current + 1, "m.py")
+def test_a_runtime_accepts_the_gencode_of_its_window_and_refuses_the_rest():
+    # Protobuf's rule: a runtime at least as new as the gencode, down to the oldest gencode
+    # it still runs (MIN_GENCODE_VERSION: 2, the first with TABLES); both refusals name the fix.
+    current, oldest = sizing_core.RUNTIME_VERSION, sizing_core.MIN_GENCODE_VERSION
+    assert (current, oldest) == (2, 2)
+    for version in range(oldest, current + 1):
+        sizing_core.require_version(version, "m.py")
+    for version in (oldest - 1, current + 1):
+        refusal = (
+            rf"m.py was generated for kvgen sizing runtime {version}; .* is 2 "
+            r"\(it runs modules of 2 to 2\): run `kvgen generate`"
+        )
+        with pytest.raises(ImportError, match=refusal):
+            sizing_core.require_version(version, "m.py")
 
 
 def test_templates_hold_no_generic_logic():
@@ -541,20 +549,22 @@ def test_a_draft_several_models_share_is_written_once_and_reads_as_the_specs_row
     # the 0.5B draft, so vLLM runs it; 7B-72B: 152,064, the vocabulary refusal): each row
     # is written once as a module constant and named in every model's drafts, and the
     # generated table equals the rows kvgen builds in memory from the spec.
-    from kvgen._engines._rows import engine_tables
+    from kvgen._engines._rows import engine_tables, sizing_tables
     from kvgen._sizing_context import shared_drafts
 
     family = load_family(REPO / "schema" / "families" / "qwen2_5.yaml")
-    names = shared_drafts(engine_tables(family))
+    tables = sizing_tables(family)
+    names = shared_drafts(tables)
     assert sorted(names.values()) == [
         "_DRAFT_DRAFT_0_5B", "_DRAFT_DRAFT_0_5B_2", "_DRAFT_PARD4", "_DRAFT_PARD4_2",
     ]  # fmt: skip
     source = (GENERATED / "qwen2_5" / "sizing.py").read_text(encoding="utf-8")
     assert source.count("EngineDraft(") == 4  # one per shared row, none inline
     module = import_generated(GENERATED / "qwen2_5" / "sizing.py", "_qwen2_5_shared")
-    assert repr(module._ENGINE_MODELS) == repr(engine_tables(family))  # rows of its own runtime
-    small, large = module._ENGINE_MODELS["qwen2_5_0_5b"], module._ENGINE_MODELS["qwen2_5_72b"]
-    assert small.drafts["pard4"] is module._ENGINE_MODELS["qwen2_5_3b"].drafts["pard4"]
+    assert repr(module.ENGINE_MODELS) == repr(engine_tables(family))  # rows of its own runtime
+    small, large = module.ENGINE_MODELS["qwen2_5_0_5b"], module.ENGINE_MODELS["qwen2_5_72b"]
+    assert small.drafts["pard4"] is module.ENGINE_MODELS["qwen2_5_3b"].drafts["pard4"]
     assert large.drafts["draft_0_5b"].unmodelled == "vllm_draft_vocab"
     # A draft no other model shares stays inline: one model alone names nothing.
-    assert shared_drafts({"qwen2_5_0_5b": engine_tables(family)["qwen2_5_0_5b"]}) == {}
+    alone = tables._replace(models={"qwen2_5_0_5b": tables.models["qwen2_5_0_5b"]})
+    assert shared_drafts(alone) == {}
