@@ -107,7 +107,7 @@ def engine_pool_plan(
     out = {}
     for manager, plan in plans.items():
         tokens = requests * pages * tpb if plan.grows else 0
-        for _size, cycles, _fixed, _sliding, _full in plan.groups:
+        for _size, cycles, _pages, _sliding, _full in plan.groups:
             for window, _sinks, chunk in cycles:
                 if not window:
                     continue  # the full life cycle: its pages grow with T alone
@@ -152,8 +152,8 @@ def engine_plan_for_quota(
         tokens, slots, k = sizing.trtllm_held(plan, quota_bytes[manager])
         out[manager] = (tokens, [
             EnginePool(tuple(_cycle_name(*c) for c in cycles), size,
-                       fixed + sliding * min(k, plan.context) + full * k, built)
-            for (size, cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True)
+                       plan.batch * pages + sliding * min(k, plan.context) + full * k, built)
+            for (size, cycles, pages, sliding, full), built in zip(plan.groups, slots, strict=True)
         ])  # fmt: skip
     return out
 
@@ -191,8 +191,8 @@ def _pools_at(tpb: int, plan: Any, tokens: int) -> list[EnginePool]:
     context = min(k, plan.context)
     return [
         EnginePool(tuple(_cycle_name(*c) for c in cycles), size,
-                   fixed + sliding * context + full * k)
-        for size, cycles, fixed, sliding, full in plan.groups
+                   plan.batch * pages + sliding * context + full * k)
+        for size, cycles, pages, sliding, full in plan.groups
     ]  # fmt: skip
 
 

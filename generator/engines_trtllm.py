@@ -4,7 +4,7 @@ kvgen's plan and launch settings), or the interpreter's affine estimate where th
 not modelled."""
 
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .engines_rows import (
     _MIXERS,
@@ -27,12 +27,16 @@ from .sizing_quota import _shares, _tokens
 from .sizing_terms import _cached_terms, _Terms
 from .trtllm_split import PoolGroup, slots_for_quota, whole_grains
 
-# By options: every manager's terms, TensorRT-LLM V2 pool groups, the target's request bytes
-# and its tokens by share (``_trtllm_known``).
+# By the identity of a call's terms (the answers cache's, one object per validated options,
+# kept in the entry so that a reused id never matches): those terms, every manager's
+# TensorRT-LLM V2 pool groups, the target's request bytes and its tokens by share
+# (``_trtllm_known``).
 _TrtllmKnown = tuple[
     tuple[_Terms, ...], tuple["TrtllmPlan | None", ...], int, dict[int, int | None]
 ]
-_TRTLLM_PLANS: dict[_Options, _TrtllmKnown]
+_TRTLLM_PLANS: dict[int, _TrtllmKnown]
+# ``_trtllm_given`` of a call's arguments as given (typed: 1, 1.0 and True are three keys).
+_TRTLLM_GIVEN: Any
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
 # UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_trtllm``).
 _TRTLLM_HEADS: dict[str, int | str]
@@ -72,14 +76,19 @@ def _trtllm_capacity(
             f"engine 'trtllm-v2' here; kvgen.engine_capacity (from the spec) answers for other "
             "page sizes"
         )
-    options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
-                       pp_size, pp_rank)  # fmt: skip
-    # The terms and plans of these options in one look-up (not the answers cache and then
-    # the plans': a warm call is mostly look-ups).
-    known = _TRTLLM_PLANS.get(options)
-    if known is None:
-        known = _trtllm_known(options, _cached_terms(options))
-    terms, plans, request_bytes, held = known
+    # The validated options and terms of these arguments (looked up as given: validated on
+    # a miss), then their plans by the terms' identity (a look-up of an int).
+    try:
+        options, terms = _TRTLLM_GIVEN(model, speculative, max_batch_size, max_num_tokens,
+                                       max_seq_len, tp_size, pp_size, pp_rank)  # fmt: skip
+    except TypeError:  # an unhashable argument: named as any other bad value
+        _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
+                 pp_size, pp_rank)  # fmt: skip
+        raise
+    known = _TRTLLM_PLANS.get(id(terms))
+    if known is None or known[0] is not terms:
+        known = _trtllm_known(options, terms)
+    _terms, plans, request_bytes, held = known
     budget = budget_bytes
     if type(budget) is not int or not 0 < budget <= _MAX_INT:
         budget = _integer("budget_bytes", budget_bytes, 1)
@@ -115,13 +124,15 @@ _whole_grains = lru_cache(maxsize=4096)(whole_grains)
 
 class TrtllmPlan(NamedTuple):
     """One manager's pool groups in TensorRT-LLM V2 (``trtllm_plans``): per group its slot
-    bytes, life cycles (window, sinks, chunk; 0 for full attention), the pages B requests
-    hold whatever T (B * pages(w, H) per sliding cycle), its sliding cycles (each also
-    min(k, n) context pages) and full ones (k pages); the groups as the engine's split sees
-    them, n = ceil(N/tpb), N, and whether a full pool grows with T."""
+    bytes, life cycles (window, sinks, chunk; 0 for full attention), the pages one request
+    holds whatever T (pages(w, H) per sliding cycle), its sliding cycles (each also min(k, n)
+    context pages) and full ones (k pages); the groups as the engine's split sees them, the
+    requests B (a group's fixed pages are B times its pages per request), n = ceil(N/tpb), N,
+    and whether a full pool grows with T."""
 
     groups: tuple[tuple[int, tuple[tuple[int, int, int], ...], int, int, int], ...]
     pools: tuple[PoolGroup, ...]
+    batch: int
     context: int
     chunk: int
     grows: bool
@@ -146,41 +157,83 @@ def trtllm_plans(
     options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
                        pp_size, pp_rank)  # fmt: skip
     terms = _cached_terms(options)
-    plans = _trtllm_known(options, terms)[1]
-    return {t.manager: plan for t, plan in zip(terms, plans, strict=True)}
+    known = _TRTLLM_PLANS.get(id(terms))
+    if known is None or known[0] is not terms:
+        known = _trtllm_known(options, terms)
+    return {t.manager: plan for t, plan in zip(terms, known[1], strict=True)}
+
+
+def _trtllm_given(
+    model: object, speculative: object, batch: object, chunk: object, max_seq_len: object,
+    tp_size: object, pp_size: object, pp_rank: object,
+) -> tuple[_Options, tuple[_Terms, ...]]:  # fmt: skip
+    """The validated options of ``_trtllm_capacity``'s arguments and their terms."""
+    options = _options(model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank)
+    return options, _cached_terms(options)
 
 
 def _trtllm_known(options: _Options, terms: tuple[_Terms, ...]) -> _TrtllmKnown:
-    """``_TRTLLM_PLANS``' entry of validated options, built and kept on their first call:
+    """``_TRTLLM_PLANS``' entry of validated options and their terms, built and kept:
     each manager's ``TrtllmPlan`` (None where the split is not modelled)."""
-    known = _TRTLLM_PLANS.get(options)
-    if known is None:
-        batch, chunk = options[_BATCH_AT], options[_CHUNK_AT]
-        plans: tuple[TrtllmPlan | None, ...] = ()
-        for t in terms:  # a loop, not a comprehension: its frame costs a never-seen call more
-            plans += (_trtllm_plan(t, batch, chunk),)
-        # What ``_trtllm_capacity`` reads beside the plans, so that a warm call makes one
-        # look-up: the terms, the bytes of one target request at max_seq_len, and the
-        # target's tokens for each share seen (a function of the share and these options).
-        target, seq_len = terms[0], options[_SEQ_LEN_AT]
-        request_bytes = (seq_len * target.slope + target.per_request
-                         + min(seq_len, chunk) * target.ctx_swa)  # fmt: skip
-        if len(_TRTLLM_PLANS) >= 4096:
-            _TRTLLM_PLANS.clear()
-        known = _TRTLLM_PLANS[options] = (terms, plans, request_bytes, {})
+    batch, chunk = options[_BATCH_AT], options[_CHUNK_AT]
+    plans: tuple[TrtllmPlan | None, ...] = ()
+    for t in terms:  # a loop, not a comprehension: its frame costs a never-seen call more
+        plans += (_trtllm_plan(t, batch, chunk),)
+    # What ``_trtllm_capacity`` reads beside the plans, so that a warm call makes one
+    # look-up: the terms, the bytes of one target request at max_seq_len, and the
+    # target's tokens for each share seen (a function of the share and these options).
+    target, seq_len = terms[0], options[_SEQ_LEN_AT]
+    request_bytes = (seq_len * target.slope + target.per_request
+                     + min(seq_len, chunk) * target.ctx_swa)  # fmt: skip
+    if len(_TRTLLM_PLANS) >= 4096:
+        _TRTLLM_PLANS.clear()
+    known = _TRTLLM_PLANS[id(terms)] = (terms, plans, request_bytes, {})
     return known
 
 
 def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> TrtllmPlan | None:
-    """Life cycles of equal slot bytes share a pool group (a chunked one keeps its own, as
-    the shim builds it), in registry order: sliding and chunked cycles, then full."""
+    """A manager's pool groups with the batch and chunk of a call (``_trtllm_plan_of``); None
+    where the engine's split does not hold its pools (states, cross caches, DCP pages, a
+    resume-rounded draft)."""
     tpb = TOKENS_PER_BLOCK
     if t.states or t.fixed_pool_bytes or t.resume_rounding is not None or t.span != tpb:
         return None
-    # slot bytes, or a chunked cycle's own key -> [slot bytes, cycles, fixed, sliding, full]
+    plan: TrtllmPlan | None = _trtllm_plan_of(
+        t.life_cycles, t.slope, t.per_request, tpb, batch, chunk
+    )
+    return plan
+
+
+@lru_cache(maxsize=4096)  # a function of its arguments alone: one cache serves every family
+def _trtllm_plan_of(
+    cycles: tuple[tuple[int, int, int, int, int], ...],
+    slope: int,
+    per_request: int,
+    tpb: int,
+    batch: int,
+    chunk: int,
+) -> TrtllmPlan | None:
+    """The ``TrtllmPlan`` of a manager's life cycles (``_trtllm_groups``) for B requests and
+    N tokens a step."""
+    groups = _trtllm_groups(cycles, slope, per_request, tpb)
+    if groups is None:
+        return None
+    return _new(TrtllmPlan, (*groups, batch, -(-chunk // tpb), chunk, slope > 0))  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=4096)  # a function of its arguments alone: one cache serves every family
+def _trtllm_groups(
+    cycles: tuple[tuple[int, int, int, int, int], ...], slope: int, per_request: int, tpb: int
+) -> tuple[tuple[Any, ...], tuple[PoolGroup, ...]] | None:
+    """Life cycles of equal slot bytes share a pool group (a chunked one keeps its own, as
+    the shim builds it), in registry order: sliding and chunked cycles, then full; per group
+    (slot bytes, cycles, pages per request, sliding cycles, full cycles), and the groups as
+    the engine's split sees them. None for a per-request state beside the pages, or no page
+    that grows with history (nothing to split: the affine answer)."""
+    # slot bytes, or a chunked cycle's own key -> [slot bytes, cycles, pages, sliding, full]
     groups: dict[int, list] = {}  # type: ignore[type-arg]
     window_bytes = 0  # kvgen's window pages of one request
-    for i, (window, sinks, pages, b, attn_chunk) in enumerate(t.life_cycles):
+    for i, (window, sinks, pages, b, attn_chunk) in enumerate(cycles):
         size = tpb * b
         window_bytes += size * pages
         key = -i - 1 if attn_chunk else size
@@ -188,27 +241,24 @@ def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> TrtllmPlan | None:
         if group is None:
             group = groups[key] = [size, [], 0, 0, 0]
         group[1].append((window, sinks, attn_chunk))
-        group[2] += batch * pages
+        group[2] += pages
         group[3] += 1
-    if t.per_request != window_bytes:  # a per-request state beside the pages: not split
+    if per_request != window_bytes:  # a per-request state beside the pages: not split
         return None
-    if t.slope:
-        group = groups.get(tpb * t.slope)
+    if slope:
+        group = groups.get(tpb * slope)
         if group is None:
-            group = groups[tpb * t.slope] = [tpb * t.slope, [], 0, 0, 0]
+            group = groups[tpb * slope] = [tpb * slope, [], 0, 0, 0]
         group[1].append((0, 0, 0))
         group[4] += 1
     if not groups:  # no page grows with history: nothing to split (the affine answer)
         return None
     members = []
     pools = []
-    for size, cycles, fixed, sliding, full in groups.values():
-        members.append((size, tuple(cycles), fixed, sliding, full))
-        pools.append(_new(PoolGroup, ((size,), len(cycles))))
-    plan: TrtllmPlan = _new(
-        TrtllmPlan, (tuple(members), tuple(pools), -(-chunk // tpb), chunk, t.slope > 0)
-    )
-    return plan
+    for size, members_of, pages, sliding, full in groups.values():
+        members.append((size, tuple(members_of), pages, sliding, full))
+        pools.append(_new(PoolGroup, ((size,), len(members_of))))
+    return tuple(members), tuple(pools)
 
 
 @lru_cache(maxsize=4096)
@@ -231,10 +281,10 @@ def trtllm_held(plan: TrtllmPlan, quota: int) -> tuple[int | None, tuple[int, ..
     no full pool bounds it; 0 when not even B requests' window pages fit). Returns (T,
     slots, k); ValueError where the engine's least grains per pool overrun the quota."""
     slots = _engine_slots(plan.pools, quota)
-    context = plan.context
+    context, batch = plan.context, plan.batch
     most = -1  # the largest k every group allows (-1: no group bounds it)
-    for (_size, _cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True):
-        room = built - fixed
+    for (_size, _cycles, pages, sliding, full), built in zip(plan.groups, slots, strict=True):
+        room = built - batch * pages
         if room < 0:
             return 0, slots, 0  # not even B requests' window pages: nothing is served
         if full:  # k <= n: (sliding + 1) k <= room; past n: k <= room - sliding * n
@@ -268,7 +318,8 @@ def _trtllm_refusal(name: str) -> str:
 def _derive_trtllm() -> None:
     """Per family, at bind: its own TensorRT-LLM plans, and each model's query heads or the
     reason its row has no answer."""
-    global _TRTLLM_HEADS, _TRTLLM_PLANS
+    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN
     _TRTLLM_HEADS = {name: _trtllm_refusal(name) or ENGINE_MODELS[name].query_heads
                      for name in _MODELS}  # fmt: skip
     _TRTLLM_PLANS = {}
+    _TRTLLM_GIVEN = lru_cache(maxsize=4096, typed=True)(_trtllm_given)

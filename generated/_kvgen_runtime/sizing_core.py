@@ -19,6 +19,7 @@ docs/api.md, "The interpreter".
 import math
 import types
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from . import sizing_kinds, sizing_options, sizing_quota, sizing_split, sizing_terms
@@ -52,7 +53,9 @@ from .sizing_options import (
     _headroom,
     _integer,
     _name,
+    _Options,
     _options,
+    _plain_options,
     headroom,
 )
 from .sizing_quota import (
@@ -66,10 +69,11 @@ from .sizing_quota import (
 )
 from .sizing_split import _derive_split
 from .sizing_terms import (
-    _ANSWERS,
     _TERM_NAMES,
+    _Answer,
     _answers,
     _cached_terms,
+    _compute,
     _derive_answers,
 )
 
@@ -106,6 +110,52 @@ __all__ = [
 API_VERSION = 2
 
 
+# ---- a warm call: its answer looked up by its arguments as given, validated on a miss ----
+# A hit is a repeat of arguments validated before, so it needs no validation; a miss validates
+# them (``_options``), raising what any call raises. Per family (``_derive_lookups``):
+# ``_PLAIN``, a dict of the five required arguments (a str model and profile, int sizes: a key
+# no other value equals, so 1, 1.0 and True never share one) of a call that leaves every other
+# option at its default (the same objects: small ints and bools are singletons) to its answer;
+# ``_GIVEN``, a typed cache (``functools.lru_cache(typed=True)``) of all seventeen as given to
+# the validated options and answer, where an unhashable argument is named by the validation.
+_PLAIN: dict[tuple[object, ...], _Answer] = {}
+_GIVEN: Any = None
+_ONE, _ZERO = 1, 0  # the defaults, compared by identity
+
+
+def _plain(model: str, speculative: str, batch: int, chunk: int, max_seq_len: int) -> _Answer:
+    """``cache_costs``' answer on a miss of ``_PLAIN``: validated, computed and kept (here
+    alone: the answers cache by validated options is the other functions')."""
+    answer = _compute(_plain_options(model, speculative, batch, chunk, max_seq_len))
+    if len(_PLAIN) >= 4096:
+        _PLAIN.clear()
+    _PLAIN[model, speculative, batch, chunk, max_seq_len] = answer
+    return answer
+
+
+def _given(*arguments: object) -> tuple[_Options, _Answer]:
+    options = _options(*arguments)
+    return options, _answers(options)
+
+
+def _lookup(*arguments: object) -> tuple[_Options, _Answer]:
+    """The validated options and answer of a call's seventeen option arguments (in
+    ``_Options``' order), from ``_GIVEN`` on a repeat."""
+    try:
+        found: tuple[_Options, _Answer] = _GIVEN(*arguments)
+    except TypeError:  # an unhashable argument: named as any other bad value
+        _options(*arguments)
+        raise
+    return found
+
+
+def _derive_lookups() -> None:
+    """Per family, at bind: its own caches of arguments as given."""
+    global _PLAIN, _GIVEN
+    _PLAIN = {}
+    _GIVEN = lru_cache(maxsize=4096, typed=True)(_given)
+
+
 def cost_terms(
     model: str,
     *,
@@ -130,12 +180,11 @@ def cost_terms(
     """Every named term of the static cost, per cache manager, in bytes (§4). The terms, the
     options and ``engine_terms=True`` (what the engine does beside the quota, §9) are
     described in docs/api.md, "cost_terms"."""
-    options = _options(
+    options, (terms, _costs) = _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
-    terms = _cached_terms(options)
     out = {}
     for t in terms:
         named = {k: v for k, v in zip(_TERM_NAMES[:6], t[1:7], strict=True) if v is not None}
@@ -174,12 +223,24 @@ def cache_costs(
     encoder_tokens: int | None = None,
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
-    options = _options(
+    if (
+        tp_size is _ONE and pp_size is _ONE and pp_rank is _ZERO and dcp_size is _ONE
+        and scratch_reuse is False and block_reuse is False and overlap_slack is False
+        and attention_dp is False and encoder_tokens is None and max_util_for_resume is _UTIL
+        and semantics == "trtllm-v2" and mamba_state_update == "default"
+    ) and (
+        type(max_batch_size) is int and type(max_num_tokens) is int
+        and type(max_seq_len) is int and type(model) is str and type(speculative) is str
+    ):  # fmt: skip
+        answer = _PLAIN.get((model, speculative, max_batch_size, max_num_tokens, max_seq_len))
+        if answer is None:
+            answer = _plain(model, speculative, max_batch_size, max_num_tokens, max_seq_len)
+        return answer[1].copy()
+    return _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
-    )  # fmt: skip
-    return (_ANSWERS.get(options) or _answers(options))[1].copy()
+    )[1][1].copy()  # fmt: skip
 
 
 def quota_from_max_tokens(
@@ -208,13 +269,13 @@ def quota_from_max_tokens(
     ``max_tokens_from_quota``."""
     tokens = max_tokens if type(max_tokens) is int and 0 <= max_tokens <= _MAX_INT else None
     tokens = _integer("max_tokens", max_tokens, 0) if tokens is None else tokens
-    options = _options(
+    options, (terms, _costs) = _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
     chunk = options[_CHUNK_AT]
-    return {t.manager: _quota(t, tokens, chunk) for t in _cached_terms(options)}
+    return {t.manager: _quota(t, tokens, chunk) for t in terms}
 
 
 def max_tokens_from_quota(
@@ -242,12 +303,12 @@ def max_tokens_from_quota(
     ``split_budget`` return; any of the profile's managers), the largest T with
     ``quota(T) <= quota_bytes[manager]``: ``None`` when no full-attention layer bounds it (the
     manager's cost stops growing with T)."""
-    options = _options(
+    options, (found, _costs) = _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
-    terms = {t.manager: t for t in _cached_terms(options)}
+    terms = {t.manager: t for t in found}
     if not isinstance(quota_bytes, Mapping) or not quota_bytes:
         raise ValueError(
             f"quota_bytes must map cache managers ({', '.join(terms)}) to bytes, "
@@ -354,12 +415,12 @@ def split_budget(
     """
     budget = _integer("budget_bytes", budget_bytes, 0)
     _name("tier", tier, TIERS)
-    options = _options(
+    terms = _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
-    )  # fmt: skip
-    return _shares(_cached_terms(options), budget, tier)
+    )[1][0]  # fmt: skip
+    return _shares(terms, budget, tier)
 
 
 def max_blocks_per_seq(
@@ -513,3 +574,4 @@ def _derive() -> None:
     _derive_limits()
     _derive_split()
     _derive_answers()
+    _derive_lookups()

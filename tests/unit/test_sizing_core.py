@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -449,8 +450,10 @@ def test_the_copied_suggestion_matches_kvgen_suggest():
 
 
 def test_calls_at_the_defaults_and_explicit_equal_options_answer_alike():
-    # One path for every call (no identity fast path at the defaults): equal options given
-    # as other objects (numpy ints, rebuilt strings) answer the same and share its refusals.
+    # A call at the defaults (the same objects) is looked up by its five required arguments,
+    # any other by all seventeen as given (issue 28: a warm call looks up before it
+    # validates); equal options given as other objects (numpy ints, rebuilt strings) answer
+    # the same, and both paths refuse alike, warm or not.
     plain = core.cache_costs("hybrid", speculative="pard2", **KW)
     explicit = core.cache_costs(
         "hybrid", speculative="pard2", tp_size=np.int64(1), pp_size=1, pp_rank=0,
@@ -458,8 +461,7 @@ def test_calls_at_the_defaults_and_explicit_equal_options_answer_alike():
         mamba_state_update="def" + "ault", **KW,
     )  # fmt: skip
     assert plain == explicit
-    assert not hasattr(core, "_answers_plain")
-    assert len(core._ANSWERS) >= 1
+    assert len(core._PLAIN) >= 1 and len(core._ANSWERS) >= 1
     for bad in (True, 4.0):  # warm caches on both paths still refuse a bool or a float
         with pytest.raises(ValueError, match="max_batch_size"):
             core.cache_costs("hybrid", **{**KW, "max_batch_size": bad})
@@ -488,17 +490,21 @@ def test_equal_options_share_one_answer_keyed_by_the_validated_options():
     assert len(module._ANSWERS) == 1
 
 
-def test_the_answers_cache_is_bounded_and_answers_alike_after_it_empties():
-    # The answers cache is a plain dict of at most _ANSWERS_HELD (4,096) answers, emptied when
-    # full: 4,097 distinct batch sizes leave one answer held, and the first batch size's
-    # answer, computed again, is the one it had.
+@pytest.mark.parametrize("cache", ["_ANSWERS", "_PLAIN"])
+def test_the_answers_caches_are_bounded_and_answer_alike_after_they_empty(cache):
+    # The answers cache by validated options (cost_terms' here) and cache_costs' cache of its
+    # usual call by its arguments as given are plain dicts of at most _ANSWERS_HELD (4,096)
+    # answers, emptied when full: 4,097 distinct batch sizes leave one answer held, and the
+    # first batch size's answer, computed again, is the one it had.
     module = bound_module(load_family(EXAMPLE))
-    first = module.cache_costs("hybrid", **{**KW, "max_batch_size": 1})
+    call = module.cost_terms if cache == "_ANSWERS" else module.cache_costs
+    first = call("hybrid", **{**KW, "max_batch_size": 1})
     for batch in range(2, module._ANSWERS_HELD + 2):
-        module.cache_costs("hybrid", **{**KW, "max_batch_size": batch})
-        assert len(module._ANSWERS) <= module._ANSWERS_HELD
-    assert len(module._ANSWERS) == 1
-    assert module.cache_costs("hybrid", **{**KW, "max_batch_size": 1}) == first
+        call("hybrid", **{**KW, "max_batch_size": batch})
+        assert len(vars(module)[cache]) <= module._ANSWERS_HELD
+    assert len(vars(module)[cache]) == 1
+    module._GIVEN.cache_clear()  # cost_terms' arguments as given are kept apart (an lru)
+    assert call("hybrid", **{**KW, "max_batch_size": 1}) == first
 
 
 def test_quota_for_requests_names_seq_len_when_it_exceeds_the_models_context():
@@ -568,3 +574,43 @@ def test_a_draft_several_models_share_is_written_once_and_reads_as_the_specs_row
     # A draft no other model shares stays inline: one model alone names nothing.
     alone = tables._replace(models={"qwen2_5_0_5b": tables.models["qwen2_5_0_5b"]})
     assert shared_drafts(alone) == {}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.cache_costs("hybrid", **KW),
+        lambda m: m.cache_costs("hybrid", tp_size=2, **KW),
+        lambda m: m.cost_terms("hybrid", **KW),
+        lambda m: m.quota_from_max_tokens("hybrid", 4096, **KW),
+        lambda m: m.split_budget("hybrid", 1 << 30, **KW),
+        lambda m: m.engine_capacity(
+            "hybrid", 1 << 30, engine="trtllm-v2", max_seq_len=1024, max_num_tokens=64
+        ),
+    ],
+    ids=["cache_costs", "cache_costs-tp2", "cost_terms", "quota", "split_budget", "trtllm-v2"],
+)
+def test_a_warm_call_looks_up_its_answer_before_it_validates(call):
+    # Issue 28: a repeated call finds its answer by its arguments as given and validates
+    # nothing (at c2a37ec every call ran the validation of all 17 options first: 1.5x the
+    # time of 54a882f's warm call); a miss validates, with the same errors as ever.
+    module = bound_module(load_family(EXAMPLE))
+    validated = []
+
+    def counted(check: Callable[..., object]) -> Callable[..., object]:
+        def counting(*args: object, **kwargs: object) -> object:
+            validated.append(args)
+            return check(*args, **kwargs)
+
+        return counting
+
+    for name in ("_options", "_plain_options"):  # the validation, and its usual call's form
+        if name in vars(module):
+            module.__dict__[name] = counted(vars(module)[name])
+    first = call(module)
+    assert len(validated) == 1  # the first call validates once
+    assert call(module) == first
+    assert len(validated) == 1  # the repeat validates nothing
+    for bad in (True, 4.0, [4]):  # and a bad value is refused, warm or not
+        with pytest.raises(ValueError, match="max_batch_size"):
+            module.cache_costs("hybrid", **{**KW, "max_batch_size": bad})
