@@ -26,8 +26,8 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvgen._config import OUT_DIR as _OUT
 from kvgen._plans import BatchPlan, ManagerPlan, Plan, PlanError, largest
-from kvgen._project import OUT_DIR
 from kvgen._suggest import did_you_mean
 from kvgen._vendored import import_generated, interface_refusal
 
@@ -47,10 +47,12 @@ SEARCH_LIMIT = 1 << 24  # requests; a cost that never grows with them is reporte
 _FAMILY = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
+OUT_DIR = Path(_OUT)  # the config's default (kvgen._project's, without the spec loader)
+
+
 def load_sizing(family: str, generated_dir: Path = OUT_DIR) -> types.ModuleType:
     """``generated/<family>/sizing.py`` of this project (not of any installed copy)."""
-    from kvgen._files import Refused, exists, read_bytes
-    from kvgen._writer import MAX_GENERATED_BYTES
+    from kvgen._files import MAX_GENERATED_BYTES, Refused, exists, read_bytes
 
     path = generated_dir / family / "sizing.py"
     if _FAMILY.match(family) and exists(path):

@@ -40,7 +40,7 @@ LOCK_WAIT_S = 60.0
 # Test hook: pause after staging this many files (kill -9 tests). Set only by the person
 # running kvgen, never read from a spec, config or ref.
 PAUSE_ENV = "KVGEN_TEST_PAUSE_AFTER_FILES"
-MAX_GENERATED_BYTES = 32 << 20  # a generated module is ~100 KB; bounds a committed file read
+MAX_GENERATED_BYTES = files.MAX_GENERATED_BYTES  # defined with the file-access rules
 # Beside the output tree <out>: .<out>.kvgen.lock, and what a killed run may leave behind.
 LOCK_SUFFIX, STAGE_SUFFIX, BACKUP_SUFFIX = ".kvgen.lock", ".kvgen-stage", ".kvgen-old"
 

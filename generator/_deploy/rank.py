@@ -63,10 +63,9 @@ class RankPlan:
 def load_sizing(family: str, generated: Path) -> types.ModuleType:
     """``generated/<family>/sizing.py`` through the file-access rules, without kvgen's spec
     stack (a plan with --emit stays a fraction of a second: bench/bench_emit.py)."""
-    from kvgen._files import Refused, exists, read_bytes
+    from kvgen._files import MAX_GENERATED_BYTES, Refused, exists, read_bytes
     from kvgen._suggest import did_you_mean
     from kvgen._vendored import import_generated, interface_refusal
-    from kvgen._writer import MAX_GENERATED_BYTES
 
     path = generated / family / "sizing.py"
     if not _FAMILY.match(family) or not exists(path):
