@@ -473,7 +473,7 @@ def kind_rows(kind: Kind, model: str, cross_as_full: bool = False) -> tuple[_Lay
     if cross_as_full and cls is _Cross:
         cls = _Full
     rows = _ENGINE_ROWS[cls](kind, cls)
-    if type(rows) is str:
+    if isinstance(rows, str):
         raise NotModelled(f"{model}: {UNMODELLED[rows]}", rows)
     return rows
 
@@ -500,10 +500,16 @@ def engine_rows(
     out = []
     for row, count in counts.items():
         attention, heads, head, value, window, state, dtype, dims, packed = row
-        if dims and form and _MIXERS[dims[0]].family_form:
-            dims = (form, *dims[1:])
+        if not dims:
+            out.append(EngineLayer(attention, count, heads, head, value, window, state, dtype,
+                                   token_bytes=packed))  # fmt: skip
+            continue
+        mixer, channels, conv_rows, ssm_heads, elements, groups, d_state = dims
+        if form and _MIXERS[mixer].family_form:
+            mixer = form
         out.append(EngineLayer(attention, count, heads, head, value, window, state, dtype,
-                               *dims, token_bytes=packed))  # fmt: skip
+                               mixer, channels, conv_rows, ssm_heads, elements, groups,
+                               d_state))  # fmt: skip
     return tuple(out)
 
 
@@ -532,7 +538,9 @@ def _engine_draft(
         layers = engine_rows(stack, model)
     except NotModelled:  # the row says why (``unmodelled``)
         return row
-    return EngineDraft(*row._values()[:-1], layers)
+    return EngineDraft(row.retained, row.state_blocks, row.unmodelled, row.sglang_layers,
+                       row.sglang_draft_tokens, row.instead, row.sglang_unmodelled,
+                       row.draft_model, layers)  # fmt: skip
 
 
 def engine_model(

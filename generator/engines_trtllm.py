@@ -24,7 +24,7 @@ from .sizing_options import (
     _options,
 )
 from .sizing_quota import _shares, _tokens
-from .sizing_terms import _cached_terms, _Terms
+from .sizing_terms import _answers, _cached_terms, _Terms
 from .trtllm_split import PoolGroup, slots_for_quota, whole_grains
 
 # By the identity of a call's terms (the answers cache's, one object per validated options,
@@ -169,7 +169,7 @@ def _trtllm_given(
 ) -> tuple[_Options, tuple[_Terms, ...]]:  # fmt: skip
     """The validated options of ``_trtllm_capacity``'s arguments and their terms."""
     options = _options(model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank)
-    return options, _cached_terms(options)
+    return options, _answers(options)[0]
 
 
 def _trtllm_known(options: _Options, terms: tuple[_Terms, ...]) -> _TrtllmKnown:
@@ -218,7 +218,8 @@ def _trtllm_plan_of(
     groups = _trtllm_groups(cycles, slope, per_request, tpb)
     if groups is None:
         return None
-    return _new(TrtllmPlan, (*groups, batch, -(-chunk // tpb), chunk, slope > 0))  # type: ignore[no-any-return]
+    plan: TrtllmPlan = _new(TrtllmPlan, (*groups, batch, -(-chunk // tpb), chunk, slope > 0))
+    return plan
 
 
 @lru_cache(maxsize=4096)  # a function of its arguments alone: one cache serves every family

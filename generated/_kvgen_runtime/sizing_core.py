@@ -41,6 +41,7 @@ from .sizing_kinds import (
 )
 from .sizing_options import (
     _CHUNK_AT,
+    _LIMITS,
     _MAX_INT,
     _OVERLAP_SLACK_AT,
     _SEQ_LEN_AT,
@@ -55,7 +56,6 @@ from .sizing_options import (
     _name,
     _Options,
     _options,
-    _plain_options,
     headroom,
 )
 from .sizing_quota import (
@@ -69,6 +69,7 @@ from .sizing_quota import (
 )
 from .sizing_split import _derive_split
 from .sizing_terms import (
+    _ANSWERS_HELD,
     _TERM_NAMES,
     _Answer,
     _answers,
@@ -113,24 +114,15 @@ API_VERSION = 2
 # ---- a warm call: its answer looked up by its arguments as given, validated on a miss ----
 # A hit is a repeat of arguments validated before, so it needs no validation; a miss validates
 # them (``_options``), raising what any call raises. Per family (``_derive_lookups``):
-# ``_PLAIN``, a dict of the five required arguments (a str model and profile, int sizes: a key
-# no other value equals, so 1, 1.0 and True never share one) of a call that leaves every other
-# option at its default (the same objects: small ints and bools are singletons) to its answer;
-# ``_GIVEN``, a typed cache (``functools.lru_cache(typed=True)``) of all seventeen as given to
-# the validated options and answer, where an unhashable argument is named by the validation.
+# ``_PLAIN``, a dict of the five required arguments and tp_size (a str model and profile, int
+# sizes: a key no other value equals, so 1, 1.0 and True never share one) of a call that
+# leaves every other option at its default (the same objects: small ints and bools are
+# singletons) to its answer; ``_GIVEN``, a typed cache (``functools.lru_cache(typed=True)``)
+# of all seventeen as given to the validated options and answer, where an unhashable
+# argument is named by the validation.
 _PLAIN: dict[tuple[object, ...], _Answer] = {}
 _GIVEN: Any = None
 _ONE, _ZERO = 1, 0  # the defaults, compared by identity
-
-
-def _plain(model: str, speculative: str, batch: int, chunk: int, max_seq_len: int) -> _Answer:
-    """``cache_costs``' answer on a miss of ``_PLAIN``: validated, computed and kept (here
-    alone: the answers cache by validated options is the other functions')."""
-    answer = _compute(_plain_options(model, speculative, batch, chunk, max_seq_len))
-    if len(_PLAIN) >= 4096:
-        _PLAIN.clear()
-    _PLAIN[model, speculative, batch, chunk, max_seq_len] = answer
-    return answer
 
 
 def _given(*arguments: object) -> tuple[_Options, _Answer]:
@@ -153,7 +145,7 @@ def _derive_lookups() -> None:
     """Per family, at bind: its own caches of arguments as given."""
     global _PLAIN, _GIVEN
     _PLAIN = {}
-    _GIVEN = lru_cache(maxsize=4096, typed=True)(_given)
+    _GIVEN = lru_cache(maxsize=_ANSWERS_HELD, typed=True)(_given)
 
 
 def cost_terms(
@@ -224,17 +216,38 @@ def cache_costs(
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
     if (
-        tp_size is _ONE and pp_size is _ONE and pp_rank is _ZERO and dcp_size is _ONE
-        and scratch_reuse is False and block_reuse is False and overlap_slack is False
-        and attention_dp is False and encoder_tokens is None and max_util_for_resume is _UTIL
+        pp_size is _ONE and pp_rank is _ZERO and dcp_size is _ONE and scratch_reuse is False
+        and block_reuse is False and overlap_slack is False and attention_dp is False
+        and encoder_tokens is None and max_util_for_resume is _UTIL
         and semantics == "trtllm-v2" and mamba_state_update == "default"
     ) and (
-        type(max_batch_size) is int and type(max_num_tokens) is int
-        and type(max_seq_len) is int and type(model) is str and type(speculative) is str
+        type(max_batch_size) is type(max_num_tokens) is type(max_seq_len) is type(tp_size) is int
     ):  # fmt: skip
-        answer = _PLAIN.get((model, speculative, max_batch_size, max_num_tokens, max_seq_len))
-        if answer is None:
-            answer = _plain(model, speculative, max_batch_size, max_num_tokens, max_seq_len)
+        # Ints of type int (no bool, float or numpy int equals one here): the model and profile
+        # as given, any value equal to a name the tables hold being that name.
+        key = (model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
+        try:
+            answer = _PLAIN.get(key)
+        except TypeError:  # an unhashable argument: named as any other bad value
+            _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
+            raise
+        if answer is None:  # validated, computed and kept here alone (not in ``_ANSWERS``)
+            limits = _LIMITS.get(model) if type(model) is str else None
+            if (
+                limits is None or type(speculative) is not str or speculative not in limits[0]
+                or not 0 < max_batch_size <= _MAX_INT or not 0 < max_num_tokens <= _MAX_INT
+                or not 0 < max_seq_len <= limits[1] or not 0 < tp_size <= _MAX_INT
+            ):  # fmt: skip
+                # The one validation: it names a bad argument (or takes a str subclass).
+                options = _options(model, speculative, max_batch_size, max_num_tokens,
+                                   max_seq_len, tp_size)  # fmt: skip
+            else:
+                options = (*key, 1, 0, False, False, _UTIL, False, "trtllm-v2", False, "default",
+                           1, None)  # fmt: skip
+            answer = _compute(options)
+            if len(_PLAIN) >= _ANSWERS_HELD:
+                _PLAIN.clear()
+            _PLAIN[key] = answer
         return answer[1].copy()
     return _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,

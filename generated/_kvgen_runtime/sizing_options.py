@@ -204,22 +204,6 @@ def _options(
             mamba_state_update, dcp_size, encoder_tokens)  # fmt: skip
 
 
-def _plain_options(
-    model: str, speculative: str, batch: int, chunk: int, max_seq_len: int
-) -> _Options:
-    """``_options`` of a call with a str model and profile, int sizes and every other option
-    at its default (``cache_costs``' usual call): the five accepted as ``_options`` accepts
-    them, else ``_options`` itself names the bad one."""
-    limits = _LIMITS.get(model)
-    if (
-        limits is None or speculative not in limits[0] or not 0 < batch <= _MAX_INT
-        or not 0 < chunk <= _MAX_INT or not 0 < max_seq_len <= limits[1]
-    ):  # fmt: skip
-        return _options(model, speculative, batch, chunk, max_seq_len)
-    return (model, speculative, batch, chunk, max_seq_len, 1, 1, 0, False, False, _UTIL,
-            False, "trtllm-v2", False, "default", 1, None)  # fmt: skip
-
-
 def _dcp_size(model: str, speculative: str, tp_size: int, attention_dp: object, dcp: object) -> int:
     """``dcp`` as an int, or ValueError where the engines refuse decode context parallelism
     (§9): the DCP group is carved from the TP ranks that hold copies of the same KV heads

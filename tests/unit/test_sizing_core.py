@@ -490,21 +490,25 @@ def test_equal_options_share_one_answer_keyed_by_the_validated_options():
     assert len(module._ANSWERS) == 1
 
 
-@pytest.mark.parametrize("cache", ["_ANSWERS", "_PLAIN"])
-def test_the_answers_caches_are_bounded_and_answer_alike_after_they_empty(cache):
+def test_the_answers_caches_are_bounded_and_answer_alike_after_they_let_go():
     # The answers cache by validated options (cost_terms' here) and cache_costs' cache of its
     # usual call by its arguments as given are plain dicts of at most _ANSWERS_HELD (4,096)
-    # answers, emptied when full: 4,097 distinct batch sizes leave one answer held, and the
-    # first batch size's answer, computed again, is the one it had.
+    # answers, emptied when full; the typed cache of every other call's arguments holds as
+    # many, the least recently used let go. 4,097 distinct batch sizes leave one answer in
+    # each dict and 4,096 in the other, and the first batch size's answer, computed again, is
+    # the one it had.
     module = bound_module(load_family(EXAMPLE))
-    call = module.cost_terms if cache == "_ANSWERS" else module.cache_costs
-    first = call("hybrid", **{**KW, "max_batch_size": 1})
-    for batch in range(2, module._ANSWERS_HELD + 2):
-        call("hybrid", **{**KW, "max_batch_size": batch})
-        assert len(vars(module)[cache]) <= module._ANSWERS_HELD
-    assert len(vars(module)[cache]) == 1
-    module._GIVEN.cache_clear()  # cost_terms' arguments as given are kept apart (an lru)
-    assert call("hybrid", **{**KW, "max_batch_size": 1}) == first
+    held = module._ANSWERS_HELD
+    first = module.cost_terms("hybrid", **{**KW, "max_batch_size": 1})
+    plain = module.cache_costs("hybrid", **{**KW, "max_batch_size": 1})
+    for batch in range(2, held + 2):
+        module.cost_terms("hybrid", **{**KW, "max_batch_size": batch})
+        module.cache_costs("hybrid", **{**KW, "max_batch_size": batch})
+        assert len(module._ANSWERS) <= held and len(module._PLAIN) <= held
+    assert len(module._ANSWERS) == len(module._PLAIN) == 1
+    assert module._GIVEN.cache_info().currsize == held
+    assert module.cost_terms("hybrid", **{**KW, "max_batch_size": 1}) == first
+    assert module.cache_costs("hybrid", **{**KW, "max_batch_size": 1}) == plain
 
 
 def test_quota_for_requests_names_seq_len_when_it_exceeds_the_models_context():
@@ -591,26 +595,27 @@ def test_a_draft_several_models_share_is_written_once_and_reads_as_the_specs_row
     ids=["cache_costs", "cache_costs-tp2", "cost_terms", "quota", "split_budget", "trtllm-v2"],
 )
 def test_a_warm_call_looks_up_its_answer_before_it_validates(call):
-    # Issue 28: a repeated call finds its answer by its arguments as given and validates
-    # nothing (at c2a37ec every call ran the validation of all 17 options first: 1.5x the
-    # time of 54a882f's warm call); a miss validates, with the same errors as ever.
+    # Issue 28: a repeated call finds its answer by its arguments as given and neither
+    # validates (``_options``) nor computes (``_compute``) anything (at c2a37ec every call
+    # ran the validation of all 17 options first: 1.5x the time of 54a882f's warm call); a
+    # miss validates, with the same errors as ever.
     module = bound_module(load_family(EXAMPLE))
-    validated = []
+    ran: list[str] = []
 
-    def counted(check: Callable[..., object]) -> Callable[..., object]:
+    def counted(name: str, check: Callable[..., object]) -> Callable[..., object]:
         def counting(*args: object, **kwargs: object) -> object:
-            validated.append(args)
+            ran.append(name)
             return check(*args, **kwargs)
 
         return counting
 
-    for name in ("_options", "_plain_options"):  # the validation, and its usual call's form
-        if name in vars(module):
-            module.__dict__[name] = counted(vars(module)[name])
+    for name in ("_options", "_compute"):
+        module.__dict__[name] = counted(name, vars(module)[name])
     first = call(module)
-    assert len(validated) == 1  # the first call validates once
+    assert "_compute" in ran  # the first call computes its answer
+    before = len(ran)
     assert call(module) == first
-    assert len(validated) == 1  # the repeat validates nothing
+    assert len(ran) == before  # the repeat validates and computes nothing
     for bad in (True, 4.0, [4]):  # and a bad value is refused, warm or not
         with pytest.raises(ValueError, match="max_batch_size"):
             module.cache_costs("hybrid", **{**KW, "max_batch_size": bad})
