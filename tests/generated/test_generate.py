@@ -237,16 +237,20 @@ def test_generated_sizing_public_surface(project):
     assert module.__all__ == [
         "API_VERSION",
         "FAMILY",
+        "KV_CACHE_DTYPE",
         "MANAGERS",
         "MAX_SEQ_LEN",
         "MODELS",
         "PROFILES",
+        "RUNTIME_VERSION",  # the interface's version (docs/api.md, "Versions")
         "SEMANTICS",
         "SPECULATIVE",
         "SPEC_SHA256",
+        "TABLES",  # the family's tables, one value
         "TIERS",
         "TOKENS_PER_BLOCK",
         "CacheCost",
+        "SizingTables",
         "cache_costs",
         "cost_terms",
         "headroom",
@@ -257,9 +261,13 @@ def test_generated_sizing_public_surface(project):
         "quota_from_max_tokens",
         "split_budget",
         # kvgen.engines_core, bound after the sizing interpreter
+        "ENGINE_MODELS",
         "EngineCapacity",
         "engine_capacity",
+        "trtllm_held",
+        "trtllm_plans",
     ]
+    assert module.TABLES.family == module.FAMILY == "toy"
     assert module.MODELS == ("toy_small",)
     assert module.MAX_SEQ_LEN == {"toy_small": 4096}
     assert module.SPECULATIVE == ("none", "eagle2")
