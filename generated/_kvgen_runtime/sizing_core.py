@@ -114,12 +114,12 @@ API_VERSION = 2
 # ---- a warm call: its answer looked up by its arguments as given, validated on a miss ----
 # A hit is a repeat of arguments validated before, so it needs no validation; a miss validates
 # them (``_options``), raising what any call raises. Per family (``_derive_lookups``):
-# ``_PLAIN``, a dict of the five required arguments and tp_size (a str model and profile, int
-# sizes: a key no other value equals, so 1, 1.0 and True never share one) of a call that
+# ``_PLAIN``, a dict of the five required arguments and tp_size (its sizes of type int: a key
+# no bool, float or numpy int equals, so 1, 1.0 and True never share one) of a call that
 # leaves every other option at its default (the same objects: small ints and bools are
 # singletons) to its answer; ``_GIVEN``, a typed cache (``functools.lru_cache(typed=True)``)
-# of all seventeen as given to the validated options and answer, where an unhashable
-# argument is named by the validation.
+# of all seventeen as given to the validated options and answer. An unhashable argument is
+# named by the validation.
 _PLAIN: dict[tuple[object, ...], _Answer] = {}
 _GIVEN: Any = None
 _ONE, _ZERO = 1, 0  # the defaults, compared by identity
