@@ -1,4 +1,5 @@
-"""CPU time of the quick ``kvgen`` commands, interpreter start included.
+"""CPU time of the quick ``kvgen`` commands, interpreter start included, as a ratio to the bare
+interpreter's start measured in the same run.
 
     python bench/bench_startup.py [--repeat 15] [--python PATH]
 
@@ -9,11 +10,16 @@ finder or whatever ``.pth`` files the development interpreter runs at every star
 
 Runs each command as its own process (as a shell would) and reads the child's user + system
 CPU from ``os.wait4``, so the figure is what the process itself cost, not the wall time of a
-loaded machine. Prints the median and the best run per command, and the bare interpreter
-(``python -c pass``) as the floor every command pays.
+loaded machine. Prints the median and the best run per command, and each median as a ratio
+to the median of ``python -c pass`` (the floor every command pays, measured between the
+commands): on a loaded machine both grow alike, so the ratio holds where milliseconds do not.
 
-Targets: ``--version``, ``--help`` and ``explain CODE`` under 50 ms of CPU; ``lint`` of one
-spec under 0.25 s. Medians on the 2-core development machine (Python 3.11, 15 runs):
+Targets (issue 28): ``--version``, ``--help`` and ``explain CODE`` within 3x ``python -c
+pass``; ``lint`` of one spec within 9x (its 0.25 s against the 28 ms bare start of the
+development machine, where pydantic's import is most of it); ``plan`` of a shipped model is
+shown (it imports no spec model, rule, renderer or writer: tests/cli/test_startup.py). Exit
+status 1 only when a ratio target is missed. Medians on the 2-core development machine
+(Python 3.11, 15 runs) before issue 23 (54a882f) and after:
 
     command               before (54a882f)   after
     python -c pass             27.8 ms       28.3 ms
@@ -38,13 +44,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ONE_SPEC = ROOT / "schema" / "families" / "llama3.yaml"
 
+BARE = "python -c pass"
 COMMANDS: dict[str, tuple[list[str], float]] = {
-    # label: (argv after `python`, target CPU seconds)
-    "python -c pass": (["-c", "pass"], 0.0),
-    "kvgen --version": (["-m", "kvgen", "--version"], 0.050),
-    "kvgen --help": (["-m", "kvgen", "--help"], 0.050),
-    "kvgen explain KV205": (["-m", "kvgen", "explain", "KV205"], 0.050),
-    "kvgen lint ONE_SPEC": (["-m", "kvgen", "-q", "lint", str(ONE_SPEC)], 0.250),
+    # label: (argv after `python`, target: at most this many times the bare start; 0: none)
+    BARE: (["-c", "pass"], 0.0),
+    "kvgen --version": (["-m", "kvgen", "--version"], 3.0),
+    "kvgen --help": (["-m", "kvgen", "--help"], 3.0),
+    "kvgen explain KV205": (["-m", "kvgen", "explain", "KV205"], 3.0),
+    "kvgen lint ONE_SPEC": (["-m", "kvgen", "-q", "lint", str(ONE_SPEC)], 9.0),
+    "kvgen plan MODEL": (
+        ["-m", "kvgen", "-q", "plan", "llama3", "llama3_1_8b", "--gpu-memory", "20GiB"],
+        0.0,
+    ),
 }
 
 
@@ -67,13 +78,22 @@ def main() -> int:
     parser.add_argument("--python", default=sys.executable, help="interpreter to run them with")
     args = parser.parse_args()
     over = []
-    print(f"{'command':<22} {'median':>9} {'best':>9} {'target':>9}")
-    for label, (argv, target) in COMMANDS.items():
-        runs = [cpu_seconds(argv, args.python) for _ in range(args.repeat)]
-        median = statistics.median(runs)
-        shown = f"{target * 1000:.0f} ms" if target else "-"
-        print(f"{label:<22} {median * 1000:>6.1f} ms {min(runs) * 1000:>6.1f} ms {shown:>9}")
-        if target and median > target:
+    runs: dict[str, list[float]] = {label: [] for label in COMMANDS}
+    for _ in range(args.repeat):  # interleaved: a burst of load slows one run of each
+        for label, (argv, _target) in COMMANDS.items():
+            runs[label].append(cpu_seconds(argv, args.python))
+            runs[BARE].append(cpu_seconds(COMMANDS[BARE][0], args.python))
+    bare = statistics.median(runs[BARE])
+    print(f"{'command':<22} {'median':>9} {'best':>9} {'x bare':>8} {'target':>8}")
+    for label, (_argv, target) in COMMANDS.items():
+        median = statistics.median(runs[label])
+        ratio = median / bare
+        shown = f"{target:.0f}x" if target else "-"
+        print(
+            f"{label:<22} {median * 1000:>6.1f} ms {min(runs[label]) * 1000:>6.1f} ms "
+            f"{ratio:>7.2f}x {shown:>8}"
+        )
+        if target and ratio > target:
             over.append(label)
     if over:
         print(f"over target: {', '.join(over)}")

@@ -46,7 +46,7 @@ def _capacity(
 
 def recurrent(sizing: types.ModuleType, model: str) -> bool:
     """Whether ``model`` keeps a recurrent state (SGLang's Mamba pool and radix cache)."""
-    return any(layer.attention == "recurrent" for layer in sizing._ENGINE_MODELS[model].layers)
+    return any(layer.attention == "recurrent" for layer in sizing.ENGINE_MODELS[model].layers)
 
 
 def engine_refusal(sizing: types.ModuleType, plan: Plan) -> str | None:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the code registry loads only when something is refused: `kv
     from kvgen._diagnostics import Diagnostic
 
 __all__ = [
+    "MAX_GENERATED_BYTES",
     "Refused",
     "chain",
     "check_output_dir",
@@ -52,6 +53,9 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 _CHUNK = 1 << 16
+# A generated module is ~100 KB: the bound of a committed one read (``kvgen._writer``) or
+# imported from an output folder (``kvgen plan --generated``).
+MAX_GENERATED_BYTES = 32 << 20
 
 
 def _codes():  # -> the kvgen._codes.files module

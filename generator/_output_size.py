@@ -25,9 +25,9 @@ if TYPE_CHECKING:  # at run time this module imports nothing: kvgen._writer take
 
 __all__ = ["MAX_GENERATED_BYTES", "Crossing", "bound", "crossing"]
 
-#: The largest generated module kvgen writes, and reads back (``generate --check``, ``plan``):
-#: a generated module is ~10-100 KB.
-MAX_GENERATED_BYTES = 32 << 20
+# The largest generated module kvgen writes and reads back (``generate --check``, ``plan``),
+# defined with the file-access rules.
+from kvgen._files import MAX_GENERATED_BYTES
 
 # Bytes of one rendered piece in the larger of the two modules (sizing.py, allocator.py), laid
 # out one value per line at the deepest indentation the templates use, with every optional

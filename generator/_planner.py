@@ -27,10 +27,10 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvgen._config import OUT_DIR as _OUT
 from kvgen._plans import BatchPlan, ManagerPlan, Plan, PlanError, largest
-from kvgen._project import OUT_DIR
 from kvgen._suggest import did_you_mean
-from kvgen._vendored import import_generated
+from kvgen._vendored import import_generated, interface_refusal
 from kvgen.engines_registry import (
     DEFAULT_MAX_NUM_TOKENS,
     DEFAULT_MAX_SEQ_LEN,
@@ -54,15 +54,17 @@ SEARCH_LIMIT = 1 << 24  # requests; a cost that never grows with them is reporte
 _FAMILY = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
+OUT_DIR = Path(_OUT)  # the config's default (kvgen._project's, without the spec loader)
+
+
 def load_sizing(
     family: str, generated_dir: Path = OUT_DIR, *, quiet: bool = False
 ) -> types.ModuleType:
     """``generated/<family>/sizing.py`` of this project, else of the family kvgen ships
     (``kvgen._shipped.locate``: the project's own family of that name wins; ``quiet``: the
     choice is not said on stderr)."""
-    from kvgen._files import Refused, exists, read_bytes
+    from kvgen._files import MAX_GENERATED_BYTES, Refused, exists, read_bytes
     from kvgen._shipped import known_families, locate
-    from kvgen._writer import MAX_GENERATED_BYTES
 
     generated_dir = locate(family, generated_dir, quiet=quiet).generated
     path = generated_dir / family / "sizing.py"
@@ -89,8 +91,9 @@ def load_sizing(
             f"{path.as_posix()} is not a kvgen sizing module (no {', '.join(missing)}): "
             "run `kvgen generate`"
         )
-    if getattr(module, "API_VERSION", 1) != 2:  # split_budget was budget first before 2
-        raise PlanError(f"{path.as_posix()} is from an older kvgen: run `kvgen generate`")
+    refusal = interface_refusal(module, path)
+    if refusal is not None:
+        raise PlanError(refusal)
     return module
 
 
@@ -153,12 +156,13 @@ class _Sizing:
         if self.common["semantics"] != "trtllm-v2" or "dcp_size" in self.common:
             return {}
         from kvgen._trtllm_pools import engine_plan_for_quota
+        from kvgen.trtllm_split import whole_grains
 
         serving = {k: v for k, v in kwargs.items() if k != "semantics"}  # a rank's own layers
         try:
-            quotas = {name: self.sizing._whole_grains(share) for name, share in shares.items()}
+            quotas = {name: whole_grains(share) for name, share in shares.items()}
             split = engine_plan_for_quota(self.sizing, self.model, quotas, **serving)
-        except (ValueError, AttributeError):  # not modelled, or a module older than the split
+        except ValueError:  # not modelled
             return {}
         return {name: tokens for name, (tokens, _pools) in split.items()}
 

@@ -25,7 +25,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kvgen.facts import DS_MLA_SCALE_BLOCK, DTYPE_BYTES, INDEX_SCALE_BLOCK, SCALED_LAYOUTS
+from kvgen.facts import (
+    DS_MLA_SCALE_BLOCK,
+    DTYPE_BYTES,
+    INDEX_SCALE_BLOCK,
+    SCALED_LAYOUTS,
+    ds_mla_bytes,
+    index_k_bytes,
+)
 
 __all__ = [
     "DS_MLA_SCALE_BLOCK",
@@ -71,14 +78,3 @@ def element_bytes(dtype: str, elements: int) -> int:
     """Bytes of ``elements`` cache elements of one buffer in ``dtype``, scales included (NVFP4
     packs two per byte plus an FP8 scale per 16)."""
     return layout_bytes(dtype, 1, elements)
-
-
-def ds_mla_bytes(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
-    """``fp8_ds_mla``: fp8 latent + fp32 scale per 128 latent elements + bf16 RoPE part."""
-    scales = -(-kv_lora_rank // DS_MLA_SCALE_BLOCK)
-    return kv_lora_rank + 4 * scales + 2 * qk_rope_head_dim
-
-
-def index_k_bytes(index_head_dim: int) -> int:
-    """A sparse-attention indexer's key cache per token per layer: fp8 + fp32 per 128."""
-    return index_head_dim + 4 * -(-index_head_dim // INDEX_SCALE_BLOCK)

@@ -101,7 +101,7 @@ def _layers_of(
 ) -> list[tuple[int, int, int]]:
     """(bytes per token, layer count, life-cycle index or -1 for full) of each cached kind of
     one manager on a single rank (the layer members ``sizing_split`` keeps)."""
-    for name, members, states, crosses, _cycles in sizing._layers(model, speculative):
+    for name, members, states, crosses, _cycles in sizing.manager_layers(model, speculative):
         if name != manager:
             continue
         if states or crosses:
@@ -137,15 +137,17 @@ def manager_costs(
     spend and quota of the module docstring. ValueError where they are not modelled:
     recurrent or cross-attention pools, chunked attention, sink tokens, pp_size > 1, DCP."""
     found = _revision(revision)
-    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
-                              tp_size, 1, 0, False, False, max_util_for_resume)  # fmt: skip
-    terms = sizing._cached_terms(options)
+    terms = sizing.manager_terms(
+        model, speculative=speculative, max_batch_size=max_batch_size,
+        max_num_tokens=max_num_tokens, max_seq_len=max_seq_len, tp_size=tp_size,
+        max_util_for_resume=max_util_for_resume,
+    )  # fmt: skip
     costs = {t.manager: ManagerCost(t.slope, t.intercept) for t in terms}
     if not found.per_request_split:
         return costs
     tpb = sizing.TOKENS_PER_BLOCK
-    seq = options[sizing._SEQ_LEN_AT]
-    head = sizing._headroom(sizing._PROFILES[options[sizing._SPECULATIVE_AT]], False)
+    seq = max_seq_len  # as validated by manager_terms
+    head = sizing.headroom(speculative)
     full = -(-(seq + head) // tpb) * tpb
     util = float32(max_util_for_resume)
     floors = avg_seq_len is not None and pool_ratio is None
@@ -160,7 +162,7 @@ def manager_costs(
         # engine's count, kvgen's pages(w, H) without sinks), never more than the full length.
         windows = [min(pages * tpb, full) for _w, _s, pages, _b, _c in t.life_cycles]
         draft = t.manager == "draft"
-        layers = _layers_of(sizing, model, options[sizing._SPECULATIVE_AT], t.manager, tp)
+        layers = _layers_of(sizing, model, speculative, t.manager, tp)
         spend = 0
         retained_bytes = []  # (bytes per token, layers, tokens one request keeps)
         for bpt, count, slot in layers:
@@ -367,10 +369,10 @@ def hybrid_cost(
     (R + r) * s. ValueError for a model whose layers hold both (a parallel hybrid), windows,
     cross attention or a separate draft pool."""
     tpb = sizing.TOKENS_PER_BLOCK
-    ranked = sizing._rank(model, speculative, 1, 0, 1 if attention_dp else tp_size, 1)
+    ranked = sizing.rank_layers(model, speculative, tp_size=1 if attention_dp else tp_size)
     target = ranked[0]
     _name, slope, sums, groups, states, crosses, _cross = target
-    kinds = sizing._MODELS[model].layers.kinds.values()
+    kinds = sizing.TABLES.models[model].layers.kinds.values()
     parallel = any(k.attention == "full" and k.ssm_heads for k in kinds)
     if len(ranked) > 1 or groups or crosses or not states or parallel:
         raise ValueError(

@@ -22,6 +22,9 @@ cycle's buffers have one size (K and V alike, one kind of layer per life cycle, 
 engine revision requires: ``create_storage_config`` refuses more); anything else (recurrent
 or cross pools, decode context parallelism, a resume-rounded draft) is refused with
 ``ValueError`` rather than guessed.
+
+Everything here reads a sizing module through its public interface (docs/api.md, "The
+interface of a sizing module"): its ``TABLES``, ``trtllm_plans`` and ``trtllm_held``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ from typing import Any
 
 from kvgen._trtllm_budget import DEFAULT_REVISION
 from kvgen._trtllm_pool_split import LifeCycle, PoolSplit, split_quota
-from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota
+from kvgen.sizing_kinds import kind_row
+from kvgen.sizing_quota import swa_context_tokens
+from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
 
 __all__ = [
     "EnginePool",
@@ -93,7 +98,6 @@ def engine_budget_plan(
     (shares, quotas, plan); ValueError where the split is not modelled (recurrent or cross
     pools, DCP)."""
     from kvgen._trtllm_budget import _revision, split_budget
-    from kvgen.trtllm_split import gpu_grain
 
     managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
     shares = {"target": budget}
@@ -105,7 +109,7 @@ def engine_budget_plan(
                                      avg_seq_len=avg_seq_len, pool_ratio=pool_ratio,
                                      **common)  # fmt: skip
         return shares, dict(shares), plan
-    quotas = {name: share - share % gpu_grain(share) or share for name, share in shares.items()}
+    quotas = {name: whole_grains(share) for name, share in shares.items()}
     plan = engine_plan_for_quota(sizing, model, quotas, max_batch_size=max_batch_size, **common)
     return shares, quotas, plan
 
@@ -135,10 +139,11 @@ def pool_ratio_for_quota(
     storage = engine_storage(sizing, model, speculative=speculative, max_seq_len=max_seq_len,
                              tp_size=tp_size)  # fmt: skip
     group_of, sizes = pool_groups(storage.slot_sizes)
-    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
-                              tp_size, 1, 0)  # fmt: skip
-    terms = sizing._cached_terms(options)
-    plan = sizing._trtllm_plans(options, terms)[0]
+    plans = sizing.trtllm_plans(
+        model, max_batch_size=max_batch_size, max_num_tokens=max_num_tokens,
+        max_seq_len=max_seq_len, speculative=speculative, tp_size=tp_size,
+    )  # fmt: skip
+    plan = next(iter(plans.values()))  # the target's
     if plan is None:
         raise ValueError(
             f"{model}: the engine's pool split is modelled for attention-only managers"
@@ -146,9 +151,9 @@ def pool_ratio_for_quota(
     grain = gpu_alloc_granularity(quota)
     total = -(-quota // grain)
     members = []  # per kvgen group: the engine group and its (fixed, sliding, full) pages
-    for _size, cycles, fixed, sliding, full in plan.groups:
+    for _size, cycles, pages, sliding, full in plan.groups:
         engine_group = group_of[storage.names.index(_cycle_name(*cycles[0]))]
-        members.append((engine_group, fixed, sliding, full))
+        members.append((engine_group, plan.batch * pages, sliding, full))
 
     def grains(k: int) -> list[int]:
         pages = [0] * len(sizes)
@@ -191,21 +196,23 @@ def engine_pool_plan(
     ``requests`` requests to ``seq_len`` tokens (``quota_for_requests`` under
     ``"trtllm-v2"``): R * ceil((S - 1 + H)/tpb) full pages, and per sliding life cycle
     R * pages(w, H) + ceil(min(T, N)/tpb) (docs/cost-model.md §3, §4)."""
-    terms = _attention_terms(sizing, model, speculative, requests, max_num_tokens, seq_len,
+    plans = _attention_plans(sizing, model, speculative, requests, max_num_tokens, seq_len,
                              tp_size, pp_size, pp_rank)  # fmt: skip
-    profile = sizing._PROFILES[speculative]
+    profile = sizing.TABLES.profiles[speculative]
     tpb = sizing.TOKENS_PER_BLOCK
     pages = -(-(seq_len - 1 + profile.extra + profile.step) // tpb)
     out = {}
-    for t in terms:
-        tokens = requests * pages * tpb if t.slope else 0
-        for window, _s, _p, _b, chunk in t.life_cycles:
-            offset = chunk - 1 - math.gcd(chunk, tpb) if chunk else window - 2
-            least = sizing._swa_context_tokens(offset, profile.extra,
-                                               profile.extra + profile.step, requests,
-                                               max_num_tokens, 0)  # fmt: skip
-            tokens = max(tokens, least)
-        out[t.manager] = _pools_at(tpb, t, requests, tokens, max_num_tokens)
+    for manager, plan in plans.items():
+        tokens = requests * pages * tpb if plan.grows else 0
+        for _size, cycles, _pages, _sliding, _full in plan.groups:
+            for window, _sinks, chunk in cycles:
+                if not window:
+                    continue  # the full life cycle: its pages grow with T alone
+                offset = chunk - 1 - math.gcd(chunk, tpb) if chunk else window - 2
+                least = swa_context_tokens(offset, profile.extra, profile.extra + profile.step,
+                                           requests, max_num_tokens, 0, tpb)  # fmt: skip
+                tokens = max(tokens, least)
+        out[manager] = _pools_at(tpb, plan, tokens)
     return out
 
 
@@ -226,68 +233,63 @@ def engine_plan_for_quota(
     largest T (tokens of full-attention history; None when no full pool bounds it) whose
     "trtllm-v2" pools fit the slots the engine's split builds in every pool group, and those
     pools (``planned_pages`` at T, ``engine_pages`` built): the pool groups and the split
-    ``engine_capacity(engine="trtllm-v2")`` applies (the generated module's
-    ``_trtllm_plans`` and ``_trtllm_held``), named as kvgen's life cycles."""
-    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
-                              tp_size, pp_size, pp_rank)  # fmt: skip
-    terms = sizing._cached_terms(options)
+    ``engine_capacity(engine="trtllm-v2")`` applies (the sizing module's ``trtllm_plans`` and
+    ``trtllm_held``), named as kvgen's life cycles."""
+    plans = sizing.trtllm_plans(
+        model, max_batch_size=max_batch_size, max_num_tokens=max_num_tokens,
+        max_seq_len=max_seq_len, speculative=speculative, tp_size=tp_size, pp_size=pp_size,
+        pp_rank=pp_rank,
+    )  # fmt: skip
     out: dict[str, tuple[int | None, list[EnginePool]]] = {}
-    for t, plan in zip(terms, sizing._trtllm_plans(options, terms), strict=True):
-        if t.manager not in quota_bytes:
+    for manager, plan in plans.items():
+        if manager not in quota_bytes:
             continue
         if plan is None:
-            raise ValueError(
-                f"{model} {t.manager}: the engine's pool split is modelled for "
-                "attention-only managers (no recurrent, cross or DCP pools)"
-            )
-        tokens, slots, k = sizing._trtllm_held(plan, quota_bytes[t.manager])
-        out[t.manager] = (tokens, [
+            raise ValueError(_UNSPLIT.format(model=model, manager=manager))
+        tokens, slots, k = sizing.trtllm_held(plan, quota_bytes[manager])
+        out[manager] = (tokens, [
             EnginePool(tuple(_cycle_name(*c) for c in cycles), size,
-                       fixed + sliding * min(k, plan.context) + full * k, built)
-            for (size, cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True)
+                       plan.batch * pages + sliding * min(k, plan.context) + full * k, built)
+            for (size, cycles, pages, sliding, full), built in zip(plan.groups, slots, strict=True)
         ])  # fmt: skip
     return out
+
+
+_UNSPLIT = (
+    "{model} {manager}: the engine's pool split is modelled for attention-only managers "
+    "(no recurrent, cross or DCP pools)"
+)
 
 
 def _cycle_name(window: int, sinks: int, chunk: int) -> str:
     return "full" if not window else _name(window, sinks, chunk)
 
 
-def _attention_terms(sizing: types.ModuleType, model: str, *args: Any) -> tuple[Any, ...]:
-    """The "trtllm-v2" terms of every manager (arguments: speculative, batch, N, S, tp, pp,
-    pp_rank); ValueError for a manager with pools outside the split model."""
+def _attention_plans(sizing: types.ModuleType, model: str, *args: Any) -> dict[str, Any]:
+    """Each manager's TensorRT-LLM V2 pool groups (arguments: speculative, batch, N, S, tp,
+    pp, pp_rank); ValueError for a manager with pools outside the split model."""
     speculative, batch, chunk, seq, tp, pp, rank = args
-    terms = sizing._cached_terms(
-        sizing._options(model, speculative, batch, chunk, seq, tp, pp, rank)
-    )
-    for t in terms:
-        outside = t.states or t.fixed_pool_bytes  # recurrent rows, cross-attention caches
-        if t.resume_rounding is not None or outside or t.span != sizing.TOKENS_PER_BLOCK:
-            raise ValueError(
-                f"{model} {t.manager}: the engine's pool split is modelled for "
-                "attention-only managers (no recurrent, cross or DCP pools)"
-            )
-    return tuple(terms)
+    plans = sizing.trtllm_plans(
+        model, max_batch_size=batch, max_num_tokens=chunk, max_seq_len=seq,
+        speculative=speculative, tp_size=tp, pp_size=pp, pp_rank=rank,
+    )  # fmt: skip
+    for manager, plan in plans.items():
+        if plan is None:
+            raise ValueError(_UNSPLIT.format(model=model, manager=manager))
+    return plans
 
 
-def _pools_at(tpb: int, t: Any, batch: int, tokens: int, chunk: int) -> list[EnginePool]:
+def _pools_at(tpb: int, plan: Any, tokens: int) -> list[EnginePool]:
     """kvgen's "trtllm-v2" pools of one manager for T = ``tokens`` as the engine's pool
     groups: ceil(T/tpb) full pages, per sliding life cycle B * pages(w, H) +
     ceil(min(T, N)/tpb); the engine keys groups by slot size (kvgen's cycles hold one buffer
     size each), a chunked life cycle keeps a pool of its own, as the shim builds it."""
-    context = -(-min(tokens, chunk) // tpb)
-    cycles = [(_name(w, s, c), tpb * b, batch * p + context) for w, s, p, b, c in t.life_cycles]
-    if t.slope:
-        cycles.append(("full", tpb * t.slope, -(-tokens // tpb)))
-    grouped: dict[object, list[tuple[str, int, int]]] = {}
-    for name, size, count in cycles:
-        grouped.setdefault(name if name.startswith("chunk") else size, []).append(
-            (name, size, count)
-        )
+    k = -(-tokens // tpb)
+    context = min(k, plan.context)
     return [
-        EnginePool(tuple(n for n, _s, _p in members), members[0][1],
-                   sum(p for _n, _s, p in members))
-        for members in grouped.values()
+        EnginePool(tuple(_cycle_name(*c) for c in cycles), size,
+                   plan.batch * pages + sliding * context + full * k)
+        for size, cycles, pages, sliding, full in plan.groups
     ]  # fmt: skip
 
 
@@ -377,7 +379,7 @@ def engine_storage(
     revision's pool split is not modelled for: recurrent, cross, chunked or KV-sharing
     layers, scaled or latent layouts, sink tokens."""
     tpb = sizing.TOKENS_PER_BLOCK
-    entry, profile = sizing._MODELS[model], sizing._PROFILES[speculative]
+    entry, profile = sizing.TABLES.models[model], sizing.TABLES.profiles[speculative]
     stacks = [entry.layers]
     if manager == "target":
         extra = entry.extra_layers.get(speculative)
@@ -392,7 +394,7 @@ def engine_storage(
             kind = stack.kinds[stack.pattern[i % len(stack.pattern)]]
             if kind.attention == "none":
                 continue
-            kv_heads, dims, element, fixed = sizing._kind_class(kind).row(kind)
+            kv_heads, dims, element, fixed = kind_row(kind)
             if (kind.attention not in ("full", "sliding") or kind.reads is not None
                     or kind.sink_tokens or fixed or element <= 0 or not kv_heads):  # fmt: skip
                 raise ValueError(
@@ -437,7 +439,7 @@ def engine_storage_split(
     as ``initial_pool_ratio`` (one weight per life cycle, in the engine's order)."""
     from kvgen._trtllm_budget import pool_split_inputs
 
-    profile = sizing._PROFILES[speculative]
+    profile = sizing.TABLES.profiles[speculative]
     out = {}
     for manager, quota in quota_bytes.items():
         storage = engine_storage(sizing, model, manager, speculative=speculative,
@@ -475,24 +477,22 @@ def engine_plan_for_split(
     "trtllm-v2" pools fit the slots that revision's own split builds from the manager's quota
     (:func:`engine_storage_split`), and those pools. ValueError where kvgen's pool groups and
     the engine's do not pair one to one."""
-    options = sizing._options(model, speculative, max_batch_size, max_num_tokens, max_seq_len,
-                              tp_size, 1, 0)  # fmt: skip
-    terms = sizing._cached_terms(options)
+    plans = sizing.trtllm_plans(
+        model, max_batch_size=max_batch_size, max_num_tokens=max_num_tokens,
+        max_seq_len=max_seq_len, speculative=speculative, tp_size=tp_size,
+    )  # fmt: skip
     splits = engine_storage_split(
         sizing, model, quota_bytes, max_batch_size=max_batch_size,
         max_num_tokens=max_num_tokens, max_seq_len=max_seq_len, speculative=speculative,
         tp_size=tp_size, avg_seq_len=avg_seq_len, pool_ratio=pool_ratio,
     )  # fmt: skip
     out: dict[str, tuple[int | None, list[EnginePool]]] = {}
-    for t, plan in zip(terms, sizing._trtllm_plans(options, terms), strict=True):
-        if t.manager not in splits:
+    for manager, plan in plans.items():
+        if manager not in splits:
             continue
-        storage, split = splits[t.manager]
+        storage, split = splits[manager]
         if plan is None:
-            raise ValueError(
-                f"{model} {t.manager}: the engine's pool split is modelled for "
-                "attention-only managers (no recurrent, cross or DCP pools)"
-            )
+            raise ValueError(_UNSPLIT.format(model=model, manager=manager))
         slots = []
         for _size, cycles, *_counts in plan.groups:
             names = {_cycle_name(*c) for c in cycles}
@@ -500,15 +500,15 @@ def engine_plan_for_split(
             members = {n for n, g in zip(storage.names, split.group_of, strict=True) if g in groups}
             if len(groups) != 1 or members != names:
                 raise ValueError(
-                    f"{model} {t.manager}: kvgen's pool groups and TensorRT-LLM 38198e34's "
+                    f"{model} {manager}: kvgen's pool groups and TensorRT-LLM 38198e34's "
                     "differ (life cycles of equal slot bytes but different pools)"
                 )
             slots.append(split.slots[groups.pop()])
-        tokens, built, k = sizing._trtllm_held_in(plan, tuple(slots))
-        out[t.manager] = (tokens, [
+        tokens, built, k = sizing.trtllm_held_in(plan, tuple(slots))
+        out[manager] = (tokens, [
             EnginePool(tuple(_cycle_name(*c) for c in cycles), size,
-                       fixed + sliding * min(k, plan.context) + full * k, count)
-            for (size, cycles, fixed, sliding, full), count in zip(plan.groups, built, strict=True)
+                       plan.batch * pages + sliding * min(k, plan.context) + full * k, count)
+            for (size, cycles, pages, sliding, full), count in zip(plan.groups, built, strict=True)
         ])  # fmt: skip
     return out
 

@@ -1,12 +1,12 @@
 """The engine pool policies: the engine half of every generated sizing module.
 
 ``kvgen generate`` writes this file and its parts verbatim beside ``kvgen.sizing_core`` in the
-output folder (``generated/_kvgen_runtime/``); a family's sizing module defines its engine rows
-(``_ENGINE_MODELS``) and calls ``bind`` after the interpreter's, so that ``engine_capacity``
-answers there without kvgen. ``kvgen._engines`` calls the same policy functions with rows it
-builds from a loaded spec (``kvgen._engines._rows`` builds them for both), so each policy has
-one implementation. Here: ``engine_capacity``, its plan caches and ``bind``; the policies are
-the parts (``_PARTS``) described in docs/api.md, "The engine policies".
+output folder (``generated/_kvgen_runtime/``); a family's sizing module calls ``bind`` after the
+interpreter's, which derives its engine rows (``ENGINE_MODELS``) from its tables, so that
+``engine_capacity`` answers there without kvgen. ``kvgen._engines`` calls the same policy
+functions with rows derived the same way from a loaded spec (``kvgen._engines._rows``), so
+each policy has one implementation. Here: ``engine_capacity``, its plan caches and ``bind``;
+the policies are the parts (``_PARTS``) described in docs/api.md, "The engine policies".
 """
 
 from contextlib import suppress
@@ -22,11 +22,12 @@ from . import (
 from .engines_options import _BATCH, _ONE, _ZERO, _engine_arguments
 from .engines_registry import DEFAULT_MAX_BATCH_SIZE, SPELLINGS, Release, release
 from .engines_rows import (
-    _ENGINE_MODELS,
+    ENGINE_MODELS,
     UNMODELLED,
     EngineCapacity,
     EngineModel,
     NotModelled,
+    engine_models,
 )
 from .engines_sglang import (
     MAMBA_FULL_MEMORY_RATIO,
@@ -38,7 +39,13 @@ from .engines_sglang import (
     sglang_layout,
     sglang_plan_at,
 )
-from .engines_trtllm import _derive_trtllm, _trtllm_capacity
+from .engines_trtllm import (
+    _derive_trtllm,
+    _trtllm_capacity,
+    trtllm_held,
+    trtllm_held_in,
+    trtllm_plans,
+)
 from .engines_vllm import (
     GDN_PREFILL_BACKEND,
     VLLM_MAMBA_CACHE_MODE,
@@ -49,10 +56,17 @@ from .engines_vllm import (
     vllm_plan_at,
 )
 from .sizing_core import install
-from .sizing_kinds import _MODELS, MODELS, SPECULATIVE
+from .sizing_kinds import _MODELS, MODELS, SPECULATIVE, TABLES
 from .sizing_options import _MAX_INT, _name
 
-__all__ = ["EngineCapacity", "engine_capacity"]
+__all__ = [
+    "ENGINE_MODELS",
+    "EngineCapacity",
+    "engine_capacity",
+    "trtllm_held",
+    "trtllm_held_in",
+    "trtllm_plans",
+]
 
 
 # Every name engine_capacity takes -> (its release, the hook answering for it), per family
@@ -78,7 +92,7 @@ def _check_model(model: object, speculative: object) -> EngineModel:
         profile = _name("speculative", speculative, SPECULATIVE)
     if profile not in _MODELS[name].profiles:
         raise ValueError(f"speculative {profile!r} does not apply to model {name!r}")
-    entry: EngineModel = _ENGINE_MODELS[name]
+    entry: EngineModel = ENGINE_MODELS[name]
     return entry
 
 
@@ -274,8 +288,8 @@ _PARTS = (engines_rows, engines_vllm, engines_sglang, engines_trtllm, engines_op
 
 def bind(namespace: dict[str, object]) -> None:
     """Install the engine policies over a family's namespace, after ``sizing_core.bind``
-    (they read its tables, ``_ENGINE_MODELS`` and the interpreter installed there): the parts
-    in order, then this module (``sizing_core.install``)."""
+    (they read its tables, the engine rows derived from them and the interpreter installed
+    there): the parts in order, then this module (``sizing_core.install``)."""
     for part in _PARTS:
         install(vars(part), namespace, exports=False)
     install(globals(), namespace)
@@ -283,11 +297,12 @@ def bind(namespace: dict[str, object]) -> None:
 
 
 def _derive_engines() -> None:
-    """Per family, at bind: its own plan caches (model names repeat across families), and the
-    layout of every model and profile that each engine answers (what they alone decide), so
-    that the first plan of a configuration is only its arithmetic (``vllm_plan_at``,
-    ``sglang_plan_at``)."""
-    global _ENGINE_HOOKS, _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
+    """Per family, at bind: its engine rows (``engine_models`` of its tables), its own plan
+    caches (model names repeat across families), and the layout of every model and profile
+    that each engine answers (what they alone decide), so that the first plan of a
+    configuration is only its arithmetic (``vllm_plan_at``, ``sglang_plan_at``)."""
+    global _ENGINE_HOOKS, ENGINE_MODELS, _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
+    ENGINE_MODELS = engine_models(TABLES)
     _derive_trtllm()
     # Every engine name engine_capacity takes -> its release and the hook that answers for it
     # (this family's copy: ``bind`` rebuilt the hooks over its tables).
@@ -299,7 +314,7 @@ def _derive_engines() -> None:
     _SGLANG_PLANS = {}
     _VLLM_LAYOUTS = {}
     _SGLANG_LAYOUTS = {}
-    for model, entry in _ENGINE_MODELS.items():
+    for model, entry in ENGINE_MODELS.items():
         for speculative in _MODELS[model].profiles:
             # A pair an engine does not answer (NotModelled too) keeps no layout: the call
             # raises the same error.

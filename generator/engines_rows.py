@@ -1,15 +1,34 @@
 """The engine rows: what the engine policies read of a model (``EngineModel``, its
-``EngineLayer`` rows, its ``EngineDraft`` profiles), the tables of what each engine does with
-a row's kind (``_ROW_KINDS``) and a recurrent row's mixer (``_MIXERS``), and the answer
-(``EngineCapacity``). The first of the engine policies' parts (``engines_core.bind``)."""
+``EngineLayer`` rows, its ``EngineDraft`` profiles), derived from the interpreter's tables
+(``engine_models``: each layer is written once, in the family's ``Kind`` rows), the tables of
+what each engine does with a row's kind (``_ROW_KINDS``) and a recurrent row's mixer
+(``_MIXERS``), and the answer (``EngineCapacity``). The first of the engine policies' parts
+(``engines_core.bind``)."""
 
 # Every engine part: no `from __future__ import annotations` (NamedTuple import cost), and
 # relative imports, as in the sizing runtime (the same in kvgen and in the output folder's copy).
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
-from .facts import DTYPE_BYTES, SCALED_LAYOUTS
-from .sizing_kinds import _Record
+from .facts import DS_MLA, DTYPE_BYTES, SCALED_LAYOUTS, ds_mla_bytes, index_k_bytes
+from .sizing_kinds import (
+    _ELEMENT_CODES,
+    _KIND_CLASSES,
+    Kind,
+    Model,
+    Profile,
+    SizingTables,
+    Stack,
+    _CacheKind,
+    _CacheLess,
+    _Chunked,
+    _Cross,
+    _elements,
+    _Full,
+    _Record,
+    _Recurrent,
+    _Sliding,
+)
 from .sizing_options import _integer
 
 
@@ -126,18 +145,24 @@ class _Mixer(NamedTuple):
     checkpoint_blocks: tuple[int, int]  # align mode: prefill checkpoint blocks per backend
     align_grid: tuple[int, int]  # align mode: the token grid its checkpoints land on
     trtllm_unmodelled: str  # why TensorRT-LLM's row does not answer: a key of UNMODELLED
+    plain_dtype: bool  # its state is modelled in a plain dtype only (else UNMODELLED "dtype")
+    family_form: bool  # the form a family's ``EngineArch.mamba2_form`` renames (Mamba-2)
 
 
 _FLASHINFER_GDN_ALIGNMENT = 64  # gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
 # As vLLM 0.33.0 reads them (MambaStateShapeCalculator, MambaBase.get_kv_cache_spec); what
 # each does is in docs/api.md, "The engine policies".
 _MIXERS = {
-    "": _Mixer(False, True, True, False, (0, 0), (1, 1), ""),  # a state known by its bytes
-    "mamba2": _Mixer(True, True, True, True, (1, 1), (1, 1), ""),  # MambaMixer2
-    "gdn": _Mixer(True, True, True, False, (1, 0), (_FLASHINFER_GDN_ALIGNMENT, 1), ""),  # GDN
-    "kda": _Mixer(True, True, True, False, (0, 0), (1, 1), ""),  # Kimi Delta Attention
-    "mamba1": _Mixer(True, True, False, False, (0, 0), (1, 1), ""),  # MambaMixer
-    "linear": _Mixer(True, False, True, False, (0, 0), (1, 1), "trtllm_linear"),  # lightning
+    "": _Mixer(False, True, True, False, (0, 0), (1, 1), "", False, False),  # by its bytes
+    "mamba2": _Mixer(True, True, True, True, (1, 1), (1, 1), "", False, True),  # MambaMixer2
+    # Gated DeltaNet
+    "gdn": _Mixer(
+        True, True, True, False, (1, 0), (_FLASHINFER_GDN_ALIGNMENT, 1), "", False, False
+    ),
+    "kda": _Mixer(True, True, True, False, (0, 0), (1, 1), "", False, False),  # Kimi Delta Attn
+    "mamba1": _Mixer(True, True, False, False, (0, 0), (1, 1), "", False, False),  # MambaMixer
+    # lightning attention
+    "linear": _Mixer(True, False, True, False, (0, 0), (1, 1), "trtllm_linear", True, False),
 }
 
 
@@ -196,21 +221,21 @@ class EngineDraft(_Record):
     saying why where SGLang cannot run it). A profile vLLM cannot run may name the one it
     runs in its place (``instead``). A separate draft model (vLLM's "draft_model" method,
     ``draft_model``) keeps its layers where vLLM refuses its vocabulary (``unmodelled``
-    "vllm_draft_vocab"): its use_heterogeneous_vocab takes the same layers."""
+    "vllm_draft_vocab"): its use_heterogeneous_vocab takes the same layers. A family's
+    tables write every field but ``layers``, which ``engine_models`` derives."""
 
     def __init__(
         self,
-        layers: tuple[EngineLayer, ...],
-        retained: int,
-        state_blocks: int,
+        retained: int = 0,
+        state_blocks: int = 0,
         unmodelled: str = "",  # why vLLM's answer is not modelled: a key of UNMODELLED
         sglang_layers: int = 0,  # EAGLE3 / MTP / STANDALONE draft layers (eagle_draft_num_layers)
         sglang_draft_tokens: int = 0,  # SGLang's speculative_num_draft_tokens
         instead: str = "",  # with ``unmodelled``: the family's profile vLLM runs in its place
         sglang_unmodelled: str = "",  # why SGLang cannot run the profile: a key of UNMODELLED
         draft_model: bool = False,  # vLLM's "draft_model" method (use_heterogeneous_vocab's)
+        layers: tuple[EngineLayer, ...] = (),  # the drafter's layers in vLLM's pool
     ) -> None:
-        self.layers = layers
         self.retained = retained
         self.state_blocks = state_blocks
         self.unmodelled = unmodelled
@@ -219,6 +244,32 @@ class EngineDraft(_Record):
         self.instead = instead
         self.sglang_unmodelled = sglang_unmodelled
         self.draft_model = draft_model
+        self.layers = layers
+
+    _fields = __slots__ = _fields_of(__init__)
+
+
+class EngineArch(_Record):
+    """What the engine policies read of a family's architecture as a whole, written once in
+    its tables (``SizingTables.engines``): whether SGLang sizes it as hybrid SWA, why vLLM
+    or SGLang cannot run it (keys of UNMODELLED), the form of its Mamba-2-shaped recurrent
+    layers to vLLM ("gdn": Gated DeltaNet, "kda": Kimi Delta Attention, "": Mamba-2; a key
+    of ``_MIXERS``) and whether SGLang runs it as an encoder-decoder model in its one token
+    pool."""
+
+    def __init__(
+        self,
+        hybrid_swa: bool = False,
+        vllm_unmodelled: str = "",
+        sglang_unmodelled: str = "",
+        mamba2_form: str = "",
+        sglang_encoder_decoder: bool = False,
+    ) -> None:
+        self.hybrid_swa = hybrid_swa
+        self.vllm_unmodelled = vllm_unmodelled
+        self.sglang_unmodelled = sglang_unmodelled
+        self.mamba2_form = mamba2_form
+        self.sglang_encoder_decoder = sglang_encoder_decoder
 
     _fields = __slots__ = _fields_of(__init__)
 
@@ -286,10 +337,10 @@ class EngineModel(_Record):
     _fields = __slots__ = _fields_of(__init__)
 
 
-# ---- a family's engine rows (each generated module defines them, then calls ``bind``) ----
+# ---- a family's engine rows, derived from its tables when it binds (``engine_models``) ----
 # Per model: the cached layers as engines read them, how vLLM runs each speculative profile,
 # and what SGLang needs beyond the layers (§9).
-_ENGINE_MODELS: dict[str, EngineModel] = {}
+ENGINE_MODELS: dict[str, EngineModel] = {}
 
 
 SSM_DTYPES = ("fp32", "bf16", "fp16")
@@ -332,3 +383,235 @@ def _native(max_seq_len: int, native: int) -> None:
         raise ValueError(
             f"max_seq_len must be <= {native} (the model's native context), got {max_seq_len}"
         )
+
+
+# ---- the engine rows of a family's tables: each layer is written once, as its Kind row ----
+# vLLM's drafters whose layers join the target's one pool: a separate draft model (the
+# profile's draft stack; PARD is its parallel-drafting form) and the EAGLE-family and MTP
+# heads (the model's extra layers for the profile). The other modes add no layers there.
+VLLM_DRAFT_MODEL_MODES = ("draft_target", "pard")
+VLLM_POOL_DRAFTERS = ("eagle3", "mtp", "mtp_eagle")
+# A kind's rows, per layer of it, as every engine reads them: the fields of ``EngineLayer``
+# but its layer count, with the recurrent ones as a tuple: (attention, kv_heads, head_dim,
+# value_dim, window, state_bytes, dtype, (mixer, conv channels, conv rows, SSM heads,
+# elements per SSM head, B/C groups, d_state) or (), token_bytes).
+_LayerRow = tuple[str, int, int, int, "int | None", int, str, tuple[Any, ...], int]
+
+
+def _attention_rows(kind: Kind, cls: type[_CacheKind]) -> "tuple[_LayerRow, ...] | str":
+    """Full or sliding attention (or an MLA latent with its indexer key), and a parallel
+    hybrid layer's state beside it; the UNMODELLED key of what no engine model holds."""
+    dtype, rank = kind.dtype, kind.kv_lora_rank
+    full = cls is _Full
+    # vLLM's per-token-head dtypes on plain full attention only (SGLang refuses them at the
+    # model level); a window, a latent or a parallel state with them is not modelled.
+    per_token_head = full and dtype in VLLM_PER_TOKEN_HEAD and not rank and not kind.ssm_heads
+    if dtype not in DTYPE_BYTES and not (dtype == DS_MLA and rank) and not per_token_head:
+        return "dtype"
+    if kind.bytes_per_token or kind.extra_bytes_per_token:
+        return "synthetic"
+    if kind.sink_tokens:
+        return "sinks"
+    if rank and not full:
+        return "sliding_mla"
+    if cls is _Chunked:  # vLLM's ChunkedLocalAttentionSpec; SGLang a sliding window of it
+        value = kind.v_head_dim or kind.head_dim
+        return (("chunked", kind.kv_heads, kind.head_dim, value, kind.chunk, 0, dtype, (), 0),)
+    if rank:  # one latent per token (packed under fp8_ds_mla) and a sparse indexer's key
+        rope = kind.qk_rope_head_dim
+        packed = ds_mla_bytes(rank, rope) if dtype == DS_MLA else 0
+        rows: tuple[_LayerRow, ...] = (("mla", 1, rank + rope, 0, None, 0, dtype, (), packed),)
+        index = kind.index_head_dim
+        if index:  # vLLM DeepseekV32IndexerCache: fp8 with a scale per 128 elements
+            rows += (("mla", 1, index, 0, None, 0, "fp8", (), index_k_bytes(index)),)
+        return rows
+    if kind.index_head_dim:
+        return "index_cache"
+    attention = "sliding" if kind.window is not None else "full"
+    value = kind.v_head_dim or kind.head_dim
+    row = (attention, kind.kv_heads, kind.head_dim, value, kind.window, 0, dtype, (), 0)
+    if full and kind.ssm_heads:
+        # A parallel hybrid layer (Falcon-H1) is two cache layers to both engines: vLLM's
+        # FalconH1ParallelHybrid builds an Attention, then a MambaMixer2; SGLang lists it in
+        # full_attention_layer_ids and in linear_layer_ids.
+        return (row, _state_row(kind))
+    return (row,)
+
+
+def _state_row(kind: Kind) -> _LayerRow:
+    """A recurrent state, one slot per request as both engines allocate it: by its bytes,
+    or by its dimensions (§8: the conv and SSM buffers at tp 1, each in its own dtype; a
+    state without a conv window, a linear-attention one, has no conv channels)."""
+    dtype = kind.dtype
+    if not kind.ssm_heads:  # a state known by its bytes only
+        return ("recurrent", 0, 0, 0, None, kind.state_bytes, dtype, (), 0)
+    heads, head, d_state, groups = kind.ssm_heads, kind.ssm_head_dim, kind.d_state, kind.n_groups
+    rows = kind.d_conv - 1
+    channels = heads * head + 2 * groups * d_state if rows else 0
+    state = _elements(channels * rows, _ELEMENT_CODES.get(dtype, 0)) + _elements(
+        heads * head * d_state, _ELEMENT_CODES.get(kind.ssm_dtype, 0)
+    )
+    dims = (kind.state_form, channels, rows, heads, head * d_state, groups, d_state)
+    return ("recurrent", 0, 0, 0, None, state, dtype, dims, 0)
+
+
+def _recurrent_rows(kind: Kind, cls: type[_CacheKind]) -> "tuple[_LayerRow, ...] | str":
+    if kind.ssm_heads and _MIXERS[kind.state_form].plain_dtype and kind.dtype not in DTYPE_BYTES:
+        return "dtype"
+    return (_state_row(kind),)
+
+
+def _cross_rows(kind: Kind, cls: type[_CacheKind]) -> "tuple[_LayerRow, ...] | str":
+    return "cross"  # the engines keep encoder caches in pools of their own (§9)
+
+
+def _no_rows(kind: Kind, cls: type[_CacheKind]) -> "tuple[_LayerRow, ...] | str":
+    return ()
+
+
+# Each cache kind's rows, by the interpreter's class of its kind (a new kind: an entry here).
+_ENGINE_ROWS: dict[type[_CacheKind], Callable[..., "tuple[_LayerRow, ...] | str"]] = {
+    _Full: _attention_rows,
+    _Sliding: _attention_rows,
+    _Chunked: _attention_rows,
+    _Cross: _cross_rows,
+    _Recurrent: _recurrent_rows,
+    _CacheLess: _no_rows,
+}
+
+
+def kind_rows(kind: Kind, model: str, cross_as_full: bool = False) -> tuple[_LayerRow, ...]:
+    """One layer of ``kind``'s rows as the engines read them (a shared reader as its
+    attention's own kind); ``NotModelled`` naming ``model`` where no engine model holds the
+    kind. ``cross_as_full``: a cross-attention layer sized as a self-attention one (SGLang's
+    encoder-decoder pool)."""
+    cls = _KIND_CLASSES[kind.attention]
+    if cross_as_full and cls is _Cross:
+        cls = _Full
+    rows = _ENGINE_ROWS[cls](kind, cls)
+    if isinstance(rows, str):
+        raise NotModelled(f"{model}: {UNMODELLED[rows]}", rows)
+    return rows
+
+
+def engine_rows(
+    stack: Stack, model: str, form: str = "", *, shared: bool = False, cross_as_full: bool = False
+) -> tuple[EngineLayer, ...]:
+    """The rows of ``stack``: one per distinct shape with its layer count, in the order each
+    shape first appears in the layers; a reader of another layer's cache holds none (vLLM
+    skips it) unless ``shared`` (SGLang gives it a buffer); ``form`` names what vLLM builds
+    the Mamba-2 form as (``EngineArch.mamba2_form``). ``NotModelled`` for the first layer no
+    engine holds."""
+    counts: dict[_LayerRow, int] = {}
+    seen = set()
+    for name in stack.pattern[: stack.layer_count]:  # kinds by their first layer
+        if name in seen:
+            continue
+        seen.add(name)
+        kind = stack.kinds[name]
+        if kind.reads is not None and not shared:
+            continue
+        for row in kind_rows(kind, model, cross_as_full):
+            counts[row] = counts.get(row, 0) + kind.layers
+    out = []
+    for row, count in counts.items():
+        attention, heads, head, value, window, state, dtype, dims, packed = row
+        if not dims:
+            out.append(EngineLayer(attention, count, heads, head, value, window, state, dtype,
+                                   token_bytes=packed))  # fmt: skip
+            continue
+        mixer, channels, conv_rows, ssm_heads, elements, groups, d_state = dims
+        if form and _MIXERS[mixer].family_form:
+            mixer = form
+        out.append(EngineLayer(attention, count, heads, head, value, window, state, dtype,
+                               mixer, channels, conv_rows, ssm_heads, elements, groups,
+                               d_state))  # fmt: skip
+    return tuple(out)
+
+
+def ssm_state_bytes(stack: Stack) -> int:
+    """The SSM part of one recurrent layer's state at tp 1 in its conv dtype (SGLang keeps
+    it in its own dtype, fp32 by default); 0 without a state of known dimensions."""
+    for kind in stack.kinds.values():
+        if kind.ssm_heads and _KIND_CLASSES[kind.attention] in (_Recurrent, _Full):
+            return kind.ssm_heads * kind.ssm_head_dim * kind.d_state * DTYPE_BYTES[kind.dtype]
+    return 0
+
+
+def _engine_draft(
+    model: str, entry: Model, profile: str, spec: Profile, row: EngineDraft
+) -> EngineDraft:
+    """``row`` (a profile as the family's tables write it) with the drafter's layers in
+    vLLM's pool: a separate draft model's stack or the model's EAGLE/MTP extra layers."""
+    stack = None
+    if spec.mode in VLLM_DRAFT_MODEL_MODES:
+        stack = spec.draft
+    elif spec.mode in VLLM_POOL_DRAFTERS:
+        stack = entry.extra_layers.get(profile)
+    if stack is None:
+        return row
+    try:
+        layers = engine_rows(stack, model)
+    except NotModelled:  # the row says why (``unmodelled``)
+        return row
+    return EngineDraft(row.retained, row.state_blocks, row.unmodelled, row.sglang_layers,
+                       row.sglang_draft_tokens, row.instead, row.sglang_unmodelled,
+                       row.draft_model, layers)  # fmt: skip
+
+
+def engine_model(
+    name: str,
+    entry: Model,
+    profiles: Mapping[str, Profile],
+    arch: "EngineArch | None",
+    known: "dict[tuple[Any, ...], EngineDraft] | None" = None,
+) -> EngineModel:
+    """Model ``name``'s engine rows from its table row (``entry``) and the family's
+    profiles and architecture (``SizingTables.engines``; None: no engine knows more);
+    ``known``: the drafts already derived for other models, so that a draft several models
+    share is one row."""
+    arch = arch or EngineArch()
+    known = {} if known is None else known
+    drafts = {}
+    for profile, row in entry.drafts.items():
+        draft = _engine_draft(name, entry, profile, profiles[profile], row)
+        drafts[profile] = known.setdefault(draft._values(), draft)
+    stack = entry.layers
+    fields: dict[str, Any] = {
+        "query_heads": entry.query_heads,
+        "vllm_ssm_dtype": entry.vllm_ssm_dtype,
+        "vllm_unmodelled": arch.vllm_unmodelled,
+        "sglang_unmodelled": arch.sglang_unmodelled,
+    }
+    ssm = ssm_state_bytes(stack)
+    try:
+        rows = engine_rows(stack, name, arch.mamba2_form)
+        if any(kind.reads is not None for kind in stack.kinds.values()):
+            fields["sglang_layers"] = engine_rows(stack, name, shared=True)
+    except NotModelled as exc:
+        if exc.reason == "cross" and arch.sglang_encoder_decoder:
+            # SGLang's encoder-decoder models (Mllama): every text layer, cross-attention
+            # ones included, is a layer of its one token pool, sized like a self-attention
+            # layer; a request's encoder tokens take slots there before its text.
+            try:
+                fields["sglang_layers"] = engine_rows(stack, name, shared=True, cross_as_full=True)
+                fields["sglang_encoder_tokens"] = max(
+                    k.encoder_tokens for k in stack.kinds.values()
+                )
+            except NotModelled as sglang:  # a layer SGLang's rows cannot hold either: its reason
+                fields["sglang_unmodelled"] = fields["sglang_unmodelled"] or sglang.reason
+        return EngineModel(entry.max_seq_len, (), drafts, arch.hybrid_swa, ssm, exc.reason,
+                           **fields)  # fmt: skip
+    if not fields["sglang_unmodelled"] and any(row.dtype in VLLM_PER_TOKEN_HEAD for row in rows):
+        fields["sglang_unmodelled"] = "sglang_no_per_token_head"
+    return EngineModel(entry.max_seq_len, rows, drafts, arch.hybrid_swa, ssm, "", **fields)
+
+
+def engine_models(tables: SizingTables) -> dict[str, EngineModel]:
+    """Every model's engine rows of a family's tables (what ``bind`` installs as
+    ``ENGINE_MODELS``)."""
+    known: dict[tuple[Any, ...], EngineDraft] = {}
+    return {
+        name: engine_model(name, entry, tables.profiles, tables.engines, known)
+        for name, entry in tables.models.items()
+    }

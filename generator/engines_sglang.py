@@ -228,10 +228,10 @@ def sglang_plan_at(
     """``sglang_plan`` for a model's layout (``ssm_dtype`` checked): what depends on tp."""
     failed = qkv_split_refusal(layout.query_heads, layout.split_heads, tp_size)
     if failed:
-        heads = "/".join(map(str, (layout.query_heads or "?", *layout.split_heads)))
+        shown = "/".join(map(str, (layout.query_heads or "?", *layout.split_heads)))
         raise ValueError(
             f"SGLang {newest(SGLANG).version} refuses tp_size {tp_size}: its "
-            f"QKVParallelLinear divides the model's query/KV heads {heads} by tp (KV heads "
+            f"QKVParallelLinear divides the model's query/KV heads {shown} by tp (KV heads "
             f"fewer than tp: tp by them), and divide() asserts {failed!r} "
             "(sglang/srt/layers/linear.py)"
         )

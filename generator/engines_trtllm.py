@@ -1,13 +1,14 @@
 """TensorRT-LLM V2's answer for ``engine_capacity`` (docs/cost-model.md §4): the engine's own
-split of the target's share into pool groups (``_trtllm_plan``, ``_trtllm_held``), or the
-interpreter's affine estimate where that split is not modelled."""
+split of the target's share into pool groups (``trtllm_plans``, ``trtllm_held``, public for
+kvgen's plan and launch settings), or the interpreter's affine estimate where that split is
+not modelled."""
 
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .engines_rows import (
-    _ENGINE_MODELS,
     _MIXERS,
+    ENGINE_MODELS,
     UNMODELLED,
     EngineCapacity,
     NotModelled,
@@ -23,15 +24,19 @@ from .sizing_options import (
     _options,
 )
 from .sizing_quota import _shares, _tokens
-from .sizing_terms import _cached_terms, _Terms
-from .trtllm_split import PoolGroup, gpu_grain, slots_for_quota
+from .sizing_terms import _answers, _cached_terms, _Terms
+from .trtllm_split import PoolGroup, slots_for_quota, whole_grains
 
-# By options: every manager's terms, TensorRT-LLM V2 pool groups, the target's request bytes
-# and its tokens by share (``_trtllm_known``).
+# By the identity of a call's terms (the answers cache's, one object per validated options,
+# kept in the entry so that a reused id never matches): those terms, every manager's
+# TensorRT-LLM V2 pool groups, the target's request bytes and its tokens by share
+# (``_trtllm_known``).
 _TrtllmKnown = tuple[
-    tuple[_Terms, ...], tuple["_TrtllmPlan | None", ...], int, dict[int, int | None]
+    tuple[_Terms, ...], tuple["TrtllmPlan | None", ...], int, dict[int, int | None]
 ]
-_TRTLLM_PLANS: dict[_Options, _TrtllmKnown]
+_TRTLLM_PLANS: dict[int, _TrtllmKnown]
+# ``_trtllm_given`` of a call's arguments as given (typed: 1, 1.0 and True are three keys).
+_TRTLLM_GIVEN: Any
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
 # UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_trtllm``).
 _TRTLLM_HEADS: dict[str, int | str]
@@ -71,14 +76,19 @@ def _trtllm_capacity(
             f"engine 'trtllm-v2' here; kvgen.engine_capacity (from the spec) answers for other "
             "page sizes"
         )
-    options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
-                       pp_size, pp_rank)  # fmt: skip
-    # The terms and plans of these options in one look-up (not the answers cache and then
-    # the plans': a warm call is mostly look-ups).
-    known = _TRTLLM_PLANS.get(options)
-    if known is None:
-        known = _trtllm_known(options, _cached_terms(options))
-    terms, plans, request_bytes, held = known
+    # The validated options and terms of these arguments (looked up as given: validated on
+    # a miss), then their plans by the terms' identity (a look-up of an int).
+    try:
+        options, terms = _TRTLLM_GIVEN(model, speculative, max_batch_size, max_num_tokens,
+                                       max_seq_len, tp_size, pp_size, pp_rank)  # fmt: skip
+    except TypeError:  # an unhashable argument: named as any other bad value
+        _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
+                 pp_size, pp_rank)  # fmt: skip
+        raise
+    known = _TRTLLM_PLANS.get(id(terms))
+    if known is None or known[0] is not terms:
+        known = _trtllm_known(options, terms)
+    _terms, plans, request_bytes, held = known
     budget = budget_bytes
     if type(budget) is not int or not 0 < budget <= _MAX_INT:
         budget = _integer("budget_bytes", budget_bytes, 1)
@@ -93,7 +103,7 @@ def _trtllm_capacity(
         if plan is None:  # pools outside the engine's split: the affine estimate
             tokens = _tokens(target, budget, max_num_tokens)
         else:  # the engine's split of the share
-            tokens = _trtllm_held(plan, _whole_grains(budget))[0]
+            tokens = trtllm_held(plan, _whole_grains(budget))[0]
         if len(held) >= 64:
             held.clear()
         held[budget] = tokens
@@ -108,63 +118,123 @@ def _trtllm_capacity(
     return capacity
 
 
-@lru_cache(maxsize=4096)  # a function of the share alone; its two logarithms cost most
-def _whole_grains(share: int) -> int:
-    """A share as the quota kvgen hands TensorRT-LLM V2: its whole grains (the engine rounds a
-    quota up to its grain, so it keeps these bytes as given); a share under one grain as is."""
-    return share - share % gpu_grain(share) or share
+# ``whole_grains`` remembered: a function of the share alone; its two logarithms cost most.
+_whole_grains = lru_cache(maxsize=4096)(whole_grains)
 
 
-class _TrtllmPlan(NamedTuple):
-    """One manager's pool groups in TensorRT-LLM V2 (``_trtllm_plans``): per group its slot
-    bytes, life cycles, the pages B requests hold whatever T (B * pages(w, H) per sliding
-    cycle), its sliding cycles (each also min(k, n) context pages) and full ones (k pages);
-    the groups as the engine's split sees them, n = ceil(N/tpb), N, and whether a full pool
-    grows with T."""
+class TrtllmPlan(NamedTuple):
+    """One manager's pool groups in TensorRT-LLM V2 (``trtllm_plans``): per group its slot
+    bytes, life cycles (window, sinks, chunk; 0 for full attention), the pages one request
+    holds whatever T (pages(w, H) per sliding cycle), its sliding cycles (each also min(k, n)
+    context pages) and full ones (k pages); the groups as the engine's split sees them, the
+    requests B (a group's fixed pages are B times its pages per request), n = ceil(N/tpb), N,
+    and whether a full pool grows with T."""
 
     groups: tuple[tuple[int, tuple[tuple[int, int, int], ...], int, int, int], ...]
     pools: tuple[PoolGroup, ...]
+    batch: int
     context: int
     chunk: int
     grows: bool
 
 
-def _trtllm_plans(options: _Options, terms: tuple[_Terms, ...]) -> tuple[_TrtllmPlan | None, ...]:
-    """Each manager's ``_TrtllmPlan`` for validated options (None where the split is not
-    modelled: recurrent states, cross caches, DCP or resume-rounded pages), remembered."""
-    return _trtllm_known(options, terms)[1]
+def trtllm_plans(
+    model: str,
+    *,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+    pp_size: int = 1,
+    pp_rank: int = 0,
+) -> dict[str, "TrtllmPlan | None"]:
+    """Per cache manager, TensorRT-LLM V2's pool groups for these options, the ones
+    ``engine_capacity(engine="trtllm-v2")`` splits a share over (``trtllm_held``: what they
+    hold for a quota); None for a manager whose pools lie outside the engine's split
+    (recurrent states, cross caches, DCP or resume-rounded pages). ValueError naming a bad
+    argument, as ``cache_costs``."""
+    options = _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
+                       pp_size, pp_rank)  # fmt: skip
+    terms = _cached_terms(options)
+    known = _TRTLLM_PLANS.get(id(terms))
+    if known is None or known[0] is not terms:
+        known = _trtllm_known(options, terms)
+    return {t.manager: plan for t, plan in zip(terms, known[1], strict=True)}
+
+
+def _trtllm_given(
+    model: object, speculative: object, batch: object, chunk: object, max_seq_len: object,
+    tp_size: object, pp_size: object, pp_rank: object,
+) -> tuple[_Options, tuple[_Terms, ...]]:  # fmt: skip
+    """The validated options of ``_trtllm_capacity``'s arguments and their terms."""
+    options = _options(model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank)
+    return options, _answers(options)[0]
 
 
 def _trtllm_known(options: _Options, terms: tuple[_Terms, ...]) -> _TrtllmKnown:
-    """``_TRTLLM_PLANS``' entry of validated options, built and kept on their first call."""
-    known = _TRTLLM_PLANS.get(options)
-    if known is None:
-        batch, chunk = options[_BATCH_AT], options[_CHUNK_AT]
-        plans: tuple[_TrtllmPlan | None, ...] = ()
-        for t in terms:  # a loop, not a comprehension: its frame costs a never-seen call more
-            plans += (_trtllm_plan(t, batch, chunk),)
-        # What ``_trtllm_capacity`` reads beside the plans, so that a warm call makes one
-        # look-up: the terms, the bytes of one target request at max_seq_len, and the
-        # target's tokens for each share seen (a function of the share and these options).
-        target, seq_len = terms[0], options[_SEQ_LEN_AT]
-        request_bytes = (seq_len * target.slope + target.per_request
-                         + min(seq_len, chunk) * target.ctx_swa)  # fmt: skip
-        if len(_TRTLLM_PLANS) >= 4096:
-            _TRTLLM_PLANS.clear()
-        known = _TRTLLM_PLANS[options] = (terms, plans, request_bytes, {})
+    """``_TRTLLM_PLANS``' entry of validated options and their terms, built and kept:
+    each manager's ``TrtllmPlan`` (None where the split is not modelled)."""
+    batch, chunk = options[_BATCH_AT], options[_CHUNK_AT]
+    plans: tuple[TrtllmPlan | None, ...] = ()
+    for t in terms:  # a loop, not a comprehension: its frame costs a never-seen call more
+        plans += (_trtllm_plan(t, batch, chunk),)
+    # What ``_trtllm_capacity`` reads beside the plans, so that a warm call makes one
+    # look-up: the terms, the bytes of one target request at max_seq_len, and the
+    # target's tokens for each share seen (a function of the share and these options).
+    target, seq_len = terms[0], options[_SEQ_LEN_AT]
+    request_bytes = (seq_len * target.slope + target.per_request
+                     + min(seq_len, chunk) * target.ctx_swa)  # fmt: skip
+    if len(_TRTLLM_PLANS) >= 4096:
+        _TRTLLM_PLANS.clear()
+    known = _TRTLLM_PLANS[id(terms)] = (terms, plans, request_bytes, {})
     return known
 
 
-def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
-    """Life cycles of equal slot bytes share a pool group (a chunked one keeps its own, as
-    the shim builds it), in registry order: sliding and chunked cycles, then full."""
+def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> TrtllmPlan | None:
+    """A manager's pool groups with the batch and chunk of a call (``_trtllm_plan_of``); None
+    where the engine's split does not hold its pools (states, cross caches, DCP pages, a
+    resume-rounded draft)."""
     tpb = TOKENS_PER_BLOCK
     if t.states or t.fixed_pool_bytes or t.resume_rounding is not None or t.span != tpb:
         return None
-    # slot bytes, or a chunked cycle's own key -> [slot bytes, cycles, fixed, sliding, full]
+    plan: TrtllmPlan | None = _trtllm_plan_of(
+        t.life_cycles, t.slope, t.per_request, tpb, batch, chunk
+    )
+    return plan
+
+
+@lru_cache(maxsize=4096)  # a function of its arguments alone: one cache serves every family
+def _trtllm_plan_of(
+    cycles: tuple[tuple[int, int, int, int, int], ...],
+    slope: int,
+    per_request: int,
+    tpb: int,
+    batch: int,
+    chunk: int,
+) -> TrtllmPlan | None:
+    """The ``TrtllmPlan`` of a manager's life cycles (``_trtllm_groups``) for B requests and
+    N tokens a step."""
+    groups = _trtllm_groups(cycles, slope, per_request, tpb)
+    if groups is None:
+        return None
+    plan: TrtllmPlan = _new(TrtllmPlan, (*groups, batch, -(-chunk // tpb), chunk, slope > 0))
+    return plan
+
+
+@lru_cache(maxsize=4096)  # a function of its arguments alone: one cache serves every family
+def _trtllm_groups(
+    cycles: tuple[tuple[int, int, int, int, int], ...], slope: int, per_request: int, tpb: int
+) -> tuple[tuple[Any, ...], tuple[PoolGroup, ...]] | None:
+    """Life cycles of equal slot bytes share a pool group (a chunked one keeps its own, as
+    the shim builds it), in registry order: sliding and chunked cycles, then full; per group
+    (slot bytes, cycles, pages per request, sliding cycles, full cycles), and the groups as
+    the engine's split sees them. None for a per-request state beside the pages, or no page
+    that grows with history (nothing to split: the affine answer)."""
+    # slot bytes, or a chunked cycle's own key -> [slot bytes, cycles, pages, sliding, full]
     groups: dict[int, list] = {}  # type: ignore[type-arg]
     window_bytes = 0  # kvgen's window pages of one request
-    for i, (window, sinks, pages, b, attn_chunk) in enumerate(t.life_cycles):
+    for i, (window, sinks, pages, b, attn_chunk) in enumerate(cycles):
         size = tpb * b
         window_bytes += size * pages
         key = -i - 1 if attn_chunk else size
@@ -172,27 +242,24 @@ def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> _TrtllmPlan | None:
         if group is None:
             group = groups[key] = [size, [], 0, 0, 0]
         group[1].append((window, sinks, attn_chunk))
-        group[2] += batch * pages
+        group[2] += pages
         group[3] += 1
-    if t.per_request != window_bytes:  # a per-request state beside the pages: not split
+    if per_request != window_bytes:  # a per-request state beside the pages: not split
         return None
-    if t.slope:
-        group = groups.get(tpb * t.slope)
+    if slope:
+        group = groups.get(tpb * slope)
         if group is None:
-            group = groups[tpb * t.slope] = [tpb * t.slope, [], 0, 0, 0]
+            group = groups[tpb * slope] = [tpb * slope, [], 0, 0, 0]
         group[1].append((0, 0, 0))
         group[4] += 1
     if not groups:  # no page grows with history: nothing to split (the affine answer)
         return None
     members = []
     pools = []
-    for size, cycles, fixed, sliding, full in groups.values():
-        members.append((size, tuple(cycles), fixed, sliding, full))
-        pools.append(_new(PoolGroup, ((size,), len(cycles))))
-    plan: _TrtllmPlan = _new(
-        _TrtllmPlan, (tuple(members), tuple(pools), -(-chunk // tpb), chunk, t.slope > 0)
-    )
-    return plan
+    for size, members_of, pages, sliding, full in groups.values():
+        members.append((size, tuple(members_of), pages, sliding, full))
+        pools.append(_new(PoolGroup, ((size,), len(members_of))))
+    return tuple(members), tuple(pools)
 
 
 @lru_cache(maxsize=4096)
@@ -208,25 +275,25 @@ def _engine_slots(pools: tuple[PoolGroup, ...], quota: int) -> tuple[int, ...]:
         ) from None
 
 
-def _trtllm_held(plan: _TrtllmPlan, quota: int) -> tuple[int | None, tuple[int, ...], int]:
+def trtllm_held(plan: TrtllmPlan, quota: int) -> tuple[int | None, tuple[int, ...], int]:
     """What the engine's pools for ``quota`` bytes hold (§4): the slots its split builds per
     group, and the largest T, a multiple of tpb, whose kvgen pools fit them all: k =
     ceil(T/tpb) full pages and, per sliding cycle, B * pages(w, H) + min(k, n) (T None when
     no full pool bounds it; 0 when not even B requests' window pages fit). Returns (T,
     slots, k); ValueError where the engine's least grains per pool overrun the quota."""
     slots = _engine_slots(plan.pools, quota)
-    return _trtllm_held_in(plan, slots)
+    return trtllm_held_in(plan, slots)
 
 
-def _trtllm_held_in(
-    plan: _TrtllmPlan, slots: tuple[int, ...]
+def trtllm_held_in(
+    plan: TrtllmPlan, slots: tuple[int, ...]
 ) -> tuple[int | None, tuple[int, ...], int]:
-    """``_trtllm_held`` for the ``slots`` built per group of ``plan`` (in its group order),
+    """``trtllm_held`` for the ``slots`` built per group of ``plan`` (in its group order),
     whichever split built them."""
-    context = plan.context
+    context, batch = plan.context, plan.batch
     most = -1  # the largest k every group allows (-1: no group bounds it)
-    for (_size, _cycles, fixed, sliding, full), built in zip(plan.groups, slots, strict=True):
-        room = built - fixed
+    for (_size, _cycles, pages, sliding, full), built in zip(plan.groups, slots, strict=True):
+        room = built - batch * pages
         if room < 0:
             return 0, slots, 0  # not even B requests' window pages: nothing is served
         if full:  # k <= n: (sliding + 1) k <= room; past n: k <= room - sliding * n
@@ -251,7 +318,7 @@ def _trtllm_refusal(name: str) -> str:
     """The UNMODELLED reason of a model TensorRT-LLM's row does not answer, or ""."""
     if any(kind.attention == "cross" for kind in _MODELS[name].layers.kinds.values()):
         return "cross"
-    for lay in _ENGINE_MODELS[name].layers:
+    for lay in ENGINE_MODELS[name].layers:
         if _MIXERS[lay.mixer].trtllm_unmodelled:
             return _MIXERS[lay.mixer].trtllm_unmodelled
     return ""
@@ -260,7 +327,8 @@ def _trtllm_refusal(name: str) -> str:
 def _derive_trtllm() -> None:
     """Per family, at bind: its own TensorRT-LLM plans, and each model's query heads or the
     reason its row has no answer."""
-    global _TRTLLM_HEADS, _TRTLLM_PLANS
-    _TRTLLM_HEADS = {name: _trtllm_refusal(name) or _ENGINE_MODELS[name].query_heads
+    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN
+    _TRTLLM_HEADS = {name: _trtllm_refusal(name) or ENGINE_MODELS[name].query_heads
                      for name in _MODELS}  # fmt: skip
     _TRTLLM_PLANS = {}
+    _TRTLLM_GIVEN = lru_cache(maxsize=4096, typed=True)(_trtllm_given)

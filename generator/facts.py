@@ -26,7 +26,9 @@ __all__ = [
     "dcp_heads",
     "dcp_outside_tp",
     "dcp_with_attention_dp",
+    "ds_mla_bytes",
     "float32",
+    "index_k_bytes",
     "kv_sharing_rank",
     "mode_headroom",
     "no_encoder",
@@ -45,6 +47,18 @@ DS_MLA = "fp8_ds_mla"
 DS_MLA_SCALE_BLOCK = 128
 # vLLM ``DeepseekV32IndexerCache``: the indexer key in fp8 with one fp32 scale per 128.
 INDEX_SCALE_BLOCK = 128
+
+
+def ds_mla_bytes(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
+    """``fp8_ds_mla``: fp8 latent + fp32 scale per 128 latent elements + bf16 RoPE part."""
+    scales = -(-kv_lora_rank // DS_MLA_SCALE_BLOCK)
+    return kv_lora_rank + 4 * scales + 2 * qk_rope_head_dim
+
+
+def index_k_bytes(index_head_dim: int) -> int:
+    """A sparse-attention indexer's key cache per token per layer: fp8 + fp32 per 128."""
+    return index_head_dim + 4 * -(-index_head_dim // INDEX_SCALE_BLOCK)
+
 
 # The per-element scaled layouts: (bits per element, elements per block scale (0: none), bytes
 # of that scale, fp32 bytes per (token, head) scale (0: none)). Block scales count over the

@@ -137,8 +137,8 @@ def _whole_pages(terms: _Terms, tokens: int, chunk: int) -> int:
     return _quota(terms, tokens, chunk) + (-context % TOKENS_PER_BLOCK) * terms.ctx_swa
 
 
-def _swa_context_tokens(
-    offset: int, extra: int, head: int, requests: int, chunk: int, rounding: int
+def swa_context_tokens(
+    offset: int, extra: int, head: int, requests: int, chunk: int, rounding: int, tpb: int
 ) -> int:
     """The least T whose SWA context pages, ``ceil((min(T, N) + rounding) / tpb)``, cover the
     worst iteration of R requests (§3): each request holds at most pages(w, H) generating, and
@@ -147,8 +147,8 @@ def _swa_context_tokens(
     one. With k chunks of N tokens the most added pages are ``k + (N - k*first) // tpb``,
     which grows with k while first < tpb (most chunks) and shrinks from k = 1 otherwise.
     ``offset`` is w - 2 (pages(w, x) - 1 = ceil((offset + x)/tpb)), or C - 1 - gcd(C, tpb)
-    for a chunked life cycle."""
-    tpb = TOKENS_PER_BLOCK
+    for a chunked life cycle; ``tpb`` the tokens per page (a function of its arguments alone,
+    which kvgen's own TensorRT-LLM pool plan reads too: ``kvgen._trtllm_pools``)."""
     live = -(-(offset + head) // tpb)  # pages(w, H) - 1
     first = live * tpb - (offset + extra) + 1
     if chunk < first:

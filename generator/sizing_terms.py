@@ -75,7 +75,6 @@ def _compute(options: _Options) -> _Answer:
     ranked = _RANKS.get(key)
     if ranked is None:
         ranked = _rank(*key)
-    profile = _PROFILES[speculative]
     exact = semantics == "exact"
     tpb = TOKENS_PER_BLOCK
     span = tpb * dcp  # DCP: one page of tpb tokens on each DCP rank spans tpb * dcp tokens (§9)
@@ -113,10 +112,10 @@ def _compute(options: _Options) -> _Answer:
             intercept += resume_rounding
         recurrent: tuple[tuple[str, int], ...] = ()
         if states:
-            recurrent = _state_rows(sums, batch, profile, attention_dp, update)
-            rows_bytes = sum([value for _term, value in recurrent])
-            intercept += rows_bytes
-            fixed_pool_bytes += rows_bytes  # the reserved and speculative rows are fixed (§8)
+            recurrent = _state_rows(sums, batch, _PROFILES[speculative], attention_dp, update)
+            for _term, value in recurrent:  # the reserved and speculative rows are fixed (§8)
+                intercept += value
+                fixed_pool_bytes += value
         context_rounding = ctx_rounding if exact else None
         values = (name, slope, per_request, ctx_swa, full_rounding, context_rounding,
                   resume_rounding, intercept, cycles, fixed_pool_bytes, pools, recurrent,
@@ -185,16 +184,18 @@ def _state_rows(
     double-buffered replay history of max(16, T) steps per slot (replay)."""
     state, conv, ssm, replay = sums
     reserved = 1 + attention_dp
-    rows = [("state_reserved_rows", reserved * state)]
-    if profile.mode != "none":
-        step = profile.draft_len + 1 if profile.mode == "pard" else profile.step  # T
-        if update == "replay":
-            rows.append(("spec_intermediate_states", batch * step * conv))
-            history = max(16, step)
-            rows.append(("spec_replay_history", (batch + reserved) * 2 * history * replay))
-        else:
-            rows.append(("spec_intermediate_states", batch * step * (conv + ssm)))
-    return tuple(rows)
+    first = ("state_reserved_rows", reserved * state)
+    if profile.mode == "none":
+        return (first,)
+    step = profile.draft_len + 1 if profile.mode == "pard" else profile.step  # T
+    if update == "replay":
+        history = max(16, step)
+        return (
+            first,
+            ("spec_intermediate_states", batch * step * conv),
+            ("spec_replay_history", (batch + reserved) * 2 * history * replay),
+        )
+    return (first, ("spec_intermediate_states", batch * step * (conv + ssm)))
 
 
 def _cached_terms(options: _Options) -> tuple[_Terms, ...]:

@@ -60,7 +60,7 @@ def render() -> str:
             ]
             models.append(f"| {family} | {model} | " + " | ".join(cells) + " |")
             for profile in sizing.PROFILES[model][1:]:
-                mode = sizing._PROFILES[profile].mode
+                mode = sizing.TABLES.profiles[profile].mode
                 cells = [_cell(sizing, model, engine, profile, reasons) for engine in ENGINES]
                 answered["pairs"] = [
                     n + (c == "modelled") for n, c in zip(answered["pairs"], cells, strict=True)

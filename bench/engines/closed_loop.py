@@ -256,7 +256,7 @@ def cases(engine: str) -> list[dict[str, Any]]:
 
 def _recurrent(sizing: Any, model: str) -> bool:
     """Whether the model keeps a recurrent state (SGLang's Mamba pool and radix cache)."""
-    return any(layer.attention == "recurrent" for layer in sizing._ENGINE_MODELS[model].layers)
+    return any(layer.attention == "recurrent" for layer in sizing.ENGINE_MODELS[model].layers)
 
 
 def write_golden(engine: str, grid: list[dict[str, Any]], produced: dict[str, Any],

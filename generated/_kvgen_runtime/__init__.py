@@ -7,7 +7,7 @@
 ``engines_sglang`` and ``engines_trtllm``), ``facts`` the layout facts both read and
 ``trtllm_split`` TensorRT-LLM V2's split of one quota over its pool groups, copied verbatim;
 each ``<family>/sizing.py`` binds them to its tables.
-Version 1.
+Version 2.
 """
 
 __all__: list[str] = []

@@ -19,24 +19,29 @@ docs/api.md, "The interpreter".
 import math
 import types
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from . import sizing_kinds, sizing_options, sizing_quota, sizing_split, sizing_terms
 from .sizing_kinds import (
     _PROFILES,
     FAMILY,
+    KV_CACHE_DTYPE,
     MANAGERS,
     MAX_SEQ_LEN,
     MODELS,
     PROFILES,
     SPEC_SHA256,
     SPECULATIVE,
+    TABLES,
     TOKENS_PER_BLOCK,
     CacheCost,
+    SizingTables,
     _derive_tables,
 )
 from .sizing_options import (
     _CHUNK_AT,
+    _LIMITS,
     _MAX_INT,
     _OVERLAP_SLACK_AT,
     _SEQ_LEN_AT,
@@ -49,6 +54,7 @@ from .sizing_options import (
     _headroom,
     _integer,
     _name,
+    _Options,
     _options,
     headroom,
 )
@@ -58,45 +64,91 @@ from .sizing_quota import (
     _engine_terms,
     _quota,
     _shares,
-    _swa_context_tokens,
     _tokens,
+    swa_context_tokens,
 )
-from .sizing_split import _derive_split
+from .sizing_split import _derive_split, _layers, _rank
 from .sizing_terms import (
-    _ANSWERS,
+    _ANSWERS_HELD,
     _TERM_NAMES,
+    _Answer,
     _answers,
     _cached_terms,
+    _compute,
     _derive_answers,
 )
 
 __all__ = [
     "API_VERSION",
     "FAMILY",
+    "KV_CACHE_DTYPE",
     "MANAGERS",
     "MAX_SEQ_LEN",
     "MODELS",
     "PROFILES",
+    "RUNTIME_VERSION",
     "SEMANTICS",
     "SPECULATIVE",
     "SPEC_SHA256",
+    "TABLES",
     "TIERS",
     "TOKENS_PER_BLOCK",
     "CacheCost",
+    "SizingTables",
     "cache_costs",
     "cost_terms",
     "headroom",
+    "manager_layers",
+    "manager_terms",
     "max_blocks_per_seq",
     "max_tokens_from_quota",
     "pages_per_request",
     "quota_for_requests",
     "quota_from_max_tokens",
+    "rank_layers",
     "split_budget",
 ]
 
 # 2: model first everywhere (split_budget(model, budget_bytes)); max_tokens_from_quota takes and
 # returns per-manager dicts like quota_from_max_tokens. Modules without API_VERSION are 1.
 API_VERSION = 2
+
+
+# ---- a warm call: its answer looked up by its arguments as given, validated on a miss ----
+# A hit is a repeat of arguments validated before, so it needs no validation; a miss validates
+# them (``_options``), raising what any call raises. Per family (``_derive_lookups``):
+# ``_PLAIN``, a dict of the five required arguments and tp_size (its sizes of type int: a key
+# no bool, float or numpy int equals, so 1, 1.0 and True never share one) of a call that
+# leaves every other option at its default (the same objects: small ints and bools are
+# singletons) to its answer; ``_GIVEN``, a typed cache (``functools.lru_cache(typed=True)``)
+# of all seventeen as given to the validated options and answer. An unhashable argument is
+# named by the validation.
+_PLAIN: dict[tuple[object, ...], _Answer] = {}
+_GIVEN: Any = None
+_ONE, _ZERO = 1, 0  # the defaults, compared by identity
+
+
+def _given(*arguments: object) -> tuple[_Options, _Answer]:
+    options = _options(*arguments)
+    return options, _answers(options)
+
+
+def _lookup(*arguments: object) -> tuple[_Options, _Answer]:
+    """The validated options and answer of a call's seventeen option arguments (in
+    ``_Options``' order), from ``_GIVEN`` on a repeat."""
+    try:
+        found: tuple[_Options, _Answer] = _GIVEN(*arguments)
+    except TypeError:  # an unhashable argument: named as any other bad value
+        _options(*arguments)
+        raise
+    return found
+
+
+def _derive_lookups() -> None:
+    """Per family, at bind: its own caches of arguments as given."""
+    global _PLAIN, _GIVEN
+    _PLAIN = {}
+    _GIVEN = lru_cache(maxsize=_ANSWERS_HELD, typed=True)(_given)
 
 
 def cost_terms(
@@ -123,12 +175,11 @@ def cost_terms(
     """Every named term of the static cost, per cache manager, in bytes (§4). The terms, the
     options and ``engine_terms=True`` (what the engine does beside the quota, §9) are
     described in docs/api.md, "cost_terms"."""
-    options = _options(
+    options, (terms, _costs) = _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
-    terms = _cached_terms(options)
     out = {}
     for t in terms:
         named = {k: v for k, v in zip(_TERM_NAMES[:6], t[1:7], strict=True) if v is not None}
@@ -144,6 +195,50 @@ def cost_terms(
         for t in terms:
             out[t.manager].update(_engine_terms(t, head, options))
     return out
+
+
+def manager_terms(
+    model: str,
+    *,
+    speculative: str = "none",
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    tp_size: int = 1,
+    pp_size: int = 1,
+    pp_rank: int = 0,
+    max_util_for_resume: float = 0.95,
+) -> tuple[Any, ...]:
+    """Each cache manager's terms under "trtllm-v2" semantics, as the runtime keeps them
+    (what ``cost_terms`` names and ``trtllm_plans`` builds its pool groups from), validated
+    as ``cache_costs``."""
+    terms: tuple[Any, ...] = _lookup(
+        model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
+        pp_rank, False, False, max_util_for_resume,
+    )[1][0]  # fmt: skip
+    return terms
+
+
+def manager_layers(model: str, speculative: str = "none") -> tuple[Any, ...]:
+    """Each cache manager's cached layers of (model, profile), as the runtime keeps them
+    (name, layer members, state rows, cross rows, life cycles; §6)."""
+    _options(model, speculative, 1, 1, 1)
+    return _layers(model, speculative)
+
+
+def rank_layers(
+    model: str,
+    speculative: str = "none",
+    *,
+    tp_size: int = 1,
+    pp_size: int = 1,
+    pp_rank: int = 0,
+    dcp_size: int = 1,
+) -> tuple[Any, ...]:
+    """Each cache manager's layers on one rank at one tp, pp and DCP size, as the runtime
+    keeps them; ValueError where the engines refuse the split (§1, §8, §9)."""
+    _options(model, speculative, 1, 1, 1, tp_size, pp_size, pp_rank)
+    return _rank(model, speculative, pp_size, pp_rank, tp_size, dcp_size)
 
 
 def cache_costs(
@@ -167,12 +262,45 @@ def cache_costs(
     encoder_tokens: int | None = None,
 ) -> dict[str, CacheCost]:
     """Static cost per cache manager (§4): ``"target"``, and ``"draft"`` for a separate pool."""
-    options = _options(
+    if (
+        pp_size is _ONE and pp_rank is _ZERO and dcp_size is _ONE and scratch_reuse is False
+        and block_reuse is False and overlap_slack is False and attention_dp is False
+        and encoder_tokens is None and max_util_for_resume is _UTIL
+        and semantics == "trtllm-v2" and mamba_state_update == "default"
+    ) and (
+        type(max_batch_size) is type(max_num_tokens) is type(max_seq_len) is type(tp_size) is int
+    ):  # fmt: skip
+        # Ints of type int (no bool, float or numpy int equals one here): the model and profile
+        # as given, any value equal to a name the tables hold being that name.
+        key = (model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
+        try:
+            answer = _PLAIN.get(key)
+        except TypeError:  # an unhashable argument: named as any other bad value
+            _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
+            raise
+        if answer is None:  # validated, computed and kept here alone (not in ``_ANSWERS``)
+            limits = _LIMITS.get(model) if type(model) is str else None
+            if (
+                limits is None or type(speculative) is not str or speculative not in limits[0]
+                or not 0 < max_batch_size <= _MAX_INT or not 0 < max_num_tokens <= _MAX_INT
+                or not 0 < max_seq_len <= limits[1] or not 0 < tp_size <= _MAX_INT
+            ):  # fmt: skip
+                # The one validation: it names a bad argument (or takes a str subclass).
+                options = _options(model, speculative, max_batch_size, max_num_tokens,
+                                   max_seq_len, tp_size)  # fmt: skip
+            else:
+                options = (*key, 1, 0, False, False, _UTIL, False, "trtllm-v2", False, "default",
+                           1, None)  # fmt: skip
+            answer = _compute(options)
+            if len(_PLAIN) >= _ANSWERS_HELD:
+                _PLAIN.clear()
+            _PLAIN[key] = answer
+        return answer[1].copy()
+    return _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
-    )  # fmt: skip
-    return (_ANSWERS.get(options) or _answers(options))[1].copy()
+    )[1][1].copy()  # fmt: skip
 
 
 def quota_from_max_tokens(
@@ -201,13 +329,13 @@ def quota_from_max_tokens(
     ``max_tokens_from_quota``."""
     tokens = max_tokens if type(max_tokens) is int and 0 <= max_tokens <= _MAX_INT else None
     tokens = _integer("max_tokens", max_tokens, 0) if tokens is None else tokens
-    options = _options(
+    options, (terms, _costs) = _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
     chunk = options[_CHUNK_AT]
-    return {t.manager: _quota(t, tokens, chunk) for t in _cached_terms(options)}
+    return {t.manager: _quota(t, tokens, chunk) for t in terms}
 
 
 def max_tokens_from_quota(
@@ -235,12 +363,12 @@ def max_tokens_from_quota(
     ``split_budget`` return; any of the profile's managers), the largest T with
     ``quota(T) <= quota_bytes[manager]``: ``None`` when no full-attention layer bounds it (the
     manager's cost stops growing with T)."""
-    options = _options(
+    options, (found, _costs) = _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
     )  # fmt: skip
-    terms = {t.manager: t for t in _cached_terms(options)}
+    terms = {t.manager: t for t in found}
     if not isinstance(quota_bytes, Mapping) or not quota_bytes:
         raise ValueError(
             f"quota_bytes must map cache managers ({', '.join(terms)}) to bytes, "
@@ -307,8 +435,8 @@ def quota_for_requests(
         for (window, _sinks, _pages, _bytes, attn_chunk), rounding in cycles:
             # pages(w, x) - 1 = ceil((w - 2 + x)/tpb); chunked: ceil((C - 1 - gcd + x)/tpb) (§3)
             offset = attn_chunk - 1 - math.gcd(attn_chunk, tpb) if attn_chunk else window - 2
-            least = _swa_context_tokens(offset, profile.extra, profile.extra + profile.step,
-                                        requests, chunk, rounding)  # fmt: skip
+            least = swa_context_tokens(offset, profile.extra, profile.extra + profile.step,
+                                       requests, chunk, rounding, TOKENS_PER_BLOCK)  # fmt: skip
             tokens = max(tokens, least)
         if exact:
             out[t.manager] = _quota(t, tokens, chunk)
@@ -347,12 +475,12 @@ def split_budget(
     """
     budget = _integer("budget_bytes", budget_bytes, 0)
     _name("tier", tier, TIERS)
-    options = _options(
+    terms = _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,
         attention_dp, mamba_state_update, dcp_size, encoder_tokens,
-    )  # fmt: skip
-    return _shares(_cached_terms(options), budget, tier)
+    )[1][0]  # fmt: skip
+    return _shares(terms, budget, tier)
 
 
 def max_blocks_per_seq(
@@ -400,26 +528,33 @@ def pages_per_request(
 
 
 # ---- binding: a family's tables to this interpreter ----
-# The version of this runtime: a generated module built for runtime N runs on any runtime >= N
-# (protobuf's rule); bump it when generated tables need something an older runtime lacks.
-RUNTIME_VERSION = 1
+# The version of the interface between a generated sizing module and this runtime (its
+# ``TABLES`` and the public names ``bind`` installs; docs/api.md, "Versions"): bump it when
+# either changes. A module generated for version N runs on a runtime of version N or newer
+# down to MIN_GENCODE_VERSION (protobuf's rule: the runtime at least as new as the gencode);
+# kvgen reads an output folder in that window (``kvgen._planner.load_sizing``). 2: the tables
+# as one value (TABLES), each layer written once (the engine rows derived at bind).
+RUNTIME_VERSION = 2
+MIN_GENCODE_VERSION = 2
 # The interpreter's modules, installed in this order (each imports only those before it).
 _PARTS = (sizing_kinds, sizing_options, sizing_split, sizing_terms, sizing_quota)
 # Names of the runtime itself, never copied into a family's namespace (nor its modules).
 _RUNTIME_ONLY = frozenset(
-    {"RUNTIME_VERSION", "bind", "install", "require_version", "_PARTS", "_DEFINITIONS",
-     "_definitions"}
+    {"RUNTIME_VERSION", "MIN_GENCODE_VERSION", "bind", "install", "require_version", "_PARTS",
+     "_DEFINITIONS", "_definitions"}
 )  # fmt: skip
 
 
 def require_version(gencode: int, module: str) -> None:
-    """ImportError unless this runtime is at least as new as the one ``module`` was generated
-    for (``gencode``): generation writes the runtime beside the modules, so a mismatch means
-    part of an output folder was copied without the rest."""
-    if gencode > RUNTIME_VERSION:
+    """ImportError unless ``module``, generated for sizing runtime ``gencode``, is in this
+    runtime's window: at least as new a runtime, down to MIN_GENCODE_VERSION. Generation
+    writes the runtime beside the modules, so a mismatch means part of an output folder was
+    copied without the rest, or an older output folder beside a newer runtime."""
+    if not MIN_GENCODE_VERSION <= gencode <= RUNTIME_VERSION:
         raise ImportError(
-            f"{module} needs kvgen sizing runtime {gencode} or newer; {__name__} is "
-            f"{RUNTIME_VERSION}: copy the whole generated folder (`kvgen generate` writes both)"
+            f"{module} was generated for kvgen sizing runtime {gencode}; {__name__} is "
+            f"{RUNTIME_VERSION} (it runs modules of {MIN_GENCODE_VERSION} to "
+            f"{RUNTIME_VERSION}): run `kvgen generate`, which writes both into one folder"
         )
 
 
@@ -475,11 +610,19 @@ def _definitions(source: dict[str, object]) -> tuple[list[Any], list[Any]]:
 
 
 def bind(namespace: dict[str, object]) -> None:
-    """Make ``namespace`` (the globals of a module that defines a family's tables: FAMILY,
-    SPEC_SHA256, TOKENS_PER_BLOCK, KV_CACHE_DTYPE, _MODELS, _PROFILES) that family's sizing
-    module: the interpreter's modules installed over it in order (``install``; the public
-    names are this module's ``__all__``), then what depends only on the tables precomputed
-    (``_derive``)."""
+    """Make ``namespace`` (the globals of a module that defines a family's ``TABLES``, a
+    ``SizingTables``) that family's sizing module: the tables' fields installed as the names
+    the interpreter reads (FAMILY, SPEC_SHA256, TOKENS_PER_BLOCK, KV_CACHE_DTYPE, _MODELS,
+    _PROFILES) with this runtime's RUNTIME_VERSION, the interpreter's modules installed over
+    it in order (``install``; the public names are this module's ``__all__``), then what
+    depends only on the tables precomputed (``_derive``)."""
+    tables = namespace["TABLES"]
+    assert isinstance(tables, SizingTables)
+    namespace.update(
+        FAMILY=tables.family, SPEC_SHA256=tables.spec_sha256,
+        TOKENS_PER_BLOCK=tables.tokens_per_block, KV_CACHE_DTYPE=tables.kv_cache_dtype,
+        _MODELS=tables.models, _PROFILES=tables.profiles, RUNTIME_VERSION=RUNTIME_VERSION,
+    )  # fmt: skip
     for part in _PARTS:
         install(vars(part), namespace, exports=False)
     install(globals(), namespace)
@@ -493,3 +636,4 @@ def _derive() -> None:
     _derive_limits()
     _derive_split()
     _derive_answers()
+    _derive_lookups()

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from .facts import DTYPE_BYTES, SCALED_LAYOUTS
+from .facts import DS_MLA, DTYPE_BYTES, SCALED_LAYOUTS, ds_mla_bytes, index_k_bytes
 
-__all__ = ["CacheCost", "Kind", "Model", "Profile", "Stack"]
+__all__ = ["CacheCost", "Kind", "Model", "Profile", "SizingTables", "Stack", "kind_row"]
 
 
 class CacheCost(NamedTuple):
@@ -71,6 +71,14 @@ class Kind(NamedTuple):
     encoder_tokens: int = 0  # cross-attention: encoder tokens cached per request (§4)
     chunk: int = 0  # chunked local attention: tokens per attention chunk (§3)
     v_head_dim: int = 0  # V's head size where it differs from K's head_dim (0: the same)
+    # A recurrent state's form, a key of the engines' mixer table: "mamba2", "mamba1" or
+    # "linear" (the fields above are its Mamba-2 lowering, §8).
+    state_form: str = "mamba2"
+    # MLA (kv_heads 0): the latent the engines cache, whose bytes per token the interpreter
+    # derives (§1); a sparse indexer's key cache beside it.
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    index_head_dim: int = 0
 
 
 class Stack(NamedTuple):
@@ -84,12 +92,18 @@ class Stack(NamedTuple):
 
 class Model(NamedTuple):
     """A model: native context length, target layers, the profiles that apply ("none" first)
-    and, per EAGLE3/MTP one-model profile, the draft layers the target manager holds."""
+    and, per EAGLE3/MTP one-model profile, the draft layers the target manager holds; what the
+    engine policies read beyond the layers: the attention query heads (0: unknown) and, per
+    profile, how each engine runs it (``engines_rows.EngineDraft`` rows, their layers left to
+    ``bind``, which derives every engine row from the layers here)."""
 
     max_seq_len: int
     layers: Stack
     profiles: tuple[str, ...]
     extra_layers: Mapping[str, Stack] = MappingProxyType({})  # none (a read-only default)
+    query_heads: int = 0
+    drafts: Mapping[str, Any] = MappingProxyType({})
+    vllm_ssm_dtype: str = ""  # vLLM's SSM state dtype ("": the conv dtype)
 
 
 class Profile(NamedTuple):
@@ -104,14 +118,32 @@ class Profile(NamedTuple):
     draft: Stack | None = None
 
 
-# ---- a family's tables: each generated module defines these, then calls ``bind`` ----
+class SizingTables(NamedTuple):
+    """A family's tables, the one value its sizing module writes (``TABLES``) and ``bind``
+    installs the runtime over: the spec's family name, hash, page size and cache dtype, its
+    models and speculative profiles, and what the engines read of the architecture as a whole
+    (an ``engines_rows.EngineArch``). Part of the interface between generated code and its
+    consumers (docs/api.md, "The interface of a sizing module")."""
+
+    family: str
+    spec_sha256: str
+    tokens_per_block: int
+    kv_cache_dtype: str
+    models: Mapping[str, Model]
+    profiles: Mapping[str, Profile]
+    engines: Any = None
+
+
+# ---- a family's tables: each generated module defines ``TABLES``, then calls ``bind`` ----
 # The values here are an empty family's: kvgen's own copy of the interpreter sizes no model.
+# ``bind`` installs TABLES' fields as these names, which the interpreter reads.
+TABLES = SizingTables("", "", 1, "", {}, {})
 FAMILY = ""
 SPEC_SHA256 = ""
 TOKENS_PER_BLOCK = 1
 KV_CACHE_DTYPE = ""
-_MODELS: dict[str, Model] = {}
-_PROFILES: dict[str, Profile] = {}
+_MODELS: Mapping[str, Model] = {}
+_PROFILES: Mapping[str, Profile] = {}
 # Derived from the tables by ``_derive_tables`` when a family binds the interpreter.
 MODELS: tuple[str, ...] = ()
 SPECULATIVE: tuple[str, ...] = ()
@@ -154,6 +186,19 @@ def _dims(kind: Kind) -> tuple[int, int]:
     return kind.head_dim, kind.v_head_dim or kind.head_dim
 
 
+def _latent_bytes(kind: Kind) -> int:
+    """An MLA layer's bytes per token, never split by tp (§1): the latent in the kind's dtype
+    (FlashMLA's fp8_ds_mla packed), and a sparse indexer's key cache beside it; 0 but MLA."""
+    rank = kind.kv_lora_rank
+    if not rank:
+        return 0
+    if kind.dtype == DS_MLA:
+        latent = ds_mla_bytes(rank, kind.qk_rope_head_dim)
+    else:
+        latent = _elements(rank + kind.qk_rope_head_dim, _ELEMENT_CODES.get(kind.dtype, 0))
+    return latent + (index_k_bytes(kind.index_head_dim) if kind.index_head_dim else 0)
+
+
 class _CacheKind:
     """A kind of layer with no cache of its own; subclasses name their row list and row."""
 
@@ -171,9 +216,11 @@ class _Full(_CacheKind):
 
     @classmethod
     def row(cls, kind: Kind) -> tuple[Any, ...]:
-        """(kv_heads, (K, V head dims), element code, bytes per token tp does not split)."""
-        fixed = kind.bytes_per_token + kind.extra_bytes_per_token
-        return (kind.kv_heads, _dims(kind), _ELEMENT_CODES.get(kind.dtype, 0), fixed)
+        """(kv_heads, (K, V head dims), element code (0 without heads), bytes per token tp
+        does not split)."""
+        fixed = kind.bytes_per_token + kind.extra_bytes_per_token + _latent_bytes(kind)
+        element = _ELEMENT_CODES.get(kind.dtype, 0) if kind.kv_heads else 0
+        return (kind.kv_heads, _dims(kind), element, fixed)
 
     @staticmethod
     def bytes_per_token(
@@ -254,7 +301,7 @@ class _Recurrent(_CacheKind):
 
     @classmethod
     def row(cls, kind: Kind) -> tuple[Any, ...]:
-        conv_el = _ELEMENT_CODES.get(kind.dtype, 0)
+        conv_el = _ELEMENT_CODES.get(kind.dtype, 0) if kind.ssm_heads else 0
         ssm_el = _ELEMENT_CODES.get(kind.ssm_dtype, 0)
         shape = (kind.ssm_heads, kind.ssm_head_dim, kind.d_state, kind.n_groups, kind.d_conv)
         return (kind.state_bytes, *shape, conv_el, ssm_el)
@@ -280,6 +327,12 @@ _KIND_CLASSES: dict[str, type[_CacheKind]] = {
 
 def _kind_class(kind: Kind) -> type[_CacheKind]:
     return _SharedReader if kind.reads is not None else _KIND_CLASSES[kind.attention]
+
+
+def kind_row(kind: Kind) -> tuple[Any, ...]:
+    """One layer of ``kind`` as the interpreter's class of it sizes it: (KV heads, the head
+    dims of its buffers, bytes per element, fixed bytes per token)."""
+    return _kind_class(kind).row(kind)
 
 
 def _derive_tables() -> None:

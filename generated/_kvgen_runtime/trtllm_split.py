@@ -36,6 +36,7 @@ __all__ = [
     "least_quota",
     "proportional_ratio",
     "slots_for_quota",
+    "whole_grains",
 ]
 
 GPU_PAGE = 2 << 20  # the engine's physical page of virtual memory, 2 MiB
@@ -75,6 +76,12 @@ def gpu_grain(quota: int) -> int:
     # log(x) / log(2): its float can fall just under an exact power of two where log2's does not.
     exponent = int(math.log(quota / (GPU_PAGE * 512)) / math.log(2))
     return GPU_PAGE << min(4, max(0, exponent))
+
+
+def whole_grains(share: int) -> int:
+    """A share as the quota kvgen hands the engine: its whole grains (the engine rounds a
+    quota up to its grain, so it keeps these bytes as given); a share under one grain as is."""
+    return share - share % gpu_grain(share) or share
 
 
 def adjusted_quota(quota: int, groups: Sequence[PoolGroup]) -> int:

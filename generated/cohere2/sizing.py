@@ -16,93 +16,66 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/cohere2/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/cohere2/sizing.py")
-
-FAMILY = "cohere2"
-SPEC_SHA256 = "4c99ebeb6dac6f124c2a477904092cb01b7ed7477fba94b4c8e0e1a97f79a07a"
-TOKENS_PER_BLOCK = 64
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "command_r7b": Model(
-        max_seq_len=132096,
-        layers=Stack(
-            layer_count=32,
-            pattern=("local", "local", "local", "global"),
-            kinds={
-                "global": Kind("full", layers=8, kv_heads=8, head_dim=128, dtype="bf16"),
-                "local": Kind(
-                    "sliding", layers=24, window=4096, kv_heads=8, head_dim=128, dtype="bf16"
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-    "command_a": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=64,
-            pattern=("local", "local", "local", "global"),
-            kinds={
-                "global": Kind("full", layers=16, kv_heads=8, head_dim=128, dtype="bf16"),
-                "local": Kind(
-                    "sliding", layers=48, window=4096, kv_heads=8, head_dim=128, dtype="bf16"
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "command_r7b": EngineModel(
-        max_seq_len=132096,
-        layers=(
-            EngineLayer(
-                "sliding",
-                layers=24,
-                kv_heads=8,
-                head_dim=128,
-                value_dim=128,
-                window=4096,
-                dtype="bf16",
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_NGRAM4 = EngineDraft(state_blocks=4, sglang_draft_tokens=5)
+TABLES = SizingTables(
+    family="cohere2",
+    spec_sha256="4c99ebeb6dac6f124c2a477904092cb01b7ed7477fba94b4c8e0e1a97f79a07a",
+    tokens_per_block=64,
+    kv_cache_dtype="bf16",
+    models={
+        "command_r7b": Model(
+            max_seq_len=132096,
+            layers=Stack(
+                layer_count=32,
+                pattern=("local", "local", "local", "global"),
+                kinds={
+                    "global": Kind("full", layers=8, kv_heads=8, head_dim=128, dtype="bf16"),
+                    "local": Kind(
+                        "sliding", layers=24, window=4096, kv_heads=8, head_dim=128, dtype="bf16"
+                    ),
+                },
             ),
-            EngineLayer("full", layers=8, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+            profiles=("none", "ngram4"),
+            query_heads=32,
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        query_heads=32,
-    ),
-    "command_a": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer(
-                "sliding",
-                layers=48,
-                kv_heads=8,
-                head_dim=128,
-                value_dim=128,
-                window=4096,
-                dtype="bf16",
+        "command_a": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=64,
+                pattern=("local", "local", "local", "global"),
+                kinds={
+                    "global": Kind("full", layers=16, kv_heads=8, head_dim=128, dtype="bf16"),
+                    "local": Kind(
+                        "sliding", layers=48, window=4096, kv_heads=8, head_dim=128, dtype="bf16"
+                    ),
+                },
             ),
-            EngineLayer("full", layers=16, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+            profiles=("none", "ngram4"),
+            query_heads=96,
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        query_heads=96,
-    ),
-}
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

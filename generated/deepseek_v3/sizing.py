@@ -16,99 +16,106 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/deepseek_v3/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/deepseek_v3/sizing.py")
-
-FAMILY = "deepseek_v3"
-SPEC_SHA256 = "6d15d9c7acb47fa11cf2991202dfa577106d1d2411ddeb8ef9f74a4bf46f0976"
-TOKENS_PER_BLOCK = 64
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "deepseek_v3": Model(
-        max_seq_len=163840,
-        layers=Stack(
-            layer_count=61,
-            pattern=("mla",),
-            kinds={"mla": Kind("full", layers=61, bytes_per_token=1152)},
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_MTP1 = EngineDraft(state_blocks=1, sglang_layers=1, sglang_draft_tokens=2)
+_DRAFT_MTP_EAGLE3 = EngineDraft(state_blocks=3, sglang_layers=1, sglang_draft_tokens=4)
+TABLES = SizingTables(
+    family="deepseek_v3",
+    spec_sha256="6d15d9c7acb47fa11cf2991202dfa577106d1d2411ddeb8ef9f74a4bf46f0976",
+    tokens_per_block=64,
+    kv_cache_dtype="bf16",
+    models={
+        "deepseek_v3": Model(
+            max_seq_len=163840,
+            layers=Stack(
+                layer_count=61,
+                pattern=("mla",),
+                kinds={
+                    "mla": Kind(
+                        "full", layers=61, dtype="bf16", kv_lora_rank=512, qk_rope_head_dim=64
+                    ),
+                },
+            ),
+            profiles=("none", "mtp1", "mtp_eagle3"),
+            extra_layers={
+                "mtp1": Stack(
+                    layer_count=1,
+                    pattern=("mtp",),
+                    kinds={
+                        "mtp": Kind(
+                            "full", layers=1, dtype="bf16", kv_lora_rank=512, qk_rope_head_dim=64
+                        ),
+                    },
+                ),
+                "mtp_eagle3": Stack(
+                    layer_count=1,
+                    pattern=("mtp",),
+                    kinds={
+                        "mtp": Kind(
+                            "full", layers=1, dtype="bf16", kv_lora_rank=512, qk_rope_head_dim=64
+                        ),
+                    },
+                ),
+            },
+            query_heads=128,
+            drafts={"mtp1": _DRAFT_MTP1, "mtp_eagle3": _DRAFT_MTP_EAGLE3},
         ),
-        profiles=("none", "mtp1", "mtp_eagle3"),
-        extra_layers={
-            "mtp1": Stack(
-                layer_count=1,
-                pattern=("mtp",),
-                kinds={"mtp": Kind("full", layers=1, bytes_per_token=1152)},
+        "deepseek_r1": Model(
+            max_seq_len=163840,
+            layers=Stack(
+                layer_count=61,
+                pattern=("mla",),
+                kinds={
+                    "mla": Kind(
+                        "full", layers=61, dtype="bf16", kv_lora_rank=512, qk_rope_head_dim=64
+                    ),
+                },
             ),
-            "mtp_eagle3": Stack(
-                layer_count=1,
-                pattern=("mtp",),
-                kinds={"mtp": Kind("full", layers=1, bytes_per_token=1152)},
-            ),
-        },
-    ),
-    "deepseek_r1": Model(
-        max_seq_len=163840,
-        layers=Stack(
-            layer_count=61,
-            pattern=("mla",),
-            kinds={"mla": Kind("full", layers=61, bytes_per_token=1152)},
+            profiles=("none", "mtp1", "mtp_eagle3"),
+            extra_layers={
+                "mtp1": Stack(
+                    layer_count=1,
+                    pattern=("mtp",),
+                    kinds={
+                        "mtp": Kind(
+                            "full", layers=1, dtype="bf16", kv_lora_rank=512, qk_rope_head_dim=64
+                        ),
+                    },
+                ),
+                "mtp_eagle3": Stack(
+                    layer_count=1,
+                    pattern=("mtp",),
+                    kinds={
+                        "mtp": Kind(
+                            "full", layers=1, dtype="bf16", kv_lora_rank=512, qk_rope_head_dim=64
+                        ),
+                    },
+                ),
+            },
+            query_heads=128,
+            drafts={"mtp1": _DRAFT_MTP1, "mtp_eagle3": _DRAFT_MTP_EAGLE3},
         ),
-        profiles=("none", "mtp1", "mtp_eagle3"),
-        extra_layers={
-            "mtp1": Stack(
-                layer_count=1,
-                pattern=("mtp",),
-                kinds={"mtp": Kind("full", layers=1, bytes_per_token=1152)},
-            ),
-            "mtp_eagle3": Stack(
-                layer_count=1,
-                pattern=("mtp",),
-                kinds={"mtp": Kind("full", layers=1, bytes_per_token=1152)},
-            ),
-        },
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "mtp1": Profile("mtp", draft_len=1, extra=0, step=2, backoff=1),
-    "mtp_eagle3": Profile("mtp_eagle", draft_len=3, extra=2, step=4, backoff=1),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_MTP1 = EngineDraft(
-    layers=(EngineLayer("mla", layers=1, kv_heads=1, head_dim=576, dtype="bf16"),),
-    retained=0,
-    state_blocks=1,
-    sglang_layers=1,
-    sglang_draft_tokens=2,
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "mtp1": Profile("mtp", draft_len=1, extra=0, step=2, backoff=1),
+        "mtp_eagle3": Profile("mtp_eagle", draft_len=3, extra=2, step=4, backoff=1),
+    },
+    engines=EngineArch(),
 )
-_DRAFT_MTP_EAGLE3 = EngineDraft(
-    layers=(EngineLayer("mla", layers=1, kv_heads=1, head_dim=576, dtype="bf16"),),
-    retained=0,
-    state_blocks=3,
-    sglang_layers=1,
-    sglang_draft_tokens=4,
-)
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "deepseek_v3": EngineModel(
-        max_seq_len=163840,
-        layers=(EngineLayer("mla", layers=61, kv_heads=1, head_dim=576, dtype="bf16"),),
-        drafts={"mtp1": _DRAFT_MTP1, "mtp_eagle3": _DRAFT_MTP_EAGLE3},
-        query_heads=128,
-    ),
-    "deepseek_r1": EngineModel(
-        max_seq_len=163840,
-        layers=(EngineLayer("mla", layers=61, kv_heads=1, head_dim=576, dtype="bf16"),),
-        drafts={"mtp1": _DRAFT_MTP1, "mtp_eagle3": _DRAFT_MTP_EAGLE3},
-        query_heads=128,
-    ),
-}
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -16,77 +16,69 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/deepseek_v3_2/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/deepseek_v3_2/sizing.py")
-
-FAMILY = "deepseek_v3_2"
-SPEC_SHA256 = "2a15e4d09e6dbeb50849777bc8db2c5a167b7a850feaa2d38bd1cc819e19cacd"
-TOKENS_PER_BLOCK = 64
-KV_CACHE_DTYPE = "fp8_ds_mla"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "deepseek_v3_2_exp": Model(
-        max_seq_len=163840,
-        layers=Stack(
-            layer_count=61,
-            pattern=("mla",),
-            kinds={"mla": Kind("full", layers=61, bytes_per_token=788)},
-        ),
-        profiles=("none", "mtp"),
-        extra_layers={
-            "mtp": Stack(
-                layer_count=1,
-                pattern=("mtp",),
-                kinds={"mtp": Kind("full", layers=1, bytes_per_token=788)},
-            ),
-        },
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "mtp": Profile("mtp", draft_len=1, extra=0, step=2, backoff=1),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "deepseek_v3_2_exp": EngineModel(
-        max_seq_len=163840,
-        layers=(
-            EngineLayer(
-                "mla", layers=61, kv_heads=1, head_dim=576, dtype="fp8_ds_mla", token_bytes=656
-            ),
-            EngineLayer("mla", layers=61, kv_heads=1, head_dim=128, dtype="fp8", token_bytes=132),
-        ),
-        drafts={
-            "mtp": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "mla",
-                        layers=1,
-                        kv_heads=1,
-                        head_dim=576,
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+TABLES = SizingTables(
+    family="deepseek_v3_2",
+    spec_sha256="2a15e4d09e6dbeb50849777bc8db2c5a167b7a850feaa2d38bd1cc819e19cacd",
+    tokens_per_block=64,
+    kv_cache_dtype="fp8_ds_mla",
+    models={
+        "deepseek_v3_2_exp": Model(
+            max_seq_len=163840,
+            layers=Stack(
+                layer_count=61,
+                pattern=("mla",),
+                kinds={
+                    "mla": Kind(
+                        "full",
+                        layers=61,
                         dtype="fp8_ds_mla",
-                        token_bytes=656,
+                        kv_lora_rank=512,
+                        qk_rope_head_dim=64,
+                        index_head_dim=128,
                     ),
-                    EngineLayer(
-                        "mla", layers=1, kv_heads=1, head_dim=128, dtype="fp8", token_bytes=132
-                    ),
-                ),
-                retained=0,
-                state_blocks=1,
-                sglang_layers=1,
-                sglang_draft_tokens=2,
+                },
             ),
-        },
-        query_heads=128,
-    ),
-}
+            profiles=("none", "mtp"),
+            extra_layers={
+                "mtp": Stack(
+                    layer_count=1,
+                    pattern=("mtp",),
+                    kinds={
+                        "mtp": Kind(
+                            "full",
+                            layers=1,
+                            dtype="fp8_ds_mla",
+                            kv_lora_rank=512,
+                            qk_rope_head_dim=64,
+                            index_head_dim=128,
+                        ),
+                    },
+                ),
+            },
+            query_heads=128,
+            drafts={"mtp": EngineDraft(state_blocks=1, sglang_layers=1, sglang_draft_tokens=2)},
+        ),
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "mtp": Profile("mtp", draft_len=1, extra=0, step=2, backoff=1),
+    },
+    engines=EngineArch(),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -17,211 +17,134 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/falcon_h1/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/falcon_h1/sizing.py")
-
-FAMILY = "falcon_h1"
-SPEC_SHA256 = "b66002a5f63510a52aa383fa35a1480b688af3b9a142e46f5e74f96161db31d5"
-TOKENS_PER_BLOCK = 64
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "falcon_h1_0_5b_instruct": Model(
-        max_seq_len=16384,
-        layers=Stack(
-            layer_count=36,
-            pattern=("hybrid",),
-            kinds={
-                "hybrid": Kind(
-                    "full",
-                    layers=36,
-                    kv_heads=2,
-                    head_dim=64,
-                    dtype="bf16",
-                    ssm_heads=24,
-                    ssm_head_dim=64,
-                    d_state=128,
-                    n_groups=1,
-                    d_conv=4,
-                    ssm_dtype="bf16",
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-    "falcon_h1_1_5b_instruct": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=24,
-            pattern=("hybrid",),
-            kinds={
-                "hybrid": Kind(
-                    "full",
-                    layers=24,
-                    kv_heads=2,
-                    head_dim=128,
-                    dtype="bf16",
-                    ssm_heads=48,
-                    ssm_head_dim=64,
-                    d_state=256,
-                    n_groups=1,
-                    d_conv=4,
-                    ssm_dtype="bf16",
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-    "falcon_h1_7b_instruct": Model(
-        max_seq_len=262144,
-        layers=Stack(
-            layer_count=44,
-            pattern=("hybrid",),
-            kinds={
-                "hybrid": Kind(
-                    "full",
-                    layers=44,
-                    kv_heads=2,
-                    head_dim=128,
-                    dtype="bf16",
-                    ssm_heads=24,
-                    ssm_head_dim=128,
-                    d_state=256,
-                    n_groups=1,
-                    d_conv=4,
-                    ssm_dtype="bf16",
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-    "falcon_h1_34b_instruct": Model(
-        max_seq_len=262144,
-        layers=Stack(
-            layer_count=72,
-            pattern=("hybrid",),
-            kinds={
-                "hybrid": Kind(
-                    "full",
-                    layers=72,
-                    kv_heads=4,
-                    head_dim=128,
-                    dtype="bf16",
-                    ssm_heads=32,
-                    ssm_head_dim=128,
-                    d_state=256,
-                    n_groups=1,
-                    d_conv=4,
-                    ssm_dtype="bf16",
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "falcon_h1_0_5b_instruct": EngineModel(
-        max_seq_len=16384,
-        layers=(
-            EngineLayer("full", layers=36, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer(
-                "recurrent",
-                layers=36,
-                state_bytes=403968,
-                dtype="bf16",
-                mixer="mamba2",
-                conv_channels=1792,
-                conv_rows=3,
-                ssm_heads=24,
-                ssm_head_elements=8192,
-                n_groups=1,
-                d_state=128,
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_NGRAM4 = EngineDraft(state_blocks=4, sglang_draft_tokens=5)
+TABLES = SizingTables(
+    family="falcon_h1",
+    spec_sha256="b66002a5f63510a52aa383fa35a1480b688af3b9a142e46f5e74f96161db31d5",
+    tokens_per_block=64,
+    kv_cache_dtype="bf16",
+    models={
+        "falcon_h1_0_5b_instruct": Model(
+            max_seq_len=16384,
+            layers=Stack(
+                layer_count=36,
+                pattern=("hybrid",),
+                kinds={
+                    "hybrid": Kind(
+                        "full",
+                        layers=36,
+                        kv_heads=2,
+                        head_dim=64,
+                        dtype="bf16",
+                        ssm_heads=24,
+                        ssm_head_dim=64,
+                        d_state=128,
+                        n_groups=1,
+                        d_conv=4,
+                        ssm_dtype="bf16",
+                    ),
+                },
             ),
+            profiles=("none", "ngram4"),
+            query_heads=8,
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        ssm_state_bytes=393216,
-        query_heads=8,
-    ),
-    "falcon_h1_1_5b_instruct": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer("full", layers=24, kv_heads=2, head_dim=128, value_dim=128, dtype="bf16"),
-            EngineLayer(
-                "recurrent",
-                layers=24,
-                state_bytes=1594368,
-                dtype="bf16",
-                mixer="mamba2",
-                conv_channels=3584,
-                conv_rows=3,
-                ssm_heads=48,
-                ssm_head_elements=16384,
-                n_groups=1,
-                d_state=256,
+        "falcon_h1_1_5b_instruct": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=24,
+                pattern=("hybrid",),
+                kinds={
+                    "hybrid": Kind(
+                        "full",
+                        layers=24,
+                        kv_heads=2,
+                        head_dim=128,
+                        dtype="bf16",
+                        ssm_heads=48,
+                        ssm_head_dim=64,
+                        d_state=256,
+                        n_groups=1,
+                        d_conv=4,
+                        ssm_dtype="bf16",
+                    ),
+                },
             ),
+            profiles=("none", "ngram4"),
+            query_heads=8,
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        ssm_state_bytes=1572864,
-        query_heads=8,
-    ),
-    "falcon_h1_7b_instruct": EngineModel(
-        max_seq_len=262144,
-        layers=(
-            EngineLayer("full", layers=44, kv_heads=2, head_dim=128, value_dim=128, dtype="bf16"),
-            EngineLayer(
-                "recurrent",
-                layers=44,
-                state_bytes=1594368,
-                dtype="bf16",
-                mixer="mamba2",
-                conv_channels=3584,
-                conv_rows=3,
-                ssm_heads=24,
-                ssm_head_elements=32768,
-                n_groups=1,
-                d_state=256,
+        "falcon_h1_7b_instruct": Model(
+            max_seq_len=262144,
+            layers=Stack(
+                layer_count=44,
+                pattern=("hybrid",),
+                kinds={
+                    "hybrid": Kind(
+                        "full",
+                        layers=44,
+                        kv_heads=2,
+                        head_dim=128,
+                        dtype="bf16",
+                        ssm_heads=24,
+                        ssm_head_dim=128,
+                        d_state=256,
+                        n_groups=1,
+                        d_conv=4,
+                        ssm_dtype="bf16",
+                    ),
+                },
             ),
+            profiles=("none", "ngram4"),
+            query_heads=12,
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        ssm_state_bytes=1572864,
-        query_heads=12,
-    ),
-    "falcon_h1_34b_instruct": EngineModel(
-        max_seq_len=262144,
-        layers=(
-            EngineLayer("full", layers=72, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
-            EngineLayer(
-                "recurrent",
-                layers=72,
-                state_bytes=2124800,
-                dtype="bf16",
-                mixer="mamba2",
-                conv_channels=4608,
-                conv_rows=3,
-                ssm_heads=32,
-                ssm_head_elements=32768,
-                n_groups=1,
-                d_state=256,
+        "falcon_h1_34b_instruct": Model(
+            max_seq_len=262144,
+            layers=Stack(
+                layer_count=72,
+                pattern=("hybrid",),
+                kinds={
+                    "hybrid": Kind(
+                        "full",
+                        layers=72,
+                        kv_heads=4,
+                        head_dim=128,
+                        dtype="bf16",
+                        ssm_heads=32,
+                        ssm_head_dim=128,
+                        d_state=256,
+                        n_groups=1,
+                        d_conv=4,
+                        ssm_dtype="bf16",
+                    ),
+                },
             ),
+            profiles=("none", "ngram4"),
+            query_heads=20,
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        ssm_state_bytes=2097152,
-        query_heads=20,
-    ),
-}
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -16,209 +16,127 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/gemma3/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/gemma3/sizing.py")
-
-FAMILY = "gemma3"
-SPEC_SHA256 = "a97a77c23f7a48e9e6e43fa1d44a041995db2acb281f66b63f54b64a2695191d"
-TOKENS_PER_BLOCK = 64
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "gemma3_1b": Model(
-        max_seq_len=32768,
-        layers=Stack(
-            layer_count=26,
-            pattern=("local", "local", "local", "local", "local", "global"),
-            kinds={
-                "global": Kind("full", layers=4, kv_heads=1, head_dim=256, dtype="bf16"),
-                "local": Kind(
-                    "sliding", layers=22, window=512, kv_heads=1, head_dim=256, dtype="bf16"
-                ),
-            },
-        ),
-        profiles=("none", "draft_1b", "ngram4"),
-    ),
-    "gemma3_4b": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=34,
-            pattern=("local", "local", "local", "local", "local", "global"),
-            kinds={
-                "global": Kind("full", layers=5, kv_heads=4, head_dim=256, dtype="bf16"),
-                "local": Kind(
-                    "sliding", layers=29, window=1024, kv_heads=4, head_dim=256, dtype="bf16"
-                ),
-            },
-        ),
-        profiles=("none", "draft_1b", "ngram4"),
-    ),
-    "gemma3_12b": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=48,
-            pattern=("local", "local", "local", "local", "local", "global"),
-            kinds={
-                "global": Kind("full", layers=8, kv_heads=8, head_dim=256, dtype="bf16"),
-                "local": Kind(
-                    "sliding", layers=40, window=1024, kv_heads=8, head_dim=256, dtype="bf16"
-                ),
-            },
-        ),
-        profiles=("none", "draft_1b", "ngram4"),
-    ),
-    "gemma3_27b": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=62,
-            pattern=("local", "local", "local", "local", "local", "global"),
-            kinds={
-                "global": Kind("full", layers=10, kv_heads=16, head_dim=128, dtype="bf16"),
-                "local": Kind(
-                    "sliding", layers=52, window=1024, kv_heads=16, head_dim=128, dtype="bf16"
-                ),
-            },
-        ),
-        profiles=("none", "draft_1b", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "draft_1b": Profile(
-        "draft_target",
-        draft_len=4,
-        extra=3,
-        step=5,
-        backoff=0,
-        draft=Stack(
-            layer_count=26,
-            pattern=("local", "local", "local", "local", "local", "global"),
-            kinds={
-                "global": Kind("full", layers=4, kv_heads=1, head_dim=256, dtype="bf16"),
-                "local": Kind(
-                    "sliding", layers=22, window=512, kv_heads=1, head_dim=256, dtype="bf16"
-                ),
-            },
-        ),
-    ),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_NGRAM4 = EngineDraft(state_blocks=4, sglang_draft_tokens=5)
 _DRAFT_DRAFT_1B = EngineDraft(
-    layers=(
-        EngineLayer(
-            "sliding", layers=22, kv_heads=1, head_dim=256, value_dim=256, window=512, dtype="bf16"
-        ),
-        EngineLayer("full", layers=4, kv_heads=1, head_dim=256, value_dim=256, dtype="bf16"),
-    ),
-    retained=0,
     state_blocks=4,
     unmodelled="vllm_draft_vocab",
     sglang_layers=26,
     sglang_draft_tokens=5,
     draft_model=True,
 )
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "gemma3_1b": EngineModel(
-        max_seq_len=32768,
-        layers=(
-            EngineLayer(
-                "sliding",
-                layers=22,
-                kv_heads=1,
-                head_dim=256,
-                value_dim=256,
-                window=512,
-                dtype="bf16",
+TABLES = SizingTables(
+    family="gemma3",
+    spec_sha256="a97a77c23f7a48e9e6e43fa1d44a041995db2acb281f66b63f54b64a2695191d",
+    tokens_per_block=64,
+    kv_cache_dtype="bf16",
+    models={
+        "gemma3_1b": Model(
+            max_seq_len=32768,
+            layers=Stack(
+                layer_count=26,
+                pattern=("local", "local", "local", "local", "local", "global"),
+                kinds={
+                    "global": Kind("full", layers=4, kv_heads=1, head_dim=256, dtype="bf16"),
+                    "local": Kind(
+                        "sliding", layers=22, window=512, kv_heads=1, head_dim=256, dtype="bf16"
+                    ),
+                },
             ),
-            EngineLayer("full", layers=4, kv_heads=1, head_dim=256, value_dim=256, dtype="bf16"),
-        ),
-        drafts={
-            "draft_1b": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "sliding",
-                        layers=22,
-                        kv_heads=1,
-                        head_dim=256,
-                        value_dim=256,
-                        window=512,
-                        dtype="bf16",
-                    ),
-                    EngineLayer(
-                        "full", layers=4, kv_heads=1, head_dim=256, value_dim=256, dtype="bf16"
-                    ),
+            profiles=("none", "draft_1b", "ngram4"),
+            query_heads=4,
+            drafts={
+                "draft_1b": EngineDraft(
+                    state_blocks=4, sglang_layers=26, sglang_draft_tokens=5, draft_model=True
                 ),
-                retained=0,
-                state_blocks=4,
-                sglang_layers=26,
-                sglang_draft_tokens=5,
-                draft_model=True,
-            ),
-            "ngram4": _DRAFT_NGRAM4,
-        },
-        query_heads=4,
-    ),
-    "gemma3_4b": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer(
-                "sliding",
-                layers=29,
-                kv_heads=4,
-                head_dim=256,
-                value_dim=256,
-                window=1024,
-                dtype="bf16",
-            ),
-            EngineLayer("full", layers=5, kv_heads=4, head_dim=256, value_dim=256, dtype="bf16"),
+                "ngram4": _DRAFT_NGRAM4,
+            },
         ),
-        drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
-        query_heads=8,
-    ),
-    "gemma3_12b": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer(
-                "sliding",
-                layers=40,
-                kv_heads=8,
-                head_dim=256,
-                value_dim=256,
-                window=1024,
-                dtype="bf16",
+        "gemma3_4b": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=34,
+                pattern=("local", "local", "local", "local", "local", "global"),
+                kinds={
+                    "global": Kind("full", layers=5, kv_heads=4, head_dim=256, dtype="bf16"),
+                    "local": Kind(
+                        "sliding", layers=29, window=1024, kv_heads=4, head_dim=256, dtype="bf16"
+                    ),
+                },
             ),
-            EngineLayer("full", layers=8, kv_heads=8, head_dim=256, value_dim=256, dtype="bf16"),
+            profiles=("none", "draft_1b", "ngram4"),
+            query_heads=8,
+            drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
-        query_heads=16,
-    ),
-    "gemma3_27b": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer(
-                "sliding",
-                layers=52,
-                kv_heads=16,
-                head_dim=128,
-                value_dim=128,
-                window=1024,
-                dtype="bf16",
+        "gemma3_12b": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=48,
+                pattern=("local", "local", "local", "local", "local", "global"),
+                kinds={
+                    "global": Kind("full", layers=8, kv_heads=8, head_dim=256, dtype="bf16"),
+                    "local": Kind(
+                        "sliding", layers=40, window=1024, kv_heads=8, head_dim=256, dtype="bf16"
+                    ),
+                },
             ),
-            EngineLayer("full", layers=10, kv_heads=16, head_dim=128, value_dim=128, dtype="bf16"),
+            profiles=("none", "draft_1b", "ngram4"),
+            query_heads=16,
+            drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
-        query_heads=32,
-    ),
-}
+        "gemma3_27b": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=62,
+                pattern=("local", "local", "local", "local", "local", "global"),
+                kinds={
+                    "global": Kind("full", layers=10, kv_heads=16, head_dim=128, dtype="bf16"),
+                    "local": Kind(
+                        "sliding", layers=52, window=1024, kv_heads=16, head_dim=128, dtype="bf16"
+                    ),
+                },
+            ),
+            profiles=("none", "draft_1b", "ngram4"),
+            query_heads=32,
+            drafts={"draft_1b": _DRAFT_DRAFT_1B, "ngram4": _DRAFT_NGRAM4},
+        ),
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "draft_1b": Profile(
+            "draft_target",
+            draft_len=4,
+            extra=3,
+            step=5,
+            backoff=0,
+            draft=Stack(
+                layer_count=26,
+                pattern=("local", "local", "local", "local", "local", "global"),
+                kinds={
+                    "global": Kind("full", layers=4, kv_heads=1, head_dim=256, dtype="bf16"),
+                    "local": Kind(
+                        "sliding", layers=22, window=512, kv_heads=1, head_dim=256, dtype="bf16"
+                    ),
+                },
+            ),
+        ),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

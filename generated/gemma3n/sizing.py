@@ -16,208 +16,157 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/gemma3n/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/gemma3n/sizing.py")
-
-FAMILY = "gemma3n"
-SPEC_SHA256 = "0ee56ad45f4d7fcec84eb66460074f630eb64307588b16a9b122bf274563ac07"
-TOKENS_PER_BLOCK = 64
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "gemma3n_e2b": Model(
-        max_seq_len=32768,
-        layers=Stack(
-            layer_count=30,
-            pattern=(
-                "local",
-                "local",
-                "local",
-                "local",
-                "global",
-                "local",
-                "local",
-                "local",
-                "local",
-                "global",
-                "local",
-                "local",
-                "local",
-                "local",
-                "global",
-                "local",
-                "local",
-                "local",
-                "local",
-                "global",
-                "shared_local",
-                "shared_local",
-                "shared_local",
-                "shared_local",
-                "shared_global",
-                "shared_local",
-                "shared_local",
-                "shared_local",
-                "shared_local",
-                "shared_global",
-            ),
-            kinds={
-                "global": Kind("full", layers=4, kv_heads=2, head_dim=256, dtype="bf16"),
-                "local": Kind(
-                    "sliding", layers=16, window=512, kv_heads=2, head_dim=256, dtype="bf16"
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_NGRAM4 = EngineDraft(state_blocks=4, sglang_draft_tokens=5)
+TABLES = SizingTables(
+    family="gemma3n",
+    spec_sha256="0ee56ad45f4d7fcec84eb66460074f630eb64307588b16a9b122bf274563ac07",
+    tokens_per_block=64,
+    kv_cache_dtype="bf16",
+    models={
+        "gemma3n_e2b": Model(
+            max_seq_len=32768,
+            layers=Stack(
+                layer_count=30,
+                pattern=(
+                    "local",
+                    "local",
+                    "local",
+                    "local",
+                    "global",
+                    "local",
+                    "local",
+                    "local",
+                    "local",
+                    "global",
+                    "local",
+                    "local",
+                    "local",
+                    "local",
+                    "global",
+                    "local",
+                    "local",
+                    "local",
+                    "local",
+                    "global",
+                    "shared_local",
+                    "shared_local",
+                    "shared_local",
+                    "shared_local",
+                    "shared_global",
+                    "shared_local",
+                    "shared_local",
+                    "shared_local",
+                    "shared_local",
+                    "shared_global",
                 ),
-                "shared_global": Kind(
-                    "full", layers=2, kv_heads=2, head_dim=256, dtype="bf16", reads=19
-                ),
-                "shared_local": Kind(
-                    "sliding",
-                    layers=8,
-                    window=512,
-                    kv_heads=2,
-                    head_dim=256,
-                    dtype="bf16",
-                    reads=18,
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-    "gemma3n_e4b": Model(
-        max_seq_len=32768,
-        layers=Stack(
-            layer_count=35,
-            pattern=(
-                "local",
-                "local",
-                "local",
-                "local",
-                "global",
-                "local",
-                "local",
-                "local",
-                "local",
-                "global",
-                "local",
-                "local",
-                "local",
-                "local",
-                "global",
-                "local",
-                "local",
-                "local",
-                "local",
-                "global",
-                "shared_local",
-                "shared_local",
-                "shared_local",
-                "shared_local",
-                "shared_global",
-                "shared_local",
-                "shared_local",
-                "shared_local",
-                "shared_local",
-                "shared_global",
-                "shared_local",
-                "shared_local",
-                "shared_local",
-                "shared_local",
-                "shared_global",
+                kinds={
+                    "global": Kind("full", layers=4, kv_heads=2, head_dim=256, dtype="bf16"),
+                    "local": Kind(
+                        "sliding", layers=16, window=512, kv_heads=2, head_dim=256, dtype="bf16"
+                    ),
+                    "shared_global": Kind(
+                        "full", layers=2, kv_heads=2, head_dim=256, dtype="bf16", reads=19
+                    ),
+                    "shared_local": Kind(
+                        "sliding",
+                        layers=8,
+                        window=512,
+                        kv_heads=2,
+                        head_dim=256,
+                        dtype="bf16",
+                        reads=18,
+                    ),
+                },
             ),
-            kinds={
-                "global": Kind("full", layers=4, kv_heads=2, head_dim=256, dtype="bf16"),
-                "local": Kind(
-                    "sliding", layers=16, window=512, kv_heads=2, head_dim=256, dtype="bf16"
+            profiles=("none", "ngram4"),
+            query_heads=8,
+            drafts={"ngram4": _DRAFT_NGRAM4},
+        ),
+        "gemma3n_e4b": Model(
+            max_seq_len=32768,
+            layers=Stack(
+                layer_count=35,
+                pattern=(
+                    "local",
+                    "local",
+                    "local",
+                    "local",
+                    "global",
+                    "local",
+                    "local",
+                    "local",
+                    "local",
+                    "global",
+                    "local",
+                    "local",
+                    "local",
+                    "local",
+                    "global",
+                    "local",
+                    "local",
+                    "local",
+                    "local",
+                    "global",
+                    "shared_local",
+                    "shared_local",
+                    "shared_local",
+                    "shared_local",
+                    "shared_global",
+                    "shared_local",
+                    "shared_local",
+                    "shared_local",
+                    "shared_local",
+                    "shared_global",
+                    "shared_local",
+                    "shared_local",
+                    "shared_local",
+                    "shared_local",
+                    "shared_global",
                 ),
-                "shared_global": Kind(
-                    "full", layers=3, kv_heads=2, head_dim=256, dtype="bf16", reads=19
-                ),
-                "shared_local": Kind(
-                    "sliding",
-                    layers=12,
-                    window=512,
-                    kv_heads=2,
-                    head_dim=256,
-                    dtype="bf16",
-                    reads=18,
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "gemma3n_e2b": EngineModel(
-        max_seq_len=32768,
-        layers=(
-            EngineLayer(
-                "sliding",
-                layers=16,
-                kv_heads=2,
-                head_dim=256,
-                value_dim=256,
-                window=512,
-                dtype="bf16",
+                kinds={
+                    "global": Kind("full", layers=4, kv_heads=2, head_dim=256, dtype="bf16"),
+                    "local": Kind(
+                        "sliding", layers=16, window=512, kv_heads=2, head_dim=256, dtype="bf16"
+                    ),
+                    "shared_global": Kind(
+                        "full", layers=3, kv_heads=2, head_dim=256, dtype="bf16", reads=19
+                    ),
+                    "shared_local": Kind(
+                        "sliding",
+                        layers=12,
+                        window=512,
+                        kv_heads=2,
+                        head_dim=256,
+                        dtype="bf16",
+                        reads=18,
+                    ),
+                },
             ),
-            EngineLayer("full", layers=4, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
+            profiles=("none", "ngram4"),
+            query_heads=8,
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        query_heads=8,
-        sglang_layers=(
-            EngineLayer(
-                "sliding",
-                layers=24,
-                kv_heads=2,
-                head_dim=256,
-                value_dim=256,
-                window=512,
-                dtype="bf16",
-            ),
-            EngineLayer("full", layers=6, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
-        ),
-    ),
-    "gemma3n_e4b": EngineModel(
-        max_seq_len=32768,
-        layers=(
-            EngineLayer(
-                "sliding",
-                layers=16,
-                kv_heads=2,
-                head_dim=256,
-                value_dim=256,
-                window=512,
-                dtype="bf16",
-            ),
-            EngineLayer("full", layers=4, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
-        ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        query_heads=8,
-        sglang_layers=(
-            EngineLayer(
-                "sliding",
-                layers=28,
-                kv_heads=2,
-                head_dim=256,
-                value_dim=256,
-                window=512,
-                dtype="bf16",
-            ),
-            EngineLayer("full", layers=7, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
-        ),
-    ),
-}
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -16,105 +16,82 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/gpt_oss/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/gpt_oss/sizing.py")
-
-FAMILY = "gpt_oss"
-SPEC_SHA256 = "d6df1c48f42e58183d9e852ccb910749f474b6e4a96540e1d222e29de5ee2ee5"
-TOKENS_PER_BLOCK = 64
-KV_CACHE_DTYPE = "fp8"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "gpt_oss_20b": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=24,
-            pattern=("sliding", "full"),
-            kinds={
-                "full": Kind("full", layers=12, kv_heads=8, head_dim=64, dtype="fp8"),
-                "sliding": Kind(
-                    "sliding", layers=12, window=128, kv_heads=8, head_dim=64, dtype="fp8"
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_EAGLE3 = EngineDraft(state_blocks=3, sglang_layers=1, sglang_draft_tokens=4)
+_DRAFT_NGRAM4 = EngineDraft(state_blocks=4, sglang_draft_tokens=5)
+TABLES = SizingTables(
+    family="gpt_oss",
+    spec_sha256="d6df1c48f42e58183d9e852ccb910749f474b6e4a96540e1d222e29de5ee2ee5",
+    tokens_per_block=64,
+    kv_cache_dtype="fp8",
+    models={
+        "gpt_oss_20b": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=24,
+                pattern=("sliding", "full"),
+                kinds={
+                    "full": Kind("full", layers=12, kv_heads=8, head_dim=64, dtype="fp8"),
+                    "sliding": Kind(
+                        "sliding", layers=12, window=128, kv_heads=8, head_dim=64, dtype="fp8"
+                    ),
+                },
+            ),
+            profiles=("none", "eagle3", "ngram4"),
+            extra_layers={
+                "eagle3": Stack(
+                    layer_count=1,
+                    pattern=("eagle",),
+                    kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=64, dtype="fp8")},
                 ),
             },
+            query_heads=64,
+            drafts={"eagle3": _DRAFT_EAGLE3, "ngram4": _DRAFT_NGRAM4},
         ),
-        profiles=("none", "eagle3", "ngram4"),
-        extra_layers={
-            "eagle3": Stack(
-                layer_count=1,
-                pattern=("eagle",),
-                kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=64, dtype="fp8")},
+        "gpt_oss_120b": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=36,
+                pattern=("sliding", "full"),
+                kinds={
+                    "full": Kind("full", layers=18, kv_heads=8, head_dim=64, dtype="fp8"),
+                    "sliding": Kind(
+                        "sliding", layers=18, window=128, kv_heads=8, head_dim=64, dtype="fp8"
+                    ),
+                },
             ),
-        },
-    ),
-    "gpt_oss_120b": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=36,
-            pattern=("sliding", "full"),
-            kinds={
-                "full": Kind("full", layers=18, kv_heads=8, head_dim=64, dtype="fp8"),
-                "sliding": Kind(
-                    "sliding", layers=18, window=128, kv_heads=8, head_dim=64, dtype="fp8"
+            profiles=("none", "eagle3", "ngram4"),
+            extra_layers={
+                "eagle3": Stack(
+                    layer_count=1,
+                    pattern=("eagle",),
+                    kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=64, dtype="fp8")},
                 ),
             },
+            query_heads=64,
+            drafts={"eagle3": _DRAFT_EAGLE3, "ngram4": _DRAFT_NGRAM4},
         ),
-        profiles=("none", "eagle3", "ngram4"),
-        extra_layers={
-            "eagle3": Stack(
-                layer_count=1,
-                pattern=("eagle",),
-                kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=64, dtype="fp8")},
-            ),
-        },
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "eagle3": Profile("eagle3", draft_len=3, extra=2, step=4, backoff=1),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_EAGLE3 = EngineDraft(
-    layers=(EngineLayer("full", layers=1, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"),),
-    retained=0,
-    state_blocks=3,
-    sglang_layers=1,
-    sglang_draft_tokens=4,
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "eagle3": Profile("eagle3", draft_len=3, extra=2, step=4, backoff=1),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(hybrid_swa=True),
 )
-_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "gpt_oss_20b": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer(
-                "sliding", layers=12, kv_heads=8, head_dim=64, value_dim=64, window=128, dtype="fp8"
-            ),
-            EngineLayer("full", layers=12, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"),
-        ),
-        drafts={"eagle3": _DRAFT_EAGLE3, "ngram4": _DRAFT_NGRAM4},
-        hybrid_swa=True,
-        query_heads=64,
-    ),
-    "gpt_oss_120b": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer(
-                "sliding", layers=18, kv_heads=8, head_dim=64, value_dim=64, window=128, dtype="fp8"
-            ),
-            EngineLayer("full", layers=18, kv_heads=8, head_dim=64, value_dim=64, dtype="fp8"),
-        ),
-        drafts={"eagle3": _DRAFT_EAGLE3, "ngram4": _DRAFT_NGRAM4},
-        hybrid_swa=True,
-        query_heads=64,
-    ),
-}
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

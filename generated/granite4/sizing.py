@@ -16,76 +16,57 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/granite4/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/granite4/sizing.py")
-
-FAMILY = "granite4"
-SPEC_SHA256 = "e26c8d00fc492d9d88de825c862ce9311682c235acf2163c611a789d9c467362"
-TOKENS_PER_BLOCK = 64
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "granite_4_0_h_tiny": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=40,
-            pattern=("mamba",) * 5 + ("attn",) + ("mamba",) * 4,
-            kinds={
-                "attn": Kind("full", layers=4, kv_heads=4, head_dim=128, dtype="bf16"),
-                "mamba": Kind(
-                    "recurrent",
-                    layers=36,
-                    dtype="bf16",
-                    ssm_heads=48,
-                    ssm_head_dim=64,
-                    d_state=128,
-                    n_groups=1,
-                    d_conv=4,
-                    ssm_dtype="bf16",
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "granite_4_0_h_tiny": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer(
-                "recurrent",
-                layers=36,
-                state_bytes=806400,
-                dtype="bf16",
-                mixer="mamba2",
-                conv_channels=3328,
-                conv_rows=3,
-                ssm_heads=48,
-                ssm_head_elements=8192,
-                n_groups=1,
-                d_state=128,
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+TABLES = SizingTables(
+    family="granite4",
+    spec_sha256="e26c8d00fc492d9d88de825c862ce9311682c235acf2163c611a789d9c467362",
+    tokens_per_block=64,
+    kv_cache_dtype="bf16",
+    models={
+        "granite_4_0_h_tiny": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=40,
+                pattern=("mamba",) * 5 + ("attn",) + ("mamba",) * 4,
+                kinds={
+                    "attn": Kind("full", layers=4, kv_heads=4, head_dim=128, dtype="bf16"),
+                    "mamba": Kind(
+                        "recurrent",
+                        layers=36,
+                        dtype="bf16",
+                        ssm_heads=48,
+                        ssm_head_dim=64,
+                        d_state=128,
+                        n_groups=1,
+                        d_conv=4,
+                        ssm_dtype="bf16",
+                    ),
+                },
             ),
-            EngineLayer("full", layers=4, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
+            profiles=("none", "ngram4"),
+            query_heads=12,
+            drafts={"ngram4": EngineDraft(state_blocks=4, sglang_draft_tokens=5)},
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
-        ssm_state_bytes=786432,
-        query_heads=12,
-    ),
-}
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

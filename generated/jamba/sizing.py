@@ -16,75 +16,57 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/jamba/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/jamba/sizing.py")
-
-FAMILY = "jamba"
-SPEC_SHA256 = "05a985b59a742670923014327007a71bf035a1db181d4df6e2acc31a42f5ad60"
-TOKENS_PER_BLOCK = 64
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "jamba_1_5_mini": Model(
-        max_seq_len=262144,
-        layers=Stack(
-            layer_count=32,
-            pattern=("mamba", "mamba", "mamba", "mamba", "attn", "mamba", "mamba", "mamba"),
-            kinds={
-                "attn": Kind("full", layers=4, kv_heads=8, head_dim=128, dtype="bf16"),
-                "mamba": Kind(
-                    "recurrent",
-                    layers=28,
-                    dtype="bf16",
-                    ssm_heads=8192,
-                    ssm_head_dim=1,
-                    d_state=16,
-                    d_conv=4,
-                    ssm_dtype="bf16",
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "jamba_1_5_mini": EngineModel(
-        max_seq_len=262144,
-        layers=(
-            EngineLayer(
-                "recurrent",
-                layers=28,
-                state_bytes=311296,
-                dtype="bf16",
-                mixer="mamba1",
-                conv_channels=8192,
-                conv_rows=3,
-                ssm_heads=8192,
-                ssm_head_elements=16,
-                d_state=16,
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+TABLES = SizingTables(
+    family="jamba",
+    spec_sha256="05a985b59a742670923014327007a71bf035a1db181d4df6e2acc31a42f5ad60",
+    tokens_per_block=64,
+    kv_cache_dtype="bf16",
+    models={
+        "jamba_1_5_mini": Model(
+            max_seq_len=262144,
+            layers=Stack(
+                layer_count=32,
+                pattern=("mamba", "mamba", "mamba", "mamba", "attn", "mamba", "mamba", "mamba"),
+                kinds={
+                    "attn": Kind("full", layers=4, kv_heads=8, head_dim=128, dtype="bf16"),
+                    "mamba": Kind(
+                        "recurrent",
+                        layers=28,
+                        dtype="bf16",
+                        ssm_heads=8192,
+                        ssm_head_dim=1,
+                        d_state=16,
+                        d_conv=4,
+                        ssm_dtype="bf16",
+                        state_form="mamba1",
+                    ),
+                },
             ),
-            EngineLayer("full", layers=4, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+            profiles=("none", "ngram4"),
+            query_heads=32,
+            drafts={"ngram4": EngineDraft(state_blocks=4, sglang_draft_tokens=5)},
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
-        ssm_state_bytes=262144,
-        query_heads=32,
-        sglang_unmodelled="sglang_no_jamba",
-    ),
-}
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(sglang_unmodelled="sglang_no_jamba"),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -16,72 +16,59 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/ling_linear/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/ling_linear/sizing.py")
-
-FAMILY = "ling_linear"
-SPEC_SHA256 = "3ab744935691de5efb5fbbbdfcf9bb06aea3de019312d1163feab2def1f803ef"
-TOKENS_PER_BLOCK = 16
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "ling_2_5_linear": Model(
-        max_seq_len=262144,
-        layers=Stack(
-            layer_count=42,
-            pattern=("lightning", "lightning", "lightning", "lightning", "lightning", "mla"),
-            kinds={
-                "lightning": Kind(
-                    "recurrent",
-                    layers=35,
-                    dtype="bf16",
-                    ssm_heads=32,
-                    ssm_head_dim=128,
-                    d_state=128,
-                    d_conv=1,
-                    ssm_dtype="bf16",
-                ),
-                "mla": Kind("full", layers=7, bytes_per_token=1152),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "ling_2_5_linear": EngineModel(
-        max_seq_len=262144,
-        layers=(
-            EngineLayer(
-                "recurrent",
-                layers=35,
-                state_bytes=1048576,
-                dtype="bf16",
-                mixer="linear",
-                ssm_heads=32,
-                ssm_head_elements=16384,
-                d_state=128,
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+TABLES = SizingTables(
+    family="ling_linear",
+    spec_sha256="3ab744935691de5efb5fbbbdfcf9bb06aea3de019312d1163feab2def1f803ef",
+    tokens_per_block=16,
+    kv_cache_dtype="bf16",
+    models={
+        "ling_2_5_linear": Model(
+            max_seq_len=262144,
+            layers=Stack(
+                layer_count=42,
+                pattern=("lightning", "lightning", "lightning", "lightning", "lightning", "mla"),
+                kinds={
+                    "lightning": Kind(
+                        "recurrent",
+                        layers=35,
+                        dtype="bf16",
+                        ssm_heads=32,
+                        ssm_head_dim=128,
+                        d_state=128,
+                        d_conv=1,
+                        ssm_dtype="bf16",
+                        state_form="linear",
+                    ),
+                    "mla": Kind(
+                        "full", layers=7, dtype="bf16", kv_lora_rank=512, qk_rope_head_dim=64
+                    ),
+                },
             ),
-            EngineLayer("mla", layers=7, kv_heads=1, head_dim=576, dtype="bf16"),
+            profiles=("none", "ngram4"),
+            query_heads=32,
+            drafts={"ngram4": EngineDraft(state_blocks=4, sglang_draft_tokens=5)},
         ),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
-        ssm_state_bytes=1048576,
-        query_heads=32,
-    ),
-}
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -16,228 +16,166 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/llama3/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/llama3/sizing.py")
-
-FAMILY = "llama3"
-SPEC_SHA256 = "7a2ebdfc33c475487746ee76d0cafbd4a26eb25f37815379777d8f6a274b79e6"
-TOKENS_PER_BLOCK = 32
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "llama3_1_8b": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=32,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=32, kv_heads=8, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "eagle3", "eagle3_two_model", "pard4", "ngram4"),
-        extra_layers={
-            "eagle3": Stack(
-                layer_count=1,
-                pattern=("eagle",),
-                kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
-            ),
-        },
-    ),
-    "llama3_1_70b": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=80,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=80, kv_heads=8, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "eagle3_70b", "eagle3_two_model", "pard4", "ngram4"),
-        extra_layers={
-            "eagle3_70b": Stack(
-                layer_count=1,
-                pattern=("eagle",),
-                kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
-            ),
-        },
-    ),
-    "llama3_1_405b": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=126,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=126, kv_heads=8, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "eagle3_two_model", "pard4", "ngram4"),
-    ),
-    "llama3_2_1b": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=16,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=16, kv_heads=8, head_dim=64, dtype="bf16")},
-        ),
-        profiles=("none", "eagle3_1b", "eagle3_two_model", "pard4", "ngram4"),
-        extra_layers={
-            "eagle3_1b": Stack(
-                layer_count=1,
-                pattern=("eagle",),
-                kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=64, dtype="bf16")},
-            ),
-        },
-    ),
-    "llama3_2_3b": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=28,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=28, kv_heads=8, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "eagle3_two_model", "pard4", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "eagle3": Profile("eagle3", draft_len=3, extra=2, step=4, backoff=1),
-    "eagle3_70b": Profile("eagle3", draft_len=3, extra=2, step=4, backoff=1),
-    "eagle3_1b": Profile("eagle3", draft_len=3, extra=2, step=4, backoff=1),
-    "eagle3_two_model": Profile("eagle3_two_model", draft_len=3, extra=0, step=4, backoff=0),
-    "pard4": Profile(
-        "pard",
-        draft_len=4,
-        extra=3,
-        step=8,
-        backoff=0,
-        draft=Stack(
-            layer_count=16,
-            pattern=("d",),
-            kinds={"d": Kind("full", layers=16, kv_heads=8, head_dim=64, dtype="bf16")},
-        ),
-    ),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_EAGLE3 = EngineDraft(
-    layers=(EngineLayer("full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),),
-    retained=0,
-    state_blocks=3,
-    sglang_layers=1,
-    sglang_draft_tokens=4,
-)
-_DRAFT_PARD4 = EngineDraft(
-    layers=(EngineLayer("full", layers=16, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"),),
-    retained=0,
-    state_blocks=4,
-    sglang_unmodelled="sglang_no_pard",
-    draft_model=True,
-)
-_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_EAGLE3 = EngineDraft(state_blocks=3, sglang_layers=1, sglang_draft_tokens=4)
+_DRAFT_PARD4 = EngineDraft(state_blocks=4, sglang_unmodelled="sglang_no_pard", draft_model=True)
+_DRAFT_NGRAM4 = EngineDraft(state_blocks=4, sglang_draft_tokens=5)
 _DRAFT_EAGLE3_TWO_MODEL = EngineDraft(
-    layers=(),
-    retained=0,
-    state_blocks=0,
-    unmodelled="vllm_two_model",
-    sglang_unmodelled="sglang_two_model_eagle3",
+    unmodelled="vllm_two_model", sglang_unmodelled="sglang_two_model_eagle3"
 )
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "llama3_1_8b": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer("full", layers=32, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        drafts={
-            "eagle3": _DRAFT_EAGLE3,
-            "eagle3_two_model": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_two_model",
-                instead="eagle3",
-                sglang_unmodelled="sglang_two_model_eagle3",
+TABLES = SizingTables(
+    family="llama3",
+    spec_sha256="7a2ebdfc33c475487746ee76d0cafbd4a26eb25f37815379777d8f6a274b79e6",
+    tokens_per_block=32,
+    kv_cache_dtype="bf16",
+    models={
+        "llama3_1_8b": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=32,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=32, kv_heads=8, head_dim=128, dtype="bf16")},
             ),
-            "pard4": _DRAFT_PARD4,
-            "ngram4": _DRAFT_NGRAM4,
-        },
-        query_heads=32,
-    ),
-    "llama3_1_70b": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer("full", layers=80, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        drafts={
-            "eagle3_70b": _DRAFT_EAGLE3,
-            "eagle3_two_model": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_two_model",
-                instead="eagle3_70b",
-                sglang_unmodelled="sglang_two_model_eagle3",
-            ),
-            "pard4": _DRAFT_PARD4,
-            "ngram4": _DRAFT_NGRAM4,
-        },
-        query_heads=64,
-    ),
-    "llama3_1_405b": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer("full", layers=126, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        drafts={
-            "eagle3_two_model": _DRAFT_EAGLE3_TWO_MODEL,
-            "pard4": _DRAFT_PARD4,
-            "ngram4": _DRAFT_NGRAM4,
-        },
-        query_heads=128,
-    ),
-    "llama3_2_1b": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer("full", layers=16, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"),
-        ),
-        drafts={
-            "eagle3_1b": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"
-                    ),
+            profiles=("none", "eagle3", "eagle3_two_model", "pard4", "ngram4"),
+            extra_layers={
+                "eagle3": Stack(
+                    layer_count=1,
+                    pattern=("eagle",),
+                    kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
                 ),
-                retained=0,
-                state_blocks=3,
-                sglang_layers=1,
-                sglang_draft_tokens=4,
-            ),
-            "eagle3_two_model": EngineDraft(
-                layers=(),
-                retained=0,
-                state_blocks=0,
-                unmodelled="vllm_two_model",
-                instead="eagle3_1b",
-                sglang_unmodelled="sglang_two_model_eagle3",
-            ),
-            "pard4": _DRAFT_PARD4,
-            "ngram4": _DRAFT_NGRAM4,
-        },
-        query_heads=32,
-    ),
-    "llama3_2_3b": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer("full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+            },
+            query_heads=32,
+            drafts={
+                "eagle3": _DRAFT_EAGLE3,
+                "eagle3_two_model": EngineDraft(
+                    unmodelled="vllm_two_model",
+                    instead="eagle3",
+                    sglang_unmodelled="sglang_two_model_eagle3",
+                ),
+                "pard4": _DRAFT_PARD4,
+                "ngram4": _DRAFT_NGRAM4,
+            },
         ),
-        drafts={
-            "eagle3_two_model": _DRAFT_EAGLE3_TWO_MODEL,
-            "pard4": _DRAFT_PARD4,
-            "ngram4": _DRAFT_NGRAM4,
-        },
-        query_heads=24,
-    ),
-}
+        "llama3_1_70b": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=80,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=80, kv_heads=8, head_dim=128, dtype="bf16")},
+            ),
+            profiles=("none", "eagle3_70b", "eagle3_two_model", "pard4", "ngram4"),
+            extra_layers={
+                "eagle3_70b": Stack(
+                    layer_count=1,
+                    pattern=("eagle",),
+                    kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+                ),
+            },
+            query_heads=64,
+            drafts={
+                "eagle3_70b": _DRAFT_EAGLE3,
+                "eagle3_two_model": EngineDraft(
+                    unmodelled="vllm_two_model",
+                    instead="eagle3_70b",
+                    sglang_unmodelled="sglang_two_model_eagle3",
+                ),
+                "pard4": _DRAFT_PARD4,
+                "ngram4": _DRAFT_NGRAM4,
+            },
+        ),
+        "llama3_1_405b": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=126,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=126, kv_heads=8, head_dim=128, dtype="bf16")},
+            ),
+            profiles=("none", "eagle3_two_model", "pard4", "ngram4"),
+            query_heads=128,
+            drafts={
+                "eagle3_two_model": _DRAFT_EAGLE3_TWO_MODEL,
+                "pard4": _DRAFT_PARD4,
+                "ngram4": _DRAFT_NGRAM4,
+            },
+        ),
+        "llama3_2_1b": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=16,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=16, kv_heads=8, head_dim=64, dtype="bf16")},
+            ),
+            profiles=("none", "eagle3_1b", "eagle3_two_model", "pard4", "ngram4"),
+            extra_layers={
+                "eagle3_1b": Stack(
+                    layer_count=1,
+                    pattern=("eagle",),
+                    kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=64, dtype="bf16")},
+                ),
+            },
+            query_heads=32,
+            drafts={
+                "eagle3_1b": _DRAFT_EAGLE3,
+                "eagle3_two_model": EngineDraft(
+                    unmodelled="vllm_two_model",
+                    instead="eagle3_1b",
+                    sglang_unmodelled="sglang_two_model_eagle3",
+                ),
+                "pard4": _DRAFT_PARD4,
+                "ngram4": _DRAFT_NGRAM4,
+            },
+        ),
+        "llama3_2_3b": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=28,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=28, kv_heads=8, head_dim=128, dtype="bf16")},
+            ),
+            profiles=("none", "eagle3_two_model", "pard4", "ngram4"),
+            query_heads=24,
+            drafts={
+                "eagle3_two_model": _DRAFT_EAGLE3_TWO_MODEL,
+                "pard4": _DRAFT_PARD4,
+                "ngram4": _DRAFT_NGRAM4,
+            },
+        ),
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "eagle3": Profile("eagle3", draft_len=3, extra=2, step=4, backoff=1),
+        "eagle3_70b": Profile("eagle3", draft_len=3, extra=2, step=4, backoff=1),
+        "eagle3_1b": Profile("eagle3", draft_len=3, extra=2, step=4, backoff=1),
+        "eagle3_two_model": Profile("eagle3_two_model", draft_len=3, extra=0, step=4, backoff=0),
+        "pard4": Profile(
+            "pard",
+            draft_len=4,
+            extra=3,
+            step=8,
+            backoff=0,
+            draft=Stack(
+                layer_count=16,
+                pattern=("d",),
+                kinds={"d": Kind("full", layers=16, kv_heads=8, head_dim=64, dtype="bf16")},
+            ),
+        ),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -16,58 +16,54 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/llama3_2_vision/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/llama3_2_vision/sizing.py")
-
-FAMILY = "llama3_2_vision"
-SPEC_SHA256 = "aa23707e60b8b306770c1db5871dd2ae3ca9dae8f2420ea9011190e42c6b0078"
-TOKENS_PER_BLOCK = 32
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "llama3_2_11b_vision": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=40,
-            pattern=("self_attn", "self_attn", "self_attn", "cross_attn", "self_attn"),
-            kinds={
-                "cross_attn": Kind(
-                    "cross", layers=8, kv_heads=8, head_dim=128, dtype="bf16", encoder_tokens=6404
-                ),
-                "self_attn": Kind("full", layers=32, kv_heads=8, head_dim=128, dtype="bf16"),
-            },
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+TABLES = SizingTables(
+    family="llama3_2_vision",
+    spec_sha256="aa23707e60b8b306770c1db5871dd2ae3ca9dae8f2420ea9011190e42c6b0078",
+    tokens_per_block=32,
+    kv_cache_dtype="bf16",
+    models={
+        "llama3_2_11b_vision": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=40,
+                pattern=("self_attn", "self_attn", "self_attn", "cross_attn", "self_attn"),
+                kinds={
+                    "cross_attn": Kind(
+                        "cross",
+                        layers=8,
+                        kv_heads=8,
+                        head_dim=128,
+                        dtype="bf16",
+                        encoder_tokens=6404,
+                    ),
+                    "self_attn": Kind("full", layers=32, kv_heads=8, head_dim=128, dtype="bf16"),
+                },
+            ),
+            profiles=("none", "ngram4"),
+            query_heads=32,
+            drafts={"ngram4": EngineDraft(state_blocks=4, sglang_draft_tokens=5)},
         ),
-        profiles=("none", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "llama3_2_11b_vision": EngineModel(
-        max_seq_len=131072,
-        layers=(),
-        drafts={
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
-        unmodelled="cross",
-        query_heads=32,
-        vllm_unmodelled="vllm_no_mllama",
-        sglang_layers=(
-            EngineLayer("full", layers=40, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        sglang_encoder_tokens=6404,
-    ),
-}
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(vllm_unmodelled="vllm_no_mllama", sglang_encoder_decoder=True),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -16,62 +16,49 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/llama4_maverick/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/llama4_maverick/sizing.py")
-
-FAMILY = "llama4_maverick"
-SPEC_SHA256 = "6c7ad0dcb0710a7fb45266f09d6ea7d42666988e18cace6dc2c6d00c8cca8ba4"
-TOKENS_PER_BLOCK = 32
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "llama4_maverick_17b_128e": Model(
-        max_seq_len=1048576,
-        layers=Stack(
-            layer_count=48,
-            pattern=("chunked", "chunked", "chunked", "full"),
-            kinds={
-                "chunked": Kind(
-                    "chunked", layers=36, kv_heads=8, head_dim=128, dtype="bf16", chunk=8192
-                ),
-                "full": Kind("full", layers=12, kv_heads=8, head_dim=128, dtype="bf16"),
-            },
-        ),
-        profiles=("none", "ngram"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "ngram": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "llama4_maverick_17b_128e": EngineModel(
-        max_seq_len=1048576,
-        layers=(
-            EngineLayer(
-                "chunked",
-                layers=36,
-                kv_heads=8,
-                head_dim=128,
-                value_dim=128,
-                window=8192,
-                dtype="bf16",
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+TABLES = SizingTables(
+    family="llama4_maverick",
+    spec_sha256="6c7ad0dcb0710a7fb45266f09d6ea7d42666988e18cace6dc2c6d00c8cca8ba4",
+    tokens_per_block=32,
+    kv_cache_dtype="bf16",
+    models={
+        "llama4_maverick_17b_128e": Model(
+            max_seq_len=1048576,
+            layers=Stack(
+                layer_count=48,
+                pattern=("chunked", "chunked", "chunked", "full"),
+                kinds={
+                    "chunked": Kind(
+                        "chunked", layers=36, kv_heads=8, head_dim=128, dtype="bf16", chunk=8192
+                    ),
+                    "full": Kind("full", layers=12, kv_heads=8, head_dim=128, dtype="bf16"),
+                },
             ),
-            EngineLayer("full", layers=12, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+            profiles=("none", "ngram"),
+            query_heads=40,
+            drafts={"ngram": EngineDraft(state_blocks=4, sglang_draft_tokens=5)},
         ),
-        drafts={"ngram": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)},
-        hybrid_swa=True,
-        query_heads=40,
-    ),
-}
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "ngram": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(hybrid_swa=True),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -16,135 +16,94 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/openelm/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/openelm/sizing.py")
-
-FAMILY = "openelm"
-SPEC_SHA256 = "cfb92713fb2bf3e7bb5c8c23577b3cf592da560a03a638031fbf059da5487c1a"
-TOKENS_PER_BLOCK = 32
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "openelm_270m": Model(
-        max_seq_len=2048,
-        layers=Stack(
-            layer_count=16,
-            pattern=("kv3",) * 5 + ("kv4",) * 7 + ("kv5",) * 4,
-            kinds={
-                "kv3": Kind("full", layers=5, kv_heads=3, head_dim=64, dtype="bf16"),
-                "kv4": Kind("full", layers=7, kv_heads=4, head_dim=64, dtype="bf16"),
-                "kv5": Kind("full", layers=4, kv_heads=5, head_dim=64, dtype="bf16"),
-            },
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_NGRAM4 = EngineDraft(state_blocks=4, sglang_draft_tokens=5)
+TABLES = SizingTables(
+    family="openelm",
+    spec_sha256="cfb92713fb2bf3e7bb5c8c23577b3cf592da560a03a638031fbf059da5487c1a",
+    tokens_per_block=32,
+    kv_cache_dtype="bf16",
+    models={
+        "openelm_270m": Model(
+            max_seq_len=2048,
+            layers=Stack(
+                layer_count=16,
+                pattern=("kv3",) * 5 + ("kv4",) * 7 + ("kv5",) * 4,
+                kinds={
+                    "kv3": Kind("full", layers=5, kv_heads=3, head_dim=64, dtype="bf16"),
+                    "kv4": Kind("full", layers=7, kv_heads=4, head_dim=64, dtype="bf16"),
+                    "kv5": Kind("full", layers=4, kv_heads=5, head_dim=64, dtype="bf16"),
+                },
+            ),
+            profiles=("none", "ngram4"),
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        profiles=("none", "ngram4"),
-    ),
-    "openelm_450m": Model(
-        max_seq_len=2048,
-        layers=Stack(
-            layer_count=20,
-            pattern=("kv3",) * 3 + ("kv4",) * 7 + ("kv5",) * 6 + ("kv6",) * 4,
-            kinds={
-                "kv3": Kind("full", layers=3, kv_heads=3, head_dim=64, dtype="bf16"),
-                "kv4": Kind("full", layers=7, kv_heads=4, head_dim=64, dtype="bf16"),
-                "kv5": Kind("full", layers=6, kv_heads=5, head_dim=64, dtype="bf16"),
-                "kv6": Kind("full", layers=4, kv_heads=6, head_dim=64, dtype="bf16"),
-            },
+        "openelm_450m": Model(
+            max_seq_len=2048,
+            layers=Stack(
+                layer_count=20,
+                pattern=("kv3",) * 3 + ("kv4",) * 7 + ("kv5",) * 6 + ("kv6",) * 4,
+                kinds={
+                    "kv3": Kind("full", layers=3, kv_heads=3, head_dim=64, dtype="bf16"),
+                    "kv4": Kind("full", layers=7, kv_heads=4, head_dim=64, dtype="bf16"),
+                    "kv5": Kind("full", layers=6, kv_heads=5, head_dim=64, dtype="bf16"),
+                    "kv6": Kind("full", layers=4, kv_heads=6, head_dim=64, dtype="bf16"),
+                },
+            ),
+            profiles=("none", "ngram4"),
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        profiles=("none", "ngram4"),
-    ),
-    "openelm_1_1b": Model(
-        max_seq_len=2048,
-        layers=Stack(
-            layer_count=28,
-            pattern=("kv4",) * 3 + ("kv5",) * 7 + ("kv6",) * 8 + ("kv7",) * 6 + ("kv8",) * 4,
-            kinds={
-                "kv4": Kind("full", layers=3, kv_heads=4, head_dim=64, dtype="bf16"),
-                "kv5": Kind("full", layers=7, kv_heads=5, head_dim=64, dtype="bf16"),
-                "kv6": Kind("full", layers=8, kv_heads=6, head_dim=64, dtype="bf16"),
-                "kv7": Kind("full", layers=6, kv_heads=7, head_dim=64, dtype="bf16"),
-                "kv8": Kind("full", layers=4, kv_heads=8, head_dim=64, dtype="bf16"),
-            },
+        "openelm_1_1b": Model(
+            max_seq_len=2048,
+            layers=Stack(
+                layer_count=28,
+                pattern=("kv4",) * 3 + ("kv5",) * 7 + ("kv6",) * 8 + ("kv7",) * 6 + ("kv8",) * 4,
+                kinds={
+                    "kv4": Kind("full", layers=3, kv_heads=4, head_dim=64, dtype="bf16"),
+                    "kv5": Kind("full", layers=7, kv_heads=5, head_dim=64, dtype="bf16"),
+                    "kv6": Kind("full", layers=8, kv_heads=6, head_dim=64, dtype="bf16"),
+                    "kv7": Kind("full", layers=6, kv_heads=7, head_dim=64, dtype="bf16"),
+                    "kv8": Kind("full", layers=4, kv_heads=8, head_dim=64, dtype="bf16"),
+                },
+            ),
+            profiles=("none", "ngram4"),
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        profiles=("none", "ngram4"),
-    ),
-    "openelm_3b": Model(
-        max_seq_len=2048,
-        layers=Stack(
-            layer_count=36,
-            pattern=("kv3",) * 4 + ("kv4",) * 14 + ("kv5",) * 12 + ("kv6",) * 6,
-            kinds={
-                "kv3": Kind("full", layers=4, kv_heads=3, head_dim=64, dtype="bf16"),
-                "kv4": Kind("full", layers=14, kv_heads=4, head_dim=64, dtype="bf16"),
-                "kv5": Kind("full", layers=12, kv_heads=5, head_dim=64, dtype="bf16"),
-                "kv6": Kind("full", layers=6, kv_heads=6, head_dim=64, dtype="bf16"),
-            },
+        "openelm_3b": Model(
+            max_seq_len=2048,
+            layers=Stack(
+                layer_count=36,
+                pattern=("kv3",) * 4 + ("kv4",) * 14 + ("kv5",) * 12 + ("kv6",) * 6,
+                kinds={
+                    "kv3": Kind("full", layers=4, kv_heads=3, head_dim=64, dtype="bf16"),
+                    "kv4": Kind("full", layers=14, kv_heads=4, head_dim=64, dtype="bf16"),
+                    "kv5": Kind("full", layers=12, kv_heads=5, head_dim=64, dtype="bf16"),
+                    "kv6": Kind("full", layers=6, kv_heads=6, head_dim=64, dtype="bf16"),
+                },
+            ),
+            profiles=("none", "ngram4"),
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        profiles=("none", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "openelm_270m": EngineModel(
-        max_seq_len=2048,
-        layers=(
-            EngineLayer("full", layers=5, kv_heads=3, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=7, kv_heads=4, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=4, kv_heads=5, head_dim=64, value_dim=64, dtype="bf16"),
-        ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        vllm_unmodelled="vllm_no_openelm",
-        sglang_unmodelled="sglang_no_openelm",
-    ),
-    "openelm_450m": EngineModel(
-        max_seq_len=2048,
-        layers=(
-            EngineLayer("full", layers=3, kv_heads=3, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=7, kv_heads=4, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=6, kv_heads=5, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=4, kv_heads=6, head_dim=64, value_dim=64, dtype="bf16"),
-        ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        vllm_unmodelled="vllm_no_openelm",
-        sglang_unmodelled="sglang_no_openelm",
-    ),
-    "openelm_1_1b": EngineModel(
-        max_seq_len=2048,
-        layers=(
-            EngineLayer("full", layers=3, kv_heads=4, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=7, kv_heads=5, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=8, kv_heads=6, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=6, kv_heads=7, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=4, kv_heads=8, head_dim=64, value_dim=64, dtype="bf16"),
-        ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        vllm_unmodelled="vllm_no_openelm",
-        sglang_unmodelled="sglang_no_openelm",
-    ),
-    "openelm_3b": EngineModel(
-        max_seq_len=2048,
-        layers=(
-            EngineLayer("full", layers=4, kv_heads=3, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=14, kv_heads=4, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=12, kv_heads=5, head_dim=64, value_dim=64, dtype="bf16"),
-            EngineLayer("full", layers=6, kv_heads=6, head_dim=64, value_dim=64, dtype="bf16"),
-        ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        vllm_unmodelled="vllm_no_openelm",
-        sglang_unmodelled="sglang_no_openelm",
-    ),
-}
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(vllm_unmodelled="vllm_no_openelm", sglang_unmodelled="sglang_no_openelm"),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -16,123 +16,86 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/phi3/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/phi3/sizing.py")
-
-FAMILY = "phi3"
-SPEC_SHA256 = "2cf54a0ef802aa3a4e6a7499a5508df47929436d25a44d14a6e3cf19083d9776"
-TOKENS_PER_BLOCK = 64
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "phi3_mini_4k": Model(
-        max_seq_len=4096,
-        layers=Stack(
-            layer_count=32,
-            pattern=("local",),
-            kinds={
-                "local": Kind(
-                    "sliding", layers=32, window=2047, kv_heads=32, head_dim=96, dtype="bf16"
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-    "phi3_mini_128k": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=32,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=32, kv_heads=32, head_dim=96, dtype="bf16")},
-        ),
-        profiles=("none", "ngram4"),
-    ),
-    "phi3_medium_4k": Model(
-        max_seq_len=4096,
-        layers=Stack(
-            layer_count=40,
-            pattern=("local",),
-            kinds={
-                "local": Kind(
-                    "sliding", layers=40, window=2047, kv_heads=10, head_dim=128, dtype="bf16"
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-    "phi3_medium_128k": Model(
-        max_seq_len=131072,
-        layers=Stack(
-            layer_count=40,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=40, kv_heads=10, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "phi3_mini_4k": EngineModel(
-        max_seq_len=4096,
-        layers=(
-            EngineLayer(
-                "sliding",
-                layers=32,
-                kv_heads=32,
-                head_dim=96,
-                value_dim=96,
-                window=2047,
-                dtype="bf16",
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_NGRAM4 = EngineDraft(state_blocks=4, sglang_draft_tokens=5)
+TABLES = SizingTables(
+    family="phi3",
+    spec_sha256="2cf54a0ef802aa3a4e6a7499a5508df47929436d25a44d14a6e3cf19083d9776",
+    tokens_per_block=64,
+    kv_cache_dtype="bf16",
+    models={
+        "phi3_mini_4k": Model(
+            max_seq_len=4096,
+            layers=Stack(
+                layer_count=32,
+                pattern=("local",),
+                kinds={
+                    "local": Kind(
+                        "sliding", layers=32, window=2047, kv_heads=32, head_dim=96, dtype="bf16"
+                    ),
+                },
             ),
+            profiles=("none", "ngram4"),
+            query_heads=32,
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        query_heads=32,
-    ),
-    "phi3_mini_128k": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer("full", layers=32, kv_heads=32, head_dim=96, value_dim=96, dtype="bf16"),
-        ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        query_heads=32,
-    ),
-    "phi3_medium_4k": EngineModel(
-        max_seq_len=4096,
-        layers=(
-            EngineLayer(
-                "sliding",
-                layers=40,
-                kv_heads=10,
-                head_dim=128,
-                value_dim=128,
-                window=2047,
-                dtype="bf16",
+        "phi3_mini_128k": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=32,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=32, kv_heads=32, head_dim=96, dtype="bf16")},
             ),
+            profiles=("none", "ngram4"),
+            query_heads=32,
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        query_heads=40,
-    ),
-    "phi3_medium_128k": EngineModel(
-        max_seq_len=131072,
-        layers=(
-            EngineLayer("full", layers=40, kv_heads=10, head_dim=128, value_dim=128, dtype="bf16"),
+        "phi3_medium_4k": Model(
+            max_seq_len=4096,
+            layers=Stack(
+                layer_count=40,
+                pattern=("local",),
+                kinds={
+                    "local": Kind(
+                        "sliding", layers=40, window=2047, kv_heads=10, head_dim=128, dtype="bf16"
+                    ),
+                },
+            ),
+            profiles=("none", "ngram4"),
+            query_heads=40,
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        query_heads=40,
-    ),
-}
+        "phi3_medium_128k": Model(
+            max_seq_len=131072,
+            layers=Stack(
+                layer_count=40,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=40, kv_heads=10, head_dim=128, dtype="bf16")},
+            ),
+            profiles=("none", "ngram4"),
+            query_heads=40,
+            drafts={"ngram4": _DRAFT_NGRAM4},
+        ),
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -17,204 +17,150 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/qwen2_5/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/qwen2_5/sizing.py")
-
-FAMILY = "qwen2_5"
-SPEC_SHA256 = "54f46d943c23f093006310e90361f8c731b4642010c9ae5a72981f6800e32118"
-TOKENS_PER_BLOCK = 32
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "qwen2_5_0_5b": Model(
-        max_seq_len=32768,
-        layers=Stack(
-            layer_count=24,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=24, kv_heads=2, head_dim=64, dtype="bf16")},
-        ),
-        profiles=("none", "pard4", "draft_0_5b"),
-    ),
-    "qwen2_5_1_5b": Model(
-        max_seq_len=32768,
-        layers=Stack(
-            layer_count=28,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=28, kv_heads=2, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "pard4", "draft_0_5b"),
-    ),
-    "qwen2_5_3b": Model(
-        max_seq_len=32768,
-        layers=Stack(
-            layer_count=36,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=36, kv_heads=2, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "pard4", "draft_0_5b"),
-    ),
-    "qwen2_5_7b": Model(
-        max_seq_len=32768,
-        layers=Stack(
-            layer_count=28,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=28, kv_heads=4, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "pard4", "draft_0_5b"),
-    ),
-    "qwen2_5_14b": Model(
-        max_seq_len=32768,
-        layers=Stack(
-            layer_count=48,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=48, kv_heads=8, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "pard4", "draft_0_5b"),
-    ),
-    "qwen2_5_32b": Model(
-        max_seq_len=32768,
-        layers=Stack(
-            layer_count=64,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=64, kv_heads=8, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "pard4", "draft_0_5b"),
-    ),
-    "qwen2_5_72b": Model(
-        max_seq_len=32768,
-        layers=Stack(
-            layer_count=80,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=80, kv_heads=8, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "pard4", "draft_0_5b"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "pard4": Profile(
-        "pard",
-        draft_len=4,
-        extra=3,
-        step=8,
-        backoff=0,
-        draft=Stack(
-            layer_count=24,
-            pattern=("d",),
-            kinds={"d": Kind("full", layers=24, kv_heads=2, head_dim=64, dtype="bf16")},
-        ),
-    ),
-    "draft_0_5b": Profile(
-        "draft_target",
-        draft_len=4,
-        extra=3,
-        step=5,
-        backoff=0,
-        draft=Stack(
-            layer_count=24,
-            pattern=("d",),
-            kinds={"d": Kind("full", layers=24, kv_heads=2, head_dim=64, dtype="bf16")},
-        ),
-    ),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_PARD4 = EngineDraft(
-    layers=(EngineLayer("full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),),
-    retained=0,
-    state_blocks=4,
-    sglang_unmodelled="sglang_no_pard",
-    draft_model=True,
-)
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_PARD4 = EngineDraft(state_blocks=4, sglang_unmodelled="sglang_no_pard", draft_model=True)
 _DRAFT_DRAFT_0_5B = EngineDraft(
-    layers=(EngineLayer("full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),),
-    retained=0,
-    state_blocks=4,
-    sglang_layers=24,
-    sglang_draft_tokens=5,
-    draft_model=True,
+    state_blocks=4, sglang_layers=24, sglang_draft_tokens=5, draft_model=True
 )
 _DRAFT_PARD4_2 = EngineDraft(
-    layers=(EngineLayer("full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),),
-    retained=0,
     state_blocks=4,
     unmodelled="vllm_draft_vocab",
     sglang_unmodelled="sglang_no_pard",
     draft_model=True,
 )
 _DRAFT_DRAFT_0_5B_2 = EngineDraft(
-    layers=(EngineLayer("full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),),
-    retained=0,
     state_blocks=4,
     unmodelled="vllm_draft_vocab",
     sglang_layers=24,
     sglang_draft_tokens=5,
     draft_model=True,
 )
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "qwen2_5_0_5b": EngineModel(
-        max_seq_len=32768,
-        layers=(
-            EngineLayer("full", layers=24, kv_heads=2, head_dim=64, value_dim=64, dtype="bf16"),
+TABLES = SizingTables(
+    family="qwen2_5",
+    spec_sha256="54f46d943c23f093006310e90361f8c731b4642010c9ae5a72981f6800e32118",
+    tokens_per_block=32,
+    kv_cache_dtype="bf16",
+    models={
+        "qwen2_5_0_5b": Model(
+            max_seq_len=32768,
+            layers=Stack(
+                layer_count=24,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=24, kv_heads=2, head_dim=64, dtype="bf16")},
+            ),
+            profiles=("none", "pard4", "draft_0_5b"),
+            query_heads=14,
+            drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
         ),
-        drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
-        query_heads=14,
-    ),
-    "qwen2_5_1_5b": EngineModel(
-        max_seq_len=32768,
-        layers=(
-            EngineLayer("full", layers=28, kv_heads=2, head_dim=128, value_dim=128, dtype="bf16"),
+        "qwen2_5_1_5b": Model(
+            max_seq_len=32768,
+            layers=Stack(
+                layer_count=28,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=28, kv_heads=2, head_dim=128, dtype="bf16")},
+            ),
+            profiles=("none", "pard4", "draft_0_5b"),
+            query_heads=12,
+            drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
         ),
-        drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
-        query_heads=12,
-    ),
-    "qwen2_5_3b": EngineModel(
-        max_seq_len=32768,
-        layers=(
-            EngineLayer("full", layers=36, kv_heads=2, head_dim=128, value_dim=128, dtype="bf16"),
+        "qwen2_5_3b": Model(
+            max_seq_len=32768,
+            layers=Stack(
+                layer_count=36,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=36, kv_heads=2, head_dim=128, dtype="bf16")},
+            ),
+            profiles=("none", "pard4", "draft_0_5b"),
+            query_heads=16,
+            drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
         ),
-        drafts={"pard4": _DRAFT_PARD4, "draft_0_5b": _DRAFT_DRAFT_0_5B},
-        query_heads=16,
-    ),
-    "qwen2_5_7b": EngineModel(
-        max_seq_len=32768,
-        layers=(
-            EngineLayer("full", layers=28, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
+        "qwen2_5_7b": Model(
+            max_seq_len=32768,
+            layers=Stack(
+                layer_count=28,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=28, kv_heads=4, head_dim=128, dtype="bf16")},
+            ),
+            profiles=("none", "pard4", "draft_0_5b"),
+            query_heads=28,
+            drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         ),
-        drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
-        query_heads=28,
-    ),
-    "qwen2_5_14b": EngineModel(
-        max_seq_len=32768,
-        layers=(
-            EngineLayer("full", layers=48, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+        "qwen2_5_14b": Model(
+            max_seq_len=32768,
+            layers=Stack(
+                layer_count=48,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=48, kv_heads=8, head_dim=128, dtype="bf16")},
+            ),
+            profiles=("none", "pard4", "draft_0_5b"),
+            query_heads=40,
+            drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         ),
-        drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
-        query_heads=40,
-    ),
-    "qwen2_5_32b": EngineModel(
-        max_seq_len=32768,
-        layers=(
-            EngineLayer("full", layers=64, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+        "qwen2_5_32b": Model(
+            max_seq_len=32768,
+            layers=Stack(
+                layer_count=64,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=64, kv_heads=8, head_dim=128, dtype="bf16")},
+            ),
+            profiles=("none", "pard4", "draft_0_5b"),
+            query_heads=40,
+            drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         ),
-        drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
-        query_heads=40,
-    ),
-    "qwen2_5_72b": EngineModel(
-        max_seq_len=32768,
-        layers=(
-            EngineLayer("full", layers=80, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
+        "qwen2_5_72b": Model(
+            max_seq_len=32768,
+            layers=Stack(
+                layer_count=80,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=80, kv_heads=8, head_dim=128, dtype="bf16")},
+            ),
+            profiles=("none", "pard4", "draft_0_5b"),
+            query_heads=64,
+            drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
         ),
-        drafts={"pard4": _DRAFT_PARD4_2, "draft_0_5b": _DRAFT_DRAFT_0_5B_2},
-        query_heads=64,
-    ),
-}
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "pard4": Profile(
+            "pard",
+            draft_len=4,
+            extra=3,
+            step=8,
+            backoff=0,
+            draft=Stack(
+                layer_count=24,
+                pattern=("d",),
+                kinds={"d": Kind("full", layers=24, kv_heads=2, head_dim=64, dtype="bf16")},
+            ),
+        ),
+        "draft_0_5b": Profile(
+            "draft_target",
+            draft_len=4,
+            extra=3,
+            step=5,
+            backoff=0,
+            draft=Stack(
+                layer_count=24,
+                pattern=("d",),
+                kinds={"d": Kind("full", layers=24, kv_heads=2, head_dim=64, dtype="bf16")},
+            ),
+        ),
+    },
+    engines=EngineArch(),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

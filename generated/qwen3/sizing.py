@@ -16,202 +16,157 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/qwen3/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/qwen3/sizing.py")
-
-FAMILY = "qwen3"
-SPEC_SHA256 = "28f2e0760ba8f88b20a0d59ca3896f12c7807d7c1a3361db8e2b4b4853a50b25"
-TOKENS_PER_BLOCK = 32
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "qwen3_0_6b": Model(
-        max_seq_len=40960,
-        layers=Stack(
-            layer_count=28,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=28, kv_heads=8, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "eagle3", "pard4", "ngram4"),
-        extra_layers={
-            "eagle3": Stack(
-                layer_count=1,
-                pattern=("eagle",),
-                kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_EAGLE3 = EngineDraft(state_blocks=3, sglang_layers=1, sglang_draft_tokens=4)
+_DRAFT_PARD4 = EngineDraft(state_blocks=4, sglang_unmodelled="sglang_no_pard", draft_model=True)
+_DRAFT_NGRAM4 = EngineDraft(state_blocks=4, sglang_draft_tokens=5)
+TABLES = SizingTables(
+    family="qwen3",
+    spec_sha256="28f2e0760ba8f88b20a0d59ca3896f12c7807d7c1a3361db8e2b4b4853a50b25",
+    tokens_per_block=32,
+    kv_cache_dtype="bf16",
+    models={
+        "qwen3_0_6b": Model(
+            max_seq_len=40960,
+            layers=Stack(
+                layer_count=28,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=28, kv_heads=8, head_dim=128, dtype="bf16")},
             ),
-        },
-    ),
-    "qwen3_1_7b": Model(
-        max_seq_len=40960,
-        layers=Stack(
-            layer_count=28,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=28, kv_heads=8, head_dim=128, dtype="bf16")},
+            profiles=("none", "eagle3", "pard4", "ngram4"),
+            extra_layers={
+                "eagle3": Stack(
+                    layer_count=1,
+                    pattern=("eagle",),
+                    kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+                ),
+            },
+            query_heads=16,
+            drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         ),
-        profiles=("none", "eagle3", "pard4", "ngram4"),
-        extra_layers={
-            "eagle3": Stack(
-                layer_count=1,
-                pattern=("eagle",),
-                kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+        "qwen3_1_7b": Model(
+            max_seq_len=40960,
+            layers=Stack(
+                layer_count=28,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=28, kv_heads=8, head_dim=128, dtype="bf16")},
             ),
-        },
-    ),
-    "qwen3_4b": Model(
-        max_seq_len=40960,
-        layers=Stack(
-            layer_count=36,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=36, kv_heads=8, head_dim=128, dtype="bf16")},
+            profiles=("none", "eagle3", "pard4", "ngram4"),
+            extra_layers={
+                "eagle3": Stack(
+                    layer_count=1,
+                    pattern=("eagle",),
+                    kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+                ),
+            },
+            query_heads=16,
+            drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         ),
-        profiles=("none", "eagle3", "pard4", "ngram4"),
-        extra_layers={
-            "eagle3": Stack(
-                layer_count=1,
-                pattern=("eagle",),
-                kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+        "qwen3_4b": Model(
+            max_seq_len=40960,
+            layers=Stack(
+                layer_count=36,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=36, kv_heads=8, head_dim=128, dtype="bf16")},
             ),
-        },
-    ),
-    "qwen3_8b": Model(
-        max_seq_len=40960,
-        layers=Stack(
-            layer_count=36,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=36, kv_heads=8, head_dim=128, dtype="bf16")},
+            profiles=("none", "eagle3", "pard4", "ngram4"),
+            extra_layers={
+                "eagle3": Stack(
+                    layer_count=1,
+                    pattern=("eagle",),
+                    kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+                ),
+            },
+            query_heads=32,
+            drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         ),
-        profiles=("none", "eagle3", "pard4", "ngram4"),
-        extra_layers={
-            "eagle3": Stack(
-                layer_count=1,
-                pattern=("eagle",),
-                kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+        "qwen3_8b": Model(
+            max_seq_len=40960,
+            layers=Stack(
+                layer_count=36,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=36, kv_heads=8, head_dim=128, dtype="bf16")},
             ),
-        },
-    ),
-    "qwen3_14b": Model(
-        max_seq_len=40960,
-        layers=Stack(
-            layer_count=40,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=40, kv_heads=8, head_dim=128, dtype="bf16")},
+            profiles=("none", "eagle3", "pard4", "ngram4"),
+            extra_layers={
+                "eagle3": Stack(
+                    layer_count=1,
+                    pattern=("eagle",),
+                    kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+                ),
+            },
+            query_heads=32,
+            drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         ),
-        profiles=("none", "eagle3", "pard4", "ngram4"),
-        extra_layers={
-            "eagle3": Stack(
-                layer_count=1,
-                pattern=("eagle",),
-                kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+        "qwen3_14b": Model(
+            max_seq_len=40960,
+            layers=Stack(
+                layer_count=40,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=40, kv_heads=8, head_dim=128, dtype="bf16")},
             ),
-        },
-    ),
-    "qwen3_32b": Model(
-        max_seq_len=40960,
-        layers=Stack(
-            layer_count=64,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=64, kv_heads=8, head_dim=128, dtype="bf16")},
+            profiles=("none", "eagle3", "pard4", "ngram4"),
+            extra_layers={
+                "eagle3": Stack(
+                    layer_count=1,
+                    pattern=("eagle",),
+                    kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+                ),
+            },
+            query_heads=40,
+            drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         ),
-        profiles=("none", "eagle3", "pard4", "ngram4"),
-        extra_layers={
-            "eagle3": Stack(
-                layer_count=1,
-                pattern=("eagle",),
-                kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+        "qwen3_32b": Model(
+            max_seq_len=40960,
+            layers=Stack(
+                layer_count=64,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=64, kv_heads=8, head_dim=128, dtype="bf16")},
             ),
-        },
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "eagle3": Profile("eagle3", draft_len=3, extra=2, step=4, backoff=1),
-    "pard4": Profile(
-        "pard",
-        draft_len=4,
-        extra=3,
-        step=8,
-        backoff=0,
-        draft=Stack(
-            layer_count=28,
-            pattern=("d",),
-            kinds={"d": Kind("full", layers=28, kv_heads=8, head_dim=128, dtype="bf16")},
+            profiles=("none", "eagle3", "pard4", "ngram4"),
+            extra_layers={
+                "eagle3": Stack(
+                    layer_count=1,
+                    pattern=("eagle",),
+                    kinds={"eagle": Kind("full", layers=1, kv_heads=8, head_dim=128, dtype="bf16")},
+                ),
+            },
+            query_heads=64,
+            drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
         ),
-    ),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_EAGLE3 = EngineDraft(
-    layers=(EngineLayer("full", layers=1, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),),
-    retained=0,
-    state_blocks=3,
-    sglang_layers=1,
-    sglang_draft_tokens=4,
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "eagle3": Profile("eagle3", draft_len=3, extra=2, step=4, backoff=1),
+        "pard4": Profile(
+            "pard",
+            draft_len=4,
+            extra=3,
+            step=8,
+            backoff=0,
+            draft=Stack(
+                layer_count=28,
+                pattern=("d",),
+                kinds={"d": Kind("full", layers=28, kv_heads=8, head_dim=128, dtype="bf16")},
+            ),
+        ),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(),
 )
-_DRAFT_PARD4 = EngineDraft(
-    layers=(EngineLayer("full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),),
-    retained=0,
-    state_blocks=4,
-    sglang_unmodelled="sglang_no_pard",
-    draft_model=True,
-)
-_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "qwen3_0_6b": EngineModel(
-        max_seq_len=40960,
-        layers=(
-            EngineLayer("full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
-        query_heads=16,
-    ),
-    "qwen3_1_7b": EngineModel(
-        max_seq_len=40960,
-        layers=(
-            EngineLayer("full", layers=28, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
-        query_heads=16,
-    ),
-    "qwen3_4b": EngineModel(
-        max_seq_len=40960,
-        layers=(
-            EngineLayer("full", layers=36, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
-        query_heads=32,
-    ),
-    "qwen3_8b": EngineModel(
-        max_seq_len=40960,
-        layers=(
-            EngineLayer("full", layers=36, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
-        query_heads=32,
-    ),
-    "qwen3_14b": EngineModel(
-        max_seq_len=40960,
-        layers=(
-            EngineLayer("full", layers=40, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
-        query_heads=40,
-    ),
-    "qwen3_32b": EngineModel(
-        max_seq_len=40960,
-        layers=(
-            EngineLayer("full", layers=64, kv_heads=8, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        drafts={"eagle3": _DRAFT_EAGLE3, "pard4": _DRAFT_PARD4, "ngram4": _DRAFT_NGRAM4},
-        query_heads=64,
-    ),
-}
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

@@ -16,94 +16,71 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/qwen3_moe/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/qwen3_moe/sizing.py")
-
-FAMILY = "qwen3_moe"
-SPEC_SHA256 = "6af1912d9dd0ae30e157107448e263b6393aaa02bbe04404c25b53080010a415"
-TOKENS_PER_BLOCK = 32
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "qwen3_30b_a3b": Model(
-        max_seq_len=40960,
-        layers=Stack(
-            layer_count=48,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=48, kv_heads=4, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "ngram4"),
-    ),
-    "qwen3_235b_a22b": Model(
-        max_seq_len=40960,
-        layers=Stack(
-            layer_count=94,
-            pattern=("full",),
-            kinds={"full": Kind("full", layers=94, kv_heads=4, head_dim=128, dtype="bf16")},
-        ),
-        profiles=("none", "ngram4"),
-    ),
-    "qwen3_235b_a22b_fp8_pth": Model(
-        max_seq_len=40960,
-        layers=Stack(
-            layer_count=94,
-            pattern=("full",),
-            kinds={
-                "full": Kind(
-                    "full", layers=94, kv_heads=4, head_dim=128, dtype="fp8_per_token_head"
-                ),
-            },
-        ),
-        profiles=("none", "ngram4"),
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_DRAFT_NGRAM4 = EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5)
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "qwen3_30b_a3b": EngineModel(
-        max_seq_len=40960,
-        layers=(
-            EngineLayer("full", layers=48, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        query_heads=32,
-    ),
-    "qwen3_235b_a22b": EngineModel(
-        max_seq_len=40960,
-        layers=(
-            EngineLayer("full", layers=94, kv_heads=4, head_dim=128, value_dim=128, dtype="bf16"),
-        ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        query_heads=64,
-    ),
-    "qwen3_235b_a22b_fp8_pth": EngineModel(
-        max_seq_len=40960,
-        layers=(
-            EngineLayer(
-                "full",
-                layers=94,
-                kv_heads=4,
-                head_dim=128,
-                value_dim=128,
-                dtype="fp8_per_token_head",
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+_DRAFT_NGRAM4 = EngineDraft(state_blocks=4, sglang_draft_tokens=5)
+TABLES = SizingTables(
+    family="qwen3_moe",
+    spec_sha256="6af1912d9dd0ae30e157107448e263b6393aaa02bbe04404c25b53080010a415",
+    tokens_per_block=32,
+    kv_cache_dtype="bf16",
+    models={
+        "qwen3_30b_a3b": Model(
+            max_seq_len=40960,
+            layers=Stack(
+                layer_count=48,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=48, kv_heads=4, head_dim=128, dtype="bf16")},
             ),
+            profiles=("none", "ngram4"),
+            query_heads=32,
+            drafts={"ngram4": _DRAFT_NGRAM4},
         ),
-        drafts={"ngram4": _DRAFT_NGRAM4},
-        query_heads=64,
-        sglang_unmodelled="sglang_no_per_token_head",
-    ),
-}
+        "qwen3_235b_a22b": Model(
+            max_seq_len=40960,
+            layers=Stack(
+                layer_count=94,
+                pattern=("full",),
+                kinds={"full": Kind("full", layers=94, kv_heads=4, head_dim=128, dtype="bf16")},
+            ),
+            profiles=("none", "ngram4"),
+            query_heads=64,
+            drafts={"ngram4": _DRAFT_NGRAM4},
+        ),
+        "qwen3_235b_a22b_fp8_pth": Model(
+            max_seq_len=40960,
+            layers=Stack(
+                layer_count=94,
+                pattern=("full",),
+                kinds={
+                    "full": Kind(
+                        "full", layers=94, kv_heads=4, head_dim=128, dtype="fp8_per_token_head"
+                    ),
+                },
+            ),
+            profiles=("none", "ngram4"),
+            query_heads=64,
+            drafts={"ngram4": _DRAFT_NGRAM4},
+        ),
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

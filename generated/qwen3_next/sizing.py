@@ -16,94 +16,68 @@ from typing import TYPE_CHECKING
 
 from .._kvgen_runtime import engines_core as _engines
 from .._kvgen_runtime import sizing_core as _sizing
-from .._kvgen_runtime.engines_rows import EngineDraft, EngineLayer, EngineModel
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, Stack
+
+# The runtime beside this module must speak its interface (docs/api.md, "Versions").
+_sizing.require_version(2, "generated/qwen3_next/sizing.py")
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
     from .._kvgen_runtime.sizing_core import *  # noqa: F403, RUF100
 
-_sizing.require_version(1, "generated/qwen3_next/sizing.py")
-
-FAMILY = "qwen3_next"
-SPEC_SHA256 = "0afb91f69cf7e6c78b2506af9b7f8fc96f2a72c2c3e725fe3549fb161e4df9f7"
-TOKENS_PER_BLOCK = 64
-KV_CACHE_DTYPE = "bf16"
-# Models: context, layers (kinds with layer counts, §1), profiles, EAGLE3/MTP draft layers.
-_MODELS: dict[str, Model] = {
-    "qwen3_next_80b_a3b": Model(
-        max_seq_len=262144,
-        layers=Stack(
-            layer_count=48,
-            pattern=("linear", "linear", "linear", "full"),
-            kinds={
-                "full": Kind("full", layers=12, kv_heads=2, head_dim=256, dtype="bf16"),
-                "linear": Kind(
-                    "recurrent",
-                    layers=36,
-                    dtype="bf16",
-                    ssm_heads=32,
-                    ssm_head_dim=128,
-                    d_state=128,
-                    n_groups=16,
-                    d_conv=4,
-                    ssm_dtype="bf16",
+# The family's tables, one value (docs/api.md, "Interpreter tables"): per model its context,
+# layers (each kind once, with its layer count, §1), profiles, EAGLE3/MTP draft layers and how
+# each engine runs each profile; the speculative profiles (K, E, G, D: §2, §5; a separate
+# draft pool); what the engines read of the architecture (§9).
+TABLES = SizingTables(
+    family="qwen3_next",
+    spec_sha256="0afb91f69cf7e6c78b2506af9b7f8fc96f2a72c2c3e725fe3549fb161e4df9f7",
+    tokens_per_block=64,
+    kv_cache_dtype="bf16",
+    models={
+        "qwen3_next_80b_a3b": Model(
+            max_seq_len=262144,
+            layers=Stack(
+                layer_count=48,
+                pattern=("linear", "linear", "linear", "full"),
+                kinds={
+                    "full": Kind("full", layers=12, kv_heads=2, head_dim=256, dtype="bf16"),
+                    "linear": Kind(
+                        "recurrent",
+                        layers=36,
+                        dtype="bf16",
+                        ssm_heads=32,
+                        ssm_head_dim=128,
+                        d_state=128,
+                        n_groups=16,
+                        d_conv=4,
+                        ssm_dtype="bf16",
+                    ),
+                },
+            ),
+            profiles=("none", "mtp2", "ngram4"),
+            extra_layers={
+                "mtp2": Stack(
+                    layer_count=1,
+                    pattern=("mtp",),
+                    kinds={"mtp": Kind("full", layers=1, kv_heads=2, head_dim=256, dtype="bf16")},
                 ),
             },
+            query_heads=16,
+            drafts={
+                "mtp2": EngineDraft(state_blocks=2, sglang_draft_tokens=3),
+                "ngram4": EngineDraft(state_blocks=4, sglang_draft_tokens=5),
+            },
         ),
-        profiles=("none", "mtp2", "ngram4"),
-        extra_layers={
-            "mtp2": Stack(
-                layer_count=1,
-                pattern=("mtp",),
-                kinds={"mtp": Kind("full", layers=1, kv_heads=2, head_dim=256, dtype="bf16")},
-            ),
-        },
-    ),
-}
-# Speculative profiles: K, E, G and the block-reuse backoff D (§2, §5), and a separate draft pool.
-_PROFILES: dict[str, Profile] = {
-    "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
-    "mtp2": Profile("mtp_eagle", draft_len=2, extra=1, step=3, backoff=1),
-    "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
-}
-# Per model: cached layers as engines read them, vLLM's profiles, SGLang's extras (§9).
-_ENGINE_MODELS: dict[str, EngineModel] = {
-    "qwen3_next_80b_a3b": EngineModel(
-        max_seq_len=262144,
-        layers=(
-            EngineLayer(
-                "recurrent",
-                layers=36,
-                state_bytes=1097728,
-                dtype="bf16",
-                mixer="gdn",
-                conv_channels=8192,
-                conv_rows=3,
-                ssm_heads=32,
-                ssm_head_elements=16384,
-                n_groups=16,
-                d_state=128,
-            ),
-            EngineLayer("full", layers=12, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"),
-        ),
-        drafts={
-            "mtp2": EngineDraft(
-                layers=(
-                    EngineLayer(
-                        "full", layers=1, kv_heads=2, head_dim=256, value_dim=256, dtype="bf16"
-                    ),
-                ),
-                retained=0,
-                state_blocks=2,
-                sglang_draft_tokens=3,
-            ),
-            "ngram4": EngineDraft(layers=(), retained=0, state_blocks=4, sglang_draft_tokens=5),
-        },
-        ssm_state_bytes=1048576,
-        query_heads=16,
-    ),
-}
+    },
+    profiles={
+        "none": Profile("none", draft_len=0, extra=0, step=1, backoff=0),
+        "mtp2": Profile("mtp_eagle", draft_len=2, extra=1, step=3, backoff=1),
+        "ngram4": Profile("ngram", draft_len=4, extra=0, step=5, backoff=0),
+    },
+    engines=EngineArch(mamba2_form="gdn"),
+)
 
 # The interpreter and the engine policies, installed over the tables above.
 _sizing.bind(globals())

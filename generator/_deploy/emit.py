@@ -82,7 +82,7 @@ class Launch:
 def _model_dtype(sizing: types.ModuleType, model: str) -> str:
     """The model's cache dtype: its attention rows' one dtype where they share it (a model's
     own kv_cache_dtype, as qwen3_235b_a22b_fp8_pth's), else the family's."""
-    rows = sizing._ENGINE_MODELS[model].layers
+    rows = sizing.ENGINE_MODELS[model].layers
     dtypes = {lay.dtype for lay in rows if lay.kv_heads and not lay.token_bytes}
     return dtypes.pop() if len(dtypes) == 1 else sizing.KV_CACHE_DTYPE
 
@@ -92,7 +92,7 @@ def _speculative(
 ) -> dict[str, Any] | None:
     if profile == "none":
         return None
-    spec = sizing._PROFILES[profile]
+    spec = sizing.TABLES.profiles[profile]
     config: dict[str, Any] = {
         "method": dict(settings.speculative_methods).get(spec.mode, spec.mode),
         "num_speculative_tokens": spec.draft_len,
@@ -110,7 +110,7 @@ def _sglang_speculative(
     """ServerArgs' speculative settings (``sglang/srt/arg_groups/fields/``): the algorithm, a
     chain of ``draft_len`` steps (top-k 1) verifying ``draft_len + 1`` tokens. SGLang adds
     the drafter's layers to the pool's cell only when the algorithm is set (EAGLE/MTP)."""
-    spec = sizing._PROFILES[profile]
+    spec = sizing.TABLES.profiles[profile]
     fields = {
         "speculative_algorithm": dict(settings.speculative_methods)[spec.mode],
         "speculative_num_steps": spec.draft_len,
@@ -218,7 +218,7 @@ def _vllm_launch(
                 "sampling only (draft_sample_method greedy, no use_local_argmax_reduction), "
                 "on its V1 model runner"
             )
-    kept = vllm_hf_overrides(sizing._ENGINE_MODELS[asked.model].layers)
+    kept = vllm_hf_overrides(sizing.ENGINE_MODELS[asked.model].layers)
     if kept is not None:
         fields["hf_overrides"], note = kept
         notes.append(note)
@@ -232,7 +232,7 @@ def _sglang_launch(
     settings = engine.engine.settings
     model, speculative, strategy = asked.model, asked.common["speculative"], asked.strategy
     notes: list[str] = []
-    entry = sizing._ENGINE_MODELS[model]
+    entry = sizing.ENGINE_MODELS[model]
     fields: dict[str, Any] = {
         "context_length": asked.common["max_seq_len"],
         "max_running_requests": asked.max_batch_size,
@@ -246,9 +246,9 @@ def _sglang_launch(
         fields[engine.memory.fraction_field] = asked.fraction
     if speculative != "none":
         fields.update(_sglang_speculative(sizing, speculative, settings))
-        if sizing._PROFILES[speculative].mode == "draft_target":
+        if sizing.TABLES.profiles[speculative].mode == "draft_target":
             notes.append("add speculative_draft_model_path: the draft model's path")
-        if sizing._PROFILES[speculative].mode == "eagle3":
+        if sizing.TABLES.profiles[speculative].mode == "eagle3":
             notes.append(
                 "add speculative_draft_model_path: the EAGLE3 draft's path; where the "
                 "draft's max_position_embeddings is below context_length, SGLang refuses "

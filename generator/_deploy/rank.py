@@ -72,11 +72,10 @@ class RankPlan:
 def load_sizing(family: str, generated: Path) -> types.ModuleType:
     """``generated/<family>/sizing.py`` through the file-access rules, without kvgen's spec
     stack (a plan with --emit stays a fraction of a second: bench/bench_emit.py)."""
-    from kvgen._files import Refused, exists, read_bytes
+    from kvgen._files import MAX_GENERATED_BYTES, Refused, exists, read_bytes
     from kvgen._shipped import known_families, locate
     from kvgen._suggest import did_you_mean
-    from kvgen._vendored import import_generated
-    from kvgen._writer import MAX_GENERATED_BYTES
+    from kvgen._vendored import import_generated, interface_refusal
 
     generated = locate(family, generated).generated  # the project's, else the shipped family
     path = generated / family / "sizing.py"
@@ -96,6 +95,9 @@ def load_sizing(family: str, generated: Path) -> types.ModuleType:
         raise ValueError(f"{path.as_posix()} failed to load: {type(exc).__name__}") from None
     if not hasattr(module, "engine_capacity"):
         raise ValueError(f"{path.as_posix()} has no engine_capacity: run `kvgen generate`")
+    refusal = interface_refusal(module, path)
+    if refusal is not None:
+        raise ValueError(refusal)
     return module
 
 
@@ -119,7 +121,7 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
         )
     checkpoint = weights.load(path)
     tensors = checkpoint.tensors
-    stack = sizing._MODELS[model].layers
+    stack = sizing.TABLES.models[model].layers
     weights.check_model(checkpoint, model, _layer_shapes(stack))
     kv_heads = max(kind.kv_heads for kind in stack.kinds.values()) or 1
     tied = not any(t.name.split(".")[-2:-1] == ["lm_head"] for t in tensors)

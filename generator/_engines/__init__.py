@@ -262,9 +262,11 @@ def _trtllm_answer(
     else:
         _family(family)
         module = _trtllm.sizing(family, size)
-    capacity: EngineCapacity = module._trtllm_capacity(
-        model, budget_bytes, max_seq_len, max_num_tokens, None, speculative, tp_size,
-        max_batch_size, pp_size, pp_rank,
+    capacity: EngineCapacity = module.engine_capacity(
+        model, budget_bytes, engine=f"{found.engine.name}=={found.version}",
+        max_seq_len=max_seq_len, max_num_tokens=max_num_tokens, speculative=speculative,
+        tp_size=tp_size,
+        max_batch_size=max_batch_size, pp_size=pp_size, pp_rank=pp_rank,
     )  # fmt: skip
     return capacity
 

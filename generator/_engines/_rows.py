@@ -1,36 +1,46 @@
-"""The engine rows of a loaded spec (``kvgen.engines_rows``' row types), built here for both
-``kvgen._engines`` (at call time) and generation (the tables of ``generated/<f>/sizing.py``).
-
-What an engine needs beyond the layers is decided here, once: which speculative profiles vLLM
-runs in the target's pool (and how), whether SGLang sizes the architecture as hybrid SWA, and
-the SSM share of a recurrent state.
+"""What the engines read of a loaded spec beyond its layers, decided here once: which
+speculative profiles vLLM runs in the target's pool (and how), whether SGLang sizes the
+architecture as hybrid SWA, which engine cannot run the family: the ``EngineDraft`` rows of
+every model's profiles and the family's ``EngineArch``, written into ``TABLES`` with the
+interpreter's rows (``sizing_tables``). The engine rows themselves are derived from those
+tables by the runtime (``kvgen.engines_rows.engine_models``), for ``kvgen._engines`` (at call
+time, ``engine_model``) and for a generated module (at bind) alike.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kvgen._cache_kinds import CacheKind, spec_kind
-from kvgen._engines._layers import (
-    CachedLayer,
+from kvgen._cache_kinds import spec_kind
+from kvgen._sizing_rows import profile_row, stack_row
+from kvgen._spec import MODES_WITH_DRAFT_POOL
+from kvgen.engines_rows import (
+    VLLM_DRAFT_MODEL_MODES,
+    VLLM_POOL_DRAFTERS,
+    EngineArch,
+    EngineDraft,
+    EngineModel,
     NotModelled,
-    cached_layers,
-    ssm_state_bytes,
-    stack_layers,
+    engine_rows,
+    kind_rows,
 )
-from kvgen.engines_rows import VLLM_PER_TOKEN_HEAD, EngineDraft, EngineLayer, EngineModel
+from kvgen.engines_rows import (
+    engine_model as derived_engine_model,
+)
+from kvgen.sizing_kinds import Model as ModelRow
+from kvgen.sizing_kinds import Profile, SizingTables, Stack
 
 if TYPE_CHECKING:
     from kvgen._spec import Family, Model, Speculative
 
 # Drafters whose layers live in vLLM's one pool beside the target's (EAGLE-family, MTP; and a
-# separate draft model, draft_target or PARD, whose own layers join the pool); ngram has no
-# layers. DFlash is not modelled; the two-model modes are TensorRT-LLM's, which vLLM cannot run.
-VLLM_SPECULATIVE_MODES = ("eagle3", "mtp", "mtp_eagle")
-# kvgen modes vLLM runs as its "draft_model" method: PARD is draft_model with
-# parallel_drafting (vllm/config/speculative.py), whose K extra query slots per request
-# (max_num_new_slots_for_drafting) are scheduler token budget, not KV blocks.
-VLLM_DRAFT_MODEL_MODES = ("draft_target", "pard")
+# separate draft model, draft_target or PARD, whose own layers join the pool: PARD is vLLM's
+# draft_model method with parallel_drafting (vllm/config/speculative.py), whose K extra query
+# slots per request (max_num_new_slots_for_drafting) are scheduler token budget, not KV
+# blocks); ngram has no layers. DFlash is not modelled; the two-model modes are
+# TensorRT-LLM's, which vLLM cannot run. Defined with the runtime's draft rule
+# (``kvgen.engines_rows``).
+VLLM_SPECULATIVE_MODES = VLLM_POOL_DRAFTERS
 # TensorRT-LLM's two-model modes (a second engine for the drafter, with its own KV cache), which
 # vLLM has no form of, and the one-model modes whose profiles vLLM runs in their place.
 VLLM_ONE_MODEL = {
@@ -74,45 +84,18 @@ SGLANG_ENCODER_DECODER = frozenset({"llama3_2_vision"})
 SGLANG_REFUSED_MODES = {"pard": "sglang_no_pard", "eagle3_two_model": "sglang_two_model_eagle3"}
 
 
-def layer_rows(layers: tuple[CachedLayer, ...], mixer: str = "") -> tuple[EngineLayer, ...]:
-    """One row per distinct shape with its layer count, in order of first appearance;
-    ``mixer``: what the Mamba-2-form recurrent layers are ("gdn": Gated DeltaNet,
-    VLLM_GDN_FAMILIES; "kda": Kimi Delta Attention, VLLM_KDA_FAMILIES; "": Mamba-2)."""
-    counts: dict[tuple[object, ...], int] = {}
-    for lay in layers:
-        shape = (lay.attention, lay.kv_heads, lay.head_dim, lay.value_dim, lay.window,
-                 lay.state_bytes, lay.dtype, lay.recurrent, lay.token_bytes)  # fmt: skip
-        counts[shape] = counts.get(shape, 0) + 1
-    rows = []
-    for (
-        attention,
-        heads,
-        head,
-        value,
-        window,
-        state,
-        dtype,
-        dims,
-        packed,
-    ), count in counts.items():
-        row = EngineLayer(attention, count, heads, head, value, window, state, dtype)  # type: ignore[arg-type]
-        if packed:
-            row = EngineLayer(attention, count, heads, head, value, window, state, dtype,  # type: ignore[arg-type]
-                              token_bytes=packed)  # type: ignore[arg-type]  # fmt: skip
-        if dims:
-            kind, channels, rows_, ssm_heads, elements, groups, d_state = dims
-            row = EngineLayer(
-                attention, count, heads, head, value, window, state, dtype,  # type: ignore[arg-type]
-                (mixer or kind) if kind == "mamba2" else kind, channels, rows_, ssm_heads,  # type: ignore[arg-type]
-                elements, groups, d_state,  # type: ignore[arg-type]
-            )  # fmt: skip
-        rows.append(row)
-    return tuple(rows)
+def _cached_layers(stack: Stack, model: str) -> int:
+    """The layers of ``stack`` that hold a cache of their own; ``NotModelled`` where no
+    engine model holds one of them (the first in layer order, as ``engine_rows`` says)."""
+    engine_rows(stack, model)
+    return sum(kind.layers for kind in stack.kinds.values()
+               if kind.reads is None and kind_rows(kind, model))  # fmt: skip
 
 
 def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraft:
-    """A profile as vLLM runs it: drafter layers in the target's pool, tokens retained below
-    each sliding window, Mamba state blocks per request added by the draft tokens.
+    """A profile as vLLM runs it: tokens retained below each sliding window, Mamba state
+    blocks per request added by the draft tokens, and how SGLang runs it (the drafter's
+    layers in the target's pool are derived from the tables: ``engines_rows.engine_rows``).
 
     vLLM keeps an EAGLE/MTP drafter's layers in the one KV pool beside the target's; a
     multi-module MTP drafter re-prefills K - 1 tokens below each sliding window, so those stay
@@ -122,7 +105,7 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
     if profile.mode == "ngram":
         # SGLang's NGRAM: no draft layers, a chain of k verifying k + 1 tokens (kvgen emits
         # bfs breadth 1), whose intermediate states a recurrent hybrid keeps.
-        return EngineDraft((), 0, k, "", 0, k + 1)
+        return EngineDraft(0, k, "", 0, k + 1)
     if profile.mode in VLLM_DRAFT_MODEL_MODES and profile.draft is not None:
         # SGLang: a separate draft model runs as STANDALONE, the draft config's layers at the
         # target's per-layer size (spec_aux_hidden_state.py draft_kv_num_layers,
@@ -140,10 +123,10 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
         vocabs = {model.vocab_size, profile.draft.vocab_size}
         differs = "vllm_draft_vocab" if None not in vocabs and len(vocabs) > 1 else ""
         try:
-            rows = layer_rows(stack_layers(family, profile.draft, model))
+            engine_rows(stack_row(profile.draft, family.kv_cache_dtype, profile.draft), model.name)
         except NotModelled as exc:
-            return EngineDraft((), 0, 0, exc.reason, **sglang, draft_model=True)
-        return EngineDraft(rows, 0, k, differs, **sglang, draft_model=True)
+            return EngineDraft(0, 0, exc.reason, **sglang, draft_model=True)
+        return EngineDraft(0, k, differs, **sglang, draft_model=True)
     if profile.mode in VLLM_ONE_MODEL:
         # vLLM's drafters always share the pool: name the one-model profile it runs instead.
         instead = [
@@ -152,58 +135,90 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
             if other.mode in VLLM_ONE_MODEL[profile.mode] and other.applies_to(model.name)
         ]
         return EngineDraft(
-            (), 0, 0, "vllm_two_model", instead=instead[0] if instead else "",
+            0, 0, "vllm_two_model", instead=instead[0] if instead else "",
             sglang_unmodelled=SGLANG_REFUSED_MODES.get(profile.mode, ""),
         )  # fmt: skip
     if profile.mode in SGLANG_REFUSED_MODES:
-        return EngineDraft((), 0, 0, "separate_draft",
+        return EngineDraft(0, 0, "separate_draft",
                            sglang_unmodelled=SGLANG_REFUSED_MODES[profile.mode])  # fmt: skip
     if profile.mode not in VLLM_SPECULATIVE_MODES:
-        return EngineDraft((), 0, 0, "separate_draft")
+        return EngineDraft(0, 0, "separate_draft")
     extra = profile.extra_layers
     try:
-        draft = stack_layers(family, extra, model) if extra is not None else ()
+        layers = 0
+        if extra is not None:
+            layers = _cached_layers(stack_row(extra, family.kv_cache_dtype, model), model.name)
     except NotModelled as exc:
-        return EngineDraft((), 0, 0, exc.reason)
+        return EngineDraft(0, 0, exc.reason)
     modules = extra.layers.count if extra is not None else 1
     lookahead = k if profile.mode == "mtp" and min(modules, k) > 1 else 1
-    if profile.mode not in ("eagle3", "mtp", "mtp_eagle"):
-        return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k)
     # SGLang's EAGLE/MTP path: a chain of k steps verifying k + 1 tokens (what kvgen emits),
     # the drafter's layers charged at the target's per-layer size, except on a recurrent
     # hybrid: a path-less MTP head there counts only if the target's config.json names
     # num_nextn_predict_layers (spec_aux_hidden_state.py), which Qwen3-Next's does not.
     recurrent = any(spec_kind(kind).recurrent for kind in model.layer_kinds.values())
-    sglang = 0 if recurrent else len({lay.position for lay in draft})  # an indexer: its layer's
-    return EngineDraft(layer_rows(draft), max(0, lookahead - 1), k, "", sglang, k + 1)
+    sglang = 0 if recurrent else layers  # an indexer: its layer's
+    return EngineDraft(max(0, lookahead - 1), k, "", sglang, k + 1)
 
 
-def _shares_kv(model: Model) -> bool:
-    """Whether a layer of the model reads another layer's cache (vLLM gives the reading layer
-    no cache; SGLang 0.5.23 allocates it a buffer all the same: resolve_layer_indices sizes
-    the pool for every hidden layer, and Gemma 3n's shared layers only skip writing to it,
-    models/gemma3n_causal.py save_kv_cache=not is_kv_shared_layer)."""
-    return any(kind.reads is not None for kind in model.layer_kinds.values())
+def engine_arch(family: Family) -> EngineArch:
+    """What the engines read of the family's architecture as a whole (``EngineArch``)."""
+    gdn = "gdn" if family.family in VLLM_GDN_FAMILIES else ""
+    return EngineArch(
+        hybrid_swa=family.family in SGLANG_HYBRID_SWA_FAMILIES,
+        vllm_unmodelled=VLLM_UNSUPPORTED.get(family.family, ""),
+        sglang_unmodelled=SGLANG_UNSUPPORTED.get(family.family, ""),
+        mamba2_form="kda" if family.family in VLLM_KDA_FAMILIES else gdn,
+        sglang_encoder_decoder=family.family in SGLANG_ENCODER_DECODER,
+    )
 
 
-def _sglang_encoder_decoder(family: Family, model: Model) -> dict[str, object]:
-    """SGLang 0.5.23's rows of an encoder-decoder model: every text layer, cross-attention
-    ones included, is a layer of its one token pool (ModelConfig.num_attention_layers,
-    layer_setup._compute_model_num_layers), sized like a self-attention layer; a request's
-    encoder tokens (models/mllama.py pad_input_ids: images x tiles x patches) take slots of
-    that pool before its text (schedule_batch.py encoder_lens), and the cross layers write
-    their K/V there (memory_pool.py KVWriteLoc.for_layer: encoder_out_cache_loc)."""
-    pattern = model.layers.pattern
-    pool_dtype = model.kv_cache_dtype or family.kv_cache_dtype
-    layers: list[CachedLayer] = []
-    for index in range(model.layers.count):
-        kind = model.layer_kinds[pattern[index % len(pattern)]]
-        cls = spec_kind(kind)
-        if cls.encoder_cache:  # a cross layer: SGLang sizes it like a self-attention layer
-            cls = CacheKind
-        layers += cls.engine_layers(kind, index, kind.dtype or pool_dtype, model)
-    tokens = max(kind.encoder_tokens or 0 for kind in model.layer_kinds.values())
-    return {"sglang_layers": layer_rows(tuple(layers)), "sglang_encoder_tokens": tokens}
+def model_row(family: Family, model: Model) -> ModelRow:
+    """One model's row of the tables: its layers (each kind once, with its layer count), its
+    profiles and EAGLE3/MTP draft layers, and what the engines read beyond them."""
+    dtype = family.kv_cache_dtype
+    return ModelRow(
+        max_seq_len=model.max_seq_len,
+        layers=stack_row(model, dtype, model),
+        profiles=family.profiles_for(model.name),
+        extra_layers={
+            profile.name: stack_row(profile.extra_layers, dtype, model)
+            for profile in family.speculative
+            if profile.extra_layers is not None and profile.applies_to(model.name)
+        },
+        query_heads=model.num_attention_heads or 0,
+        vllm_ssm_dtype=_vllm_ssm_dtype(family, model),
+        drafts={
+            profile.name: vllm_draft(family, model, profile)
+            for profile in family.speculative
+            if profile.applies_to(model.name)
+        },
+    )
+
+
+def profile_rows(family: Family) -> dict[str, Profile]:
+    """The family's speculative profiles ("none" first), a separate draft pool's layers with
+    its profile."""
+    profiles = {"none": profile_row(None, None)}
+    for profile in family.speculative:
+        draft = None
+        if profile.mode in MODES_WITH_DRAFT_POOL and profile.draft is not None:
+            draft = stack_row(profile.draft, family.kv_cache_dtype, profile.draft)
+        profiles[profile.name] = profile_row(profile, draft)
+    return profiles
+
+
+def sizing_tables(family: Family, spec_sha256: str = "") -> SizingTables:
+    """The family's tables, the one value its sizing module writes (``TABLES``)."""
+    return SizingTables(
+        family=family.family,
+        spec_sha256=spec_sha256,
+        tokens_per_block=family.tokens_per_block,
+        kv_cache_dtype=family.kv_cache_dtype,
+        models={model.name: model_row(family, model) for model in family.models},
+        profiles=profile_rows(family),
+        engines=engine_arch(family),
+    )
 
 
 def _vllm_ssm_dtype(family: Family, model: Model) -> str:
@@ -222,38 +237,13 @@ def _vllm_ssm_dtype(family: Family, model: Model) -> str:
 
 
 def engine_model(family: Family, model: Model) -> EngineModel:
-    """The engine rows of one model of a loaded spec."""
-    drafts = {
-        profile.name: vllm_draft(family, model, profile)
-        for profile in family.speculative
-        if profile.applies_to(model.name)
-    }
-    hybrid_swa = family.family in SGLANG_HYBRID_SWA_FAMILIES
-    ssm = ssm_state_bytes(family, model)
-    vllm = {
-        "query_heads": model.num_attention_heads or 0,
-        "vllm_ssm_dtype": _vllm_ssm_dtype(family, model),
-        "vllm_unmodelled": VLLM_UNSUPPORTED.get(family.family, ""),
-        "sglang_unmodelled": SGLANG_UNSUPPORTED.get(family.family, ""),
-    }
-    try:
-        layers = cached_layers(family, model)
-        if _shares_kv(model):
-            vllm["sglang_layers"] = layer_rows(stack_layers(family, model, model, shared=True))
-    except NotModelled as exc:
-        if exc.reason == "cross" and family.family in SGLANG_ENCODER_DECODER:
-            try:
-                vllm.update(_sglang_encoder_decoder(family, model))
-            except NotModelled as sglang:  # a layer SGLang's rows cannot hold either: its reason
-                vllm["sglang_unmodelled"] = vllm["sglang_unmodelled"] or sglang.reason
-        return EngineModel(model.max_seq_len, (), drafts, hybrid_swa, ssm, exc.reason, **vllm)
-    if not vllm["sglang_unmodelled"] and any(lay.dtype in VLLM_PER_TOKEN_HEAD for lay in layers):
-        vllm["sglang_unmodelled"] = "sglang_no_per_token_head"
-    mixer = "gdn" if family.family in VLLM_GDN_FAMILIES else ""
-    rows = layer_rows(layers, "kda" if family.family in VLLM_KDA_FAMILIES else mixer)
-    return EngineModel(model.max_seq_len, rows, drafts, hybrid_swa, ssm, "", **vllm)
+    """The engine rows of one model of a loaded spec, derived as a generated module derives
+    them from its tables."""
+    return derived_engine_model(
+        model.name, model_row(family, model), profile_rows(family), engine_arch(family)
+    )
 
 
 def engine_tables(family: Family) -> dict[str, EngineModel]:
-    """Every model's engine rows, as generation writes them."""
+    """Every model's engine rows (``ENGINE_MODELS`` of the family's sizing module)."""
     return {model.name: engine_model(family, model) for model in family.models}

@@ -64,6 +64,31 @@ def test_explain_imports_only_its_own_command():
     assert {m for m in loaded if m.startswith("kvgen._commands.")} == {"kvgen._commands.explain"}
 
 
+# Issue 28: `kvgen plan` answers from a generated module, so it validates no spec: no spec
+# models (pydantic), no rules, no renderer and no writer (at c2a37ec it imported the spec
+# models through kvgen._project and the writer for one constant, MAX_GENERATED_BYTES).
+PLAN = ("-q", "plan", "llama3", "llama3_1_8b")
+NOT_FOR_PLAN = (*HEAVY, "kvgen._lint", "kvgen._render", "kvgen._writer", "kvgen._project")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--gpu-memory", "20GiB"),
+        ("--gpu-memory", "20GiB", "--engine", "vllm"),
+        ("--gpu-memory", "20GiB", "--engine", "sglang"),
+        ("--requests", "4"),
+        ("--gpu", "H100-80GB", "--weights", "16GiB", "--emit", "trtllm"),
+        ("--gpu", "H100-80GB", "--weights", "16GiB", "--emit", "vllm"),
+    ],
+    ids=["trtllm", "vllm", "sglang", "requests", "emit-trtllm", "emit-vllm"],
+)
+def test_plan_imports_no_spec_model_rule_renderer_or_writer(argv):
+    loaded = _modules_after(*PLAN, *argv)
+    heavy = {name for name in loaded if name.split(".")[0] in HEAVY}
+    assert heavy | {name for name in loaded if name.startswith(NOT_FOR_PLAN)} == set()
+
+
 def test_lint_of_one_spec_does_not_import_the_renderer():
     loaded = _modules_after("-q", "lint", "schema/families/llama3.yaml")
     assert "pydantic" in loaded  # it validates

@@ -75,7 +75,7 @@ def _answered(capacity) -> dict:
 def test_engine_capacity_holds_what_the_engine_pools_hold(entry):
     config = entry["config"]
     module = loop.rendered(config["family"], config["tokens_per_block"]).sizing
-    profile = module._PROFILES[config["speculative"]]
+    profile = module.TABLES.profiles[config["speculative"]]
     expected = held_by_the_engine_slots(entry, profile.extra + profile.step)
     kwargs = {"engine": "trtllm-v2", "max_seq_len": config["max_seq_len"],
               "max_num_tokens": N, "max_batch_size": B, "speculative": config["speculative"],

@@ -130,7 +130,12 @@ def test_generated_trtllm_v2_equals_the_cost_model_for_every_model_and_profile(
 
 def test_generated_public_surface_and_engine_defaults(tmp: Path) -> None:
     gemma = generated("gemma3", tmp)
-    assert gemma.__all__[-2:] == ["EngineCapacity", "engine_capacity"]
+    # The engine half of the public surface: the rows and answer, TensorRT-LLM V2's pool
+    # groups for a tool (docs/api.md, "The interface of a sizing module").
+    assert gemma.__all__[-6:] == [
+        "ENGINE_MODELS", "EngineCapacity", "engine_capacity", "trtllm_held", "trtllm_held_in",
+        "trtllm_plans",
+    ]  # fmt: skip
     # Defaults: vLLM block 16, SGLang page 1, TensorRT-LLM the spec's tokens_per_block (16).
     # gemma3_27b, S = N = 8,192: SGLang sizes all 62 layers full length, 16 heads x 256 x 2 B
     # = 8,192 B each: 507,904 B per token; 42,949,672,960 // 507,904 = 84,562 tokens.

@@ -40,7 +40,7 @@ def _general(layout: engines_vllm.VllmLayout) -> engines_vllm.VllmLayout:
 def test_precomputed_grouping_plans_as_the_general_grouping(name: str) -> None:
     module = generated(name)
     static = 0
-    for entry in module._ENGINE_MODELS.values():
+    for entry in module.ENGINE_MODELS.values():
         for profile in ("none", *entry.drafts):
             try:
                 layout = engines_vllm.vllm_layout(entry, profile)
@@ -105,7 +105,7 @@ def test_a_row_split_in_two_plans_as_one_row() -> None:
 def test_a_draft_layer_like_the_targets_joins_its_row() -> None:
     # qwen3_next's MTP drafter is one full-attention layer with the target's heads: one spec
     # for vLLM, so the layout keeps one row of 13 full layers and its grouping precomputed.
-    entry = generated("qwen3_next")._ENGINE_MODELS["qwen3_next_80b_a3b"]
+    entry = generated("qwen3_next").ENGINE_MODELS["qwen3_next_80b_a3b"]
     layout = engines_vllm.vllm_layout(entry, "mtp2")
     full = [row for row in layout.rows if row[0] == "full"]
     assert [row[3] for row in full] == [13]

@@ -237,29 +237,41 @@ def test_generated_sizing_public_surface(project):
     assert module.__all__ == [
         "API_VERSION",
         "FAMILY",
+        "KV_CACHE_DTYPE",
         "MANAGERS",
         "MAX_SEQ_LEN",
         "MODELS",
         "PROFILES",
+        "RUNTIME_VERSION",  # the interface's version (docs/api.md, "Versions")
         "SEMANTICS",
         "SPECULATIVE",
         "SPEC_SHA256",
+        "TABLES",  # the family's tables, one value
         "TIERS",
         "TOKENS_PER_BLOCK",
         "CacheCost",
+        "SizingTables",
         "cache_costs",
         "cost_terms",
         "headroom",
+        "manager_layers",  # each manager's layers, as kvgen._trtllm_budget reads them
+        "manager_terms",  # each manager's terms, as kvgen._trtllm_budget reads them
         "max_blocks_per_seq",
         "max_tokens_from_quota",
         "pages_per_request",
         "quota_for_requests",
         "quota_from_max_tokens",
+        "rank_layers",  # each manager's layers on one rank (kvgen._trtllm_budget)
         "split_budget",
         # kvgen.engines_core, bound after the sizing interpreter
+        "ENGINE_MODELS",
         "EngineCapacity",
         "engine_capacity",
+        "trtllm_held",
+        "trtllm_held_in",
+        "trtllm_plans",
     ]
+    assert module.TABLES.family == module.FAMILY == "toy"
     assert module.MODELS == ("toy_small",)
     assert module.MAX_SEQ_LEN == {"toy_small": 4096}
     assert module.SPECULATIVE == ("none", "eagle2")

@@ -7,7 +7,7 @@ pages(w, H); a request in context with a chunk of n tokens holds at most the pea
 found here by dynamic programming over every split of N among k <= R chunks, each at its own
 worst position, and compared with the closed form in the generic cost model
 (``kvgen.costmodel._context_pages``) and in the generated modules' core
-(``kvgen.sizing_quota._swa_context_tokens``, which turns it into the least T).
+(``kvgen.sizing_quota.swa_context_tokens``, which turns it into the least T).
 """
 
 from __future__ import annotations
@@ -56,11 +56,10 @@ def test_closed_form_is_the_brute_force_maximum(tpb, extra, head):
 
 
 @pytest.mark.parametrize(("extra", "head"), HEADROOMS)
-def test_generated_core_plans_the_least_tokens_that_hold_them(monkeypatch, extra, head):
+def test_generated_core_plans_the_least_tokens_that_hold_them(extra, head):
     # The core's least T: ceil((T + rounding) / tpb) context pages cover the brute-force most,
     # T - 1 gives one page fewer (or T is 0), and T never passes N.
     tpb = 8
-    monkeypatch.setattr(sizing_quota, "TOKENS_PER_BLOCK", tpb, raising=False)
     for window in range(2, 3 * tpb + 3):
         for requests in (1, 3):
             for chunk in (1, tpb, 2 * tpb + 3):
@@ -69,8 +68,8 @@ def test_generated_core_plans_the_least_tokens_that_hold_them(monkeypatch, extra
                 spare = -(-(window + head - 2) // tpb) > -(-(window + extra - 2) // tpb)
                 rounding = 0 if spare else min(requests, chunk) * (tpb - 1)
                 want = brute_force_context_pages(window, extra, head, tpb, requests, chunk)
-                tokens = sizing_quota._swa_context_tokens(
-                    window - 2, extra, head, requests, chunk, rounding
+                tokens = sizing_quota.swa_context_tokens(
+                    window - 2, extra, head, requests, chunk, rounding, tpb
                 )  # offset w - 2: pages(w, x) - 1 = ceil((w - 2 + x)/tpb)
                 assert 0 <= tokens <= chunk  # reached within min(T, N)
                 assert -(-(tokens + rounding) // tpb) >= want

@@ -621,11 +621,13 @@ def test_plans_are_cached_per_family_object_not_per_name(monkeypatch: pytest.Mon
     # Two specs named synth/m that differ only in the window. Block 16, S = 8,192, N = 8,192
     # (in flight 16,384): window 128 -> sliding blocks ceil(min(127 + 16,384, 8,192)/16) + 1 =
     # 513 either way, so use N = 1 (in flight 2): window 128 -> ceil(129/16) + 1 = 10 blocks,
-    # window 4,096 -> ceil(4,097/16) + 1 = 258 blocks; the full layer 512 blocks.
+    # window 4,096 -> ceil(4,097/16) + 1 = 258 blocks; the full layer 512 blocks. One running
+    # request (max_batch_size 1): vLLM refuses max_num_batched_tokens below max_num_seqs.
     import kvgen._engines as engines
 
     monkeypatch.setattr(engines, "_CACHE_BOUND", 2)
-    kwargs = {"engine": "vllm", "max_seq_len": 8192, "max_num_tokens": 1, "block_size": 16}
+    kwargs = {"engine": "vllm", "max_seq_len": 8192, "max_num_tokens": 1, "block_size": 16,
+              "max_batch_size": 1}  # fmt: skip
     narrow = engine_capacity(_synthetic(128), "m", GIB40, **kwargs)
     wide = engine_capacity(_synthetic(4096), "m", GIB40, **kwargs)
     # a block is one page of 16 x 8 x 128 x 2 B = 32,768 B per group (2 groups of 1 layer)

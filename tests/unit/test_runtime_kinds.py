@@ -203,7 +203,7 @@ def test_every_engine_row_kind_is_a_value_of_the_engine_policies():
         if path.parent.name.startswith("_"):
             continue
         module = importlib.import_module(f"generated.{path.parent.name}.sizing")
-        for entry in module._ENGINE_MODELS.values():
+        for entry in module.ENGINE_MODELS.values():
             drafts = [lay for draft in entry.drafts.values() for lay in draft.layers]
             seen |= {lay.attention for lay in (*entry.layers, *drafts)}
     assert seen <= set(engines_rows._ROW_KINDS)
@@ -223,7 +223,7 @@ def test_the_engine_policies_read_a_recurrent_mixer_only_through_its_table():
     for path in sorted((REPO / "generated").glob("*/sizing.py")):
         if not path.parent.name.startswith("_"):
             module = importlib.import_module(f"generated.{path.parent.name}.sizing")
-            for entry in module._ENGINE_MODELS.values():
+            for entry in module.ENGINE_MODELS.values():
                 drafts = [lay for draft in entry.drafts.values() for lay in draft.layers]
                 seen |= {lay.mixer for lay in (*entry.layers, *drafts, *entry.sglang_layers)}
     assert seen <= set(engines_rows._MIXERS)

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -197,12 +198,20 @@ def test_a_bound_family_leaves_the_source_and_other_families_untouched():
     assert sizing_kinds.MODELS == ()
 
 
-def test_a_runtime_older_than_the_gencode_is_refused_and_a_newer_one_accepted():
-    current = sizing_core.RUNTIME_VERSION
-    sizing_core.require_version(current, "m.py")
-    sizing_core.require_version(current - 1, "m.py")
-    with pytest.raises(ImportError, match=f"m.py needs kvgen sizing runtime {current + 1}"):
-        sizing_core.require_version(current + 1, "m.py")
+def test_a_runtime_accepts_the_gencode_of_its_window_and_refuses_the_rest():
+    # Protobuf's rule: a runtime at least as new as the gencode, down to the oldest gencode
+    # it still runs (MIN_GENCODE_VERSION: 2, the first with TABLES); both refusals name the fix.
+    current, oldest = sizing_core.RUNTIME_VERSION, sizing_core.MIN_GENCODE_VERSION
+    assert (current, oldest) == (2, 2)
+    for version in range(oldest, current + 1):
+        sizing_core.require_version(version, "m.py")
+    for version in (oldest - 1, current + 1):
+        refusal = (
+            rf"m.py was generated for kvgen sizing runtime {version}; .* is 2 "
+            r"\(it runs modules of 2 to 2\): run `kvgen generate`"
+        )
+        with pytest.raises(ImportError, match=refusal):
+            sizing_core.require_version(version, "m.py")
 
 
 def test_templates_hold_no_generic_logic():
@@ -442,8 +451,10 @@ def test_the_copied_suggestion_matches_kvgen_suggest():
 
 
 def test_calls_at_the_defaults_and_explicit_equal_options_answer_alike():
-    # One path for every call (no identity fast path at the defaults): equal options given
-    # as other objects (numpy ints, rebuilt strings) answer the same and share its refusals.
+    # A call at the defaults (the same objects) is looked up by its five required arguments,
+    # any other by all seventeen as given (issue 28: a warm call looks up before it
+    # validates); equal options given as other objects (numpy ints, rebuilt strings) answer
+    # the same, and both paths refuse alike, warm or not.
     plain = core.cache_costs("hybrid", speculative="pard2", **KW)
     explicit = core.cache_costs(
         "hybrid", speculative="pard2", tp_size=np.int64(1), pp_size=1, pp_rank=0,
@@ -451,8 +462,7 @@ def test_calls_at_the_defaults_and_explicit_equal_options_answer_alike():
         mamba_state_update="def" + "ault", **KW,
     )  # fmt: skip
     assert plain == explicit
-    assert not hasattr(core, "_answers_plain")
-    assert len(core._ANSWERS) >= 1
+    assert len(core._PLAIN) >= 1 and len(core._ANSWERS) >= 1
     for bad in (True, 4.0):  # warm caches on both paths still refuse a bool or a float
         with pytest.raises(ValueError, match="max_batch_size"):
             core.cache_costs("hybrid", **{**KW, "max_batch_size": bad})
@@ -481,17 +491,25 @@ def test_equal_options_share_one_answer_keyed_by_the_validated_options():
     assert len(module._ANSWERS) == 1
 
 
-def test_the_answers_cache_is_bounded_and_answers_alike_after_it_empties():
-    # The answers cache is a plain dict of at most _ANSWERS_HELD (4,096) answers, emptied when
-    # full: 4,097 distinct batch sizes leave one answer held, and the first batch size's
-    # answer, computed again, is the one it had.
+def test_the_answers_caches_are_bounded_and_answer_alike_after_they_let_go():
+    # The answers cache by validated options (cost_terms' here) and cache_costs' cache of its
+    # usual call by its arguments as given are plain dicts of at most _ANSWERS_HELD (4,096)
+    # answers, emptied when full; the typed cache of every other call's arguments holds as
+    # many, the least recently used let go. 4,097 distinct batch sizes leave one answer in
+    # each dict and 4,096 in the other, and the first batch size's answer, computed again, is
+    # the one it had.
     module = bound_module(load_family(EXAMPLE))
-    first = module.cache_costs("hybrid", **{**KW, "max_batch_size": 1})
-    for batch in range(2, module._ANSWERS_HELD + 2):
+    held = module._ANSWERS_HELD
+    first = module.cost_terms("hybrid", **{**KW, "max_batch_size": 1})
+    plain = module.cache_costs("hybrid", **{**KW, "max_batch_size": 1})
+    for batch in range(2, held + 2):
+        module.cost_terms("hybrid", **{**KW, "max_batch_size": batch})
         module.cache_costs("hybrid", **{**KW, "max_batch_size": batch})
-        assert len(module._ANSWERS) <= module._ANSWERS_HELD
-    assert len(module._ANSWERS) == 1
-    assert module.cache_costs("hybrid", **{**KW, "max_batch_size": 1}) == first
+        assert len(module._ANSWERS) <= held and len(module._PLAIN) <= held
+    assert len(module._ANSWERS) == len(module._PLAIN) == 1
+    assert module._GIVEN.cache_info().currsize == held
+    assert module.cost_terms("hybrid", **{**KW, "max_batch_size": 1}) == first
+    assert module.cache_costs("hybrid", **{**KW, "max_batch_size": 1}) == plain
 
 
 def test_quota_for_requests_names_seq_len_when_it_exceeds_the_models_context():
@@ -542,20 +560,63 @@ def test_a_draft_several_models_share_is_written_once_and_reads_as_the_specs_row
     # the 0.5B draft, so vLLM runs it; 7B-72B: 152,064, the vocabulary refusal): each row
     # is written once as a module constant and named in every model's drafts, and the
     # generated table equals the rows kvgen builds in memory from the spec.
-    from kvgen._engines._rows import engine_tables
+    from kvgen._engines._rows import engine_tables, sizing_tables
     from kvgen._sizing_context import shared_drafts
 
     family = load_family(REPO / "schema" / "families" / "qwen2_5.yaml")
-    names = shared_drafts(engine_tables(family))
+    tables = sizing_tables(family)
+    names = shared_drafts(tables)
     assert sorted(names.values()) == [
         "_DRAFT_DRAFT_0_5B", "_DRAFT_DRAFT_0_5B_2", "_DRAFT_PARD4", "_DRAFT_PARD4_2",
     ]  # fmt: skip
     source = (GENERATED / "qwen2_5" / "sizing.py").read_text(encoding="utf-8")
     assert source.count("EngineDraft(") == 4  # one per shared row, none inline
     module = import_generated(GENERATED / "qwen2_5" / "sizing.py", "_qwen2_5_shared")
-    assert repr(module._ENGINE_MODELS) == repr(engine_tables(family))  # rows of its own runtime
-    small, large = module._ENGINE_MODELS["qwen2_5_0_5b"], module._ENGINE_MODELS["qwen2_5_72b"]
-    assert small.drafts["pard4"] is module._ENGINE_MODELS["qwen2_5_3b"].drafts["pard4"]
+    assert repr(module.ENGINE_MODELS) == repr(engine_tables(family))  # rows of its own runtime
+    small, large = module.ENGINE_MODELS["qwen2_5_0_5b"], module.ENGINE_MODELS["qwen2_5_72b"]
+    assert small.drafts["pard4"] is module.ENGINE_MODELS["qwen2_5_3b"].drafts["pard4"]
     assert large.drafts["draft_0_5b"].unmodelled == "vllm_draft_vocab"
     # A draft no other model shares stays inline: one model alone names nothing.
-    assert shared_drafts({"qwen2_5_0_5b": engine_tables(family)["qwen2_5_0_5b"]}) == {}
+    alone = tables._replace(models={"qwen2_5_0_5b": tables.models["qwen2_5_0_5b"]})
+    assert shared_drafts(alone) == {}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.cache_costs("hybrid", **KW),
+        lambda m: m.cache_costs("hybrid", tp_size=2, **KW),
+        lambda m: m.cost_terms("hybrid", **KW),
+        lambda m: m.quota_from_max_tokens("hybrid", 4096, **KW),
+        lambda m: m.split_budget("hybrid", 1 << 30, **KW),
+        lambda m: m.engine_capacity(
+            "hybrid", 1 << 30, engine="trtllm-v2", max_seq_len=1024, max_num_tokens=64
+        ),
+    ],
+    ids=["cache_costs", "cache_costs-tp2", "cost_terms", "quota", "split_budget", "trtllm-v2"],
+)
+def test_a_warm_call_looks_up_its_answer_before_it_validates(call):
+    # Issue 28: a repeated call finds its answer by its arguments as given and neither
+    # validates (``_options``) nor computes (``_compute``) anything (at c2a37ec every call
+    # ran the validation of all 17 options first: 1.5x the time of 54a882f's warm call); a
+    # miss validates, with the same errors as ever.
+    module = bound_module(load_family(EXAMPLE))
+    ran: list[str] = []
+
+    def counted(name: str, check: Callable[..., object]) -> Callable[..., object]:
+        def counting(*args: object, **kwargs: object) -> object:
+            ran.append(name)
+            return check(*args, **kwargs)
+
+        return counting
+
+    for name in ("_options", "_compute"):
+        module.__dict__[name] = counted(name, vars(module)[name])
+    first = call(module)
+    assert "_compute" in ran  # the first call computes its answer
+    before = len(ran)
+    assert call(module) == first
+    assert len(ran) == before  # the repeat validates and computes nothing
+    for bad in (True, 4.0, [4]):  # and a bad value is refused, warm or not
+        with pytest.raises(ValueError, match="max_batch_size"):
+            module.cache_costs("hybrid", **{**KW, "max_batch_size": bad})
