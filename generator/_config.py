@@ -208,10 +208,8 @@ def _checked(
 def _check_deployment(display: str, text: str, table: str, deployment: dict[str, Any]) -> None:
     from kvgen._units import MAX_COUNT, parse_size_with_unit
 
-    for key, value in deployment.items():
-        if isinstance(value, int) and value < 1:
-            raise _error(display, text, table, key, f"{key} must be a positive integer")
-        if isinstance(value, int) and value > MAX_COUNT:  # as the flags: a 64-bit count
+    for key, value in deployment.items():  # the bounds of the flags (kvgen._units.count)
+        if isinstance(value, int) and not 1 <= value <= MAX_COUNT:
             message = f"{key} must be a positive integer up to 2**63 - 1"
             raise _error(display, text, table, key, message)
     if "semantics" in deployment and deployment["semantics"] not in SEMANTICS:

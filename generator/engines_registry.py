@@ -385,8 +385,10 @@ VLLM_0_33_0 = Release(
         (
             "max_num_tokens",
             "max_batch_size",
-            "max_num_batched_tokens ({max_num_tokens}) must be greater than or equal to "
-            "max_num_seqs ({max_batch_size}).",
+            (
+                "max_num_batched_tokens ({max_num_tokens}) must be greater than or equal to "
+                "max_num_seqs ({max_batch_size})."
+            ),
             "vllm/config/scheduler.py SchedulerConfig.verify_max_model_len",
         ),
     ),

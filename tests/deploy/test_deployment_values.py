@@ -154,4 +154,4 @@ def test_the_config_deployment_table_takes_the_flags_counts(tmp_path, capsys, mo
     code = main(["-q", "plan", "llama3", "llama3_1_8b", "--generated", str(ROOT / "generated")])
     err = capsys.readouterr().err
     assert code == 2
-    assert "kvgen.toml:2:1: max_batch_size must be a positive integer <= 2**63 - 1" in err
+    assert "kvgen.toml:2:1: max_batch_size must be a positive integer up to 2**63 - 1" in err

@@ -133,7 +133,9 @@ def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_export
     # in ten modules, the TensorRT-LLM split and SGLang's hybrid rules; 9,871 with the engine
     # policies in five modules and a draft several models share written once; 9,957 after
     # this wave's engine modes, a model's empty extra layers left at their default; 10,378 with
-    # the engine registry, one value per engine and release, in the runtime: 10,500). Families
+    # the engine registry, one value per engine and release, in the runtime: 10,500; 10,531
+    # with every public argument checked (engines_options, issue 29) and each release's
+    # start-up minimums (issue 32): 10,800). Families
     # shipped since (falcon_h1 with four models, kimi_linear, ling_linear) bring their own
     # tables and a binding only: under 450 lines each, so a family costs its tables, not a
     # runtime copy.
@@ -144,7 +146,7 @@ def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_export
     files = [*GENERATED.glob("*/*.py"), *GENERATED.glob("*.py")]
     assert len(list(GENERATED.glob("*/sizing.py"))) == 22 + len(later)
     lines = count([p for p in files if p.parent.name not in later])
-    assert lines < 10_500, lines
+    assert lines < 10_800, lines
     for name in later:
         own = count(list((GENERATED / name).glob("*.py")))
         assert own < 450, (name, own)
