@@ -19,8 +19,8 @@ from .._kvgen_runtime import sizing_core as _sizing
 
 # The runtime beside this module must speak its interface (docs/api.md, "Versions").
 _sizing.require_version(2, "generated/llama3/sizing.py")
-from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402
-from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402
+from .._kvgen_runtime.engines_rows import EngineArch, EngineDraft  # noqa: E402, RUF100
+from .._kvgen_runtime.sizing_kinds import Kind, Model, Profile, SizingTables, Stack  # noqa: E402, RUF100
 
 if TYPE_CHECKING:  # the names ``bind`` installs at the end, as type checkers see them
     from .._kvgen_runtime.engines_core import *  # noqa: F403, RUF100
