@@ -145,14 +145,16 @@ def _defaults() -> dict[str, Any]:
     }
 
 
-def _deployment_value(args: argparse.Namespace, key: str, layout: Layout | None) -> Any:
+def _deployment_value(
+    args: argparse.Namespace, key: str, layout: Layout | None, defaults: dict[str, Any]
+) -> Any:
     """A flag; else the ref's configuration (the working tree's is pull-request content, so a
     change to it applies once merged, and is said); else the built-in default."""
     flag = getattr(args, key)
     if flag is not None:
         return flag
     if layout is None:  # --shipped: no ref, no configuration of its own
-        return _defaults()[key]
+        return defaults[key]
     base, head = layout.base.deployment, layout.head.deployment
     if head.get(key) != base.get(key):
         log.warning(
@@ -160,7 +162,7 @@ def _deployment_value(args: argparse.Namespace, key: str, layout: Layout | None)
             "the ref's (a flag overrides it)",
             key, head.get(key, "unset"), base.get(key, "unset"), args.ref,
         )  # fmt: skip
-    return base.get(key, _defaults()[key])
+    return base.get(key, defaults[key])
 
 
 def run(args: argparse.Namespace) -> Exit:
@@ -193,7 +195,8 @@ def run(args: argparse.Namespace) -> Exit:
         except ReviewError as exc:
             raise UsageError(str(exc)) from None
         sides = layout(tree, args.project)
-    value = {key: _deployment_value(args, key, sides) for key in _defaults()}
+    defaults = _defaults()
+    value = {key: _deployment_value(args, key, sides, defaults) for key in defaults}
     deployment = Deployment(
         max_batch_size=value["max_batch_size"],
         max_num_tokens=value["max_num_tokens"],
