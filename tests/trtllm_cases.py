@@ -82,6 +82,9 @@ class Case:
     kvgen_pools_quota: bool = False
     # The engine runs out of pages on this quota (a finding the golden records, not a bug).
     engine_runs_out: bool = False
+    # A host tier: bytes per manager of the engine's HostCacheTierConfig, the shim's
+    # host_cache_bytes (suspended requests' pages evictable to host memory).
+    host_quota: dict[str, int] | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def tables(self) -> rt.FamilyTables:
@@ -155,6 +158,7 @@ class Case:
             "block_reuse": self.block_reuse,
             "max_util_for_resume": self.max_util_for_resume,
             "device": "meta",
+            "host_cache_bytes": self.host_quota,
         }
 
     def params(self, seed: int, shim: rt.KVCacheShim) -> TraceParams:
@@ -215,6 +219,8 @@ class Case:
 
 # Watermark: llama3_1_8b pages are 32 tokens x 128 KiB = 4 MiB, so 80 MiB is a 20-page pool.
 WATERMARK_QUOTA = {"target": 80 << 20}
+# Host tier: 64 MiB of 2 MiB grains, one pool group of 4 MiB slots: 16 host rows.
+HOST_QUOTA = {"target": 64 << 20}
 
 CASES = (
     Case("llama3_1_8b/none", "llama3", "llama3_1_8b"),
@@ -269,6 +275,62 @@ CASES = (
         suspend_every=3,
         max_util_for_resume=0.5,
         engine_quota=WATERMARK_QUOTA,
+    ),
+    # The host tier (issue 31): suspended requests' pages are evictable, so they leave the
+    # watermark's count and move to the 16 host rows when the 20 GPU pages run out; a resume
+    # brings them back. The same workloads on one tier refuse resumes the engine allows here.
+    Case(
+        "llama3_1_8b/suspend_host",
+        "llama3",
+        "llama3_1_8b",
+        requests=8,
+        batch=3,
+        max_seq_len=160,
+        prompt=(60, 120),
+        decode=(10, 30),
+        suspend_every=3,
+        engine_quota=WATERMARK_QUOTA,
+        host_quota=HOST_QUOTA,
+    ),
+    Case(
+        "llama3_1_8b/watermark_resume_host",
+        "llama3",
+        "llama3_1_8b",
+        requests=8,
+        batch=3,
+        max_seq_len=160,
+        prompt=(60, 120),
+        decode=(10, 30),
+        suspend_every=3,
+        max_util_for_resume=0.5,
+        engine_quota=WATERMARK_QUOTA,
+        host_quota=HOST_QUOTA,
+    ),
+    Case(
+        "llama3_1_8b/watermark_admission_host",
+        "llama3",
+        "llama3_1_8b",
+        requests=10,
+        max_seq_len=160,
+        prompt=(60, 120),
+        decode=(10, 30),
+        suspend_every=2,
+        max_util_for_resume=0.5,
+        engine_quota=WATERMARK_QUOTA,
+        host_quota=HOST_QUOTA,
+    ),
+    Case(
+        "gemma3_1b/suspend_host",
+        "gemma3",
+        "gemma3_1b",
+        requests=8,
+        batch=3,
+        max_seq_len=1024,
+        prompt=(100, 600),
+        decode=(20, 100),
+        suspend_every=3,
+        engine_quota={"target": 40 << 20},
+        host_quota=HOST_QUOTA,
     ),
     # Finding 6: llama3_1_8b eagle3 (H = 2K = 6), 4 requests to 2,048 tokens each peak at
     # 2,047 + 6 = 2,053 tokens = ceil(2053/32) = 65 pages: the engine needs 4 x 65 = 260.

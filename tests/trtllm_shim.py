@@ -48,7 +48,7 @@ class ShimDriver:
         for lcs, groups in self.columns:
             row += [sum(1 for r in live for p in r.tables[i] if p >= 0) for i in lcs]
             row += [sum(p.used for p in pools(shim, group)) for group in groups]
-            row += [sum(len(p.cached) for p in pools(shim, group)) for group in groups]
+            row += [sum(p.evictable for p in pools(shim, group)) for group in groups]
         self.rows.append(row)
 
     def execute(self, op: tuple[Any, ...], recorded: bool | None) -> bool | None:
@@ -98,8 +98,8 @@ def refusals(shim: Any) -> tuple[type[BaseException], ...]:
 
 def pools(shim: Any, group: list[int]) -> list[Any]:
     """The shim's pools behind one engine pool group, each once: one shared pool where the
-    shim follows the engine's grouping. Their evictable pages (one GPU tier): the block-reuse
-    cache."""
+    shim follows the engine's grouping. Their evictable pages: the block-reuse cache and,
+    with a host tier, the pages of suspended requests still in the pool."""
     return list({id(shim._paged[i].pool): shim._paged[i].pool for i in group}.values())
 
 

@@ -24,10 +24,11 @@ from kv_cache_manager_v2 import (
     AttentionLayerConfig,
     BufferConfig,
     GpuCacheTierConfig,
+    HostCacheTierConfig,
     KVCacheManager,
     KVCacheManagerConfig,
 )
-from kv_cache_manager_v2._common import BAD_PAGE_INDEX, GPU_LEVEL
+from kv_cache_manager_v2._common import BAD_PAGE_INDEX, GPU_LEVEL, CacheLevel
 from kv_cache_manager_v2._utils import CachedCudaStream
 
 from tests.trtllm_traces import TraceParams, continuous_batching, run
@@ -54,10 +55,14 @@ def engine_config(
                 num_sink_tokens=layer["sinks"] if layer["window"] is not None else None,
             )
         )
+    tiers: list[Any] = [GpuCacheTierConfig(quota=quota)]
+    host = case.get("host_quota")
+    if host:  # the engine's host tier: a second cache level after the GPU
+        tiers.append(HostCacheTierConfig(quota=host[manager["name"]]))
     return KVCacheManagerConfig(
         tokens_per_block=tpb,
         vocab_size=1 << 20,
-        cache_tiers=[GpuCacheTierConfig(quota=quota)],
+        cache_tiers=tiers,
         layers=layers,
         max_util_for_resume=case["max_util_for_resume"],
     )
@@ -66,13 +71,17 @@ def engine_config(
 def describe(manager: KVCacheManager) -> dict[str, Any]:
     """Life cycles (window, sink blocks), their pool groups, and the pools built."""
     storage = manager._storage
-    return {
+    out = {
         "life_cycles": [[lc.window_size, lc.num_sink_blocks] for lc in manager._life_cycles],
         "pool_group_of": list(storage._life_cycle_grouping),
         "slot_bytes": [list(storage.slot_size(pg)) for pg in range(storage.num_pool_groups)],
         "slots": [storage.num_slots(pg) for pg in range(storage.num_pool_groups)],
         "quota": manager.get_quota(GPU_LEVEL),
     }
+    if storage.num_cache_levels > 1:  # the host tier's slots per pool group
+        host = CacheLevel(1)
+        out["host_slots"] = [storage.num_slots(pg, host) for pg in range(storage.num_pool_groups)]
+    return out
 
 
 class Driver:

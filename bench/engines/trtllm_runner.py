@@ -159,7 +159,7 @@ def engine_case(case: Case, seed: int) -> dict[str, Any]:
     probes = [case.shim_for_tokens(4096).quota_bytes()]
     probes += [{m["name"]: q for m in managers} for q in PROBE_QUOTAS]
     probes += serving_quotas(case)
-    return {
+    out = {
         "id": f"{case.name}/seed{seed}",
         "tokens_per_block": shim.tokens_per_block,
         "max_util_for_resume": shim._util32,  # the wrapper hands the engine a float32
@@ -168,6 +168,9 @@ def engine_case(case: Case, seed: int) -> dict[str, Any]:
         "managers": managers,
         "quota_probes": probes,
     }
+    if case.host_quota is not None:
+        out["host_quota"] = case.host_quota
+    return out
 
 
 def serving_quotas(case: Case) -> list[dict[str, int]]:

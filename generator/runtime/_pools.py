@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
+from typing import Any
 
 import torch
 from kvgen.runtime._errors import PoolAllocationError
 from kvgen.runtime._kinds import SCRATCH
 from kvgen.runtime._layers import Cycle, Layer
 
-__all__ = ["CacheManager", "Pool", "engine_pool_groups", "select_device"]
+__all__ = ["NO_PAGE", "CacheManager", "Pool", "engine_pool_groups", "select_device"]
+
+NO_PAGE = -1  # block-table entry of a page not held (stale, scratch, past capacity, on host)
 
 Views = dict[str, torch.Tensor]
 _MAX_TENSOR_BYTES = (1 << 63) - 1  # torch sizes and numel are int64
@@ -67,6 +70,15 @@ class Pool:
         # to a lower tier), not counted as in use by live requests.
         self.suspended = 0
         self.views: dict[str, Views] = {}
+        # The host tier (TensorRT-LLM V2's HostCacheTierConfig; none unless the shim is given
+        # host_cache_bytes): ``host_pages`` page rows in host memory. With it, the pages of
+        # suspended requests still in this pool are ``parked`` (request, paged index, block),
+        # oldest first: evictable, and moved to the host tier when the free pages run out.
+        self.host_pages = 0
+        self.host: torch.Tensor | None = None
+        self.host_recycled: list[int] = []
+        self.host_fresh = 0
+        self.parked: list[tuple[Any, int, int]] = []
 
     @property
     def nbytes(self) -> int:
@@ -88,15 +100,27 @@ class Pool:
         return self.used - len(self.cached) - self.suspended
 
     @property
+    def host_free(self) -> int:
+        """Free page rows of the host tier (0 without one)."""
+        return len(self.host_recycled) + self.host_pages - self.host_fresh
+
+    @property
+    def evictable(self) -> int:
+        """Taken pages the engine may evict: the reuse cache and, with a host tier, the
+        parked pages of suspended requests."""
+        return len(self.cached) + len(self.parked)
+
+    @property
     def available(self) -> int:
-        """Free pages plus the reuse cache, which is evicted on demand."""
-        return self.free_pages + len(self.cached)
+        """Free pages plus the reuse cache, which is evicted on demand, and the parked pages
+        the host tier has room for."""
+        return self.free_pages + len(self.cached) + min(len(self.parked), self.host_free)
 
     @property
     def utilisation(self) -> float:
         """Taken and not evictable, over all pages: TensorRT-LLM V2's resume watermark counts
-        evictable (cached) pages as available."""
-        return (self.used - len(self.cached)) / self.pages if self.pages else 0.0
+        evictable (cached, and with a host tier parked) pages as available."""
+        return (self.used - self.evictable) / self.pages if self.pages else 0.0
 
     def take(self, count: int) -> list[int]:
         """``count`` free pages (the caller has checked that there are enough); cached pages
@@ -105,6 +129,8 @@ class Pool:
         if short > 0:
             self.recycled.extend(self.cached[:short])
             del self.cached[:short]
+        if count > self.free_pages:
+            self.offload(count - self.free_pages)
         recycled = self.recycled
         reuse = min(count, len(recycled))
         pages = recycled[len(recycled) - reuse :]
@@ -115,6 +141,33 @@ class Pool:
             self.fresh = start + count - reuse
             pages += range(start, self.fresh)
         return pages
+
+    def offload(self, count: int) -> None:
+        """Move the ``count`` oldest parked pages to the host tier (the caller has checked
+        that it has room): each page's row is copied to a host row, its block-table entry
+        becomes NO_PAGE and the request notes the host row (``hosted``)."""
+        assert self.host is not None
+        for r, i, block in self.parked[:count]:
+            page = r.tables[i][block]
+            if self.host_recycled:
+                row = self.host_recycled.pop()
+            else:
+                row, self.host_fresh = self.host_fresh, self.host_fresh + 1
+            self.host[row].copy_(self.tensor[page])
+            r.tables[i][block] = NO_PAGE
+            r.hosted[(i, block)] = row
+            self.recycled.append(page)
+        del self.parked[:count]
+        self.suspended -= count
+
+    def restore(self, r: Any, i: int, block: int) -> None:
+        """Bring one hosted page of ``r`` back into a free page of this pool."""
+        assert self.host is not None
+        row = r.hosted.pop((i, block))
+        page = self.take(1)[0]
+        self.tensor[page].copy_(self.host[row])
+        r.tables[i][block] = page
+        self.host_recycled.append(row)
 
 
 def _slot_sizes(cycle: Cycle, tpb: int) -> tuple[int, ...] | None:

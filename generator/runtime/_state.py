@@ -12,11 +12,9 @@ from kvgen.runtime._errors import (
     OutOfPagesError,
     UnknownRequestError,
 )
-from kvgen.runtime._pools import CacheManager, Pool
+from kvgen.runtime._pools import NO_PAGE, CacheManager, Pool
 
 __all__ = ["CONTEXT", "GENERATION", "IDLE", "NO_PAGE", "PagedPool", "Request", "ShimState"]
-
-NO_PAGE = -1  # block-table entry of a page not held (stale, scratch, or past capacity)
 
 # Request phases: between forwards, inside a context chunk, inside a generation step.
 IDLE, CONTEXT, GENERATION = 0, 1, 2
@@ -43,6 +41,7 @@ class Request:
         "cross",
         "held",
         "history",
+        "hosted",
         "phase",
         "scratch",
         "slots",
@@ -63,6 +62,7 @@ class Request:
         self.scratch: dict[int, list[int]] = {}  # paged index -> scratch pages of a chunk
         self.slots = [NO_PAGE] * states
         self.cross: list[list[int]] = [[] for _ in range(crosses)]  # encoder pages per pool
+        self.hosted: dict[tuple[int, int], int] = {}  # (paged index, block) -> host row
 
 
 class ShimState:

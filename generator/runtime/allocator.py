@@ -38,6 +38,7 @@ from kvgen.runtime._errors import (
     UnknownNameError,
     UnknownRequestError,
 )
+from kvgen.runtime._host import host_rows
 from kvgen.runtime._kinds import layer_rule
 from kvgen.runtime._layers import Layer, cycles, resolve_layers
 from kvgen.runtime._pages import (
@@ -49,7 +50,7 @@ from kvgen.runtime._pages import (
     peak_live_pages,
 )
 from kvgen.runtime._plan import PagePlanner
-from kvgen.runtime._pools import CacheManager, Pool, select_device
+from kvgen.runtime._pools import CacheManager, Pool, _slot_sizes, select_device
 from kvgen.runtime._recurrent import MAMBA_STATE_UPDATES, StateRows, state_rows
 from kvgen.runtime._reports import Reports
 from kvgen.runtime._requests import RequestLifecycle
@@ -158,6 +159,16 @@ class KVCacheShim(RequestLifecycle, Forwards, Reports):
     unchanged (equal page bytes), so the static side charges the same; the difference is
     that one life cycle may use pages another leaves free. ``"life_cycle"``: one pool each.
 
+    ``host_cache_bytes`` (off by default) gives every manager TensorRT-LLM V2's host tier
+    (``HostCacheTierConfig(quota=...)`` after the GPU tier; an int for every manager, or a
+    mapping by manager): the quota is split into host page rows per pool as the engine splits
+    it (2 MiB grains, :mod:`kvgen.runtime._host`). A suspended request's pages are then
+    parked: evictable, so they leave the resume watermark's count, and moved to host rows
+    (copied), oldest parked first, when a pool's free pages run out; resuming brings them
+    back into free pages. Without it, suspended pages stay taken (the engine's single tier).
+    Refused with ``block_reuse`` (the engine's one eviction order across the reuse cache and
+    parked pages is not modelled).
+
     ``dcp_size`` d (decode context parallelism, §9) makes this shim one rank (``dcp_rank``) of
     a DCP group: full-attention pages hold tpb tokens of this rank, a block-table entry spans
     tpb * d tokens of the request, token t lives on rank ``(t // dcp_interleave) % d``
@@ -195,6 +206,7 @@ class KVCacheShim(RequestLifecycle, Forwards, Reports):
         pool_pages: Mapping[tuple[str, str], int] | None = None,
         reserve_pages: int = 0,
         pool_groups: str = "engine",
+        host_cache_bytes: Quota | None = None,
     ) -> None:
         self.tables = tables
         self.model = _choice("model", model, tables.model_names)
@@ -309,6 +321,7 @@ class KVCacheShim(RequestLifecycle, Forwards, Reports):
             manager.build(plans[name], tpb, share, scratch, self.device)
             self.state_rows[name].build(manager, self.device)
         self._layout()
+        self._build_host(host_cache_bytes)
 
     # ----------------------------------------------------------------- construction
 
@@ -400,7 +413,40 @@ class KVCacheShim(RequestLifecycle, Forwards, Reports):
             raise ValueError(f"encoder_tokens must be an int in [1, {most}], got {value!r}")
         return number
 
-    def _budgets(self, quota_bytes: Quota | None) -> dict[str, int]:
+    def _build_host(self, host_cache_bytes: Quota | None) -> None:
+        """The host tier of every manager: host rows for each paged attention pool (the
+        engine's pool groups), split from the manager's host quota as the engine splits it."""
+        if host_cache_bytes is None:
+            return
+        if self.block_reuse:
+            raise ValueError(
+                "host_cache_bytes with block_reuse is not modelled: the engine evicts the reuse "
+                "cache and suspended requests' pages in one order; give one of them"
+            )
+        quotas = self._budgets(host_cache_bytes, "host_cache_bytes")
+        host = torch.device("meta") if self.device.type == "meta" else torch.device("cpu")
+        for name, manager in self.managers.items():
+            if quotas[name] < 1:
+                raise ValueError(f"host_cache_bytes must be positive, got {quotas[name]}")
+            pools: dict[int, Pool] = {}
+            groups = []
+            for cycle in manager.cycles:
+                index = self._paged_index.get((name, cycle.name))
+                pool = manager.pools[cycle.name]
+                if index is None or id(pool) in pools or self._paged[index].scratch is not None:
+                    continue
+                pools[id(pool)] = pool
+                sizes = _slot_sizes(cycle, self.tokens_per_block) or (pool.page_bytes,)
+                groups.append((sizes, len(pool.members)))
+            if not groups:
+                continue
+            for pool, rows in zip(pools.values(), host_rows(quotas[name], groups), strict=True):
+                pool.host_pages = rows
+                pool.host = Pool(
+                    name, pool.name + "/host", "host", rows, pool.page_bytes, host
+                ).tensor
+
+    def _budgets(self, quota_bytes: Quota | None, what: str = "quota_bytes") -> dict[str, int]:
         """Quota bytes per manager, checked before any pool is built."""
         if quota_bytes is None:
             return {}
@@ -410,15 +456,15 @@ class KVCacheShim(RequestLifecycle, Forwards, Reports):
         elif isinstance(quota_bytes, Mapping):
             if set(quota_bytes) != set(self.managers):
                 raise ValueError(
-                    f"quota_bytes must give every manager ({', '.join(self.managers)}), "
+                    f"{what} must give every manager ({', '.join(self.managers)}), "
                     f"got {sorted(map(str, quota_bytes))}"
                 )
             quotas = quota_bytes
         else:
             raise ValueError(
-                f"quota_bytes must be an int or a mapping of manager to int, got {quota_bytes!r}"
+                f"{what} must be an int or a mapping of manager to int, got {quota_bytes!r}"
             )
-        return {name: _count("quota_bytes", quotas[name], 0) for name in self.managers}
+        return {name: _count(what, quotas[name], 0) for name in self.managers}
 
     def _overrides(
         self, pool_pages: Mapping[tuple[str, str], int] | None
