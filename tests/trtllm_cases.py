@@ -276,35 +276,27 @@ CASES = (
         max_util_for_resume=0.5,
         engine_quota=WATERMARK_QUOTA,
     ),
-    # The host tier (issue 31): suspended requests' pages are evictable, so they leave the
-    # watermark's count and move to the 16 host rows when the 20 GPU pages run out; a resume
-    # brings them back. The same workloads on one tier refuse resumes the engine allows here.
-    Case(
-        "llama3_1_8b/suspend_host",
-        "llama3",
-        "llama3_1_8b",
-        requests=8,
-        batch=3,
-        max_seq_len=160,
-        prompt=(60, 120),
-        decode=(10, 30),
-        suspend_every=3,
-        engine_quota=WATERMARK_QUOTA,
-        host_quota=HOST_QUOTA,
-    ),
-    Case(
-        "llama3_1_8b/watermark_resume_host",
-        "llama3",
-        "llama3_1_8b",
-        requests=8,
-        batch=3,
-        max_seq_len=160,
-        prompt=(60, 120),
-        decode=(10, 30),
-        suspend_every=3,
-        max_util_for_resume=0.5,
-        engine_quota=WATERMARK_QUOTA,
-        host_quota=HOST_QUOTA,
+    # The host tier (issue 31): a suspended request's pages are evictable, so they leave the
+    # watermark's count, and move to the 16 host rows (oldest first) when the 20 GPU pages of
+    # 4 MiB run out; a resume brings them back. A request is suspended every iteration and
+    # resumed as soon as the watermark allows: 4 live requests of up to ceil(192/32) = 6
+    # pages and the parked pages outgrow 20 pages. On one tier the shim refuses resumes the
+    # engine allows here (the parked pages counted as taken).
+    *(
+        Case(
+            f"llama3_1_8b/{name}",
+            "llama3",
+            "llama3_1_8b",
+            requests=12,
+            max_seq_len=192,
+            prompt=(90, 140),
+            decode=(10, 60),
+            suspend_every=1,
+            max_util_for_resume=util,
+            engine_quota=WATERMARK_QUOTA,
+            host_quota=HOST_QUOTA,
+        )
+        for name, util in (("suspend_host", 0.7), ("watermark_resume_host", 0.5))
     ),
     Case(
         "llama3_1_8b/watermark_admission_host",
@@ -319,17 +311,17 @@ CASES = (
         engine_quota=WATERMARK_QUOTA,
         host_quota=HOST_QUOTA,
     ),
+    # gemma3_1b (full and 512-token window pool groups) on 48 MiB, the same pattern.
     Case(
         "gemma3_1b/suspend_host",
         "gemma3",
         "gemma3_1b",
-        requests=8,
-        batch=3,
-        max_seq_len=1024,
-        prompt=(100, 600),
-        decode=(20, 100),
-        suspend_every=3,
-        engine_quota={"target": 40 << 20},
+        requests=10,
+        prompt=(256, 512),
+        decode=(20, 200),
+        suspend_every=1,
+        max_util_for_resume=0.5,
+        engine_quota={"target": 48 << 20},
         host_quota=HOST_QUOTA,
     ),
     # Finding 6: llama3_1_8b eagle3 (H = 2K = 6), 4 requests to 2,048 tokens each peak at

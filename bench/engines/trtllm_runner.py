@@ -63,7 +63,7 @@ from tests.trtllm_cases import (  # noqa: E402
     compact_managers,
     kvgen_pools_bytes,
 )
-from tests.trtllm_shim import Replay, replay  # noqa: E402
+from tests.trtllm_shim import Replay, ShimDriver, replay  # noqa: E402
 from tests.trtllm_traces import continuous_batching, encode_rows  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "engines" / "trtllm.json"
@@ -252,7 +252,22 @@ def run_engine(
 def differences(case: Case, seed: int, engine: dict[str, Any]) -> dict[str, Any]:
     """What the shim does differently today: differing rows per column group."""
     shim = case.shim(case.pool_pages(engine))
-    return compare(engine, replay(shim, engine, continuous_batching(case.params(seed, shim))))
+    out = compare(engine, replay(shim, engine, continuous_batching(case.params(seed, shim))))
+    if case.host_quota is not None:
+        out["host_rows"] = host_rows(shim, engine)
+    return out
+
+
+def host_rows(shim: Any, engine: dict[str, Any]) -> dict[str, list[list[int]]]:
+    """Per manager, [engine's host slots, shim's host rows] of every engine pool group."""
+    driver = ShimDriver(shim, engine)
+    out = {}
+    for (name, described), (_lcs, groups) in zip(
+        engine["managers"].items(), driver.columns, strict=True
+    ):
+        rows = [shim._paged[group[0]].pool.host_pages for group in groups]
+        out[name] = [described["host_slots"], rows]
+    return out
 
 
 def compare(engine: dict[str, Any], replayed: Replay) -> dict[str, Any]:
@@ -277,6 +292,11 @@ def compare(engine: dict[str, Any], replayed: Replay) -> dict[str, Any]:
     out["outcome_mismatches"] = [list(m) for m in replayed.mismatches]
     out["divergence"] = replayed.divergence
     return out
+
+
+def steps_group(value: Any) -> bool:
+    """A column group's entry of ``compare``: its differing steps and the first of them."""
+    return isinstance(value, dict) and "differing_steps" in value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -328,8 +348,15 @@ def main(argv: list[str] | None = None) -> int:
                 "shim_differences_at_refresh": diff,
             }
         )
-        held = [v["differing_steps"] for k, v in diff.items() if k.endswith(".held")]
-        print(f"{case.name}/seed{seed}: {diff['steps']} steps, held differs at {held}")
+        differing = {k: v["differing_steps"] for k, v in diff.items() if steps_group(v)}
+        line = f"{case.name}/seed{seed}: {diff['steps']} steps, differing steps " + ", ".join(
+            f"{k} {n}" for k, n in differing.items()
+        )
+        line += f", outcomes differing {len(diff['outcome_mismatches'])}"
+        if "host_rows" in diff:
+            same = all(e == s for e, s in diff["host_rows"].values())
+            line += f", host rows {'equal' if same else 'DIFFER'}"
+        print(line + (f", engine: {result['error']}" if result.get("error") else ""))
     golden = {
         "engine": "tensorrt_llm kv_cache_manager_v2",
         "repository": REPOSITORY,
@@ -354,7 +381,14 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(golden, separators=(",", ":"), sort_keys=True) + "\n")
     steps = sum(e["shim_differences_at_refresh"]["steps"] for e in entries)
+    differing = sum(
+        v["differing_steps"]
+        for e in entries
+        for v in e["shim_differences_at_refresh"].values()
+        if steps_group(v)
+    )
     print(f"{args.out}: {len(entries)} runs, {steps} steps, {len(loop_inputs)} closed-loop configs")
+    print(f"differing steps over every run and column group: {differing}")
     return 0
 
 
