@@ -76,6 +76,8 @@ PROVENANCE = {
         "kv_cache_manager_v2/_storage/_config.py",
         "kv_cache_manager_v2/_storage/_core.py",
         "kv_cache_manager_v2/_life_cycle_registry.py",
+        "kv_cache_manager_v2/_page.py",
+        "kv_cache_manager_v2/_config.py",
     ],
     "functions": [
         "KVCacheManager.__init__",
@@ -90,10 +92,14 @@ PROVENANCE = {
         "create_storage_config",
         "CacheLevelStorage._ratio_to_slot_count_list",
         "CacheLevelManager._create_cache_level_storage",
+        "HostCacheTierConfig (host cases: a second cache level)",
+        "StorageManager.prepare_free_slots",
+        "StorageManager._batched_migrate",
+        "batched_lock_to_gpu",
     ],
     "produced_by": "engine code run on CPU; stand-ins in bench/engines/trtllm_stubs/",
     "row": "capacity tokens of live requests, then per manager: pages held per life cycle, "
-    "slots occupied per pool group, evictable slots per pool group",
+    "slots occupied per pool group, evictable slots per pool group (GPU tier)",
 }
 
 

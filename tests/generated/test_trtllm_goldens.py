@@ -318,3 +318,54 @@ def test_the_shim_serves_the_requests_on_the_engine_pools(case):
         _case, _shim, engine, result = replay_entry(entry)
         assert result.divergence is None
         assert len(result.rows) == len(engine["rows"])
+
+
+# ----------------------------------------------------------------- the host tier (issue 31)
+
+HOST_ENTRIES = [e for e in ENTRIES if BY_NAME[e["case"]].host_quota is not None]
+
+
+def test_host_cases_exist_and_move_pages_to_host():
+    assert {e["case"] for e in HOST_ENTRIES} == {
+        "llama3_1_8b/suspend_host",
+        "llama3_1_8b/watermark_resume_host",
+        "llama3_1_8b/watermark_admission_host",
+        "gemma3_1b/suspend_host",
+    }
+    # 64 MiB of 2 MiB grains: llama3_1_8b's one group of 4 MiB slots gets 32 grains = 16 rows;
+    # gemma3_1b's window (1,441,792 B) and full (262,144 B) groups 27 and 5 grains = 39 and 40
+    # rows (tests/unit/test_runtime_host_tier.py derives the split).
+    slots = {e["case"]: e["engine"]["managers"]["target"]["host_slots"] for e in HOST_ENTRIES}
+    assert slots["llama3_1_8b/suspend_host"] == [16]
+    assert slots["gemma3_1b/suspend_host"] == [39, 40]
+    moved = 0
+    for entry in HOST_ENTRIES:
+        _case, shim, _engine, result = replay_entry(entry)
+        assert result.divergence is None and result.mismatches == []
+        pool = shim.managers["target"].distinct_pools()[0]
+        moved += pool.host_fresh  # host rows ever handed out: pages moved to host
+    assert moved > 0
+
+
+@pytest.mark.parametrize("entry", HOST_ENTRIES, ids=lambda e: f"{e['case']}/seed{e['seed']}")
+def test_host_rows_equal_the_engine_host_slots(entry):
+    diff = entry["shim_differences_at_refresh"]
+    engine_slots, shim_rows = diff["host_rows"]["target"]
+    assert engine_slots == shim_rows == entry["engine"]["managers"]["target"]["host_slots"]
+    from tests.trtllm_shim import ShimDriver
+
+    _case, shim, engine, _result = replay_entry(entry)  # the shim rebuilt here, no engine
+    (_lcs, groups), *_ = ShimDriver(shim, engine).columns
+    assert [shim._paged[g[0]].pool.host_pages for g in groups] == engine_slots
+
+
+@pytest.mark.parametrize("entry", HOST_ENTRIES, ids=lambda e: f"{e['case']}/seed{e['seed']}")
+def test_without_the_host_tier_the_shim_parts_from_the_engine(entry):
+    import dataclasses
+
+    case = dataclasses.replace(BY_NAME[entry["case"]], host_quota=None)
+    engine = dict(entry["engine"], rows=decode_rows(entry["engine"]["rows"]))
+    shim = case.shim(case.pool_pages(engine))
+    result = replay(shim, engine, continuous_batching(case.params(entry["seed"], shim)))
+    parted = result.divergence is not None or result.mismatches
+    assert parted or result.rows[: len(engine["rows"])] != engine["rows"]
