@@ -42,10 +42,12 @@ from .sizing_options import (
     _CHUNK_AT,
     _LIMITS,
     _MAX_INT,
+    _ONE,
     _OVERLAP_SLACK_AT,
     _SEQ_LEN_AT,
     _SPECULATIVE_AT,
     _UTIL,
+    _ZERO,
     SEMANTICS,
     TIERS,
     _derive_limits,
@@ -124,7 +126,6 @@ API_VERSION = 2
 # named by the validation.
 _PLAIN: dict[tuple[object, ...], _Answer] = {}
 _GIVEN: Any = None
-_ONE, _ZERO = 1, 0  # the defaults, compared by identity
 
 
 def _given(*arguments: object) -> tuple[_Options, _Answer]:
