@@ -390,8 +390,16 @@ def engine_storage(
         raise ValueError(f"{model}: no {manager} manager for speculative {speculative!r}")
     order: dict[tuple[int | None, int], dict[int, int]] = {}  # cycle -> buffer size -> count
     for stack in stacks:
-        for i in range(stack.layer_count):
-            kind = stack.kinds[stack.pattern[i % len(stack.pattern)]]
+        # Each kind once, with its layer count, in order of its first layer (the pattern
+        # repeats over the layers): what a walk over every layer registers, at the cost of
+        # the pattern's length rather than the layer count's.
+        rounds, rest = divmod(stack.layer_count, len(stack.pattern))
+        layers: dict[str, int] = {}
+        for i, name in enumerate(stack.pattern):
+            if rounds or i < rest:
+                layers[name] = layers.get(name, 0) + rounds + (i < rest)
+        for name, count in layers.items():
+            kind = stack.kinds[name]
             if kind.attention == "none":
                 continue
             kv_heads, dims, element, fixed = kind_row(kind)
@@ -408,7 +416,7 @@ def engine_storage(
             sizes = order.setdefault(key, {})
             for dim in dims:  # K, then V
                 size = heads * dim * element * tpb
-                sizes[size] = sizes.get(size, 0) + 1
+                sizes[size] = sizes.get(size, 0) + count
     cycles = tuple(LifeCycle(window, sinks) for window, sinks in order)
     pools = tuple(
         tuple(sorted((size * n for size, n in sizes.items()), reverse=True))
