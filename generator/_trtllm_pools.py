@@ -402,9 +402,13 @@ def engine_storage(
             kind = stack.kinds[name]
             if kind.attention == "none":
                 continue
-            kv_heads, dims, element, fixed = kind_row(kind)
-            if (kind.attention not in ("full", "sliding") or kind.reads is not None
-                    or kind.sink_tokens or fixed or element <= 0 or not kv_heads):  # fmt: skip
+            # The kind's attention first: a recurrent kind's row is not (heads, dims,
+            # element, fixed), and unpacking it would raise a ValueError of its own.
+            plain = kind.attention in ("full", "sliding") and kind.reads is None
+            if plain and not kind.sink_tokens:
+                kv_heads, dims, element, fixed = kind_row(kind)
+                plain = not fixed and element > 0 and kv_heads > 0
+            if not plain or kind.sink_tokens:
                 raise ValueError(
                     f"{model} {manager}: the pool split of revision 38198e34 is modelled for "
                     "full and sliding attention of plain K/V heads (no recurrent, cross, "
