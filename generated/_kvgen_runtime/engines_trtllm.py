@@ -127,7 +127,8 @@ def _trtllm_capacity(
         if plan is None:  # pools outside the engine's split: the affine estimate
             tokens = _tokens(target, budget, max_num_tokens)
         else:  # the engine's split of the share
-            tokens = trtllm_held(plan, _whole_grains(budget))[0]
+            # trtllm_held, its frame saved: the slots of the share's whole grains, then T
+            tokens = trtllm_held_in(plan, _engine_slots(plan.pools, _whole_grains(budget)))[0]
         if len(held) >= 64:
             held.clear()
         held[budget] = tokens
@@ -227,7 +228,8 @@ def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> TrtllmPlan | None:
     groups = _trtllm_groups(t.life_cycles, slope, t.per_request, tpb)
     if groups is None:
         return None
-    plan: TrtllmPlan = _new(TrtllmPlan, (*groups, batch, -(-chunk // tpb), chunk, slope > 0))
+    members, pools = groups  # a starred tuple display builds a list first: slower
+    plan: TrtllmPlan = _new(TrtllmPlan, (members, pools, batch, -(-chunk // tpb), chunk, slope > 0))
     return plan
 
 
