@@ -121,11 +121,13 @@ def cases(everything: bool) -> list[tuple[str, str]]:
 _COUNTER = itertools.count(1)
 
 
-def _new_batch() -> int:
-    """A batch size not asked in the last 8,000 questions (every cache of a call holds at most
-    4,096 answers), never above the 8,192 tokens a step of the benchmark schedules (vLLM
-    refuses max_num_seqs above max_num_batched_tokens)."""
-    return next(_COUNTER) % 8000 + 1
+def _new_batch(counter: itertools.count[int] = _COUNTER) -> int:
+    """A batch size not asked in the last 8,000 questions of ``counter`` (every cache of a
+    call holds at most 4,096 answers), never above the 8,192 tokens a step of the benchmark
+    schedules (vLLM refuses max_num_seqs above max_num_batched_tokens). Calls timed against
+    each other take a counter each: sharing one, each would see a size again after only
+    4,000 of its own calls, a hit."""
+    return next(counter) % 8000 + 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -315,13 +317,14 @@ def anchored(checkout: Path, calls: int) -> None:
                 continue
             row = []
             for new in (False, True):
+                counters = (itertools.count(), itertools.count())  # one per side
                 pair = [
-                    lambda module=module, new=new, kwargs=kwargs, model=model: (
+                    lambda module=module, new=new, kwargs=kwargs, model=model, n=counter: (
                         module.engine_capacity(
-                            model, BUDGET, max_batch_size=_new_batch() if new else 8, **kwargs
+                            model, BUDGET, max_batch_size=_new_batch(n) if new else 8, **kwargs
                         )
                     )
-                    for module in (ours, theirs)
+                    for module, counter in zip((ours, theirs), counters, strict=True)
                 ]
                 row.append(paired_us(pair[0], pair[1], calls))
             (warm, warm_then), (new_b, new_then) = row
