@@ -23,13 +23,12 @@ For each engine on every model of every shipped family (``--quick``: four of the
 ``kvgen._engines.engine_capacity`` (cold: the first call, building the plan; warm: the plan
 cached) and ``generated/<family>/sizing.py``'s ``engine_capacity``, which answers from the
 module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. Its columns:
-warm (a repeat: the answer remembered by the arguments as given, ``_ANSWERED``); never-seen,
-the remembered answers and plan caches emptied before every call, so each call plans the model
+warm; never-seen, its plan caches emptied before every call, so each call plans the model
 for a block size, tp and modes it has not seen (what the model and profile alone decide, the
 layout, is built when the module binds its tables, at import; TensorRT-LLM's plans are its
 pool groups, ``_TRTLLM_PLANS``, SGLang's pools of a budget are emptied with its plans,
 ``_SGLANG_POOLS``, while the engine's split of one quota over the same slot bytes stays
-remembered, ``_engine_slots``, as do a life-cycle shape's pool groups, ``_trtllm_groups``);
+remembered, ``_engine_slots``, as do a life-cycle shape's pool groups, ``_trtllm_plan_of``);
 new question, the same with a batch size never asked as well, so that for TensorRT-LLM V2
 every cache of the call misses (its validation and the sizing terms too; vLLM and SGLang
 size no batch); first plan, the layouts emptied too, so each call builds its layout again
@@ -68,8 +67,7 @@ REPEAT_CALLS = 20
 WARM_TARGET = 20.0  # cached calls (2 us where a cached call takes 0.10 us)
 NEVER_SEEN_TARGET = 50.0  # cached calls (5 us there)
 # The generated module's caches: plans by block size, tp and modes; layouts by model and profile.
-# The answers remembered by their arguments as given (``_ANSWERED``) are emptied with them.
-PLAN_CACHES = ("_ANSWERED", "_VLLM_PLANS", "_SGLANG_PLANS", "_SGLANG_POOLS", "_TRTLLM_PLANS")
+PLAN_CACHES = ("_VLLM_PLANS", "_SGLANG_PLANS", "_SGLANG_POOLS", "_TRTLLM_PLANS")
 LAYOUT_CACHES = ("_VLLM_LAYOUTS", "_SGLANG_LAYOUTS")
 
 
@@ -98,11 +96,10 @@ def best_us(call: Callable[[], object], calls: int) -> float:
 def emptied(module: ModuleType, names: tuple[str, ...]) -> Callable[[], None]:
     """A call that empties the module's caches ``names`` (those it has)."""
     caches = [getattr(module, name) for name in names if hasattr(module, name)]
-    clears = [getattr(cache, "cache_clear", None) or cache.clear for cache in caches]
 
     def empty() -> None:
-        for clear in clears:
-            clear()
+        for cache in caches:
+            cache.clear()
 
     return empty
 

@@ -10,7 +10,6 @@ the policies are the parts (``_PARTS``) described in docs/api.md, "The engine po
 """
 
 from contextlib import suppress
-from functools import lru_cache
 from typing import Any
 
 from . import (
@@ -140,40 +139,6 @@ def engine_capacity(
     "The engine policies".
     Raises ``ValueError`` naming the argument on bad input, when the engine would refuse to
     start, and (``NotModelled``, a ValueError) for a shape or mode not modelled per engine."""
-    # A call seen before is looked up by its arguments as given (typed: 1, 1.0 and True are
-    # three keys), before any check: its answer was checked and computed on its first call.
-    # An answer is immutable; an error is never kept (the call raises it again).
-    try:
-        capacity: EngineCapacity = _ANSWERED(
-            engine, model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
-            tp_size, max_batch_size, async_scheduling, mamba_cache_mode, gdn_prefill_backend,
-            swa_full_tokens_ratio, mamba_full_memory_ratio, ssm_dtype, pp_size, pp_rank,
-            mamba_radix_cache_strategy, heterogeneous_vocab,
-        )  # fmt: skip
-    except TypeError:  # an unhashable argument: named by the checks, uncached
-        capacity = _engine_capacity(
-            engine, model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
-            tp_size, max_batch_size, async_scheduling, mamba_cache_mode, gdn_prefill_backend,
-            swa_full_tokens_ratio, mamba_full_memory_ratio, ssm_dtype, pp_size, pp_rank,
-            mamba_radix_cache_strategy, heterogeneous_vocab,
-        )  # fmt: skip
-    return capacity
-
-
-# ``_engine_capacity`` remembered per family by its arguments as given (``_derive_engines``).
-_ANSWERED: Any
-
-
-def _engine_capacity(
-    engine: str, model: str, budget_bytes: int, max_seq_len: int, max_num_tokens: int,
-    block_size: int | None, speculative: str, tp_size: int, max_batch_size: int,
-    async_scheduling: bool, mamba_cache_mode: str, gdn_prefill_backend: str,
-    swa_full_tokens_ratio: float, mamba_full_memory_ratio: float, ssm_dtype: str | None,
-    pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str, heterogeneous_vocab: bool,
-) -> EngineCapacity:  # fmt: skip
-    """``engine_capacity`` of arguments not seen before: the engine resolved, every argument
-    checked (its keyword names are this function's, read by ``_engine_arguments`` and the
-    release's refusals), then the engine's hook."""
     try:
         hit = _ENGINE_HOOKS.get(engine)
     except TypeError:  # an unhashable engine: named below
@@ -337,7 +302,6 @@ def _derive_engines() -> None:
     that each engine answers (what they alone decide), so that the first plan of a
     configuration is only its arithmetic (``vllm_plan_at``, ``sglang_plan_at``)."""
     global _ENGINE_HOOKS, ENGINE_MODELS, _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
-    global _ANSWERED
     ENGINE_MODELS = engine_models(TABLES)
     _derive_trtllm()
     # Every engine name engine_capacity takes -> its release and the hook that answers for it
@@ -346,7 +310,6 @@ def _derive_engines() -> None:
     _ENGINE_HOOKS = {
         text: (found, hooks[found.engine.hooks.capacity]) for text, found in SPELLINGS.items()
     }
-    _ANSWERED = lru_cache(maxsize=4096, typed=True)(_engine_capacity)
     _VLLM_PLANS = {}
     _SGLANG_PLANS = {}
     _VLLM_LAYOUTS = {}

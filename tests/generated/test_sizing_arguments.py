@@ -113,23 +113,3 @@ def test_valid_sglang_ratios_still_answer():
         swa_full_tokens_ratio=np.float64(1.0), mamba_full_memory_ratio=3,
     )  # fmt: skip
     assert answer.kv_tokens > 0
-
-
-@pytest.mark.parametrize("engine", ["trtllm-v2", "vllm", "sglang"])
-def test_a_remembered_answer_is_never_an_equal_arguments_answer(engine):
-    # engine_capacity remembers an answer by its arguments as given, before any check: a
-    # repeat is the same answer, but 1.0 and True equal 1 (and hash alike) and must still be
-    # refused as tp_size, a list still named, and a refused call refused again (errors are
-    # never kept).
-    call = dict(engine=engine, max_seq_len=4096, max_num_tokens=256)
-    first = LLAMA.engine_capacity("llama3_1_8b", 1 << 34, tp_size=1, **call)
-    assert LLAMA.engine_capacity("llama3_1_8b", 1 << 34, tp_size=1, **call) is first
-    for bad in (1.0, True):
-        with pytest.raises(ValueError, match="tp_size"):
-            LLAMA.engine_capacity("llama3_1_8b", 1 << 34, tp_size=bad, **call)
-    with pytest.raises(ValueError, match="tp_size"):
-        LLAMA.engine_capacity("llama3_1_8b", 1 << 34, tp_size=[1], **call)
-    for _ in range(2):
-        with pytest.raises(ValueError, match="max_seq_len"):
-            LLAMA.engine_capacity("llama3_1_8b", 1 << 34, tp_size=1, engine=engine,
-                                  max_seq_len=1 << 30, max_num_tokens=256)  # fmt: skip
