@@ -1,13 +1,23 @@
 """Time ``engine_capacity`` per call, in kvgen._engines and in the generated sizing modules,
 each figure against an anchor measured in the same run.
 
-Usage: python bench/bench_engines.py [--calls N] [--quick]
+Usage: python bench/bench_engines.py [--calls N] [--quick] [--anchor CHECKOUT]
 
 The anchor is a cached Python call (a ``functools.lru_cache`` hit of five arguments), measured
 before and after the models: on a shared 2-core machine a microsecond moves with the load, a
 ratio to it does not. Every figure is printed in microseconds and in cached calls ('x'); the
 targets are in cached calls, as they stood on the development machine where a cached call
-takes 0.10 us: warm under 20 (2 us) through both paths, never-seen under 50 (5 us).
+takes 0.10 us: warm under 20 (2 us) through both paths, never-seen and a new question under
+50 (5 us). ``--anchor`` (a checkout of 54a882f: ``git worktree add /tmp/base54 54a882f``)
+adds that commit's generated ``engine_capacity`` on the four ``--quick`` models, timed
+interleaved with this tree's (warm and new question; shown, not judged).
+
+Each TensorRT-LLM release of ``kvgen.engines_registry`` is timed on its own as well
+(``engine="trtllm==VERSION"``, the four ``--quick`` models): warm, never-seen and a new
+question through the generated module; where the runtime does not answer a release
+(``NotModelled``: it names where the release is answered), the code path that answers it,
+``kvgen._trtllm_pools.trtllm_emit`` (the pools that release's own split builds from the budget,
+what ``plan --emit`` writes), warm and with a batch size never asked (shown, not judged).
 
 For each engine on every model of every shipped family (``--quick``: four of them):
 ``kvgen._engines.engine_capacity`` (cold: the first call, building the plan; warm: the plan
@@ -105,13 +115,29 @@ def cases(everything: bool) -> list[tuple[str, str]]:
     return found
 
 
-_BATCHES = itertools.count(1)  # a batch size never asked before, for every new question
+_COUNTER = itertools.count(1)
+
+
+def _new_batch(counter: itertools.count[int] = _COUNTER) -> int:
+    """A batch size not asked in the last 8,000 questions of ``counter`` (every cache of a
+    call holds at most 4,096 answers), never above the 8,192 tokens a step of the benchmark
+    schedules (vLLM refuses max_num_seqs above max_num_batched_tokens). Calls timed against
+    each other take a counter each: sharing one, each would see a size again after only
+    4,000 of its own calls, a hit."""
+    return next(counter) % 8000 + 1
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=20000)
     parser.add_argument("--quick", action="store_true", help="four models, not every one")
+    parser.add_argument(
+        "--anchor",
+        type=Path,
+        metavar="CHECKOUT",
+        help="a checkout of 54a882f (git worktree add /tmp/base54 54a882f): its generated "
+        "engine_capacity timed beside this tree's",
+    )
     args = parser.parse_args(argv)
     cached = cached_call_us(args.calls)
     # engine -> column -> (worst us, model)
@@ -165,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                 def call_never_seen(call=call_generated, empty=empty, new=new) -> None:
                     empty()
                     if new:
-                        call(batch=next(_BATCHES))
+                        call(batch=_new_batch())
                     else:
                         call()
 
@@ -180,15 +206,134 @@ def main(argv: list[str] | None = None) -> int:
                                    ("new question", new_question)):  # fmt: skip
                 if figure > columns.get(column, (-1.0, ""))[0]:
                     columns[column] = (figure, f"{family_name}/{model}")
+    print()
+    trtllm_releases(args.calls)
+    if args.anchor is not None:
+        print()
+        anchored(args.anchor, args.calls)
     cached = min(cached, cached_call_us(args.calls))
     print()
     return summary(worst, cached)
 
 
+def paired_us(
+    ours: Callable[[], object], theirs: Callable[[], object], calls: int
+) -> tuple[float, float]:
+    """Best microseconds per call of two calls, their 20-call repeats interleaved (a burst of
+    load then slows a repeat of each, not every repeat of one)."""
+    best = [float("inf"), float("inf")]
+    for _ in range(max(1, calls // REPEAT_CALLS)):
+        for i, call in enumerate((ours, theirs)):
+            best[i] = min(
+                best[i], timeit.timeit(call, number=REPEAT_CALLS, timer=time.process_time)
+            )
+    return best[0] * 1e6 / REPEAT_CALLS, best[1] * 1e6 / REPEAT_CALLS
+
+
+def trtllm_releases(calls: int) -> None:
+    """Each TensorRT-LLM release on the four --quick models: through the generated
+    ``engine_capacity`` where the runtime answers it, else through ``trtllm_emit``, the code
+    path that answers it (see the module docstring)."""
+    from kvgen._trtllm_pools import trtllm_emit
+    from kvgen.engines_registry import RELEASES, TRTLLM
+
+    print(f"{'release':20} {'model':22} {'path':16} {'warm us':>9} {'never-seen us':>14} "
+          f"{'new q. us':>10}")  # fmt: skip
+    for found in RELEASES:
+        if found.engine is not TRTLLM:
+            continue
+        for family_name, model in CASES:
+            module = generated_module(family_name)
+            length = min(8192, module.MAX_SEQ_LEN[model])
+            kwargs = {"engine": found.spelling, "max_seq_len": length, "max_num_tokens": 8192}
+            empty = emptied(module, PLAN_CACHES)
+            try:
+                module.engine_capacity(model, BUDGET, **kwargs)
+            except ValueError as exc:
+                if type(exc).__name__ != "NotModelled":
+                    print(f"{found.spelling:20} {model:22} {type(exc).__name__}")
+                    continue
+                common = {"max_num_tokens": 8192, "max_seq_len": length, "speculative": "none",
+                          "tp_size": 1}  # fmt: skip
+
+                def emit(
+                    batch: int = 8, module=module, model=model, common=common, found=found
+                ) -> None:
+                    trtllm_emit(module, model, BUDGET, max_batch_size=batch,
+                                revision=found.version, **common)  # fmt: skip
+
+                try:
+                    emit()
+                except ValueError as refused:
+                    print(f"{found.spelling:20} {model:22} trtllm_emit: {refused}"[:100])
+                    continue
+                few = max(100, calls // 50)
+                warm = best_us(emit, few)
+                new_q = best_us(lambda emit=emit: emit(_new_batch()), few)
+                print(f"{found.spelling:20} {model:22} {'trtllm_emit':16} {warm:9.2f} "
+                      f"{'-':>14} {new_q:10.2f}")  # fmt: skip
+                continue
+
+            def call(batch: int = 8, module=module, model=model, kwargs=kwargs) -> None:
+                module.engine_capacity(model, BUDGET, max_batch_size=batch, **kwargs)
+
+            def never(call=call, empty=empty) -> None:
+                empty()
+                call()
+
+            def new_q(call=call, empty=empty) -> None:
+                empty()
+                call(_new_batch())
+
+            print(f"{found.spelling:20} {model:22} {'engine_capacity':16} "
+                  f"{best_us(call, calls):9.2f} {best_us(never, calls):14.2f} "
+                  f"{best_us(new_q, calls):10.2f}")  # fmt: skip
+
+
+def anchored(checkout: Path, calls: int) -> None:
+    """54a882f's generated ``engine_capacity`` on the four --quick models beside this tree's,
+    interleaved: warm, and a batch size never asked (no cache emptied on either side)."""
+    print(f"against 54a882f ({checkout}): microseconds per call, this tree / 54a882f")
+    print(f"{'engine':10} {'model':22} {'warm':>17} {'x':>6} {'new batch':>17} {'x':>6}")
+    for family_name, model in CASES:
+        path = checkout / "generated" / family_name / "sizing.py"
+        if not path.is_file():
+            continue
+        theirs = import_generated(path, "_bench_anchor")
+        ours = generated_module(family_name)
+        length = min(8192, ours.MAX_SEQ_LEN[model])
+        for engine in ENGINES:
+            size = None if engine == "trtllm-v2" else 16
+            kwargs = {"engine": engine, "max_seq_len": length, "max_num_tokens": 8192,
+                      "block_size": size}  # fmt: skip
+            try:
+                theirs.engine_capacity(model, BUDGET, **kwargs)
+                ours.engine_capacity(model, BUDGET, **kwargs)
+            except ValueError as exc:
+                print(f"{engine:10} {model:22} {type(exc).__name__}")
+                continue
+            row = []
+            for new in (False, True):
+                counters = (itertools.count(), itertools.count())  # one per side
+                pair = [
+                    lambda module=module, new=new, kwargs=kwargs, model=model, n=counter: (
+                        module.engine_capacity(
+                            model, BUDGET, max_batch_size=_new_batch(n) if new else 8, **kwargs
+                        )
+                    )
+                    for module, counter in zip((ours, theirs), counters, strict=True)
+                ]
+                row.append(paired_us(pair[0], pair[1], calls))
+            (warm, warm_then), (new_b, new_then) = row
+            print(f"{engine:10} {model:22} {warm:7.2f} / {warm_then:6.2f} {warm / warm_then:5.2f}x "
+                  f"{new_b:7.2f} / {new_then:6.2f} {new_b / new_then:5.2f}x")  # fmt: skip
+
+
 def summary(worst: dict[str, dict[str, tuple[float, str]]], cached: float) -> int:
     """The worst figure per engine and column, in cached calls against its target; 1 when
-    one misses it (the new question has no target: shown)."""
-    targets = {"warm": WARM_TARGET, "generated": WARM_TARGET, "never-seen": NEVER_SEEN_TARGET}
+    one misses it."""
+    targets = {"warm": WARM_TARGET, "generated": WARM_TARGET, "never-seen": NEVER_SEEN_TARGET,
+               "new question": NEVER_SEEN_TARGET}  # fmt: skip
     missed = 0
     print(f"anchor, this run: a cached call {cached:.3f} us")
     print(f"{'engine':10} {'worst of':13} {'us':>7} {'cached':>8} {'target':>8}  model")

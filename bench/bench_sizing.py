@@ -28,7 +28,8 @@ Exit status 1 only when a ratio target is missed (absolute microseconds are show
 ``--kinds N`` instead times ``kvgen generate`` of a lint-clean spec with N distinct sliding
 kinds in one pattern (issue 9, item 6: 2,048 kinds took 74 s and wrote 98 MB).
 
-    python bench/bench_sizing.py [--family NAME ...] [--calls N] [--rounds R] [--kinds N]
+    python bench/bench_sizing.py [--family NAME ...] [--calls N] [--rounds R] [--anchor DIR]
+    python bench/bench_sizing.py --kinds N
 """
 
 from __future__ import annotations
@@ -120,26 +121,40 @@ def per_call_us(fn, calls: int) -> float:
     return min(timeit.repeat(fn, number=20, repeat=repeats, timer=time.process_time)) / 20 * 1e6
 
 
-def anchor_modules(families: list[str]) -> tuple[Path | None, dict[str, ModuleType]]:
-    """54a882f's sizing modules of ``families`` (those it had), as a package in a temporary
-    folder; none where git or the commit is not at hand (a wheel, a shallow clone)."""
+def _anchor_source(family: str, checkout: Path | None) -> bytes | None:
+    """54a882f's ``generated/<family>/sizing.py``: from ``checkout`` (a worktree of that
+    commit, ``git worktree add /tmp/base54 54a882f``) when given, else ``git show``; None
+    where the commit had no such family (or git or the commit is not at hand)."""
+    if checkout is not None:
+        path = checkout / "generated" / family / "sizing.py"
+        return path.read_bytes() if path.is_file() else None
+    shown = subprocess.run(
+        ["git", "show", f"{ANCHOR_COMMIT}:generated/{family}/sizing.py"],
+        cwd=REPO,
+        capture_output=True,
+        check=False,
+    )
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def anchor_modules(
+    families: list[str], checkout: Path | None = None
+) -> tuple[Path | None, dict[str, ModuleType]]:
+    """54a882f's sizing modules of ``families`` (those it had), copied as a package into a
+    temporary folder (each was self-contained then); none where neither ``checkout`` nor git
+    and the commit are at hand (a wheel, a shallow clone)."""
     root = Path(tempfile.mkdtemp(prefix="kvgen_anchor_"))
     package = root / "kvgen_anchor"
     package.mkdir()
     (package / "__init__.py").write_text("")
     modules: dict[str, ModuleType] = {}
     for family in families:
-        shown = subprocess.run(
-            ["git", "show", f"{ANCHOR_COMMIT}:generated/{family}/sizing.py"],
-            cwd=REPO,
-            capture_output=True,
-            check=False,
-        )
-        if shown.returncode != 0:
+        source = _anchor_source(family, checkout)
+        if source is None:
             continue
         (package / family).mkdir()
         (package / family / "__init__.py").write_text("")
-        (package / family / "sizing.py").write_bytes(shown.stdout)
+        (package / family / "sizing.py").write_bytes(source)
     if not any(package.iterdir()):
         return None, {}
     sys.path.insert(0, str(root))
@@ -310,13 +325,20 @@ def main() -> int:
         "--rounds", type=int, default=3, help="passes over all families; each figure is its best"
     )
     parser.add_argument("--kinds", type=int, help="time generate with this many kinds instead")
+    parser.add_argument(
+        "--anchor",
+        type=Path,
+        metavar="CHECKOUT",
+        help=f"a checkout of {ANCHOR_COMMIT} (git worktree add /tmp/base54 {ANCHOR_COMMIT}) to "
+        "read its modules from; default: git show from this repository",
+    )
     args = parser.parse_args()
     if args.kinds:
         return bench_kinds(args.kinds)
     families = args.family or sorted(
         p.parent.name for p in (REPO / "generated").glob("*/sizing.py")
     )
-    anchor_root, anchors = anchor_modules(families)
+    anchor_root, anchors = anchor_modules(families, args.anchor)
     # Rounds interleave the families and the anchors in time: on a shared machine a burst of
     # contention then slows one pass of a figure rather than every measurement of it.
     best: dict[str, dict[str, float]] = {}
@@ -345,7 +367,10 @@ def main() -> int:
                 worst[title] = max(worst.get(title, 0.0), ratio)
         print(f"{family:<16}{r['import_ms']:>10.2f}" + "".join(cells))
     print()
-    print("microseconds, this run (worst family):")
+    print(
+        "microseconds, this run (worst family; issue 28's figures, < 1 us warm and < 3 us a "
+        "new question, were set where a cached call took 0.10 us: shown, judged in cached calls)"
+    )
     for title, key, _anchor in COLUMNS:
         if "/" not in title:
             print(f"  {title:<10} {max(best[f][key] for f in families):7.2f} us")

@@ -390,13 +390,25 @@ def engine_storage(
         raise ValueError(f"{model}: no {manager} manager for speculative {speculative!r}")
     order: dict[tuple[int | None, int], dict[int, int]] = {}  # cycle -> buffer size -> count
     for stack in stacks:
-        for i in range(stack.layer_count):
-            kind = stack.kinds[stack.pattern[i % len(stack.pattern)]]
+        # Each kind once, with its layer count, in order of its first layer (the pattern
+        # repeats over the layers): what a walk over every layer registers, at the cost of
+        # the pattern's length rather than the layer count's.
+        rounds, rest = divmod(stack.layer_count, len(stack.pattern))
+        layers: dict[str, int] = {}
+        for i, name in enumerate(stack.pattern):
+            if rounds or i < rest:
+                layers[name] = layers.get(name, 0) + rounds + (i < rest)
+        for name, count in layers.items():
+            kind = stack.kinds[name]
             if kind.attention == "none":
                 continue
-            kv_heads, dims, element, fixed = kind_row(kind)
-            if (kind.attention not in ("full", "sliding") or kind.reads is not None
-                    or kind.sink_tokens or fixed or element <= 0 or not kv_heads):  # fmt: skip
+            # The kind's attention first: a recurrent kind's row is not (heads, dims,
+            # element, fixed), and unpacking it would raise a ValueError of its own.
+            plain = kind.attention in ("full", "sliding") and kind.reads is None
+            if plain and not kind.sink_tokens:
+                kv_heads, dims, element, fixed = kind_row(kind)
+                plain = not fixed and element > 0 and kv_heads > 0
+            if not plain or kind.sink_tokens:
                 raise ValueError(
                     f"{model} {manager}: the pool split of revision 38198e34 is modelled for "
                     "full and sliding attention of plain K/V heads (no recurrent, cross, "
@@ -408,7 +420,7 @@ def engine_storage(
             sizes = order.setdefault(key, {})
             for dim in dims:  # K, then V
                 size = heads * dim * element * tpb
-                sizes[size] = sizes.get(size, 0) + 1
+                sizes[size] = sizes.get(size, 0) + count
     cycles = tuple(LifeCycle(window, sinks) for window, sinks in order)
     pools = tuple(
         tuple(sorted((size * n for size, n in sizes.items()), reverse=True))

@@ -18,23 +18,27 @@ from .sizing_options import (
     _BATCH_AT,
     _CHUNK_AT,
     _MAX_INT,
+    _ONE,
     _SEQ_LEN_AT,
+    _ZERO,
     _integer,
     _Options,
     _options,
+    _plain_options,
 )
 from .sizing_quota import _shares, _tokens
 from .sizing_terms import _answers, _cached_terms, _Terms
 from .trtllm_split import PoolGroup, slots_for_quota, whole_grains
 
-# By the identity of a call's terms (the answers cache's, one object per validated options,
-# kept in the entry so that a reused id never matches): those terms, every manager's
-# TensorRT-LLM V2 pool groups, the target's request bytes and its tokens by share
-# (``_trtllm_known``).
+# By the arguments of a call of one stage whose four sizes are ints of type int (the model,
+# profile, batch, chunk, max_seq_len and tp as given), else by the identity of its terms
+# (the answers cache's, one object per validated options, kept in the entry so that a reused
+# id never matches): those terms, every manager's TensorRT-LLM V2 pool groups, the target's
+# request bytes and its tokens by share (``_trtllm_known``).
 _TrtllmKnown = tuple[
     tuple[_Terms, ...], tuple["TrtllmPlan | None", ...], int, dict[int, int | None]
 ]
-_TRTLLM_PLANS: dict[int, _TrtllmKnown]
+_TRTLLM_PLANS: dict[object, _TrtllmKnown]
 # ``_trtllm_given`` of a call's arguments as given (typed: 1, 1.0 and True are three keys).
 _TRTLLM_GIVEN: Any
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
@@ -76,34 +80,54 @@ def _trtllm_capacity(
             f"engine 'trtllm-v2' here; kvgen.engine_capacity (from the spec) answers for other "
             "page sizes"
         )
-    # The validated options and terms of these arguments (looked up as given: validated on
-    # a miss), then their plans by the terms' identity (a look-up of an int).
-    try:
-        options, terms = _TRTLLM_GIVEN(model, speculative, max_batch_size, max_num_tokens,
-                                       max_seq_len, tp_size, pp_size, pp_rank)  # fmt: skip
-    except TypeError:  # an unhashable argument: named as any other bad value
-        _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
-                 pp_size, pp_rank)  # fmt: skip
-        raise
-    known = _TRTLLM_PLANS.get(id(terms))
-    if known is None or known[0] is not terms:
-        known = _trtllm_known(options, terms)
-    _terms, plans, request_bytes, held = known
+    if (
+        pp_size is _ONE and pp_rank is _ZERO and type(max_batch_size) is int
+        and type(max_num_tokens) is int and type(max_seq_len) is int and type(tp_size) is int
+    ):  # fmt: skip
+        # One stage and sizes of type int (no bool, float or numpy int equals one here): the
+        # plans looked up by the arguments as given, which a hit needs no validation of
+        # (their validated values are themselves); validated on a miss.
+        key = (model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
+        try:
+            known = _TRTLLM_PLANS.get(key)
+        except TypeError:  # an unhashable argument: named as any other bad value
+            _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
+            raise
+        if known is None:
+            options = _plain_options(model, speculative, max_batch_size, max_num_tokens,
+                                     max_seq_len, tp_size)  # fmt: skip
+            known = _trtllm_known(options, _answers(options)[0], key)
+    else:
+        # The validated options and terms of these arguments (looked up as given: validated
+        # on a miss), then their plans by the terms' identity (a look-up of an int).
+        try:
+            options, answered = _TRTLLM_GIVEN(model, speculative, max_batch_size,
+                                              max_num_tokens, max_seq_len, tp_size, pp_size,
+                                              pp_rank)  # fmt: skip
+        except TypeError:  # an unhashable argument: named as any other bad value
+            _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size,
+                     pp_size, pp_rank)  # fmt: skip
+            raise
+        known = _TRTLLM_PLANS.get(id(answered))
+        if known is None or known[0] is not answered:
+            known = _trtllm_known(options, answered, id(answered))
+        max_batch_size, max_num_tokens = options[_BATCH_AT], options[_CHUNK_AT]
+        max_seq_len = options[_SEQ_LEN_AT]
+    terms, plans, request_bytes, held = known
     budget = budget_bytes
     if type(budget) is not int or not 0 < budget <= _MAX_INT:
         budget = _integer("budget_bytes", budget_bytes, 1)
     target = terms[0]
     if len(terms) > 1:  # a separate draft pool takes its share first (§6)
         budget = _shares(terms, budget, "gpu")["target"]
-    max_batch_size, max_num_tokens = options[_BATCH_AT], options[_CHUNK_AT]
-    max_seq_len = options[_SEQ_LEN_AT]
     tokens = held.get(budget, -1)
     if tokens == -1:  # a share not seen with these options
         plan = plans[0]  # None: recurrent, cross or fixed pools lie outside the engine's split
         if plan is None:  # pools outside the engine's split: the affine estimate
             tokens = _tokens(target, budget, max_num_tokens)
         else:  # the engine's split of the share
-            tokens = trtllm_held(plan, _whole_grains(budget))[0]
+            # trtllm_held, its frame saved: the slots of the share's whole grains, then T
+            tokens = trtllm_held_in(plan, _engine_slots(plan.pools, _whole_grains(budget)))[0]
         if len(held) >= 64:
             held.clear()
         held[budget] = tokens
@@ -159,7 +183,7 @@ def trtllm_plans(
     terms = _cached_terms(options)
     known = _TRTLLM_PLANS.get(id(terms))
     if known is None or known[0] is not terms:
-        known = _trtllm_known(options, terms)
+        known = _trtllm_known(options, terms, id(terms))
     return {t.manager: plan for t, plan in zip(terms, known[1], strict=True)}
 
 
@@ -172,9 +196,9 @@ def _trtllm_given(
     return options, _answers(options)[0]
 
 
-def _trtllm_known(options: _Options, terms: tuple[_Terms, ...]) -> _TrtllmKnown:
-    """``_TRTLLM_PLANS``' entry of validated options and their terms, built and kept:
-    each manager's ``TrtllmPlan`` (None where the split is not modelled)."""
+def _trtllm_known(options: _Options, terms: tuple[_Terms, ...], key: object) -> _TrtllmKnown:
+    """``_TRTLLM_PLANS``' entry of validated options and their terms, built and kept under
+    ``key``: each manager's ``TrtllmPlan`` (None where the split is not modelled)."""
     batch, chunk = options[_BATCH_AT], options[_CHUNK_AT]
     plans: tuple[TrtllmPlan | None, ...] = ()
     for t in terms:  # a loop, not a comprehension: its frame costs a never-seen call more
@@ -187,38 +211,24 @@ def _trtllm_known(options: _Options, terms: tuple[_Terms, ...]) -> _TrtllmKnown:
                      + min(seq_len, chunk) * target.ctx_swa)  # fmt: skip
     if len(_TRTLLM_PLANS) >= 4096:
         _TRTLLM_PLANS.clear()
-    known = _TRTLLM_PLANS[id(terms)] = (terms, plans, request_bytes, {})
+    known = _TRTLLM_PLANS[key] = (terms, plans, request_bytes, {})
     return known
 
 
 def _trtllm_plan(t: _Terms, batch: int, chunk: int) -> TrtllmPlan | None:
-    """A manager's pool groups with the batch and chunk of a call (``_trtllm_plan_of``); None
-    where the engine's split does not hold its pools (states, cross caches, DCP pages, a
-    resume-rounded draft)."""
+    """A manager's pool groups (``_trtllm_groups``, remembered by its life cycles) with the
+    batch and chunk of a call; None where the engine's split does not hold its pools (states,
+    cross caches, DCP pages, a resume-rounded draft). Not itself remembered: building the plan
+    costs less than hashing its life cycles once more, and a new batch size would miss."""
     tpb = TOKENS_PER_BLOCK
     if t.states or t.fixed_pool_bytes or t.resume_rounding is not None or t.span != tpb:
         return None
-    plan: TrtllmPlan | None = _trtllm_plan_of(
-        t.life_cycles, t.slope, t.per_request, tpb, batch, chunk
-    )
-    return plan
-
-
-@lru_cache(maxsize=4096)  # a function of its arguments alone: one cache serves every family
-def _trtllm_plan_of(
-    cycles: tuple[tuple[int, int, int, int, int], ...],
-    slope: int,
-    per_request: int,
-    tpb: int,
-    batch: int,
-    chunk: int,
-) -> TrtllmPlan | None:
-    """The ``TrtllmPlan`` of a manager's life cycles (``_trtllm_groups``) for B requests and
-    N tokens a step."""
-    groups = _trtllm_groups(cycles, slope, per_request, tpb)
+    slope = t.slope
+    groups = _trtllm_groups(t.life_cycles, slope, t.per_request, tpb)
     if groups is None:
         return None
-    plan: TrtllmPlan = _new(TrtllmPlan, (*groups, batch, -(-chunk // tpb), chunk, slope > 0))
+    members, pools = groups  # a starred tuple display builds a list first: slower
+    plan: TrtllmPlan = _new(TrtllmPlan, (members, pools, batch, -(-chunk // tpb), chunk, slope > 0))
     return plan
 
 

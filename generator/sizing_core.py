@@ -42,10 +42,12 @@ from .sizing_options import (
     _CHUNK_AT,
     _LIMITS,
     _MAX_INT,
+    _ONE,
     _OVERLAP_SLACK_AT,
     _SEQ_LEN_AT,
     _SPECULATIVE_AT,
     _UTIL,
+    _ZERO,
     SEMANTICS,
     TIERS,
     _derive_limits,
@@ -119,12 +121,11 @@ API_VERSION = 2
 # ``_PLAIN``, a dict of the five required arguments and tp_size (its sizes of type int: a key
 # no bool, float or numpy int equals, so 1, 1.0 and True never share one) of a call that
 # leaves every other option at its default (the same objects: small ints and bools are
-# singletons) to its answer; ``_GIVEN``, a typed cache (``functools.lru_cache(typed=True)``)
-# of all seventeen as given to the validated options and answer. An unhashable argument is
-# named by the validation.
-_PLAIN: dict[tuple[object, ...], _Answer] = {}
+# singletons) to its CacheCost per manager (the dict a call copies); ``_GIVEN``, a typed
+# cache (``functools.lru_cache(typed=True)``) of all seventeen as given to the validated
+# options and answer. An unhashable argument is named by the validation.
+_PLAIN: dict[tuple[object, ...], dict[str, CacheCost]] = {}
 _GIVEN: Any = None
-_ONE, _ZERO = 1, 0  # the defaults, compared by identity
 
 
 def _given(*arguments: object) -> tuple[_Options, _Answer]:
@@ -273,11 +274,11 @@ def cache_costs(
         # as given, any value equal to a name the tables hold being that name.
         key = (model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
         try:
-            answer = _PLAIN.get(key)
+            costs = _PLAIN.get(key)
         except TypeError:  # an unhashable argument: named as any other bad value
             _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
             raise
-        if answer is None:  # validated, computed and kept here alone (not in ``_ANSWERS``)
+        if costs is None:  # validated, computed and kept here alone (not in ``_ANSWERS``)
             limits = _LIMITS.get(model) if type(model) is str else None
             if (
                 limits is None or type(speculative) is not str or speculative not in limits[0]
@@ -288,13 +289,14 @@ def cache_costs(
                 options = _options(model, speculative, max_batch_size, max_num_tokens,
                                    max_seq_len, tp_size)  # fmt: skip
             else:
-                options = (*key, 1, 0, False, False, _UTIL, False, "trtllm-v2", False, "default",
-                           1, None)  # fmt: skip
-            answer = _compute(options)
+                options = (model, speculative, max_batch_size, max_num_tokens, max_seq_len,
+                           tp_size, 1, 0, False, False, _UTIL, False, "trtllm-v2", False,
+                           "default", 1, None)  # fmt: skip
+            costs = _compute(options)[1]
             if len(_PLAIN) >= _ANSWERS_HELD:
                 _PLAIN.clear()
-            _PLAIN[key] = answer
-        return answer[1].copy()
+            _PLAIN[key] = costs
+        return costs.copy()
     return _lookup(
         model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size, pp_size,
         pp_rank, scratch_reuse, block_reuse, max_util_for_resume, overlap_slack, semantics,

@@ -20,7 +20,7 @@ from . import (
     engines_trtllm,
     engines_vllm,
 )
-from .engines_options import _BATCH, _ONE, _ZERO, _engine_arguments
+from .engines_options import _BATCH, _engine_arguments
 from .engines_registry import DEFAULT_MAX_BATCH_SIZE, SPELLINGS, Release, release
 from .engines_rows import (
     ENGINE_MODELS,
@@ -58,7 +58,7 @@ from .engines_vllm import (
 )
 from .sizing_core import install
 from .sizing_kinds import _MODELS, MODELS, SPECULATIVE, TABLES
-from .sizing_options import _MAX_INT, _name
+from .sizing_options import _MAX_INT, _ONE, _ZERO, _name
 
 __all__ = [
     "ENGINE_MODELS",

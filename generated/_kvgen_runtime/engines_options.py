@@ -9,8 +9,7 @@ from .engines_sglang import SGLANG_MAMBA_STRATEGIES, _sglang_ratios
 from .engines_vllm import GDN_PREFILL_BACKENDS, MAMBA_CACHE_MODES
 from .sizing_options import _flag, _integer, _name
 
-# Default counts: CPython's small ints are one object each, so ``x is _ONE`` is an int 1 only.
-_ONE, _ZERO, _BATCH = 1, 0, DEFAULT_MAX_BATCH_SIZE
+_BATCH = DEFAULT_MAX_BATCH_SIZE  # the default count, compared by identity (as _ONE, _ZERO)
 _ENGINE_COUNTS = ("budget_bytes", "max_seq_len", "max_num_tokens", "tp_size", "max_batch_size")
 _ENGINE_MODES = (
     ("mamba_cache_mode", MAMBA_CACHE_MODES), ("gdn_prefill_backend", GDN_PREFILL_BACKENDS),

@@ -34,6 +34,8 @@ MAMBA_STATE_UPDATES = ("default", "replay")
 # Every count and byte size an engine takes is a 64-bit integer; past this bound an argument
 # describes no deployment, and the float arithmetic of the engine policies would overflow.
 _MAX_INT = (1 << 63) - 1
+# Default counts: CPython's small ints are one object each, so ``x is _ONE`` is an int 1 only.
+_ONE, _ZERO = 1, 0
 # What ``_options`` checks each model's options against: its profiles, context and layers
 # (``_derive_limits``). Defined here: a method call on an imported name (``_LIMITS.get``)
 # compiles to a slower attribute load, as for a module.
@@ -209,6 +211,23 @@ def _options(
     return (model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank,  # type: ignore[return-value]
             scratch_reuse, block_reuse, util, overlap_slack, semantics, attention_dp,
             mamba_state_update, dcp_size, encoder_tokens)  # fmt: skip
+
+
+def _plain_options(
+    model: object, speculative: object, batch: int, chunk: int, max_seq_len: int, tp_size: int
+) -> _Options:
+    """``_options`` of a call that leaves every option past ``tp_size`` at its default and
+    gives its four sizes as ints of type int: those checked inline, ``_options`` naming a bad
+    argument (or taking a str subclass of a name)."""
+    limits = _LIMITS.get(model) if type(model) is str else None
+    if (
+        limits is None or type(speculative) is not str or speculative not in limits[0]
+        or not 0 < batch <= _MAX_INT or not 0 < chunk <= _MAX_INT
+        or not 0 < max_seq_len <= limits[1] or not 0 < tp_size <= _MAX_INT
+    ):  # fmt: skip
+        return _options(model, speculative, batch, chunk, max_seq_len, tp_size)
+    return (model, speculative, batch, chunk, max_seq_len, tp_size, 1, 0, False, False,  # type: ignore[return-value]
+            _UTIL, False, "trtllm-v2", False, "default", 1, None)  # fmt: skip
 
 
 def _dcp_size(model: str, speculative: str, tp_size: int, attention_dp: object, dcp: object) -> int:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, cast
 
 from kvgen import engines_registry
 from kvgen._engines import _sglang, _trtllm, _vllm
-from kvgen.engines_options import _BATCH, _ONE, _ZERO, _engine_arguments
+from kvgen.engines_options import _BATCH, _engine_arguments
 from kvgen.engines_registry import (
     DEFAULT_MAX_BATCH_SIZE,
     SPELLINGS,
@@ -42,7 +42,7 @@ from kvgen.engines_sglang import (
     sglang_capacity,
 )
 from kvgen.engines_vllm import GDN_PREFILL_BACKEND, VLLM_MAMBA_CACHE_MODE, vllm_capacity
-from kvgen.sizing_options import _MAX_INT, _integer
+from kvgen.sizing_options import _MAX_INT, _ONE, _ZERO, _integer
 
 __all__ = [
     "ENGINES",

@@ -127,6 +127,29 @@ def test_gpt_oss_shares_one_pool_group():
     assert storage.names == ("swa128", "full")
 
 
+def test_engine_storage_counts_each_kind_by_its_layers():
+    # gemma3_27b: 62 layers, pattern 5 sliding (window 1024) : 1 full, so 10 full rounds and
+    # 2 sliding layers more: 52 sliding and 10 full. Each layer keeps a K and a V buffer of
+    # ceil(16 KV heads / tp) x 128 dims x 2 bytes (bf16) x 64 tokens a page = 262,144 bytes
+    # at tp 1; of equal size, they coalesce into one pool per cycle: 2 x 52 x 262,144 =
+    # 27,262,976 (sliding) and 2 x 10 x 262,144 = 5,242,880 (full), the slot sizes of the
+    # engine's storage (as test_explicit_ratio_is_checked_as_the_engine_checks_it's).
+    storage = engine_storage(_sizing("gemma3"), "gemma3_27b", max_seq_len=32768)
+    assert storage.names == ("swa1024", "full")
+    assert storage.slot_sizes == ((27_262_976,), (5_242_880,))
+    # At max_seq_len 1024 the window reaches the context: one full cycle of all 62 layers.
+    storage = engine_storage(_sizing("gemma3"), "gemma3_27b", max_seq_len=1024)
+    assert storage.names == ("full",) and storage.slot_sizes == ((2 * 62 * 262_144,),)
+
+
+def test_engine_storage_refuses_a_recurrent_kind_by_name():
+    # qwen3_next mixes gated-delta-net (recurrent) layers with full attention: not modelled at
+    # 38198e34's pool split, said as such (it raised "too many values to unpack": a
+    # recurrent kind's row was unpacked as an attention row before its kind was checked).
+    with pytest.raises(ValueError, match="modelled for full and sliding attention"):
+        engine_storage(_sizing("qwen3_next"), "qwen3_next_80b_a3b", max_seq_len=8192)
+
+
 def test_explicit_ratio_is_checked_as_the_engine_checks_it():
     lcs = [ps.LifeCycle(1024), ps.LifeCycle(None)]
     sizes = [(27_262_976,), (5_242_880,)]
