@@ -33,13 +33,16 @@ import math
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvgen._trtllm_budget import DEFAULT_REVISION
 from kvgen._trtllm_pool_split import LifeCycle, PoolSplit, split_quota
 from kvgen.sizing_kinds import kind_row
 from kvgen.sizing_quota import swa_context_tokens
 from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
+
+if TYPE_CHECKING:
+    from kvgen.engines_trtllm import TrtllmPlan
 
 __all__ = [
     "EnginePool",
@@ -265,21 +268,23 @@ def _cycle_name(window: int, sinks: int, chunk: int) -> str:
     return "full" if not window else _name(window, sinks, chunk)
 
 
-def _attention_plans(sizing: types.ModuleType, model: str, *args: Any) -> dict[str, Any]:
+def _attention_plans(sizing: types.ModuleType, model: str, *args: Any) -> dict[str, TrtllmPlan]:
     """Each manager's TensorRT-LLM V2 pool groups (arguments: speculative, batch, N, S, tp,
     pp, pp_rank); ValueError for a manager with pools outside the split model."""
     speculative, batch, chunk, seq, tp, pp, rank = args
-    plans = sizing.trtllm_plans(
+    plans: dict[str, TrtllmPlan | None] = sizing.trtllm_plans(
         model, max_batch_size=batch, max_num_tokens=chunk, max_seq_len=seq,
         speculative=speculative, tp_size=tp, pp_size=pp, pp_rank=rank,
     )  # fmt: skip
+    split: dict[str, TrtllmPlan] = {}
     for manager, plan in plans.items():
         if plan is None:
             raise ValueError(_UNSPLIT.format(model=model, manager=manager))
-    return plans
+        split[manager] = plan
+    return split
 
 
-def _pools_at(tpb: int, plan: Any, tokens: int) -> list[EnginePool]:
+def _pools_at(tpb: int, plan: TrtllmPlan, tokens: int) -> list[EnginePool]:
     """kvgen's "trtllm-v2" pools of one manager for T = ``tokens`` as the engine's pool
     groups: ceil(T/tpb) full pages, per sliding life cycle B * pages(w, H) +
     ceil(min(T, N)/tpb); the engine keys groups by slot size (kvgen's cycles hold one buffer
