@@ -289,8 +289,8 @@ def _build(
     seq_len, seq_note = _seq_len(cfg, max_seq_len)
     _note_rope_scaling(cfg, seq_len)
     short, dtype_note, dtype_bytes = cache_dtype(cfg, dtype)
-    types, types_note = kda_layer_types(cfg, layers) or per_layer_types(cfg, layers)  # type: ignore[arg-type]
-    attention = attention_kinds(cfg, layers, types, seq_len)  # type: ignore[arg-type]
+    types, types_note = kda_layer_types(cfg, layers) or per_layer_types(cfg, layers)
+    attention = attention_kinds(cfg, layers, types, seq_len)
     kinds: list[Kind] = []
     for kind, shape in zip(types, attention, strict=True):
         if kind == "mamba1":
@@ -306,7 +306,7 @@ def _build(
         elif kind == "none":
             kinds.append(NO_CACHE)
     kinds = parallel_kinds(cfg, kinds, dtype_bytes)
-    kinds, cross_note = cross_attention_kinds(cfg, kinds, layers)  # type: ignore[arg-type]
+    kinds, cross_note = cross_attention_kinds(cfg, kinds, layers)
     kinds = shared_kinds(cfg, kinds, types)
     misfit = layout_misfit(kinds, short)
     if misfit is not None:
@@ -343,7 +343,7 @@ def _build(
         tpb_note="kvgen import-hf --tokens-per-block (engine default 32)",
         dtype=short,
         dtype_note=dtype_note,
-        seq_len=seq_len,  # type: ignore[arg-type]
+        seq_len=seq_len,
         seq_note=seq_note,
         vocab_size=vocab,
         vocab_note=f"config.json {cfg.where('vocab_size')}",

@@ -146,14 +146,14 @@ def layer_count(cfg: Config) -> tuple[int, str]:
         name = "num_layers" if cfg.has("num_layers") else "num_hidden_layers"
     count = cfg.int_(name, required=True)
     if cfg.get("model_type") == "hrm_text":
-        count, note = stacked_layer_count(cfg, count, name)  # type: ignore[arg-type]
+        count, note = stacked_layer_count(cfg, count, name)
     elif cfg.get("model_type") == "longcat_flash":
         # LongcatFlashDecoderLayer holds two MLA sublayers, each with its own cache:
         # num_hidden_layers is 2 x num_layers (and num_layers a given num_hidden_layers // 2)
-        blocks = count if name == "num_layers" else count // 2  # type: ignore[operator]
+        blocks = count if name == "num_layers" else count // 2
         count, note = 2 * blocks, f"config.json {name}: {blocks} layers x 2 attention sublayers"
     else:
-        return count, name  # type: ignore[return-value]
+        return count, name
     if count > MAX_LAYERS:
         cfg.diag(
             codes.INVALID_CONFIG_VALUE,
