@@ -336,6 +336,7 @@ def attention_kinds(
             notes.append(("v_head_dim", "config.json v_head_dim: V's head size differs from K's"))
         # A window or chunk that reaches the context never goes stale: full attention (§1).
         reach = {"sliding": ("sliding_window", window), "chunked": ("attention_chunk_size", chunk)}
+        # A sliding (chunked) layer has its window (chunk): a null one was refused above.
         if kind in reach and reach[kind][1] >= seq_len:  # type: ignore[operator]
             field, value = reach[kind]
             notes.append(

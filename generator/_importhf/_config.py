@@ -170,7 +170,7 @@ class Config:
                 )
                 raise Abort
             return list(value)
-        return [self.int_(name)] * layers  # type: ignore[list-item]
+        return [self.int_(name, required=True)] * layers  # present: not None above
 
 
 # --------------------------------------------------------------------------- field checks

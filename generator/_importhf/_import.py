@@ -173,7 +173,7 @@ def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
         )
         raise Abort
     if flag is None:
-        return native, f"config.json {seq_name}"  # type: ignore[return-value]
+        return native, f"config.json {seq_name}"  # type: ignore[return-value]  # both None: refused
     if native is not None and flag > native:
         cfg.diag(
             codes.INVALID_CONFIG_VALUE,
@@ -242,6 +242,7 @@ def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
         original = given
         if not isinstance(original, int) or isinstance(original, bool) or original < 1:
             original = seq_len
+        # numeric: factor is an int or a float, not None (mypy does not narrow through a bool)
         scaled = int(original * factor) if numeric and 1 <= factor <= 1 << 10 else None  # type: ignore[operator]
         by = f"{name}: {kind[:20]!r} scaling" + (f" by {factor!r:.12}" if numeric else "")
         if _already_scaled(cfg, kind, native, given, scaled):

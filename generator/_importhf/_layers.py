@@ -338,8 +338,8 @@ def _mamba1_channels(cfg: Config) -> tuple[int, str]:
     """d_inner as the model's mixer reads it: MambaMixer (mamba, falcon_mamba) its config's
     intermediate_size, Jamba's mixer mamba_expand x hidden_size."""
     if cfg.get("model_type") in PURE_SSM and cfg.has("intermediate_size"):
-        inner = cfg.int_("intermediate_size")
-        return inner, "config.json intermediate_size (MambaMixer)"  # type: ignore[return-value]
+        inner = cfg.int_("intermediate_size", required=True)  # present (has)
+        return inner, "config.json intermediate_size (MambaMixer)"
     hidden_name = field_spelling(cfg, "hidden_size")
     hidden = cfg.int_(hidden_name, required=True)
     expand_name = field_spelling(cfg, "mamba_expand")
@@ -406,18 +406,18 @@ def lightning_state(cfg: Config, dtype_bytes: int) -> Kind:
     (``head_dim`` or ``hidden_size / num_attention_heads``)."""
     heads = cfg.int_(field_spelling(cfg, "num_attention_heads"), required=True)
     if cfg.get("head_dim") is not None:
-        head_dim, source = cfg.int_("head_dim"), "config.json head_dim"
+        head_dim, source = cfg.int_("head_dim", required=True), "config.json head_dim"
     else:
         hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
         head_dim = hidden // heads
         source = f"config.json hidden_size {hidden} / num_attention_heads {heads}"
-    total = heads * head_dim * head_dim * dtype_bytes  # type: ignore[operator]
+    total = heads * head_dim * head_dim * dtype_bytes
     note = (
         f"{total} B per request at tp=1: num_attention_heads {heads} matrices of head_dim "
         f"{head_dim} x {head_dim} * {dtype_bytes} B, no conv window"
     )
     dims: tuple[tuple[str, int | str, str], ...] = (
-        ("num_heads", heads, "config.json num_attention_heads"),  # type: ignore[assignment]
+        ("num_heads", heads, "config.json num_attention_heads"),
         ("head_dim", head_dim, source),
     )
     return Kind("recurrent", mamba=dims, mamba_key="linear", notes=(("mamba", note),),
@@ -463,7 +463,7 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
         _check_grouped(cfg, vh, kh, "linear_num_value_heads", "linear_num_key_heads")
         conv = (width - 1) * (2 * kh * kd + vh * vd)
         ssm = vh * kd * vd
-        dims: tuple[tuple[str, int | str | None, str], ...] = (
+        dims: tuple[tuple[str, int | str, str], ...] = (
             ("num_heads", vh, "config.json linear_num_value_heads"),
             ("head_dim", vd, "config.json linear_value_head_dim"),
             ("d_state", kd, "config.json linear_key_head_dim"),
@@ -521,7 +521,7 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
         dims += _ssm_cache_dtype(cfg)
     return Kind(
         "recurrent",
-        mamba=dims,  # type: ignore[arg-type]
+        mamba=dims,
         notes=(("mamba", f"{total} B per request at tp=1: " + note.removeprefix("config.json: ")),),
         base=kind,
     )
