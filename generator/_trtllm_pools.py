@@ -33,7 +33,7 @@ import math
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from kvgen._trtllm_budget import DEFAULT_REVISION
 from kvgen._trtllm_pool_split import LifeCycle, PoolSplit, split_quota
@@ -43,6 +43,7 @@ from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_gr
 
 if TYPE_CHECKING:
     from kvgen.engines_trtllm import TrtllmPlan
+    from typing_extensions import Unpack
 
 __all__ = [
     "EnginePool",
@@ -59,6 +60,21 @@ __all__ = [
     "pool_ratio_for_quota",
     "trtllm_emit",
 ]
+
+
+class _ServedNeeds(TypedDict):
+    requests: int
+    seq_len: int
+    max_num_tokens: int
+
+
+class _Served(_ServedNeeds, total=False):
+    """The serving keywords of :func:`engine_pool_plan`, as its callers pass them on."""
+
+    speculative: str
+    tp_size: int
+    pp_size: int
+    pp_rank: int
 
 
 @dataclass(frozen=True)
@@ -299,13 +315,13 @@ def _pools_at(tpb: int, plan: TrtllmPlan, tokens: int) -> list[EnginePool]:
 
 
 def engine_pools(
-    sizing: types.ModuleType, model: str, quota_bytes: Mapping[str, int], **plan: int | str
+    sizing: types.ModuleType, model: str, quota_bytes: Mapping[str, int], **plan: Unpack[_Served]
 ) -> dict[str, list[EnginePool]]:
     """The pools the engine builds from ``quota_bytes`` (bytes per cache manager) beside
     kvgen's plan for the serving parameters in ``plan`` (those of
     :func:`engine_pool_plan`): ``engine_pages`` per group, ``short`` where it builds fewer."""
     out = {}
-    for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
+    for manager, pools in engine_pool_plan(sizing, model, **plan).items():
         groups = [PoolGroup((p.slot_bytes,), len(p.life_cycles)) for p in pools]
         built = slots_for_quota(quota_bytes[manager], groups)
         out[manager] = [
@@ -316,7 +332,7 @@ def engine_pools(
 
 
 def engine_quota_for_requests(
-    sizing: types.ModuleType, model: str, **plan: int | str
+    sizing: types.ModuleType, model: str, **plan: Unpack[_Served]
 ) -> dict[str, int]:
     """Per cache manager, the least GPU quota from which the early-2026 engine builds at
     least kvgen's pages in every pool group, so that every request runs to ``seq_len`` in
@@ -326,7 +342,7 @@ def engine_quota_for_requests(
     pools for a sliding-window model, whose window pools the split overfeeds. The same
     answer as ``quota_for_requests(..., semantics="trtllm-v2")``, derived apart from it."""
     out = {}
-    for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
+    for manager, pools in engine_pool_plan(sizing, model, **plan).items():
         if len(pools) == 1:
             out[manager] = pools[0].slot_bytes * pools[0].planned_pages
             continue
@@ -336,7 +352,7 @@ def engine_quota_for_requests(
 
 
 def engine_pool_ratio(
-    sizing: types.ModuleType, model: str, **plan: int | str
+    sizing: types.ModuleType, model: str, **plan: Unpack[_Served]
 ) -> dict[str, list[float]]:
     """Per cache manager, kvgen's bytes per pool group over its quota, in the engine's group
     order: the value for ``KVCacheManagerConfig.initial_pool_ratio`` of later revisions
@@ -345,7 +361,7 @@ def engine_pool_ratio(
     early-2026 revision the golden runs has no such option: hand it
     ``quota_for_requests`` (``"trtllm-v2"``) instead."""
     out = {}
-    for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
+    for manager, pools in engine_pool_plan(sizing, model, **plan).items():
         sizes = [p.slot_bytes * p.planned_pages for p in pools]
         out[manager] = [size / sum(sizes) for size in sizes]
     return out
