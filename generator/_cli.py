@@ -20,7 +20,7 @@ import importlib
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from kvgen._exits import Exit, UsageError
 from kvgen._files import Refused
@@ -55,7 +55,7 @@ WITHOUT_PROJECT = frozenset({"completion", "explain"})
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 as well; keep its text short
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 as well; keep its text short
         self.print_usage(sys.stderr)
         _error(f"kvgen: error: {message}")
         raise SystemExit(Exit.USAGE)
@@ -69,11 +69,15 @@ class _Parser(argparse.ArgumentParser):
         hint = did_you_mean(str(value), names) or f" (choose from {', '.join(names)})"
         raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}")
 
-    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
-        namespace, extras = self.parse_known_args(args, namespace)
+    # One signature for typeshed's three overloads (kvgen never passes a namespace of its own
+    # class): mypy sees it as incompatible with the overloads that return one.
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            _unrecognized(self, namespace, extras)
-        return namespace
+            _unrecognized(self, parsed, extras)
+        return parsed
 
 
 def _unrecognized(parser: argparse.ArgumentParser, namespace: object, extras: list[str]) -> None:

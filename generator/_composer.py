@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import yaml
+from kvgen._codes import Code
 from kvgen._codes import reader as codes
 from kvgen._diagnostics import Diagnostic, Loc
 
@@ -130,11 +131,11 @@ class _Composer:
         self.root: Any = None
         self.root_at = (1, 1)
 
-    def report(self, code: codes.Code, at: tuple[int, int], message: str) -> None:
+    def report(self, code: Code, at: tuple[int, int], message: str) -> None:
         self.diagnostics.append(code.at(self.path, at, message))
 
     def fail(
-        self, code: codes.Code, at: tuple[int, int], message: str, fix: str | None = None
+        self, code: Code, at: tuple[int, int], message: str, fix: str | None = None
     ) -> NoReturn:
         raise Unreadable(code.at(self.path, at, message, fix))
 
@@ -277,17 +278,20 @@ class _Composer:
             if not top.drop_next:
                 if top.loc is not None:
                     self.source.values.setdefault((*top.loc, top.key), at)
-                top.value[top.key] = value  # type: ignore[call-overload]
+                top.value[top.key] = value
             top.key, top.drop_next = _NO_KEY, False
         else:
             if top.loc is not None:
                 self.source.values.setdefault((*top.loc, len(top.value)), at)
-            top.value.append(value)  # type: ignore[union-attr]
+            top.value.append(value)  # type: ignore[union-attr]  # not is_map: a list
 
     def value_of(self, tag: str | None, text: str, plain: bool, at: tuple[int, int]) -> Any:
         if plain:
             match = _IMPLICIT.fullmatch(text)
-            return text if match is None else self.typed(_IMPLICIT_TAGS[match.lastindex], text, at)
+            if match is None:
+                return text
+            assert match.lastindex is not None  # each alternative of _IMPLICIT is a group
+            return self.typed(_IMPLICIT_TAGS[match.lastindex], text, at)
         if tag is None or tag == "!":
             return text  # quoted, or the non-specific tag `!`: a string
         if tag in _CORE_BY_TAG and not _CORE_BY_TAG[tag].fullmatch(text):

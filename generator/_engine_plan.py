@@ -10,9 +10,13 @@ model's heads do not split over, a shape or mode it does not take) and once with
 from __future__ import annotations
 
 import types
+from typing import TYPE_CHECKING
 
 from kvgen._plans import BatchPlan, Plan, PlanError, largest
 from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, TRTLLM
+
+if TYPE_CHECKING:
+    from kvgen.engines_rows import EngineCapacity
 
 __all__ = ["engine_plan", "engine_refusal", "trtllm_refusal"]
 
@@ -25,11 +29,11 @@ def _capacity(
     budget: int,
     max_seq_len: int,
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
-):
+) -> EngineCapacity:
     """``engine_capacity`` of the plan; ``max_batch_size`` is SGLang's max_running_requests,
     which an EAGLE/MTP drafter on a recurrent hybrid reserves intermediate states for."""
     strategy = plan.mamba_radix_cache_strategy
-    return sizing.engine_capacity(
+    capacity: EngineCapacity = sizing.engine_capacity(
         plan.model,
         budget,
         engine=plan.engine.engine.label,  # what every generated runtime takes
@@ -42,6 +46,7 @@ def _capacity(
         **({} if strategy is None else {"mamba_radix_cache_strategy": strategy}),
         **({"heterogeneous_vocab": True} if plan.heterogeneous_vocab else {}),
     )
+    return capacity
 
 
 def recurrent(sizing: types.ModuleType, model: str) -> bool:

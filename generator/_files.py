@@ -21,7 +21,7 @@ import contextlib
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvgen._escaping import is_control
 from kvgen._exits import Exit
@@ -29,6 +29,7 @@ from kvgen._exits import Exit
 if TYPE_CHECKING:  # the code registry loads only when something is refused: `kvgen --version`
     from kvgen._codes._registry import Code  # and every command's start-up stay light
     from kvgen._diagnostics import Diagnostic
+    from matplotlib.figure import Figure
 
 __all__ = [
     "MAX_GENERATED_BYTES",
@@ -56,12 +57,6 @@ _CHUNK = 1 << 16
 # A generated module is ~100 KB: the bound of a committed one read (``kvgen._writer``) or
 # imported from an output folder (``kvgen plan --generated``).
 MAX_GENERATED_BYTES = 32 << 20
-
-
-def _codes():  # -> the kvgen._codes.files module
-    from kvgen._codes import files
-
-    return files
 
 
 class Refused(Exception):
@@ -131,7 +126,7 @@ def chain(path: str | Path, anchor: Path | None) -> list[str]:
     return found
 
 
-def _shown(component: str, path: Path) -> str:
+def _shown(component: str | Path, path: Path) -> str:
     """``component`` as the user would name it: relative like ``path`` when ``path`` is."""
     if path.is_absolute():
         return display_path(component)
@@ -152,7 +147,9 @@ def refuse_link(path: str | Path, component: str | Path) -> Refused:
             f"passes through a symbolic link ({_shown(component, path)}{target}); "
             "kvgen never follows one"
         )
-    return Refused(_codes().SYMBOLIC_LINK.at(display_path(path), (1, 1), message))
+    from kvgen._codes import files
+
+    return Refused(files.SYMBOLIC_LINK.at(display_path(path), (1, 1), message))
 
 
 def _check_folders(path: Path, chain: list[str]) -> None:
@@ -226,13 +223,18 @@ def not_regular(display: str, mode: int, changed: bool = False) -> Refused:
     message = f"is {_kind(mode)}, not a regular file; kvgen reads and writes regular files only"
     if changed:
         message = "was replaced while being opened; kvgen reads regular files only"
-    return Refused(_codes().NOT_A_REGULAR_FILE.at(display, (1, 1), message))
+    from kvgen._codes import files
+
+    return Refused(files.NOT_A_REGULAR_FILE.at(display, (1, 1), message))
 
 
 def _too_large(
     display: str, code: Code | None, size: int, limit: int, grew: bool = False
 ) -> Refused:
-    code = code or _codes().OVERSIZED_FILE
+    if code is None:
+        from kvgen._codes import files
+
+        code = files.OVERSIZED_FILE
     size_text = f"over {limit} bytes" if grew else f"{size} bytes"
     return Refused(code.at(display, (1, 1), f"file is {size_text}, over the {limit}-byte limit"))
 
@@ -248,8 +250,10 @@ def _unreadable(display: str, exc: OSError) -> Refused:
 
 
 def _outside(path: Path, inside: Path) -> Refused:
+    from kvgen._codes import files
+
     return Refused(
-        _codes().OUTSIDE_PROJECT.at(
+        files.OUTSIDE_PROJECT.at(
             display_path(path),
             (1, 1),
             f"is outside {display_path(inside)}; kvgen writes only there",
@@ -262,7 +266,9 @@ def write_failed(path: str | Path, exc: OSError) -> Refused:
     reason = exc.strerror or type(exc).__name__
     what = f" {display_path(os.path.relpath(exc.filename))}" if exc.filename else ""
     message = f"cannot write{what}: {reason}; nothing was changed"
-    return Refused(_codes().WRITE_FAILED.at(display_path(path), (1, 1), message), Exit.USAGE)
+    from kvgen._codes import files
+
+    return Refused(files.WRITE_FAILED.at(display_path(path), (1, 1), message), Exit.USAGE)
 
 
 def make_dirs(directory: Path, *, root: Path | None = None, inside: Path | None = None) -> None:
@@ -329,8 +335,10 @@ def check_output_dir(out: Path, root: Path) -> None:
     the root itself nor a folder that holds it (a swap would replace the whole project)."""
     absolute, base = Path(os.path.abspath(out)), Path(os.path.abspath(root))
     if absolute == base or absolute in base.parents:
+        from kvgen._codes import files
+
         raise Refused(
-            _codes().OUTSIDE_PROJECT.at(
+            files.OUTSIDE_PROJECT.at(
                 display_path(out),
                 (1, 1),
                 f"the output directory may not be the project root {display_path(base)} or hold "
@@ -378,7 +386,7 @@ def write_bytes(
                 os.unlink(tmp)
 
 
-def save_figure(figure, path: str | Path, **options) -> None:  # figure: a matplotlib Figure
+def save_figure(figure: Figure, path: str | Path, **options: Any) -> None:  # savefig's options
     """Render ``figure`` in memory (format from the suffix, PNG by default) and write it with
     ``write_bytes``: a plot path obeys the same rules as every other file kvgen writes."""
     import io

@@ -124,6 +124,8 @@ def _field_defaults(row_type: type) -> dict[str, Any]:
     """A row type's defaults by field: a NamedTuple's own, or its constructor's."""
     if hasattr(row_type, "_field_defaults"):
         return dict(row_type._field_defaults)
+    # A runtime record (``_Record``): its fields and its constructor's defaults, which mypy
+    # cannot see on a plain ``type``.
     names: tuple[str, ...] = row_type._fields  # type: ignore[attr-defined]
     values = row_type.__init__.__defaults__ or ()  # type: ignore[misc]
     return dict(zip(names[len(names) - len(values) :], values, strict=True))

@@ -75,7 +75,8 @@ def suppress(
         return list(diagnostics), []
     from kvgen._rules import find_code
 
-    kept, suppressed = [], []
+    kept: list[Diagnostic] = []
+    suppressed: list[Diagnostic] = []
     for diagnostic in diagnostics:
         covered = any(_covers(directive, diagnostic) for directive in found)
         (suppressed if covered else kept).append(diagnostic)

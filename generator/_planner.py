@@ -119,11 +119,19 @@ class _Sizing:
     """The generated module bound to one model, profile and deployment."""
 
     def __init__(
-        self, sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size=1, pp_size=1
-    ):
+        self,
+        sizing: types.ModuleType,
+        model: str,
+        speculative: str,
+        max_num_tokens: int,
+        tp_size: int,
+        semantics: str,
+        dcp_size: int = 1,
+        pp_size: int = 1,
+    ) -> None:
         self.sizing = sizing
         self.model = model
-        self.common = {
+        self.common: dict[str, str | int] = {
             "speculative": speculative,
             "max_num_tokens": max_num_tokens,
             "tp_size": tp_size,
@@ -137,7 +145,9 @@ class _Sizing:
             {} if pp_size == 1 else {"pp_size": pp_size, "pp_rank": r} for r in range(pp_size)
         ]
 
-    def rank_managers(self, budget: int, batch: int, max_seq_len: int, rank: int) -> list:
+    def rank_managers(
+        self, budget: int, batch: int, max_seq_len: int, rank: int
+    ) -> list[ManagerPlan]:
         kwargs = {**self.common, **self.ranks[rank], "max_batch_size": batch}
         kwargs["max_seq_len"] = max_seq_len
         shares = self.sizing.split_budget(self.model, budget, **kwargs)
@@ -149,7 +159,9 @@ class _Sizing:
             for name, cost in costs.items()
         ]
 
-    def engine_tokens(self, shares: dict[str, int], kwargs: dict) -> dict[str, int | None]:
+    def engine_tokens(
+        self, shares: dict[str, int], kwargs: dict[str, str | int]
+    ) -> dict[str, int | None]:
         """Under "trtllm-v2", the tokens the pools TensorRT-LLM V2's own split builds from
         each share in whole grains hold (``engine_plan_for_quota``, what ``engine_capacity``
         answers); none where that split is not modelled (kvgen's estimate stands)."""
@@ -161,7 +173,8 @@ class _Sizing:
         serving = {k: v for k, v in kwargs.items() if k != "semantics"}  # a rank's own layers
         try:
             quotas = {name: whole_grains(share) for name, share in shares.items()}
-            split = engine_plan_for_quota(self.sizing, self.model, quotas, **serving)
+            # serving: this call's keywords, each with its own type (str or int by name)
+            split = engine_plan_for_quota(self.sizing, self.model, quotas, **serving)  # type: ignore[arg-type]
         except ValueError:  # not modelled
             return {}
         return {name: tokens for name, (tokens, _pools) in split.items()}
@@ -348,9 +361,11 @@ def make_plan(
         for m in entry.managers:
             if m.max_tokens == 0:
                 entry.error = f"the {m.name} share {m.share} B does not cover its fixed cost"
-        entry.max_seq_len_fit = largest(
-            lambda s, batch=batch: bound.fits(gpu_memory, batch, s, s), limit
-        )
+
+        def fits(s: int, batch: int = batch) -> bool:
+            return bound.fits(gpu_memory, batch, s, s)
+
+        entry.max_seq_len_fit = largest(fits, limit)
         plan.batches.append(entry)
     if pp_size > 1 and batch_sizes:
         plan.pp_rank = bound.binding_rank(gpu_memory, batch_sizes[0], max_seq_len)

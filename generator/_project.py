@@ -43,5 +43,9 @@ def load_specs(
     from kvgen._render import SpecInput, spec_source
 
     clean, report = check_paths(paths, root)  # every check lint runs, KV010 included
-    inputs = [SpecInput(spec_source(path, root), s.raw, s.family) for path, s in clean]
+    inputs = [  # a clean spec has its family
+        SpecInput(spec_source(path, root), s.raw, s.family)
+        for path, s in clean
+        if s.family is not None
+    ]
     return inputs, report.diagnostics

@@ -152,7 +152,8 @@ __all__: list[str] = []
 def _render_runtime() -> dict[str, str]:
     """The runtime package: kvgen's runtime modules (``vendored.RUNTIME_MODULES``) verbatim
     under the generated header."""
-    from kvgen._sizing_context import RUNTIME_PACKAGE, runtime_sources
+    from kvgen._sizing_context import runtime_sources
+    from kvgen._vendored import RUNTIME_PACKAGE
     from kvgen.sizing_core import RUNTIME_VERSION
 
     init = f"{ROOT_HEADER}\n{RUNTIME_INIT.format(version=RUNTIME_VERSION)}"

@@ -107,7 +107,7 @@ def sarif(
     results = []
     hidden = set(suppressed)
     for d in sorted([*diagnostics, *suppressed]):
-        result: dict = {"ruleId": d.code}
+        result: dict[str, object] = {"ruleId": d.code}
         if d.code in index:
             result["ruleIndex"] = index[d.code]
         result["level"] = d.severity

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 
 from kvgen import _escaping as escaping
-from kvgen._review import Change, Review
+from kvgen._review import Capacity, Change, Review
 from kvgen._units import format_size
 
 __all__ = ["EMITTERS", "FORMATS", "as_json", "github", "markdown", "spec_line", "text"]
@@ -167,9 +167,10 @@ def _sentence(change: Change, review: Review) -> str | None:
         more = "more" if new.intercept > old.intercept else "less"
         size = format_size(abs(new.intercept - old.intercept))
         parts.append(f"reserves {size} {more} per GPU for {where} at batch {d.max_batch_size}")
-    if new.max_tokens != old.max_tokens and None not in (new.max_tokens, old.max_tokens):
-        fewer = "fewer" if new.max_tokens < old.max_tokens else "more"
-        count = abs(new.max_tokens - old.max_tokens)
+    new_tokens, old_tokens = new.max_tokens, old.max_tokens
+    if new_tokens != old_tokens and new_tokens is not None and old_tokens is not None:
+        fewer = "fewer" if new_tokens < old_tokens else "more"
+        count = abs(new_tokens - old_tokens)
         target = "" if parts else f" for {where}"
         parts.append(f"fits {count} {fewer} tokens{target} in {format_size(d.gpu_budget)}")
     return "this change " + " and ".join(parts) if parts else None
@@ -232,7 +233,7 @@ def markdown(review: Review) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-def _engine_value(value) -> str:
+def _engine_value(value: tuple[int, float] | str | None) -> str:
     if value is None:
         return "absent"
     if isinstance(value, str):
@@ -256,8 +257,8 @@ def _engine_lines(review: Review) -> list[str]:
     return lines
 
 
-def _change_json(change: Change) -> dict:
-    def cap(value):
+def _change_json(change: Change) -> dict[str, object]:
+    def cap(value: Capacity | None) -> dict[str, object] | None:
         return None if value is None else vars(value)
 
     return {

@@ -12,6 +12,7 @@ import types
 import typing
 from typing import Any
 
+from kvgen._codes import Code
 from kvgen._codes import reader as codes
 from kvgen._composer import SourceMap
 from kvgen._diagnostics import Diagnostic, Loc
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 __all__ = ["describe", "schema_keys", "validation_diagnostics"]
 
-_CODES: dict[str, codes.Code] = {
+_CODES: dict[str, Code] = {
     "extra_forbidden": codes.UNKNOWN_KEY,
     "missing": codes.MISSING_KEY,
     "greater_than_equal": codes.OUT_OF_RANGE,

@@ -28,8 +28,8 @@ def mla_bytes(kind: LayerKind, dtype: str) -> int:
 def kind_head_dim(kind: LayerKind, model: LayerStack) -> int:
     if kind.head_dim is not None:
         return kind.head_dim
-    hidden = getattr(model, "hidden_size", None)
-    heads = getattr(model, "num_attention_heads", None)
+    hidden: int | None = getattr(model, "hidden_size", None)
+    heads: int | None = getattr(model, "num_attention_heads", None)
     if hidden is None or heads is None or hidden % heads:
         raise ValueError("head_dim is missing and cannot be derived from hidden_size / heads")
     return hidden // heads

@@ -20,9 +20,14 @@ from __future__ import annotations
 import logging
 import re
 import types
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvgen._spec import Family
 
 __all__ = [
     "FoundFamily",
@@ -97,7 +102,7 @@ class FoundFamily:
         package = "kvgen_shipped" if self.shipped else "kvgen_project"
         return import_generated(self.sizing_path, package)
 
-    def family(self):  # -> kvgen.Family (pydantic: imported on call)
+    def family(self) -> Family:  # (pydantic: imported on call)
         """The validated spec (``kvgen.load_family``), for ``kvgen.engine_capacity``."""
         from kvgen._loader import load_family
 
@@ -247,7 +252,7 @@ def closest_model(name: str, models: list[str]) -> str | None:
     return keys[found] if found is not None else closest(name, models)
 
 
-def model_hint(name: str, models) -> str:
+def model_hint(name: str, models: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the model ``name`` means, a Hugging Face style name
     included (``Llama-3.1-70B-Instruct`` -> ``llama3_1_70b``), else the empty string."""
     from kvgen._suggest import did_you_mean

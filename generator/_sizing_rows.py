@@ -10,6 +10,8 @@ state's dimensions in Mamba-2 form with the form it was given in, an MLA latent'
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from kvgen._cache_kinds import spec_kind
 from kvgen._recurrent import mamba_fields
 from kvgen._shapes import kind_head_dim, kind_v_head_dim
@@ -20,7 +22,17 @@ from kvgen.sizing_kinds import Kind, Profile, Stack
 __all__ = ["kind_row", "profile_row", "stack_row"]
 
 
-def _state_form(kind: LayerKind) -> dict[str, str]:
+class _StateForm(TypedDict, total=False):
+    state_form: str
+
+
+class _Latent(TypedDict, total=False):
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    index_head_dim: int
+
+
+def _state_form(kind: LayerKind) -> _StateForm:
     """The form a recurrent state was written in, where it is not Mamba-2 (the default)."""
     if kind.mamba1 is not None:
         return {"state_form": "mamba1"}
@@ -39,7 +51,7 @@ def kind_row(
     cls = spec_kind(kind)
     dtype = kind.dtype or stack.kv_cache_dtype or dtype
     kv_heads = head_dim = v_head_dim = fixed = 0
-    mla: dict[str, int] = {}
+    mla: _Latent = {}
     if kind.kv_lora_rank is not None:
         mla = {"kv_lora_rank": kind.kv_lora_rank,
                "qk_rope_head_dim": kind.qk_rope_head_dim or 0}  # fmt: skip

@@ -11,7 +11,7 @@ are lint rules under ``generator/rules`` so that they get stable codes and posit
 from __future__ import annotations
 
 import keyword
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from kvgen import facts
 from kvgen._spec_shapes import shape_problem
@@ -31,7 +31,7 @@ Dtype = Literal[
     "mxfp4",
     "fp8_ds_mla",
 ]
-DTYPES: tuple[str, ...] = Dtype.__args__  # type: ignore[attr-defined]
+DTYPES: tuple[str, ...] = get_args(Dtype)
 # Quantized layouts that carry their scales in the cache (docs/cost-model.md §1): facts.
 SCALED_DTYPES = facts.SCALED_DTYPES
 
@@ -47,7 +47,7 @@ SpeculativeMode = Literal[
     "dflash",
     "ngram",
 ]
-SPECULATIVE_MODES: tuple[str, ...] = SpeculativeMode.__args__  # type: ignore[attr-defined]
+SPECULATIVE_MODES: tuple[str, ...] = get_args(SpeculativeMode)
 
 # docs/cost-model.md §6: one-model external drafters keep their own pool inside the GPU budget.
 MODES_WITH_DRAFT_POOL = frozenset({"pard", "dflash", "draft_target"})

@@ -33,13 +33,17 @@ import math
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from kvgen._trtllm_budget import DEFAULT_REVISION
 from kvgen._trtllm_pool_split import LifeCycle, PoolSplit, split_quota
 from kvgen.sizing_kinds import kind_row
 from kvgen.sizing_quota import swa_context_tokens
 from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
+
+if TYPE_CHECKING:
+    from kvgen.engines_trtllm import TrtllmPlan
+    from typing_extensions import Unpack
 
 __all__ = [
     "EnginePool",
@@ -56,6 +60,21 @@ __all__ = [
     "pool_ratio_for_quota",
     "trtllm_emit",
 ]
+
+
+class _ServedNeeds(TypedDict):
+    requests: int
+    seq_len: int
+    max_num_tokens: int
+
+
+class _Served(_ServedNeeds, total=False):
+    """The serving keywords of :func:`engine_pool_plan`, as its callers pass them on."""
+
+    speculative: str
+    tp_size: int
+    pp_size: int
+    pp_rank: int
 
 
 @dataclass(frozen=True)
@@ -265,21 +284,23 @@ def _cycle_name(window: int, sinks: int, chunk: int) -> str:
     return "full" if not window else _name(window, sinks, chunk)
 
 
-def _attention_plans(sizing: types.ModuleType, model: str, *args: Any) -> dict[str, Any]:
+def _attention_plans(sizing: types.ModuleType, model: str, *args: Any) -> dict[str, TrtllmPlan]:
     """Each manager's TensorRT-LLM V2 pool groups (arguments: speculative, batch, N, S, tp,
     pp, pp_rank); ValueError for a manager with pools outside the split model."""
     speculative, batch, chunk, seq, tp, pp, rank = args
-    plans = sizing.trtllm_plans(
+    plans: dict[str, TrtllmPlan | None] = sizing.trtllm_plans(
         model, max_batch_size=batch, max_num_tokens=chunk, max_seq_len=seq,
         speculative=speculative, tp_size=tp, pp_size=pp, pp_rank=rank,
     )  # fmt: skip
+    split: dict[str, TrtllmPlan] = {}
     for manager, plan in plans.items():
         if plan is None:
             raise ValueError(_UNSPLIT.format(model=model, manager=manager))
-    return plans
+        split[manager] = plan
+    return split
 
 
-def _pools_at(tpb: int, plan: Any, tokens: int) -> list[EnginePool]:
+def _pools_at(tpb: int, plan: TrtllmPlan, tokens: int) -> list[EnginePool]:
     """kvgen's "trtllm-v2" pools of one manager for T = ``tokens`` as the engine's pool
     groups: ceil(T/tpb) full pages, per sliding life cycle B * pages(w, H) +
     ceil(min(T, N)/tpb); the engine keys groups by slot size (kvgen's cycles hold one buffer
@@ -294,13 +315,13 @@ def _pools_at(tpb: int, plan: Any, tokens: int) -> list[EnginePool]:
 
 
 def engine_pools(
-    sizing: types.ModuleType, model: str, quota_bytes: Mapping[str, int], **plan: int | str
+    sizing: types.ModuleType, model: str, quota_bytes: Mapping[str, int], **plan: Unpack[_Served]
 ) -> dict[str, list[EnginePool]]:
     """The pools the engine builds from ``quota_bytes`` (bytes per cache manager) beside
     kvgen's plan for the serving parameters in ``plan`` (those of
     :func:`engine_pool_plan`): ``engine_pages`` per group, ``short`` where it builds fewer."""
     out = {}
-    for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
+    for manager, pools in engine_pool_plan(sizing, model, **plan).items():
         groups = [PoolGroup((p.slot_bytes,), len(p.life_cycles)) for p in pools]
         built = slots_for_quota(quota_bytes[manager], groups)
         out[manager] = [
@@ -311,7 +332,7 @@ def engine_pools(
 
 
 def engine_quota_for_requests(
-    sizing: types.ModuleType, model: str, **plan: int | str
+    sizing: types.ModuleType, model: str, **plan: Unpack[_Served]
 ) -> dict[str, int]:
     """Per cache manager, the least GPU quota from which the early-2026 engine builds at
     least kvgen's pages in every pool group, so that every request runs to ``seq_len`` in
@@ -321,7 +342,7 @@ def engine_quota_for_requests(
     pools for a sliding-window model, whose window pools the split overfeeds. The same
     answer as ``quota_for_requests(..., semantics="trtllm-v2")``, derived apart from it."""
     out = {}
-    for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
+    for manager, pools in engine_pool_plan(sizing, model, **plan).items():
         if len(pools) == 1:
             out[manager] = pools[0].slot_bytes * pools[0].planned_pages
             continue
@@ -331,7 +352,7 @@ def engine_quota_for_requests(
 
 
 def engine_pool_ratio(
-    sizing: types.ModuleType, model: str, **plan: int | str
+    sizing: types.ModuleType, model: str, **plan: Unpack[_Served]
 ) -> dict[str, list[float]]:
     """Per cache manager, kvgen's bytes per pool group over its quota, in the engine's group
     order: the value for ``KVCacheManagerConfig.initial_pool_ratio`` of later revisions
@@ -340,7 +361,7 @@ def engine_pool_ratio(
     early-2026 revision the golden runs has no such option: hand it
     ``quota_for_requests`` (``"trtllm-v2"``) instead."""
     out = {}
-    for manager, pools in engine_pool_plan(sizing, model, **plan).items():  # type: ignore[arg-type]
+    for manager, pools in engine_pool_plan(sizing, model, **plan).items():
         sizes = [p.slot_bytes * p.planned_pages for p in pools]
         out[manager] = [size / sum(sizes) for size in sizes]
     return out

@@ -232,10 +232,11 @@ def fraction(value: object, shown: str | None = None) -> float:
     """A memory fraction as ``--gpu-memory-utilization`` takes it and a file gives it: a finite
     number in (0, 1] (never NaN, an infinity, a bool or a string), as a float; ``ValueError``
     otherwise."""
+    # type(), not isinstance: a bool (an int subclass) is no fraction; mypy does not narrow it
     if type(value) not in (int, float) or not 0 < value <= 1:  # type: ignore[operator]
         got = shown if shown is not None else _shown_value(value)
         raise ValueError(f"expected a fraction in (0, 1], got {got}")
-    return float(value)  # type: ignore[arg-type]
+    return float(value)  # type: ignore[arg-type]  # an int or a float, as checked above
 
 
 def _shown_value(value: object) -> str:

@@ -33,7 +33,7 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from kvgen._files import display_path
 from kvgen._nesting import MAX_DEPTH, json_too_deep, position
@@ -475,7 +475,7 @@ def _entry(shown: str, name: str, entry: object) -> tuple[int, int, str, str, tu
     return begin, end, name, dtype, tuple(shape)
 
 
-def _unsigned(values: list) -> bool:
+def _unsigned(values: list[Any]) -> bool:  # a JSON array
     """Every value an integer in [0, 2**64) (not a bool, a float or a string): in C, by type."""
     return (
         set(map(type, values)) <= _INT

@@ -16,9 +16,13 @@ from __future__ import annotations
 import copy
 import types
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvgen._exits import UsageError
+
+if TYPE_CHECKING:
+    from kvgen._loader import LoadedSpec
+    from kvgen._spec import Family
 
 __all__ = ["Overrides", "spec_path", "whatif_data", "whatif_family", "whatif_module"]
 
@@ -106,7 +110,7 @@ def _override(data: dict[str, Any], overrides: Overrides) -> dict[str, Any]:
     return data
 
 
-def whatif_family(path: Path, overrides: Overrides) -> Any:  # -> kvgen._spec.Family
+def whatif_family(path: Path, overrides: Overrides) -> Family:
     """The spec at ``path`` with ``overrides`` applied, validated and linted; ``UsageError``
     with the diagnostics (rule code and reason) when the changed spec would be refused."""
     from kvgen._loader import load_path
@@ -114,14 +118,14 @@ def whatif_family(path: Path, overrides: Overrides) -> Any:  # -> kvgen._spec.Fa
     return _applied(load_path(path), overrides)
 
 
-def whatif_data(display: str, raw: bytes, overrides: Overrides) -> Any:  # -> Family
+def whatif_data(display: str, raw: bytes, overrides: Overrides) -> Family:
     """``whatif_family`` for a spec's bytes (one side of ``kvgen diff``)."""
     from kvgen._loader import load_bytes
 
     return _applied(load_bytes(display, raw), overrides)
 
 
-def _applied(loaded: Any, overrides: Overrides) -> Any:
+def _applied(loaded: LoadedSpec, overrides: Overrides) -> Family:
     from kvgen._lint import lint_family
     from kvgen._spec import Family
     from pydantic import ValidationError

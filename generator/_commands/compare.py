@@ -50,7 +50,7 @@ log = logging.getLogger("kvgen")
 PLOT_POINTS = 48
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "compare",
         help="compare the KV-cache capacity each engine gives one model",

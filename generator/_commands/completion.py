@@ -18,7 +18,7 @@ from kvgen._completion import SHELLS, script
 from kvgen._exits import Exit
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "completion",
         help="print a shell completion script (bash, zsh, fish)",

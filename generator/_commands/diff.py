@@ -45,7 +45,7 @@ log = logging.getLogger("kvgen")
 FORMATS = ("text", "json", "markdown", "github")  # kvgen._review_reporters.FORMATS (a test)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "diff",
         help="report capacity and API changes against a git ref",

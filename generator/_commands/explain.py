@@ -18,7 +18,7 @@ from kvgen._meta import CODES_DOC
 log = logging.getLogger("kvgen")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "explain",
         help="explain a diagnostic code",

@@ -7,14 +7,18 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvgen._config import OUT_DIR
 from kvgen._exits import Exit, UsageError
 
+if TYPE_CHECKING:
+    from kvgen._writer import Plan
+
 log = logging.getLogger("kvgen")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "generate",
         help="generate sizing modules and allocator shims",
@@ -119,7 +123,7 @@ def _check(rendered: dict[str, str], outputs: list[Path], *, prune: bool, root: 
     return Exit.FINDINGS if drift else Exit.OK
 
 
-def _report_drift(result, out: Path) -> None:
+def _report_drift(result: Plan, out: Path) -> None:
     sys.stdout.write(result.diff())
     for rel in result.missing:
         print(f"missing: {(out / rel).as_posix()}")

@@ -7,9 +7,13 @@ import logging
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from kvgen._exits import Exit, UsageError
 from kvgen._writer import write_atomic
+
+if TYPE_CHECKING:
+    from kvgen._spec import Family
 
 # kvgen._spec.DTYPES, spelt out: registering the command must not import pydantic (a test
 # checks the two agree).
@@ -29,7 +33,7 @@ DTYPES = (
 log = logging.getLogger("kvgen")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "import-hf",
         help="write a family spec from a Hugging Face config.json",
@@ -81,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _usage(message: str) -> Exit:
+def _usage(message: str) -> NoReturn:
     raise UsageError(f"import-hf: {message}")  # printed once by cli.main, exit 2
 
 
@@ -206,7 +210,7 @@ def _inside_cache(found: Path, given: str) -> Path:
     return target
 
 
-def _into_family(path: Path):  # -> kvgen._spec.Family
+def _into_family(path: Path) -> Family:
     from kvgen._loader import load_path
 
     loaded = load_path(path)

@@ -21,10 +21,14 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kvgen._config import KVGEN_TOML, OUT_DIR, PYPROJECT, SCHEMA_FILE, SPEC_DIR, find_config
 from kvgen._exits import Exit, UsageError
 from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS
+
+if TYPE_CHECKING:
+    from tomlkit.items import Table
 
 log = logging.getLogger("kvgen")
 
@@ -34,7 +38,7 @@ GITIGNORE = ".gitignore"
 _RELATIVE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$")  # quoted into YAML and regexes
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "init",
         help="set up kvgen in this repository",
@@ -79,7 +83,7 @@ class Install:
     why: str  # one comment line
 
 
-def default_install(direct_url: dict | None = None) -> Install:
+def default_install(direct_url: dict[str, Any] | None = None) -> Install:
     """A pinned git URL: the commit this kvgen was installed from when pip recorded one (PEP
     610 ``direct_url.json`` of an install from git), else the release tag of this version in
     kvgen's repository. kvgen is not on the package index yet, so a version range would fail."""
@@ -102,7 +106,7 @@ def default_install(direct_url: dict | None = None) -> Install:
     )
 
 
-def _direct_url() -> dict | None:
+def _direct_url() -> dict[str, Any] | None:
     """This kvgen's PEP 610 record (``direct_url.json``), or None (an index install has none)."""
     import json
     from importlib import metadata
@@ -181,7 +185,7 @@ def config_table(layout: Layout, header: str) -> str:
     return tomlkit.dumps(doc)
 
 
-def _settings(layout: Layout):  # -> tomlkit Table
+def _settings(layout: Layout) -> Table:
     import tomlkit
     from kvgen._config import PROJECT_KEYS
 

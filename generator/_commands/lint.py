@@ -17,16 +17,20 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvgen._exits import Exit
 from kvgen._reporters import REPORTERS
+
+if TYPE_CHECKING:
+    from kvgen._config import Config
 
 log = logging.getLogger("kvgen")
 
 FORMATS = tuple(REPORTERS)  # the reporter registry is the one list of formats
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "lint",
         help="validate specs and run the lint rules",
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace) -> Exit:
     return Exit.FINDINGS if errors or (warnings and args.strict) else Exit.OK
 
 
-def _spec_dirs(project) -> list[Path]:
+def _spec_dirs(project: Config) -> list[Path]:
     """The configured spec directory, and the built-in ``schema/families`` of the project when
     it exists and is another folder: in pull-request CI the configuration is pull-request
     content, and re-pointing ``specs`` must not take specs out of the lint (issue 29)."""

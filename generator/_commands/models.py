@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import types
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from kvgen._exits import Exit, UsageError
 HEADER = ("family", "model", "max_seq_len", "KV B/token", "KV/request", "source", "profiles")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "models",
         help="list the families and models kvgen can plan here",
@@ -82,7 +83,7 @@ def rows(generated: Path) -> list[Row]:
     return sorted(out, key=lambda r: r.family)  # stable: each family's models in spec order
 
 
-def _costs(sizing, model: str, native: int) -> tuple[int | None, int | None]:
+def _costs(sizing: types.ModuleType, model: str, native: int) -> tuple[int | None, int | None]:
     """The target pool's slope (KV bytes per token of history) and the bytes of one request
     of ``native`` tokens, at tp 1 with no speculation (TensorRT-LLM V2's cost, §4)."""
     from kvgen.engines_registry import DEFAULT_MAX_NUM_TOKENS

@@ -31,8 +31,11 @@ import argparse
 import json
 import logging
 import sys
+import types
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvgen._commands._knobs import (
     add_engine,
@@ -54,12 +57,17 @@ from kvgen.engines_registry import (
     Release,
 )
 
+if TYPE_CHECKING:
+    from kvgen._planner import RequestsNeed
+    from kvgen._plans import Plan
+    from matplotlib.figure import Figure
+
 log = logging.getLogger("kvgen")
 
 PLOT_POINTS = 64
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "plan",
         help="plan KV-cache capacity for one model and GPU budget",
@@ -225,7 +233,7 @@ def _what_if(args: argparse.Namespace) -> str:
     return out + (", RoPE-scaled (--rope-scaled)" if args.rope_scaled else "")
 
 
-def _dcp(plan) -> str:
+def _dcp(plan: Plan | RequestsNeed) -> str:
     """ ", dcp_size D" under decode context parallelism; nothing otherwise."""
     return f", dcp_size {plan.dcp_size}" if plan.dcp_size != 1 else ""
 
@@ -238,7 +246,7 @@ def _table(rows: list[list[str]]) -> list[str]:
     ]
 
 
-def _deployment(plan) -> str:
+def _deployment(plan: Plan) -> str:
     """The what-if knobs as given: parallel sizes, page size, dtype, RoPE-scaled context."""
     native = f"native {plan.native_max_seq_len}"
     if plan.rope_scaled:
@@ -253,7 +261,7 @@ def _deployment(plan) -> str:
     return out
 
 
-def _engine_lines(plan) -> list[str]:
+def _engine_lines(plan: Plan) -> list[str]:
     cap = plan.capacity
     if cap is None:  # the engine would not start on this budget
         lines = [f"max concurrent requests of {plan.seq_len} tokens: 0", f"  {plan.engine_error}"]
@@ -275,7 +283,7 @@ def _engine_lines(plan) -> list[str]:
     return lines
 
 
-def text(plan) -> str:
+def text(plan: Plan) -> str:
     from kvgen._units import format_bytes
 
     engine = plan.engine.engine
@@ -314,7 +322,7 @@ def text(plan) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-def as_json(plan) -> str:
+def as_json(plan: Plan) -> str:
     data = asdict(plan)
     data["engine"] = plan.engine.engine.label
     data["fits"] = plan.fits
@@ -334,7 +342,7 @@ def human_tokens(value: float) -> str:
 STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), "v"))
 
 
-def plot(sizing, plan, path: Path) -> None:
+def plot(sizing: types.ModuleType, plan: Plan, path: Path) -> None:
     """Write ``capacity_figure`` (PNG unless the suffix names another format), with a progress
     line on a terminal: one step a curve."""
     from kvgen._files import save_figure
@@ -353,7 +361,9 @@ def plot(sizing, plan, path: Path) -> None:
             plt.close(fig)
 
 
-def capacity_figure(sizing, plan, progress=None):  # -> matplotlib Figure (matplotlib: optional)
+def capacity_figure(
+    sizing: types.ModuleType, plan: Plan, progress: Callable[[str], None] | None = None
+) -> Figure:
     """Target max tokens against GPU memory: one panel per batch size, one line per
     speculative profile, the budget (vertical) and the demand B x max_seq_len (horizontal)
     marked; x runs to 1.25 x the budget so both marks sit inside the panel (Agg backend).

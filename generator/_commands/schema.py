@@ -22,7 +22,7 @@ log = logging.getLogger("kvgen")
 DEFAULT_OUTPUT = SCHEMA_FILE  # the project config's `schema` replaces it (kvgen._config)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "schema",
         help="export the JSON Schema of the spec format",

@@ -24,9 +24,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvgen._exits import Exit, UsageError
+
+if TYPE_CHECKING:
+    from kvgen._deploy.rank import RankPlan
 
 __all__ = ["MODEL_KEYS", "NODE_KEYS", "read", "run_file"]
 
@@ -59,7 +62,13 @@ def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageEr
     return UsageError(f"{Path(os.path.relpath(path)).as_posix()}:{line}:{col}: {message}")
 
 
-def _check(path: Path, text: str, table: str, section: dict[str, Any], known: dict) -> None:
+def _check(
+    path: Path,
+    text: str,
+    table: str,
+    section: dict[str, Any],
+    known: dict[str, type | tuple[type, ...]],
+) -> None:
     from kvgen._escaping import text as shown
     from kvgen._suggest import did_you_mean
 
@@ -71,7 +80,12 @@ def _check(path: Path, text: str, table: str, section: dict[str, Any], known: di
             raise _error(path, text, table, key, message)
         expected = known[key]
         if not isinstance(value, expected) or isinstance(value, bool):
-            kind = {str: "a string", int: "an integer", dict: "a table"}.get(expected, "a number")
+            kinds: dict[type | tuple[type, ...], str] = {
+                str: "a string",
+                int: "an integer",
+                dict: "a table",
+            }
+            kind = kinds.get(expected, "a number")
             raise _error(path, text, table, key, f"{key} must be {kind}")
         problem = _invalid(key, value)
         if problem:
@@ -157,7 +171,7 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
     from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS, release
 
     data, source = read(path)
-    plans = []
+    plans: list[tuple[str, RankPlan]] = []
     used = 0
     for name, entry in data["models"].items():
         table = f"models.{name}"
@@ -225,7 +239,7 @@ def _per_rank(path: Path, source: str, table: str, entry: dict[str, Any]) -> str
     return f"{-(-total // tp)}B"
 
 
-def _launches(plans: list, form: str) -> str:
+def _launches(plans: list[tuple[str, RankPlan]], form: str) -> str:
     """``--format args|yaml``: each model's launch settings, one block per model under a
     ``# [models.NAME]`` line (a model whose engine takes YAML only is given as YAML)."""
     from kvgen._deploy.emit import render
@@ -242,7 +256,7 @@ def _launches(plans: list, form: str) -> str:
     return "\n".join(blocks)
 
 
-def _table(data: dict[str, Any], plans: list, used: int) -> str:
+def _table(data: dict[str, Any], plans: list[tuple[str, RankPlan]], used: int) -> str:
     from kvgen._escaping import text as shown
     from kvgen._units import format_size
 

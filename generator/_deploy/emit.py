@@ -84,7 +84,7 @@ def _model_dtype(sizing: types.ModuleType, model: str) -> str:
     own kv_cache_dtype, as qwen3_235b_a22b_fp8_pth's), else the family's."""
     rows = sizing.ENGINE_MODELS[model].layers
     dtypes = {lay.dtype for lay in rows if lay.kv_heads and not lay.token_bytes}
-    return dtypes.pop() if len(dtypes) == 1 else sizing.KV_CACHE_DTYPE
+    return dtypes.pop() if len(dtypes) == 1 else str(sizing.KV_CACHE_DTYPE)
 
 
 def _speculative(

@@ -12,6 +12,7 @@ import re
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvgen._deploy.budget import Budget, budget
 from kvgen._deploy.emit import Launch, launch
@@ -22,6 +23,10 @@ from kvgen.engines_registry import (
     Release,
 )
 from kvgen.engines_sglang import SGLANG_MAMBA_STRATEGY
+
+if TYPE_CHECKING:
+    from kvgen._weights import LayerShape
+    from kvgen.sizing_kinds import Stack
 
 __all__ = ["Deployment", "RankPlan", "load_sizing", "plan_rank", "weights_per_rank"]
 
@@ -136,7 +141,7 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
     )
 
 
-def _layer_shapes(stack) -> list:  # stack: a sizing module's Stack -> [weights.LayerShape]
+def _layer_shapes(stack: Stack) -> list[LayerShape]:  # stack: a sizing module's
     """The K and V projection rows the spec gives each decoder layer (0: not a plain K/V)."""
     from kvgen._weights import LayerShape
 

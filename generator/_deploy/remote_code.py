@@ -16,6 +16,11 @@ engine's environment, where kvgen is not installed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kvgen.engines_rows import EngineLayer
+
 __all__ = ["LIGHTNING_ARCHITECTURE", "REMOTE_CODE_FIELDS", "REWRITTEN_BY", "vllm_hf_overrides"]
 
 # Architecture -> the config.json fields vLLM must read as the checkpoint has them.
@@ -40,7 +45,7 @@ REWRITTEN_BY = {
 LIGHTNING_ARCHITECTURE = "BailingMoeV2_5ForCausalLM"
 
 
-def vllm_hf_overrides(layers: tuple) -> tuple[dict[str, int], str] | None:
+def vllm_hf_overrides(layers: tuple[EngineLayer, ...]) -> tuple[dict[str, int], str] | None:
     """``hf_overrides`` that make vLLM read the fields of ``REMOTE_CODE_FIELDS`` as the model's
     own config (``layers``: its engine rows, ``EngineLayer``), and the note saying why; None
     where the model's architecture needs none."""

@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from kvgen._spec import Family
+    from kvgen._spec import Family, Model, Speculative
 
 # TensorRT-LLM's KV cache manager V2 (kvgen's model), vLLM and SGLang, with their pins: each
 # engine's label (what output prints) and its default release, as output prints it.
@@ -130,7 +130,7 @@ def _family(family: object) -> None:
         raise ValueError(f"family must be a kvgen.Family (kvgen.load_family(path)), got {kind}")
 
 
-def _model(family: Family, name: str):  # type: ignore[no-untyped-def]
+def _model(family: Family, name: str) -> Model:
     for model in family.models:
         if model.name == name:
             return model
@@ -138,7 +138,7 @@ def _model(family: Family, name: str):  # type: ignore[no-untyped-def]
     raise ValueError(f"model must be one of {names}; got {name!r}")
 
 
-def _profile(family: Family, model: str, name: str):  # type: ignore[no-untyped-def]
+def _profile(family: Family, model: str, name: str) -> Speculative | None:
     """The speculative profile ``name`` (None for "none"), checked to apply to ``model``."""
     if name == "none":
         return None

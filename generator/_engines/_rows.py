@@ -9,7 +9,7 @@ time, ``engine_model``) and for a generated module (at bind) alike.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from kvgen._cache_kinds import spec_kind
 from kvgen._sizing_rows import profile_row, stack_row
@@ -32,6 +32,15 @@ from kvgen.sizing_kinds import Profile, SizingTables, Stack
 
 if TYPE_CHECKING:
     from kvgen._spec import Family, Model, Speculative
+
+
+class _SglangDraft(TypedDict, total=False):
+    """How SGLang runs a separate draft model (``EngineDraft``'s SGLang fields)."""
+
+    sglang_layers: int
+    sglang_draft_tokens: int
+    sglang_unmodelled: str
+
 
 # Drafters whose layers live in vLLM's one pool beside the target's (EAGLE-family, MTP; and a
 # separate draft model, draft_target or PARD, whose own layers join the pool: PARD is vLLM's
@@ -110,7 +119,7 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
         # SGLang: a separate draft model runs as STANDALONE, the draft config's layers at the
         # target's per-layer size (spec_aux_hidden_state.py draft_kv_num_layers,
         # pool_configurator.py), whatever its vocabulary; PARD it cannot run.
-        sglang: dict[str, Any] = (
+        sglang: _SglangDraft = (
             {"sglang_layers": profile.draft.layers.count, "sglang_draft_tokens": k + 1}
             if profile.mode == "draft_target"
             else {"sglang_unmodelled": SGLANG_REFUSED_MODES[profile.mode]}
@@ -157,8 +166,8 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
     # hybrid: a path-less MTP head there counts only if the target's config.json names
     # num_nextn_predict_layers (spec_aux_hidden_state.py), which Qwen3-Next's does not.
     recurrent = any(spec_kind(kind).recurrent for kind in model.layer_kinds.values())
-    sglang = 0 if recurrent else layers  # an indexer: its layer's
-    return EngineDraft(max(0, lookahead - 1), k, "", sglang, k + 1)
+    sglang_layers = 0 if recurrent else layers  # an indexer: its layer's
+    return EngineDraft(max(0, lookahead - 1), k, "", sglang_layers, k + 1)
 
 
 def engine_arch(family: Family) -> EngineArch:

@@ -105,7 +105,7 @@ def sglang_plan(
             entry.vllm_unmodelled, entry.sglang_unmodelled, entry.sglang_layers,
             entry.sglang_encoder_tokens,
         )  # fmt: skip
-    draft = EngineDraft((), 0, 0) if speculative is None else entry.drafts[speculative.name]
+    draft = EngineDraft() if speculative is None else entry.drafts[speculative.name]
     if speculative is not None and not draft.sglang_draft_tokens:
         reason = draft.sglang_unmodelled
         if reason:

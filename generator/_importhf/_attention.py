@@ -136,7 +136,7 @@ def _global_shapes(cfg: Config) -> tuple[_Shape, _Shape]:
         return (head, f"config.json {hd_name}"), (kv, f"config.json {kv_name}")
     if cfg.has("per_layer_config"):  # the builder fields are dropped: per_layer_config rules
         return (None, ""), (None, "")
-    ungated, kv_default = _GEMMA4_GLOBALS[model_type]  # type: ignore[index]
+    ungated, kv_default = _GEMMA4_GLOBALS[model_type]
     head_note = f"config.json {hd_name}" if head is not None else f"{model_type} default 512"
     kv_note = f"config.json {kv_name}"
     if kv is None and kv_default is not None:
@@ -261,7 +261,7 @@ def attention_kinds(
     hd_note = f"config.json {hd_name}"
     if head_dims is None:
         hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
-        if q_heads is None or len(set(q_heads)) != 1 or hidden < q_heads[0]:  # type: ignore[operator]
+        if q_heads is None or len(set(q_heads)) != 1 or hidden < q_heads[0]:
             cfg.diag(
                 codes.CONTRADICTORY_CONFIG_FIELDS,
                 q_name,
@@ -270,9 +270,9 @@ def attention_kinds(
                 "add head_dim",
             )
             raise Abort
-        head_dims = [hidden // q_heads[0]] * layers  # type: ignore[operator]
+        head_dims = [hidden // q_heads[0]] * layers
         hd_note = f"config.json hidden_size {hidden} / {q_name} {q_heads[0]}"
-        if hidden % q_heads[0]:  # type: ignore[operator]
+        if hidden % q_heads[0]:
             # what transformers' and vLLM's attention compute without a head_dim (GLM-4-MoE)
             hd_note += ", rounded down as transformers and vLLM divide (//)"
     for i, (kv, q) in enumerate(zip(kv_heads, q_heads or kv_heads, strict=True)):
@@ -336,6 +336,7 @@ def attention_kinds(
             notes.append(("v_head_dim", "config.json v_head_dim: V's head size differs from K's"))
         # A window or chunk that reaches the context never goes stale: full attention (§1).
         reach = {"sliding": ("sliding_window", window), "chunked": ("attention_chunk_size", chunk)}
+        # A sliding (chunked) layer has its window (chunk): a null one was refused above.
         if kind in reach and reach[kind][1] >= seq_len:  # type: ignore[operator]
             field, value = reach[kind]
             notes.append(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal, overload
 
 from kvgen._codes import Code
 from kvgen._codes import hf as codes
@@ -116,6 +116,10 @@ class Config:
     def maximum(self, name: str) -> int:
         return MAXIMA.get(self.aliases.get(name, name), DEFAULT_MAXIMUM)
 
+    @overload
+    def int_(self, name: str, *, required: Literal[True], minimum: int = 1) -> int: ...
+    @overload
+    def int_(self, name: str, *, required: bool = False, minimum: int = 1) -> int | None: ...
     def int_(self, name: str, *, required: bool = False, minimum: int = 1) -> int | None:
         value = self.get(name)
         if value is None:
@@ -166,7 +170,7 @@ class Config:
                 )
                 raise Abort
             return list(value)
-        return [self.int_(name)] * layers  # type: ignore[list-item]
+        return [self.int_(name, required=True)] * layers  # present: not None above
 
 
 # --------------------------------------------------------------------------- field checks

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from kvgen._codes import hf as codes
 from kvgen._importhf._config import Abort, Config
@@ -76,7 +77,7 @@ def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
 _MODELOPT_KV = {"fp8": "fp8", "nvfp4": "nvfp4"}
 
 
-def _modelopt_kv(cfg: Config, quant: dict) -> tuple[str, str] | None:
+def _modelopt_kv(cfg: Config, quant: dict[str, Any]) -> tuple[str, str] | None:
     """A ModelOpt checkpoint's ``kv_cache_quant_algo`` (in quantization_config, or its legacy
     ``quantization`` block), as vLLM's get_kv_cache_quant_algo_string reads it."""
     inner = quant.get("quantization")
@@ -109,7 +110,7 @@ def _kv_cache_scheme(cfg: Config) -> tuple[str, str] | None:
         scheme, where = cfg.get("kv_cache_scheme"), "kv_cache_scheme"
     modelopt = isinstance(quant, dict) and str(quant.get("quant_method", "")).startswith("modelopt")
     if scheme is None:
-        return _modelopt_kv(cfg, quant) if modelopt else None  # type: ignore[arg-type]
+        return _modelopt_kv(cfg, quant) if modelopt else None
     if isinstance(scheme, dict) and scheme.get("num_bits") == 8 and scheme.get("type") == "float":
         strategy = scheme.get("strategy", "tensor")
         note = f"config.json {where} kv_cache_scheme: 8-bit float ({strategy!s:.20}) KV cache"

@@ -173,7 +173,7 @@ def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
         )
         raise Abort
     if flag is None:
-        return native, f"config.json {seq_name}"  # type: ignore[return-value]
+        return native, f"config.json {seq_name}"  # type: ignore[return-value]  # both None: refused
     if native is not None and flag > native:
         cfg.diag(
             codes.INVALID_CONFIG_VALUE,
@@ -242,6 +242,7 @@ def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
         original = given
         if not isinstance(original, int) or isinstance(original, bool) or original < 1:
             original = seq_len
+        # numeric: factor is an int or a float, not None (mypy does not narrow through a bool)
         scaled = int(original * factor) if numeric and 1 <= factor <= 1 << 10 else None  # type: ignore[operator]
         by = f"{name}: {kind[:20]!r} scaling" + (f" by {factor!r:.12}" if numeric else "")
         if _already_scaled(cfg, kind, native, given, scaled):
@@ -289,8 +290,8 @@ def _build(
     seq_len, seq_note = _seq_len(cfg, max_seq_len)
     _note_rope_scaling(cfg, seq_len)
     short, dtype_note, dtype_bytes = cache_dtype(cfg, dtype)
-    types, types_note = kda_layer_types(cfg, layers) or per_layer_types(cfg, layers)  # type: ignore[arg-type]
-    attention = attention_kinds(cfg, layers, types, seq_len)  # type: ignore[arg-type]
+    types, types_note = kda_layer_types(cfg, layers) or per_layer_types(cfg, layers)
+    attention = attention_kinds(cfg, layers, types, seq_len)
     kinds: list[Kind] = []
     for kind, shape in zip(types, attention, strict=True):
         if kind == "mamba1":
@@ -306,7 +307,7 @@ def _build(
         elif kind == "none":
             kinds.append(NO_CACHE)
     kinds = parallel_kinds(cfg, kinds, dtype_bytes)
-    kinds, cross_note = cross_attention_kinds(cfg, kinds, layers)  # type: ignore[arg-type]
+    kinds, cross_note = cross_attention_kinds(cfg, kinds, layers)
     kinds = shared_kinds(cfg, kinds, types)
     misfit = layout_misfit(kinds, short)
     if misfit is not None:
@@ -343,7 +344,7 @@ def _build(
         tpb_note="kvgen import-hf --tokens-per-block (engine default 32)",
         dtype=short,
         dtype_note=dtype_note,
-        seq_len=seq_len,  # type: ignore[arg-type]
+        seq_len=seq_len,
         seq_note=seq_note,
         vocab_size=vocab,
         vocab_note=f"config.json {cfg.where('vocab_size')}",

@@ -107,7 +107,8 @@ class JsonReader:
             out: dict[str, Any] = {}
             i = self._skip(i + 1)
             while self.text[i] != "}":
-                key, end = json.decoder.scanstring(self.text, i + 1)
+                # CPython's string scanner (json.decoder's), which typeshed does not declare
+                key, end = json.decoder.scanstring(self.text, i + 1)  # type: ignore[attr-defined]
                 if key in out:
                     self.duplicates.append(((*path, key), self.position(i)))
                 else:

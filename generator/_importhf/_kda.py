@@ -26,7 +26,7 @@ is a Ling 2.5 lightning checkpoint instead (``_layers.py``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from kvgen._codes import Code
 from kvgen._codes import hf as codes
@@ -78,7 +78,7 @@ def _refuse(
     message: str,
     code: Code = codes.INVALID_CONFIG_VALUE,
     field: str = _NESTED,
-) -> None:
+) -> NoReturn:
     """One diagnostic at linear_attn_config's ``key``, or at the top-level ``field``."""
     fix = "use the values published with the model"
     where = cfg.reader.keys.get((*cfg.prefix, _NESTED, key)) if key is not None else None
@@ -131,8 +131,7 @@ def kda_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str] | 
     if cfg.get("model_type") == LING_V3:
         group = cfg.int_("layer_group_size", required=True)
         kinds: list[str | None] = [
-            "full" if (i + 1) % group == 0 else "linear"  # type: ignore[operator]
-            for i in range(layers)
+            "full" if (i + 1) % group == 0 else "linear" for i in range(layers)
         ]
         return kinds, f"config.json layer_group_size {group} (every {group}th layer full)"
     nested = _nested(cfg)

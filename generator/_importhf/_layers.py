@@ -145,8 +145,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
         # .layers_block_type: every layer_group_size-th layer is full (MLA), the rest lightning
         group = cfg.int_("layer_group_size", required=True)
         kinds: list[str | None] = [
-            "full" if (i + 1) % group == 0 else "lightning"  # type: ignore[operator]
-            for i in range(layers)
+            "full" if (i + 1) % group == 0 else "lightning" for i in range(layers)
         ]
         return kinds, f"config.json layer_group_size {group} (every {group}th layer full)"
     if layer_types is not None:
@@ -160,7 +159,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
                 "give one entry per layer",
             )
             raise Abort
-        kinds: list[str | None] = []
+        kinds = []
         for entry in layer_types:
             if entry not in _LAYER_TYPES:
                 why = PARALLEL_STATES.get(model_type, _UNSUPPORTED_LAYER_TYPES).get(
@@ -247,7 +246,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     interval = cfg.int_("full_attention_interval") if cfg.has("full_attention_interval") else None
     if interval is not None:  # Qwen3-Next: every interval-th layer full, the rest linear
         kinds = ["full" if (i + 1) % interval == 0 else "linear" for i in range(layers)]
-        return kinds, f"config.json full_attention_interval {interval}"  # type: ignore[return-value]
+        return kinds, f"config.json full_attention_interval {interval}"
     if pattern_every is not None:
         kinds = pattern_kinds(cfg, layers, pattern_every)
         return kinds, f"config.json {pattern_name} {pattern_every}"
@@ -266,8 +265,8 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
             )
             raise Abort
         kinds = ["sliding" if i >= first else "full" for i in range(layers)]
-        return kinds, f"config.json use_sliding_window, layers >= max_window_layers {first}"  # type: ignore[return-value]
-    return ["sliding"] * layers, "config.json sliding_window on every layer"  # type: ignore[return-value]
+        return kinds, f"config.json use_sliding_window, layers >= max_window_layers {first}"
+    return ["sliding"] * layers, "config.json sliding_window on every layer"
 
 
 def _jamba_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
@@ -339,13 +338,13 @@ def _mamba1_channels(cfg: Config) -> tuple[int, str]:
     """d_inner as the model's mixer reads it: MambaMixer (mamba, falcon_mamba) its config's
     intermediate_size, Jamba's mixer mamba_expand x hidden_size."""
     if cfg.get("model_type") in PURE_SSM and cfg.has("intermediate_size"):
-        inner = cfg.int_("intermediate_size")
-        return inner, "config.json intermediate_size (MambaMixer)"  # type: ignore[return-value]
+        inner = cfg.int_("intermediate_size", required=True)  # present (has)
+        return inner, "config.json intermediate_size (MambaMixer)"
     hidden_name = field_spelling(cfg, "hidden_size")
     hidden = cfg.int_(hidden_name, required=True)
     expand_name = field_spelling(cfg, "mamba_expand")
     expand = cfg.int_(expand_name, required=True)
-    return expand * hidden, f"config.json {expand_name} {expand} * {hidden_name} {hidden}"  # type: ignore[operator]
+    return expand * hidden, f"config.json {expand_name} {expand} * {hidden_name} {hidden}"
 
 
 def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
@@ -359,7 +358,7 @@ def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
     inner, inner_note = _mamba1_channels(cfg)
     ssm_dtype = cfg.get("mamba_ssm_dtype")
     ssm_bytes = _DTYPES[ssm_dtype][1] if ssm_dtype in _DTYPES else dtype_bytes
-    total = inner * (width - 1) * dtype_bytes + inner * state * ssm_bytes  # type: ignore[operator]
+    total = inner * (width - 1) * dtype_bytes + inner * state * ssm_bytes
     if total > MAX_STATE_BYTES:
         cfg.diag(
             codes.INVALID_CONFIG_VALUE,
@@ -371,8 +370,8 @@ def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
         raise Abort
     dims: tuple[tuple[str, int | str, str], ...] = (
         ("d_inner", inner, inner_note),
-        ("d_state", state, f"config.json {state_name}"),  # type: ignore[arg-type]
-        ("d_conv", width, f"config.json {width_name}"),  # type: ignore[arg-type]
+        ("d_state", state, f"config.json {state_name}"),
+        ("d_conv", width, f"config.json {width_name}"),
     )
     if ssm_dtype in _DTYPES and ssm_bytes != dtype_bytes:
         dims += (("ssm_dtype", _DTYPES[ssm_dtype][0], "config.json mamba_ssm_dtype"),)
@@ -407,19 +406,19 @@ def lightning_state(cfg: Config, dtype_bytes: int) -> Kind:
     (``head_dim`` or ``hidden_size / num_attention_heads``)."""
     heads = cfg.int_(field_spelling(cfg, "num_attention_heads"), required=True)
     if cfg.get("head_dim") is not None:
-        head_dim, source = cfg.int_("head_dim"), "config.json head_dim"
+        head_dim, source = cfg.int_("head_dim", required=True), "config.json head_dim"
     else:
         hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
-        head_dim = hidden // heads  # type: ignore[operator]
+        head_dim = hidden // heads
         source = f"config.json hidden_size {hidden} / num_attention_heads {heads}"
-    total = heads * head_dim * head_dim * dtype_bytes  # type: ignore[operator]
+    total = heads * head_dim * head_dim * dtype_bytes
     note = (
         f"{total} B per request at tp=1: num_attention_heads {heads} matrices of head_dim "
         f"{head_dim} x {head_dim} * {dtype_bytes} B, no conv window"
     )
     dims: tuple[tuple[str, int | str, str], ...] = (
-        ("num_heads", heads, "config.json num_attention_heads"),  # type: ignore[assignment]
-        ("head_dim", head_dim, source),  # type: ignore[assignment]
+        ("num_heads", heads, "config.json num_attention_heads"),
+        ("head_dim", head_dim, source),
     )
     return Kind("recurrent", mamba=dims, mamba_key="linear", notes=(("mamba", note),),
                 base="lightning")  # fmt: skip
@@ -462,9 +461,9 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
         )
         width = cfg.int_("linear_conv_kernel_dim", required=True)
         _check_grouped(cfg, vh, kh, "linear_num_value_heads", "linear_num_key_heads")
-        conv = (width - 1) * (2 * kh * kd + vh * vd)  # type: ignore[operator]
-        ssm = vh * kd * vd  # type: ignore[operator]
-        dims: tuple[tuple[str, int | str | None, str], ...] = (
+        conv = (width - 1) * (2 * kh * kd + vh * vd)
+        ssm = vh * kd * vd
+        dims: tuple[tuple[str, int | str, str], ...] = (
             ("num_heads", vh, "config.json linear_num_value_heads"),
             ("head_dim", vd, "config.json linear_value_head_dim"),
             ("d_state", kd, "config.json linear_key_head_dim"),
@@ -498,8 +497,8 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
             ),
             ("d_conv", width, f"config.json {width_name}"),
         )
-        conv = (width - 1) * (heads * head_dim + 2 * groups * state)  # type: ignore[operator]
-        ssm = heads * head_dim * state  # type: ignore[operator]
+        conv = (width - 1) * (heads * head_dim + 2 * groups * state)
+        ssm = heads * head_dim * state
         note = (
             f"config.json: conv (conv_kernel {width} - 1) * (mamba_num_heads {heads} * "
             f"mamba_head_dim {head_dim} + 2 * n_groups {groups} * ssm_state_size {state}) * "
@@ -522,7 +521,7 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
         dims += _ssm_cache_dtype(cfg)
     return Kind(
         "recurrent",
-        mamba=dims,  # type: ignore[arg-type]
+        mamba=dims,
         notes=(("mamba", f"{total} B per request at tp=1: " + note.removeprefix("config.json: ")),),
         base=kind,
     )

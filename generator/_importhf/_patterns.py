@@ -34,7 +34,7 @@ def pattern_kinds(cfg: Config, layers: int, every: int) -> list[str | None]:
     dense = cfg.int_("first_k_dense_replace", minimum=0) if prefix is not None else None
     dense = min(dense or 0, layers)
     head: list[str | None] = [
-        "full" if (i + 1) % prefix == 0 else "sliding"  # type: ignore[operator]
+        "full" if (i + 1) % prefix == 0 else "sliding"  # type: ignore[operator]  # dense 0 if None
         for i in range(dense)
     ]
     return head + ["full" if (i + 1) % every == 0 else "sliding" for i in range(layers - dense)]
@@ -112,14 +112,14 @@ def stacked_layer_count(cfg: Config, layers: int, name: str) -> tuple[int, str]:
     times, each run with cache slots of its own; HrmTextConfig rewrites num_hidden_layers to
     that product, and a legacy config without num_layers_per_stack gives the stack's size in
     num_hidden_layers (HrmTextConfig.__post_init__)."""
-    high = cfg.int_("H_cycles") if cfg.has("H_cycles") else 2
-    low = cfg.int_("L_cycles") if cfg.has("L_cycles") else 3
-    runs = high * (low + 1)  # type: ignore[operator]
+    high = cfg.int_("H_cycles", required=True) if cfg.has("H_cycles") else 2
+    low = cfg.int_("L_cycles", required=True) if cfg.has("L_cycles") else 3
+    runs = high * (low + 1)
     if not cfg.has("num_layers_per_stack"):
         note = f"config.json {name} {layers} per stack x H_cycles {high} x (L_cycles {low} + 1)"
         return layers * runs, note
-    stack = cfg.int_("num_layers_per_stack")
-    if stack * runs != layers:  # type: ignore[operator]
+    stack = cfg.int_("num_layers_per_stack", required=True)  # present (has)
+    if stack * runs != layers:
         cfg.diag(
             codes.CONTRADICTORY_CONFIG_FIELDS,
             "num_layers_per_stack",
@@ -146,14 +146,14 @@ def layer_count(cfg: Config) -> tuple[int, str]:
         name = "num_layers" if cfg.has("num_layers") else "num_hidden_layers"
     count = cfg.int_(name, required=True)
     if cfg.get("model_type") == "hrm_text":
-        count, note = stacked_layer_count(cfg, count, name)  # type: ignore[arg-type]
+        count, note = stacked_layer_count(cfg, count, name)
     elif cfg.get("model_type") == "longcat_flash":
         # LongcatFlashDecoderLayer holds two MLA sublayers, each with its own cache:
         # num_hidden_layers is 2 x num_layers (and num_layers a given num_hidden_layers // 2)
-        blocks = count if name == "num_layers" else count // 2  # type: ignore[operator]
+        blocks = count if name == "num_layers" else count // 2
         count, note = 2 * blocks, f"config.json {name}: {blocks} layers x 2 attention sublayers"
     else:
-        return count, name  # type: ignore[return-value]
+        return count, name
     if count > MAX_LAYERS:
         cfg.diag(
             codes.INVALID_CONFIG_VALUE,

@@ -7,7 +7,7 @@ its path, is a finding at that path. It is never read, never "added" and never "
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,7 +87,7 @@ def _missing(tree: GitTree, arg: Path) -> ReviewError:
     )
 
 
-def collect(tree: GitTree, args: list[str]) -> list[Candidate]:
+def collect(tree: GitTree, args: Sequence[str | Path]) -> list[Candidate]:
     """Every spec path under ``args`` (default: the spec directory; a folder's spec entries
     directly inside it) with its entry at each side, as found: ``old_bytes`` and ``new_bytes``
     refuse what is not a regular spec file when they read it."""

@@ -122,9 +122,9 @@ def compare_family(name: str, old: Side, new: Side, deployment: Deployment) -> l
                 detail = f"{manager} cache manager {'added' if old_cap is None else 'removed'}"
                 changes.append(Change(name, model, profile, manager, API, detail, old_cap, new_cap))
                 continue
-            kind = classify(old_cap, new_cap)
-            if kind is not None:
-                changes.append(Change(name, model, profile, manager, kind, "", old_cap, new_cap))
+            verdict = classify(old_cap, new_cap)
+            if verdict is not None:
+                changes.append(Change(name, model, profile, manager, verdict, "", old_cap, new_cap))
     return changes
 
 

@@ -65,7 +65,8 @@ def _tightest_rank(
 ) -> tuple[dict[str, Any], dict[str, int] | None, dict[str, int | None]]:
     """Costs, shares and tokens of the pipeline rank whose target holds the fewest tokens
     (each rank sizes its own layers in its own budget; without pp, the one rank)."""
-    best: tuple[float, Any] | None = None
+    best: tuple[float, tuple[dict[str, Any], dict[str, int] | None, dict[str, int | None]]] | None
+    best = None
     for rank in range(pp_size):
         ranked = kwargs if pp_size == 1 else {**kwargs, "pp_size": pp_size, "pp_rank": rank}
         costs = module.cache_costs(model, speculative=profile, **ranked)
@@ -75,7 +76,7 @@ def _tightest_rank(
         if best is None or key < best[0]:
             best = (key, (costs, shares, tokens))
     assert best is not None
-    return best[1]  # type: ignore[no-any-return]
+    return best[1]
 
 
 def evaluate(

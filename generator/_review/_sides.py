@@ -175,7 +175,7 @@ def render_module(side: Side, tag: str, deployment: Deployment) -> None:
     filename = f"<{tag}:{name}/sizing.py>"
     module = exec_sizing(text, filename, f"kvgen_review_{tag}", name)
     data = evaluator.evaluate(module, vars(deployment), _native(side))
-    side.evaluation = _evaluation(data, module.__file__)
+    side.evaluation = _evaluation(data, filename)  # the module's __file__
     side.module_text = text
 
 

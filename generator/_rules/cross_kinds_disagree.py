@@ -61,7 +61,10 @@ def _managers(ctx: RuleContext) -> Iterator[list[Kind]]:
         if stack.loc[0] == "speculative" and stack.loc[-1] == "extra_layers"
     }
     profiles = ctx.family.speculative
-    members = {i: None if p.models is None else set(p.models) for i, p in enumerate(profiles)}
+    # Keyed as a location's profile index (``Loc``: its parts are names and indices).
+    members: dict[str | int, set[str] | None] = {
+        i: None if p.models is None else set(p.models) for i, p in enumerate(profiles)
+    }
     for stack in ctx.stacks:
         if stack.model is not None:
             kinds = list(cross[id(stack)])

@@ -38,7 +38,7 @@ def integer(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     try:
-        return operator.index(value)  # type: ignore[arg-type]
+        return operator.index(value)  # type: ignore[arg-type]  # TypeError: no __index__
     except TypeError:
         return None
 

@@ -88,6 +88,11 @@ def test_runtime_dependencies_are_ranges_and_dev_pins_live_in_the_constraints_fi
     assert str(pins["torch"].specifier) == "==2.13.0"
     assert str(pins["ruff"].specifier) == "==0.17.6"
     assert Version("2.13.0") in torch.specifier  # the tested torch is inside the range
+    # Every development tool has its exact version there (mypy and the stubs it reads too).
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    dev = {Requirement(text).name.lower() for text in extras["dev"]}
+    assert dev <= set(pins), sorted(dev - set(pins))
+    assert str(pins["mypy"].specifier) == "==2.4.1"
 
 
 def test_ci_runs_the_readme_set_up_commands():
