@@ -214,6 +214,12 @@ class Release(NamedTuple):
         return f"{self.engine.name}=={self.version}"
 
     @property
+    def described(self) -> str:
+        """The release as output names it: its words and what selects it
+        ("vLLM 0.34.0 (vllm==0.34.0)")."""
+        return f"{self.named} ({self.spelling})"
+
+    @property
     def runtime_name(self) -> str:
         """What a generated module's ``engine_capacity`` is asked for this release: the
         engine's label for its default release (every generated runtime takes it, those

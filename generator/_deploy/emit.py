@@ -61,6 +61,7 @@ class Launch:
     fields: dict[str, Any]
     capacity: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    release: str = ""  # the engine release the settings are for (Release.described)
 
     @property
     def args(self) -> list[list[str]]:
@@ -177,7 +178,10 @@ def launch(
     fields, capacity, notes = hook(engine, sizing, asked, cap, capacity)
     notes.extend(engine.launch_notes)  # what this release's settings change beyond the budget
     settings = engine.engine.settings
-    return Launch(engine.engine.label, engine.shown, settings.config_class, fields, capacity, notes)
+    return Launch(
+        engine.engine.label, engine.shown, settings.config_class, fields, capacity, notes,
+        engine.described,
+    )  # fmt: skip
 
 
 def _asked_as(engine: Release) -> str:
@@ -400,15 +404,19 @@ def _yaml(value: Any, indent: int = 0) -> list[str]:
     return lines
 
 
-def render(launch: Launch, form: str) -> str:
-    """``args`` (flags), ``yaml`` or ``json`` (fields, capacity, notes) of one launch."""
+def render(launch: Launch, form: str, *, named: bool = True) -> str:
+    """``args`` (flags), ``yaml`` or ``json`` (fields, capacity, notes) of one launch. Each
+    names the engine release the settings are for: JSON in ``release``, YAML in a first
+    comment line (``named`` False: not, where a report names it above)."""
     if form == "json":
         data = {"engine": launch.engine, "version": launch.version,
-                "config_class": launch.config_class, "fields": launch.fields,
-                "capacity": launch.capacity, "notes": launch.notes}  # fmt: skip
+                "release": launch.release, "config_class": launch.config_class,
+                "fields": launch.fields, "capacity": launch.capacity,
+                "notes": launch.notes}  # fmt: skip
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
     if form == "yaml":
-        return "\n".join(_yaml(launch.fields)) + "\n"
+        head = [f"# for {launch.release}"] if named and launch.release else []
+        return "\n".join(head + _yaml(launch.fields)) + "\n"
     # shlex.quote: a POSIX shell reads each value back as it is, whatever it holds (quotes,
     # $(...), backticks, ;, a newline); names and numbers stay unquoted.
     pairs = ["  " + " ".join([arg[0], *map(shlex.quote, arg[1:])]) for arg in launch.args]
