@@ -142,7 +142,7 @@ def test_readme_adopt_block_llama_is_refused_tp3_by_vllm_and_sglang() -> None:
     by tensor parallel size (3).'; SGLang: divide() asserts '32 is not divisible by 3')."""
     ours = imported("llama3", "llama3_1_8b", "llama-3.1-8b.json")
     assert answer(ours, "llama3_1_8b", "vllm", 3) == (
-        "ValueError: vLLM 0.33.0 refuses tp_size 3: the model's 32 query heads must divide by "
+        "ValueError: vLLM 0.34.0 refuses tp_size 3: the model's 32 query heads must divide by "
         "it (ModelConfig.verify_with_parallel_config)"
     )
     said = str(answer(ours, "llama3_1_8b", "sglang", 3))
