@@ -261,7 +261,8 @@ def test_vllm_refuses_a_draft_of_another_vocabulary_size(capsys):
     # "draft_model" drafter whose vocab_size differs from the target's: Qwen2.5-0.5B has
     # 151,936, the 7B 152,064 (each config.json vocab_size). Nothing is emitted.
     qwen = ["-q", "plan", "qwen2_5", "--gpu-memory", "40GiB", "--max-seq-len", "8192",
-            "--speculative", "draft_0_5b", "--emit", "vllm==0.33.0", "--format", "json"]  # fmt: skip
+            "--speculative", "draft_0_5b", "--emit", "vllm==0.33.0",
+            "--format", "json"]  # fmt: skip
     code = main([*qwen[:3], "qwen2_5_7b", *qwen[3:]])
     out = capsys.readouterr()
     assert code == 2 and out.out == ""
@@ -411,7 +412,8 @@ def test_vllm_emits_a_models_own_per_token_head_dtype(capsys):
     # block is 94 layers x 16 x 4 heads x (128 + 128 + 2 x 4) B = 1,588,224 B, and
     # 40 GiB // 1,588,224 = 27,042 blocks (27,042.8).
     code = main(["-q", "plan", "qwen3_moe", "qwen3_235b_a22b_fp8_pth", "--gpu-memory", "40GiB",
-                 "--max-seq-len", "8192", "--emit", "vllm==0.33.0", "--format", "json"])  # fmt: skip
+                 "--max-seq-len", "8192", "--emit", "vllm==0.33.0",
+                 "--format", "json"])  # fmt: skip
     assert code == 0
     fields = json.loads(capsys.readouterr().out)["fields"]
     assert fields["kv_cache_dtype"] == "fp8_per_token_head"
