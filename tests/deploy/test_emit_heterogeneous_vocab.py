@@ -4,8 +4,8 @@ vLLM 0.33.0 refuses Qwen2.5-0.5B drafting the 7B (vocab_size 151,936 against 152
 use_heterogeneous_vocab is set (vLLM 0.34.0 has no such setting and refuses it: plain
 ``vllm`` refuses the flag, tests/unit/test_vllm_releases.py); with it, the draft's layers share
 the pool as any draft model's. vLLM's own EngineArgs took the emitted settings and planned the
-same blocks (tests/fixtures/engines/closed_loop_vllm.json, the ``heterogeneous_vocab`` cases, replayed by
-tests/deploy/test_closed_loop.py).
+same blocks (tests/fixtures/engines/closed_loop_vllm.json, the ``heterogeneous_vocab`` cases,
+replayed by tests/deploy/test_closed_loop.py).
 """
 
 from __future__ import annotations
