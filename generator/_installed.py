@@ -5,21 +5,19 @@ for another release than the one installed (``kvgen plan``; docs/engines.md, "Re
 
 from __future__ import annotations
 
-from kvgen.engines_registry import Release, releases_of
+from kvgen.engines_registry import Engine, Release, releases_of
 
 __all__ = ["installed_version", "release_warning"]
 
-# Each engine's distribution name on the package index, by the engine's name.
-DISTRIBUTIONS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}
 
-
-def installed_version(name: str) -> str | None:
-    """The installed version of engine ``name`` (its local part, ``+cu128``, dropped), None
-    where it is not installed or its metadata cannot be read."""
+def installed_version(engine: Engine) -> str | None:
+    """The installed version of ``engine``'s distribution (``Engine.distribution``; its local
+    part, ``+cu128``, dropped), None where it is not installed or its metadata cannot be
+    read."""
     from importlib import metadata
 
-    distribution = DISTRIBUTIONS.get(name)
-    if distribution is None:
+    distribution = engine.distribution
+    if not distribution:
         return None
     try:
         version = metadata.version(distribution)

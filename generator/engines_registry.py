@@ -136,6 +136,9 @@ class Engine(NamedTuple):
     # early-2026 revision the default so that every answer printed before 38198e34 was
     # modelled stays as it was.
     default_version: str = ""
+    # Its distribution on the package index: ``plan`` reads the installed version from its
+    # metadata (kvgen._installed; the engine is never imported). "": not read.
+    distribution: str = ""
 
     def __repr__(self) -> str:
         return f"Engine({self.name!r})"
@@ -259,6 +262,7 @@ TRTLLM = Engine(
         ),
     ),
     default_version="early-2026",
+    distribution="tensorrt_llm",
 )
 VLLM = Engine(
     name="vllm",
@@ -313,6 +317,7 @@ VLLM = Engine(
         ),
         replicas_field="data_parallel_size",  # ParallelConfig.data_parallel_size
     ),
+    distribution="vllm",
 )
 SGLANG = Engine(
     name="sglang",
@@ -356,6 +361,7 @@ SGLANG = Engine(
         ),
         replicas_field="dp_size",  # ServerArgs.dp_size (data parallelism across tp groups)
     ),
+    distribution="sglang",
 )
 
 # TensorRT-LLM's memory fraction (both revisions modelled read it alike).

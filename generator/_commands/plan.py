@@ -117,7 +117,7 @@ def _warn_installed(engine: Release) -> None:
     the plan's, or one kvgen does not model (kvgen._installed)."""
     from kvgen._installed import installed_version, release_warning
 
-    said = release_warning(engine, installed_version(engine.engine.name))
+    said = release_warning(engine, installed_version(engine.engine))
     if said is not None:
         log.warning("warning: %s", said)
 

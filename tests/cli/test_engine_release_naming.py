@@ -107,8 +107,9 @@ def test_installed_version_is_read_from_metadata_without_importing(tmp_path, mon
     (tmp_path / "vllm").mkdir()
     (tmp_path / "vllm" / "__init__.py").write_text("raise SystemExit('imported')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert installed_version("vllm") == "0.35.0"
-    assert installed_version("no-such-engine") is None
+    assert installed_version(release("vllm").engine) == "0.35.0"
+    assert installed_version(release("vllm").engine._replace(distribution="no-such-engine")) is None
+    assert installed_version(release("vllm").engine._replace(distribution="")) is None
 
 
 def test_release_warning_names_what_is_installed_and_what_is_planned() -> None:
@@ -130,11 +131,11 @@ def test_plan_warns_where_the_installed_release_is_not_modelled(
 ) -> None:
     import kvgen._installed as installed
 
-    monkeypatch.setattr(installed, "installed_version", lambda name: "0.35.0")
+    monkeypatch.setattr(installed, "installed_version", lambda engine: "0.35.0")
     code = main(["plan", *PLAN, *argv])
     err = capsys.readouterr().err
     assert code == 0
     assert "warning: vLLM 0.35.0 is installed here, a release kvgen does not model" in err
-    monkeypatch.setattr(installed, "installed_version", lambda name: "0.34.0")
+    monkeypatch.setattr(installed, "installed_version", lambda engine: "0.34.0")
     main(["plan", *PLAN, *argv])
     assert "installed here" not in capsys.readouterr().err
