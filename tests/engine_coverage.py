@@ -15,7 +15,6 @@ tests/acceptance/test_engine_coverage.py keeps the document current.
 from __future__ import annotations
 
 import re
-
 import sys
 from pathlib import Path
 
