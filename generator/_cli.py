@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "compare": "compare the KV-cache capacity each engine gives one model",
     "completion": "print a shell completion script (bash, zsh, fish)",
     "diff": "report capacity and API changes against a git ref",
+    "engines": "list the engine releases kvgen models and how each differs",
     "explain": "explain a diagnostic code",
     "generate": "generate sizing modules and allocator shims",
     "import-hf": "write a family spec from a Hugging Face config.json",
@@ -51,7 +52,7 @@ COMMANDS: dict[str, str] = {
 
 # Commands that never read the project's configuration: they start without parsing it (and
 # without the dataclasses/tomllib it takes), as `kvgen --version` and `kvgen --help` do.
-WITHOUT_PROJECT = frozenset({"completion", "explain"})
+WITHOUT_PROJECT = frozenset({"completion", "engines", "explain"})
 
 
 class _Parser(argparse.ArgumentParser):

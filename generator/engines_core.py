@@ -208,6 +208,11 @@ def _vllm_answer(
 ) -> EngineCapacity:  # fmt: skip
     """vLLM (``engine_capacity``'s hook for it): the plan of these settings, cached, and what
     the budget holds in it."""
+    if found.refuses_modes and speculative != "none":  # a mode this release refuses
+        _check_model(model, speculative)
+        refusal = found.mode_refusal(speculative, TABLES.profiles[speculative].mode)
+        if refusal is not None:
+            raise ValueError(refusal)
     size = found.block_size if block_size is None else block_size
     key = (model, size, tp_size, speculative, mamba_cache_mode, gdn_prefill_backend, ssm_dtype,
            heterogeneous_vocab)  # fmt: skip
@@ -225,10 +230,10 @@ def _vllm_answer(
             layout = None
         if layout is None:  # known layouts are of a model and profile checked before
             layout = vllm_layout(_check_model(model, speculative), speculative,
-                                 heterogeneous_vocab)  # fmt: skip
+                                 heterogeneous_vocab, found.named)  # fmt: skip
             _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2
         plan = vllm_plan_at(layout, int(size), int(tp_size), mamba_cache_mode,  # numpy ints too
-                            gdn_prefill_backend, ssm_dtype)  # fmt: skip
+                            gdn_prefill_backend, ssm_dtype, found.named)  # fmt: skip
         if len(_VLLM_PLANS) >= 4096:
             _VLLM_PLANS.clear()
         _VLLM_PLANS[key] = plan

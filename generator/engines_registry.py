@@ -136,6 +136,9 @@ class Engine(NamedTuple):
     # early-2026 revision the default so that every answer printed before 38198e34 was
     # modelled stays as it was.
     default_version: str = ""
+    # Its distribution on the package index: ``plan`` reads the installed version from its
+    # metadata (kvgen._installed; the engine is never imported). "": not read.
+    distribution: str = ""
 
     def __repr__(self) -> str:
         return f"Engine({self.name!r})"
@@ -167,6 +170,13 @@ class Release(NamedTuple):
     # of settings this release refuses to start with; the words are formatted with the
     # keywords' values
     minimums: tuple[tuple[str, str, str, str], ...] = ()
+    # (kvgen speculative mode, the release's words, where they are): the speculative modes
+    # this release refuses to start with (vLLM 0.34.0: PARD, emitted as parallel_drafting);
+    # engine_capacity raises ValueError naming the release and the profile
+    refuses_modes: tuple[tuple[str, str, str], ...] = ()
+    # What the release's launch settings change beyond the KV budget, one sentence each
+    # (plan --emit prints them with the settings; docs/engines.md lists them)
+    launch_notes: tuple[str, ...] = ()
 
     def refusal(self, asked: dict[str, object]) -> str | None:
         """Why this release refuses the keywords ``asked`` (set: truthy; a pair of
@@ -184,6 +194,16 @@ class Release(NamedTuple):
                 )
         return None
 
+    def mode_refusal(self, profile: str, mode: str) -> str | None:
+        """Why this release refuses speculative ``profile`` of kvgen mode ``mode``
+        (``refuses_modes``), None if it runs it."""
+        for refused, words, source in self.refuses_modes:
+            if mode == refused:
+                return (
+                    f"{self.named} refuses speculative {profile!r} ({mode}): {words!r} ({source})"
+                )
+        return None
+
     def unanswered(self) -> str | None:
         """Why engine_capacity does not answer for this release, None where it does."""
         if not self.answered_by:
@@ -194,6 +214,22 @@ class Release(NamedTuple):
     def spelling(self) -> str:
         """``NAME==VERSION``: what selects exactly this release."""
         return f"{self.engine.name}=={self.version}"
+
+    @property
+    def described(self) -> str:
+        """The release as output names it: its words and what selects it
+        ("vLLM 0.34.0 (vllm==0.34.0)")."""
+        return f"{self.named} ({self.spelling})"
+
+    @property
+    def runtime_name(self) -> str:
+        """What a generated module's ``engine_capacity`` is asked for this release: the
+        engine's label for its default release (every generated runtime takes it, those
+        written before releases were values too), else ``NAME==VERSION``."""
+        for each in RELEASES:
+            if each.engine is self.engine and each.version == self.engine.default_version:
+                return self.engine.label if each is self else self.spelling
+        return self.engine.label if self is newest(self.engine) else self.spelling
 
     def __repr__(self) -> str:
         return f"Release({self.spelling!r})"
@@ -226,6 +262,7 @@ TRTLLM = Engine(
         ),
     ),
     default_version="early-2026",
+    distribution="tensorrt_llm",
 )
 VLLM = Engine(
     name="vllm",
@@ -280,6 +317,7 @@ VLLM = Engine(
         ),
         replicas_field="data_parallel_size",  # ParallelConfig.data_parallel_size
     ),
+    distribution="vllm",
 )
 SGLANG = Engine(
     name="sglang",
@@ -323,6 +361,7 @@ SGLANG = Engine(
         ),
         replicas_field="dp_size",  # ServerArgs.dp_size (data parallelism across tp groups)
     ),
+    distribution="sglang",
 )
 
 # TensorRT-LLM's memory fraction (both revisions modelled read it alike).
@@ -362,6 +401,21 @@ TRTLLM_38198E34 = Release(
     answered_by="its pools are planned by `kvgen plan --emit trtllm==38198e34`, which writes the "
     "pool_ratio that makes its own split build kvgen's pools (docs/cost-model.md §11)",
 )
+# vLLM's start-up refusal of max_num_batched_tokens below max_num_seqs (0.33.0 and 0.34.0).
+_VLLM_MINIMUMS = (
+    (
+        "max_num_tokens",
+        "max_batch_size",
+        (
+            "max_num_batched_tokens ({max_num_tokens}) must be greater than or equal to "
+            "max_num_seqs ({max_batch_size})."
+        ),
+        "vllm/config/scheduler.py SchedulerConfig.verify_max_model_len",
+    ),
+)
+_VLLM_RESERVE_NOTE = (
+    "estimate of the profiling run's non-KV peak: activations, CUDA graphs, NCCL buffers"
+)
 VLLM_0_33_0 = Release(
     engine=VLLM,
     version="0.33.0",
@@ -376,21 +430,62 @@ VLLM_0_33_0 = Release(
         fraction_source="vllm.config.cache.CacheConfig.gpu_memory_utilization (vLLM 0.33.0)",
         default_fraction=0.92,
         reserve=4 * _GIB,
-        reserve_note="estimate of the profiling run's non-KV peak: activations, CUDA graphs, "
-        "NCCL buffers",
+        reserve_note=_VLLM_RESERVE_NOTE,
         of_free_memory=False,
         rounds_up=True,
     ),
-    minimums=(
+    minimums=_VLLM_MINIMUMS,
+)
+# vLLM 0.34.0 (tests/fixtures/engines/release_facts_vllm.json: each fact run by its own
+# classes, with the deciding line). Its capacity math is 0.33.0's (782 goldens and 232 of 235
+# closed-loop cases equal); what differs is data: the block, the memory default, two refusals.
+VLLM_0_34_0 = Release(
+    engine=VLLM,
+    version="0.34.0",
+    shown="0.34.0",
+    named="vLLM 0.34.0",
+    block_size=64,  # CacheConfig.DEFAULT_BLOCK_SIZE (vllm/config/cache.py:185)
+    memory=Memory(
+        # gpu_memory_utilization defaults to None; CacheConfig.resolved_gpu_memory_utilization
+        # (vllm/config/cache.py:495) makes it 1.0 under the extensible KV cache, which
+        # VllmConfig._resolve_extensible_kv_cache turns on by default on CUDA (0.92 without
+        # it). The KV cache is then sized from measured memory: the whole device, less the
+        # weights and the non-KV peak, as request_memory's ceil(total x 1.0) gives.
+        fraction_field="gpu_memory_utilization",
+        fraction_source="vllm.config.cache.CacheConfig.gpu_memory_utilization None, resolved "
+        "1.0 under the extensible KV cache (enable_extensible_kv_cache, on by default on "
+        "CUDA) (vLLM 0.34.0)",
+        default_fraction=1.0,
+        reserve=4 * _GIB,
+        reserve_note=_VLLM_RESERVE_NOTE,
+        of_free_memory=False,
+        rounds_up=True,
+    ),
+    minimums=_VLLM_MINIMUMS,
+    # SpeculativeConfig forbids unknown fields (vllm/config/utils.py:72, extra="forbid"), and
+    # use_heterogeneous_vocab is gone: pydantic's words for it.
+    refuses=(
         (
-            "max_num_tokens",
-            "max_batch_size",
-            (
-                "max_num_batched_tokens ({max_num_tokens}) must be greater than or equal to "
-                "max_num_seqs ({max_batch_size})."
-            ),
-            "vllm/config/scheduler.py SchedulerConfig.verify_max_model_len",
+            "heterogeneous_vocab",
+            "'use_heterogeneous_vocab: Unexpected keyword argument' (vllm/config/utils.py: "
+            "SpeculativeConfig has no use_heterogeneous_vocab); a draft of another "
+            "vocabulary runs on vLLM 0.33.0",
         ),
+    ),
+    refuses_modes=(
+        (
+            "pard",
+            "parallel_drafting is only supported by the dflash and dspark methods, not "
+            "'draft_model'.",
+            "vllm/config/speculative.py SpeculativeConfig: PARD ran on the V1 model runner, "
+            "removed in 0.34.0; PARD runs on vLLM 0.33.0",
+        ),
+    ),
+    launch_notes=(
+        "kv_cache_memory_bytes and num_gpu_blocks_override turn off vLLM 0.34.0's extensible "
+        "KV cache (VllmConfig._resolve_extensible_kv_cache: 'it sizes the KV cache from "
+        "measured memory, which kv_cache_memory_bytes overrides'): the pool is the planned "
+        "one, allocated once at start-up",
     ),
 )
 SGLANG_0_5_23 = Release(
@@ -416,7 +511,13 @@ SGLANG_0_5_23 = Release(
 
 # Every engine, in the order output lists them; every release modelled, oldest first per engine.
 ENGINES: tuple[Engine, ...] = (TRTLLM, VLLM, SGLANG)
-RELEASES: tuple[Release, ...] = (TRTLLM_EARLY_2026, TRTLLM_38198E34, VLLM_0_33_0, SGLANG_0_5_23)
+RELEASES: tuple[Release, ...] = (
+    TRTLLM_EARLY_2026,
+    TRTLLM_38198E34,
+    VLLM_0_33_0,
+    VLLM_0_34_0,
+    SGLANG_0_5_23,
+)
 DEFAULT_ENGINE = TRTLLM  # what a plan answers in when no engine is named
 
 

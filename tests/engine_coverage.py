@@ -14,6 +14,7 @@ tests/acceptance/test_engine_coverage.py keeps the document current.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -40,6 +41,11 @@ def _cell(sizing, model: str, engine: str, profile: str, reasons: dict[str, str]
             return f"refused: `{exc.reason}`"
         return "refused: " + str(exc).replace("|", "\\|")
     except ValueError as exc:  # the engine's own refusal of this configuration
+        said = re.match(r"(.+?) refuses speculative '[^']+' \((\w+)\): (.*)", str(exc))
+        if said:  # a speculative mode the release refuses (Release.refuses_modes): one key
+            key = re.sub(r"[^a-z0-9]+", "_", f"{said.group(1)} {said.group(2)}".lower())
+            reasons[key] = f"{said.group(1)} refuses {said.group(2)}: {said.group(3)}"
+            return f"refused: `{key}`"
         return "refused: " + str(exc).replace("|", "\\|")
     return "modelled"
 

@@ -18,6 +18,10 @@ concurrency are the engine's.
 Where kvgen refuses a case (a usage error, e.g. KV heads that do not split over tp), the engine
 gets the settings kvgen emits at tp 1 with only the parallel size changed, so the golden says
 whether the engine refuses it too.
+
+Each plan names the release it is for (``--emit vllm==0.34.0``) where kvgen models that release;
+a release kvgen does not model yet (one being followed) is planned with the engine's default
+release, kvgen's answer until the new one is added to its registry.
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ FIXTURES = ROOT / "tests" / "fixtures" / "engines"
 BUDGET = "40GiB"  # the KV budget per rank of every case (--gpu-memory)
 BUDGET_BYTES = 40 << 30
 TP_SIZES = (1, 8)
-# Each engine's two page sizes: vLLM's default block and twice it; SGLang's default page and
-# the 64-token page its FlashInfer/FA3 deployments commonly use.
+# Each engine's two page sizes: vLLM 0.33.0's default block and twice it (kept for every
+# release, so that releases compare case by case; 0.34.0's default 64 is in the goldens);
+# SGLang's default page and the 64-token page its FlashInfer/FA3 deployments commonly use.
 PAGE_SIZES = {"vllm": (16, 32), "sglang": (1, 64)}
 TP_FIELD = {"vllm": "tensor_parallel_size", "sglang": "tp_size"}
 # kvgen's Mamba radix cache strategies beyond extra_buffer and no_buffer, each planned and
@@ -150,12 +155,24 @@ def plan_inputs(engine: str, *, page: int, length: int, tp: int) -> dict[str, An
             "page_size": page, "tp_size": tp}  # fmt: skip
 
 
-def cases(engine: str) -> list[dict[str, Any]]:
+def emitted_as(engine: str, release: str | None) -> str:
+    """What ``--emit`` names for ``release`` of ``engine``: ``NAME==RELEASE`` where kvgen models
+    it, else the engine's name (kvgen's default release)."""
+    from kvgen.engines_registry import SPELLINGS
+
+    return f"{engine}=={release}" if f"{engine}=={release}" in SPELLINGS else engine
+
+
+def cases(engine: str, release: str | None = None) -> list[dict[str, Any]]:
     """The grid: each family's model at two pages, two lengths, tp 1 and 8, and one speculative
     profile (first page, short length, tp 1); for SGLang each recurrent hybrid kvgen plans also
-    under the no_buffer Mamba radix cache (page 1, short length, tp 1)."""
+    under the no_buffer Mamba radix cache (page 1, short length, tp 1). Each plan emits for
+    ``release`` (``emitted_as``)."""
     from kvgen._deploy.emit import _speculative  # the emitted speculative_config, as emit builds it
     from kvgen._deploy.rank import load_sizing
+    from kvgen.engines_registry import release as release_of
+
+    emitted = emitted_as(engine, release)
 
     grid = []
     more = VLLM_MORE_MODELS if engine == "vllm" else ()
@@ -196,7 +213,7 @@ def cases(engine: str) -> list[dict[str, Any]]:
         for (page, length, tp, prof), strategy, draft in zip(
             points, strategies, drafts, strict=True
         ):
-            argv = plan_argv(family, model, engine, page=page, length=length, tp=tp,
+            argv = plan_argv(family, model, emitted, page=page, length=length, tp=tp,
                              profile=prof)  # fmt: skip
             if strategy == "heterogeneous_vocab":
                 argv += ["--heterogeneous-vocab"]
@@ -211,7 +228,7 @@ def cases(engine: str) -> list[dict[str, Any]]:
                 "budget_bytes": BUDGET_BYTES,
             }
             code, printed, err = emit(argv)
-            if strategy and printed is None:
+            if strategy and strategy != "heterogeneous_vocab" and printed is None:
                 continue  # kvgen plans no SGLang launch of the model: nothing to compare
             case["kvgen_exit"] = code
             if printed is not None:
@@ -231,9 +248,14 @@ def cases(engine: str) -> list[dict[str, Any]]:
                     # The same plan without the profile, with the profile's speculative
                     # config added: does the engine refuse the drafter too?
                     at = argv.index("--speculative")
-                    _, plain, _ = emit([*argv[: at + 1], "none", *argv[at + 2 :]])
+                    base = [*argv[: at + 1], "none", *argv[at + 2 :]]
+                    if strategy == "heterogeneous_vocab":  # kvgen refuses the setting itself
+                        base.remove("--heterogeneous-vocab")
+                    _, plain, _ = emit(base)
                     if plain is not None:
-                        config = _speculative(sizing, prof)
+                        config = _speculative(sizing, prof, release_of(emitted).engine.settings)
+                        if strategy == "heterogeneous_vocab":  # as emit writes it
+                            config = {**config, "use_heterogeneous_vocab": True}
                         case["fields"] = {**plain["fields"], "speculative_config": config}
                         case["fields_from"] = (
                             "the emission without the profile, its speculative_config added"

@@ -971,7 +971,7 @@ def _run(python: Path, script: Path, given: Any) -> dict[str, Any]:
 def refresh_closed_loop(engine: str, release: str, python: Path, family: str | None) -> Path:
     import closed_loop
 
-    loop = closed_loop.cases(engine)
+    loop = closed_loop.cases(engine, release)
     if family:
         loop = [case for case in loop if case["family"] == family]
     sent = [case for case in loop if "hf_config" in case and "fields" in case]

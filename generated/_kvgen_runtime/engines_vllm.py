@@ -5,7 +5,7 @@ on it (``vllm_plan_at``) and what a budget holds (``vllm_capacity``)."""
 
 from math import lcm
 
-from .engines_registry import VLLM, newest
+from .engines_registry import VLLM, default_release, releases_of
 from .engines_rows import (
     _MIXERS,
     _ROW_KINDS,
@@ -26,7 +26,19 @@ from .facts import DTYPE_BYTES
 from .sizing_kinds import _new, _Record
 from .sizing_options import _MAX_INT
 
-VLLM_BLOCK_SIZE = newest(VLLM).block_size  # vLLM's CacheConfig.DEFAULT_BLOCK_SIZE
+# The default release's CacheConfig.DEFAULT_BLOCK_SIZE (each release's is Release.block_size)
+VLLM_BLOCK_SIZE = default_release(VLLM).block_size
+VLLM_NAMED = default_release(VLLM).named  # what an answer names when not told the release
+# UNMODELLED's vLLM words name the release they were read in; each holds for every vLLM
+# release modelled (tests/fixtures/engines/release_facts_vllm.json: both refuse Mllama and
+# OpenELM), so an answer names its own release in them (``_in_release``).
+_WORDS_READ_IN = releases_of(VLLM)[0].named
+
+
+def _in_release(text: str, named: str) -> str:
+    return text.replace(_WORDS_READ_IN, named)
+
+
 _KERNEL_BLOCK = 16  # FlashAttention kernel blocks: any multiple of 16 tokens
 _MLA_HYBRID_BLOCK = 128  # MLA decode kernels in a Mamba hybrid
 _EQUAL_GROUPS_BELOW = 1.5  # largest/smallest kind count under which groups take the largest
@@ -189,20 +201,25 @@ _VOCAB = "vllm_draft_vocab"
 
 
 def vllm_layout(
-    entry: EngineModel, speculative: str = "none", heterogeneous_vocab: bool = False
+    entry: EngineModel,
+    speculative: str = "none",
+    heterogeneous_vocab: bool = False,
+    named: str = VLLM_NAMED,
 ) -> VllmLayout:
     """The part of vLLM's plan that depends on the model and profile only; raises
     ``NotModelled`` where vLLM's answer is not modelled, ValueError for a model without
     cached layers, and where vLLM refuses ``heterogeneous_vocab`` (its speculative_config's
-    use_heterogeneous_vocab: a token mapping, which changes no cache spec)."""
+    use_heterogeneous_vocab: a token mapping, which changes no cache spec). ``named``: the
+    release its refusals name."""
     if entry.vllm_unmodelled:
-        raise NotModelled(UNMODELLED[entry.vllm_unmodelled], entry.vllm_unmodelled)
+        reason = entry.vllm_unmodelled
+        raise NotModelled(_in_release(UNMODELLED[reason], named), reason)
     retained = state_blocks = 0
     draft: tuple[EngineLayer, ...] = ()
     if heterogeneous_vocab and (speculative == "none" or not entry.drafts[speculative].draft_model):
         # vllm/config/speculative.py SpeculativeConfig._verify_args
         raise ValueError(
-            "heterogeneous_vocab: vLLM 0.33.0's use_heterogeneous_vocab only works with "
+            f"heterogeneous_vocab: {named}'s use_heterogeneous_vocab only works with "
             f"method='draft_model' (a separate draft model), not speculative {speculative!r}"
         )
     if speculative != "none":
@@ -210,10 +227,11 @@ def vllm_layout(
         if profile.unmodelled and not (heterogeneous_vocab and profile.unmodelled == _VOCAB):
             reason = profile.unmodelled
             use = f"; use speculative {profile.instead!r} instead" if profile.instead else ""
-            raise NotModelled(f"speculative {speculative!r}: {UNMODELLED[reason]}{use}", reason)
+            said = _in_release(UNMODELLED[reason], named)
+            raise NotModelled(f"speculative {speculative!r}: {said}{use}", reason)
         draft, retained, state_blocks = profile.layers, profile.retained, profile.state_blocks
     if entry.unmodelled:
-        raise NotModelled(UNMODELLED[entry.unmodelled], entry.unmodelled)
+        raise NotModelled(_in_release(UNMODELLED[entry.unmodelled], named), entry.unmodelled)
     layers = entry.layers + draft
     if not layers:
         raise ValueError("the model has no cached layers")
@@ -279,18 +297,17 @@ def _vllm_align(mixers: set[_Mixer], backend: int) -> tuple[int, int]:
     return checkpoint, grids.pop() if len(grids) == 1 else 1
 
 
-def _vllm_tp_refusal(layout: VllmLayout, tp_size: int) -> None:
-    """The tp sizes vLLM refuses to start with, with its reason."""
-    version = newest(VLLM).version
+def _vllm_tp_refusal(layout: VllmLayout, tp_size: int, named: str) -> None:
+    """The tp sizes vLLM (release ``named``) refuses to start with, with its reason."""
     if layout.query_heads and layout.query_heads % tp_size:
         raise ValueError(
-            f"vLLM {version} refuses tp_size {tp_size}: the model's {layout.query_heads} query "
+            f"{named} refuses tp_size {tp_size}: the model's {layout.query_heads} query "
             "heads must divide by it (ModelConfig.verify_with_parallel_config)"
         )
     failed = qkv_split_refusal(0, layout.split_heads, tp_size)
     if failed:
         raise ValueError(
-            f"vLLM {version} refuses tp_size {tp_size}: its QKVParallelLinear splits the "
+            f"{named} refuses tp_size {tp_size}: its QKVParallelLinear splits the "
             f"model's {'/'.join(map(str, layout.split_heads))} KV heads over tp (or tp over "
             f"them), and divide() asserts {failed!r} (vllm/model_executor/layers/linear.py)"
         )
@@ -327,12 +344,14 @@ def vllm_plan(
     gdn_prefill_backend: str = "flashinfer",
     ssm_dtype: str | None = None,
     heterogeneous_vocab: bool = False,
+    named: str = VLLM_NAMED,
 ) -> VllmPlan:
-    """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does.
-    ``ssm_dtype`` None: vLLM's default for the model (``entry.vllm_ssm_dtype``)."""
-    layout = vllm_layout(entry, speculative, heterogeneous_vocab)
+    """Group the model's layers and size one block of the pool, as vLLM 0.33.0 and 0.34.0 do.
+    ``ssm_dtype`` None: vLLM's default for the model (``entry.vllm_ssm_dtype``); ``named``:
+    the release its refusals name."""
+    layout = vllm_layout(entry, speculative, heterogeneous_vocab, named)
     return vllm_plan_at(
-        layout, block_size, tp_size, mamba_cache_mode, gdn_prefill_backend, ssm_dtype
+        layout, block_size, tp_size, mamba_cache_mode, gdn_prefill_backend, ssm_dtype, named
     )
 
 
@@ -343,11 +362,12 @@ def vllm_plan_at(
     mamba_cache_mode: str,
     gdn_prefill_backend: str,
     ssm_dtype: str | None,
+    named: str = VLLM_NAMED,
 ) -> VllmPlan:
     """``vllm_plan`` for a model's layout: what depends on the block size, tp and modes."""
     query = layout.query_heads
     if (query and query % tp_size) or layout.split_heads:
-        _vllm_tp_refusal(layout, tp_size)
+        _vllm_tp_refusal(layout, tp_size, named)
     checkpoint = mamba_padding = 0
     pages = []
     if layout.states:  # a Mamba hybrid: align mode and page unification

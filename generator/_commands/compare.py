@@ -149,7 +149,8 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
     rows = []
     for found in releases(args):
         engine = found.engine
-        row: dict[str, Any] = {"engine": engine.label, "version": found.shown}
+        row: dict[str, Any] = {"engine": engine.label, "version": found.shown,
+                               "release": found.described}  # fmt: skip
         own = engine_keywords(args, engine)
         try:
             if unmodelled is not None:
@@ -242,6 +243,7 @@ def text(result: dict[str, Any]) -> str:
         cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])]
         cells += [c.rjust(w) for c, w in zip(row[2:], widths[2:], strict=True)]
         lines.append("  " + "  ".join(cells).rstrip())
+    lines.append(_releases(result))
     for row in result["engines"]:
         if {"error", "not_modelled", "capped"} & set(row) or row["terms"]:
             lines += ["", f"{row['engine']}:"]
@@ -264,6 +266,11 @@ CAP_NOTE = (
     "state slots of a recurrent hybrid (its extra_buffer Mamba radix cache on CUDA), whatever "
     "its tokens hold"
 )
+
+
+def _releases(result: dict[str, Any]) -> str:
+    """The engine releases the rows answer for (``kvgen engines`` lists those modelled)."""
+    return "  releases: " + "; ".join(row["release"] for row in result["engines"])
 
 
 def _knobs(result: dict[str, Any]) -> str:
@@ -291,6 +298,7 @@ def markdown(result: dict[str, Any]) -> str:
         "|" + "|".join(["---"] * 2 + ["---:"] * 4) + "|",
     ]
     lines += ["| " + " | ".join(_cells(r)) + " |" for r in result["engines"]]
+    lines += ["", _releases(result).strip()]
     lines.append("")
     for row in result["engines"]:
         if "error" in row:

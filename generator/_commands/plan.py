@@ -120,12 +120,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
+def _warn_installed(engine: Release) -> None:
+    """A warning on stderr where the engine installed beside kvgen is at another release than
+    the plan's, or one kvgen does not model (kvgen._installed)."""
+    from kvgen._installed import installed_version, release_warning
+
+    said = release_warning(engine, installed_version(engine.engine))
+    if said is not None:
+        log.warning("warning: %s", said)
+
+
 def run(args: argparse.Namespace) -> Exit:
     # --- the hardware to the launch settings (kvgen._commands._hardware, kvgen._deploy) ---
     from kvgen._commands._hardware import run as deploy_run
     from kvgen._commands._hardware import wanted
 
     if wanted(args):
+        from kvgen._commands._hardware import _engine
+
+        if not args.deployment:
+            _warn_installed(_engine(args))
         return deploy_run(args)
     # --- end of the hardware flags ---
     from kvgen._planner import PlanError, make_plan
@@ -135,6 +149,7 @@ def run(args: argparse.Namespace) -> Exit:
     if args.model is None:
         raise UsageError("plan needs FAMILY MODEL (or --deployment FILE.toml)")
     engine, source = engine_choice(args)
+    _warn_installed(engine)
     if args.requests is not None:
         return _requests(args, engine)
     if args.gpu_memory is None:

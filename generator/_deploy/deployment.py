@@ -251,7 +251,7 @@ def _launches(plans: list[tuple[str, RankPlan]], form: str) -> str:
             continue
         settings = plan.deployment.engine.engine.settings
         shown = form if form == "yaml" or settings.form == "args" else "yaml"
-        head = f"# [models.{name}] {settings.launcher}\n"
+        head = f"# [models.{name}] {plan.deployment.engine.described}: {settings.launcher}\n"
         blocks.append(head + render(plan.launch, shown))
     return "\n".join(blocks)
 

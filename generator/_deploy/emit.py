@@ -61,6 +61,7 @@ class Launch:
     fields: dict[str, Any]
     capacity: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    release: str = ""  # the engine release the settings are for (Release.described)
 
     @property
     def args(self) -> list[list[str]]:
@@ -169,14 +170,25 @@ def launch(
     asked = Asked(model, budget_bytes, max_batch_size, block_size, fraction, strategy,
                   heterogeneous_vocab, common)  # fmt: skip
     cap = sizing.engine_capacity(
-        model, budget_bytes, engine=engine.engine.label, block_size=block_size,
+        model, budget_bytes, engine=_asked_as(engine), block_size=block_size,
         max_batch_size=max_batch_size, **common, **_own_keywords(engine, asked),
     )  # fmt: skip
     capacity = {**cap._asdict(), "budget_bytes": budget_bytes}
     hook = globals()[engine.engine.hooks.launch]
     fields, capacity, notes = hook(engine, sizing, asked, cap, capacity)
+    notes.extend(engine.launch_notes)  # what this release's settings change beyond the budget
     settings = engine.engine.settings
-    return Launch(engine.engine.label, engine.shown, settings.config_class, fields, capacity, notes)
+    return Launch(
+        engine.engine.label, engine.shown, settings.config_class, fields, capacity, notes,
+        engine.described,
+    )  # fmt: skip
+
+
+def _asked_as(engine: Release) -> str:
+    """What ``engine_capacity`` is asked for the release: exactly it where it answers for it,
+    else the engine's own name (a release kvgen's planners answer for: its launch hook turns
+    that answer into the release's settings)."""
+    return engine.runtime_name if engine.unanswered() is None else engine.engine.label
 
 
 def _own_keywords(engine: Release, asked: Asked) -> dict[str, Any]:
@@ -265,7 +277,7 @@ def _sglang_launch(
         ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
         # What the state slots alone let run: the concurrency of 1-token requests.
         running = sizing.engine_capacity(
-            model, asked.budget_bytes, engine=engine.engine.label, block_size=asked.block_size,
+            model, asked.budget_bytes, engine=_asked_as(engine), block_size=asked.block_size,
             max_batch_size=asked.max_batch_size, **{**asked.common, "max_seq_len": 1},
             **_own_keywords(engine, asked),
         ).max_concurrency  # fmt: skip
@@ -392,15 +404,19 @@ def _yaml(value: Any, indent: int = 0) -> list[str]:
     return lines
 
 
-def render(launch: Launch, form: str) -> str:
-    """``args`` (flags), ``yaml`` or ``json`` (fields, capacity, notes) of one launch."""
+def render(launch: Launch, form: str, *, named: bool = True) -> str:
+    """``args`` (flags), ``yaml`` or ``json`` (fields, capacity, notes) of one launch. Each
+    names the engine release the settings are for: JSON in ``release``, YAML in a first
+    comment line (``named`` False: not, where a report names it above)."""
     if form == "json":
         data = {"engine": launch.engine, "version": launch.version,
-                "config_class": launch.config_class, "fields": launch.fields,
-                "capacity": launch.capacity, "notes": launch.notes}  # fmt: skip
+                "release": launch.release, "config_class": launch.config_class,
+                "fields": launch.fields, "capacity": launch.capacity,
+                "notes": launch.notes}  # fmt: skip
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
     if form == "yaml":
-        return "\n".join(_yaml(launch.fields)) + "\n"
+        head = [f"# for {launch.release}"] if named and launch.release else []
+        return "\n".join(head + _yaml(launch.fields)) + "\n"
     # shlex.quote: a POSIX shell reads each value back as it is, whatever it holds (quotes,
     # $(...), backticks, ;, a newline); names and numbers stay unquoted.
     pairs = ["  " + " ".join([arg[0], *map(shlex.quote, arg[1:])]) for arg in launch.args]

@@ -18,7 +18,7 @@ def text(plan: RankPlan, *, emit: bool = True) -> str:
     d = plan.deployment
     engine = d.engine.engine
     lines = [
-        f"{d.family}/{d.model} on {engine.label}: max_seq_len {plan.max_seq_len}, "
+        f"{d.family}/{d.model} on {d.engine.described}: max_seq_len {plan.max_seq_len}, "
         f"max_batch_size {d.max_batch_size}, max_num_tokens {d.max_num_tokens}, "
         f"tp_size {d.tp_size}, speculative {d.speculative}"
     ]
@@ -58,7 +58,8 @@ def text(plan: RankPlan, *, emit: bool = True) -> str:
             )
             form = engine.settings.form
             pad = "    " if form == "yaml" else "  "  # args lines carry their own two spaces
-            lines += [pad + line for line in render(plan.launch, form).splitlines()]
+            shown = render(plan.launch, form, named=False)  # the first line names it
+            lines += [pad + line for line in shown.splitlines()]
             lines += [f"  note: {note}" for note in plan.launch.notes]
     return "".join(f"{line}\n" for line in lines)
 
@@ -72,6 +73,7 @@ def data(plan: RankPlan) -> dict[str, Any]:
         budget = {k: v for k, v in asdict(plan.budget).items() if k != "memory"}
     out: dict[str, Any] = {
         "deployment": deployment,
+        "engine_release": plan.deployment.engine.described,  # what the answer is for
         "max_seq_len": plan.max_seq_len,
         "budget": budget,
         "kv_budget": plan.kv_budget,
@@ -82,6 +84,7 @@ def data(plan: RankPlan) -> dict[str, Any]:
     }
     if plan.launch is not None:
         out["launch"] = {"engine": plan.launch.engine, "version": plan.launch.version,
+                         "release": plan.launch.release,
                          "config_class": plan.launch.config_class,
                          "fields": plan.launch.fields, "capacity": plan.launch.capacity,
                          "notes": plan.launch.notes}  # fmt: skip

@@ -280,6 +280,13 @@ def _vllm_answer(
     heterogeneous_vocab: bool,
 ) -> EngineCapacity:  # fmt: skip
     """vLLM: its plan of the spec's model at these settings (cached), then the budget."""
+    if found.refuses_modes and speculative != "none":  # a mode this release refuses
+        _family(family)
+        _model(family, model)
+        profile = _profile(family, model, speculative)
+        refusal = found.mode_refusal(speculative, profile.mode)
+        if refusal is not None:
+            raise ValueError(refusal)
     size = found.block_size if block_size is None else block_size
     key: tuple[object, ...] = (id(family), model, id(found), size, tp_size, speculative,
                                mamba_cache_mode, gdn_prefill_backend, ssm_dtype,
@@ -293,7 +300,7 @@ def _vllm_answer(
     else:
         plan = _build_vllm(
             family, model, size, tp_size, speculative, mamba_cache_mode, gdn_prefill_backend,
-            ssm_dtype, heterogeneous_vocab,
+            ssm_dtype, heterogeneous_vocab, found.named,
         )  # fmt: skip
         _remember(key, family, plan)
     return vllm_capacity(
@@ -338,6 +345,7 @@ def _build_vllm(
     gdn_prefill_backend: str,
     ssm_dtype: str | None,
     heterogeneous_vocab: bool = False,
+    named: str = _vllm.engines_vllm.VLLM_NAMED,
 ) -> _vllm.VllmPlan:
     _family(family)
     for name, value, choices in (
@@ -360,6 +368,7 @@ def _build_vllm(
         gdn_prefill_backend=gdn_prefill_backend,
         ssm_dtype=ssm_dtype,
         heterogeneous_vocab=heterogeneous_vocab,
+        named=named,
     )
 
 

@@ -92,9 +92,11 @@ def vllm_plan(
     gdn_prefill_backend: str = "flashinfer",
     ssm_dtype: str | None = None,
     heterogeneous_vocab: bool = False,
+    named: str = engines_vllm.VLLM_NAMED,
 ) -> VllmPlan:
-    """Group the model's layers and size one block of the pool, as vLLM 0.33.0 does
-    (``kvgen.engines_vllm.vllm_plan`` on the model's engine rows)."""
+    """Group the model's layers and size one block of the pool, as vLLM 0.33.0 and 0.34.0
+    do (``kvgen.engines_vllm.vllm_plan`` on the model's engine rows); ``named``: the release
+    its refusals name."""
     return engines_vllm.vllm_plan(
         engine_model(family, model),
         block_size=block_size,
@@ -104,6 +106,7 @@ def vllm_plan(
         gdn_prefill_backend=gdn_prefill_backend,
         ssm_dtype=ssm_dtype,
         heterogeneous_vocab=heterogeneous_vocab,
+        named=named,
     )
 
 

@@ -21,7 +21,8 @@ HARDWARE = ("llama3", "llama3_1_70b", "--gpu", "H100-80GB", "--tp-size", "4", "-
     "names",
     [
         ("trtllm", "trtllm-v2", "trtllm==early-2026", "trtllm-v2==early-2026"),
-        ("vllm", "vllm==0.33.0"),
+        ("vllm", "vllm==0.34.0"),
+        ("vllm==0.33.0",),
         ("sglang", "sglang==0.5.23"),
     ],
 )
@@ -30,16 +31,16 @@ def test_every_name_of_a_release_plans_alike(capsys, names: tuple[str, ...]):
     assert len(outputs) == 1
     code, out, _ = outputs.pop()
     assert code == 0
-    label = "trtllm-v2" if names[0] == "trtllm" else names[0]
+    label = "trtllm-v2" if names[0] == "trtllm" else names[0].partition("==")[0]
     assert f"engine {label} (--engine): " in out
 
 
 def test_an_unknown_release_is_a_usage_error_naming_the_releases_modelled(capsys):
-    code, out, err = run(capsys, "plan", *LLAMA, "--engine", "vllm==0.34.0")
+    code, out, err = run(capsys, "plan", *LLAMA, "--engine", "vllm==0.35.0")
     assert code == 2 and out == ""
     assert (
-        "argument --engine: engine vllm release '0.34.0' is not modelled; releases modelled: "
-        "0.33.0 (default: 0.33.0)"
+        "argument --engine: engine vllm release '0.35.0' is not modelled; releases modelled: "
+        "0.33.0, 0.34.0 (default: 0.34.0)"
     ) in err
 
 
@@ -58,8 +59,10 @@ def test_emit_takes_the_same_names_and_prints_the_same_settings(capsys):
     assert emitted[0][0] == 0 and len(set(emitted)) == 1
     launch = json.loads(emitted[0][1])
     assert (launch["engine"], launch["version"]) == ("trtllm-v2", "V2 (cost-model §4)")
-    vllm = {run(capsys, "plan", *HARDWARE, "--emit", name) for name in ("vllm", "vllm==0.33.0")}
+    vllm = {run(capsys, "plan", *HARDWARE, "--emit", name) for name in ("vllm", "vllm==0.34.0")}
     assert len(vllm) == 1
+    older = run(capsys, "plan", *HARDWARE, "--emit", "vllm==0.33.0")
+    assert older[0] == 0 and older not in vllm
 
 
 def test_compare_rows_are_one_per_release_in_the_registrys_order(capsys):
@@ -74,15 +77,16 @@ def test_compare_rows_are_one_per_release_in_the_registrys_order(capsys):
     ]  # fmt: skip
 
 
-def test_the_project_engine_takes_a_release_too(capsys, tmp_path, monkeypatch):
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_the_project_engine_takes_a_release_too(capsys, tmp_path, monkeypatch, version):
     (tmp_path / "kvgen.toml").write_text(
-        '[deployment]\nengine = "vllm==0.33.0"\n', encoding="utf-8"
+        f'[deployment]\nengine = "vllm=={version}"\n', encoding="utf-8"
     )
     (tmp_path / "generated").symlink_to(REPO / "generated", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "plan", *LLAMA)
     assert code == 0
-    assert "engine vllm (engine of [tool.kvgen.deployment]): vLLM 0.33.0" in out
+    assert f"engine vllm (engine of [tool.kvgen.deployment]): vLLM {version}" in out
 
 
 def test_a_deployment_file_names_its_engines_as_the_flags_do(capsys, tmp_path):
@@ -94,7 +98,7 @@ engine = "ENGINE"
 weights = "16GiB"
 """
     outputs = []
-    for engine in ("trtllm", "trtllm-v2==early-2026", "vllm==0.33.0"):
+    for engine in ("trtllm", "trtllm-v2==early-2026", "vllm==0.33.0", "vllm==0.34.0"):
         path = tmp_path / f"{engine.replace('=', '_')}.toml"
         path.write_text(node.replace("ENGINE", engine), encoding="utf-8")
         code, out, err = run(capsys, "plan", "--deployment", str(path), "--format", "json")
@@ -104,3 +108,8 @@ weights = "16GiB"
     assert outputs[0]["deployment"]["engine"] == "trtllm-v2"
     assert outputs[2]["deployment"]["engine"] == "vllm"
     assert outputs[2]["budget"]["fraction_field"] == "gpu_memory_utilization"
+    # each release's own memory default: 0.92 on 0.33.0, 1.0 on 0.34.0 (extensible KV cache)
+    assert [o["budget"]["fraction"] for o in outputs[2:]] == [0.92, 1.0]
+    assert [o["engine_release"] for o in outputs[2:]] == [
+        "vLLM 0.33.0 (vllm==0.33.0)", "vLLM 0.34.0 (vllm==0.34.0)"
+    ]  # fmt: skip

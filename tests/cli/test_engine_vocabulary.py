@@ -87,11 +87,12 @@ def test_one_m_is_two_to_the_twentieth_tokens(capsys):
 
 
 def test_a_fractional_budget_is_rounded_down_and_said(capsys):
-    # 36.28 GiB = 38955353374.72 B (tests/unit/test_units.py); at tp 2 a page is 1048576 B:
-    # 38955353374 // 1048576 = 37150 pages, x 16 = 594400 tokens
+    # 36.28 GiB = 38955353374.72 B (tests/unit/test_units.py); at tp 2 a page of vLLM 0.33.0's
+    # 16 tokens is 1048576 B: 38955353374 // 1048576 = 37150 pages, x 16 = 594400 tokens
     code, out, err = run(
-        capsys, "plan", *MODEL, "--engine", "vllm", "--gpu-memory", "36.28GiB", "--tp-size", "2"
-    )
+        capsys, "plan", *MODEL, "--engine", "vllm==0.33.0", "--gpu-memory", "36.28GiB",
+        "--tp-size", "2",
+    )  # fmt: skip
     assert code == 0
     assert "(38955353374 B) per rank" in out and "KV tokens 594,400, blocks 37,150" in out
     assert "36.28GiB is 38955353374.72 B: rounded down to 38955353374 B" in err

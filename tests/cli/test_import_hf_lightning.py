@@ -60,7 +60,12 @@ def test_engines_that_cannot_run_minimax_say_why():
     family = _minimax_family()
     name = family.models[0].name
     kw = {"max_seq_len": 4096, "max_num_tokens": 4096}
-    with pytest.raises(NotModelled, match=r"vLLM 0\.33\.0 cannot run MiniMax.*until vLLM 0\.23\.0"):
+    for version in ("0.33.0", "0.34.0"):  # each release names itself (0.34.0: plain vllm)
+        with pytest.raises(
+            NotModelled, match=rf"vLLM {version} cannot run MiniMax.*until vLLM 0\.23\.0"
+        ):
+            engine_capacity(family, name, 1 << 36, engine=f"vllm=={version}", **kw)
+    with pytest.raises(NotModelled, match=r"vLLM 0\.34\.0 cannot run MiniMax"):
         engine_capacity(family, name, 1 << 36, engine="vllm", **kw)
     with pytest.raises(NotModelled, match=r"SGLang 0\.5\.23 cannot run MiniMax"):
         engine_capacity(family, name, 1 << 36, engine="sglang", **kw)

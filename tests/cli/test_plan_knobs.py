@@ -67,7 +67,7 @@ def test_plan_engine_vllm_answers_in_vllm_terms(capsys):
     # group 131072/16 = 8,192 blocks; each of 6 sliding groups min(1023 + 2 x 8192, 131072) =
     # 17,407 tokens -> 1,088 blocks + 1 = 1,089. 8,192 + 6 x 1,089 = 14,726 blocks =
     # 2,412,707,840 B; concurrency 393,216 / 14,726 = 26.702 (TensorRT-LLM's plan says 45).
-    code, out, _ = run(capsys, *GEMMA, "--engine", "vllm")
+    code, out, _ = run(capsys, *GEMMA, "--engine", "vllm==0.33.0")
     assert code == 0
     assert "engine vllm (--engine): vLLM 0.33.0" in out
     assert (
@@ -161,9 +161,11 @@ COMPARE = ("compare", "gemma3", "gemma3_27b", "--max-seq-len", "131072")
 
 
 def test_compare_takes_tp_size(capsys):
-    code, out, _ = run(capsys, *COMPARE, "--gpu-memory", "60GiB", "--tp-size", "8")
+    code, out, _ = run(
+        capsys, *COMPARE, "--gpu-memory", "60GiB", "--tp-size", "8", "--engine", "vllm==0.33.0"
+    )
     assert code == 0, out
-    assert "tp_size 8" in out and "26.702" in out  # vLLM's figure derived above
+    assert "tp_size 8" in out and "26.702" in out  # vLLM 0.33.0's figure derived above
 
 
 def test_compare_exits_1_when_an_engine_holds_less_than_one_request(capsys):
@@ -300,7 +302,7 @@ def test_plan_vllm_budget_below_one_request_exits_1_with_vllms_words(capsys):
     # 1,310,720 B (derived in test_compare_plot_marks_where_vllm_refuses_to_start): 10 GiB
     # (10,737,418,240 B) is refused at start, no figures invented.
     argv = ("plan", "gemma3", "gemma3_27b", "--gpu-memory", "10GiB", "--max-seq-len", "131072")
-    code, out, _ = run(capsys, *argv, "--engine", "vllm")
+    code, out, _ = run(capsys, *argv, "--engine", "vllm==0.33.0")
     assert code == 1
     assert "max concurrent requests of 131072 tokens: 0\n" in out
     assert "vLLM 0.33.0 would refuse to start: budget_bytes 10737418240 cannot hold" in out

@@ -18,8 +18,13 @@ import pytest
 from kvgen._cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "engines"
+# Each release's closed loop (refresh_goldens.py: the first release of an engine keeps
+# closed_loop_<engine>.json, each later one closed_loop_<engine>-<release>.json): every vLLM
+# release modelled has one, and its plans name the release (--emit vllm==RELEASE).
+RELEASE_FIXTURES = {"vllm==0.33.0": "vllm", "vllm==0.34.0": "vllm-0.34.0", "sglang": "sglang"}
 GOLDENS = {
-    e: json.loads((FIXTURES / f"closed_loop_{e}.json").read_text()) for e in ("vllm", "sglang")
+    e: json.loads((FIXTURES / f"closed_loop_{stem}.json").read_text())
+    for e, stem in RELEASE_FIXTURES.items()
 }
 CASES = [(engine, case) for engine, golden in GOLDENS.items() for case in golden["cases"]]
 GiB = 1 << 30
@@ -89,7 +94,7 @@ def test_plan_emit_gives_what_the_engine_computed(capsys, engine, case):
         assert known is not None and known in refused, f"{engine} refuses: {refused}"
         return
     capacity = printed["capacity"]
-    if engine == "vllm":
+    if engine.startswith("vllm"):
         # num_gpu_blocks_override and kv_cache_memory_bytes each land on the plan's blocks.
         assert capacity["num_blocks"] == got["num_blocks"]
         assert capacity["num_blocks"] == got["from_bytes_alone"]["num_blocks"]
@@ -116,7 +121,12 @@ def test_the_goldens_cover_every_family_page_length_and_tp():
         assert {c["argv"][c["argv"].index("--tp-size") + 1] for c in ran} == {"1", "8"}
         assert len({c["argv"][c["argv"].index("--block-size") + 1] for c in ran}) == 2
         assert any(c["argv"][c["argv"].index("--speculative") + 1] != "none" for c in ran)
-        assert golden["engine_version"] == {"vllm": "0.33.0", "sglang": "0.5.23"}[engine]
+        assert golden["engine_version"] == {
+            "vllm==0.33.0": "0.33.0", "vllm==0.34.0": "0.34.0", "sglang": "0.5.23"
+        }[engine]  # fmt: skip
+        if engine.startswith("vllm"):  # each plan names the release it is for
+            emitted = {c["argv"][c["argv"].index("--emit") + 1] for c in golden["cases"]}
+            assert emitted == {f"vllm=={golden['engine_version']}"}
 
 
 def test_vllm_golden_for_llama_at_tp8_by_hand():
@@ -124,7 +134,7 @@ def test_vllm_golden_for_llama_at_tp8_by_hand():
     # 128 x 2 B = 16,384 B, a 32-token block 524,288 B; 40 GiB / 524,288 = 81,920 blocks. One
     # request of 32,768 tokens holds 32,768 / 32 = 1,024 blocks: 81,920 / 1,024 = 80.0 at
     # once, and vLLM reports 80 x 32,768 = 2,621,440 tokens.
-    got = _case("vllm", "llama3/llama3_1_8b/p32/s32768/tp8/none")["engine"]
+    got = _case("vllm==0.33.0", "llama3/llama3_1_8b/p32/s32768/tp8/none")["engine"]
     assert got["num_blocks"] == got["from_bytes_alone"]["num_blocks"] == 81920
     assert got["bytes_per_block"] == 524288
     assert got["max_concurrency"] == 80.0 and got["kv_tokens"] == 2621440
@@ -138,12 +148,12 @@ def test_vllm_deepseek_v3_2_gets_the_flashmla_sparse_cache_dtype(capsys):
     # ((512 + 64) x 2 + 132 = 1,284 B; 1,253,184 B a block) and its 40 GiB would hold 34,272
     # blocks while num_gpu_blocks_override asked for 55,844.
     code, printed, _ = _plan(
-        capsys, _case("vllm", "deepseek_v3_2/deepseek_v3_2_exp/p16/s8192/tp1/none")["argv"]
+        capsys, _case("vllm==0.33.0", "deepseek_v3_2/deepseek_v3_2_exp/p16/s8192/tp1/none")["argv"]
     )
     assert code == 0
     assert printed["fields"]["kv_cache_dtype"] == "fp8_ds_mla"
     assert printed["fields"]["num_gpu_blocks_override"] == 55844
-    got = _case("vllm", "deepseek_v3_2/deepseek_v3_2_exp/p16/s8192/tp1/none")["engine"]
+    got = _case("vllm==0.33.0", "deepseek_v3_2/deepseek_v3_2_exp/p16/s8192/tp1/none")["engine"]
     assert got["bytes_per_block"] == 769088
     assert got["from_bytes_alone"]["num_blocks"] == 55844
 
@@ -194,7 +204,7 @@ def test_vllm_golden_for_mistral_v0_1_slides_every_layer_by_hand():
     # request holds the window less one token plus the tokens in flight, 2 batches x 8,192
     # (async scheduling): 4,095 + 16,384 = 20,479 tokens, 1,280 blocks, and one more for a
     # block boundary: 1,281; 20,480 / 1,281 = 15.988 at once (full attention would give 10.0).
-    got = _case("vllm", "mistral/mistral_7b_v0_1/p16/s32768/tp1/none")["engine"]
+    got = _case("vllm==0.33.0", "mistral/mistral_7b_v0_1/p16/s32768/tp1/none")["engine"]
     assert got["num_blocks"] == 20480
     assert round(got["max_concurrency"], 3) == round(20480 / 1281, 3) == 15.988
 

@@ -14,7 +14,7 @@ gpus = 8
 [models.llama70b]
 family = "llama3"
 model = "llama3_1_70b"
-engine = "vllm"
+engine = "vllm==0.33.0"
 tp_size = 4
 weights = "35GiB"
 
@@ -40,7 +40,8 @@ def test_one_table_of_budgets_capacities_and_settings(tmp_path, capsys):
     code, out, _ = run(tmp_path, capsys, NODE)
     assert code == 0
     assert out.startswith("node: 8 x H100-80GB, 6 GPUs used\n")
-    # llama3_1_70b at tp 4 on vLLM: ceil(85,520,809,984 x 0.92) = 78,679,145,186 - 35 GiB
+    # llama3_1_70b at tp 4 on vLLM 0.33.0 (fraction 0.92, block 16):
+    # ceil(85,520,809,984 x 0.92) = 78,679,145,186 - 35 GiB
     # (37,580,963,840) - 4 GiB = 36,803,214,050 B; a block is 80 layers x 2 x (8 / 4 = 2 KV
     # heads) x 128 x 2 B x 16 tokens = 1,310,720 B: 28,078 blocks (28,078.6 rounded down).
     assert "--num-gpu-blocks-override 28078" in out
@@ -71,7 +72,7 @@ def test_more_gpus_than_the_node_has_exits_1(tmp_path, capsys):
             "deploy.toml:8:1: unknown key 'tp_sise' in [models.llama70b] (did you mean 'tp_size'?)",
         ),
         (
-            'engine = "vllm"',
+            'engine = "vllm==0.33.0"',
             'engine = "vllmm"',
             "deploy.toml:7:1: engine must be one of trtllm, vllm, sglang (or trtllm-v2, an "
             "alias), as NAME or NAME==VERSION; got 'vllmm' (did you mean 'vllm'?)",

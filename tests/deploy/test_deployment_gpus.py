@@ -45,7 +45,7 @@ gpus = 8
 [models.llama70b]
 family = "llama3"
 model = "llama3_1_70b"
-engine = "vllm"
+engine = "vllm==0.33.0"
 tp_size = 4
 checkpoint_size = "132GiB"
 
@@ -88,9 +88,13 @@ def test_deployment_format_args_prints_each_models_launch(tmp_path, capsys):
     code, out, _ = _deploy(tmp_path, capsys, NODE, "--format", "args")
     assert code == 0
     blocks = out.split("\n\n")
-    assert blocks[0].startswith("# [models.llama70b] vllm serve flags\n")
+    assert blocks[0].startswith(
+        "# [models.llama70b] vLLM 0.33.0 (vllm==0.33.0): vllm serve flags\n"
+    )
     assert "--kv-cache-memory-bytes 38950697698" in blocks[0]
-    assert blocks[1].startswith("# [models.small] python -m sglang.launch_server flags\n")
+    assert blocks[1].startswith(
+        "# [models.small] SGLang 0.5.23 (sglang==0.5.23): python -m sglang.launch_server flags\n"
+    )
     assert "--dp-size 2" in blocks[1] and "GPU KV budget" not in out  # no text report
 
 

@@ -30,7 +30,7 @@ def test_vllm_blocks_match_the_golden_that_vllm_produced(capsys):
     # code gave num_blocks 20480 and concurrency 2.5. By hand: 40 GiB / 2,097,152 B = 20,480
     # blocks; one request of 131,072 tokens holds 131,072 / 16 = 8,192 blocks: 20,480 / 8,192.
     code, out, _ = plan(capsys, "--gpu-memory", "40GiB", "--max-seq-len", "131072",
-                        "--emit", "vllm", "--format", "json")  # fmt: skip
+                        "--emit", "vllm==0.33.0", "--format", "json")  # fmt: skip
     assert code == 0
     data = json.loads(out)
     fields = data["fields"]
@@ -47,7 +47,9 @@ def test_vllm_blocks_match_the_golden_that_vllm_produced(capsys):
 
 
 def test_vllm_args_are_serve_flags(capsys):
-    code, out, _ = plan(capsys, "--gpu-memory", "40GiB", "--emit", "vllm", "--format", "args")
+    code, out, _ = plan(
+        capsys, "--gpu-memory", "40GiB", "--emit", "vllm==0.33.0", "--format", "args"
+    )
     assert code == 0
     flags = out.replace("\\\n", " ").split()
     at = flags.index("--num-gpu-blocks-override")
@@ -68,7 +70,9 @@ def test_hardware_arithmetic_for_vllm_on_an_h100(capsys):
     # vLLM rounds up (request_memory: math.ceil) to 78,679,145,186; - 16 GiB weights - 4 GiB
     # reserve (the default estimate) = 57,204,308,706 B; / 2,097,152 B per block = 27,277
     # blocks (27,277.77 rounded down).
-    code, out, _ = plan(capsys, "--gpu", "H100-80GB", "--weights", "16GiB", "--emit", "vllm")
+    code, out, _ = plan(
+        capsys, "--gpu", "H100-80GB", "--weights", "16GiB", "--emit", "vllm==0.33.0"
+    )
     assert code == 0
     assert "gpu_memory_utilization 0.92 (engine default, vllm.config.cache" in out
     assert "(57204308706 B)" in out
@@ -94,7 +98,7 @@ def test_weights_from_a_tiny_checkpoint(tmp_path, capsys):
     folder = llama_8b_shaped(tmp_path)
     code, out, _ = plan(capsys, "--gpu", "1GiB", "--weights", str(folder), "--reserve", "0B",
                         "--gpu-memory-utilization", "0.5", "--max-seq-len", "2048",
-                        "--emit", "vllm", "--format", "json")  # fmt: skip
+                        "--emit", "vllm==0.33.0", "--format", "json")  # fmt: skip
     assert code == 0
     data = json.loads(out)
     assert data["fields"]["kv_cache_memory_bytes"] == 526_351_232
@@ -257,7 +261,8 @@ def test_vllm_refuses_a_draft_of_another_vocabulary_size(capsys):
     # "draft_model" drafter whose vocab_size differs from the target's: Qwen2.5-0.5B has
     # 151,936, the 7B 152,064 (each config.json vocab_size). Nothing is emitted.
     qwen = ["-q", "plan", "qwen2_5", "--gpu-memory", "40GiB", "--max-seq-len", "8192",
-            "--speculative", "draft_0_5b", "--emit", "vllm", "--format", "json"]  # fmt: skip
+            "--speculative", "draft_0_5b", "--emit", "vllm==0.33.0",
+            "--format", "json"]  # fmt: skip
     code = main([*qwen[:3], "qwen2_5_7b", *qwen[3:]])
     out = capsys.readouterr()
     assert code == 2 and out.out == ""
@@ -341,7 +346,7 @@ def test_emit_applies_the_kv_cache_dtype_what_if(capsys):
     # block 1,048,576 B, 40 GiB / 1 MiB = 40,960 blocks (bf16: 20,480); vLLM's own name for the
     # dtype is fp8_e4m3. On main before this test the flag was ignored by --emit (auto, 20,480).
     code, out, _ = plan(capsys, "--gpu-memory", "40GiB", "--kv-cache-dtype", "fp8",
-                        "--emit", "vllm", "--format", "json")  # fmt: skip
+                        "--emit", "vllm==0.33.0", "--format", "json")  # fmt: skip
     assert code == 0
     data = json.loads(out)
     assert data["fields"]["kv_cache_dtype"] == "fp8_e4m3"
@@ -407,7 +412,8 @@ def test_vllm_emits_a_models_own_per_token_head_dtype(capsys):
     # block is 94 layers x 16 x 4 heads x (128 + 128 + 2 x 4) B = 1,588,224 B, and
     # 40 GiB // 1,588,224 = 27,042 blocks (27,042.8).
     code = main(["-q", "plan", "qwen3_moe", "qwen3_235b_a22b_fp8_pth", "--gpu-memory", "40GiB",
-                 "--max-seq-len", "8192", "--emit", "vllm", "--format", "json"])  # fmt: skip
+                 "--max-seq-len", "8192", "--emit", "vllm==0.33.0",
+                 "--format", "json"])  # fmt: skip
     assert code == 0
     fields = json.loads(capsys.readouterr().out)["fields"]
     assert fields["kv_cache_dtype"] == "fp8_per_token_head"

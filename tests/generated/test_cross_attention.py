@@ -106,9 +106,10 @@ def test_encoder_tokens_on_a_model_without_cross_layers_is_refused(rendered_fami
 
 @pytest.mark.parametrize("engine", ["trtllm-v2", "vllm"])
 def test_engines_refuse_rather_than_guess(vision, engine):
-    # vLLM 0.33.0 cannot run Mllama at all (its registry: supported until 0.10.2), so its
+    # vLLM (0.34.0, plain "vllm"; 0.33.0 alike) cannot run Mllama at all (its registry:
+    # supported until 0.10.2), so its
     # refusal says that rather than that cross-attention is not modelled.
-    reason = r"vLLM 0\.33\.0 cannot run Mllama" if engine == "vllm" else "cross-attention"
+    reason = r"vLLM 0\.34\.0 cannot run Mllama" if engine == "vllm" else "cross-attention"
     with pytest.raises(vision.sizing.NotModelled, match=reason):
         vision.sizing.engine_capacity(
             MODEL, 1 << 36, engine=engine, max_seq_len=8192, max_num_tokens=8192

@@ -1,14 +1,16 @@
 """``engine_capacity`` in the generated sizing modules (the engine policies they bind).
 
 The generated module answers from its own tables, without kvgen: every golden of
-tests/fixtures/engines/ (numbers vLLM 0.33.0's and SGLang 0.5.23's own code produced) must come
-out of it exactly, as they come out of ``kvgen._engines`` (tests/test_engines.py), and
+tests/fixtures/engines/ (numbers vLLM 0.33.0's, vLLM 0.34.0's and SGLang 0.5.23's own code
+produced, each asked as ``engine="NAME==RELEASE"``) must come out of it exactly, as they come
+out of ``kvgen._engines`` (tests/test_engines.py), and
 "trtllm-v2" must equal ``kvgen._engines``'s answer from the cost model for every shipped model.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -19,10 +21,11 @@ from types import ModuleType
 import pytest
 from kvgen._engines import EngineCapacity, engine_capacity
 from kvgen._engines._rows import engine_tables
+from kvgen.engines_registry import release
 from kvgen.engines_rows import qkv_split_refusal, split_heads
 
 from tests.sizing_support import example_module, import_generated, render_sizing
-from tests.unit.test_engines import GIB40, case_id, family, golden_kwargs
+from tests.unit.test_engines import GIB40, VLLM_CASES, case_id, family, golden_kwargs
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "engines"
@@ -34,7 +37,8 @@ def golden(engine: str) -> list[dict]:
     return [{"engine": engine, **case} for case in cases]
 
 
-CASES = golden("vllm") + golden("sglang")
+# Every vLLM release's goldens (tests/unit/test_engines.py reads them per release), SGLang's.
+CASES = [{"engine": engine, **case} for engine, case in VLLM_CASES] + golden("sglang")
 
 
 @cache
@@ -61,16 +65,23 @@ def test_generated_module_matches_every_golden(case: dict, tmp: Path) -> None:
     inputs, want, engine = case["inputs"], case["engine_output"], case["engine"]
     module = generated(inputs["family"], tmp)
     args, kwargs = _args(inputs, engine)
+    named = re.escape(release(engine).named)  # the module names the release asked too
+    if "refused" in want and (
+        "parallel_drafting" in want["refused"] or "use_heterogeneous_vocab" in want["refused"]
+    ):
+        # vLLM 0.34.0 refuses PARD and use_heterogeneous_vocab; the module quotes it.
+        with pytest.raises(ValueError, match=rf"^{named} refuses ") as err:
+            module.engine_capacity(*args, **kwargs)
+        assert want["refused"] in str(err.value)
+        return
     if "refused" in want and "same vocabulary size" in want["refused"]:
         # vLLM's SpeculativeConfig refuses a draft of another vocab_size; so does the module.
-        with pytest.raises(
-            ValueError, match=r"vLLM 0\.33\.0 refuses a draft model whose vocab"
-        ) as err:
+        with pytest.raises(ValueError, match=rf"{named} refuses a draft model whose vocab") as err:
             module.engine_capacity(*args, **kwargs)
         assert getattr(err.value, "reason", None) == "vllm_draft_vocab"
         return
     if "refused" in want:  # vLLM refuses the tp size; so does the module
-        with pytest.raises(ValueError, match=r"^vLLM 0\.33\.0 (refuses tp_size|cannot run)"):
+        with pytest.raises(ValueError, match=rf"^{named} (refuses tp_size|cannot run)"):
             module.engine_capacity(*args, **kwargs)
         return
     entry = engine_tables(family(inputs["family"]))[inputs["model"]]
@@ -83,11 +94,13 @@ def test_generated_module_matches_every_golden(case: dict, tmp: Path) -> None:
     if "error" in want:
         with pytest.raises(ValueError) as err:
             module.engine_capacity(*args, **kwargs)
-        if engine == "vllm":  # vLLM names the longest length that fits; so does the module
+        if engine.startswith(
+            "vllm=="
+        ):  # vLLM names the longest length that fits; so does the module
             assert str(err.value).endswith(f"longest that fits: {want['estimated_max_model_len']}")
         return
     got = module.engine_capacity(*args, **kwargs)
-    if engine == "vllm":
+    if engine.startswith("vllm=="):
         assert got.kv_tokens == want["kv_tokens"]
         assert got.num_blocks == want["num_blocks"]
         assert got.request_bytes == want["request_bytes"]
@@ -136,7 +149,8 @@ def test_generated_public_surface_and_engine_defaults(tmp: Path) -> None:
         "ENGINE_MODELS", "EngineCapacity", "engine_capacity", "trtllm_held", "trtllm_held_in",
         "trtllm_plans",
     ]  # fmt: skip
-    # Defaults: vLLM block 16, SGLang page 1, TensorRT-LLM the spec's tokens_per_block (16).
+    # Defaults: vLLM each release's block (0.33.0: 16; 0.34.0, plain "vllm": 64), SGLang page
+    # 1, TensorRT-LLM the spec's tokens_per_block (16).
     # gemma3_27b, S = N = 8,192: SGLang sizes all 62 layers full length, 16 heads x 256 x 2 B
     # = 8,192 B each: 507,904 B per token; 42,949,672,960 // 507,904 = 84,562 tokens.
     kw = {"max_seq_len": 8192, "max_num_tokens": 8192}
@@ -149,8 +163,11 @@ def test_generated_public_surface_and_engine_defaults(tmp: Path) -> None:
     assert gemma.TOKENS_PER_BLOCK == 64
     trt = gemma.engine_capacity("gemma3_27b", GIB40, engine="trtllm-v2", **kw)
     assert (trt.kv_tokens, trt.num_blocks) == (84_352, 1_318)
-    # vLLM: 7 groups of 10 layers, a block 1,310,720 B: 32,768 blocks in 40 GiB.
-    assert gemma.engine_capacity("gemma3_27b", GIB40, engine="vllm", **kw).num_blocks == 32_768
+    # vLLM: 7 groups of 10 layers, a layer's page 8,192 B a token (as SGLang's above): a
+    # block of 10 pages is 10 x 16 x 8,192 = 1,310,720 B at 0.33.0's default block 16, 32,768
+    # blocks in 40 GiB; at 0.34.0's 64 (plain "vllm"), 5,242,880 B: 8,192 blocks.
+    for engine, blocks in (("vllm==0.33.0", 32_768), ("vllm==0.34.0", 8_192), ("vllm", 8_192)):
+        assert gemma.engine_capacity("gemma3_27b", GIB40, engine=engine, **kw).num_blocks == blocks
 
 
 @pytest.mark.parametrize(

@@ -47,10 +47,10 @@ def _spec(dtype: str = "fp8_per_token_head"):
 @pytest.mark.parametrize("dtype", ["fp8_per_token_head", "int8_per_token_head"])
 def test_vllm_answers_the_per_token_head_layouts(dtype):
     # vLLM's int8_per_token_head is the same bytes (int8 elements, the same fp32 scales).
-    got = engine_capacity(_spec(dtype), MODEL, 80 * GiB, engine="vllm", **KW)
+    got = engine_capacity(_spec(dtype), MODEL, 80 * GiB, engine="vllm==0.33.0", **KW)
     assert tuple(got) == VLLM_80GIB
     sizing = importlib.import_module("generated.qwen3_moe.sizing")
-    assert tuple(sizing.engine_capacity(MODEL, 80 * GiB, engine="vllm", **KW)) == VLLM_80GIB
+    assert tuple(sizing.engine_capacity(MODEL, 80 * GiB, engine="vllm==0.33.0", **KW)) == VLLM_80GIB
 
 
 def test_sglang_refuses_per_token_head_naming_its_dtype_choices():
@@ -95,7 +95,7 @@ def test_index_k_cache_at_a_plain_dtype_both_engines_count_it(tmp_path):
     spec = load_family(path)
     # vLLM, block 16: 16 x 61 x (1,152 + 132) = 1,253,184 B a block, 80 GiB // that = 68,544
     # blocks (68,544.9); a request at 8,192 takes 512: 68,544 / 512 x 8,192 = 1,096,704 tokens.
-    vllm = engine_capacity(spec, "deepseek_v3_2_exp", 80 * GiB, engine="vllm", **KW)
+    vllm = engine_capacity(spec, "deepseek_v3_2_exp", 80 * GiB, engine="vllm==0.33.0", **KW)
     assert (vllm.num_blocks, vllm.kv_tokens) == (68_544, 1_096_704)
     # SGLang, page 1: 61 x 1,284 = 78,324 B a token, 80 GiB / that = 1,096,718.6 tokens.
     # (SGLang's own pools at 40 GiB, bf16, from config.json: 548,359 = 40 GiB // 78,324;
@@ -115,5 +115,5 @@ def test_per_token_head_on_a_sliding_window_is_still_not_modelled():
     family = load_bytes(path.name, text.encode()).family
     assert family is not None
     with pytest.raises(NotModelled, match="on full attention in vLLM") as info:
-        engine_capacity(family, "gemma2_9b", 80 * GiB, engine="vllm", **KW)
+        engine_capacity(family, "gemma2_9b", 80 * GiB, engine="vllm==0.33.0", **KW)
     assert info.value.reason == "dtype"

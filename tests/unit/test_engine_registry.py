@@ -21,9 +21,11 @@ from kvgen.engines_registry import (
     TRTLLM_EARLY_2026,
     VLLM,
     VLLM_0_33_0,
+    VLLM_0_34_0,
     default_release,
     newest,
     release,
+    releases_of,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +34,9 @@ KW = {"max_seq_len": 8192, "max_num_tokens": 8192}
 
 
 def test_a_name_alone_is_the_default_release_and_a_version_selects_one():
-    assert release("vllm") is VLLM_0_33_0 is release("vllm==0.33.0") is newest(VLLM)
+    # vLLM: the newest release modelled (issue 30); an older one by its version
+    assert release("vllm") is VLLM_0_34_0 is release("vllm==0.34.0") is newest(VLLM)
+    assert release("vllm==0.33.0") is VLLM_0_33_0 is releases_of(VLLM)[0]
     assert release("sglang") is SGLANG_0_5_23 is release("sglang==0.5.23") is newest(SGLANG)
     # TensorRT-LLM's default stays the early-2026 revision (every answer printed before
     # 38198e34 was modelled is unchanged); 38198e34 is newer and selected by name only.
@@ -76,9 +80,10 @@ def test_trtllm_v2_is_an_alias_of_trtllm_and_output_keeps_its_label():
 
 def test_an_unknown_release_is_refused_naming_the_releases_modelled():
     with pytest.raises(ValueError) as err:
-        release("vllm==0.34.0")
+        release("vllm==0.35.0")
     assert str(err.value) == (
-        "engine vllm release '0.34.0' is not modelled; releases modelled: 0.33.0 (default: 0.33.0)"
+        "engine vllm release '0.35.0' is not modelled; releases modelled: 0.33.0, 0.34.0 "
+        "(default: 0.34.0)"
     )
     with pytest.raises(ValueError, match="engine trtllm release 'v3' is not modelled"):
         release("trtllm-v2==v3")
@@ -134,8 +139,8 @@ def test_every_name_of_a_release_answers_alike_in_a_generated_module():
 def test_a_generated_module_refuses_an_unknown_release_as_the_registry_does():
     from generated.gemma3 import sizing
 
-    with pytest.raises(ValueError, match=r"engine vllm release '0\.34\.0' is not modelled"):
-        sizing.engine_capacity("gemma3_27b", 40 * GIB, engine="vllm==0.34.0", **KW)
+    with pytest.raises(ValueError, match=r"engine vllm release '0\.35\.0' is not modelled"):
+        sizing.engine_capacity("gemma3_27b", 40 * GIB, engine="vllm==0.35.0", **KW)
 
 
 def test_the_default_page_is_the_releases_own(monkeypatch: pytest.MonkeyPatch):
@@ -150,10 +155,12 @@ def test_the_default_page_is_the_releases_own(monkeypatch: pytest.MonkeyPatch):
     module = bound_module(load_family(ROOT / "schema" / "families" / "gemma3.yaml"))
     module._derive_engines()  # its hooks by name, as at bind
     by_release = module.engine_capacity("gemma3_27b", 40 * GIB, engine="vllm==9.9", **KW)
-    by_block = module.engine_capacity("gemma3_27b", 40 * GIB, engine="vllm", block_size=64, **KW)
+    by_block = module.engine_capacity(
+        "gemma3_27b", 40 * GIB, engine="vllm==0.33.0", block_size=64, **KW
+    )
     assert by_release == by_block
     assert by_release.num_blocks == 40 * GIB // 5_242_880 == 8_192
-    default = module.engine_capacity("gemma3_27b", 40 * GIB, engine="vllm", **KW)
+    default = module.engine_capacity("gemma3_27b", 40 * GIB, engine="vllm==0.33.0", **KW)
     assert default.num_blocks == 40 * GIB // (10 * 16 * 8_192) == 32_768
     family = load_family(ROOT / "schema" / "families" / "gemma3.yaml")
     spec_side = engine_capacity(family, "gemma3_27b", 40 * GIB, engine="vllm==9.9", **KW)
@@ -191,5 +198,6 @@ def test_a_release_refuses_a_setting_in_its_own_words(monkeypatch: pytest.Monkey
     with pytest.raises(ValueError) as from_spec:
         engine_capacity(spec, "qwen2_5_7b", 40 * GIB, engine="vllm==9.9", **kw)
     assert str(generated.value) == str(from_spec.value) == message
-    assert module.engine_capacity("qwen2_5_7b", 40 * GIB, engine="vllm", **kw).num_blocks > 0
+    old = module.engine_capacity("qwen2_5_7b", 40 * GIB, engine="vllm==0.33.0", **kw)
+    assert old.num_blocks > 0
     assert VLLM_0_33_0.refusal({"heterogeneous_vocab": True}) is None

@@ -1,13 +1,15 @@
 """kvgen._engines against the engines' goldens, and each pool-policy term derived by hand.
 
 The goldens in tests/fixtures/engines/ come from ``bench/engines/refresh_goldens.py``: vLLM's
-numbers from vLLM 0.33.0's own planner and SGLang 0.5.23's own pool configurators, run on CPU
-with the stubs each runner names. No engine is needed here.
+numbers from each vLLM release's own planner (0.33.0: vllm.json, 0.34.0: vllm-0.34.0.json,
+each replayed as ``engine="vllm==RELEASE"``) and SGLang 0.5.23's own pool configurators, run on
+CPU with the stubs each runner names. No engine is needed here.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from functools import cache
@@ -21,6 +23,8 @@ from kvgen._engines._terms import policy_terms
 from kvgen._loader import load_bytes, load_family
 from kvgen._spec import Family
 from kvgen.engines_core import NotModelled
+from kvgen.engines_registry import VLLM as VLLM_ENGINE
+from kvgen.engines_registry import release, releases_of
 from kvgen.engines_rows import qkv_split_refusal, split_heads
 from kvgen.engines_sglang import SGLANG_MAMBA_SLOTS_PER_REQUEST, SGLANG_MAMBA_STRATEGIES
 
@@ -76,7 +80,7 @@ def golden_kwargs(inputs: dict, engine: str) -> dict:
             strategy for strategy in SGLANG_MAMBA_STRATEGIES
             if _sglang_mamba_flags(strategy)[0] == inputs["sglang_flags"]
         )  # fmt: skip
-    if engine == "vllm":
+    if release(engine).engine is VLLM_ENGINE:
         kwargs["async_scheduling"] = inputs.get("async_scheduling", True)
         if inputs.get("heterogeneous_vocab"):  # speculative_config use_heterogeneous_vocab
             kwargs["heterogeneous_vocab"] = True
@@ -89,7 +93,17 @@ def golden_kwargs(inputs: dict, engine: str) -> dict:
     return kwargs
 
 
-VLLM = golden("vllm")
+# Each vLLM release modelled, with the goldens its own code gave (refresh_goldens.py: the
+# first release keeps vllm.json, each later one vllm-<release>.json). A release modelled
+# without goldens fails here.
+VLLM_GOLDENS = {
+    each.version: golden("vllm" if each is releases_of(VLLM_ENGINE)[0] else f"vllm-{each.version}")
+    for each in releases_of(VLLM_ENGINE)
+}
+VLLM = VLLM_GOLDENS["0.33.0"]
+VLLM_CASES = [
+    (f"vllm=={version}", case) for version, data in VLLM_GOLDENS.items() for case in data["cases"]
+]
 SGLANG = golden("sglang")
 
 
@@ -135,28 +149,46 @@ def _capacity(engine: str, inputs: dict) -> EngineCapacity:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("case", VLLM["cases"], ids=case_id)
-def test_vllm_matches_its_own_planner(case: dict) -> None:
+@pytest.mark.parametrize(
+    ("engine", "case"), VLLM_CASES, ids=[f"{e}-{case_id(c)}" for e, c in VLLM_CASES]
+)
+def test_vllm_matches_its_own_planner(engine: str, case: dict) -> None:
     inputs, want = case["inputs"], case["engine_output"]
+    named = re.escape(release(engine).named)  # every refusal names the release asked
+    if "refused" in want and "parallel_drafting is only supported" in want["refused"]:
+        # vLLM 0.34.0 refuses PARD's parallel_drafting with a draft_model; kvgen quotes it.
+        profile = re.escape(repr(inputs["speculative"]))
+        with pytest.raises(ValueError, match=rf"^{named} refuses speculative {profile} \(pard\)"):
+            _capacity(engine, inputs)
+        with pytest.raises(ValueError) as err:
+            _capacity(engine, inputs)
+        assert want["refused"] in str(err.value)
+        return
+    if "refused" in want and "use_heterogeneous_vocab" in want["refused"]:
+        # vLLM 0.34.0's SpeculativeConfig has no use_heterogeneous_vocab; kvgen quotes it.
+        with pytest.raises(ValueError, match=rf"^{named} refuses heterogeneous_vocab: ") as err:
+            _capacity(engine, inputs)
+        assert want["refused"] in str(err.value)
+        return
     if "refused" in want and "not supported anymore" in want["refused"]:
         # vLLM cannot run the architecture at all; kvgen says so with the same last version.
         last = want["refused"].split("until v")[1].split(",")[0]
-        with pytest.raises(ValueError, match=rf"vLLM 0\.33\.0 cannot run .*until vLLM {last}"):
-            _capacity("vllm", inputs)
+        with pytest.raises(ValueError, match=rf"{named} cannot run .*until vLLM {last}"):
+            _capacity(engine, inputs)
         return
     if "refused" in want and "are not supported for now" in want["refused"]:
         # The architecture is not in vLLM's registry at all (OpenELM); kvgen names it.
         arch = want["refused"].split("['")[1].split("']")[0]
         assert arch == "OpenELMForCausalLM"
-        with pytest.raises(ValueError, match=r"vLLM 0\.33\.0 cannot run OpenELM: " + arch):
-            _capacity("vllm", inputs)
+        with pytest.raises(ValueError, match=rf"{named} cannot run OpenELM: " + arch):
+            _capacity(engine, inputs)
         return
     if "refused" in want and "same vocabulary size" in want["refused"]:
         # vLLM's SpeculativeConfig refuses a draft of another vocabulary size (Qwen2.5-0.5B's
         # 151,936 for the 7B's 152,064; Gemma-3-1B's 262,144 for the 4B-27B's 262,208, each
         # from config.json or transformers' Gemma3TextConfig default); kvgen names the rule.
         with pytest.raises(NotModelled, match="verify_equal_vocab_size_if_draft_model") as info:
-            _capacity("vllm", inputs)
+            _capacity(engine, inputs)
         assert info.value.reason == "vllm_draft_vocab"
         return
     if "refused" in want:
@@ -167,24 +199,24 @@ def test_vllm_matches_its_own_planner(case: dict) -> None:
             else (want["refused"].split("the ")[1].split(" KV")[0])
         )
         with pytest.raises(
-            ValueError, match=rf"vLLM 0\.33\.0 refuses tp_size .*the (model's )?{count} "
+            ValueError, match=rf"^{named} refuses tp_size .*the (model's )?{count} "
         ):
-            _capacity("vllm", inputs)
+            _capacity(engine, inputs)
         return
     if "error" in want:
         # vLLM refuses to start; kvgen says so and names the same longest length that fits.
         with pytest.raises(
             ValueError, match=rf"longest that fits: {want['estimated_max_model_len']}$"
         ):
-            _capacity("vllm", inputs)
+            _capacity(engine, inputs)
         return
-    got = _capacity("vllm", inputs)
+    got = _capacity(engine, inputs)
     assert got.kv_tokens == want["kv_tokens"]
     assert got.num_blocks == want["num_blocks"]
     assert got.request_bytes == want["request_bytes"]
     assert round(got.max_concurrency, 3) == round(want["max_concurrency"], 3)
     fam = family(inputs["family"])
-    kwargs = golden_kwargs(inputs, "vllm")
+    kwargs = golden_kwargs(inputs, engine)
     plan = _vllm.vllm_plan(
         fam,
         fam.model(inputs["model"]),
@@ -288,7 +320,7 @@ models:
 
 
 def test_vllm_per_request_swa_bound_adds_the_in_flight_budget() -> None:
-    # gemma3_27b, S = 131,072, N = 8,192, block 16. A sliding group reserves
+    # gemma3_27b, S = 131,072, N = 8,192, block 16 (vLLM 0.33.0's default). A sliding group reserves
     # ceil(min(1024 - 1 + in_flight, S) / 16) + 1 blocks:
     #   async (2 batches): in_flight 16,384 -> ceil(17,407/16) + 1 = 1,089
     #   sync (1 batch):    in_flight  8,192 -> ceil( 9,215/16) + 1 =   577
@@ -297,7 +329,7 @@ def test_vllm_per_request_swa_bound_adds_the_in_flight_budget() -> None:
     # sync:  6 x   577 + 8,192 = 11,654 blocks x 1,310,720 B = 15,275,130,880 B
     # num_blocks = 42,949,672,960 // 1,310,720 = 32,768 either way.
     g = family("gemma3")
-    kwargs = {"engine": "vllm", "max_seq_len": 131072, "max_num_tokens": 8192}
+    kwargs = {"engine": "vllm==0.33.0", "max_seq_len": 131072, "max_num_tokens": 8192}
     on = engine_capacity(g, "gemma3_27b", GIB40, **kwargs)
     off = engine_capacity(g, "gemma3_27b", GIB40, async_scheduling=False, **kwargs)
     assert (on.request_bytes, on.num_blocks) == (19_301_662_720, 32_768)
@@ -313,7 +345,7 @@ def test_vllm_null_block_refuses_a_request_that_fills_the_whole_budget() -> None
     with pytest.raises(ValueError, match=r"longest that fits: 131056$"):
         engine_capacity(
             family("llama3"), "llama3_1_70b", GIB40,
-            engine="vllm", max_seq_len=131072, max_num_tokens=8192,
+            engine="vllm==0.33.0", max_seq_len=131072, max_num_tokens=8192,
         )  # fmt: skip
 
 
@@ -647,7 +679,7 @@ def test_vllm_mamba_align_mode_keeps_a_checkpoint_block_under_flashinfer_gdn() -
     # (64 x 2,048)) = 576-token blocks of 12 x 576 x 2,048 = 14,155,776 B, ceil(8,192/576) = 15
     # full blocks, and each state group keeps 3 blocks (the checkpoint): 24 blocks.
     q = family("qwen3_next")
-    kwargs = {"engine": "vllm", "max_seq_len": 8192, "max_num_tokens": 8192}
+    kwargs = {"engine": "vllm==0.33.0", "max_seq_len": 8192, "max_num_tokens": 8192}
     none = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, mamba_cache_mode="none", **kwargs)
     triton = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, gdn_prefill_backend="triton", **kwargs)
     flashinfer = engine_capacity(q, "qwen3_next_80b_a3b", GIB40, **kwargs)
@@ -664,7 +696,8 @@ def test_vllm_splits_kv_heads_by_floor_never_below_one() -> None:
     one = _vllm.vllm_plan(g, g.model("gemma3_1b"), block_size=16, tp_size=1)
     two = _vllm.vllm_plan(g, g.model("gemma3_1b"), block_size=16, tp_size=2)
     assert one.bytes_per_block == two.bytes_per_block
-    assert _vllm.vllm_plan(ll, ll.model("llama3_1_8b"), tp_size=2).bytes_per_block == 1_048_576
+    llama = _vllm.vllm_plan(ll, ll.model("llama3_1_8b"), block_size=16, tp_size=2)
+    assert llama.bytes_per_block == 1_048_576
 
 
 def test_vllm_eagle_layer_joins_the_pool_and_regroups_gpt_oss() -> None:

@@ -25,7 +25,7 @@ from tests.unit.test_engines import VLLM, family
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB40 = 40 << 30  # 42,949,672,960 B
-AT = {"engine": "vllm", "max_seq_len": 8192, "max_num_tokens": 8192, "block_size": 16}
+AT = {"engine": "vllm==0.33.0", "max_seq_len": 8192, "max_num_tokens": 8192, "block_size": 16}
 
 
 def golden(model: str, **want: object) -> dict:

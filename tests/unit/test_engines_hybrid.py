@@ -48,7 +48,7 @@ def test_nemotron_h_ssm_state_is_fp32_in_vllm() -> None:
     )
     assert want["mamba_ssm_dtype"] == "float32"
     got = engine_capacity(
-        family("nemotron_h"), "nemotron_h_8b", 24 * GIB, engine="vllm", max_seq_len=8191,
+        family("nemotron_h"), "nemotron_h_8b", 24 * GIB, engine="vllm==0.33.0", max_seq_len=8191,
         max_num_tokens=2048, block_size=32, mamba_cache_mode="none",
     )  # fmt: skip
     assert (got.kv_tokens, got.num_blocks) == (871_171, 1_489)
@@ -82,7 +82,7 @@ def test_speculative_decoding_widens_the_conv_state(
                   enable_prefix_caching=False)  # fmt: skip
     assert (want["kv_tokens"], want["num_blocks"]) == (tokens, blocks)
     got = engine_capacity(
-        family(name), model, budget, engine="vllm", max_seq_len=10001, max_num_tokens=8192,
+        family(name), model, budget, engine="vllm==0.33.0", max_seq_len=10001, max_num_tokens=8192,
         speculative="ngram4", mamba_cache_mode="none",
     )  # fmt: skip
     assert (got.kv_tokens, got.num_blocks) == (tokens, blocks)
@@ -103,7 +103,7 @@ def test_vllm_default_prefix_caching_selects_align_with_a_checkpoint_block() -> 
         "align",
     )
     q = family("qwen3_next")
-    got = engine_capacity(q, "qwen3_next_80b_a3b", 40 * GIB, engine="vllm",
+    got = engine_capacity(q, "qwen3_next_80b_a3b", 40 * GIB, engine="vllm==0.33.0",
                           max_seq_len=10001, max_num_tokens=8192)  # fmt: skip
     assert (got.kv_tokens, got.num_blocks) == (1_123_816, 3_034)
     # nemotron_h (Mamba-2 always keeps the checkpoint): the case above in align mode takes
@@ -111,7 +111,7 @@ def test_vllm_default_prefix_caching_selects_align_with_a_checkpoint_block() -> 
     want = golden("nemotron_h_8b", block_size=32, max_model_len=8191, max_num_tokens=2048,
                   budget_bytes=24 * GIB, enable_prefix_caching=None)  # fmt: skip
     assert want["kv_tokens"] == 469_092
-    got = engine_capacity(family("nemotron_h"), "nemotron_h_8b", 24 * GIB, engine="vllm",
+    got = engine_capacity(family("nemotron_h"), "nemotron_h_8b", 24 * GIB, engine="vllm==0.33.0",
                           max_seq_len=8191, max_num_tokens=2048, block_size=32)  # fmt: skip
     assert got.kv_tokens == 469_092
 
@@ -147,10 +147,10 @@ def test_vllm_refuses_tp_sizes_its_heads_do_not_split_over(
     want = golden(model, tp_size=tp, max_model_len=4096)
     assert reason.split()[0] in want["refused"]
     with pytest.raises(ValueError, match=rf"vLLM 0\.33\.0 refuses tp_size {tp}: .*{reason}"):
-        engine_capacity(family(name), model, 40 * GIB, engine="vllm", max_seq_len=4096,
+        engine_capacity(family(name), model, 40 * GIB, engine="vllm==0.33.0", max_seq_len=4096,
                         max_num_tokens=8192, tp_size=tp)  # fmt: skip
     # phi3_medium at tp 2 (10 % 2 == 0) and qwen2_5_7b at tp 4 (28 % 4 == 0) run.
-    engine_capacity(family("phi3"), "phi3_medium_4k", 40 * GIB, engine="vllm",
+    engine_capacity(family("phi3"), "phi3_medium_4k", 40 * GIB, engine="vllm==0.33.0",
                     max_seq_len=4096, max_num_tokens=8192, tp_size=2)  # fmt: skip
 
 
@@ -173,7 +173,7 @@ def test_engines_that_cannot_run_a_model_say_so_with_their_version() -> None:
     assert "MllamaForConditionalGeneration" in refused and "0.10.2" in refused
     v = family("llama3_2_vision")
     with pytest.raises(ValueError, match=r"vLLM 0\.33\.0 cannot run Mllama .*until vLLM 0\.10\.2"):
-        engine_capacity(v, "llama3_2_11b_vision", 40 * GIB, engine="vllm", max_seq_len=8192,
+        engine_capacity(v, "llama3_2_11b_vision", 40 * GIB, engine="vllm==0.33.0", max_seq_len=8192,
                         max_num_tokens=8192)  # fmt: skip
     jamba = [c for c in SGLANG["cases"] if c["inputs"]["family"] == "jamba"]
     assert jamba and all("error" in c["engine_output"] for c in jamba)
@@ -227,7 +227,7 @@ def test_a_separate_draft_model_shares_vllms_pool(
     want = golden(model, speculative=profile, block_size=16, max_model_len=8192, tp_size=1,
                   heterogeneous_vocab=None)  # fmt: skip
     assert (want["kv_tokens"], round(want["max_concurrency"], 3)) == (tokens, concurrency)
-    got = engine_capacity(family(name), model, 40 * GIB, engine="vllm", max_seq_len=8192,
+    got = engine_capacity(family(name), model, 40 * GIB, engine="vllm==0.33.0", max_seq_len=8192,
                           max_num_tokens=8192, speculative=profile)  # fmt: skip
     assert (got.kv_tokens, round(got.max_concurrency, 3)) == (tokens, concurrency)
     assert got.num_blocks == want["num_blocks"]
@@ -249,7 +249,7 @@ def test_vllm_refuses_a_draft_model_of_another_vocabulary(
                   heterogeneous_vocab=None)  # fmt: skip
     assert f"Target model vocab_size={target}. Draft model vocab_size={draft}." in want["refused"]
     with pytest.raises(NotModelled, match="verify_equal_vocab_size_if_draft_model") as info:
-        engine_capacity(family(name), model, 40 * GIB, engine="vllm", max_seq_len=8192,
+        engine_capacity(family(name), model, 40 * GIB, engine="vllm==0.33.0", max_seq_len=8192,
                         max_num_tokens=8192, speculative=profile)  # fmt: skip
     assert info.value.reason == "vllm_draft_vocab"
 
@@ -358,7 +358,7 @@ def test_chunked_local_attention_in_both_engines_llama4_scout() -> None:
         26.667,
     )
     scout = family("llama4_scout")
-    kw = {"engine": "vllm", "max_num_tokens": 8192}
+    kw = {"engine": "vllm==0.33.0", "max_num_tokens": 8192}
     got = engine_capacity(scout, "llama4_scout_17b_16e", 40 * GIB, max_seq_len=8192, **kw)
     assert (got.kv_tokens, got.num_blocks, round(got.max_concurrency, 3)) == (
         218_452,
@@ -406,14 +406,14 @@ def test_vllm_kv_shared_layers_hold_no_cache_gemma3n() -> None:
     assert want["num_blocks"] == 327_680
     quoted = golden("gemma3n_e2b", block_size=16, max_model_len=8192, tp_size=1)
     assert (quoted["kv_tokens"], round(quoted["max_concurrency"], 1)) == (1_046_940, 127.8)
-    got = engine_capacity(family("gemma3n"), "gemma3n_e2b", 40 * GIB, engine="vllm",
+    got = engine_capacity(family("gemma3n"), "gemma3n_e2b", 40 * GIB, engine="vllm==0.33.0",
                           max_seq_len=8192, max_num_tokens=8192)  # fmt: skip
     assert (got.kv_tokens, round(got.max_concurrency, 1), got.num_blocks) == (
         1_046_940,
         127.8,
         327_680,
     )
-    at_8191 = engine_capacity(family("gemma3n"), "gemma3n_e2b", 40 * GIB, engine="vllm",
+    at_8191 = engine_capacity(family("gemma3n"), "gemma3n_e2b", 40 * GIB, engine="vllm==0.33.0",
                               max_seq_len=8191, max_num_tokens=8192)  # fmt: skip
     assert at_8191.kv_tokens == want["kv_tokens"]
 
@@ -433,7 +433,7 @@ def test_vllm_fp8_ds_mla_and_the_sparse_indexer_deepseek_v3_2() -> None:
     quoted = golden("deepseek_v3_2_exp", block_size=64, max_model_len=8192, tp_size=1)
     assert (quoted["kv_tokens"], round(quoted["max_concurrency"], 3)) == (893_504, 109.070)
     d = family("deepseek_v3_2")
-    got = engine_capacity(d, "deepseek_v3_2_exp", 40 * GIB, engine="vllm", max_seq_len=8192,
+    got = engine_capacity(d, "deepseek_v3_2_exp", 40 * GIB, engine="vllm==0.33.0", max_seq_len=8192,
                           max_num_tokens=8192, block_size=64)  # fmt: skip
     assert (got.kv_tokens, round(got.max_concurrency, 3)) == (893_504, 109.070)
 

@@ -59,7 +59,7 @@ def test_pard_shares_vllms_pool_with_llama3_1_8b(
     assert round(want["max_concurrency"], 3) == concurrency
     # vLLM's own slot arithmetic for PARD (K = 4): K extra query slots, K lookahead slots.
     assert (want["draft_slots_per_request"], want["num_lookahead_tokens"]) == (4, 4)
-    got = engine_capacity(family("llama3"), "llama3_1_8b", 40 * GIB, engine="vllm",
+    got = engine_capacity(family("llama3"), "llama3_1_8b", 40 * GIB, engine="vllm==0.33.0",
                           max_seq_len=length, max_num_tokens=8192, block_size=16, tp_size=tp,
                           speculative="pard4")  # fmt: skip
     assert (got.num_blocks, got.request_bytes, got.kv_tokens) == (blocks, request_bytes, tokens)
@@ -94,7 +94,7 @@ def test_vllm_refuses_pard_qwen2_5_for_the_larger_vocabulary(model: str) -> None
     ]  # fmt: skip
     assert "Target model vocab_size=152064. Draft model vocab_size=151936." in case["refused"]
     with pytest.raises(NotModelled, match="verify_equal_vocab_size_if_draft_model") as info:
-        engine_capacity(family("qwen2_5"), model, 40 * GIB, engine="vllm", max_seq_len=8192,
+        engine_capacity(family("qwen2_5"), model, 40 * GIB, engine="vllm==0.33.0", max_seq_len=8192,
                         max_num_tokens=8192, speculative="pard4")  # fmt: skip
     assert info.value.reason == "vllm_draft_vocab"
 
@@ -110,7 +110,7 @@ def test_two_model_eagle3_is_refused_as_tensorrt_llms_mode(model: str, instead: 
     # target's pool, which each model's one-model eagle3 profile models (405B has none).
     # On the starting commit this was "a separate draft model is not modelled for vLLM".
     with pytest.raises(NotModelled) as info:
-        engine_capacity(family("llama3"), model, 40 * GIB, engine="vllm", max_seq_len=8192,
+        engine_capacity(family("llama3"), model, 40 * GIB, engine="vllm==0.33.0", max_seq_len=8192,
                         max_num_tokens=8192, speculative="eagle3_two_model")  # fmt: skip
     message = str(info.value)
     assert info.value.reason == "vllm_two_model"
@@ -122,7 +122,7 @@ def test_two_model_eagle3_is_refused_as_tensorrt_llms_mode(model: str, instead: 
         assert "instead" not in message
     else:
         assert message.endswith(f"; use speculative {instead!r} instead")
-        answered = engine_capacity(family("llama3"), model, 40 * GIB, engine="vllm",
+        answered = engine_capacity(family("llama3"), model, 40 * GIB, engine="vllm==0.33.0",
                                    max_seq_len=8192, max_num_tokens=8192,
                                    speculative=instead)  # fmt: skip
         assert answered.num_blocks > 0
@@ -133,7 +133,7 @@ def test_compare_answers_pard_for_vllm(capsys: pytest.CaptureFixture[str]) -> No
     # 32,768 by default): 16,384 blocks of 2,621,440 B as above; a request 32,768 / 16 = 2,048
     # blocks = 5,368,709,120 B; 16,384 / 2,048 = 8 requests, 262,144 tokens.
     assert main(["compare", "llama3", "llama3_1_8b", "--gpu-memory", "40GiB",
-                 "--speculative", "pard4"]) == 0  # fmt: skip
+                 "--speculative", "pard4", "--engine", "vllm==0.33.0"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     (row,) = [line for line in out.splitlines() if line.startswith("  vllm ")]
     assert row.split()[2:] == ["262,144", "8.000", "5,368,709,120", "16,384"]
@@ -145,7 +145,7 @@ def test_plan_emits_pard_as_vllms_parallel_draft_model(capsys: pytest.CaptureFix
     # parallel_drafting=True). The closed-loop golden fed this emission to vLLM's EngineArgs with
     # the draft's config.json: one group of 32 + 16 layers, the 16,384 blocks planned above.
     argv = ["-q", "plan", "llama3", "llama3_1_8b", "--gpu-memory", "40GiB", "--max-seq-len",
-            "8192", "--block-size", "16", "--speculative", "pard4", "--emit", "vllm",
+            "8192", "--block-size", "16", "--speculative", "pard4", "--emit", "vllm==0.33.0",
             "--format", "json"]  # fmt: skip
     assert main(argv) == 0
     fields = json.loads(capsys.readouterr().out)["fields"]

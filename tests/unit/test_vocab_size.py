@@ -43,7 +43,7 @@ def _load(target: object, draft: object):
 
 
 def _vllm(family):
-    return engine_capacity(family, "big", GIB, engine="vllm", max_seq_len=4096,
+    return engine_capacity(family, "big", GIB, engine="vllm==0.33.0", max_seq_len=4096,
                            max_num_tokens=4096, block_size=16, speculative="small")  # fmt: skip
 
 
