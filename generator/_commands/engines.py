@@ -21,7 +21,7 @@ from typing import Any
 from kvgen._exits import Exit
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "engines",
         help="list the engine releases kvgen models and how each differs",

@@ -41,7 +41,7 @@ from kvgen.engines_sglang import (
     SWA_FULL_TOKENS_RATIO,
     sglang_capacity,
 )
-from kvgen.engines_vllm import GDN_PREFILL_BACKEND, VLLM_MAMBA_CACHE_MODE, vllm_capacity
+from kvgen.engines_vllm import GDN_PREFILL_BACKEND, VLLM_MAMBA_CACHE_MODE, VLLM_NAMED, vllm_capacity
 from kvgen.sizing_options import _MAX_INT, _ONE, _ZERO, _integer
 
 __all__ = [
@@ -284,6 +284,7 @@ def _vllm_answer(
         _family(family)
         _model(family, model)
         profile = _profile(family, model, speculative)
+        assert profile is not None  # speculative is not "none"
         refusal = found.mode_refusal(speculative, profile.mode)
         if refusal is not None:
             raise ValueError(refusal)
@@ -345,7 +346,7 @@ def _build_vllm(
     gdn_prefill_backend: str,
     ssm_dtype: str | None,
     heterogeneous_vocab: bool = False,
-    named: str = _vllm.engines_vllm.VLLM_NAMED,
+    named: str = VLLM_NAMED,
 ) -> _vllm.VllmPlan:
     _family(family)
     for name, value, choices in (
