@@ -39,8 +39,8 @@ import math
 import types
 from typing import Any, NamedTuple
 
-from kvgen.engines_registry import TRTLLM, Release, default_release, release, releases_of
-from kvgen.facts import float32
+from .engines_registry import TRTLLM, Release, default_release, release, releases_of
+from .facts import float32
 
 __all__ = [
     "DEFAULT_REVISION",

@@ -32,14 +32,13 @@ from __future__ import annotations
 import math
 import types
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from kvgen._trtllm_budget import DEFAULT_REVISION
-from kvgen._trtllm_pool_split import LifeCycle, PoolSplit, split_quota
-from kvgen.sizing_kinds import kind_row
-from kvgen.sizing_quota import swa_context_tokens
-from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
+from ._trtllm_budget import DEFAULT_REVISION
+from ._trtllm_pool_split import LifeCycle, PoolSplit, split_quota
+from .sizing_kinds import kind_row
+from .sizing_quota import swa_context_tokens
+from .trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
 
 __all__ = [
     "EnginePool",
@@ -58,8 +57,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class EnginePool:
+class EnginePool(NamedTuple):
     """One engine pool group: kvgen's life cycles in it, one slot's bytes, the pages kvgen
     plans for it and (from :func:`engine_pools`) the pages the engine builds."""
 
@@ -97,7 +95,7 @@ def engine_budget_plan(
     manager). ``common``: max_seq_len, max_num_tokens, speculative, tp_size. Returns
     (shares, quotas, plan); ValueError where the split is not modelled (recurrent or cross
     pools, DCP)."""
-    from kvgen._trtllm_budget import _revision, split_budget
+    from ._trtllm_budget import _revision, split_budget
 
     managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
     shares = {"target": budget}
@@ -133,8 +131,8 @@ def pool_ratio_for_quota(
     quota's, the grains left over going to the group of full attention (all of them where
     nothing grows). A group's weight is shared by its life cycles in proportion to their
     slot bytes. None where not even B requests' window pages fit (T = 0)."""
-    from kvgen._trtllm_budget import gpu_alloc_granularity
-    from kvgen._trtllm_pool_split import grains_for_slots, pool_groups
+    from ._trtllm_budget import gpu_alloc_granularity
+    from ._trtllm_pool_split import grains_for_slots, pool_groups
 
     storage = engine_storage(sizing, model, speculative=speculative, max_seq_len=max_seq_len,
                              tp_size=tp_size)  # fmt: skip
@@ -352,8 +350,7 @@ def _name(window: int, sinks: int, chunk: int) -> str:
     return f"swa{window}" + (f"s{sinks}" if sinks else "")
 
 
-@dataclass(frozen=True)
-class EngineStorage:
+class EngineStorage(NamedTuple):
     """One manager as 38198e34's storage sees it: its life cycles in the order the engine
     registers them (first appearance over its layers), each one's kvgen name and the slot
     bytes of each of its pools (K and V buffers of equal size coalesced, one pool per size)."""
@@ -437,7 +434,7 @@ def engine_storage_split(
     ``constraints`` its ``_build_base_config`` derives from ``avg_seq_len`` (only without a
     ``pool_ratio``; ``kvgen._trtllm_budget.pool_split_inputs``) and ``pool_ratio[manager]``
     as ``initial_pool_ratio`` (one weight per life cycle, in the engine's order)."""
-    from kvgen._trtllm_budget import pool_split_inputs
+    from ._trtllm_budget import pool_split_inputs
 
     profile = sizing.TABLES.profiles[speculative]
     out = {}
@@ -513,8 +510,7 @@ def engine_plan_for_split(
     return out
 
 
-@dataclass(frozen=True)
-class TrtllmEmit:
+class TrtllmEmit(NamedTuple):
     """What ``plan --emit trtllm`` writes for one revision and what the engine then holds:
     the quota (``max_gpu_total_bytes``), the quota each manager keeps, the target's
     ``pool_ratio`` (None: not written), the target's tokens of full-attention history (None:
@@ -526,6 +522,8 @@ class TrtllmEmit:
     tokens: int | None
     pools: dict[str, list[EnginePool]]
     notes: tuple[str, ...] = ()
+    # per manager, its tokens of full-attention history (None: nothing grows with them)
+    held: dict[str, int | None] | None = None
 
 
 def trtllm_emit(
@@ -546,7 +544,7 @@ def trtllm_emit(
     draft pool no ratio (the engine hands the draft manager the target's ``pool_ratio``), the
     engine's own split of the budget and of each share. ``avg_seq_len`` is not written: with
     a ratio the split does not read it. ValueError where the split is not modelled."""
-    from kvgen._trtllm_budget import _revision, gpu_alloc_granularity
+    from ._trtllm_budget import _revision, gpu_alloc_granularity
 
     found = _revision(revision)
     if not found.per_request_split:  # no pool_ratio at this revision
@@ -554,7 +552,8 @@ def trtllm_emit(
             sizing, model, budget, max_batch_size=max_batch_size, revision=revision, **common
         )
         pools = {name: p for name, (_t, p) in plan.items()}
-        return TrtllmEmit(sum(quotas.values()), quotas, None, plan["target"][0], pools)
+        held = {name: t for name, (t, _p) in plan.items()}
+        return TrtllmEmit(sum(quotas.values()), quotas, None, plan["target"][0], pools, (), held)
     quota = budget - budget % gpu_alloc_granularity(budget) or budget
     notes: tuple[str, ...] = ()
     ratio = None
@@ -576,4 +575,5 @@ def trtllm_emit(
         pool_ratio=None if ratio is None else {"target": ratio}, **common,
     )  # fmt: skip
     pools = {name: p for name, (_t, p) in plan.items()}
-    return TrtllmEmit(quota, quotas, ratio, plan["target"][0], pools, notes)
+    held = {name: t for name, (t, _p) in plan.items()}
+    return TrtllmEmit(quota, quotas, ratio, plan["target"][0], pools, notes, held)

@@ -44,6 +44,10 @@ RUNTIME_MODULES = (
     "engines_trtllm",
     "engines_options",
     "engines_core",
+    # TensorRT-LLM 38198e34's splits (imported by engines_core on that release's first answer)
+    "_trtllm_budget",
+    "_trtllm_pool_split",
+    "_trtllm_pools",
 )
 
 

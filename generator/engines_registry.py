@@ -359,8 +359,6 @@ TRTLLM_38198E34 = Release(
     block_size=0,
     memory=_TRTLLM_MEMORY,
     per_request_split=True,
-    answered_by="its pools are planned by `kvgen plan --emit trtllm==38198e34`, which writes the "
-    "pool_ratio that makes its own split build kvgen's pools (docs/cost-model.md §11)",
 )
 VLLM_0_33_0 = Release(
     engine=VLLM,
