@@ -119,10 +119,18 @@ class _Sizing:
     """The generated module bound to one model, profile and deployment."""
 
     def __init__(
-        self, sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size=1, pp_size=1
-    ):
+        self, sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size=1, pp_size=1,
+        engine: Release = DEFAULT_RELEASE,
+    ):  # fmt: skip
         self.sizing = sizing
         self.model = model
+        # A TensorRT-LLM release that splits per request (38198e34): each manager's share and
+        # tokens are what that release builds with the settings --emit writes (trtllm_emit),
+        # where its split is modelled (one stage, kvgen's semantics, no DCP).
+        self.split = (
+            engine if engine.per_request_split and pp_size == 1 and dcp_size == 1
+            and semantics == "trtllm-v2" else None
+        )  # fmt: skip
         self.common = {
             "speculative": speculative,
             "max_num_tokens": max_num_tokens,
@@ -140,14 +148,37 @@ class _Sizing:
     def rank_managers(self, budget: int, batch: int, max_seq_len: int, rank: int) -> list:
         kwargs = {**self.common, **self.ranks[rank], "max_batch_size": batch}
         kwargs["max_seq_len"] = max_seq_len
-        shares = self.sizing.split_budget(self.model, budget, **kwargs)
         costs = self.sizing.cache_costs(self.model, **kwargs)
-        tokens = self.sizing.max_tokens_from_quota(self.model, shares, **kwargs)
-        tokens.update(self.engine_tokens(shares, kwargs))
+        split = self.split_tokens(budget, kwargs)
+        if split is not None:
+            shares, tokens = split
+        else:
+            shares = self.sizing.split_budget(self.model, budget, **kwargs)
+            tokens = self.sizing.max_tokens_from_quota(self.model, shares, **kwargs)
+            tokens.update(self.engine_tokens(shares, kwargs))
         return [
             ManagerPlan(name, int(cost[0]), int(cost[1]), shares[name], tokens[name])
             for name, cost in costs.items()
         ]
+
+    def split_tokens(
+        self, budget: int, kwargs: dict
+    ) -> tuple[dict[str, int], dict[str, int | None]] | None:
+        """At a release that splits per request: each manager's quota and the tokens of the
+        pools that release builds from ``budget`` with the settings ``--emit`` writes
+        (``kvgen._trtllm_pools.trtllm_emit``, what ``engine_capacity`` answers); None where its
+        split is not modelled (the early-2026 answer stands, as engine_capacity's does)."""
+        if self.split is None:
+            return None
+        from kvgen._trtllm_pools import trtllm_emit
+
+        serving = {k: v for k, v in kwargs.items() if k not in ("semantics", "max_batch_size")}
+        try:
+            emit = trtllm_emit(self.sizing, self.model, budget, revision=self.split.version,
+                               max_batch_size=kwargs["max_batch_size"], **serving)  # fmt: skip
+        except ValueError:  # not modelled at that release
+            return None
+        return dict(emit.quotas), dict(emit.held or {})
 
     def engine_tokens(self, shares: dict[str, int], kwargs: dict) -> dict[str, int | None]:
         """Under "trtllm-v2", the tokens the pools TensorRT-LLM V2's own split builds from
@@ -189,7 +220,7 @@ class _Sizing:
         return least[1] if least else 0
 
     def fits(self, budget: int, requests: int, length: int, max_seq_len: int) -> bool:
-        if hasattr(self.sizing, "quota_for_requests"):
+        if hasattr(self.sizing, "quota_for_requests") and self.split is None:
             # The least quota with which ``requests`` requests each reach ``length`` (§4),
             # on every pipeline rank.
             for rank in self.ranks:
@@ -334,7 +365,7 @@ def make_plan(
 
     trtllm_refusal(sizing, plan)
     bound = _Sizing(
-        sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size, pp_size
+        sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size, pp_size, engine
     )
     plan.max_requests = largest(
         lambda n: bound.fits(gpu_memory, n, seq_len, max_seq_len), SEARCH_LIMIT
@@ -370,9 +401,12 @@ def capacity_curve(
     tp_size: int = 1,
     semantics: str = "trtllm-v2",
     dcp_size: int = 1,
+    engine: Release = DEFAULT_RELEASE,
 ) -> list[int | None]:
-    """Target max tokens at each GPU budget (0 where the intercepts do not fit)."""
-    bound = _Sizing(sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size)
+    """Target max tokens at each GPU budget (0 where the intercepts do not fit) at the
+    TensorRT-LLM release ``engine``."""
+    bound = _Sizing(sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size,
+                    engine=engine)  # fmt: skip
     out: list[int | None] = []
     for budget in budgets:
         try:

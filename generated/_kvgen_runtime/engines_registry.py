@@ -133,9 +133,7 @@ class Engine(NamedTuple):
     pipeline_parallel: bool  # pp_size above 1 is modelled (one stage per rank)
     caps_concurrency: bool  # it admits at most max_batch_size requests at once
     settings: Settings
-    # The release its name alone selects ("": the newest modelled). TensorRT-LLM keeps the
-    # early-2026 revision the default so that every answer printed before 38198e34 was
-    # modelled stays as it was.
+    # The release its name alone selects ("": the newest modelled).
     default_version: str = ""
 
     def __repr__(self) -> str:
@@ -226,7 +224,6 @@ TRTLLM = Engine(
             ("--pp_size", "--pp-size"),
         ),
     ),
-    default_version="early-2026",
 )
 VLLM = Engine(
     name="vllm",
@@ -338,25 +335,26 @@ _TRTLLM_MEMORY = Memory(
     reserve_note="estimate of the profiling forward's activations and runtime buffers",
     of_free_memory=True,
 )
-# The KV cache manager V2 at the early-2026 revision pinned in bench/engines/trtllm_source.py
-# (no release tag is recorded for it; the name is kvgen's). ``shown`` and ``named`` keep
-# c2a37ec's words, which every answer printed before 38198e34 was modelled carries (the
-# snapshot rule: the default's output stays byte-identical); 38198e34's name the commit.
+# The KV cache manager V2 at the early-2026 revision pinned in bench/engines/trtllm_source.py:
+# files of several commits that import each other consistently, none carried by a release
+# tag the search index records, so the name is kvgen's. Every answer names its revision.
 TRTLLM_EARLY_2026 = Release(
     engine=TRTLLM,
     version="early-2026",
-    shown="V2 (cost-model §4)",
-    named="TensorRT-LLM KV cache manager V2",
+    shown="V2 early-2026 (cost-model §4)",
+    named="TensorRT-LLM KV cache manager V2 early-2026",
     block_size=0,
     memory=_TRTLLM_MEMORY,
 )
 # NVIDIA/TensorRT-LLM commit 38198e34582cf777ecc72062f477987284ba9999 (bench/engines/
-# trtllm_static_source.py): no release tag carries it, so it is named by commit.
+# trtllm_static_source.py), the newest modelled and what ``trtllm`` alone selects: the index
+# stores tensorrt_llm/version.py at other commits only (1.2.0rc2 at b35ac1b6), so which
+# release carries it is not established and it is named by commit.
 TRTLLM_38198E34 = Release(
     engine=TRTLLM,
     version="38198e34",
     shown="V2 38198e34 (cost-model §11)",
-    named="TensorRT-LLM 38198e34",
+    named="TensorRT-LLM KV cache manager V2 38198e34",
     block_size=0,
     memory=_TRTLLM_MEMORY,
     per_request_split=True,
