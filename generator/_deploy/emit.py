@@ -399,8 +399,8 @@ def render(launch: Launch, form: str) -> str:
                 "config_class": launch.config_class, "fields": launch.fields,
                 "capacity": launch.capacity, "notes": launch.notes}  # fmt: skip
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
-    if form == "yaml":
-        return "\n".join(_yaml(launch.fields)) + "\n"
+    if form == "yaml":  # a comment line first: the engine and release the fields are for
+        return "\n".join([f"# {launch.engine} {launch.version}", *_yaml(launch.fields)]) + "\n"
     # shlex.quote: a POSIX shell reads each value back as it is, whatever it holds (quotes,
     # $(...), backticks, ;, a newline); names and numbers stay unquoted.
     pairs = ["  " + " ".join([arg[0], *map(shlex.quote, arg[1:])]) for arg in launch.args]
