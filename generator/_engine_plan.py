@@ -32,7 +32,7 @@ def _capacity(
     return sizing.engine_capacity(
         plan.model,
         budget,
-        engine=plan.engine.engine.label,  # what every generated runtime takes
+        engine=plan.engine.argument,  # the label for a default release (every runtime takes it)
         max_seq_len=max_seq_len,
         max_num_tokens=plan.max_num_tokens,
         block_size=plan.block_size,

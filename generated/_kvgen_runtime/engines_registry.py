@@ -190,6 +190,13 @@ class Release(NamedTuple):
         return f"{self.named}: engine_capacity does not model it; {self.answered_by}"
 
     @property
+    def argument(self) -> str:
+        """What ``engine_capacity(engine=...)`` takes for exactly this release: the engine's
+        label for its default release (what every generated runtime takes), else
+        ``NAME==VERSION``."""
+        return self.engine.label if default_release(self.engine) is self else self.spelling
+
+    @property
     def spelling(self) -> str:
         """``NAME==VERSION``: what selects exactly this release."""
         return f"{self.engine.name}=={self.version}"

@@ -169,7 +169,7 @@ def launch(
     asked = Asked(model, budget_bytes, max_batch_size, block_size, fraction, strategy,
                   heterogeneous_vocab, common)  # fmt: skip
     cap = sizing.engine_capacity(
-        model, budget_bytes, engine=engine.engine.label, block_size=block_size,
+        model, budget_bytes, engine=engine.argument, block_size=block_size,
         max_batch_size=max_batch_size, **common, **_own_keywords(engine, asked),
     )  # fmt: skip
     capacity = {**cap._asdict(), "budget_bytes": budget_bytes}
@@ -265,7 +265,7 @@ def _sglang_launch(
         ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
         # What the state slots alone let run: the concurrency of 1-token requests.
         running = sizing.engine_capacity(
-            model, asked.budget_bytes, engine=engine.engine.label, block_size=asked.block_size,
+            model, asked.budget_bytes, engine=engine.argument, block_size=asked.block_size,
             max_batch_size=asked.max_batch_size, **{**asked.common, "max_seq_len": 1},
             **_own_keywords(engine, asked),
         ).max_concurrency  # fmt: skip
