@@ -1,7 +1,8 @@
 """``engine_capacity(engine="trtllm==early-2026")`` against the pools TensorRT-LLM's KV cache
-manager V2 built itself (``closed_loop`` in tests/fixtures/engines/trtllm.json: the early-2026 revision's
-``KVCacheManager`` given each config's quota on CPU by ``bench/engines/trtllm_runner.py``, its
-``StorageManager`` slots per pool group recorded; the configs: tests/trtllm_closed_loop.py).
+manager V2 built itself (``closed_loop`` in tests/fixtures/engines/trtllm.json: the early-2026
+revision's ``KVCacheManager`` given each config's quota on CPU by
+``bench/engines/trtllm_runner.py``, its ``StorageManager`` slots per pool group recorded; the
+configs: tests/trtllm_closed_loop.py).
 
 The engine's answer is its slots per pool group. What those slots hold is derived here from
 them alone, by the page counts of docs/cost-model.md §3 and §4: at T tokens of full-attention
