@@ -268,7 +268,7 @@ def _attention_plans(sizing: types.ModuleType, model: str, *args: Any) -> dict[s
     """Each manager's TensorRT-LLM V2 pool groups (arguments: speculative, batch, N, S, tp,
     pp, pp_rank); ValueError for a manager with pools outside the split model."""
     speculative, batch, chunk, seq, tp, pp, rank = args
-    plans = sizing.trtllm_plans(
+    plans: dict[str, Any] = sizing.trtllm_plans(
         model, max_batch_size=batch, max_num_tokens=chunk, max_seq_len=seq,
         speculative=speculative, tp_size=tp, pp_size=pp, pp_rank=rank,
     )  # fmt: skip
@@ -561,16 +561,18 @@ def trtllm_emit(
     managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
     if len(managers) > 1:
         notes = (
-            f"pool_ratio is not written: {found.named} hands the separate draft "
-            "manager the target's pool_ratio; each manager's pools are the engine's own split",
+            (
+                f"pool_ratio is not written: {found.named} hands the separate draft "
+                "manager the target's pool_ratio; each manager's pools are the engine's own split"
+            ),
         )
     else:
         keys = ("max_num_tokens", "max_seq_len", "speculative", "tp_size")
         ratio = pool_ratio_for_quota(sizing, model, quota, max_batch_size=max_batch_size,
                                      **{k: common[k] for k in keys})  # fmt: skip
         if ratio is None:
-            notes = ("pool_ratio is not written: the quota holds fewer than max_batch_size "
-                     "requests' window pages",)  # fmt: skip
+            notes = (("pool_ratio is not written: the quota holds fewer than max_batch_size "
+                      "requests' window pages"),)  # fmt: skip
     _shares, quotas, plan = engine_budget_plan(
         sizing, model, quota, max_batch_size=max_batch_size, revision=revision,
         pool_ratio=None if ratio is None else {"target": ratio}, **common,
