@@ -361,7 +361,35 @@ class EngineStorage(NamedTuple):
     slot_sizes: tuple[tuple[int, ...], ...]
 
 
+# engine_storage's answers by (the family's tables' identity, model, manager, profile,
+# max_seq_len, tp); each entry keeps the tables, so a reused identity never matches. Bounded.
+_STORAGE: dict[tuple[Any, ...], tuple[Any, EngineStorage]] = {}
+
+
 def engine_storage(
+    sizing: types.ModuleType,
+    model: str,
+    manager: str = "target",
+    *,
+    speculative: str = "none",
+    max_seq_len: int,
+    tp_size: int = 1,
+) -> EngineStorage:
+    """:func:`_engine_storage`, remembered (a function of the family's tables and these)."""
+    tables = sizing.TABLES
+    key = (id(tables), model, manager, speculative, max_seq_len, tp_size)
+    hit = _STORAGE.get(key)
+    if hit is not None and hit[0] is tables:
+        return hit[1]
+    storage = _engine_storage(sizing, model, manager, speculative=speculative,
+                              max_seq_len=max_seq_len, tp_size=tp_size)  # fmt: skip
+    if len(_STORAGE) >= 4096:
+        _STORAGE.clear()
+    _STORAGE[key] = (tables, storage)
+    return storage
+
+
+def _engine_storage(
     sizing: types.ModuleType,
     model: str,
     manager: str = "target",
