@@ -34,8 +34,14 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ._trtllm_budget import DEFAULT_REVISION
-from ._trtllm_pool_split import LifeCycle, PoolSplit, split_quota
+from ._trtllm_budget import (
+    DEFAULT_REVISION,
+    _revision,
+    gpu_alloc_granularity,
+    pool_split_inputs,
+    split_budget,
+)
+from ._trtllm_pool_split import LifeCycle, PoolSplit, grains_for_slots, pool_groups, split_quota
 from .sizing_kinds import kind_row
 from .sizing_quota import swa_context_tokens
 from .trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
@@ -95,8 +101,6 @@ def engine_budget_plan(
     manager). ``common``: max_seq_len, max_num_tokens, speculative, tp_size. Returns
     (shares, quotas, plan); ValueError where the split is not modelled (recurrent or cross
     pools, DCP)."""
-    from ._trtllm_budget import _revision, split_budget
-
     managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
     shares = {"target": budget}
     if len(managers) > 1:
@@ -131,9 +135,6 @@ def pool_ratio_for_quota(
     quota's, the grains left over going to the group of full attention (all of them where
     nothing grows). A group's weight is shared by its life cycles in proportion to their
     slot bytes. None where not even B requests' window pages fit (T = 0)."""
-    from ._trtllm_budget import gpu_alloc_granularity
-    from ._trtllm_pool_split import grains_for_slots, pool_groups
-
     storage = engine_storage(sizing, model, speculative=speculative, max_seq_len=max_seq_len,
                              tp_size=tp_size)  # fmt: skip
     group_of, sizes = pool_groups(storage.slot_sizes)
@@ -462,8 +463,6 @@ def engine_storage_split(
     ``constraints`` its ``_build_base_config`` derives from ``avg_seq_len`` (only without a
     ``pool_ratio``; ``kvgen._trtllm_budget.pool_split_inputs``) and ``pool_ratio[manager]``
     as ``initial_pool_ratio`` (one weight per life cycle, in the engine's order)."""
-    from ._trtllm_budget import pool_split_inputs
-
     profile = sizing.TABLES.profiles[speculative]
     out = {}
     for manager, quota in quota_bytes.items():
@@ -572,8 +571,6 @@ def trtllm_emit(
     draft pool no ratio (the engine hands the draft manager the target's ``pool_ratio``), the
     engine's own split of the budget and of each share. ``avg_seq_len`` is not written: with
     a ratio the split does not read it. ValueError where the split is not modelled."""
-    from ._trtllm_budget import _revision, gpu_alloc_granularity
-
     found = _revision(revision)
     if not found.per_request_split:  # no pool_ratio at this revision
         _shares, quotas, plan = engine_budget_plan(

@@ -38,16 +38,16 @@ RUNTIME_MODULES = (
     "sizing_quota",
     "sizing_core",
     "engines_registry",
+    # TensorRT-LLM 38198e34's splits (engines_trtllm answers that release with them)
+    "_trtllm_budget",
+    "_trtllm_pool_split",
+    "_trtllm_pools",
     "engines_rows",
     "engines_vllm",
     "engines_sglang",
     "engines_trtllm",
     "engines_options",
     "engines_core",
-    # TensorRT-LLM 38198e34's splits (imported by engines_core on that release's first answer)
-    "_trtllm_budget",
-    "_trtllm_pool_split",
-    "_trtllm_pools",
 )
 
 

@@ -4,9 +4,10 @@ kvgen's plan and launch settings), or the interpreter's affine estimate where th
 not modelled."""
 
 from functools import lru_cache
-from importlib import import_module
 from typing import Any, NamedTuple
 
+# 38198e34's splits: a function of another module, shared with every family as a value
+from ._trtllm_pools import trtllm_emit as _trtllm_emit
 from .engines_rows import (
     _MIXERS,
     ENGINE_MODELS,
@@ -43,9 +44,6 @@ _TRTLLM_GIVEN: Any
 _TRTLLM_HEADS: dict[str, int | str]
 # ``_trtllm_split_answer`` remembered per family, by its arguments as given (typed).
 _TRTLLM_SPLIT: Any
-# The package this module was imported from (kvgen, or an output folder's runtime): where
-# ``_trtllm_split_answer`` finds the 38198e34 splits (a family's namespace is elsewhere).
-_RUNTIME_PACKAGE = __package__
 
 
 def _trtllm_capacity(
@@ -384,10 +382,9 @@ def _trtllm_split_answer(
                              speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
     if pp_size != 1:
         return early
-    trtllm_emit = import_module(f"{_RUNTIME_PACKAGE}._trtllm_pools").trtllm_emit
     seq, batch = int(max_seq_len), int(max_batch_size)
     try:
-        emit = trtllm_emit(
+        emit = _trtllm_emit(
             _Namespace(globals()), model, int(budget_bytes), max_batch_size=batch,
             revision=version, max_num_tokens=int(max_num_tokens), max_seq_len=seq,
             speculative=speculative, tp_size=int(tp_size),
