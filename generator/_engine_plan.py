@@ -36,7 +36,7 @@ def _capacity(
     capacity: EngineCapacity = sizing.engine_capacity(
         plan.model,
         budget,
-        engine=plan.engine.runtime_name,  # the release, as every generated runtime takes it
+        engine=plan.engine.argument,  # the label for a default release (every runtime takes it)
         max_seq_len=max_seq_len,
         max_num_tokens=plan.max_num_tokens,
         block_size=plan.block_size,

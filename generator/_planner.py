@@ -128,9 +128,17 @@ class _Sizing:
         semantics: str,
         dcp_size: int = 1,
         pp_size: int = 1,
+        engine: Release = DEFAULT_RELEASE,
     ) -> None:
         self.sizing = sizing
         self.model = model
+        # A TensorRT-LLM release that splits per request (38198e34): each manager's share and
+        # tokens are what that release builds with the settings --emit writes (trtllm_emit),
+        # where its split is modelled (one stage, kvgen's semantics, no DCP).
+        self.split = (
+            engine if engine.per_request_split and pp_size == 1 and dcp_size == 1
+            and semantics == "trtllm-v2" else None
+        )  # fmt: skip
         self.common: dict[str, str | int] = {
             "speculative": speculative,
             "max_num_tokens": max_num_tokens,
@@ -150,14 +158,37 @@ class _Sizing:
     ) -> list[ManagerPlan]:
         kwargs = {**self.common, **self.ranks[rank], "max_batch_size": batch}
         kwargs["max_seq_len"] = max_seq_len
-        shares = self.sizing.split_budget(self.model, budget, **kwargs)
         costs = self.sizing.cache_costs(self.model, **kwargs)
-        tokens = self.sizing.max_tokens_from_quota(self.model, shares, **kwargs)
-        tokens.update(self.engine_tokens(shares, kwargs))
+        split = self.split_tokens(budget, kwargs)
+        if split is not None:
+            shares, tokens = split
+        else:
+            shares = self.sizing.split_budget(self.model, budget, **kwargs)
+            tokens = self.sizing.max_tokens_from_quota(self.model, shares, **kwargs)
+            tokens.update(self.engine_tokens(shares, kwargs))
         return [
             ManagerPlan(name, int(cost[0]), int(cost[1]), shares[name], tokens[name])
             for name, cost in costs.items()
         ]
+
+    def split_tokens(
+        self, budget: int, kwargs: dict[str, str | int]
+    ) -> tuple[dict[str, int], dict[str, int | None]] | None:
+        """At a release that splits per request: each manager's quota and the tokens of the
+        pools that release builds from ``budget`` with the settings ``--emit`` writes
+        (``kvgen._trtllm_pools.trtllm_emit``, what ``engine_capacity`` answers); None where its
+        split is not modelled (the early-2026 answer stands, as engine_capacity's does)."""
+        if self.split is None:
+            return None
+        from kvgen._trtllm_pools import trtllm_emit
+
+        serving = {k: v for k, v in kwargs.items() if k not in ("semantics", "max_batch_size")}
+        try:
+            emit = trtllm_emit(self.sizing, self.model, budget, revision=self.split.version,
+                               max_batch_size=int(kwargs["max_batch_size"]), **serving)  # fmt: skip
+        except ValueError:  # not modelled at that release
+            return None
+        return dict(emit.quotas), dict(emit.held or {})
 
     def engine_tokens(
         self, shares: dict[str, int], kwargs: dict[str, str | int]
@@ -202,7 +233,7 @@ class _Sizing:
         return least[1] if least else 0
 
     def fits(self, budget: int, requests: int, length: int, max_seq_len: int) -> bool:
-        if hasattr(self.sizing, "quota_for_requests"):
+        if hasattr(self.sizing, "quota_for_requests") and self.split is None:
             # The least quota with which ``requests`` requests each reach ``length`` (§4),
             # on every pipeline rank.
             for rank in self.ranks:
@@ -347,7 +378,7 @@ def make_plan(
 
     trtllm_refusal(sizing, plan)
     bound = _Sizing(
-        sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size, pp_size
+        sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size, pp_size, engine
     )
     plan.max_requests = largest(
         lambda n: bound.fits(gpu_memory, n, seq_len, max_seq_len), SEARCH_LIMIT
@@ -385,9 +416,12 @@ def capacity_curve(
     tp_size: int = 1,
     semantics: str = "trtllm-v2",
     dcp_size: int = 1,
+    engine: Release = DEFAULT_RELEASE,
 ) -> list[int | None]:
-    """Target max tokens at each GPU budget (0 where the intercepts do not fit)."""
-    bound = _Sizing(sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size)
+    """Target max tokens at each GPU budget (0 where the intercepts do not fit) at the
+    TensorRT-LLM release ``engine``."""
+    bound = _Sizing(sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size,
+                    engine=engine)  # fmt: skip
     out: list[int | None] = []
     for budget in budgets:
         try:

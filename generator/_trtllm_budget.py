@@ -39,8 +39,8 @@ import math
 import types
 from typing import Any, NamedTuple
 
-from kvgen.engines_registry import TRTLLM, Release, default_release, release, releases_of
-from kvgen.facts import float32
+from .engines_registry import TRTLLM, Release, default_release, release, releases_of
+from .facts import float32
 
 __all__ = [
     "DEFAULT_REVISION",
@@ -163,11 +163,19 @@ def manager_costs(
         windows = [min(pages * tpb, full) for _w, _s, pages, _b, _c in t.life_cycles]
         draft = t.manager == "draft"
         layers = _layers_of(sizing, model, speculative, t.manager, tp)
+        slots = {slot for _b, _n, slot in layers if slot >= 0}
+        if windows and len(slots) != len(windows):  # some windows, not all, reach max_seq_len
+            raise ValueError(
+                f"{model} {t.manager}: the per-request costs of revision 38198e34 are modelled "
+                "where every window is below max_seq_len or none is"
+            )
         spend = 0
         retained_bytes = []  # (bytes per token, layers, tokens one request keeps)
         for bpt, count, slot in layers:
-            covered = 0 if slot < 0 else windows[slot]
-            retained = full if draft or slot < 0 else covered
+            # a window of at least max_seq_len is full attention (the engine's rule too)
+            full_layer = slot < 0 or not windows
+            covered = 0 if full_layer else windows[slot]
+            retained = full if draft or full_layer else covered
             spend += count * bpt * max(retained - covered, 0)
             retained_bytes.append((bpt, count, retained))
         per_request: int | None = spend

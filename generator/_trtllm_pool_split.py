@@ -38,8 +38,8 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from kvgen._trtllm_budget import gpu_alloc_granularity
-from kvgen.facts import float32
+from ._trtllm_budget import gpu_alloc_granularity
+from .facts import float32
 
 __all__ = [
     "FALLBACK_STEP",

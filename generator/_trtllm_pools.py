@@ -32,18 +32,24 @@ from __future__ import annotations
 import math
 import types
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
-from kvgen._trtllm_budget import DEFAULT_REVISION
-from kvgen._trtllm_pool_split import LifeCycle, PoolSplit, split_quota
-from kvgen.sizing_kinds import kind_row
-from kvgen.sizing_quota import swa_context_tokens
-from kvgen.trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
+from ._trtllm_budget import (
+    DEFAULT_REVISION,
+    _revision,
+    gpu_alloc_granularity,
+    pool_split_inputs,
+    split_budget,
+)
+from ._trtllm_pool_split import LifeCycle, PoolSplit, grains_for_slots, pool_groups, split_quota
+from .sizing_kinds import kind_row
+from .sizing_quota import swa_context_tokens
+from .trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
 
 if TYPE_CHECKING:
-    from kvgen.engines_trtllm import TrtllmPlan
     from typing_extensions import Unpack
+
+    from .engines_trtllm import TrtllmPlan
 
 __all__ = [
     "EnginePool",
@@ -77,8 +83,7 @@ class _Served(_ServedNeeds, total=False):
     pp_rank: int
 
 
-@dataclass(frozen=True)
-class EnginePool:
+class EnginePool(NamedTuple):
     """One engine pool group: kvgen's life cycles in it, one slot's bytes, the pages kvgen
     plans for it and (from :func:`engine_pools`) the pages the engine builds."""
 
@@ -116,8 +121,6 @@ def engine_budget_plan(
     manager). ``common``: max_seq_len, max_num_tokens, speculative, tp_size. Returns
     (shares, quotas, plan); ValueError where the split is not modelled (recurrent or cross
     pools, DCP)."""
-    from kvgen._trtllm_budget import _revision, split_budget
-
     managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
     shares = {"target": budget}
     if len(managers) > 1:
@@ -152,9 +155,6 @@ def pool_ratio_for_quota(
     quota's, the grains left over going to the group of full attention (all of them where
     nothing grows). A group's weight is shared by its life cycles in proportion to their
     slot bytes. None where not even B requests' window pages fit (T = 0)."""
-    from kvgen._trtllm_budget import gpu_alloc_granularity
-    from kvgen._trtllm_pool_split import grains_for_slots, pool_groups
-
     storage = engine_storage(sizing, model, speculative=speculative, max_seq_len=max_seq_len,
                              tp_size=tp_size)  # fmt: skip
     group_of, sizes = pool_groups(storage.slot_sizes)
@@ -373,8 +373,7 @@ def _name(window: int, sinks: int, chunk: int) -> str:
     return f"swa{window}" + (f"s{sinks}" if sinks else "")
 
 
-@dataclass(frozen=True)
-class EngineStorage:
+class EngineStorage(NamedTuple):
     """One manager as 38198e34's storage sees it: its life cycles in the order the engine
     registers them (first appearance over its layers), each one's kvgen name and the slot
     bytes of each of its pools (K and V buffers of equal size coalesced, one pool per size)."""
@@ -384,7 +383,35 @@ class EngineStorage:
     slot_sizes: tuple[tuple[int, ...], ...]
 
 
+# engine_storage's answers by (the family's tables' identity, model, manager, profile,
+# max_seq_len, tp); each entry keeps the tables, so a reused identity never matches. Bounded.
+_STORAGE: dict[tuple[Any, ...], tuple[Any, EngineStorage]] = {}
+
+
 def engine_storage(
+    sizing: types.ModuleType,
+    model: str,
+    manager: str = "target",
+    *,
+    speculative: str = "none",
+    max_seq_len: int,
+    tp_size: int = 1,
+) -> EngineStorage:
+    """:func:`_engine_storage`, remembered (a function of the family's tables and these)."""
+    tables = sizing.TABLES
+    key = (id(tables), model, manager, speculative, max_seq_len, tp_size)
+    hit = _STORAGE.get(key)
+    if hit is not None and hit[0] is tables:
+        return hit[1]
+    storage = _engine_storage(sizing, model, manager, speculative=speculative,
+                              max_seq_len=max_seq_len, tp_size=tp_size)  # fmt: skip
+    if len(_STORAGE) >= 4096:
+        _STORAGE.clear()
+    _STORAGE[key] = (tables, storage)
+    return storage
+
+
+def _engine_storage(
     sizing: types.ModuleType,
     model: str,
     manager: str = "target",
@@ -470,8 +497,6 @@ def engine_storage_split(
     ``constraints`` its ``_build_base_config`` derives from ``avg_seq_len`` (only without a
     ``pool_ratio``; ``kvgen._trtllm_budget.pool_split_inputs``) and ``pool_ratio[manager]``
     as ``initial_pool_ratio`` (one weight per life cycle, in the engine's order)."""
-    from kvgen._trtllm_budget import pool_split_inputs
-
     profile = sizing.TABLES.profiles[speculative]
     out = {}
     for manager, quota in quota_bytes.items():
@@ -546,8 +571,7 @@ def engine_plan_for_split(
     return out
 
 
-@dataclass(frozen=True)
-class TrtllmEmit:
+class TrtllmEmit(NamedTuple):
     """What ``plan --emit trtllm`` writes for one revision and what the engine then holds:
     the quota (``max_gpu_total_bytes``), the quota each manager keeps, the target's
     ``pool_ratio`` (None: not written), the target's tokens of full-attention history (None:
@@ -559,6 +583,8 @@ class TrtllmEmit:
     tokens: int | None
     pools: dict[str, list[EnginePool]]
     notes: tuple[str, ...] = ()
+    # per manager, its tokens of full-attention history (None: nothing grows with them)
+    held: dict[str, int | None] | None = None
 
 
 def trtllm_emit(
@@ -579,34 +605,36 @@ def trtllm_emit(
     draft pool no ratio (the engine hands the draft manager the target's ``pool_ratio``), the
     engine's own split of the budget and of each share. ``avg_seq_len`` is not written: with
     a ratio the split does not read it. ValueError where the split is not modelled."""
-    from kvgen._trtllm_budget import _revision, gpu_alloc_granularity
-
     found = _revision(revision)
     if not found.per_request_split:  # no pool_ratio at this revision
         _shares, quotas, plan = engine_budget_plan(
             sizing, model, budget, max_batch_size=max_batch_size, revision=revision, **common
         )
         pools = {name: p for name, (_t, p) in plan.items()}
-        return TrtllmEmit(sum(quotas.values()), quotas, None, plan["target"][0], pools)
+        held = {name: t for name, (t, _p) in plan.items()}
+        return TrtllmEmit(sum(quotas.values()), quotas, None, plan["target"][0], pools, (), held)
     quota = budget - budget % gpu_alloc_granularity(budget) or budget
     notes: tuple[str, ...] = ()
     ratio = None
     managers = sizing.cache_costs(model, max_batch_size=max_batch_size, **common)
     if len(managers) > 1:
         notes = (
-            f"pool_ratio is not written: {found.named} hands the separate draft "
-            "manager the target's pool_ratio; each manager's pools are the engine's own split",
+            (
+                f"pool_ratio is not written: {found.named} hands the separate draft "
+                "manager the target's pool_ratio; each manager's pools are the engine's own split"
+            ),
         )
     else:
         keys = ("max_num_tokens", "max_seq_len", "speculative", "tp_size")
         ratio = pool_ratio_for_quota(sizing, model, quota, max_batch_size=max_batch_size,
                                      **{k: common[k] for k in keys})  # fmt: skip
         if ratio is None:
-            notes = ("pool_ratio is not written: the quota holds fewer than max_batch_size "
-                     "requests' window pages",)  # fmt: skip
+            notes = (("pool_ratio is not written: the quota holds fewer than max_batch_size "
+                      "requests' window pages"),)  # fmt: skip
     _shares, quotas, plan = engine_budget_plan(
         sizing, model, quota, max_batch_size=max_batch_size, revision=revision,
         pool_ratio=None if ratio is None else {"target": ratio}, **common,
     )  # fmt: skip
     pools = {name: p for name, (_t, p) in plan.items()}
-    return TrtllmEmit(quota, quotas, ratio, plan["target"][0], pools, notes)
+    held = {name: t for name, (t, _p) in plan.items()}
+    return TrtllmEmit(quota, quotas, ratio, plan["target"][0], pools, notes, held)

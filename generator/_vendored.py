@@ -38,6 +38,10 @@ RUNTIME_MODULES = (
     "sizing_quota",
     "sizing_core",
     "engines_registry",
+    # TensorRT-LLM 38198e34's splits (engines_trtllm answers that release with them)
+    "_trtllm_budget",
+    "_trtllm_pool_split",
+    "_trtllm_pools",
     "engines_rows",
     "engines_vllm",
     "engines_sglang",

@@ -132,9 +132,7 @@ class Engine(NamedTuple):
     pipeline_parallel: bool  # pp_size above 1 is modelled (one stage per rank)
     caps_concurrency: bool  # it admits at most max_batch_size requests at once
     settings: Settings
-    # The release its name alone selects ("": the newest modelled). TensorRT-LLM keeps the
-    # early-2026 revision the default so that every answer printed before 38198e34 was
-    # modelled stays as it was.
+    # The release its name alone selects ("": the newest modelled).
     default_version: str = ""
     # Its distribution on the package index: ``plan`` reads the installed version from its
     # metadata (kvgen._installed; the engine is never imported). "": not read.
@@ -211,6 +209,13 @@ class Release(NamedTuple):
         return f"{self.named}: engine_capacity does not model it; {self.answered_by}"
 
     @property
+    def argument(self) -> str:
+        """What ``engine_capacity(engine=...)`` takes for exactly this release: the engine's
+        label for its default release (what every generated runtime takes), else
+        ``NAME==VERSION``."""
+        return self.engine.label if default_release(self.engine) is self else self.spelling
+
+    @property
     def spelling(self) -> str:
         """``NAME==VERSION``: what selects exactly this release."""
         return f"{self.engine.name}=={self.version}"
@@ -220,16 +225,6 @@ class Release(NamedTuple):
         """The release as output names it: its words and what selects it
         ("vLLM 0.34.0 (vllm==0.34.0)")."""
         return f"{self.named} ({self.spelling})"
-
-    @property
-    def runtime_name(self) -> str:
-        """What a generated module's ``engine_capacity`` is asked for this release: the
-        engine's label for its default release (every generated runtime takes it, those
-        written before releases were values too), else ``NAME==VERSION``."""
-        for each in RELEASES:
-            if each.engine is self.engine and each.version == self.engine.default_version:
-                return self.engine.label if each is self else self.spelling
-        return self.engine.label if self is newest(self.engine) else self.spelling
 
     def __repr__(self) -> str:
         return f"Release({self.spelling!r})"
@@ -261,7 +256,6 @@ TRTLLM = Engine(
             ("--pp_size", "--pp-size"),
         ),
     ),
-    default_version="early-2026",
     distribution="tensorrt_llm",
 )
 VLLM = Engine(
@@ -376,30 +370,29 @@ _TRTLLM_MEMORY = Memory(
     reserve_note="estimate of the profiling forward's activations and runtime buffers",
     of_free_memory=True,
 )
-# The KV cache manager V2 at the early-2026 revision pinned in bench/engines/trtllm_source.py
-# (no release tag is recorded for it; the name is kvgen's). ``shown`` and ``named`` keep
-# c2a37ec's words, which every answer printed before 38198e34 was modelled carries (the
-# snapshot rule: the default's output stays byte-identical); 38198e34's name the commit.
+# The KV cache manager V2 at the early-2026 revision pinned in bench/engines/trtllm_source.py:
+# files of several commits that import each other consistently, none carried by a release
+# tag the search index records, so the name is kvgen's. Every answer names its revision.
 TRTLLM_EARLY_2026 = Release(
     engine=TRTLLM,
     version="early-2026",
-    shown="V2 (cost-model §4)",
-    named="TensorRT-LLM KV cache manager V2",
+    shown="V2 early-2026 (cost-model §4)",
+    named="TensorRT-LLM KV cache manager V2 early-2026",
     block_size=0,
     memory=_TRTLLM_MEMORY,
 )
 # NVIDIA/TensorRT-LLM commit 38198e34582cf777ecc72062f477987284ba9999 (bench/engines/
-# trtllm_static_source.py): no release tag carries it, so it is named by commit.
+# trtllm_static_source.py), the newest modelled and what ``trtllm`` alone selects: the index
+# stores tensorrt_llm/version.py at other commits only (1.2.0rc2 at b35ac1b6), so which
+# release carries it is not established and it is named by commit.
 TRTLLM_38198E34 = Release(
     engine=TRTLLM,
     version="38198e34",
     shown="V2 38198e34 (cost-model §11)",
-    named="TensorRT-LLM 38198e34",
+    named="TensorRT-LLM KV cache manager V2 38198e34",
     block_size=0,
     memory=_TRTLLM_MEMORY,
     per_request_split=True,
-    answered_by="its pools are planned by `kvgen plan --emit trtllm==38198e34`, which writes the "
-    "pool_ratio that makes its own split build kvgen's pools (docs/cost-model.md §11)",
 )
 # vLLM's start-up refusal of max_num_batched_tokens below max_num_seqs (0.33.0 and 0.34.0).
 _VLLM_MINIMUMS = (

@@ -99,7 +99,7 @@ def emitted(config: dict[str, Any]) -> dict[str, Any]:
     module = rendered(config["family"], config["tokens_per_block"]).sizing
     try:
         settings = launch(
-            module, config["model"], engine=release("trtllm"), budget_bytes=BUDGET,
+            module, config["model"], engine=release("trtllm==early-2026"), budget_bytes=BUDGET,
             max_seq_len=config["max_seq_len"], max_num_tokens=MAX_NUM_TOKENS,
             max_batch_size=MAX_BATCH_SIZE, speculative=config["speculative"],
             tp_size=config["tp_size"],

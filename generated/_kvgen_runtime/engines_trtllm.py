@@ -4,9 +4,12 @@ split of the target's share into pool groups (``trtllm_plans``, ``trtllm_held``,
 kvgen's plan and launch settings), or the interpreter's affine estimate where that split is
 not modelled."""
 
+import types
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
+# 38198e34's splits: a function of another module, shared with every family as a value
+from ._trtllm_pools import trtllm_emit as _trtllm_emit
 from .engines_rows import (
     _MIXERS,
     ENGINE_MODELS,
@@ -45,6 +48,8 @@ _TRTLLM_GIVEN: Any
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
 # UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_trtllm``).
 _TRTLLM_HEADS: dict[str, int | str]
+# ``_trtllm_split_answer`` remembered per family, by its arguments as given (typed).
+_TRTLLM_SPLIT: Any
 
 
 def _trtllm_capacity(
@@ -338,8 +343,69 @@ def _trtllm_refusal(name: str) -> str:
 def _derive_trtllm() -> None:
     """Per family, at bind: its own TensorRT-LLM plans, and each model's query heads or the
     reason its row has no answer."""
-    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN
+    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_SPLIT
     _TRTLLM_HEADS = {name: _trtllm_refusal(name) or ENGINE_MODELS[name].query_heads
                      for name in _MODELS}  # fmt: skip
     _TRTLLM_PLANS = {}
     _TRTLLM_GIVEN = lru_cache(maxsize=4096, typed=True)(_trtllm_given)
+    _TRTLLM_SPLIT = lru_cache(maxsize=4096, typed=True)(_trtllm_split_answer)
+
+
+class _Namespace:
+    """A family's namespace read as its sizing module (what ``_trtllm_pools`` takes)."""
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        self.__dict__ = namespace
+
+
+def _trtllm_split_capacity(
+    version: str, model: str, budget_bytes: int, max_seq_len: int, max_num_tokens: int,
+    block_size: int | None, speculative: str, tp_size: int, max_batch_size: int,
+    pp_size: int = 1, pp_rank: int = 0,
+) -> EngineCapacity:  # fmt: skip
+    """What a TensorRT-LLM release that splits per request (38198e34, docs/cost-model.md §11)
+    holds for a KV budget: remembered by the arguments as given, computed on a miss by
+    ``_trtllm_split_answer``."""
+    try:
+        capacity: EngineCapacity = _TRTLLM_SPLIT(
+            version, model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
+            tp_size, max_batch_size, pp_size, pp_rank,
+        )  # fmt: skip
+    except TypeError:  # an unhashable argument: named as any other bad value
+        _trtllm_capacity(model, budget_bytes, max_seq_len, max_num_tokens, block_size,
+                         speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
+        raise
+    return capacity
+
+
+def _trtllm_split_answer(
+    version: str, model: str, budget_bytes: int, max_seq_len: int, max_num_tokens: int,
+    block_size: int | None, speculative: str, tp_size: int, max_batch_size: int,
+    pp_size: int, pp_rank: int,
+) -> EngineCapacity:  # fmt: skip
+    """The tokens of the pools the release builds from ``budget_bytes`` in whole grains
+    with the settings ``plan --emit`` writes (``_trtllm_pools.trtllm_emit``: a target alone
+    takes the ``pool_ratio`` that makes its split build kvgen's pools; beside a separate draft
+    manager, the budget split per request with cap and floor, and each manager's own split).
+    Where that release's split is not modelled (recurrent, cross, chunked or sink layers,
+    DCP, pp_size above 1) the early-2026 answer stands (§4). The arguments are checked as
+    the early-2026 answer checks them."""
+    early = _trtllm_capacity(model, budget_bytes, max_seq_len, max_num_tokens, block_size,
+                             speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
+    if pp_size != 1:
+        return early
+    seq, batch = int(max_seq_len), int(max_batch_size)
+    try:
+        emit = _trtllm_emit(
+            cast(types.ModuleType, _Namespace(globals())), model, int(budget_bytes),
+            max_batch_size=batch, revision=version, max_num_tokens=int(max_num_tokens),
+            max_seq_len=seq, speculative=speculative, tp_size=int(tp_size),
+        )  # fmt: skip
+    except ValueError:  # the release's split is not modelled for these pools
+        return early
+    tokens = batch * seq if emit.tokens is None else emit.tokens
+    concurrency = min(tokens / seq, float(batch))
+    capacity: EngineCapacity = _new(
+        EngineCapacity, (tokens, concurrency, early.request_bytes, tokens // TOKENS_PER_BLOCK)
+    )
+    return capacity

@@ -414,6 +414,7 @@ def capacity_figure(
                 sizing, plan.model, budgets, speculative=profile, max_batch_size=b,
                 max_num_tokens=plan.max_num_tokens, max_seq_len=plan.max_seq_len,
                 tp_size=plan.tp_size, semantics=plan.semantics, dcp_size=plan.dcp_size,
+                engine=plan.engine,
             )  # fmt: skip
             same = next((name for name, curve in curves.items() if curve == tokens), None)
             curves[profile] = tokens

@@ -170,7 +170,7 @@ def launch(
     asked = Asked(model, budget_bytes, max_batch_size, block_size, fraction, strategy,
                   heterogeneous_vocab, common)  # fmt: skip
     cap = sizing.engine_capacity(
-        model, budget_bytes, engine=_asked_as(engine), block_size=block_size,
+        model, budget_bytes, engine=engine.argument, block_size=block_size,
         max_batch_size=max_batch_size, **common, **_own_keywords(engine, asked),
     )  # fmt: skip
     capacity = {**cap._asdict(), "budget_bytes": budget_bytes}
@@ -182,13 +182,6 @@ def launch(
         engine.engine.label, engine.shown, settings.config_class, fields, capacity, notes,
         engine.described,
     )  # fmt: skip
-
-
-def _asked_as(engine: Release) -> str:
-    """What ``engine_capacity`` is asked for the release: exactly it where it answers for it,
-    else the engine's own name (a release kvgen's planners answer for: its launch hook turns
-    that answer into the release's settings)."""
-    return engine.runtime_name if engine.unanswered() is None else engine.engine.label
 
 
 def _own_keywords(engine: Release, asked: Asked) -> dict[str, Any]:
@@ -277,7 +270,7 @@ def _sglang_launch(
         ratio = sizing.SGLANG_MAMBA_SLOTS_PER_REQUEST[strategy]
         # What the state slots alone let run: the concurrency of 1-token requests.
         running = sizing.engine_capacity(
-            model, asked.budget_bytes, engine=_asked_as(engine), block_size=asked.block_size,
+            model, asked.budget_bytes, engine=engine.argument, block_size=asked.block_size,
             max_batch_size=asked.max_batch_size, **{**asked.common, "max_seq_len": 1},
             **_own_keywords(engine, asked),
         ).max_concurrency  # fmt: skip

@@ -6,7 +6,8 @@ budget: tokens the cache holds, how many requests at ``max_seq_len`` fit at once
 such request needs, and the number of blocks (pages) of the pool. Each engine's pool policy
 lives in its module, pinned to an engine version and written as named terms:
 
-- ``"trtllm"`` (``"trtllm-v2"``): kvgen's reference model (docs/cost-model.md §4), ``_trtllm``;
+- ``"trtllm"`` (``"trtllm-v2"``): TensorRT-LLM 38198e34 by default (docs/cost-model.md §11),
+  ``"trtllm==early-2026"`` the earlier revision (§4); the generated module answers, ``_trtllm``;
 - ``"vllm"``: vLLM 0.33.0, ``_vllm`` (verified against vLLM's own planner output);
 - ``"sglang"``: SGLang 0.5.23, ``_sglang`` (verified against its own pool sizing).
 

@@ -18,10 +18,11 @@ ARGS = ["--gpu-memory", "40GiB", "--max-seq-len", "8192", "--block-size", "16"]
 
 
 def test_text_table_names_each_difference(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([*GEMMA, *ARGS]) == 0
+    early = ["--engine", "trtllm==early-2026", "vllm", "sglang"]
+    assert main([*GEMMA, *ARGS, *early]) == 0
     out = capsys.readouterr().out
-    # TensorRT-LLM V2: its own split's 5,273 full slots of 16 tokens, 84,368 tokens (derived in
-    # tests/unit/test_engines.py); vLLM: 74,773 tokens, 9.128x, 32,768 blocks;
+    # TensorRT-LLM V2 early-2026: its own split's 5,273 full slots of 16 tokens, 84,368 tokens
+    # (derived in tests/unit/test_engines.py); vLLM: 74,773 tokens, 9.128x, 32,768 blocks;
     # SGLang: 42,949,672,960 // (62 x 8,192) = 84,562 -> 84,560 at page 16.
     assert "84,368" in out
     assert "74,773" in out and "9.128" in out and "32,768" in out

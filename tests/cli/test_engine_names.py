@@ -20,7 +20,8 @@ HARDWARE = ("llama3", "llama3_1_70b", "--gpu", "H100-80GB", "--tp-size", "4", "-
 @pytest.mark.parametrize(
     "names",
     [
-        ("trtllm", "trtllm-v2", "trtllm==early-2026", "trtllm-v2==early-2026"),
+        ("trtllm", "trtllm-v2", "trtllm==38198e34", "trtllm-v2==38198e34"),
+        ("trtllm==early-2026", "trtllm-v2==early-2026"),
         ("vllm", "vllm==0.34.0"),
         ("vllm==0.33.0",),
         ("sglang", "sglang==0.5.23"),
@@ -31,7 +32,7 @@ def test_every_name_of_a_release_plans_alike(capsys, names: tuple[str, ...]):
     assert len(outputs) == 1
     code, out, _ = outputs.pop()
     assert code == 0
-    label = "trtllm-v2" if names[0] == "trtllm" else names[0].partition("==")[0]
+    label = "trtllm-v2" if names[0].startswith("trtllm") else names[0].partition("==")[0]
     assert f"engine {label} (--engine): " in out
 
 
@@ -54,11 +55,14 @@ def test_an_unknown_engine_is_a_usage_error_with_a_suggestion(capsys):
 def test_emit_takes_the_same_names_and_prints_the_same_settings(capsys):
     emitted = [
         run(capsys, "plan", *HARDWARE, "--emit", name, "--format", "json")
-        for name in ("trtllm", "trtllm-v2", "trtllm==early-2026")
+        for name in ("trtllm", "trtllm-v2", "trtllm==38198e34")
     ]
     assert emitted[0][0] == 0 and len(set(emitted)) == 1
     launch = json.loads(emitted[0][1])
-    assert (launch["engine"], launch["version"]) == ("trtllm-v2", "V2 (cost-model §4)")
+    assert (launch["engine"], launch["version"]) == ("trtllm-v2", "V2 38198e34 (cost-model §11)")
+    early = json.loads(run(capsys, "plan", *HARDWARE, "--emit", "trtllm==early-2026",
+                           "--format", "json")[1])  # fmt: skip
+    assert early["version"] == "V2 early-2026 (cost-model §4)"
     vllm = {run(capsys, "plan", *HARDWARE, "--emit", name) for name in ("vllm", "vllm==0.34.0")}
     assert len(vllm) == 1
     older = run(capsys, "plan", *HARDWARE, "--emit", "vllm==0.33.0")
@@ -73,7 +77,7 @@ def test_compare_rows_are_one_per_release_in_the_registrys_order(capsys):
     assert code == 0
     rows = json.loads(out)["engines"]
     assert [(r["engine"], r["version"]) for r in rows] == [
-        ("trtllm-v2", "V2 (cost-model §4)"), ("vllm", "0.33.0"), ("sglang", "0.5.23"),
+        ("trtllm-v2", "V2 38198e34 (cost-model §11)"), ("vllm", "0.33.0"), ("sglang", "0.5.23"),
     ]  # fmt: skip
 
 
@@ -98,7 +102,7 @@ engine = "ENGINE"
 weights = "16GiB"
 """
     outputs = []
-    for engine in ("trtllm", "trtllm-v2==early-2026", "vllm==0.33.0", "vllm==0.34.0"):
+    for engine in ("trtllm", "trtllm-v2==38198e34", "vllm==0.33.0", "vllm==0.34.0"):
         path = tmp_path / f"{engine.replace('=', '_')}.toml"
         path.write_text(node.replace("ENGINE", engine), encoding="utf-8")
         code, out, err = run(capsys, "plan", "--deployment", str(path), "--format", "json")

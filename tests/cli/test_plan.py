@@ -80,11 +80,14 @@ def plan(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_llama_8b_in_16_gib_holds_131072_tokens(project, capsys):
     # 16 GiB / 131072 B per token = 17179869184 / 131072 = 131072 tokens.
-    code, out, _ = plan(capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB")
+    # The early-2026 revision's pools (one pool group: all of the quota); the default,
+    # 38198e34, holds the same here (test_llama_8b_at_the_default_release_names_it).
+    code, out, _ = plan(capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB",
+                        "--engine", "trtllm==early-2026")  # fmt: skip
     assert code == 0
     assert out == (
         "llamaish/llama3_1_8b, speculative none, semantics trtllm-v2\n"
-        "engine trtllm-v2 (kvgen's default): TensorRT-LLM KV cache manager V2\n"
+        "engine trtllm-v2 (--engine): TensorRT-LLM KV cache manager V2 early-2026\n"
         "GPU KV budget 16 GiB (17179869184 B) per rank; max_num_tokens 8192, max_seq_len 32768 "
         "(native 131072), tp_size 1\n"
         "max concurrent requests of 32768 tokens: 4\n"
@@ -94,6 +97,19 @@ def test_llama_8b_in_16_gib_holds_131072_tokens(project, capsys):
         "  target   131072           0              16 GiB (17179869184 B)  131072\n"
         "  largest max_seq_len for 8 requests: 16384\n"
     )
+
+
+def test_llama_8b_at_the_default_release_names_it(project, capsys):
+    # Issue 31: the default TensorRT-LLM release is 38198e34 and the plan names it; one full
+    # attention pool takes the whole 16 GiB quota (1,024 grains of 16 MiB, whole pages of
+    # 32 x 131,072 B = 4 MiB: 4,096 pages = 131,072 tokens), as at early-2026.
+    code, out, _ = plan(capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB")
+    assert code == 0
+    lines = out.splitlines()
+    assert (
+        lines[1] == "engine trtllm-v2 (kvgen's default): TensorRT-LLM KV cache manager V2 38198e34"
+    )
+    assert lines[7] == "  target   131072           0              16 GiB (17179869184 B)  131072"
 
 
 @pytest.mark.skipif(
@@ -134,8 +150,9 @@ def test_separate_draft_pool_gets_the_sizing_6_split(project, capsys):
     #   R = 8: pages * 32 <= 17179869184 / (8 * 139264) = 15420.2 -> 481 pages = 15,392
     #   tokens -> S + 10 <= 15392 -> S = 15382.
     code, out, _ = plan(
-        capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB", "--speculative", "pard4"
-    )
+        capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB", "--speculative", "pard4",
+        "--engine", "trtllm==early-2026",
+    )  # fmt: skip
     assert code == 0
     assert out.splitlines()[3:] == [
         "max concurrent requests of 32768 tokens: 3",
@@ -156,11 +173,12 @@ def test_concurrency_search_charges_the_intercept_of_each_request(project, capsy
     #   <= 1073741824  ->  S <= 1039663104 / 16384 = 63456.
     # max tokens (docs/cost-model.md §4):
     #   8192 + (1073741824 - 8 * 2162688 - 8192 * 4096) // 2048 = 507648.
-    code, out, _ = plan(capsys, "swa", "swa_a", "--gpu-memory", "1GiB")
+    code, out, _ = plan(capsys, "swa", "swa_a", "--gpu-memory", "1GiB",
+                        "--engine", "trtllm==early-2026")  # fmt: skip
     assert code == 0
     assert out == (
         "swa/swa_a, speculative none, semantics trtllm-v2\n"
-        "engine trtllm-v2 (kvgen's default): TensorRT-LLM KV cache manager V2\n"
+        "engine trtllm-v2 (--engine): TensorRT-LLM KV cache manager V2 early-2026\n"
         "GPU KV budget 1 GiB (1073741824 B) per rank; max_num_tokens 8192, max_seq_len 32768 "
         "(native 65536), tp_size 1\n"
         "max concurrent requests of 32768 tokens: 15\n"
@@ -285,7 +303,8 @@ def test_plot_without_matplotlib_is_a_clear_error(project, capsys, monkeypatch, 
 def test_a_module_that_raises_or_exits_on_import_is_an_error(project, capsys, appended, reason):
     module = Path("generated/llamaish/sizing.py")
     module.write_text(module.read_text() + appended)
-    code, out, err = plan(capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB")
+    code, out, err = plan(capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB",
+                          "--engine", "trtllm==early-2026")  # fmt: skip
     assert (code, out) == (2, "")
     assert err == f"kvgen: error: generated/llamaish/sizing.py {reason}\n"
 
@@ -296,7 +315,8 @@ def test_a_module_that_exits_when_called_is_an_error_not_success(project, capsys
         module.read_text() + "\n\ndef split_budget(*args, **kwargs):  # noqa: F811\n"
         "    import sys\n\n    sys.exit(0)\n"
     )
-    code, out, err = plan(capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB")
+    code, out, err = plan(capsys, "llamaish", "llama3_1_8b", "--gpu-memory", "16GiB",
+                          "--engine", "trtllm==early-2026")  # fmt: skip
     assert (code, out) == (2, "")
     assert err == "kvgen: error: llamaish/sizing.py called sys.exit(0)\n"
 

@@ -282,11 +282,12 @@ def test_compare_plot_legend_says_where_each_engine_refuses(capsys, tmp_path, mo
         markers.append(sum(1 for line in ax.get_lines() if line.get_marker() == "x"))
 
     monkeypatch.setattr(kvgen._files, "save_figure", capture)
-    code, _, _ = run(capsys, *COMPARE, "--gpu-memory", "40GiB", "--plot", str(tmp_path / "p.png"))
+    code, _, _ = run(capsys, *COMPARE, "--gpu-memory", "40GiB", "--plot", str(tmp_path / "p.png"),
+                     "--engine", "trtllm==early-2026", "vllm", "sglang")  # fmt: skip
     assert code == 1  # SGLang cannot hold one request at 40 GiB
     (labels,) = legends
-    # TensorRT-LLM V2 (tpb 64, B 8, N 8192) starts at any budget, but its own split of the
-    # quota (two pool groups: 52 sliding layers' 27,262,976 B slots, 10 full layers' 5,242,880
+    # TensorRT-LLM V2 early-2026 (tpb 64, B 8, N 8192) starts at any budget, but its own split of
+    # the quota (two pool groups: 52 sliding layers' 27,262,976 B slots, 10 full layers' 5,242,880
     # B, the full group's ratio 5/31) never leaves the full pool 131,072 / 64 = 2,048 slots:
     # at 40 GiB (1,280 grains of 32 MiB) it gets round(1,280 x 5/31) = 206 grains = 6,592 MiB
     # / 5 MiB = 1,318 slots, 84,352 tokens. vLLM's first point: 22 x 40/48 = 18.33 GiB.
@@ -340,15 +341,17 @@ def test_plan_trtllm_max_tokens_are_what_the_engine_split_pools_hold(capsys):
     # 10/62: round(1,920 x 10/62) = round(309.68) = 310 grains = 9,920 MiB / 0.625 MiB =
     # 15,872 slots = 1,015,808 tokens (64 x pages(1024, 1) + ceil(8192/64) = 64 x 17 + 128 =
     # 1,216 window pages fit the rest), 31 requests of 32,768. Plan, compare and emit agree.
+    # (the early-2026 revision's split)
     argv = ("gemma3", "gemma3_27b", "--gpu-memory", "60GiB", "--tp-size", "8",
             "--max-batch-size", "64")  # fmt: skip
-    _, out, _ = run(capsys, "plan", *argv)
+    early = ("--engine", "trtllm==early-2026")
+    _, out, _ = run(capsys, "plan", *argv, *early)
     assert "  target   10240            4143972352     60 GiB (64424509440 B)  1015808\n" in out
     assert "max concurrent requests of 32768 tokens: 31\n" in out
     assert "pool groups" not in out  # no note: the figures are the engine's
-    _, emitted, _ = run(capsys, "plan", *argv, "--emit", "trtllm", "--format", "json")
+    _, emitted, _ = run(capsys, "plan", *argv, "--emit", "trtllm==early-2026", "--format", "json")
     assert json.loads(emitted)["capacity"]["kv_tokens"] == 1_015_808
-    _, compared, _ = run(capsys, "compare", *argv, "--format", "json")
+    _, compared, _ = run(capsys, "compare", *argv, *early, "--format", "json")
     (row,) = [r for r in json.loads(compared)["engines"] if r["engine"] == "trtllm-v2"]
     assert row["kv_tokens"] == 1_015_808
     assert "engine_split" not in row

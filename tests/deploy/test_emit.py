@@ -322,7 +322,7 @@ def test_trtllm_capacity_is_what_the_engine_split_holds(capsys):
     # group bounds T at 25,216 x 64 = 1,613,824 tokens (the affine estimate, which sizes
     # kvgen's own pools from the same bytes, says 10,237,952).
     code = main(["-q", "plan", "gemma3", "gemma3_1b", "--gpu-memory", "40GiB", "--max-seq-len",
-                 "32768", "--emit", "trtllm", "--format", "json"])  # fmt: skip
+                 "32768", "--emit", "trtllm==early-2026", "--format", "json"])  # fmt: skip
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["fields"]["kv_cache_config"]["max_gpu_total_bytes"] == 1280 * (32 << 20)
@@ -336,7 +336,7 @@ def test_trtllm_capacity_is_what_the_engine_split_holds(capsys):
     assert not any("pool groups" in note for note in data["notes"])
     from generated.gemma3 import sizing
 
-    answered = sizing.engine_capacity("gemma3_1b", 40 << 30, engine="trtllm-v2",
+    answered = sizing.engine_capacity("gemma3_1b", 40 << 30, engine="trtllm==early-2026",
                                       max_seq_len=32768, max_num_tokens=8192)  # fmt: skip
     assert answered.kv_tokens == 1_613_824
 

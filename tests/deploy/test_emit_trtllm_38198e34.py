@@ -52,15 +52,23 @@ def test_gemma3_27b_at_40_gib_writes_the_ratio_and_prints_what_the_engine_builds
     assert pools[("swa1024",)]["engine_pages"] == pools[("swa1024",)]["planned_pages"] == 264
     assert pools[("full",)]["engine_pages"] == pools[("full",)]["planned_pages"] == 6_816
     assert (data["engine"], data["version"]) == ("trtllm-v2", "V2 38198e34 (cost-model §11)")
-    assert data["notes"][0].startswith("for TensorRT-LLM 38198e34: the capacity is what its own")
-    # The default revision is unchanged: no ratio, the early-2026 split's 84,352 tokens, and
-    # the output names that revision.
-    for name in ("trtllm", "trtllm==early-2026", "trtllm-v2"):
+    assert data["notes"][0].startswith(
+        "for TensorRT-LLM KV cache manager V2 38198e34: the capacity is what its own"
+    )
+    # 38198e34 is the default (issue 31): trtllm and trtllm-v2 emit the same.
+    for name in ("trtllm", "trtllm-v2"):
         code, out, _ = plan(capsys, "gemma3_27b", *args, "--emit", name, "--format", "json")
-        early = json.loads(out)
-        assert "pool_ratio" not in early["fields"]["kv_cache_config"]
-        assert early["capacity"]["kv_tokens"] == 84_352
-        assert early["version"] == "V2 (cost-model §4)"
+        assert json.loads(out) == data
+    # The early-2026 revision: no ratio, its split's 84,352 tokens, and the output names it.
+    code, out, _ = plan(capsys, "gemma3_27b", *args, "--emit", "trtllm==early-2026",
+                        "--format", "json")  # fmt: skip
+    early = json.loads(out)
+    assert "pool_ratio" not in early["fields"]["kv_cache_config"]
+    assert early["capacity"]["kv_tokens"] == 84_352
+    assert early["version"] == "V2 early-2026 (cost-model §4)"
+    # The emitted YAML names its release in its first line (a comment).
+    code, out, _ = plan(capsys, "gemma3_27b", *args, "--emit", "trtllm", "--format", "yaml")
+    assert out.splitlines()[0] == "# trtllm-v2 V2 38198e34 (cost-model §11)"
     # --engine names the release as well as --emit does; the text report prints the engine's
     # capacity.
     code, out, _ = plan(capsys, "gemma3_27b", *args, "--engine", "trtllm==38198e34",
@@ -106,7 +114,7 @@ def test_an_unknown_revision_is_refused_naming_the_releases(capsys):
     with pytest.raises(SystemExit):
         main(["-q", "plan", "gemma3", "gemma3_27b", "--gpu-memory", "40GiB",
               "--emit", "trtllm==1.4"])  # fmt: skip
-    assert "releases modelled: early-2026, 38198e34 (default: early-2026)" in (
+    assert "releases modelled: early-2026, 38198e34 (default: 38198e34)" in (
         capsys.readouterr().err
     )
 
@@ -119,11 +127,28 @@ def test_the_revision_flag_is_gone(capsys):
     assert "unrecognized arguments: --trtllm-revision" in capsys.readouterr().err
 
 
-def test_a_plan_without_emit_refuses_38198e34_naming_the_command(capsys):
-    # engine_capacity models the early-2026 revision's pools; 38198e34's are planned by
-    # --emit only, so a plain plan at that release says so instead of printing another
-    # revision's numbers under its name.
-    code, out, err = plan(capsys, "gemma3_27b", "--gpu-memory", "40GiB",
-                          "--engine", "trtllm==38198e34")  # fmt: skip
-    assert code != 0
-    assert "kvgen plan --emit trtllm==38198e34" in out + err
+def test_a_plan_without_emit_answers_38198e34_as_emit_does(capsys):
+    # Issue 31: on 5af0688 a plain plan at 38198e34 was refused, naming --emit. Now it prints
+    # what --emit's settings make that revision build (436,224 tokens above), and names it.
+    args = ("--gpu-memory", "40GiB", "--max-seq-len", "131072", "--format", "json")
+    for name in ("trtllm==38198e34", "trtllm"):
+        code, out, _ = plan(capsys, "gemma3_27b", *args, "--engine", name)
+        assert code == 0
+        data = json.loads(out)
+        assert data["engine_version"] == "TensorRT-LLM KV cache manager V2 38198e34"
+        target = data["batches"][0]["managers"][0]
+        assert (target["share"], target["max_tokens"]) == (40 * GIB, 436_224)
+
+
+def test_the_plan_of_gemma3_27b_with_draft_1b_shows_the_engines_draft_share(capsys):
+    # Issue 31: the engine's _split_kv_cache_budget_for_draft gives draft_1b 7,177,502,720 B
+    # of 40 GiB (B 8, N 8192, S 32768; tests/generated/test_trtllm_static_goldens.py derives
+    # it by hand: 299,892,736 + 8 mirrors x 859,701,248); kvgen's slope split gave
+    # 1,977,714,200 B (on 5af0688 a plain plan printed that). The target keeps the rest,
+    # 42,949,672,960 - 7,177,502,720 = 35,772,170,240 B (40 GiB is whole 32 MiB grains).
+    code, out, _ = plan(capsys, "gemma3_27b", "--gpu-memory", "40GiB", "--speculative",
+                        "draft_1b", "--format", "json")  # fmt: skip
+    assert code == 0
+    managers = {m["name"]: m for m in json.loads(out)["batches"][0]["managers"]}
+    assert managers["draft"]["share"] == 7_177_502_720
+    assert managers["target"]["share"] == 35_772_170_240

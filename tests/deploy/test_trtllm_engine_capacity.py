@@ -1,7 +1,8 @@
-"""``engine_capacity(engine="trtllm-v2")`` against the pools TensorRT-LLM's KV cache manager V2
-built itself (``closed_loop`` in tests/fixtures/engines/trtllm.json: the early-2026 revision's
-``KVCacheManager`` given each config's quota on CPU by ``bench/engines/trtllm_runner.py``, its
-``StorageManager`` slots per pool group recorded; the configs: tests/trtllm_closed_loop.py).
+"""``engine_capacity(engine="trtllm==early-2026")`` against the pools TensorRT-LLM's KV cache
+manager V2 built itself (``closed_loop`` in tests/fixtures/engines/trtllm.json: the early-2026
+revision's ``KVCacheManager`` given each config's quota on CPU by
+``bench/engines/trtllm_runner.py``, its ``StorageManager`` slots per pool group recorded; the
+configs: tests/trtllm_closed_loop.py).
 
 The engine's answer is its slots per pool group. What those slots hold is derived here from
 them alone, by the page counts of docs/cost-model.md §3 and §4: at T tokens of full-attention
@@ -77,7 +78,7 @@ def test_engine_capacity_holds_what_the_engine_pools_hold(entry):
     module = loop.rendered(config["family"], config["tokens_per_block"]).sizing
     profile = module.TABLES.profiles[config["speculative"]]
     expected = held_by_the_engine_slots(entry, profile.extra + profile.step)
-    kwargs = {"engine": "trtllm-v2", "max_seq_len": config["max_seq_len"],
+    kwargs = {"engine": "trtllm==early-2026", "max_seq_len": config["max_seq_len"],
               "max_num_tokens": N, "max_batch_size": B, "speculative": config["speculative"],
               "tp_size": config["tp_size"]}  # fmt: skip
     generated = module.engine_capacity(config["model"], loop.BUDGET, **kwargs)
@@ -109,8 +110,8 @@ def test_gemma3_27b_holds_the_engine_full_slots_not_kvgen_pools():
 
     assert sizing.TOKENS_PER_BLOCK == 64
     capacity = sizing.engine_capacity(
-        "gemma3_27b", loop.BUDGET, engine="trtllm-v2", max_seq_len=8192, max_num_tokens=8192,
-        max_batch_size=8,
+        "gemma3_27b", loop.BUDGET, engine="trtllm==early-2026", max_seq_len=8192,
+        max_num_tokens=8192, max_batch_size=8,
     )  # fmt: skip
     assert (capacity.kv_tokens, capacity.max_concurrency, capacity.num_blocks) == (
         33_984, 4.1484375, 531,
@@ -136,5 +137,9 @@ def test_a_quota_under_one_grain_per_pool_is_refused_as_the_engine_asserts():
 
     with pytest.raises(ValueError, match="least grain per pool overruns"):
         sizing.engine_capacity(
-            "gemma3_27b", 3 << 20, engine="trtllm-v2", max_seq_len=8192, max_num_tokens=8192
+            "gemma3_27b",
+            3 << 20,
+            engine="trtllm==early-2026",
+            max_seq_len=8192,
+            max_num_tokens=8192,
         )

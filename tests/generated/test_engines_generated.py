@@ -161,8 +161,13 @@ def test_generated_public_surface_and_engine_defaults(tmp: Path) -> None:
     # ratio 5/31: round(206.45) = 206 grains = 6,592 MiB / 5 MiB = 1,318 slots = 84,352
     # tokens (kvgen's window pages, 8 x (ceil(1,023/64) + 1) + 128 = 264, fit the rest).
     assert gemma.TOKENS_PER_BLOCK == 64
-    trt = gemma.engine_capacity("gemma3_27b", GIB40, engine="trtllm-v2", **kw)
+    trt = gemma.engine_capacity("gemma3_27b", GIB40, engine="trtllm==early-2026", **kw)
     assert (trt.kv_tokens, trt.num_blocks) == (84_352, 1_318)
+    # trtllm-v2 is the default release, 38198e34 (its split with --emit's pool_ratio:
+    # tests/deploy/test_emit_trtllm_38198e34.py holds it to the engine's compiled split).
+    now = gemma.engine_capacity("gemma3_27b", GIB40, engine="trtllm-v2", **kw)
+    assert now == gemma.engine_capacity("gemma3_27b", GIB40, engine="trtllm==38198e34", **kw)
+    assert now.kv_tokens > trt.kv_tokens
     # vLLM: 7 groups of 10 layers, a layer's page 8,192 B a token (as SGLang's above): a
     # block of 10 pages is 10 x 16 x 8,192 = 1,310,720 B at 0.33.0's default block 16, 32,768
     # blocks in 40 GiB; at 0.34.0's 64 (plain "vllm"), 5,242,880 B: 8,192 blocks.

@@ -102,7 +102,7 @@ def test_gemma3_27b_with_draft_1b_at_40_gib_by_hand():
     shares = tb.split_budget(sizing, "gemma3_27b", 40 * GIB, revision="38198e34", **common)
     assert shares["draft"] == 7_177_502_720
     # The early-2026 rule splits the room by slope: 4,096 / (81,920 + 4,096) of it.
-    early = tb.split_budget(sizing, "gemma3_27b", 40 * GIB, **common)
+    early = tb.split_budget(sizing, "gemma3_27b", 40 * GIB, revision="early-2026", **common)
     assert early == sizing.split_budget("gemma3_27b", 40 * GIB, **common)
     assert early["draft"] == 1_977_714_200
     # With avg_seq_len 32768 one mirror's quota, ceil(513 / float32(0.95)) = 541 pages x 64 x

@@ -38,10 +38,10 @@ def test_a_name_alone_is_the_default_release_and_a_version_selects_one():
     assert release("vllm") is VLLM_0_34_0 is release("vllm==0.34.0") is newest(VLLM)
     assert release("vllm==0.33.0") is VLLM_0_33_0 is releases_of(VLLM)[0]
     assert release("sglang") is SGLANG_0_5_23 is release("sglang==0.5.23") is newest(SGLANG)
-    # TensorRT-LLM's default stays the early-2026 revision (every answer printed before
-    # 38198e34 was modelled is unchanged); 38198e34 is newer and selected by name only.
-    assert release("trtllm") is TRTLLM_EARLY_2026 is release("trtllm==early-2026")
-    assert release("trtllm==38198e34") is TRTLLM_38198E34 is newest(TRTLLM)
+    # TensorRT-LLM's default is its newest release modelled, 38198e34 (issue 31); the
+    # early-2026 revision is selected by name.
+    assert release("trtllm") is TRTLLM_38198E34 is release("trtllm==38198e34") is newest(TRTLLM)
+    assert release("trtllm==early-2026") is TRTLLM_EARLY_2026
     assert TRTLLM_38198E34 is not TRTLLM_EARLY_2026
     for engine in ENGINES:
         assert release(engine.name) is default_release(engine)
@@ -53,28 +53,31 @@ def test_no_release_of_trtllm_is_told_apart_by_its_name():
         False,
         True,
     )
-    assert TRTLLM_EARLY_2026.unanswered() is None
-    assert "kvgen plan --emit trtllm==38198e34" in TRTLLM_38198E34.unanswered()
+    assert TRTLLM_EARLY_2026.unanswered() is None is TRTLLM_38198E34.unanswered()
+    # every answer names its revision (issue 31): the words output prints differ
+    assert "early-2026" in TRTLLM_EARLY_2026.shown and "early-2026" in TRTLLM_EARLY_2026.named
+    assert "38198e34" in TRTLLM_38198E34.shown and "38198e34" in TRTLLM_38198E34.named
 
 
-def test_a_release_engine_capacity_does_not_model_is_not_modelled_in_both_layers():
+def test_38198e34_is_answered_alike_in_both_layers():
+    # Issue 31: on 5af0688 both layers raised NotModelled naming --emit. Now each answers the
+    # tokens of the pools 38198e34 builds with the pool_ratio --emit writes: gemma3_27b at
+    # 40 GiB, S 131072: 6,816 full pages of 64 tokens = 436,224 tokens (docs/deploy.md), 3.328
+    # requests of 131,072 tokens, 6,816 blocks; the same through trtllm (its default).
     from generated.gemma3 import sizing
 
     family = load_family(ROOT / "schema" / "families" / "gemma3.yaml")
-    for answer in (
-        lambda: sizing.engine_capacity("gemma3_27b", 40 * GIB, engine="trtllm==38198e34", **KW),
-        lambda: engine_capacity(family, "gemma3_27b", 40 * GIB, engine="trtllm==38198e34", **KW),
-    ):
-        # each layer raises its own NotModelled (the runtime's copy in a generated module)
-        with pytest.raises(
-            ValueError, match=r"^TensorRT-LLM 38198e34: engine_capacity does not"
-        ) as e:
-            answer()
-        assert type(e.value).__name__ == "NotModelled"
+    kw = {"max_seq_len": 131072, "max_num_tokens": 8192}
+    for engine in ("trtllm==38198e34", "trtllm", "trtllm-v2"):
+        ours = sizing.engine_capacity("gemma3_27b", 40 * GIB, engine=engine, **kw)
+        assert ours == engine_capacity(family, "gemma3_27b", 40 * GIB, engine=engine, **kw)
+        assert (ours.kv_tokens, ours.num_blocks, ours.max_concurrency) == (
+            436_224, 6_816, 436_224 / 131_072,
+        )  # fmt: skip
 
 
 def test_trtllm_v2_is_an_alias_of_trtllm_and_output_keeps_its_label():
-    assert release("trtllm-v2") is release("trtllm") is release("trtllm-v2==early-2026")
+    assert release("trtllm-v2") is release("trtllm") is release("trtllm-v2==38198e34")
     assert TRTLLM.label == "trtllm-v2"  # c2a37ec's printed name, kept byte-identical
 
 

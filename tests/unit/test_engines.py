@@ -563,7 +563,7 @@ def test_trtllm_v2_gemma3_27b_at_batch_8() -> None:
     # pools for the same bytes, the affine estimate, would hold 438,425).
     cap = engine_capacity(
         family("gemma3"), "gemma3_27b", GIB40,
-        engine="trtllm-v2", max_seq_len=8192, max_num_tokens=8192, block_size=16,
+        engine="trtllm==early-2026", max_seq_len=8192, max_num_tokens=8192, block_size=16,
     )  # fmt: skip
     assert cap.kv_tokens == 84_368
     assert cap.num_blocks == 5_273

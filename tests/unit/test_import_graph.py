@@ -121,7 +121,18 @@ def test_relative_imports_are_resolved_and_the_runtime_modules_are_leaves_in_ord
     registry = {"kvgen.engines_registry"}
     assert graph["kvgen.engines_vllm"] == {*rows, *registry, "kvgen.engines_rows"}
     assert graph["kvgen.engines_sglang"] == {*rows, *registry, "kvgen.engines_rows"}
+    # TensorRT-LLM 38198e34's splits (issue 31): the registry and the interpreter's tables
+    assert graph["kvgen._trtllm_budget"] == {"kvgen.engines_registry", "kvgen.facts"}
+    assert graph["kvgen._trtllm_pool_split"] == {"kvgen._trtllm_budget", "kvgen.facts"}
+    assert graph["kvgen._trtllm_pools"] == {
+        "kvgen._trtllm_budget",
+        "kvgen._trtllm_pool_split",
+        "kvgen.sizing_kinds",
+        "kvgen.sizing_quota",
+        "kvgen.trtllm_split",
+    }
     assert graph["kvgen.engines_trtllm"] == {
+        "kvgen._trtllm_pools",
         "kvgen.engines_rows",
         "kvgen.sizing_kinds",
         "kvgen.sizing_options",

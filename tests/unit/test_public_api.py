@@ -79,7 +79,9 @@ def test_every_internal_module_has_a_private_name():
     from kvgen._vendored import RUNTIME_MODULES
 
     package = Path(kvgen.__file__).parent
-    public = PUBLIC_MODULES | set(RUNTIME_MODULES)
+    # A runtime module of a private name (TensorRT-LLM 38198e34's splits, issue 31) is the
+    # runtime's own part: written into every output folder, imported by the runtime alone.
+    public = PUBLIC_MODULES | {m for m in RUNTIME_MODULES if not m.startswith("_")}
     names = {
         p.stem if p.suffix == ".py" else p.name
         for p in package.iterdir()

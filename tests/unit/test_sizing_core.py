@@ -135,7 +135,8 @@ def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_export
     # this wave's engine modes, a model's empty extra layers left at their default; 10,378 with
     # the engine registry, one value per engine and release, in the runtime: 10,500; 10,531
     # with every public argument checked (engines_options, issue 29) and each release's
-    # start-up minimums (issue 32): 10,800). Families
+    # start-up minimums (issue 32): 10,800; 11,944 with TensorRT-LLM 38198e34's splits vendored
+    # so that the default release answers in the runtime, issue 31: 12,000). Families
     # shipped since (falcon_h1 with four models, kimi_linear, ling_linear) bring their own
     # tables and a binding only: under 450 lines each, so a family costs its tables, not a
     # runtime copy.
@@ -146,7 +147,7 @@ def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_export
     files = [*GENERATED.glob("*/*.py"), *GENERATED.glob("*.py")]
     assert len(list(GENERATED.glob("*/sizing.py"))) == 22 + len(later)
     lines = count([p for p in files if p.parent.name not in later])
-    assert lines < 10_800, lines
+    assert lines < 12_000, lines
     for name in later:
         own = count(list((GENERATED / name).glob("*.py")))
         assert own < 450, (name, own)
