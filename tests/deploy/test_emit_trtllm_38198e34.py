@@ -68,7 +68,8 @@ def test_gemma3_27b_at_40_gib_writes_the_ratio_and_prints_what_the_engine_builds
     assert early["version"] == "V2 early-2026 (cost-model §4)"
     # The emitted YAML names its release in its first line (a comment).
     code, out, _ = plan(capsys, "gemma3_27b", *args, "--emit", "trtllm", "--format", "yaml")
-    assert out.splitlines()[0] == "# trtllm-v2 V2 38198e34 (cost-model §11)"
+    first = "# for TensorRT-LLM KV cache manager V2 38198e34 (trtllm==38198e34)"
+    assert out.splitlines()[0] == first
     # --engine names the release as well as --emit does; the text report prints the engine's
     # capacity.
     code, out, _ = plan(capsys, "gemma3_27b", *args, "--engine", "trtllm==38198e34",
