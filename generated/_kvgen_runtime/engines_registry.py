@@ -86,6 +86,9 @@ class Settings(NamedTuple):
     # its field for copies of the model, each on tp x pp GPUs, behind one server ("": none
     # emitted; a launch per replica)
     replicas_field: str = ""
+    # its field for the model's dtype, which its "auto" cache dtype follows ("": none that
+    # kvgen emits; a plan in another float dtype than the engine's own is refused)
+    dtype_field: str = ""
 
     def kv_cache_dtype(self, dtype: str) -> str:
         return dict(self.kv_cache_dtypes).get(dtype, "auto")
@@ -168,6 +171,11 @@ class Release(NamedTuple):
     # of settings this release refuses to start with; the words are formatted with the
     # keywords' values
     minimums: tuple[tuple[str, str, str, str], ...] = ()
+    # The cache dtype its dtype "auto" serves a float32 checkpoint in (its cache follows the
+    # model dtype), with the release's words and where they are ("": it keeps float32):
+    # kvgen._engine_dtype plans with it.
+    float32_served_as: str = ""
+    float32_words: str = ""
 
     def refusal(self, asked: dict[str, object]) -> str | None:
         """Why this release refuses the keywords ``asked`` (set: truthy; a pair of
@@ -280,6 +288,7 @@ VLLM = Engine(
             ("--kv-cache-memory-bytes", "--gpu-memory"),
         ),
         replicas_field="data_parallel_size",  # ParallelConfig.data_parallel_size
+        dtype_field="dtype",  # ModelConfig.dtype (--dtype); CacheConfig.cache_dtype auto follows
     ),
 )
 SGLANG = Engine(
@@ -323,6 +332,7 @@ SGLANG = Engine(
             ("--pp", "--pp-size"),
         ),
         replicas_field="dp_size",  # ServerArgs.dp_size (data parallelism across tp groups)
+        dtype_field="dtype",  # ServerArgs.dtype (--dtype); kv_cache_dtype auto follows it
     ),
 )
 
@@ -338,6 +348,13 @@ _TRTLLM_MEMORY = Memory(
     reserve_note="estimate of the profiling forward's activations and runtime buffers",
     of_free_memory=True,
 )
+# TensorRT-LLM's PyTorch backend keeps the checkpoint's dtype: kvgen plans the spec's.
+_TRTLLM_DTYPE = (
+    "the KV cache manager takes the checkpoint's dtype (pretrained_config.torch_dtype, read "
+    "from config.json: tensorrt_llm/_torch/model_config.py ModelConfig.from_pretrained) and "
+    "kv_cache_config.dtype takes only auto, fp8 or nvfp4 "
+    "(tensorrt_llm/_torch/pyexecutor/model_loader.py _VALID_KV_CACHE_DTYPES)"
+)
 # The KV cache manager V2 at the early-2026 revision pinned in bench/engines/trtllm_source.py
 # (no release tag is recorded for it; the name is kvgen's). ``shown`` and ``named`` keep
 # c2a37ec's words, which every answer printed before 38198e34 was modelled carries (the
@@ -349,6 +366,7 @@ TRTLLM_EARLY_2026 = Release(
     named="TensorRT-LLM KV cache manager V2",
     block_size=0,
     memory=_TRTLLM_MEMORY,
+    float32_words=_TRTLLM_DTYPE,
 )
 # NVIDIA/TensorRT-LLM commit 38198e34582cf777ecc72062f477987284ba9999 (bench/engines/
 # trtllm_static_source.py): no release tag carries it, so it is named by commit.
@@ -359,6 +377,7 @@ TRTLLM_38198E34 = Release(
     named="TensorRT-LLM 38198e34",
     block_size=0,
     memory=_TRTLLM_MEMORY,
+    float32_words=_TRTLLM_DTYPE,
     per_request_split=True,
     answered_by="its pools are planned by `kvgen plan --emit trtllm==38198e34`, which writes the "
     "pool_ratio that makes its own split build kvgen's pools (docs/cost-model.md §11)",
@@ -393,6 +412,12 @@ VLLM_0_33_0 = Release(
             "vllm/config/scheduler.py SchedulerConfig.verify_max_model_len",
         ),
     ),
+    # ModelConfig.dtype "auto" on CUDA with bfloat16 (compute capability 8.0 or later: every
+    # GPU kvgen names); vLLM 0.34.0 reads the same
+    float32_served_as="bf16",
+    float32_words="--dtype auto: 'Downcast for float32 models' to the platform's preferred "
+    "dtype, bfloat16 on a GPU of compute capability 8.0 or later (vllm/config/model.py "
+    "_resolve_auto_dtype); the cache follows the model dtype (kv_cache_dtype auto)",
 )
 SGLANG_0_5_23 = Release(
     engine=SGLANG,
@@ -413,6 +438,10 @@ SGLANG_0_5_23 = Release(
         "CUDA context and communication buffers are not counted (estimate 0)",
         of_free_memory=False,
     ),
+    float32_served_as="fp16",
+    float32_words="--dtype auto: 'we use float16 for float32 models', bfloat16 where the "
+    "model_type starts with gemma, the same 2 bytes (sglang/srt/configs/model_config.py "
+    "_get_and_verify_dtype); the cache follows the model dtype (kv_cache_dtype auto)",
 )
 
 # Every engine, in the order output lists them; every release modelled, oldest first per engine.

@@ -51,6 +51,11 @@ class Deployment:
     # SGLang's Mamba radix cache on a recurrent hybrid: its state slots per running request.
     mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY
     heterogeneous_vocab: bool = False  # vLLM: speculative_config use_heterogeneous_vocab
+    # --kv-cache-dtype as asked (the sizing module is bound to it) and the checkpoint's cache
+    # dtype it replaced; None: the engine serves the spec's as its dtype "auto" does
+    # (kvgen._engine_dtype)
+    kv_cache_dtype: str | None = None
+    spec_dtype: str | None = None
 
 
 @dataclass
@@ -153,6 +158,7 @@ def _layer_shapes(stack) -> list:  # stack: a sizing module's Stack -> [weights.
 
 def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None) -> RankPlan:
     from kvgen._deploy.gpus import resolve
+    from kvgen._engine_dtype import serve
     from kvgen._shipped import model_hint
 
     if d.model not in sizing.MODELS:
@@ -192,6 +198,10 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
         notes.append("KV budget per rank given (--gpu-memory); weights and reserve not counted")
     else:
         raise ValueError("give --gpu NAME|SIZE with --weights, or the KV budget --gpu-memory SIZE")
+    sizing, served = serve(sizing, d.model, d.engine, asked=d.kv_cache_dtype,
+                           spec_dtype=d.spec_dtype)  # fmt: skip
+    if served is not None:
+        notes.append(served.note)
     plan = RankPlan(d, max_seq_len, plan_budget, kv, replicas=replicas, notes=notes)
     if kv <= 0:
         plan.refusal = "the KV budget is not positive: nothing is left for the KV cache"
@@ -211,6 +221,8 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
             raise
         plan.refusal = str(exc)
         return plan
+    if served is not None:
+        plan.launch.fields.update(served.fields)
     field_name = d.engine.engine.settings.replicas_field
     if replicas > 1 and field_name:  # each replica its own KV cache of the same size
         plan.launch.fields[field_name] = replicas

@@ -67,6 +67,9 @@ def data(plan: RankPlan) -> dict[str, Any]:
     # The engine release as its label, and the budget without the release's memory rule (the
     # figures it gave are there): the report of c2a37ec, byte for byte.
     deployment = {**asdict(plan.deployment), "engine": plan.deployment.engine.engine.label}
+    for key in ("kv_cache_dtype", "spec_dtype"):  # shown where asked (c2a37ec had neither)
+        if deployment[key] is None:
+            del deployment[key]
     budget = None
     if plan.budget is not None:
         budget = {k: v for k, v in asdict(plan.budget).items() if k != "memory"}
