@@ -81,8 +81,8 @@ def serve(
         if asked is None:
             sizing = _rebound(sizing, spec, planned)
         note = (
-            f"{engine.named} serves this {spec} checkpoint in {planned} ({why}): planned with a "
-            f"{planned} cache; for the checkpoint's {spec} plan --kv-cache-dtype {spec}"
+            f"{engine.named} serves this {spec} checkpoint in {planned} ({why}): planned with the "
+            f"cache in {planned}; for the checkpoint's {spec} plan --kv-cache-dtype {spec}"
         )
         return sizing, Served(spec, planned, auto, note, {})
     field = engine.engine.settings.dtype_field

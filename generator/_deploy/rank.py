@@ -200,9 +200,9 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
         raise ValueError("give --gpu NAME|SIZE with --weights, or the KV budget --gpu-memory SIZE")
     sizing, served = serve(sizing, d.model, d.engine, asked=d.kv_cache_dtype,
                            spec_dtype=d.spec_dtype)  # fmt: skip
-    if served is not None:
-        notes.append(served.note)
     plan = RankPlan(d, max_seq_len, plan_budget, kv, replicas=replicas, notes=notes)
+    if served is not None:  # said with the launch settings where there are some
+        plan.notes.append(served.note)
     if kv <= 0:
         plan.refusal = "the KV budget is not positive: nothing is left for the KV cache"
         return plan
@@ -223,6 +223,7 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
         return plan
     if served is not None:
         plan.launch.fields.update(served.fields)
+        plan.launch.notes.insert(0, plan.notes.pop())
     field_name = d.engine.engine.settings.replicas_field
     if replicas > 1 and field_name:  # each replica its own KV cache of the same size
         plan.launch.fields[field_name] = replicas
