@@ -58,8 +58,10 @@ def project(tmp_path_factory):
         assert main(["-q", "init"]) == 0
         for config, family in (("olmo-2-1124-13b.json", "olmo2"), ("gemma-2-9b.json", "gemma2x")):
             out = f"schema/families/{family}.yaml"
-            assert main(["-q", "import-hf", str(HF / config), "--family", family, "--out", out]) == 0
-            assert "kv_cache_dtype: fp32  # config.json torch_dtype float32" in Path(out).read_text()
+            argv = ["-q", "import-hf", str(HF / config), "--family", family, "--out", out]
+            assert main(argv) == 0
+            written = Path(out).read_text()
+            assert "kv_cache_dtype: fp32  # config.json torch_dtype float32" in written
         assert main(["-q", "generate"]) == 0
     finally:
         os.chdir(here)
@@ -81,8 +83,21 @@ def plan(capsys, project, *argv):
 
 
 def emit(capsys, project, engine, *argv, family="olmo2", model="olmo_2_1124_13b"):
-    code, out, err = plan(capsys, project, family, model, "--gpu-memory", BUDGET,
-                          "--max-seq-len", "4096", "--emit", engine, "--format", "json", *argv)  # fmt: skip
+    code, out, err = plan(
+        capsys,
+        project,
+        family,
+        model,
+        "--gpu-memory",
+        BUDGET,
+        "--max-seq-len",
+        "4096",
+        "--emit",
+        engine,
+        "--format",
+        "json",
+        *argv,
+    )
     assert code == 0, err
     return json.loads(out)
 
@@ -104,14 +119,25 @@ def test_vllm_plans_the_bf16_cache_it_serves_a_float32_checkpoint_in(capsys, pro
 
 
 def test_the_text_plan_says_which_dtype_the_engine_serves(capsys, project):
-    code, out, _ = plan(capsys, project, "olmo2", "olmo_2_1124_13b", "--gpu-memory", BUDGET,
-                        "--engine", "vllm")  # fmt: skip
+    code, out, _ = plan(
+        capsys, project, "olmo2", "olmo_2_1124_13b", "--gpu-memory", BUDGET, "--engine", "vllm"
+    )
     assert code == 0
     assert f"KV tokens {16 * VLLM_BF16_BLOCKS:,}, blocks {VLLM_BF16_BLOCKS:,}" in out
     assert "vLLM 0.33.0 serves this fp32 checkpoint in bf16 (--dtype auto:" in out
     assert "vllm/config/model.py _resolve_auto_dtype" in out
-    code, out, _ = plan(capsys, project, "olmo2", "olmo_2_1124_13b", "--gpu", "H100-80GB",
-                        "--weights", "27GiB", "--emit", "vllm")  # fmt: skip
+    code, out, _ = plan(
+        capsys,
+        project,
+        "olmo2",
+        "olmo_2_1124_13b",
+        "--gpu",
+        "H100-80GB",
+        "--weights",
+        "27GiB",
+        "--emit",
+        "vllm",
+    )
     assert code == 0 and "note: vLLM 0.33.0 serves this fp32 checkpoint in bf16" in out
 
 
@@ -144,8 +170,18 @@ def test_trtllm_keeps_the_checkpoints_float32_and_refuses_another_float(capsys, 
     # the spec's 32-token page, fp32: 46,782,931,271 // (32 x 1,638,400) = 892 pages
     assert launch["capacity"]["kv_tokens"] == 892 * 32
     assert not any("serves this" in note for note in launch["notes"])
-    code, _, err = plan(capsys, project, "olmo2", "olmo_2_1124_13b", "--gpu-memory", BUDGET,
-                        "--emit", "trtllm", "--kv-cache-dtype", "bf16")  # fmt: skip
+    code, _, err = plan(
+        capsys,
+        project,
+        "olmo2",
+        "olmo_2_1124_13b",
+        "--gpu-memory",
+        BUDGET,
+        "--emit",
+        "trtllm",
+        "--kv-cache-dtype",
+        "bf16",
+    )
     assert code == 2
     assert "serves this fp32 checkpoint's cache in fp32" in err
     assert "tensorrt_llm/_torch/pyexecutor/model_loader.py _VALID_KV_CACHE_DTYPES" in err
@@ -157,8 +193,20 @@ def test_an_imported_float32_gemma2_plans_as_the_shipped_bf16_gemma2(capsys, pro
     """gemma-2-9b's config (float32) imported gives the engine the answer of the shipped
     gemma2 spec (bf16, the same shape): the engine serves both in 2 bytes."""
     imported = emit(capsys, project, engine, family="gemma2x", model="gemma_2_9b")
-    code, out, err = plan(capsys, ROOT, "gemma2", "gemma2_9b", "--gpu-memory", BUDGET,
-                          "--max-seq-len", "4096", "--emit", engine, "--format", "json")  # fmt: skip
+    code, out, err = plan(
+        capsys,
+        ROOT,
+        "gemma2",
+        "gemma2_9b",
+        "--gpu-memory",
+        BUDGET,
+        "--max-seq-len",
+        "4096",
+        "--emit",
+        engine,
+        "--format",
+        "json",
+    )
     assert code == 0, err
     shipped = json.loads(out)
     for key in ("kv_tokens", "num_blocks", "max_concurrency"):
