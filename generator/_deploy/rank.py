@@ -68,6 +68,9 @@ class RankPlan:
     refusal: str | None = None  # the engine cannot serve one request (or the budget is <= 0)
     replicas: int = 1
     notes: list[str] = field(default_factory=list)
+    # (max_batch_size, the largest max_seq_len for that many requests on kv_budget): the
+    # per-batch-size table of ``kvgen plan --gpu-memory``, on the budget the hardware leaves
+    batches: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def fits(self) -> bool:
@@ -201,7 +204,7 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
     sizing, served = serve(sizing, d.model, d.engine, asked=d.kv_cache_dtype,
                            spec_dtype=d.spec_dtype)  # fmt: skip
     plan = RankPlan(d, max_seq_len, plan_budget, kv, replicas=replicas, notes=notes)
-    if served is not None:  # said with the launch settings where there are some
+    if served is not None:
         plan.notes.append(served.note)
     if kv <= 0:
         plan.refusal = "the KV budget is not positive: nothing is left for the KV cache"
@@ -223,15 +226,37 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
         return plan
     if served is not None:
         plan.launch.fields.update(served.fields)
-        plan.launch.notes.insert(0, plan.notes.pop())
+        plan.launch.notes.insert(0, served.note)  # --emit's output says it too
     field_name = d.engine.engine.settings.replicas_field
     if replicas > 1 and field_name:  # each replica its own KV cache of the same size
         plan.launch.fields[field_name] = replicas
     elif replicas > 1:
         plan.notes.append(f"{replicas} replicas: launch {d.engine.engine.title} once per replica")
+    plan.batches = _batches(sizing, d, kv, max_seq_len)
     if plan.launch.capacity["max_concurrency"] < 1:
         plan.refusal = (
             f"holds {plan.launch.capacity['max_concurrency']:.3f} requests of max_seq_len "
             f"{max_seq_len}: fewer than one"
         )
     return plan
+
+
+def _batches(sizing: types.ModuleType, d: Deployment, kv: int, max_seq_len: int) -> list:
+    """What ``kvgen plan --gpu-memory KV`` prints per batch size for this deployment: the
+    largest max_seq_len its max_batch_size requests fit in (the same planner, the same
+    module); none where the planner does not answer for the release (TensorRT-LLM 38198e34:
+    --emit's pools)."""
+    from kvgen._planner import make_plan
+    from kvgen._plans import PlanError
+
+    try:
+        plan = make_plan(
+            sizing, d.model, gpu_memory=kv, batch_sizes=[d.max_batch_size],
+            speculative=d.speculative, max_num_tokens=d.max_num_tokens, max_seq_len=max_seq_len,
+            tp_size=d.tp_size, engine=d.engine, block_size=d.block_size,
+            mamba_radix_cache_strategy=d.mamba_radix_cache_strategy,
+            heterogeneous_vocab=d.heterogeneous_vocab,
+        )  # fmt: skip
+    except (PlanError, ValueError):
+        return []
+    return [(batch.max_batch_size, batch.max_seq_len_fit) for batch in plan.batches]

@@ -51,6 +51,9 @@ def text(plan: RankPlan, *, emit: bool = True) -> str:
                 f"{d.max_batch_size} requests; the pool holds "
                 f"{cap['kv_tokens'] / plan.max_seq_len:.3f} at max_seq_len"
             )
+        for batch, longest in plan.batches:  # as `kvgen plan --gpu-memory` prints them
+            requests = "request" if batch == 1 else "requests"
+            lines.append(f"  largest max_seq_len for {batch} {requests}: {longest}")
         if emit and plan.fits:
             lines.append(
                 f"  launch settings, {engine.settings.launcher} "
@@ -59,7 +62,7 @@ def text(plan: RankPlan, *, emit: bool = True) -> str:
             form = engine.settings.form
             pad = "    " if form == "yaml" else "  "  # args lines carry their own two spaces
             lines += [pad + line for line in render(plan.launch, form).splitlines()]
-            lines += [f"  note: {note}" for note in plan.launch.notes]
+            lines += [f"  note: {note}" for note in plan.launch.notes if note not in plan.notes]
     return "".join(f"{line}\n" for line in lines)
 
 
@@ -83,6 +86,8 @@ def data(plan: RankPlan) -> dict[str, Any]:
         "replicas": plan.replicas,
         "notes": plan.notes,
     }
+    if plan.batches:  # as `kvgen plan --gpu-memory --format json` gives them
+        out["batches"] = [{"max_batch_size": b, "max_seq_len_fit": n} for b, n in plan.batches]
     if plan.launch is not None:
         out["launch"] = {"engine": plan.launch.engine, "version": plan.launch.version,
                          "config_class": plan.launch.config_class,
