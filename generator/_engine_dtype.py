@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from kvgen.engines_registry import Release
 
-__all__ = ["FLOATS", "Served", "auto_dtype", "model_dtype", "serve"]
+__all__ = ["FLOATS", "Served", "auto_dtype", "model_dtype", "serve", "served_family"]
 
 # kvgen's plain float cache dtypes -> the engines' names for the model dtype (--dtype)
 FLOATS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -131,3 +131,25 @@ def _rebound(sizing: types.ModuleType, old: str, new: str) -> types.ModuleType:
     importlib.import_module(f"{runtime}.sizing_core").bind(module.__dict__)
     importlib.import_module(f"{runtime}.engines_core").bind(module.__dict__)
     return module
+
+
+def served_family(family: Any, model: str, engine: Release) -> tuple[Any, str]:
+    """A spec's family (``kvgen._spec.Family``) as ``engine`` serves ``model``'s cache (the
+    family again where that is the spec's dtype), and what the output says ("" nothing):
+    ``serve`` for the planning commands that read the spec itself (``kvgen compare``)."""
+    from kvgen._whatif import Overrides, _override
+
+    entry = family.model(model)
+    spec = entry.kv_cache_dtype or family.kv_cache_dtype
+    if spec not in FLOATS:
+        return family, ""
+    auto = auto_dtype(engine, spec)
+    if auto == spec:
+        return family, ""
+    data = _override(family.model_dump(mode="json", exclude_none=True), Overrides(
+        kv_cache_dtype=auto))  # fmt: skip
+    note = (
+        f"{engine.named} serves this {spec} checkpoint in {auto} ({engine.float32_words}): "
+        f"planned with the cache in {auto}"
+    )
+    return type(family).model_validate(data), note

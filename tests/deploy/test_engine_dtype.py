@@ -221,3 +221,20 @@ def test_the_release_facts_quote_the_engines_source():
     assert all(not r.float32_served_as for r in RELEASES if r.engine.name == "trtllm")
     for each in RELEASES:
         assert ".py" in each.float32_words, each
+
+
+def test_compare_answers_each_engine_in_the_dtype_it_serves(capsys, project):
+    here = Path.cwd()
+    os.chdir(project)
+    try:
+        code = main(["-q", "compare", "olmo2", "olmo_2_1124_13b", "--gpu-memory", BUDGET,
+                     "--format", "json"])  # fmt: skip
+    finally:
+        os.chdir(here)
+    assert code == 0
+    rows = {row["engine"]: row for row in json.loads(capsys.readouterr().out)["engines"]}
+    assert rows["vllm"]["num_blocks"] == VLLM_BF16_BLOCKS  # as plan --emit vllm
+    assert rows["sglang"]["kv_tokens"] == 46_782_931_271 // BF16_TOKEN
+    assert rows["trtllm-v2"]["kv_tokens"] == 892 * 32  # fp32, as TensorRT-LLM serves it
+    assert "serves this fp32 checkpoint in bf16" in rows["vllm"]["dtype"]
+    assert "dtype" not in rows["trtllm-v2"]
