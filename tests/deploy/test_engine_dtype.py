@@ -22,7 +22,9 @@ not all serve it so:
 
 The vLLM launches below were fed to vLLM's own ``EngineArgs(**fields).create_engine_config()``
 and KV planner on CPU (bench/engines/closed_loop_vllm.py in venvs of vLLM 0.33.0 and 0.34.0):
-tests/fixtures/engines/dtype_closed_loop_vllm.json keeps what vLLM computed.
+tests/fixtures/engines/dtype_closed_loop_vllm.json keeps what vLLM computed; the SGLang one to
+SGLang 0.5.23's ServerArgs and pool sizing (bench/engines/closed_loop_sglang.py):
+tests/fixtures/engines/dtype_closed_loop_sglang.json.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from kvgen._cli import main
 ROOT = Path(__file__).resolve().parents[2]
 HF = ROOT / "tests" / "fixtures" / "hf"
 GOLDEN = json.loads((ROOT / "tests/fixtures/engines/dtype_closed_loop_vllm.json").read_text())
+SGLANG = json.loads((ROOT / "tests/fixtures/engines/dtype_closed_loop_sglang.json").read_text())
 # 43.57 GiB rounded down to whole bytes, the budget of the issue's reproducer
 BUDGET = "46782931271B"
 # OLMo-2-1124-13B: 40 layers x 40 KV heads x head_dim 128 x (K + V), per token:
@@ -160,6 +163,12 @@ def test_sglang_plans_its_2_byte_cache(capsys, project):
     assert launch["fields"]["max_total_tokens"] == 46_782_931_271 // BF16_TOKEN == 57108
     assert "dtype" not in launch["fields"]
     assert any("SGLang 0.5.23 serves this fp32 checkpoint in fp16" in n for n in launch["notes"])
+    # SGLang's own ServerArgs and pool sizing, given these fields and the config.json: a
+    # float16 cache of the same tokens, capped and from the memory alone
+    assert SGLANG["fields"] == launch["fields"]
+    assert SGLANG["result"]["kv_cache_dtype"] == "float16"
+    assert SGLANG["result"]["max_total_num_tokens"] == 57108
+    assert SGLANG["from_memory_alone"]["max_total_num_tokens"] == 57108
     forced = emit(capsys, project, "sglang", "--kv-cache-dtype", "fp32")
     assert forced["fields"]["dtype"] == "float32"
     assert forced["fields"]["max_total_tokens"] == 46_782_931_271 // FP32_TOKEN
