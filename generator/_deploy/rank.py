@@ -110,8 +110,12 @@ def load_sizing(family: str, generated: Path) -> types.ModuleType:
 
 
 def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: int,
-                     pp_size: int, base: Path | None = None) -> tuple[int, str]:  # fmt: skip
-    """Bytes of weights on the fullest rank and where the figure comes from."""
+                     pp_size: int, base: Path | None = None,
+                     model_dtype: str | None = None) -> tuple[int, str]:  # fmt: skip
+    """Bytes of weights on the fullest rank and where the figure comes from. ``model_dtype``:
+    the float dtype the engine runs the model in where it is not the checkpoint's
+    (kvgen._engine_dtype: vLLM loads a float32 checkpoint in bf16), in which its float tensors
+    are held."""
     from kvgen import _weights as weights
     from kvgen._files import display_path
     from kvgen._units import parse_size, rounding
@@ -128,7 +132,7 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
             "*.safetensors, an index file, or the bytes per rank with a unit, e.g. 17GiB)"
         )
     checkpoint = weights.load(path)
-    tensors = checkpoint.tensors
+    tensors, cast = _held_in(checkpoint.tensors, model_dtype)
     stack = sizing.TABLES.models[model].layers
     weights.check_model(checkpoint, model, _layer_shapes(stack))
     kv_heads = max(kind.kv_heads for kind in stack.kinds.values()) or 1
@@ -140,8 +144,33 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
     shards = "safetensors headers" if path.is_dir() or path.suffix == ".json" else path.name
     return max(ranks), (
         f"{shards} of {display_path(path)} ({checkpoint.rule}), {len(tensors)} tensors, "
-        f"tp {tp_size}"
+        f"tp {tp_size}{cast}"
     )
+
+
+# safetensors' float dtypes and their widths: the tensors an engine casts to its model dtype
+_FLOAT_TENSORS = {"F32": 4, "BF16": 2, "F16": 2}
+
+
+def _held_in(tensors: list, model_dtype: str | None) -> tuple[list, str]:
+    """The checkpoint's tensors as the engine holds them when it runs the model in
+    ``model_dtype`` (its float tensors in that width; quantized ones as stored), and what the
+    weights' source line says ("" where nothing changes)."""
+    from kvgen.facts import DTYPE_BYTES
+
+    width = DTYPE_BYTES.get(model_dtype or "", 0)
+    if not width:
+        return tensors, ""
+    held, cast = [], 0
+    for tensor in tensors:
+        own = _FLOAT_TENSORS.get(tensor.dtype)
+        if own is None or own == width:
+            held.append(tensor)
+            continue
+        held.append(tensor._replace(nbytes=tensor.nbytes // own * width))
+        cast += 1
+    note = f"; {cast} float tensors held in {model_dtype}, the engine's model dtype" if cast else ""
+    return held, note
 
 
 def _layer_shapes(stack) -> list:  # stack: a sizing module's Stack -> [weights.LayerShape]
@@ -169,6 +198,8 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
         raise ValueError(f"model must be one of {', '.join(sizing.MODELS)}; got {d.model!r}{hint}")
     if d.pp_size != 1:
         raise ValueError("pipeline parallelism is not modelled by the engine capacities yet")
+    sizing, served = serve(sizing, d.model, d.engine, asked=d.kv_cache_dtype,
+                           spec_dtype=d.spec_dtype)  # fmt: skip
     native = int(sizing.MAX_SEQ_LEN[d.model])
     max_seq_len = d.max_seq_len or min(native, DEFAULT_MAX_SEQ_LEN)
     plan_budget = None
@@ -186,8 +217,9 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
         if d.fraction is not None and not 0 < d.fraction <= 1:
             raise ValueError(f"the memory fraction must be in (0, 1], got {d.fraction}")
         weights_bytes, weights_source = weights_per_rank(
-            sizing, d.model, d.weights, d.tp_size, d.pp_size, base
-        )
+            sizing, d.model, d.weights, d.tp_size, d.pp_size, base,
+            model_dtype=None if served is None else served.planned,
+        )  # fmt: skip
         plan_budget = budget(
             d.engine, gpu=gpu.name, gpu_source=gpu.source, total_bytes=gpu.total_bytes,
             weights_bytes=weights_bytes, weights_source=weights_source, fraction=d.fraction,
@@ -201,8 +233,6 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
         notes.append("KV budget per rank given (--gpu-memory); weights and reserve not counted")
     else:
         raise ValueError("give --gpu NAME|SIZE with --weights, or the KV budget --gpu-memory SIZE")
-    sizing, served = serve(sizing, d.model, d.engine, asked=d.kv_cache_dtype,
-                           spec_dtype=d.spec_dtype)  # fmt: skip
     plan = RankPlan(d, max_seq_len, plan_budget, kv, replicas=replicas, notes=notes)
     if served is not None:
         plan.notes.append(served.note)

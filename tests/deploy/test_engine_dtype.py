@@ -247,3 +247,53 @@ def test_compare_answers_each_engine_in_the_dtype_it_serves(capsys, project):
     assert rows["trtllm-v2"]["kv_tokens"] == 892 * 32  # fp32, as TensorRT-LLM serves it
     assert "serves this fp32 checkpoint in bf16" in rows["vllm"]["dtype"]
     assert "dtype" not in rows["trtllm-v2"]
+
+
+def _checkpoint(folder: Path, dtype: str, width: int) -> Path:
+    """A header-only safetensors of OLMo-2-1124-13B's decoder shape (40 layers, k_proj/v_proj
+    of 40 KV heads x 128 = 5,120 rows, the spec's check), tiny elsewhere, in ``dtype``."""
+    import struct
+
+    shapes = {"model.embed_tokens.weight": (100, 64), "model.norm.weight": (64,),
+              "lm_head.weight": (100, 64)}  # fmt: skip
+    for i in range(40):
+        shapes[f"model.layers.{i}.self_attn.k_proj.weight"] = (5120, 64)
+        shapes[f"model.layers.{i}.self_attn.v_proj.weight"] = (5120, 64)
+        shapes[f"model.layers.{i}.self_attn.q_proj.weight"] = (64, 64)
+        shapes[f"model.layers.{i}.input_layernorm.weight"] = (64,)
+    header, offset = {}, 0
+    for name, shape in sorted(shapes.items()):
+        size = width
+        for dim in shape:
+            size *= dim
+        header[name] = {
+            "dtype": dtype,
+            "shape": list(shape),
+            "data_offsets": [offset, offset + size],
+        }
+        offset += size
+    folder.mkdir(parents=True)
+    text = json.dumps(header).encode()
+    with (folder / "model.safetensors").open("wb") as handle:
+        handle.write(struct.pack("<Q", len(text)) + text)
+        handle.truncate(8 + len(text) + offset)
+    return folder
+
+
+def _weights(capsys, project, engine: str, folder: Path) -> int:
+    argv = ["--gpu", "H100-80GB", "--weights", str(folder), "--engine", engine, "--format", "json"]
+    code, out, err = plan(capsys, project, "olmo2", "olmo_2_1124_13b", *argv)
+    assert code == 0, err
+    return json.loads(out)["budget"]["weights_bytes"]
+
+
+def test_a_float32_checkpoints_weights_are_counted_in_the_dtype_the_engine_loads(
+    capsys, project, tmp_path
+):
+    fp32 = _checkpoint(tmp_path / "fp32", "F32", 4)
+    bf16 = _checkpoint(tmp_path / "bf16", "BF16", 2)
+    # vLLM and SGLang load the float32 tensors into their 2-byte model dtype: the weights of a
+    # bf16 copy of the checkpoint; TensorRT-LLM keeps float32: twice that.
+    for engine in ("vllm", "sglang"):
+        assert _weights(capsys, project, engine, fp32) == _weights(capsys, project, engine, bf16)
+    assert _weights(capsys, project, "trtllm", fp32) == 2 * _weights(capsys, project, "vllm", fp32)
