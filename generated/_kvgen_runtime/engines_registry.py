@@ -350,10 +350,12 @@ _TRTLLM_MEMORY = Memory(
 )
 # TensorRT-LLM's PyTorch backend keeps the checkpoint's dtype: kvgen plans the spec's.
 _TRTLLM_DTYPE = (
-    "the KV cache manager takes the checkpoint's dtype (pretrained_config.torch_dtype, read "
-    "from config.json: tensorrt_llm/_torch/model_config.py ModelConfig.from_pretrained) and "
-    "kv_cache_config.dtype takes only auto, fp8 or nvfp4 "
-    "(tensorrt_llm/_torch/pyexecutor/model_loader.py _VALID_KV_CACHE_DTYPES)"
+    "its KV cache manager takes the model's dtype, the checkpoint's (kv_cache_dtype = "
+    "str_dtype_to_binding(torch_dtype_to_str(dtype)) unless the checkpoint quantizes the cache: "
+    "tensorrt_llm/_torch/pyexecutor/_util.py _create_kv_cache_manager; config.json's dtype: "
+    "tensorrt_llm/_torch/model_config.py ModelConfig.from_pretrained), and kv_cache_config.dtype "
+    "takes only auto, fp8 or nvfp4 (tensorrt_llm/_torch/pyexecutor/model_loader.py "
+    "_VALID_KV_CACHE_DTYPES)"
 )
 # The KV cache manager V2 at the early-2026 revision pinned in bench/engines/trtllm_source.py
 # (no release tag is recorded for it; the name is kvgen's). ``shown`` and ``named`` keep
