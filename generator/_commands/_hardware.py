@@ -177,7 +177,8 @@ def run(args: argparse.Namespace) -> Exit:
         )
     try:
         sizing = _sizing(args, engine)
-        plan = plan_rank(sizing, request(args, engine))
+        launch_only = bool(args.emit) and args.format in ("args", "yaml", "json")
+        plan = plan_rank(sizing, request(args, engine), batches=not launch_only)
     except (GpuError, WeightsError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     except SystemExit as exc:  # from the generated module: an error, never success

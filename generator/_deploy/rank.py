@@ -188,7 +188,11 @@ def _layer_shapes(stack) -> list:  # stack: a sizing module's Stack -> [weights.
     return shapes
 
 
-def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None) -> RankPlan:
+def plan_rank(
+    sizing: types.ModuleType, d: Deployment, base: Path | None = None, *, batches: bool = True
+) -> RankPlan:
+    """``d`` answered; ``batches``: with the per-batch-size line (False where the output is
+    the launch settings alone: the planner is not imported then)."""
     from kvgen._deploy.gpus import resolve
     from kvgen._engine_dtype import serve
     from kvgen._shipped import model_hint
@@ -262,7 +266,8 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
         plan.launch.fields[field_name] = replicas
     elif replicas > 1:
         plan.notes.append(f"{replicas} replicas: launch {d.engine.engine.title} once per replica")
-    plan.batches = _batches(sizing, d, kv, max_seq_len)
+    if batches:
+        plan.batches = _batches(sizing, d, kv, max_seq_len)
     if plan.launch.capacity["max_concurrency"] < 1:
         plan.refusal = (
             f"holds {plan.launch.capacity['max_concurrency']:.3f} requests of max_seq_len "
