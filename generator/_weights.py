@@ -144,6 +144,7 @@ def load(path: Path) -> Checkpoint:
     snapshot's links into the same repository's ``blobs/``, only ``*.safetensors`` shards, the
     index and ``config.json`` are opened, and no byte of a file appears in a message before its
     header parsed as a JSON object."""
+    path = _cache_snapshot(path)
     folder, index, names, rule = _select(path)
     with contextlib.ExitStack() as stack:
         opened = [(name, stack.enter_context(_open(folder, name))) for name in names]
@@ -161,6 +162,20 @@ def load(path: Path) -> Checkpoint:
             for tensor in _header(folder / name, handle, length, size)
         ]
     return Checkpoint(tensors, tuple(names), rule, _architecture(folder))
+
+
+def _cache_snapshot(path: Path) -> Path:
+    """A Hugging Face cache repository folder (``models--ORG--NAME``) as its refs/main
+    snapshot folder (kvgen._hf_cache); any other path as it is."""
+    from kvgen._hf_cache import CacheError, snapshot_of
+
+    if not path.name.startswith("models--"):
+        return path
+    try:
+        snapshot = snapshot_of(path)
+    except CacheError as exc:
+        raise WeightsError(str(exc)) from None
+    return path if snapshot is None else snapshot.folder
 
 
 def _shown(path: Path) -> str:

@@ -85,6 +85,9 @@ class Settings(NamedTuple):
     # its field for copies of the model, each on tp x pp GPUs, behind one server ("": none
     # emitted; a launch per replica)
     replicas_field: str = ""
+    # its field for the model's dtype, which its "auto" cache dtype follows ("": none that
+    # kvgen emits; a plan in another float dtype than the engine's own is refused)
+    dtype_field: str = ""
 
     def kv_cache_dtype(self, dtype: str) -> str:
         return dict(self.kv_cache_dtypes).get(dtype, "auto")
@@ -175,6 +178,11 @@ class Release(NamedTuple):
     # What the release's launch settings change beyond the KV budget, one sentence each
     # (plan --emit prints them with the settings; docs/engines.md lists them)
     launch_notes: tuple[str, ...] = ()
+    # The cache dtype its dtype "auto" serves a float32 checkpoint in (its cache follows the
+    # model dtype), with the release's words and where they are ("": it keeps float32):
+    # kvgen._engine_dtype plans with it.
+    float32_served_as: str = ""
+    float32_words: str = ""
 
     def refusal(self, asked: dict[str, object]) -> str | None:
         """Why this release refuses the keywords ``asked`` (set: truthy; a pair of
@@ -310,6 +318,7 @@ VLLM = Engine(
             ("--kv-cache-memory-bytes", "--gpu-memory"),
         ),
         replicas_field="data_parallel_size",  # ParallelConfig.data_parallel_size
+        dtype_field="dtype",  # ModelConfig.dtype (--dtype); CacheConfig.cache_dtype auto follows
     ),
     distribution="vllm",
 )
@@ -354,6 +363,7 @@ SGLANG = Engine(
             ("--pp", "--pp-size"),
         ),
         replicas_field="dp_size",  # ServerArgs.dp_size (data parallelism across tp groups)
+        dtype_field="dtype",  # ServerArgs.dtype (--dtype); kv_cache_dtype auto follows it
     ),
     distribution="sglang",
 )
@@ -370,6 +380,15 @@ _TRTLLM_MEMORY = Memory(
     reserve_note="estimate of the profiling forward's activations and runtime buffers",
     of_free_memory=True,
 )
+# TensorRT-LLM's PyTorch backend keeps the checkpoint's dtype: kvgen plans the spec's.
+_TRTLLM_DTYPE = (
+    "its KV cache manager takes the model's dtype, the checkpoint's (kv_cache_dtype = "
+    "str_dtype_to_binding(torch_dtype_to_str(dtype)) unless the checkpoint quantizes the cache: "
+    "tensorrt_llm/_torch/pyexecutor/_util.py _create_kv_cache_manager; config.json's dtype: "
+    "tensorrt_llm/_torch/model_config.py ModelConfig.from_pretrained), and kv_cache_config.dtype "
+    "takes only auto, fp8 or nvfp4 (tensorrt_llm/_torch/pyexecutor/model_loader.py "
+    "_VALID_KV_CACHE_DTYPES)"
+)
 # The KV cache manager V2 at the early-2026 revision pinned in bench/engines/trtllm_source.py:
 # files of several commits that import each other consistently, none carried by a release
 # tag the search index records, so the name is kvgen's. Every answer names its revision.
@@ -380,6 +399,7 @@ TRTLLM_EARLY_2026 = Release(
     named="TensorRT-LLM KV cache manager V2 early-2026",
     block_size=0,
     memory=_TRTLLM_MEMORY,
+    float32_words=_TRTLLM_DTYPE,
 )
 # NVIDIA/TensorRT-LLM commit 38198e34582cf777ecc72062f477987284ba9999 (bench/engines/
 # trtllm_static_source.py), the newest modelled and what ``trtllm`` alone selects: the index
@@ -392,6 +412,7 @@ TRTLLM_38198E34 = Release(
     named="TensorRT-LLM KV cache manager V2 38198e34",
     block_size=0,
     memory=_TRTLLM_MEMORY,
+    float32_words=_TRTLLM_DTYPE,
     per_request_split=True,
 )
 # vLLM's start-up refusal of max_num_batched_tokens below max_num_seqs (0.33.0 and 0.34.0).
@@ -428,6 +449,12 @@ VLLM_0_33_0 = Release(
         rounds_up=True,
     ),
     minimums=_VLLM_MINIMUMS,
+    # ModelConfig.dtype "auto" on CUDA with bfloat16 (compute capability 8.0 or later: every
+    # GPU kvgen names); vLLM 0.34.0 reads the same
+    float32_served_as="bf16",
+    float32_words="--dtype auto: 'Downcast for float32 models' to the platform's preferred "
+    "dtype, bfloat16 on a GPU of compute capability 8.0 or later (vllm/config/model.py "
+    "_resolve_auto_dtype); the cache follows the model dtype (kv_cache_dtype auto)",
 )
 # vLLM 0.34.0 (tests/fixtures/engines/release_facts_vllm.json: each fact run by its own
 # classes, with the deciding line). Its capacity math is 0.33.0's (782 goldens and 232 of 235
@@ -480,6 +507,12 @@ VLLM_0_34_0 = Release(
         "measured memory, which kv_cache_memory_bytes overrides'): the pool is the planned "
         "one, allocated once at start-up",
     ),
+    # ModelConfig.dtype "auto" on CUDA with bfloat16 (compute capability 8.0 or later: every
+    # GPU kvgen names); vLLM 0.33.0 reads the same
+    float32_served_as="bf16",
+    float32_words="--dtype auto: 'Downcast for float32 models' to the platform's preferred "
+    "dtype, bfloat16 on a GPU of compute capability 8.0 or later (vllm/config/model.py "
+    "_resolve_auto_dtype); the cache follows the model dtype (kv_cache_dtype auto)",
 )
 SGLANG_0_5_23 = Release(
     engine=SGLANG,
@@ -500,6 +533,10 @@ SGLANG_0_5_23 = Release(
         "CUDA context and communication buffers are not counted (estimate 0)",
         of_free_memory=False,
     ),
+    float32_served_as="fp16",
+    float32_words="--dtype auto: 'we use float16 for float32 models', bfloat16 where the "
+    "model_type starts with gemma, the same 2 bytes (sglang/srt/configs/model_config.py "
+    "_get_and_verify_dtype); the cache follows the model dtype (kv_cache_dtype auto)",
 )
 
 # Every engine, in the order output lists them; every release modelled, oldest first per engine.

@@ -331,14 +331,16 @@ IMPORT_NOTE = declare(
 
 ## What it does
 Notes, without stopping the import, a config value read into the spec that engines often
-serve differently: a `torch_dtype` of float32 (the cache imports as fp32, where engines
-usually serve bf16), or a `rope_scaling` block (the spec keeps the native
+serve differently: a `torch_dtype` of float32 (the cache imports as fp32, the checkpoint's;
+`kvgen plan` sizes each engine in the dtype it serves such a checkpoint in: vLLM bf16, SGLang
+fp16, TensorRT-LLM fp32), or a `rope_scaling` block (the spec keeps the native
 `max_position_embeddings`; the scaled context is a deployment choice). Each note is printed
 to stderr and kept as a `# note:` line in the spec's header.
 
 ## Why it matters
-A float32 cache is twice the bytes of bf16; a RoPE-scaled deployment runs past the native
-context. Neither is wrong in the config, but both change what a deployment allocates.
+A float32 cache is twice the bytes of bf16: the engine that serves it in bf16 holds twice the
+tokens a float32 plan says; a RoPE-scaled deployment runs past the native context. Neither is
+wrong in the config, but both change what a deployment allocates.
 
 ## Example
 ```json
@@ -346,6 +348,7 @@ context. Neither is wrong in the config, but both change what a deployment alloc
 ```
 
 ## Fix
-Pass `--kv-cache-dtype` for the dtype you serve; size a scaled context at deploy time.
+Pass `--kv-cache-dtype` for one dtype on every engine (`kvgen plan` then emits the engine's
+dtype setting, or refuses where it has none); size a scaled context at deploy time.
 """,
 )

@@ -130,8 +130,21 @@ def request(args: argparse.Namespace, engine: Release) -> Deployment:
         max_batch_size=args.max_batch_size[0], block_size=block_size,
         speculative=args.speculative, tp_size=args.tp_size, pp_size=args.pp_size,
         mamba_radix_cache_strategy=args.mamba_radix_cache_strategy,
-        heterogeneous_vocab=args.heterogeneous_vocab,
+        heterogeneous_vocab=args.heterogeneous_vocab, kv_cache_dtype=args.kv_cache_dtype,
+        spec_dtype=_spec_dtype(args),
     )  # fmt: skip
+
+
+def _spec_dtype(args: argparse.Namespace) -> str | None:
+    """With --kv-cache-dtype, the checkpoint's cache dtype it replaces (the generated module's);
+    None otherwise (the sizing module shows it)."""
+    if args.kv_cache_dtype is None:
+        return None
+    from kvgen._deploy.rank import load_sizing
+    from kvgen._engine_dtype import model_dtype
+
+    sizing = load_sizing(args.family, args.generated)
+    return model_dtype(sizing, args.model) if args.model in sizing.MODELS else None
 
 
 def run(args: argparse.Namespace) -> Exit:
@@ -164,7 +177,8 @@ def run(args: argparse.Namespace) -> Exit:
         )
     try:
         sizing = _sizing(args, engine)
-        plan = plan_rank(sizing, request(args, engine))
+        launch_only = bool(args.emit) and args.format in ("args", "yaml", "json")
+        plan = plan_rank(sizing, request(args, engine), batches=not launch_only)
     except (GpuError, WeightsError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     except SystemExit as exc:  # from the generated module: an error, never success

@@ -147,11 +147,19 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
         "speculative": args.speculative,
     }
     rows = []
+    spec_family = family
     for found in releases(args):
         engine = found.engine
         row: dict[str, Any] = {"engine": engine.label, "version": found.shown,
                                "release": found.described}  # fmt: skip
         own = engine_keywords(args, engine)
+        family, served = spec_family, ""
+        if args.kv_cache_dtype is None:  # the cache dtype the engine serves the model in
+            from kvgen._engine_dtype import served_family
+
+            family, served = served_family(spec_family, model, found)
+        if served:
+            row["dtype"] = served
         try:
             if unmodelled is not None:
                 raise NotModelled(unmodelled)
@@ -195,7 +203,7 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
             row["terms"] = []
         rows.append(row)
     return {
-        "family": family.family,
+        "family": spec_family.family,
         "model": model,
         "gpu_memory": args.gpu_memory,
         "max_seq_len": seq_len,
@@ -245,8 +253,10 @@ def text(result: dict[str, Any]) -> str:
         lines.append("  " + "  ".join(cells).rstrip())
     lines.append(_releases(result))
     for row in result["engines"]:
-        if {"error", "not_modelled", "capped"} & set(row) or row["terms"]:
+        if {"error", "not_modelled", "capped", "dtype"} & set(row) or row["terms"]:
             lines += ["", f"{row['engine']}:"]
+        if "dtype" in row:
+            lines.append(f"  {row['dtype']}")
         if "error" in row:
             lines.append(f"  cannot serve: {row['error']}")
         if "not_modelled" in row:

@@ -7,12 +7,13 @@ import logging
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from kvgen._exits import Exit, UsageError
 from kvgen._writer import write_atomic
 
 if TYPE_CHECKING:
+    from kvgen._hf_cache import Snapshot
     from kvgen._spec import Family
 
 # kvgen._spec.DTYPES, spelt out: registering the command must not import pydantic (a test
@@ -111,9 +112,10 @@ def run(args: argparse.Namespace) -> Exit:
         )
     if args.max_seq_len is not None and not 1 <= args.max_seq_len <= 1 << 24:
         return _usage(f"--max-seq-len {args.max_seq_len} is not in [1, {1 << 24}]")
-    source = _config_path(args.config)
+    located = _config_path(args.config)
+    source = located.path
     raw = read_bytes(source, limit=MAX_CONFIG_BYTES, too_large=codes.CONFIG_TOO_LARGE)
-    display = display_path(source)
+    display = located.display or display_path(source)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -130,11 +132,12 @@ def run(args: argparse.Namespace) -> Exit:
         display,
         text,
         family=args.family or (into.family if into else None),
-        model=args.model,
+        model=args.model or located.model,
         tokens_per_block=tpb,
         kv_cache_dtype=args.kv_cache_dtype,
         ignore_fields=args.ignore_field,
         max_seq_len=args.max_seq_len,
+        source=located.provenance,
     )
     for note in result.notes:  # stderr: stdout may be the spec itself
         print(note.render(), file=sys.stderr)
@@ -156,20 +159,40 @@ def run(args: argparse.Namespace) -> Exit:
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def _config_path(given: str) -> Path:
-    """CONFIG as a file, a model directory (its config.json), or ``org/name`` found in the
-    local Hugging Face cache by huggingface_hub's offline lookup (no network call, ever)."""
+class _Located(NamedTuple):
+    """The file import-hf reads and, for a Hugging Face cache repository, how it is shown
+    (the snapshot's config.json), named (``ORG/NAME@REVISION``) and the model's default name
+    (NAME as an identifier)."""
+
+    path: Path
+    display: str | None = None
+    provenance: str | None = None
+    model: str | None = None
+
+
+def _config_path(given: str) -> _Located:
+    """CONFIG as a file, a model directory (its config.json), a Hugging Face cache repository
+    folder (``models--ORG--NAME``, its refs/main snapshot) or snapshot folder, or ``org/name``
+    found in the local Hugging Face cache by huggingface_hub's offline lookup (no network
+    call, ever)."""
     from kvgen._files import exists
+    from kvgen._hf_cache import CacheError, snapshot_of
     from kvgen._loader import display_path
 
     path = Path(given)
     if path.is_dir():
+        try:
+            snapshot = snapshot_of(path)
+        except CacheError as exc:
+            _usage(str(exc))
+        if snapshot is not None:
+            return _from_cache(snapshot, given)
         inside = path / "config.json"
         if not exists(inside):
             _usage(f"{display_path(path)} is a directory without a config.json")
-        return inside
+        return _Located(inside)
     if exists(path):
-        return path
+        return _Located(path)
     if not _REPO_ID.match(given):
         _usage(f"cannot read {display_path(path)}: No such file or directory")
     try:
@@ -189,25 +212,33 @@ def _config_path(given: str) -> Path:
             "cache (import-hf never downloads; fetch it first, e.g. `hf download "
             f"{given} config.json`)"
         )
-    return _inside_cache(Path(found), given)
+    snapshot = snapshot_of(Path(found).parent)
+    if snapshot is None:  # not the hub's layout: read it as a file, never through a link
+        return _Located(Path(found))
+    return _from_cache(snapshot._replace(repo_id=given), given)
 
 
-def _inside_cache(found: Path, given: str) -> Path:
-    """The file a cache snapshot entry names, read only when it lies inside the same cache
+def _from_cache(snapshot: Snapshot, given: str) -> _Located:
+    """The snapshot's config.json, read only where its link lands inside the same cache
     repository: a snapshot's ``config.json`` is a link to ``../../blobs/<hash>``, and one that
     points anywhere else (``/etc/...``, another repository, a folder outside the cache) is
     refused without being read."""
+    from kvgen._hf_cache import CacheError, inside
+    from kvgen._importhf import to_identifier
     from kvgen._loader import display_path
 
-    repository = found.parent.parent.parent  # <cache>/models--org--name/snapshots/<rev>/config.json
-    target = found.resolve()  # the cache links snapshots to its blobs: read the blob
-    if not target.is_relative_to(repository.resolve()):
-        _usage(
-            f"{given!r}: the cache's {display_path(found)} links outside its repository "
-            f"{display_path(repository)}; import-hf reads only files inside the cache "
-            "(fetch the config again, or pass a config.json path)"
-        )
-    return target
+    try:
+        target = inside(snapshot, "config.json")
+    except CacheError as exc:
+        _usage(f"{given!r}: {exc}")
+    if target is None:
+        _usage(f"{display_path(snapshot.folder)} has no config.json (fetch it first)")
+    return _Located(
+        target,
+        display_path(snapshot.folder / "config.json"),
+        snapshot.provenance,
+        to_identifier(snapshot.name) or None,
+    )
 
 
 def _into_family(path: Path) -> Family:

@@ -58,6 +58,7 @@ from kvgen.engines_registry import (
 )
 
 if TYPE_CHECKING:
+    from kvgen._engine_dtype import Served
     from kvgen._planner import RequestsNeed
     from kvgen._plans import Plan
     from matplotlib.figure import Figure
@@ -156,6 +157,9 @@ def run(args: argparse.Namespace) -> Exit:
         raise UsageError("plan needs --gpu-memory SIZE (or --requests R for the memory R need)")
     try:
         sizing, native = planning_module(args, engine)
+        served = None
+        if args.model in sizing.MODELS:  # an unknown model: make_plan names it
+            sizing, served = serve_dtype(args, sizing, engine)
         plan = make_plan(
             sizing,
             args.model,
@@ -178,6 +182,8 @@ def run(args: argparse.Namespace) -> Exit:
             heterogeneous_vocab=args.heterogeneous_vocab,
         )
         plan.engine_source = source
+        if served is not None:
+            plan.notes.append(served.note)
         if args.plot and not engine.engine.cost_functions:
             raise UsageError(
                 "--plot draws TensorRT-LLM V2's pools; `kvgen compare --plot` draws every engine"
@@ -191,6 +197,21 @@ def run(args: argparse.Namespace) -> Exit:
         raise UsageError(f"{args.family}/sizing.py called sys.exit({exc.code!r})") from None
     sys.stdout.write(as_json(plan) if args.format == "json" else text(plan))
     return Exit.OK if plan.fits else Exit.FINDINGS
+
+
+def serve_dtype(
+    args: argparse.Namespace, sizing: types.ModuleType, engine: Release
+) -> tuple[types.ModuleType, Served | None]:
+    """The module to plan with in the cache dtype ``engine`` serves the model in, and how
+    (kvgen._engine_dtype; with --kv-cache-dtype the checkpoint's dtype is the generated
+    module's)."""
+    from kvgen._engine_dtype import model_dtype, serve
+    from kvgen._planner import load_sizing
+
+    spec = None
+    if args.kv_cache_dtype is not None:
+        spec = model_dtype(load_sizing(args.family, args.generated), args.model)
+    return serve(sizing, args.model, engine, asked=args.kv_cache_dtype, spec_dtype=spec)
 
 
 def _requests(args: argparse.Namespace, engine: Release) -> Exit:

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kvgen._deploy.remote_code import vllm_hf_overrides
+from kvgen._engine_dtype import model_dtype as _model_dtype
 from kvgen.engines_registry import Release, Settings
 
 __all__ = ["Launch", "launch", "render"]
@@ -78,14 +79,6 @@ class Launch:
                 value = json.dumps(value, separators=(",", ":"), sort_keys=True, allow_nan=False)
             out.append([flag, str(value)])
         return out
-
-
-def _model_dtype(sizing: types.ModuleType, model: str) -> str:
-    """The model's cache dtype: its attention rows' one dtype where they share it (a model's
-    own kv_cache_dtype, as qwen3_235b_a22b_fp8_pth's), else the family's."""
-    rows = sizing.ENGINE_MODELS[model].layers
-    dtypes = {lay.dtype for lay in rows if lay.kv_heads and not lay.token_bytes}
-    return dtypes.pop() if len(dtypes) == 1 else str(sizing.KV_CACHE_DTYPE)
 
 
 def _speculative(

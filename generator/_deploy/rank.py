@@ -25,7 +25,7 @@ from kvgen.engines_registry import (
 from kvgen.engines_sglang import SGLANG_MAMBA_STRATEGY
 
 if TYPE_CHECKING:
-    from kvgen._weights import LayerShape
+    from kvgen._weights import LayerShape, Tensor
     from kvgen.sizing_kinds import Stack
 
 __all__ = ["Deployment", "RankPlan", "load_sizing", "plan_rank", "weights_per_rank"]
@@ -56,6 +56,11 @@ class Deployment:
     # SGLang's Mamba radix cache on a recurrent hybrid: its state slots per running request.
     mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY
     heterogeneous_vocab: bool = False  # vLLM: speculative_config use_heterogeneous_vocab
+    # --kv-cache-dtype as asked (the sizing module is bound to it) and the checkpoint's cache
+    # dtype it replaced; None: the engine serves the spec's as its dtype "auto" does
+    # (kvgen._engine_dtype)
+    kv_cache_dtype: str | None = None
+    spec_dtype: str | None = None
 
 
 @dataclass
@@ -68,6 +73,9 @@ class RankPlan:
     refusal: str | None = None  # the engine cannot serve one request (or the budget is <= 0)
     replicas: int = 1
     notes: list[str] = field(default_factory=list)
+    # (max_batch_size, the largest max_seq_len for that many requests on kv_budget): the
+    # per-batch-size table of ``kvgen plan --gpu-memory``, on the budget the hardware leaves
+    batches: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def fits(self) -> bool:
@@ -107,8 +115,12 @@ def load_sizing(family: str, generated: Path) -> types.ModuleType:
 
 
 def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: int,
-                     pp_size: int, base: Path | None = None) -> tuple[int, str]:  # fmt: skip
-    """Bytes of weights on the fullest rank and where the figure comes from."""
+                     pp_size: int, base: Path | None = None,
+                     model_dtype: str | None = None) -> tuple[int, str]:  # fmt: skip
+    """Bytes of weights on the fullest rank and where the figure comes from. ``model_dtype``:
+    the float dtype the engine runs the model in where it is not the checkpoint's
+    (kvgen._engine_dtype: vLLM loads a float32 checkpoint in bf16), in which its float tensors
+    are held."""
     from kvgen import _weights as weights
     from kvgen._files import display_path
     from kvgen._units import parse_size, rounding
@@ -125,7 +137,7 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
             "*.safetensors, an index file, or the bytes per rank with a unit, e.g. 17GiB)"
         )
     checkpoint = weights.load(path)
-    tensors = checkpoint.tensors
+    tensors, cast = _held_in(checkpoint.tensors, model_dtype)
     stack = sizing.TABLES.models[model].layers
     weights.check_model(checkpoint, model, _layer_shapes(stack))
     kv_heads = max(kind.kv_heads for kind in stack.kinds.values()) or 1
@@ -137,8 +149,34 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
     shards = "safetensors headers" if path.is_dir() or path.suffix == ".json" else path.name
     return max(ranks), (
         f"{shards} of {display_path(path)} ({checkpoint.rule}), {len(tensors)} tensors, "
-        f"tp {tp_size}"
+        f"tp {tp_size}{cast}"
     )
+
+
+# safetensors' float dtypes and their widths: the tensors an engine casts to its model dtype
+_FLOAT_TENSORS = {"F32": 4, "BF16": 2, "F16": 2}
+
+
+def _held_in(tensors: list[Tensor], model_dtype: str | None) -> tuple[list[Tensor], str]:
+    """The checkpoint's tensors as the engine holds them when it runs the model in
+    ``model_dtype`` (its float tensors in that width; quantized ones as stored), and what the
+    weights' source line says ("" where nothing changes)."""
+    from kvgen.facts import DTYPE_BYTES
+
+    width = DTYPE_BYTES.get(model_dtype or "", 0)
+    if not width:
+        return tensors, ""
+    held: list[Tensor] = []
+    cast = 0
+    for tensor in tensors:
+        own = _FLOAT_TENSORS.get(tensor.dtype)
+        if own is None or own == width:
+            held.append(tensor)
+            continue
+        held.append(tensor._replace(nbytes=tensor.nbytes // own * width))
+        cast += 1
+    note = f"; {cast} float tensors held in {model_dtype}, the engine's model dtype" if cast else ""
+    return held, note
 
 
 def _layer_shapes(stack: Stack) -> list[LayerShape]:  # stack: a sizing module's
@@ -156,8 +194,13 @@ def _layer_shapes(stack: Stack) -> list[LayerShape]:  # stack: a sizing module's
     return shapes
 
 
-def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None) -> RankPlan:
+def plan_rank(
+    sizing: types.ModuleType, d: Deployment, base: Path | None = None, *, batches: bool = True
+) -> RankPlan:
+    """``d`` answered; ``batches``: with the per-batch-size line (False where the output is
+    the launch settings alone: the planner is not imported then)."""
     from kvgen._deploy.gpus import resolve
+    from kvgen._engine_dtype import serve
     from kvgen._shipped import model_hint
 
     if d.model not in sizing.MODELS:
@@ -165,6 +208,8 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
         raise ValueError(f"model must be one of {', '.join(sizing.MODELS)}; got {d.model!r}{hint}")
     if d.pp_size != 1:
         raise ValueError("pipeline parallelism is not modelled by the engine capacities yet")
+    sizing, served = serve(sizing, d.model, d.engine, asked=d.kv_cache_dtype,
+                           spec_dtype=d.spec_dtype)  # fmt: skip
     native = int(sizing.MAX_SEQ_LEN[d.model])
     max_seq_len = d.max_seq_len or min(native, DEFAULT_MAX_SEQ_LEN)
     plan_budget = None
@@ -182,8 +227,9 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
         if d.fraction is not None and not 0 < d.fraction <= 1:
             raise ValueError(f"the memory fraction must be in (0, 1], got {d.fraction}")
         weights_bytes, weights_source = weights_per_rank(
-            sizing, d.model, d.weights, d.tp_size, d.pp_size, base
-        )
+            sizing, d.model, d.weights, d.tp_size, d.pp_size, base,
+            model_dtype=None if served is None else served.planned,
+        )  # fmt: skip
         plan_budget = budget(
             d.engine, gpu=gpu.name, gpu_source=gpu.source, total_bytes=gpu.total_bytes,
             weights_bytes=weights_bytes, weights_source=weights_source, fraction=d.fraction,
@@ -198,6 +244,8 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
     else:
         raise ValueError("give --gpu NAME|SIZE with --weights, or the KV budget --gpu-memory SIZE")
     plan = RankPlan(d, max_seq_len, plan_budget, kv, replicas=replicas, notes=notes)
+    if served is not None:
+        plan.notes.append(served.note)
     if kv <= 0:
         plan.refusal = "the KV budget is not positive: nothing is left for the KV cache"
         return plan
@@ -216,14 +264,42 @@ def plan_rank(sizing: types.ModuleType, d: Deployment, base: Path | None = None)
             raise
         plan.refusal = str(exc)
         return plan
+    if served is not None:
+        plan.launch.fields.update(served.fields)
+        plan.launch.notes.insert(0, served.note)  # --emit's output says it too
     field_name = d.engine.engine.settings.replicas_field
     if replicas > 1 and field_name:  # each replica its own KV cache of the same size
         plan.launch.fields[field_name] = replicas
     elif replicas > 1:
         plan.notes.append(f"{replicas} replicas: launch {d.engine.engine.title} once per replica")
+    if batches:
+        plan.batches = _batches(sizing, d, kv, max_seq_len)
     if plan.launch.capacity["max_concurrency"] < 1:
         plan.refusal = (
             f"holds {plan.launch.capacity['max_concurrency']:.3f} requests of max_seq_len "
             f"{max_seq_len}: fewer than one"
         )
     return plan
+
+
+def _batches(
+    sizing: types.ModuleType, d: Deployment, kv: int, max_seq_len: int
+) -> list[tuple[int, int]]:
+    """What ``kvgen plan --gpu-memory KV`` prints per batch size for this deployment: the
+    largest max_seq_len its max_batch_size requests fit in (the same planner, the same
+    module); none where the planner does not answer for the release (TensorRT-LLM 38198e34:
+    --emit's pools)."""
+    from kvgen._planner import make_plan
+    from kvgen._plans import PlanError
+
+    try:
+        plan = make_plan(
+            sizing, d.model, gpu_memory=kv, batch_sizes=[d.max_batch_size],
+            speculative=d.speculative, max_num_tokens=d.max_num_tokens, max_seq_len=max_seq_len,
+            tp_size=d.tp_size, engine=d.engine, block_size=d.block_size,
+            mamba_radix_cache_strategy=d.mamba_radix_cache_strategy,
+            heterogeneous_vocab=d.heterogeneous_vocab,
+        )  # fmt: skip
+    except (PlanError, ValueError):
+        return []
+    return [(batch.max_batch_size, batch.max_seq_len_fit) for batch in plan.batches]

@@ -51,6 +51,9 @@ def text(plan: RankPlan, *, emit: bool = True) -> str:
                 f"{d.max_batch_size} requests; the pool holds "
                 f"{cap['kv_tokens'] / plan.max_seq_len:.3f} at max_seq_len"
             )
+        for batch, longest in plan.batches:  # as `kvgen plan --gpu-memory` prints them
+            requests = "request" if batch == 1 else "requests"
+            lines.append(f"  largest max_seq_len for {batch} {requests}: {longest}")
         if emit and plan.fits:
             lines.append(
                 f"  launch settings, {engine.settings.launcher} "
@@ -60,7 +63,7 @@ def text(plan: RankPlan, *, emit: bool = True) -> str:
             pad = "    " if form == "yaml" else "  "  # args lines carry their own two spaces
             shown = render(plan.launch, form, named=False)  # the first line names it
             lines += [pad + line for line in shown.splitlines()]
-            lines += [f"  note: {note}" for note in plan.launch.notes]
+            lines += [f"  note: {note}" for note in plan.launch.notes if note not in plan.notes]
     return "".join(f"{line}\n" for line in lines)
 
 
@@ -68,6 +71,9 @@ def data(plan: RankPlan) -> dict[str, Any]:
     # The engine release as its label, and the budget without the release's memory rule (the
     # figures it gave are there): the report of c2a37ec, byte for byte.
     deployment = {**asdict(plan.deployment), "engine": plan.deployment.engine.engine.label}
+    for key in ("kv_cache_dtype", "spec_dtype"):  # shown where asked (c2a37ec had neither)
+        if deployment[key] is None:
+            del deployment[key]
     budget = None
     if plan.budget is not None:
         budget = {k: v for k, v in asdict(plan.budget).items() if k != "memory"}
@@ -82,6 +88,8 @@ def data(plan: RankPlan) -> dict[str, Any]:
         "replicas": plan.replicas,
         "notes": plan.notes,
     }
+    if plan.batches:  # as `kvgen plan --gpu-memory --format json` gives them
+        out["batches"] = [{"max_batch_size": b, "max_seq_len_fit": n} for b, n in plan.batches]
     if plan.launch is not None:
         out["launch"] = {"engine": plan.launch.engine, "version": plan.launch.version,
                          "release": plan.launch.release,

@@ -65,9 +65,10 @@ def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
         cfg.note(
             codes.IMPORT_NOTE,
             names[0],
-            f"{names[0]} float32: the KV cache imports as fp32, twice the bytes of the bf16 "
-            "cache engines usually serve",
-            "pass --kv-cache-dtype bf16 if you serve bf16",
+            f"{names[0]} float32: the KV cache imports as fp32, the checkpoint's; kvgen plan "
+            "sizes each engine in the dtype it serves it in (vLLM bf16, SGLang fp16, "
+            "TensorRT-LLM fp32)",
+            "pass --kv-cache-dtype bf16 for a bf16 cache on every engine",
         )
     return short, f"config.json {names[0]} {model_dtype}", bytes_
 

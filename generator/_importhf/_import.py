@@ -61,10 +61,13 @@ def import_config(
     kv_cache_dtype: str | None = None,
     ignore_fields: Sequence[str] = (),
     max_seq_len: int | None = None,
+    source: str | None = None,
 ) -> ImportResult:
     """Turn config.json text into spec text; every problem is a diagnostic, never an exception.
 
-    Every diagnostic points into the config (``display``), never at the spec to be written."""
+    Every diagnostic points into the config (``display``), never at the spec to be written;
+    ``source`` is what the spec's header names (default ``display``: a Hugging Face cache
+    repository's ``ORG/NAME@REVISION``)."""
     if len(text) > MAX_CONFIG_BYTES:
         return _refused(
             codes.CONFIG_TOO_LARGE.at(
@@ -116,6 +119,8 @@ def import_config(
         spec = _build(cfg, family, model, tokens_per_block, kv_cache_dtype, max_seq_len)
     except Abort:
         return ImportResult(None, sorted(cfg.diagnostics))
+    if source is not None:
+        spec.source = source
     notes = sorted(cfg.notes)
     spec.notes = tuple(f"{d.code} {d.message}" for d in notes)
     out = render(spec)

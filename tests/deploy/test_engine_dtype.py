@@ -1,0 +1,299 @@
+"""The cache dtype each engine serves a float32 checkpoint in (issue 32).
+
+OLMo-2-1124-13B and gemma-2-9b-it ship ``torch_dtype: float32``; import-hf writes
+``kv_cache_dtype: fp32`` (the checkpoint's dtype, as transformers caches it). The engines do
+not all serve it so:
+
+- vLLM 0.33.0 / 0.34.0: ``--dtype auto`` turns a float32 model into the platform's preferred
+  dtype (vllm/config/model.py ``_resolve_auto_dtype``: "# Downcast for float32 models",
+  ``if config_dtype == torch.float32: config_dtype = preferred_dtype``; bfloat16 first in
+  ``CudaPlatform.supported_dtypes`` at compute capability 8.0 or later), and
+  ``kv_cache_dtype`` "auto" is the model dtype (vllm/utils/torch_utils.py
+  ``kv_cache_dtype_str_to_dtype``). On c2a37ec kvgen planned fp32 and emitted
+  ``--num-gpu-blocks-override 1784`` where vLLM caches bf16: half the budget unused.
+- SGLang 0.5.23: "Following the common practice, we use float16 for float32 models"
+  (bfloat16 for a gemma model_type; sglang/srt/configs/model_config.py
+  ``_get_and_verify_dtype``): 2 bytes either way.
+- TensorRT-LLM (PyTorch backend): the KV cache manager takes ``pretrained_config.torch_dtype``
+  (the config's dtype, tensorrt_llm/_torch/model_config.py ``ModelConfig.from_pretrained``:
+  "Some checkpoints lack torch_dtype, populate with dtype"); ``kv_cache_config.dtype`` takes
+  only auto, fp8 or nvfp4 (tensorrt_llm/_torch/pyexecutor/model_loader.py
+  ``_VALID_KV_CACHE_DTYPES``). fp32 stays fp32; another float is refused.
+
+The vLLM launches below were fed to vLLM's own ``EngineArgs(**fields).create_engine_config()``
+and KV planner on CPU (bench/engines/closed_loop_vllm.py in venvs of vLLM 0.33.0 and 0.34.0):
+tests/fixtures/engines/dtype_closed_loop_vllm.json keeps what vLLM computed; the SGLang one to
+SGLang 0.5.23's ServerArgs and pool sizing (bench/engines/closed_loop_sglang.py):
+tests/fixtures/engines/dtype_closed_loop_sglang.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from kvgen._cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+HF = ROOT / "tests" / "fixtures" / "hf"
+GOLDEN = json.loads((ROOT / "tests/fixtures/engines/dtype_closed_loop_vllm.json").read_text())
+SGLANG = json.loads((ROOT / "tests/fixtures/engines/dtype_closed_loop_sglang.json").read_text())
+# 43.57 GiB rounded down to whole bytes, the budget of the issue's reproducer
+BUDGET = "46782931271B"
+# OLMo-2-1124-13B: 40 layers x 40 KV heads x head_dim 128 x (K + V), per token:
+BF16_TOKEN = 40 * 40 * 128 * 2 * 2  # 819,200 B
+FP32_TOKEN = 2 * BF16_TOKEN  # 1,638,400 B
+# vLLM's 16-token page: 46,782,931,271 // (16 x 819,200) = 3,569 bf16 blocks
+# (3,569 x 13,107,200 = 46,779,596,800 <= budget < 3,570 x 13,107,200), 1,784 fp32 blocks.
+VLLM_BF16_BLOCKS = 46_782_931_271 // (16 * BF16_TOKEN)
+VLLM_FP32_BLOCKS = 46_782_931_271 // (16 * FP32_TOKEN)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A project holding OLMo-2-1124-13B and gemma-2-9b as import-hf writes them (fp32)."""
+    root = tmp_path_factory.mktemp("dtype")
+    here = Path.cwd()
+    os.chdir(root)
+    try:
+        assert main(["-q", "init"]) == 0
+        for config, family in (("olmo-2-1124-13b.json", "olmo2"), ("gemma-2-9b.json", "gemma2x")):
+            out = f"schema/families/{family}.yaml"
+            argv = ["-q", "import-hf", str(HF / config), "--family", family, "--out", out]
+            assert main(argv) == 0
+            written = Path(out).read_text()
+            assert "kv_cache_dtype: fp32  # config.json torch_dtype float32" in written
+        assert main(["-q", "generate"]) == 0
+    finally:
+        os.chdir(here)
+    return root
+
+
+def plan(capsys, project, *argv):
+    here = Path.cwd()
+    os.chdir(project)
+    try:
+        try:
+            code = main(["-q", "plan", *argv])
+        except SystemExit as exc:
+            code = exc.code
+    finally:
+        os.chdir(here)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def emit(capsys, project, engine, *argv, family="olmo2", model="olmo_2_1124_13b"):
+    code, out, err = plan(
+        capsys,
+        project,
+        family,
+        model,
+        "--gpu-memory",
+        BUDGET,
+        "--max-seq-len",
+        "4096",
+        "--emit",
+        engine,
+        "--format",
+        "json",
+        *argv,
+    )
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_vllm_plans_the_bf16_cache_it_serves_a_float32_checkpoint_in(capsys, project):
+    launch = emit(capsys, project, "vllm")
+    assert VLLM_BF16_BLOCKS == 3569 and VLLM_FP32_BLOCKS == 1784
+    assert launch["fields"]["num_gpu_blocks_override"] == VLLM_BF16_BLOCKS  # c2a37ec: 1784
+    assert launch["fields"]["kv_cache_dtype"] == "auto"
+    assert "dtype" not in launch["fields"]  # "auto" serves bf16 already
+    assert launch["capacity"]["kv_tokens"] == 16 * VLLM_BF16_BLOCKS
+    assert any("serves this fp32 checkpoint in bf16" in note for note in launch.get("notes", []))
+    # vLLM's own classes, given these fields and the config.json, compute the same blocks,
+    # from the override and from kv_cache_memory_bytes alone (both releases).
+    for release in ("0.33.0", "0.34.0"):
+        case = GOLDEN["results"][release]["auto"]
+        assert case["fields"] == launch["fields"]
+        assert case["num_blocks"] == case["from_bytes_alone"]["num_blocks"] == VLLM_BF16_BLOCKS
+
+
+def test_the_text_plan_says_which_dtype_the_engine_serves(capsys, project):
+    code, out, _ = plan(
+        capsys, project, "olmo2", "olmo_2_1124_13b", "--gpu-memory", BUDGET, "--engine", "vllm"
+    )
+    assert code == 0
+    assert f"KV tokens {16 * VLLM_BF16_BLOCKS:,}, blocks {VLLM_BF16_BLOCKS:,}" in out
+    assert "vLLM 0.33.0 serves this fp32 checkpoint in bf16 (--dtype auto:" in out
+    assert "vllm/config/model.py _resolve_auto_dtype" in out
+    code, out, _ = plan(
+        capsys,
+        project,
+        "olmo2",
+        "olmo_2_1124_13b",
+        "--gpu",
+        "H100-80GB",
+        "--weights",
+        "27GiB",
+        "--emit",
+        "vllm",
+    )
+    assert code == 0 and "note: vLLM 0.33.0 serves this fp32 checkpoint in bf16" in out
+
+
+def test_an_fp32_plan_on_vllm_launches_the_model_in_float32(capsys, project):
+    launch = emit(capsys, project, "vllm", "--kv-cache-dtype", "fp32")
+    assert launch["fields"]["num_gpu_blocks_override"] == VLLM_FP32_BLOCKS
+    # An explicit float kv-cache dtype must match the model's (vllm/config/cache.py
+    # CacheConfig.cache_dtype), so the model dtype is what kvgen sets.
+    assert launch["fields"]["kv_cache_dtype"] == "auto"
+    assert launch["fields"]["dtype"] == "float32"
+    for release in ("0.33.0", "0.34.0"):
+        case = GOLDEN["results"][release]["fp32"]
+        assert case["fields"] == launch["fields"]
+        assert case["num_blocks"] == case["from_bytes_alone"]["num_blocks"] == VLLM_FP32_BLOCKS
+
+
+def test_sglang_plans_its_2_byte_cache(capsys, project):
+    launch = emit(capsys, project, "sglang")
+    # 46,782,931,271 // 819,200 = 57,108 tokens (page size 1)
+    assert launch["fields"]["max_total_tokens"] == 46_782_931_271 // BF16_TOKEN == 57108
+    assert "dtype" not in launch["fields"]
+    assert any("SGLang 0.5.23 serves this fp32 checkpoint in fp16" in n for n in launch["notes"])
+    # SGLang's own ServerArgs and pool sizing, given these fields and the config.json: a
+    # float16 cache of the same tokens, capped and from the memory alone
+    assert SGLANG["fields"] == launch["fields"]
+    assert SGLANG["result"]["kv_cache_dtype"] == "float16"
+    assert SGLANG["result"]["max_total_num_tokens"] == 57108
+    assert SGLANG["from_memory_alone"]["max_total_num_tokens"] == 57108
+    forced = emit(capsys, project, "sglang", "--kv-cache-dtype", "fp32")
+    assert forced["fields"]["dtype"] == "float32"
+    assert forced["fields"]["max_total_tokens"] == 46_782_931_271 // FP32_TOKEN
+
+
+def test_trtllm_keeps_the_checkpoints_float32_and_refuses_another_float(capsys, project):
+    launch = emit(capsys, project, "trtllm")
+    # the spec's 32-token page, fp32: 46,782,931,271 // (32 x 1,638,400) = 892 pages
+    assert launch["capacity"]["kv_tokens"] == 892 * 32
+    assert not any("serves this" in note for note in launch["notes"])
+    code, _, err = plan(
+        capsys,
+        project,
+        "olmo2",
+        "olmo_2_1124_13b",
+        "--gpu-memory",
+        BUDGET,
+        "--emit",
+        "trtllm",
+        "--kv-cache-dtype",
+        "bf16",
+    )
+    assert code == 2
+    assert "serves this fp32 checkpoint's cache in fp32" in err
+    assert "tensorrt_llm/_torch/pyexecutor/model_loader.py _VALID_KV_CACHE_DTYPES" in err
+    assert "plan without --kv-cache-dtype" in err
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_an_imported_float32_gemma2_plans_as_the_shipped_bf16_gemma2(capsys, project, engine):
+    """gemma-2-9b's config (float32) imported gives the engine the answer of the shipped
+    gemma2 spec (bf16, the same shape): the engine serves both in 2 bytes."""
+    imported = emit(capsys, project, engine, family="gemma2x", model="gemma_2_9b")
+    code, out, err = plan(
+        capsys,
+        ROOT,
+        "gemma2",
+        "gemma2_9b",
+        "--gpu-memory",
+        BUDGET,
+        "--max-seq-len",
+        "4096",
+        "--emit",
+        engine,
+        "--format",
+        "json",
+    )
+    assert code == 0, err
+    shipped = json.loads(out)
+    for key in ("kv_tokens", "num_blocks", "max_concurrency"):
+        assert imported["capacity"][key] == shipped["capacity"][key], key
+
+
+def test_the_release_facts_quote_the_engines_source():
+    from kvgen.engines_registry import RELEASES, release
+
+    assert release("vllm").float32_served_as == "bf16"
+    assert release("sglang").float32_served_as == "fp16"
+    assert all(not r.float32_served_as for r in RELEASES if r.engine.name == "trtllm")
+    for each in RELEASES:
+        assert ".py" in each.float32_words, each
+
+
+def test_compare_answers_each_engine_in_the_dtype_it_serves(capsys, project):
+    here = Path.cwd()
+    os.chdir(project)
+    try:
+        code = main(["-q", "compare", "olmo2", "olmo_2_1124_13b", "--gpu-memory", BUDGET,
+                     "--format", "json"])  # fmt: skip
+    finally:
+        os.chdir(here)
+    assert code == 0
+    rows = {row["engine"]: row for row in json.loads(capsys.readouterr().out)["engines"]}
+    assert rows["vllm"]["num_blocks"] == VLLM_BF16_BLOCKS  # as plan --emit vllm
+    assert rows["sglang"]["kv_tokens"] == 46_782_931_271 // BF16_TOKEN
+    assert rows["trtllm-v2"]["kv_tokens"] == 892 * 32  # fp32, as TensorRT-LLM serves it
+    assert "serves this fp32 checkpoint in bf16" in rows["vllm"]["dtype"]
+    assert "dtype" not in rows["trtllm-v2"]
+
+
+def _checkpoint(folder: Path, dtype: str, width: int) -> Path:
+    """A header-only safetensors of OLMo-2-1124-13B's decoder shape (40 layers, k_proj/v_proj
+    of 40 KV heads x 128 = 5,120 rows, the spec's check), tiny elsewhere, in ``dtype``."""
+    import struct
+
+    shapes = {"model.embed_tokens.weight": (100, 64), "model.norm.weight": (64,),
+              "lm_head.weight": (100, 64)}  # fmt: skip
+    for i in range(40):
+        shapes[f"model.layers.{i}.self_attn.k_proj.weight"] = (5120, 64)
+        shapes[f"model.layers.{i}.self_attn.v_proj.weight"] = (5120, 64)
+        shapes[f"model.layers.{i}.self_attn.q_proj.weight"] = (64, 64)
+        shapes[f"model.layers.{i}.input_layernorm.weight"] = (64,)
+    header, offset = {}, 0
+    for name, shape in sorted(shapes.items()):
+        size = width
+        for dim in shape:
+            size *= dim
+        header[name] = {
+            "dtype": dtype,
+            "shape": list(shape),
+            "data_offsets": [offset, offset + size],
+        }
+        offset += size
+    folder.mkdir(parents=True)
+    text = json.dumps(header).encode()
+    with (folder / "model.safetensors").open("wb") as handle:
+        handle.write(struct.pack("<Q", len(text)) + text)
+        handle.truncate(8 + len(text) + offset)
+    return folder
+
+
+def _weights(capsys, project, engine: str, folder: Path) -> int:
+    argv = ["--gpu", "H100-80GB", "--weights", str(folder), "--engine", engine, "--format", "json"]
+    code, out, err = plan(capsys, project, "olmo2", "olmo_2_1124_13b", *argv)
+    assert code == 0, err
+    return json.loads(out)["budget"]["weights_bytes"]
+
+
+def test_a_float32_checkpoints_weights_are_counted_in_the_dtype_the_engine_loads(
+    capsys, project, tmp_path
+):
+    fp32 = _checkpoint(tmp_path / "fp32", "F32", 4)
+    bf16 = _checkpoint(tmp_path / "bf16", "BF16", 2)
+    # vLLM and SGLang load the float32 tensors into their 2-byte model dtype: the weights of a
+    # bf16 copy of the checkpoint; TensorRT-LLM keeps float32: twice that.
+    for engine in ("vllm", "sglang"):
+        assert _weights(capsys, project, engine, fp32) == _weights(capsys, project, engine, bf16)
+    assert _weights(capsys, project, "trtllm", fp32) == 2 * _weights(capsys, project, "vllm", fp32)
