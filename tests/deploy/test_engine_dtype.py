@@ -49,6 +49,9 @@ FP32_TOKEN = 2 * BF16_TOKEN  # 1,638,400 B
 # (3,569 x 13,107,200 = 46,779,596,800 <= budget < 3,570 x 13,107,200), 1,784 fp32 blocks.
 VLLM_BF16_BLOCKS = 46_782_931_271 // (16 * BF16_TOKEN)
 VLLM_FP32_BLOCKS = 46_782_931_271 // (16 * FP32_TOKEN)
+# The figures above are vLLM 0.33.0's (--engine vllm==0.33.0); plain "vllm" is 0.34.0, whose
+# default block is 64 tokens: 46,782,931,271 // (64 x 819,200) = 892 bf16 blocks.
+VLLM_034_BF16_BLOCKS = 46_782_931_271 // (64 * BF16_TOKEN)
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +109,7 @@ def emit(capsys, project, engine, *argv, family="olmo2", model="olmo_2_1124_13b"
 
 
 def test_vllm_plans_the_bf16_cache_it_serves_a_float32_checkpoint_in(capsys, project):
-    launch = emit(capsys, project, "vllm")
+    launch = emit(capsys, project, "vllm==0.33.0")
     assert VLLM_BF16_BLOCKS == 3569 and VLLM_FP32_BLOCKS == 1784
     assert launch["fields"]["num_gpu_blocks_override"] == VLLM_BF16_BLOCKS  # c2a37ec: 1784
     assert launch["fields"]["kv_cache_dtype"] == "auto"
@@ -119,12 +122,19 @@ def test_vllm_plans_the_bf16_cache_it_serves_a_float32_checkpoint_in(capsys, pro
         case = GOLDEN["results"][release]["auto"]
         assert case["fields"] == launch["fields"]
         assert case["num_blocks"] == case["from_bytes_alone"]["num_blocks"] == VLLM_BF16_BLOCKS
+    # 0.34.0 at its own block: the same bf16 cache, 64-token blocks.
+    newest = emit(capsys, project, "vllm")
+    assert VLLM_034_BF16_BLOCKS == 892
+    assert newest["fields"]["num_gpu_blocks_override"] == VLLM_034_BF16_BLOCKS
+    assert newest["fields"]["block_size"] == 64
+    assert any("serves this fp32 checkpoint in bf16" in note for note in newest["notes"])
 
 
 def test_the_text_plan_says_which_dtype_the_engine_serves(capsys, project):
     code, out, _ = plan(
-        capsys, project, "olmo2", "olmo_2_1124_13b", "--gpu-memory", BUDGET, "--engine", "vllm"
-    )
+        capsys, project, "olmo2", "olmo_2_1124_13b", "--gpu-memory", BUDGET,
+        "--engine", "vllm==0.33.0",
+    )  # fmt: skip
     assert code == 0
     assert f"KV tokens {16 * VLLM_BF16_BLOCKS:,}, blocks {VLLM_BF16_BLOCKS:,}" in out
     assert "vLLM 0.33.0 serves this fp32 checkpoint in bf16 (--dtype auto:" in out
@@ -139,13 +149,13 @@ def test_the_text_plan_says_which_dtype_the_engine_serves(capsys, project):
         "--weights",
         "27GiB",
         "--emit",
-        "vllm",
+        "vllm==0.33.0",
     )
     assert code == 0 and "note: vLLM 0.33.0 serves this fp32 checkpoint in bf16" in out
 
 
 def test_an_fp32_plan_on_vllm_launches_the_model_in_float32(capsys, project):
-    launch = emit(capsys, project, "vllm", "--kv-cache-dtype", "fp32")
+    launch = emit(capsys, project, "vllm==0.33.0", "--kv-cache-dtype", "fp32")
     assert launch["fields"]["num_gpu_blocks_override"] == VLLM_FP32_BLOCKS
     # An explicit float kv-cache dtype must match the model's (vllm/config/cache.py
     # CacheConfig.cache_dtype), so the model dtype is what kvgen sets.
@@ -236,8 +246,9 @@ def test_compare_answers_each_engine_in_the_dtype_it_serves(capsys, project):
     here = Path.cwd()
     os.chdir(project)
     try:
+        engines = ["--engine", "trtllm", "vllm==0.33.0", "sglang"]
         code = main(["-q", "compare", "olmo2", "olmo_2_1124_13b", "--gpu-memory", BUDGET,
-                     "--format", "json"])  # fmt: skip
+                     *engines, "--format", "json"])  # fmt: skip
     finally:
         os.chdir(here)
     assert code == 0

@@ -34,11 +34,19 @@ def test_hardware_mode_prints_the_table_kv_budget_mode_prints(capsys, engine):
 
 
 def test_the_vllm_figure_by_hand(capsys):
-    # H100-80GB 85,520,809,984 B x 0.92, rounded up, - 16 GiB - 4 GiB reserve = 57,204,308,706 B
-    # (tests/deploy/test_emit.py); Llama-3.1-8B 131,072 B a token, 16-token blocks of 2,097,152
-    # B: 27,277 blocks; 8 requests hold 27,277 // 8 = 3,409 blocks each: 54,544 tokens.
-    code, text, err = run(capsys, "plan", *HARDWARE, "--engine", "vllm")
+    # vLLM 0.33.0: H100-80GB 85,520,809,984 B x 0.92, rounded up, - 16 GiB - 4 GiB reserve =
+    # 57,204,308,706 B (tests/deploy/test_emit.py); Llama-3.1-8B 131,072 B a token, 16-token
+    # blocks of 2,097,152 B: 27,277 blocks; 8 requests hold 27,277 // 8 = 3,409 blocks each:
+    # 54,544 tokens.
+    code, text, err = run(capsys, "plan", *HARDWARE, "--engine", "vllm==0.33.0")
     assert code == 0, err
     assert "(57204308706 B)" in text
     assert "  largest max_seq_len for 8 requests: 54544\n" in text
     assert 27_277 // 8 * 16 == 54_544
+    # vLLM 0.34.0 (plain "vllm"): 85,520,809,984 x 1.0 - 16 GiB - 4 GiB = 64,045,973,504 B;
+    # 64-token blocks of 8,388,608 B: 7,634 blocks; 7,634 // 8 = 954 blocks each: 61,056.
+    code, text, err = run(capsys, "plan", *HARDWARE, "--engine", "vllm")
+    assert code == 0, err
+    assert "(64045973504 B)" in text
+    assert "  largest max_seq_len for 8 requests: 61056\n" in text
+    assert 64_045_973_504 // (64 * 131_072) // 8 * 64 == 61_056
