@@ -10,6 +10,7 @@ from typing import Any
 
 from kvgen._codes import hf as codes
 from kvgen._diagnostics import Diagnostic
+from kvgen._importhf._architecture import architecture
 from kvgen._importhf._attention import attention_kinds
 from kvgen._importhf._config import Abort, Config, check_fields, field_spelling
 from kvgen._importhf._cross import cross_attention_kinds
@@ -335,7 +336,10 @@ def _build(
     # multimodal config's top level may count other tokens.
     vocab = cfg.int_("vocab_size") if "vocab_size" in cfg.inner else None
     query, query_name = _query_heads(cfg)
+    arch, arch_note = architecture(cfg.data)
     return Spec(
+        architecture=arch,
+        architecture_note=arch_note,
         family=family or to_identifier(str(cfg.data.get("model_type") or ""), "f") or "imported",
         model=model or default_model_name(cfg.display, cfg.data) or "imported",
         source=cfg.display,
