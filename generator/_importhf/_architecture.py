@@ -37,6 +37,6 @@ def architecture(data: dict[str, Any]) -> tuple[str | None, str]:
     if isinstance(model_type, str) and model_type in BY_MODEL_TYPE:
         return (
             BY_MODEL_TYPE[model_type],
-            f"config.json has no architectures: transformers' class of model_type {model_type}",
+            f"transformers' class of model_type {model_type} (no architectures in the config)",
         )
     return None, ""

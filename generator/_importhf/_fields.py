@@ -82,6 +82,17 @@ _MAMBA1 = {"expand": "mamba_expand"}
 MODEL_ALIASES = {
     "gpt_neo": {"num_heads": "num_attention_heads", "window_size": "sliding_window"},
     "xglm": {"attention_heads": "num_attention_heads"},
+    # Kosmos2TextConfig / Kosmos2_5TextConfig attribute_map (a composite's text_config):
+    # attention_heads, layers and embed_dim are num_attention_heads, num_hidden_layers and
+    # hidden_size
+    **{
+        kosmos: {
+            "attention_heads": "num_attention_heads",
+            "layers": "num_hidden_layers",
+            "embed_dim": "hidden_size",
+        }
+        for kosmos in ("kosmos_2_text_model", "kosmos_2_5_text_model")
+    },
     "mamba": _MAMBA1,
     "falcon_mamba": _MAMBA1,
     # Mamba2Config: num_heads x head_dim are the SSM heads (no attention at all)

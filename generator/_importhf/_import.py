@@ -26,6 +26,7 @@ from kvgen._importhf._layers import (
     per_layer_types,
     state_bytes,
 )
+from kvgen._importhf._located import located
 from kvgen._importhf._parallel import parallel_kinds, zamba2_post_init
 from kvgen._importhf._patterns import layer_count
 from kvgen._importhf._quant import layout_misfit
@@ -119,7 +120,7 @@ def import_config(
         return ImportResult(None, sorted(cfg.diagnostics))
     notes = sorted(cfg.notes)
     spec.notes = tuple(f"{d.code} {d.message}" for d in notes)
-    out = render(spec)
+    out = located(cfg, render(spec))
     refused = _refused_by_schema(display, out)
     return ImportResult(None, refused) if refused else ImportResult(out, [], notes)
 

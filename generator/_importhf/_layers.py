@@ -409,9 +409,13 @@ def lightning_state(cfg: Config, dtype_bytes: int) -> Kind:
     if cfg.get("head_dim") is not None:
         head_dim, source = cfg.int_("head_dim"), "config.json head_dim"
     else:
-        hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
+        hidden_name, heads_name = (
+            field_spelling(cfg, "hidden_size"),
+            field_spelling(cfg, "num_attention_heads"),
+        )
+        hidden = cfg.int_(hidden_name, required=True)
         head_dim = hidden // heads  # type: ignore[operator]
-        source = f"config.json hidden_size {hidden} / num_attention_heads {heads}"
+        source = f"config.json {hidden_name} {hidden} / {heads_name} {heads}"
     total = heads * head_dim * head_dim * dtype_bytes  # type: ignore[operator]
     note = (
         f"{total} B per request at tp=1: num_attention_heads {heads} matrices of head_dim "
