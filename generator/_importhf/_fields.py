@@ -246,6 +246,10 @@ REVIEWED_FIELDS: dict[str, tuple[frozenset[str] | None, str]] = {
         "import keep a plain K/V cache",
     ),
     "unk_index": (frozenset({"xlm"}), "XLM's unknown token id"),
+    "max_state_dim": (
+        frozenset({"pi0"}),
+        "the padded size of PI0's robot state vector (its state projection's input), no cache",
+    ),
 }
 # Fields known not to change the KV cache (weights, training, tokenizer, rope, routing).
 IGNORED_FIELDS = _words(

@@ -176,3 +176,18 @@ def test_nemotron_h_ssm_cache_dtype_is_read_from_the_spec_not_the_family_name() 
     bf16 = _nemotron("bfloat16")
     # The bf16 state holds more requests than the fp32 one at the same budget.
     assert answer(bf16, "nemo", "vllm", 1)[2] < shipped[2]  # type: ignore[index]
+
+
+def test_the_engines_read_the_architecture_not_the_family_name() -> None:
+    """The shipped gpt_oss spec under another family name keeps SGLang's hybrid-SWA answer
+    (its models name GptOssForCausalLM, on SGLang 0.5.23's is_hybrid_swa_model list); the same
+    spec without its architecture lines is sized as one token pool, whatever its name."""
+    text = (ROOT / "schema" / "families" / "gpt_oss.yaml").read_text(encoding="utf-8")
+    renamed = load_bytes("x.yaml", text.replace("family: gpt_oss", "family: my_oss").encode())
+    assert renamed.family is not None
+    shipped = answer(family("gpt_oss"), "gpt_oss_20b", "sglang", 1)
+    assert answer(renamed.family, "gpt_oss_20b", "sglang", 1) == shipped
+    bare = "\n".join(line for line in text.splitlines() if "architecture:" not in line)
+    unnamed = load_bytes("y.yaml", bare.encode())
+    assert unnamed.family is not None
+    assert answer(unnamed.family, "gpt_oss_20b", "sglang", 1) != shipped
