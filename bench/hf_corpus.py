@@ -225,8 +225,9 @@ def run_one(model_type: str, cls) -> dict:
     import torch
     import transformers
 
-    auto = "AutoModelForImageTextToText" if model_type in COMPOSITE_TYPES else "AutoModelForCausalLM"
-    AutoModelForCausalLM = getattr(transformers, auto)  # noqa: N806 - the class, by its name
+    composite = model_type in COMPOSITE_TYPES
+    auto = "AutoModelForImageTextToText" if composite else "AutoModelForCausalLM"
+    AutoModelForCausalLM = getattr(transformers, auto)
 
     entry: dict = {"model_type": model_type, "config_class": cls.__name__}
     try:

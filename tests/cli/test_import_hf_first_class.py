@@ -49,7 +49,7 @@ def test_kosmos_spellings_layers_and_attention_heads_are_read(
     assert (model.layers.count, model.num_attention_heads) == (24, heads)
     assert (kind.kv_heads, kind.head_dim) == (heads, head_dim)
     assert kind.kv_heads * kind.head_dim == k_per_token == entry["layers"][0]["k_per_token"]
-    assert "kv_heads: %d  # config.json text_config.attention_heads" % heads in result.text
+    assert f"kv_heads: {heads}  # config.json text_config.attention_heads" in result.text
     assert hf_corpus.verdict(entry).verdict == "match"
 
 
