@@ -42,3 +42,27 @@ def test_trtllm_38198e34_funds_a_split_with_room_past_the_intercepts() -> None:
         "target": 200,
         "draft": 100,
     }
+
+
+@pytest.mark.parametrize("ratio", [0.0, 1.5, -1])
+def test_sglang_refuses_a_sliding_pool_share_outside_0_1(ratio: float) -> None:
+    """SGLang 0.5.23 checks --swa-full-tokens-ratio before it sizes any pool
+    (arg_groups/kv_cache_hook.py: 'if not (0 < ratio <= 1.0): raise ValueError'); kvgen
+    refuses the same values with its words, and takes 1.0."""
+    from kvgen._engines import engine_capacity
+
+    from tests.unit.test_engines import GIB40, family
+
+    def ask(value: float) -> object:
+        return engine_capacity(
+            family("gpt_oss"), "gpt_oss_20b", GIB40, engine="sglang", max_seq_len=4096,
+            max_num_tokens=8192, swa_full_tokens_ratio=value,
+        )  # fmt: skip
+
+    with pytest.raises(ValueError) as raised:
+        ask(ratio)
+    assert str(raised.value).endswith(
+        "SGLang 0.5.23 refuses to start, '--swa-full-tokens-ratio should be in range (0, 1.0].' "
+        "(sglang/srt/arg_groups/kv_cache_hook.py)"
+    )
+    assert ask(1.0).kv_tokens > 0  # type: ignore[attr-defined]
