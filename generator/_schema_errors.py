@@ -140,6 +140,11 @@ def _message(error: Any, loc: Loc) -> str:
         )
     if kind == "string_too_long":
         return f"{where}: {describe(value)} is longer than {ctx.get('max_length')} characters"
+    if kind == "string_pattern_mismatch" and loc and loc[-1] == "architecture":
+        return (
+            f"{where}: {describe(value)} is not a model class name "
+            f"({ctx.get('pattern')}, config.json architectures[0])"
+        )
     if kind == "string_pattern_mismatch":
         return f"{where}: {describe(value)} is not a lowercase identifier (^[a-z][a-z0-9_]*$)"
     if kind == "literal_error":
@@ -192,6 +197,8 @@ def validation_diagnostics(
             continue  # said once, at the misspelt key
         code = _CODES.get(kind, codes.WRONG_TYPE)
         fix = _FIXES.get(kind, code.fix)
+        if kind in ("string_pattern_mismatch", "string_too_long") and loc[-1:] == ("architecture",):
+            fix = "copy the class name from the model's config.json architectures"
         message = _message(error, loc)
         if kind == "extra_forbidden" or "[key]" in raw_loc:
             at = source.key(loc)

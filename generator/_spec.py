@@ -80,6 +80,18 @@ Identifier = Annotated[
 ]
 # Layer-kind names only key the spec's own tables, so "global" is fine.
 KindName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+# config.json's architectures[0]: the model class an engine loads, whose support, cache layout
+# and start-up checks it decides (vLLM's model registry, SGLang's is_hybrid_swa_model).
+Architecture = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z][A-Za-z0-9_]*$",
+        max_length=128,
+        description="config.json architectures[0]: the model class engines load "
+        "(vLLM's and SGLang's choices of support and cache layout read it, never the "
+        "family name).",
+    ),
+]
 
 
 class _Strict(BaseModel):
@@ -359,6 +371,7 @@ class Model(LayerStack):
     )
     num_attention_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
     vocab_size: VocabSize = None
+    architecture: Architecture | None = None
 
 
 class Speculative(_Strict):

@@ -65,7 +65,7 @@ from typing import Any
 
 import release_diff
 from kvgen._engines._layers import cached_layers, ssm_state_bytes
-from kvgen._engines._rows import SGLANG_HYBRID_SWA_FAMILIES, engine_model
+from kvgen._engines._rows import engine_arch, engine_model
 from kvgen._loader import load_path
 from kvgen._shapes import kind_head_dim
 from kvgen._spec import Family, LayerStack, Model
@@ -312,7 +312,7 @@ def cases(engine: str) -> list[dict[str, Any]]:
                     short = block_size == 16 and max_seq_len == min(context_lengths(model))
                     if engine == "vllm" and short:
                         grid += speculative_cases(family, model, case)
-                    elif short and family.family in SGLANG_HYBRID_SWA_FAMILIES:
+                    elif short and engine_arch(family).hybrid_swa:
                         grid += sglang_swa_drafts(family, model, case)
     return grid
 

@@ -194,6 +194,17 @@ def manager_costs(
     return costs
 
 
+# What 38198e34 says where _compute_draft_budget_shares finds no split of a GPU budget (its
+# caller, KvCacheCreator's budget split, raises for max_gpu_total_bytes): the engine's words,
+# its numbers in GiB left out (kvgen's own message above gives them in bytes).
+_INFEASIBLE_SPLIT = (
+    "TensorRT-LLM 38198e34 refuses to start: 'KV cache GPU budget (...) is insufficient "
+    "after the combined fixed cost (..., e.g. SWA or mamba state) for target+draft. Increase "
+    "free_gpu_memory_fraction or max_gpu_total_bytes, or reduce max_batch_size (the fixed "
+    "cost scales with batch size).' (tensorrt_llm/_torch/pyexecutor/_util.py)"
+)
+
+
 def draft_budget_shares(
     budget: int, target: ManagerCost, draft: ManagerCost, max_batch_size: int
 ) -> dict[str, int]:
@@ -208,7 +219,7 @@ def draft_budget_shares(
     if room < 0 or (room == 0 and slopes > 0):
         raise ValueError(
             f"budget_bytes {budget} does not cover the fixed costs {target.intercept} "
-            f"(target) + {draft.intercept} (draft)"
+            f"(target) + {draft.intercept} (draft): {_INFEASIBLE_SPLIT}"
         )
     weighted = (
         target.bytes_per_request is not None
@@ -231,7 +242,7 @@ def draft_budget_shares(
             raise ValueError(
                 f"budget_bytes {budget} cannot fund the draft pool's quota for one "
                 f"max-length request ({draft.quota_per_request} B) beyond the fixed costs "
-                f"{fixed} B"
+                f"{fixed} B: {_INFEASIBLE_SPLIT}"
             )
         share = max(share, draft.quota_per_request)
     draft_share = draft.intercept + share

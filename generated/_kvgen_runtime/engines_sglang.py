@@ -397,7 +397,11 @@ def _sglang_ratios(swa: object, mamba: object) -> tuple[float, float]:
     the Mamba state a positive finite multiple of its memory."""
     share, multiple = _real(swa), _real(mamba)
     if share is None or not 0.0 < share <= 1.0:
-        raise ValueError(f"swa_full_tokens_ratio must be in (0, 1], got {_shown(swa)}")
+        raise ValueError(
+            f"swa_full_tokens_ratio must be in (0, 1], got {_shown(swa)}: SGLang 0.5.23 "
+            "refuses to start, '--swa-full-tokens-ratio should be in range (0, 1.0].' "
+            "(sglang/srt/arg_groups/kv_cache_hook.py)"
+        )
     if multiple is None or not 0.0 < multiple < _INFINITY:
         bound = "a positive finite number"
         raise ValueError(f"mamba_full_memory_ratio must be {bound}, got {_shown(mamba)}")

@@ -57,38 +57,66 @@ VLLM_ONE_MODEL = {
     "mtp_eagle_two_model": ("mtp_eagle", "mtp"),
     "draft_target_two_model": ("draft_target",),
 }
-# kvgen families whose architecture SGLang 0.5.23 sizes as hybrid SWA (configs/model_config.py
-# is_hybrid_swa_model: gpt-oss is in SWA_SINK_ARCHS).
-# Llama4ForConditionalGeneration is on the list too: its chunked layers become the SWA pool.
-SGLANG_HYBRID_SWA_FAMILIES = frozenset({"gpt_oss", "llama4_scout", "llama4_maverick"})
-# kvgen families whose recurrent layers vLLM builds as Gated DeltaNet (QwenGatedDeltaNetAttention
+# The engines choose a model class by config.json's architectures[0], which the spec records
+# (``Model.architecture``, written by import-hf): each table below is keyed on it as the engine
+# keys its own, never on kvgen's family name, so a model imported under any family name gets
+# the answers and refusals of the shipped one.
+#
+# Architectures SGLang 0.5.23 sizes as hybrid SWA (configs/model_config.py is_hybrid_swa_model:
+# its hybrid_swa_archs, SWA_SINK_ARCHS and MIMO_V2_MODEL_ARCHS): gpt-oss, and Llama 4's
+# multimodal class, whose chunked layers become the SWA pool (Llama4ForCausalLM is not on the
+# list). BeamForCausalLM and LagunaForCausalLM are hybrid SWA only with sliding layers, where
+# kvgen's hybrid-SWA rows differ from the plain ones at all.
+SGLANG_HYBRID_SWA_ARCHITECTURES = frozenset({
+    "BeamForCausalLM", "Llama4ForConditionalGeneration", "DeepseekV4ForCausalLM",
+    "DeepseekV4ForCausalLMNextN", "DeepseekV4ForCausalLMDSpark", "GptOssForCausalLM",
+    "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM", "IQuestQ1ForCausalLM", "IQuestQ1MTP",
+    "MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM", "MiMoV2MTP", "Step3p5ForCausalLM",
+    "Step3p5MTP", "Step3p7ForConditionalGeneration", "Gemma4ForCausalLM",
+    "Gemma4ForConditionalGeneration", "EmbeddingGemma2Model",
+    "Gemma4UnifiedForConditionalGeneration", "DiffusionGemmaForBlockDiffusion",
+    "LagunaForCausalLM", "MellumForCausalLM", "MuseGlimmerForCausalLM",
+    "MuseGlimmerForConditionalGeneration", "InklingForConditionalGeneration",
+    "InklingForConditionalGenerationMTP", "UnlimitedOCRForCausalLM",
+})  # fmt: skip
+# Architectures whose recurrent layers vLLM builds as Gated DeltaNet (QwenGatedDeltaNetAttention
 # in models/qwen3_next.py), not MambaMixer2: no group replication in vLLM (SGLang replicates
 # key heads fewer than tp), and in align mode a prefill checkpoint block only under the
 # FlashInfer GDN prefill.
-VLLM_GDN_FAMILIES = frozenset({"qwen3_next"})
-# kvgen families whose recurrent layers are Kimi Delta Attention (vllm/models/kimi_k3
-# KimiDecoderLayer: KimiGatedDeltaNetAttention, a GatedDeltaNetAttention without Qwen's prefill
-# checkpoint export): kda_state_shape splits the conv channels by divide() (no group
-# replication), widens the conv window by the draft tokens, and in align mode keeps no prefill
-# checkpoint block (MambaBase.get_kv_cache_spec).
-VLLM_KDA_FAMILIES = frozenset({"kimi_linear"})
-# kvgen families whose SSM state vLLM keeps in fp32 by default: Kimi Linear
-# (MambaStateDtypeCalculator.kda_state_dtype reads mamba_ssm_cache_dtype "auto" as float32;
-# the spec says ssm_dtype: fp32 as well). Nemotron-H's is the spec's own
+VLLM_GDN_ARCHITECTURES = frozenset({"Qwen3NextForCausalLM"})
+# Architectures whose recurrent layers are Kimi Delta Attention (vllm/models/kimi_k3, the
+# registry's KimiLinearForCausalLM: KimiGatedDeltaNetAttention, a GatedDeltaNetAttention
+# without Qwen's prefill checkpoint export): kda_state_shape splits the conv channels by
+# divide() (no group replication), widens the conv window by the draft tokens, and in align
+# mode keeps no prefill checkpoint block (MambaBase.get_kv_cache_spec). vLLM keeps their SSM
+# state in fp32 (MambaStateDtypeCalculator.kda_state_dtype reads mamba_ssm_cache_dtype "auto"
+# as float32; the spec says ssm_dtype: fp32 as well). Nemotron-H's is the spec's own
 # mamba_ssm_cache_dtype (_vllm_ssm_dtype), which import-hf writes from its config.
-VLLM_FP32_SSM_FAMILIES = frozenset({"kimi_linear"})
-# kvgen families an engine cannot run at all, with the UNMODELLED key naming its refusal.
+VLLM_KDA_ARCHITECTURES = frozenset({"KimiLinearForCausalLM"})
+# Architectures an engine cannot run at all, with the UNMODELLED key naming its refusal: vLLM
+# 0.33.0's registry (vllm/model_executor/models/registry.py) lists Mllama and MiniMax in
+# _PREVIOUSLY_SUPPORTED_MODELS and has no OpenELM; SGLang 0.5.23 has no model class of these
+# (sglang/srt/models).
 VLLM_UNSUPPORTED = {
-    "llama3_2_vision": "vllm_no_mllama",
-    "openelm": "vllm_no_openelm",
-    "minimax": "vllm_no_minimax",  # kvgen import-hf's default family of a MiniMax config
+    "MllamaForConditionalGeneration": "vllm_no_mllama",
+    "OpenELMForCausalLM": "vllm_no_openelm",
+    **dict.fromkeys(
+        ("MiniMaxForCausalLM", "MiniMaxText01ForCausalLM", "MiniMaxM1ForCausalLM"),
+        "vllm_no_minimax",
+    ),
 }
 SGLANG_UNSUPPORTED = {
-    "jamba": "sglang_no_jamba", "minimax": "sglang_no_minimax", "openelm": "sglang_no_openelm",
-}  # fmt: skip
-# kvgen families SGLang 0.5.23 runs as encoder-decoder models in its one token pool
-# (configs/model_config.py is_encoder_decoder_model): Mllama.
-SGLANG_ENCODER_DECODER = frozenset({"llama3_2_vision"})
+    "JambaForCausalLM": "sglang_no_jamba",
+    "OpenELMForCausalLM": "sglang_no_openelm",
+    **dict.fromkeys(
+        ("MiniMaxForCausalLM", "MiniMaxText01ForCausalLM", "MiniMaxM1ForCausalLM"),
+        "sglang_no_minimax",
+    ),
+}
+# Architectures SGLang 0.5.23 runs as encoder-decoder models in its one token pool
+# (configs/model_config.py is_encoder_decoder_model): Mllama (Whisper and MossVL are refused
+# by import-hf before they reach an engine).
+SGLANG_ENCODER_DECODER = frozenset({"MllamaForConditionalGeneration"})
 # kvgen speculative modes SGLang 0.5.23 cannot run, with the UNMODELLED key naming why.
 SGLANG_REFUSED_MODES = {"pard": "sglang_no_pard", "eagle3_two_model": "sglang_two_model_eagle3"}
 
@@ -170,16 +198,32 @@ def vllm_draft(family: Family, model: Model, profile: Speculative) -> EngineDraf
     return EngineDraft(max(0, lookahead - 1), k, "", sglang_layers, k + 1)
 
 
-def engine_arch(family: Family) -> EngineArch:
-    """What the engines read of the family's architecture as a whole (``EngineArch``)."""
-    gdn = "gdn" if family.family in VLLM_GDN_FAMILIES else ""
+def architectures(family: Family) -> frozenset[str]:
+    """The architectures the family's models name (config.json architectures[0])."""
+    return frozenset(m.architecture for m in family.models if m.architecture is not None)
+
+
+def architecture_arch(architecture: str | None) -> EngineArch:
+    """What the engines read of one architecture (``EngineArch``); a model naming none is
+    run as the engines' plain decoder (no table names it)."""
+    arch = architecture or ""
+    gdn = "gdn" if arch in VLLM_GDN_ARCHITECTURES else ""
     return EngineArch(
-        hybrid_swa=family.family in SGLANG_HYBRID_SWA_FAMILIES,
-        vllm_unmodelled=VLLM_UNSUPPORTED.get(family.family, ""),
-        sglang_unmodelled=SGLANG_UNSUPPORTED.get(family.family, ""),
-        mamba2_form="kda" if family.family in VLLM_KDA_FAMILIES else gdn,
-        sglang_encoder_decoder=family.family in SGLANG_ENCODER_DECODER,
+        hybrid_swa=arch in SGLANG_HYBRID_SWA_ARCHITECTURES,
+        vllm_unmodelled=VLLM_UNSUPPORTED.get(arch, ""),
+        sglang_unmodelled=SGLANG_UNSUPPORTED.get(arch, ""),
+        mamba2_form="kda" if arch in VLLM_KDA_ARCHITECTURES else gdn,
+        sglang_encoder_decoder=arch in SGLANG_ENCODER_DECODER,
     )
+
+
+def engine_arch(family: Family) -> EngineArch:
+    """What the engines read of the family's architecture as a whole (``EngineArch``), from
+    the architecture its models name; lint refuses a family whose models name architectures
+    the engines treat differently (KV034, ``architectures_disagree``), so any one of them
+    speaks for all (the first in name order, for determinism)."""
+    named = sorted(architectures(family))
+    return architecture_arch(named[0] if named else None)
 
 
 def model_row(family: Family, model: Model) -> ModelRow:
@@ -234,8 +278,8 @@ def _vllm_ssm_dtype(family: Family, model: Model) -> str:
     """The SSM state dtype vLLM's mamba_ssm_cache_dtype "auto" resolves to ("": the conv
     dtype): the spec's ``mamba_ssm_cache_dtype`` (models/config.py
     NemotronHForCausalLMConfig.update_mamba_ssm_cache_dtype: the config's value, else float32),
-    fp32 for Kimi Delta Attention."""
-    if family.family in VLLM_FP32_SSM_FAMILIES:
+    fp32 for Kimi Delta Attention (``VLLM_KDA_ARCHITECTURES``)."""
+    if engine_arch(family).mamba2_form == "kda":
         return "fp32"
     for kind in model.layer_kinds.values():
         dims = kind.recurrent_dims

@@ -51,7 +51,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvgen import engines_rows, engines_sglang
-from kvgen._engines._rows import SGLANG_HYBRID_SWA_FAMILIES as HYBRID_SWA_FAMILIES
+from kvgen._engines._rows import SGLANG_HYBRID_SWA_ARCHITECTURES as HYBRID_SWA_ARCHITECTURES
 from kvgen._engines._rows import engine_model
 from kvgen.engines_rows import SSM_DTYPES, EngineDraft, EngineModel, NotModelled
 from kvgen.engines_sglang import (
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from kvgen._spec import Family, Model, Speculative
 
 __all__ = [
-    "HYBRID_SWA_FAMILIES",
+    "HYBRID_SWA_ARCHITECTURES",
     "MAMBA_FULL_MEMORY_RATIO",
     "MAMBA_STRATEGIES",
     "MAMBA_STRATEGY",

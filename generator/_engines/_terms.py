@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from kvgen import engines_sglang
 from kvgen._engines import _sglang, _trtllm, _vllm
 from kvgen._engines._layers import cached_layers
-from kvgen._engines._rows import VLLM_KDA_FAMILIES, _vllm_ssm_dtype
+from kvgen._engines._rows import _vllm_ssm_dtype, engine_arch
 from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, Release, release
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def _vllm_terms(found: Release, family: Family, model: str, asked: Asked) -> lis
                 f"({1 + plan.speculative_blocks} with prefix caching off)",
             )
         )
-    if family.family in VLLM_KDA_FAMILIES:  # the spec says fp32 too (ssm_dtype)
+    if engine_arch(family).mamba2_form == "kda":  # the spec says fp32 too (ssm_dtype)
         terms.append(PolicyTerm("vllm_fp32_ssm_state", "KDA recurrent state in fp32 (vLLM "
                                 "kda_state_dtype), no prefill checkpoint block"))  # fmt: skip
     elif _vllm_ssm_dtype(family, family.model(model)) == "fp32":  # the spec's

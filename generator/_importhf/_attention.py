@@ -260,7 +260,8 @@ def attention_kinds(
     head_dims = cfg.per_layer(hd_name, layers)
     hd_note = f"config.json {hd_name}"
     if head_dims is None:
-        hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
+        hidden_name = field_spelling(cfg, "hidden_size")
+        hidden = cfg.int_(hidden_name, required=True)
         if q_heads is None or len(set(q_heads)) != 1 or hidden < q_heads[0]:
             cfg.diag(
                 codes.CONTRADICTORY_CONFIG_FIELDS,
@@ -271,7 +272,7 @@ def attention_kinds(
             )
             raise Abort
         head_dims = [hidden // q_heads[0]] * layers
-        hd_note = f"config.json hidden_size {hidden} / {q_name} {q_heads[0]}"
+        hd_note = f"config.json {hidden_name} {hidden} / {q_name} {q_heads[0]}"
         if hidden % q_heads[0]:
             # what transformers' and vLLM's attention compute without a head_dim (GLM-4-MoE)
             hd_note += ", rounded down as transformers and vLLM divide (//)"
@@ -316,6 +317,8 @@ def attention_kinds(
         kv, hd = kv_heads[i], head_dims[i]
         kv_note = mq_note or (
             f"config.json {heads_name}" + (" (per-layer list)" if per_list else "")
+            if cfg.has(heads_name)
+            else f"config.json {q_name}: no KV-head count given, one KV head per query head"
         )
         this_hd_note = hd_note
         if kind == "full" and global_kv is not None:

@@ -124,13 +124,7 @@ class Config:
         value = self.get(name)
         if value is None:
             if required:
-                self.diag(
-                    codes.MISSING_CONFIG_FIELD,
-                    None,
-                    f"config has no '{name}'",
-                    f"add '{name}' to the config",
-                )
-                raise Abort
+                self.missing(name)
             return None
         maximum = self.maximum(name)
         if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
@@ -143,6 +137,46 @@ class Config:
             )
             raise Abort
         return value
+
+    def nested(self, name: str) -> list[Path_]:
+        """The blocks below the top level (two deep at most) that hold ``name``: where a
+        config of several models (Qwen-Omni's thinker and talker, PI0's VLM and action
+        expert) keeps each model's own fields."""
+        found: list[Path_] = []
+        for key, block in self.data.items():
+            if not isinstance(block, dict) or key == "text_config":
+                continue
+            if name in block:
+                found.append((key,))
+            for inner_key, inner in block.items():
+                if isinstance(inner, dict) and name in inner:
+                    found.append((key, inner_key))
+        return found
+
+    def missing(self, name: str) -> None:
+        """Refuse a required field the config lacks, naming it, and where the config holds
+        it in a model's block of its own (positioned at the first such block)."""
+        where = self.nested(name)
+        if not where:
+            self.diag(
+                codes.MISSING_CONFIG_FIELD,
+                None,
+                f"config has no '{name}'",
+                f"add '{name}' to the config",
+            )
+            raise Abort
+        blocks = ", ".join(f"'{'.'.join(map(str, path))}'" for path in where[:4])
+        line, col = self.reader.keys.get(where[0], (1, 1))
+        self.diagnostics.append(
+            codes.MISSING_CONFIG_FIELD.at(
+                self.display,
+                (line, col),
+                f"config has no '{name}' for one language model: it is in {blocks}, the "
+                "blocks of a config of several models",
+                "import the language model's block as a config.json of its own",
+            )
+        )
+        raise Abort
 
     def per_layer(self, name: str, layers: int) -> list[int] | None:
         """A field that is one integer or one integer per layer."""
@@ -200,6 +234,10 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
     names = set(cfg.inner)
     if cfg.prefix:
         names |= {n for n in cfg.data if n != "text_config"}
+    # A composite config's own fields (beside text_config): its vision or audio towers' and
+    # projector's, which hold no cache of the text model; the importer reads the text model
+    # from text_config, so an unknown one is noted, never blocking (issue 32).
+    outer = {n for n in cfg.data if n not in cfg.inner} if cfg.prefix else set()
     has_mtp = any(cfg.get(n) for n in ("num_nextn_predict_layers", "mtp_num_hidden_layers"))
     for name in sorted(names):
         if name in MTP_ONLY_FIELDS and not has_mtp:
@@ -213,7 +251,7 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
                     f"'{cfg.where(name)}' = {value!r}: {UNSUPPORTED_FIELDS[name]}",
                     "describe the model by hand in a spec; kvgen import-hf cannot express it",
                 )
-        elif not known(name) and could_move_cache(name):
+        elif not known(name) and could_move_cache(name) and name not in outer:
             cfg.diag(
                 codes.UNKNOWN_CONFIG_FIELD,
                 name,
@@ -226,7 +264,11 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
                 codes.UNKNOWN_CONFIG_FIELD,
                 name,
                 f"unknown config field '{cfg.where(name)}' read as not moving the cache "
-                "(its name names no cache shape, count, window, dtype or state)",
+                + (
+                    "(a composite config's own field, beside the text model's text_config)"
+                    if name in outer
+                    else "(its name names no cache shape, count, window, dtype or state)"
+                ),
                 "if it does change the cache, describe the model by hand",
             )
     if cfg.prefix:

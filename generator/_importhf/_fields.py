@@ -82,6 +82,17 @@ _MAMBA1 = {"expand": "mamba_expand"}
 MODEL_ALIASES = {
     "gpt_neo": {"num_heads": "num_attention_heads", "window_size": "sliding_window"},
     "xglm": {"attention_heads": "num_attention_heads"},
+    # Kosmos2TextConfig / Kosmos2_5TextConfig attribute_map (a composite's text_config):
+    # attention_heads, layers and embed_dim are num_attention_heads, num_hidden_layers and
+    # hidden_size
+    **{
+        kosmos: {
+            "attention_heads": "num_attention_heads",
+            "layers": "num_hidden_layers",
+            "embed_dim": "hidden_size",
+        }
+        for kosmos in ("kosmos_2_text_model", "kosmos_2_5_text_model")
+    },
     "mamba": _MAMBA1,
     "falcon_mamba": _MAMBA1,
     # Mamba2Config: num_heads x head_dim are the SSM heads (no attention at all)
@@ -235,6 +246,10 @@ REVIEWED_FIELDS: dict[str, tuple[frozenset[str] | None, str]] = {
         "import keep a plain K/V cache",
     ),
     "unk_index": (frozenset({"xlm"}), "XLM's unknown token id"),
+    "max_state_dim": (
+        frozenset({"pi0"}),
+        "the padded size of PI0's robot state vector (its state projection's input), no cache",
+    ),
 }
 # Fields known not to change the KV cache (weights, training, tokenizer, rope, routing).
 IGNORED_FIELDS = _words(

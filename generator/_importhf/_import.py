@@ -10,6 +10,7 @@ from typing import Any
 
 from kvgen._codes import hf as codes
 from kvgen._diagnostics import Diagnostic
+from kvgen._importhf._architecture import architecture
 from kvgen._importhf._attention import attention_kinds
 from kvgen._importhf._config import Abort, Config, check_fields, field_spelling
 from kvgen._importhf._cross import cross_attention_kinds
@@ -25,6 +26,7 @@ from kvgen._importhf._layers import (
     per_layer_types,
     state_bytes,
 )
+from kvgen._importhf._located import located
 from kvgen._importhf._parallel import parallel_kinds, zamba2_post_init
 from kvgen._importhf._patterns import layer_count
 from kvgen._importhf._quant import layout_misfit
@@ -123,7 +125,7 @@ def import_config(
         spec.source = source
     notes = sorted(cfg.notes)
     spec.notes = tuple(f"{d.code} {d.message}" for d in notes)
-    out = render(spec)
+    out = located(cfg, render(spec))
     refused = _refused_by_schema(display, out)
     return ImportResult(None, refused) if refused else ImportResult(out, [], notes)
 
@@ -341,7 +343,10 @@ def _build(
     # multimodal config's top level may count other tokens.
     vocab = cfg.int_("vocab_size") if "vocab_size" in cfg.inner else None
     query, query_name = _query_heads(cfg)
+    arch, arch_note = architecture(cfg.data)
     return Spec(
+        architecture=arch,
+        architecture_note=arch_note,
         family=family or to_identifier(str(cfg.data.get("model_type") or ""), "f") or "imported",
         model=model or default_model_name(cfg.display, cfg.data) or "imported",
         source=cfg.display,

@@ -408,9 +408,13 @@ def lightning_state(cfg: Config, dtype_bytes: int) -> Kind:
     if cfg.get("head_dim") is not None:
         head_dim, source = cfg.int_("head_dim", required=True), "config.json head_dim"
     else:
-        hidden = cfg.int_(field_spelling(cfg, "hidden_size"), required=True)
+        hidden_name, heads_name = (
+            field_spelling(cfg, "hidden_size"),
+            field_spelling(cfg, "num_attention_heads"),
+        )
+        hidden = cfg.int_(hidden_name, required=True)
         head_dim = hidden // heads
-        source = f"config.json hidden_size {hidden} / num_attention_heads {heads}"
+        source = f"config.json {hidden_name} {hidden} / {heads_name} {heads}"
     total = heads * head_dim * head_dim * dtype_bytes
     note = (
         f"{total} B per request at tp=1: num_attention_heads {heads} matrices of head_dim "
@@ -450,6 +454,20 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
     the config field it came from."""
     ssm_dtype = cfg.get("mamba_ssm_dtype")
     ssm_bytes = _DTYPES[ssm_dtype][1] if ssm_dtype in _DTYPES else dtype_bytes
+    if kind == "linear" and not cfg.has("linear_num_key_heads") and cfg.has("linear_num_heads"):
+        # one head count for q, k and v (GLM-5-Next's Glm5NextTextLinearAttention): Kimi Delta
+        # Attention's form, read only for the KDA models import-hf knows (_kda.KDA_MODELS)
+        cfg.diag(
+            codes.UNSUPPORTED_CONFIG_FEATURE,
+            "linear_num_heads",
+            f"'{cfg.where('linear_num_heads')}': linear-attention layers of one head count "
+            "for q, k and v (linear_num_heads x linear_head_dim, Kimi Delta Attention's form) "
+            f"in model_type {cfg.get('model_type')!r:.40}, which import-hf reads only for the "
+            "Kimi Delta Attention models it knows; Gated DeltaNet's form needs "
+            "linear_num_key_heads and linear_num_value_heads",
+            "describe the model by hand in a spec (a `mamba:` state by its dimensions)",
+        )
+        raise Abort
     if kind == "linear":  # Gated DeltaNet (Qwen3-Next)
         kh, kd = (
             cfg.int_("linear_num_key_heads", required=True),

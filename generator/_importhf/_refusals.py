@@ -26,6 +26,11 @@ UNSUPPORTED_ARCHITECTURES = {
     "patch transformer, joined by cross-attention",
     "reformer": "Reformer's LSH and chunked local attention, whose cache holds hash buckets",
     "xlnet": "XLNet's memory of past hidden states (mem_len), not a per-layer K/V cache",
+    # BlipTextLayer adds a cross-attention over the image encoder's states to every layer of
+    # a decoder (is_decoder), cached beside its self-attention (EncoderDecoderCache).
+    "blip_text_model": "BLIP's text decoder: every layer holds a self-attention cache and a "
+    "cross-attention cache over the image encoder's states, a per-layer pair the spec format "
+    "has no form for (its cross kinds are layers of their own)",
 }
 # Parallel hybrids whose per-layer state is not Mamba-2's (what the spec's `mamba:` beside
 # `kv_heads` says): model_type -> layer type -> the state, read in transformers' modelling code.

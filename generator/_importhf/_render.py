@@ -106,6 +106,8 @@ class Spec:
     vocab_note: str = ""
     query_heads: int | None = None  # num_attention_heads: engines refuse a tp not dividing it
     query_note: str = ""
+    architecture: str | None = None  # config.json architectures[0]: the class engines load
+    architecture_note: str = ""
     notes: tuple[str, ...] = ()  # said at import (KV302 notes, dtype notes), kept as comments
 
 
@@ -129,6 +131,11 @@ def render(spec: Spec) -> str:
         "models:",
         f"  - name: {spec.model}",
         f"    max_seq_len: {spec.seq_len}  # {spec.seq_note}",
+        *(
+            [f"    architecture: {spec.architecture}  # {spec.architecture_note}"]
+            if spec.architecture
+            else []
+        ),
         *([f"    vocab_size: {spec.vocab_size}  # {spec.vocab_note}"] if spec.vocab_size else []),
         *(
             [f"    num_attention_heads: {spec.query_heads}  # {spec.query_note}"]

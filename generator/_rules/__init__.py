@@ -67,6 +67,8 @@ LINT_RULE_MODULES: tuple[str, ...] = (
     "mamba1_inner_not_expanded",  # KV243
     "mixed_mamba_versions",  # KV244
     "linear_heads_not_query_heads",  # KV245
+    "query_heads_not_grouped",  # KV246
+    "architectures_disagree",  # KV247
 )
 
 

@@ -404,7 +404,11 @@ def test_chunk_reaching_the_context_is_full_attention():
     text = dict(base["text_config"], max_position_embeddings=8192)
     result = import_config("config.json", json.dumps(dict(base, text_config=text)))
     assert result.text is not None
-    assert "attention_chunk_size 8192 >= max_position_embeddings 8192" in result.text
+    # both fields are the composite's text_config's, and the comment says so (issue 32)
+    assert (
+        "text_config.attention_chunk_size 8192 >= text_config.max_position_embeddings 8192"
+        in result.text
+    )
     loaded = load_bytes("x.yaml", result.text.encode())
     assert loaded.family is not None
     assert loaded.family.models[0].layers.pattern == ["full"]

@@ -60,21 +60,6 @@ SHIPPED_CONFIGS = (
     ("qwen3_moe", "qwen3_30b_a3b", "qwen3-30b-a3b.json"),
     ("qwen3_next", "qwen3_next_80b_a3b", "qwen3-next-80b-a3b.json"),
 )
-# Families whose engine behaviour kvgen still keys on the family name (an architecture the spec
-# does not record): vLLM/SGLang's model class, hybrid-SWA list, mixer kind. Imported under
-# another name they get another answer; strict xfail so that each fix shows.
-KEYED_ON_NAME = {
-    "gpt_oss": "SGLang's hybrid-SWA architectures (SGLANG_HYBRID_SWA_FAMILIES)",
-    "llama4_scout": "SGLang's hybrid-SWA architectures (SGLANG_HYBRID_SWA_FAMILIES)",
-    "llama4_maverick": "SGLang's hybrid-SWA architectures (SGLANG_HYBRID_SWA_FAMILIES)",
-    "qwen3_next": "vLLM's Gated DeltaNet mixer (VLLM_GDN_FAMILIES)",
-    "kimi_linear": "vLLM's Kimi Delta Attention mixer (VLLM_KDA_FAMILIES)",
-    "llama3_2_vision": "the engines' Mllama support (VLLM_UNSUPPORTED, SGLANG_ENCODER_DECODER)",
-    "openelm": "the engines' OpenELM support (VLLM_UNSUPPORTED, SGLANG_UNSUPPORTED)",
-    "jamba": "SGLang's Jamba support (SGLANG_UNSUPPORTED)",
-}
-
-
 # Fields a reviewer passes with --ignore-field (Command R7B's order_of_interleaved_layers
 # restates sliding_window_pattern's layout, which import-hf reads).
 IGNORED = {"cohere2": ("order_of_interleaved_layers",)}
@@ -104,27 +89,21 @@ def imported(name: str, model: str, config: str) -> Family:
 
 
 def answer(fam: Family, model: str, engine: str, tp: int) -> object:
-    """The engine's capacity, or its refusal's text (the family name masked)."""
+    """The engine's capacity, or its refusal's text (the model's and family's names masked:
+    openelm_270m names its family)."""
     try:
         got = engine_capacity(
             fam, model, GIB40, engine=engine, max_seq_len=4096, max_num_tokens=8192, tp_size=tp
         )
     except (ValueError, NotImplementedError) as exc:
-        return f"{type(exc).__name__}: {str(exc).replace(fam.family, 'FAMILY')}"
+        said = str(exc).replace(model, "MODEL").replace(fam.family, "FAMILY")
+        return f"{type(exc).__name__}: {said}"
     return tuple(got)
 
 
-def _params() -> list[object]:
-    out = []
-    for name, model, config in SHIPPED_CONFIGS:
-        marks = []
-        if name in KEYED_ON_NAME:
-            marks.append(pytest.mark.xfail(strict=True, reason=KEYED_ON_NAME[name]))
-        out.append(pytest.param(name, model, config, marks=marks, id=name))
-    return out
-
-
-@pytest.mark.parametrize(("name", "model", "config"), _params())
+@pytest.mark.parametrize(
+    ("name", "model", "config"), [pytest.param(*entry, id=entry[0]) for entry in SHIPPED_CONFIGS]
+)
 def test_imported_model_gets_the_shipped_answers_and_refusals(
     name: str, model: str, config: str
 ) -> None:
@@ -201,3 +180,18 @@ def test_nemotron_h_ssm_cache_dtype_is_read_from_the_spec_not_the_family_name() 
     bf16 = _nemotron("bfloat16")
     # The bf16 state holds more requests than the fp32 one at the same budget.
     assert answer(bf16, "nemo", "vllm", 1)[2] < shipped[2]  # type: ignore[index]
+
+
+def test_the_engines_read_the_architecture_not_the_family_name() -> None:
+    """The shipped gpt_oss spec under another family name keeps SGLang's hybrid-SWA answer
+    (its models name GptOssForCausalLM, on SGLang 0.5.23's is_hybrid_swa_model list); the same
+    spec without its architecture lines is sized as one token pool, whatever its name."""
+    text = (ROOT / "schema" / "families" / "gpt_oss.yaml").read_text(encoding="utf-8")
+    renamed = load_bytes("x.yaml", text.replace("family: gpt_oss", "family: my_oss").encode())
+    assert renamed.family is not None
+    shipped = answer(family("gpt_oss"), "gpt_oss_20b", "sglang", 1)
+    assert answer(renamed.family, "gpt_oss_20b", "sglang", 1) == shipped
+    bare = "\n".join(line for line in text.splitlines() if "architecture:" not in line)
+    unnamed = load_bytes("y.yaml", bare.encode())
+    assert unnamed.family is not None
+    assert answer(unnamed.family, "gpt_oss_20b", "sglang", 1) != shipped
