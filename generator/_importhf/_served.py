@@ -15,9 +15,11 @@ __all__ = ["ENGINE_RELEASES", "SERVED", "engines_note"]
 # release label -> how a message names it
 ENGINE_RELEASES = {"vllm-0.33.0": "vLLM 0.33.0", "vllm-0.34.0": "vLLM 0.34.0",
                    "sglang-0.5.23": "SGLang 0.5.23"}  # fmt: skip
-_VLLM_BART_PLUGIN = "out-of-tree plugin https://github.com/vllm-project/bart-plugin"
+_VLLM_BART_PLUGIN = "the out-of-tree plugin https://github.com/vllm-project/bart-plugin"
 _INKLING = "vllm/models/inkling/__init__.py"
 _QWEN4_EXP = "vllm/models/qwen4_exp/__init__.py"
+_GEMMA4_MM = "vllm/model_executor/models/gemma4_mm.py"
+_GEMMA4_UNIFIED = "Gemma4UnifiedForConditionalGeneration"
 # model_type -> (release, architecture the release registers, the file that implements it or
 # the plugin vLLM's registry names); () where none of the releases serves it.
 SERVED: dict[str, tuple[tuple[str, str, str], ...]] = {
@@ -36,6 +38,27 @@ SERVED: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("vllm-0.33.0", "DeepseekV4ForCausalLM", "vllm/models/deepseek_v4/__init__.py"),
         ("vllm-0.34.0", "DeepseekV4ForCausalLM", "vllm/models/deepseek_v4/__init__.py"),
     ),
+    # attention_k_eq_v (keys double as values, a KV305 field): vLLM's and SGLang's Gemma 4
+    # code reads it
+    **{
+        gemma: (
+            ("sglang-0.5.23", "Gemma4ForCausalLM", "sglang/srt/models/gemma4_causal.py"),
+            ("sglang-0.5.23", "Gemma4ForConditionalGeneration", "sglang/srt/models/gemma4_mm.py"),
+            ("vllm-0.33.0", "Gemma4ForCausalLM", "vllm/model_executor/models/gemma4.py"),
+            ("vllm-0.33.0", "Gemma4ForConditionalGeneration", _GEMMA4_MM),
+            ("vllm-0.34.0", "Gemma4ForCausalLM", "vllm/model_executor/models/gemma4.py"),
+            ("vllm-0.34.0", "Gemma4ForConditionalGeneration", _GEMMA4_MM),
+        )
+        for gemma in ("gemma4", "gemma4_text")
+    },
+    **{
+        gemma: (
+            ("sglang-0.5.23", _GEMMA4_UNIFIED, "sglang/srt/models/gemma4_unified.py"),
+            ("vllm-0.33.0", _GEMMA4_UNIFIED, "vllm/model_executor/models/gemma4_unified.py"),
+            ("vllm-0.34.0", _GEMMA4_UNIFIED, "vllm/model_executor/models/gemma4_unified.py"),
+        )
+        for gemma in ("gemma4_unified", "gemma4_unified_text")
+    },
     "inkling2_loop_text": (),
     "inkling2_text": (),
     "inkling_text": (
@@ -128,19 +151,18 @@ def engines_note(model_type: object) -> str:
     rows = SERVED[model_type]
     if not rows:
         return f"; {_NONE} (their model registries list none of its architectures)"
-    # group the releases that register the same architectures from the same file
-    by_place: dict[tuple[str, str], list[str]] = {}
+    # per release: its architectures, by the file that implements them; then the releases
+    # that say the same, together
+    served: dict[str, dict[str, list[str]]] = {}
     for release, architecture, where in rows:
-        by_place.setdefault((where, release), []).append(architecture)
-    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for (where, release), architectures in by_place.items():
-        groups.setdefault((where, tuple(architectures)), []).append(ENGINE_RELEASES[release])
-    order = list(ENGINE_RELEASES.values())
-    parts = [
-        f"{' and '.join(sorted(releases, key=order.index))} ({', '.join(archs)}, {where})"
-        for (where, archs), releases in sorted(
-            groups.items(), key=lambda item: order.index(item[1][0])
-        )
-    ]
+        served.setdefault(release, {}).setdefault(where, []).append(architecture)
+    said: dict[str, list[str]] = {}
+    for release in ENGINE_RELEASES:
+        if release in served:
+            what = "; ".join(
+                f"{', '.join(archs)} in {where}" for where, archs in served[release].items()
+            )
+            said.setdefault(what, []).append(ENGINE_RELEASES[release])
+    parts = [f"{' and '.join(releases)} ({what})" for what, releases in said.items()]
     why = _WHY.get(model_type, "the spec format has no form for this cache")
-    return f"; served by {'; '.join(parts)}; kvgen does not size it yet: {why}"
+    return f"; served by {' and by '.join(parts)}; kvgen does not size it yet: {why}"

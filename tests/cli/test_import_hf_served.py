@@ -41,7 +41,7 @@ def _claims(rows: list[dict], release: str) -> set[tuple[str, str, str]]:
         (
             release,
             x["architecture"],
-            f"out-of-tree plugin {x['plugin']}" if "plugin" in x else x["source"],
+            f"the out-of-tree plugin {x['plugin']}" if "plugin" in x else x["source"],
         )
         for x in rows
     }
@@ -127,7 +127,7 @@ def test_lfm3_conv_layers_name_vllm_0_34_only():
     message = _refusal(config)
     assert message.startswith("layer type 'conv' in 'layer_types': a short-convolution layer")
     assert (
-        "; served by vLLM 0.34.0 (Lfm3ForCausalLM, vllm/model_executor/models/lfm3.py); "
+        "; served by vLLM 0.34.0 (Lfm3ForCausalLM in vllm/model_executor/models/lfm3.py); "
         "kvgen does not size it yet: vLLM keeps each conv layer's state in its Mamba state pool"
     ) in message
     assert "0.33.0" not in message and "SGLang" not in message
@@ -144,12 +144,35 @@ def test_lfm2_short_convolutions_name_both_engines():
         "full_attn_idxs": [1, 3],
     }
     assert _refusal(config).endswith(
-        "; served by vLLM 0.33.0 and vLLM 0.34.0 (Lfm2ForCausalLM, "
-        "vllm/model_executor/models/lfm2.py); SGLang 0.5.23 (Lfm2ForCausalLM, "
+        "; served by vLLM 0.33.0 and vLLM 0.34.0 (Lfm2ForCausalLM in "
+        "vllm/model_executor/models/lfm2.py) and by SGLang 0.5.23 (Lfm2ForCausalLM in "
         "sglang/srt/models/lfm2.py); kvgen does not size it yet: vLLM keeps each conv layer's "
         "state in its Mamba state pool (ShortConv, a MambaBase layer: conv_L_cache - 1 "
         "columns of hidden_size channels, vllm/model_executor/layers/mamba/short_conv.py), a "
         "conv-only state kvgen's spec format has no kind for"
+    )
+
+
+def test_gemma4_keys_as_values_name_the_engines_gemma4_code():
+    # attention_k_eq_v is a KV305 field (UNSUPPORTED_FIELDS); vLLM's gemma4.py and SGLang's
+    # gemma4_causal.py read it, so the refusal names both engines' Gemma 4 architectures.
+    config = {
+        "model_type": "gemma4_text",
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "max_position_embeddings": 4096,
+        "attention_k_eq_v": True,
+    }
+    assert _refusal(config) == (
+        "'attention_k_eq_v' = True: layers whose keys double as values; served by vLLM 0.33.0 "
+        "and vLLM 0.34.0 (Gemma4ForCausalLM in vllm/model_executor/models/gemma4.py; "
+        "Gemma4ForConditionalGeneration in vllm/model_executor/models/gemma4_mm.py) and by "
+        "SGLang 0.5.23 (Gemma4ForCausalLM in sglang/srt/models/gemma4_causal.py; "
+        "Gemma4ForConditionalGeneration in sglang/srt/models/gemma4_mm.py); kvgen does not "
+        "size it yet: the spec format has no form for this cache"
     )
 
 
