@@ -130,6 +130,10 @@ _WHY = {
     "zaya": "vLLM keeps ZayaCCA's conv and delayed-V state in its Mamba state pool (a "
     "MambaBase layer beside each layer's KV cache), a parallel hybrid kvgen's spec format has "
     "only with a Mamba-2 state",
+    "deepseek_v4": "vLLM caches a compressed layer's latent once per compress_ratio tokens "
+    "(MLAAttentionSpec tokens_per_state) beside fp32 compressor states held as sliding-window "
+    "pages (CompressorStateCache, vllm/models/deepseek_v4/compressor.py), kinds kvgen's spec "
+    "format has no form for",
     **dict.fromkeys(
         ("whisper", "bart", "mbart"),
         "the decoder's cross-attention cache holds encoder tokens per request (vLLM "

@@ -176,6 +176,19 @@ def test_gemma4_keys_as_values_name_the_engines_gemma4_code():
     )
 
 
+def test_deepseek_v4_names_vllms_compressed_cache():
+    # vllm/models/deepseek_v4/attention.py: a compressed layer's MLAAttentionSpec has
+    # tokens_per_state=compress_ratio; compressor.py: CompressorStateCache, fp32 sliding pages.
+    message = _refusal({"model_type": "deepseek_v4", "num_hidden_layers": 2})
+    assert message.startswith("model_type 'deepseek_v4': compressed attention layers")
+    assert (
+        "; served by vLLM 0.33.0 and vLLM 0.34.0 (DeepseekV4ForCausalLM in "
+        "vllm/models/deepseek_v4/__init__.py) and by SGLang 0.5.23 (DeepseekV4ForCausalLM in "
+        "sglang/srt/models/deepseek_v4.py); kvgen does not size it yet: vLLM caches a "
+        "compressed layer's latent once per compress_ratio tokens"
+    ) in message
+
+
 def test_rwkv_is_served_by_none_of_the_releases():
     message = _refusal({"model_type": "rwkv", "num_hidden_layers": 2, "hidden_size": 64})
     assert message.startswith("model_type 'rwkv': RWKV time-mix recurrent state")
