@@ -21,6 +21,7 @@ from kvgen._importhf._fields import (
     could_move_cache,
 )
 from kvgen._importhf._json import JsonReader, Path_
+from kvgen._importhf._served import engines_note
 from kvgen._spec import (
     MAX_DIM,
     MAX_HEADS,
@@ -248,7 +249,8 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
                 cfg.diag(
                     codes.UNSUPPORTED_CONFIG_FEATURE,
                     name,
-                    f"'{cfg.where(name)}' = {value!r}: {UNSUPPORTED_FIELDS[name]}",
+                    f"'{cfg.where(name)}' = {value!r}: {UNSUPPORTED_FIELDS[name]}"
+                    + engines_note(cfg.get("model_type")),
                     "describe the model by hand in a spec; kvgen import-hf cannot express it",
                 )
         elif not known(name) and could_move_cache(name) and name not in outer:

@@ -10,6 +10,7 @@ from kvgen._importhf._dtype import DTYPES as _DTYPES
 from kvgen._importhf._fields import PURE_SSM
 from kvgen._importhf._patterns import attention_index_kinds, local_global_kinds, pattern_kinds
 from kvgen._importhf._refusals import PARALLEL_STATES
+from kvgen._importhf._served import engines_note
 from kvgen._spec import MAX_STATE_BYTES
 
 __all__ = [
@@ -169,7 +170,8 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
                 cfg.diag(
                     codes.UNSUPPORTED_CONFIG_FEATURE,
                     "layer_types",
-                    f"layer type {str(entry)[:40]!r} in '{cfg.where('layer_types')}': {why}",
+                    f"layer type {str(entry)[:40]!r} in '{cfg.where('layer_types')}': {why}"
+                    + engines_note(model_type),
                     "supported: " + ", ".join(sorted(_LAYER_TYPES)),
                 )
                 raise Abort
@@ -179,7 +181,8 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
                 codes.UNSUPPORTED_CONFIG_FEATURE,
                 "layer_types",
                 "indexed_attention layers without MLA (kv_lora_rank): an indexer key cache "
-                "beside a plain K/V cache, which the spec format has only for MLA",
+                "beside a plain K/V cache, which the spec format has only for MLA"
+                + engines_note(model_type),
                 "describe the model by hand",
             )
             raise Abort

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kvgen._codes import hf as codes
 from kvgen._importhf._config import Config
+from kvgen._importhf._served import engines_note
 
 __all__ = ["PARALLEL_STATES", "UNSUPPORTED_ARCHITECTURES", "architecture_refusal"]
 
@@ -86,7 +87,8 @@ def _short_conv_refusal(cfg: Config) -> bool:
             "model_type",
             "model_type 'lfm2_moe' without layer_types: Lfm2MoeModel reads each layer's kind "
             "there (Lfm2MoeConfig has no default), short-convolution 'conv' layers holding a "
-            "conv state (a kind the spec format has no form for) or attention",
+            "conv state (a kind the spec format has no form for) or attention"
+            + engines_note("lfm2_moe"),
             "add layer_types as published with the model; kvgen refuses its conv layers",
         )
         return True
@@ -100,7 +102,7 @@ def _short_conv_refusal(cfg: Config) -> bool:
         "full_attn_idxs",
         f"'{cfg.where('full_attn_idxs')}': the layers it leaves out are short-convolution "
         "layers holding a conv state (Lfm2Config layer_types 'conv'), a kind the spec format "
-        "has no form for",
+        "has no form for" + engines_note(cfg.get("model_type")),
         "describe the model by hand in a spec if an engine runs it; "
         "kvgen import-hf cannot express it",
     )
@@ -116,7 +118,8 @@ def architecture_refusal(cfg: Config) -> bool:
         cfg.diag(
             codes.UNSUPPORTED_CONFIG_FEATURE,
             "model_type",
-            f"model_type {model_type!r}: {UNSUPPORTED_ARCHITECTURES[model_type]}",
+            f"model_type {model_type!r}: {UNSUPPORTED_ARCHITECTURES[model_type]}"
+            + engines_note(model_type),
             "describe the model by hand in a spec if an engine runs it; "
             "kvgen import-hf cannot express it",
         )
@@ -130,7 +133,8 @@ def architecture_refusal(cfg: Config) -> bool:
                 codes.UNSUPPORTED_CONFIG_FEATURE,
                 name,
                 f"'{cfg.where(name)}' = {value!r}: an encoder-decoder model (decoder self- and "
-                "cross-attention caches); import-hf models decoder-only language models",
+                "cross-attention caches); import-hf models decoder-only language models"
+                + engines_note(cfg.get("model_type")),
                 "describe the decoder's caches by hand in a spec (a cross kind with "
                 "encoder_tokens)",
             )

@@ -164,7 +164,8 @@ def verdict(entry: dict) -> Verdict:
         if "config" in entry:
             ours = import_config(f"{name}/config.json", entry["config"], kv_cache_dtype="fp32")
             said = ours.diagnostics[0] if ours.diagnostics else None
-            why += "; kvgen: " + (f"refused {said.code}" if said else "imports (not compared)")
+            refused = f"refused {said.code}: {said.message}" if said else ""
+            why += "; kvgen: " + (refused or "imports (not compared)")
         return Verdict(name, "oracle-error", why)
     config = json.loads(entry["config"])
     dtype = None
