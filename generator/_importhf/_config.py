@@ -250,7 +250,7 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
                     codes.UNSUPPORTED_CONFIG_FEATURE,
                     name,
                     f"'{cfg.where(name)}' = {value!r}: {UNSUPPORTED_FIELDS[name]}"
-                    + engines_note(cfg.get("model_type")),
+                    + engines_note(cfg.get("model_type"), cfg.data.get("model_type")),
                     "describe the model by hand in a spec; kvgen import-hf cannot express it",
                 )
         elif not known(name) and could_move_cache(name) and name not in outer:

@@ -171,7 +171,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
                     codes.UNSUPPORTED_CONFIG_FEATURE,
                     "layer_types",
                     f"layer type {str(entry)[:40]!r} in '{cfg.where('layer_types')}': {why}"
-                    + engines_note(model_type),
+                    + engines_note(model_type, cfg.data.get("model_type")),
                     "supported: " + ", ".join(sorted(_LAYER_TYPES)),
                 )
                 raise Abort
@@ -182,7 +182,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
                 "layer_types",
                 "indexed_attention layers without MLA (kv_lora_rank): an indexer key cache "
                 "beside a plain K/V cache, which the spec format has only for MLA"
-                + engines_note(model_type),
+                + engines_note(model_type, cfg.data.get("model_type")),
                 "describe the model by hand",
             )
             raise Abort
@@ -467,7 +467,8 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
             "for q, k and v (linear_num_heads x linear_head_dim, Kimi Delta Attention's form) "
             f"in model_type {cfg.get('model_type')!r:.40}, which import-hf reads only for the "
             "Kimi Delta Attention models it knows; Gated DeltaNet's form needs "
-            "linear_num_key_heads and linear_num_value_heads",
+            "linear_num_key_heads and linear_num_value_heads"
+            + engines_note(cfg.get("model_type"), cfg.data.get("model_type")),
             "describe the model by hand in a spec (a `mamba:` state by its dimensions)",
         )
         raise Abort

@@ -102,7 +102,7 @@ def _short_conv_refusal(cfg: Config) -> bool:
         "full_attn_idxs",
         f"'{cfg.where('full_attn_idxs')}': the layers it leaves out are short-convolution "
         "layers holding a conv state (Lfm2Config layer_types 'conv'), a kind the spec format "
-        "has no form for" + engines_note(cfg.get("model_type")),
+        "has no form for" + engines_note(cfg.get("model_type"), cfg.data.get("model_type")),
         "describe the model by hand in a spec if an engine runs it; "
         "kvgen import-hf cannot express it",
     )
@@ -119,7 +119,7 @@ def architecture_refusal(cfg: Config) -> bool:
             codes.UNSUPPORTED_CONFIG_FEATURE,
             "model_type",
             f"model_type {model_type!r}: {UNSUPPORTED_ARCHITECTURES[model_type]}"
-            + engines_note(model_type),
+            + engines_note(model_type, cfg.data.get("model_type")),
             "describe the model by hand in a spec if an engine runs it; "
             "kvgen import-hf cannot express it",
         )
@@ -134,7 +134,7 @@ def architecture_refusal(cfg: Config) -> bool:
                 name,
                 f"'{cfg.where(name)}' = {value!r}: an encoder-decoder model (decoder self- and "
                 "cross-attention caches); import-hf models decoder-only language models"
-                + engines_note(cfg.get("model_type")),
+                + engines_note(cfg.get("model_type"), cfg.data.get("model_type")),
                 "describe the decoder's caches by hand in a spec (a cross kind with "
                 "encoder_tokens)",
             )

@@ -32,6 +32,7 @@ SERVED: dict[str, tuple[tuple[str, str, str], ...]] = {
     "bigbird_pegasus": (),
     "blenderbot": (),
     "blenderbot-small": (),
+    "blip": (),
     "blt": (),
     "deepseek_v4": (
         ("sglang-0.5.23", "DeepseekV4ForCausalLM", "sglang/srt/models/deepseek_v4.py"),
@@ -59,6 +60,11 @@ SERVED: dict[str, tuple[tuple[str, str, str], ...]] = {
         )
         for gemma in ("gemma4_unified", "gemma4_unified_text")
     },
+    "glm5_next": (
+        ("sglang-0.5.23", "Glm5NextForConditionalGeneration", "sglang/srt/models/glm5_next.py"),
+        ("vllm-0.33.0", "Glm5NextForConditionalGeneration", "vllm/models/glm5next/__init__.py"),
+        ("vllm-0.34.0", "Glm5NextForConditionalGeneration", "vllm/models/glm5next/__init__.py"),
+    ),
     "inkling2_loop_text": (),
     "inkling2_text": (),
     "inkling_text": (
@@ -120,6 +126,9 @@ SERVED: dict[str, tuple[tuple[str, str, str], ...]] = {
 # Why kvgen does not size a served model yet, where more can be said than that its spec format
 # has no form for the cache (read in the engine's code that allocates it).
 _WHY = {
+    "glm5_next": "its linear-attention layers take one head count for q, k and v "
+    "(Glm5NextTextLinearAttention), a form import-hf reads only for the Kimi Delta Attention "
+    "models it knows; describe the state by its dimensions in a spec by hand",
     **dict.fromkeys(
         ("lfm2", "lfm2_moe", "lfm3"),
         "vLLM keeps each conv layer's state in its Mamba state pool (ShortConv, a MambaBase "
@@ -144,13 +153,16 @@ _RELEASES = tuple(ENGINE_RELEASES.values())
 _NONE = f"none of {', '.join(_RELEASES[:-1])} or {_RELEASES[-1]} serves it"
 
 
-def engines_note(model_type: object) -> str:
+def engines_note(*model_types: object) -> str:
     """What a KV305 refusal of a cache kind adds: who serves the model and why kvgen does not
-    size it yet; for a model type kvgen has not recorded, that it has not."""
-    if not isinstance(model_type, str) or model_type not in SERVED:
+    size it yet, for the first of ``model_types`` recorded (a composite's text model type,
+    then its own: ``blip_text_model`` is served as ``blip``); where none is, that kvgen has
+    not recorded the first."""
+    model_type = next((t for t in model_types if isinstance(t, str) and t in SERVED), None)
+    if model_type is None:
+        first = model_types[0] if model_types else None
         return (
-            "; kvgen has no record of which engine releases serve model_type "
-            f"{str(model_type)[:40]!r}"
+            f"; kvgen has no record of which engine releases serve model_type {str(first)[:40]!r}"
         )
     rows = SERVED[model_type]
     if not rows:

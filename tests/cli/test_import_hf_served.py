@@ -216,3 +216,15 @@ def test_the_fixture_is_what_the_installed_engines_register():
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_composite_is_looked_up_by_its_own_model_type_after_its_text_models():
+    # BLIP's text decoder is refused as model_type 'blip_text_model' (its text_config); the
+    # engines' registries list the composite, 'blip': the note is the composite's.
+    from kvgen._importhf._served import SERVED, engines_note
+
+    assert "blip_text_model" not in SERVED and "blip" in SERVED
+    assert engines_note("blip_text_model", "blip") == engines_note("blip")
+    assert "serves it" in engines_note("blip")
+    assert "has no record" in engines_note("blip_text_model")
+    assert engines_note("glm5_next_text", "glm5_next").startswith("; served by vLLM 0.33.0")
