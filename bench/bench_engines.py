@@ -1,5 +1,5 @@
-"""Time ``engine_capacity`` per call, in kvgen._engines and in the generated sizing modules,
-each figure against an anchor measured in the same run.
+"""Time ``engine_capacity`` per call, in kvgen._engines.capacity and in the generated sizing
+modules, each figure against an anchor measured in the same run.
 
 Usage: python bench/bench_engines.py [--calls N] [--quick] [--anchor CHECKOUT]
 
@@ -12,15 +12,15 @@ takes 0.10 us: warm under 20 (2 us) through both paths, never-seen and a new que
 adds that commit's generated ``engine_capacity`` on the four ``--quick`` models, timed
 interleaved with this tree's (warm and new question; shown, not judged).
 
-Each TensorRT-LLM release of ``kvgen.engines_registry`` is timed on its own as well
+Each TensorRT-LLM release of ``kvgen.sizing.engines_registry`` is timed on its own as well
 (``engine="trtllm==VERSION"``, the four ``--quick`` models): warm, never-seen and a new
 question through the generated module; where the runtime does not answer a release
 (``NotModelled``: it names where the release is answered), the code path that answers it,
-``kvgen._trtllm_pools.trtllm_emit`` (the pools that release's own split builds from the budget,
-what ``plan --emit`` writes), warm and with a batch size never asked (shown, not judged).
+``kvgen.sizing._trtllm_pools.trtllm_emit`` (the pools that release's own split builds from the
+budget, what ``plan --emit`` writes), warm and with a batch size never asked (shown, not judged).
 
 For each engine on every model of every shipped family (``--quick``: four of them):
-``kvgen._engines.engine_capacity`` (cold: the first call, building the plan; warm: the plan
+``kvgen._engines.capacity.engine_capacity`` (cold: the first call, building the plan; warm: the plan
 cached) and ``generated/<family>/sizing.py``'s ``engine_capacity``, which answers from the
 module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. Its columns:
 warm; never-seen, its plan caches emptied before every call, so each call plans the model
@@ -51,9 +51,9 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from kvgen._engines import _CACHE, ENGINES, engine_capacity
-from kvgen._loader import load_family
-from kvgen._vendored import import_generated
+from kvgen._engines.capacity import _CACHE, ENGINES, engine_capacity
+from kvgen._generate.vendored import import_generated
+from kvgen._spec.loader import load_family
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = (
@@ -234,8 +234,8 @@ def trtllm_releases(calls: int) -> None:
     """Each TensorRT-LLM release on the four --quick models: through the generated
     ``engine_capacity`` where the runtime answers it, else through ``trtllm_emit``, the code
     path that answers it (see the module docstring)."""
-    from kvgen._trtllm_pools import trtllm_emit
-    from kvgen.engines_registry import RELEASES, TRTLLM
+    from kvgen.sizing._trtllm_pools import trtllm_emit
+    from kvgen.sizing.engines_registry import RELEASES, TRTLLM
 
     print(f"{'release':20} {'model':22} {'path':16} {'warm us':>9} {'never-seen us':>14} "
           f"{'new q. us':>10}")  # fmt: skip

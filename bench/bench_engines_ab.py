@@ -16,7 +16,7 @@ import itertools
 import timeit
 from pathlib import Path
 
-from kvgen._vendored import import_generated
+from kvgen._generate.vendored import import_generated
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = (

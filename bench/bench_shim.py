@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kvgen._loader import load_family  # noqa: E402
+from kvgen._spec.loader import load_family  # noqa: E402
 
 from tests.workloads import (  # noqa: E402
     FIXTURE_SPECS,

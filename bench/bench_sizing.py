@@ -51,7 +51,7 @@ from types import ModuleType
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kvgen._loader import load_family  # noqa: E402
+from kvgen._spec.loader import load_family  # noqa: E402
 
 from tests.reference import costmodel  # noqa: E402
 

@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kvgen._loader import load_family  # noqa: E402
-from kvgen._recurrent import recurrent_state  # noqa: E402
-from kvgen._spec import Family, LayerKind, Model  # noqa: E402
+from kvgen._model.recurrent import recurrent_state  # noqa: E402
+from kvgen._spec.loader import load_family  # noqa: E402
+from kvgen._spec.models import Family, LayerKind, Model  # noqa: E402
 
 FAMILIES_DIR = ROOT / "schema" / "families"
 DOCUMENT = ROOT / "docs" / "families.md"

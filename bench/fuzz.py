@@ -162,8 +162,8 @@ def _alarm(signum, frame):  # the signal handler signature
 
 def check_one(name: str, data: bytes, stats: Stats, hang_s: float = 5.0) -> None:
     """Load, lint and (when clean) render one input; record what goes wrong in ``stats``."""
-    from kvgen._lint import lint_loaded
-    from kvgen._loader import load_bytes
+    from kvgen._lint.linter import lint_loaded
+    from kvgen._spec.loader import load_bytes
 
     features = _features()
     exercised_s = 0.0
@@ -234,8 +234,8 @@ def fuzz(
     """
     import json
 
-    import kvgen._lint
-    import kvgen._render
+    import kvgen._generate.render
+    import kvgen._lint.linter
     import kvgen.runtime.allocator  # noqa: F401  (imports are no input's time)
 
     rng = random.Random(seed)

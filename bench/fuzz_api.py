@@ -197,7 +197,7 @@ class Surface:
 
 
 def surfaces(families: list[str] | None = None, with_spec: bool = True) -> list[Surface]:
-    from kvgen._vendored import import_generated
+    from kvgen._generate.vendored import import_generated
 
     found = []
     for sizing in sorted((ROOT / "generated").glob("*/sizing.py")):
@@ -207,7 +207,7 @@ def surfaces(families: list[str] | None = None, with_spec: bool = True) -> list[
         module = import_generated(sizing, "_fuzz_api_generated")
         family = None
         if with_spec:
-            from kvgen._loader import load_family
+            from kvgen._spec.loader import load_family
 
             family = load_family(ROOT / "schema" / "families" / f"{name}.yaml")
         found.append(Surface(name, module, family))

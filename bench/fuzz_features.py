@@ -355,13 +355,13 @@ def _import(path: Path, name: str, keep: bool = False):
 
 def generate(name: str, data: bytes, family, tmp: Path, tag: str):
     """Render ``family``, write it under ``tmp`` and import its sizing module and allocator."""
-    from kvgen._render import SpecInput, render
+    from kvgen._generate.render import SpecInput, render
 
     for rel, text in render([SpecInput(name, data, family)]).items():
         path = tmp / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    from kvgen._vendored import import_generated
+    from kvgen._generate.vendored import import_generated
 
     base, package = tmp / family.family, f"{tag}_out"  # the runtime lies beside the family
     try:
@@ -395,8 +395,8 @@ def exercise_generated(name: str, data: bytes, family, rng: random.Random, stats
 
 def check_one(name: str, data: bytes, stats: Stats, rng: random.Random, hang_s: float = 10.0):
     """Load, lint and (when clean) generate and exercise one mutant; record what goes wrong."""
-    from kvgen._lint import lint_loaded
-    from kvgen._loader import load_bytes
+    from kvgen._lint.linter import lint_loaded
+    from kvgen._spec.loader import load_bytes
 
     stats.tried += 1
     start = time.perf_counter()
@@ -427,8 +427,8 @@ def check_one(name: str, data: bytes, stats: Stats, rng: random.Random, hang_s: 
 
 def fuzz(seconds: float, seed: int = 0, limit: int | None = None, hang_s: float = 10.0) -> Stats:
     """Mutants ``0, 1, ...`` for ``seconds`` (or up to ``limit`` mutants)."""
-    import kvgen._lint
-    import kvgen._render
+    import kvgen._generate.render
+    import kvgen._lint.linter
     import kvgen.runtime.allocator  # noqa: F401  (imports are no mutant's time)
 
     rng = random.Random(seed)

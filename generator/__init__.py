@@ -47,21 +47,21 @@ __all__ = [
 # imports of them: a type checker of the shim runtime (torch side) would follow them into
 # the whole generator.
 _HOMES = {
-    "Diagnostic": "kvgen._diagnostics",
-    "EngineCapacity": "kvgen._engines",
-    "Family": "kvgen._spec",
-    "FoundFamily": "kvgen._shipped",
-    "LoadedSpec": "kvgen._loader",
-    "NotModelled": "kvgen._engines",
-    "SpecInput": "kvgen._render_input",
-    "bound_module": "kvgen._sizing_context",
-    "engine_capacity": "kvgen._engines",
-    "find_family": "kvgen._shipped",
-    "import_generated": "kvgen._vendored",
-    "lint_paths": "kvgen._lint",
-    "load_bytes": "kvgen._loader",
-    "load_family": "kvgen._loader",
-    "version": "kvgen._meta",
+    "Diagnostic": "kvgen._util.diagnostics",
+    "EngineCapacity": "kvgen._engines.capacity",
+    "Family": "kvgen._spec.models",
+    "FoundFamily": "kvgen._generate.shipped",
+    "LoadedSpec": "kvgen._spec.loader",
+    "NotModelled": "kvgen._engines.capacity",
+    "SpecInput": "kvgen._generate.render_input",
+    "bound_module": "kvgen._generate.sizing_context",
+    "engine_capacity": "kvgen._engines.capacity",
+    "find_family": "kvgen._generate.shipped",
+    "import_generated": "kvgen._generate.vendored",
+    "lint_paths": "kvgen._lint.linter",
+    "load_bytes": "kvgen._spec.loader",
+    "load_family": "kvgen._spec.loader",
+    "version": "kvgen._util.meta",
 }
 
 

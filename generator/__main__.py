@@ -1,5 +1,5 @@
 import sys
 
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 sys.exit(main())

@@ -4,7 +4,7 @@ Every cell is one call of the generated module's ``engine_capacity`` (80 GiB, ma
 min(native, 8192), max_num_tokens 8,192, tp 1, each engine's own page size): "modelled" when
 it answers (the figure itself is checked against the engine's own code by the goldens,
 tests/unit/test_engines.py), otherwise the refusal's key (``NotModelled.reason``, a key of
-``kvgen.engines_rows.UNMODELLED``, whose text the document lists once) or, for a refusal
+``kvgen.sizing.engines_rows.UNMODELLED``, whose text the document lists once) or, for a refusal
 without a key, its message.
 
     python -m tests.engine_coverage   # rewrite docs/engine-coverage.md
@@ -51,7 +51,7 @@ def _cell(sizing, model: str, engine: str, profile: str, reasons: dict[str, str]
 
 
 def render() -> str:
-    from kvgen._vendored import import_generated
+    from kvgen._generate.vendored import import_generated
 
     reasons: dict[str, str] = {}
     models, profiles = [], []

@@ -129,7 +129,7 @@ def rendered_families(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str
     Names are fixture families with a tokens_per_block suffix (``fx_mixed_t32``) or shipped
     family names (``gemma3``); each is rendered once per session into a temporary directory.
     """
-    from kvgen._loader import load_family
+    from kvgen._spec.loader import load_family
 
     from tests.workloads import FIXTURE_SPECS, render_family, with_tokens_per_block
 

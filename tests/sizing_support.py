@@ -11,11 +11,11 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-from kvgen import _vendored as vendored
-from kvgen._loader import load_bytes, load_family
-from kvgen._render import SpecInput, render
-from kvgen._sizing_context import bound_module
-from kvgen._spec import Family
+from kvgen._generate import vendored
+from kvgen._generate.render import SpecInput, render
+from kvgen._generate.sizing_context import bound_module
+from kvgen._spec.loader import load_bytes, load_family
+from kvgen._spec.models import Family
 
 from tests.reference import costmodel
 

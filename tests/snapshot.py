@@ -7,7 +7,7 @@ leaves out the diff report (two minutes on an idle machine), which the full run 
 Printed, in order:
 
 - ``python -m tests.diff_report`` (static vs runtime of every family, fixtures included);
-- every engine golden case (tests/fixtures/engines/*.json) as ``kvgen._engines`` and the
+- every engine golden case (tests/fixtures/engines/*.json) as ``kvgen._engines.capacity`` and the
   committed generated module answer it;
 - the ``>>>`` sessions of README, CONTRIBUTING and docs/ (each example's output as the
   interpreter prints it) and the commands of their output regions (tests/doc_examples.py);
@@ -40,7 +40,7 @@ GOLDENS = ROOT / "tests" / "fixtures" / "engines"
 
 def _kvgen(*args: str) -> str:
     """What ``kvgen -q ARGS`` prints on stdout and its exit code, run in this process."""
-    from kvgen._cli import main
+    from kvgen._cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -65,7 +65,7 @@ def diff_report() -> str:
 
 
 def engine_goldens() -> str:
-    from kvgen._engines import engine_capacity
+    from kvgen._engines.capacity import engine_capacity
 
     from tests.unit.test_engines import family as golden_family
     from tests.unit.test_engines import golden_kwargs
@@ -79,7 +79,7 @@ def engine_goldens() -> str:
             kwargs = golden_kwargs(i, engine)
             key = f"{engine} {i['family']} {i['model']} {json.dumps(kwargs, sort_keys=True)}"
             got = _answer(engine_capacity, family, i["model"], i["budget_bytes"], **kwargs)
-            lines.append(f"{key}\n  kvgen._engines: {got}")
+            lines.append(f"{key}\n  kvgen._engines: {got}")  # the snapshots' label since 5af0688
             if (ROOT / "generated" / i["family"] / "sizing.py").exists():
                 module = importlib.import_module(f"generated.{i['family']}.sizing")
                 got = _answer(module.engine_capacity, i["model"], i["budget_bytes"], **kwargs)
@@ -122,7 +122,7 @@ PER_PROFILE = (
 
 
 def plans_and_compares() -> str:
-    from kvgen._loader import load_family
+    from kvgen._spec.loader import load_family
 
     out = []
     for spec in sorted(FAMILIES.glob("*.yaml")):

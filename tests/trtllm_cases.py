@@ -49,8 +49,8 @@ def synthetic_tables() -> rt.FamilyTables:
 
 def kvgen_pools_bytes(sizing: Any, model: str, serving: dict[str, Any]) -> dict[str, int]:
     """Per manager, the bytes of kvgen's planned pools for a serving run (pages x slot bytes
-    of every pool group, ``kvgen._trtllm_pools.engine_pool_plan``)."""
-    from kvgen._trtllm_pools import engine_pool_plan
+    of every pool group, ``kvgen.sizing._trtllm_pools.engine_pool_plan``)."""
+    from kvgen.sizing._trtllm_pools import engine_pool_plan
 
     plan = engine_pool_plan(sizing, model, **serving)
     return {

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from kvgen._deploy.emit import launch, render
-from kvgen._loader import load_family
-from kvgen.engines_registry import release
+from kvgen._spec.loader import load_family
+from kvgen.sizing.engines_registry import release
 
 from tests.trtllm_cases import DTYPE_BYTES
 from tests.workloads import ROOT, render_family, with_tokens_per_block

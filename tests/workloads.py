@@ -23,8 +23,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from kvgen._loader import load_family
-from kvgen._render import SpecInput, render
+from kvgen._generate.render import SpecInput, render
+from kvgen._spec.loader import load_family
 
 from tests.sizing_support import import_generated
 
@@ -56,7 +56,7 @@ class Rendered:
     """One family's generated modules, imported from wherever they were written."""
 
     name: str
-    family: Any  # kvgen._spec.Family
+    family: Any  # kvgen._spec.models.Family
     sizing: ModuleType
     allocator: ModuleType
     source: str

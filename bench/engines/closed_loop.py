@@ -6,8 +6,8 @@ them):
     python bench/engines/refresh_goldens.py --closed-loop [--engine vllm==0.34.0] [--venv-root DIR]
 
 For every case below this module runs ``kvgen plan FAMILY MODEL --gpu-memory 40GiB ... --emit
-ENGINE --format json`` (``kvgen._cli.main``, in process) and hands the printed ``fields`` with the
-model's ``config.json`` (``tests/fixtures/hf/``) to ``closed_loop_<engine>.py`` inside the
+ENGINE --format json`` (``kvgen._cli.main.main``, in process) and hands the printed ``fields`` with
+the model's ``config.json`` (``tests/fixtures/hf/``) to ``closed_loop_<engine>.py`` inside the
 engine's virtual environment, which builds the engine's configuration from those fields alone
 (vLLM ``EngineArgs(**fields)``, SGLang ``ServerArgs(**fields)``) and runs its KV sizing (see
 each runner's docstring). The golden keeps, per case, the plan's command line, the emitted
@@ -44,7 +44,7 @@ TP_SIZES = (1, 8)
 PAGE_SIZES = {"vllm": (16, 32), "sglang": (1, 64)}
 TP_FIELD = {"vllm": "tensor_parallel_size", "sglang": "tp_size"}
 # kvgen's Mamba radix cache strategies beyond extra_buffer and no_buffer, each planned and
-# emitted on every recurrent hybrid (kvgen.engines_sglang.SGLANG_MAMBA_STRATEGIES).
+# emitted on every recurrent hybrid (kvgen.sizing.engines_sglang.SGLANG_MAMBA_STRATEGIES).
 SGLANG_OTHER_STRATEGIES = ("extra_buffer_lazy", "extra_buffer_no_overlap", "disabled")
 
 # One model per shipped family, with the config.json the engine's classes read and the
@@ -120,7 +120,7 @@ VLLM_HETEROGENEOUS_VOCAB = {
 
 def emit(argv: list[str]) -> tuple[int, dict[str, Any] | None, str]:
     """``kvgen ARGV`` in process: exit code, the launch JSON it printed (None if none), stderr."""
-    from kvgen._cli import main
+    from kvgen._cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -158,7 +158,7 @@ def plan_inputs(engine: str, *, page: int, length: int, tp: int) -> dict[str, An
 def emitted_as(engine: str, release: str | None) -> str:
     """What ``--emit`` names for ``release`` of ``engine``: ``NAME==RELEASE`` where kvgen models
     it, else the engine's name (kvgen's default release)."""
-    from kvgen.engines_registry import SPELLINGS
+    from kvgen.sizing.engines_registry import SPELLINGS
 
     return f"{engine}=={release}" if f"{engine}=={release}" in SPELLINGS else engine
 
@@ -170,7 +170,7 @@ def cases(engine: str, release: str | None = None) -> list[dict[str, Any]]:
     ``release`` (``emitted_as``)."""
     from kvgen._deploy.emit import _speculative  # the emitted speculative_config, as emit builds it
     from kvgen._deploy.rank import load_sizing
-    from kvgen.engines_registry import release as release_of
+    from kvgen.sizing.engines_registry import release as release_of
 
     emitted = emitted_as(engine, release)
 

@@ -48,8 +48,8 @@ For each engine release this script
    (engine version, modules and functions; for config cases the engine defaults each model
    gets and the hook that sets them) to the release's golden.
 
-kvgen's tests compare ``kvgen._engines.engine_capacity`` with these files; CI needs no engine.
-For a new engine release: CONTRIBUTING, "Following a new engine release".
+kvgen's tests compare ``kvgen._engines.capacity.engine_capacity`` with these files; CI needs no
+engine. For a new engine release: CONTRIBUTING, "Following a new engine release".
 """
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ from typing import Any
 
 import release_diff
 from kvgen._engines._layers import cached_layers, ssm_state_bytes
-from kvgen._engines._rows import engine_arch, engine_model
-from kvgen._loader import load_path
-from kvgen._shapes import kind_head_dim
-from kvgen._spec import Family, LayerStack, Model
+from kvgen._model.engine_rows import engine_arch, engine_model
+from kvgen._model.geometry import kind_head_dim
+from kvgen._spec.loader import load_path
+from kvgen._spec.models import Family, LayerStack, Model
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -155,7 +155,7 @@ def compare_cases(
 
 def shipped_sliding_mla() -> list[str]:
     """Shipped models with a sliding-window MLA layer (the MLA fallback's only reach)."""
-    from kvgen._loader import load_path
+    from kvgen._spec.loader import load_path
 
     found = []
     for path in sorted((ROOT / "schema" / "families").glob("*.yaml")):

@@ -166,9 +166,9 @@ def transformers_architectures(site: Path) -> dict[str, list[str]]:
 def refused_model_types() -> list[str]:
     """Model types import-hf refuses with KV305 in the corpus, and the product table's keys."""
     sys.path.insert(0, str(ROOT))
-    from kvgen._codes import hf as codes
     from kvgen._importhf import import_config
     from kvgen._importhf._served import SERVED
+    from kvgen._util.codes import hf as codes
 
     from tests.cli.hf_corpus import load_corpus
 

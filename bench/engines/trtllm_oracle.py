@@ -922,9 +922,9 @@ def pool_split_rows(m: Any, binary: Path) -> list[dict[str, Any]]:
 
 def emit_split_rows(m: Any, binary: Path) -> list[dict[str, Any]]:
     """The same models and budgets with the ``pool_ratio`` ``kvgen plan --emit trtllm``
-    writes for revision 38198e34 (``kvgen._trtllm_pools.pool_ratio_for_quota``, the input):
+    writes for revision 38198e34 (``kvgen.sizing._trtllm_pools.pool_ratio_for_quota``, the input):
     the slots the engine's C++ split then builds."""
-    from kvgen._trtllm_pools import pool_ratio_for_quota
+    from kvgen.sizing._trtllm_pools import pool_ratio_for_quota
 
     rows, lines = [], []
     for family, tables in families():

@@ -23,7 +23,7 @@ engine enters this repository). The runner
    tokens, one quota per grain size, ``quota_for_requests`` under ``"trtllm-v2"`` and, for
    attention-only managers, the bytes of kvgen's own planned pools) and records the pool
    groups the engine builds from each (``quota_pools``), which
-   ``tests/unit/test_trtllm_split.py`` replays against ``kvgen.trtllm_split``.
+   ``tests/unit/test_trtllm_split.py`` replays against ``kvgen.sizing.trtllm_split``.
 
 5. (without ``--only``, or with ``--only closed_loop``) closes the loop of
    ``kvgen plan --emit trtllm``: for every config of ``tests/trtllm_closed_loop.py`` it

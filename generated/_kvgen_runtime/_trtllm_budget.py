@@ -2,7 +2,7 @@
 """How TensorRT-LLM divides one KV budget between its target and draft managers, per revision.
 
 Two revisions are modelled (docs/cost-model.md, "TensorRT-LLM revisions"), the trtllm releases
-of ``kvgen.engines_registry`` (``revision`` is a release's version; what differs is read from
+of ``kvgen.sizing.engines_registry`` (``revision`` is a release's version; what differs is read from
 the release's fields, never from its name):
 
 - ``"early-2026"`` (the registry's default ``trtllm``): each manager
@@ -31,7 +31,7 @@ layers and draft mirrors, the window pages otherwise.
 ``tests/generated/test_trtllm_static_goldens.py`` compares every number here with the
 engine's own functions run on CPU (``tests/fixtures/engines/trtllm_static.json``).
 Stdlib only; reads a bound sizing module (``generated.<family>.sizing``) like
-``kvgen._trtllm_pools``.
+``kvgen.sizing._trtllm_pools``.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 # The revisions whose split kvgen models, oldest first: the trtllm releases of the engine
-# registry (``kvgen.engines_registry``, which says what each one does), and the default one.
+# registry (``kvgen.sizing.engines_registry``, which says what each one does), and the default one.
 REVISIONS = tuple([r.version for r in releases_of(TRTLLM)])
 DEFAULT_REVISION = default_release(TRTLLM).version
 _GPU_PAGE = 2 << 20
@@ -81,7 +81,7 @@ class ManagerCost(NamedTuple):
 def gpu_alloc_granularity(quota: int) -> int:
     """The GPU pool grain for ``quota`` bytes at 38198e34 (``_gpu_alloc_granularity``, the C++
     ``cacheTierGranularity``): 2 MiB doubled once per power of two of whole GiB, up to 32 MiB;
-    integer arithmetic, where the early revision's ``kvgen.trtllm_split.gpu_grain`` takes a
+    integer arithmetic, where the early revision's ``kvgen.sizing.trtllm_split.gpu_grain`` takes a
     float logarithm of the quota."""
     ratio = quota // (_GPU_PAGE * 512)
     exponent = 0 if ratio == 0 else min(4, ratio.bit_length() - 1)

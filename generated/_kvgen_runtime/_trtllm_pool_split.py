@@ -5,7 +5,7 @@ At NVIDIA/TensorRT-LLM 38198e34 the KV cache manager V2's storage is C++
 (``cpp/tensorrt_llm/batch_manager/kv_cache_manager_v2/``); the Python package
 ``tensorrt_llm/runtime/kv_cache_manager_v2`` only re-exports its bindings. The Python side of
 that commit hands the split its inputs (``KVCacheManagerV2._build_base_config``:
-``typical_step``, ``constraints``, ``initial_pool_ratio``; ``kvgen._trtllm_budget.
+``typical_step``, ``constraints``, ``initial_pool_ratio``; ``kvgen.sizing._trtllm_budget.
 pool_split_inputs``) and the C++ ``StorageManager`` constructor turns them into slots per pool
 group. Every function here transcribes that C++ rule operation for operation, float32 where
 the engine keeps a ``float``; ``bench/engines/trtllm_oracle.py`` compiles the engine's own
@@ -260,7 +260,7 @@ def split_quota(
 ) -> PoolSplit:
     """The slots per pool group 38198e34's ``StorageManager`` builds from a GPU quota of
     ``quota`` bytes for ``life_cycles`` (``slot_sizes[i]``: the slot bytes of each pool of
-    cycle i) and the inputs ``kvgen._trtllm_budget.pool_split_inputs`` gives (typical step,
+    cycle i) and the inputs ``kvgen.sizing._trtllm_budget.pool_split_inputs`` gives (typical step,
     constraints, initial ratio). ValueError where the engine refuses the ratio or the quota."""
     util = float32(max_util_for_resume)
     if not 0.0 < util <= 1.0:

@@ -4,7 +4,7 @@
 The engine (the early-2026 revision ``bench/engines/trtllm_source.py`` pins) is given one byte
 quota per cache manager and builds its own pools from it: it merges life cycles of equal slot
 size into pool groups and splits the quota in proportion to slot bytes x life cycles
-(:mod:`kvgen.trtllm_split`), so a sliding-window model gets about as many full pages as
+(:mod:`kvgen.sizing.trtllm_split`), so a sliding-window model gets about as many full pages as
 window pages. For gemma3_1b (4 requests to 2,048 tokens, max_num_tokens 256) kvgen plans 128
 full + 40 window pages, 91,226,112 B; from those bytes the engine builds 56 + 53 and runs out
 of full pages. ``quota_for_requests(..., semantics="trtllm-v2")`` therefore answers the least
@@ -111,9 +111,9 @@ def engine_budget_plan(
     **common: Any,
 ) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[int | None, list[EnginePool]]]]:
     """A KV budget as TensorRT-LLM V2 is handed it: the shares of the engine's split between
-    the managers at ``revision`` (``kvgen._trtllm_budget.split_budget``; "early-2026": kvgen's
-    slope split of docs/cost-model.md §6, "38198e34": per-request weights, cap and floor, with
-    ``avg_seq_len`` as the engine's ``kv_cache_config.avg_seq_len``), the quota each manager
+    the managers at ``revision`` (``kvgen.sizing._trtllm_budget.split_budget``; "early-2026":
+    kvgen's slope split of docs/cost-model.md §6, "38198e34": per-request weights, cap and floor,
+    with ``avg_seq_len`` as the engine's ``kv_cache_config.avg_seq_len``), the quota each manager
     keeps and what the pools its own split builds from that quota hold. "early-2026": each
     share rounded down to whole grains (the engine rounds a quota up to its grain, so it keeps
     exactly these bytes), pools by :func:`engine_plan_for_quota`; "38198e34": the shares as
@@ -494,9 +494,9 @@ def engine_storage_split(
     max_util_for_resume: float = 0.95,
 ) -> dict[str, tuple[EngineStorage, PoolSplit]]:
     """Per manager in ``quota_bytes``, its storage and the slots 38198e34 builds from its
-    quota (``kvgen._trtllm_pool_split.split_quota``) with the ``typical_step`` and
+    quota (``kvgen.sizing._trtllm_pool_split.split_quota``) with the ``typical_step`` and
     ``constraints`` its ``_build_base_config`` derives from ``avg_seq_len`` (only without a
-    ``pool_ratio``; ``kvgen._trtllm_budget.pool_split_inputs``) and ``pool_ratio[manager]``
+    ``pool_ratio``; ``kvgen.sizing._trtllm_budget.pool_split_inputs``) and ``pool_ratio[manager]``
     as ``initial_pool_ratio`` (one weight per life cycle, in the engine's order)."""
     profile = sizing.TABLES.profiles[speculative]
     out = {}

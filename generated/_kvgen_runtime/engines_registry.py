@@ -63,7 +63,8 @@ class Hooks(NamedTuple):
     each layer (each layer looks it up in its own namespace, so the runtime finds the copy
     ``bind`` made over a family's tables)."""
 
-    capacity: str  # engine_capacity: kvgen.engines_core (runtime) and kvgen._engines (a spec)
+    capacity: str  # engine_capacity: kvgen.sizing.engines_core (runtime) and
+    # kvgen._engines.capacity (a spec)
     terms: str  # its policy terms, in kvgen._engines._terms (``kvgen compare``)
     launch: str  # its launch settings for a plan, in kvgen._deploy.emit (``--emit``)
 
@@ -139,7 +140,7 @@ class Engine(NamedTuple):
     # The release its name alone selects ("": the newest modelled).
     default_version: str = ""
     # Its distribution on the package index: ``plan`` reads the installed version from its
-    # metadata (kvgen._installed; the engine is never imported). "": not read.
+    # metadata (kvgen._engines.installed; the engine is never imported). "": not read.
     distribution: str = ""
 
     def __repr__(self) -> str:
@@ -181,7 +182,7 @@ class Release(NamedTuple):
     launch_notes: tuple[str, ...] = ()
     # The cache dtype its dtype "auto" serves a float32 checkpoint in (its cache follows the
     # model dtype), with the release's words and where they are ("": it keeps float32):
-    # kvgen._engine_dtype plans with it.
+    # kvgen._engines.dtype plans with it.
     float32_served_as: str = ""
     float32_words: str = ""
 
@@ -288,7 +289,7 @@ VLLM = Engine(
         # fp8_ds_mla: FlashMLA sparse (DeepSeek-V3.2), vLLM's CacheDType of that name; "auto"
         # would give a bf16 MLA cache (vllm/config/cache.py).
         # fp8/int8_per_token_head: vLLM's CacheDTypes of those names, the same bytes (one fp32
-        # scale per token and head for K and for V; kvgen.engines_rows.VLLM_PER_TOKEN_HEAD).
+        # scale per token and head for K and for V; kvgen.sizing.engines_rows.VLLM_PER_TOKEN_HEAD).
         kv_cache_dtypes=(
             ("fp8", "fp8_e4m3"),
             ("fp8_e5m2", "fp8_e5m2"),

@@ -7,7 +7,7 @@ its family's tables (plain rows of the spec's facts: layer kinds with their laye
 patterns, speculative profiles) and calls ``bind``, which installs the interpreter over them.
 So the modules stay stdlib-only and need no kvgen at run time: vendoring is copying the output
 folder. kvgen binds the same interpreter to tables built in memory from a spec
-(``kvgen._sizing_context.bound_module``). The formulas are those of ``docs/cost-model.md``
+(``kvgen._generate.sizing_context.bound_module``). The formulas are those of ``docs/cost-model.md``
 §1-§6; the runtime page model (``kvgen.runtime``) derives the same numbers independently.
 
 Here: the public functions and ``bind``; the interpreter's parts (``_PARTS``) are described in
@@ -534,8 +534,8 @@ def pages_per_request(
 # ``TABLES`` and the public names ``bind`` installs; docs/api.md, "Versions"): bump it when
 # either changes. A module generated for version N runs on a runtime of version N or newer
 # down to MIN_GENCODE_VERSION (protobuf's rule: the runtime at least as new as the gencode);
-# kvgen reads an output folder in that window (``kvgen._planner.load_sizing``). 2: the tables
-# as one value (TABLES), each layer written once (the engine rows derived at bind).
+# kvgen reads an output folder in that window (``kvgen._engines.planner.load_sizing``). 2: the
+# tables as one value (TABLES), each layer written once (the engine rows derived at bind).
 RUNTIME_VERSION = 2
 MIN_GENCODE_VERSION = 2
 # The interpreter's modules, installed in this order (each imports only those before it).

@@ -72,7 +72,7 @@ _OVERLAP_SLACK_AT: Final = 11
 
 
 def _did_you_mean(word: object, choices: Iterable[str]) -> str:
-    # The same wording as kvgen._suggest, copied: a generated module cannot import kvgen.
+    # The same wording as kvgen._util.suggest, copied: a generated module cannot import kvgen.
     if not isinstance(word, str):
         return ""
     import difflib

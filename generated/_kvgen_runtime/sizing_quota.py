@@ -149,7 +149,7 @@ def swa_context_tokens(
     which grows with k while first < tpb (most chunks) and shrinks from k = 1 otherwise.
     ``offset`` is w - 2 (pages(w, x) - 1 = ceil((offset + x)/tpb)), or C - 1 - gcd(C, tpb)
     for a chunked life cycle; ``tpb`` the tokens per page (a function of its arguments alone,
-    which kvgen's own TensorRT-LLM pool plan reads too: ``kvgen._trtllm_pools``)."""
+    which kvgen's own TensorRT-LLM pool plan reads too: ``kvgen.sizing._trtllm_pools``)."""
     live = -(-(offset + head) // tpb)  # pages(w, H) - 1
     first = live * tpb - (offset + extra) + 1
     if chunk < first:

@@ -8,7 +8,7 @@
   the capacity of the generated module's ``engine_capacity``, in the engines' field names.
 - ``kvgen._deploy.rank``: one model on one engine (``plan_rank``); ``kvgen._deploy.deployment``:
   several models on one node from a TOML file; ``kvgen._deploy.report``: their text and JSON.
-  The ``kvgen plan`` flags are the command's (``kvgen._commands._hardware``), which hands these
+  The ``kvgen plan`` flags are the command's (``kvgen._cli.commands._hardware``), which hands these
   modules one frozen ``Deployment`` per model, never the parsed arguments.
 
 docs/deploy.md describes the arithmetic, the settings and their sources.

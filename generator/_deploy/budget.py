@@ -2,8 +2,8 @@
 
 Each engine applies its memory fraction to a different quantity; kvgen shows each one's own
 arithmetic (docs/deploy.md). What a release does is its ``Memory`` value in
-``kvgen.engines_registry`` (the setting, its default and where it is read from, the quantity it
-applies to, the default reserve):
+``kvgen.sizing.engines_registry`` (the setting, its default and where it is read from, the quantity
+it applies to, the default reserve):
 
 - vLLM 0.33.0: ``total x gpu_memory_utilization - weights - non-KV peak``. The fraction is
   ``vllm.config.cache.CacheConfig.gpu_memory_utilization``, default **0.92** in 0.33.0 (the
@@ -29,7 +29,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS, Memory, Release
+from kvgen.sizing.engines_registry import (
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_NUM_TOKENS,
+    Memory,
+    Release,
+)
 
 __all__ = ["Budget", "budget", "sglang_default_fraction"]
 
@@ -76,7 +81,7 @@ class Budget:
     memory: Memory  # the release's rule (not in the JSON report: kvgen._deploy.report)
 
     def formula(self) -> str:
-        from kvgen._units import format_size as f
+        from kvgen._util.units import format_size as f
 
         total, weights, reserve = f(self.total_bytes), f(self.weights_bytes), f(self.reserve_bytes)
         if self.memory.of_free_memory:

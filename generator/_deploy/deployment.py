@@ -1,6 +1,6 @@
 """``kvgen plan --deployment deploy.toml``: several models on one node, one table.
 
-The file is data (``tomllib``; nothing in it runs), read through ``kvgen._files`` with a size
+The file is data (``tomllib``; nothing in it runs), read through ``kvgen._util.files`` with a size
 bound; a problem is a usage error at ``file:line:col`` with a "did you mean"::
 
     gpu = "H100-80GB"          # the node's GPUs: a name or a size
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvgen._exits import Exit, UsageError
+from kvgen._util.exits import Exit, UsageError
 
 if TYPE_CHECKING:
     from kvgen._deploy.rank import RankPlan
@@ -56,7 +56,7 @@ REQUIRED = ("family", "model", "engine")
 
 
 def _error(path: Path, text: str, table: str, key: str, message: str) -> UsageError:
-    from kvgen._config import _position
+    from kvgen._generate.config import _position
 
     line, col = _position(text, key, table)
     return UsageError(f"{Path(os.path.relpath(path)).as_posix()}:{line}:{col}: {message}")
@@ -69,8 +69,8 @@ def _check(
     section: dict[str, Any],
     known: dict[str, type | tuple[type, ...]],
 ) -> None:
-    from kvgen._escaping import text as shown
-    from kvgen._suggest import did_you_mean
+    from kvgen._util.escaping import text as shown
+    from kvgen._util.suggest import did_you_mean
 
     where = f"[{shown(table)}]" if table else "the top level"
     for key, value in section.items():
@@ -93,9 +93,9 @@ def _check(
 
 
 def _invalid(key: str, value: Any) -> str | None:
-    """What the flag's own validator (``kvgen._units``) says of a file's number, or None: a
+    """What the flag's own validator (``kvgen._util.units``) says of a file's number, or None: a
     fraction in (0, 1], finite; a count in [1, 2**63 - 1]."""
-    from kvgen._units import count, fraction
+    from kvgen._util.units import count, fraction
 
     check = fraction if key == "gpu_memory_utilization" else count if type(value) is int else None
     try:
@@ -108,11 +108,11 @@ def _invalid(key: str, value: Any) -> str | None:
 
 def read(path: Path) -> tuple[dict[str, Any], str]:
     """The checked table of a deployment file and its text (for positions)."""
-    from kvgen._config import decode_toml_text, toml_error, tomllib
-    from kvgen._escaping import text as shown
-    from kvgen._files import Refused, read_bytes
-    from kvgen._nesting import MAX_DEPTH, position, toml_too_deep
-    from kvgen.engines_registry import release
+    from kvgen._generate.config import decode_toml_text, toml_error, tomllib
+    from kvgen._util.escaping import text as shown
+    from kvgen._util.files import Refused, read_bytes
+    from kvgen._util.nesting import MAX_DEPTH, position, toml_too_deep
+    from kvgen.sizing.engines_registry import release
 
     display = Path(os.path.relpath(path)).as_posix()
     try:
@@ -127,7 +127,7 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
             f"{display}:{line}:{col}: arrays and inline tables nest deeper than {MAX_DEPTH} "
             "levels (a deployment file needs none: flatten it)"
         )
-    from kvgen._toml import check_lines
+    from kvgen._util.toml import check_lines
 
     check_lines(display, text)  # the line rule, as for specs: positions are git's (KV015)
     try:
@@ -155,7 +155,7 @@ def read(path: Path) -> tuple[dict[str, Any], str]:
 
 
 def _header_line(text: str, table: str) -> int:
-    from kvgen._toml import header_line
+    from kvgen._util.toml import header_line
 
     return header_line(text, table)
 
@@ -164,11 +164,15 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
     from kvgen._deploy.gpus import GpuError
     from kvgen._deploy.rank import Deployment, load_sizing, plan_rank
     from kvgen._deploy.report import as_json, text
-    from kvgen._escaping import text as shown
-    from kvgen._escaping import text_lines
-    from kvgen._units import parse_size_with_unit
-    from kvgen._weights import WeightsError
-    from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_NUM_TOKENS, release
+    from kvgen._deploy.weights import WeightsError
+    from kvgen._util.escaping import text as shown
+    from kvgen._util.escaping import text_lines
+    from kvgen._util.units import parse_size_with_unit
+    from kvgen.sizing.engines_registry import (
+        DEFAULT_MAX_BATCH_SIZE,
+        DEFAULT_MAX_NUM_TOKENS,
+        release,
+    )
 
     data, source = read(path)
     plans: list[tuple[str, RankPlan]] = []
@@ -226,7 +230,7 @@ def run_file(path: Path, generated: Path, form: str) -> Exit:
 def _per_rank(path: Path, source: str, table: str, entry: dict[str, Any]) -> str:
     """``checkpoint_size``, the whole checkpoint, as the bytes per rank: divided by tp_size
     (rounded up: the fullest rank), as ``weights`` takes it."""
-    from kvgen._units import parse_size_with_unit
+    from kvgen._util.units import parse_size_with_unit
 
     if "weights" in entry:
         words = "give weights (a path or a size per rank) or checkpoint_size, not both"
@@ -257,8 +261,8 @@ def _launches(plans: list[tuple[str, RankPlan]], form: str) -> str:
 
 
 def _table(data: dict[str, Any], plans: list[tuple[str, RankPlan]], used: int) -> str:
-    from kvgen._escaping import text as shown
-    from kvgen._units import format_size
+    from kvgen._util.escaping import text as shown
+    from kvgen._util.units import format_size
 
     rows = [["model", "engine", "GPUs", "KV budget/rank", "KV tokens", "max concurrency", "fits"]]
     for name, plan in plans:

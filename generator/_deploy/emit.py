@@ -44,14 +44,14 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kvgen._deploy.remote_code import vllm_hf_overrides
-from kvgen._engine_dtype import model_dtype as _model_dtype
-from kvgen.engines_registry import Release, Settings
+from kvgen._engines.dtype import model_dtype as _model_dtype
+from kvgen.sizing.engines_registry import Release, Settings
 
 __all__ = ["Launch", "launch", "render"]
 
 # Each engine's vocabulary (its config class, launcher, kv-cache dtype names, speculative
-# methods) is its ``Settings`` in kvgen.engines_registry; its fields for a plan are built by its
-# ``Hooks.launch`` function here (``_vllm_launch``, ``_sglang_launch``, ``_trtllm_launch``).
+# methods) is its ``Settings`` in kvgen.sizing.engines_registry; its fields for a plan are built by
+# its ``Hooks.launch`` function here (``_vllm_launch``, ``_sglang_launch``, ``_trtllm_launch``).
 
 
 @dataclass
@@ -309,11 +309,11 @@ def _trtllm_launch(
     engine: Release, sizing: types.ModuleType, asked: Asked, cap: Any, capacity: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """TensorRT-LLM V2's settings and what its pools hold for them at the release ``engine``
-    (docs/deploy.md; ``kvgen._trtllm_pools.trtllm_emit``): the quota in whole grains of the
+    (docs/deploy.md; ``kvgen.sizing._trtllm_pools.trtllm_emit``): the quota in whole grains of the
     engine, at a release that splits per request (38198e34) the ``pool_ratio`` that makes its
     split build kvgen's pools; the capacity is what the pools the engine builds hold,
     ``capacity["engine_pools"]`` those pools."""
-    from kvgen._trtllm_pools import trtllm_emit
+    from kvgen.sizing._trtllm_pools import trtllm_emit
 
     model, max_batch_size, common = asked.model, asked.max_batch_size, asked.common
     dtype = engine.engine.settings.kv_cache_dtype(_model_dtype(sizing, model))

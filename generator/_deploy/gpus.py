@@ -64,7 +64,7 @@ ALIASES = {"H100": "H100-80GB", "A100": "A100-80GB", "H200-141GB": "H200", "B200
 
 def resolve(text: str) -> Gpu:
     """The GPU named by ``text`` (case-insensitive), or a size with a unit."""
-    from kvgen._units import parse_size
+    from kvgen._util.units import parse_size
 
     folded = {name.lower(): name for name in [*GPUS, *ALIASES]}
     name = folded.get(text.strip().lower())
@@ -77,7 +77,7 @@ def resolve(text: str) -> Gpu:
             return Gpu(text, parse_size(text), "given")
         except ValueError as exc:
             raise GpuError(f"--gpu: {exc}") from None
-    from kvgen._suggest import did_you_mean
+    from kvgen._util.suggest import did_you_mean
 
     hint = did_you_mean(text, list(folded.values()))
     raise GpuError(

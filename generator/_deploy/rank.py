@@ -1,7 +1,7 @@
 """One model's deployment on one engine: budget arithmetic, capacity and launch settings.
 
 ``Deployment`` holds the inputs, one frozen value that the command builds once from its flags
-(``kvgen._commands._hardware``) or a deployment file (``kvgen._deploy.deployment``);
+(``kvgen._cli.commands._hardware``) or a deployment file (``kvgen._deploy.deployment``);
 ``plan_rank`` answers it, never raising for "does not fit" (the answer says so and why), only
 for bad input (``ValueError``, ``GpuError``, ``WeightsError``, ``NotModelled``).
 """
@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING
 
 from kvgen._deploy.budget import Budget, budget
 from kvgen._deploy.emit import Launch, launch
-from kvgen.engines_registry import (
+from kvgen.sizing.engines_registry import (
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MAX_NUM_TOKENS,
     DEFAULT_MAX_SEQ_LEN,
     Release,
 )
-from kvgen.engines_sglang import SGLANG_MAMBA_STRATEGY
+from kvgen.sizing.engines_sglang import SGLANG_MAMBA_STRATEGY
 
 if TYPE_CHECKING:
-    from kvgen._weights import LayerShape, Tensor
-    from kvgen.sizing_kinds import Stack
+    from kvgen._deploy.weights import LayerShape, Tensor
+    from kvgen.sizing.sizing_kinds import Stack
 
 __all__ = ["Deployment", "RankPlan", "load_sizing", "plan_rank", "weights_per_rank"]
 
@@ -58,7 +58,7 @@ class Deployment:
     heterogeneous_vocab: bool = False  # vLLM: speculative_config use_heterogeneous_vocab
     # --kv-cache-dtype as asked (the sizing module is bound to it) and the checkpoint's cache
     # dtype it replaced; None: the engine serves the spec's as its dtype "auto" does
-    # (kvgen._engine_dtype)
+    # (kvgen._engines.dtype)
     kv_cache_dtype: str | None = None
     spec_dtype: str | None = None
 
@@ -85,10 +85,10 @@ class RankPlan:
 def load_sizing(family: str, generated: Path) -> types.ModuleType:
     """``generated/<family>/sizing.py`` through the file-access rules, without kvgen's spec
     stack (a plan with --emit stays a fraction of a second: bench/bench_emit.py)."""
-    from kvgen._files import MAX_GENERATED_BYTES, Refused, exists, read_bytes
-    from kvgen._shipped import known_families, locate
-    from kvgen._suggest import did_you_mean
-    from kvgen._vendored import import_generated, interface_refusal
+    from kvgen._generate.shipped import known_families, locate
+    from kvgen._generate.vendored import import_generated, interface_refusal
+    from kvgen._util.files import MAX_GENERATED_BYTES, Refused, exists, read_bytes
+    from kvgen._util.suggest import did_you_mean
 
     generated = locate(family, generated).generated  # the project's, else the shipped family
     path = generated / family / "sizing.py"
@@ -119,11 +119,11 @@ def weights_per_rank(sizing: types.ModuleType, model: str, where: str, tp_size: 
                      model_dtype: str | None = None) -> tuple[int, str]:  # fmt: skip
     """Bytes of weights on the fullest rank and where the figure comes from. ``model_dtype``:
     the float dtype the engine runs the model in where it is not the checkpoint's
-    (kvgen._engine_dtype: vLLM loads a float32 checkpoint in bf16), in which its float tensors
+    (kvgen._engines.dtype: vLLM loads a float32 checkpoint in bf16), in which its float tensors
     are held."""
-    from kvgen import _weights as weights
-    from kvgen._files import display_path
-    from kvgen._units import parse_size, rounding
+    from kvgen._deploy import weights
+    from kvgen._util.files import display_path
+    from kvgen._util.units import parse_size, rounding
 
     path = Path(where) if base is None or Path(where).is_absolute() else base / where
     if not path.exists():
@@ -161,7 +161,7 @@ def _held_in(tensors: list[Tensor], model_dtype: str | None) -> tuple[list[Tenso
     """The checkpoint's tensors as the engine holds them when it runs the model in
     ``model_dtype`` (its float tensors in that width; quantized ones as stored), and what the
     weights' source line says ("" where nothing changes)."""
-    from kvgen.facts import DTYPE_BYTES
+    from kvgen.sizing.facts import DTYPE_BYTES
 
     width = DTYPE_BYTES.get(model_dtype or "", 0)
     if not width:
@@ -181,7 +181,7 @@ def _held_in(tensors: list[Tensor], model_dtype: str | None) -> tuple[list[Tenso
 
 def _layer_shapes(stack: Stack) -> list[LayerShape]:  # stack: a sizing module's
     """The K and V projection rows the spec gives each decoder layer (0: not a plain K/V)."""
-    from kvgen._weights import LayerShape
+    from kvgen._deploy.weights import LayerShape
 
     shapes = []
     for index in range(stack.layer_count):
@@ -200,8 +200,8 @@ def plan_rank(
     """``d`` answered; ``batches``: with the per-batch-size line (False where the output is
     the launch settings alone: the planner is not imported then)."""
     from kvgen._deploy.gpus import resolve
-    from kvgen._engine_dtype import serve
-    from kvgen._shipped import model_hint
+    from kvgen._engines.dtype import serve
+    from kvgen._generate.shipped import model_hint
 
     if d.model not in sizing.MODELS:
         hint = model_hint(d.model, sizing.MODELS)  # a Hugging Face name too
@@ -289,8 +289,8 @@ def _batches(
     largest max_seq_len its max_batch_size requests fit in (the same planner, the same
     module); none where the planner does not answer for the release (TensorRT-LLM 38198e34:
     --emit's pools)."""
-    from kvgen._planner import make_plan
-    from kvgen._plans import PlanError
+    from kvgen._engines.planner import make_plan
+    from kvgen._engines.plans import PlanError
 
     try:
         plan = make_plan(

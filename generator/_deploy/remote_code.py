@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kvgen.engines_rows import EngineLayer
+    from kvgen.sizing.engines_rows import EngineLayer
 
 __all__ = ["LIGHTNING_ARCHITECTURE", "REMOTE_CODE_FIELDS", "REWRITTEN_BY", "vllm_hf_overrides"]
 

@@ -13,7 +13,7 @@ __all__ = ["as_json", "data", "text"]
 
 def text(plan: RankPlan, *, emit: bool = True) -> str:
     from kvgen._deploy.emit import render
-    from kvgen._units import format_bytes
+    from kvgen._util.units import format_bytes
 
     d = plan.deployment
     engine = d.engine.engine

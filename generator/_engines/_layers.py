@@ -5,21 +5,21 @@ The physics is engine-independent (docs/cost-model.md §1): bytes per token of a
 layer, the window of a sliding layer, the fixed state of a recurrent layer. What differs per
 engine is how pools are laid out around it, which the engine modules add. Each layer's rows
 (and what the engine models refuse of it) are its kind's, as the runtime derives them from the
-interpreter's row of the kind (``kvgen.engines_rows.kind_rows``; ``kvgen._sizing_rows``), so a
-generated module and kvgen read the same rows.
+interpreter's row of the kind (``kvgen.sizing.engines_rows.kind_rows``;
+``kvgen._model.sizing_rows``), so a generated module and kvgen read the same rows.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from kvgen._sizing_rows import stack_row
-from kvgen.engines_rows import NotModelled, kind_rows
-from kvgen.engines_rows import ssm_state_bytes as stack_ssm_state_bytes
-from kvgen.facts import DTYPE_BYTES
+from kvgen._model.sizing_rows import stack_row
+from kvgen.sizing.engines_rows import NotModelled, kind_rows
+from kvgen.sizing.engines_rows import ssm_state_bytes as stack_ssm_state_bytes
+from kvgen.sizing.facts import DTYPE_BYTES
 
 if TYPE_CHECKING:
-    from kvgen._spec import Family, LayerStack, Model
+    from kvgen._spec.models import Family, LayerStack, Model
 
 __all__ = [
     "DTYPE_BYTES",

@@ -50,11 +50,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvgen import engines_rows, engines_sglang
-from kvgen._engines._rows import SGLANG_HYBRID_SWA_ARCHITECTURES as HYBRID_SWA_ARCHITECTURES
-from kvgen._engines._rows import engine_model
-from kvgen.engines_rows import SSM_DTYPES, EngineDraft, EngineModel, NotModelled
-from kvgen.engines_sglang import (
+from kvgen._model.engine_rows import SGLANG_HYBRID_SWA_ARCHITECTURES as HYBRID_SWA_ARCHITECTURES
+from kvgen._model.engine_rows import engine_model
+from kvgen.sizing import engines_rows, engines_sglang
+from kvgen.sizing.engines_rows import SSM_DTYPES, EngineDraft, EngineModel, NotModelled
+from kvgen.sizing.engines_sglang import (
     MAMBA_FULL_MEMORY_RATIO,
     SWA_FULL_TOKENS_RATIO,
     SglangPlan,
@@ -63,7 +63,7 @@ from kvgen.engines_sglang import (
 )
 
 if TYPE_CHECKING:
-    from kvgen._spec import Family, Model, Speculative
+    from kvgen._spec.models import Family, Model, Speculative
 
 __all__ = [
     "HYBRID_SWA_ARCHITECTURES",
@@ -96,7 +96,7 @@ def sglang_plan(
     speculative: Speculative | None = None,
 ) -> SglangPlan:
     """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them
-    (``kvgen.engines_sglang.sglang_plan`` on the model's engine rows)."""
+    (``kvgen.sizing.engines_sglang.sglang_plan`` on the model's engine rows)."""
     entry = engine_model(family, model)
     if hybrid_swa is not None:
         entry = EngineModel(

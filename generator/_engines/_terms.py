@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from kvgen import engines_sglang
 from kvgen._engines import _sglang, _trtllm, _vllm
 from kvgen._engines._layers import cached_layers
-from kvgen._engines._rows import _vllm_ssm_dtype, engine_arch
-from kvgen.engines_registry import DEFAULT_MAX_BATCH_SIZE, Release, release
+from kvgen._model.engine_rows import _vllm_ssm_dtype, engine_arch
+from kvgen.sizing import engines_sglang
+from kvgen.sizing.engines_registry import DEFAULT_MAX_BATCH_SIZE, Release, release
 
 if TYPE_CHECKING:
-    from kvgen._spec import Family
+    from kvgen._spec.models import Family
 
 MIB = 1 << 20
 
 
 class PolicyTerm(NamedTuple):
-    name: str  # a key of kvgen._engines.POLICY_TERMS
+    name: str  # a key of kvgen._engines.capacity.POLICY_TERMS
     detail: str  # the term for this model, in numbers
 
 
@@ -222,7 +222,7 @@ def policy_terms(
     """The policy terms of ``engine`` that apply to ``model``, each with its size (SGLang's
     ``mamba_radix_cache_strategy``: its state slots per running request; vLLM's
     ``heterogeneous_vocab``: its use_heterogeneous_vocab, as ``engine_capacity`` reads it).
-    Each engine's terms are its hook (``kvgen.engines_registry``, ``Hooks.terms``)."""
+    Each engine's terms are its hook (``kvgen.sizing.engines_registry``, ``Hooks.terms``)."""
     found = release(engine)
     asked = Asked(block_size, max_seq_len, max_num_tokens, max_batch_size, ssm_dtype,
                   speculative, mamba_radix_cache_strategy, heterogeneous_vocab)  # fmt: skip

@@ -2,7 +2,7 @@
 
 The engine (the early-2026 revision) is handed the target's share of the budget in whole
 grains (the quota ``kvgen plan --emit trtllm`` emits) and splits it over its pool groups
-itself (``kvgen.trtllm_split``, docs/cost-model.md §4, §10); kvgen reads its numbers as:
+itself (``kvgen.sizing.trtllm_split``, docs/cost-model.md §4, §10); kvgen reads its numbers as:
 
 - ``kv_tokens``: the largest multiple of tpb tokens of full-attention history T whose
   "trtllm-v2" pools, ceil(T/tpb) full pages and per sliding life cycle B * pages(w, H) +
@@ -13,7 +13,7 @@ itself (``kvgen.trtllm_split``, docs/cost-model.md §4, §10); kvgen reads its n
 - ``max_concurrency``: ``min(kv_tokens / max_seq_len, B)`` (no more than B requests reside);
 - ``num_blocks``: full-attention pages of ``kv_tokens`` (``kv_tokens // block_size``).
 
-``kvgen.engines_trtllm._trtllm_capacity`` computes it (one implementation: the generated
+``kvgen.sizing.engines_trtllm._trtllm_capacity`` computes it (one implementation: the generated
 modules' ``engine_capacity`` is the same function over the family's tables).
 """
 
@@ -22,11 +22,11 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING
 
-from kvgen._cache_kinds import spec_kind
-from kvgen.engines_rows import UNMODELLED, NotModelled
+from kvgen._model.cache_kinds import spec_kind
+from kvgen.sizing.engines_rows import UNMODELLED, NotModelled
 
 if TYPE_CHECKING:
-    from kvgen._spec import Family
+    from kvgen._spec.models import Family
 
 _SIZING_BOUND = 256
 # Per (family object, page size): the family's sizing module, bound in memory.
@@ -40,7 +40,7 @@ def sizing(family: Family, block_size: int) -> types.ModuleType:
     hit = _SIZING.get(key)
     if hit is not None and hit[0] is family:
         return hit[1]
-    from kvgen._sizing_context import bound_module  # the render side: only when asked
+    from kvgen._generate.sizing_context import bound_module  # the render side: only when asked
 
     tables = family
     if block_size != family.tokens_per_block:

@@ -48,10 +48,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kvgen import engines_vllm
-from kvgen._engines._rows import VLLM_SPECULATIVE_MODES as SPECULATIVE_MODES
-from kvgen._engines._rows import engine_model
-from kvgen.engines_vllm import (
+from kvgen._model.engine_rows import VLLM_SPECULATIVE_MODES as SPECULATIVE_MODES
+from kvgen._model.engine_rows import engine_model
+from kvgen.sizing import engines_vllm
+from kvgen.sizing.engines_vllm import (
     GDN_PREFILL_BACKENDS,
     MAMBA_CACHE_MODES,
     VLLM_MAMBA_CACHE_MODE,
@@ -60,7 +60,7 @@ from kvgen.engines_vllm import (
 )
 
 if TYPE_CHECKING:
-    from kvgen._spec import Family, Model, Speculative
+    from kvgen._spec.models import Family, Model, Speculative
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
@@ -95,7 +95,7 @@ def vllm_plan(
     named: str = engines_vllm.VLLM_NAMED,
 ) -> VllmPlan:
     """Group the model's layers and size one block of the pool, as vLLM 0.33.0 and 0.34.0
-    do (``kvgen.engines_vllm.vllm_plan`` on the model's engine rows); ``named``: the release
+    do (``kvgen.sizing.engines_vllm.vllm_plan`` on the model's engine rows); ``named``: the release
     its refusals name."""
     return engines_vllm.vllm_plan(
         engine_model(family, model),

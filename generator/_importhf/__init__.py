@@ -5,7 +5,7 @@ layers slide and how far, MLA latent sizes, recurrent state sizes, dtype and con
 It never guesses: a field it does not know, or two fields that disagree, become diagnostics
 anchored at the JSON key, and no spec is produced.
 
-Codes: KV3xx, declared once in ``kvgen._codes.hf`` (``kvgen explain KV301``).
+Codes: KV3xx, declared once in ``kvgen._util.codes.hf`` (``kvgen explain KV301``).
 """
 
 from __future__ import annotations

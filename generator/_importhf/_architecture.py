@@ -1,6 +1,6 @@
 """The model class a config names (config.json ``architectures[0]``), which the spec records
 as ``architecture``: vLLM and SGLang choose their model class, and with it their support,
-cache pools and recurrent mixer, by it (``kvgen._engines._rows``)."""
+cache pools and recurrent mixer, by it (``kvgen._model.engine_rows``)."""
 
 from __future__ import annotations
 

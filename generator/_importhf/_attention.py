@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvgen._codes import hf as codes
 from kvgen._importhf._config import Abort, Config, field_spelling
 from kvgen._importhf._fields import could_move_cache
 from kvgen._importhf._layers import Kind
+from kvgen._util.codes import hf as codes
 
 __all__ = ["attention_kinds"]
 

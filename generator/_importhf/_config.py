@@ -5,9 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Literal, overload
 
-from kvgen._codes import Code
-from kvgen._codes import hf as codes
-from kvgen._diagnostics import Diagnostic
 from kvgen._importhf._fields import (
     ALIASES,
     CACHE_FIELDS,
@@ -22,7 +19,7 @@ from kvgen._importhf._fields import (
 )
 from kvgen._importhf._json import JsonReader, Path_
 from kvgen._importhf._served import engines_note
-from kvgen._spec import (
+from kvgen._spec.models import (
     MAX_DIM,
     MAX_HEADS,
     MAX_HIDDEN_SIZE,
@@ -31,6 +28,9 @@ from kvgen._spec import (
     MAX_VOCAB_SIZE,
     MAX_WINDOW,
 )
+from kvgen._util.codes import Code
+from kvgen._util.codes import hf as codes
+from kvgen._util.diagnostics import Diagnostic
 
 __all__ = [
     "DEFAULT_MAXIMUM",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvgen._codes import hf as codes
 from kvgen._importhf._config import Abort, Config
 from kvgen._importhf._layers import Kind
-from kvgen._spec import MAX_SEQ_LEN
+from kvgen._spec.models import MAX_SEQ_LEN
+from kvgen._util.codes import hf as codes
 
 __all__ = ["cross_attention_kinds"]
 

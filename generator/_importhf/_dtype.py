@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kvgen._codes import hf as codes
 from kvgen._importhf._config import Abort, Config
-from kvgen.facts import DTYPE_BYTES
+from kvgen._util.codes import hf as codes
+from kvgen.sizing.facts import DTYPE_BYTES
 
 __all__ = ["DTYPES", "cache_dtype", "json_text"]
 

@@ -8,8 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kvgen._codes import hf as codes
-from kvgen._diagnostics import Diagnostic
 from kvgen._importhf._architecture import architecture
 from kvgen._importhf._attention import attention_kinds
 from kvgen._importhf._config import Abort, Config, check_fields, field_spelling
@@ -33,6 +31,8 @@ from kvgen._importhf._quant import layout_misfit
 from kvgen._importhf._refusals import architecture_refusal
 from kvgen._importhf._render import Spec, default_model_name, render, to_identifier
 from kvgen._importhf._sharing import shared_kinds
+from kvgen._util.codes import hf as codes
+from kvgen._util.diagnostics import Diagnostic
 
 __all__ = ["MAX_CONFIG_BYTES", "ImportResult", "import_config"]
 
@@ -148,8 +148,8 @@ def _refused_by_schema(display: str, text: str) -> list[Diagnostic]:
     """The schema's and lint's verdict on the spec built; the checks above should leave them
     nothing to say, but if they do, say it about the config (the spec is never written): what
     import-hf writes always lints clean, so it always generates."""
-    from kvgen._lint import lint_loaded
-    from kvgen._loader import load_bytes
+    from kvgen._lint.linter import lint_loaded
+    from kvgen._spec.loader import load_bytes
 
     loaded = load_bytes("<imported spec>", text.encode("utf-8"))
     found = loaded.diagnostics

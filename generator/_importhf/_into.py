@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvgen._diagnostics import Diagnostic
+from kvgen._util.diagnostics import Diagnostic
 
 __all__ = ["IntoRefused", "add_model"]
 
@@ -56,8 +56,8 @@ def add_model(display: str, family_text: str, imported: str, source: str) -> str
     Raises ``IntoRefused`` when the family file does not load, already has a model of that
     name, disagrees on a family-wide setting, or would not lint clean with the model added.
     """
-    from kvgen._lint import lint_loaded
-    from kvgen._loader import load_bytes
+    from kvgen._lint.linter import lint_loaded
+    from kvgen._spec.loader import load_bytes
 
     family = load_bytes(display, family_text.encode("utf-8"))
     if family.family is None:

@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any
 
-from kvgen._nesting import MAX_DEPTH, json_too_deep
+from kvgen._util.nesting import MAX_DEPTH, json_too_deep
 
 __all__ = [
     "MAX_INT_DIGITS",
@@ -74,7 +74,7 @@ def loads(text: str) -> Any:
 def nesting_too_deep(text: str) -> int | None:
     """The offset of the first bracket nested deeper than ``MAX_JSON_DEPTH``, else None.
 
-    Linear on any input (``kvgen._nesting``); run it before ``loads`` (whose C scanner and our
+    Linear on any input (``kvgen._util.nesting``); run it before ``loads`` (whose C scanner and our
     reader recurse once per level)."""
     return json_too_deep(text, MAX_JSON_DEPTH)
 

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from kvgen._codes import Code
-from kvgen._codes import hf as codes
 from kvgen._importhf._config import Abort, Config
 from kvgen._importhf._layers import Kind
-from kvgen._spec import MAX_DIM, MAX_HEADS, MAX_STATE_BYTES
+from kvgen._spec.models import MAX_DIM, MAX_HEADS, MAX_STATE_BYTES
+from kvgen._util.codes import Code
+from kvgen._util.codes import hf as codes
 
 __all__ = ["is_kda", "kda_layer_types", "kda_state"]
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvgen._codes import hf as codes
 from kvgen._importhf._config import Abort, Config, field_spelling
 from kvgen._importhf._dtype import DTYPES as _DTYPES
 from kvgen._importhf._fields import PURE_SSM
 from kvgen._importhf._patterns import attention_index_kinds, local_global_kinds, pattern_kinds
 from kvgen._importhf._refusals import PARALLEL_STATES
 from kvgen._importhf._served import engines_note
-from kvgen._spec import MAX_STATE_BYTES
+from kvgen._spec.models import MAX_STATE_BYTES
+from kvgen._util.codes import hf as codes
 
 __all__ = [
     "NO_CACHE",

@@ -5,9 +5,9 @@ its config class does."""
 
 from __future__ import annotations
 
-from kvgen._codes import hf as codes
 from kvgen._importhf._config import Abort, Config, field_spelling
-from kvgen._spec import MAX_LAYERS
+from kvgen._spec.models import MAX_LAYERS
+from kvgen._util.codes import hf as codes
 
 __all__ = [
     "attention_index_kinds",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kvgen._importhf._layers import Kind
-from kvgen.facts import DS_MLA_SCALE_BLOCK, INDEX_SCALE_BLOCK, MX_BLOCK, SCALED_DTYPES
+from kvgen.sizing.facts import DS_MLA_SCALE_BLOCK, INDEX_SCALE_BLOCK, MX_BLOCK, SCALED_DTYPES
 
 __all__ = ["layout_misfit"]
 

@@ -7,9 +7,9 @@ unknown field is noted (a KV302 warning) and the import goes on."""
 
 from __future__ import annotations
 
-from kvgen._codes import hf as codes
 from kvgen._importhf._config import Config
 from kvgen._importhf._served import engines_note
+from kvgen._util.codes import hf as codes
 
 __all__ = ["PARALLEL_STATES", "UNSUPPORTED_ARCHITECTURES", "architecture_refusal"]
 

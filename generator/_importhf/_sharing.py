@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvgen._codes import hf as codes
 from kvgen._importhf._config import Abort, Config
 from kvgen._importhf._layers import Kind
+from kvgen._util.codes import hf as codes
 
 __all__ = ["shared_kinds"]
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kvgen._review._worktree as worktree
-from kvgen._codes.reader import FILE_TOO_LARGE, UNREADABLE_FILE
-from kvgen._codes.review import IRREGULAR_SPEC, SYMLINKED_SPEC
-from kvgen._diagnostics import Diagnostic
-from kvgen._loader import MAX_BYTES, display_path
-from kvgen._project import SPEC_DIR, SPEC_SUFFIXES
+from kvgen._generate.project import SPEC_DIR, SPEC_SUFFIXES
 from kvgen._review._git import Entry, GitTree
 from kvgen._review._types import Review, ReviewError
+from kvgen._spec.loader import MAX_BYTES, display_path
+from kvgen._util.codes.reader import FILE_TOO_LARGE, UNREADABLE_FILE
+from kvgen._util.codes.review import IRREGULAR_SPEC, SYMLINKED_SPEC
+from kvgen._util.diagnostics import Diagnostic
 
 __all__ = ["Candidate", "collect", "new_bytes", "old_bytes"]
 
@@ -70,7 +70,7 @@ def _spec_entries(tree: GitTree, entry: Entry | None, old: bool) -> dict[str, En
 
 
 def _missing(tree: GitTree, arg: Path) -> ReviewError:
-    from kvgen._suggest import did_you_mean
+    from kvgen._util.suggest import did_you_mean
 
     # Names for "did you mean", from the working tree without following a link either.
     parent = tree.rel(arg.parent)

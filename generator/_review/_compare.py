@@ -14,7 +14,7 @@ from kvgen._review._types import (
     Deployment,
     EngineChange,
 )
-from kvgen._spec import Acknowledgement
+from kvgen._spec.models import Acknowledgement
 
 __all__ = [
     "API_CHANGES",

@@ -13,7 +13,7 @@ consumers import it (issue 29, G1 and G2). So the review reads the ref's configu
 - output: when ``out`` moved, the ref's output folder, if the working tree still has it, must be
   what this kvgen generates from the specs (KV403), or be deleted.
 
-The ref's configuration is found as ``kvgen._config.find_config`` finds the working tree's
+The ref's configuration is found as ``kvgen._generate.config.find_config`` finds the working tree's
 (walking up from the current directory to the repository root), read by object id through
 ``GitTree`` (a link or a non-regular entry there is refused, the size checked before reading),
 and checked by the same code as the working tree's.
@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import kvgen._review._worktree as worktree
-from kvgen import _toml
-from kvgen._config import (
+from kvgen._generate.config import (
     KVGEN_TOML,
     MAX_CONFIG_BYTES,
     PYPROJECT,
@@ -36,9 +35,10 @@ from kvgen._config import (
     has_kvgen_table,
     parse_config,
 )
-from kvgen._diagnostics import Diagnostic
-from kvgen._exits import UsageError
 from kvgen._review._git import GitTree
+from kvgen._util import toml as _toml
+from kvgen._util.diagnostics import Diagnostic
+from kvgen._util.exits import UsageError
 
 __all__ = ["Layout", "config_at", "layout", "output_drift"]
 
@@ -48,8 +48,8 @@ log = logging.getLogger("kvgen")
 def config_at(tree: GitTree) -> Config:
     """The configuration that applied at the ref to the current directory: the built-in
     defaults (rooted where the working tree's defaults are) when the ref has none."""
-    from kvgen._loader import display_path
-    from kvgen._render_input import project_root
+    from kvgen._generate.render_input import project_root
+    from kvgen._spec.loader import display_path
 
     parts = [] if tree.base in ("", ".") else tree.base.split("/")
     for depth in range(len(parts), -1, -1):
@@ -118,13 +118,13 @@ def output_drift(paths: list[str], out_dir: Path, root: Path) -> list[Diagnostic
     configuration no longer names) that differs from what this kvgen generates from the specs
     under ``paths`` in the working tree; links and other refused entries as their own codes.
     ``[]`` when the folder is gone, or when the specs do not lint (the review reports them)."""
-    from kvgen._codes.review import STALE_OUTPUT
-    from kvgen._diagnostics import has_errors
-    from kvgen._files import Refused
-    from kvgen._loader import display_path
-    from kvgen._project import expand_paths, load_specs
-    from kvgen._render import render
-    from kvgen._writer import plan
+    from kvgen._generate.project import expand_paths, load_specs
+    from kvgen._generate.render import render
+    from kvgen._generate.writer import plan
+    from kvgen._spec.loader import display_path
+    from kvgen._util.codes.review import STALE_OUTPUT
+    from kvgen._util.diagnostics import has_errors
+    from kvgen._util.files import Refused
 
     if worktree.lookup(root, _relative(out_dir, root)) is None:
         return []

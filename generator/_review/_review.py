@@ -6,9 +6,7 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
-from kvgen._diagnostics import has_errors
-from kvgen._progress import Progress
-from kvgen._project import OUT_DIR, SPEC_DIR
+from kvgen._generate.project import OUT_DIR, SPEC_DIR
 from kvgen._review._candidates import collect, new_bytes, old_bytes
 from kvgen._review._compare import (
     acknowledgement_reason,
@@ -35,6 +33,8 @@ from kvgen._review._types import (
     Review,
     ReviewError,
 )
+from kvgen._util.diagnostics import has_errors
+from kvgen._util.progress import Progress
 
 __all__ = ["review_shipped", "review_specs"]
 
@@ -96,10 +96,10 @@ def review_shipped(
     """``review_specs`` with the families kvgen ships as the old side, matched by family name,
     instead of a git ref: what a project's copy of a shipped family changes (``kvgen diff
     --shipped``). No git repository is needed; only families kvgen ships are compared."""
-    from kvgen._files import Refused, read_bytes
-    from kvgen._loader import MAX_BYTES, expand_paths
-    from kvgen._meta import version
-    from kvgen._shipped import shipped_families, shipped_specs
+    from kvgen._generate.shipped import shipped_families, shipped_specs
+    from kvgen._spec.loader import MAX_BYTES, expand_paths
+    from kvgen._util.files import Refused, read_bytes
+    from kvgen._util.meta import version
 
     review = Review(f"kvgen {version()} (shipped)", deployment)
     named: list[str | Path] = [*paths] if paths else [spec_dir]
@@ -109,7 +109,7 @@ def review_shipped(
     new_sides = []
     for path in files:
         display = path.as_posix()
-        try:  # kvgen._files: no link followed, regular files only, bounded
+        try:  # kvgen._util.files: no link followed, regular files only, bounded
             raw = read_bytes(path, limit=MAX_BYTES)
         except Refused as exc:
             review.diagnostics.append(exc.diagnostic)

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import kvgen._review._evaluate as evaluator
-from kvgen._diagnostics import has_errors
-from kvgen._lint import duplicate_family
-from kvgen._loader import load_bytes
+from kvgen._generate.vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
+from kvgen._lint.linter import duplicate_family
 from kvgen._review._git import GitTree
 from kvgen._review._types import Capacity, Deployment, Review, ReviewError
-from kvgen._spec import Family
-from kvgen._vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
+from kvgen._spec.loader import load_bytes
+from kvgen._spec.models import Family
+from kvgen._util.diagnostics import has_errors
 
 __all__ = [
     "Side",
@@ -63,9 +63,9 @@ class Side:
 
 
 def load_side(label: str, display: str, raw: bytes, review: Review) -> Side | None:
-    from kvgen._codes import reader as codes
-    from kvgen._lint import lint_loaded
-    from kvgen._loader import display_path, path_problem
+    from kvgen._lint.linter import lint_loaded
+    from kvgen._spec.loader import display_path, path_problem
+    from kvgen._util.codes import reader as codes
 
     problem = path_problem(display)
     if problem is not None:  # shown escaped: one line, and never named in generated code
@@ -166,8 +166,8 @@ def render_module(side: Side, tag: str, deployment: Deployment) -> None:
     The text is rendered here, from a spec that passed lint, and executed from memory: no
     file another process could swap, and nothing read from the ref but the spec.
     """
-    from kvgen._render import SpecInput, render
-    from kvgen._vendored import exec_sizing
+    from kvgen._generate.render import SpecInput, render
+    from kvgen._generate.vendored import exec_sizing
 
     name = side.family.family
     family = _what_if(side, deployment)
@@ -181,12 +181,12 @@ def render_module(side: Side, tag: str, deployment: Deployment) -> None:
 
 def _what_if(side: Side, deployment: Deployment) -> Family:
     """The side's family with ``--kv-cache-dtype`` / ``--block-size`` / ``--rope-scaled``
-    (every model's context raised to ``--max-seq-len``) applied (kvgen._whatif), or as it is; a
-    side the change makes invalid is a ``ReviewError`` naming the reason."""
+    (every model's context raised to ``--max-seq-len``) applied (kvgen._engines.whatif), or as it
+    is; a side the change makes invalid is a ``ReviewError`` naming the reason."""
     if not _has_what_ifs(deployment):
         return side.family
-    from kvgen._exits import UsageError
-    from kvgen._whatif import Overrides, whatif_data
+    from kvgen._engines.whatif import Overrides, whatif_data
+    from kvgen._util.exits import UsageError
 
     overrides = Overrides(
         kv_cache_dtype=deployment.kv_cache_dtype,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvgen._diagnostics import Diagnostic, has_errors
-from kvgen._units import GiB
-from kvgen.engines_registry import (
+from kvgen._util.diagnostics import Diagnostic, has_errors
+from kvgen._util.units import GiB
+from kvgen.sizing.engines_registry import (
     DEFAULT_MAX_BATCH_SIZE,
     DEFAULT_MAX_NUM_TOKENS,
     DEFAULT_MAX_SEQ_LEN,

@@ -1,7 +1,7 @@
 """The working-tree side of a review, read like the ref side: no symlink is ever followed.
 
 ``lookup`` and ``children`` list the checkout (a pull request's files) with ``os.lstat``, and
-``read`` reads a file through ``kvgen._files``, the one file-access layer.
+``read`` reads a file through ``kvgen._util.files``, the one file-access layer.
 """
 
 from __future__ import annotations
@@ -57,10 +57,10 @@ def children(root: Path, directory: Entry) -> list[Entry]:
 
 
 def read(root: Path, entry: Entry, limit: int) -> bytes | None:
-    """At most ``limit`` bytes of a regular file entry, read through ``kvgen._files`` (no link
+    """At most ``limit`` bytes of a regular file entry, read through ``kvgen._util.files`` (no link
     followed, regular files only); ``None`` if it is no longer one or cannot be read (the
     caller reports it; it checked the size before)."""
-    from kvgen._files import Refused, read_bytes
+    from kvgen._util.files import Refused, read_bytes
 
     try:
         return read_bytes(root / entry.path, limit=limit, root=root)

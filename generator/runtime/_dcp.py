@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kvgen import facts
 from kvgen.runtime._kinds import layer_rule
 from kvgen.runtime._tables import FamilyTables, LayerStack
+from kvgen.sizing import facts
 
 __all__ = ["DecodeContextParallel", "check_dcp"]
 

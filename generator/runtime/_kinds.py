@@ -9,16 +9,16 @@ share them. Nothing in the runtime branches on a kind's name: a new kind is one 
 (with its entry in ``LAYER_RULES``) and, when its pages live differently, one life cycle.
 
 These are the runtime's own derivations (docs/cost-model.md §3, §4, §8), written apart from
-the static classes of ``kvgen._cache_kinds`` and ``kvgen.sizing_core``: the diff suite compares
-the two sides. Only facts are shared (``kvgen.facts``). No torch here.
+the static classes of ``kvgen._model.cache_kinds`` and ``kvgen.sizing.sizing_core``: the diff suite
+compares the two sides. Only facts are shared (``kvgen.sizing.facts``). No torch here.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar, Protocol
 
-from kvgen.facts import DCP_ATTENTION
 from kvgen.runtime._pages import ceil_div, peak_chunk_pages, peak_live_pages
+from kvgen.sizing.facts import DCP_ATTENTION
 
 
 # What the kinds read of the runtime's records, as protocols: the records' modules import

@@ -6,11 +6,11 @@ import math
 from typing import NamedTuple
 
 import torch
-from kvgen import facts
-from kvgen.facts import DS_MLA_SCALE_BLOCK, INDEX_SCALE_BLOCK, MX_BLOCK, NVFP4_BLOCK
 from kvgen.runtime._kinds import Full, LifeCycle, layer_rule
 from kvgen.runtime._pages import ceil_div
 from kvgen.runtime._tables import LayerKind, LayerStack
+from kvgen.sizing import facts
+from kvgen.sizing.facts import DS_MLA_SCALE_BLOCK, INDEX_SCALE_BLOCK, MX_BLOCK, NVFP4_BLOCK
 
 __all__ = ["Buffer", "Cycle", "Layer", "cycles", "resolve_layers"]
 

@@ -1,7 +1,7 @@
 """The runtime page model (docs/cost-model.md §2, §3): pages held per life cycle, headroom.
 
 These are the shim's own derivations from the page rules of the runtime, written apart from
-the static cost model (``kvgen.sizing_core``, which the generated sizing modules bind) on
+the static cost model (``kvgen.sizing.sizing_core``, which the generated sizing modules bind) on
 purpose: the diff suite compares the two, which only means something while neither uses the
 other.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import operator
 from typing import NamedTuple
 
-from kvgen import facts
-from kvgen.facts import float32
+from kvgen.sizing import facts
+from kvgen.sizing.facts import float32
 
 __all__ = [
     "TWO_MODEL_MODES",
@@ -120,5 +120,5 @@ class Headroom(NamedTuple):
 
 def mode_headroom(mode: str, max_draft_len: int, tree_draft_tokens: int | None) -> Headroom:
     """(E, draft slots, D) of one speculative mode with K = ``max_draft_len`` (the mode table
-    is a fact, ``kvgen.facts.HEADROOM``; the pages it implies are derived here)."""
+    is a fact, ``kvgen.sizing.facts.HEADROOM``; the pages it implies are derived here)."""
     return Headroom(*facts.mode_headroom(mode, max_draft_len, tree_draft_tokens))

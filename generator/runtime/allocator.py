@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import torch
-from kvgen import facts
 from kvgen.runtime._dcp import DecodeContextParallel, check_dcp
 from kvgen.runtime._errors import (
     AllocatorError,
@@ -64,6 +63,7 @@ from kvgen.runtime._tables import (
     SpeculativeProfile,
 )
 from kvgen.runtime._version import RUNTIME_VERSION, require_version
+from kvgen.sizing import facts
 
 __all__ = [
     "NO_PAGE",

@@ -1,12 +1,14 @@
-"""CONTRIBUTING.md's "Architecture" section stays true to the package: it names every top-level
-module and sub-package of generator/ (installed as ``kvgen``) exactly once, and every
-``kvgen.<name>`` it names exists."""
+"""CONTRIBUTING.md's "Architecture" section stays true to the package: its list of layers names
+every top-level module and sub-package of generator/ (installed as ``kvgen``) exactly once, in
+the order that ``tests/unit/test_layers.py`` enforces, and every ``kvgen.<name>`` it names
+exists."""
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
+
+from tests.unit.test_layers import LAYERS
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "generator"
@@ -19,18 +21,22 @@ def architecture_section() -> str:
     return contributing.split("\n## Architecture\n")[1].split("\n## ")[0]
 
 
+def layers_list() -> str:
+    section = architecture_section()
+    assert section.count("**Layers.**") == 1
+    return section.split("**Layers.**")[1].split("\n\n")[1]
+
+
 def package_parts() -> set[str]:
     modules = {p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py"}
     packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
     return modules | packages
 
 
-def test_the_section_names_every_module_and_sub_package_once():
-    named = Counter(NAME.findall(architecture_section()))
-    missing = package_parts() - set(named)
-    assert not missing, f"CONTRIBUTING.md's Architecture section does not name: {sorted(missing)}"
-    twice = sorted(name for name, count in named.items() if count > 1)
-    assert not twice, f"named more than once: {twice}"
+def test_the_list_of_layers_names_every_part_once_in_the_tested_order():
+    named = [n for n in NAME.findall(layers_list()) if "." not in n]
+    assert sorted(named) == sorted(package_parts()), sorted(set(named) ^ package_parts())
+    assert named == [part for layer in LAYERS for part in layer]
 
 
 def test_every_name_in_the_section_exists():
@@ -51,4 +57,4 @@ def test_every_name_in_the_section_exists():
 def test_the_check_sees_the_package():
     # A guard against the test passing vacuously on an empty or moved package.
     parts = package_parts()
-    assert {"_cli", "_render", "runtime", "_rules", "_codes", "_commands"} <= parts
+    assert {"_cli", "_generate", "runtime", "sizing", "_spec", "_util"} <= parts

@@ -1,5 +1,5 @@
 """The fuzz harnesses and benchmarks import kvgen's modules as they are named now (issue 29:
-"keep the fuzzers current"): a module renamed private (``kvgen.loader`` -> ``kvgen._loader``)
+"keep the fuzzers current"): a module renamed private (``kvgen.loader`` -> ``kvgen._spec.loader``)
 or a name moved away makes this test fail, not a fuzz run that then checks nothing."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 
 import pytest
-from kvgen._cli import build_parser
+from kvgen._cli.main import build_parser
 
 from tests.doc_examples import DOCUMENTS, REGION, REPO, SESSION, kvgen, regions, text
 

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen._cli import build_parser
-from kvgen._rules import all_codes
+from kvgen._cli.main import build_parser
+from kvgen._lint.rules import all_codes
 
 REPO = Path(__file__).resolve().parents[2]
 CITATION = re.compile(r"docs/[A-Za-z0-9_./-]+?\.md")

@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
-from kvgen._config import MAX_CONFIG_BYTES, has_kvgen_table
+from kvgen._cli.main import main
 from kvgen._deploy.deployment import MAX_DEPLOYMENT_BYTES
-from kvgen._exits import Exit, UsageError
+from kvgen._generate.config import MAX_CONFIG_BYTES, has_kvgen_table
+from kvgen._util.exits import Exit, UsageError
 
 LIMIT_S = 1.0  # a regex or scanner over a file at its read bound
 HANG_S = 10.0  # a whole command on such a file (imports and tomllib included)
@@ -124,7 +124,7 @@ def test_every_command_reads_a_pyproject_of_newlines_quickly(project, capsys):
     ],
 )
 def test_the_error_position_scan_is_linear_at_the_bound(head, filler, tail, expected):
-    from kvgen._toml import header_line, position
+    from kvgen._util.toml import header_line, position
 
     text = at_bound(head, filler, tail)
     with within():
@@ -166,7 +166,7 @@ def test_a_deployment_error_after_a_line_of_spaces_is_positioned_quickly(tmp_pat
 
 @pytest.mark.parametrize("filler", [" ", "1", "1_", "a", " \t", "_1"])
 def test_the_size_parser_is_linear_at_the_bound(filler):
-    from kvgen._units import parse_size_with_unit
+    from kvgen._util.units import parse_size_with_unit
 
     with within(), pytest.raises(ValueError, match=r"^invalid size '1"):
         parse_size_with_unit(at_bound("1", filler, "!"))
@@ -287,7 +287,7 @@ def test_brackets_dots_and_quotes_inside_strings_and_comments_do_not_count(proje
     ],
 )
 def test_the_nesting_scan_is_linear_at_the_bound(filler):
-    from kvgen._toml import nesting
+    from kvgen._util.toml import nesting
 
     # Enough brackets and dots before the filler that the fast path cannot answer.
     head = "x = [" + "[1.5]," * 40 + "]\ny = ["
@@ -345,8 +345,8 @@ def test_a_line_separator_in_a_deployment_file_is_refused_at_its_real_position(p
 def test_positions_in_toml_count_lines_by_newline_only():
     # The position helpers of the configuration and deployment readers never split at U+2028,
     # U+2029, U+0085 or a form feed: "b" is on line 2 and [models.a] on line 3 as git counts.
-    from kvgen._config import _position
     from kvgen._deploy.deployment import _header_line
+    from kvgen._generate.config import _position
 
     text = f"a = 1 # x{LS}y\u2029z\x85w\x0c\nb = 2\n[models.a]\n"
     assert _position(text, "b", "") == (2, 1)
@@ -389,7 +389,7 @@ def test_init_checks_a_configured_path_at_the_bound_quickly_and_shows_it_shorten
     # kvgen init checks the configured `specs` with a regex before quoting it into YAML and
     # regexes (the pre-commit hooks): linear, and the refusal does not echo 1 MiB.
     Path("kvgen.toml").write_text(at_bound('specs = "', "a/", '!"\n'))
-    from kvgen._commands.init import _RELATIVE
+    from kvgen._cli.commands.init import _RELATIVE
 
     with within():
         assert _RELATIVE.match(at_bound("", "a/", "!")) is None

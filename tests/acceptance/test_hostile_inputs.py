@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
-from kvgen._composer import MAX_DEPTH
+from kvgen._cli.main import main
 from kvgen._importhf import import_config
-from kvgen._loader import load_bytes, load_path, parse_yaml
+from kvgen._spec.composer import MAX_DEPTH
+from kvgen._spec.loader import load_bytes, load_path, parse_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf"

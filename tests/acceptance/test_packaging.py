@@ -169,7 +169,7 @@ def test_a_wheel_install_renders_exactly_what_the_checkout_renders(venv, tmp_pat
     python = str(venv / "bin/python")
     # -I: the checkout (and any editable install's path hooks) stay out of sys.path.
     where = subprocess.run(
-        [python, "-I", "-c", "import kvgen._render as r; print(r.TEMPLATES_DIR)"],
+        [python, "-I", "-c", "import kvgen._generate.render as r; print(r.TEMPLATES_DIR)"],
         cwd=project, check=True, capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
     assert Path(where).parts[-2:] == ("kvgen", "templates") and str(venv) in where
@@ -287,7 +287,7 @@ def test_an_installed_wheel_runs_the_documented_commands_from_an_empty_folder(in
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GITHUB_BASE_REF")}
     env["PATH"] = f"{installed / 'bin'}{os.pathsep}{env['PATH']}"
     where = subprocess.run(
-        ["python", "-I", "-c", "import kvgen._shipped as s; print(s.shipped_generated())"],
+        ["python", "-I", "-c", "import kvgen._generate.shipped as s; print(s.shipped_generated())"],
         cwd=empty, env=env, check=True, capture_output=True, text=True,
     ).stdout.strip()  # fmt: skip
     assert where.startswith(str(installed)) and where.endswith("kvgen/families")

@@ -140,7 +140,7 @@ def _deployment(tmp_path: Path, value: str) -> Path:
     ids=["arrays", "inline-tables", "after-strings"],
 )
 def test_a_deeply_nested_deployment_file_is_a_positioned_usage_error(tmp_path, capsys, value, at):
-    from kvgen._cli import main
+    from kvgen._cli.main import main
 
     path = _deployment(tmp_path, value)
     code = main(["plan", "--deployment", str(path)])
@@ -152,7 +152,7 @@ def test_a_deeply_nested_deployment_file_is_a_positioned_usage_error(tmp_path, c
 
 
 def test_a_deployment_nested_to_the_bound_reaches_the_key_checks(tmp_path, capsys):
-    from kvgen._cli import main
+    from kvgen._cli.main import main
 
     path = _deployment(tmp_path, "[" * 32 + "]" * 32)
     assert main(["plan", "--deployment", str(path)]) == 2
@@ -185,8 +185,8 @@ def test_the_toml_scan_agrees_with_tomllib_on_strings_comments_and_depth():
     # each, and the scan finds exactly that depth (too deep at depth - 1, fine at depth).
     import random
 
-    from kvgen._config import tomllib
-    from kvgen._nesting import toml_too_deep
+    from kvgen._generate.config import tomllib
+    from kvgen._util.nesting import toml_too_deep
 
     rng = random.Random(29)
     for _ in range(300):
@@ -202,7 +202,7 @@ def test_the_toml_scan_is_linear_at_the_1_mib_bound():
     # quotes, brackets at depth 1. (In process: the scan is new, there is no old one to hang.)
     import time
 
-    from kvgen._nesting import toml_too_deep
+    from kvgen._util.nesting import toml_too_deep
 
     size = 1 << 20
     texts = [
@@ -234,7 +234,7 @@ def _safetensors(path: Path, header: dict | bytes, data: int = 0, length: int | 
 
 
 def _plan(capsys, weights: Path | str, model: str = "llama3_1_8b") -> tuple[int, str, str]:
-    from kvgen._cli import main
+    from kvgen._cli.main import main
 
     code = main(["-q", "plan", "llama3", model, "--gpu", "1GiB", "--weights", str(weights),
                  "--reserve", "0B", "--gpu-memory-utilization", "0.5", "--max-seq-len", "2048",
@@ -249,7 +249,7 @@ def _plan(capsys, weights: Path | str, model: str = "llama3_1_8b") -> tuple[int,
 def test_one_header_at_safetensors_bound_is_refused_before_it_is_read(tmp_path):
     # safetensors admits a 100 MB header (it took 38.5 s and 1.03 GB); kvgen reads 16 MiB of
     # one header at most and refuses a larger length field before reading the header.
-    from kvgen import _weights as weights
+    from kvgen._deploy import weights
 
     path = _safetensors(tmp_path / "model.safetensors", b"", length=100_000_000 - 8)
     with pytest.raises(weights.WeightsError) as refused:
@@ -266,7 +266,7 @@ def test_one_header_over_the_bound_costs_nothing_to_refuse(tmp_path):
         f"""
         import json, struct
         from pathlib import Path
-        from kvgen import _weights as weights
+        from kvgen._deploy import weights
         entry = {{"dtype": "U8", "shape": [0], "data_offsets": [0, 0]}}
         raw = json.dumps({{f"t{{i:09d}}": entry for i in range(400_000)}}).encode()[: 20 << 20]
         path = Path({str(path)!r})
@@ -307,7 +307,7 @@ def test_shard_headers_are_bounded_together_before_any_is_read(tmp_path, capsys)
 def test_headers_up_to_the_total_bound_are_read(tmp_path):
     # Four shards of exactly 16 MiB of header each: 64 MiB, at the bound, so kvgen goes on to
     # read the first header (here spaces, which are not JSON).
-    from kvgen import _weights as weights
+    from kvgen._deploy import weights
 
     for i in range(1, 5):
         _safetensors(tmp_path / f"m-{i:05d}-of-00004.safetensors", b" " * (16 << 20))
@@ -351,7 +351,7 @@ OK_ENTRY = {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}
 )  # fmt: skip
 def test_headers_are_validated_as_safetensors_validates_them(tmp_path, header, data, message):
     # Each case is refused by safetensors 0.8.0 as well (safe_open; checked out of the repo).
-    from kvgen import _weights as weights
+    from kvgen._deploy import weights
 
     path = _safetensors(tmp_path / "model.safetensors", header, data)
     with pytest.raises(weights.WeightsError) as refused:
@@ -372,7 +372,7 @@ def test_headers_are_validated_as_safetensors_validates_them(tmp_path, header, d
     ids=["f4", "f6", "scalar", "two-empty", "metadata-and-extra-field"],
 )  # fmt: skip
 def test_what_safetensors_accepts_is_read(tmp_path, header, data, nbytes):
-    from kvgen import _weights as weights
+    from kvgen._deploy import weights
 
     path = _safetensors(tmp_path / "model.safetensors", header, data)
     assert [tensor.nbytes for tensor in weights.read(path)] == nbytes
@@ -498,7 +498,7 @@ def test_a_cache_snapshot_links_into_its_own_blobs_only(tmp_path, capsys):
 
 
 def test_a_deployment_weights_path_obeys_the_same_rules(tmp_path, capsys):
-    from kvgen._cli import main
+    from kvgen._cli.main import main
 
     folder = tmp_path / "w"
     folder.mkdir()
@@ -572,7 +572,7 @@ def test_consolidated_and_shards_without_an_index_are_counted_once(tmp_path):
     # Mistral's layout: consolidated.safetensors beside transformers' shards holds the same
     # weights. Counted once: the shards (10,519,680 B, test_emit's llama_8b_shaped), with the
     # rule said; the review counted both (29.92 GiB for an 8B).
-    from kvgen import _weights as weights
+    from kvgen._deploy import weights
 
     from tests.unit.test_weights import tiny_llama, write_safetensors
 
@@ -610,7 +610,7 @@ def test_a_truncated_shard_says_so(tmp_path, capsys):
 def test_an_mtp_layer_and_a_vision_tower_are_not_decoder_layers():
     # DeepSeek-V3 stores its MTP module as layer L (eh_proj, enorm, ...); a vision tower has
     # layers of its own under another prefix. Neither is counted against the spec's layers.
-    from kvgen import _weights as weights
+    from kvgen._deploy import weights
 
     def tensor(name, rows=1024):
         return weights.Tensor(name, (rows, 64), rows * 128, "BF16")

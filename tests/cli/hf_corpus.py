@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kvgen._spec import LayerKind
+    from kvgen._spec.models import LayerKind
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS_DIR = ROOT / "tests" / "fixtures" / "hf" / "corpus"
@@ -80,7 +80,7 @@ def _oracle_windows(entry: dict, context: int) -> list[int | None]:
 
 
 def _kvgen_windows(spec_text: str) -> list[int | None]:
-    from kvgen._loader import load_bytes
+    from kvgen._spec.loader import load_bytes
 
     model = load_bytes("<corpus>", spec_text.encode()).family.models[0]  # type: ignore[union-attr]
     pattern = model.layers.pattern
@@ -93,15 +93,15 @@ def _kvgen_windows(spec_text: str) -> list[int | None]:
 
 
 def _context(spec_text: str) -> int:
-    from kvgen._loader import load_bytes
+    from kvgen._spec.loader import load_bytes
 
     return load_bytes("<corpus>", spec_text.encode()).family.models[0].max_seq_len  # type: ignore[union-attr]
 
 
 def _kvgen_rows(spec_text: str) -> list[Row] | None:
     """The same rows from an imported spec; None when a layer has no transformers form."""
-    from kvgen._loader import load_bytes
-    from kvgen._quant import element_bytes
+    from kvgen._model.quant import element_bytes
+    from kvgen._spec.loader import load_bytes
 
     family = load_bytes("<corpus>", spec_text.encode()).family
     assert family is not None
@@ -145,7 +145,7 @@ def _kvgen_rows(spec_text: str) -> list[Row] | None:
 def _transformers_state(kind: LayerKind, dtype: str) -> int:
     """A recurrent state's bytes in transformers' layout: the whole kernel window (d_conv
     columns) where vLLM and SGLang keep d_conv - 1, and the SSM state."""
-    from kvgen._recurrent import recurrent_state
+    from kvgen._model.recurrent import recurrent_state
 
     state = kind.recurrent_dims
     assert state is not None

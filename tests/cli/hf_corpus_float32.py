@@ -10,7 +10,7 @@ same config with that field and no flag, and checks:
 - vLLM and SGLang plan it as they serve it, in a 2-byte cache (vLLM: bf16, "Downcast for
   float32 models", vllm/config/model.py ``_resolve_auto_dtype``; SGLang: fp16,
   sglang/srt/configs/model_config.py ``_get_and_verify_dtype``): ``engine_capacity`` of the
-  plan (kvgen._engine_dtype ``serve``) equals that of the same config imported in bf16;
+  plan (kvgen._engines.dtype ``serve``) equals that of the same config imported in bf16;
 - TensorRT-LLM plans the fp32 it serves it in (its KV cache manager takes the checkpoint's
   dtype): ``serve`` leaves the module as it is.
 """
@@ -26,7 +26,7 @@ BUDGET = 40 << 30  # bytes per rank: any budget that holds a request of the cont
 
 def _imported(name: str, config: dict, dtype: str | None):
     from kvgen._importhf import import_config
-    from kvgen._loader import load_bytes
+    from kvgen._spec.loader import load_bytes
 
     text = json.dumps(config)
     result = import_config(f"{name}/config.json", text, kv_cache_dtype=dtype)
@@ -53,9 +53,9 @@ def _capacity(module, model: str, engine) -> object:
 def float32_verdict(entry: dict) -> tuple[str, str]:
     """("match", detail) or ("wrong", why) for an entry the replay matches, imported as a
     float32 checkpoint."""
-    from kvgen._engine_dtype import model_dtype, serve
-    from kvgen._sizing_context import bound_module
-    from kvgen.engines_registry import release
+    from kvgen._engines.dtype import model_dtype, serve
+    from kvgen._generate.sizing_context import bound_module
+    from kvgen.sizing.engines_registry import release
 
     name = entry["model_type"]
     config = {**json.loads(entry["config"]), "torch_dtype": "float32"}

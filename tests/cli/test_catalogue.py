@@ -70,7 +70,7 @@ def test_compare_and_the_what_if_knobs_use_the_shipped_spec(empty):
     result = kvgen(*command.split()[1:], cwd=empty)
     assert (result.returncode, result.stdout) == (0, body)
     assert SHIPPED_NOTE.format(family="gemma3") in result.stderr
-    # A what-if knob binds the shipped spec's tables in memory (kvgen._whatif): the same
+    # A what-if knob binds the shipped spec's tables in memory (kvgen._engines.whatif): the same
     # answer as in the clone.
     argv = ["plan", "gemma3", "gemma3_27b", "--gpu-memory", "40GiB", "--kv-cache-dtype", "fp8"]
     here, inside = kvgen(*argv, cwd=empty), kvgen(*argv, cwd=REPO)

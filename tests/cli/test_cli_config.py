@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen import _config as config
-from kvgen._cli import build_parser, main
-from kvgen._console import colour_findings, use_colour
-from kvgen._exits import Exit, UsageError
+from kvgen._cli.main import build_parser, main
+from kvgen._generate import config
+from kvgen._util.console import colour_findings, use_colour
+from kvgen._util.exits import Exit, UsageError
 
 REPO = Path(__file__).resolve().parents[2]
 GEMMA3 = REPO / "schema/families/gemma3.yaml"

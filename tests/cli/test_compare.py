@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 GEMMA = ["compare", str(REPO / "schema" / "families" / "gemma3.yaml"), "gemma3_27b"]

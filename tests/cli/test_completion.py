@@ -8,8 +8,8 @@ import shutil
 import subprocess
 
 import pytest
-from kvgen._cli import main
-from kvgen._completion import SHELLS
+from kvgen._cli.completion import SHELLS
+from kvgen._cli.main import main
 
 
 def _script(capsys, shell: str) -> str:
@@ -112,7 +112,7 @@ def test_fish_completes_commands_flags_and_choices(tmp_path, capsys):
 
 @pytest.mark.parametrize("shell", sorted(SHELLS))
 def test_every_command_and_flag_is_in_every_script(capsys, shell):
-    from kvgen._cli import COMMANDS, build_parser
+    from kvgen._cli.main import COMMANDS, build_parser
 
     text = _script(capsys, shell)
     parser = build_parser(project=False)

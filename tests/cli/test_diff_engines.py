@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 HEADS = """\
 schema_version: 1

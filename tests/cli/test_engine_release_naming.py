@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from kvgen._cli import main
-from kvgen._installed import installed_version, release_warning
-from kvgen.engines_registry import RELEASES, release
+from kvgen._cli.main import main
+from kvgen._engines.installed import installed_version, release_warning
+from kvgen.sizing.engines_registry import RELEASES, release
 
 PLAN = ["llama3", "llama3_1_8b", "--gpu-memory", "40GiB", "--max-seq-len", "8192"]
 
@@ -129,7 +129,7 @@ def test_release_warning_names_what_is_installed_and_what_is_planned() -> None:
 def test_plan_warns_where_the_installed_release_is_not_modelled(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
 ) -> None:
-    import kvgen._installed as installed
+    import kvgen._engines.installed as installed
 
     monkeypatch.setattr(installed, "installed_version", lambda engine: "0.35.0")
     code = main(["plan", *PLAN, *argv])

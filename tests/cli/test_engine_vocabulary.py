@@ -1,8 +1,8 @@
 """Issue 32, "The engines' vocabulary" and "Fractional sizes": kvgen takes the engines' own
 launch flags where they mean what kvgen's flag means (one table: ``Settings.flags`` in
-kvgen.engines_registry), token counts as vLLM reads them (``32k``, ``32K``, ``1M``), fractional
-sizes rounded down to whole bytes (said on stderr), and refuses the settings vLLM refuses to
-start with, in vLLM's words.
+kvgen.sizing.engines_registry), token counts as vLLM reads them (``32k``, ``32K``, ``1M``),
+fractional sizes rounded down to whole bytes (said on stderr), and refuses the settings vLLM refuses
+to start with, in vLLM's words.
 
 Each test fails on c2a37ec: the flags were unknown ("did you mean '--max-num-tokens'?"),
 ``32k`` and ``36.28GiB`` were usage errors, and ``--max-num-tokens 64 --max-batch-size 128
@@ -54,8 +54,8 @@ def test_max_num_seqs_is_not_taken_for_the_token_budget(capsys):
 
 
 def test_each_engine_flag_means_one_kvgen_flag():
-    from kvgen._cli import build_parser
-    from kvgen.engines_registry import ENGINES, engine_flags
+    from kvgen._cli.main import build_parser
+    from kvgen.sizing.engines_registry import ENGINES, engine_flags
 
     table = engine_flags()
     assert table["--max-num-seqs"] == "--max-batch-size"
@@ -79,7 +79,7 @@ def test_token_counts_read_as_vllm_reads_them(capsys, text, tokens):
 
 
 def test_one_m_is_two_to_the_twentieth_tokens(capsys):
-    from kvgen._units import token_count
+    from kvgen._util.units import token_count
 
     assert token_count("1M") == 1 << 20 and token_count("25.6k") == 25600
     code, _, err = run(capsys, "plan", *MODEL, "--gpu-memory", "20GiB", "--max-seq-len", "1.5K")

@@ -16,8 +16,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
-from kvgen._exits import Exit
+from kvgen._cli.main import main
+from kvgen._util.exits import Exit
 
 from tests.cli.test_review import HEAD, SPEC, TOY, WINDOW_UP, diff, git, repo  # noqa: F401
 

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen import sizing_core
-from kvgen._planner import PlanError, load_sizing
+from kvgen._engines.planner import PlanError, load_sizing
+from kvgen.sizing import sizing_core
 
 from tests.cli.cli_support import REPO, run
 
@@ -59,7 +59,7 @@ def test_an_older_output_folder_is_refused_with_a_version_error(capsys, old_fold
 
 def test_the_refusal_is_a_clean_exit_of_the_installed_command(old_folder):
     # The console entry point as a user runs it: exit 2, the refusal one line on stderr (after
-    # kvgen._shipped.locate's line naming which family of that name it read).
+    # kvgen._generate.shipped.locate's line naming which family of that name it read).
     result = subprocess.run(
         [sys.executable, "-m", "kvgen", *PLAN, "--generated", str(old_folder), "--gpu",
          "H100-80GB", "--weights", "16GiB", "--emit", "trtllm"],

@@ -5,7 +5,7 @@ error (a divide by zero in the SGLang policy)."""
 from __future__ import annotations
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 NO_CACHE = """\
 schema_version: 1

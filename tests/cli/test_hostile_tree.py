@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 from tests.generated.test_generate import SPEC, snapshot
 
@@ -144,7 +144,7 @@ def _drift(project: Path) -> dict[str, bytes]:
 
 
 def test_disk_full_is_kv023_and_leaves_no_staging_directory(project, monkeypatch, capsys):
-    from kvgen import _writer as writer
+    from kvgen._generate import writer
 
     before = _drift(project)
     real_open = open
@@ -175,7 +175,7 @@ def test_disk_full_is_kv023_and_leaves_no_staging_directory(project, monkeypatch
 
 
 def test_a_read_only_output_is_kv023_not_an_internal_error(project, monkeypatch, capsys):
-    from kvgen import _writer as writer
+    from kvgen._generate import writer
 
     before = _drift(project)
 

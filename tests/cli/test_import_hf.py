@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kvgen._cli import main
+from kvgen._cli.main import main
 from kvgen._importhf import compact_pattern, import_config
-from kvgen._lint import lint_loaded
-from kvgen._loader import load_bytes, load_path
-from kvgen._spec import Family
+from kvgen._lint.linter import lint_loaded
+from kvgen._spec.loader import load_bytes, load_path
+from kvgen._spec.models import Family
 
 from tests.generated.test_families import (
     bytes_per_token,

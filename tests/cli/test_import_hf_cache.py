@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 from tests.cli.test_import_hf_sources import LLAMA
 

@@ -16,13 +16,13 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from kvgen._engines import engine_capacity
-from kvgen._engines._rows import engine_tables
+from kvgen._engines.capacity import engine_capacity
 from kvgen._importhf._import import import_config
-from kvgen._loader import load_bytes
-from kvgen._spec import Family
-from kvgen.engines_registry import RELEASES
-from kvgen.engines_vllm import _vllm_state_bytes
+from kvgen._model.engine_rows import engine_tables
+from kvgen._spec.loader import load_bytes
+from kvgen._spec.models import Family
+from kvgen.sizing.engines_registry import RELEASES
+from kvgen.sizing.engines_vllm import _vllm_state_bytes
 
 from tests.unit.test_engines import GIB40, family
 

@@ -14,7 +14,7 @@ import re
 
 import pytest
 from kvgen._importhf import import_config
-from kvgen._loader import load_bytes
+from kvgen._spec.loader import load_bytes
 
 from tests.cli import hf_corpus
 
@@ -153,7 +153,7 @@ def test_the_architecture_is_the_configs_and_a_bare_config_gets_its_model_types(
     a config saved by its class alone (no architectures) gets the class transformers builds
     for its model_type where the engines' behaviour depends on it (MiniMax: vLLM 0.33.0 and
     SGLang 0.5.23 cannot run it)."""
-    from kvgen._engines._rows import engine_arch
+    from kvgen._model.engine_rows import engine_arch
 
     minimax = _import(_entry("minimax")["config"])
     assert "architectures" not in json.loads(_entry("minimax")["config"])

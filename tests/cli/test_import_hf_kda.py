@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 
 from kvgen._importhf import import_config
-from kvgen._loader import load_bytes
-from kvgen._quant import element_bytes
-from kvgen._recurrent import recurrent_state
+from kvgen._model.quant import element_bytes
+from kvgen._model.recurrent import recurrent_state
+from kvgen._spec.loader import load_bytes
 
 from tests.cli.test_import_hf_reviewed import _at, _import, _model, _one_refusal
 from tests.generated.test_families import layer_kinds

@@ -13,10 +13,10 @@ linear layer holds 32 * 128 * 128 = 524288 elements, 2097152 B in fp32 (the corp
 from __future__ import annotations
 
 import pytest
-from kvgen._engines import engine_capacity
+from kvgen._engines.capacity import engine_capacity
 from kvgen._importhf import import_config
-from kvgen._loader import load_bytes
-from kvgen.engines_core import NotModelled
+from kvgen._spec.loader import load_bytes
+from kvgen.sizing.engines_core import NotModelled
 
 from tests.cli.hf_corpus import load_corpus, verdict
 

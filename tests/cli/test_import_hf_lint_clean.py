@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 from kvgen._importhf import import_config
-from kvgen._lint import lint_loaded
-from kvgen._loader import load_bytes
-from kvgen._spec import DTYPES
+from kvgen._lint.linter import lint_loaded
+from kvgen._spec.loader import load_bytes
+from kvgen._spec.models import DTYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf"

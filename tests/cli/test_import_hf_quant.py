@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
-from kvgen._commands import import_hf
+from kvgen._cli.commands import import_hf
+from kvgen._cli.main import main
 from kvgen._importhf import import_config
-from kvgen._spec import DTYPES
+from kvgen._spec.models import DTYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from kvgen._importhf import import_config
-from kvgen._loader import load_bytes
-from kvgen._spec import Model
+from kvgen._spec.loader import load_bytes
+from kvgen._spec.models import Model
 
 from tests.generated.test_families import layer_kinds
 

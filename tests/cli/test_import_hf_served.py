@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen._codes import hf as codes
 from kvgen._importhf import import_config
+from kvgen._util.codes import hf as codes
 
 from tests.cli.hf_corpus import load_corpus
 

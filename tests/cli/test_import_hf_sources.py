@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = ROOT / "tests" / "fixtures" / "hf" / "llama-3.1-8b.json"
@@ -109,7 +109,7 @@ socket.socket.connect = refuse
 socket.socket.connect_ex = refuse
 socket.create_connection = refuse
 socket.getaddrinfo = refuse
-from kvgen._cli import main
+from kvgen._cli.main import main
 sys.exit(main(["import-hf", *sys.argv[1:]]))
 """
 

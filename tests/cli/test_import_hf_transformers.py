@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
+from kvgen._generate.sizing_context import bound_module
 from kvgen._importhf import import_config
-from kvgen._loader import load_bytes
-from kvgen._sizing_context import bound_module
-from kvgen._spec import Family
+from kvgen._spec.loader import load_bytes
+from kvgen._spec.models import Family
 
 from tests.generated.test_families import layer_kinds
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen._lint import lint_paths
-from kvgen._loader import load_path
+from kvgen._lint.linter import lint_paths
+from kvgen._spec.loader import load_path
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kvgen import _config as config
-from kvgen._cli import main
-from kvgen._commands.init import Layout, pre_commit_config, requirement, workflow
-from kvgen._exits import Exit
-from kvgen._schema_export import export_schema
+from kvgen._cli.commands.init import Layout, pre_commit_config, requirement, workflow
+from kvgen._cli.main import main
+from kvgen._generate import config
+from kvgen._spec.schema_export import export_schema
+from kvgen._util.exits import Exit
 
 REPO = Path(__file__).resolve().parents[2]
 SCAFFOLD = [
@@ -106,7 +106,7 @@ def test_workflow_installs_kvgen_itself_uploads_sarif_and_comments_the_diff():
 def test_the_workflow_pins_exactly_the_installed_release():
     # docs/security.md, "What CI must pin": a range would let a new release (or the pull
     # request's own dependency files) change the rules the gate applies.
-    from kvgen._cli import version
+    from kvgen._cli.main import version
 
     assert requirement() == f"kvgen=={version()}"
 

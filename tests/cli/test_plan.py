@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -323,8 +323,8 @@ def test_a_module_that_exits_when_called_is_an_error_not_success(project, capsys
 
 def test_plot_has_a_panel_per_batch_size_with_budget_demand_and_human_units(project):
     pytest.importorskip("matplotlib")
-    from kvgen._commands.plan import capacity_figure, human_tokens
-    from kvgen._planner import load_sizing, make_plan
+    from kvgen._cli.commands.plan import capacity_figure, human_tokens
+    from kvgen._engines.planner import load_sizing, make_plan
 
     sizing = load_sizing("llamaish")
     plan = make_plan(sizing, "llama3_1_8b", gpu_memory=16 * 2**30, batch_sizes=[1, 64])
@@ -360,8 +360,8 @@ def test_plot_has_a_panel_per_batch_size_with_budget_demand_and_human_units(proj
 
 def test_coinciding_profiles_are_named_in_the_legend(project):
     pytest.importorskip("matplotlib")
-    from kvgen._commands.plan import capacity_figure
-    from kvgen._planner import load_sizing, make_plan
+    from kvgen._cli.commands.plan import capacity_figure
+    from kvgen._engines.planner import load_sizing, make_plan
 
     sizing = load_sizing("llama3")
     plan = make_plan(sizing, "llama3_1_8b", gpu_memory=24 * 2**30, batch_sizes=[8])

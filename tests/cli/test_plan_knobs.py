@@ -186,8 +186,8 @@ def test_compare_engine_restricts_the_rows(capsys):
 
 
 def test_compare_plot_marks_where_vllm_refuses_to_start():
-    from kvgen._commands.compare import PLOT_POINTS, engine_curve, load_family
-    from kvgen.engines_registry import release
+    from kvgen._cli.commands.compare import PLOT_POINTS, engine_curve, load_family
+    from kvgen.sizing.engines_registry import release
 
     # vLLM at tp 1, 131,072 tokens: 14,726 blocks x 1,310,720 B = 19,301,662,720 B per
     # request plus the null block: it refuses any budget below 19,302,973,440 B.
@@ -234,11 +234,11 @@ def test_compare_pp_size_reports_trtllm_tightest_rank(capsys):
 
 
 def test_engine_names_come_from_the_registry_and_dtypes_agree_everywhere():
-    from kvgen import engines_registry
-    from kvgen._commands._knobs import ENGINES as FLAGS
-    from kvgen._commands._knobs import KV_DTYPES
-    from kvgen._engines import ENGINES as LABELS
-    from kvgen._spec import DTYPES
+    from kvgen._cli.commands._knobs import ENGINES as FLAGS
+    from kvgen._cli.commands._knobs import KV_DTYPES
+    from kvgen._engines.capacity import ENGINES as LABELS
+    from kvgen._spec.models import DTYPES
+    from kvgen.sizing import engines_registry
 
     assert FLAGS == engines_registry.engine_names() == ("trtllm", "vllm", "sglang", "trtllm-v2")
     assert tuple(engine.label for engine in engines_registry.ENGINES) == LABELS
@@ -271,7 +271,7 @@ def test_compare_plot_legend_says_where_each_engine_refuses(capsys, tmp_path, mo
     # never holds one request (507,904 B/token x 131,072 = 62 GiB > 40 GiB): each engine is
     # labelled with why and where, with an x on the axis, none silently dropped.
     pytest.importorskip("matplotlib")
-    import kvgen._files
+    import kvgen._util.files
 
     legends: list[list[str]] = []
     markers: list[int] = []
@@ -281,7 +281,7 @@ def test_compare_plot_legend_says_where_each_engine_refuses(capsys, tmp_path, mo
         legends.append([t.get_text() for t in ax.get_legend().get_texts()])
         markers.append(sum(1 for line in ax.get_lines() if line.get_marker() == "x"))
 
-    monkeypatch.setattr(kvgen._files, "save_figure", capture)
+    monkeypatch.setattr(kvgen._util.files, "save_figure", capture)
     code, _, _ = run(capsys, *COMPARE, "--gpu-memory", "40GiB", "--plot", str(tmp_path / "p.png"),
                      "--engine", "trtllm==early-2026", "vllm", "sglang")  # fmt: skip
     assert code == 1  # SGLang cannot hold one request at 40 GiB

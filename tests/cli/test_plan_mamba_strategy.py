@@ -154,8 +154,8 @@ def test_a_bad_strategy_is_a_usage_error(capsys, argv, message, how):
 
 
 def test_the_flag_names_the_engines_strategies():
-    from kvgen._commands._knobs import MAMBA_STRATEGIES
-    from kvgen.engines_sglang import SGLANG_MAMBA_STRATEGIES, SGLANG_MAMBA_STRATEGY
+    from kvgen._cli.commands._knobs import MAMBA_STRATEGIES
+    from kvgen.sizing.engines_sglang import SGLANG_MAMBA_STRATEGIES, SGLANG_MAMBA_STRATEGY
 
     assert MAMBA_STRATEGIES == SGLANG_MAMBA_STRATEGIES
     assert MAMBA_STRATEGIES[0] == SGLANG_MAMBA_STRATEGY

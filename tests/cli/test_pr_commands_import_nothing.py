@@ -109,7 +109,7 @@ def _listed(section: str, lead: str) -> set[str]:
 
 
 def test_the_page_sorts_every_command_into_exactly_one_group():
-    from kvgen._cli import build_parser
+    from kvgen._cli.main import build_parser
 
     page = (REPO / "docs" / "security.md").read_text()
     section = page.split("## Commands that run generated code", 1)[1].split("\n## ", 1)[0]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kvgen._commands.init import Layout, pre_commit_config
-from kvgen._meta import PROJECT_URL, version
+from kvgen._cli.commands.init import Layout, pre_commit_config
+from kvgen._util.meta import PROJECT_URL, version
 
 REPO = Path(__file__).resolve().parents[2]
 LAYOUT = Layout("schema/families", "generated", "schema/kvspec.schema.json")

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen._progress import CLEAR, Progress
+from kvgen._util.progress import CLEAR, Progress
 
 REPO = Path(__file__).resolve().parents[2]
 FAMILIES = sorted(p.stem for p in (REPO / "schema" / "families").glob("*.yaml"))

@@ -19,7 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 from kvgen._review import default_ref
 
 TOY = """\

@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
-from kvgen._exits import Exit
+from kvgen._cli.main import main
+from kvgen._util.exits import Exit
 
 from tests.cli.test_review import SPEC, TOY, diff, edit, git, repo  # noqa: F401 (a fixture)
 

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 import yaml
-from kvgen._cli import build_parser
+from kvgen._cli.main import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,24 +13,38 @@ import subprocess
 import sys
 from pathlib import Path
 
-import kvgen._commands
+import kvgen._cli.commands
 import pytest
-from kvgen import _meta
-from kvgen._cli import COMMANDS, build_parser
-from kvgen._config import Config
+from kvgen._cli.main import COMMANDS, build_parser
+from kvgen._generate.config import Config
+from kvgen._util import meta as _meta
 
 REPO = Path(__file__).resolve().parents[2]
 # What a spec, a rule or a render needs, and the quick commands never do.
-HEAVY = ("pydantic", "jinja2", "yaml", "jsonschema", "kvgen._spec", "kvgen._rules", "kvgen._loader")
+HEAVY = (
+    "pydantic",
+    "jinja2",
+    "yaml",
+    "jsonschema",
+    "kvgen._spec.models",
+    "kvgen._lint.rules",
+    "kvgen._spec.loader",
+)
 # What the parser-building path of every command module may not import at module level.
-NOT_AT_REGISTER = (*HEAVY, "kvgen._render", "kvgen._review", "kvgen._planner", "kvgen._engines")
+NOT_AT_REGISTER = (
+    *HEAVY,
+    "kvgen._generate.render",
+    "kvgen._review",
+    "kvgen._engines.planner",
+    "kvgen._engines.capacity",
+)
 
 
 def _modules_after(*argv: str) -> set[str]:
     """The modules loaded once ``kvgen ARGV`` has run, in a fresh interpreter."""
     code = (
         "import json, sys\n"
-        "from kvgen._cli import main\n"
+        "from kvgen._cli.main import main\n"
         "try:\n"
         f"    main({list(argv)!r})\n"
         "except SystemExit:\n"
@@ -49,26 +63,34 @@ def _modules_after(*argv: str) -> set[str]:
 def test_quick_commands_import_no_spec_model_rule_or_template_engine(argv):
     loaded = _modules_after(*argv)
     assert {name for name in loaded if name.split(".")[0] in HEAVY or name in HEAVY} == set()
-    assert not any(name.startswith(("kvgen._spec", "kvgen._rules")) for name in loaded)
+    assert not any(name.startswith(("kvgen._spec.models", "kvgen._lint.rules")) for name in loaded)
 
 
 def test_version_and_help_import_no_command_module_and_no_config_reader():
     for argv in (("--version",), ("--help",)):
         loaded = _modules_after(*argv)
-        assert not [m for m in loaded if m.startswith("kvgen._commands.")], argv
+        assert not [m for m in loaded if m.startswith("kvgen._cli.commands.")], argv
         assert "tomllib" not in loaded and "importlib.metadata" not in loaded, argv
 
 
 def test_explain_imports_only_its_own_command():
     loaded = _modules_after("explain", "KV205")
-    assert {m for m in loaded if m.startswith("kvgen._commands.")} == {"kvgen._commands.explain"}
+    assert {m for m in loaded if m.startswith("kvgen._cli.commands.")} == {
+        "kvgen._cli.commands.explain"
+    }
 
 
 # Issue 28: `kvgen plan` answers from a generated module, so it validates no spec: no spec
 # models (pydantic), no rules, no renderer and no writer (at c2a37ec it imported the spec
-# models through kvgen._project and the writer for one constant, MAX_GENERATED_BYTES).
+# models through kvgen._generate.project and the writer for one constant, MAX_GENERATED_BYTES).
 PLAN = ("-q", "plan", "llama3", "llama3_1_8b")
-NOT_FOR_PLAN = (*HEAVY, "kvgen._lint", "kvgen._render", "kvgen._writer", "kvgen._project")
+NOT_FOR_PLAN = (
+    *HEAVY,
+    "kvgen._lint.linter",
+    "kvgen._generate.render",
+    "kvgen._generate.writer",
+    "kvgen._generate.project",
+)
 
 
 @pytest.mark.parametrize(
@@ -92,14 +114,14 @@ def test_plan_imports_no_spec_model_rule_renderer_or_writer(argv):
 def test_lint_of_one_spec_does_not_import_the_renderer():
     loaded = _modules_after("-q", "lint", "schema/families/llama3.yaml")
     assert "pydantic" in loaded  # it validates
-    assert not {"jinja2", "jsonschema", "kvgen._render"} & loaded
+    assert not {"jinja2", "jsonschema", "kvgen._generate.render"} & loaded
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_command_module_is_light_to_import(name):
     """The full parser (completion, the docs check) imports every command module: each keeps
     its heavy imports inside run()."""
-    module = f"kvgen._commands.{name.replace('-', '_')}"
+    module = f"kvgen._cli.commands.{name.replace('-', '_')}"
     code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
@@ -113,7 +135,7 @@ def test_every_command_module_is_light_to_import(name):
 def test_the_command_table_names_every_command_module_with_its_help():
     modules = {
         info.name.replace("_", "-")
-        for info in pkgutil.iter_modules(kvgen._commands.__path__)
+        for info in pkgutil.iter_modules(kvgen._cli.commands.__path__)
         if not info.name.startswith("_")
     }
     assert set(COMMANDS) == modules
@@ -122,7 +144,7 @@ def test_the_command_table_names_every_command_module_with_its_help():
     helps = {action.dest: action.help for action in subparsers._choices_actions}
     assert helps == COMMANDS
     for name in COMMANDS:  # each module registers the parser of its own name
-        module = importlib.import_module(f"kvgen._commands.{name.replace('-', '_')}")
+        module = importlib.import_module(f"kvgen._cli.commands.{name.replace('-', '_')}")
         assert module.run is subparsers.choices[name].get_default("func")
 
 
@@ -144,7 +166,7 @@ def test_dash_capital_v_prints_the_version_as_long_option_does():
             [sys.executable, "-m", "kvgen", *argv], cwd=REPO, capture_output=True, text=True
         )
         assert (result.returncode, result.stdout) == (0, f"kvgen {_meta.__version__}\n"), argv
-    assert "kvgen._commands.plan" not in _modules_after("-V")
+    assert "kvgen._cli.commands.plan" not in _modules_after("-V")
 
 
 def test_bench_startup_lists_the_quick_commands():

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen._suggest import closest, did_you_mean
+from kvgen._util.suggest import closest, did_you_mean
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 FORGED = "\u001b[31m\n::error file=a,line=1::pwned\r::warning::x\u2028##[error]y"
@@ -92,7 +92,7 @@ def test_a_shard_name_from_an_index_is_escaped(tmp_path, capsys):
 def test_a_log_message_quoting_untrusted_text_is_escaped(capsys):
     import logging
 
-    from kvgen._cli import _install_log_format
+    from kvgen._cli.main import _install_log_format
 
     _install_log_format(logging.INFO)
     logging.getLogger("kvgen").warning("x from a ref: %s", FORGED)

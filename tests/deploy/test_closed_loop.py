@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "engines"
 # Each release's closed loop (refresh_goldens.py: the first release of an engine keeps

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 NODE = """\
 gpu = "H100-80GB"

@@ -11,7 +11,7 @@ the budget is 78679145186 - 35433480192 - 4294967296 = 38950697698 B (36.28 GiB)
 
 from __future__ import annotations
 
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 from tests.cli.cli_support import _in_repo, run  # noqa: F401  # _in_repo: autouse fixture
 

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,7 +79,7 @@ def test_a_fraction_in_range_plans(tmp_path, capsys, value):
 )
 @pytest.mark.parametrize("value", [10**21, 1 << 63, 0, -5])
 def test_a_count_outside_the_flags_range_is_refused(tmp_path, capsys, key, value):
-    # The flags take 1 .. 2**63 - 1 (kvgen._units.positive_int); so does the file.
+    # The flags take 1 .. 2**63 - 1 (kvgen._util.units.positive_int); so does the file.
     text = NODE.format(engine="vllm", extra="").replace("max_seq_len = 8192\n", "")
     text += f"{key} = {value}\n"
     code, out, err = run(tmp_path, capsys, text)

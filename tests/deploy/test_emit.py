@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 from kvgen._deploy.budget import sglang_default_fraction
 
 from tests.unit.test_weights import tiny_llama, write_safetensors

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 QWEN = ["-q", "plan", "qwen2_5", "qwen2_5_7b", "--gpu-memory", "40GiB", "--max-seq-len", "8192",
         "--block-size", "16", "--speculative", "draft_0_5b"]  # fmt: skip

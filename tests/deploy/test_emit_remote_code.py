@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"

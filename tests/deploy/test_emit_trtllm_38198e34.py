@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
-from kvgen._trtllm_pools import engine_plan_for_split, pool_ratio_for_quota
+from kvgen._cli.main import main
+from kvgen.sizing._trtllm_pools import engine_plan_for_split, pool_ratio_for_quota
 
 GIB = 1 << 30
 GOLDEN = json.loads(

@@ -34,7 +34,7 @@ import os
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 HF = ROOT / "tests" / "fixtures" / "hf"
@@ -233,7 +233,7 @@ def test_an_imported_float32_gemma2_plans_as_the_shipped_bf16_gemma2(capsys, pro
 
 
 def test_the_release_facts_quote_the_engines_source():
-    from kvgen.engines_registry import RELEASES, release
+    from kvgen.sizing.engines_registry import RELEASES, release
 
     assert release("vllm").float32_served_as == "bf16"
     assert release("sglang").float32_served_as == "fp16"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = json.loads((ROOT / "tests/fixtures/engines/trtllm_static.json").read_text())
@@ -42,8 +42,8 @@ def test_emit_trtllm_on_gemma3_27b_writes_the_split_the_engine_builds(capsys):
     assert sorted(p["engine_pages"] for p in pools) == sorted(row["engine"]["slots"])
     assert data["capacity"]["kv_tokens"] == 6_816 * 64 == 436_224
     # engine_capacity's default answer is that capacity, in the runtime and from the spec.
-    from kvgen._engines import engine_capacity
-    from kvgen._loader import load_family
+    from kvgen._engines.capacity import engine_capacity
+    from kvgen._spec.loader import load_family
 
     from generated.gemma3 import sizing
 

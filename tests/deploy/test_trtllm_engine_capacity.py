@@ -11,7 +11,7 @@ cycle of window w, B * pages(w, H) + min(k, ceil(N/tpb)) pages, pages(w, H) = ce
 2)/tpb) + 1 with H = E + G of the profile; life cycles in one pool group share its slots. The
 largest k that fits every group gives T = k * tpb; without a full life cycle T is B x
 max_seq_len once every context page fits, else the whole pages below N.
-Both paths answer it: the rendered sizing module and ``kvgen._engines`` on the spec.
+Both paths answer it: the rendered sizing module and ``kvgen._engines.capacity`` on the spec.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._engines import engine_capacity
-from kvgen._loader import load_family
+from kvgen._engines.capacity import engine_capacity
+from kvgen._spec.loader import load_family
 
 from tests import trtllm_closed_loop as loop
 from tests.workloads import ROOT
@@ -116,7 +116,7 @@ def test_gemma3_27b_holds_the_engine_full_slots_not_kvgen_pools():
     assert (capacity.kv_tokens, capacity.max_concurrency, capacity.num_blocks) == (
         33_984, 4.1484375, 531,
     )  # fmt: skip
-    from kvgen._trtllm_pools import engine_plan_for_quota
+    from kvgen.sizing._trtllm_pools import engine_plan_for_quota
 
     tokens, pools = engine_plan_for_quota(
         sizing, "gemma3_27b", {"target": 16 << 30}, max_batch_size=8, max_num_tokens=8192,

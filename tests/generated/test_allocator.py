@@ -360,8 +360,8 @@ def test_cuda_pools(mixed):
 def test_generated_allocator_is_deterministic_and_imports_only_the_runtime(
     rendered_families, tmp_path
 ):
-    from kvgen._loader import load_family
-    from kvgen._render import SpecInput, render
+    from kvgen._generate.render import SpecInput, render
+    from kvgen._spec.loader import load_family
 
     spec = ROOT / "tests" / "fixtures" / "specs" / "fx_mixed.yaml"
     first = render([SpecInput("x.yaml", spec.read_bytes(), load_family(spec))])
@@ -401,14 +401,14 @@ def test_generated_allocator_is_deterministic_and_imports_only_the_runtime(
 
 
 def test_generator_never_imports_torch():
-    source = (ROOT / "generator" / "_allocator_context.py").read_text()
+    source = (ROOT / "generator" / "_generate" / "allocator_context.py").read_text()
     assert "torch" not in {
         alias.name.split(".")[0]
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.Import)
         for alias in node.names
     }
-    code = "import sys, kvgen._render; print('torch' in sys.modules)"
+    code = "import sys, kvgen._generate.render; print('torch' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )

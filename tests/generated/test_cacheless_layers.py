@@ -11,8 +11,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from kvgen._lint import lint_family
-from kvgen._loader import SourceMap
+from kvgen._lint.linter import lint_family
+from kvgen._spec.loader import SourceMap
 
 from tests.sizing_support import Implementation, family_from_text
 from tests.workloads import render_family

@@ -5,8 +5,8 @@ static estimate of a chunked layer goes wrong (each one fails the diff against t
 from __future__ import annotations
 
 import pytest
-from kvgen._engines import engine_capacity
-from kvgen._loader import load_family
+from kvgen._engines.capacity import engine_capacity
+from kvgen._spec.loader import load_family
 
 from tests.reference import costmodel
 from tests.reference import layers as shapes

@@ -15,9 +15,9 @@ per token per layer. Encoder tokens e = 6404 = 4 tiles x 1601: ceil(6404 / 32) =
 from __future__ import annotations
 
 import pytest
-from kvgen._engines import POLICY_TERMS, engine_capacity
 from kvgen._engines._terms import policy_terms
-from kvgen._loader import load_family
+from kvgen._engines.capacity import POLICY_TERMS, engine_capacity
+from kvgen._spec.loader import load_family
 
 from tests.generated.test_serving_quota import serve
 from tests.reference import costmodel

@@ -12,7 +12,7 @@ and the engines' refusals in all three implementations.
 from __future__ import annotations
 
 import pytest
-from kvgen._loader import load_family
+from kvgen._spec.loader import load_family
 
 from tests.reference import costmodel
 from tests.workloads import (

@@ -8,7 +8,7 @@ Run with ``-s`` to print the diff table (also ``python -m tests.diff_report``).
 from __future__ import annotations
 
 import pytest
-from kvgen._loader import load_family
+from kvgen._spec.loader import load_family
 
 from tests.diff_report import Row, format_table, param_sets, quota_pair, run_case
 from tests.workloads import FIXTURE_SPECS, ROOT

@@ -9,7 +9,7 @@ reuse, the overlap slack). The generic ``kvgen.costmodel`` answers the same.
 from __future__ import annotations
 
 import pytest
-from kvgen._loader import load_family
+from kvgen._spec.loader import load_family
 
 from tests.diff_report import param_sets
 from tests.reference import costmodel

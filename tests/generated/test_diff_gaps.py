@@ -8,7 +8,7 @@ pool per life cycle. The key is now per life cycle on both sides.
 from __future__ import annotations
 
 import yaml
-from kvgen._loader import load_bytes
+from kvgen._spec.loader import load_bytes
 
 from tests.workloads import Harness, max_chunk_beside_generation, render_family
 

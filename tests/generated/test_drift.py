@@ -4,7 +4,7 @@ runtime makes the diff fail when the static side carries the bug, and pass when 
 from __future__ import annotations
 
 import pytest
-from kvgen._loader import load_family
+from kvgen._spec.loader import load_family
 
 from tests.workloads import (
     FIXTURE_SPECS,

@@ -6,7 +6,7 @@ every alignment of a DCP page (8 * 8 = 64 tokens at dcp_size 8) is swept quickly
 from __future__ import annotations
 
 import pytest
-from kvgen._loader import load_family
+from kvgen._spec.loader import load_family
 
 from tests.workloads import (
     ROOT,

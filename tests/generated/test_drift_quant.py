@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from kvgen._loader import load_family
-from kvgen._spec import Family, LayerKind, LayerStack
+from kvgen._spec.loader import load_family
+from kvgen._spec.models import Family, LayerKind, LayerStack
 
 from tests.workloads import FIXTURE_SPECS, DiffError, Harness, aligned_batch_sweep, render_family
 

@@ -1,4 +1,4 @@
-"""kvgen._trtllm_pools: kvgen's serving plan as TensorRT-LLM V2 pool groups, the pages the
+"""kvgen.sizing._trtllm_pools: kvgen's serving plan as TensorRT-LLM V2 pool groups, the pages the
 engine builds for a quota, and the least quota under the engine's split (issue 20).
 
 The engine side is proven in tests/generated/test_trtllm_goldens.py (the engine's own runs);
@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kvgen._planner import load_sizing
-from kvgen._trtllm_pools import (
+from kvgen._engines.planner import load_sizing
+from kvgen.sizing._trtllm_pools import (
     engine_pool_plan,
     engine_pool_ratio,
     engine_pools,
     engine_quota_for_requests,
 )
-from kvgen.trtllm_split import PoolGroup, gpu_grain, slots_for_quota
+from kvgen.sizing.trtllm_split import PoolGroup, gpu_grain, slots_for_quota
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVING = {"requests": 4, "seq_len": 2048, "max_num_tokens": 256}

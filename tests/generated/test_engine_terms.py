@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 
 import pytest
-from kvgen._loader import load_family
+from kvgen._spec.loader import load_family
 
 from tests.reference import costmodel
 from tests.sizing_support import example_module, import_generated

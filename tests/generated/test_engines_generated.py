@@ -3,8 +3,9 @@
 The generated module answers from its own tables, without kvgen: every golden of
 tests/fixtures/engines/ (numbers vLLM 0.33.0's, vLLM 0.34.0's and SGLang 0.5.23's own code
 produced, each asked as ``engine="NAME==RELEASE"``) must come out of it exactly, as they come
-out of ``kvgen._engines`` (tests/test_engines.py), and
-"trtllm-v2" must equal ``kvgen._engines``'s answer from the cost model for every shipped model.
+out of ``kvgen._engines.capacity`` (tests/test_engines.py), and
+"trtllm-v2" must equal ``kvgen._engines.capacity``'s answer from the cost model for every shipped
+model.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from kvgen._engines import EngineCapacity, engine_capacity
-from kvgen._engines._rows import engine_tables
-from kvgen.engines_registry import release
-from kvgen.engines_rows import qkv_split_refusal, split_heads
+from kvgen._engines.capacity import EngineCapacity, engine_capacity
+from kvgen._model.engine_rows import engine_tables
+from kvgen.sizing.engines_registry import release
+from kvgen.sizing.engines_rows import qkv_split_refusal, split_heads
 
 from tests.sizing_support import example_module, import_generated, render_sizing
 from tests.unit.test_engines import GIB40, VLLM_CASES, case_id, family, golden_kwargs
@@ -107,7 +108,8 @@ def test_generated_module_matches_every_golden(case: dict, tmp: Path) -> None:
         assert round(got.max_concurrency, 3) == round(want["max_concurrency"], 3)
     else:
         assert got.kv_tokens == want["max_total_num_tokens"]
-    # And exactly what kvgen._engines answers from the loaded spec (one policy, two callers).
+    # And exactly what kvgen._engines.capacity answers from the loaded spec (one policy, two
+    # callers).
     package = engine_capacity(family(inputs["family"]), *args, **kwargs)  # type: ignore[arg-type]
     assert tuple(got) == tuple(package)
 
@@ -215,8 +217,8 @@ def test_generated_bad_arguments_name_the_argument(kwargs: dict, message: str, t
 def test_generated_sglang_hybrid_follows_the_mamba_strategy(tmp: Path) -> None:
     # Qwen3-Next-80B, 40 GiB, page 1: K = floor(40 GiB x 0.9 / 1.9 / S - 1) = 262 state slots
     # (S = 77,266,944 B; tests/unit/test_engines.py derives it). The generated module answers
-    # as kvgen._engines does: extra_buffer (the strategy a CUDA launch resolves, 3 + 2 tracking
-    # slots a running request) runs 262 // 5 = 52 requests, no_buffer 262 // 3 = 87.
+    # as kvgen._engines.capacity does: extra_buffer (the strategy a CUDA launch resolves, 3 + 2
+    # tracking slots a running request) runs 262 // 5 = 52 requests, no_buffer 262 // 3 = 87.
     qwen = generated("qwen3_next", tmp)
     kw = {"engine": "sglang", "max_seq_len": 8192, "max_num_tokens": 8192}
     assert qwen.engine_capacity("qwen3_next_80b_a3b", GIB40, **kw).max_concurrency == 52.0
@@ -244,9 +246,9 @@ def test_generated_module_imports_nothing_but_the_stdlib(tmp_path: Path) -> None
 
 
 def test_engines_core_runs_as_source_on_the_example_family() -> None:
-    # kvgen.engines_core bound to the engine rows of tests/fixtures/sizing_core_example.yaml:
+    # kvgen.sizing.engines_core bound to the engine rows of tests/fixtures/sizing_core_example.yaml:
     # "hybrid" has attention sinks and "latent" a synthetic byte shape, which no engine
-    # model covers; "trtllm-v2" answers from kvgen.sizing_core's tables. hybrid at B = 8,
+    # model covers; "trtllm-v2" answers from kvgen.sizing.sizing_core's tables. hybrid at B = 8,
     # N = 64, S = 1,024: slope 64 (global), per_request = 6 pages x 16 x 128 + 2,000 = 14,288,
     # ctx_swa 128, plus one reserved row of recurrent state (the CUDA-graph padding slot,
     # docs/cost-model.md §8) = 2,000; quota 1 MiB: room = 1,048,576 - 8 x 14,288 - 2,000 =

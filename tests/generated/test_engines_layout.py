@@ -13,9 +13,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from kvgen import engines_vllm
-from kvgen.engines_rows import EngineLayer, EngineModel
-from kvgen.engines_vllm import VllmGroups
+from kvgen.sizing import engines_vllm
+from kvgen.sizing.engines_rows import EngineLayer, EngineModel
+from kvgen.sizing.engines_vllm import VllmGroups
 
 from tests.sizing_support import import_generated
 

@@ -8,7 +8,7 @@ tokens the shim could not hold.
 from __future__ import annotations
 
 import pytest
-from kvgen._loader import load_family
+from kvgen._spec.loader import load_family
 
 from tests.workloads import FIXTURE_SPECS, render_family
 

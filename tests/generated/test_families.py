@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 import pytest
-from kvgen._lint import lint_loaded
-from kvgen._loader import load_family, load_path
-from kvgen._spec import Family, LayerKind, LayerStack, Model
+from kvgen._lint.linter import lint_loaded
+from kvgen._spec.loader import load_family, load_path
+from kvgen._spec.models import Family, LayerKind, LayerStack, Model
 
 FAMILIES_DIR = Path(__file__).resolve().parents[2] / "schema" / "families"
 FAMILY_FILES = sorted(FAMILIES_DIR.glob("*.yaml"))

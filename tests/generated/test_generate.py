@@ -11,9 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
-from kvgen._project import load_specs, spec_paths
-from kvgen._render import render
+from kvgen._cli.main import main
+from kvgen._generate.project import load_specs, spec_paths
+from kvgen._generate.render import render
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "schema" / "families").glob("*.yaml"))
@@ -163,7 +163,7 @@ def test_rendering_is_byte_deterministic_across_hash_seeds(project):
         import sys
         sys.path.insert(0, sys.argv[1])
         from tests.generated.test_generate import _render_digest
-        from kvgen._project import spec_paths
+        from kvgen._generate.project import spec_paths
         print(_render_digest(spec_paths(None)))
         """
     )
@@ -254,16 +254,16 @@ def test_generated_sizing_public_surface(project):
         "cache_costs",
         "cost_terms",
         "headroom",
-        "manager_layers",  # each manager's layers, as kvgen._trtllm_budget reads them
-        "manager_terms",  # each manager's terms, as kvgen._trtllm_budget reads them
+        "manager_layers",  # each manager's layers, as kvgen.sizing._trtllm_budget reads them
+        "manager_terms",  # each manager's terms, as kvgen.sizing._trtllm_budget reads them
         "max_blocks_per_seq",
         "max_tokens_from_quota",
         "pages_per_request",
         "quota_for_requests",
         "quota_from_max_tokens",
-        "rank_layers",  # each manager's layers on one rank (kvgen._trtllm_budget)
+        "rank_layers",  # each manager's layers on one rank (kvgen.sizing._trtllm_budget)
         "split_budget",
-        # kvgen.engines_core, bound after the sizing interpreter
+        # kvgen.sizing.engines_core, bound after the sizing interpreter
         "ENGINE_MODELS",
         "EngineCapacity",
         "engine_capacity",
@@ -306,7 +306,7 @@ def test_generate_never_imports_torch(project):
     code = textwrap.dedent(
         """
         import sys
-        from kvgen._cli import main
+        from kvgen._cli.main import main
         assert main(["-q", "generate"]) == 0
         assert main(["-q", "generate", "--check"]) == 0
         print(sorted(m for m in sys.modules if m == "torch" or m.startswith("torch.")))

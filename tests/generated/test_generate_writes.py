@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
-from kvgen._render import RenderError, check_module, header
+from kvgen._cli.main import main
+from kvgen._generate.render import RenderError, check_module, header
 
 from tests.generated.test_generate import SPEC, snapshot
 
@@ -181,7 +181,7 @@ def test_concurrent_generates_with_orphans_never_fail(project):
 def test_a_held_lock_is_a_clear_error(project, capsys, monkeypatch):
     import fcntl
 
-    from kvgen import _writer as writer
+    from kvgen._generate import writer
 
     monkeypatch.setattr(writer, "LOCK_WAIT_S", 0.2)
     lock = writer.lock_path(project / "generated")
@@ -199,7 +199,7 @@ def test_a_held_lock_is_a_clear_error(project, capsys, monkeypatch):
 def test_a_swap_cut_between_two_renames_is_finished_or_undone(tmp_path):
     """Where RENAME_EXCHANGE is missing the swap is two renames; a kill between them leaves no
     output directory, and the next run finishes (new tree complete) or undoes it."""
-    from kvgen._writer import COMPLETE, recover
+    from kvgen._generate.writer import COMPLETE, recover
 
     out = tmp_path / "generated"
     stage, backup = tmp_path / ".generated.kvgen-stage", tmp_path / ".generated.kvgen-old"

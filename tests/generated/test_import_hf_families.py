@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 from kvgen._importhf import import_config
-from kvgen._lint import lint_loaded
-from kvgen._loader import load_bytes, load_family
+from kvgen._lint.linter import lint_loaded
+from kvgen._spec.loader import load_bytes, load_family
 
 from tests.reference import costmodel
 from tests.reference.layers import pp_layer_range, stack_layers

@@ -14,7 +14,7 @@ import json
 import textwrap
 
 import pytest
-from kvgen._engines import engine_capacity
+from kvgen._engines.capacity import engine_capacity
 
 from tests.reference import layers as shapes
 from tests.sizing_support import Implementation, family_from_text
@@ -140,7 +140,7 @@ def test_the_shim_refuses_a_reader_away_from_its_cache(tmp_path):
     shim_cls("m", max_tokens=32, device="meta", pp_size=4, pp_rank=2, **KW)  # 4, 5 (+ 6, 7 no)
     with pytest.raises(ValueError, match=r"layer 6 .*reads the cache of layer 4") as shim_refusal:
         shim_cls("m", max_tokens=32, device="meta", pp_size=4, pp_rank=3, **KW)
-    # One refusal, worded once (kvgen.facts.kv_sharing_rank): the interpreter's sentence.
+    # One refusal, worded once (kvgen.sizing.facts.kv_sharing_rank): the interpreter's sentence.
     with pytest.raises(ValueError) as static_refusal:
         rendered.sizing.cache_costs("m", pp_size=4, pp_rank=3, **KW)
     assert str(shim_refusal.value) == str(static_refusal.value)
@@ -363,7 +363,7 @@ models:
 
 
 def test_plan_on_shipped_gemma3n_charges_only_the_owning_layers(capsys):
-    from kvgen._cli import main
+    from kvgen._cli.main import main
 
     from tests.workloads import ROOT
 
@@ -383,8 +383,8 @@ def test_plan_on_shipped_gemma3n_charges_only_the_owning_layers(capsys):
     assert main([*args, "--max-batch-size", "8", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["managers"] == {"target": 638 * (16 << 20)} == {"target": 10_703_863_808}
-    from kvgen._planner import load_sizing
-    from kvgen._trtllm_pools import engine_pool_plan
+    from kvgen._engines.planner import load_sizing
+    from kvgen.sizing._trtllm_pools import engine_pool_plan
 
     plan = engine_pool_plan(load_sizing("gemma3n"), "gemma3n_e4b", requests=8, seq_len=32768,
                             max_num_tokens=2048)  # fmt: skip

@@ -12,10 +12,10 @@ The spec below: 8 heads of 16, bf16, 3 linear layers and 1 full layer of 2 KV he
 from __future__ import annotations
 
 import pytest
-from kvgen._cache_kinds import LinearAttention, spec_kind
 from kvgen._engines._layers import stack_layers
-from kvgen._lint import lint_family
-from kvgen._loader import load_bytes
+from kvgen._lint.linter import lint_family
+from kvgen._model.cache_kinds import LinearAttention, spec_kind
+from kvgen._spec.loader import load_bytes
 
 from tests.reference import costmodel
 from tests.workloads import render_family

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kvgen._lint import lint_loaded
-from kvgen._loader import load_bytes
+from kvgen._lint.linter import lint_loaded
+from kvgen._spec.loader import load_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "bench" / "fuzz_features.py"
@@ -158,7 +158,7 @@ def test_a_vision_cross_layer_with_a_byte_shape_generates_and_the_engines_declin
     assert loaded.family is not None, loaded.diagnostics
     assert not [d for d in lint_loaded(loaded) if d.severity == "error"]
     assert _check("llama3_2_vision.yaml", text) == []
-    from kvgen._engines._rows import engine_model
+    from kvgen._model.engine_rows import engine_model
 
     (model,) = [m for m in loaded.family.models if m.name == "llama3_2_11b_vision"]
     assert engine_model(loaded.family, model).sglang_unmodelled == "synthetic"

@@ -6,8 +6,8 @@ rows are held to it."""
 from __future__ import annotations
 
 import pytest
-from kvgen._engines import engine_capacity
-from kvgen._loader import load_bytes
+from kvgen._engines.capacity import engine_capacity
+from kvgen._spec.loader import load_bytes
 
 from tests.workloads import Harness, aligned_batch_sweep
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from kvgen._lint import lint_family
-from kvgen._loader import SourceMap, load_family
+from kvgen._lint.linter import lint_family
+from kvgen._spec.loader import SourceMap, load_family
 
 from tests.reference import costmodel
 from tests.sizing_support import Implementation, family_from_text

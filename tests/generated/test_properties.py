@@ -9,9 +9,9 @@ import random
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from kvgen._diagnostics import has_errors
-from kvgen._lint import lint_loaded
-from kvgen._loader import load_bytes
+from kvgen._lint.linter import lint_loaded
+from kvgen._spec.loader import load_bytes
+from kvgen._util.diagnostics import has_errors
 
 from tests.workloads import Harness, max_chunk_beside_generation, random_workload, render_family
 

@@ -1,8 +1,8 @@
 """vLLM and SGLang capacities are modelled for plain cache dtypes (and, in vLLM, FlashMLA's
 fp8_ds_mla row on MLA, and the per-token-head layouts on full attention, which vLLM 0.33.0
 stores in the same bytes as kvgen); another quantized layout with scales raises NotModelled
-naming the dtype in both kvgen._engines and the generated modules' engine_capacity, instead of
-a wrong number, and SGLang, which has no per-token-head cache, refuses it naming its choices.
+naming the dtype in both kvgen._engines.capacity and the generated modules' engine_capacity, instead
+of a wrong number, and SGLang, which has no per-token-head cache, refuses it naming its choices.
 
 Hand derivation for qwen3_235b_a22b_fp8_pth (schema/families/qwen3_moe.yaml: 94 full layers,
 4 KV heads of 128, fp8 K/V plus an fp32 scale per (token, head) for K and for V), in vLLM
@@ -22,8 +22,8 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from kvgen._engines import NotModelled, engine_capacity
-from kvgen._loader import load_bytes, load_family
+from kvgen._engines.capacity import NotModelled, engine_capacity
+from kvgen._spec.loader import load_bytes, load_family
 
 from tests.workloads import ROOT
 

@@ -11,8 +11,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from kvgen._lint import lint_family
-from kvgen._loader import SourceMap, load_bytes, load_family
+from kvgen._lint.linter import lint_family
+from kvgen._spec.loader import SourceMap, load_bytes, load_family
 
 from tests.reference import costmodel
 from tests.sizing_support import family_from_text, import_generated

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from kvgen._loader import load_family
+from kvgen._spec.loader import load_family
 from kvgen.runtime._pages import chunk_live_pages, live_pages
 
 from tests.diff_report import _longest_window

@@ -1,7 +1,7 @@
 """The generated sizing modules and the layer-by-layer reference agree on every shipped family.
 
-kvgen has one static model, the interpreter (``kvgen.sizing_core``) each generated module binds
-to its tables; it aggregates per layer kind. ``tests/reference/costmodel.py`` walks layers one
+kvgen has one static model, the interpreter (``kvgen.sizing.sizing_core``) each generated module
+binds to its tables; it aggregates per layer kind. ``tests/reference/costmodel.py`` walks layers one
 by one: a second opinion kept for the tests, next to the oracles (the hand derivations, the
 runtime diff and the engine goldens). Both must give the same bytes for every model, profile
 and runtime option.
@@ -13,7 +13,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from kvgen._loader import load_family
+from kvgen._spec.loader import load_family
 
 from tests.reference import costmodel
 from tests.sizing_support import import_generated

@@ -226,7 +226,7 @@ def test_the_shim_shares_a_pool_where_the_engine_shares_a_group(entry):
 
 
 def test_the_engine_rounds_a_quota_up_to_its_grain():
-    from kvgen.trtllm_split import gpu_grain
+    from kvgen.sizing.trtllm_split import gpu_grain
 
     for entry in ENTRIES:
         for probe, built in zip(
@@ -263,7 +263,7 @@ SERVING_ON_QUOTA_FOR_REQUESTS = [c for c in CASES if c.quota_for_requests]
 def _planned(case) -> dict[str, list]:
     import importlib
 
-    from kvgen._trtllm_pools import engine_pool_plan
+    from kvgen.sizing._trtllm_pools import engine_pool_plan
 
     sizing = importlib.import_module(f"generated.{case.family}.sizing")
     serving = {"requests": case.batch, "seq_len": case.max_seq_len,

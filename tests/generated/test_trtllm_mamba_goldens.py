@@ -1,4 +1,5 @@
-"""``kvgen._trtllm_budget.hybrid_cost`` (revision 38198e34) against TensorRT-LLM's own functions.
+"""``kvgen.sizing._trtllm_budget.hybrid_cost`` (revision 38198e34) against TensorRT-LLM's own
+functions.
 
 At 38198e34 a Mamba hybrid's attention pages and recurrent states share one V2 manager
 (``MambaHybridCacheManagerV2``). Under block reuse with ``periodic_snapshot_interval`` P it
@@ -18,7 +19,7 @@ import math
 from pathlib import Path
 
 import pytest
-from kvgen import _trtllm_budget as tb
+from kvgen.sizing import _trtllm_budget as tb
 
 GOLDEN = json.loads(
     (Path(__file__).resolve().parents[2] / "tests/fixtures/engines/trtllm_static.json").read_text()

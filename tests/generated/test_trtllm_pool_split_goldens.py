@@ -1,4 +1,5 @@
-"""``kvgen._trtllm_pool_split`` (revision 38198e34) against TensorRT-LLM's own C++ pool split.
+"""``kvgen.sizing._trtllm_pool_split`` (revision 38198e34) against TensorRT-LLM's own C++ pool
+split.
 
 At 38198e34 the split of one manager's GPU quota into pool groups is C++
 (``StorageManager``, ``CacheLevelStorage::ratioToSlotCountList``). ``bench/engines/
@@ -16,9 +17,9 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen import _trtllm_pool_split as ps
-from kvgen._trtllm_pools import engine_plan_for_split, engine_storage, engine_storage_split
-from kvgen.facts import float32
+from kvgen.sizing import _trtllm_pool_split as ps
+from kvgen.sizing._trtllm_pools import engine_plan_for_split, engine_storage, engine_storage_split
+from kvgen.sizing.facts import float32
 
 GOLDEN = json.loads(
     (Path(__file__).resolve().parents[2] / "tests/fixtures/engines/trtllm_static.json").read_text()

@@ -1,4 +1,4 @@
-"""``kvgen._trtllm_budget`` (revision "38198e34") against TensorRT-LLM's own functions.
+"""``kvgen.sizing._trtllm_budget`` (revision "38198e34") against TensorRT-LLM's own functions.
 
 ``tests/fixtures/engines/trtllm_static.json`` holds what the engine's static estimator at
 NVIDIA/TensorRT-LLM 38198e34 returned on CPU (``bench/engines/trtllm_oracle.py``): for every
@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 
 import pytest
-from kvgen import _trtllm_budget as tb
+from kvgen.sizing import _trtllm_budget as tb
 
 GOLDEN = json.loads(
     (Path(__file__).resolve().parents[2] / "tests/fixtures/engines/trtllm_static.json").read_text()

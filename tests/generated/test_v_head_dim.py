@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._engines import engine_capacity
-from kvgen._loader import load_bytes, load_family
+from kvgen._engines.capacity import engine_capacity
+from kvgen._spec.loader import load_bytes, load_family
 
 from tests.workloads import render_family
 

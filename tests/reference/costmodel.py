@@ -1,7 +1,7 @@
 """A layer-by-layer reference of the static cost: a validated family plus runtime parameters in,
 costs out. A second opinion for the tests, not part of kvgen.
 
-kvgen's one static model is the sizing interpreter (``kvgen.sizing_core``), which every
+kvgen's one static model is the sizing interpreter (``kvgen.sizing.sizing_core``), which every
 generated module and kvgen itself bind to a family's tables and which works per layer kind.
 This module writes docs/cost-model.md again layer by layer, for readability; the tests check
 the two agree on every shipped family (``tests/generated/test_sizing_agreement.py``), beside
@@ -18,13 +18,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from kvgen._spec import (
+from kvgen._spec.models import (
     MODES_WITH_DRAFT_POOL,
     Family,
     Model,
     Speculative,
 )
-from kvgen.facts import float32, mode_headroom, no_encoder
+from kvgen.sizing.facts import float32, mode_headroom, no_encoder
 
 from tests.reference.dcp import check_dcp, dcp_slope
 from tests.reference.layers import (
@@ -592,11 +592,11 @@ def _engine_split(
 ) -> int:
     """ "trtllm-v2": TensorRT-LLM V2 (early-2026) is handed one quota and splits it over its
     pool groups (full and window life cycles of equal slot bytes in one group; a chunked life
-    cycle alone) in proportion to slot bytes x life cycles (``kvgen.trtllm_split``, checked
+    cycle alone) in proportion to slot bytes x life cycles (``kvgen.sizing.trtllm_split``, checked
     against the engine's own pools): the least quota that builds every group's whole pages,
     plus the bytes held outside the split (recurrent states, cross caches). One group: the
     whole pages themselves, which the engine rounds up to its grain."""
-    from kvgen.trtllm_split import PoolGroup, least_quota
+    from kvgen.sizing.trtllm_split import PoolGroup, least_quota
 
     if cost.resume_rounded_intercept is not None:
         return whole

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kvgen import facts
-from kvgen._spec import MODES_WITH_DRAFT_POOL, LayerStack, Model, Speculative
-from kvgen.facts import DCP_ATTENTION
+from kvgen._spec.models import MODES_WITH_DRAFT_POOL, LayerStack, Model, Speculative
+from kvgen.sizing import facts
+from kvgen.sizing.facts import DCP_ATTENTION
 
 __all__ = ["SHARDED_ATTENTION", "check_dcp", "dcp_slope"]
 

@@ -4,7 +4,7 @@ Bytes per token of each layer kind on one rank, the layers one pipeline rank hol
 ``Layer`` rows after window and chunk resolution, and the peak pages of one request on a
 sliding-window, chunked or cross-attention life cycle. ``tests.reference.costmodel`` builds
 the cost of each cache manager from these. A second opinion for the tests, not part of kvgen:
-kvgen's one static model is the sizing interpreter (``kvgen.sizing_core``).
+kvgen's one static model is the sizing interpreter (``kvgen.sizing.sizing_core``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kvgen._quant import layout_bytes
-from kvgen._recurrent import RecurrentState, recurrent_state
-from kvgen._shapes import kind_head_dim, kind_v_head_dim, mla_bytes
-from kvgen._spec import LayerKind, LayerStack, Speculative
+from kvgen._model.geometry import kind_head_dim, kind_v_head_dim, mla_bytes
+from kvgen._model.quant import layout_bytes
+from kvgen._model.recurrent import RecurrentState, recurrent_state
+from kvgen._spec.models import LayerKind, LayerStack, Speculative
 
 # --------------------------------------------------------------------------- shapes (§1)
 

@@ -4,8 +4,8 @@ separate draft pool; kinds the pattern never places are not compared."""
 
 from __future__ import annotations
 
-from kvgen._lint import lint_loaded
-from kvgen._loader import load_bytes
+from kvgen._lint.linter import lint_loaded
+from kvgen._spec.loader import load_bytes
 
 HEAD = """schema_version: 1
 family: tiny

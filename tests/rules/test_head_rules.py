@@ -3,8 +3,8 @@ each kind's KV heads, KV247 one engine behaviour per family's architectures."""
 
 from __future__ import annotations
 
-from kvgen._lint import lint_loaded
-from kvgen._loader import load_bytes
+from kvgen._lint.linter import lint_loaded
+from kvgen._spec.loader import load_bytes
 
 BASE = """schema_version: 1
 family: tiny

@@ -11,17 +11,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
-from kvgen._exits import UsageError
-from kvgen._lint import lint_paths
-from kvgen._rules import find_code
+from kvgen._cli.main import main
+from kvgen._lint.linter import lint_paths
+from kvgen._lint.rules import find_code
+from kvgen._util.exits import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parents[1] / "lint_corpus"
 BAD = sorted(p for p in CORPUS.glob("*.yaml") if not p.name.startswith("valid_"))
 VALID = sorted(CORPUS.glob("valid_*.yaml"))
 SHIPPED = sorted((ROOT / "schema" / "families").glob("*.yaml"))
-# A few go through a real `kvgen` process; the rest through kvgen._cli.main.
+# A few go through a real `kvgen` process; the rest through kvgen._cli.main.main.
 SUBPROCESS_CASES = {
     "kv002_latin1.yaml",
     "kv005_alias_bomb.yaml",
@@ -48,7 +48,7 @@ def test_corpus_has_at_least_thirty_bad_specs():
 
 def test_corpus_covers_every_lint_rule():
     covered = {entry.split()[0] for path in BAD for entry in expected(path)}
-    from kvgen._rules import lint_rules
+    from kvgen._lint.rules import lint_rules
 
     assert {rule.code for rule in lint_rules()} <= covered
 

@@ -2,7 +2,7 @@
 
 On c2a37ec two spec files of one family linted clean (exit 0) while `kvgen generate` refused
 them with KV010: the duplicate check lived only in generate's loader. Both commands now take
-their findings from one function (``kvgen._lint.check_paths``), and the property below holds
+their findings from one function (``kvgen._lint.linter.check_paths``), and the property below holds
 over the lint corpus, the shipped families and the multi-file cases: a set of files lints
 without an error exactly when generate accepts it (and writes it).
 """
@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "lint_corpus"

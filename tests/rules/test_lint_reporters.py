@@ -7,10 +7,10 @@ import json
 import textwrap
 from pathlib import Path
 
-from kvgen._diagnostics import Diagnostic
-from kvgen._meta import PROJECT_URL, version
-from kvgen._reporters import REPORTERS, render, sarif
-from kvgen._rules import RuleInfo
+from kvgen._lint.reporters import REPORTERS, render, sarif
+from kvgen._lint.rules import RuleInfo
+from kvgen._util.diagnostics import Diagnostic
+from kvgen._util.meta import PROJECT_URL, version
 
 ROOT = Path(__file__).resolve().parents[2]
 DIAGNOSTICS = [

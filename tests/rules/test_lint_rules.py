@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import kvgen._rules
+import kvgen._lint.rules
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kvgen._cli import main
-from kvgen._lint import lint_family
-from kvgen._loader import SourceMap
-from kvgen._rules import LINT_RULE_MODULES, RETIRED, all_codes, find_code, lint_rules
-from kvgen._spec import DTYPES, SPECULATIVE_MODES, Family
+from kvgen._cli.main import main
+from kvgen._lint.linter import lint_family
+from kvgen._lint.rules import LINT_RULE_MODULES, RETIRED, all_codes, find_code, lint_rules
+from kvgen._spec.loader import SourceMap
+from kvgen._spec.models import DTYPES, SPECULATIVE_MODES, Family
 from pydantic import ValidationError
 
 SECTIONS = ("## What it does", "## Why it matters", "## Example", "## Fix")
@@ -24,7 +24,7 @@ SECTIONS = ("## What it does", "## Why it matters", "## Example", "## Fix")
 def test_every_rule_module_is_registered():
     modules = {
         info.name
-        for info in pkgutil.iter_modules(kvgen._rules.__path__)
+        for info in pkgutil.iter_modules(kvgen._lint.rules.__path__)
         if not info.name.startswith("_")
     }
     assert modules == set(LINT_RULE_MODULES)
@@ -103,12 +103,14 @@ def _heavy_modules_after(code: str) -> str:
 
 
 def test_importing_the_lint_api_never_imports_torch_jinja2_or_jsonschema():
-    code = "import kvgen._lint, kvgen._reporters\nkvgen._lint.lint_paths(['tests'])"
+    code = (
+        "import kvgen._lint.linter, kvgen._lint.reporters\nkvgen._lint.linter.lint_paths(['tests'])"
+    )
     assert _heavy_modules_after(code) == "[]"
 
 
 def test_kvgen_lint_never_imports_torch_jinja2_or_jsonschema():
-    code = "from kvgen._cli import main\nmain(['-q', 'lint', '--format', 'sarif', 'tests'])"
+    code = "from kvgen._cli.main import main\nmain(['-q', 'lint', '--format', 'sarif', 'tests'])"
     assert _heavy_modules_after(code) == "[]"
 
 

@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
-from kvgen._lint import lint_report
-from kvgen._noqa import Directive, Selection, directives
+from kvgen._cli.main import main
+from kvgen._lint.linter import lint_report
+from kvgen._lint.noqa import Directive, Selection, directives
 
 CORPUS = Path(__file__).resolve().parents[1] / "lint_corpus"
 KV202 = CORPUS / "kv202_window_covers_seq.yaml"  # warning at 10:43

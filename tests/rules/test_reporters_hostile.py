@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from kvgen._diagnostics import Diagnostic
-from kvgen._reporters import render
+from kvgen._lint.reporters import render
+from kvgen._util.diagnostics import Diagnostic
 
 # A file name may hold ':' and ','; a message quotes a spec value with a newline, a forged
 # command, a terminal escape and a line separator.

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
-from kvgen._cli import main
-from kvgen._loader import load_path, parse_yaml
-from kvgen._schema_export import DRAFT, MODELINE_PREFIX, export_schema
-from kvgen._spec import SCHEMA_ID
+from kvgen._cli.main import main
+from kvgen._spec.loader import load_path, parse_yaml
+from kvgen._spec.models import SCHEMA_ID
+from kvgen._spec.schema_export import DRAFT, MODELINE_PREFIX, export_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "schema" / "kvspec.schema.json"

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kvgen._composer import SourceMap
-from kvgen._lint import lint_paths
-from kvgen._loader import parse_yaml
-from kvgen._schema_errors import describe, schema_keys, validation_diagnostics
-from kvgen._spec import Family
+from kvgen._lint.linter import lint_paths
+from kvgen._spec.composer import SourceMap
+from kvgen._spec.loader import parse_yaml
+from kvgen._spec.models import Family
+from kvgen._spec.schema_errors import describe, schema_keys, validation_diagnostics
 from pydantic import ValidationError
 
 ROOT = Path(__file__).resolve().parents[2]

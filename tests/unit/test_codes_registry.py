@@ -9,21 +9,22 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
-from kvgen._codes._docs import render_catalogue, render_codes_page
-from kvgen._diagnostics import Diagnostic
-from kvgen._lint import duplicate_family
-from kvgen._rules import all_codes, find_code
+from kvgen._cli.main import main
+from kvgen._lint.codes_doc import render_catalogue, render_codes_page
+from kvgen._lint.linter import duplicate_family
+from kvgen._lint.rules import all_codes, find_code
+from kvgen._util.diagnostics import Diagnostic
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "generator"
 CODES_PAGE = ROOT / "docs" / "codes.md"
-CATALOGUE = SOURCE / "_catalogue.py"
+CATALOGUE = SOURCE / "_cli" / "catalogue.py"
 CODE = re.compile(r"KV\d{3}")
 # Where a code may be declared: the reader/schema (and line rule), file-access, import-hf and
 # diff tables, and the rule modules.
 DECLARING = {
-    SOURCE / "_codes" / name for name in ("reader.py", "lines.py", "files.py", "hf.py", "review.py")
+    SOURCE / "_util" / "codes" / name
+    for name in ("reader.py", "lines.py", "files.py", "hf.py", "review.py")
 }
 
 
@@ -52,7 +53,7 @@ def test_every_code_literal_in_the_source_is_its_one_declaration():
     per_code = Counter(code for code, _path in literals.elements())
     assert {code for code, count in per_code.items() if count > 1} == set()
     for code, path in literals:
-        assert path in DECLARING or path.parent == SOURCE / "_rules", (code, path)
+        assert path in DECLARING or path.parent == SOURCE / "_lint" / "rules", (code, path)
 
 
 def test_every_code_used_is_declared_and_every_declared_code_is_used():
@@ -72,7 +73,7 @@ def test_names_are_unique_and_every_code_has_a_default_fix_or_a_rule():
 def test_no_module_outside_the_registry_writes_a_code_as_text():
     # Diagnostics are built from a declared Code (Code.at), never Diagnostic(..., "KV...").
     for path in SOURCE.rglob("*.py"):
-        if path in DECLARING or path.parent == SOURCE / "_rules":
+        if path in DECLARING or path.parent == SOURCE / "_lint" / "rules":
             continue
         assert not re.search(r'"KV\d{3}"', path.read_text(encoding="utf-8")), path
 
@@ -91,7 +92,7 @@ def test_shared_names_are_defined_once(name):
 
 
 def test_kv010_is_built_by_one_function_from_both_call_sites():
-    for relative in ("_lint.py", "_review/_sides.py"):
+    for relative in ("_lint/linter.py", "_review/_sides.py"):
         text = (SOURCE / relative).read_text(encoding="utf-8")
         assert "duplicate_family(" in text, relative
     diagnostic = duplicate_family("b.yaml", (3, 9), "gemma3", "a.yaml")
@@ -109,7 +110,7 @@ def test_the_codes_page_is_up_to_date(capsys):
 
 def test_the_catalogue_is_up_to_date():
     """``kvgen explain`` reads kvgen/catalogue.py instead of importing the rules (start-up);
-    it must say what the registry says. Stale: run ``python -m kvgen._codes._docs``."""
+    it must say what the registry says. Stale: run ``python -m kvgen._lint.codes_doc``."""
     assert CATALOGUE.read_text(encoding="utf-8") == render_catalogue(all_codes())
 
 

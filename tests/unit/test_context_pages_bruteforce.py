@@ -7,7 +7,7 @@ pages(w, H); a request in context with a chunk of n tokens holds at most the pea
 found here by dynamic programming over every split of N among k <= R chunks, each at its own
 worst position, and compared with the closed form in the generic cost model
 (``kvgen.costmodel._context_pages``) and in the generated modules' core
-(``kvgen.sizing_quota.swa_context_tokens``, which turns it into the least T).
+(``kvgen.sizing.sizing_quota.swa_context_tokens``, which turns it into the least T).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
-from kvgen import sizing_quota
 from kvgen.runtime._pages import live_pages
+from kvgen.sizing import sizing_quota
 
 from tests.reference.costmodel import Headroom, _context_pages
 

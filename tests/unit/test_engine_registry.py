@@ -7,11 +7,11 @@ import importlib
 from pathlib import Path
 
 import pytest
-from kvgen import engines_registry as registry
-from kvgen._engines import engine_capacity
-from kvgen._loader import load_family
-from kvgen._sizing_context import bound_module
-from kvgen.engines_registry import (
+from kvgen._engines.capacity import engine_capacity
+from kvgen._generate.sizing_context import bound_module
+from kvgen._spec.loader import load_family
+from kvgen.sizing import engines_registry as registry
+from kvgen.sizing.engines_registry import (
     ENGINES,
     RELEASES,
     SGLANG,
@@ -117,8 +117,8 @@ def test_every_release_is_of_a_registered_engine_and_every_engine_has_one():
 @pytest.mark.parametrize(
     ("module", "role"),
     [
-        ("kvgen.engines_core", "capacity"),
-        ("kvgen._engines", "capacity"),
+        ("kvgen.sizing.engines_core", "capacity"),
+        ("kvgen._engines.capacity", "capacity"),
         ("kvgen._engines._terms", "terms"),
         ("kvgen._deploy.emit", "launch"),
     ],

@@ -4,7 +4,7 @@ the file they are in (issue 32)."""
 from __future__ import annotations
 
 import pytest
-from kvgen._trtllm_budget import ManagerCost, draft_budget_shares
+from kvgen.sizing._trtllm_budget import ManagerCost, draft_budget_shares
 
 ENGINE_WORDS = (
     "TensorRT-LLM 38198e34 refuses to start: 'KV cache GPU budget (...) is insufficient after "
@@ -49,7 +49,7 @@ def test_sglang_refuses_a_sliding_pool_share_outside_0_1(ratio: float) -> None:
     """SGLang 0.5.23 checks --swa-full-tokens-ratio before it sizes any pool
     (arg_groups/kv_cache_hook.py: 'if not (0 < ratio <= 1.0): raise ValueError'); kvgen
     refuses the same values with its words, and takes 1.0."""
-    from kvgen._engines import engine_capacity
+    from kvgen._engines.capacity import engine_capacity
 
     from tests.unit.test_engines import GIB40, family
 

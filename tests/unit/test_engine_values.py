@@ -1,11 +1,11 @@
 """Engines and deployments are values, not strings spread thin (issue 28), read from the source.
 
-- No code outside ``kvgen.engines_registry`` tells engines apart by name: no comparison with an
-  engine's name, no table keyed by one, no engine chosen by a name written in place. Code reads
+- No code outside ``kvgen.sizing.engines_registry`` tells engines apart by name: no comparison with
+  an engine's name, no table keyed by one, no engine chosen by a name written in place. Code reads
   a field of the engine's value instead (its capabilities, hooks, settings, releases).
 - No parsed arguments below the command layer: the command builds one frozen request from its
   flags (or a deployment file) and hands that down.
-- kvgen's deployment defaults are defined once (``kvgen.engines_registry``) and imported.
+- kvgen's deployment defaults are defined once (``kvgen.sizing.engines_registry``) and imported.
 
 Each check walks the package's syntax trees, so it names the file and line of every breach; on
 c2a37ec they find 50 engine-name sites on distinct lines of 16 files, 13 uses of parsed
@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "generator"
-REGISTRY = PACKAGE / "engines_registry.py"
-# Every name an engine goes by (kvgen.engines_registry: names and aliases), written out here so
-# that the check does not depend on the module it guards.
+REGISTRY = PACKAGE / "sizing" / "engines_registry.py"
+# Every name an engine goes by (kvgen.sizing.engines_registry: names and aliases), written out here
+# so that the check does not depend on the module it guards.
 ENGINE_NAMES = {"trtllm", "trtllm-v2", "vllm", "sglang"}
 
 
@@ -84,7 +84,7 @@ def test_only_the_engine_registry_tells_engines_apart_by_name():
     sites = [
         f"{path}:{line}: {code}"
         for path, tree in _modules()
-        if path != "generator/engines_registry.py"
+        if path != "generator/sizing/engines_registry.py"
         for line, code in engine_name_sites(tree)
     ]
     assert sites == [], "\n".join(sites)
@@ -111,7 +111,7 @@ if mode == "ngram": pass
     assert lines == [2, 3, 4, 5, 6, 7, 8, 9, 11]
 
 
-# TensorRT-LLM's revisions modelled (kvgen.engines_registry: the versions of the trtllm
+# TensorRT-LLM's revisions modelled (kvgen.sizing.engines_registry: the versions of the trtllm
 # releases), written out for the same reason as ENGINE_NAMES.
 TRTLLM_REVISIONS = {"early-2026", "38198e34"}
 
@@ -135,7 +135,7 @@ def test_only_the_engine_registry_tells_trtllm_revisions_apart_by_name():
     sites = [
         f"{path}:{line}: {code}"
         for path, tree in _modules()
-        if path != "generator/engines_registry.py"
+        if path != "generator/sizing/engines_registry.py"
         for line, code in revision_sites(tree)
     ]
     assert sites == [], "\n".join(sites)
@@ -144,9 +144,9 @@ def test_only_the_engine_registry_tells_trtllm_revisions_apart_by_name():
 
 
 # The command layer: the command line's entry and one module per command (and their helpers).
-COMMAND_LAYER = ("generator/_cli.py", "generator/_commands/")
+COMMAND_LAYER = ("generator/_cli/main.py", "generator/_cli/commands/")
 # argparse outside it, and why: argument types raise its error; completion reads a parser.
-ARGPARSE_ELSEWHERE = {"generator/_units.py", "generator/_completion.py"}
+ARGPARSE_ELSEWHERE = {"generator/_util/units.py", "generator/_cli/completion.py"}
 
 
 def test_no_parsed_arguments_below_the_command_layer():
@@ -176,7 +176,7 @@ def test_the_deploy_request_is_a_frozen_value_of_an_engine_release():
     import dataclasses
 
     from kvgen._deploy.rank import Deployment
-    from kvgen.engines_registry import Release, release
+    from kvgen.sizing.engines_registry import Release, release
 
     d = Deployment("llama3", "llama3_1_8b", release("vllm"))
     assert dataclasses.is_dataclass(d) and isinstance(d.engine, Release)
@@ -192,7 +192,7 @@ def test_the_deploy_request_is_a_frozen_value_of_an_engine_release():
 DEFAULTED = {"max_batch_size", "max_num_tokens", "max_running", "max_running_requests",
              "max_seq_len", "mamba_radix_cache_strategy"}  # fmt: skip
 DEFAULTED_FLAGS = {"--max-batch-size", "--max-num-tokens", "--max-seq-len"}
-# The values themselves (kvgen.engines_registry: 8192 tokens, 32768 context): never written
+# The values themselves (kvgen.sizing.engines_registry: 8192 tokens, 32768 context): never written
 # as a number anywhere else.
 DEFAULT_NUMBERS = {8192, 32768}
 
@@ -251,7 +251,7 @@ def test_each_deployment_default_is_defined_once():
     sites = [
         f"{path}:{line}: {code}"
         for path, tree in _modules()
-        if path != "generator/engines_registry.py"
+        if path != "generator/sizing/engines_registry.py"
         for line, code in defaults_written_in_place(tree)
     ]
     assert sites == [], "\n".join(sites)

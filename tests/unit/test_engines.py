@@ -1,4 +1,4 @@
-"""kvgen._engines against the engines' goldens, and each pool-policy term derived by hand.
+"""kvgen._engines.capacity against the engines' goldens, and each pool-policy term derived by hand.
 
 The goldens in tests/fixtures/engines/ come from ``bench/engines/refresh_goldens.py``: vLLM's
 numbers from each vLLM release's own planner (0.33.0: vllm.json, 0.34.0: vllm-0.34.0.json,
@@ -17,16 +17,17 @@ from pathlib import Path
 
 import pytest
 from kvgen._deploy.emit import _sglang_mamba_flags
-from kvgen._engines import ENGINES, POLICY_TERMS, EngineCapacity, _sglang, _vllm, engine_capacity
-from kvgen._engines._rows import engine_tables
+from kvgen._engines import _sglang, _vllm
 from kvgen._engines._terms import policy_terms
-from kvgen._loader import load_bytes, load_family
-from kvgen._spec import Family
-from kvgen.engines_core import NotModelled
-from kvgen.engines_registry import VLLM as VLLM_ENGINE
-from kvgen.engines_registry import release, releases_of
-from kvgen.engines_rows import qkv_split_refusal, split_heads
-from kvgen.engines_sglang import SGLANG_MAMBA_SLOTS_PER_REQUEST, SGLANG_MAMBA_STRATEGIES
+from kvgen._engines.capacity import ENGINES, POLICY_TERMS, EngineCapacity, engine_capacity
+from kvgen._model.engine_rows import engine_tables
+from kvgen._spec.loader import load_bytes, load_family
+from kvgen._spec.models import Family
+from kvgen.sizing.engines_core import NotModelled
+from kvgen.sizing.engines_registry import VLLM as VLLM_ENGINE
+from kvgen.sizing.engines_registry import release, releases_of
+from kvgen.sizing.engines_rows import qkv_split_refusal, split_heads
+from kvgen.sizing.engines_sglang import SGLANG_MAMBA_SLOTS_PER_REQUEST, SGLANG_MAMBA_STRATEGIES
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "engines"
@@ -624,7 +625,7 @@ def test_every_engine_answers_for_a_plain_model_and_terms_are_named() -> None:
 
 def test_engine_models_import_no_engine_and_no_torch() -> None:
     code = (
-        "import sys, kvgen._engines; "
+        "import sys, kvgen._engines.capacity; "
         "print(sorted(m for m in ('torch', 'vllm', 'sglang') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -655,7 +656,7 @@ def test_plans_are_cached_per_family_object_not_per_name(monkeypatch: pytest.Mon
     # 513 either way, so use N = 1 (in flight 2): window 128 -> ceil(129/16) + 1 = 10 blocks,
     # window 4,096 -> ceil(4,097/16) + 1 = 258 blocks; the full layer 512 blocks. One running
     # request (max_batch_size 1): vLLM refuses max_num_batched_tokens below max_num_seqs.
-    import kvgen._engines as engines
+    import kvgen._engines.capacity as engines
 
     monkeypatch.setattr(engines, "_CACHE_BOUND", 2)
     kwargs = {"engine": "vllm", "max_seq_len": 8192, "max_num_tokens": 1, "block_size": 16,
@@ -730,7 +731,7 @@ def test_sglang_pools_are_kept_by_plan_identity_and_never_answer_for_another_pla
     # requests, strategy) with the plan itself: a stale entry whose id a new plan reuses
     # (planted here) is not read. Plain full attention, 1 GiB = 1,073,741,824 B at 1,024 B
     # per token, page 1: 1,048,576 tokens; 2,048 B per token: 524,288 tokens.
-    from kvgen import engines_sglang
+    from kvgen.sizing import engines_sglang
 
     small = engines_sglang.SglangPlan(1024, 0, None, 0, 0, 131072)
     large = engines_sglang.SglangPlan(2048, 0, None, 0, 0, 131072)

@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kvgen._engines import engine_capacity
-from kvgen._engines._rows import engine_tables
-from kvgen.engines_core import NotModelled
+from kvgen._engines.capacity import engine_capacity
+from kvgen._model.engine_rows import engine_tables
+from kvgen.sizing.engines_core import NotModelled
 
 from tests.sizing_support import import_generated
 from tests.unit.test_engines import VLLM, family

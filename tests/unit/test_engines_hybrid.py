@@ -10,8 +10,9 @@ golden that drifted from its derivation fails here as well as kvgen.
 from __future__ import annotations
 
 import pytest
-from kvgen._engines import _sglang, _vllm, engine_capacity
-from kvgen.engines_core import NotModelled
+from kvgen._engines import _sglang, _vllm
+from kvgen._engines.capacity import engine_capacity
+from kvgen.sizing.engines_core import NotModelled
 
 from tests.unit.test_engines import VLLM, family
 

@@ -17,8 +17,9 @@ Per KDA layer at tp 1: conv (4 - 1 + K draft tokens) rows x (32 x 128 + 2 x 32 x
 
 from __future__ import annotations
 
-from kvgen._engines import _sglang, _vllm, engine_capacity
+from kvgen._engines import _sglang, _vllm
 from kvgen._engines._terms import policy_terms
+from kvgen._engines.capacity import engine_capacity
 
 from tests.unit.test_engines import SGLANG, family
 from tests.unit.test_engines_hybrid import golden

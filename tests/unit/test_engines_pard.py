@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from kvgen._cli import main
-from kvgen._engines import engine_capacity
-from kvgen.engines_core import NotModelled
+from kvgen._cli.main import main
+from kvgen._engines.capacity import engine_capacity
+from kvgen.sizing.engines_core import NotModelled
 
 from tests.unit.test_engines import FIXTURES, VLLM, family
 from tests.unit.test_engines_hybrid import golden

@@ -12,8 +12,8 @@ On the starting commit every one of these profiles raised NotModelled for SGLang
 from __future__ import annotations
 
 import pytest
-from kvgen._engines import engine_capacity
-from kvgen.engines_core import NotModelled
+from kvgen._engines.capacity import engine_capacity
+from kvgen.sizing.engines_core import NotModelled
 
 from tests.sizing_support import import_generated
 from tests.unit.test_engines import GIB40, ROOT, family, golden

@@ -20,8 +20,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from kvgen._engines import engine_capacity
-from kvgen._loader import load_family
+from kvgen._engines.capacity import engine_capacity
+from kvgen._spec.loader import load_family
 
 FAMILIES = Path(__file__).resolve().parents[2] / "schema" / "families"
 

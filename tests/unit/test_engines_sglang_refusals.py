@@ -15,8 +15,8 @@ import importlib
 import json
 
 import pytest
-from kvgen._engines import NotModelled, engine_capacity
-from kvgen._loader import load_family
+from kvgen._engines.capacity import NotModelled, engine_capacity
+from kvgen._spec.loader import load_family
 
 from tests.workloads import ROOT
 

@@ -1,4 +1,5 @@
-"""``kvgen._escaping``: one function per output format, snapshots with hostile text (issue 18 #8).
+"""``kvgen._util.escaping``: one function per output format, snapshots with hostile text (issue 18
+#8).
 
 Each hostile string is what a spec author can put in an acknowledgement reason (a
 double-quoted YAML string may hold any character through its escapes).
@@ -10,7 +11,7 @@ import json
 import re
 
 import pytest
-from kvgen import _escaping as escaping
+from kvgen._util import escaping
 
 # A forged workflow command on its own line, an HTML comment that would hide the rest of a pull
 # request comment, a table break, a terminal escape and a line separator.
@@ -96,7 +97,7 @@ def _hostile_review():
 
 
 def test_every_diff_emitter_escapes_names_paths_and_the_ref():
-    from kvgen._review_reporters import EMITTERS
+    from kvgen._review.reporters import EMITTERS
 
     review = _hostile_review()
     text = EMITTERS["text"](review)
@@ -168,7 +169,7 @@ def test_a_neutralised_word_cannot_break_out_of_its_code_span_or_the_table(value
 def test_the_diff_comment_links_and_mentions_nothing():
     import dataclasses
 
-    from kvgen._review_reporters import EMITTERS
+    from kvgen._review.reporters import EMITTERS
 
     review = _hostile_review()
     change = review.changes[0]

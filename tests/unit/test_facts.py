@@ -1,5 +1,5 @@
-"""Each layout fact is defined once, in ``kvgen.facts``: a grep over the package source and the
-templates for the literal tables finds them there and nowhere else (they were copied six
+"""Each layout fact is defined once, in ``kvgen.sizing.facts``: a grep over the package source and
+the templates for the literal tables finds them there and nowhere else (they were copied six
 times: shapes, quant, sizing_kinds, engines_core, engines/_layers, importhf/_layers)."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
-from kvgen import _quant as quant
-from kvgen import _spec as spec
-from kvgen import facts, sizing_kinds
+from kvgen._model import quant
+from kvgen._spec import models as spec
+from kvgen.sizing import facts, sizing_kinds
 
 REPO = Path(__file__).resolve().parents[2]
-FACTS = REPO / "generator" / "facts.py"
+FACTS = REPO / "generator" / "sizing" / "facts.py"
 LITERALS = {
     "dtype widths": r'"fp32":\s*4\b|"bf16":\s*2\b',
     "scaled layouts": r'"(?:nvfp4|mxfp8|mxfp4|fp8_per_token_head|int8_per_token_head)":\s*[-(\d]',
@@ -39,7 +39,7 @@ def test_the_literal_table_is_written_only_in_kvgen_facts(fact):
         for path in sources()
         if pattern.search(path.read_text(encoding="utf-8"))
     }
-    assert found == {"generator/facts.py"}
+    assert found == {"generator/sizing/facts.py"}
 
 
 def test_the_scaled_dtypes_are_the_layouts_and_the_mla_one():
@@ -98,7 +98,7 @@ def test_every_speculative_mode_of_the_schema_has_a_headroom_row():
 
 def test_each_refusal_is_worded_once_and_read_by_both_sides():
     # The DCP, uneven-state and encoder-token refusals were written out three times each
-    # (interpreter, shim runtime, cost model); now each is one function of kvgen.facts.
+    # (interpreter, shim runtime, cost model); now each is one function of kvgen.sizing.facts.
     phrases = [
         "shards the KV cache over the TP ranks",
         "must be divisible by dcp_size",

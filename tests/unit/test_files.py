@@ -1,4 +1,4 @@
-"""``kvgen._files``, the one file-access layer (issue 18 "one file-access layer"): no link is
+"""``kvgen._util.files``, the one file-access layer (issue 18 "one file-access layer"): no link is
 followed, only regular files are read or replaced, reads stop at the bound, writes stay where
 they are told to and leave nothing behind when they fail."""
 
@@ -10,8 +10,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from kvgen import _files as files
-from kvgen._codes import reader as reader_codes
+from kvgen._util import files
+from kvgen._util.codes import reader as reader_codes
 
 
 def refusal(call) -> tuple[str, int, int]:

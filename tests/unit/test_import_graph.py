@@ -65,11 +65,17 @@ def _cycle_through(graph: dict[str, set[str]], start: str) -> list[str] | None:
 
 def test_render_and_the_context_builders_form_no_cycle():
     graph = import_graph()
-    for module in ("kvgen._render", "kvgen._sizing_context", "kvgen._allocator_context"):
+    for module in (
+        "kvgen._generate.render",
+        "kvgen._generate.sizing_context",
+        "kvgen._generate.allocator_context",
+    ):
         assert _cycle_through(graph, module) is None, _cycle_through(graph, module)
-    assert "kvgen._render" not in graph["kvgen._sizing_context"]
-    assert "kvgen._render" not in graph["kvgen._allocator_context"]
-    assert {"kvgen._sizing_context", "kvgen._allocator_context"} <= graph["kvgen._render"]
+    assert "kvgen._generate.render" not in graph["kvgen._generate.sizing_context"]
+    assert "kvgen._generate.render" not in graph["kvgen._generate.allocator_context"]
+    assert {"kvgen._generate.sizing_context", "kvgen._generate.allocator_context"} <= graph[
+        "kvgen._generate.render"
+    ]
 
 
 def test_the_package_has_no_import_cycle():
@@ -89,77 +95,88 @@ def test_the_package_has_no_import_cycle_even_through_type_only_imports():
 def test_relative_imports_are_resolved_and_the_runtime_modules_are_leaves_in_order():
     # The sizing runtime imports itself relatively (its copy in generated/ does the same).
     graph = import_graph(type_only=True)
-    assert graph["kvgen.facts"] == set()
-    assert graph["kvgen.trtllm_split"] == set()
-    assert graph["kvgen.sizing_kinds"] == {"kvgen.facts"}
-    assert graph["kvgen.sizing_options"] == {"kvgen.facts", "kvgen.sizing_kinds"}
-    assert graph["kvgen.sizing_split"] == {
-        "kvgen.facts",
-        "kvgen.sizing_kinds",
-        "kvgen.sizing_options",
+    assert graph["kvgen.sizing.facts"] == set()
+    assert graph["kvgen.sizing.trtllm_split"] == set()
+    assert graph["kvgen.sizing.sizing_kinds"] == {"kvgen.sizing.facts"}
+    assert graph["kvgen.sizing.sizing_options"] == {
+        "kvgen.sizing.facts",
+        "kvgen.sizing.sizing_kinds",
     }
-    assert graph["kvgen.sizing_terms"] == {
-        "kvgen.facts",
-        "kvgen.sizing_kinds",
-        "kvgen.sizing_options",
-        "kvgen.sizing_split",
+    assert graph["kvgen.sizing.sizing_split"] == {
+        "kvgen.sizing.facts",
+        "kvgen.sizing.sizing_kinds",
+        "kvgen.sizing.sizing_options",
     }
-    assert graph["kvgen.sizing_quota"] == {
-        "kvgen.facts",
-        "kvgen.sizing_kinds",
-        "kvgen.sizing_options",
-        "kvgen.sizing_terms",
-        "kvgen.trtllm_split",
+    assert graph["kvgen.sizing.sizing_terms"] == {
+        "kvgen.sizing.facts",
+        "kvgen.sizing.sizing_kinds",
+        "kvgen.sizing.sizing_options",
+        "kvgen.sizing.sizing_split",
     }
-    parts = {f"kvgen.sizing_{part}" for part in ("kinds", "options", "split", "terms", "quota")}
-    assert graph["kvgen.sizing_core"] == parts  # the public functions and ``bind``
+    assert graph["kvgen.sizing.sizing_quota"] == {
+        "kvgen.sizing.facts",
+        "kvgen.sizing.sizing_kinds",
+        "kvgen.sizing.sizing_options",
+        "kvgen.sizing.sizing_terms",
+        "kvgen.sizing.trtllm_split",
+    }
+    parts = {
+        f"kvgen.sizing.sizing_{part}" for part in ("kinds", "options", "split", "terms", "quota")
+    }
+    assert graph["kvgen.sizing.sizing_core"] == parts  # the public functions and ``bind``
     # The engine policies: the registry of engines and releases (a leaf), the row types, each
     # engine's policy on them, then the core (``engine_capacity`` and ``bind``).
-    assert graph["kvgen.engines_registry"] == set()
-    rows = {"kvgen.facts", "kvgen.sizing_kinds", "kvgen.sizing_options"}
-    assert graph["kvgen.engines_rows"] == rows
-    registry = {"kvgen.engines_registry"}
-    assert graph["kvgen.engines_vllm"] == {*rows, *registry, "kvgen.engines_rows"}
-    assert graph["kvgen.engines_sglang"] == {*rows, *registry, "kvgen.engines_rows"}
+    assert graph["kvgen.sizing.engines_registry"] == set()
+    rows = {"kvgen.sizing.facts", "kvgen.sizing.sizing_kinds", "kvgen.sizing.sizing_options"}
+    assert graph["kvgen.sizing.engines_rows"] == rows
+    registry = {"kvgen.sizing.engines_registry"}
+    assert graph["kvgen.sizing.engines_vllm"] == {*rows, *registry, "kvgen.sizing.engines_rows"}
+    assert graph["kvgen.sizing.engines_sglang"] == {*rows, *registry, "kvgen.sizing.engines_rows"}
     # TensorRT-LLM 38198e34's splits (issue 31): the registry and the interpreter's tables
-    assert graph["kvgen._trtllm_budget"] == {"kvgen.engines_registry", "kvgen.facts"}
-    assert graph["kvgen._trtllm_pool_split"] == {"kvgen._trtllm_budget", "kvgen.facts"}
-    assert graph["kvgen._trtllm_pools"] == {
-        "kvgen._trtllm_budget",
-        "kvgen._trtllm_pool_split",
-        "kvgen.sizing_kinds",
-        "kvgen.sizing_quota",
-        "kvgen.trtllm_split",
+    assert graph["kvgen.sizing._trtllm_budget"] == {
+        "kvgen.sizing.engines_registry",
+        "kvgen.sizing.facts",
     }
-    assert graph["kvgen.engines_trtllm"] == {
-        "kvgen._trtllm_pools",
-        "kvgen.engines_rows",
-        "kvgen.sizing_kinds",
-        "kvgen.sizing_options",
-        "kvgen.sizing_quota",
-        "kvgen.sizing_terms",
-        "kvgen.trtllm_split",
+    assert graph["kvgen.sizing._trtllm_pool_split"] == {
+        "kvgen.sizing._trtllm_budget",
+        "kvgen.sizing.facts",
+    }
+    assert graph["kvgen.sizing._trtllm_pools"] == {
+        "kvgen.sizing._trtllm_budget",
+        "kvgen.sizing._trtllm_pool_split",
+        "kvgen.sizing.sizing_kinds",
+        "kvgen.sizing.sizing_quota",
+        "kvgen.sizing.trtllm_split",
+    }
+    assert graph["kvgen.sizing.engines_trtllm"] == {
+        "kvgen.sizing._trtllm_pools",
+        "kvgen.sizing.engines_rows",
+        "kvgen.sizing.sizing_kinds",
+        "kvgen.sizing.sizing_options",
+        "kvgen.sizing.sizing_quota",
+        "kvgen.sizing.sizing_terms",
+        "kvgen.sizing.trtllm_split",
     }
     # The check of a call's arguments (issue 29), on the policies' names and validators.
-    assert graph["kvgen.engines_options"] == {
-        "kvgen.engines_registry",
-        "kvgen.engines_rows",
-        "kvgen.engines_sglang",
-        "kvgen.engines_vllm",
-        "kvgen.sizing_options",
+    assert graph["kvgen.sizing.engines_options"] == {
+        "kvgen.sizing.engines_registry",
+        "kvgen.sizing.engines_rows",
+        "kvgen.sizing.engines_sglang",
+        "kvgen.sizing.engines_vllm",
+        "kvgen.sizing.sizing_options",
     }
     parts = ("registry", "rows", "vllm", "sglang", "trtllm", "options")
-    engine_parts = {f"kvgen.engines_{part}" for part in parts}
-    assert graph["kvgen.engines_core"] == {
-        "kvgen.sizing_core",
-        "kvgen.sizing_kinds",
-        "kvgen.sizing_options",
+    engine_parts = {f"kvgen.sizing.engines_{part}" for part in parts}
+    assert graph["kvgen.sizing.engines_core"] == {
+        "kvgen.sizing.sizing_core",
+        "kvgen.sizing.sizing_kinds",
+        "kvgen.sizing.sizing_options",
         *engine_parts,
     }
 
 
 def test_diff_formats_are_the_reporters_formats():
-    from kvgen._commands import diff
-    from kvgen._review_reporters import EMITTERS, FORMATS
+    from kvgen._cli.commands import diff
+    from kvgen._review.reporters import EMITTERS, FORMATS
 
     assert diff.FORMATS == FORMATS == tuple(EMITTERS)

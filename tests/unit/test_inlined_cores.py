@@ -9,10 +9,10 @@ import ast
 import itertools
 from pathlib import Path
 
-import kvgen.engines_core
-import kvgen.sizing_core
-from kvgen.engines_core import _PARTS as _ENGINE_PARTS
-from kvgen.sizing_core import _PARTS
+import kvgen.sizing.engines_core
+import kvgen.sizing.sizing_core
+from kvgen.sizing.engines_core import _PARTS as _ENGINE_PARTS
+from kvgen.sizing.sizing_core import _PARTS
 
 # ``__all__`` grows by the engine core's names; ``bind`` and ``_PARTS`` are each core's own and
 # are never installed (``sizing_core._RUNTIME_ONLY``).
@@ -35,7 +35,7 @@ def _top_level_names(path: str | None) -> set[str]:
 
 def test_no_two_installed_runtime_modules_define_the_same_name():
     # The order the two ``bind``s install them.
-    modules = [*_PARTS, kvgen.sizing_core, *_ENGINE_PARTS, kvgen.engines_core]
+    modules = [*_PARTS, kvgen.sizing.sizing_core, *_ENGINE_PARTS, kvgen.sizing.engines_core]
     names = {module.__name__: _top_level_names(module.__file__) for module in modules}
     for (one, ones), (other, others) in itertools.combinations(names.items(), 2):
         assert ones & others - SHARED == set(), (one, other)

@@ -1,13 +1,13 @@
-"""kvgen._layout: the one canonical layout both table builders use. Each case is laid out by
-kvgen and then by ``ruff format``; the two must agree byte for byte (ruff is the reference)."""
+"""kvgen._generate.layout: the one canonical layout both table builders use. Each case is laid out
+by kvgen and then by ``ruff format``; the two must agree byte for byte (ruff is the reference)."""
 
 import shutil
 import subprocess
 from typing import NamedTuple
 
 import pytest
-from kvgen import sizing_kinds
-from kvgen._layout import Call, Dict, Seq, flat, literal, statement
+from kvgen._generate.layout import Call, Dict, Seq, flat, literal, statement
+from kvgen.sizing import sizing_kinds
 
 RUFF_FORMAT = ["format", "--isolated", "--line-length", "100", "--target-version", "py310", "-"]
 

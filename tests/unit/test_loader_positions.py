@@ -6,7 +6,7 @@ import textwrap
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kvgen._loader import load_bytes, parse_yaml
+from kvgen._spec.loader import load_bytes, parse_yaml
 
 VALID = textwrap.dedent(
     """\

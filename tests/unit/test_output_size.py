@@ -1,4 +1,4 @@
-"""Generation is bounded from the spec (issue 29 D4): ``kvgen._output_size.bound`` is an upper
+"""Generation is bounded from the spec (issue 29 D4): ``kvgen._spec.output_size.bound`` is an upper
 bound on the family's largest generated module, computed before anything is rendered, and the
 loader refuses a family whose bound passes the 32 MiB ``generate --check`` reads back (KV016),
 so lint-clean == generate-accepted still holds and nothing iterates the model-profile pairs.
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kvgen._lint import lint_loaded
-from kvgen._loader import load_bytes
-from kvgen._output_size import MAX_GENERATED_BYTES, bound
-from kvgen._render import SpecInput, render
+from kvgen._generate.render import SpecInput, render
+from kvgen._lint.linter import lint_loaded
+from kvgen._spec.loader import load_bytes
+from kvgen._spec.output_size import MAX_GENERATED_BYTES, bound
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "schema" / "families").glob("*.yaml"))
@@ -74,7 +74,7 @@ def test_a_thousand_models_by_a_thousand_profiles_is_refused_fast_at_a_position(
     spec = tmp_path / "big.yaml"
     spec.write_text(family_spec(1000, 1000), encoding="utf-8")
     program = (
-        "import sys, time\nfrom kvgen._cli import main\nstarted = time.process_time()\n"
+        "import sys, time\nfrom kvgen._cli.main import main\nstarted = time.process_time()\n"
         f"code = main(['lint', {str(spec)!r}])\n"
         "print('CPU', time.process_time() - started, code)\n"
     )
@@ -89,7 +89,7 @@ def test_a_thousand_models_by_a_thousand_profiles_is_refused_fast_at_a_position(
     assert code == "Exit.FINDINGS" or code == "1"
     assert float(seconds) < 1.0
     (finding,) = out
-    # By hand, with kvgen._output_size's constants (names p0..p999: 10 x 2 + 90 x 3 + 900 x 4
+    # By hand, with kvgen._spec.output_size's constants (names p0..p999: 10 x 2 + 90 x 3 + 900 x 4
     # = 3,890 characters; limit 32 MiB = 33,554,432):
     #   base 8,000 + 8 x len("fam") = 8,024; profiles 1,000 x 800 + 8 x 3,890 = 831,120;
     #   pairs of one model: "none" 600 + 4 x 4 = 616, plus 1,000 x 600 + 4 x 3,890 = 615,560:
@@ -104,7 +104,7 @@ def test_a_thousand_models_by_a_thousand_profiles_is_refused_fast_at_a_position(
 
 
 def test_generate_refuses_it_and_writes_nothing(tmp_path, monkeypatch, capsys):
-    from kvgen._cli import main
+    from kvgen._cli.main import main
 
     (tmp_path / "schema" / "families").mkdir(parents=True)
     (tmp_path / "schema" / "families" / "big.yaml").write_text(family_spec(300, 300))

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from kvgen._escaping import is_control as _is_control
-from kvgen._files import display_path, path_problem
+from kvgen._util.escaping import is_control as _is_control
+from kvgen._util.files import display_path, path_problem
 
 
 def test_isprintable_refuses_exactly_the_characters_the_path_check_refuses():

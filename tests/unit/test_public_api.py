@@ -34,9 +34,9 @@ def test_the_package_exports_exactly_its_api():
 
 
 def test_every_exported_name_resolves_to_its_home_module():
-    from kvgen._engines import engine_capacity
-    from kvgen._loader import load_family
-    from kvgen._vendored import import_generated
+    from kvgen._engines.capacity import engine_capacity
+    from kvgen._generate.vendored import import_generated
+    from kvgen._spec.loader import load_family
 
     for name in API:
         value = getattr(kvgen, name)
@@ -54,9 +54,9 @@ def test_an_unknown_name_is_an_attribute_error_and_submodules_still_import():
         assert "no_such_name" in str(exc)
     else:
         raise AssertionError("no AttributeError")
-    from kvgen import _quant as quant  # a submodule, not an exported name
+    from kvgen._model import quant  # a submodule, not an exported name
 
-    assert quant.__name__ == "kvgen._quant"
+    assert quant.__name__ == "kvgen._model.quant"
 
 
 def test_importing_the_package_imports_no_submodule_nor_heavy_dependency():
@@ -71,17 +71,16 @@ def test_importing_the_package_imports_no_submodule_nor_heavy_dependency():
 
 # Modules other code imports by name: the shim runtime and the allocator API (what generated
 # allocators import), and the sizing runtime written verbatim into every output folder (what
-# generated sizing modules import from ``_kvgen_runtime``). Every other module is internal.
-PUBLIC_MODULES = {"runtime", "allocator_api"}
+# generated sizing modules import from ``_kvgen_runtime``: the folder kvgen.sizing). Every other
+# part is internal.
+PUBLIC_MODULES = {"runtime", "allocator_api", "sizing"}
 
 
 def test_every_internal_module_has_a_private_name():
-    from kvgen._vendored import RUNTIME_MODULES
-
     package = Path(kvgen.__file__).parent
-    # A runtime module of a private name (TensorRT-LLM 38198e34's splits, issue 31) is the
-    # runtime's own part: written into every output folder, imported by the runtime alone.
-    public = PUBLIC_MODULES | {m for m in RUNTIME_MODULES if not m.startswith("_")}
+    # Every runtime module, a private name's too (TensorRT-LLM 38198e34's splits), is in
+    # kvgen.sizing.
+    public = PUBLIC_MODULES
     names = {
         p.stem if p.suffix == ".py" else p.name
         for p in package.iterdir()
@@ -89,4 +88,4 @@ def test_every_internal_module_has_a_private_name():
     }
     named = {n for n in names if not n.startswith("_")}
     assert named == public, sorted(named ^ public)
-    assert {"_cli", "_engines", "_spec", "_lint"} <= names  # the internals, underscored
+    assert {"_cli", "_engines", "_spec", "_util"} <= names  # the internals, underscored

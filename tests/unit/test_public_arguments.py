@@ -18,8 +18,8 @@ from types import ModuleType
 
 import kvgen
 import pytest
-from kvgen._loader import load_family
-from kvgen._vendored import import_generated
+from kvgen._generate.vendored import import_generated
+from kvgen._spec.loader import load_family
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB40 = 40 << 30

@@ -1,7 +1,7 @@
 """Quantized KV layouts with their scales (docs/cost-model.md §1): the closed forms of
-``kvgen._quant`` are the bytes an element-by-element packer lays out, the hand-derived figures
+``kvgen._model.quant`` are the bytes an element-by-element packer lays out, the hand-derived figures
 of the engines' layouts hold, and the three implementations (``tests.reference.costmodel``, the
-``kvgen.sizing_kinds`` and the shim's typed buffers) agree on every shape of a grid."""
+``kvgen.sizing.sizing_kinds`` and the shim's typed buffers) agree on every shape of a grid."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import itertools
 import math
 
 import pytest
-from kvgen import _quant as quant
-from kvgen import _shapes as kvgen_shapes
-from kvgen import sizing_kinds
-from kvgen._spec import LayerKind, LayerStack
-from kvgen.facts import DTYPE_BYTES
+from kvgen._model import geometry as kvgen_shapes
+from kvgen._model import quant
+from kvgen._spec.models import LayerKind, LayerStack
 from kvgen.runtime import _layers
 from kvgen.runtime._tables import LayerKind as RuntimeKind
+from kvgen.sizing import sizing_kinds
+from kvgen.sizing.facts import DTYPE_BYTES
 
 from tests.reference import layers
 

@@ -9,17 +9,17 @@ import typing
 from pathlib import Path
 
 import pytest
-from kvgen import _cache_kinds as cache_kinds
-from kvgen import facts
-from kvgen._spec import LayerKind as SpecLayerKind
+from kvgen._model import cache_kinds
+from kvgen._spec.models import LayerKind as SpecLayerKind
 from kvgen.runtime import _kinds
 from kvgen.runtime._kinds import LAYER_RULES, Chunked, Cross, Full, Sliding, State
 from kvgen.runtime._tables import ATTENTIONS, LayerKind
+from kvgen.sizing import facts
 
 REPO = Path(__file__).resolve().parents[2]
 RUNTIME = REPO / "generator" / "runtime"
-# The engine policies' modules (kvgen.engines_core and the parts it binds).
-ENGINE_POLICIES = sorted((REPO / "generator").glob("engines_*.py"))
+# The engine policies' modules (kvgen.sizing.engines_core and the parts it binds).
+ENGINE_POLICIES = sorted((REPO / "generator" / "sizing").glob("engines_*.py"))
 # "none" is also a speculative mode (compared as such): attention "none" is caught by the
 # kind-field pattern.
 KIND_NAMES = "full|swa|sliding|chunked|cross|state|recurrent|scratch"
@@ -65,11 +65,11 @@ def test_no_engine_row_builder_branches_on_a_spec_attention():
     pattern = re.compile(BRANCHES["a kind field"])
     builders = [
         "_engines/_layers.py",
-        "_engines/_rows.py",
+        "_model/engine_rows.py",
         "_engines/_trtllm.py",
-        "_sizing_context.py",
-        "_allocator_context.py",
-        "_cache_kinds.py",
+        "_generate/sizing_context.py",
+        "_generate/allocator_context.py",
+        "_model/cache_kinds.py",
     ]
     found = [
         name
@@ -80,14 +80,14 @@ def test_no_engine_row_builder_branches_on_a_spec_attention():
 
 
 def test_the_kv_sharing_rank_refusal_is_worded_once():
-    # Both sides import kvgen.facts.kv_sharing_rank; the sentence is written nowhere else.
+    # Both sides import kvgen.sizing.facts.kv_sharing_rank; the sentence is written nowhere else.
     phrase = "held by an earlier"
     found = {
         path.relative_to(REPO).as_posix()
         for path in sorted((REPO / "generator").rglob("*.py"))
         if phrase in path.read_text(encoding="utf-8")
     }
-    assert found == {"generator/facts.py"}
+    assert found == {"generator/sizing/facts.py"}
     assert facts.kv_sharing_rank(4, 3, 6, 4).startswith(
         "pp_size 4: layer 6 (pipeline rank 3) reads the cache of layer 4, held by an earlier rank"
     )
@@ -194,7 +194,7 @@ def test_the_shim_is_parts_over_one_state_not_a_chain():
 def test_every_engine_row_kind_is_a_value_of_the_engine_policies():
     import importlib
 
-    from kvgen import engines_rows
+    from kvgen.sizing import engines_rows
 
     # Every row the shipped families' tables hold names a row kind the policies know, and
     # the policies read a row's kind only through that table (no chain on its label).
@@ -216,7 +216,7 @@ def test_the_engine_policies_read_a_recurrent_mixer_only_through_its_table():
     import ast
     import importlib
 
-    from kvgen import engines_rows
+    from kvgen.sizing import engines_rows
 
     # Every mixer the shipped families' rows name is a row of the one mixer table.
     seen = set()

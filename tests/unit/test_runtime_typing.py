@@ -68,9 +68,9 @@ def test_generated_allocators_pass_ruff_check(config):
 
 def _raw_allocator_renders() -> dict[str, str]:
     """The allocator template rendered for every shipped and fixture spec, unformatted."""
-    from kvgen._allocator_context import allocator_context
-    from kvgen._loader import load_family
-    from kvgen._render import HEADER, SpecInput, _environment, family_context
+    from kvgen._generate.allocator_context import allocator_context
+    from kvgen._generate.render import HEADER, SpecInput, _environment, family_context
+    from kvgen._spec.loader import load_family
 
     template = _environment().get_template("allocator.py.j2")
     specs = sorted((ROOT / "schema" / "families").glob("*.yaml"))

@@ -1,7 +1,7 @@
-"""The sizing interpreter as source (``kvgen.sizing_core``) and as generation binds it.
+"""The sizing interpreter as source (``kvgen.sizing.sizing_core``) and as generation binds it.
 
 Here the interpreter is bound in memory to the tables of tests/fixtures/sizing_core_example.yaml
-(``kvgen._sizing_context.bound_module``), as every generated module binds its copy in the
+(``kvgen._generate.sizing_context.bound_module``), as every generated module binds its copy in the
 output folder to its own. Numbers are derived by hand from docs/cost-model.md (b = bytes per
 token of one layer, tpb = 16, pages(w, H) = ceil((w + H - 2) / tpb) + 1 + ceil(sinks / tpb)).
 Example family: ``hybrid`` = 6 layers of [local, ssm, global, mlp]; local: sliding w=64 with 4
@@ -22,7 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kvgen import (
+from kvgen._generate.render import HEADER, ROOT_HEADER, SpecInput, _environment, family_context
+from kvgen._generate.sizing_context import bound_module, sizing_context
+from kvgen._spec.loader import load_bytes, load_family
+from kvgen._util.suggest import did_you_mean
+from kvgen.sizing import (
     engines_core,
     engines_rows,
     engines_sglang,
@@ -36,10 +40,6 @@ from kvgen import (
     sizing_split,
     sizing_terms,
 )
-from kvgen._loader import load_bytes, load_family
-from kvgen._render import HEADER, ROOT_HEADER, SpecInput, _environment, family_context
-from kvgen._sizing_context import bound_module, sizing_context
-from kvgen._suggest import did_you_mean
 
 from tests.sizing_support import import_generated, many_kinds_spec
 
@@ -159,8 +159,8 @@ def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_export
 def test_every_cache_kind_of_the_spec_has_one_class_on_each_static_side():
     import typing
 
-    from kvgen import _cache_kinds as cache_kinds
-    from kvgen._spec import LayerKind
+    from kvgen._model import cache_kinds
+    from kvgen._spec.models import LayerKind
 
     attentions = set(typing.get_args(LayerKind.model_fields["attention"].annotation))
     assert set(sizing_kinds._KIND_CLASSES) == attentions
@@ -284,7 +284,7 @@ def test_generated_text_grows_linearly_with_the_number_of_kinds():
         text = raw_render(SpecInput("schema/families/many.yaml", raw, loaded.family))
         sizes[kinds] = len(text.encode())
     # A row exploded one field per line is ~230 B, a pattern entry ~16 B, and each distinct
-    # shape is one more engine row (~230 B, kvgen.engines_core): < 600 B per kind.
+    # shape is one more engine row (~230 B, kvgen.sizing.engines_core): < 600 B per kind.
     assert (sizes[2048] - sizes[512]) / (2048 - 512) < 600
     assert sizes[2048] < 1_500_000
 
@@ -563,8 +563,8 @@ def test_a_draft_several_models_share_is_written_once_and_reads_as_the_specs_row
     # the 0.5B draft, so vLLM runs it; 7B-72B: 152,064, the vocabulary refusal): each row
     # is written once as a module constant and named in every model's drafts, and the
     # generated table equals the rows kvgen builds in memory from the spec.
-    from kvgen._engines._rows import engine_tables, sizing_tables
-    from kvgen._sizing_context import shared_drafts
+    from kvgen._generate.sizing_context import shared_drafts
+    from kvgen._model.engine_rows import engine_tables, sizing_tables
 
     family = load_family(REPO / "schema" / "families" / "qwen2_5.yaml")
     tables = sizing_tables(family)

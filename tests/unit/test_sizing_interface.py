@@ -17,15 +17,15 @@ import importlib
 from pathlib import Path
 
 import pytest
-from kvgen import sizing_core
-from kvgen._vendored import RUNTIME_MODULES
+from kvgen._generate.vendored import RUNTIME_MODULES
+from kvgen.sizing import sizing_core
 
 REPO = Path(__file__).resolve().parents[2]
 GENERATOR = REPO / "generator"
 GENERATED = REPO / "generated"
 FAMILIES = sorted(p.parent.name for p in GENERATED.glob("*/sizing.py"))
 # The sizing runtime: the modules generation copies into every output folder.
-RUNTIME = {GENERATOR / f"{name}.py" for name in RUNTIME_MODULES}
+RUNTIME = {GENERATOR / "sizing" / f"{name}.py" for name in RUNTIME_MODULES}
 
 
 def _private_names() -> set[str]:
@@ -114,9 +114,9 @@ def test_each_layer_is_written_once(family):
 
 
 def test_the_engine_rows_of_a_module_are_those_kvgen_derives_from_the_spec():
-    # Bound from TABLES at import, the same rows kvgen._engines reads from the spec.
-    from kvgen._engines._rows import engine_tables
-    from kvgen._loader import load_family
+    # Bound from TABLES at import, the same rows kvgen._engines.capacity reads from the spec.
+    from kvgen._model.engine_rows import engine_tables
+    from kvgen._spec.loader import load_family
 
     for family in ("gemma3n", "deepseek_v3_2", "falcon_h1", "kimi_linear", "llama3_2_vision"):
         module = importlib.import_module(f"generated.{family}.sizing")

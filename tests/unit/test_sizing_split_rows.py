@@ -7,8 +7,8 @@ K and V of ceil(kv_heads / tp) heads per token, each head_dim elements of the dt
 from __future__ import annotations
 
 import pytest
-from kvgen import sizing_kinds
-from kvgen.facts import SCALED_LAYOUTS
+from kvgen.sizing import sizing_kinds
+from kvgen.sizing.facts import SCALED_LAYOUTS
 
 FULL = sizing_kinds._Full
 CODES = sizing_kinds._ELEMENT_CODES

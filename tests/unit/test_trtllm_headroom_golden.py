@@ -1,4 +1,5 @@
-"""The speculative headroom table (``kvgen.facts.HEADROOM``) against TensorRT-LLM's own functions.
+"""The speculative headroom table (``kvgen.sizing.facts.HEADROOM``) against TensorRT-LLM's own
+functions.
 
 ``tests/fixtures/engines/trtllm_static.json`` holds, per mode and K = max_draft_len, what the
 engine's ``get_num_extra_kv_tokens`` (E), the speculative config's ``tokens_per_gen_step`` (the
@@ -18,8 +19,8 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen import facts
 from kvgen.runtime import allocator as rt
+from kvgen.sizing import facts
 
 GOLDEN = Path(__file__).resolve().parents[2] / "tests/fixtures/engines/trtllm_static.json"
 ROWS = json.loads(GOLDEN.read_text())["headroom"]

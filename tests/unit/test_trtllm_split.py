@@ -1,5 +1,5 @@
-"""kvgen.trtllm_split against TensorRT-LLM V2's own pool split: by hand, and replayed from the
-pools the engine built for recorded quotas (tests/fixtures/engines/trtllm.json, written by
+"""kvgen.sizing.trtllm_split against TensorRT-LLM V2's own pool split: by hand, and replayed from
+the pools the engine built for recorded quotas (tests/fixtures/engines/trtllm.json, written by
 bench/engines/trtllm_runner.py from the engine's code run on CPU)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kvgen.trtllm_split import (
+from kvgen.sizing.trtllm_split import (
     PoolGroup,
     adjusted_quota,
     gpu_grain,

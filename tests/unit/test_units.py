@@ -7,7 +7,7 @@ import argparse
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from kvgen._units import format_bytes, format_size, parse_size, positive_int, size_argument
+from kvgen._util.units import format_bytes, format_size, parse_size, positive_int, size_argument
 
 
 @pytest.mark.parametrize(
@@ -46,7 +46,7 @@ def test_parse_size_rejects_malformed_sizes(text):
 
 def test_parse_size_rounds_fractional_bytes_down_and_says_so():
     # Issue 32: 36.28 x 2**30 = 38654705664 + 0.28 x 1073741824 (300647710.72) = 38955353374.72
-    from kvgen._units import rounding
+    from kvgen._util.units import rounding
 
     assert parse_size("36.28GiB") == 38955353374
     assert rounding("36.28GiB") == "36.28GiB is 38955353374.72 B: rounded down to 38955353374 B"
@@ -91,7 +91,7 @@ def test_argparse_types_raise_argument_type_errors():
 
 def test_a_size_a_person_writes_needs_its_unit():
     # issue 20: `--gpu-memory 80` meant 80 bytes; now it is refused with the likely reading.
-    from kvgen._units import parse_size_with_unit
+    from kvgen._util.units import parse_size_with_unit
 
     assert parse_size_with_unit("85899345920B") == 80 << 30
     assert parse_size_with_unit("80GB") == 80 * 10**9

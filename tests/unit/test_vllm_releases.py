@@ -4,7 +4,8 @@ written by ``bench/engines/refresh_goldens.py --engine vllm==RELEASE`` from the 
 classes, each fact with the source line that decides it).
 
 Each test is parametrised by the releases the facts file records, not by the registry's: a
-release recorded but missing from ``kvgen.engines_registry`` (or modelled with other data) fails.
+release recorded but missing from ``kvgen.sizing.engines_registry`` (or modelled with other data)
+fails.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from kvgen._cli import main
+from kvgen._cli.main import main
 from kvgen._deploy.remote_code import vllm_hf_overrides
-from kvgen._engines import _vllm, engine_capacity
-from kvgen._engines._rows import engine_tables
-from kvgen.engines_core import NotModelled
-from kvgen.engines_registry import VLLM, default_release, release, releases_of
+from kvgen._engines import _vllm
+from kvgen._engines.capacity import engine_capacity
+from kvgen._model.engine_rows import engine_tables
+from kvgen.sizing.engines_core import NotModelled
+from kvgen.sizing.engines_registry import VLLM, default_release, release, releases_of
 
 from tests.unit.test_engines import GIB40, family
 

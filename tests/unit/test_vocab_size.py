@@ -8,9 +8,9 @@ answers as before where either is missing."""
 from __future__ import annotations
 
 import pytest
-from kvgen._engines import engine_capacity
-from kvgen._loader import load_bytes
-from kvgen.engines_core import NotModelled
+from kvgen._engines.capacity import engine_capacity
+from kvgen._spec.loader import load_bytes
+from kvgen.sizing.engines_core import NotModelled
 
 GIB = 1 << 30
 SPEC = """\

@@ -1,4 +1,4 @@
-"""Weights per rank from safetensors headers (kvgen._weights).
+"""Weights per rank from safetensors headers (kvgen._deploy.weights).
 
 The checkpoint below is a tiny Llama written by hand: hidden 64, 8 query heads of 8, 2 KV heads,
 intermediate 128, vocabulary 100, 3 layers, bf16 (2 B). Per layer at tp 1:
@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from kvgen import _weights as weights
+from kvgen._deploy import weights
 
 BF16 = 2
 LAYER = {
