@@ -39,6 +39,20 @@ def test_plan_emit_names_the_release_in_text_json_and_yaml(
     assert json.loads(out)["engine_release"] == found.described
 
 
+@pytest.mark.parametrize("engine", ["vllm", "vllm==0.33.0", "sglang"])
+def test_args_name_the_release_on_stderr_and_keep_stdout_flags_alone(
+    capsys: pytest.CaptureFixture[str], engine: str
+) -> None:
+    # `vllm serve MODEL $(kvgen plan ... --format args)` word-splits stdout: a comment line
+    # there would become arguments, so the release goes to stderr, in the YAML's words.
+    found = release(engine)
+    code, out, err = run(capsys, "plan", *PLAN, "--emit", engine, "--format", "args")
+    assert code == 0
+    assert all(line.startswith("  --") for line in out.splitlines())
+    launcher = found.engine.settings.launcher
+    assert err.splitlines() == [f"# for {found.described}: {launcher}"]
+
+
 def test_the_default_vllm_plan_names_0_34_0(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "plan", *PLAN, "--emit", "vllm")
     assert code == 0 and "on vLLM 0.34.0 (vllm==0.34.0):" in out

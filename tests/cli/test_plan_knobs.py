@@ -203,6 +203,10 @@ def test_compare_plot_marks_where_vllm_refuses_to_start():
     assert "refuses to start below" in curve.label
     sglang = engine_curve(family, "gemma3_27b", args, 131072, release("sglang"), budgets)
     assert sglang.start is None and "holds < 1 request of 131072 up to 40 GiB" in sglang.label
+    # The legend names each line's release as --engine selects it (issue 30).
+    assert curve.label.startswith("vllm==0.34.0 (") and sglang.label.startswith("sglang==0.5.23 (")
+    older = engine_curve(family, "gemma3_27b", args, 131072, release("vllm==0.33.0"), budgets)
+    assert older.label.startswith("vllm==0.33.0 (")
 
 
 def test_plan_trtllm_refuses_tp_not_dividing_the_query_heads(capsys):
@@ -291,9 +295,10 @@ def test_compare_plot_legend_says_where_each_engine_refuses(capsys, tmp_path, mo
     # B, the full group's ratio 5/31) never leaves the full pool 131,072 / 64 = 2,048 slots:
     # at 40 GiB (1,280 grains of 32 MiB) it gets round(1,280 x 5/31) = 206 grains = 6,592 MiB
     # / 5 MiB = 1,318 slots, 84,352 tokens. vLLM's first point: 22 x 40/48 = 18.33 GiB.
-    assert labels[0] == "trtllm-v2 (holds < 1 request of 131072 up to 40 GiB)"
-    assert labels[1] == "vllm (refuses to start below 18.33 GiB, x)"
-    assert labels[2] == "sglang (holds < 1 request of 131072 up to 40 GiB)"
+    # Each legend entry names its release as --engine selects it (issue 30).
+    assert labels[0] == "trtllm==early-2026 (holds < 1 request of 131072 up to 40 GiB)"
+    assert labels[1] == "vllm==0.34.0 (refuses to start below 18.33 GiB, x)"
+    assert labels[2] == "sglang==0.5.23 (holds < 1 request of 131072 up to 40 GiB)"
     assert len(labels) == 3  # the engine's pools are the trtllm-v2 line itself
     assert markers == [3]
 

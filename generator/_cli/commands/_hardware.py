@@ -187,6 +187,8 @@ def run(args: argparse.Namespace) -> Exit:
     if plan.launch is not None and args.format in ("args", "yaml", "json") and args.emit:
         from kvgen._deploy.emit import render
 
+        if args.format == "args":  # stdout stays flags a shell takes; the release on stderr
+            sys.stderr.write(f"# for {plan.launch.release}: {settings.launcher}\n")
         sys.stdout.write(render(plan.launch, args.format))
     elif args.format == "json":
         from kvgen._deploy.report import as_json

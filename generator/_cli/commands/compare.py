@@ -345,7 +345,7 @@ def engine_curve(
     from kvgen._engines.capacity import NotModelled, engine_capacity
     from kvgen._util.units import format_size
 
-    engine = found.engine.label
+    engine = found.spelling  # the legend names the release (vllm==0.34.0), as --engine selects it
     xs: list[float] = []
     ys: list[int] = []
     why = "refuses to start"  # vLLM raises: it would not start; the others start but hold < 1
