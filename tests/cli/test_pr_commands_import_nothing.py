@@ -52,6 +52,7 @@ SAFE = {
     "import-hf": ["import-hf", "config.json", "--family", "imported", "--out", "imported.yaml"],
     "init": ["init"],
     "completion": ["completion", "bash"],
+    "engines": ["engines"],
 }
 
 # The second group: they import ``generated/<family>/sizing.py`` (run them on reviewed code).
