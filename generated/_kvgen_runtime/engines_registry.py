@@ -489,25 +489,33 @@ VLLM_0_34_0 = Release(
     refuses=(
         (
             "heterogeneous_vocab",
-            "'use_heterogeneous_vocab: Unexpected keyword argument' (vllm/config/utils.py: "
-            "SpeculativeConfig has no use_heterogeneous_vocab); a draft of another "
-            "vocabulary runs on vLLM 0.33.0",
+            (
+                "'use_heterogeneous_vocab: Unexpected keyword argument' (vllm/config/utils.py: "
+                "SpeculativeConfig has no use_heterogeneous_vocab); a draft of another "
+                "vocabulary runs on vLLM 0.33.0"
+            ),
         ),
     ),
     refuses_modes=(
         (
             "pard",
-            "parallel_drafting is only supported by the dflash and dspark methods, not "
-            "'draft_model'.",
-            "vllm/config/speculative.py SpeculativeConfig: PARD ran on the V1 model runner, "
-            "removed in 0.34.0; PARD runs on vLLM 0.33.0",
+            (
+                "parallel_drafting is only supported by the dflash and dspark methods, not "
+                "'draft_model'."
+            ),
+            (
+                "vllm/config/speculative.py SpeculativeConfig: PARD ran on the V1 model runner, "
+                "removed in 0.34.0; PARD runs on vLLM 0.33.0"
+            ),
         ),
     ),
     launch_notes=(
-        "kv_cache_memory_bytes and num_gpu_blocks_override turn off vLLM 0.34.0's extensible "
-        "KV cache (VllmConfig._resolve_extensible_kv_cache: 'it sizes the KV cache from "
-        "measured memory, which kv_cache_memory_bytes overrides'): the pool is the planned "
-        "one, allocated once at start-up",
+        (
+            "kv_cache_memory_bytes and num_gpu_blocks_override turn off vLLM 0.34.0's extensible "
+            "KV cache (VllmConfig._resolve_extensible_kv_cache: 'it sizes the KV cache from "
+            "measured memory, which kv_cache_memory_bytes overrides'): the pool is the planned "
+            "one, allocated once at start-up"
+        ),
     ),
     # ModelConfig.dtype "auto" on CUDA with bfloat16 (compute capability 8.0 or later: every
     # GPU kvgen names); vLLM 0.33.0 reads the same

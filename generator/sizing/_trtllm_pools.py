@@ -41,15 +41,25 @@ from ._trtllm_budget import (
     pool_split_inputs,
     split_budget,
 )
-from ._trtllm_pool_split import LifeCycle, PoolSplit, grains_for_slots, pool_groups, split_quota
+from ._trtllm_pool_split import (
+    LifeCycle,
+    PoolSplit,
+    grains_for_slots,
+    pool_groups,
+    split_quota,
+)
 from .sizing_kinds import kind_row
 from .sizing_quota import swa_context_tokens
-from .trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
+from .trtllm_split import (
+    PoolGroup,
+    TrtllmPlan,
+    least_quota,
+    slots_for_quota,
+    whole_grains,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
-
-    from .engines_trtllm import TrtllmPlan
 
 __all__ = [
     "EnginePool",
