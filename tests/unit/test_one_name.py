@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "generator"
 # without breaking what users or older output folders read.
 PUBLIC_TWINS: dict[str, tuple[set[str], str]] = {
     "LayerKind": (
-        {"_spec/models.py", "runtime/_tables.py"},
+        {"_spec/models.py", "runtime/_kinds.py"},
         "a layer kind as the spec states it (the JSON Schema's $defs/LayerKind, "
         "schema/kvspec.schema.json) and as an allocator's tables carry it (kvgen.allocator_api, "
         "re-exported by every generated allocator): one concept, validated and resolved",
