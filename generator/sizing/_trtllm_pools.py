@@ -41,7 +41,13 @@ from ._trtllm_budget import (
     pool_split_inputs,
     split_budget,
 )
-from ._trtllm_pool_split import LifeCycle, PoolSplit, grains_for_slots, pool_groups, split_quota
+from ._trtllm_pool_split import (
+    PoolSplit,
+    TrtllmLifeCycle,
+    grains_for_slots,
+    pool_groups,
+    split_quota,
+)
 from .sizing_kinds import kind_row
 from .sizing_quota import swa_context_tokens
 from .trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
@@ -378,7 +384,7 @@ class EngineStorage(NamedTuple):
     registers them (first appearance over its layers), each one's kvgen name and the slot
     bytes of each of its pools (K and V buffers of equal size coalesced, one pool per size)."""
 
-    life_cycles: tuple[LifeCycle, ...]
+    life_cycles: tuple[TrtllmLifeCycle, ...]
     names: tuple[str, ...]
     slot_sizes: tuple[tuple[int, ...], ...]
 
@@ -469,7 +475,7 @@ def _engine_storage(
             for dim in dims:  # K, then V
                 size = heads * dim * element * tpb
                 sizes[size] = sizes.get(size, 0) + count
-    cycles = tuple(LifeCycle(window, sinks) for window, sinks in order)
+    cycles = tuple(TrtllmLifeCycle(window, sinks) for window, sinks in order)
     pools = tuple(
         tuple(sorted((size * n for size, n in sizes.items()), reverse=True))
         for sizes in order.values()
