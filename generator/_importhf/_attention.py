@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from kvgen._importhf._config import Abort, Config, field_spelling
 from kvgen._importhf._fields import could_move_cache
-from kvgen._importhf._layers import Kind
+from kvgen._importhf._layers import ImportedKind
 from kvgen._util.codes import hf as codes
 
 __all__ = ["attention_kinds"]
@@ -170,7 +170,9 @@ def _window(cfg: Config) -> tuple[int | None, str]:
     return cfg.int_(name), name
 
 
-def _mla_layer(cfg: Config, mla: Kind, kind: str, layer: dict[str, int], seq_len: int) -> Kind:
+def _mla_layer(
+    cfg: Config, mla: ImportedKind, kind: str, layer: dict[str, int], seq_len: int
+) -> ImportedKind:
     """One layer's MLA kind: the latent sizes its per_layer_config entry ``layer`` sets, and
     on a sliding layer the window (Dots3NoteAttention: a window on the latent and RoPE key,
     no indexer)."""
@@ -193,14 +195,14 @@ def _mla_layer(cfg: Config, mla: Kind, kind: str, layer: dict[str, int], seq_len
 
 def attention_kinds(
     cfg: Config, layers: int, types: list[str | None], seq_len: int
-) -> list[Kind | None]:
+) -> list[ImportedKind | None]:
     if not any(t in ("full", "sliding", "chunked") for t in types):
         return [None] * layers  # a pure state-space model: no attention field is needed
     if cfg.has("kv_lora_rank"):
         rank = cfg.int_("kv_lora_rank")
         rope = cfg.int_(field_spelling(cfg, "qk_rope_head_dim"), required=True, minimum=0)
         index = cfg.int_("index_head_dim") if cfg.has("index_head_dim") else None
-        mla = Kind(
+        mla = ImportedKind(
             "mla",
             kv_lora_rank=rank,
             qk_rope_head_dim=rope,
@@ -309,7 +311,7 @@ def attention_kinds(
     # v_head_dim too, but their cache is the latent alone (read above, never here).
     v_hd = cfg.int_("v_head_dim") if cfg.has("v_head_dim") else None
     overrides = _per_layer_config(cfg, layers)
-    out: list[Kind | None] = []
+    out: list[ImportedKind | None] = []
     for i, kind in enumerate(types):
         if kind not in ("full", "sliding", "chunked"):
             out.append(None)
@@ -353,7 +355,7 @@ def attention_kinds(
         if kind == "chunked":
             notes.append(("chunk", "config.json attention_chunk_size"))
             out.append(
-                Kind(
+                ImportedKind(
                     "chunked",
                     kv_heads=kv,
                     head_dim=hd,
@@ -366,7 +368,7 @@ def attention_kinds(
         elif kind == "sliding":
             notes.append(("window", f"config.json {window_name}"))
             out.append(
-                Kind(
+                ImportedKind(
                     "sliding",
                     window=window,
                     kv_heads=kv,
@@ -378,7 +380,7 @@ def attention_kinds(
             )
         else:
             out.append(
-                Kind(
+                ImportedKind(
                     "full",
                     kv_heads=kv,
                     head_dim=hd,

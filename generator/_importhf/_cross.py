@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvgen._importhf._config import Abort, Config
-from kvgen._importhf._layers import Kind
+from kvgen._importhf._layers import ImportedKind
 from kvgen._spec.models import MAX_SEQ_LEN
 from kvgen._util.codes import hf as codes
 
@@ -91,7 +91,9 @@ def _encoder_tokens(cfg: Config) -> tuple[int, str]:
     return tokens, note
 
 
-def cross_attention_kinds(cfg: Config, kinds: list[Kind], layers: int) -> tuple[list[Kind], str]:
+def cross_attention_kinds(
+    cfg: Config, kinds: list[ImportedKind], layers: int
+) -> tuple[list[ImportedKind], str]:
     """``kinds`` with the layers of ``cross_attention_layers`` made cross-attention (their K/V
     shape is the self-attention one read for them), and the note for the layer count; as is
     without the field."""

@@ -18,7 +18,7 @@ from kvgen._importhf._kda import is_kda, kda_layer_types, kda_state
 from kvgen._importhf._layers import (
     NO_CACHE,
     RECURRENT_TYPES,
-    Kind,
+    ImportedKind,
     lightning_state,
     mamba1_state,
     per_layer_types,
@@ -299,7 +299,7 @@ def _build(
     short, dtype_note, dtype_bytes = cache_dtype(cfg, dtype)
     types, types_note = kda_layer_types(cfg, layers) or per_layer_types(cfg, layers)
     attention = attention_kinds(cfg, layers, types, seq_len)
-    kinds: list[Kind] = []
+    kinds: list[ImportedKind] = []
     for kind, shape in zip(types, attention, strict=True):
         if kind == "mamba1":
             kinds.append(mamba1_state(cfg, dtype_bytes))

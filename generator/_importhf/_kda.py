@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from kvgen._importhf._config import Abort, Config
-from kvgen._importhf._layers import Kind
+from kvgen._importhf._layers import ImportedKind
 from kvgen._spec.models import MAX_DIM, MAX_HEADS, MAX_STATE_BYTES
 from kvgen._util.codes import Code
 from kvgen._util.codes import hf as codes
@@ -148,7 +148,7 @@ def kda_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str] | 
     return kinds, "KimiLinearConfig default: full attention at layers 4, 8, ... (0-indexed)"
 
 
-def kda_state(cfg: Config, dtype_bytes: int) -> Kind:
+def kda_state(cfg: Config, dtype_bytes: int) -> ImportedKind:
     """A KDA layer's state as a ``mamba:`` kind in the Gated-DeltaNet form (module docstring),
     each number with the field it came from; the recurrent state fp32."""
     heads, heads_note = _dimension(cfg, "linear_num_heads")
@@ -175,4 +175,4 @@ def kda_state(cfg: Config, dtype_bytes: int) -> Kind:
         f"(q, k, v) * {heads} heads * {head_dim} * {dtype_bytes} B + recurrent {heads} * "
         f"{head_dim} * {head_dim} * 4 B (fp32)"
     )
-    return Kind("recurrent", mamba=dims, notes=(("mamba", note),), base="kda")
+    return ImportedKind("recurrent", mamba=dims, notes=(("mamba", note),), base="kda")

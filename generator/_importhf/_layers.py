@@ -16,7 +16,7 @@ from kvgen._util.codes import hf as codes
 __all__ = [
     "NO_CACHE",
     "RECURRENT_TYPES",
-    "Kind",
+    "ImportedKind",
     "lightning_state",
     "mamba1_state",
     "per_layer_types",
@@ -94,7 +94,7 @@ def _linear_is_mamba2(cfg: Config, kinds: list[str | None]) -> list[str | None]:
 
 
 @dataclass(frozen=True)
-class Kind:
+class ImportedKind:
     """One cache shape; ``notes`` maps a spec field to the comment naming its source."""
 
     attention: str  # full | sliding | mla | recurrent | none | cross
@@ -117,7 +117,7 @@ class Kind:
 
 
 # An MLP-only or MoE-only block: no cache, but it keeps its layer index.
-NO_CACHE = Kind("none", notes=(("attention", "MLP/MoE block: no KV cache"),), base="ffn")
+NO_CACHE = ImportedKind("none", notes=(("attention", "MLP/MoE block: no KV cache"),), base="ffn")
 
 
 # --------------------------------------------------------------------------- layer types
@@ -350,7 +350,7 @@ def _mamba1_channels(cfg: Config) -> tuple[int, str]:
     return expand * hidden, f"config.json {expand_name} {expand} * {hidden_name} {hidden}"
 
 
-def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
+def mamba1_state(cfg: Config, dtype_bytes: int) -> ImportedKind:
     """A Mamba-1 kind (Jamba, §8): ``d_inner = mamba_expand * hidden_size`` channels, each
     with a conv window of ``d_conv - 1`` and an SSM state of ``d_state`` (vLLM
     ``MambaStateShapeCalculator.mamba1_state_shape``)."""
@@ -382,7 +382,7 @@ def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
         f"{total} B per request at tp=1: conv {inner} * (d_conv {width} - 1) * {dtype_bytes} B "
         f"+ ssm {inner} * d_state {state} * {ssm_bytes} B"
     )
-    return Kind(
+    return ImportedKind(
         "recurrent", mamba=dims, mamba_key="mamba1", notes=(("mamba", note),), base="mamba1"
     )
 
@@ -403,7 +403,7 @@ def _check_grouped(
         raise Abort
 
 
-def lightning_state(cfg: Config, dtype_bytes: int) -> Kind:
+def lightning_state(cfg: Config, dtype_bytes: int) -> ImportedKind:
     """A lightning-attention kind (MiniMax-Text-01, §8): one ``head_dim x head_dim`` matrix per
     query head in the model dtype, as transformers' MiniMaxLightningAttention caches it
     (``head_dim`` or ``hidden_size / num_attention_heads``)."""
@@ -427,7 +427,7 @@ def lightning_state(cfg: Config, dtype_bytes: int) -> Kind:
         ("num_heads", heads, "config.json num_attention_heads"),
         ("head_dim", head_dim, source),
     )
-    return Kind("recurrent", mamba=dims, mamba_key="linear", notes=(("mamba", note),),
+    return ImportedKind("recurrent", mamba=dims, mamba_key="linear", notes=(("mamba", note),),
                 base="lightning")  # fmt: skip
 
 
@@ -452,7 +452,7 @@ def _ssm_cache_dtype(cfg: Config) -> tuple[tuple[str, str, str], ...]:
     return ()
 
 
-def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
+def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> ImportedKind:
     """A recurrent kind by its dimensions (Mamba-2 or Gated DeltaNet, §8), each number with
     the config field it came from."""
     ssm_dtype = cfg.get("mamba_ssm_dtype")
@@ -541,7 +541,7 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
         dims += (("ssm_dtype", _DTYPES[ssm_dtype][0], "config.json mamba_ssm_dtype"),)
     if kind != "linear":
         dims += _ssm_cache_dtype(cfg)
-    return Kind(
+    return ImportedKind(
         "recurrent",
         mamba=dims,
         notes=(("mamba", f"{total} B per request at tp=1: " + note.removeprefix("config.json: ")),),

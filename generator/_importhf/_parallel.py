@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kvgen._importhf._config import Abort, Config
-from kvgen._importhf._layers import Kind, state_bytes
+from kvgen._importhf._layers import ImportedKind, state_bytes
 from kvgen._util.codes import hf as codes
 
 __all__ = ["PARALLEL_HYBRIDS", "parallel_kinds", "zamba2_post_init"]
@@ -102,7 +102,7 @@ def _check_head(cfg: Config) -> None:
         raise Abort
 
 
-def parallel_kinds(cfg: Config, kinds: list[Kind], dtype_bytes: int) -> list[Kind]:
+def parallel_kinds(cfg: Config, kinds: list[ImportedKind], dtype_bytes: int) -> list[ImportedKind]:
     """A parallel hybrid's full-attention kinds with the Mamba-2 state each layer also holds;
     other models' kinds unchanged."""
     model_type = cfg.get("model_type")
