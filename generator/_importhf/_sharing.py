@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvgen._importhf._config import Abort, Config
+from kvgen._importhf._config import Abort, HfConfig
 from kvgen._importhf._layers import ImportedKind
 from kvgen._util.codes import hf as codes
 
@@ -12,7 +12,7 @@ __all__ = ["shared_kinds"]
 
 
 def shared_kinds(
-    cfg: Config, kinds: list[ImportedKind], types: list[str | None]
+    cfg: HfConfig, kinds: list[ImportedKind], types: list[str | None]
 ) -> list[ImportedKind]:
     """Gemma 3n ``num_kv_shared_layers``: the last n layers compute no K/V and read the cache
     of the last earlier layer of their own type (transformers Gemma3nTextAttention
