@@ -39,7 +39,7 @@ removal cannot be acknowledged; a family renamed in the same file is acknowledge
 from __future__ import annotations
 
 from kvgen._review._git import GitTree, default_ref
-from kvgen._review._layout import Layout, layout, output_drift
+from kvgen._review._layout import ReviewLayout, layout, output_drift
 from kvgen._review._review import review_shipped, review_specs
 from kvgen._review._types import (
     ADDED,
@@ -65,10 +65,10 @@ __all__ = [
     "Change",
     "EngineChange",
     "GitTree",
-    "Layout",
     "ReferenceDeployment",
     "Review",
     "ReviewError",
+    "ReviewLayout",
     "default_ref",
     "layout",
     "output_drift",

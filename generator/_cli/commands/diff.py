@@ -38,7 +38,7 @@ from kvgen.sizing.engines_registry import (
 )
 
 if TYPE_CHECKING:
-    from kvgen._review import Layout
+    from kvgen._review import ReviewLayout
 
 log = logging.getLogger("kvgen")
 
@@ -146,7 +146,7 @@ def _defaults() -> dict[str, Any]:
 
 
 def _deployment_value(
-    args: argparse.Namespace, key: str, layout: Layout | None, defaults: dict[str, Any]
+    args: argparse.Namespace, key: str, layout: ReviewLayout | None, defaults: dict[str, Any]
 ) -> Any:
     """A flag; else the ref's configuration (the working tree's is pull-request content, so a
     change to it applies once merged, and is said); else the built-in default."""
