@@ -540,8 +540,8 @@ RUNTIME_VERSION = 2
 MIN_GENCODE_VERSION = 2
 # The interpreter's modules, installed in this order (each imports only those before it).
 _PARTS = (sizing_kinds, sizing_options, sizing_split, sizing_terms, sizing_quota)
-# Names of the runtime itself, never copied into a family's namespace (nor its modules).
-_RUNTIME_ONLY = frozenset(
+# Names of the sizing runtime itself, never copied into a family's namespace (nor its modules).
+_NEVER_INSTALLED = frozenset(
     {"RUNTIME_VERSION", "MIN_GENCODE_VERSION", "bind", "install", "require_version", "_PARTS",
      "_DEFINITIONS", "_definitions"}
 )  # fmt: skip
@@ -599,7 +599,7 @@ def _definitions(source: dict[str, object]) -> tuple[list[Any], list[Any]]:
         return known[1], known[2]
     functions, values = [], []
     for name, value in source.items():
-        if name.startswith("__") or name in _RUNTIME_ONLY:
+        if name.startswith("__") or name in _NEVER_INSTALLED:
             continue
         if isinstance(value, types.ModuleType) and value.__package__ == __package__:
             continue  # a module of the runtime itself (a part a core imports to bind it)

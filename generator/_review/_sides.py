@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import kvgen._review._evaluate as evaluator
-from kvgen._generate.vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
+from kvgen._generate.vendored import SIZING_MODULES, SIZING_PACKAGE
 from kvgen._lint.linter import duplicate_family
 from kvgen._review._git import GitTree
 from kvgen._review._types import Capacity, ReferenceDeployment, Review, ReviewError
@@ -225,12 +225,12 @@ def committed_module(
         return False
     label = f"{tree.ref}:{path.as_posix()}"
     # The runtime the module imports lies beside it at the ref (older modules held their own).
-    runtime = {
-        rel: tree.read_file(out_dir / RUNTIME_PACKAGE / rel)
-        for rel in ("__init__.py", *(f"{module}.py" for module in RUNTIME_MODULES))
+    sizing_files = {
+        rel: tree.read_file(out_dir / SIZING_PACKAGE / rel)
+        for rel in ("__init__.py", *(f"{module}.py" for module in SIZING_MODULES))
     }
     files = {f"{name}/sizing.py": raw}
-    files.update({f"{RUNTIME_PACKAGE}/{rel}": text for rel, text in runtime.items() if text})
+    files.update({f"{SIZING_PACKAGE}/{rel}": text for rel, text in sizing_files.items() if text})
     try:
         data = _run_isolated(files, f"{name}/sizing.py", deployment, _native(side), label)
         evaluation = _evaluation(data, label)

@@ -390,8 +390,9 @@ class LayerRule:
         return None, 0
 
     @staticmethod
-    def encoder_tokens(kind: LayerKind, runtime: int | None) -> int:
-        """Encoder tokens a request holds (``runtime`` replaces the spec's count)."""
+    def encoder_tokens(kind: LayerKind, given: int | None) -> int:
+        """Encoder tokens a request holds (``given``, the shim's ``encoder_tokens=``, replaces
+        the spec's count)."""
         return 0
 
     @staticmethod
@@ -444,8 +445,8 @@ class CrossRule(LayerRule):
     readable = False
 
     @staticmethod
-    def encoder_tokens(kind: LayerKind, runtime: int | None) -> int:
-        return runtime or kind.encoder_tokens
+    def encoder_tokens(kind: LayerKind, given: int | None) -> int:
+        return given or kind.encoder_tokens
 
     @staticmethod
     def lives(layer: Layer) -> tuple[type[LifeCycle], ...]:
