@@ -614,7 +614,7 @@ def bind(namespace: dict[str, object]) -> None:
     """Make ``namespace`` (the globals of a module that defines a family's ``TABLES``, a
     ``SizingTables``) that family's sizing module: the tables' fields installed as the names
     the interpreter reads (FAMILY, SPEC_SHA256, TOKENS_PER_BLOCK, KV_CACHE_DTYPE, _MODELS,
-    _PROFILES) with this runtime's RUNTIME_VERSION, the interpreter's modules installed over
+    _PROFILES) with this sizing runtime's RUNTIME_VERSION, the interpreter's modules installed over
     it in order (``install``; the public names are this module's ``__all__``), then what
     depends only on the tables precomputed (``_derive``)."""
     tables = namespace["TABLES"]
