@@ -63,9 +63,8 @@ _RATIO_SUM_TOLERANCE = 1e-6
 
 
 class TrtllmLifeCycle(NamedTuple):
-    """One life cycle of a manager as TensorRT-LLM's ``LifeCycleRegistry`` keys it (the
-    engine's ``LifeCycle``): its window (None: full attention), sink pages and whether it is
-    the recurrent (SSM) one, which keeps one page per request."""
+    """One life cycle of a manager, the engine's ``LifeCycle``: its window (None: full
+    attention), sink pages and whether it is the recurrent (SSM) one (one page per request)."""
 
     window: int | None
     sink_blocks: int = 0
