@@ -44,8 +44,8 @@ from .facts import float32
 
 __all__ = [
     "FALLBACK_STEP",
-    "LifeCycle",
     "PoolSplit",
+    "TrtllmLifeCycle",
     "grains_for_slots",
     "grains_to_slots",
     "life_cycle_floors",
@@ -63,9 +63,9 @@ FALLBACK_STEP = ((2049, 2048),)
 _RATIO_SUM_TOLERANCE = 1e-6
 
 
-class LifeCycle(NamedTuple):
-    """One life cycle of a manager: its window (None: full attention), sink pages and
-    whether it is the recurrent (SSM) one, which keeps one page per request."""
+class TrtllmLifeCycle(NamedTuple):
+    """One life cycle of a manager, the engine's ``LifeCycle``: its window (None: full
+    attention), sink pages and whether it is the recurrent (SSM) one (one page per request)."""
 
     window: int | None
     sink_blocks: int = 0
@@ -91,7 +91,7 @@ def _trunc_div(a: int, b: int) -> int:
     return q if a >= 0 else -q
 
 
-def stale_range(lc: LifeCycle, history: int, tpb: int) -> tuple[int, int]:
+def stale_range(lc: TrtllmLifeCycle, history: int, tpb: int) -> tuple[int, int]:
     """Pages of a request with ``history`` tokens that its life cycle no longer keeps
     (``getStaleRange``): none for full attention; for a window, from the sink pages to
     ``(history + 1 - w) // tpb``; a recurrent cycle keeps only its last page."""
@@ -108,7 +108,7 @@ def _length(span: tuple[int, int]) -> int:
 
 
 def slots_for_batch(
-    life_cycles: Sequence[LifeCycle], batch: Sequence[Sequence[int]], tpb: int
+    life_cycles: Sequence[TrtllmLifeCycle], batch: Sequence[Sequence[int]], tpb: int
 ) -> list[int]:
     """Pages each life cycle needs for ``batch`` (requests of (capacity, history[, beam
     width 1])), no shared system prompt, no scratch reuse (``computeSlotsForBatch``)."""
@@ -139,12 +139,12 @@ def pool_groups(
     return tuple(index[key] for key in keys), ordered
 
 
-def life_cycle_floors(life_cycles: Sequence[LifeCycle], tpb: int) -> list[int]:
+def life_cycle_floors(life_cycles: Sequence[TrtllmLifeCycle], tpb: int) -> list[int]:
     """Each life cycle's least pages: a window's ``sinks + (w + tpb - 2) // tpb + 1`` (the
     window sliding over page boundaries), a full cycle the largest of those (1 without any),
     a recurrent cycle 1."""
 
-    def swa(lc: LifeCycle) -> int:
+    def swa(lc: TrtllmLifeCycle) -> int:
         assert lc.window is not None
         return lc.sink_blocks + (lc.window + tpb - 2) // tpb + 1
 
@@ -249,7 +249,7 @@ def ratio_to_slot_count_list(
 
 def split_quota(
     quota: int,
-    life_cycles: Sequence[LifeCycle],
+    life_cycles: Sequence[TrtllmLifeCycle],
     slot_sizes: Sequence[Sequence[int]],
     tpb: int,
     *,

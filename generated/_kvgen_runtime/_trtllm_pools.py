@@ -43,8 +43,8 @@ from ._trtllm_budget import (
     split_budget,
 )
 from ._trtllm_pool_split import (
-    LifeCycle,
     PoolSplit,
+    TrtllmLifeCycle,
     grains_for_slots,
     pool_groups,
     split_quota,
@@ -389,7 +389,7 @@ class EngineStorage(NamedTuple):
     registers them (first appearance over its layers), each one's kvgen name and the slot
     bytes of each of its pools (K and V buffers of equal size coalesced, one pool per size)."""
 
-    life_cycles: tuple[LifeCycle, ...]
+    life_cycles: tuple[TrtllmLifeCycle, ...]
     names: tuple[str, ...]
     slot_sizes: tuple[tuple[int, ...], ...]
 
@@ -480,7 +480,7 @@ def _engine_storage(
             for dim in dims:  # K, then V
                 size = heads * dim * element * tpb
                 sizes[size] = sizes.get(size, 0) + count
-    cycles = tuple(LifeCycle(window, sinks) for window, sinks in order)
+    cycles = tuple(TrtllmLifeCycle(window, sinks) for window, sinks in order)
     pools = tuple(
         tuple(sorted((size * n for size, n in sizes.items()), reverse=True))
         for sizes in order.values()

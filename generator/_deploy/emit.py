@@ -117,7 +117,7 @@ def _sglang_speculative(
     return fields
 
 
-class Asked(NamedTuple):
+class LaunchAsked(NamedTuple):
     """What ``launch`` was asked, as each engine's launch hook reads it."""
 
     model: str
@@ -160,7 +160,7 @@ def launch(
     common = {"max_seq_len": max_seq_len, "max_num_tokens": max_num_tokens,
               "speculative": speculative, "tp_size": tp_size}  # fmt: skip
     strategy = mamba_radix_cache_strategy or sizing.SGLANG_MAMBA_STRATEGY
-    asked = Asked(model, budget_bytes, max_batch_size, block_size, fraction, strategy,
+    asked = LaunchAsked(model, budget_bytes, max_batch_size, block_size, fraction, strategy,
                   heterogeneous_vocab, common)  # fmt: skip
     cap = sizing.engine_capacity(
         model, budget_bytes, engine=engine.argument, block_size=block_size,
@@ -177,7 +177,7 @@ def launch(
     )  # fmt: skip
 
 
-def _own_keywords(engine: Release, asked: Asked) -> dict[str, Any]:
+def _own_keywords(engine: Release, asked: LaunchAsked) -> dict[str, Any]:
     """The ``engine_capacity`` keywords only some engines read, for this engine: SGLang's
     Mamba radix cache strategy, vLLM's use_heterogeneous_vocab where asked."""
     own: dict[str, Any] = {"mamba_radix_cache_strategy": asked.strategy}
@@ -187,7 +187,11 @@ def _own_keywords(engine: Release, asked: Asked) -> dict[str, Any]:
 
 
 def _vllm_launch(
-    engine: Release, sizing: types.ModuleType, asked: Asked, cap: Any, capacity: dict[str, Any]
+    engine: Release,
+    sizing: types.ModuleType,
+    asked: LaunchAsked,
+    cap: Any,
+    capacity: dict[str, Any],
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """vLLM's EngineArgs fields for the plan (the module docstring says why each is set)."""
     settings = engine.engine.settings
@@ -224,7 +228,11 @@ def _vllm_launch(
 
 
 def _sglang_launch(
-    engine: Release, sizing: types.ModuleType, asked: Asked, cap: Any, capacity: dict[str, Any]
+    engine: Release,
+    sizing: types.ModuleType,
+    asked: LaunchAsked,
+    cap: Any,
+    capacity: dict[str, Any],
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """SGLang's ServerArgs fields for the plan (the module docstring says why each is set)."""
     settings = engine.engine.settings
@@ -306,7 +314,11 @@ def _sglang_mamba_flags(strategy: str) -> tuple[dict[str, Any], str]:
 
 
 def _trtllm_launch(
-    engine: Release, sizing: types.ModuleType, asked: Asked, cap: Any, capacity: dict[str, Any]
+    engine: Release,
+    sizing: types.ModuleType,
+    asked: LaunchAsked,
+    cap: Any,
+    capacity: dict[str, Any],
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """TensorRT-LLM V2's settings and what its pools hold for them at the release ``engine``
     (docs/deploy.md; ``kvgen.sizing._trtllm_pools.trtllm_emit``): the quota in whole grains of the

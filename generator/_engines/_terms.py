@@ -25,7 +25,7 @@ class PolicyTerm(NamedTuple):
     detail: str  # the term for this model, in numbers
 
 
-class Asked(NamedTuple):
+class TermsAsked(NamedTuple):
     """What ``policy_terms`` was asked, as each engine's terms read it."""
 
     block_size: int | None
@@ -38,7 +38,7 @@ class Asked(NamedTuple):
     heterogeneous_vocab: bool
 
 
-def _vllm_terms(found: Release, family: Family, model: str, asked: Asked) -> list[PolicyTerm]:
+def _vllm_terms(found: Release, family: Family, model: str, asked: TermsAsked) -> list[PolicyTerm]:
     block_size = found.block_size if asked.block_size is None else asked.block_size
     max_seq_len, max_num_tokens = asked.max_seq_len, asked.max_num_tokens
     heterogeneous_vocab = asked.heterogeneous_vocab
@@ -95,7 +95,9 @@ def _vllm_terms(found: Release, family: Family, model: str, asked: Asked) -> lis
     return terms
 
 
-def _sglang_terms(found: Release, family: Family, model: str, asked: Asked) -> list[PolicyTerm]:
+def _sglang_terms(
+    found: Release, family: Family, model: str, asked: TermsAsked
+) -> list[PolicyTerm]:
     ssm_dtype, speculative = asked.ssm_dtype, asked.speculative
     strategy = asked.mamba_radix_cache_strategy
     spec_model = family.model(model)
@@ -171,7 +173,9 @@ def _sglang_terms(found: Release, family: Family, model: str, asked: Asked) -> l
     return terms
 
 
-def _trtllm_terms(found: Release, family: Family, model: str, asked: Asked) -> list[PolicyTerm]:
+def _trtllm_terms(
+    found: Release, family: Family, model: str, asked: TermsAsked
+) -> list[PolicyTerm]:
     block_size = family.tokens_per_block if asked.block_size is None else asked.block_size
     max_seq_len, max_num_tokens = asked.max_seq_len, asked.max_num_tokens
     max_batch_size, speculative = asked.max_batch_size, asked.speculative
@@ -224,7 +228,7 @@ def policy_terms(
     ``heterogeneous_vocab``: its use_heterogeneous_vocab, as ``engine_capacity`` reads it).
     Each engine's terms are its hook (``kvgen.sizing.engines_registry``, ``Hooks.terms``)."""
     found = release(engine)
-    asked = Asked(block_size, max_seq_len, max_num_tokens, max_batch_size, ssm_dtype,
+    asked = TermsAsked(block_size, max_seq_len, max_num_tokens, max_batch_size, ssm_dtype,
                   speculative, mamba_radix_cache_strategy, heterogeneous_vocab)  # fmt: skip
     terms: list[PolicyTerm] = globals()[found.engine.hooks.terms](found, family, model, asked)
     return terms

@@ -125,11 +125,12 @@ def _rebound(sizing: types.ModuleType, old: str, new: str) -> types.ModuleType:
     }
     family_dtype = new if tables.kv_cache_dtype == old else tables.kv_cache_dtype
     rebound = tables._replace(kv_cache_dtype=family_dtype, models=models, profiles=profiles)
-    runtime = type(tables).__module__.rpartition(".")[0]  # kvgen, or an output's _kvgen_runtime
+    # kvgen.sizing, or an output folder's _kvgen_runtime
+    sizing_package = type(tables).__module__.rpartition(".")[0]
     module = types.ModuleType(sizing.__name__)
     module.__dict__["TABLES"] = rebound
-    importlib.import_module(f"{runtime}.sizing_core").bind(module.__dict__)
-    importlib.import_module(f"{runtime}.engines_core").bind(module.__dict__)
+    importlib.import_module(f"{sizing_package}.sizing_core").bind(module.__dict__)
+    importlib.import_module(f"{sizing_package}.engines_core").bind(module.__dict__)
     return module
 
 

@@ -113,7 +113,7 @@ def render(
     Raises ``RenderError`` (nothing rendered) when any module would not compile.
     """
     env = _environment()
-    out: dict[str, str] = {"__init__.py": _render_root(env), **_render_runtime()}
+    out: dict[str, str] = {"__init__.py": _render_root(env), **_render_sizing()}
     for spec in sorted(specs, key=lambda s: s.family.family):
         family = spec.family.family
         if progress is not None:
@@ -134,7 +134,7 @@ def render(
     return dict(sorted(out.items()))
 
 
-RUNTIME_INIT = '''"""The sizing runtime of the generated modules beside this package (stdlib only).
+SIZING_INIT = '''"""The sizing runtime of the generated modules beside this package (stdlib only).
 
 ``sizing_core`` is kvgen's sizing interpreter (its public functions and ``bind``, over
 ``sizing_kinds``, ``sizing_options``, ``sizing_split``, ``sizing_terms`` and ``sizing_quota``),
@@ -149,16 +149,16 @@ __all__: list[str] = []
 '''
 
 
-def _render_runtime() -> dict[str, str]:
-    """The runtime package: kvgen's runtime modules (``vendored.RUNTIME_MODULES``) verbatim
+def _render_sizing() -> dict[str, str]:
+    """The sizing runtime's package: kvgen's modules (``vendored.SIZING_MODULES``) verbatim
     under the generated header."""
-    from kvgen._generate.sizing_context import runtime_sources
-    from kvgen._generate.vendored import RUNTIME_PACKAGE
+    from kvgen._generate.sizing_context import sizing_sources
+    from kvgen._generate.vendored import SIZING_PACKAGE
     from kvgen.sizing.sizing_core import RUNTIME_VERSION
 
-    init = f"{ROOT_HEADER}\n{RUNTIME_INIT.format(version=RUNTIME_VERSION)}"
-    out = {f"{RUNTIME_PACKAGE}/__init__.py": _finish(init, f"{RUNTIME_PACKAGE}/__init__.py")}
-    for path, source in runtime_sources().items():
+    init = f"{ROOT_HEADER}\n{SIZING_INIT.format(version=RUNTIME_VERSION)}"
+    out = {f"{SIZING_PACKAGE}/__init__.py": _finish(init, f"{SIZING_PACKAGE}/__init__.py")}
+    for path, source in sizing_sources().items():
         out[path] = _finish(f"{ROOT_HEADER}\n{source}", path)
     return out
 

@@ -1,13 +1,14 @@
-"""Template context of ``generated/<family>/sizing.py``: the family's tables, bound to the runtime.
+"""Template context of ``generated/<family>/sizing.py``: the family's tables, bound to the
+sizing runtime.
 
-A sizing module is the family's tables, one value (``TABLES``, a ``SizingTables`` of the
+A sizing module is the family's tables, one value (``TABLES``, a ``SizingTables`` of the sizing
 runtime's row types, built from the spec by ``kvgen._model.sizing_rows`` and
 ``kvgen._model.engine_rows.sizing_tables``; each layer kind written once), and two calls that
-install the runtime over them; the runtime itself is written once into the output folder
-(``RUNTIME_FILES``). The tables are laid out here in the form ``ruff format`` gives them (a row
-on one line when it fits in 100 columns, else one item per line), so rendering needs no
-formatter. Text grows linearly with the spec: one row per layer kind and one name per pattern
-entry. ``bound_module`` binds the same runtime to the same tables in memory, without text.
+install the sizing runtime over them; the sizing runtime itself is written once into the output
+folder (``SIZING_FILES``). The tables are laid out here in the form ``ruff format`` gives them (a
+row on one line when it fits in 100 columns, else one item per line), so rendering needs no
+formatter. Text grows linearly with the spec: one row per layer kind and one name per pattern entry.
+``bound_module`` binds the same sizing runtime to the same tables in memory, without text.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from kvgen._generate import layout
 from kvgen._generate.render_input import SpecInput, artifact
-from kvgen._generate.vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
+from kvgen._generate.vendored import SIZING_MODULES, SIZING_PACKAGE
 from kvgen._model.engine_rows import sizing_tables
 from kvgen._model.sizing_rows import kind_row, profile_row, stack_row
 from kvgen._spec.models import Family
@@ -30,18 +31,18 @@ from kvgen.sizing.engines_rows import EngineDraft, EngineLayer
 from kvgen.sizing.sizing_kinds import Kind, Profile, SizingTables
 
 LINE_LENGTH = 100
-# The runtime in the output folder: file -> the kvgen module written there verbatim.
-RUNTIME_FILES = {
-    f"{RUNTIME_PACKAGE}/{name}.py": importlib.import_module(f"kvgen.sizing.{name}")
-    for name in RUNTIME_MODULES
+# The sizing runtime in the output folder: file -> the kvgen module written there verbatim.
+SIZING_FILES = {
+    f"{SIZING_PACKAGE}/{name}.py": importlib.import_module(f"kvgen.sizing.{name}")
+    for name in SIZING_MODULES
 }
 
 
-def runtime_sources() -> dict[str, str]:
-    """``{relative path: source}`` of the runtime modules, read from kvgen itself."""
+def sizing_sources() -> dict[str, str]:
+    """``{relative path: source}`` of the sizing runtime's modules, read from kvgen itself."""
     return {
         path: Path(module.__file__ or "").read_text(encoding="utf-8")
-        for path, module in RUNTIME_FILES.items()
+        for path, module in SIZING_FILES.items()
     }
 
 
@@ -51,12 +52,12 @@ def runtime_sources() -> dict[str, str]:
 _POSITIONAL_FIRST = (Kind, Profile, EngineLayer)
 # Re-exported: the rows of a spec (``kvgen._model.sizing_rows``), as this module built them before.
 __all__ = [
-    "RUNTIME_FILES",
+    "SIZING_FILES",
     "bound_module",
     "kind_row",
     "profile_row",
-    "runtime_sources",
     "sizing_context",
+    "sizing_sources",
     "stack_row",
     "statement",
 ]

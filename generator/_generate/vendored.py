@@ -1,14 +1,14 @@
 """Importing generated modules from an output folder wherever it lies (stdlib only).
 
-A generated sizing module imports its runtime from the folder it was written to
-(``from .._kvgen_runtime import sizing_core``), the way a vendored package is used: copy the
-whole output folder and import ``<folder>.<family>.sizing``. kvgen and its tests also import
-folders that are not on ``sys.path`` (``kvgen plan --generated DIR``, a temporary render):
-``import_generated`` registers such a folder as a package under a name of the caller's. Text
-rendered in memory (``kvgen diff``) runs against kvgen's own runtime, which is the text that
-generation writes beside it (``exec_sizing``). kvgen reads a module of an output folder through
-its declared interface only (docs/api.md, "The interface of a sizing module"), and only in the
-window of sizing runtime versions it knows (``interface_refusal``).
+A generated sizing module imports its sizing runtime from the folder it was written to (``from
+.._kvgen_runtime import sizing_core``), the way a vendored package is used: copy the whole output
+folder and import ``<folder>.<family>.sizing``. kvgen and its tests also import folders that are not
+on ``sys.path`` (``kvgen plan --generated DIR``, a temporary render): ``import_generated`` registers
+such a folder as a package under a name of the caller's. Text rendered in memory (``kvgen diff``)
+runs against kvgen's own sizing runtime (``kvgen.sizing``), which is the text that generation writes
+beside it (``exec_sizing``). kvgen reads a module of an output folder through its declared interface
+only (docs/api.md, "The interface of a sizing module"), and only in the window of sizing runtime
+versions it knows (``interface_refusal``).
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ import types
 from pathlib import Path
 
 __all__ = [
-    "RUNTIME_MODULES",
-    "RUNTIME_PACKAGE",
+    "SIZING_MODULES",
+    "SIZING_PACKAGE",
     "exec_sizing",
     "import_generated",
     "interface_refusal",
 ]
 
-RUNTIME_PACKAGE = "_kvgen_runtime"  # the runtime's folder inside every output folder
+SIZING_PACKAGE = "_kvgen_runtime"  # the sizing runtime's folder inside every output folder
 # Its modules: kvgen's own, written there verbatim (each imports those before it).
-RUNTIME_MODULES = (
+SIZING_MODULES = (
     "facts",
     "trtllm_split",
     "sizing_kinds",
@@ -81,15 +81,15 @@ def import_generated(path: Path, package: str) -> types.ModuleType:
 
 
 def exec_sizing(text: str, filename: str, package: str, family: str) -> types.ModuleType:
-    """Run rendered sizing module ``text`` as ``<package>.<family>.sizing`` over kvgen's own
+    """Run rendered sizing module ``text`` as ``<package>.<family>.sizing`` over kvgen's own sizing
     runtime (``kvgen.sizing.sizing_core``, ``kvgen.sizing.engines_core`` and their parts): what
     generation would write beside it, so nothing but ``text`` needs to exist on disk."""
     _package(package, None)
-    runtime = _package(f"{package}.{RUNTIME_PACKAGE}", None)
-    for name in RUNTIME_MODULES:
+    vendored = _package(f"{package}.{SIZING_PACKAGE}", None)
+    for name in SIZING_MODULES:
         own = importlib.import_module(f"kvgen.sizing.{name}")
-        setattr(runtime, name, own)
-        sys.modules[f"{runtime.__name__}.{name}"] = own
+        setattr(vendored, name, own)
+        sys.modules[f"{vendored.__name__}.{name}"] = own
     module = types.ModuleType(f"{package}.{family}.sizing")
     module.__file__ = filename
     module.__package__ = f"{package}.{family}"

@@ -32,7 +32,7 @@ from kvgen._spec.output_size import MAX_GENERATED_BYTES  # bounds a committed fi
 from kvgen._util import files
 from kvgen._util.diagnostics import Diagnostic
 
-__all__ = ["LockHeld", "Plan", "apply", "output_lock", "plan", "write_atomic"]
+__all__ = ["LockHeld", "WritePlan", "apply", "output_lock", "plan", "write_atomic"]
 
 log = logging.getLogger("kvgen")
 
@@ -50,7 +50,7 @@ class LockHeld(Exception):
 
 
 @dataclass
-class Plan:
+class WritePlan:
     out_dir: Path
     rendered: dict[str, str]
     changed: list[str] = field(default_factory=list)  # exists, differs
@@ -114,14 +114,16 @@ def _check_out_dir(out_dir: Path, root: Path | None) -> None:
     files.check_writable(out_dir, root=root, directory=True)
 
 
-def plan(rendered: dict[str, str], out_dir: Path, *, prune: bool, root: Path | None = None) -> Plan:
+def plan(
+    rendered: dict[str, str], out_dir: Path, *, prune: bool, root: Path | None = None
+) -> WritePlan:
     """What writing ``rendered`` into ``out_dir`` would change; ``prune`` looks for orphans.
 
     ``root`` is the project root: the output may not be it or hold it, and no folder between
     it and the output may be a link. Everything is read through ``kvgen._util.files``.
     """
     _check_out_dir(out_dir, root)
-    result = Plan(out_dir, rendered, prune=prune, root=root)
+    result = WritePlan(out_dir, rendered, prune=prune, root=root)
     on_disk = _tree(out_dir, result.refused) if out_dir.is_dir() else []
     if result.refused:
         return result  # a link in the tree: read nothing more, write nothing
@@ -147,7 +149,7 @@ def plan(rendered: dict[str, str], out_dir: Path, *, prune: bool, root: Path | N
     return result
 
 
-def _read(out_dir: Path, rel: str, result: Plan) -> bytes | None:
+def _read(out_dir: Path, rel: str, result: WritePlan) -> bytes | None:
     try:
         data = files.read_bytes(out_dir / rel, limit=MAX_GENERATED_BYTES, root=out_dir)
     except files.Refused as exc:
@@ -321,7 +323,7 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(a))
 
 
-def apply(result: Plan) -> list[str]:
+def apply(result: WritePlan) -> list[str]:
     """Write the new tree and swap it in; return the paths that changed (none: no write).
 
     Takes the output directory's lock for the whole run, so concurrent runs serialise. A tree
@@ -338,7 +340,7 @@ def apply(result: Plan) -> list[str]:
         raise files.write_failed(result.out_dir, exc) from None
 
 
-def _apply(result: Plan, out: Path) -> list[str]:
+def _apply(result: WritePlan, out: Path) -> list[str]:
     if not result.drift:
         if _leftovers(out):
             with output_lock(out):
@@ -361,7 +363,7 @@ def _apply(result: Plan, out: Path) -> list[str]:
     return touched
 
 
-def _stage_and_swap(result: Plan, out: Path) -> None:
+def _stage_and_swap(result: WritePlan, out: Path) -> None:
     """Build the complete new tree beside ``out``, then swap it in (call with the lock)."""
     stage = _stage_dir(out)
     if out.is_dir():

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvgen._importhf._config import Abort, Config, field_spelling
+from kvgen._importhf._config import Abort, HfConfig, field_spelling
 from kvgen._importhf._fields import could_move_cache
-from kvgen._importhf._layers import Kind
+from kvgen._importhf._layers import ImportedKind
 from kvgen._util.codes import hf as codes
 
 __all__ = ["attention_kinds"]
 
 
 def _multi_query(
-    cfg: Config, kv_heads: list[int] | None, q_heads: list[int] | None
+    cfg: HfConfig, kv_heads: list[int] | None, q_heads: list[int] | None
 ) -> tuple[list[int] | None, str | None]:
     """GPT-BigCode's and Falcon's ``multi_query``: one K/V head for all query heads, unless
     Falcon's ``new_decoder_architecture`` (grouped, num_kv_heads); an old-architecture Falcon
@@ -35,7 +35,7 @@ _OVERRIDES = ("head_dim", "num_key_value_heads", "num_attention_heads")
 _MLA_OVERRIDES = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim")
 
 
-def _per_layer_config(cfg: Config, layers: int) -> dict[int, dict[str, int]]:
+def _per_layer_config(cfg: HfConfig, layers: int) -> dict[int, dict[str, int]]:
     """Gemma 4's ``per_layer_config``: per layer index (a string key), the attention fields
     that layer sets for itself (its global layers' head_dim 512; an MLA model's per-layer
     latent sizes). Keys naming a layer type carry RoPE parameters only; any other cache field
@@ -83,7 +83,7 @@ def _per_layer_config(cfg: Config, layers: int) -> dict[int, dict[str, int]]:
     return out
 
 
-def _indexer_types(cfg: Config, layers: int, indexed: bool) -> list[str]:
+def _indexer_types(cfg: HfConfig, layers: int, indexed: bool) -> list[str]:
     """DeepSeek-V3.2-style sparse MLA's ``indexer_types`` (GLM-MoE-DSA, HY-V4): a ``full``
     layer runs its own indexer and caches its keys, a ``shared`` one reuses the top-k of the
     layer before it and caches none (transformers HYV4Attention ``skip_topk``)."""
@@ -125,7 +125,7 @@ _GEMMA4_GLOBALS = {
 _Shape = tuple[int | None, str]
 
 
-def _global_shapes(cfg: Config) -> tuple[_Shape, _Shape]:
+def _global_shapes(cfg: HfConfig) -> tuple[_Shape, _Shape]:
     """Full-attention layers' own head size and KV heads ((None, "") where they have none),
     as the config class reads ``global_head_dim`` and ``num_global_key_value_heads``."""
     hd_name, kv_name = "global_head_dim", "num_global_key_value_heads"
@@ -146,7 +146,7 @@ def _global_shapes(cfg: Config) -> tuple[_Shape, _Shape]:
     return (head if head is not None else 512, head_note), (kv, kv_note)
 
 
-def _window(cfg: Config) -> tuple[int | None, str]:
+def _window(cfg: HfConfig) -> tuple[int | None, str]:
     """The sliding layers' window, and the field it came from. Qwen2-MoE saves sliding_window
     0 when use_sliding_window is false: no window at all. ModernBERT's decoder derives it from
     its bidirectional ``local_attention`` span: ``local_attention // 2`` tokens back
@@ -170,7 +170,9 @@ def _window(cfg: Config) -> tuple[int | None, str]:
     return cfg.int_(name), name
 
 
-def _mla_layer(cfg: Config, mla: Kind, kind: str, layer: dict[str, int], seq_len: int) -> Kind:
+def _mla_layer(
+    cfg: HfConfig, mla: ImportedKind, kind: str, layer: dict[str, int], seq_len: int
+) -> ImportedKind:
     """One layer's MLA kind: the latent sizes its per_layer_config entry ``layer`` sets, and
     on a sliding layer the window (Dots3NoteAttention: a window on the latent and RoPE key,
     no indexer)."""
@@ -192,15 +194,15 @@ def _mla_layer(cfg: Config, mla: Kind, kind: str, layer: dict[str, int], seq_len
 
 
 def attention_kinds(
-    cfg: Config, layers: int, types: list[str | None], seq_len: int
-) -> list[Kind | None]:
+    cfg: HfConfig, layers: int, types: list[str | None], seq_len: int
+) -> list[ImportedKind | None]:
     if not any(t in ("full", "sliding", "chunked") for t in types):
         return [None] * layers  # a pure state-space model: no attention field is needed
     if cfg.has("kv_lora_rank"):
         rank = cfg.int_("kv_lora_rank")
         rope = cfg.int_(field_spelling(cfg, "qk_rope_head_dim"), required=True, minimum=0)
         index = cfg.int_("index_head_dim") if cfg.has("index_head_dim") else None
-        mla = Kind(
+        mla = ImportedKind(
             "mla",
             kv_lora_rank=rank,
             qk_rope_head_dim=rope,
@@ -309,7 +311,7 @@ def attention_kinds(
     # v_head_dim too, but their cache is the latent alone (read above, never here).
     v_hd = cfg.int_("v_head_dim") if cfg.has("v_head_dim") else None
     overrides = _per_layer_config(cfg, layers)
-    out: list[Kind | None] = []
+    out: list[ImportedKind | None] = []
     for i, kind in enumerate(types):
         if kind not in ("full", "sliding", "chunked"):
             out.append(None)
@@ -353,7 +355,7 @@ def attention_kinds(
         if kind == "chunked":
             notes.append(("chunk", "config.json attention_chunk_size"))
             out.append(
-                Kind(
+                ImportedKind(
                     "chunked",
                     kv_heads=kv,
                     head_dim=hd,
@@ -366,7 +368,7 @@ def attention_kinds(
         elif kind == "sliding":
             notes.append(("window", f"config.json {window_name}"))
             out.append(
-                Kind(
+                ImportedKind(
                     "sliding",
                     window=window,
                     kv_heads=kv,
@@ -378,7 +380,7 @@ def attention_kinds(
             )
         else:
             out.append(
-                Kind(
+                ImportedKind(
                     "full",
                     kv_heads=kv,
                     head_dim=hd,

@@ -36,7 +36,7 @@ __all__ = [
     "DEFAULT_MAXIMUM",
     "MAXIMA",
     "Abort",
-    "Config",
+    "HfConfig",
     "check_fields",
     "field_spelling",
     "reviewed",
@@ -72,8 +72,9 @@ class Abort(Exception):
     """Stop reading: the diagnostics collected so far say why."""
 
 
-class Config:
-    """Field access over a config (or its ``text_config``) that reports at the key's position."""
+class HfConfig:
+    """A Hugging Face config.json (or its ``text_config``): field access that reports at the
+    key's position."""
 
     def __init__(self, display: str, data: dict[str, Any], reader: JsonReader):
         self.display = display
@@ -217,7 +218,7 @@ def reviewed(name: str, model_types: set[object]) -> bool:
     return models is None or bool(models & model_types)
 
 
-def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
+def check_fields(cfg: HfConfig, ignored: frozenset[str]) -> None:
     # a composite config's own model_type and its text_config's (fuyu around persimmon)
     model_types = {cfg.inner.get("model_type"), cfg.data.get("model_type")}
 
@@ -294,7 +295,7 @@ def check_fields(cfg: Config, ignored: frozenset[str]) -> None:
             )
 
 
-def field_spelling(cfg: Config, canonical: str) -> str:
+def field_spelling(cfg: HfConfig, canonical: str) -> str:
     """The name this config gives ``canonical``: an alias when only the alias is set."""
     for alias, target in cfg.aliases.items():
         if target == canonical and not cfg.has(canonical) and cfg.has(alias):

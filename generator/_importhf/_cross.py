@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvgen._importhf._config import Abort, Config
-from kvgen._importhf._layers import Kind
+from kvgen._importhf._config import Abort, HfConfig
+from kvgen._importhf._layers import ImportedKind
 from kvgen._spec.models import MAX_SEQ_LEN
 from kvgen._util.codes import hf as codes
 
@@ -15,7 +15,7 @@ __all__ = ["cross_attention_kinds"]
 _VISION_FIELDS = ("image_size", "patch_size", "max_num_tiles")
 
 
-def _layer_indices(cfg: Config, layers: int) -> list[int]:
+def _layer_indices(cfg: HfConfig, layers: int) -> list[int]:
     value = cfg.get("cross_attention_layers")
     where = cfg.where("cross_attention_layers")
     if not isinstance(value, list) or not all(
@@ -39,7 +39,7 @@ def _layer_indices(cfg: Config, layers: int) -> list[int]:
     return sorted(value)
 
 
-def _encoder_tokens(cfg: Config) -> tuple[int, str]:
+def _encoder_tokens(cfg: HfConfig) -> tuple[int, str]:
     """mllama: ``max_num_tiles x ((image_size / patch_size)^2 + 1)``: per tile one token per
     patch plus the class token (HF MllamaVisionModel num_patches, vLLM mllama.py)."""
     vision = cfg.data.get("vision_config")
@@ -91,7 +91,9 @@ def _encoder_tokens(cfg: Config) -> tuple[int, str]:
     return tokens, note
 
 
-def cross_attention_kinds(cfg: Config, kinds: list[Kind], layers: int) -> tuple[list[Kind], str]:
+def cross_attention_kinds(
+    cfg: HfConfig, kinds: list[ImportedKind], layers: int
+) -> tuple[list[ImportedKind], str]:
     """``kinds`` with the layers of ``cross_attention_layers`` made cross-attention (their K/V
     shape is the self-attention one read for them), and the note for the layer count; as is
     without the field."""

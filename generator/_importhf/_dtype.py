@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kvgen._importhf._config import Abort, Config
+from kvgen._importhf._config import Abort, HfConfig
 from kvgen._util.codes import hf as codes
 from kvgen.sizing.facts import DTYPE_BYTES
 
@@ -25,7 +25,7 @@ def json_text(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
+def cache_dtype(cfg: HfConfig, override: str | None) -> tuple[str, str, int]:
     names = [n for n in ("torch_dtype", "dtype") if cfg.has(n)]
     values = {cfg.get(n) for n in names}
     if len(values) > 1:
@@ -78,7 +78,7 @@ def cache_dtype(cfg: Config, override: str | None) -> tuple[str, str, int]:
 _MODELOPT_KV = {"fp8": "fp8", "nvfp4": "nvfp4"}
 
 
-def _modelopt_kv(cfg: Config, quant: dict[str, Any]) -> tuple[str, str] | None:
+def _modelopt_kv(cfg: HfConfig, quant: dict[str, Any]) -> tuple[str, str] | None:
     """A ModelOpt checkpoint's ``kv_cache_quant_algo`` (in quantization_config, or its legacy
     ``quantization`` block), as vLLM's get_kv_cache_quant_algo_string reads it."""
     inner = quant.get("quantization")
@@ -99,7 +99,7 @@ def _modelopt_kv(cfg: Config, quant: dict[str, Any]) -> tuple[str, str] | None:
     raise Abort
 
 
-def _kv_cache_scheme(cfg: Config) -> tuple[str, str] | None:
+def _kv_cache_scheme(cfg: HfConfig) -> tuple[str, str] | None:
     """The cache layout (and the spec note) a quantized checkpoint sets, None without one:
     a compressed-tensors ``kv_cache_scheme`` of 8-bit floats is fp8 (4-bit floats nvfp4 in a
     ModelOpt config, as vLLM reads it), a ModelOpt ``kv_cache_quant_algo`` FP8 or NVFP4;

@@ -10,7 +10,7 @@ from typing import Any
 
 from kvgen._importhf._architecture import architecture
 from kvgen._importhf._attention import attention_kinds
-from kvgen._importhf._config import Abort, Config, check_fields, field_spelling
+from kvgen._importhf._config import Abort, HfConfig, check_fields, field_spelling
 from kvgen._importhf._cross import cross_attention_kinds
 from kvgen._importhf._dtype import cache_dtype
 from kvgen._importhf._json import MAX_JSON_DEPTH, JsonReader, loads, nesting_too_deep
@@ -18,7 +18,7 @@ from kvgen._importhf._kda import is_kda, kda_layer_types, kda_state
 from kvgen._importhf._layers import (
     NO_CACHE,
     RECURRENT_TYPES,
-    Kind,
+    ImportedKind,
     lightning_state,
     mamba1_state,
     per_layer_types,
@@ -99,7 +99,7 @@ def import_config(
         )
     reader = JsonReader(text)
     reader.read(0, ())
-    cfg = Config(display, data, reader)
+    cfg = HfConfig(display, data, reader)
     for path, at in reader.duplicates:
         cfg.diagnostics.append(
             codes.DUPLICATE_CONFIG_KEY.at(
@@ -131,13 +131,13 @@ def import_config(
 
 
 def _unsupported_feature(
-    cfg: Config, kv_cache_dtype: str | None, max_seq_len: int | None
+    cfg: HfConfig, kv_cache_dtype: str | None, max_seq_len: int | None
 ) -> list[Diagnostic]:
     """The feature the spec format cannot express (KV305), when reading the layers past the
     unknown fields finds one: a refusal names that, not the unknown field that announces it
     (LFM's ``conv_L_cache`` of its conv layers, inkling's ``swa_*`` of its hybrid layers).
     Nothing read here is kept: the unknown fields still block an import that gets further."""
-    probe = Config(cfg.display, cfg.data, cfg.reader)
+    probe = HfConfig(cfg.display, cfg.data, cfg.reader)
     with contextlib.suppress(Abort):
         _build(probe, None, None, 32, kv_cache_dtype or "bf16", max_seq_len)
     code = codes.UNSUPPORTED_CONFIG_FEATURE.code
@@ -165,7 +165,7 @@ def _refused_by_schema(display: str, text: str) -> list[Diagnostic]:
     ]
 
 
-def _seq_len(cfg: Config, flag: int | None) -> tuple[int, str]:
+def _seq_len(cfg: HfConfig, flag: int | None) -> tuple[int, str]:
     """The model's context: the config's, or ``--max-seq-len`` (a pure SSM saves none; a
     deployment may cap it, never raise it past the native length)."""
     seq_name = field_spelling(cfg, "max_position_embeddings")
@@ -208,7 +208,9 @@ UNSCALED_ROPE_TYPES = (
 )
 
 
-def _already_scaled(cfg: Config, kind: str, native: int | None, original: Any, scaled: Any) -> bool:
+def _already_scaled(
+    cfg: HfConfig, kind: str, native: int | None, original: Any, scaled: Any
+) -> bool:
     """Whether the config's max_position_embeddings ``native`` is already the RoPE-scaled
     context: a gemma3 model; or a block whose pre-scaling length is below it (Llama 3.1:
     original_max_position_embeddings 8192 under 131072) or whose scaled length it reaches
@@ -224,7 +226,7 @@ def _already_scaled(cfg: Config, kind: str, native: int | None, original: Any, s
     return kind in UNSCALED_ROPE_TYPES and kind != "yarn"  # yarn: original defaults to native
 
 
-def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
+def _note_rope_scaling(cfg: HfConfig, seq_len: int) -> None:
     """A RoPE scaling block (``rope_scaling``, or transformers-5 ``rope_parameters`` with a
     scaled ``rope_type``) is noted with the context it reaches, ``factor`` times
     ``original_max_position_embeddings`` (the native length without one): the spec keeps
@@ -273,7 +275,7 @@ def _note_rope_scaling(cfg: Config, seq_len: int) -> None:
         return
 
 
-def _query_heads(cfg: Config) -> tuple[int | None, str]:
+def _query_heads(cfg: HfConfig) -> tuple[int | None, str]:
     """The model's query heads, which vLLM (ModelConfig.verify_with_parallel_config), SGLang
     (QKVParallelLinear) and TensorRT-LLM check tp against at start-up, and the field that
     gives them; None where the config gives no one count (none, or one per layer)."""
@@ -285,7 +287,7 @@ def _query_heads(cfg: Config) -> tuple[int | None, str]:
 
 
 def _build(
-    cfg: Config,
+    cfg: HfConfig,
     family: str | None,
     model: str | None,
     tpb: int,
@@ -299,7 +301,7 @@ def _build(
     short, dtype_note, dtype_bytes = cache_dtype(cfg, dtype)
     types, types_note = kda_layer_types(cfg, layers) or per_layer_types(cfg, layers)
     attention = attention_kinds(cfg, layers, types, seq_len)
-    kinds: list[Kind] = []
+    kinds: list[ImportedKind] = []
     for kind, shape in zip(types, attention, strict=True):
         if kind == "mamba1":
             kinds.append(mamba1_state(cfg, dtype_bytes))

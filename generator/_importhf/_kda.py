@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from kvgen._importhf._config import Abort, Config
-from kvgen._importhf._layers import Kind
+from kvgen._importhf._config import Abort, HfConfig
+from kvgen._importhf._layers import ImportedKind
 from kvgen._spec.models import MAX_DIM, MAX_HEADS, MAX_STATE_BYTES
 from kvgen._util.codes import Code
 from kvgen._util.codes import hf as codes
@@ -56,14 +56,14 @@ _LING_V3_SOURCES = {
 }
 
 
-def is_kda(cfg: Config) -> bool:
+def is_kda(cfg: HfConfig) -> bool:
     model_type = cfg.get("model_type")
     if model_type == LING_V3:
         return cfg.get("short_conv_kernel_size") is not None
     return model_type in KDA_MODELS
 
 
-def _nested(cfg: Config) -> dict[str, Any]:
+def _nested(cfg: HfConfig) -> dict[str, Any]:
     block = cfg.get(_NESTED)
     if block is None:
         return {}
@@ -73,7 +73,7 @@ def _nested(cfg: Config) -> dict[str, Any]:
 
 
 def _refuse(
-    cfg: Config,
+    cfg: HfConfig,
     key: str | None,
     message: str,
     code: Code = codes.INVALID_CONFIG_VALUE,
@@ -89,7 +89,7 @@ def _refuse(
     raise Abort
 
 
-def _dimension(cfg: Config, flat: str) -> tuple[int, str]:
+def _dimension(cfg: HfConfig, flat: str) -> tuple[int, str]:
     """A KDA dimension as KimiLinearConfig.__post_init__ reads it: linear_attn_config's key,
     else the flat field, else the class default; with where it came from."""
     key, default, maximum = _DIMENSIONS[flat]
@@ -111,7 +111,7 @@ def _dimension(cfg: Config, flat: str) -> tuple[int, str]:
     return value, f"config.json {note}"
 
 
-def _layer_list(cfg: Config, key: str, layers: int) -> set[int]:
+def _layer_list(cfg: HfConfig, key: str, layers: int) -> set[int]:
     value = _nested(cfg)[key]
     if not isinstance(value, list) or not all(
         isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= layers for i in value
@@ -121,7 +121,7 @@ def _layer_list(cfg: Config, key: str, layers: int) -> set[int]:
     return set(value)
 
 
-def kda_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str] | None:
+def kda_layer_types(cfg: HfConfig, layers: int) -> tuple[list[str | None], str] | None:
     """Kimi Linear's layer kinds where config.json has no ``layer_types`` (KimiLinearConfig:
     ``layer_types`` first, then linear_attn_config's ``kda_layers`` / ``full_attn_layers``,
     then its default: full attention at every 4th layer from layer 4, KDA elsewhere); None
@@ -148,7 +148,7 @@ def kda_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str] | 
     return kinds, "KimiLinearConfig default: full attention at layers 4, 8, ... (0-indexed)"
 
 
-def kda_state(cfg: Config, dtype_bytes: int) -> Kind:
+def kda_state(cfg: HfConfig, dtype_bytes: int) -> ImportedKind:
     """A KDA layer's state as a ``mamba:`` kind in the Gated-DeltaNet form (module docstring),
     each number with the field it came from; the recurrent state fp32."""
     heads, heads_note = _dimension(cfg, "linear_num_heads")
@@ -175,4 +175,4 @@ def kda_state(cfg: Config, dtype_bytes: int) -> Kind:
         f"(q, k, v) * {heads} heads * {head_dim} * {dtype_bytes} B + recurrent {heads} * "
         f"{head_dim} * {head_dim} * 4 B (fp32)"
     )
-    return Kind("recurrent", mamba=dims, notes=(("mamba", note),), base="kda")
+    return ImportedKind("recurrent", mamba=dims, notes=(("mamba", note),), base="kda")

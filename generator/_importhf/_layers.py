@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kvgen._importhf._config import Abort, Config, field_spelling
+from kvgen._importhf._config import Abort, HfConfig, field_spelling
 from kvgen._importhf._dtype import DTYPES as _DTYPES
 from kvgen._importhf._fields import PURE_SSM
 from kvgen._importhf._patterns import attention_index_kinds, local_global_kinds, pattern_kinds
@@ -16,7 +16,7 @@ from kvgen._util.codes import hf as codes
 __all__ = [
     "NO_CACHE",
     "RECURRENT_TYPES",
-    "Kind",
+    "ImportedKind",
     "lightning_state",
     "mamba1_state",
     "per_layer_types",
@@ -80,7 +80,7 @@ _MAMBA2_FIELDS = (
 _PARALLEL_BLOCKS = {"zamba2": "hybrid"}
 
 
-def _linear_is_mamba2(cfg: Config, kinds: list[str | None]) -> list[str | None]:
+def _linear_is_mamba2(cfg: HfConfig, kinds: list[str | None]) -> list[str | None]:
     if cfg.get("model_type") in _LIGHTNING_MODEL_TYPES:
         if (
             cfg.get("model_type") == "bailing_hybrid"
@@ -94,7 +94,7 @@ def _linear_is_mamba2(cfg: Config, kinds: list[str | None]) -> list[str | None]:
 
 
 @dataclass(frozen=True)
-class Kind:
+class ImportedKind:
     """One cache shape; ``notes`` maps a spec field to the comment naming its source."""
 
     attention: str  # full | sliding | mla | recurrent | none | cross
@@ -117,13 +117,13 @@ class Kind:
 
 
 # An MLP-only or MoE-only block: no cache, but it keeps its layer index.
-NO_CACHE = Kind("none", notes=(("attention", "MLP/MoE block: no KV cache"),), base="ffn")
+NO_CACHE = ImportedKind("none", notes=(("attention", "MLP/MoE block: no KV cache"),), base="ffn")
 
 
 # --------------------------------------------------------------------------- layer types
 
 
-def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
+def per_layer_types(cfg: HfConfig, layers: int) -> tuple[list[str | None], str]:
     """Per layer: full | sliding | linear | mamba | none (no cache); and the source note."""
     window = cfg.get(field_spelling(cfg, "sliding_window"))
     layer_types = cfg.get("layer_types")
@@ -272,7 +272,7 @@ def per_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
     return ["sliding"] * layers, "config.json sliding_window on every layer"
 
 
-def _jamba_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
+def _jamba_layer_types(cfg: HfConfig, layers: int) -> tuple[list[str | None], str]:
     """Jamba: attention where ``i % attn_layer_period == attn_layer_offset``, Mamba-1 elsewhere
     (transformers' JambaConfig.layers_block_type). Mamba-2 head fields beside them are
     refused: the two versions keep different state (KV313)."""
@@ -306,7 +306,7 @@ def _jamba_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]
     return kinds, f"config.json attn_layer_period {period}, attn_layer_offset {offset}"
 
 
-def _chunked_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], str]:
+def _chunked_layer_types(cfg: HfConfig, layers: int) -> tuple[list[str | None], str]:
     """Llama 4: RoPE layers attend within chunks of attention_chunk_size, NoPE layers are full
     attention. ``no_rope_layers`` lists 1 (RoPE: chunked) or 0 (NoPE: full) per layer; when
     it is empty or absent, transformers' Llama4TextConfig places a NoPE layer every
@@ -337,7 +337,7 @@ def _chunked_layer_types(cfg: Config, layers: int) -> tuple[list[str | None], st
 # --------------------------------------------------------------------------- per-layer shapes
 
 
-def _mamba1_channels(cfg: Config) -> tuple[int, str]:
+def _mamba1_channels(cfg: HfConfig) -> tuple[int, str]:
     """d_inner as the model's mixer reads it: MambaMixer (mamba, falcon_mamba) its config's
     intermediate_size, Jamba's mixer mamba_expand x hidden_size."""
     if cfg.get("model_type") in PURE_SSM and cfg.has("intermediate_size"):
@@ -350,7 +350,7 @@ def _mamba1_channels(cfg: Config) -> tuple[int, str]:
     return expand * hidden, f"config.json {expand_name} {expand} * {hidden_name} {hidden}"
 
 
-def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
+def mamba1_state(cfg: HfConfig, dtype_bytes: int) -> ImportedKind:
     """A Mamba-1 kind (Jamba, §8): ``d_inner = mamba_expand * hidden_size`` channels, each
     with a conv window of ``d_conv - 1`` and an SSM state of ``d_state`` (vLLM
     ``MambaStateShapeCalculator.mamba1_state_shape``)."""
@@ -382,13 +382,13 @@ def mamba1_state(cfg: Config, dtype_bytes: int) -> Kind:
         f"{total} B per request at tp=1: conv {inner} * (d_conv {width} - 1) * {dtype_bytes} B "
         f"+ ssm {inner} * d_state {state} * {ssm_bytes} B"
     )
-    return Kind(
+    return ImportedKind(
         "recurrent", mamba=dims, mamba_key="mamba1", notes=(("mamba", note),), base="mamba1"
     )
 
 
 def _check_grouped(
-    cfg: Config, heads: int | None, groups: int | None, heads_name: str, groups_name: str
+    cfg: HfConfig, heads: int | None, groups: int | None, heads_name: str, groups_name: str
 ) -> None:
     """Refuse SSM heads that do not divide into their B/C groups (what KV226 refuses in the
     spec): no engine can split such a state, not even at tp=1."""
@@ -403,7 +403,7 @@ def _check_grouped(
         raise Abort
 
 
-def lightning_state(cfg: Config, dtype_bytes: int) -> Kind:
+def lightning_state(cfg: HfConfig, dtype_bytes: int) -> ImportedKind:
     """A lightning-attention kind (MiniMax-Text-01, §8): one ``head_dim x head_dim`` matrix per
     query head in the model dtype, as transformers' MiniMaxLightningAttention caches it
     (``head_dim`` or ``hidden_size / num_attention_heads``)."""
@@ -427,7 +427,7 @@ def lightning_state(cfg: Config, dtype_bytes: int) -> Kind:
         ("num_heads", heads, "config.json num_attention_heads"),
         ("head_dim", head_dim, source),
     )
-    return Kind("recurrent", mamba=dims, mamba_key="linear", notes=(("mamba", note),),
+    return ImportedKind("recurrent", mamba=dims, mamba_key="linear", notes=(("mamba", note),),
                 base="lightning")  # fmt: skip
 
 
@@ -437,7 +437,7 @@ def lightning_state(cfg: Config, dtype_bytes: int) -> Kind:
 _FP32_SSM_CACHE_ARCHITECTURES = ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM")
 
 
-def _ssm_cache_dtype(cfg: Config) -> tuple[tuple[str, str, str], ...]:
+def _ssm_cache_dtype(cfg: HfConfig) -> tuple[tuple[str, str, str], ...]:
     """The spec's ``mamba_ssm_cache_dtype`` (the SSM state dtype vLLM gives the model): the
     config's own field, or float32 for an architecture whose vLLM hook defaults to it."""
     given = cfg.get("mamba_ssm_cache_dtype")
@@ -452,7 +452,7 @@ def _ssm_cache_dtype(cfg: Config) -> tuple[tuple[str, str, str], ...]:
     return ()
 
 
-def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
+def state_bytes(cfg: HfConfig, kind: str, dtype_bytes: int) -> ImportedKind:
     """A recurrent kind by its dimensions (Mamba-2 or Gated DeltaNet, §8), each number with
     the config field it came from."""
     ssm_dtype = cfg.get("mamba_ssm_dtype")
@@ -541,7 +541,7 @@ def state_bytes(cfg: Config, kind: str, dtype_bytes: int) -> Kind:
         dims += (("ssm_dtype", _DTYPES[ssm_dtype][0], "config.json mamba_ssm_dtype"),)
     if kind != "linear":
         dims += _ssm_cache_dtype(cfg)
-    return Kind(
+    return ImportedKind(
         "recurrent",
         mamba=dims,
         notes=(("mamba", f"{total} B per request at tp=1: " + note.removeprefix("config.json: ")),),

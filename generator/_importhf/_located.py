@@ -1,6 +1,6 @@
 """Every config field a spec comment names, named where the config has it.
 
-The importer reads a composite config's text model from its ``text_config`` (``Config.inner``)
+The importer reads a composite config's text model from its ``text_config`` (``HfConfig.inner``)
 and writes each number's field by its own name; here those names become the path a reader
 finds in the config (``text_config.num_key_value_heads``), so a comment never names a field
 the config does not hold at that place."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from kvgen._importhf._config import Config
+from kvgen._importhf._config import HfConfig
 
 __all__ = ["located"]
 
@@ -17,7 +17,7 @@ _SOURCE = re.compile(r"config\.json\b(.*)$")
 _NAME = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)(?![\w.])")
 
 
-def located(cfg: Config, text: str) -> str:
+def located(cfg: HfConfig, text: str) -> str:
     """``text`` (the rendered spec) with the field names of its value comments prefixed by
     the block they come from, for a composite config; unchanged for a flat one."""
     if not cfg.prefix:

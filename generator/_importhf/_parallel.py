@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvgen._importhf._config import Abort, Config
-from kvgen._importhf._layers import Kind, state_bytes
+from kvgen._importhf._config import Abort, HfConfig
+from kvgen._importhf._layers import ImportedKind, state_bytes
 from kvgen._util.codes import hf as codes
 
 __all__ = ["PARALLEL_HYBRIDS", "parallel_kinds", "zamba2_post_init"]
@@ -20,7 +20,7 @@ __all__ = ["PARALLEL_HYBRIDS", "parallel_kinds", "zamba2_post_init"]
 PARALLEL_HYBRIDS = {"falcon_h1": "FalconH1DecoderLayer", "zamba2": "Zamba2HybridLayer"}
 
 
-def zamba2_post_init(cfg: Config) -> None:
+def zamba2_post_init(cfg: HfConfig) -> None:
     """The fields Zamba2Config.__post_init__ derives whatever config.json says, written where
     the importer reads them: the attention head size 2 x hidden_size / num_attention_heads
     (the shared block attends over the hidden state concatenated with the embeddings), the
@@ -64,7 +64,7 @@ def zamba2_post_init(cfg: Config) -> None:
         cfg.inner[name] = value
 
 
-def _mamba_inner(cfg: Config) -> tuple[int, str]:
+def _mamba_inner(cfg: HfConfig) -> tuple[int, str]:
     """The Mamba-2 mixer's inner size as FalconH1Config reads it: mamba_d_ssm, else
     mamba_expand x hidden_size."""
     if cfg.has("mamba_d_ssm"):
@@ -74,7 +74,7 @@ def _mamba_inner(cfg: Config) -> tuple[int, str]:
     return expand * hidden, f"mamba_expand {expand} x hidden_size {hidden}"
 
 
-def _check_head(cfg: Config) -> None:
+def _check_head(cfg: HfConfig) -> None:
     """``mamba_d_head`` "auto" (the config class's default) is the inner size over the heads;
     a saved number must agree with it (FalconH1Config.validate_architecture)."""
     heads = cfg.int_("mamba_n_heads", required=True) or 0
@@ -102,7 +102,9 @@ def _check_head(cfg: Config) -> None:
         raise Abort
 
 
-def parallel_kinds(cfg: Config, kinds: list[Kind], dtype_bytes: int) -> list[Kind]:
+def parallel_kinds(
+    cfg: HfConfig, kinds: list[ImportedKind], dtype_bytes: int
+) -> list[ImportedKind]:
     """A parallel hybrid's full-attention kinds with the Mamba-2 state each layer also holds;
     other models' kinds unchanged."""
     model_type = cfg.get("model_type")

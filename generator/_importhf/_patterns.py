@@ -5,7 +5,7 @@ its config class does."""
 
 from __future__ import annotations
 
-from kvgen._importhf._config import Abort, Config, field_spelling
+from kvgen._importhf._config import Abort, HfConfig, field_spelling
 from kvgen._spec.models import MAX_LAYERS
 from kvgen._util.codes import hf as codes
 
@@ -18,7 +18,7 @@ __all__ = [
 ]
 
 
-def pattern_kinds(cfg: Config, layers: int, every: int) -> list[str | None]:
+def pattern_kinds(cfg: HfConfig, layers: int, every: int) -> list[str | None]:
     """Every ``every``-th layer global, the rest sliding, as the config class places them:
     layers 0, n, 2n ... global in ModernBERT's decoder (``i % n == 0``), layers n-1, 2n-1 ...
     everywhere else (``(i + 1) % n == 0``); Cohere2-MoE restarts the count after its
@@ -43,7 +43,7 @@ def pattern_kinds(cfg: Config, layers: int, every: int) -> list[str | None]:
 _LOCAL_GLOBAL = {"global": "full", "local": "sliding"}
 
 
-def local_global_kinds(cfg: Config, layers: int) -> list[str | None]:
+def local_global_kinds(cfg: HfConfig, layers: int) -> list[str | None]:
     """GPT-Neo: ``attention_layers`` (or ``attention_types``, the ``[[["global", "local"], 12]]``
     form GPTNeoConfig expands into it) names each layer global or local; a local layer attends
     to the last ``window_size`` tokens (GPTNeoSelfAttention's banded mask), a sliding window."""
@@ -85,7 +85,7 @@ def _expand(types: object) -> list[object] | None:
     return out
 
 
-def attention_index_kinds(cfg: Config, layers: int) -> list[str | None]:
+def attention_index_kinds(cfg: HfConfig, layers: int) -> list[str | None]:
     """Bamba: attention at ``attn_layer_indices``, Mamba-2 everywhere else (BambaConfig
     layers_block_type); none listed (the class default) is a pure Mamba-2 stack."""
     indices = cfg.get("attn_layer_indices") or []
@@ -107,7 +107,7 @@ def attention_index_kinds(cfg: Config, layers: int) -> list[str | None]:
     return ["full" if i in indices else "mamba" for i in range(layers)]
 
 
-def stacked_layer_count(cfg: Config, layers: int, name: str) -> tuple[int, str]:
+def stacked_layer_count(cfg: HfConfig, layers: int, name: str) -> tuple[int, str]:
     """HRM: one stack of ``num_layers_per_stack`` layers run ``H_cycles * (L_cycles + 1)``
     times, each run with cache slots of its own; HrmTextConfig rewrites num_hidden_layers to
     that product, and a legacy config without num_layers_per_stack gives the stack's size in
@@ -131,7 +131,7 @@ def stacked_layer_count(cfg: Config, layers: int, name: str) -> tuple[int, str]:
     return layers, f"config.json {name} (num_layers_per_stack {stack} x {runs} runs)"
 
 
-def layer_count(cfg: Config) -> tuple[int, str]:
+def layer_count(cfg: HfConfig) -> tuple[int, str]:
     """num_hidden_layers, or (transformers-5 saved forms without it) the length of the
     per-layer type list the config class reads instead."""
     name = field_spelling(cfg, "num_hidden_layers")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kvgen._importhf._layers import Kind
+from kvgen._importhf._layers import ImportedKind
 from kvgen.sizing.facts import DS_MLA_SCALE_BLOCK, INDEX_SCALE_BLOCK, MX_BLOCK, SCALED_DTYPES
 
 __all__ = ["layout_misfit"]
 
 
-def layout_misfit(kinds: Sequence[Kind], dtype: str) -> tuple[str, str] | None:
+def layout_misfit(kinds: Sequence[ImportedKind], dtype: str) -> tuple[str, str] | None:
     """(config field, why) when ``dtype`` cannot hold one of ``kinds``; None when it fits."""
     for kind in kinds:
         if kind.index_head_dim is not None and kind.index_head_dim % INDEX_SCALE_BLOCK:

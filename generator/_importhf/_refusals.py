@@ -7,7 +7,7 @@ unknown field is noted (a KV302 warning) and the import goes on."""
 
 from __future__ import annotations
 
-from kvgen._importhf._config import Config
+from kvgen._importhf._config import HfConfig
 from kvgen._importhf._served import engines_note
 from kvgen._util.codes import hf as codes
 
@@ -74,7 +74,7 @@ _ENCODER_DECODER_FIELDS = (
 _SHORT_CONV_MODELS = ("lfm2", "lfm2_moe")
 
 
-def _short_conv_refusal(cfg: Config) -> bool:
+def _short_conv_refusal(cfg: HfConfig) -> bool:
     """An LFM2 config without ``layer_types`` whose ``full_attn_idxs`` leaves conv layers
     (with ``layer_types``, their ``conv`` entries are refused like any layer type; with
     neither, Lfm2Config makes every layer full attention)."""
@@ -109,7 +109,7 @@ def _short_conv_refusal(cfg: Config) -> bool:
     return True
 
 
-def architecture_refusal(cfg: Config) -> bool:
+def architecture_refusal(cfg: HfConfig) -> bool:
     """Report (one KV305 diagnostic) a model whose cache the spec format cannot express."""
     if _short_conv_refusal(cfg):
         return True

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kvgen._importhf._layers import Kind
+from kvgen._importhf._layers import ImportedKind
 
 __all__ = ["Spec", "compact_pattern", "default_model_name", "render", "to_identifier"]
 
@@ -36,8 +36,8 @@ def to_identifier(text: str, prefix: str = "m") -> str | None:
     return name
 
 
-def _name_kinds(kinds: list[Kind]) -> dict[Kind, str]:
-    names: dict[Kind, str] = {}
+def _name_kinds(kinds: list[ImportedKind]) -> dict[ImportedKind, str]:
+    names: dict[ImportedKind, str] = {}
     for kind in kinds:
         if kind in names:
             continue
@@ -70,7 +70,7 @@ _FIELDS = (
 )
 
 
-def _kind_lines(kind: Kind, indent: str) -> list[str]:
+def _kind_lines(kind: ImportedKind, indent: str) -> list[str]:
     notes = dict(kind.notes)
     lines = []
     for name in _FIELDS:
@@ -98,7 +98,7 @@ class Spec:
     dtype_note: str
     seq_len: int
     seq_note: str
-    kinds: list[Kind]
+    kinds: list[ImportedKind]
     layers_note: str
     mtp_layers: int = 0
     mtp_note: str = ""

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kvgen._importhf._config import Abort, Config
-from kvgen._importhf._layers import Kind
+from kvgen._importhf._config import Abort, HfConfig
+from kvgen._importhf._layers import ImportedKind
 from kvgen._util.codes import hf as codes
 
 __all__ = ["shared_kinds"]
 
 
-def shared_kinds(cfg: Config, kinds: list[Kind], types: list[str | None]) -> list[Kind]:
+def shared_kinds(
+    cfg: HfConfig, kinds: list[ImportedKind], types: list[str | None]
+) -> list[ImportedKind]:
     """Gemma 3n ``num_kv_shared_layers``: the last n layers compute no K/V and read the cache
     of the last earlier layer of their own type (transformers Gemma3nTextAttention
     ``kv_shared_layer_index``; vLLM ``kv_sharing_target_layer_name``), so they become kinds

@@ -45,7 +45,7 @@ class CacheKind:
         return {}
 
 
-class Sliding(CacheKind):
+class SlidingKind(CacheKind):
     """Sliding-window attention: the last ``window`` tokens, ``sink_tokens`` kept besides."""
 
     @staticmethod
@@ -57,7 +57,7 @@ class Sliding(CacheKind):
         return kind.sink_tokens
 
 
-class Chunked(CacheKind):
+class ChunkedKind(CacheKind):
     """Chunked attention: the tokens of the current chunk of ``chunk``."""
 
     @staticmethod
@@ -65,7 +65,7 @@ class Chunked(CacheKind):
         return kind.chunk or 0
 
 
-class Cross(CacheKind):
+class CrossKind(CacheKind):
     """Cross-attention: the K/V of ``encoder_tokens`` encoder tokens per request."""
 
     encoder_cache = True
@@ -75,14 +75,14 @@ class Cross(CacheKind):
         return {"encoder_tokens": kind.encoder_tokens or 0}
 
 
-class Recurrent(CacheKind):
+class RecurrentKind(CacheKind):
     """A recurrent state per request (Mamba, linear attention): no heads per token."""
 
     cached_heads = False
     recurrent = True
 
 
-class LinearAttention(Recurrent):
+class LinearAttentionKind(RecurrentKind):
     """Linear (lightning) attention: one ``head_dim x head_dim`` matrix per head per request,
     no conv window (``linear:``). Its sizing and allocator fields are its Mamba-2 lowering
     (``LinearState.as_mamba2``); the engines read it as their own linear-attention state:
@@ -91,7 +91,7 @@ class LinearAttention(Recurrent):
     conv channels and state_size head_dim in its SSM dtype."""
 
 
-class CacheLess(CacheKind):
+class CacheLessKind(CacheKind):
     """A layer without a cache (attention "none"): it only takes its index."""
 
     cached_heads = False
@@ -99,16 +99,16 @@ class CacheLess(CacheKind):
 
 SPEC_KINDS: dict[str, type[CacheKind]] = {
     "full": CacheKind,
-    "sliding": Sliding,
-    "chunked": Chunked,
-    "cross": Cross,
-    "recurrent": Recurrent,
-    "none": CacheLess,
+    "sliding": SlidingKind,
+    "chunked": ChunkedKind,
+    "cross": CrossKind,
+    "recurrent": RecurrentKind,
+    "none": CacheLessKind,
 }
 
 
 def spec_kind(kind: LayerKind) -> type[CacheKind]:
     """The class of ``kind``'s attention (a recurrent kind's by its state's form)."""
     if kind.linear is not None:
-        return LinearAttention
+        return LinearAttentionKind
     return SPEC_KINDS[kind.attention]

@@ -38,7 +38,7 @@ __all__ = [
     "DS_MLA_SCALE_BLOCK",
     "INDEX_SCALE_BLOCK",
     "LAYOUTS",
-    "Layout",
+    "ScaledLayout",
     "ds_mla_bytes",
     "element_bytes",
     "index_k_bytes",
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 
-class Layout(NamedTuple):
+class ScaledLayout(NamedTuple):
     """A scaled layout: element width, elements per block scale (0: none) and that scale's
     bytes, fp32 bytes per (token, head) scale (0: none)."""
 
@@ -56,7 +56,9 @@ class Layout(NamedTuple):
     head_scale_bytes: int
 
 
-LAYOUTS: dict[str, Layout] = {name: Layout(*row) for name, row in SCALED_LAYOUTS.items()}
+LAYOUTS: dict[str, ScaledLayout] = {
+    name: ScaledLayout(*row) for name, row in SCALED_LAYOUTS.items()
+}
 
 
 def layout_bytes(dtype: str, heads: int, head_dim: int) -> int:

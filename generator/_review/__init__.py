@@ -2,7 +2,7 @@
 
 ``kvgen diff`` is the command; this package is its logic, free of any output format::
 
-    review = review_specs("HEAD", ["schema/families"], Deployment())
+    review = review_specs("HEAD", ["schema/families"], ReferenceDeployment())
     review.blocking        # capacity-reducing or API changes nobody acknowledged
 
 Each side is evaluated through a sizing module that THIS kvgen renders from that side's spec
@@ -22,7 +22,7 @@ ls-tree -z``: NUL-separated, names unquoted), the working tree with ``lstat``. A
 removed family (``kvgen._review._candidates``).
 
 Every (family, model, profile, manager) is evaluated at one reference deployment
-(``Deployment``) and classified:
+(``ReferenceDeployment``) and classified:
 
 - ``capacity-reducing``: max tokens down, or intercept or slope up (blocks unless acknowledged);
 - ``capacity-increasing``: any other change of slope, intercept or max tokens;
@@ -39,7 +39,7 @@ removal cannot be acknowledged; a family renamed in the same file is acknowledge
 from __future__ import annotations
 
 from kvgen._review._git import GitTree, default_ref
-from kvgen._review._layout import Layout, layout, output_drift
+from kvgen._review._layout import ReviewLayout, layout, output_drift
 from kvgen._review._review import review_shipped, review_specs
 from kvgen._review._types import (
     ADDED,
@@ -49,8 +49,8 @@ from kvgen._review._types import (
     CAPACITY_REDUCING,
     Capacity,
     Change,
-    Deployment,
     EngineChange,
+    ReferenceDeployment,
     Review,
     ReviewError,
 )
@@ -63,12 +63,12 @@ __all__ = [
     "CAPACITY_REDUCING",
     "Capacity",
     "Change",
-    "Deployment",
     "EngineChange",
     "GitTree",
-    "Layout",
+    "ReferenceDeployment",
     "Review",
     "ReviewError",
+    "ReviewLayout",
     "default_ref",
     "layout",
     "output_drift",

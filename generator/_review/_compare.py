@@ -11,8 +11,8 @@ from kvgen._review._types import (
     CAPACITY_REDUCING,
     Capacity,
     Change,
-    Deployment,
     EngineChange,
+    ReferenceDeployment,
 )
 from kvgen._spec.models import Acknowledgement
 
@@ -36,7 +36,9 @@ API_CHANGES = {
 }
 
 
-def capacities(side: Side, deployment: Deployment) -> dict[tuple[str, str], dict[str, Capacity]]:
+def capacities(
+    side: Side, deployment: ReferenceDeployment
+) -> dict[tuple[str, str], dict[str, Capacity]]:
     """Per (model, profile), per manager, the capacity at the reference deployment."""
     assert side.evaluation is not None
     return side.evaluation.capacities
@@ -87,7 +89,9 @@ def _names_changes(family: str, kind: str, old: list[str], new: list[str]) -> li
     return out
 
 
-def compare_family(name: str, old: Side, new: Side, deployment: Deployment) -> list[Change]:
+def compare_family(
+    name: str, old: Side, new: Side, deployment: ReferenceDeployment
+) -> list[Change]:
     """Every change of one family between two evaluated sides (``name`` is the new name)."""
     before, after = capacities(old, deployment), capacities(new, deployment)
     was, now = old.evaluation, new.evaluation

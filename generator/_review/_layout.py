@@ -40,7 +40,7 @@ from kvgen._util import toml as _toml
 from kvgen._util.diagnostics import Diagnostic
 from kvgen._util.exits import UsageError
 
-__all__ = ["Layout", "config_at", "layout", "output_drift"]
+__all__ = ["ReviewLayout", "config_at", "layout", "output_drift"]
 
 log = logging.getLogger("kvgen")
 
@@ -81,7 +81,7 @@ def config_at(tree: GitTree) -> Config:
 
 
 @dataclass(frozen=True)
-class Layout:
+class ReviewLayout:
     """What a review compares when no PATH is named, and where the output lives."""
 
     base: Config  # the configuration at the ref
@@ -93,7 +93,7 @@ class Layout:
         return self.base.root / self.base.out != self.head.root / self.head.out
 
 
-def layout(tree: GitTree, head: Config) -> Layout:
+def layout(tree: GitTree, head: Config) -> ReviewLayout:
     """Both sides' layouts; a spec directory is compared where it exists on either side."""
     base = config_at(tree)
     spec_dirs = [head.spec_dir.as_posix()]
@@ -110,7 +110,7 @@ def layout(tree: GitTree, head: Config) -> Layout:
             tree.ref,
             head.spec_dir.as_posix(),
         )
-    return Layout(base, head, spec_dirs)
+    return ReviewLayout(base, head, spec_dirs)
 
 
 def output_drift(paths: list[str], out_dir: Path, root: Path) -> list[Diagnostic]:

@@ -29,7 +29,7 @@ from kvgen._review._types import (
     API,
     BLOCKING,
     Change,
-    Deployment,
+    ReferenceDeployment,
     Review,
     ReviewError,
 )
@@ -44,7 +44,7 @@ log = logging.getLogger("kvgen")
 def review_specs(
     ref: str,
     paths: list[str],
-    deployment: Deployment,
+    deployment: ReferenceDeployment,
     *,
     cwd: Path | None = None,
     out_dir: Path = OUT_DIR,
@@ -91,7 +91,7 @@ def review_specs(
 
 
 def review_shipped(
-    paths: list[str], deployment: Deployment, *, spec_dir: Path = SPEC_DIR
+    paths: list[str], deployment: ReferenceDeployment, *, spec_dir: Path = SPEC_DIR
 ) -> Review:
     """``review_specs`` with the families kvgen ships as the old side, matched by family name,
     instead of a git ref: what a project's copy of a shipped family changes (``kvgen diff

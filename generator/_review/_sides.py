@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import kvgen._review._evaluate as evaluator
-from kvgen._generate.vendored import RUNTIME_MODULES, RUNTIME_PACKAGE
+from kvgen._generate.vendored import SIZING_MODULES, SIZING_PACKAGE
 from kvgen._lint.linter import duplicate_family
 from kvgen._review._git import GitTree
-from kvgen._review._types import Capacity, Deployment, Review, ReviewError
+from kvgen._review._types import Capacity, ReferenceDeployment, Review, ReviewError
 from kvgen._spec.loader import load_bytes
 from kvgen._spec.models import Family
 from kvgen._util.diagnostics import has_errors
@@ -160,7 +160,7 @@ def _native(side: Side) -> dict[str, int]:
     return {model.name: model.max_seq_len for model in side.family.models}
 
 
-def render_module(side: Side, tag: str, deployment: Deployment) -> None:
+def render_module(side: Side, tag: str, deployment: ReferenceDeployment) -> None:
     """Evaluate ``side`` through the sizing module the running kvgen renders from its spec.
 
     The text is rendered here, from a spec that passed lint, and executed from memory: no
@@ -179,7 +179,7 @@ def render_module(side: Side, tag: str, deployment: Deployment) -> None:
     side.module_text = text
 
 
-def _what_if(side: Side, deployment: Deployment) -> Family:
+def _what_if(side: Side, deployment: ReferenceDeployment) -> Family:
     """The side's family with ``--kv-cache-dtype`` / ``--block-size`` / ``--rope-scaled``
     (every model's context raised to ``--max-seq-len``) applied (kvgen._engines.whatif), or as it
     is; a side the change makes invalid is a ``ReviewError`` naming the reason."""
@@ -199,7 +199,7 @@ def _what_if(side: Side, deployment: Deployment) -> Family:
         raise ReviewError(str(exc)) from None
 
 
-def _has_what_ifs(deployment: Deployment) -> bool:
+def _has_what_ifs(deployment: ReferenceDeployment) -> bool:
     return (
         deployment.kv_cache_dtype is not None
         or deployment.block_size is not None
@@ -207,7 +207,9 @@ def _has_what_ifs(deployment: Deployment) -> bool:
     )
 
 
-def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deployment) -> bool:
+def committed_module(
+    side: Side, tree: GitTree, out_dir: Path, deployment: ReferenceDeployment
+) -> bool:
     """``--trust-committed-modules``: evaluate ``generated/<family>/sizing.py`` at the ref.
 
     The module runs in a separate ``python -I`` process with a timeout, and only its
@@ -223,12 +225,12 @@ def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deplo
         return False
     label = f"{tree.ref}:{path.as_posix()}"
     # The runtime the module imports lies beside it at the ref (older modules held their own).
-    runtime = {
-        rel: tree.read_file(out_dir / RUNTIME_PACKAGE / rel)
-        for rel in ("__init__.py", *(f"{module}.py" for module in RUNTIME_MODULES))
+    sizing_files = {
+        rel: tree.read_file(out_dir / SIZING_PACKAGE / rel)
+        for rel in ("__init__.py", *(f"{module}.py" for module in SIZING_MODULES))
     }
     files = {f"{name}/sizing.py": raw}
-    files.update({f"{RUNTIME_PACKAGE}/{rel}": text for rel, text in runtime.items() if text})
+    files.update({f"{SIZING_PACKAGE}/{rel}": text for rel, text in sizing_files.items() if text})
     try:
         data = _run_isolated(files, f"{name}/sizing.py", deployment, _native(side), label)
         evaluation = _evaluation(data, label)
@@ -243,7 +245,11 @@ def committed_module(side: Side, tree: GitTree, out_dir: Path, deployment: Deplo
 
 
 def _run_isolated(
-    files: dict[str, bytes], sizing: str, deployment: Deployment, native: dict[str, int], label: str
+    files: dict[str, bytes],
+    sizing: str,
+    deployment: ReferenceDeployment,
+    native: dict[str, int],
+    label: str,
 ) -> Any:
     """Run ``_evaluate.py`` as ``python -I`` on the module ``sizing`` of an output folder made
     of ``files`` (its runtime beside it); its JSON answer (``ValueError`` if it fails, times

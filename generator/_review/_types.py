@@ -21,8 +21,8 @@ __all__ = [
     "CAPACITY_REDUCING",
     "Capacity",
     "Change",
-    "Deployment",
     "EngineChange",
+    "ReferenceDeployment",
     "Review",
     "ReviewError",
 ]
@@ -40,7 +40,7 @@ class ReviewError(Exception):
 
 
 @dataclass(frozen=True)
-class Deployment:
+class ReferenceDeployment:
     """The reference deployment every capacity is measured at (flags of ``kvgen diff``)."""
 
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
@@ -129,7 +129,7 @@ class EngineChange:
 @dataclass
 class Review:
     ref: str
-    deployment: Deployment
+    deployment: ReferenceDeployment
     families: dict[str, str] = field(default_factory=dict)  # family -> status
     changes: list[Change] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)

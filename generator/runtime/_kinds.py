@@ -1,4 +1,5 @@
-"""Cache kinds in the shim runtime as values: one class per spec attention, one per life cycle.
+"""Cache kinds in the shim runtime as values: one class per spec attention, one per life cycle,
+and the records they read (a layer kind, a resolved layer, a life cycle's layers, the planner).
 
 A layer kind's attention (``LayerKind.attention``) names a :class:`LayerRule`
 (``LAYER_RULES``): how a layer of that kind resolves on one rank (its window or chunk, its
@@ -8,84 +9,83 @@ come (grown with its capacity step by step, taken at admission, or one slot) and
 share them. Nothing in the runtime branches on a kind's name: a new kind is one rule here
 (with its entry in ``LAYER_RULES``) and, when its pages live differently, one life cycle.
 
+The records live here, beside the classes that read them, so that each is defined once:
+``LayerKind`` (re-exported by ``kvgen.runtime._tables``), ``Layer`` and ``Cycle`` (built by
+``kvgen.runtime._layers``) and ``PagePlanner`` (what decides pool sizes, asked by the shim).
+
 These are the runtime's own derivations (docs/cost-model.md §3, §4, §8), written apart from
 the static classes of ``kvgen._model.cache_kinds`` and ``kvgen.sizing.sizing_core``: the diff suite
-compares the two sides. Only facts are shared (``kvgen.sizing.facts``). No torch here.
+compares the two sides. Only facts are shared (``kvgen.sizing.facts``). No torch here (a
+buffer's dtype is named for the type checker only).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
+from kvgen.runtime._errors import QuotaTooSmallError
 from kvgen.runtime._pages import ceil_div, peak_chunk_pages, peak_live_pages
 from kvgen.sizing.facts import DCP_ATTENTION
 
-
-# What the kinds read of the runtime's records, as protocols: the records' modules import
-# this one, so naming their classes here would close an import cycle (type-only included).
-class Layer(Protocol):  # kvgen.runtime._layers.Layer
-    @property
-    def window(self) -> int | None: ...
-    @property
-    def chunk(self) -> int: ...
-    @property
-    def sink_tokens(self) -> int: ...
-    @property
-    def state_bytes(self) -> int: ...
-    @property
-    def encoder_tokens(self) -> int: ...
-
-
-class Cycle(Layer, Protocol):  # kvgen.runtime._layers.Cycle: a life cycle reads as a layer
-    @property
-    def name(self) -> str: ...
-    @property
-    def token_bytes(self) -> int: ...
-
-
-class LayerKind(Protocol):  # kvgen.runtime._tables.LayerKind
-    @property
-    def attention(self) -> str: ...
-    @property
-    def window(self) -> int | None: ...
-    @property
-    def chunk(self) -> int: ...
-    @property
-    def encoder_tokens(self) -> int: ...
-
-
-class PagePlanner(Protocol):  # kvgen.runtime._plan.PagePlanner
-    @property
-    def tokens_per_block(self) -> int: ...
-    @property
-    def max_batch_size(self) -> int: ...
-    @property
-    def max_num_tokens(self) -> int: ...
-    @property
-    def extra_tokens(self) -> int: ...
-    @property
-    def headroom(self) -> int: ...
-    @property
-    def exact(self) -> bool: ...
-    @property
-    def dcp_size(self) -> int: ...
-
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "LAYER_RULES",
     "LIFE_CYCLES",
     "SCRATCH",
+    "Buffer",
     "Chunked",
     "Cross",
+    "Cycle",
     "Full",
+    "Layer",
+    "LayerKind",
     "LayerRule",
     "LifeCycle",
+    "PagePlanner",
     "Sliding",
     "State",
     "layer_rule",
 ]
 
 SCRATCH = "/scratch"  # suffix of a sliding life cycle's scratch pool (targets, scratch reuse)
+
+
+# --------------------------------------------------------------------------- layer kinds
+
+
+class LayerKind(NamedTuple):
+    """One kind of layer as the spec gives it (absent shapes are 0; dtype resolved)."""
+
+    attention: str  # "full", "sliding", "recurrent", "none" (no cache), "cross" or "chunked"
+    window: int | None = None
+    sink_tokens: int = 0
+    kv_heads: int = 0
+    head_dim: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    bytes_per_token: int = 0
+    extra_bytes_per_token: int = 0
+    state_bytes: int = 0
+    dtype: str = "bf16"
+    # Recurrent state by dimensions (docs/cost-model.md §8); ssm_heads 0: raw state_bytes.
+    ssm_heads: int = 0
+    ssm_head_dim: int = 0
+    d_state: int = 0
+    n_groups: int = 0
+    d_conv: int = 0
+    ssm_dtype: str = ""
+    # MLA only: a sparse-attention indexer's key cache (fp8 + an fp32 scale per 128), per token.
+    index_head_dim: int = 0
+    # KV sharing: the index of the earlier layer (same stack, same shape) whose cache the
+    # layers of this kind read; they get no pages of their own (docs/cost-model.md §1).
+    reads: int | None = None
+    encoder_tokens: int = 0  # cross-attention: encoder tokens cached per request (§4)
+    chunk: int = 0  # chunked local attention: tokens per attention chunk (§3)
+    v_head_dim: int = 0  # V's head size where it differs from K's head_dim (0: the same)
 
 
 # --------------------------------------------------------------------------- life cycles
@@ -242,6 +242,130 @@ class Cross(LifeCycle):
 LIFE_CYCLES: tuple[type[LifeCycle], ...] = (Full, Sliding, Chunked, State, Cross)
 
 
+# --------------------------------------------------------------------------- records
+
+
+# A typed per-token buffer of a layer: (view name, element dtype, shape per token).
+Buffer = tuple[str, "torch.dtype", tuple[int, ...]]
+
+
+class Layer(NamedTuple):
+    """One layer as its cache manager holds it on this rank."""
+
+    name: str  # "layers.<i>", "extra_layers.<i>" or "draft.<i>"
+    kind: str
+    window: int | None  # resolved: None is full attention (or a recurrent layer)
+    sink_tokens: int
+    buffers: tuple[Buffer, ...]  # per token
+    bytes_per_token: int  # sum of the buffers
+    state_bytes: int  # recurrent: bytes per request on this rank
+    # Recurrent by dimensions (§8), per slot on this rank: conv window, SSM state, and one
+    # replay history step (x and B in the cache dtype, dt and dA_cumsum in fp32).
+    mamba: tuple[int, int, int] = (0, 0, 0)
+    encoder_tokens: int = 0  # cross-attention: encoder tokens held per request (§4)
+    chunk: int = 0  # chunked local attention: the chunk (``window`` holds it too)
+    lives: tuple[type[LifeCycle], ...] = (Full,)  # the life cycles its layer rule puts it in
+
+
+class Cycle(NamedTuple):
+    """A life cycle of one manager: the layers whose pages live and die together."""
+
+    name: str  # "full", "w<window>", "w<window>s<sinks>", "c<chunk>", "state", "cross"
+    life: type[LifeCycle]  # what its pools get and how requests take their pages
+    window: int | None
+    sink_tokens: int
+    layers: tuple[Layer, ...]
+    encoder_tokens: int = 0  # cross: encoder tokens each request holds from admission
+    chunk: int = 0  # chunked local attention: pages stale by chunk, not by window
+
+    @property
+    def kind(self) -> str:
+        """The life cycle's label: "full", "swa" (chunked too: its pages go stale), "state" or
+        "cross"."""
+        return self.life.label
+
+    @property
+    def token_bytes(self) -> int:
+        return sum(layer.bytes_per_token for layer in self.layers)
+
+    @property
+    def state_bytes(self) -> int:
+        return sum(layer.state_bytes for layer in self.layers)
+
+    @property
+    def scratch_layers(self) -> tuple[Layer, ...]:
+        """One layer per distinct bytes-per-token: the layers that scratch pages serve."""
+        seen: dict[int, Layer] = {}
+        for layer in self.layers:
+            seen.setdefault(layer.bytes_per_token, layer)
+        return tuple(seen.values())
+
+
+class PagePlanner(NamedTuple):
+    """The runtime parameters that decide pool sizes: how many pages each pool gets for T
+    tokens and the largest T a quota holds (§3, §6, §7), each life cycle answering for its
+    pools (the shim's own derivation from its page model, never the static cost model's)."""
+
+    tokens_per_block: int
+    max_batch_size: int
+    max_num_tokens: int
+    exact: bool  # semantics "exact": whole pages per request, chunk rounding
+    scratch_reuse: bool
+    headroom: int  # H: capacity - history at a step's peak
+    extra_tokens: int  # E: capacity - history between forwards
+    util32: float  # max_util_for_resume as a float32
+    dcp_size: int = 1  # decode context parallelism: a full page spans tpb * dcp_size tokens
+
+    def pages(self, manager: str, cycles: Sequence[Cycle], tokens: int) -> dict[str, int]:
+        """Pages of every pool of the cache manager ``manager`` (its life cycles ``cycles``)
+        for T = ``tokens``: each life cycle's answer."""
+        scratch = self.scratch_reuse and manager == "target"
+        # A draft whose pages are one windowed pool is rounded up for the resume watermark.
+        rounded = manager == "draft" and len(cycles) == 1 and cycles[0].life.windowed
+        context = self.max_num_tokens if rounded else min(tokens, self.max_num_tokens)
+        pages = {}
+        for cycle in cycles:
+            pages.update(cycle.life.pages(self, cycle, tokens, context, scratch))
+            if rounded:
+                pages[cycle.name] = math.ceil(pages[cycle.name] / self.util32)
+        return pages
+
+    def bytes(self, manager: str, cycles: Sequence[Cycle], tokens: int) -> int:
+        """Bytes of the pools of the cache manager ``manager`` for T = ``tokens``."""
+        tpb = self.tokens_per_block
+        by_name = {cycle.name: cycle for cycle in cycles}
+        total = 0
+        for name, pages in self.pages(manager, cycles, tokens).items():
+            if name.endswith(SCRATCH):
+                cycle = by_name[name.removesuffix(SCRATCH)]
+                total += pages * tpb * sum(lay.bytes_per_token for lay in cycle.scratch_layers)
+            else:
+                total += by_name[name].life.pool_bytes(by_name[name], pages, tpb)
+        return total
+
+    def largest_tokens(self, manager: str, cycles: Sequence[Cycle], budget: int) -> int | None:
+        """The largest T whose pools fit ``budget`` bytes; None when the pools stop growing."""
+        smallest = self.bytes(manager, cycles, 0)
+        if smallest > budget:
+            raise QuotaTooSmallError(
+                f"{manager}: quota_bytes {budget} cannot hold the pools of zero tokens "
+                f"({smallest} bytes)"
+            )
+        grows = any(c.life.grows for c in cycles)
+        if not grows and self.bytes(manager, cycles, self.max_num_tokens) <= budget:
+            return None
+        low, high = 0, max(self.max_num_tokens, 1)
+        while grows and self.bytes(manager, cycles, high) <= budget:
+            low, high = high, high * 2
+        while high - low > 1:  # plan bytes never shrink as T grows
+            mid = (low + high) // 2
+            if self.bytes(manager, cycles, mid) <= budget:
+                low = mid
+            else:
+                high = mid
+        return low
+
+
 # --------------------------------------------------------------------------- layer rules
 
 
@@ -266,8 +390,9 @@ class LayerRule:
         return None, 0
 
     @staticmethod
-    def encoder_tokens(kind: LayerKind, runtime: int | None) -> int:
-        """Encoder tokens a request holds (``runtime`` replaces the spec's count)."""
+    def encoder_tokens(kind: LayerKind, given: int | None) -> int:
+        """Encoder tokens a request holds (``given``, the shim's ``encoder_tokens=``, replaces
+        the spec's count)."""
         return 0
 
     @staticmethod
@@ -320,8 +445,8 @@ class CrossRule(LayerRule):
     readable = False
 
     @staticmethod
-    def encoder_tokens(kind: LayerKind, runtime: int | None) -> int:
-        return runtime or kind.encoder_tokens
+    def encoder_tokens(kind: LayerKind, given: int | None) -> int:
+        return given or kind.encoder_tokens
 
     @staticmethod
     def lives(layer: Layer) -> tuple[type[LifeCycle], ...]:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import torch
-from kvgen.runtime._kinds import Full, LifeCycle, layer_rule
+from kvgen.runtime._kinds import Buffer, Cycle, Layer, LifeCycle, layer_rule
 from kvgen.runtime._pages import ceil_div
 from kvgen.runtime._tables import LayerKind, LayerStack
 from kvgen.sizing import facts
@@ -25,27 +24,6 @@ NVFP4_SCALE = torch.float8_e4m3fn  # one FP8 block scale per 16 NVFP4 elements
 MX_SCALE: torch.dtype = getattr(torch, "float8_e8m0fnu", torch.uint8)
 # Per (token, head) scales: one fp32 beside each head's row of 8-bit elements.
 PER_TOKEN_HEAD = {"fp8_per_token_head": torch.float8_e4m3fn, "int8_per_token_head": torch.int8}
-
-# A typed per-token buffer of a layer: (view name, element dtype, shape per token).
-Buffer = tuple[str, torch.dtype, tuple[int, ...]]
-
-
-class Layer(NamedTuple):
-    """One layer as its cache manager holds it on this rank."""
-
-    name: str  # "layers.<i>", "extra_layers.<i>" or "draft.<i>"
-    kind: str
-    window: int | None  # resolved: None is full attention (or a recurrent layer)
-    sink_tokens: int
-    buffers: tuple[Buffer, ...]  # per token
-    bytes_per_token: int  # sum of the buffers
-    state_bytes: int  # recurrent: bytes per request on this rank
-    # Recurrent by dimensions (§8), per slot on this rank: conv window, SSM state, and one
-    # replay history step (x and B in the cache dtype, dt and dA_cumsum in fp32).
-    mamba: tuple[int, int, int] = (0, 0, 0)
-    encoder_tokens: int = 0  # cross-attention: encoder tokens held per request (§4)
-    chunk: int = 0  # chunked local attention: the chunk (``window`` holds it too)
-    lives: tuple[type[LifeCycle], ...] = (Full,)  # the life cycles its layer rule puts it in
 
 
 def _blocks(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
@@ -186,40 +164,6 @@ def resolve_layers(
         )
         layers.append(layer._replace(lives=rule.lives(layer)))
     return layers
-
-
-class Cycle(NamedTuple):
-    """A life cycle of one manager: the layers whose pages live and die together."""
-
-    name: str  # "full", "w<window>", "w<window>s<sinks>", "c<chunk>", "state", "cross"
-    life: type[LifeCycle]  # what its pools get and how requests take their pages
-    window: int | None
-    sink_tokens: int
-    layers: tuple[Layer, ...]
-    encoder_tokens: int = 0  # cross: encoder tokens each request holds from admission
-    chunk: int = 0  # chunked local attention: pages stale by chunk, not by window
-
-    @property
-    def kind(self) -> str:
-        """The life cycle's label: "full", "swa" (chunked too: its pages go stale), "state" or
-        "cross"."""
-        return self.life.label
-
-    @property
-    def token_bytes(self) -> int:
-        return sum(layer.bytes_per_token for layer in self.layers)
-
-    @property
-    def state_bytes(self) -> int:
-        return sum(layer.state_bytes for layer in self.layers)
-
-    @property
-    def scratch_layers(self) -> tuple[Layer, ...]:
-        """One layer per distinct bytes-per-token: the layers that scratch pages serve."""
-        seen: dict[int, Layer] = {}
-        for layer in self.layers:
-            seen.setdefault(layer.bytes_per_token, layer)
-        return tuple(seen.values())
 
 
 def cycles(layers: list[Layer]) -> list[Cycle]:

@@ -9,8 +9,7 @@ from typing import Any
 
 import torch
 from kvgen.runtime._errors import PoolAllocationError
-from kvgen.runtime._kinds import SCRATCH
-from kvgen.runtime._layers import Cycle, Layer
+from kvgen.runtime._kinds import SCRATCH, Cycle, Layer
 
 __all__ = ["NO_PAGE", "CacheManager", "Pool", "engine_pool_groups", "select_device"]
 

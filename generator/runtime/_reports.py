@@ -6,9 +6,8 @@ from collections.abc import Iterable
 
 import torch
 from kvgen.runtime._errors import UnknownNameError
-from kvgen.runtime._kinds import SCRATCH
+from kvgen.runtime._kinds import SCRATCH, PagePlanner
 from kvgen.runtime._pages import integer
-from kvgen.runtime._plan import PagePlanner
 from kvgen.runtime._pools import CacheManager, Pool
 from kvgen.runtime._recurrent import StateRows
 from kvgen.runtime._state import NO_PAGE, RequestId, ShimState
@@ -38,7 +37,7 @@ class Reports(ShimState):
         # speculative state buffers are fixed bytes beside it (§8).
         return {
             name: self._planner.largest_tokens(
-                m, max(m.quota_bytes() - self.state_rows[name].extra_bytes, 0)
+                m.name, m.cycles, max(m.quota_bytes() - self.state_rows[name].extra_bytes, 0)
             )
             for name, m in self.managers.items()
         }

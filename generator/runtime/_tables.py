@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kvgen.runtime._kinds import LAYER_RULES, layer_rule
+from kvgen.runtime._kinds import LAYER_RULES, LayerKind, layer_rule
 
 __all__ = ["FamilyTables", "LayerKind", "LayerStack", "ModelTable", "SpeculativeProfile"]
 
@@ -27,37 +27,6 @@ DTYPES = (
     "mxfp4",
     "fp8_ds_mla",
 )
-
-
-class LayerKind(NamedTuple):
-    """One kind of layer as the spec gives it (absent shapes are 0; dtype resolved)."""
-
-    attention: str  # "full", "sliding", "recurrent", "none" (no cache), "cross" or "chunked"
-    window: int | None = None
-    sink_tokens: int = 0
-    kv_heads: int = 0
-    head_dim: int = 0
-    kv_lora_rank: int = 0
-    qk_rope_head_dim: int = 0
-    bytes_per_token: int = 0
-    extra_bytes_per_token: int = 0
-    state_bytes: int = 0
-    dtype: str = "bf16"
-    # Recurrent state by dimensions (docs/cost-model.md §8); ssm_heads 0: raw state_bytes.
-    ssm_heads: int = 0
-    ssm_head_dim: int = 0
-    d_state: int = 0
-    n_groups: int = 0
-    d_conv: int = 0
-    ssm_dtype: str = ""
-    # MLA only: a sparse-attention indexer's key cache (fp8 + an fp32 scale per 128), per token.
-    index_head_dim: int = 0
-    # KV sharing: the index of the earlier layer (same stack, same shape) whose cache the
-    # layers of this kind read; they get no pages of their own (docs/cost-model.md §1).
-    reads: int | None = None
-    encoder_tokens: int = 0  # cross-attention: encoder tokens cached per request (§4)
-    chunk: int = 0  # chunked local attention: tokens per attention chunk (§3)
-    v_head_dim: int = 0  # V's head size where it differs from K's head_dim (0: the same)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from kvgen.runtime._errors import (
     UnknownRequestError,
 )
 from kvgen.runtime._host import host_rows
-from kvgen.runtime._kinds import layer_rule
+from kvgen.runtime._kinds import PagePlanner, layer_rule
 from kvgen.runtime._layers import Layer, cycles, resolve_layers
 from kvgen.runtime._pages import (
     ceil_div,
@@ -48,7 +48,6 @@ from kvgen.runtime._pages import (
     mode_headroom,
     peak_live_pages,
 )
-from kvgen.runtime._plan import PagePlanner
 from kvgen.runtime._pools import CacheManager, Pool, _slot_sizes, select_device
 from kvgen.runtime._recurrent import MAMBA_STATE_UPDATES, StateRows, state_rows
 from kvgen.runtime._reports import Reports
@@ -298,10 +297,10 @@ class KVCacheShim(RequestLifecycle, Forwards, Reports):
             planned = tokens
             if planned is None:
                 budget = max(budgets[name] - rows.extra_bytes, 0)
-                planned = self._planner.largest_tokens(manager, budget)
+                planned = self._planner.largest_tokens(manager.name, manager.cycles, budget)
             self.planned_tokens[name] = planned
             pages = self._planner.pages(
-                manager, self.max_num_tokens if planned is None else planned
+                manager.name, manager.cycles, self.max_num_tokens if planned is None else planned
             )
             overridden = set(overrides)
             slots = {cycle.name for cycle in manager.cycles if cycle.life.slots}

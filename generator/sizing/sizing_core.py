@@ -539,8 +539,8 @@ RUNTIME_VERSION = 2
 MIN_GENCODE_VERSION = 2
 # The interpreter's modules, installed in this order (each imports only those before it).
 _PARTS = (sizing_kinds, sizing_options, sizing_split, sizing_terms, sizing_quota)
-# Names of the runtime itself, never copied into a family's namespace (nor its modules).
-_RUNTIME_ONLY = frozenset(
+# Names of the sizing runtime itself, never copied into a family's namespace (nor its modules).
+_NEVER_INSTALLED = frozenset(
     {"RUNTIME_VERSION", "MIN_GENCODE_VERSION", "bind", "install", "require_version", "_PARTS",
      "_DEFINITIONS", "_definitions"}
 )  # fmt: skip
@@ -598,7 +598,7 @@ def _definitions(source: dict[str, object]) -> tuple[list[Any], list[Any]]:
         return known[1], known[2]
     functions, values = [], []
     for name, value in source.items():
-        if name.startswith("__") or name in _RUNTIME_ONLY:
+        if name.startswith("__") or name in _NEVER_INSTALLED:
             continue
         if isinstance(value, types.ModuleType) and value.__package__ == __package__:
             continue  # a module of the runtime itself (a part a core imports to bind it)
@@ -614,7 +614,7 @@ def bind(namespace: dict[str, object]) -> None:
     """Make ``namespace`` (the globals of a module that defines a family's ``TABLES``, a
     ``SizingTables``) that family's sizing module: the tables' fields installed as the names
     the interpreter reads (FAMILY, SPEC_SHA256, TOKENS_PER_BLOCK, KV_CACHE_DTYPE, _MODELS,
-    _PROFILES) with this runtime's RUNTIME_VERSION, the interpreter's modules installed over
+    _PROFILES) with this sizing runtime's RUNTIME_VERSION, the interpreter's modules installed over
     it in order (``install``; the public names are this module's ``__all__``), then what
     depends only on the tables precomputed (``_derive``)."""
     tables = namespace["TABLES"]

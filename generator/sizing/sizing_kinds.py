@@ -1,6 +1,6 @@
 """The sizing interpreter's tables: the row types a family's tables are written in, the
 family's tables (empty here: kvgen's own copy sizes no model), and one class per cache kind
-(docs/cost-model.md §1, §3, §8). Part of the runtime ``sizing_core`` binds (docs/api.md, "The
+(docs/cost-model.md §1, §3, §8). Part of the interpreter ``sizing_core`` binds (docs/api.md, "The
 interpreter"); a new cache kind is a class here and an entry of ``_KIND_CLASSES``.
 """
 

@@ -1,5 +1,5 @@
 """The options of one sizing call as one validated value (``_Options``, a plain tuple: the
-answers cache key), each argument checked once. Part of the runtime ``sizing_core`` binds
+answers cache key), each argument checked once. Part of the interpreter ``sizing_core`` binds
 (docs/api.md, "Options", "The interpreter").
 """
 

@@ -1,6 +1,6 @@
 """The quota arithmetic on a manager's terms (docs/cost-model.md §4, §6, §9): the bytes of T
 tokens and its inverse, "exact" whole-page pools, the least quota TensorRT-LLM V2 splits into
-kvgen's pages, and one budget split between target and draft. Part of the runtime
+kvgen's pages, and one budget split between target and draft. Part of the interpreter
 ``sizing_core`` binds; it reads validated terms and numbers only.
 """
 

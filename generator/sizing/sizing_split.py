@@ -1,6 +1,6 @@
 """What a call's layers are before its options: per (model, profile) each manager's cached
 kinds and life cycles (``_layers``), per split (tp, pp, rank, DCP) their sums on that rank in
-O(kinds) (``_rank``; docs/cost-model.md §1, §3, §8, §9). Part of the runtime ``sizing_core``
+O(kinds) (``_rank``; docs/cost-model.md §1, §3, §8, §9). Part of the interpreter ``sizing_core``
 binds (docs/api.md, "The interpreter").
 """
 

@@ -1,6 +1,6 @@
 """The named terms of one sizing call, per cache manager and life cycle (docs/cost-model.md
 §3, §4, §8; docs/api.md, "Terms"), from the sums of its split (``sizing_split``). Part of the
-runtime ``sizing_core`` binds.
+interpreter ``sizing_core`` binds.
 """
 
 import math

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kvgen._cli.commands.init import Layout, default_install, pre_commit_config, workflow
+from kvgen._cli.commands.init import ProjectLayout, default_install, pre_commit_config, workflow
 from kvgen._cli.main import main
 from kvgen._util.exits import Exit
 from kvgen._util.meta import PROJECT_URL, version
 
 REPO = Path(__file__).resolve().parents[2]
-LAYOUT = Layout("schema/families", "generated", "schema/kvspec.schema.json")
+LAYOUT = ProjectLayout("schema/families", "generated", "schema/kvspec.schema.json")
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kvgen._cli.commands.init import Layout, pre_commit_config, requirement, workflow
+from kvgen._cli.commands.init import ProjectLayout, pre_commit_config, requirement, workflow
 from kvgen._cli.main import main
 from kvgen._generate import config
 from kvgen._spec.schema_export import export_schema
@@ -64,7 +64,7 @@ def test_init_is_idempotent_and_overwrites_only_with_force(repo, capsys):
         capsys.readouterr().out
     )
     assert main(["-q", "init", "--force"]) == Exit.OK
-    layout = Layout("schema/families", "generated", "schema/kvspec.schema.json")
+    layout = ProjectLayout("schema/families", "generated", "schema/kvspec.schema.json")
     assert (repo / ".pre-commit-config.yaml").read_text() == pre_commit_config(layout)
 
 
@@ -121,7 +121,7 @@ def _without_leading_comments(text: str) -> str:
 
 
 def test_the_docs_show_exactly_what_init_writes():
-    layout = Layout("schema/families", "generated", "schema/kvspec.schema.json")
+    layout = ProjectLayout("schema/families", "generated", "schema/kvspec.schema.json")
     hooks = _without_leading_comments(pre_commit_config(layout))
     assert _documented_block("\n## pre-commit\n") == hooks
     assert _documented_block("\n## GitHub Actions\n") == _without_leading_comments(workflow())

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kvgen._cli.commands.init import Layout, pre_commit_config
+from kvgen._cli.commands.init import ProjectLayout, pre_commit_config
 from kvgen._util.meta import PROJECT_URL, version
 
 REPO = Path(__file__).resolve().parents[2]
-LAYOUT = Layout("schema/families", "generated", "schema/kvspec.schema.json")
+LAYOUT = ProjectLayout("schema/families", "generated", "schema/kvspec.schema.json")
 SHIPPED_HOOKS = {
     hook["id"]: hook for hook in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
 }

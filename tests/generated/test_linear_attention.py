@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from kvgen._engines._layers import stack_layers
 from kvgen._lint.linter import lint_family
-from kvgen._model.cache_kinds import LinearAttention, spec_kind
+from kvgen._model.cache_kinds import LinearAttentionKind, spec_kind
 from kvgen._spec.loader import load_bytes
 
 from tests.reference import costmodel
@@ -94,7 +94,7 @@ def test_tp_that_cannot_split_the_heads_names_num_heads(rendered):
 def test_the_static_kind_class_and_its_engine_row(rendered):
     model = rendered.family.model("m")
     kind = model.layer_kinds["s"]
-    assert spec_kind(kind) is LinearAttention
+    assert spec_kind(kind) is LinearAttentionKind
     # The engine row is the runtime's, from the kind's table row (written once: its Mamba-2
     # lowering with the form it was given in).
     row = stack_layers(rendered.family, model, model)[0]  # layer 0 is an "s" layer

@@ -152,7 +152,7 @@ def test_engine_storage_refuses_a_recurrent_kind_by_name():
 
 
 def test_explicit_ratio_is_checked_as_the_engine_checks_it():
-    lcs = [ps.LifeCycle(1024), ps.LifeCycle(None)]
+    lcs = [ps.TrtllmLifeCycle(1024), ps.TrtllmLifeCycle(None)]
     sizes = [(27_262_976,), (5_242_880,)]
     for bad, message in (([0.5], "length must match"), ([0.0, 1.0], "must be positive"),
                          ([0.5, 0.6], "must sum to 1.0")):  # fmt: skip
@@ -168,4 +168,4 @@ def test_explicit_ratio_is_checked_as_the_engine_checks_it():
 def test_stale_range(history, window, sinks, want):
     # (history + 1 - w) // tpb pages out of the window, after the sink pages; C++ division
     # truncates towards zero (100 + 1 - 1024 = -923: -14, below the start).
-    assert ps.stale_range(ps.LifeCycle(window, -(-sinks // 64)), history, 64) == want
+    assert ps.stale_range(ps.TrtllmLifeCycle(window, -(-sinks // 64)), history, 64) == want

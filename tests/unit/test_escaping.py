@@ -81,11 +81,11 @@ def test_no_format_lets_a_line_break_through(char):
 
 
 def _hostile_review():
-    from kvgen._review import Capacity, Change, Deployment, Review
+    from kvgen._review import Capacity, Change, ReferenceDeployment, Review
 
     # Names a lint-clean spec cannot hold (they are identifiers), built directly: the emitters
     # must not rely on lint for their escaping. One blocking change, one cosmetic family.
-    review = Review("main`x", Deployment())
+    review = Review("main`x", ReferenceDeployment())
     old, new = Capacity(2048, 0, 1 << 30, 100), Capacity(4096, 0, 1 << 30, 50)
     family, model = "f|<!--", "m\n::error::forged"
     review.changes.append(

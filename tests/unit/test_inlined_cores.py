@@ -15,7 +15,7 @@ from kvgen.sizing.engines_core import _PARTS as _ENGINE_PARTS
 from kvgen.sizing.sizing_core import _PARTS
 
 # ``__all__`` grows by the engine core's names; ``bind`` and ``_PARTS`` are each core's own and
-# are never installed (``sizing_core._RUNTIME_ONLY``).
+# are never installed (``sizing_core._NEVER_INSTALLED``).
 SHARED = {"__all__", "bind", "_PARTS"}
 
 

@@ -6,7 +6,7 @@ layer import each other not at all. Every import counts: at module level, inside
 lazy import still couples two modules) and under TYPE_CHECKING. The package's own
 ``__init__.py`` (its face: names looked up on first use, no import) is outside the rule. The
 sizing runtime is the one folder that generation copies whole into an output folder: its
-modules are exactly ``RUNTIME_MODULES`` and import nothing else of kvgen. CONTRIBUTING.md's
+modules are exactly ``SIZING_MODULES`` and import nothing else of kvgen. CONTRIBUTING.md's
 "Architecture" section draws the same layers.
 """
 
@@ -128,11 +128,11 @@ def test_the_rule_sees_an_import_that_runs_up():
 
 
 def test_the_sizing_runtime_is_one_folder_copied_whole():
-    from kvgen._generate.vendored import RUNTIME_MODULES
+    from kvgen._generate.vendored import SIZING_MODULES
 
     folder = {p.stem for p in (PACKAGE / "sizing").glob("*.py") if p.name != "__init__.py"}
-    assert folder == set(RUNTIME_MODULES)
+    assert folder == set(SIZING_MODULES)
     graph = import_graph()
-    for name in RUNTIME_MODULES:
+    for name in SIZING_MODULES:
         imported = graph[f"kvgen.sizing.{name}"]
         assert all(m.startswith("kvgen.sizing.") for m in imported), (name, imported)

@@ -120,7 +120,7 @@ def test_layer_rules_resolve_windows_and_chunks_by_hand():
 
 
 class _Planner(typing.NamedTuple):
-    # The fields of runtime._plan.PagePlanner a life cycle reads.
+    # The fields of runtime._kinds.PagePlanner a life cycle reads.
     tokens_per_block: int = 16
     max_batch_size: int = 2
     max_num_tokens: int = 32

@@ -97,13 +97,13 @@ def test_every_generated_module_is_tables_and_a_binding_with_no_code_of_its_own(
     assert calls == ["_sizing.bind(globals())", "_engines.bind(globals())"]
 
 
-RUNTIME_MODULES = [facts, sizing_kinds, sizing_options, sizing_split, sizing_terms, sizing_quota]
+SIZING_MODULES = [facts, sizing_kinds, sizing_options, sizing_split, sizing_terms, sizing_quota]
 
 
 @pytest.mark.parametrize(
     "module",
     [
-        *RUNTIME_MODULES,
+        *SIZING_MODULES,
         sizing_core,
         engines_rows,
         engines_vllm,

@@ -17,7 +17,7 @@ import importlib
 from pathlib import Path
 
 import pytest
-from kvgen._generate.vendored import RUNTIME_MODULES
+from kvgen._generate.vendored import SIZING_MODULES
 from kvgen.sizing import sizing_core
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ GENERATOR = REPO / "generator"
 GENERATED = REPO / "generated"
 FAMILIES = sorted(p.parent.name for p in GENERATED.glob("*/sizing.py"))
 # The sizing runtime: the modules generation copies into every output folder.
-RUNTIME = {GENERATOR / "sizing" / f"{name}.py" for name in RUNTIME_MODULES}
+RUNTIME = {GENERATOR / "sizing" / f"{name}.py" for name in SIZING_MODULES}
 
 
 def _private_names() -> set[str]:

@@ -38,7 +38,7 @@ from kvgen.sizing.engines_registry import (
 )
 
 if TYPE_CHECKING:
-    from kvgen._review import Layout
+    from kvgen._review import ReviewLayout
 
 log = logging.getLogger("kvgen")
 
@@ -131,10 +131,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _defaults() -> dict[str, Any]:
     """The reference deployment when neither a flag nor the ref's [tool.kvgen.deployment] sets
-    it: the review's own Deployment defaults (defined once, in kvgen._review._types)."""
-    from kvgen._review import Deployment
+    it: the review's own ReferenceDeployment defaults (defined once, in kvgen._review._types)."""
+    from kvgen._review import ReferenceDeployment
 
-    base = Deployment()
+    base = ReferenceDeployment()
     return {
         "max_batch_size": base.max_batch_size,
         "max_num_tokens": base.max_num_tokens,
@@ -146,7 +146,7 @@ def _defaults() -> dict[str, Any]:
 
 
 def _deployment_value(
-    args: argparse.Namespace, key: str, layout: Layout | None, defaults: dict[str, Any]
+    args: argparse.Namespace, key: str, layout: ReviewLayout | None, defaults: dict[str, Any]
 ) -> Any:
     """A flag; else the ref's configuration (the working tree's is pull-request content, so a
     change to it applies once merged, and is said); else the built-in default."""
@@ -167,8 +167,8 @@ def _deployment_value(
 
 def run(args: argparse.Namespace) -> Exit:
     from kvgen._review import (
-        Deployment,
         GitTree,
+        ReferenceDeployment,
         ReviewError,
         default_ref,
         layout,
@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> Exit:
         sides = layout(tree, args.project)
     defaults = _defaults()
     value = {key: _deployment_value(args, key, sides, defaults) for key in defaults}
-    deployment = Deployment(
+    deployment = ReferenceDeployment(
         max_batch_size=value["max_batch_size"],
         max_num_tokens=value["max_num_tokens"],
         max_seq_len=value["max_seq_len"],

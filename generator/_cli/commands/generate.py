@@ -13,7 +13,7 @@ from kvgen._generate.config import OUT_DIR
 from kvgen._util.exits import Exit, UsageError
 
 if TYPE_CHECKING:
-    from kvgen._generate.writer import Plan
+    from kvgen._generate.writer import WritePlan
 
 log = logging.getLogger("kvgen")
 
@@ -123,7 +123,7 @@ def _check(rendered: dict[str, str], outputs: list[Path], *, prune: bool, root: 
     return Exit.FINDINGS if drift else Exit.OK
 
 
-def _report_drift(result: Plan, out: Path) -> None:
+def _report_drift(result: WritePlan, out: Path) -> None:
     sys.stdout.write(result.diff())
     for rel in result.missing:
         print(f"missing: {(out / rel).as_posix()}")

@@ -156,7 +156,9 @@ def _install(args: argparse.Namespace, done: list[str]) -> Install:
 
 
 @dataclass(frozen=True)
-class Layout:
+class ProjectLayout:
+    """Where a new project keeps its specs, output and schema, as ``kvgen init`` writes them."""
+
     specs: str
     out: str
     schema: str
@@ -174,7 +176,7 @@ DEPLOYMENT_DEFAULTS: dict[str, object] = {
 }
 
 
-def config_table(layout: Layout, header: str) -> str:
+def config_table(layout: ProjectLayout, header: str) -> str:
     """The settings as TOML text, under ``header`` (``[tool.kvgen]`` or a comment line)."""
     import tomlkit
 
@@ -192,7 +194,7 @@ def config_table(layout: Layout, header: str) -> str:
     return tomlkit.dumps(doc)
 
 
-def _settings(layout: Layout) -> Table:
+def _settings(layout: ProjectLayout) -> Table:
     import tomlkit
     from kvgen._generate.config import PROJECT_KEYS
 
@@ -208,7 +210,7 @@ def _settings(layout: Layout) -> Table:
     return table
 
 
-def pre_commit_config(layout: Layout) -> str:
+def pre_commit_config(layout: ProjectLayout) -> str:
     """The hooks as a ``repo: local`` entry running the kvgen installed beside pre-commit
     (``language: system``): they work offline and before kvgen's first release, where a
     hook that pre-commit installs itself (``language: python``) fails to find kvgen on the
@@ -301,7 +303,7 @@ def _write(path: Path, text: str, force: bool, done: list[str]) -> None:
     done.append(f"{verb} {path.as_posix()}")
 
 
-def _layout(args: argparse.Namespace) -> Layout:
+def _layout(args: argparse.Namespace) -> ProjectLayout:
     project = args.project
     if project.source is not None and project.root != Path.cwd().resolve():
         where = os.path.relpath(project.source)
@@ -316,10 +318,10 @@ def _layout(args: argparse.Namespace) -> Layout:
             raise UsageError(f"{flag} {shown}: give a relative path inside the repository")
     # Beside the spec directory, where the specs' `$schema=../kvspec.schema.json` finds it.
     schema = project.schema if project.source else Path(specs).parent / Path(SCHEMA_FILE).name
-    return Layout(specs, out, schema.as_posix())
+    return ProjectLayout(specs, out, schema.as_posix())
 
 
-def _configure(layout: Layout, force: bool, done: list[str]) -> str:
+def _configure(layout: ProjectLayout, force: bool, done: list[str]) -> str:
     """Write [tool.kvgen] or kvgen.toml; returns the file that configures the project."""
     from kvgen._util.files import exists
 
@@ -343,7 +345,7 @@ def _shown(settings: str) -> list[str]:
     return [f"           {line}" for line in settings.splitlines() if line and line[0] != "#"]
 
 
-def _add_to_pyproject(layout: Layout, done: list[str]) -> str:
+def _add_to_pyproject(layout: ProjectLayout, done: list[str]) -> str:
     """Add ``[tool.kvgen]`` to pyproject.toml with tomlkit, which keeps every other byte of
     the file; an invalid file is refused at its line:col and left as it was."""
     import tomlkit
@@ -405,7 +407,7 @@ def _kind(item: object) -> str:
     return next((what for kind, what in kinds if isinstance(item, kind)), "not a table")
 
 
-def ignored(layout: Layout) -> list[str]:
+def ignored(layout: ProjectLayout) -> list[str]:
     """The .gitignore lines for what ``kvgen generate`` keeps beside its output: the lock,
     and the staging and backup folders a killed run leaves for the next one to remove."""
     from kvgen._generate.writer import BACKUP_SUFFIX, LOCK_SUFFIX, STAGE_SUFFIX
@@ -414,7 +416,7 @@ def ignored(layout: Layout) -> list[str]:
     return [f".{name}{LOCK_SUFFIX}", f".{name}{STAGE_SUFFIX}/", f".{name}{BACKUP_SUFFIX}/"]
 
 
-def _ignore(layout: Layout, done: list[str]) -> None:
+def _ignore(layout: ProjectLayout, done: list[str]) -> None:
     """Add the lines of ``ignored`` that .gitignore lacks, keeping the rest of it."""
     from kvgen._generate.config import MAX_CONFIG_BYTES
     from kvgen._util.files import exists, read_bytes, write_bytes
@@ -435,7 +437,7 @@ def _ignore(layout: Layout, done: list[str]) -> None:
     done.append(f"{verb} {GITIGNORE} (ignores {', '.join(missing)})")
 
 
-def _check_targets(layout: Layout) -> None:
+def _check_targets(layout: ProjectLayout) -> None:
     """Every path init may write, checked before the first write (``kvgen._util.files``): a link or
     a non-regular file at one of them refuses the whole run, so nothing is half set up."""
     from kvgen._util.files import check_writable

@@ -14,7 +14,15 @@ from typing import Literal
 from kvgen._spec.models import Family, LayerKind, LayerStack, Model
 from kvgen._util.diagnostics import Loc
 
-__all__ = ["Finding", "Kind", "Loc", "RuleContext", "Stack", "derived_head_dim", "placed_kinds"]
+__all__ = [
+    "Finding",
+    "Loc",
+    "PlacedKind",
+    "PlacedStack",
+    "RuleContext",
+    "derived_head_dim",
+    "placed_kinds",
+]
 
 
 @dataclass(frozen=True)
@@ -28,7 +36,7 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class Stack:
+class PlacedStack:
     """One layer stack of the family: a model, a separate draft pool, or extra draft layers."""
 
     loc: Loc
@@ -41,10 +49,10 @@ class Stack:
 
 
 @dataclass(frozen=True)
-class Kind:
+class PlacedKind:
     """One layer kind of one stack, with its location and effective cache dtype."""
 
-    stack: Stack
+    stack: PlacedStack
     name: str
     kind: LayerKind
     loc: Loc
@@ -65,17 +73,19 @@ class RuleContext:
         self.family = family
         self.stacks = tuple(_stacks(family))
         self.kinds = tuple(
-            Kind(stack, name, kind, (*stack.loc, "layer_kinds", name))
+            PlacedKind(stack, name, kind, (*stack.loc, "layer_kinds", name))
             for stack in self.stacks
             for name, kind in stack.stack.layer_kinds.items()
         )
 
 
-def _stacks(family: Family) -> Iterator[Stack]:
+def _stacks(family: Family) -> Iterator[PlacedStack]:
     for i, model in enumerate(family.models):
         dtype = model.kv_cache_dtype or family.kv_cache_dtype
         loc = ("models", i)
-        yield Stack(loc, model, f"model '{model.name}'", dtype, model.max_seq_len, model, False)
+        yield PlacedStack(
+            loc, model, f"model '{model.name}'", dtype, model.max_seq_len, model, False
+        )
     # A draft sees the longest sequence of the models its profile applies to (every model
     # when the profile names none, or none of the names is known).
     by_name: dict[str, int] = {}  # the longest of each name (a name twice is KV213)
@@ -91,10 +101,10 @@ def _stacks(family: Family) -> Iterator[Stack]:
                 continue
             dtype = stack.kv_cache_dtype or family.kv_cache_dtype
             label = f"{part.replace('_', ' ')} of profile '{profile.name}'"
-            yield Stack(("speculative", i, part), stack, label, dtype, longest, None, True)
+            yield PlacedStack(("speculative", i, part), stack, label, dtype, longest, None, True)
 
 
-def derived_head_dim(kind: Kind) -> int | None:
+def derived_head_dim(kind: PlacedKind) -> int | None:
     """``head_dim`` as given, else ``hidden_size / num_attention_heads`` of the model, if exact."""
     if kind.kind.head_dim is not None:
         return kind.kind.head_dim

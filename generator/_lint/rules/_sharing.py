@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from kvgen._lint.rules._base import Kind, RuleContext
+from kvgen._lint.rules._base import PlacedKind, RuleContext
 
 __all__ = ["Reader", "readers"]
 
@@ -19,10 +19,10 @@ class Reader(NamedTuple):
     """A kind with ``reads``: its first layer, and the read layer's kind (None: no such layer,
     or a layer whose kind is undefined, which KV205 reports)."""
 
-    kind: Kind
+    kind: PlacedKind
     reads: int
     first: int  # index of the kind's first pattern entry (its first layer, when placed)
-    target: Kind | None
+    target: PlacedKind | None
 
 
 def readers(ctx: RuleContext) -> Iterator[Reader]:

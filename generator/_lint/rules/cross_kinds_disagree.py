@@ -30,17 +30,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kvgen._lint.rules._base import Finding, Kind, RuleContext, placed_kinds
+from kvgen._lint.rules._base import Finding, PlacedKind, RuleContext, placed_kinds
 
 CODE = "KV232"
 NAME = "cross-kinds-disagree"
 SEVERITY = "error"
 
 
-def _cross_kinds(ctx: RuleContext) -> dict[int, list[Kind]]:
+def _cross_kinds(ctx: RuleContext) -> dict[int, list[PlacedKind]]:
     """The placed cross kinds of every stack (by ``id``), from one pass over the kinds."""
     placed = {id(stack): set(placed_kinds(stack.stack)) for stack in ctx.stacks}
-    found: dict[int, list[Kind]] = {id(stack): [] for stack in ctx.stacks}
+    found: dict[int, list[PlacedKind]] = {id(stack): [] for stack in ctx.stacks}
     for kind in ctx.kinds:
         if (
             kind.name in placed[id(kind.stack)]
@@ -51,7 +51,7 @@ def _cross_kinds(ctx: RuleContext) -> dict[int, list[Kind]]:
     return found
 
 
-def _managers(ctx: RuleContext) -> Iterator[list[Kind]]:
+def _managers(ctx: RuleContext) -> Iterator[list[PlacedKind]]:
     """The cross kinds of each cache manager, the model's own first (linear in the model-profile
     pairs: each profile's extra layers are looked up, never searched for)."""
     cross = _cross_kinds(ctx)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kvgen._lint.rules._base import Finding, Kind, RuleContext, derived_head_dim
+from kvgen._lint.rules._base import Finding, PlacedKind, RuleContext, derived_head_dim
 from kvgen._lint.rules._sharing import readers
 
 CODE = "KV236"
@@ -47,7 +47,7 @@ _FIELDS = (
 )
 
 
-def _shape(kind: Kind) -> dict[str, object]:
+def _shape(kind: PlacedKind) -> dict[str, object]:
     shape = {field: getattr(kind.kind, field) for field in _FIELDS}
     shape["head_dim"] = derived_head_dim(kind) if kind.kind.kv_heads is not None else None
     shape["dtype"] = kind.dtype
