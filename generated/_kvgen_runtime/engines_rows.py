@@ -616,3 +616,42 @@ def engine_models(tables: SizingTables) -> dict[str, EngineModel]:
         name: engine_model(name, entry, tables.profiles, tables.engines, known)
         for name, entry in tables.models.items()
     }
+
+
+def model_dtype(entry: EngineModel, family_dtype: str) -> str:
+    """A model's cache dtype: its attention rows' one dtype where they share it (a model's own
+    kv_cache_dtype), else the family's (``family_dtype``, ``SizingTables.kv_cache_dtype``)."""
+    dtypes = {row.dtype for row in entry.layers if row.kv_heads and not row.token_bytes}
+    found: str = dtypes.pop() if len(dtypes) == 1 else family_dtype
+    return found
+
+
+def served_stack(stack: Stack, old: str, new: str) -> Stack:
+    """``stack`` with every layer kind cached in ``old`` cached in ``new``: an engine that
+    runs the model in ``new`` casts it, and a plain float cache follows the model dtype (an
+    SSM state dtype the spec names itself stays)."""
+    kinds = {
+        name: kind._replace(dtype=new) if kind.dtype == old else kind
+        for name, kind in stack.kinds.items()
+    }
+    return stack._replace(kinds=kinds)
+
+
+def served_tables(tables: SizingTables, old: str, new: str) -> SizingTables:
+    """A family's tables as an engine serves them in ``new`` where the spec caches ``old``
+    (``served_stack`` on every model's layers, its EAGLE/MTP layers and each separate draft
+    model): what ``engine_capacity`` plans a model in when the engine's model dtype is not
+    the checkpoint's (``Release.cache_dtype``), and ``kvgen plan`` binds."""
+    models = {
+        name: entry._replace(
+            layers=served_stack(entry.layers, old, new),
+            extra_layers={k: served_stack(v, old, new) for k, v in entry.extra_layers.items()},
+        )
+        for name, entry in tables.models.items()
+    }
+    profiles = {
+        name: p if p.draft is None else p._replace(draft=served_stack(p.draft, old, new))
+        for name, p in tables.profiles.items()
+    }
+    family_dtype = new if tables.kv_cache_dtype == old else tables.kv_cache_dtype
+    return tables._replace(kv_cache_dtype=family_dtype, models=models, profiles=profiles)
