@@ -308,3 +308,132 @@ def test_a_float32_checkpoints_weights_are_counted_in_the_dtype_the_engine_loads
     for engine in ("vllm", "sglang"):
         assert _weights(capsys, project, engine, fp32) == _weights(capsys, project, engine, bf16)
     assert _weights(capsys, project, "trtllm", fp32) == 2 * _weights(capsys, project, "vllm", fp32)
+
+
+# The answer of every ``engine_capacity``, not only kvgen plan's: the generated module's own
+# (its output folder's vendored runtime, stdlib only) and the Python API's from the spec.
+# OLMo-2-1124-13B at max_seq_len 4096, 43.57 GiB (46,782,931,271 B), bf16 819,200 B per token:
+# - vLLM 0.34.0, 64-token blocks of 52,428,800 B: 892 blocks (892 x 52,428,800 =
+#   46,766,489,600 <= budget < 893 x 52,428,800 = 46,818,918,400), 892 x 64 = 57,088 tokens,
+#   57,088 / 4,096 = 13.9375 requests; c2a37ec / f0f85ad: 446 fp32 blocks, 28,544 tokens.
+# - vLLM 0.33.0, 16-token blocks: 3,569 blocks (above), 57,104 tokens; fp32: 1,784.
+# - SGLang 0.5.23, page 1: 57,108 tokens (57,108 x 819,200 = 46,782,873,600 <= budget <
+#   57,109 x 819,200); fp32 28,554.
+# - TensorRT-LLM 38198e34 keeps fp32: 892 pages of 32 tokens = 28,544 tokens (above).
+# A request at 4,096 tokens: 4,096 x 819,200 = 3,355,443,200 B in bf16, twice that in fp32.
+SERVED = {
+    "vllm": (892 * 64, 892, "bf16"),
+    "vllm==0.33.0": (3569 * 16, 3569, "bf16"),
+    "sglang": (57108, 57108, "fp16"),
+    "trtllm": (892 * 32, 892, "fp32"),
+}
+IN_FP32 = {"vllm": (446 * 64, 446), "vllm==0.33.0": (1784 * 16, 1784), "sglang": (28554, 28554)}
+SEQ = {"max_seq_len": 4096, "max_num_tokens": 8192}
+
+
+@pytest.fixture(scope="module")
+def olmo2_module(project):
+    from tests.sizing_support import import_generated
+
+    return import_generated(project / "generated/olmo2/sizing.py", "kvgen_test_dtype_out")
+
+
+@pytest.fixture(scope="module")
+def olmo2_family(project):
+    import kvgen
+
+    return kvgen.load_family(project / "schema/families/olmo2.yaml")
+
+
+def test_hand_figures():
+    assert 46_782_931_271 // (64 * BF16_TOKEN) == 892
+    assert 892 * 64 * BF16_TOKEN <= 46_782_931_271 < 893 * 64 * BF16_TOKEN
+    assert 57108 * BF16_TOKEN <= 46_782_931_271 < 57109 * BF16_TOKEN
+    assert 46_782_931_271 // (64 * FP32_TOKEN) == 446
+    assert 46_782_931_271 // FP32_TOKEN == 28554
+
+
+@pytest.mark.parametrize("engine", list(SERVED))
+def test_the_generated_module_answers_in_the_dtype_the_engine_serves(olmo2_module, engine):
+    """The module's own engine_capacity (c2a37ec and f0f85ad: fp32 for every engine)."""
+    tokens, blocks, dtype = SERVED[engine]
+    assert "_kvgen_runtime" in type(olmo2_module.TABLES).__module__  # the vendored copy
+    cap = olmo2_module.engine_capacity("olmo_2_1124_13b", 46_782_931_271, engine=engine, **SEQ)
+    assert (cap.kv_tokens, cap.num_blocks) == (tokens, blocks)
+    assert cap.request_bytes == 4096 * BF16_TOKEN * (2 if dtype == "fp32" else 1)
+    assert olmo2_module.served_dtype("olmo_2_1124_13b", engine=engine) == dtype
+    # the module's tables stay the checkpoint's: only the engines' answer is served
+    assert olmo2_module.KV_CACHE_DTYPE == "fp32"
+    assert {row.dtype for row in olmo2_module.ENGINE_MODELS["olmo_2_1124_13b"].layers} == {"fp32"}
+
+
+@pytest.mark.parametrize("engine", list(SERVED))
+def test_kvgen_engine_capacity_answers_as_the_module(olmo2_family, olmo2_module, engine):
+    """``kvgen.engine_capacity(family, ...)`` (docs/api.md): the module's answer, from the spec."""
+    import kvgen
+
+    tokens, blocks, _ = SERVED[engine]
+    cap = kvgen.engine_capacity(olmo2_family, "olmo_2_1124_13b", 46_782_931_271, engine=engine,
+                                **SEQ)  # fmt: skip
+    assert (cap.kv_tokens, cap.num_blocks) == (tokens, blocks)
+    module = olmo2_module.engine_capacity("olmo_2_1124_13b", 46_782_931_271, engine=engine, **SEQ)
+    assert cap == module
+
+
+@pytest.mark.parametrize("engine", list(IN_FP32))
+def test_dtype_fp32_is_the_engine_launched_in_float32(olmo2_family, olmo2_module, engine):
+    """``dtype="fp32"``: what ``plan --kv-cache-dtype fp32`` emits (--dtype float32)."""
+    import kvgen
+
+    for answer in (
+        olmo2_module.engine_capacity("olmo_2_1124_13b", 46_782_931_271, engine=engine,
+                                     dtype="fp32", **SEQ),
+        kvgen.engine_capacity(olmo2_family, "olmo_2_1124_13b", 46_782_931_271, engine=engine,
+                              dtype="fp32", **SEQ),
+    ):  # fmt: skip
+        assert (answer.kv_tokens, answer.num_blocks) == IN_FP32[engine]
+    assert olmo2_module.served_dtype("olmo_2_1124_13b", engine=engine, dtype="fp32") == "fp32"
+    # and the default answer again: the fp32 plan is cached apart
+    cap = olmo2_module.engine_capacity("olmo_2_1124_13b", 46_782_931_271, engine=engine, **SEQ)
+    assert cap.num_blocks == SERVED[engine][1]
+
+
+def test_trtllm_refuses_another_model_dtype_and_bad_dtypes_are_named(olmo2_family, olmo2_module):
+    import kvgen
+
+    calls = (
+        lambda **kw: olmo2_module.engine_capacity("olmo_2_1124_13b", 1 << 40, **SEQ, **kw),
+        lambda **kw: kvgen.engine_capacity(olmo2_family, "olmo_2_1124_13b", 1 << 40, **SEQ, **kw),
+    )
+    for call in calls:
+        with pytest.raises(ValueError) as refused:
+            call(engine="trtllm", dtype="bf16")
+        message = str(refused.value)
+        assert message.startswith("dtype bf16: TensorRT-LLM KV cache manager V2 38198e34 serves "
+                                  "this fp32 checkpoint's cache in fp32")  # fmt: skip
+        assert "_VALID_KV_CACHE_DTYPES" in message and "call without dtype" in message
+        assert call(engine="trtllm", dtype="fp32").kv_tokens > 0  # its own dtype is fine
+        for bad in ("float32", "auto", 32, ["fp32"]):
+            with pytest.raises(ValueError, match="dtype must be one of fp32, bf16, fp16"):
+                call(engine="vllm", dtype=bad)
+    with pytest.raises(ValueError, match="dtype bf16: TensorRT-LLM"):
+        olmo2_module.served_dtype("olmo_2_1124_13b", engine="trtllm", dtype="bf16")
+    with pytest.raises(ValueError, match="model must be one of"):
+        olmo2_module.served_dtype("olmo_2", engine="vllm")
+
+
+def test_a_shipped_bf16_family_is_unchanged_and_takes_dtype():
+    """No shipped family is fp32: their answers stay (the snapshot), and ``dtype="fp32"``
+    halves a plain bf16 cache. Llama-3.1-8B: 32 layers x 8 KV heads x 128 x 2 x 2 B =
+    131,072 B per bf16 token; 40 GiB // (64 x 131,072) = 5,120 vLLM 0.34.0 blocks, 2,560 in
+    fp32; TensorRT-LLM keeps the checkpoint's bf16 (dtype="bf16" is its own)."""
+    from generated.llama3 import sizing
+
+    budget = 40 << 30
+    assert budget // (64 * 131_072) == 5120 and budget // (64 * 2 * 131_072) == 2560
+    cap = sizing.engine_capacity("llama3_1_8b", budget, engine="vllm", **SEQ)
+    assert cap.num_blocks == 5120 and sizing.served_dtype("llama3_1_8b", engine="vllm") == "bf16"
+    wide = sizing.engine_capacity("llama3_1_8b", budget, engine="vllm", dtype="fp32", **SEQ)
+    assert wide.num_blocks == 2560
+    same = sizing.engine_capacity("llama3_1_8b", budget, engine="trtllm", dtype="bf16", **SEQ)
+    assert same == sizing.engine_capacity("llama3_1_8b", budget, engine="trtllm", **SEQ)
