@@ -26,7 +26,9 @@ from kvgen.sizing.engines_registry import MODEL_DTYPES, Release
 from kvgen.sizing.engines_rows import model_dtype as _rows_dtype
 from kvgen.sizing.engines_rows import served_tables
 
-__all__ = ["FLOATS", "Served", "auto_dtype", "model_dtype", "serve", "served_family"]
+__all__ = [
+    "FLOATS", "Served", "auto_dtype", "model_dtype", "serve", "served_family", "spec_served",
+]  # fmt: skip
 
 # kvgen's plain float cache dtypes -> the engines' names for the model dtype (--dtype)
 FLOATS = MODEL_DTYPES
@@ -126,17 +128,23 @@ def _rebound(sizing: types.ModuleType, old: str, new: str) -> types.ModuleType:
     return module
 
 
+def spec_served(family: Any, model: str, engine: Release) -> tuple[str, str]:
+    """A spec's (``kvgen._spec.models.Family``) model cache dtype and the one ``engine``'s
+    dtype "auto" serves it in (the same where it keeps it): as ``engine_capacity`` reads them
+    (``kvgen.sizing.engines_rows.model_dtype``, ``Release.serves``)."""
+    from kvgen._model.engine_rows import engine_model
+
+    spec = _rows_dtype(engine_model(family, family.model(model)), family.kv_cache_dtype)
+    return spec, engine.serves(spec)
+
+
 def served_family(family: Any, model: str, engine: Release) -> tuple[Any, str]:
     """A spec's family (``kvgen._spec.models.Family``) as ``engine`` serves ``model``'s cache (the
     family again where that is the spec's dtype), and what the output says ("" nothing):
     ``serve`` for the planning commands that read the spec itself (``kvgen compare``)."""
     from kvgen._engines.whatif import Overrides, _override
 
-    entry = family.model(model)
-    spec = entry.kv_cache_dtype or family.kv_cache_dtype
-    if spec not in FLOATS:
-        return family, ""
-    auto = auto_dtype(engine, spec)
+    spec, auto = spec_served(family, model, engine)
     if auto == spec:
         return family, ""
     data = _override(family.model_dump(mode="json", exclude_none=True), Overrides(

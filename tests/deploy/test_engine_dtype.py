@@ -437,3 +437,59 @@ def test_a_shipped_bf16_family_is_unchanged_and_takes_dtype():
     assert wide.num_blocks == 2560
     same = sizing.engine_capacity("llama3_1_8b", budget, engine="trtllm", dtype="bf16", **SEQ)
     assert same == sizing.engine_capacity("llama3_1_8b", budget, engine="trtllm", **SEQ)
+
+
+def _git(*args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                   capture_output=True)  # fmt: skip
+
+
+def test_diff_answers_each_engine_in_the_dtype_it_serves_and_says_so(
+    project, tmp_path, monkeypatch, capsys
+):
+    """``kvgen diff --engine``: OLMo-2-1124-13B (fp32 spec) cut from 40 to 36 layers. 36 x 40
+    x 128 x 2 x 2 = 737,280 B per bf16 token: vLLM 0.34.0 46,782,931,271 // (64 x 737,280) =
+    991 blocks, 63,424 tokens (40 layers: 57,088, above); SGLang 46,782,931,271 // 737,280 =
+    63,453 tokens (57,108); TensorRT-LLM keeps fp32, 1,474,560 B: 991 pages of 32, 31,712
+    (28,544). f0f85ad answered vLLM and SGLang in fp32: 28,544 -> 31,712 and 28,554 ->
+    31,726."""
+    import shutil
+
+    assert 46_782_931_271 // (64 * 36 * 40 * 128 * 4) == 991
+    assert 46_782_931_271 // (36 * 40 * 128 * 4) == 63453
+    assert 46_782_931_271 // (32 * 36 * 40 * 128 * 8) == 991
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+    shutil.copy(project / "kvgen.toml", "kvgen.toml")
+    Path("schema/families").mkdir(parents=True)
+    spec = Path("schema/families/olmo2.yaml")
+    spec.write_bytes((project / "schema/families/olmo2.yaml").read_bytes())
+    assert main(["-q", "generate"]) == 0
+    _git("init", "-q")
+    _git("add", "-A")
+    _git("commit", "-qm", "olmo2")
+    text = spec.read_text()
+    assert text.count("count: 40  # config.json num_hidden_layers") == 1
+    spec.write_text(text.replace("count: 40  # config.json", "count: 36  # config.json"))
+    capsys.readouterr()
+    argv = ["-q", "diff", "--gpu-memory", BUDGET, "--max-seq-len", "4096",
+            "--engine", "vllm", "sglang", "trtllm"]  # fmt: skip
+    main(argv)
+    out = capsys.readouterr().out
+    where = "olmo2/olmo_2_1124_13b/none"
+    assert (f"  vllm {where}: 57088 KV tokens, 13.938 requests at max_seq_len -> 63424 KV "
+            "tokens, 15.484 requests at max_seq_len (cache in bf16: vLLM 0.34.0 serves this "
+            "fp32 checkpoint in bf16)") in out  # fmt: skip
+    assert (f"  sglang {where}: 57108 KV tokens, 13.942 requests at max_seq_len -> 63453 KV "
+            "tokens, 15.491 requests at max_seq_len (cache in fp16: SGLang 0.5.23 serves "
+            "this fp32 checkpoint in fp16)") in out  # fmt: skip
+    assert (f"  trtllm-v2 {where}: 28544 KV tokens, 6.969 requests at max_seq_len -> 31712 KV "
+            "tokens, 7.742 requests at max_seq_len\n") in out  # fmt: skip
+    # --kv-cache-dtype fp32: every engine launched in float32 (vLLM --dtype float32), no note
+    main([*argv, "--kv-cache-dtype", "fp32", "--format", "json"])
+    rows = {c["engine"]: c for c in json.loads(capsys.readouterr().out)["engine_changes"]}
+    assert rows["vllm"]["old"][0] == 446 * 64 and rows["vllm"]["new"][0] == 495 * 64
+    assert 46_782_931_271 // (64 * 36 * 40 * 128 * 8) == 495
+    assert all("served" not in row for row in rows.values())
