@@ -90,8 +90,8 @@ _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
 _VLLM_LAYOUTS: dict[tuple[object, ...], VllmLayout]
 # with the draft's layers and tokens
 _SGLANG_LAYOUTS: dict[tuple[object, ...], tuple[SglangLayout, int, int]]
-# Each model's cache dtype (``model_dtype``), and its rows as an engine serves them in another
-# dtype, by (model, that dtype): filled on first use, bounded by models x 3 plain floats.
+# Each model's cache dtype (``model_dtype``, at bind), and its rows as an engine serves them in
+# another dtype, by (model, that dtype): filled on first use, bounded by models x 3 floats.
 _MODEL_DTYPES: dict[str, str]
 _SERVED_MODELS: dict[tuple[str, str], EngineModel]
 
@@ -209,18 +209,26 @@ def served_dtype(model: str, *, engine: str, dtype: str | None = None) -> str:
     the spec's. ``ValueError`` naming the argument on bad input, and where ``dtype`` is not
     what "auto" gives and the engine has no model dtype setting (TensorRT-LLM)."""
     found = release(engine)  # ValueError naming the engines modelled
-    entry = _check_model(model, "none")
+    _check_model(model, "none")  # ValueError naming the model
     if dtype is not None:
         _name("dtype", dtype, _FLOATS)
-    return found.cache_dtype(_model_dtype(model, entry), dtype)
+    return found.cache_dtype(_MODEL_DTYPES[model], dtype)
 
 
-def _model_dtype(model: str, entry: EngineModel) -> str:
-    """``model``'s cache dtype (checked by ``_check_model``), remembered."""
-    found = _MODEL_DTYPES.get(model)
-    if found is None:
-        found = _MODEL_DTYPES[model] = model_dtype(entry, TABLES.kv_cache_dtype)
-    return found
+def _serving(
+    found: Release, model: str, speculative: str, dtype: str | None
+) -> tuple[str, EngineModel | None]:
+    """``_served``, where the engine's "auto" keeps a model's dtype first: ("", None) for the
+    tables' own rows, the model and profile not checked yet (a known layout is of a checked
+    pair), at a dict lookup and a comparison."""
+    if dtype is None:
+        try:
+            spec = _MODEL_DTYPES.get(model)
+        except TypeError:  # an unhashable model: named by _served
+            spec = None
+        if spec is not None and found.serves(spec) == spec:
+            return "", None
+    return _served(found, model, speculative, dtype)
 
 
 def _served(
@@ -230,7 +238,7 @@ def _served(
     rows in it, the model and profile checked (``_check_model``); ``ValueError`` where the
     release cannot serve ``dtype``."""
     entry = _check_model(model, speculative)
-    spec = _model_dtype(model, entry)
+    spec = _MODEL_DTYPES[model]
     served = found.cache_dtype(spec, dtype)
     if served == spec:
         return "", entry
@@ -290,14 +298,19 @@ def _vllm_answer(
     except TypeError:  # an unhashable argument: named below
         plan = None
     if plan is None:  # every argument is checked by engine_capacity: the model and profile remain
-        served, entry = _served(found, model, speculative, dtype)
+        served, entry = _serving(found, model, speculative, dtype)
         # A layout with vLLM's use_heterogeneous_vocab, or of the rows in another dtype, is
         # kept apart: by default the same model and profile may be refused.
         layout_key: tuple[object, ...] = (model, speculative)
         if heterogeneous_vocab or served:
             layout_key = (model, speculative, heterogeneous_vocab, served)
-        layout = _VLLM_LAYOUTS.get(layout_key)
-        if layout is None:
+        try:
+            layout = _VLLM_LAYOUTS.get(layout_key)
+        except TypeError:  # an unhashable argument: named below
+            layout = None
+        if layout is None:  # known layouts are of a model and profile checked before
+            if entry is None:
+                entry = _check_model(model, speculative)
             layout = vllm_layout(entry, speculative, heterogeneous_vocab, found.named)
             _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2 x dtypes
         plan = vllm_plan_at(layout, int(size), int(tp_size), mamba_cache_mode,  # numpy ints too
@@ -327,12 +340,17 @@ def _sglang_answer(
     except TypeError:  # an unhashable argument: named below
         plan_s = None
     if plan_s is None:
-        served, entry = _served(found, model, speculative, dtype)
+        served, entry = _serving(found, model, speculative, dtype)
         layout_key: tuple[object, ...] = (
             (model, speculative, served) if served else (model, speculative)
         )
-        layout_s = _SGLANG_LAYOUTS.get(layout_key)
-        if layout_s is None:
+        try:
+            layout_s = _SGLANG_LAYOUTS.get(layout_key)
+        except TypeError:  # an unhashable argument: named below
+            layout_s = None
+        if layout_s is None:  # known layouts are of a model and profile checked before
+            if entry is None:
+                entry = _check_model(model, speculative)
             layout_s = _sglang_layout(_sglang_drafts(entry, speculative), speculative)
             _SGLANG_LAYOUTS[layout_key] = layout_s  # bounded: models x profiles x dtypes
         pools_of, draft_layers, draft_tokens = layout_s
@@ -379,7 +397,9 @@ def _derive_engines() -> None:
     global _ENGINE_HOOKS, ENGINE_MODELS, _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
     global _MODEL_DTYPES, _SERVED_MODELS
     ENGINE_MODELS = engine_models(TABLES)
-    _MODEL_DTYPES = {}
+    _MODEL_DTYPES = {
+        model: model_dtype(entry, TABLES.kv_cache_dtype) for model, entry in ENGINE_MODELS.items()
+    }
     _SERVED_MODELS = {}
     _derive_trtllm()
     # Every engine name engine_capacity takes -> its release and the hook that answers for it
