@@ -193,9 +193,7 @@ class Release(NamedTuple):
     float32_words: str = ""
 
     def serves(self, dtype: str) -> str:
-        """The cache dtype this release's dtype "auto" gives a checkpoint whose cache is
-        ``dtype`` (the checkpoint's torch_dtype for a plain float cache): its
-        ``float32_served_as`` for fp32, else ``dtype``."""
+        """The cache dtype this release's dtype "auto" gives a ``dtype`` cache."""
         return self.float32_served_as if dtype == "fp32" and self.float32_served_as else dtype
 
     def cache_dtype(
@@ -205,11 +203,10 @@ class Release(NamedTuple):
         asked: str = "dtype",
         instead: str = "call without dtype",
     ) -> str:
-        """The cache dtype this release serves a ``spec`` cache in when launched with model
-        dtype ``dtype`` (None: its "auto", ``serves``): a plain float cache follows the model
-        dtype; any other (fp8, ...) is the kv-cache dtype's own. ``ValueError`` where
-        ``dtype`` is not what "auto" gives and the release has no model dtype setting
-        (``Settings.dtype_field``): ``asked`` names the argument, ``instead`` what to do."""
+        """The cache dtype this release serves a ``spec`` cache in, launched with model dtype
+        ``dtype`` (None: "auto"): a plain float cache follows the model dtype, another (fp8)
+        is its own. ``ValueError`` (``asked``: the argument; ``instead``: what to do) where
+        ``dtype`` is not "auto"'s and the release has no ``Settings.dtype_field``."""
         if spec not in MODEL_DTYPES:
             return spec
         auto = self.serves(spec)

@@ -627,31 +627,25 @@ def model_dtype(entry: EngineModel, family_dtype: str) -> str:
 
 
 def served_stack(stack: Stack, old: str, new: str) -> Stack:
-    """``stack`` with every layer kind cached in ``old`` cached in ``new``: an engine that
-    runs the model in ``new`` casts it, and a plain float cache follows the model dtype (an
-    SSM state dtype the spec names itself stays)."""
-    kinds = {
-        name: kind._replace(dtype=new) if kind.dtype == old else kind
-        for name, kind in stack.kinds.items()
-    }
+    """``stack`` with its kinds cached in ``old`` cached in ``new`` (the SSM dtype stays)."""
+    kinds = {k: v._replace(dtype=new) if v.dtype == old else v for k, v in stack.kinds.items()}
     return stack._replace(kinds=kinds)
 
 
 def served_tables(tables: SizingTables, old: str, new: str) -> SizingTables:
-    """A family's tables as an engine serves them in ``new`` where the spec caches ``old``
-    (``served_stack`` on every model's layers, its EAGLE/MTP layers and each separate draft
-    model): what ``engine_capacity`` plans a model in when the engine's model dtype is not
-    the checkpoint's (``Release.cache_dtype``), and ``kvgen plan`` binds."""
+    """A family's tables as an engine running the model in ``new`` caches them where the spec
+    caches ``old`` (a plain float cache follows the model dtype): every model's layers, its
+    EAGLE/MTP layers and each separate draft model (``served_stack``)."""
     models = {
-        name: entry._replace(
-            layers=served_stack(entry.layers, old, new),
-            extra_layers={k: served_stack(v, old, new) for k, v in entry.extra_layers.items()},
+        name: m._replace(
+            layers=served_stack(m.layers, old, new),
+            extra_layers={k: served_stack(v, old, new) for k, v in m.extra_layers.items()},
         )
-        for name, entry in tables.models.items()
+        for name, m in tables.models.items()
     }
     profiles = {
-        name: p if p.draft is None else p._replace(draft=served_stack(p.draft, old, new))
-        for name, p in tables.profiles.items()
+        k: p if p.draft is None else p._replace(draft=served_stack(p.draft, old, new))
+        for k, p in tables.profiles.items()
     }
     family_dtype = new if tables.kv_cache_dtype == old else tables.kv_cache_dtype
     return tables._replace(kv_cache_dtype=family_dtype, models=models, profiles=profiles)

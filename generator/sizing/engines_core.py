@@ -74,8 +74,6 @@ __all__ = [
 ]
 
 
-_FLOATS = tuple(MODEL_DTYPES)  # what ``dtype`` takes
-
 # Every name engine_capacity takes -> (its release, the hook answering for it), per family
 # (``_derive_engines``).
 _ENGINE_HOOKS: dict[str, tuple[Release, Any]]
@@ -147,10 +145,8 @@ def engine_capacity(
     """What ``engine`` (``NAME[==VERSION]`` of ``kvgen.sizing.engines_registry``: "trtllm" or
     "trtllm-v2", "vllm" 0.34.0, "sglang" 0.5.23) gives ``model`` for a KV budget of
     ``budget_bytes``: tokens, requests at ``max_seq_len`` at once, bytes of one such request,
-    blocks of the pool (docs/cost-model.md §9), with the cache in the dtype the engine serves
-    it in (``served_dtype``: launched with model dtype ``dtype``, None its "auto": vLLM
-    serves a float32 checkpoint in bf16). The keywords are described in docs/api.md,
-    "The engine policies".
+    blocks of the pool (docs/cost-model.md §9), the cache in the dtype the engine serves
+    (``served_dtype``). The keywords are described in docs/api.md, "The engine policies".
     Raises ``ValueError`` naming the argument on bad input, when the engine would refuse to
     start, and (``NotModelled``, a ValueError) for a shape or mode not modelled per engine."""
     try:
@@ -201,25 +197,20 @@ def engine_capacity(
 
 def served_dtype(model: str, *, engine: str, dtype: str | None = None) -> str:
     """The cache dtype ``engine`` serves ``model``'s in, launched with model dtype ``dtype``
-    (None: the engine's "auto"): what ``engine_capacity`` plans with. A plain float cache
-    (fp32, bf16, fp16: the checkpoint's torch_dtype) follows the model dtype, and "auto" is
-    not always the checkpoint's (vLLM serves a float32 checkpoint in bf16, SGLang in fp16,
-    TensorRT-LLM keeps it: each release's ``float32_served_as``); any other cache dtype is
-    the spec's. ``ValueError`` naming the argument on bad input, and where ``dtype`` is not
-    what "auto" gives and the engine has no model dtype setting (TensorRT-LLM)."""
+    (None: its "auto"), which ``engine_capacity`` plans with (``Release.cache_dtype``:
+    vLLM serves a float32 checkpoint in bf16); ``ValueError`` as ``engine_capacity``."""
     found = release(engine)  # ValueError naming the engines modelled
     _check_model(model, "none")  # ValueError naming the model
     if dtype is not None:
-        _name("dtype", dtype, _FLOATS)
+        _name("dtype", dtype, tuple(MODEL_DTYPES))
     return found.cache_dtype(_MODEL_DTYPES[model], dtype)
 
 
 def _serving(
     found: Release, model: str, speculative: str, dtype: str | None
 ) -> tuple[str, EngineModel | None]:
-    """``_served``, where the engine's "auto" keeps a model's dtype first: ("", None) for the
-    tables' own rows, the model and profile not checked yet (a known layout is of a checked
-    pair), at a dict lookup and a comparison."""
+    """``_served``, or ("", None) at a lookup where "auto" keeps the tables' dtype (the model
+    and profile not checked yet: a known layout is of a checked pair)."""
     if dtype is None:
         try:
             spec = _MODEL_DTYPES.get(model)
@@ -233,9 +224,8 @@ def _serving(
 def _served(
     found: Release, model: str, speculative: str, dtype: str | None
 ) -> tuple[str, EngineModel]:
-    """The dtype ``found`` serves ``model``'s cache in ("": the tables' own) and the model's
-    rows in it, the model and profile checked (``_check_model``); ``ValueError`` where the
-    release cannot serve ``dtype``."""
+    """The dtype ``found`` serves ``model``'s cache in ("": the tables') and the rows in it,
+    the model and profile checked; ``ValueError`` where the release cannot serve ``dtype``."""
     entry = _check_model(model, speculative)
     spec = _MODEL_DTYPES[model]
     served = found.cache_dtype(spec, dtype)
@@ -258,9 +248,8 @@ def _trtllm_answer(
     dtype: str | None,
 ) -> EngineCapacity:  # fmt: skip
     """TensorRT-LLM V2 (``engine_capacity``'s hook for it): one pipeline stage's pools, at
-    a release that splits per request as that release splits (``_trtllm_split_capacity``).
-    It keeps the checkpoint's dtype: a ``dtype`` that is not is refused
-    (``Release.cache_dtype``)."""
+    a release that splits per request as that release splits (``_trtllm_split_capacity``);
+    a ``dtype`` other than the checkpoint's is refused (``Release.cache_dtype``)."""
     if dtype is not None:
         _served(found, model, speculative, dtype)
     if found.per_request_split:
