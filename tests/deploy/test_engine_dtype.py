@@ -493,3 +493,21 @@ def test_diff_answers_each_engine_in_the_dtype_it_serves_and_says_so(
     assert rows["vllm"]["old"][0] == 446 * 64 and rows["vllm"]["new"][0] == 495 * 64
     assert 46_782_931_271 // (64 * 36 * 40 * 128 * 8) == 495
     assert all("served" not in row for row in rows.values())
+
+
+def test_compare_with_a_float_kv_cache_dtype_launches_every_engine_in_it(capsys, project):
+    """``compare --kv-cache-dtype fp32``: vLLM launched with --dtype float32 (as plan emits),
+    1,784 fp32 blocks of 16 tokens (above) and no served note; without it, 3,569 bf16."""
+    here = Path.cwd()
+    os.chdir(project)
+    try:
+        code = main(["-q", "compare", "olmo2", "olmo_2_1124_13b", "--gpu-memory", BUDGET,
+                     "--engine", "vllm==0.33.0", "sglang", "--kv-cache-dtype", "fp32",
+                     "--format", "json"])  # fmt: skip
+    finally:
+        os.chdir(here)
+    assert code == 0
+    rows = {row["engine"]: row for row in json.loads(capsys.readouterr().out)["engines"]}
+    assert rows["vllm"]["num_blocks"] == VLLM_FP32_BLOCKS  # f0f85ad too; a bf16 answer here
+    assert rows["sglang"]["kv_tokens"] == 46_782_931_271 // FP32_TOKEN == 28554
+    assert "dtype" not in rows["vllm"] and "dtype" not in rows["sglang"]

@@ -117,7 +117,8 @@ def launched(args: argparse.Namespace) -> dict[str, Any]:
     checkpoint in another: ``Release.cache_dtype``); nothing for a quantized cache dtype."""
     from kvgen.sizing.engines_registry import MODEL_DTYPES
 
-    return {"dtype": args.kv_cache_dtype} if args.kv_cache_dtype in MODEL_DTYPES else {}
+    asked = getattr(args, "kv_cache_dtype", None)  # a caller's own namespace may lack it
+    return {"dtype": asked} if asked in MODEL_DTYPES else {}
 
 
 def engine_keywords(args: argparse.Namespace, engine: Engine) -> dict[str, Any]:
