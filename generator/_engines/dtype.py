@@ -76,8 +76,20 @@ def serve(
     serves (``served_dtype``); a plan in another float is the engine launched with that model
     dtype, so the module returned answers with ``dtype`` set to it."""
     spec = spec_dtype or model_dtype(sizing, model)
-    if spec not in FLOATS or (asked is not None and asked not in FLOATS):
+    if asked is not None and asked not in FLOATS:
         return sizing, None  # a quantized cache: the engine's kv-cache dtype names it
+    if spec not in FLOATS:
+        if asked is None or not engine.engine.settings.dtype_field:
+            return sizing, None  # the spec's quantized cache, or TensorRT-LLM's own dtype
+        # A float cache asked of a quantized spec: the checkpoint's model dtype is not in the
+        # spec, so the engine is launched in the dtype asked, which its "auto" cache follows.
+        field = engine.engine.settings.dtype_field
+        note = (
+            f"{field} {FLOATS[asked]}: the spec caches {spec}, and {engine.named}'s {asked} "
+            f"cache follows the model dtype, so the model runs in {asked} as planned"
+        )
+        served = Served(spec, asked, "", note, {field: FLOATS[asked]})
+        return _launched_in(sizing, asked), served
     auto = auto_dtype(engine, spec)
     planned = asked or auto
     if planned == spec == auto:

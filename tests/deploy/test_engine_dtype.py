@@ -511,3 +511,27 @@ def test_compare_with_a_float_kv_cache_dtype_launches_every_engine_in_it(capsys,
     assert rows["vllm"]["num_blocks"] == VLLM_FP32_BLOCKS  # f0f85ad too; a bf16 answer here
     assert rows["sglang"]["kv_tokens"] == 46_782_931_271 // FP32_TOKEN == 28554
     assert "dtype" not in rows["vllm"] and "dtype" not in rows["sglang"]
+
+
+def test_a_float_cache_asked_of_a_quantized_spec_launches_the_model_in_it(capsys):
+    """gpt_oss caches fp8 (its spec says the checkpoint is bfloat16; the spec keeps no model
+    dtype). ``--kv-cache-dtype fp32 --emit vllm`` plans an fp32 cache, which vLLM serves only
+    with --dtype float32: f0f85ad emitted none (vLLM would cache bf16, half the plan); with the
+    served dtype in engine_capacity and no flag the plan would be bf16 while saying fp32.
+    gpt_oss_20b's bytes per fp32 token are twice its bf16 ones, so the fp32 blocks are half:
+    27,306 // 2 = 13,653 at the same 64-token block."""
+    argv = ["gpt_oss", "gpt_oss_20b", "--gpu-memory", "40GiB", "--max-seq-len", "4096",
+            "--emit", "vllm", "--format", "json", "--kv-cache-dtype"]  # fmt: skip
+    wide = json.loads(_plan_out(capsys, *argv, "fp32"))
+    narrow = json.loads(_plan_out(capsys, *argv, "bf16"))
+    assert narrow["fields"]["num_gpu_blocks_override"] == 27306
+    assert wide["fields"]["num_gpu_blocks_override"] == 27306 // 2 == 13653
+    assert wide["fields"]["dtype"] == "float32" and narrow["fields"]["dtype"] == "bfloat16"
+    assert wide["fields"]["kv_cache_dtype"] == "auto"
+    assert "dtype float32: the spec caches fp8" in wide["notes"][0]
+
+
+def _plan_out(capsys, *argv):
+    code, out, err = plan(capsys, ROOT, *argv)
+    assert code == 0, err
+    return out
