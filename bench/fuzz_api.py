@@ -129,7 +129,7 @@ KINDS = {
     "family": "family", "model": "name", "speculative": "name", "engine": "name",
     "semantics": "name", "mamba_state_update": "name", "tier": "name",
     "mamba_cache_mode": "name", "gdn_prefill_backend": "name",
-    "mamba_radix_cache_strategy": "name", "ssm_dtype": "optional name",
+    "mamba_radix_cache_strategy": "name", "ssm_dtype": "optional name", "dtype": "optional name",
     "max_batch_size": "positive", "max_num_tokens": "positive", "max_seq_len": "positive",
     "tp_size": "positive", "pp_size": "positive", "dcp_size": "positive",
     "requests": "positive", "seq_len": "positive", "pp_rank": "non-negative",
@@ -247,7 +247,7 @@ def _base(rng: random.Random, surface: Surface, function: str) -> dict[str, obje
             "mamba_cache_mode": "align", "gdn_prefill_backend": "flashinfer",
             "swa_full_tokens_ratio": 0.8, "mamba_full_memory_ratio": 0.9, "ssm_dtype": None,
             "pp_size": 1, "pp_rank": 0, "mamba_radix_cache_strategy": "extra_buffer",
-            "heterogeneous_vocab": False,
+            "heterogeneous_vocab": False, "dtype": None,
         }  # fmt: skip
         kw["max_seq_len"] = min(int(kw["max_seq_len"]), native)  # type: ignore[call-overload]
         return kw

@@ -64,6 +64,7 @@ from kvgen.sizing.engines_sglang import (
 
 if TYPE_CHECKING:
     from kvgen._spec.models import Family, Model, Speculative
+    from kvgen.sizing.engines_registry import Release
 
 __all__ = [
     "HYBRID_SWA_ARCHITECTURES",
@@ -94,10 +95,13 @@ def sglang_plan(
     ssm_dtype: str = "fp32",
     hybrid_swa: bool | None = None,
     speculative: Speculative | None = None,
+    served_by: Release | None = None,
+    dtype: str | None = None,
 ) -> SglangPlan:
     """Bytes per token of each pool and per state slot, as SGLang 0.5.23 counts them
-    (``kvgen.sizing.engines_sglang.sglang_plan`` on the model's engine rows)."""
-    entry = engine_model(family, model)
+    (``kvgen.sizing.engines_sglang.sglang_plan`` on the model's engine rows; ``served_by`` /
+    ``dtype``: in the dtype that release serves them in, ``_vllm.vllm_plan``)."""
+    entry = engine_model(family, model, served_by, dtype)
     if hybrid_swa is not None:
         entry = EngineModel(
             entry.max_seq_len, entry.layers, entry.drafts, hybrid_swa, entry.ssm_state_bytes,

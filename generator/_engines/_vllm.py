@@ -61,6 +61,7 @@ from kvgen.sizing.engines_vllm import (
 
 if TYPE_CHECKING:
     from kvgen._spec.models import Family, Model, Speculative
+    from kvgen.sizing.engines_registry import Release
 
 __all__ = [
     "DEFAULT_BLOCK_SIZE",
@@ -93,12 +94,15 @@ def vllm_plan(
     ssm_dtype: str | None = None,
     heterogeneous_vocab: bool = False,
     named: str = engines_vllm.VLLM_NAMED,
+    served_by: Release | None = None,
+    dtype: str | None = None,
 ) -> VllmPlan:
     """Group the model's layers and size one block of the pool, as vLLM 0.33.0 and 0.34.0
     do (``kvgen.sizing.engines_vllm.vllm_plan`` on the model's engine rows); ``named``: the release
-    its refusals name."""
+    its refusals name; ``served_by`` / ``dtype``: the rows in the dtype that release serves
+    them in (``kvgen._model.engine_rows.engine_model``; None: the spec's)."""
     return engines_vllm.vllm_plan(
-        engine_model(family, model),
+        engine_model(family, model, served_by, dtype),
         block_size=block_size,
         tp_size=tp_size,
         speculative="none" if speculative is None else speculative.name,

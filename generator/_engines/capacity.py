@@ -179,6 +179,7 @@ def engine_capacity(
     pp_rank: int = 0,
     mamba_radix_cache_strategy: str = _sglang.MAMBA_STRATEGY,
     heterogeneous_vocab: bool = False,
+    dtype: str | None = None,
 ) -> EngineCapacity:
     """What ``engine`` (``NAME[==VERSION]``, ``kvgen.sizing.engines_registry``) gives ``model`` of
     ``family`` for a KV budget of ``budget_bytes``.
@@ -204,13 +205,19 @@ def engine_capacity(
     sampling only), under which vLLM runs a separate draft model of another vocabulary with
     the same layers in its pool; False (vLLM's default) refuses that draft. The other engines
     size a draft whatever its vocabulary and do not read it.
+    ``dtype``: the model dtype the engine is launched with (vLLM's and SGLang's ``--dtype``),
+    None its "auto". A plain float cache follows it, and "auto" is not always the spec's:
+    vLLM serves a float32 checkpoint in bf16, SGLang in fp16, TensorRT-LLM keeps it (each
+    release's ``float32_served_as``); the answer is in the dtype the engine serves
+    (``Release.cache_dtype``; a generated module's ``served_dtype`` names it). TensorRT-LLM
+    has no model dtype setting: a ``dtype`` other than the checkpoint's is a ``ValueError``.
     """
     found = _release(engine)
     # The default modes (by identity) and plain ints pass here; any other call has every
     # argument checked, read by this engine or not, as the generated modules do.
     if not (
         async_scheduling is True and heterogeneous_vocab is False and ssm_dtype is None
-        and mamba_cache_mode is VLLM_MAMBA_CACHE_MODE
+        and dtype is None and mamba_cache_mode is VLLM_MAMBA_CACHE_MODE
         and gdn_prefill_backend is GDN_PREFILL_BACKEND
         and swa_full_tokens_ratio is SWA_FULL_TOKENS_RATIO
         and mamba_full_memory_ratio is MAMBA_FULL_MEMORY_RATIO
@@ -241,7 +248,7 @@ def engine_capacity(
         found, family, model, budget_bytes, max_seq_len, max_num_tokens, block_size,
         speculative, tp_size, max_batch_size, async_scheduling, mamba_cache_mode,
         gdn_prefill_backend, swa_full_tokens_ratio, mamba_full_memory_ratio, ssm_dtype,
-        pp_size, pp_rank, mamba_radix_cache_strategy, heterogeneous_vocab,
+        pp_size, pp_rank, mamba_radix_cache_strategy, heterogeneous_vocab, dtype,
     )  # fmt: skip
     return capacity
 
@@ -258,7 +265,7 @@ def _trtllm_answer(
     max_batch_size: int, async_scheduling: bool, mamba_cache_mode: str,
     gdn_prefill_backend: str, swa_full_tokens_ratio: float, mamba_full_memory_ratio: float,
     ssm_dtype: str | None, pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str,
-    heterogeneous_vocab: bool,
+    heterogeneous_vocab: bool, dtype: str | None,
 ) -> EngineCapacity:  # fmt: skip
     """TensorRT-LLM V2: the policy itself, on the module bound at that page size."""
     size = getattr(family, "tokens_per_block", 0) if block_size is None else block_size
@@ -272,7 +279,7 @@ def _trtllm_answer(
         model, budget_bytes, engine=f"{found.engine.name}=={found.version}",
         max_seq_len=max_seq_len, max_num_tokens=max_num_tokens, speculative=speculative,
         tp_size=tp_size,
-        max_batch_size=max_batch_size, pp_size=pp_size, pp_rank=pp_rank,
+        max_batch_size=max_batch_size, pp_size=pp_size, pp_rank=pp_rank, dtype=dtype,
     )  # fmt: skip
     return capacity
 
@@ -283,7 +290,7 @@ def _vllm_answer(
     max_batch_size: int, async_scheduling: bool, mamba_cache_mode: str,
     gdn_prefill_backend: str, swa_full_tokens_ratio: float, mamba_full_memory_ratio: float,
     ssm_dtype: str | None, pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str,
-    heterogeneous_vocab: bool,
+    heterogeneous_vocab: bool, dtype: str | None,
 ) -> EngineCapacity:  # fmt: skip
     """vLLM: its plan of the spec's model at these settings (cached), then the budget."""
     if found.refuses_modes and speculative != "none":  # a mode this release refuses
@@ -297,7 +304,7 @@ def _vllm_answer(
     size = found.block_size if block_size is None else block_size
     key: tuple[object, ...] = (id(family), model, id(found), size, tp_size, speculative,
                                mamba_cache_mode, gdn_prefill_backend, ssm_dtype,
-                               heterogeneous_vocab)  # fmt: skip
+                               heterogeneous_vocab, dtype)  # fmt: skip
     try:
         hit = _CACHE.get(key)
     except TypeError:  # an unhashable argument: named below, never cached
@@ -307,7 +314,7 @@ def _vllm_answer(
     else:
         plan = _build_vllm(
             family, model, size, tp_size, speculative, mamba_cache_mode, gdn_prefill_backend,
-            ssm_dtype, heterogeneous_vocab, found.named,
+            ssm_dtype, heterogeneous_vocab, found.named, found, dtype,
         )  # fmt: skip
         _remember(key, family, plan)
     return vllm_capacity(
@@ -321,11 +328,12 @@ def _sglang_answer(
     max_batch_size: int, async_scheduling: bool, mamba_cache_mode: str,
     gdn_prefill_backend: str, swa_full_tokens_ratio: float, mamba_full_memory_ratio: float,
     ssm_dtype: str | None, pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str,
-    heterogeneous_vocab: bool,
+    heterogeneous_vocab: bool, dtype: str | None,
 ) -> EngineCapacity:  # fmt: skip
     """SGLang: its plan of the spec's model at this tp and SSM dtype (cached), then the
     pools of the budget at the page size."""
-    key: tuple[object, ...] = (id(family), model, id(found), tp_size, speculative, ssm_dtype)
+    key: tuple[object, ...] = (id(family), model, id(found), tp_size, speculative, ssm_dtype,
+                               dtype)  # fmt: skip
     try:
         hit = _CACHE.get(key)
     except TypeError:  # an unhashable argument: named below, never cached
@@ -333,7 +341,8 @@ def _sglang_answer(
     if hit is not None and hit[0] is family:
         plan = cast(_sglang.SglangPlan, hit[1])
     else:
-        plan = _build_sglang(family, model, tp_size, ssm_dtype or "fp32", speculative)
+        plan = _build_sglang(family, model, tp_size, ssm_dtype or "fp32", speculative, found,
+                             dtype)  # fmt: skip
         _remember(key, family, plan)
     page = found.block_size if block_size is None else block_size
     return sglang_capacity(
@@ -353,6 +362,8 @@ def _build_vllm(
     ssm_dtype: str | None,
     heterogeneous_vocab: bool = False,
     named: str = VLLM_NAMED,
+    served_by: Release | None = None,
+    dtype: str | None = None,
 ) -> _vllm.VllmPlan:
     _family(family)
     for name, value, choices in (
@@ -376,17 +387,21 @@ def _build_vllm(
         ssm_dtype=ssm_dtype,
         heterogeneous_vocab=heterogeneous_vocab,
         named=named,
+        served_by=served_by,
+        dtype=dtype,
     )
 
 
 def _build_sglang(
-    family: Family, model: str, tp_size: int, ssm_dtype: str, speculative: str
-) -> _sglang.SglangPlan:
+    family: Family, model: str, tp_size: int, ssm_dtype: str, speculative: str,
+    served_by: Release | None = None, dtype: str | None = None,
+) -> _sglang.SglangPlan:  # fmt: skip
     _family(family)
     spec_model = _model(family, model)
     return _sglang.sglang_plan(
         family, spec_model, tp_size=_positive("tp_size", tp_size), ssm_dtype=ssm_dtype,
-        speculative=_profile(family, spec_model.name, speculative),
+        speculative=_profile(family, spec_model.name, speculative), served_by=served_by,
+        dtype=dtype,
     )  # fmt: skip
 
 

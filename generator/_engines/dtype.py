@@ -16,16 +16,22 @@ vendored output folder resolves alike.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import types
 from typing import Any, NamedTuple
 
-from kvgen.sizing.engines_registry import Release
+from kvgen.sizing.engines_registry import MODEL_DTYPES, Release
+from kvgen.sizing.engines_rows import model_dtype as _rows_dtype
+from kvgen.sizing.engines_rows import served_tables
 
-__all__ = ["FLOATS", "Served", "auto_dtype", "model_dtype", "serve", "served_family"]
+__all__ = [
+    "FLOATS", "Served", "auto_dtype", "model_dtype", "serve", "served_family", "spec_served",
+]  # fmt: skip
 
 # kvgen's plain float cache dtypes -> the engines' names for the model dtype (--dtype)
-FLOATS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+FLOATS = MODEL_DTYPES
 
 
 class Served(NamedTuple):
@@ -42,18 +48,14 @@ class Served(NamedTuple):
 
 def model_dtype(sizing: types.ModuleType, model: str) -> str:
     """The model's cache dtype: its attention rows' one dtype where they share it (a model's
-    own kv_cache_dtype, as qwen3_235b_a22b_fp8_pth's), else the family's."""
-    rows = sizing.ENGINE_MODELS[model].layers
-    dtypes = {lay.dtype for lay in rows if lay.kv_heads and not lay.token_bytes}
-    found: str = dtypes.pop() if len(dtypes) == 1 else sizing.KV_CACHE_DTYPE
-    return found
+    own kv_cache_dtype, as qwen3_235b_a22b_fp8_pth's), else the family's
+    (``kvgen.sizing.engines_rows.model_dtype``, what the runtime plans with)."""
+    return _rows_dtype(sizing.ENGINE_MODELS[model], sizing.KV_CACHE_DTYPE)
 
 
 def auto_dtype(engine: Release, dtype: str) -> str:
     """The cache dtype ``engine``'s dtype "auto" gives a checkpoint in ``dtype``."""
-    if dtype == "fp32" and engine.float32_served_as:
-        return engine.float32_served_as
-    return dtype
+    return engine.serves(dtype)
 
 
 def serve(
@@ -68,10 +70,26 @@ def serve(
     (None: the spec's dtype, nothing to say). ``asked``: ``--kv-cache-dtype`` (the module is
     bound to it already); ``spec_dtype``: the checkpoint's dtype where the module's rows no
     longer show it (a what-if module). ``ValueError`` where the plan's float dtype is not the
-    engine's own and the engine has no dtype field kvgen emits."""
+    engine's own and the engine has no dtype field kvgen emits.
+
+    The generated module's own ``engine_capacity`` answers in the dtype the engine's "auto"
+    serves (``served_dtype``); a plan in another float is the engine launched with that model
+    dtype, so the module returned answers with ``dtype`` set to it."""
     spec = spec_dtype or model_dtype(sizing, model)
-    if spec not in FLOATS or (asked is not None and asked not in FLOATS):
+    if asked is not None and asked not in FLOATS:
         return sizing, None  # a quantized cache: the engine's kv-cache dtype names it
+    if spec not in FLOATS:
+        if asked is None or not engine.engine.settings.dtype_field:
+            return sizing, None  # the spec's quantized cache, or TensorRT-LLM's own dtype
+        # A float cache asked of a quantized spec: the checkpoint's model dtype is not in the
+        # spec, so the engine is launched in the dtype asked, which its "auto" cache follows.
+        field = engine.engine.settings.dtype_field
+        note = (
+            f"{field} {FLOATS[asked]}: the spec caches {spec}, and {engine.named}'s {asked} "
+            f"cache follows the model dtype, so the model runs in {asked} as planned"
+        )
+        served = Served(spec, asked, "", note, {field: FLOATS[asked]})
+        return _launched_in(sizing, asked), served
     auto = auto_dtype(engine, spec)
     planned = asked or auto
     if planned == spec == auto:
@@ -85,53 +103,52 @@ def serve(
             f"cache in {planned}; for the checkpoint's {spec} plan --kv-cache-dtype {spec}"
         )
         return sizing, Served(spec, planned, auto, note, {})
+    # ValueError where the engine has no model dtype setting
+    engine.cache_dtype(spec, planned, "--kv-cache-dtype", "plan without --kv-cache-dtype")
     field = engine.engine.settings.dtype_field
-    if not field:
-        raise ValueError(
-            f"--kv-cache-dtype {planned}: {engine.named} serves this {spec} checkpoint's cache "
-            f"in {auto} ({why}); plan without --kv-cache-dtype, or serve a {FLOATS[planned]} "
-            "copy of the checkpoint"
-        )
     note = (
         f"{field} {FLOATS[planned]}: {engine.named}'s dtype auto serves this {spec} checkpoint "
         f"in {auto}; the cache follows the model dtype, so the model runs in {planned} as planned"
     )
-    return sizing, Served(spec, planned, auto, note, {field: FLOATS[planned]})
+    return _launched_in(sizing, planned), Served(
+        spec, planned, auto, note, {field: FLOATS[planned]}
+    )
+
+
+def _launched_in(sizing: types.ModuleType, dtype: str) -> types.ModuleType:
+    """``sizing`` (bound to ``dtype`` already) whose ``engine_capacity`` answers for the
+    engine launched with model dtype ``dtype``; the module itself where its runtime predates
+    that keyword (a vendored output folder's: it answers in the tables' dtype)."""
+    answer = sizing.engine_capacity
+    if "dtype" not in inspect.signature(answer).parameters:
+        return sizing
+    module = types.ModuleType(sizing.__name__)
+    module.__dict__.update(vars(sizing))
+    module.__dict__["engine_capacity"] = functools.partial(answer, dtype=dtype)
+    return module
 
 
 def _rebound(sizing: types.ModuleType, old: str, new: str) -> types.ModuleType:
-    """``sizing``'s tables with every layer kind cached in ``old`` cached in ``new`` (the
-    engine casts the model; a state dtype the spec names itself stays), bound to the runtime
-    the tables came from, as a generated module binds them."""
-    tables = sizing.TABLES
-
-    def stack(layers: Any) -> Any:
-        kinds = {
-            name: kind._replace(dtype=new) if kind.dtype == old else kind
-            for name, kind in layers.kinds.items()
-        }
-        return layers._replace(kinds=kinds)
-
-    models = {
-        name: entry._replace(
-            layers=stack(entry.layers),
-            extra_layers={key: stack(value) for key, value in entry.extra_layers.items()},
-        )
-        for name, entry in tables.models.items()
-    }
-    profiles = {
-        name: profile if profile.draft is None else profile._replace(draft=stack(profile.draft))
-        for name, profile in tables.profiles.items()
-    }
-    family_dtype = new if tables.kv_cache_dtype == old else tables.kv_cache_dtype
-    rebound = tables._replace(kv_cache_dtype=family_dtype, models=models, profiles=profiles)
+    """``sizing``'s tables as the engine serves them in ``new`` (``served_tables``: plain
+    ``_replace`` on the rows, so any runtime's), bound to the runtime the tables came from, as
+    a generated module binds them."""
     # kvgen.sizing, or an output folder's _kvgen_runtime
-    sizing_package = type(tables).__module__.rpartition(".")[0]
+    sizing_package = type(sizing.TABLES).__module__.rpartition(".")[0]
     module = types.ModuleType(sizing.__name__)
-    module.__dict__["TABLES"] = rebound
+    module.__dict__["TABLES"] = served_tables(sizing.TABLES, old, new)
     importlib.import_module(f"{sizing_package}.sizing_core").bind(module.__dict__)
     importlib.import_module(f"{sizing_package}.engines_core").bind(module.__dict__)
     return module
+
+
+def spec_served(family: Any, model: str, engine: Release) -> tuple[str, str]:
+    """A spec's (``kvgen._spec.models.Family``) model cache dtype and the one ``engine``'s
+    dtype "auto" serves it in (the same where it keeps it): as ``engine_capacity`` reads them
+    (``kvgen.sizing.engines_rows.model_dtype``, ``Release.serves``)."""
+    from kvgen._model.engine_rows import engine_model
+
+    spec = _rows_dtype(engine_model(family, family.model(model)), family.kv_cache_dtype)
+    return spec, engine.serves(spec)
 
 
 def served_family(family: Any, model: str, engine: Release) -> tuple[Any, str]:
@@ -140,11 +157,7 @@ def served_family(family: Any, model: str, engine: Release) -> tuple[Any, str]:
     ``serve`` for the planning commands that read the spec itself (``kvgen compare``)."""
     from kvgen._engines.whatif import Overrides, _override
 
-    entry = family.model(model)
-    spec = entry.kv_cache_dtype or family.kv_cache_dtype
-    if spec not in FLOATS:
-        return family, ""
-    auto = auto_dtype(engine, spec)
+    spec, auto = spec_served(family, model, engine)
     if auto == spec:
         return family, ""
     data = _override(family.model_dump(mode="json", exclude_none=True), Overrides(

@@ -23,6 +23,8 @@ from kvgen.sizing.engines_rows import (
     NotModelled,
     engine_rows,
     kind_rows,
+    model_dtype,
+    served_tables,
 )
 from kvgen.sizing.engines_rows import (
     engine_model as derived_engine_model,
@@ -32,6 +34,7 @@ from kvgen.sizing.sizing_kinds import Profile, SizingTables, Stack
 
 if TYPE_CHECKING:
     from kvgen._spec.models import Family, Model, Speculative
+    from kvgen.sizing.engines_registry import Release
 
 
 class _SglangDraft(TypedDict, total=False):
@@ -289,12 +292,28 @@ def _vllm_ssm_dtype(family: Family, model: Model) -> str:
     return ""
 
 
-def engine_model(family: Family, model: Model) -> EngineModel:
+def engine_model(
+    family: Family, model: Model, served_by: Release | None = None, dtype: str | None = None
+) -> EngineModel:
     """The engine rows of one model of a loaded spec, derived as a generated module derives
-    them from its tables."""
-    return derived_engine_model(
-        model.name, model_row(family, model), profile_rows(family), engine_arch(family)
-    )
+    them from its tables; with ``served_by``, in the cache dtype that release serves the model
+    in, launched with model dtype ``dtype`` (None: its "auto"; ``Release.cache_dtype``, which
+    raises ``ValueError`` where the release cannot), as a generated module's
+    ``engine_capacity`` plans it."""
+    row, profiles, arch = model_row(family, model), profile_rows(family), engine_arch(family)
+    entry = derived_engine_model(model.name, row, profiles, arch)
+    if served_by is None:
+        return entry
+    spec = model_dtype(entry, family.kv_cache_dtype)
+    served = served_by.cache_dtype(spec, dtype)
+    if served == spec:
+        return entry
+    tables = served_tables(
+        SizingTables(family.family, "", family.tokens_per_block, family.kv_cache_dtype,
+                     {model.name: row}, profiles, arch),
+        spec, served,
+    )  # fmt: skip
+    return derived_engine_model(model.name, tables.models[model.name], tables.profiles, arch)
 
 
 def engine_tables(family: Family) -> dict[str, EngineModel]:

@@ -151,13 +151,36 @@ def family_status(changes: list[Change], old: Side, new: Side) -> str:
     return "unchanged"
 
 
-def engine_changes(name: str, before: Side, after: Side) -> list[EngineChange]:
+def engine_changes(
+    name: str, before: Side, after: Side, asked: str | None = None
+) -> list[EngineChange]:
     """Per engine, each (model, profile) whose capacity differs between the sides (``kvgen
-    diff --engine``): reported beside the changes, never classified or blocking."""
+    diff --engine``): reported beside the changes, never classified or blocking; each says
+    the dtype the engine serves the model's cache in where that is not the spec's (the new
+    side's, else the old's; none under a ``--kv-cache-dtype`` of a plain float, which
+    launches the engine in it)."""
     old = before.evaluation.engines if before.evaluation else {}
     new = after.evaluation.engines if after.evaluation else {}
     out = []
     for key in sorted(set(old) | set(new)):
         if old.get(key) != new.get(key):
-            out.append(EngineChange(name, *key, old.get(key), new.get(key)))
+            served = _served(after if key in new else before, key[0], key[2], asked)
+            out.append(EngineChange(name, *key, old.get(key), new.get(key), served))
     return out
+
+
+def _served(side: Side, model: str, engine: str, asked: str | None) -> str:
+    """What a line of ``engine_changes`` says of the dtype ``engine`` serves ``model`` in."""
+    from kvgen._engines.dtype import FLOATS, spec_served
+    from kvgen.sizing.engines_registry import release
+
+    if asked in FLOATS:
+        return ""
+    try:
+        found = release(engine)
+        spec, served = spec_served(side.family, model, found)
+    except (ValueError, KeyError):  # an engine or model this kvgen does not know: nothing said
+        return ""
+    if served == spec:
+        return ""
+    return f"cache in {served}: {found.named} serves this {spec} checkpoint in {served}"

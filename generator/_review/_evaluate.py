@@ -127,18 +127,36 @@ def _engine_rows(
     """``[model, profile, engine, kv_tokens, max_concurrency]``, or ``[..., None, reason]``
     where the engine refuses or does not model it: the module's own ``engine_capacity``."""
     out: list[list[Any]] = []
+    # A --kv-cache-dtype of a plain float launches the engine in that model dtype
+    # (``engine_dtype``; the sides are rendered in it; without it, each engine answers in the
+    # dtype its "auto" serves), where the module's runtime takes ``dtype`` (a committed
+    # module's may predate it).
+    launched: dict[str, Any] = {}
+    asked = deployment.get("engine_dtype")
+    if asked is not None and "dtype" in _parameters(module.engine_capacity):
+        launched["dtype"] = asked
     for engine in engines:
         try:
             cap = module.engine_capacity(
                 model, deployment["gpu_budget"], engine=engine, speculative=profile,
                 max_seq_len=kwargs["max_seq_len"], max_num_tokens=kwargs["max_num_tokens"],
-                tp_size=kwargs["tp_size"], max_batch_size=kwargs["max_batch_size"],
+                tp_size=kwargs["tp_size"], max_batch_size=kwargs["max_batch_size"], **launched,
             )  # fmt: skip
         except ValueError as exc:
             out.append([model, profile, engine, None, str(exc)[:300]])
             continue
         out.append([model, profile, engine, int(cap.kv_tokens), float(cap.max_concurrency)])
     return out
+
+
+def _parameters(function: Any) -> tuple[str, ...]:
+    """The keyword names ``function`` takes (none for what ``inspect`` cannot read)."""
+    import inspect
+
+    try:
+        return tuple(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return ()
 
 
 def main() -> None:

@@ -176,7 +176,7 @@ def _review_family(
             detail = f"family renamed from {renamed[name]}"
             changes.append(Change(name, ANY, ANY, ANY, API, detail))
         changes += compare_family(name, before, after, deployment=deployment)
-        review.engine_changes += engine_changes(name, before, after)
+        review.engine_changes += engine_changes(name, before, after, deployment.kv_cache_dtype)
         review.families[name] = family_status(changes, before, after)
     acks = after.family.acknowledge
     review.changes += [

@@ -174,7 +174,7 @@ def render_module(side: Side, tag: str, deployment: ReferenceDeployment) -> None
     text = render([SpecInput(side.path, side.raw, family)])[f"{name}/sizing.py"]
     filename = f"<{tag}:{name}/sizing.py>"
     module = exec_sizing(text, filename, f"kvgen_review_{tag}", name)
-    data = evaluator.evaluate(module, vars(deployment), _native(side))
+    data = evaluator.evaluate(module, _request(deployment), _native(side))
     side.evaluation = _evaluation(data, filename)  # the module's __file__
     side.module_text = text
 
@@ -197,6 +197,18 @@ def _what_if(side: Side, deployment: ReferenceDeployment) -> Family:
         return whatif_data(side.path, side.raw, overrides)
     except UsageError as exc:
         raise ReviewError(str(exc)) from None
+
+
+def _request(deployment: ReferenceDeployment) -> dict[str, object]:
+    """The deployment as ``_evaluate`` reads it: its fields, and ``engine_dtype``, the model
+    dtype the engines are launched in (``engine_capacity``'s ``dtype``): a ``--kv-cache-dtype``
+    of a plain float, whose cache follows it; absent otherwise (each engine's "auto")."""
+    from kvgen.sizing.engines_registry import MODEL_DTYPES
+
+    data = dict(vars(deployment))
+    if deployment.kv_cache_dtype in MODEL_DTYPES:
+        data["engine_dtype"] = deployment.kv_cache_dtype
+    return data
 
 
 def _has_what_ifs(deployment: ReferenceDeployment) -> bool:
@@ -264,7 +276,7 @@ def _run_isolated(
             "path": str(module),
             "root": tmp,
             "package": f"{COMMITTED_PACKAGE}.{module.parent.name}",
-            "deployment": vars(deployment),
+            "deployment": _request(deployment),
             "native": native,
         }
         try:

@@ -124,6 +124,9 @@ class EngineChange:
     engine: str
     old: tuple[int, float] | str | None  # None: the model or profile did not exist
     new: tuple[int, float] | str | None
+    # How the engine serves the model's cache where its "auto" is not the spec's dtype (vLLM
+    # serves a float32 checkpoint in bf16), as its capacity is answered; "" the spec's.
+    served: str = ""
 
 
 @dataclass

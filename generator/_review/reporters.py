@@ -251,7 +251,10 @@ def _engine_lines(review: Review) -> list[str]:
     lines = [f"engine capacity changes ({', '.join(engines)}; informational, not classified):"]
     for c in review.engine_changes:
         where = "/".join((c.family, c.model, c.profile))
-        lines.append(f"  {c.engine} {where}: {_engine_value(c.old)} -> {_engine_value(c.new)}")
+        served = f" ({c.served})" if c.served else ""
+        lines.append(
+            f"  {c.engine} {where}: {_engine_value(c.old)} -> {_engine_value(c.new)}{served}"
+        )
     if len(lines) == 1:
         lines.append("  none")
     return lines
@@ -293,7 +296,8 @@ def as_json(review: Review) -> str:
     }
     if review.deployment.engines:
         data["engine_changes"] = [
-            {**vars(c), "old": c.old, "new": c.new} for c in review.engine_changes
+            {**{k: v for k, v in vars(c).items() if k != "served" or v}, "old": c.old, "new": c.new}
+            for c in review.engine_changes
         ]
     return escaping.json_dumps(data) + "\n"
 

@@ -147,9 +147,9 @@ def test_generated_public_surface_and_engine_defaults(tmp: Path) -> None:
     gemma = generated("gemma3", tmp)
     # The engine half of the public surface: the rows and answer, TensorRT-LLM V2's pool
     # groups for a tool (docs/api.md, "The interface of a sizing module").
-    assert gemma.__all__[-6:] == [
-        "ENGINE_MODELS", "EngineCapacity", "engine_capacity", "trtllm_held", "trtllm_held_in",
-        "trtllm_plans",
+    assert gemma.__all__[-7:] == [
+        "ENGINE_MODELS", "EngineCapacity", "engine_capacity", "served_dtype", "trtllm_held",
+        "trtllm_held_in", "trtllm_plans",
     ]  # fmt: skip
     # Defaults: vLLM each release's block (0.33.0: 16; 0.34.0, plain "vllm": 64), SGLang page
     # 1, TensorRT-LLM the spec's tokens_per_block (16).

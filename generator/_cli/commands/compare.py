@@ -111,6 +111,16 @@ def releases(args: argparse.Namespace) -> list[Release]:
     return sorted(set(wanted), key=lambda r: (ENGINES.index(r.engine), RELEASES.index(r)))
 
 
+def launched(args: argparse.Namespace) -> dict[str, Any]:
+    """``engine_capacity``'s ``dtype`` for a ``--kv-cache-dtype`` of a plain float: the engine
+    launched with that model dtype, whose cache follows it (an engine's "auto" may serve the
+    checkpoint in another: ``Release.cache_dtype``); nothing for a quantized cache dtype."""
+    from kvgen.sizing.engines_registry import MODEL_DTYPES
+
+    asked = getattr(args, "kv_cache_dtype", None)  # a caller's own namespace may lack it
+    return {"dtype": asked} if asked in MODEL_DTYPES else {}
+
+
 def engine_keywords(args: argparse.Namespace, engine: Engine) -> dict[str, Any]:
     """The keywords of ``engine_capacity`` and ``policy_terms`` that only some engines read,
     as asked, for ``engine`` (SGLang's Mamba radix cache strategy, vLLM's
@@ -169,7 +179,7 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
                 engine_capacity(
                     family, model, args.gpu_memory, engine=found.spelling,
                     block_size=args.block_size, max_batch_size=args.max_batch_size,
-                    tp_size=args.tp_size, **common, **own,
+                    tp_size=args.tp_size, **common, **own, **launched(args),
                     **({} if args.pp_size == 1 else {"pp_size": args.pp_size, "pp_rank": rank}),
                 )
                 for rank in range(args.pp_size if engine.pipeline_parallel else 1)
@@ -355,6 +365,7 @@ def engine_curve(
                 family, model, budget, engine=found.spelling, block_size=args.block_size,
                 max_seq_len=seq_len, max_num_tokens=args.max_num_tokens, tp_size=args.tp_size,
                 max_batch_size=args.max_batch_size, speculative=args.speculative,
+                **launched(args),
             )  # fmt: skip
         except NotModelled:
             return Curve([], [], f"{engine} (not modelled)", None)
