@@ -21,14 +21,23 @@ from . import (
     engines_vllm,
 )
 from .engines_options import _BATCH, _engine_arguments
-from .engines_registry import DEFAULT_MAX_BATCH_SIZE, SPELLINGS, Release, release
+from .engines_registry import (
+    DEFAULT_MAX_BATCH_SIZE,
+    MODEL_DTYPES,
+    SPELLINGS,
+    Release,
+    release,
+)
 from .engines_rows import (
     ENGINE_MODELS,
     UNMODELLED,
     EngineCapacity,
     EngineModel,
     NotModelled,
+    engine_model,
     engine_models,
+    model_dtype,
+    served_tables,
 )
 from .engines_sglang import (
     MAMBA_FULL_MEMORY_RATIO,
@@ -65,6 +74,7 @@ __all__ = [
     "ENGINE_MODELS",
     "EngineCapacity",
     "engine_capacity",
+    "served_dtype",
     "trtllm_held",
     "trtllm_held_in",
     "trtllm_plans",
@@ -84,6 +94,10 @@ _SGLANG_PLANS: dict[tuple[object, ...], SglangPlan]
 _VLLM_LAYOUTS: dict[tuple[object, ...], VllmLayout]
 # with the draft's layers and tokens
 _SGLANG_LAYOUTS: dict[tuple[object, ...], tuple[SglangLayout, int, int]]
+# Each model's cache dtype (``model_dtype``, at bind), and its rows as an engine serves them in
+# another dtype, by (model, that dtype): filled on first use, bounded by models x 3 floats.
+_MODEL_DTYPES: dict[str, str]
+_SERVED_MODELS: dict[tuple[str, str], EngineModel]
 
 
 def _check_model(model: object, speculative: object) -> EngineModel:
@@ -133,12 +147,13 @@ def engine_capacity(
     pp_rank: int = 0,
     mamba_radix_cache_strategy: str = SGLANG_MAMBA_STRATEGY,
     heterogeneous_vocab: bool = False,
+    dtype: str | None = None,
 ) -> EngineCapacity:
     """What ``engine`` (``NAME[==VERSION]`` of ``kvgen.sizing.engines_registry``: "trtllm" or
-    "trtllm-v2", "vllm" 0.33.0, "sglang" 0.5.23) gives ``model`` for a KV budget of
+    "trtllm-v2", "vllm" 0.34.0, "sglang" 0.5.23) gives ``model`` for a KV budget of
     ``budget_bytes``: tokens, requests at ``max_seq_len`` at once, bytes of one such request,
-    blocks of the pool (docs/cost-model.md §9). The keywords are described in docs/api.md,
-    "The engine policies".
+    blocks of the pool (docs/cost-model.md §9), the cache in the dtype the engine serves
+    (``served_dtype``). The keywords are described in docs/api.md, "The engine policies".
     Raises ``ValueError`` naming the argument on bad input, when the engine would refuse to
     start, and (``NotModelled``, a ValueError) for a shape or mode not modelled per engine."""
     try:
@@ -152,7 +167,7 @@ def engine_capacity(
     # argument checked, read by this engine or not (``_engine_arguments``).
     if not (
         async_scheduling is True and heterogeneous_vocab is False and ssm_dtype is None
-        and mamba_cache_mode is VLLM_MAMBA_CACHE_MODE
+        and dtype is None and mamba_cache_mode is VLLM_MAMBA_CACHE_MODE
         and gdn_prefill_backend is GDN_PREFILL_BACKEND
         and swa_full_tokens_ratio is SWA_FULL_TOKENS_RATIO
         and mamba_full_memory_ratio is MAMBA_FULL_MEMORY_RATIO
@@ -182,9 +197,53 @@ def engine_capacity(
         found, model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
         tp_size, max_batch_size, async_scheduling, mamba_cache_mode, gdn_prefill_backend,
         swa_full_tokens_ratio, mamba_full_memory_ratio, ssm_dtype, pp_size, pp_rank,
-        mamba_radix_cache_strategy, heterogeneous_vocab,
+        mamba_radix_cache_strategy, heterogeneous_vocab, dtype,
     )  # fmt: skip
     return capacity
+
+
+def served_dtype(model: str, *, engine: str, dtype: str | None = None) -> str:
+    """The cache dtype ``engine`` serves ``model``'s in, launched with model dtype ``dtype``
+    (None: its "auto"), which ``engine_capacity`` plans with (``Release.cache_dtype``:
+    vLLM serves a float32 checkpoint in bf16); ``ValueError`` as ``engine_capacity``."""
+    found = release(engine)  # ValueError naming the engines modelled
+    _check_model(model, "none")  # ValueError naming the model
+    if dtype is not None:
+        _name("dtype", dtype, tuple(MODEL_DTYPES))
+    return found.cache_dtype(_MODEL_DTYPES[model], dtype)
+
+
+def _serving(
+    found: Release, model: str, speculative: str, dtype: str | None
+) -> tuple[str, EngineModel | None]:
+    """``_served``, or ("", None) at a lookup where "auto" keeps the tables' dtype (the model
+    and profile not checked yet: a known layout is of a checked pair)."""
+    if dtype is None:
+        try:
+            spec = _MODEL_DTYPES.get(model)
+        except TypeError:  # an unhashable model: named by _served
+            spec = None
+        if spec is not None and found.serves(spec) == spec:
+            return "", None
+    return _served(found, model, speculative, dtype)
+
+
+def _served(
+    found: Release, model: str, speculative: str, dtype: str | None
+) -> tuple[str, EngineModel]:
+    """The dtype ``found`` serves ``model``'s cache in ("": the tables') and the rows in it,
+    the model and profile checked; ``ValueError`` where the release cannot serve ``dtype``."""
+    entry = _check_model(model, speculative)
+    spec = _MODEL_DTYPES[model]
+    served = found.cache_dtype(spec, dtype)
+    if served == spec:
+        return "", entry
+    rows = _SERVED_MODELS.get((model, served))
+    if rows is None:
+        tables = served_tables(TABLES, spec, served)
+        rows = engine_model(model, tables.models[model], tables.profiles, tables.engines)
+        _SERVED_MODELS[model, served] = rows
+    return served, rows
 
 
 def _trtllm_answer(
@@ -193,9 +252,13 @@ def _trtllm_answer(
     async_scheduling: bool, mamba_cache_mode: str, gdn_prefill_backend: str,
     swa_full_tokens_ratio: float, mamba_full_memory_ratio: float, ssm_dtype: str | None,
     pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str, heterogeneous_vocab: bool,
+    dtype: str | None,
 ) -> EngineCapacity:  # fmt: skip
     """TensorRT-LLM V2 (``engine_capacity``'s hook for it): one pipeline stage's pools, at
-    a release that splits per request as that release splits (``_trtllm_split_capacity``)."""
+    a release that splits per request as that release splits (``_trtllm_split_capacity``);
+    a ``dtype`` other than the checkpoint's is refused (``Release.cache_dtype``)."""
+    if dtype is not None:
+        _served(found, model, speculative, dtype)
     if found.per_request_split:
         return _trtllm_split_capacity(
             found.version, model, budget_bytes, max_seq_len, max_num_tokens, block_size,
@@ -213,9 +276,10 @@ def _vllm_answer(
     async_scheduling: bool, mamba_cache_mode: str, gdn_prefill_backend: str,
     swa_full_tokens_ratio: float, mamba_full_memory_ratio: float, ssm_dtype: str | None,
     pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str, heterogeneous_vocab: bool,
+    dtype: str | None,
 ) -> EngineCapacity:  # fmt: skip
     """vLLM (``engine_capacity``'s hook for it): the plan of these settings, cached, and what
-    the budget holds in it."""
+    the budget holds in it, with the cache in the dtype the release serves (``_served``)."""
     if found.refuses_modes and speculative != "none":  # a mode this release refuses
         _check_model(model, speculative)
         refusal = found.mode_refusal(speculative, TABLES.profiles[speculative].mode)
@@ -223,23 +287,27 @@ def _vllm_answer(
             raise ValueError(refusal)
     size = found.block_size if block_size is None else block_size
     key = (model, size, tp_size, speculative, mamba_cache_mode, gdn_prefill_backend, ssm_dtype,
-           heterogeneous_vocab)  # fmt: skip
+           heterogeneous_vocab, dtype, found.float32_served_as)  # fmt: skip
     try:
         plan = _VLLM_PLANS.get(key)
     except TypeError:  # an unhashable argument: named below
         plan = None
     if plan is None:  # every argument is checked by engine_capacity: the model and profile remain
-        # A layout with vLLM's use_heterogeneous_vocab is kept apart: by default the same
-        # model and profile may be refused.
-        layout_key = (model, speculative, True) if heterogeneous_vocab else (model, speculative)
+        served, entry = _serving(found, model, speculative, dtype)
+        # A layout with vLLM's use_heterogeneous_vocab, or of the rows in another dtype, is
+        # kept apart: by default the same model and profile may be refused.
+        layout_key: tuple[object, ...] = (model, speculative)
+        if heterogeneous_vocab or served:
+            layout_key = (model, speculative, heterogeneous_vocab, served)
         try:
             layout = _VLLM_LAYOUTS.get(layout_key)
         except TypeError:  # an unhashable argument: named below
             layout = None
         if layout is None:  # known layouts are of a model and profile checked before
-            layout = vllm_layout(_check_model(model, speculative), speculative,
-                                 heterogeneous_vocab, found.named)  # fmt: skip
-            _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2
+            if entry is None:
+                entry = _check_model(model, speculative)
+            layout = vllm_layout(entry, speculative, heterogeneous_vocab, found.named)
+            _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2 x dtypes
         plan = vllm_plan_at(layout, int(size), int(tp_size), mamba_cache_mode,  # numpy ints too
                             gdn_prefill_backend, ssm_dtype, found.named)  # fmt: skip
         if len(_VLLM_PLANS) >= 4096:
@@ -256,23 +324,30 @@ def _sglang_answer(
     async_scheduling: bool, mamba_cache_mode: str, gdn_prefill_backend: str,
     swa_full_tokens_ratio: float, mamba_full_memory_ratio: float, ssm_dtype: str | None,
     pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str, heterogeneous_vocab: bool,
+    dtype: str | None,
 ) -> EngineCapacity:  # fmt: skip
     """SGLang (``engine_capacity``'s hook for it): the plan of the model, tp and SSM dtype,
-    cached, and the pools the budget gives at the page size."""
-    key_s = (model, ssm_dtype, tp_size, speculative)
+    cached, and the pools the budget gives at the page size, with the cache in the dtype the
+    release serves (``_served``)."""
+    key_s = (model, ssm_dtype, tp_size, speculative, dtype, found.float32_served_as)
     try:
         plan_s = _SGLANG_PLANS.get(key_s)
     except TypeError:  # an unhashable argument: named below
         plan_s = None
     if plan_s is None:
+        served, entry = _serving(found, model, speculative, dtype)
+        layout_key: tuple[object, ...] = (
+            (model, speculative, served) if served else (model, speculative)
+        )
         try:
-            layout_s = _SGLANG_LAYOUTS.get((model, speculative))
+            layout_s = _SGLANG_LAYOUTS.get(layout_key)
         except TypeError:  # an unhashable argument: named below
             layout_s = None
         if layout_s is None:  # known layouts are of a model and profile checked before
-            entry = _sglang_drafts(_check_model(model, speculative), speculative)
-            layout_s = _sglang_layout(entry, speculative)
-            _SGLANG_LAYOUTS[(model, speculative)] = layout_s  # bounded: models x profiles
+            if entry is None:
+                entry = _check_model(model, speculative)
+            layout_s = _sglang_layout(_sglang_drafts(entry, speculative), speculative)
+            _SGLANG_LAYOUTS[layout_key] = layout_s  # bounded: models x profiles x dtypes
         pools_of, draft_layers, draft_tokens = layout_s
         plan_s = sglang_plan_at(pools_of, int(tp_size), ssm_dtype or "fp32", draft_layers,
                                 draft_tokens)  # fmt: skip
@@ -315,7 +390,12 @@ def _derive_engines() -> None:
     that each engine answers (what they alone decide), so that the first plan of a
     configuration is only its arithmetic (``vllm_plan_at``, ``sglang_plan_at``)."""
     global _ENGINE_HOOKS, ENGINE_MODELS, _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
+    global _MODEL_DTYPES, _SERVED_MODELS
     ENGINE_MODELS = engine_models(TABLES)
+    _MODEL_DTYPES = {
+        model: model_dtype(entry, TABLES.kv_cache_dtype) for model, entry in ENGINE_MODELS.items()
+    }
+    _SERVED_MODELS = {}
     _derive_trtllm()
     # Every engine name engine_capacity takes -> its release and the hook that answers for it
     # (this family's copy: ``bind`` rebuilt the hooks over its tables).

@@ -3,7 +3,7 @@
 "The engine policies"); the engine is resolved before (``kvgen.sizing.engines_registry.release``),
 the model and profile are each engine's hook's own."""
 
-from .engines_registry import DEFAULT_MAX_BATCH_SIZE
+from .engines_registry import DEFAULT_MAX_BATCH_SIZE, MODEL_DTYPES
 from .engines_rows import SSM_DTYPES
 from .engines_sglang import SGLANG_MAMBA_STRATEGIES, _sglang_ratios
 from .engines_vllm import GDN_PREFILL_BACKENDS, MAMBA_CACHE_MODES
@@ -32,6 +32,8 @@ def _engine_arguments(call: dict[str, object]) -> None:
         _name(name, call[name], names)
     if call["ssm_dtype"] is not None:
         _name("ssm_dtype", call["ssm_dtype"], SSM_DTYPES)
+    if call["dtype"] is not None:
+        _name("dtype", call["dtype"], tuple(MODEL_DTYPES))
     _sglang_ratios(call["swa_full_tokens_ratio"], call["mamba_full_memory_ratio"])
     _flag("async_scheduling", call["async_scheduling"])
     _flag("heterogeneous_vocab", call["heterogeneous_vocab"])

@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_MAX_SEQ_LEN",
     "DEFAULT_RELEASE",
     "ENGINES",
+    "MODEL_DTYPES",
     "RELEASES",
     "TRTLLM_38198E34",
     "TRTLLM_EARLY_2026",
@@ -56,6 +57,11 @@ DEFAULT_MAX_NUM_TOKENS = 8192  # tokens per iteration (vLLM max_num_batched_toke
 DEFAULT_MAX_SEQ_LEN = 32768  # the default max_seq_len is min(the model's native length, this)
 
 _GIB = 1 << 30
+
+# kvgen's plain float cache dtypes -> the engines' names for the model dtype (vLLM's and
+# SGLang's --dtype): a plain float cache follows the model dtype ("auto" kv-cache dtype), so
+# these are the cache dtypes an engine's model dtype decides (``Release.cache_dtype``).
+MODEL_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 class Hooks(NamedTuple):
@@ -185,6 +191,34 @@ class Release(NamedTuple):
     # kvgen._engines.dtype plans with it.
     float32_served_as: str = ""
     float32_words: str = ""
+
+    def serves(self, dtype: str) -> str:
+        """The cache dtype this release's dtype "auto" gives a ``dtype`` cache."""
+        return self.float32_served_as if dtype == "fp32" and self.float32_served_as else dtype
+
+    def cache_dtype(
+        self,
+        spec: str,
+        dtype: str | None,
+        asked: str = "dtype",
+        instead: str = "call without dtype",
+    ) -> str:
+        """The cache dtype this release serves a ``spec`` cache in, launched with model dtype
+        ``dtype`` (None: "auto"): a plain float cache follows the model dtype, another (fp8)
+        is its own. ``ValueError`` (``asked``: the argument; ``instead``: what to do) where
+        ``dtype`` is not "auto"'s and the release has no ``Settings.dtype_field``."""
+        if spec not in MODEL_DTYPES:
+            return spec
+        auto = self.serves(spec)
+        if dtype is None or dtype == auto:
+            return auto
+        if not self.engine.settings.dtype_field:
+            raise ValueError(
+                f"{asked} {dtype}: {self.named} serves this {spec} checkpoint's cache in "
+                f"{auto} ({self.float32_words}); {instead}, or serve a {MODEL_DTYPES[dtype]} "
+                "copy of the checkpoint"
+            )
+        return dtype
 
     def refusal(self, asked: dict[str, object]) -> str | None:
         """Why this release refuses the keywords ``asked`` (set: truthy; a pair of

@@ -616,3 +616,36 @@ def engine_models(tables: SizingTables) -> dict[str, EngineModel]:
         name: engine_model(name, entry, tables.profiles, tables.engines, known)
         for name, entry in tables.models.items()
     }
+
+
+def model_dtype(entry: EngineModel, family_dtype: str) -> str:
+    """A model's cache dtype: its attention rows' one dtype where they share it (a model's own
+    kv_cache_dtype), else the family's (``family_dtype``, ``SizingTables.kv_cache_dtype``)."""
+    dtypes = {row.dtype for row in entry.layers if row.kv_heads and not row.token_bytes}
+    found: str = dtypes.pop() if len(dtypes) == 1 else family_dtype
+    return found
+
+
+def served_stack(stack: Stack, old: str, new: str) -> Stack:
+    """``stack`` with its kinds cached in ``old`` cached in ``new`` (the SSM dtype stays)."""
+    kinds = {k: v._replace(dtype=new) if v.dtype == old else v for k, v in stack.kinds.items()}
+    return stack._replace(kinds=kinds)
+
+
+def served_tables(tables: SizingTables, old: str, new: str) -> SizingTables:
+    """A family's tables as an engine running the model in ``new`` caches them where the spec
+    caches ``old`` (a plain float cache follows the model dtype): every model's layers, its
+    EAGLE/MTP layers and each separate draft model (``served_stack``)."""
+    models = {
+        name: m._replace(
+            layers=served_stack(m.layers, old, new),
+            extra_layers={k: served_stack(v, old, new) for k, v in m.extra_layers.items()},
+        )
+        for name, m in tables.models.items()
+    }
+    profiles = {
+        k: p if p.draft is None else p._replace(draft=served_stack(p.draft, old, new))
+        for k, p in tables.profiles.items()
+    }
+    family_dtype = new if tables.kv_cache_dtype == old else tables.kv_cache_dtype
+    return tables._replace(kv_cache_dtype=family_dtype, models=models, profiles=profiles)

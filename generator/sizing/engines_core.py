@@ -20,7 +20,13 @@ from . import (
     engines_vllm,
 )
 from .engines_options import _BATCH, _engine_arguments
-from .engines_registry import DEFAULT_MAX_BATCH_SIZE, MODEL_DTYPES, SPELLINGS, Release, release
+from .engines_registry import (
+    DEFAULT_MAX_BATCH_SIZE,
+    MODEL_DTYPES,
+    SPELLINGS,
+    Release,
+    release,
+)
 from .engines_rows import (
     ENGINE_MODELS,
     UNMODELLED,
