@@ -248,7 +248,10 @@ def _engine_lines(review: Review) -> list[str]:
     engines = review.deployment.engines
     if not engines:
         return []
-    lines = [f"engine capacity changes ({', '.join(engines)}; informational, not classified):"]
+    from kvgen.sizing.engines_registry import release
+
+    named = "; ".join(release(engine).described for engine in engines)
+    lines = [f"engine capacity changes ({named}; informational, not classified):"]
     for c in review.engine_changes:
         where = "/".join((c.family, c.model, c.profile))
         served = f" ({c.served})" if c.served else ""

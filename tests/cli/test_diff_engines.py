@@ -62,7 +62,9 @@ def diff(capsys, *argv):
 def test_engine_changes_are_reported_per_engine(repo, capsys):
     code, out = diff(capsys, "--engine", "vllm")
     assert code == 0  # fewer bytes per token: capacity-increasing, nothing to acknowledge
-    assert "engine capacity changes (vllm; informational, not classified):\n" in out
+    assert (
+        "engine capacity changes (vLLM 0.34.0 (vllm==0.34.0); informational, not classified):\n"
+    ) in out
     assert (
         "  vllm heads/heads_a/none: 65536 KV tokens, 16.000 requests at max_seq_len -> "
         "131072 KV tokens, 32.000 requests at max_seq_len\n"
@@ -83,7 +85,26 @@ def test_engine_changes_in_json_and_markdown(repo, capsys):
     assert rows["vllm"]["old"] == [65536, 16.0] and rows["vllm"]["new"] == [131072, 32.0]
     assert set(rows) == {"vllm", "sglang"}
     _, out = diff(capsys, "--engine", "vllm", "--format", "markdown")
-    assert "**engine capacity changes (vllm; informational, not classified):**" in out
+    assert (
+        "**engine capacity changes (vLLM 0.34.0 (vllm==0.34.0); informational, not classified):**"
+    ) in out
+
+
+def test_each_release_asked_is_answered_and_named(repo, capsys):
+    # Issue 30: --engine vllm==0.33.0 is that release, not the default one under its name.
+    # 4 layers x 2 x 4 KV heads x 128 x 2 B = 8,192 B/token after; 0.33.0's block of 16 and
+    # 0.34.0's of 64 both divide 1 GiB's 131,072 tokens, so the figures agree and the rows
+    # are told apart by their release alone.
+    _, out = diff(capsys, "--engine", "vllm==0.33.0", "vllm", "--format", "json")
+    rows = {row["engine"]: row for row in json.loads(out)["engine_changes"]}
+    assert set(rows) == {"vllm==0.33.0", "vllm"}
+    assert rows["vllm==0.33.0"]["new"] == rows["vllm"]["new"] == [131072, 32.0]
+    _, out = diff(capsys, "--engine", "vllm==0.33.0", "vllm")
+    assert (
+        "engine capacity changes (vLLM 0.33.0 (vllm==0.33.0); vLLM 0.34.0 (vllm==0.34.0); "
+        "informational, not classified):\n"
+    ) in out
+    assert "  vllm==0.33.0 heads/heads_a/none: 65536 KV tokens" in out
 
 
 def test_diff_what_ifs_pp_size_and_kv_cache_dtype(repo, capsys):

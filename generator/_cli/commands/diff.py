@@ -204,8 +204,9 @@ def run(args: argparse.Namespace) -> Exit:
         tp_size=value["tp_size"],
         gpu_budget=value["gpu_memory"],
         semantics=value["semantics"],
-        # Each engine's label, as every generated runtime (the old side's too) takes it.
-        engines=tuple(dict.fromkeys(found.engine.label for found in args.engine or ())),
+        # Each release as engine_capacity takes it: a default release by its engine's label (as
+        # every generated runtime, an older committed one's too, takes it), else NAME==VERSION.
+        engines=tuple(dict.fromkeys(found.argument for found in args.engine or ())),
         pp_size=args.pp_size,
         dcp_size=args.dcp_size,
         kv_cache_dtype=args.kv_cache_dtype,
