@@ -36,6 +36,14 @@ class BatchPlan:
     misfits: list[tuple[int, int]] = field(default_factory=list)
     misfit_reason: str = ""
 
+    @property
+    def misfit_note(self) -> str | None:
+        """The line under "largest max_seq_len" where some shorter ones do not fit."""
+        if not self.misfits:
+            return None
+        spans = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in self.misfits)
+        return f"but not every shorter one fits: {spans} do not ({self.misfit_reason})"
+
 
 @dataclass
 class Plan:

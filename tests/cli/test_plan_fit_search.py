@@ -210,3 +210,26 @@ def test_fit_ranges_growing_capacity_comb() -> None:
     assert misfits(ranges) == [(1, 5), (14, 21), (30, 37), (46, 53)]
     # a bisection from S = 1 answers 0 here: S = 1 does not fit
     assert largest(lambda s: 2 * s <= (probe(s)[1] or 0), 60) == 0
+
+
+def test_hardware_mode_says_it_too(capsys: pytest.CaptureFixture[str]) -> None:
+    # --gpu H100 with 54 GB of weights: (79.65 GiB - 50.29 GiB - 4 GiB) x 0.9 =
+    # 24,503,258,419 B of KV budget (the report's own line). Every S from 900 to 1,600
+    # evaluated on that budget: 961 to 1,528 do not fit, the rest does.
+    budget = 24503258419
+    bound = _bound("gemma3_27b", "draft_1b")
+    assert bound.fits(budget, 8, 10136, 10136) and not bound.fits(budget, 8, 10137, 10137)
+    assert _brute(bound, budget, 8, 900, 1600) == [
+        (900, 960), (1529, 1600),
+    ]  # fmt: skip
+    args = ["gemma3", "gemma3_27b", "--gpu", "H100", "--weights", "54GB", "--speculative",
+            "draft_1b", "--max-batch-size", "8"]  # fmt: skip
+    out = _plan(capsys, *args)
+    assert f"KV budget per rank ({budget} B)" in out
+    assert "  largest max_seq_len for 8 requests: 10136\n" in out
+    assert "  but not every shorter one fits: 961 to 1528 do not (at 961 the draft pools" in out
+    data = json.loads(_plan(capsys, *args, "--format", "json"))
+    assert data["batches"] == [
+        {"max_batch_size": 8, "max_seq_len_fit": 10136, "misfits": [[961, 1528]],
+         "misfit_reason": "at 961 the draft pools hold 7680 tokens, fewer than 8 x 961"},
+    ]  # fmt: skip

@@ -362,10 +362,8 @@ def text(plan: Plan) -> str:
 def misfit_lines(batch: BatchPlan) -> list[str]:
     """Under the largest max_seq_len, the shorter ones that do not fit (TensorRT-LLM 38198e34,
     where the lengths that fit are not one interval), and why the first does not."""
-    if not batch.misfits:
-        return []
-    spans = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in batch.misfits)
-    return [f"  but not every shorter one fits: {spans} do not ({batch.misfit_reason})"]
+    note = batch.misfit_note
+    return [] if note is None else [f"  {note}"]
 
 
 def as_json(plan: Plan) -> str:
