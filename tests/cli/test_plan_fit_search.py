@@ -19,7 +19,7 @@ import random
 import pytest
 from kvgen._cli.main import main
 from kvgen._engines.planner import _Sizing, load_sizing, native_max_seq_len
-from kvgen._engines.plans import fit_ranges, largest, misfits
+from kvgen._engines.plans import largest
 
 GiB = 1 << 30
 
@@ -162,6 +162,8 @@ def test_costs_change_only_at_pages_and_windows() -> None:
 
 # fit_ranges on hand-built predicates: each case's ranges are written out.
 def test_fit_ranges_monotone_equals_largest() -> None:
+    from kvgen._engines.plans import fit_ranges
+
     rng = random.Random(7)
     for _ in range(200):
         high, cut = rng.randint(1, 5000), rng.randint(0, 5000)
@@ -177,6 +179,8 @@ def test_fit_ranges_monotone_equals_largest() -> None:
 
 
 def test_fit_ranges_a_gap_below_the_answer() -> None:
+    from kvgen._engines.plans import fit_ranges, misfits
+
     # Regimes [1, 100] and [101, 1000]; cells of 10 (S in [10k + 1, 10k + 10], offset 0).
     # Settled: S <= 80 in the first regime, S <= 900 in the second. Growing capacity, 4
     # requests: 10 x the cell's last S in the first regime (>= 4 x S everywhere); in the
@@ -195,6 +199,8 @@ def test_fit_ranges_a_gap_below_the_answer() -> None:
 
 
 def test_fit_ranges_growing_capacity_comb() -> None:
+    from kvgen._engines.plans import fit_ranges, misfits
+
     # Cells of 8 with offset 3: cell k is S in [8k - 10, 8k - 3] (its last S e_k = 8k - 3:
     # e_k + 3 a multiple of 8). Two requests; the capacity never shrinks: 2 x e_k on even
     # cells (the whole cell fits), 2 x e_(k-1) on odd ones (less than 2 x the cell's first S:
