@@ -268,9 +268,8 @@ class _Sizing:
         within a regime (its share only shrinks as the draft's grows) and the draft's never
         shrink, and each manager's cost changes only where ``S + headroom`` crosses a page
         (``manager_costs``' full length). tests/cli/test_plan_fit_search.py checks both
-        directions over the shipped gemma3 pairs and the answers against every S evaluated;
-        a survey of every shipped model and profile on this path (24 and 80 GiB, 1, 8 and 64
-        requests) found no exception. Cheaper than evaluating every page (2,048 of them to
+        directions over the shipped gemma3 pairs and the answers against every S evaluated.
+        Cheaper than evaluating every page (2,048 of them to
         131,072 tokens): a bisection per regime and one evaluation per stretch that fits or
         page that does not, about as many as the bisection it replaces."""
         tables = self.sizing.TABLES
