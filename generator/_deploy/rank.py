@@ -76,6 +76,9 @@ class RankPlan:
     # (max_batch_size, the largest max_seq_len for that many requests on kv_budget): the
     # per-batch-size table of ``kvgen plan --gpu-memory``, on the budget the hardware leaves
     batches: list[tuple[int, int]] = field(default_factory=list)
+    # per max_batch_size, the shorter max_seq_len that do not fit and why, where some do not
+    # (TensorRT-LLM 38198e34: BatchPlan.misfits); printed and given as plan prints them
+    misfits: dict[int, tuple[list[tuple[int, int]], str]] = field(default_factory=dict)
 
     @property
     def fits(self) -> bool:
@@ -273,7 +276,7 @@ def plan_rank(
     elif replicas > 1:
         plan.notes.append(f"{replicas} replicas: launch {d.engine.engine.title} once per replica")
     if batches:
-        plan.batches = _batches(sizing, d, kv, max_seq_len)
+        plan.batches, plan.misfits = _batches(sizing, d, kv, max_seq_len)
     if plan.launch.capacity["max_concurrency"] < 1:
         plan.refusal = (
             f"holds {plan.launch.capacity['max_concurrency']:.3f} requests of max_seq_len "
@@ -284,7 +287,7 @@ def plan_rank(
 
 def _batches(
     sizing: types.ModuleType, d: Deployment, kv: int, max_seq_len: int
-) -> list[tuple[int, int]]:
+) -> tuple[list[tuple[int, int]], dict[int, tuple[list[tuple[int, int]], str]]]:
     """What ``kvgen plan --gpu-memory KV`` prints per batch size for this deployment: the
     largest max_seq_len its max_batch_size requests fit in (the same planner, the same
     module); none where the planner does not answer for the release (TensorRT-LLM 38198e34:
@@ -301,5 +304,6 @@ def _batches(
             heterogeneous_vocab=d.heterogeneous_vocab,
         )  # fmt: skip
     except (PlanError, ValueError):
-        return []
-    return [(batch.max_batch_size, batch.max_seq_len_fit) for batch in plan.batches]
+        return [], {}
+    misfits = {b.max_batch_size: (b.misfits, b.misfit_reason) for b in plan.batches if b.misfits}
+    return [(batch.max_batch_size, batch.max_seq_len_fit) for batch in plan.batches], misfits

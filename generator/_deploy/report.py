@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from kvgen._deploy.rank import RankPlan
+from kvgen._engines.plans import BatchPlan
 
 __all__ = ["as_json", "data", "text"]
 
@@ -54,6 +55,10 @@ def text(plan: RankPlan, *, emit: bool = True) -> str:
         for batch, longest in plan.batches:  # as `kvgen plan --gpu-memory` prints them
             requests = "request" if batch == 1 else "requests"
             lines.append(f"  largest max_seq_len for {batch} {requests}: {longest}")
+            if batch in plan.misfits:  # as plan says it (BatchPlan.misfit_note)
+                spans, reason = plan.misfits[batch]
+                note = BatchPlan(batch, misfits=spans, misfit_reason=reason).misfit_note
+                lines.append(f"  {note}")
         if emit and plan.fits:
             lines.append(
                 f"  launch settings, {engine.settings.launcher} "
@@ -90,6 +95,10 @@ def data(plan: RankPlan) -> dict[str, Any]:
     }
     if plan.batches:  # as `kvgen plan --gpu-memory --format json` gives them
         out["batches"] = [{"max_batch_size": b, "max_seq_len_fit": n} for b, n in plan.batches]
+        for entry in out["batches"]:  # where shorter lengths do not fit, as plan gives them
+            if entry["max_batch_size"] in plan.misfits:
+                spans, reason = plan.misfits[entry["max_batch_size"]]
+                entry["misfits"], entry["misfit_reason"] = spans, reason
     if plan.launch is not None:
         out["launch"] = {"engine": plan.launch.engine, "version": plan.launch.version,
                          "release": plan.launch.release,

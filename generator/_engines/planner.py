@@ -14,7 +14,8 @@ every pipeline rank and reports the tightest.
 
 Per max_batch_size B it reports the budget split (docs/cost-model.md §6, ``split_budget``), each
 manager's max tokens on its share (``max_tokens_from_quota``), the largest number of requests
-of one sequence length that fit together, and the largest max_seq_len that B requests fit at.
+of one sequence length that fit together, and the largest max_seq_len that B requests fit at
+(at TensorRT-LLM 38198e34 with the shorter ones that do not: ``_Sizing.fit_ranges``).
 "Fit" means every cache manager holds ``requests * length`` tokens of history on its share;
 both searches re-evaluate the costs at each candidate because the intercept grows with the
 batch and the windows depend on max_seq_len.
@@ -27,7 +28,15 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvgen._engines.plans import BatchPlan, ManagerPlan, Plan, PlanError, largest
+from kvgen._engines.plans import (
+    BatchPlan,
+    ManagerPlan,
+    Plan,
+    PlanError,
+    fit_ranges,
+    largest,
+    misfits,
+)
 from kvgen._generate.config import OUT_DIR as _OUT
 from kvgen._generate.vendored import import_generated, interface_refusal
 from kvgen._util.suggest import did_you_mean
@@ -232,6 +241,73 @@ class _Sizing:
                 least = (tokens, rank)
         return least[1] if least else 0
 
+    def probe(self, budget: int, batch: int, max_seq_len: int) -> tuple[bool, int | None]:
+        """``batch`` requests of ``max_seq_len`` tokens at a release that splits per request
+        (``fit_ranges``' probe): whether the budget covers the intercepts and every manager but
+        the draft holds them, and the draft's tokens (None: no draft, or unbounded)."""
+        try:
+            managers = self.managers(budget, batch, max_seq_len)
+        except ValueError:
+            return False, None
+        need = batch * max_seq_len
+        settled = all(
+            m.max_tokens is None or m.max_tokens >= need for m in managers if m.name != "draft"
+        )
+        draft = next((m.max_tokens for m in managers if m.name == "draft"), None)
+        return settled, draft
+
+    def fit_ranges(self, budget: int, batch: int, limit: int) -> list[tuple[int, int]]:
+        """The max_seq_len in [1, limit] at which ``batch`` requests of that length fit, at a
+        release that splits per request (38198e34). There the fit is not monotone in S: a
+        window of at least S is full attention (the layout changes at each window + 1), and
+        the split gives the draft a share that grows with S (its per-request spend at full
+        context, capped at ``batch`` mirrors) and the target what is left, so a longer S can
+        fit where a shorter one does not (gemma3_27b + draft_1b at 80 GiB, 64 requests: 512
+        and 1,025 to 4,467 fit, 513 to 1,024 do not). ``kvgen._engines.plans.fit_ranges``
+        finds every range exactly from that structure: the target's tokens never grow with S
+        within a regime (its share only shrinks as the draft's grows) and the draft's never
+        shrink, and each manager's cost changes only where ``S + headroom`` crosses a page
+        (``manager_costs``' full length). tests/cli/test_plan_fit_search.py checks both
+        directions over the shipped gemma3 pairs and the answers against every S evaluated.
+        Cheaper than evaluating every page (2,048 of them to
+        131,072 tokens): a bisection per regime and one evaluation per stretch that fits or
+        page that does not, about as many as the bisection it replaces."""
+        tables = self.sizing.TABLES
+        entry = tables.models[self.model]
+        speculative = str(self.common["speculative"])
+        profile = tables.profiles[speculative]
+        stacks = [entry.layers, entry.extra_layers.get(speculative), profile.draft]
+        regimes = {
+            length + 1
+            for stack in stacks
+            if stack is not None
+            for kind in stack.kinds.values()
+            for length in (kind.window, kind.chunk)
+            if length
+        }
+        return fit_ranges(
+            lambda s: self.probe(budget, batch, s), batch, limit, sorted(regimes),
+            self.sizing.TOKENS_PER_BLOCK, self.sizing.headroom(speculative),
+        )  # fmt: skip
+
+    def misfit_reason(self, budget: int, batch: int, max_seq_len: int) -> str:
+        """Why ``batch`` requests of ``max_seq_len`` tokens do not fit: the manager whose
+        pools hold fewer tokens, or the refusal of the split."""
+        try:
+            managers = self.managers(budget, batch, max_seq_len)
+        except ValueError as exc:
+            return str(exc)
+        need = batch * max_seq_len
+        short = next(
+            (m for m in managers if m.max_tokens is not None and m.max_tokens < need), None
+        )
+        if short is None:
+            return f"at {max_seq_len} the pools do not hold {batch} x {max_seq_len} tokens"
+        return (
+            f"at {max_seq_len} the {short.name} pools hold {short.max_tokens} tokens, fewer "
+            f"than {batch} x {max_seq_len}"
+        )
+
     def fits(self, budget: int, requests: int, length: int, max_seq_len: int) -> bool:
         if hasattr(self.sizing, "quota_for_requests") and self.split is None:
             # The least quota with which ``requests`` requests each reach ``length`` (§4),
@@ -396,7 +472,14 @@ def make_plan(
         def fits(s: int, batch: int = batch) -> bool:
             return bound.fits(gpu_memory, batch, s, s)
 
-        entry.max_seq_len_fit = largest(fits, limit)
+        if bound.split is None:  # kvgen's own split: monotone in S
+            entry.max_seq_len_fit = largest(fits, limit)
+        else:
+            ranges = bound.fit_ranges(gpu_memory, batch, limit)
+            entry.max_seq_len_fit = ranges[-1][1] if ranges else 0
+            entry.misfits = misfits(ranges)
+            if entry.misfits:
+                entry.misfit_reason = bound.misfit_reason(gpu_memory, batch, entry.misfits[0][0])
         plan.batches.append(entry)
     if pp_size > 1 and batch_sizes:
         plan.pp_rank = bound.binding_rank(gpu_memory, batch_sizes[0], max_seq_len)

@@ -4,12 +4,12 @@ both use. A leaf module: both planners import it, neither imports the other's re
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kvgen.sizing.engines_registry import DEFAULT_RELEASE, Release
 
-__all__ = ["BatchPlan", "ManagerPlan", "Plan", "PlanError", "largest"]
+__all__ = ["BatchPlan", "ManagerPlan", "Plan", "PlanError", "fit_ranges", "largest", "misfits"]
 
 
 class PlanError(Exception):
@@ -31,6 +31,18 @@ class BatchPlan:
     managers: list[ManagerPlan] = field(default_factory=list)
     error: str | None = None  # the budget does not cover the intercepts
     max_seq_len_fit: int = 0  # largest max_seq_len for max_batch_size requests of that length
+    # The shorter max_seq_len that do not fit (first, last), where the lengths that fit are not
+    # one interval (TensorRT-LLM 38198e34: fit_ranges), and why the first of them does not.
+    misfits: list[tuple[int, int]] = field(default_factory=list)
+    misfit_reason: str = ""
+
+    @property
+    def misfit_note(self) -> str | None:
+        """The line under "largest max_seq_len" where some shorter ones do not fit."""
+        if not self.misfits:
+            return None
+        spans = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in self.misfits)
+        return f"but not every shorter one fits: {spans} do not ({self.misfit_reason})"
 
 
 @dataclass
@@ -88,3 +100,74 @@ def largest(fits: Callable[[int], bool], high: int) -> int:
         mid = (low + high) // 2
         low, high = (mid, high) if fits(mid) else (low, mid)
     return low
+
+
+# A probe of one max_seq_len S for B requests of S tokens: whether every condition whose
+# capacity never grows with S holds (the target's pools, the intercepts), and the least tokens
+# held by the pools whose capacity never shrinks with S (a separate draft's; None: none, or
+# unbounded).
+Probe = Callable[[int], tuple[bool, int | None]]
+
+
+def fit_ranges(
+    probe: Probe, batch: int, high: int, regimes: Sequence[int], cell: int, offset: int = 0
+) -> list[tuple[int, int]]:
+    """Every max_seq_len S in [1, high] at which ``batch`` requests of S tokens fit, as sorted
+    disjoint (first, last) ranges: S fits when ``probe(S)`` settles and its growing capacity
+    (if any) holds ``batch * S`` tokens. Exact, whatever the shape of the set, given what the
+    caller states about the costs:
+
+    - ``regimes``: the S at which the pools' layout changes (a window w of some layer is full
+      attention up to S = w and sliding from w + 1); the search treats each regime apart;
+    - within a regime, the settled conditions hold on a prefix (their capacity does not grow
+      with S while the need ``batch * S`` does), so a bisection finds their last S;
+    - the growing capacity does not shrink with S within a regime, so once it holds at S it
+      holds up to ``capacity // batch`` (one probe covers that stretch);
+    - it changes only where S + ``offset`` crosses a multiple of ``cell`` (a request's pages),
+      so where it fails at S it fails up to the end of S's cell, and the next candidate is the
+      next cell's first S.
+
+    The cost is a bisection per regime plus a probe per stretch that fits and per cell that
+    does not; a monotone predicate gives the answer of :func:`largest`."""
+    memo: dict[int, tuple[bool, int | None]] = {}
+
+    def at(s: int) -> tuple[bool, int | None]:
+        if s not in memo:
+            memo[s] = probe(s)
+        return memo[s]
+
+    starts = sorted({1, *(s for s in regimes if 1 < s <= high)})
+    ranges: list[tuple[int, int]] = []
+    for lo, hi in zip(starts, [s - 1 for s in starts[1:]] + [high], strict=True):
+        if not at(lo)[0]:
+            continue
+        top = hi
+        if not at(hi)[0]:  # the settled conditions' last S: a prefix of [lo, hi]
+            low, top = lo, hi
+            while top - low > 1:
+                mid = (low + top) // 2
+                low, top = (mid, top) if at(mid)[0] else (low, mid)
+            top = low
+        s = lo
+        while s <= top:
+            capacity = at(s)[1]
+            if capacity is None or capacity >= batch * s:
+                end = top if capacity is None else min(top, capacity // batch)
+                if ranges and ranges[-1][1] == s - 1:
+                    ranges[-1] = (ranges[-1][0], end)
+                else:
+                    ranges.append((s, end))
+                s = end + 1
+            else:  # fails to the end of its cell: S + offset a multiple of cell
+                s += (-(s + offset)) % cell + 1
+    return ranges
+
+
+def misfits(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The lengths below the last range's end that are in no range (1 onward)."""
+    out, after = [], 0
+    for first, last in ranges:
+        if first > after + 1:
+            out.append((after + 1, first - 1))
+        after = last
+    return out

@@ -60,7 +60,7 @@ from kvgen.sizing.engines_registry import (
 if TYPE_CHECKING:
     from kvgen._engines.dtype import Served
     from kvgen._engines.planner import RequestsNeed
-    from kvgen._engines.plans import Plan
+    from kvgen._engines.plans import BatchPlan, Plan
     from matplotlib.figure import Figure
 
 log = logging.getLogger("kvgen")
@@ -355,12 +355,23 @@ def text(plan: Plan) -> str:
         lines.append(
             f"  largest max_seq_len for {batch.max_batch_size} {requests}: {batch.max_seq_len_fit}"
         )
+        lines += misfit_lines(batch)
     return "".join(f"{line}\n" for line in lines)
+
+
+def misfit_lines(batch: BatchPlan) -> list[str]:
+    """Under the largest max_seq_len, the shorter ones that do not fit (TensorRT-LLM 38198e34,
+    where the lengths that fit are not one interval), and why the first does not."""
+    note = batch.misfit_note
+    return [] if note is None else [f"  {note}"]
 
 
 def as_json(plan: Plan) -> str:
     data = asdict(plan)
     data["engine"] = plan.engine.engine.label
+    for batch in data["batches"]:  # shorter lengths that do not fit: only where there are some
+        if not batch["misfits"]:
+            del batch["misfits"], batch["misfit_reason"]
     data["fits"] = plan.fits
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
