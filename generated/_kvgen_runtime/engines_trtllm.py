@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple, cast
 
 # 38198e34's splits: a function of another module, shared with every family as a value
+from ._trtllm_pools import SplitFrame, split_frame, split_slots
 from ._trtllm_pools import trtllm_emit as _trtllm_emit
 from .engines_rows import (
     _MIXERS,
@@ -50,6 +51,9 @@ _TRTLLM_GIVEN: Any
 _TRTLLM_HEADS: dict[str, int | str]
 # ``_trtllm_split_answer`` remembered per family, by its arguments as given (typed).
 _TRTLLM_SPLIT: Any
+# The budget-free part of a per-request release's split (``_trtllm_pools.SplitFrame``; None:
+# not modelled, the early answer stands) by (release, model, profile, max_seq_len, tp) as given.
+_TRTLLM_FRAMES: dict[tuple[Any, ...], SplitFrame | None]
 
 
 def _trtllm_capacity(
@@ -343,12 +347,13 @@ def _trtllm_refusal(name: str) -> str:
 def _derive_trtllm() -> None:
     """Per family, at bind: its own TensorRT-LLM plans, and each model's query heads or the
     reason its row has no answer."""
-    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_SPLIT
+    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_SPLIT, _TRTLLM_FRAMES
     _TRTLLM_HEADS = {name: _trtllm_refusal(name) or ENGINE_MODELS[name].query_heads
                      for name in _MODELS}  # fmt: skip
     _TRTLLM_PLANS = {}
     _TRTLLM_GIVEN = lru_cache(maxsize=4096, typed=True)(_trtllm_given)
     _TRTLLM_SPLIT = lru_cache(maxsize=4096, typed=True)(_trtllm_split_answer)
+    _TRTLLM_FRAMES = {}
 
 
 class _Namespace:
@@ -394,6 +399,28 @@ def _trtllm_split_answer(
                              speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
     if pp_size != 1:
         return early
+    if (
+        type(budget_bytes) is int and pp_size is _ONE and pp_rank is _ZERO
+        and type(max_batch_size) is int and type(max_num_tokens) is int
+        and type(max_seq_len) is int and type(tp_size) is int
+    ):  # fmt: skip
+        # The plans the early answer kept under these arguments, and the release's split of
+        # the budget over them from its budget-free part (what trtllm_emit computes anew).
+        known = _TRTLLM_PLANS.get(
+            (model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
+        )
+        if known is not None:
+            tokens = _trtllm_split_tokens(version, model, speculative, max_seq_len, tp_size,
+                                          known, budget_bytes)  # fmt: skip
+            if tokens == -1:
+                return early
+            if tokens is None:
+                tokens = max_batch_size * max_seq_len
+            concurrency = min(tokens / max_seq_len, float(max_batch_size))
+            fast: EngineCapacity = _new(EngineCapacity, (
+                tokens, concurrency, early.request_bytes, tokens // TOKENS_PER_BLOCK
+            ))  # fmt: skip
+            return fast
     seq, batch = int(max_seq_len), int(max_batch_size)
     try:
         emit = _trtllm_emit(
@@ -409,3 +436,39 @@ def _trtllm_split_answer(
         EngineCapacity, (tokens, concurrency, early.request_bytes, tokens // TOKENS_PER_BLOCK)
     )
     return capacity
+
+
+def _trtllm_split_tokens(
+    version: str, model: str, speculative: str, max_seq_len: int, tp_size: int,
+    known: _TrtllmKnown, budget: int,
+) -> int | None:  # fmt: skip
+    """The target's tokens (None: nothing grows with them) in the pools a per-request release
+    builds from ``budget`` with the settings ``trtllm_emit`` writes, for the terms and plans
+    ``known`` of one call (ints of type int); -1 where its split is not modelled."""
+    terms, plans = known[0], known[1]
+    target = plans[0]
+    if target is None or None in plans:
+        return -1
+    key = (version, model, speculative, max_seq_len, tp_size)
+    frame = _TRTLLM_FRAMES.get(key, _NO_FRAME)
+    if frame is _NO_FRAME or (frame is not None and frame.target.groups is not target.groups
+                              and frame.target.groups != target.groups):  # fmt: skip
+        frame = split_frame(
+            cast(types.ModuleType, _Namespace(globals())), model, plans,
+            [t.manager for t in terms], revision=version, max_batch_size=target.batch,
+            max_num_tokens=target.chunk, max_seq_len=max_seq_len, speculative=speculative,
+            tp_size=tp_size,
+        )  # fmt: skip
+        if len(_TRTLLM_FRAMES) >= 4096:
+            _TRTLLM_FRAMES.clear()
+        _TRTLLM_FRAMES[key] = frame
+    if frame is None:
+        return -1
+    slots = split_slots(frame, cast(Any, plans), tuple([t.intercept for t in terms]),
+                        tuple([t.slope for t in terms]), budget, TOKENS_PER_BLOCK)  # fmt: skip
+    if slots is None:
+        return -1
+    return trtllm_held_in(target, slots)[0]
+
+
+_NO_FRAME: Any = object()  # ``_TRTLLM_FRAMES`` holds no entry

@@ -45,8 +45,11 @@ __all__ = [
     "FALLBACK_STEP",
     "LifeCycle",
     "PoolSplit",
+    "checked_ratio",
+    "fallback_ratio",
     "grains_for_slots",
     "grains_to_slots",
+    "group_ratio",
     "life_cycle_floors",
     "pool_groups",
     "ratio_to_slot_count_list",
@@ -173,6 +176,12 @@ def grains_for_slots(slots: int, sizes: Sequence[int], grain: int) -> int:
 def grains_to_slots(grains: int, sizes: Sequence[int], grain: int) -> tuple[int, int]:
     """The most slots ``grains`` grains give a pool group and the grains they use
     (``grainsToSlots``): (0, 0) below one grain per pool."""
+    if len(sizes) == 1:  # one pool: the greedy count is already the most (n*s <= grains*grain)
+        size = sizes[0]
+        if grains < -(-size // grain):
+            return 0, 0
+        count = grains * grain // size
+        return count, -(-count * size // grain)
     least = [-(-s // grain) for s in sizes]
     if grains < sum(least):
         return 0, 0
@@ -246,6 +255,47 @@ def ratio_to_slot_count_list(
     return slots
 
 
+def checked_ratio(initial_pool_ratio: Sequence[float], life_cycles: int) -> list[float]:
+    """``initial_pool_ratio`` as the engine keeps it (float32, one weight per life cycle), or
+    ValueError where it refuses the list: a length other than the life cycles', a weight not
+    positive, or a sum (a double running sum of the float32 values) not within 1e-6 of 1."""
+    if len(initial_pool_ratio) != life_cycles:
+        raise ValueError("initial_pool_ratio length must match number of layer groups")
+    lc_ratio = [float32(r) for r in initial_pool_ratio]
+    total = 0.0  # a double running sum of the float32 values
+    for r in lc_ratio:
+        if r <= 0.0:
+            raise ValueError("initial_pool_ratio values must be positive")
+        total += r
+    if not (math.isfinite(total) and abs(total - 1.0) <= _RATIO_SUM_TOLERANCE):
+        raise ValueError("initial_pool_ratio values must sum to 1.0")
+    return lc_ratio
+
+
+def fallback_ratio(
+    life_cycles: Sequence[LifeCycle],
+    group_of: Sequence[int],
+    sizes: Sequence[Sequence[int]],
+    grain: int,
+    tpb: int,
+) -> list[float]:
+    """The byte ratio per life cycle where neither ``initial_pool_ratio``, ``typical_step``
+    nor constraints are given: the page need of ``FALLBACK_STEP``, each pool in whole grains."""
+    lc_slots = slots_for_batch(life_cycles, FALLBACK_STEP, tpb)
+    return _normalize([
+        sum(-(-n * s // grain) * grain for s in sizes[pg])
+        for n, pg in zip(lc_slots, group_of, strict=True)
+    ])  # fmt: skip
+
+
+def group_ratio(lc_ratio: Sequence[float], group_of: Sequence[int], count: int) -> list[float]:
+    """The life cycles' ratios summed per pool group (float32) and normalised (float32)."""
+    summed = [0.0] * count
+    for r, pg in zip(lc_ratio, group_of, strict=True):
+        summed[pg] = float32(summed[pg] + r)
+    return _normalize_f32(summed)
+
+
 def split_quota(
     quota: int,
     life_cycles: Sequence[LifeCycle],
@@ -291,16 +341,7 @@ def split_quota(
         ]
 
     if initial_pool_ratio is not None:
-        if len(initial_pool_ratio) != len(life_cycles):
-            raise ValueError("initial_pool_ratio length must match number of layer groups")
-        lc_ratio = [float32(r) for r in initial_pool_ratio]
-        if any(r <= 0.0 for r in lc_ratio):
-            raise ValueError("initial_pool_ratio values must be positive")
-        total = 0.0  # a double running sum of the float32 values
-        for r in lc_ratio:
-            total += r
-        if not (math.isfinite(total) and abs(total - 1.0) <= _RATIO_SUM_TOLERANCE):
-            raise ValueError("initial_pool_ratio values must sum to 1.0")
+        lc_ratio = checked_ratio(initial_pool_ratio, len(life_cycles))
     elif typical_step is not None:
         lc_ratio = _normalize(lc_bytes(slots_for_batch(life_cycles, typical_step, tpb)))
     elif constraints:
@@ -311,11 +352,8 @@ def split_quota(
             lc_slots = [max(s, scaled(n, pg)) for s, n, pg in rows]
         lc_ratio = _normalize(lc_bytes(lc_slots))
     else:
-        lc_ratio = _normalize(lc_bytes(slots_for_batch(life_cycles, FALLBACK_STEP, tpb)))
-    summed = [0.0] * count
-    for r, pg in zip(lc_ratio, group_of, strict=True):
-        summed[pg] = float32(summed[pg] + r)
-    ratio = _normalize_f32(summed)
+        lc_ratio = fallback_ratio(life_cycles, group_of, sizes, grain, tpb)
+    ratio = group_ratio(lc_ratio, group_of, count)
     floor_bytes = sum(grains_for_slots(least[pg], sizes[pg], grain) for pg in range(count))
     used = max(floor_bytes * grain, -(-quota // grain) * grain)
     slots = ratio_to_slot_count_list(used, sizes, ratio, grain, least)

@@ -36,12 +36,26 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from ._trtllm_budget import (
     DEFAULT_REVISION,
+    ManagerCost,
     _revision,
+    draft_budget_shares,
     gpu_alloc_granularity,
+    manager_costs,
     pool_split_inputs,
     split_budget,
 )
-from ._trtllm_pool_split import LifeCycle, PoolSplit, grains_for_slots, pool_groups, split_quota
+from ._trtllm_pool_split import (
+    LifeCycle,
+    PoolSplit,
+    checked_ratio,
+    fallback_ratio,
+    grains_for_slots,
+    group_ratio,
+    life_cycle_floors,
+    pool_groups,
+    ratio_to_slot_count_list,
+    split_quota,
+)
 from .sizing_kinds import kind_row
 from .sizing_quota import swa_context_tokens
 from .trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
@@ -64,6 +78,8 @@ __all__ = [
     "engine_storage",
     "engine_storage_split",
     "pool_ratio_for_quota",
+    "split_frame",
+    "split_slots",
     "trtllm_emit",
 ]
 
@@ -638,3 +654,235 @@ def trtllm_emit(
     pools = {name: p for name, (_t, p) in plan.items()}
     held = {name: t for name, (t, _p) in plan.items()}
     return TrtllmEmit(quota, quotas, ratio, plan["target"][0], pools, notes, held)
+
+
+# ---- 38198e34's answer for engine_capacity, its budget-free part built once ----------------
+#
+# ``trtllm_emit`` derives everything from the sizing module on every call; engine_capacity
+# asks the same question for many budgets and batch sizes. What does not depend on them (each
+# manager's storage, pool groups, floors, the pairing of kvgen's pool groups with the engine's,
+# the per-request spends of the budget split) is a ``SplitFrame``, built once per model,
+# profile, max_seq_len and tp by the very functions ``trtllm_emit`` calls; ``split_slots``
+# then does only the arithmetic that depends on the budget and the batch, operation for
+# operation that of ``trtllm_emit`` (``tests/generated/test_trtllm_split_frame.py`` holds the
+# two to the same answers).
+
+
+class _ManagerFrame(NamedTuple):
+    """One manager's budget-free part of 38198e34's split: kvgen's pool groups (the plan's
+    ``groups``, compared by identity), the engine group each one is (paired one to one), the
+    engine groups' slot sizes and least slots, each life cycle's engine group and its share
+    of the group's bytes (what ``pool_ratio_for_quota`` weighs), and per grain the fallback
+    group ratio and the least slots' grains (filled on first use: five grains at most)."""
+
+    groups: tuple[Any, ...]
+    engine_group: tuple[int, ...]
+    sizes: tuple[tuple[int, ...], ...]
+    least: tuple[int, ...]
+    group_of: tuple[int, ...]
+    byte_share: tuple[float, ...]
+    life_cycles: tuple[LifeCycle, ...]
+    per_grain: dict[int, tuple[list[float], int]]
+
+
+class SplitFrame(NamedTuple):
+    """The budget-free part of 38198e34's split for one model, profile, max_seq_len and tp:
+    the target's manager frame, the draft's (None without a separate draft pool) and, with
+    one, each manager's per-request spend (``ManagerCost.bytes_per_request``)."""
+
+    target: _ManagerFrame
+    draft: _ManagerFrame | None
+    spends: tuple[int | None, int | None]
+
+
+def _manager_frame(
+    sizing: types.ModuleType, model: str, manager: str, plan: TrtllmPlan, **given: Any
+) -> _ManagerFrame:
+    """``_ManagerFrame`` of one manager (``given``: speculative, max_seq_len, tp_size);
+    ValueError where ``trtllm_emit`` raises for its storage or pairing."""
+    storage = engine_storage(sizing, model, manager, **given)
+    group_of, sizes = pool_groups(storage.slot_sizes)
+    if any(lc.ssm for lc in storage.life_cycles):  # never built by engine_storage
+        raise TypeError("a recurrent life cycle is outside the frame")
+    least = [0] * len(sizes)
+    for floor, pg in zip(life_cycle_floors(storage.life_cycles, sizing.TOKENS_PER_BLOCK),
+                         group_of, strict=True):  # fmt: skip
+        least[pg] += floor
+    engine_group = []
+    for _size, cycles, *_counts in plan.groups:  # engine_plan_for_split's pairing
+        names = {_cycle_name(*c) for c in cycles}
+        groups = {group_of[storage.names.index(n)] for n in names}
+        members = {n for n, g in zip(storage.names, group_of, strict=True) if g in groups}
+        if len(groups) != 1 or members != names:
+            raise ValueError(f"{model} {manager}: kvgen's pool groups and the engine's differ")
+        engine_group.append(groups.pop())
+    bytes_of = [sum(s) for s in storage.slot_sizes]
+    share = [0] * len(sizes)
+    for b, pg in zip(bytes_of, group_of, strict=True):
+        share[pg] += b
+    return _ManagerFrame(
+        plan.groups, tuple(engine_group), sizes, tuple(least), group_of,
+        tuple(b / share[pg] for b, pg in zip(bytes_of, group_of, strict=True)),
+        storage.life_cycles, {},
+    )  # fmt: skip
+
+
+def split_frame(
+    sizing: types.ModuleType,
+    model: str,
+    plans: Sequence[TrtllmPlan | None],
+    managers: Sequence[str],
+    *,
+    revision: str,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+) -> SplitFrame | None:
+    """The ``SplitFrame`` of these options (one call's batch and chunk, on which it does not
+    depend) for the managers and plans of ``trtllm_plans``, or None where 38198e34's split
+    is not modelled for them (``trtllm_emit`` raises ValueError: the early answer stands)."""
+    given = {"speculative": speculative, "max_seq_len": max_seq_len, "tp_size": tp_size}
+    if tuple(managers) not in (("target",), ("target", "draft")) or None in plans:
+        return None
+    try:
+        frames = [_manager_frame(sizing, model, m, p, **given)
+                  for m, p in zip(managers, plans, strict=True) if p is not None]  # fmt: skip
+        spends: tuple[int | None, int | None] = (None, None)
+        if len(frames) > 1:
+            costs = manager_costs(sizing, model, max_batch_size=max_batch_size,
+                                  max_num_tokens=max_num_tokens, revision=revision,
+                                  **given)  # fmt: skip
+            spends = (costs["target"].bytes_per_request, costs["draft"].bytes_per_request)
+    except ValueError:
+        return None
+    return SplitFrame(frames[0], frames[1] if len(frames) > 1 else None, spends)
+
+
+def _per_grain(frame: _ManagerFrame, grain: int, tpb: int) -> tuple[list[float], int]:
+    """The fallback group ratio and the least slots' grains of a manager at ``grain``."""
+    known = frame.per_grain.get(grain)
+    if known is None:
+        lc_ratio = fallback_ratio(frame.life_cycles, frame.group_of, frame.sizes, grain, tpb)
+        floor = sum(grains_for_slots(n, s, grain) for n, s in zip(frame.least, frame.sizes,
+                                                                   strict=True))  # fmt: skip
+        known = frame.per_grain[grain] = (
+            group_ratio(lc_ratio, frame.group_of, len(frame.sizes)),
+            floor,
+        )
+    return known
+
+
+def _target_ratio(
+    frame: _ManagerFrame, plan: TrtllmPlan, grain: int, total: int
+) -> list[float] | None:
+    """``pool_ratio_for_quota`` on a frame: each engine group's pages at k pages of full
+    attention are F + S * min(k, n) + U * k; the largest k whose pools fit ``total`` grains
+    (closed form where one pool grows, else bisection between bounds), as that function's
+    doubling and bisection find it (past n a group that stops growing caps k below the
+    first power of two above n); None where not even k = 1 fits."""
+    count = len(frame.sizes)
+    fixed, sliding, full = [0] * count, [0] * count, [0] * count
+    batch, context = plan.batch, plan.context
+    for (_size, _cycles, pages, slides, fulls), pg in zip(plan.groups, frame.engine_group,
+                                                          strict=True):  # fmt: skip
+        fixed[pg] += batch * pages
+        sliding[pg] += slides
+        full[pg] += fulls
+    sizes = frame.sizes
+
+    def grains(k: int) -> list[int]:
+        m = k if k < context else context
+        return [sum(-(-(fixed[pg] + sliding[pg] * m + full[pg] * k) * s // grain)
+                    for s in sizes[pg]) for pg in range(count)]  # fmt: skip
+
+    if sum(grains(1)) > total:
+        return None
+
+    def largest(lo: int, at: list[int], grow: list[int], hi: int | None) -> int | float:
+        # The largest k >= lo (k < hi) whose grains fit, pages at + grow * k in this range.
+        terms = [(at[pg], grow[pg], s) for pg in range(count) for s in sizes[pg]]
+        moving = [t for t in terms if t[1]]
+        if not moving:
+            return math.inf if hi is None else hi - 1
+        if len(moving) == 1:
+            a, c, s = moving[0]
+            room = total - sum(-(-a0 * s0 // grain) for a0, c0, s0 in terms if not c0)
+            k = (room * grain // s - a) // c
+            return k if hi is None else min(k, hi - 1)
+        spread = sum(c * s for _a, c, s in moving)
+        fixed_bytes = sum(a * s for a, _c, s in terms)
+        top = (total * grain - fixed_bytes) // spread + 1  # fits not: its bytes alone exceed
+        if hi is not None:
+            top = min(top, hi)
+        low = max(lo, (total * grain - len(terms) * grain - fixed_bytes) // spread)
+        while low + 1 < top:
+            mid = (low + top) // 2
+            fits = sum(-(-(a + c * mid) * s // grain) for a, c, s in terms) <= total
+            low, top = (mid, top) if fits else (low, mid)
+        return low
+
+    after = [fixed[pg] + sliding[pg] * context for pg in range(count)]
+    if context >= 2 and sum(grains(context)) > total:  # k < n: every cycle grows with k
+        best = largest(1, fixed, [sliding[pg] + full[pg] for pg in range(count)], context)
+    else:
+        best = largest(max(context, 1), after, full, None)
+    if not plan.grows:  # the doubling stops at the first power of two above n
+        best = min(best, max(2, 1 << context.bit_length()) - 1)
+    lo = int(best)
+    per_group = [0] * count
+    for pg, got in enumerate(grains(lo)):
+        per_group[pg] = got
+    grows = [pg for pg, f in zip(frame.engine_group, (g[4] for g in plan.groups), strict=True)
+             if f] or list(range(count))  # fmt: skip
+    per_group[grows[0]] += total - sum(per_group)
+    pairs = zip(frame.group_of, frame.byte_share, strict=True)
+    return [per_group[pg] / total * share for pg, share in pairs]
+
+
+def _manager_slots(
+    frame: _ManagerFrame, quota: int, tpb: int, ratio: list[float] | None
+) -> tuple[int, ...]:
+    """``split_quota``'s slots of a manager, in its plan's group order (ValueError where the
+    engine refuses the ratio or the quota)."""
+    grain = gpu_alloc_granularity(quota)
+    fallback, floor = _per_grain(frame, grain, tpb)
+    if ratio is None:
+        group = fallback
+    else:
+        group = group_ratio(checked_ratio(ratio, len(frame.group_of)), frame.group_of,
+                            len(frame.sizes))  # fmt: skip
+    used = max(floor * grain, -(-quota // grain) * grain)
+    slots = ratio_to_slot_count_list(used, frame.sizes, group, grain, frame.least)
+    return tuple([slots[pg] for pg in frame.engine_group])
+
+
+def split_slots(
+    frame: SplitFrame,
+    plans: Sequence[TrtllmPlan],
+    intercepts: tuple[int, ...],
+    slopes: tuple[int, ...],
+    budget: int,
+    tpb: int,
+) -> tuple[int, ...] | None:
+    """The slots, per group of the target's plan, that 38198e34 builds with the settings
+    ``trtllm_emit`` writes for ``budget`` (``intercepts``, ``slopes``: each manager's terms
+    at the call's batch); None where ``trtllm_emit`` raises ValueError (the early answer)."""
+    quota = budget - budget % gpu_alloc_granularity(budget) or budget
+    plan = plans[0]
+    try:
+        if frame.draft is None:
+            grain = gpu_alloc_granularity(quota)
+            ratio = _target_ratio(frame.target, plan, grain, -(-quota // grain))
+            return _manager_slots(frame.target, quota, tpb, ratio)
+        target_spend, draft_spend = frame.spends
+        shares = draft_budget_shares(
+            quota, ManagerCost(slopes[0], intercepts[0], target_spend),
+            ManagerCost(slopes[1], intercepts[1], draft_spend), plan.batch,
+        )  # fmt: skip
+        slots = _manager_slots(frame.target, shares["target"], tpb, None)
+        _manager_slots(frame.draft, shares["draft"], tpb, None)  # it may refuse its quota
+    except ValueError:
+        return None
+    return slots
