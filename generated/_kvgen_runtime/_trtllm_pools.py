@@ -53,6 +53,7 @@ from ._trtllm_pool_split import (
     grains_for_slots,
     group_ratio,
     life_cycle_floors,
+    one_pool_slot_counts,
     pool_groups,
     ratio_to_slot_count_list,
     split_quota,
@@ -684,6 +685,17 @@ class _ManagerFrame(NamedTuple):
     byte_share: tuple[float, ...]
     life_cycles: tuple[LifeCycle, ...]
     per_grain: dict[int, tuple[list[float], int]]
+    one_pool: tuple[int, ...] | None  # each group's one slot size, where each has one pool
+    # Per engine group, kvgen's plan in it: window pages one request holds, sliding and full
+    # life cycles; the first group holding full attention (-1: none), and whether any group
+    # holds window pages (else the split does not depend on the batch size).
+    pages: tuple[int, ...]
+    sliding: tuple[int, ...]
+    full: tuple[int, ...]
+    first_full: int
+    windowed: bool
+    # The target's slots by (quota, batch size if windowed else 0, context pages). Bounded.
+    slots: dict[tuple[int, int, int], tuple[int, ...]]
 
 
 class SplitFrame(NamedTuple):
@@ -721,10 +733,20 @@ def _manager_frame(
     share = [0] * len(sizes)
     for b, pg in zip(bytes_of, group_of, strict=True):
         share[pg] += b
+    pages, sliding, full = [0] * len(sizes), [0] * len(sizes), [0] * len(sizes)
+    first_full = -1
+    for (_size, _cycles, held, slides, fulls), pg in zip(plan.groups, engine_group, strict=True):
+        pages[pg] += held
+        sliding[pg] += slides
+        full[pg] += fulls
+        if fulls and first_full < 0:
+            first_full = pg
     return _ManagerFrame(
         plan.groups, tuple(engine_group), sizes, tuple(least), group_of,
         tuple(b / share[pg] for b, pg in zip(bytes_of, group_of, strict=True)),
         storage.life_cycles, {},
+        tuple(g[0] for g in sizes) if all(len(g) == 1 for g in sizes) else None,
+        tuple(pages), tuple(sliding), tuple(full), first_full, any(pages), {},
     )  # fmt: skip
 
 
@@ -775,79 +797,96 @@ def _per_grain(frame: _ManagerFrame, grain: int, tpb: int) -> tuple[list[float],
     return known
 
 
+def _grains_at(
+    at: list[int], grow: list[int], sizes: tuple[tuple[int, ...], ...], grain: int, k: int
+) -> int:
+    """Grains of the engine groups' pools at at[g] + grow[g] * k slots each."""
+    grains = 0
+    for pg, pools in enumerate(sizes):
+        n = at[pg] + grow[pg] * k
+        for s in pools:
+            grains += -(-n * s // grain)
+    return grains
+
+
+def _largest_k(
+    at: list[int], grow: list[int], sizes: tuple[tuple[int, ...], ...], grain: int, total: int,
+    lo: int, hi: int | None,
+) -> int | None:  # fmt: skip
+    """The largest k >= ``lo`` (and < ``hi``) whose pools (``_grains_at``) fit ``total``
+    grains, k = ``lo`` fitting; None where every k from ``lo`` fits (no pool grows)."""
+    moving = [(pg, s) for pg, pools in enumerate(sizes) if grow[pg] for s in pools]
+    if not moving:
+        return None if hi is None else hi - 1
+    if len(moving) == 1:  # ceil((a + c k) s / grain) <= room: (a + c k) s <= room * grain
+        pg, s = moving[0]
+        room = total
+        for other, pools in enumerate(sizes):
+            for size in pools:
+                if other != pg or size != s or not grow[other]:
+                    room -= -(-at[other] * size // grain)
+        k = (room * grain // s - at[pg]) // grow[pg]
+        return k if hi is None else min(k, hi - 1)
+    # Bounds from the bytes alone (each pool rounds up by less than a grain), then bisection.
+    pools = [(pg, s) for pg, group in enumerate(sizes) for s in group]
+    spread = sum(grow[pg] * s for pg, s in moving)
+    fixed_bytes = sum(at[pg] * s for pg, s in pools)
+    top = (total * grain - fixed_bytes) // spread + 1  # its bytes alone exceed the grains
+    if hi is not None:
+        top = min(top, hi)
+    low = max(lo, (total * grain - len(pools) * grain - fixed_bytes) // spread)
+    while low + 1 < top:
+        mid = (low + top) // 2
+        if _grains_at(at, grow, sizes, grain, mid) <= total:
+            low = mid
+        else:
+            top = mid
+    return low
+
+
 def _target_ratio(
-    frame: _ManagerFrame, plan: TrtllmPlan, grain: int, total: int
+    frame: _ManagerFrame, batch: int, context: int, grows: bool, grain: int, total: int
 ) -> list[float] | None:
-    """``pool_ratio_for_quota`` on a frame: each engine group's pages at k pages of full
-    attention are F + S * min(k, n) + U * k; the largest k whose pools fit ``total`` grains
-    (closed form where one pool grows, else bisection between bounds), as that function's
-    doubling and bisection find it (past n a group that stops growing caps k below the
-    first power of two above n); None where not even k = 1 fits."""
-    count = len(frame.sizes)
-    fixed, sliding, full = [0] * count, [0] * count, [0] * count
-    batch, context = plan.batch, plan.context
-    for (_size, _cycles, pages, slides, fulls), pg in zip(plan.groups, frame.engine_group,
-                                                          strict=True):  # fmt: skip
-        fixed[pg] += batch * pages
-        sliding[pg] += slides
-        full[pg] += fulls
-    sizes = frame.sizes
-
-    def grains(k: int) -> list[int]:
-        m = k if k < context else context
-        return [sum(-(-(fixed[pg] + sliding[pg] * m + full[pg] * k) * s // grain)
-                    for s in sizes[pg]) for pg in range(count)]  # fmt: skip
-
-    if sum(grains(1)) > total:
+    """``pool_ratio_for_quota`` on a frame (its plan at ``batch`` requests, n = ``context``
+    pages of a chunk): each engine group's pages at k pages of full attention are
+    B * P + S * min(k, n) + U * k; the largest k whose pools fit ``total`` grains (closed
+    form where one pool grows, else bisection between bounds), as that function's doubling
+    and bisection find it (where no full pool grows, k stops below the first power of two
+    above n); None where not even k = 1 fits."""
+    sizes, sliding, full = frame.sizes, frame.sliding, frame.full
+    count = len(sizes)
+    fixed = [batch * p for p in frame.pages]
+    early = [sliding[pg] + full[pg] for pg in range(count)]  # growth per k while k <= n
+    if _grains_at(fixed, early, sizes, grain, 1) > total:
         return None
-
-    def largest(lo: int, at: list[int], grow: list[int], hi: int | None) -> int | float:
-        # The largest k >= lo (k < hi) whose grains fit, pages at + grow * k in this range.
-        terms = [(at[pg], grow[pg], s) for pg in range(count) for s in sizes[pg]]
-        moving = [t for t in terms if t[1]]
-        if not moving:
-            return math.inf if hi is None else hi - 1
-        if len(moving) == 1:
-            a, c, s = moving[0]
-            room = total - sum(-(-a0 * s0 // grain) for a0, c0, s0 in terms if not c0)
-            k = (room * grain // s - a) // c
-            return k if hi is None else min(k, hi - 1)
-        spread = sum(c * s for _a, c, s in moving)
-        fixed_bytes = sum(a * s for a, _c, s in terms)
-        top = (total * grain - fixed_bytes) // spread + 1  # fits not: its bytes alone exceed
-        if hi is not None:
-            top = min(top, hi)
-        low = max(lo, (total * grain - len(terms) * grain - fixed_bytes) // spread)
-        while low + 1 < top:
-            mid = (low + top) // 2
-            fits = sum(-(-(a + c * mid) * s // grain) for a, c, s in terms) <= total
-            low, top = (mid, top) if fits else (low, mid)
-        return low
-
-    after = [fixed[pg] + sliding[pg] * context for pg in range(count)]
-    if context >= 2 and sum(grains(context)) > total:  # k < n: every cycle grows with k
-        best = largest(1, fixed, [sliding[pg] + full[pg] for pg in range(count)], context)
-    else:
-        best = largest(max(context, 1), after, full, None)
-    if not plan.grows:  # the doubling stops at the first power of two above n
-        best = min(best, max(2, 1 << context.bit_length()) - 1)
-    lo = int(best)
+    if context >= 2 and _grains_at(fixed, early, sizes, grain, context) > total:
+        best = _largest_k(fixed, early, sizes, grain, total, 1, context)
+    else:  # past n: only full attention grows
+        after = [fixed[pg] + sliding[pg] * context for pg in range(count)]
+        best = _largest_k(after, list(full), sizes, grain, total, max(context, 1), None)
+    if not grows:  # the doubling stops at the first power of two above n
+        cap = max(2, 1 << context.bit_length()) - 1
+        best = cap if best is None or best > cap else best
+    assert best is not None  # a growing plan has a full pool
+    k = best
+    m = k if k < context else context
     per_group = [0] * count
-    for pg, got in enumerate(grains(lo)):
-        per_group[pg] = got
-    grows = [pg for pg, f in zip(frame.engine_group, (g[4] for g in plan.groups), strict=True)
-             if f] or list(range(count))  # fmt: skip
-    per_group[grows[0]] += total - sum(per_group)
+    spent = 0
+    for pg, pools in enumerate(sizes):
+        n = fixed[pg] + sliding[pg] * m + full[pg] * k
+        for s in pools:
+            per_group[pg] += -(-n * s // grain)
+        spent += per_group[pg]
+    per_group[frame.first_full if frame.first_full >= 0 else 0] += total - spent
     pairs = zip(frame.group_of, frame.byte_share, strict=True)
     return [per_group[pg] / total * share for pg, share in pairs]
 
 
 def _manager_slots(
-    frame: _ManagerFrame, quota: int, tpb: int, ratio: list[float] | None
+    frame: _ManagerFrame, quota: int, grain: int, tpb: int, ratio: list[float] | None
 ) -> tuple[int, ...]:
-    """``split_quota``'s slots of a manager, in its plan's group order (ValueError where the
-    engine refuses the ratio or the quota)."""
-    grain = gpu_alloc_granularity(quota)
+    """``split_quota``'s slots of a manager for ``quota`` (``grain``: its grain), in its
+    plan's group order (ValueError where the engine refuses the ratio or the quota)."""
     fallback, floor = _per_grain(frame, grain, tpb)
     if ratio is None:
         group = fallback
@@ -855,7 +894,10 @@ def _manager_slots(
         group = group_ratio(checked_ratio(ratio, len(frame.group_of)), frame.group_of,
                             len(frame.sizes))  # fmt: skip
     used = max(floor * grain, -(-quota // grain) * grain)
-    slots = ratio_to_slot_count_list(used, frame.sizes, group, grain, frame.least)
+    if frame.one_pool is not None:
+        slots = one_pool_slot_counts(used, frame.one_pool, group, grain, frame.least)
+    else:
+        slots = ratio_to_slot_count_list(used, frame.sizes, group, grain, frame.least)
     return tuple([slots[pg] for pg in frame.engine_group])
 
 
@@ -870,20 +912,33 @@ def split_slots(
     """The slots, per group of the target's plan, that 38198e34 builds with the settings
     ``trtllm_emit`` writes for ``budget`` (``intercepts``, ``slopes``: each manager's terms
     at the call's batch); None where ``trtllm_emit`` raises ValueError (the early answer)."""
-    quota = budget - budget % gpu_alloc_granularity(budget) or budget
+    # The quota's grain is the budget's: rounding down to a grain (a divisor of 1 GiB) keeps
+    # the whole GiB the grain is chosen by.
+    grain = gpu_alloc_granularity(budget)
+    quota = budget - budget % grain or budget
     plan = plans[0]
     try:
         if frame.draft is None:
-            grain = gpu_alloc_granularity(quota)
-            ratio = _target_ratio(frame.target, plan, grain, -(-quota // grain))
-            return _manager_slots(frame.target, quota, tpb, ratio)
+            target = frame.target
+            key = (quota, plan.batch if target.windowed else 0, plan.context)
+            slots = target.slots.get(key)
+            if slots is None:
+                total = -(-quota // grain)
+                ratio = _target_ratio(target, plan.batch, plan.context, plan.grows, grain, total)
+                slots = _manager_slots(target, quota, grain, tpb, ratio)
+                if len(target.slots) >= 256:
+                    target.slots.clear()
+                target.slots[key] = slots
+            return slots
         target_spend, draft_spend = frame.spends
         shares = draft_budget_shares(
             quota, ManagerCost(slopes[0], intercepts[0], target_spend),
             ManagerCost(slopes[1], intercepts[1], draft_spend), plan.batch,
         )  # fmt: skip
-        slots = _manager_slots(frame.target, shares["target"], tpb, None)
-        _manager_slots(frame.draft, shares["draft"], tpb, None)  # it may refuse its quota
+        share, draft = shares["target"], shares["draft"]
+        slots = _manager_slots(frame.target, share, gpu_alloc_granularity(share), tpb, None)
+        # the draft's split, for its refusal alone
+        _manager_slots(frame.draft, draft, gpu_alloc_granularity(draft), tpb, None)
     except ValueError:
         return None
     return slots

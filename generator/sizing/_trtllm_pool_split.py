@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ._trtllm_budget import gpu_alloc_granularity
-from .facts import float32
+from .facts import float32, float32s
 
 __all__ = [
     "FALLBACK_STEP",
@@ -51,6 +51,7 @@ __all__ = [
     "grains_to_slots",
     "group_ratio",
     "life_cycle_floors",
+    "one_pool_slot_counts",
     "pool_groups",
     "ratio_to_slot_count_list",
     "slots_for_batch",
@@ -161,11 +162,12 @@ def _normalize(values: Sequence[int]) -> list[float]:
 
 
 def _normalize_f32(values: Sequence[float]) -> list[float]:
-    """``normalizeToRatio`` of floats: a float32 running sum, then float32 quotients."""
-    total = 0.0
-    for v in values:
+    """``normalizeToRatio`` of floats (float32 values): a float32 running sum, then float32
+    quotients (the first sum 0 + v is v itself)."""
+    total = values[0]
+    for v in values[1:]:
         total = float32(total + v)
-    return [float32(v / total) for v in values]
+    return float32s([v / total for v in values])
 
 
 def grains_for_slots(slots: int, sizes: Sequence[int], grain: int) -> int:
@@ -255,13 +257,64 @@ def ratio_to_slot_count_list(
     return slots
 
 
+def one_pool_slot_counts(
+    quota: int,
+    sizes: Sequence[int],
+    ratio: Sequence[float],
+    grain: int,
+    min_slots: Sequence[int],
+) -> list[int]:
+    """:func:`ratio_to_slot_count_list` where every pool group holds one pool (``sizes[g]``:
+    its slot bytes), operation for operation: one pool's ``grainsToSlots`` is
+    ``grains * grain // size`` slots (its greedy count, which the search then keeps), and
+    no grain's slack holds another slot. Its ``tests/unit/test_trtllm_pool_split.py`` twin
+    compares the two."""
+    remaining = quota // grain
+    slots = [0] * len(sizes)
+    active = list(range(len(sizes)))
+    while active:
+        order = sorted(active, key=ratio.__getitem__)  # stable: ties in group order
+        got = {}
+        budget = remaining
+        for i, pg in enumerate(order):
+            total = 0.0
+            for j in order[i:]:
+                total += ratio[j]
+            pct = ratio[pg] / total if total > 0.0 else 1.0
+            grains, size = round(budget * pct), sizes[pg]
+            if grains < -(-size // grain):
+                got[pg] = 0
+                continue
+            got[pg] = count = grains * grain // size
+            budget -= -(-count * size // grain)
+        pinned = [pg for pg in active if got[pg] <= min_slots[pg]]
+        if not pinned:
+            for pg in active:
+                slots[pg] = got[pg]
+            break
+        for pg in pinned:
+            size = sizes[pg]
+            least = -(-min_slots[pg] * size // grain)
+            if least < -(-size // grain):
+                continue  # no slot: slots[pg] stays 0, no grain used
+            slots[pg] = count = least * grain // size
+            remaining -= -(-count * size // grain)
+        free = [pg for pg in active if pg not in pinned]
+        if not free:
+            break
+        if remaining == 0:
+            raise ValueError("Insufficient quota to satisfy min_slots constraints")
+        active = free
+    return slots
+
+
 def checked_ratio(initial_pool_ratio: Sequence[float], life_cycles: int) -> list[float]:
     """``initial_pool_ratio`` as the engine keeps it (float32, one weight per life cycle), or
     ValueError where it refuses the list: a length other than the life cycles', a weight not
     positive, or a sum (a double running sum of the float32 values) not within 1e-6 of 1."""
     if len(initial_pool_ratio) != life_cycles:
         raise ValueError("initial_pool_ratio length must match number of layer groups")
-    lc_ratio = [float32(r) for r in initial_pool_ratio]
+    lc_ratio = float32s(initial_pool_ratio)
     total = 0.0  # a double running sum of the float32 values
     for r in lc_ratio:
         if r <= 0.0:
@@ -289,10 +342,12 @@ def fallback_ratio(
 
 
 def group_ratio(lc_ratio: Sequence[float], group_of: Sequence[int], count: int) -> list[float]:
-    """The life cycles' ratios summed per pool group (float32) and normalised (float32)."""
+    """The life cycles' ratios (float32 values) summed per pool group in float32 (a group's
+    first sum, 0 + r, is r itself) and normalised (float32)."""
     summed = [0.0] * count
     for r, pg in zip(lc_ratio, group_of, strict=True):
-        summed[pg] = float32(summed[pg] + r)
+        held = summed[pg]
+        summed[pg] = float32(held + r) if held else r
     return _normalize_f32(summed)
 
 

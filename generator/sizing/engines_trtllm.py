@@ -9,7 +9,6 @@ from typing import Any, NamedTuple, cast
 
 # 38198e34's splits: a function of another module, shared with every family as a value
 from ._trtllm_pools import SplitFrame, split_frame, split_slots
-from ._trtllm_pools import trtllm_emit as _trtllm_emit
 from .engines_rows import (
     _MIXERS,
     ENGINE_MODELS,
@@ -66,11 +65,15 @@ def _trtllm_capacity(
     max_batch_size: int,
     pp_size: int = 1,
     pp_rank: int = 0,
+    release: str | None = None,
 ) -> EngineCapacity:
     """What TensorRT-LLM V2 holds for pipeline rank ``pp_rank`` of ``pp_size`` (its own
     layers in its own budget): the tokens of the pools the engine's own split builds from
     the target's share in whole grains (what ``plan --emit trtllm`` hands it), or the affine
-    estimate of §4 where that split is not modelled (recurrent, cross or DCP pools)."""
+    estimate of §4 where that split is not modelled (recurrent, cross or DCP pools). With
+    ``release`` (the version of a release that splits per request, one stage), the tokens of
+    that release's split of the whole budget (``_trtllm_split_tokens``) where it is modelled;
+    every argument checked and every refusal raised as without it."""
     # 0 for a value that is no model of the tables: ``_options`` names it below.
     heads = _TRTLLM_HEADS.get(model, 0) if type(model) is str else 0
     if type(heads) is str:
@@ -122,24 +125,32 @@ def _trtllm_capacity(
             known = _trtllm_known(options, answered, id(answered))
         max_batch_size, max_num_tokens = options[_BATCH_AT], options[_CHUNK_AT]
         max_seq_len = options[_SEQ_LEN_AT]
+        if release is not None:  # the split's frame is keyed by validated values
+            model, speculative, tp_size, pp_size = options[0], options[1], options[5], options[6]
     terms, plans, request_bytes, held = known
-    budget = budget_bytes
+    budget = whole = budget_bytes
     if type(budget) is not int or not 0 < budget <= _MAX_INT:
-        budget = _integer("budget_bytes", budget_bytes, 1)
+        budget = whole = _integer("budget_bytes", budget_bytes, 1)
     target = terms[0]
     if len(terms) > 1:  # a separate draft pool takes its share first (§6)
         budget = _shares(terms, budget, "gpu")["target"]
-    tokens = held.get(budget, -1)
+    tokens = held.get(budget, -1) if release is None else -1
     if tokens == -1:  # a share not seen with these options
         plan = plans[0]  # None: recurrent, cross or fixed pools lie outside the engine's split
         if plan is None:  # pools outside the engine's split: the affine estimate
             tokens = _tokens(target, budget, max_num_tokens)
         else:  # the engine's split of the share
             # trtllm_held, its frame saved: the slots of the share's whole grains, then T
-            tokens = trtllm_held_in(plan, _engine_slots(plan.pools, _whole_grains(budget)))[0]
-        if len(held) >= 64:
-            held.clear()
-        held[budget] = tokens
+            slots = _engine_slots(plan.pools, _whole_grains(budget))  # or its refusal
+            if release is not None and pp_size == 1:
+                tokens = _trtllm_split_tokens(release, model, speculative, max_seq_len,
+                                              tp_size, known, whole)  # fmt: skip
+            if tokens == -1:  # the early-2026 split (not modelled for the release's own)
+                tokens = trtllm_held_in(plan, slots)[0]
+        if release is None:
+            if len(held) >= 64:
+                held.clear()
+            held[budget] = tokens
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
     concurrency = tokens / max_seq_len
@@ -390,50 +401,15 @@ def _trtllm_split_answer(
     """The tokens of the pools the release builds from ``budget_bytes`` in whole grains
     with the settings ``plan --emit`` writes (``_trtllm_pools.trtllm_emit``: a target alone
     takes the ``pool_ratio`` that makes its split build kvgen's pools; beside a separate draft
-    manager, the budget split per request with cap and floor, and each manager's own split).
-    Where that release's split is not modelled (recurrent, cross, chunked or sink layers,
-    DCP, pp_size above 1) the early-2026 answer stands (§4). The arguments are checked as
-    the early-2026 answer checks them."""
-    early = _trtllm_capacity(model, budget_bytes, max_seq_len, max_num_tokens, block_size,
-                             speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
-    if pp_size != 1:
-        return early
-    if (
-        type(budget_bytes) is int and pp_size is _ONE and pp_rank is _ZERO
-        and type(max_batch_size) is int and type(max_num_tokens) is int
-        and type(max_seq_len) is int and type(tp_size) is int
-    ):  # fmt: skip
-        # The plans the early answer kept under these arguments, and the release's split of
-        # the budget over them from its budget-free part (what trtllm_emit computes anew).
-        known = _TRTLLM_PLANS.get(
-            (model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
-        )
-        if known is not None:
-            tokens = _trtllm_split_tokens(version, model, speculative, max_seq_len, tp_size,
-                                          known, budget_bytes)  # fmt: skip
-            if tokens == -1:
-                return early
-            if tokens is None:
-                tokens = max_batch_size * max_seq_len
-            concurrency = min(tokens / max_seq_len, float(max_batch_size))
-            fast: EngineCapacity = _new(EngineCapacity, (
-                tokens, concurrency, early.request_bytes, tokens // TOKENS_PER_BLOCK
-            ))  # fmt: skip
-            return fast
-    seq, batch = int(max_seq_len), int(max_batch_size)
-    try:
-        emit = _trtllm_emit(
-            cast(types.ModuleType, _Namespace(globals())), model, int(budget_bytes),
-            max_batch_size=batch, revision=version, max_num_tokens=int(max_num_tokens),
-            max_seq_len=seq, speculative=speculative, tp_size=int(tp_size),
-        )  # fmt: skip
-    except ValueError:  # the release's split is not modelled for these pools
-        return early
-    tokens = batch * seq if emit.tokens is None else emit.tokens
-    concurrency = min(tokens / seq, float(batch))
-    capacity: EngineCapacity = _new(
-        EngineCapacity, (tokens, concurrency, early.request_bytes, tokens // TOKENS_PER_BLOCK)
-    )
+    manager, the budget split per request with cap and floor, and each manager's own split),
+    computed from the split's budget-free part (``_trtllm_pools.split_frame``, kept per
+    family) by ``_trtllm_pools.split_slots``. Where that release's split is not modelled
+    (recurrent, cross, chunked or sink layers, DCP, pp_size above 1) the early-2026 answer
+    stands (§4). The arguments are checked as the early-2026 answer checks them."""
+    capacity: EngineCapacity = _trtllm_capacity(
+        model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative, tp_size,
+        max_batch_size, pp_size, pp_rank, version,
+    )  # fmt: skip
     return capacity
 
 
@@ -443,7 +419,7 @@ def _trtllm_split_tokens(
 ) -> int | None:  # fmt: skip
     """The target's tokens (None: nothing grows with them) in the pools a per-request release
     builds from ``budget`` with the settings ``trtllm_emit`` writes, for the terms and plans
-    ``known`` of one call (ints of type int); -1 where its split is not modelled."""
+    ``known`` of one call (validated values); -1 where its split is not modelled."""
     terms, plans = known[0], known[1]
     target = plans[0]
     if target is None or None in plans:
