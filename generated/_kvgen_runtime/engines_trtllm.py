@@ -31,7 +31,7 @@ from .sizing_options import (
     _plain_options,
 )
 from .sizing_quota import _shares, _tokens
-from .sizing_terms import _answers, _cached_terms, _Terms
+from .sizing_terms import _answers, _cached_terms, _compute, _Terms
 from .trtllm_split import PoolGroup, slots_for_quota, whole_grains
 
 # By the arguments of a call of one stage whose four sizes are ints of type int (the model,
@@ -109,7 +109,8 @@ def _trtllm_capacity(
         if known is None:
             options = _plain_options(model, speculative, max_batch_size, max_num_tokens,
                                      max_seq_len, tp_size)  # fmt: skip
-            known = _trtllm_known(options, _answers(options)[0], key)
+            # The terms computed here alone (not kept in the answers cache: the plans keep them).
+            known = _trtllm_known(options, _compute(options)[0], key)
     else:
         # The validated options and terms of these arguments (looked up as given: validated
         # on a miss), then their plans by the terms' identity (a look-up of an int).
@@ -440,8 +441,7 @@ def _trtllm_split_tokens(
         _TRTLLM_FRAMES[key] = frame
     if frame is None:
         return -1
-    slots = split_slots(frame, cast(Any, plans), tuple([t.intercept for t in terms]),
-                        tuple([t.slope for t in terms]), budget, TOKENS_PER_BLOCK)  # fmt: skip
+    slots = split_slots(frame, cast(Any, plans), terms, budget, TOKENS_PER_BLOCK)
     if slots is None:
         return -1
     return trtllm_held_in(target, slots)[0]

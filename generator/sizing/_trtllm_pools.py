@@ -903,14 +903,14 @@ def _manager_slots(
 def split_slots(
     frame: SplitFrame,
     plans: Sequence[TrtllmPlan],
-    intercepts: tuple[int, ...],
-    slopes: tuple[int, ...],
+    terms: Sequence[Any],
     budget: int,
     tpb: int,
 ) -> tuple[int, ...] | None:
     """The slots, per group of the target's plan, that 38198e34 builds with the settings
-    ``trtllm_emit`` writes for ``budget`` (``intercepts``, ``slopes``: each manager's terms
-    at the call's batch); None where ``trtllm_emit`` raises ValueError (the early answer)."""
+    ``trtllm_emit`` writes for ``budget`` (``terms``: each manager's terms at the call's
+    batch, as ``manager_terms`` gives them); None where ``trtllm_emit`` raises ValueError
+    (the early answer)."""
     # The quota's grain is the budget's: rounding down to a grain (a divisor of 1 GiB) keeps
     # the whole GiB the grain is chosen by.
     grain = gpu_alloc_granularity(budget)
@@ -931,8 +931,8 @@ def split_slots(
             return slots
         target_spend, draft_spend = frame.spends
         shares = draft_budget_shares(
-            quota, ManagerCost(slopes[0], intercepts[0], target_spend),
-            ManagerCost(slopes[1], intercepts[1], draft_spend), plan.batch,
+            quota, ManagerCost(terms[0].slope, terms[0].intercept, target_spend),
+            ManagerCost(terms[1].slope, terms[1].intercept, draft_spend), plan.batch,
         )  # fmt: skip
         share, draft = shares["target"], shares["draft"]
         slots = _manager_slots(frame.target, share, gpu_alloc_granularity(share), tpb, None)
