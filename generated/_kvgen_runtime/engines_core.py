@@ -167,7 +167,9 @@ def engine_capacity(
     ):  # fmt: skip
         _engine_arguments(locals())
     if found.answered_by:  # a release only kvgen's planners answer for
-        raise NotModelled(found.unanswered())
+        unanswered = found.unanswered()
+        assert unanswered is not None
+        raise NotModelled(unanswered)
     if found.refuses or found.minimums:  # settings this release refuses to start with
         refusal = found.refusal(locals())
         if refusal is not None:

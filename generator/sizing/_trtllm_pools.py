@@ -765,7 +765,9 @@ def split_frame(
     """The ``SplitFrame`` of these options (one call's batch and chunk, on which it does not
     depend) for the managers and plans of ``trtllm_plans``, or None where 38198e34's split
     is not modelled for them (``trtllm_emit`` raises ValueError: the early answer stands)."""
-    given = {"speculative": speculative, "max_seq_len": max_seq_len, "tp_size": tp_size}
+    given: dict[str, Any] = {
+        "speculative": speculative, "max_seq_len": max_seq_len, "tp_size": tp_size
+    }  # fmt: skip
     if tuple(managers) not in (("target",), ("target", "draft")) or None in plans:
         return None
     try:
@@ -827,13 +829,13 @@ def _largest_k(
         k = (room * grain // s - at[pg]) // grow[pg]
         return k if hi is None else min(k, hi - 1)
     # Bounds from the bytes alone (each pool rounds up by less than a grain), then bisection.
-    pools = [(pg, s) for pg, group in enumerate(sizes) for s in group]
+    flat = [(pg, s) for pg, group in enumerate(sizes) for s in group]
     spread = sum(grow[pg] * s for pg, s in moving)
-    fixed_bytes = sum(at[pg] * s for pg, s in pools)
+    fixed_bytes = sum(at[pg] * s for pg, s in flat)
     top = (total * grain - fixed_bytes) // spread + 1  # its bytes alone exceed the grains
     if hi is not None:
         top = min(top, hi)
-    low = max(lo, (total * grain - len(pools) * grain - fixed_bytes) // spread)
+    low = max(lo, (total * grain - len(flat) * grain - fixed_bytes) // spread)
     while low + 1 < top:
         mid = (low + top) // 2
         if _grains_at(at, grow, sizes, grain, mid) <= total:
