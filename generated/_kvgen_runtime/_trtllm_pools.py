@@ -892,6 +892,9 @@ def _manager_slots(
     fallback, floor = _per_grain(frame, grain, tpb)
     if ratio is None:
         group = fallback
+    elif len(frame.sizes) == 1:  # one group: float32(v / v) of its positive sum v is 1.0
+        checked_ratio(ratio, len(frame.group_of))  # or the engine's refusal
+        group = [1.0]
     else:
         group = group_ratio(checked_ratio(ratio, len(frame.group_of)), frame.group_of,
                             len(frame.sizes))  # fmt: skip

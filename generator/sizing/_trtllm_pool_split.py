@@ -270,6 +270,15 @@ def one_pool_slot_counts(
     no grain's slack holds another slot. Its ``tests/unit/test_trtllm_pool_split.py`` twin
     compares the two."""
     remaining = quota // grain
+    if len(sizes) == 1:  # one group: the loop below, once, its ratio over itself
+        size, least = sizes[0], min_slots[0]
+        pct = ratio[0] / ratio[0] if ratio[0] > 0.0 else 1.0
+        grains = round(remaining * pct)
+        count = 0 if grains < -(-size // grain) else grains * grain // size
+        if count <= least:  # pinned at its least slots, the only group
+            grains = -(-least * size // grain)
+            count = 0 if grains < -(-size // grain) else grains * grain // size
+        return [count]
     slots = [0] * len(sizes)
     active = list(range(len(sizes)))
     while active:
