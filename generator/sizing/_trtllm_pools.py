@@ -686,14 +686,16 @@ class _ManagerFrame(NamedTuple):
     per_grain: dict[int, tuple[list[float], int]]
     one_pool: tuple[int, ...] | None  # each group's one slot size, where each has one pool
     # Per engine group, kvgen's plan in it: window pages one request holds, sliding and full
-    # life cycles; the first group holding full attention (-1: none), and whether any group
-    # holds window pages (else the split does not depend on the batch size).
+    # life cycles; the first group holding full attention (-1: none), and whether the split
+    # depends on the batch size: only where a group holds window pages and there are several
+    # groups (one group takes every grain: its pool_ratio is each life cycle's byte share
+    # whatever k, or none where even k = 1 does not fit, and either way its group ratio is 1).
     pages: tuple[int, ...]
     sliding: tuple[int, ...]
     full: tuple[int, ...]
     first_full: int
-    windowed: bool
-    # The target's slots by (quota, batch size if windowed else 0, context pages). Bounded.
+    by_batch: bool
+    # The target's slots by (quota, batch size if by_batch else 0, context pages). Bounded.
     slots: dict[tuple[int, int, int], tuple[int, ...]]
 
 
@@ -740,13 +742,23 @@ def _manager_frame(
         full[pg] += fulls
         if fulls and first_full < 0:
             first_full = pg
+    share_of = tuple(b / share[pg] for b, pg in zip(bytes_of, group_of, strict=True))
     return _ManagerFrame(
-        plan.groups, tuple(engine_group), sizes, tuple(least), group_of,
-        tuple(b / share[pg] for b, pg in zip(bytes_of, group_of, strict=True)),
+        plan.groups, tuple(engine_group), sizes, tuple(least), group_of, share_of,
         storage.life_cycles, {},
         tuple(g[0] for g in sizes) if all(len(g) == 1 for g in sizes) else None,
-        tuple(pages), tuple(sliding), tuple(full), first_full, any(pages), {},
+        tuple(pages), tuple(sliding), tuple(full), first_full,
+        any(pages) and (len(sizes) > 1 or not _accepted(list(share_of))), {},
     )  # fmt: skip
+
+
+def _accepted(ratio: list[float]) -> bool:
+    """Whether the engine takes ``ratio`` as ``initial_pool_ratio`` (``checked_ratio``)."""
+    try:
+        checked_ratio(ratio, len(ratio))
+    except ValueError:
+        return False
+    return True
 
 
 def split_frame(
@@ -924,7 +936,7 @@ def split_slots(
     try:
         if frame.draft is None:
             target = frame.target
-            key = (quota, plan.batch if target.windowed else 0, plan.context)
+            key = (quota, plan.batch if target.by_batch else 0, plan.context)
             slots = target.slots.get(key)
             if slots is None:
                 total = -(-quota // grain)
