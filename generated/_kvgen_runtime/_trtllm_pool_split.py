@@ -282,16 +282,16 @@ def one_pool_slot_counts(
         return [count]
     if len(sizes) == 2:  # two groups: the loop's first round; its answer where none is pinned
         first, second = (1, 0) if ratio[1] < ratio[0] else (0, 1)
-        got = [0, 0]
+        pair = [0, 0]
         budget = remaining
         for pg, total in ((first, ratio[first] + ratio[second]), (second, ratio[second])):
             pct = ratio[pg] / total if total > 0.0 else 1.0
             grains, size = round(budget * pct), sizes[pg]
             if grains >= -(-size // grain):
-                got[pg] = count = grains * grain // size
+                pair[pg] = count = grains * grain // size
                 budget -= -(-count * size // grain)
-        if got[0] > min_slots[0] and got[1] > min_slots[1]:
-            return got
+        if pair[0] > min_slots[0] and pair[1] > min_slots[1]:
+            return pair
     slots = [0] * len(sizes)
     active = list(range(len(sizes)))
     while active:
