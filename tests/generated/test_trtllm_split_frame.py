@@ -3,15 +3,15 @@
 Until this change every call for the default ``trtllm`` (revision 38198e34) that missed its
 cache ran ``kvgen.sizing._trtllm_pools.trtllm_emit`` whole: each manager's storage, pool
 groups, floors, pairing and per-request spends derived again, the pool ratio searched by
-doubling and bisection, the engine's split replayed pool by pool (69-101 us a new question
-for the three modelled ``bench/bench_engines.py --quick`` models at f0f85ad). Now ``_trtllm_pools.split_frame``
-builds what does not depend on the budget or the batch once per model, profile, max_seq_len
-and tp, and ``split_slots`` does the rest. ``trtllm_emit`` stays the reference (it is what
-``plan --emit trtllm`` writes): here every family's every model and profile, over budgets,
-batch sizes, chunks, lengths and tp, gets the same answer (or the same refusal) from
-``engine_capacity`` as from the route through ``trtllm_emit`` the runtime took before; and a
-new question no longer replays the split through ``split_quota`` (that test fails at f0f85ad,
-where each one does).
+doubling and bisection, the engine's split replayed pool by pool (69-101 us a new question for
+the three modelled ``bench/bench_engines.py --quick`` models at f0f85ad). Now
+``_trtllm_pools.split_frame`` builds what does not depend on the budget or the batch once per
+model, profile, max_seq_len and tp, and ``split_slots`` does the rest. ``trtllm_emit`` stays
+the reference (it is what ``plan --emit trtllm`` writes): here every family's every model and
+profile, over budgets, batch sizes, chunks, lengths and tp, gets the same answer (or the same
+refusal) from ``engine_capacity`` as from the route through ``trtllm_emit`` the runtime took
+before; and a new question no longer replays the split through ``split_quota`` (that test fails
+at f0f85ad, where each one does).
 """
 
 from __future__ import annotations
