@@ -178,3 +178,20 @@ def test_float32s_rounds_each_value_as_float32_does():
     values = [0.1, 1 / 3, 0.95, 1e-30, 123456.789, 0.0, 2.0**-149, 1e300]
     assert float32s(values) == [float32(v) for v in values]
     assert float32s(values)[:2] == [0.10000000149011612, 0.3333333432674408]
+
+
+def test_the_releases_keep_their_own_answers_for_one_call():
+    # Both releases read one plans entry of the same arguments; each keeps its own answer in
+    # it (a share for early-2026, the whole budget for 38198e34), asked in either order.
+    sizing = _sizing("gemma3")
+    kw = {"max_seq_len": 8192, "max_num_tokens": 8192, "max_batch_size": 11,
+          "speculative": "none", "tp_size": 1}  # fmt: skip
+    for first, second in (("trtllm==early-2026", "trtllm"), ("trtllm", "trtllm==early-2026")):
+        budget = 40 * GIB + (first == "trtllm")  # a budget not asked before
+        one = sizing.engine_capacity("gemma3_27b", budget, engine=first, **kw)
+        two = sizing.engine_capacity("gemma3_27b", budget, engine=second, **kw)
+        early, split = (one, two) if first != "trtllm" else (two, one)
+        assert split == _through_emit(sizing, "gemma3_27b", budget, **kw)
+        assert early.kv_tokens < split.kv_tokens  # early-2026 overfeeds the window pool
+        again = sizing.engine_capacity("gemma3_27b", budget, engine=first, **kw)
+        assert again == one
