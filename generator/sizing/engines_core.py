@@ -42,6 +42,7 @@ from .engines_sglang import (
 from .engines_trtllm import (
     _derive_trtllm,
     _trtllm_capacity,
+    _trtllm_split_capacity,
     trtllm_held,
     trtllm_held_in,
     trtllm_plans,
@@ -194,12 +195,15 @@ def _trtllm_answer(
     pp_size: int, pp_rank: int, mamba_radix_cache_strategy: str, heterogeneous_vocab: bool,
 ) -> EngineCapacity:  # fmt: skip
     """TensorRT-LLM V2 (``engine_capacity``'s hook for it): one pipeline stage's pools, at
-    a release that splits per request as that release splits (``_trtllm_capacity``'s
-    ``release``)."""
+    a release that splits per request as that release splits (``_trtllm_split_capacity``)."""
+    if found.per_request_split:
+        return _trtllm_split_capacity(
+            found.version, model, budget_bytes, max_seq_len, max_num_tokens, block_size,
+            speculative, tp_size, max_batch_size, pp_size, pp_rank,
+        )  # fmt: skip
     return _trtllm_capacity(
         model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
         tp_size, max_batch_size, pp_size, pp_rank,
-        found.version if found.per_request_split else None,
     )  # fmt: skip
 
 

@@ -47,6 +47,8 @@ _TRTLLM_GIVEN: Any
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
 # UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_trtllm``).
 _TRTLLM_HEADS: dict[str, int | str]
+# ``_trtllm_split_answer`` remembered per family, by its arguments as given (typed).
+_TRTLLM_SPLIT: Any
 # The budget-free part of a per-request release's split (``_trtllm_pools.SplitFrame``; None:
 # not modelled, the early answer stands) by (release, model, profile, max_seq_len, tp) as given.
 _TRTLLM_FRAMES: dict[tuple[Any, ...], SplitFrame | None]
@@ -69,14 +71,9 @@ def _trtllm_capacity(
     layers in its own budget): the tokens of the pools the engine's own split builds from
     the target's share in whole grains (what ``plan --emit trtllm`` hands it), or the affine
     estimate of §4 where that split is not modelled (recurrent, cross or DCP pools). With
-    ``release`` (the version of a release that splits per request, docs/cost-model.md §11),
-    the tokens of the pools that release builds from the whole budget in whole grains with
-    the settings ``plan --emit`` writes (``_trtllm_pools.trtllm_emit``: a target alone takes
-    the ``pool_ratio`` that makes its split build kvgen's pools; beside a separate draft
-    manager, the budget split per request with cap and floor, and each manager's own split),
-    computed from the split's budget-free part (``_trtllm_split_tokens``); where that split is
-    not modelled (recurrent, cross, chunked or sink layers, DCP, pp_size above 1) the early
-    answer stands. Every argument is checked and every refusal raised as without it."""
+    ``release`` (the version of a release that splits per request, one stage), the tokens of
+    that release's split of the whole budget (``_trtllm_split_tokens``) where it is modelled;
+    every argument checked and every refusal raised as without it."""
     # 0 for a value that is no model of the tables: ``_options`` names it below.
     heads = _TRTLLM_HEADS.get(model, 0) if type(model) is str else 0
     if type(heads) is str:
@@ -138,10 +135,7 @@ def _trtllm_capacity(
     target = terms[0]
     if len(terms) > 1:  # a separate draft pool takes its share first (§6)
         budget = _shares(terms, budget, "gpu")["target"]
-    # The early-2026 answers by share; a per-request release's by its whole budget, negated
-    # (one answer for every such release: they split alike).
-    kept = budget if release is None else -whole
-    tokens = held.get(kept, -1)
+    tokens = held.get(budget, -1) if release is None else -1
     if tokens == -1:  # a share not seen with these options
         plan = plans[0]  # None: recurrent, cross or fixed pools lie outside the engine's split
         if plan is None:  # pools outside the engine's split: the affine estimate
@@ -154,9 +148,10 @@ def _trtllm_capacity(
                                               tp_size, known, whole)  # fmt: skip
             if tokens == -1:  # the early-2026 split (not modelled for the release's own)
                 tokens = trtllm_held_in(plan, slots)[0]
-        if len(held) >= 64:
-            held.clear()
-        held[kept] = tokens
+        if release is None:
+            if len(held) >= 64:
+                held.clear()
+            held[budget] = tokens
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
     concurrency = tokens / max_seq_len
@@ -363,11 +358,12 @@ def _trtllm_refusal(name: str) -> str:
 def _derive_trtllm() -> None:
     """Per family, at bind: its own TensorRT-LLM plans, and each model's query heads or the
     reason its row has no answer."""
-    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_FRAMES
+    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_SPLIT, _TRTLLM_FRAMES
     _TRTLLM_HEADS = {name: _trtllm_refusal(name) or ENGINE_MODELS[name].query_heads
                      for name in _MODELS}  # fmt: skip
     _TRTLLM_PLANS = {}
     _TRTLLM_GIVEN = lru_cache(maxsize=4096, typed=True)(_trtllm_given)
+    _TRTLLM_SPLIT = lru_cache(maxsize=4096, typed=True)(_trtllm_split_answer)
     _TRTLLM_FRAMES = {}
 
 
@@ -376,6 +372,46 @@ class _Namespace:
 
     def __init__(self, namespace: dict[str, Any]) -> None:
         self.__dict__ = namespace
+
+
+def _trtllm_split_capacity(
+    version: str, model: str, budget_bytes: int, max_seq_len: int, max_num_tokens: int,
+    block_size: int | None, speculative: str, tp_size: int, max_batch_size: int,
+    pp_size: int = 1, pp_rank: int = 0,
+) -> EngineCapacity:  # fmt: skip
+    """What a TensorRT-LLM release that splits per request (38198e34, docs/cost-model.md §11)
+    holds for a KV budget: remembered by the arguments as given, computed on a miss by
+    ``_trtllm_split_answer``."""
+    try:
+        capacity: EngineCapacity = _TRTLLM_SPLIT(
+            version, model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
+            tp_size, max_batch_size, pp_size, pp_rank,
+        )  # fmt: skip
+    except TypeError:  # an unhashable argument: named as any other bad value
+        _trtllm_capacity(model, budget_bytes, max_seq_len, max_num_tokens, block_size,
+                         speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
+        raise
+    return capacity
+
+
+def _trtllm_split_answer(
+    version: str, model: str, budget_bytes: int, max_seq_len: int, max_num_tokens: int,
+    block_size: int | None, speculative: str, tp_size: int, max_batch_size: int,
+    pp_size: int, pp_rank: int,
+) -> EngineCapacity:  # fmt: skip
+    """The tokens of the pools the release builds from ``budget_bytes`` in whole grains
+    with the settings ``plan --emit`` writes (``_trtllm_pools.trtllm_emit``: a target alone
+    takes the ``pool_ratio`` that makes its split build kvgen's pools; beside a separate draft
+    manager, the budget split per request with cap and floor, and each manager's own split),
+    computed from the split's budget-free part (``_trtllm_pools.split_frame``, kept per
+    family) by ``_trtllm_pools.split_slots``. Where that release's split is not modelled
+    (recurrent, cross, chunked or sink layers, DCP, pp_size above 1) the early-2026 answer
+    stands (§4). The arguments are checked as the early-2026 answer checks them."""
+    capacity: EngineCapacity = _trtllm_capacity(
+        model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative, tp_size,
+        max_batch_size, pp_size, pp_rank, version,
+    )  # fmt: skip
+    return capacity
 
 
 def _trtllm_split_tokens(
