@@ -59,12 +59,16 @@ from ._trtllm_pool_split import (
 )
 from .sizing_kinds import kind_row
 from .sizing_quota import swa_context_tokens
-from .trtllm_split import PoolGroup, least_quota, slots_for_quota, whole_grains
+from .trtllm_split import (
+    PoolGroup,
+    TrtllmPlan,
+    least_quota,
+    slots_for_quota,
+    whole_grains,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
-
-    from .engines_trtllm import TrtllmPlan
 
 __all__ = [
     "EnginePool",
@@ -884,7 +888,7 @@ def _target_ratio(
         best = cap if best is None or best > cap else best
     assert best is not None  # a growing plan has a full pool
     k = best
-    m = k if k < context else context
+    m = min(context, k)
     per_group = [0] * count
     spent = 0
     for pg, pools in enumerate(sizes):
@@ -892,7 +896,7 @@ def _target_ratio(
         for s in pools:
             per_group[pg] += -(-n * s // grain)
         spent += per_group[pg]
-    per_group[frame.first_full if frame.first_full >= 0 else 0] += total - spent
+    per_group[max(frame.first_full, 0)] += total - spent
     pairs = zip(frame.group_of, frame.byte_share, strict=True)
     return [per_group[pg] / total * share for pg, share in pairs]
 
@@ -939,13 +943,13 @@ def _one_pool_ratio(
         best = cap if best is None or best > cap else best
     assert best is not None  # a growing plan has a full pool
     k = best
-    m = k if k < context else context
+    m = min(context, k)
     per_group = [0] * count
     spent = 0
     for pg in range(count):
         spent += (grains := -(-(fixed[pg] + sliding[pg] * m + full[pg] * k) * sizes[pg] // grain))
         per_group[pg] = grains
-    per_group[frame.first_full if frame.first_full >= 0 else 0] += total - spent
+    per_group[max(frame.first_full, 0)] += total - spent
     pairs = zip(frame.group_of, frame.byte_share, strict=True)
     return [per_group[pg] / total * share for pg, share in pairs]
 

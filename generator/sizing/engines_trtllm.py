@@ -5,7 +5,7 @@ not modelled."""
 
 import types
 from functools import lru_cache
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 # 38198e34's splits: a function of another module, shared with every family as a value
 from ._trtllm_pools import SplitFrame, split_frame, split_slots
@@ -31,7 +31,7 @@ from .sizing_options import (
 )
 from .sizing_quota import _shares, _tokens
 from .sizing_terms import _answers, _cached_terms, _compute, _Terms
-from .trtllm_split import PoolGroup, slots_for_quota, whole_grains
+from .trtllm_split import PoolGroup, TrtllmPlan, slots_for_quota, whole_grains
 
 # By the arguments of a call of one stage whose four sizes are ints of type int (the model,
 # profile, batch, chunk, max_seq_len and tp as given), else by the identity of its terms
@@ -165,22 +165,6 @@ def _trtllm_capacity(
 
 # ``whole_grains`` remembered: a function of the share alone; its two logarithms cost most.
 _whole_grains = lru_cache(maxsize=4096)(whole_grains)
-
-
-class TrtllmPlan(NamedTuple):
-    """One manager's pool groups in TensorRT-LLM V2 (``trtllm_plans``): per group its slot
-    bytes, life cycles (window, sinks, chunk; 0 for full attention), the pages one request
-    holds whatever T (pages(w, H) per sliding cycle), its sliding cycles (each also min(k, n)
-    context pages) and full ones (k pages); the groups as the engine's split sees them, the
-    requests B (a group's fixed pages are B times its pages per request), n = ceil(N/tpb), N,
-    and whether a full pool grows with T."""
-
-    groups: tuple[tuple[int, tuple[tuple[int, int, int], ...], int, int, int], ...]
-    pools: tuple[PoolGroup, ...]
-    batch: int
-    context: int
-    chunk: int
-    grows: bool
 
 
 def trtllm_plans(
