@@ -29,9 +29,10 @@ module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. 
 warm; never-seen, its plan caches emptied before every call, so each call plans the model
 for a block size, tp and modes it has not seen (what the model and profile alone decide, the
 layout, is built when the module binds its tables, at import; TensorRT-LLM's plans are its
-pool groups, ``_TRTLLM_PLANS``, SGLang's pools of a budget are emptied with its plans,
-``_SGLANG_POOLS``, while the engine's split of one quota over the same slot bytes stays
-remembered, ``_engine_slots``, as do a life-cycle shape's pool groups, ``_trtllm_plan_of``);
+pool groups, ``_TRTLLM_PLANS``, and 38198e34's answers, ``_TRTLLM_SPLIT``, SGLang's pools of a
+budget are emptied with its plans, ``_SGLANG_POOLS``, while the engine's split of one quota
+over the same slot bytes stays remembered, ``_engine_slots``, as do a life-cycle shape's pool
+groups, ``_trtllm_plan_of``, and 38198e34's split's budget-free part, ``_TRTLLM_FRAMES``);
 new question, the same with a batch size never asked as well, so that for TensorRT-LLM V2
 every cache of the call misses (its validation and the sizing terms too; vLLM and SGLang
 size no batch); first plan, the layouts emptied too, so each call builds its layout again
@@ -70,7 +71,7 @@ REPEAT_CALLS = 20
 WARM_TARGET = 20.0  # cached calls (2 us where a cached call takes 0.10 us)
 NEVER_SEEN_TARGET = 50.0  # cached calls (5 us there)
 # The generated module's caches: plans by block size, tp and modes; layouts by model and profile.
-PLAN_CACHES = ("_VLLM_PLANS", "_SGLANG_PLANS", "_SGLANG_POOLS", "_TRTLLM_PLANS")
+PLAN_CACHES = ("_VLLM_PLANS", "_SGLANG_PLANS", "_SGLANG_POOLS", "_TRTLLM_PLANS", "_TRTLLM_SPLIT")
 LAYOUT_CACHES = ("_VLLM_LAYOUTS", "_SGLANG_LAYOUTS")
 
 
@@ -98,11 +99,13 @@ def best_us(call: Callable[[], object], calls: int) -> float:
 
 def emptied(module: ModuleType, names: tuple[str, ...]) -> Callable[[], None]:
     """A call that empties the module's caches ``names`` (those it has)."""
+    # a dict's clear, or an lru_cache's cache_clear (38198e34's answers, _TRTLLM_SPLIT)
     caches = [getattr(module, name) for name in names if hasattr(module, name)]
+    clears = [getattr(cache, "cache_clear", None) or cache.clear for cache in caches]
 
     def empty() -> None:
-        for cache in caches:
-            cache.clear()
+        for clear in clears:
+            clear()
 
     return empty
 
