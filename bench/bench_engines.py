@@ -13,11 +13,14 @@ adds that commit's generated ``engine_capacity`` on the four ``--quick`` models,
 interleaved with this tree's (warm and new question; shown, not judged).
 
 Each TensorRT-LLM release of ``kvgen.sizing.engines_registry`` is timed on its own as well
-(``engine="trtllm==VERSION"``, the four ``--quick`` models): warm, never-seen and a new
-question through the generated module; where the runtime does not answer a release
-(``NotModelled``: it names where the release is answered), the code path that answers it,
-``kvgen.sizing._trtllm_pools.trtllm_emit`` (the pools that release's own split builds from the
-budget, what ``plan --emit`` writes), warm and with a batch size never asked (shown, not judged).
+(``engine="trtllm==VERSION"``, the four ``--quick`` models), each figure in microseconds and
+in cached calls: warm, never-seen and a new question through the generated module, the worst
+per release judged in the summary against the engines' targets (so ``trtllm==38198e34``, what
+``trtllm`` and ``trtllm-v2`` select, and ``trtllm==early-2026`` each get their own lines);
+where the runtime does not answer a release (``NotModelled``: it names where the release is
+answered), the code path that answers it, ``kvgen.sizing._trtllm_pools.trtllm_emit`` (the
+pools that release's own split builds from the budget, what ``plan --emit`` writes), warm and
+with a batch size never asked (shown, not judged).
 
 For each engine on every model of every shipped family (``--quick``: four of them):
 ``kvgen._engines.capacity.engine_capacity`` (cold: the first call, building the plan; warm: the plan
@@ -26,9 +29,10 @@ module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. 
 warm; never-seen, its plan caches emptied before every call, so each call plans the model
 for a block size, tp and modes it has not seen (what the model and profile alone decide, the
 layout, is built when the module binds its tables, at import; TensorRT-LLM's plans are its
-pool groups, ``_TRTLLM_PLANS``, SGLang's pools of a budget are emptied with its plans,
-``_SGLANG_POOLS``, while the engine's split of one quota over the same slot bytes stays
-remembered, ``_engine_slots``, as do a life-cycle shape's pool groups, ``_trtllm_plan_of``);
+pool groups, ``_TRTLLM_PLANS``, and 38198e34's answers, ``_TRTLLM_SPLIT``, SGLang's pools of a
+budget are emptied with its plans, ``_SGLANG_POOLS``, while the engine's split of one quota
+over the same slot bytes stays remembered, ``_engine_slots``, as do a life-cycle shape's pool
+groups, ``_trtllm_plan_of``, and 38198e34's split's budget-free part, ``_TRTLLM_FRAMES``);
 new question, the same with a batch size never asked as well, so that for TensorRT-LLM V2
 every cache of the call misses (its validation and the sizing terms too; vLLM and SGLang
 size no batch); first plan, the layouts emptied too, so each call builds its layout again
@@ -67,7 +71,7 @@ REPEAT_CALLS = 20
 WARM_TARGET = 20.0  # cached calls (2 us where a cached call takes 0.10 us)
 NEVER_SEEN_TARGET = 50.0  # cached calls (5 us there)
 # The generated module's caches: plans by block size, tp and modes; layouts by model and profile.
-PLAN_CACHES = ("_VLLM_PLANS", "_SGLANG_PLANS", "_SGLANG_POOLS", "_TRTLLM_PLANS")
+PLAN_CACHES = ("_VLLM_PLANS", "_SGLANG_PLANS", "_SGLANG_POOLS", "_TRTLLM_PLANS", "_TRTLLM_SPLIT")
 LAYOUT_CACHES = ("_VLLM_LAYOUTS", "_SGLANG_LAYOUTS")
 
 
@@ -95,11 +99,13 @@ def best_us(call: Callable[[], object], calls: int) -> float:
 
 def emptied(module: ModuleType, names: tuple[str, ...]) -> Callable[[], None]:
     """A call that empties the module's caches ``names`` (those it has)."""
+    # a dict's clear, or an lru_cache's cache_clear (38198e34's answers, _TRTLLM_SPLIT)
     caches = [getattr(module, name) for name in names if hasattr(module, name)]
+    clears = [getattr(cache, "cache_clear", None) or cache.clear for cache in caches]
 
     def empty() -> None:
-        for cache in caches:
-            cache.clear()
+        for clear in clears:
+            clear()
 
     return empty
 
@@ -207,13 +213,13 @@ def main(argv: list[str] | None = None) -> int:
                 if figure > columns.get(column, (-1.0, ""))[0]:
                     columns[column] = (figure, f"{family_name}/{model}")
     print()
-    trtllm_releases(args.calls)
+    releases = trtllm_releases(args.calls, min(cached, cached_call_us(args.calls)))
     if args.anchor is not None:
         print()
         anchored(args.anchor, args.calls)
     cached = min(cached, cached_call_us(args.calls))
     print()
-    return summary(worst, cached)
+    return summary({**worst, **releases}, cached)
 
 
 def paired_us(
@@ -230,15 +236,23 @@ def paired_us(
     return best[0] * 1e6 / REPEAT_CALLS, best[1] * 1e6 / REPEAT_CALLS
 
 
-def trtllm_releases(calls: int) -> None:
+def trtllm_releases(calls: int, cached: float) -> dict[str, dict[str, tuple[float, str]]]:
     """Each TensorRT-LLM release on the four --quick models: through the generated
     ``engine_capacity`` where the runtime answers it, else through ``trtllm_emit``, the code
-    path that answers it (see the module docstring)."""
+    path that answers it (see the module docstring). Each figure in microseconds and in
+    cached calls (``cached``: the anchor's microseconds); returns the worst per release
+    ``NAME==VERSION`` and column, for the summary."""
     from kvgen.sizing._trtllm_pools import trtllm_emit
     from kvgen.sizing.engines_registry import RELEASES, TRTLLM
 
-    print(f"{'release':20} {'model':22} {'path':16} {'warm us':>9} {'never-seen us':>14} "
-          f"{'new q. us':>10}")  # fmt: skip
+    worst: dict[str, dict[str, tuple[float, str]]] = {}
+    print(f"TensorRT-LLM releases, each figure in us and in cached calls ({cached:.3f} us)")
+    print(f"{'release':20} {'model':22} {'path':16} {'warm':>15} {'never-seen':>15} "
+          f"{'new question':>15}")  # fmt: skip
+
+    def shown(figure: float | None) -> str:
+        return f"{'-':>15}" if figure is None else f"{figure:6.2f} {figure / cached:6.1f}x "
+
     for found in RELEASES:
         if found.engine is not TRTLLM:
             continue
@@ -268,26 +282,36 @@ def trtllm_releases(calls: int) -> None:
                     print(f"{found.spelling:20} {model:22} trtllm_emit: {refused}"[:100])
                     continue
                 few = max(100, calls // 50)
-                warm = best_us(emit, few)
-                new_q = best_us(lambda emit=emit: emit(_new_batch()), few)
-                print(f"{found.spelling:20} {model:22} {'trtllm_emit':16} {warm:9.2f} "
-                      f"{'-':>14} {new_q:10.2f}")  # fmt: skip
-                continue
+                figures = (
+                    best_us(emit, few),
+                    None,
+                    best_us(lambda emit=emit: emit(_new_batch()), few),
+                )
+                path = "trtllm_emit"
+            else:
 
-            def call(batch: int = 8, module=module, model=model, kwargs=kwargs) -> None:
-                module.engine_capacity(model, BUDGET, max_batch_size=batch, **kwargs)
+                def call(batch: int = 8, module=module, model=model, kwargs=kwargs) -> None:
+                    module.engine_capacity(model, BUDGET, max_batch_size=batch, **kwargs)
 
-            def never(call=call, empty=empty) -> None:
-                empty()
-                call()
+                def never(call=call, empty=empty) -> None:
+                    empty()
+                    call()
 
-            def new_q(call=call, empty=empty) -> None:
-                empty()
-                call(_new_batch())
+                def new_q(call=call, empty=empty) -> None:
+                    empty()
+                    call(_new_batch())
 
-            print(f"{found.spelling:20} {model:22} {'engine_capacity':16} "
-                  f"{best_us(call, calls):9.2f} {best_us(never, calls):14.2f} "
-                  f"{best_us(new_q, calls):10.2f}")  # fmt: skip
+                figures = (best_us(call, calls), best_us(never, calls), best_us(new_q, calls))
+                path = "engine_capacity"
+            print(f"{found.spelling:20} {model:22} {path:16} "
+                  + "".join(shown(f) for f in figures))  # fmt: skip
+            if path != "engine_capacity":
+                continue  # shown, not judged
+            columns = worst.setdefault(found.spelling, {})
+            for column, figure in zip(("warm", "never-seen", "new question"), figures, strict=True):
+                if figure is not None and figure > columns.get(column, (-1.0, ""))[0]:
+                    columns[column] = (figure, f"{family_name}/{model}")
+    return worst
 
 
 def anchored(checkout: Path, calls: int) -> None:
@@ -336,7 +360,7 @@ def summary(worst: dict[str, dict[str, tuple[float, str]]], cached: float) -> in
                "new question": NEVER_SEEN_TARGET}  # fmt: skip
     missed = 0
     print(f"anchor, this run: a cached call {cached:.3f} us")
-    print(f"{'engine':10} {'worst of':13} {'us':>7} {'cached':>8} {'target':>8}  model")
+    print(f"{'engine':18} {'worst of':13} {'us':>7} {'cached':>8} {'target':>8}  model")
     for engine, columns in worst.items():
         for column, (figure, model) in columns.items():
             ratio = figure / cached
@@ -345,7 +369,7 @@ def summary(worst: dict[str, dict[str, tuple[float, str]]], cached: float) -> in
             missed += not held
             verdict = "" if held else "  MISSED"
             shown = f"{target:7.0f}x" if target is not None else f"{'-':>8}"
-            print(f"{engine:10} {column:13} {figure:7.2f} {ratio:7.1f}x {shown}  {model}{verdict}")
+            print(f"{engine:18} {column:13} {figure:7.2f} {ratio:7.1f}x {shown}  {model}{verdict}")
     return 1 if missed else 0
 
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any, cast
 
 # 38198e34's splits: a function of another module, shared with every family as a value
-from ._trtllm_pools import trtllm_emit as _trtllm_emit
+from ._trtllm_pools import SplitFrame, split_frame, split_slots
 from .engines_rows import (
     _MIXERS,
     ENGINE_MODELS,
@@ -31,7 +31,7 @@ from .sizing_options import (
     _plain_options,
 )
 from .sizing_quota import _shares, _tokens
-from .sizing_terms import _answers, _cached_terms, _Terms
+from .sizing_terms import _answers, _cached_terms, _compute, _Terms
 from .trtllm_split import PoolGroup, TrtllmPlan, slots_for_quota, whole_grains
 
 # By the arguments of a call of one stage whose four sizes are ints of type int (the model,
@@ -50,6 +50,9 @@ _TRTLLM_GIVEN: Any
 _TRTLLM_HEADS: dict[str, int | str]
 # ``_trtllm_split_answer`` remembered per family, by its arguments as given (typed).
 _TRTLLM_SPLIT: Any
+# The budget-free part of a per-request release's split (``_trtllm_pools.SplitFrame``; None:
+# not modelled, the early answer stands) by (release, model, profile, max_seq_len, tp) as given.
+_TRTLLM_FRAMES: dict[tuple[Any, ...], SplitFrame | None]
 
 
 def _trtllm_capacity(
@@ -63,11 +66,15 @@ def _trtllm_capacity(
     max_batch_size: int,
     pp_size: int = 1,
     pp_rank: int = 0,
+    release: str | None = None,
 ) -> EngineCapacity:
     """What TensorRT-LLM V2 holds for pipeline rank ``pp_rank`` of ``pp_size`` (its own
     layers in its own budget): the tokens of the pools the engine's own split builds from
     the target's share in whole grains (what ``plan --emit trtllm`` hands it), or the affine
-    estimate of §4 where that split is not modelled (recurrent, cross or DCP pools)."""
+    estimate of §4 where that split is not modelled (recurrent, cross or DCP pools). With
+    ``release`` (the version of a release that splits per request, one stage), the tokens of
+    that release's split of the whole budget (``_trtllm_split_tokens``) where it is modelled;
+    every argument checked and every refusal raised as without it."""
     # 0 for a value that is no model of the tables: ``_options`` names it below.
     heads = _TRTLLM_HEADS.get(model, 0) if type(model) is str else 0
     if type(heads) is str:
@@ -102,7 +109,8 @@ def _trtllm_capacity(
         if known is None:
             options = _plain_options(model, speculative, max_batch_size, max_num_tokens,
                                      max_seq_len, tp_size)  # fmt: skip
-            known = _trtllm_known(options, _answers(options)[0], key)
+            # The terms computed here alone (not kept in the answers cache: the plans keep them).
+            known = _trtllm_known(options, _compute(options)[0], key)
     else:
         # The validated options and terms of these arguments (looked up as given: validated
         # on a miss), then their plans by the terms' identity (a look-up of an int).
@@ -119,24 +127,32 @@ def _trtllm_capacity(
             known = _trtllm_known(options, answered, id(answered))
         max_batch_size, max_num_tokens = options[_BATCH_AT], options[_CHUNK_AT]
         max_seq_len = options[_SEQ_LEN_AT]
+        if release is not None:  # the split's frame is keyed by validated values
+            model, speculative, tp_size, pp_size = options[0], options[1], options[5], options[6]
     terms, plans, request_bytes, held = known
-    budget = budget_bytes
+    budget = whole = budget_bytes
     if type(budget) is not int or not 0 < budget <= _MAX_INT:
-        budget = _integer("budget_bytes", budget_bytes, 1)
+        budget = whole = _integer("budget_bytes", budget_bytes, 1)
     target = terms[0]
     if len(terms) > 1:  # a separate draft pool takes its share first (§6)
         budget = _shares(terms, budget, "gpu")["target"]
-    tokens = held.get(budget, -1)
+    tokens = held.get(budget, -1) if release is None else -1
     if tokens == -1:  # a share not seen with these options
         plan = plans[0]  # None: recurrent, cross or fixed pools lie outside the engine's split
         if plan is None:  # pools outside the engine's split: the affine estimate
             tokens = _tokens(target, budget, max_num_tokens)
         else:  # the engine's split of the share
             # trtllm_held, its frame saved: the slots of the share's whole grains, then T
-            tokens = trtllm_held_in(plan, _engine_slots(plan.pools, _whole_grains(budget)))[0]
-        if len(held) >= 64:
-            held.clear()
-        held[budget] = tokens
+            slots = _engine_slots(plan.pools, _whole_grains(budget))  # or its refusal
+            if release is not None and pp_size == 1:
+                tokens = _trtllm_split_tokens(release, model, speculative, max_seq_len,
+                                              tp_size, known, whole)  # fmt: skip
+            if tokens == -1:  # the early-2026 split (not modelled for the release's own)
+                tokens = trtllm_held_in(plan, slots)[0]
+        if release is None:
+            if len(held) >= 64:
+                held.clear()
+            held[budget] = tokens
     if tokens is None:  # nothing grows with history: every request reaches max_seq_len
         tokens = max_batch_size * max_seq_len
     concurrency = tokens / max_seq_len
@@ -327,12 +343,13 @@ def _trtllm_refusal(name: str) -> str:
 def _derive_trtllm() -> None:
     """Per family, at bind: its own TensorRT-LLM plans, and each model's query heads or the
     reason its row has no answer."""
-    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_SPLIT
+    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_SPLIT, _TRTLLM_FRAMES
     _TRTLLM_HEADS = {name: _trtllm_refusal(name) or ENGINE_MODELS[name].query_heads
                      for name in _MODELS}  # fmt: skip
     _TRTLLM_PLANS = {}
     _TRTLLM_GIVEN = lru_cache(maxsize=4096, typed=True)(_trtllm_given)
     _TRTLLM_SPLIT = lru_cache(maxsize=4096, typed=True)(_trtllm_split_answer)
+    _TRTLLM_FRAMES = {}
 
 
 class _Namespace:
@@ -370,26 +387,48 @@ def _trtllm_split_answer(
     """The tokens of the pools the release builds from ``budget_bytes`` in whole grains
     with the settings ``plan --emit`` writes (``_trtllm_pools.trtllm_emit``: a target alone
     takes the ``pool_ratio`` that makes its split build kvgen's pools; beside a separate draft
-    manager, the budget split per request with cap and floor, and each manager's own split).
-    Where that release's split is not modelled (recurrent, cross, chunked or sink layers,
-    DCP, pp_size above 1) the early-2026 answer stands (§4). The arguments are checked as
-    the early-2026 answer checks them."""
-    early = _trtllm_capacity(model, budget_bytes, max_seq_len, max_num_tokens, block_size,
-                             speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
-    if pp_size != 1:
-        return early
-    seq, batch = int(max_seq_len), int(max_batch_size)
-    try:
-        emit = _trtllm_emit(
-            cast(types.ModuleType, _Namespace(globals())), model, int(budget_bytes),
-            max_batch_size=batch, revision=version, max_num_tokens=int(max_num_tokens),
-            max_seq_len=seq, speculative=speculative, tp_size=int(tp_size),
-        )  # fmt: skip
-    except ValueError:  # the release's split is not modelled for these pools
-        return early
-    tokens = batch * seq if emit.tokens is None else emit.tokens
-    concurrency = min(tokens / seq, float(batch))
-    capacity: EngineCapacity = _new(
-        EngineCapacity, (tokens, concurrency, early.request_bytes, tokens // TOKENS_PER_BLOCK)
-    )
+    manager, the budget split per request with cap and floor, and each manager's own split),
+    computed from the split's budget-free part (``_trtllm_pools.split_frame``, kept per
+    family) by ``_trtllm_pools.split_slots``. Where that release's split is not modelled
+    (recurrent, cross, chunked or sink layers, DCP, pp_size above 1) the early-2026 answer
+    stands (§4). The arguments are checked as the early-2026 answer checks them."""
+    capacity: EngineCapacity = _trtllm_capacity(
+        model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative, tp_size,
+        max_batch_size, pp_size, pp_rank, version,
+    )  # fmt: skip
     return capacity
+
+
+def _trtllm_split_tokens(
+    version: str, model: str, speculative: str, max_seq_len: int, tp_size: int,
+    known: _TrtllmKnown, budget: int,
+) -> int | None:  # fmt: skip
+    """The target's tokens (None: nothing grows with them) in the pools a per-request release
+    builds from ``budget`` with the settings ``trtllm_emit`` writes, for the terms and plans
+    ``known`` of one call (validated values); -1 where its split is not modelled."""
+    terms, plans = known[0], known[1]
+    target = plans[0]
+    if target is None or None in plans:
+        return -1
+    key = (version, model, speculative, max_seq_len, tp_size)
+    frame = _TRTLLM_FRAMES.get(key, _NO_FRAME)
+    if frame is _NO_FRAME or (frame is not None and frame.target.groups is not target.groups
+                              and frame.target.groups != target.groups):  # fmt: skip
+        frame = split_frame(
+            cast(types.ModuleType, _Namespace(globals())), model, plans,
+            [t.manager for t in terms], revision=version, max_batch_size=target.batch,
+            max_num_tokens=target.chunk, max_seq_len=max_seq_len, speculative=speculative,
+            tp_size=tp_size,
+        )  # fmt: skip
+        if len(_TRTLLM_FRAMES) >= 4096:
+            _TRTLLM_FRAMES.clear()
+        _TRTLLM_FRAMES[key] = frame
+    if frame is None:
+        return -1
+    slots = split_slots(frame, cast(Any, plans), terms, budget, TOKENS_PER_BLOCK)
+    if slots is None:
+        return -1
+    return trtllm_held_in(target, slots)[0]
+
+
+_NO_FRAME: Any = object()  # ``_TRTLLM_FRAMES`` holds no entry

@@ -59,13 +59,14 @@ class _Terms(NamedTuple):
 _Answer = tuple[tuple[_Terms, ...], dict[str, CacheCost]]
 
 
-def _compute(options: _Options) -> _Answer:
+def _compute(options: _Options, named: bool = True) -> _Answer:
     """Every named term of the static cost per manager (§3, §4) for validated options, and
     the CacheCost of each (built here, so that a never-seen ``cache_costs`` call runs one
     function): per manager, its layers on the rank (``sizing_split._rank``), then its full
     pool, cross attention and recurrent slot per request, its life cycles (``_life_cycles``),
     the "exact" page roundings, the resume watermark of a single SWA draft pool and the
-    recurrent rows beyond one per request (``_state_rows``)."""
+    recurrent rows beyond one per request (``_state_rows``). ``named`` False: the CacheCosts
+    alone (no terms built: what a never-seen ``cache_costs`` call reads)."""
     (model, speculative, batch, chunk, max_seq_len, tp_size, pp_size, pp_rank, scratch_reuse,
      block_reuse, util, overlap_slack, semantics, attention_dp, update, dcp, encoder_tokens,
      ) = options  # fmt: skip
@@ -117,12 +118,13 @@ def _compute(options: _Options) -> _Answer:
             for _term, value in recurrent:  # the reserved and speculative rows are fixed (§8)
                 intercept += value
                 fixed_pool_bytes += value
-        context_rounding = ctx_rounding if exact else None
-        values = (name, slope, per_request, ctx_swa, full_rounding, context_rounding,
-                  resume_rounding, intercept, cycles, fixed_pool_bytes, pools, recurrent,
-                  span)  # fmt: skip
-        terms.append(_new(_Terms, values))
         costs[name] = _new(CacheCost, (slope, intercept))
+        if named:
+            context_rounding = ctx_rounding if exact else None
+            values = (name, slope, per_request, ctx_swa, full_rounding, context_rounding,
+                      resume_rounding, intercept, cycles, fixed_pool_bytes, pools, recurrent,
+                      span)  # fmt: skip
+            terms.append(_new(_Terms, values))
     return tuple(terms), costs
 
 

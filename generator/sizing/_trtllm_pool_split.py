@@ -39,15 +39,19 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ._trtllm_budget import gpu_alloc_granularity
-from .facts import float32
+from .facts import float32, float32s
 
 __all__ = [
     "FALLBACK_STEP",
     "PoolSplit",
     "TrtllmLifeCycle",
+    "checked_ratio",
+    "fallback_ratio",
     "grains_for_slots",
     "grains_to_slots",
+    "group_ratio",
     "life_cycle_floors",
+    "one_pool_slot_counts",
     "pool_groups",
     "ratio_to_slot_count_list",
     "slots_for_batch",
@@ -63,7 +67,7 @@ _RATIO_SUM_TOLERANCE = 1e-6
 
 
 class TrtllmLifeCycle(NamedTuple):
-    """One life cycle of a manager, the engine's ``LifeCycle``: its window (None: full
+    """One life cycle of a manager, the engine's ``TrtllmLifeCycle``: its window (None: full
     attention), sink pages and whether it is the recurrent (SSM) one (one page per request)."""
 
     window: int | None
@@ -158,11 +162,12 @@ def _normalize(values: Sequence[int]) -> list[float]:
 
 
 def _normalize_f32(values: Sequence[float]) -> list[float]:
-    """``normalizeToRatio`` of floats: a float32 running sum, then float32 quotients."""
-    total = 0.0
-    for v in values:
+    """``normalizeToRatio`` of floats (float32 values): a float32 running sum, then float32
+    quotients (the first sum 0 + v is v itself)."""
+    total = values[0]
+    for v in values[1:]:
         total = float32(total + v)
-    return [float32(v / total) for v in values]
+    return float32s([v / total for v in values])
 
 
 def grains_for_slots(slots: int, sizes: Sequence[int], grain: int) -> int:
@@ -173,6 +178,12 @@ def grains_for_slots(slots: int, sizes: Sequence[int], grain: int) -> int:
 def grains_to_slots(grains: int, sizes: Sequence[int], grain: int) -> tuple[int, int]:
     """The most slots ``grains`` grains give a pool group and the grains they use
     (``grainsToSlots``): (0, 0) below one grain per pool."""
+    if len(sizes) == 1:  # one pool: the greedy count is already the most (n*s <= grains*grain)
+        size = sizes[0]
+        if grains < -(-size // grain):
+            return 0, 0
+        count = grains * grain // size
+        return count, -(-count * size // grain)
     least = [-(-s // grain) for s in sizes]
     if grains < sum(least):
         return 0, 0
@@ -246,6 +257,121 @@ def ratio_to_slot_count_list(
     return slots
 
 
+def one_pool_slot_counts(
+    quota: int,
+    sizes: Sequence[int],
+    ratio: Sequence[float],
+    grain: int,
+    min_slots: Sequence[int],
+) -> list[int]:
+    """:func:`ratio_to_slot_count_list` where every pool group holds one pool (``sizes[g]``:
+    its slot bytes), operation for operation: one pool's ``grainsToSlots`` is
+    ``grains * grain // size`` slots (its greedy count, which the search then keeps), and
+    no grain's slack holds another slot. Its ``tests/unit/test_trtllm_pool_split.py`` twin
+    compares the two."""
+    remaining = quota // grain
+    if len(sizes) == 1:  # one group: the loop below, once, its ratio over itself
+        size, least = sizes[0], min_slots[0]
+        pct = ratio[0] / ratio[0] if ratio[0] > 0.0 else 1.0
+        grains = round(remaining * pct)
+        count = 0 if grains < -(-size // grain) else grains * grain // size
+        if count <= least:  # pinned at its least slots, the only group
+            grains = -(-least * size // grain)
+            count = 0 if grains < -(-size // grain) else grains * grain // size
+        return [count]
+    if len(sizes) == 2:  # two groups: the loop's first round; its answer where none is pinned
+        first, second = (1, 0) if ratio[1] < ratio[0] else (0, 1)
+        pair = [0, 0]
+        budget = remaining
+        for pg, total in ((first, ratio[first] + ratio[second]), (second, ratio[second])):
+            pct = ratio[pg] / total if total > 0.0 else 1.0
+            grains, size = round(budget * pct), sizes[pg]
+            if grains >= -(-size // grain):
+                pair[pg] = count = grains * grain // size
+                budget -= -(-count * size // grain)
+        if pair[0] > min_slots[0] and pair[1] > min_slots[1]:
+            return pair
+    slots = [0] * len(sizes)
+    active = list(range(len(sizes)))
+    while active:
+        order = sorted(active, key=ratio.__getitem__)  # stable: ties in group order
+        got = {}
+        budget = remaining
+        for i, pg in enumerate(order):
+            total = 0.0
+            for j in order[i:]:
+                total += ratio[j]
+            pct = ratio[pg] / total if total > 0.0 else 1.0
+            grains, size = round(budget * pct), sizes[pg]
+            if grains < -(-size // grain):
+                got[pg] = 0
+                continue
+            got[pg] = count = grains * grain // size
+            budget -= -(-count * size // grain)
+        pinned = [pg for pg in active if got[pg] <= min_slots[pg]]
+        if not pinned:
+            for pg in active:
+                slots[pg] = got[pg]
+            break
+        for pg in pinned:
+            size = sizes[pg]
+            least = -(-min_slots[pg] * size // grain)
+            if least < -(-size // grain):
+                continue  # no slot: slots[pg] stays 0, no grain used
+            slots[pg] = count = least * grain // size
+            remaining -= -(-count * size // grain)
+        free = [pg for pg in active if pg not in pinned]
+        if not free:
+            break
+        if remaining == 0:
+            raise ValueError("Insufficient quota to satisfy min_slots constraints")
+        active = free
+    return slots
+
+
+def checked_ratio(initial_pool_ratio: Sequence[float], life_cycles: int) -> list[float]:
+    """``initial_pool_ratio`` as the engine keeps it (float32, one weight per life cycle), or
+    ValueError where it refuses the list: a length other than the life cycles', a weight not
+    positive, or a sum (a double running sum of the float32 values) not within 1e-6 of 1."""
+    if len(initial_pool_ratio) != life_cycles:
+        raise ValueError("initial_pool_ratio length must match number of layer groups")
+    lc_ratio = float32s(initial_pool_ratio)
+    total = 0.0  # a double running sum of the float32 values
+    for r in lc_ratio:
+        if r <= 0.0:
+            raise ValueError("initial_pool_ratio values must be positive")
+        total += r
+    if not (math.isfinite(total) and abs(total - 1.0) <= _RATIO_SUM_TOLERANCE):
+        raise ValueError("initial_pool_ratio values must sum to 1.0")
+    return lc_ratio
+
+
+def fallback_ratio(
+    life_cycles: Sequence[TrtllmLifeCycle],
+    group_of: Sequence[int],
+    sizes: Sequence[Sequence[int]],
+    grain: int,
+    tpb: int,
+) -> list[float]:
+    """The byte ratio per life cycle where neither ``initial_pool_ratio``, ``typical_step``
+    nor constraints are given: the page need of ``FALLBACK_STEP``, each pool in whole grains."""
+    lc_slots = slots_for_batch(life_cycles, FALLBACK_STEP, tpb)
+    return _normalize([
+        sum(-(-n * s // grain) * grain for s in sizes[pg])
+        for n, pg in zip(lc_slots, group_of, strict=True)
+    ])  # fmt: skip
+
+
+def group_ratio(lc_ratio: Sequence[float], group_of: Sequence[int], count: int) -> list[float]:
+    """The life cycles' ratios (float32 values) summed per pool group in float32 (a group's
+    first sum, 0 + r, is r itself) and normalised (float32)."""
+    summed = [0.0] * count
+    for r, pg in zip(lc_ratio, group_of, strict=True):
+        held = summed[pg]
+        summed[pg] = float32(held + r) if held else r
+    return _normalize_f32(summed)
+
+
 def split_quota(
     quota: int,
     life_cycles: Sequence[TrtllmLifeCycle],
@@ -291,16 +417,7 @@ def split_quota(
         ]
 
     if initial_pool_ratio is not None:
-        if len(initial_pool_ratio) != len(life_cycles):
-            raise ValueError("initial_pool_ratio length must match number of layer groups")
-        lc_ratio = [float32(r) for r in initial_pool_ratio]
-        if any(r <= 0.0 for r in lc_ratio):
-            raise ValueError("initial_pool_ratio values must be positive")
-        total = 0.0  # a double running sum of the float32 values
-        for r in lc_ratio:
-            total += r
-        if not (math.isfinite(total) and abs(total - 1.0) <= _RATIO_SUM_TOLERANCE):
-            raise ValueError("initial_pool_ratio values must sum to 1.0")
+        lc_ratio = checked_ratio(initial_pool_ratio, len(life_cycles))
     elif typical_step is not None:
         lc_ratio = _normalize(lc_bytes(slots_for_batch(life_cycles, typical_step, tpb)))
     elif constraints:
@@ -311,11 +428,8 @@ def split_quota(
             lc_slots = [max(s, scaled(n, pg)) for s, n, pg in rows]
         lc_ratio = _normalize(lc_bytes(lc_slots))
     else:
-        lc_ratio = _normalize(lc_bytes(slots_for_batch(life_cycles, FALLBACK_STEP, tpb)))
-    summed = [0.0] * count
-    for r, pg in zip(lc_ratio, group_of, strict=True):
-        summed[pg] = float32(summed[pg] + r)
-    ratio = _normalize_f32(summed)
+        lc_ratio = fallback_ratio(life_cycles, group_of, sizes, grain, tpb)
+    ratio = group_ratio(lc_ratio, group_of, count)
     floor_bytes = sum(grains_for_slots(least[pg], sizes[pg], grain) for pg in range(count))
     used = max(floor_bytes * grain, -(-quota // grain) * grain)
     slots = ratio_to_slot_count_list(used, sizes, ratio, grain, least)

@@ -36,16 +36,25 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from ._trtllm_budget import (
     DEFAULT_REVISION,
+    ManagerCost,
     _revision,
+    draft_budget_shares,
     gpu_alloc_granularity,
+    manager_costs,
     pool_split_inputs,
     split_budget,
 )
 from ._trtllm_pool_split import (
     PoolSplit,
     TrtllmLifeCycle,
+    checked_ratio,
+    fallback_ratio,
     grains_for_slots,
+    group_ratio,
+    life_cycle_floors,
+    one_pool_slot_counts,
     pool_groups,
+    ratio_to_slot_count_list,
     split_quota,
 )
 from .sizing_kinds import kind_row
@@ -74,6 +83,8 @@ __all__ = [
     "engine_storage",
     "engine_storage_split",
     "pool_ratio_for_quota",
+    "split_frame",
+    "split_slots",
     "trtllm_emit",
 ]
 
@@ -648,3 +659,361 @@ def trtllm_emit(
     pools = {name: p for name, (_t, p) in plan.items()}
     held = {name: t for name, (t, _p) in plan.items()}
     return TrtllmEmit(quota, quotas, ratio, plan["target"][0], pools, notes, held)
+
+
+# ---- 38198e34's answer for engine_capacity, its budget-free part built once ----------------
+#
+# ``trtllm_emit`` derives everything from the sizing module on every call; engine_capacity
+# asks the same question for many budgets and batch sizes. What does not depend on them (each
+# manager's storage, pool groups, floors, the pairing of kvgen's pool groups with the engine's,
+# the per-request spends of the budget split) is a ``SplitFrame``, built once per model,
+# profile, max_seq_len and tp by the very functions ``trtllm_emit`` calls; ``split_slots``
+# then does only the arithmetic that depends on the budget and the batch, operation for
+# operation that of ``trtllm_emit`` (``tests/generated/test_trtllm_split_frame.py`` holds the
+# two to the same answers).
+
+
+class _ManagerFrame(NamedTuple):
+    """One manager's budget-free part of 38198e34's split: kvgen's pool groups (the plan's
+    ``groups``, compared by identity), the engine group each one is (paired one to one), the
+    engine groups' slot sizes and least slots, each life cycle's engine group and its share
+    of the group's bytes (what ``pool_ratio_for_quota`` weighs), and per grain the fallback
+    group ratio and the least slots' grains (filled on first use: five grains at most)."""
+
+    groups: tuple[Any, ...]
+    engine_group: tuple[int, ...]
+    sizes: tuple[tuple[int, ...], ...]
+    least: tuple[int, ...]
+    group_of: tuple[int, ...]
+    byte_share: tuple[float, ...]
+    life_cycles: tuple[TrtllmLifeCycle, ...]
+    per_grain: dict[int, tuple[list[float], int]]
+    one_pool: tuple[int, ...] | None  # each group's one slot size, where each has one pool
+    # Per engine group, kvgen's plan in it: window pages one request holds, sliding and full
+    # life cycles; the first group holding full attention (-1: none), and whether the split
+    # depends on the batch size: only where a group holds window pages and there are several
+    # groups (one group takes every grain: its pool_ratio is each life cycle's byte share
+    # whatever k, or none where even k = 1 does not fit, and either way its group ratio is 1).
+    pages: tuple[int, ...]
+    sliding: tuple[int, ...]
+    full: tuple[int, ...]
+    first_full: int
+    by_batch: bool
+    # The target's slots by (quota, batch size if by_batch else 0, context pages). Bounded.
+    slots: dict[tuple[int, int, int], tuple[int, ...]]
+
+
+class SplitFrame(NamedTuple):
+    """The budget-free part of 38198e34's split for one model, profile, max_seq_len and tp:
+    the target's manager frame, the draft's (None without a separate draft pool) and, with
+    one, each manager's per-request spend (``ManagerCost.bytes_per_request``)."""
+
+    target: _ManagerFrame
+    draft: _ManagerFrame | None
+    spends: tuple[int | None, int | None]
+
+
+def _manager_frame(
+    sizing: types.ModuleType, model: str, manager: str, plan: TrtllmPlan, **given: Any
+) -> _ManagerFrame:
+    """``_ManagerFrame`` of one manager (``given``: speculative, max_seq_len, tp_size);
+    ValueError where ``trtllm_emit`` raises for its storage or pairing."""
+    storage = engine_storage(sizing, model, manager, **given)
+    group_of, sizes = pool_groups(storage.slot_sizes)
+    if any(lc.ssm for lc in storage.life_cycles):  # never built by engine_storage
+        raise TypeError("a recurrent life cycle is outside the frame")
+    least = [0] * len(sizes)
+    for floor, pg in zip(life_cycle_floors(storage.life_cycles, sizing.TOKENS_PER_BLOCK),
+                         group_of, strict=True):  # fmt: skip
+        least[pg] += floor
+    engine_group = []
+    for _size, cycles, *_counts in plan.groups:  # engine_plan_for_split's pairing
+        names = {_cycle_name(*c) for c in cycles}
+        groups = {group_of[storage.names.index(n)] for n in names}
+        members = {n for n, g in zip(storage.names, group_of, strict=True) if g in groups}
+        if len(groups) != 1 or members != names:
+            raise ValueError(f"{model} {manager}: kvgen's pool groups and the engine's differ")
+        engine_group.append(groups.pop())
+    bytes_of = [sum(s) for s in storage.slot_sizes]
+    share = [0] * len(sizes)
+    for b, pg in zip(bytes_of, group_of, strict=True):
+        share[pg] += b
+    pages, sliding, full = [0] * len(sizes), [0] * len(sizes), [0] * len(sizes)
+    first_full = -1
+    for (_size, _cycles, held, slides, fulls), pg in zip(plan.groups, engine_group, strict=True):
+        pages[pg] += held
+        sliding[pg] += slides
+        full[pg] += fulls
+        if fulls and first_full < 0:
+            first_full = pg
+    share_of = tuple(b / share[pg] for b, pg in zip(bytes_of, group_of, strict=True))
+    return _ManagerFrame(
+        plan.groups, tuple(engine_group), sizes, tuple(least), group_of, share_of,
+        storage.life_cycles, {},
+        tuple(g[0] for g in sizes) if all(len(g) == 1 for g in sizes) else None,
+        tuple(pages), tuple(sliding), tuple(full), first_full,
+        any(pages) and (len(sizes) > 1 or not _accepted(list(share_of))), {},
+    )  # fmt: skip
+
+
+def _accepted(ratio: list[float]) -> bool:
+    """Whether the engine takes ``ratio`` as ``initial_pool_ratio`` (``checked_ratio``)."""
+    try:
+        checked_ratio(ratio, len(ratio))
+    except ValueError:
+        return False
+    return True
+
+
+def split_frame(
+    sizing: types.ModuleType,
+    model: str,
+    plans: Sequence[TrtllmPlan | None],
+    managers: Sequence[str],
+    *,
+    revision: str,
+    max_batch_size: int,
+    max_num_tokens: int,
+    max_seq_len: int,
+    speculative: str = "none",
+    tp_size: int = 1,
+) -> SplitFrame | None:
+    """The ``SplitFrame`` of these options (one call's batch and chunk, on which it does not
+    depend) for the managers and plans of ``trtllm_plans``, or None where 38198e34's split
+    is not modelled for them (``trtllm_emit`` raises ValueError: the early answer stands)."""
+    given: dict[str, Any] = {
+        "speculative": speculative, "max_seq_len": max_seq_len, "tp_size": tp_size
+    }  # fmt: skip
+    if tuple(managers) not in (("target",), ("target", "draft")) or None in plans:
+        return None
+    try:
+        frames = [_manager_frame(sizing, model, m, p, **given)
+                  for m, p in zip(managers, plans, strict=True) if p is not None]  # fmt: skip
+        spends: tuple[int | None, int | None] = (None, None)
+        if len(frames) > 1:
+            costs = manager_costs(sizing, model, max_batch_size=max_batch_size,
+                                  max_num_tokens=max_num_tokens, revision=revision,
+                                  **given)  # fmt: skip
+            spends = (costs["target"].bytes_per_request, costs["draft"].bytes_per_request)
+    except ValueError:
+        return None
+    return SplitFrame(frames[0], frames[1] if len(frames) > 1 else None, spends)
+
+
+def _per_grain(frame: _ManagerFrame, grain: int, tpb: int) -> tuple[list[float], int]:
+    """The fallback group ratio and the least slots' grains of a manager at ``grain``."""
+    known = frame.per_grain.get(grain)
+    if known is None:
+        lc_ratio = fallback_ratio(frame.life_cycles, frame.group_of, frame.sizes, grain, tpb)
+        floor = sum(grains_for_slots(n, s, grain) for n, s in zip(frame.least, frame.sizes,
+                                                                   strict=True))  # fmt: skip
+        known = frame.per_grain[grain] = (
+            group_ratio(lc_ratio, frame.group_of, len(frame.sizes)),
+            floor,
+        )
+    return known
+
+
+def _grains_at(
+    at: list[int], grow: list[int], sizes: tuple[tuple[int, ...], ...], grain: int, k: int
+) -> int:
+    """Grains of the engine groups' pools at at[g] + grow[g] * k slots each."""
+    grains = 0
+    for pg, pools in enumerate(sizes):
+        n = at[pg] + grow[pg] * k
+        for s in pools:
+            grains += -(-n * s // grain)
+    return grains
+
+
+def _largest_k(
+    at: list[int], grow: list[int], sizes: tuple[tuple[int, ...], ...], grain: int, total: int,
+    lo: int, hi: int | None,
+) -> int | None:  # fmt: skip
+    """The largest k >= ``lo`` (and < ``hi``) whose pools (``_grains_at``) fit ``total``
+    grains, k = ``lo`` fitting; None where every k from ``lo`` fits (no pool grows)."""
+    moving = [(pg, s) for pg, pools in enumerate(sizes) if grow[pg] for s in pools]
+    if not moving:
+        return None if hi is None else hi - 1
+    if len(moving) == 1:  # ceil((a + c k) s / grain) <= room: (a + c k) s <= room * grain
+        pg, s = moving[0]
+        room = total
+        for other, pools in enumerate(sizes):
+            for size in pools:
+                if other != pg or size != s or not grow[other]:
+                    room -= -(-at[other] * size // grain)
+        k = (room * grain // s - at[pg]) // grow[pg]
+        return k if hi is None else min(k, hi - 1)
+    # Bounds from the bytes alone (each pool rounds up by less than a grain), then bisection.
+    flat = [(pg, s) for pg, group in enumerate(sizes) for s in group]
+    spread = sum(grow[pg] * s for pg, s in moving)
+    fixed_bytes = sum(at[pg] * s for pg, s in flat)
+    top = (total * grain - fixed_bytes) // spread + 1  # its bytes alone exceed the grains
+    if hi is not None:
+        top = min(top, hi)
+    low = max(lo, (total * grain - len(flat) * grain - fixed_bytes) // spread)
+    while low + 1 < top:
+        mid = (low + top) // 2
+        if _grains_at(at, grow, sizes, grain, mid) <= total:
+            low = mid
+        else:
+            top = mid
+    return low
+
+
+def _target_ratio(
+    frame: _ManagerFrame, batch: int, context: int, grows: bool, grain: int, total: int
+) -> list[float] | None:
+    """``pool_ratio_for_quota`` on a frame (its plan at ``batch`` requests, n = ``context``
+    pages of a chunk): each engine group's pages at k pages of full attention are
+    B * P + S * min(k, n) + U * k; the largest k whose pools fit ``total`` grains (closed
+    form where one pool grows, else bisection between bounds), as that function's doubling
+    and bisection find it (where no full pool grows, k stops below the first power of two
+    above n); None where not even k = 1 fits."""
+    if frame.one_pool is not None:
+        return _one_pool_ratio(frame, frame.one_pool, batch, context, grows, grain, total)
+    sizes, sliding, full = frame.sizes, frame.sliding, frame.full
+    count = len(sizes)
+    fixed = [batch * p for p in frame.pages]
+    early = [sliding[pg] + full[pg] for pg in range(count)]  # growth per k while k <= n
+    if _grains_at(fixed, early, sizes, grain, 1) > total:
+        return None
+    if context >= 2 and _grains_at(fixed, early, sizes, grain, context) > total:
+        best = _largest_k(fixed, early, sizes, grain, total, 1, context)
+    else:  # past n: only full attention grows
+        after = [fixed[pg] + sliding[pg] * context for pg in range(count)]
+        best = _largest_k(after, list(full), sizes, grain, total, max(context, 1), None)
+    if not grows:  # the doubling stops at the first power of two above n
+        cap = max(2, 1 << context.bit_length()) - 1
+        best = cap if best is None or best > cap else best
+    assert best is not None  # a growing plan has a full pool
+    k = best
+    m = min(context, k)
+    per_group = [0] * count
+    spent = 0
+    for pg, pools in enumerate(sizes):
+        n = fixed[pg] + sliding[pg] * m + full[pg] * k
+        for s in pools:
+            per_group[pg] += -(-n * s // grain)
+        spent += per_group[pg]
+    per_group[max(frame.first_full, 0)] += total - spent
+    pairs = zip(frame.group_of, frame.byte_share, strict=True)
+    return [per_group[pg] / total * share for pg, share in pairs]
+
+
+def _one_pool_ratio(
+    frame: _ManagerFrame, sizes: tuple[int, ...], batch: int, context: int, grows: bool,
+    grain: int, total: int,
+) -> list[float] | None:  # fmt: skip
+    """``_target_ratio`` where each engine group holds one pool (slot bytes ``sizes[g]``):
+    group g's grains at k are ceil(pages_g(k) * s_g / grain), so where one group grows the
+    largest k is (room * grain // s - a) // c; the same answer, fewer steps."""
+    pages, sliding, full = frame.pages, frame.sliding, frame.full
+    count = len(sizes)
+    fixed = [batch * p for p in pages]
+    at_one = 0  # grains at k = 1 (min(1, n) = 1: n >= 1)
+    for pg in range(count):
+        at_one += -(-(fixed[pg] + sliding[pg] + full[pg]) * sizes[pg] // grain)
+    if at_one > total:
+        return None
+    best: int | None
+    at_context = 0
+    if context >= 2:
+        for pg in range(count):
+            n = fixed[pg] + (sliding[pg] + full[pg]) * context
+            at_context += -(-n * sizes[pg] // grain)
+    if context >= 2 and at_context > total:  # k < n: every cycle grows with k
+        growth = [sliding[pg] + full[pg] for pg in range(count)]
+        best = _largest_k(fixed, growth, frame.sizes, grain, total, 1, context)
+    else:  # past n: only full attention grows
+        growing = [pg for pg in range(count) if full[pg]]
+        if len(growing) == 1:
+            pg = growing[0]
+            room = total
+            for other in range(count):
+                if other != pg:
+                    room -= -(-(fixed[other] + sliding[other] * context) * sizes[other] // grain)
+            a = fixed[pg] + sliding[pg] * context
+            best = (room * grain // sizes[pg] - a) // full[pg]
+        else:
+            after = [fixed[pg] + sliding[pg] * context for pg in range(count)]
+            best = _largest_k(after, list(full), frame.sizes, grain, total, max(context, 1), None)
+    if not grows:  # the doubling stops at the first power of two above n
+        cap = max(2, 1 << context.bit_length()) - 1
+        best = cap if best is None or best > cap else best
+    assert best is not None  # a growing plan has a full pool
+    k = best
+    m = min(context, k)
+    per_group = [0] * count
+    spent = 0
+    for pg in range(count):
+        spent += (grains := -(-(fixed[pg] + sliding[pg] * m + full[pg] * k) * sizes[pg] // grain))
+        per_group[pg] = grains
+    per_group[max(frame.first_full, 0)] += total - spent
+    pairs = zip(frame.group_of, frame.byte_share, strict=True)
+    return [per_group[pg] / total * share for pg, share in pairs]
+
+
+def _manager_slots(
+    frame: _ManagerFrame, quota: int, grain: int, tpb: int, ratio: list[float] | None
+) -> tuple[int, ...]:
+    """``split_quota``'s slots of a manager for ``quota`` (``grain``: its grain), in its
+    plan's group order (ValueError where the engine refuses the ratio or the quota)."""
+    fallback, floor = _per_grain(frame, grain, tpb)
+    if ratio is None:
+        group = fallback
+    elif len(frame.sizes) == 1:  # one group: float32(v / v) of its positive sum v is 1.0
+        checked_ratio(ratio, len(frame.group_of))  # or the engine's refusal
+        group = [1.0]
+    else:
+        group = group_ratio(checked_ratio(ratio, len(frame.group_of)), frame.group_of,
+                            len(frame.sizes))  # fmt: skip
+    used = max(floor * grain, -(-quota // grain) * grain)
+    if frame.one_pool is not None:
+        slots = one_pool_slot_counts(used, frame.one_pool, group, grain, frame.least)
+    else:
+        slots = ratio_to_slot_count_list(used, frame.sizes, group, grain, frame.least)
+    return tuple([slots[pg] for pg in frame.engine_group])
+
+
+def split_slots(
+    frame: SplitFrame,
+    plans: Sequence[TrtllmPlan],
+    terms: Sequence[Any],
+    budget: int,
+    tpb: int,
+) -> tuple[int, ...] | None:
+    """The slots, per group of the target's plan, that 38198e34 builds with the settings
+    ``trtllm_emit`` writes for ``budget`` (``terms``: each manager's terms at the call's
+    batch, as ``manager_terms`` gives them); None where ``trtllm_emit`` raises ValueError
+    (the early answer)."""
+    # The quota's grain is the budget's: rounding down to a grain (a divisor of 1 GiB) keeps
+    # the whole GiB the grain is chosen by.
+    grain = gpu_alloc_granularity(budget)
+    quota = budget - budget % grain or budget
+    plan = plans[0]
+    try:
+        if frame.draft is None:
+            target = frame.target
+            key = (quota, plan.batch if target.by_batch else 0, plan.context)
+            slots = target.slots.get(key)
+            if slots is None:
+                total = -(-quota // grain)
+                ratio = _target_ratio(target, plan.batch, plan.context, plan.grows, grain, total)
+                slots = _manager_slots(target, quota, grain, tpb, ratio)
+                if len(target.slots) >= 256:
+                    target.slots.clear()
+                target.slots[key] = slots
+            return slots
+        target_spend, draft_spend = frame.spends
+        shares = draft_budget_shares(
+            quota, ManagerCost(terms[0].slope, terms[0].intercept, target_spend),
+            ManagerCost(terms[1].slope, terms[1].intercept, draft_spend), plan.batch,
+        )  # fmt: skip
+        share, draft = shares["target"], shares["draft"]
+        slots = _manager_slots(frame.target, share, gpu_alloc_granularity(share), tpb, None)
+        # the draft's split, for its refusal alone
+        _manager_slots(frame.draft, draft, gpu_alloc_granularity(draft), tpb, None)
+    except ValueError:
+        return None
+    return slots

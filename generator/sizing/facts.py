@@ -9,6 +9,7 @@ runtime (``generated/_kvgen_runtime/facts.py``). docs/cost-model.md §1 describe
 """
 
 import struct
+from collections.abc import Sequence
 
 __all__ = [
     "DCP_ATTENTION",
@@ -28,6 +29,7 @@ __all__ = [
     "dcp_with_attention_dp",
     "ds_mla_bytes",
     "float32",
+    "float32s",
     "index_k_bytes",
     "kv_sharing_rank",
     "mode_headroom",
@@ -114,6 +116,21 @@ def float32(value: float) -> float:
     """``value`` rounded to the nearest float32, as the engine stores max_util_for_resume."""
     rounded: float = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
     return rounded
+
+
+# struct formats of n float32s, by n (a split has a handful of pool groups; bounded below).
+_FLOAT32S: dict[int, struct.Struct] = {}
+
+
+def float32s(values: Sequence[float]) -> list[float]:
+    """:func:`float32` of each of ``values``, in one pass (the same rounding, one pack)."""
+    count = len(values)
+    packer = _FLOAT32S.get(count)
+    if packer is None:
+        packer = struct.Struct(f"{count}f")
+        if len(_FLOAT32S) < 64:
+            _FLOAT32S[count] = packer
+    return list(packer.unpack(packer.pack(*values)))
 
 
 # ---- refusals: what the engines refuse, worded once for the interpreter and the shim runtime

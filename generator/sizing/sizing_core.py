@@ -292,7 +292,7 @@ def cache_costs(
                 options = (model, speculative, max_batch_size, max_num_tokens, max_seq_len,
                            tp_size, 1, 0, False, False, _UTIL, False, "trtllm-v2", False,
                            "default", 1, None)  # fmt: skip
-            costs = _compute(options)[1]
+            costs = _compute(options, False)[1]
             if len(_PLAIN) >= _ANSWERS_HELD:
                 _PLAIN.clear()
             _PLAIN[key] = costs

@@ -52,12 +52,13 @@ class PoolGroup(NamedTuple):
 
 
 class TrtllmPlan(NamedTuple):
-    """One manager's pool groups in TensorRT-LLM V2 (``trtllm_plans``): per group its slot
-    bytes, life cycles (window, sinks, chunk; 0 for full attention), the pages one request
-    holds whatever T (pages(w, H) per sliding cycle), its sliding cycles (each also min(k, n)
-    context pages) and full ones (k pages); the groups as the engine's split sees them, the
-    requests B (a group's fixed pages are B times its pages per request), n = ceil(N/tpb), N,
-    and whether a full pool grows with T."""
+    """One manager's pool groups in TensorRT-LLM V2 (a sizing module's ``trtllm_plans``; defined
+    here, below the engine policies and the 38198e34 splits that both read it): per group
+    its slot bytes, life cycles (window, sinks, chunk; 0 for full attention), the pages one
+    request holds whatever T (pages(w, H) per sliding cycle), its sliding cycles (each also
+    min(k, n) context pages) and full ones (k pages); the groups as the engine's split sees
+    them, the requests B (a group's fixed pages are B times its pages per request), n =
+    ceil(N/tpb), N, and whether a full pool grows with T."""
 
     groups: tuple[tuple[int, tuple[tuple[int, int, int], ...], int, int, int], ...]
     pools: tuple[PoolGroup, ...]

@@ -139,7 +139,9 @@ def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_export
     # so that the default release answers in the runtime, issue 31: 12,000; 12,209 with vLLM
     # 0.34.0 a release value beside 0.33.0 (its refusals and launch notes in the registry,
     # issue 30), the dtype each release serves a float32 checkpoint in (issue 32) and strict
-    # types (issue 28): 12,400). Families
+    # types (issue 28): 12,400; 12,920 with 38198e34's split frame, the part of its split no
+    # budget or batch changes built once per model, profile, length and tp, so that a new
+    # question is its arithmetic (issue 28's speed: 69-101 us to 7-11 us): 13,000). Families
     # shipped since (falcon_h1 with four models, kimi_linear, ling_linear) bring their own
     # tables and a binding only: under 450 lines each, so a family costs its tables, not a
     # runtime copy.
@@ -150,7 +152,7 @@ def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_export
     files = [*GENERATED.glob("*/*.py"), *GENERATED.glob("*.py")]
     assert len(list(GENERATED.glob("*/sizing.py"))) == 22 + len(later)
     lines = count([p for p in files if p.parent.name not in later])
-    assert lines < 12_400, lines
+    assert lines < 13_000, lines
     for name in later:
         own = count(list((GENERATED / name).glob("*.py")))
         assert own < 450, (name, own)
