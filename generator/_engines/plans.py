@@ -50,7 +50,8 @@ class BatchPlan:
         """The line under "largest max_seq_len" where some shorter ones do not fit."""
         if not self.misfits:
             return None
-        return f"but not every shorter one fits: {_spans(self.misfits)} do not ({self.misfit_reason})"
+        spans = _spans(self.misfits)
+        return f"but not every shorter one fits: {spans} do not ({self.misfit_reason})"
 
 
 def _spans(ranges: list[tuple[int, int]]) -> str:
