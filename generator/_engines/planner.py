@@ -294,6 +294,25 @@ class _Sizing:
             self.sizing.TOKENS_PER_BLOCK, self.sizing.headroom(speculative),
         )  # fmt: skip
 
+    def draft_slides(self, max_seq_len: int) -> bool:
+        """Whether a separate draft has a window or chunk shorter than ``max_seq_len`` (a
+        window of at least S is full attention). Where it has none, its pools are one full
+        pool, and at a release that splits per request the number of requests that fit is
+        monotone: the draft's share is B mirrors of S tokens while the cap binds (B requests
+        fit it) and then the per-request-weighted rest of the budget, which never grows with
+        B while the need does, so the counts that fit are a prefix and the bisection finds
+        its end (tests/cli/test_plan_request_search.py: brute force over B for each shipped
+        draft). Where it slides, its own pool split decides, and follows no order in B."""
+        profile = self.sizing.TABLES.profiles[str(self.common["speculative"])]
+        if profile.draft is None:
+            return False
+        return any(
+            0 < length < max_seq_len
+            for kind in profile.draft.kinds.values()
+            for length in (kind.window, kind.chunk)
+            if length
+        )
+
     def misfit_reason(
         self, budget: int, batch: int, max_seq_len: int, length: int | None = None
     ) -> str:
@@ -465,11 +484,11 @@ def make_plan(
     bound = _Sizing(
         sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size, pp_size, engine
     )
-    if bound.split is None or bound.sizing.TABLES.profiles[speculative].draft is None:
+    if bound.split is None or not bound.draft_slides(max_seq_len):
         plan.max_requests = largest(  # monotone in the count
             lambda n: bound.fits(gpu_memory, n, seq_len, max_seq_len), SEARCH_LIMIT
         )
-    else:  # a separate draft at a release that splits per request: not monotone
+    else:  # a sliding draft at a release that splits per request: not monotone
         found = request_ranges(
             lambda n: bound.probe(gpu_memory, n, max_seq_len, seq_len), seq_len, SEARCH_LIMIT
         )

@@ -146,6 +146,39 @@ def test_settled_conditions_hold_on_a_prefix(model: str) -> None:
             assert last >= 1
 
 
+# Where no draft layer slides at max_seq_len (every shipped full-attention draft, and draft_1b
+# up to its window of 512) the planner keeps the bisection (_Sizing.draft_slides): the counts
+# that fit are a prefix. Every B evaluated up to 5 past the last at which the target's
+# pools and the intercepts hold (beyond it nothing fits: the prefix above).
+@pytest.mark.parametrize(
+    ("family", "model", "profile", "gib", "seq"),
+    [
+        ("llama3", "llama3_1_8b", "pard4", 24, 2048),
+        ("llama3", "llama3_1_8b", "pard4", 80, 8192),
+        ("qwen2_5", "qwen2_5_7b", "draft_0_5b", 24, 2048),
+        ("qwen2_5", "qwen2_5_7b", "pard4", 24, 512),
+        ("qwen3", "qwen3_8b", "pard4", 24, 2048),
+        ("gemma3", "gemma3_1b", "draft_1b", 24, 512),
+        ("gemma3", "gemma3_27b", "draft_1b", 24, 512),
+    ],
+)
+def test_full_attention_draft_counts_are_a_prefix(
+    family: str, model: str, profile: str, gib: int, seq: int
+) -> None:
+    bound = _Sizing(load_sizing(family, quiet=True), model, profile, 8192, 1, "trtllm-v2")
+    assert bound.split is not None and not bound.draft_slides(seq)
+    budget = gib * GiB
+    top = largest(lambda b: bound.probe(budget, b, seq)[0], SEARCH_LIMIT)
+    found = _brute(bound, budget, seq, seq, top + 5)
+    assert len(found) == 1 and found[0][0] == 1
+    assert found[0][1] == largest(lambda b: bound.fits(budget, b, seq, seq), SEARCH_LIMIT)
+
+
+def test_draft_1b_slides_above_its_window() -> None:
+    bound = _bound("gemma3_1b")
+    assert not bound.draft_slides(512) and bound.draft_slides(513)
+
+
 # request_ranges on hand-built predicates: each case's ranges are written out.
 def test_request_ranges_monotone_equals_largest() -> None:
     from kvgen._engines.plans import request_ranges
