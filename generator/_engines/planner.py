@@ -14,8 +14,9 @@ every pipeline rank and reports the tightest.
 
 Per max_batch_size B it reports the budget split (docs/cost-model.md §6, ``split_budget``), each
 manager's max tokens on its share (``max_tokens_from_quota``), the largest number of requests
-of one sequence length that fit together, and the largest max_seq_len that B requests fit at
-(at TensorRT-LLM 38198e34 with the shorter ones that do not: ``_Sizing.fit_ranges``).
+of one sequence length that fit together (at TensorRT-LLM 38198e34 with a sliding draft, with
+the smaller counts that do not: ``request_ranges``), and the largest max_seq_len that B
+requests fit at (at 38198e34 with the shorter ones that do not: ``_Sizing.fit_ranges``).
 "Fit" means every cache manager holds ``requests * length`` tokens of history on its share;
 both searches re-evaluate the costs at each candidate because the intercept grows with the
 batch and the windows depend on max_seq_len.
