@@ -14,8 +14,9 @@ every pipeline rank and reports the tightest.
 
 Per max_batch_size B it reports the budget split (docs/cost-model.md §6, ``split_budget``), each
 manager's max tokens on its share (``max_tokens_from_quota``), the largest number of requests
-of one sequence length that fit together, and the largest max_seq_len that B requests fit at
-(at TensorRT-LLM 38198e34 with the shorter ones that do not: ``_Sizing.fit_ranges``).
+of one sequence length that fit together (at TensorRT-LLM 38198e34 with a sliding draft, with
+the smaller counts that do not: ``request_ranges``), and the largest max_seq_len that B
+requests fit at (at 38198e34 with the shorter ones that do not: ``_Sizing.fit_ranges``).
 "Fit" means every cache manager holds ``requests * length`` tokens of history on its share;
 both searches re-evaluate the costs at each candidate because the intercept grows with the
 batch and the windows depend on max_seq_len.
@@ -36,6 +37,7 @@ from kvgen._engines.plans import (
     fit_ranges,
     largest,
     misfits,
+    request_ranges,
 )
 from kvgen._generate.config import OUT_DIR as _OUT
 from kvgen._generate.vendored import import_generated, interface_refusal
@@ -241,15 +243,18 @@ class _Sizing:
                 least = (tokens, rank)
         return least[1] if least else 0
 
-    def probe(self, budget: int, batch: int, max_seq_len: int) -> tuple[bool, int | None]:
-        """``batch`` requests of ``max_seq_len`` tokens at a release that splits per request
-        (``fit_ranges``' probe): whether the budget covers the intercepts and every manager but
-        the draft holds them, and the draft's tokens (None: no draft, or unbounded)."""
+    def probe(
+        self, budget: int, batch: int, max_seq_len: int, length: int | None = None
+    ) -> tuple[bool, int | None]:
+        """``batch`` requests of ``length`` tokens (default ``max_seq_len``) at a release that
+        splits per request (``fit_ranges``' and ``request_ranges``' probe): whether the budget
+        covers the intercepts and every manager but the draft holds them, and the draft's
+        tokens (None: no draft, or unbounded)."""
         try:
             managers = self.managers(budget, batch, max_seq_len)
         except ValueError:
             return False, None
-        need = batch * max_seq_len
+        need = batch * (max_seq_len if length is None else length)
         settled = all(
             m.max_tokens is None or m.max_tokens >= need for m in managers if m.name != "draft"
         )
@@ -290,22 +295,46 @@ class _Sizing:
             self.sizing.TOKENS_PER_BLOCK, self.sizing.headroom(speculative),
         )  # fmt: skip
 
-    def misfit_reason(self, budget: int, batch: int, max_seq_len: int) -> str:
+    def draft_slides(self, max_seq_len: int) -> bool:
+        """Whether a separate draft has a window or chunk shorter than ``max_seq_len`` (a
+        window of at least S is full attention). Where it has none, its pools are one full
+        pool, and at a release that splits per request the number of requests that fit is
+        monotone: the draft's share is B mirrors of S tokens while the cap binds (B requests
+        fit it) and then the per-request-weighted rest of the budget, which never grows with
+        B while the need does, so the counts that fit are a prefix and the bisection finds
+        its end (tests/cli/test_plan_request_search.py: brute force over B for each shipped
+        draft). Where it slides, its own pool split decides, and follows no order in B."""
+        profile = self.sizing.TABLES.profiles[str(self.common["speculative"])]
+        if profile.draft is None:
+            return False
+        return any(
+            0 < length < max_seq_len
+            for kind in profile.draft.kinds.values()
+            for length in (kind.window, kind.chunk)
+            if length
+        )
+
+    def misfit_reason(
+        self, budget: int, batch: int, max_seq_len: int, length: int | None = None
+    ) -> str:
         """Why ``batch`` requests of ``max_seq_len`` tokens do not fit: the manager whose
-        pools hold fewer tokens, or the refusal of the split."""
+        pools hold fewer tokens, or the refusal of the split. Given ``length``, why ``batch``
+        requests of ``length`` tokens do not fit at ``max_seq_len`` (worded at the count)."""
         try:
             managers = self.managers(budget, batch, max_seq_len)
         except ValueError as exc:
             return str(exc)
-        need = batch * max_seq_len
+        tokens = max_seq_len if length is None else length
+        at = max_seq_len if length is None else batch
+        need = batch * tokens
         short = next(
             (m for m in managers if m.max_tokens is not None and m.max_tokens < need), None
         )
         if short is None:
-            return f"at {max_seq_len} the pools do not hold {batch} x {max_seq_len} tokens"
+            return f"at {at} the pools do not hold {batch} x {tokens} tokens"
         return (
-            f"at {max_seq_len} the {short.name} pools hold {short.max_tokens} tokens, fewer "
-            f"than {batch} x {max_seq_len}"
+            f"at {at} the {short.name} pools hold {short.max_tokens} tokens, fewer "
+            f"than {batch} x {tokens}"
         )
 
     def fits(self, budget: int, requests: int, length: int, max_seq_len: int) -> bool:
@@ -456,9 +485,20 @@ def make_plan(
     bound = _Sizing(
         sizing, model, speculative, max_num_tokens, tp_size, semantics, dcp_size, pp_size, engine
     )
-    plan.max_requests = largest(
-        lambda n: bound.fits(gpu_memory, n, seq_len, max_seq_len), SEARCH_LIMIT
-    )
+    if bound.split is None or not bound.draft_slides(max_seq_len):
+        plan.max_requests = largest(  # monotone in the count
+            lambda n: bound.fits(gpu_memory, n, seq_len, max_seq_len), SEARCH_LIMIT
+        )
+    else:  # a sliding draft at a release that splits per request: not monotone
+        found = request_ranges(
+            lambda n: bound.probe(gpu_memory, n, max_seq_len, seq_len), seq_len, SEARCH_LIMIT
+        )
+        plan.max_requests = found[-1][1] if found else 0
+        plan.request_misfits = misfits(found)
+        if plan.request_misfits:
+            plan.request_misfit_reason = bound.misfit_reason(
+                gpu_memory, plan.request_misfits[0][0], max_seq_len, seq_len
+            )
     for batch in batch_sizes:
         entry = BatchPlan(batch)
         try:

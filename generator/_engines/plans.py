@@ -9,7 +9,16 @@ from dataclasses import dataclass, field
 
 from kvgen.sizing.engines_registry import DEFAULT_RELEASE, Release
 
-__all__ = ["BatchPlan", "ManagerPlan", "Plan", "PlanError", "fit_ranges", "largest", "misfits"]
+__all__ = [
+    "BatchPlan",
+    "ManagerPlan",
+    "Plan",
+    "PlanError",
+    "fit_ranges",
+    "largest",
+    "misfits",
+    "request_ranges",
+]
 
 
 class PlanError(Exception):
@@ -41,8 +50,12 @@ class BatchPlan:
         """The line under "largest max_seq_len" where some shorter ones do not fit."""
         if not self.misfits:
             return None
-        spans = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in self.misfits)
+        spans = _spans(self.misfits)
         return f"but not every shorter one fits: {spans} do not ({self.misfit_reason})"
+
+
+def _spans(ranges: list[tuple[int, int]]) -> str:
+    return ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in ranges)
 
 
 @dataclass
@@ -76,6 +89,18 @@ class Plan:
     # running request); None where it does not apply.
     mamba_radix_cache_strategy: str | None = None
     heterogeneous_vocab: bool = False  # vLLM: speculative_config use_heterogeneous_vocab
+    # The smaller request counts that do not fit (first, last), where the counts that fit are
+    # not one interval (TensorRT-LLM 38198e34: request_ranges), and why the first does not.
+    request_misfits: list[tuple[int, int]] = field(default_factory=list)
+    request_misfit_reason: str = ""
+
+    @property
+    def request_misfit_note(self) -> str | None:
+        """The line under "max concurrent requests" where some smaller counts do not fit."""
+        if not self.request_misfits:
+            return None
+        spans = _spans(self.request_misfits)
+        return f"but not every smaller one fits: {spans} do not ({self.request_misfit_reason})"
 
     @property
     def fits(self) -> bool:
@@ -160,6 +185,46 @@ def fit_ranges(
                 s = end + 1
             else:  # fails to the end of its cell: S + offset a multiple of cell
                 s += (-(s + offset)) % cell + 1
+    return ranges
+
+
+# A probe of B requests (max_batch_size B) of one length L at one max_seq_len: as Probe, with
+# the settled conditions' capacity never growing with B and the need B x L.
+RequestProbe = Callable[[int], tuple[bool, int | None]]
+
+
+def request_ranges(probe: RequestProbe, length: int, high: int) -> list[tuple[int, int]]:
+    """Every request count B in [1, high] at which B requests of ``length`` tokens fit, as
+    sorted disjoint (first, last) ranges: B fits when ``probe(B)`` settles and its growing
+    capacity (if any) holds ``B * length`` tokens. Exact given one premise the caller states:
+    the settled conditions hold on a prefix of [1, high] (their capacity never grows with B,
+    the need does), so a bisection finds their last B, T. The other capacity (a separate
+    draft's at TensorRT-LLM 38198e34) follows no order in B (its share grows by a mirror per
+    request, its own pool split jumps), so every B up to T is evaluated: from T down to the
+    first that fits (the answer), then below it for the counts that do not. The cost is the
+    bisection plus T evaluations (T is bounded by the budget over one request's fixed cost);
+    with no such capacity the bisection alone, and the answer of :func:`largest`."""
+    memo: dict[int, tuple[bool, int | None]] = {}
+
+    def at(b: int) -> tuple[bool, int | None]:
+        if b not in memo:
+            memo[b] = probe(b)
+        return memo[b]
+
+    top = largest(lambda b: at(b)[0], high)
+
+    def holds(b: int) -> bool:
+        capacity = at(b)[1]
+        return capacity is None or capacity >= b * length
+
+    ranges: list[tuple[int, int]] = []
+    for b in range(top, 0, -1):
+        if not holds(b):
+            continue
+        if ranges and ranges[0][0] == b + 1:
+            ranges[0] = (b, ranges[0][1])
+        else:
+            ranges.insert(0, (b, b))
     return ranges
 
 

@@ -333,6 +333,8 @@ def text(plan: Plan) -> str:
     if not engine.cost_functions:
         return "".join(f"{line}\n" for line in lines + _engine_lines(plan))
     lines.append(f"max concurrent requests of {plan.seq_len} tokens: {plan.max_requests}")
+    if plan.request_misfit_note is not None:  # TensorRT-LLM 38198e34 with a separate draft
+        lines.append(f"  {plan.request_misfit_note}")
     lines += [f"  {note}" for note in plan.notes]
     for batch in plan.batches:
         lines += ["", f"max_batch_size {batch.max_batch_size}"]
@@ -369,6 +371,8 @@ def misfit_lines(batch: BatchPlan) -> list[str]:
 def as_json(plan: Plan) -> str:
     data = asdict(plan)
     data["engine"] = plan.engine.engine.label
+    if not data["request_misfits"]:  # smaller counts that do not fit: only where there are some
+        del data["request_misfits"], data["request_misfit_reason"]
     for batch in data["batches"]:  # shorter lengths that do not fit: only where there are some
         if not batch["misfits"]:
             del batch["misfits"], batch["misfit_reason"]

@@ -1,0 +1,216 @@
+"""The "max concurrent requests" line at TensorRT-LLM 38198e34, where the fit is not monotone in
+the number of requests B.
+
+At that revision the budget is split between the target and a separate draft per request: the
+draft's share grows by one mirror per request (capped at B mirrors) and its own pool split
+changes form with B, so the set of B at which B requests fit need not be an interval. A
+bisection over B (``kvgen._engines.plans.largest``) printed 5 for gemma3_1b + draft_1b at
+24 GiB and max_seq_len 1,000 (f0f85ad and 4cdd11e); 52 to 150 requests fit too.
+
+References here are brute force over B (``_Sizing.fits``, the planner's predicate, at every B
+of a range) or hand-built predicates, never ``request_ranges`` compared with itself.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from kvgen._cli.main import main
+from kvgen._engines.planner import SEARCH_LIMIT, _Sizing, load_sizing
+from kvgen._engines.plans import largest
+
+GiB = 1 << 30
+
+
+def _plan(capsys: pytest.CaptureFixture[str], *args: str, code: int = 0) -> str:
+    assert main(["-q", "plan", *args]) == code
+    return capsys.readouterr().out
+
+
+def _bound(model: str, profile: str = "draft_1b") -> _Sizing:
+    return _Sizing(load_sizing("gemma3", quiet=True), model, profile, 8192, 1, "trtllm-v2")
+
+
+def _brute(bound: _Sizing, budget: int, length: int, seq: int, last: int) -> list[tuple[int, int]]:
+    """The B in [1, last] at which ``bound.fits`` holds, as ranges: every B evaluated."""
+    ranges: list[tuple[int, int]] = []
+    for b in range(1, last + 1):
+        if bound.fits(budget, b, length, seq):
+            if ranges and ranges[-1][1] == b - 1:
+                ranges[-1] = (ranges[-1][0], b)
+            else:
+                ranges.append((b, b))
+    return ranges
+
+
+def _search(bound: _Sizing, budget: int, length: int, seq: int) -> list[tuple[int, int]]:
+    from kvgen._engines.plans import request_ranges
+
+    return request_ranges(lambda b: bound.probe(budget, b, seq, length), length, SEARCH_LIMIT)
+
+
+# gemma3_1b + draft_1b at 24 GiB, max_seq_len 1,000, requests of 1,000 tokens (the plan's
+# table at --max-batch-size B, B x 1,000 tokens needed). Brute force over every B to 1,000:
+#   B 1..5: the draft's pools hold 4,800 .. 5,056 tokens >= B x 1,000 (5,056 >= 5,000);
+#   B 6..51: its window pool bounds it: 5,184 < 6,000 at 6, 8,128 < 51,000 at 51;
+#   B 52..150: its window pool first holds B requests' window pages: 162,816 at 52,
+#     447,488 >= 150,000 at 150;
+#   B 151..: its split leaves the window pool fewer pages than 151 requests' (1,495 built,
+#     1,510 = 151 x 10 needed): 0 tokens;
+#   B 450..: the target's pools too (7,616 tokens at 450; 1,630,208 at 449); from 881 the
+#     budget does not cover the intercepts.
+GEMMA1_24_1000 = [(1, 5), (52, 150)]
+
+
+def test_gemma3_1b_draft_1b_brute_force() -> None:
+    bound = _bound("gemma3_1b")
+    assert _brute(bound, 24 * GiB, 1000, 1000, 1000) == GEMMA1_24_1000
+    assert _search(bound, 24 * GiB, 1000, 1000) == GEMMA1_24_1000
+    # what the bisection answered
+    assert largest(lambda b: bound.fits(24 * GiB, b, 1000, 1000), SEARCH_LIMIT) == 5
+
+
+def test_gemma3_1b_draft_tokens_at_the_edges(capsys: pytest.CaptureFixture[str]) -> None:
+    # The hand check of each edge: the draft's max tokens in the plan's table at B requests.
+    def draft(b: int) -> int:
+        # exit 1 at 151: a pool of 0 tokens is "does not cover its fixed cost"
+        out = _plan(capsys, "gemma3", "gemma3_1b", "--gpu-memory", "24GiB", "--speculative",
+                    "draft_1b", "--max-seq-len", "1000", "--max-batch-size", str(b),
+                    code=int(b == 151))  # fmt: skip
+        return int(next(ln for ln in out.splitlines() if ln.startswith("  draft")).split()[-1])
+
+    at = {b: draft(b) for b in (5, 6, 51, 52, 150, 151)}
+    assert at == {5: 5056, 6: 5184, 51: 8128, 52: 162816, 150: 447488, 151: 0}
+    assert at[5] >= 5 * 1000 and at[6] < 6 * 1000 and at[51] < 51 * 1000
+    assert at[52] >= 52 * 1000 and at[150] >= 150 * 1000 and at[151] < 151 * 1000
+
+
+def test_plan_prints_the_largest_count_and_the_smaller_misfits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ("gemma3", "gemma3_1b", "--gpu-memory", "24GiB", "--speculative", "draft_1b",
+            "--max-seq-len", "1000")  # fmt: skip
+    out = _plan(capsys, *args)
+    # 4cdd11e printed "max concurrent requests of 1000 tokens: 5"
+    assert (
+        "max concurrent requests of 1000 tokens: 150\n"
+        "  but not every smaller one fits: 6 to 51 do not (at 6 the draft pools hold 5184 "
+        "tokens, fewer than 6 x 1000)\n"
+    ) in out
+    data = json.loads(_plan(capsys, *args, "--format", "json"))
+    assert data["max_requests"] == 150
+    assert data["request_misfits"] == [[6, 51]]
+    assert data["request_misfit_reason"] == (
+        "at 6 the draft pools hold 5184 tokens, fewer than 6 x 1000"
+    )
+
+
+def test_json_has_no_request_misfits_where_every_smaller_count_fits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # gemma3_27b + draft_1b at 80 GiB and max_seq_len 8,192: 1 to 34 requests fit, 35 do
+    # not (brute force below); the target alone and early-2026 never print the note.
+    for extra in ((), ("--engine", "trtllm==early-2026"), ("--speculative", "none")):
+        args = ("gemma3", "gemma3_27b", "--gpu-memory", "80GiB", "--max-seq-len", "8192")
+        if extra[:1] != ("--speculative",):
+            args += ("--speculative", "draft_1b")
+        out = _plan(capsys, *args, *extra)
+        assert "but not every smaller one fits" not in out
+        data = json.loads(_plan(capsys, *args, *extra, "--format", "json"))
+        assert "request_misfits" not in data and "request_misfit_reason" not in data
+    assert _brute(_bound("gemma3_27b"), 80 * GiB, 8192, 8192, 40) == [(1, 34)]
+
+
+def test_a_shorter_request_length() -> None:
+    # --seq-len 500 below max_seq_len 1,000: the same pools, B x 500 tokens needed. The
+    # draft's 5,504 tokens at 11 and 12 requests hold 5,500 and not 6,000; from 52 to 150 as
+    # above; every B to 1,000 evaluated.
+    bound = _bound("gemma3_1b")
+    assert _brute(bound, 24 * GiB, 500, 1000, 1000) == [(1, 11), (52, 150)]
+    assert _search(bound, 24 * GiB, 500, 1000) == [(1, 11), (52, 150)]
+
+
+# The fact request_ranges relies on: the conditions other than the draft's (the target's pools,
+# the intercepts) hold on a prefix of B. Every shipped gemma3 target with draft_1b, at two
+# budgets and four lengths, every B to 50 past the last that settles.
+@pytest.mark.parametrize("model", ["gemma3_1b", "gemma3_4b", "gemma3_27b"])
+def test_settled_conditions_hold_on_a_prefix(model: str) -> None:
+    bound = _bound(model)
+    for budget in (24 * GiB, 80 * GiB):
+        for seq in (1000, 8192, 32768):
+            settled = [bound.probe(budget, b, seq)[0] for b in range(1, 400)]
+            last = settled.index(False) if False in settled else len(settled)
+            assert not any(settled[last:]), (model, budget, seq)
+            assert last >= 1
+
+
+# Where no draft layer slides at max_seq_len (every shipped full-attention draft, and draft_1b
+# up to its window of 512) the planner keeps the bisection (_Sizing.draft_slides): the counts
+# that fit are a prefix. Every B evaluated up to 5 past the last at which the target's
+# pools and the intercepts hold (beyond it nothing fits: the prefix above).
+@pytest.mark.parametrize(
+    ("family", "model", "profile", "gib", "seq"),
+    [
+        ("llama3", "llama3_1_8b", "pard4", 24, 2048),
+        ("llama3", "llama3_1_8b", "pard4", 80, 8192),
+        ("qwen2_5", "qwen2_5_7b", "draft_0_5b", 24, 2048),
+        ("qwen2_5", "qwen2_5_7b", "pard4", 24, 512),
+        ("qwen3", "qwen3_8b", "pard4", 24, 2048),
+        ("gemma3", "gemma3_1b", "draft_1b", 24, 512),
+        ("gemma3", "gemma3_27b", "draft_1b", 24, 512),
+    ],
+)
+def test_full_attention_draft_counts_are_a_prefix(
+    family: str, model: str, profile: str, gib: int, seq: int
+) -> None:
+    bound = _Sizing(load_sizing(family, quiet=True), model, profile, 8192, 1, "trtllm-v2")
+    assert bound.split is not None and not bound.draft_slides(seq)
+    budget = gib * GiB
+    top = largest(lambda b: bound.probe(budget, b, seq)[0], SEARCH_LIMIT)
+    found = _brute(bound, budget, seq, seq, top + 5)
+    assert len(found) == 1 and found[0][0] == 1
+    assert found[0][1] == largest(lambda b: bound.fits(budget, b, seq, seq), SEARCH_LIMIT)
+
+
+def test_draft_1b_slides_above_its_window() -> None:
+    bound = _bound("gemma3_1b")
+    assert not bound.draft_slides(512) and bound.draft_slides(513)
+
+
+# request_ranges on hand-built predicates: each case's ranges are written out.
+def test_request_ranges_monotone_equals_largest() -> None:
+    from kvgen._engines.plans import request_ranges
+
+    rng = random.Random(11)
+    for _ in range(200):
+        high, cut = rng.randint(1, 5000), rng.randint(0, 5000)
+        ranges = request_ranges(lambda b, cut=cut: (b <= cut, None), 7, high)
+        expected = min(cut, high)
+        assert ranges == ([(1, expected)] if expected else [])
+        assert largest(lambda b, cut=cut: b <= cut, high) == expected
+
+
+def test_request_ranges_gaps_below_the_answer() -> None:
+    from kvgen._engines.plans import misfits, request_ranges
+
+    # Settled up to 90. Length 10. Growing capacity: 100 up to B 5 (holds 10 x B up to 10,
+    # so 1..5), 20 from 6 to 40 (fails), 1,000 from 41 to 60 (holds up to 100), 0 from 61 to
+    # 70 (fails), 2,000 from 71 (holds up to 200, the settled 90 binds).
+    def probe(b: int) -> tuple[bool, int | None]:
+        cap = 100 if b <= 5 else 20 if b <= 40 else 1000 if b <= 60 else 0 if b <= 70 else 2000
+        return b <= 90, cap
+
+    ranges = request_ranges(probe, 10, 1 << 20)
+    assert ranges == [(1, 5), (41, 60), (71, 90)]
+    assert misfits(ranges) == [(6, 40), (61, 70)]
+    # the bisection's answer
+    assert largest(lambda b: probe(b)[0] and (probe(b)[1] or 0) >= 10 * b, 1 << 20) == 5
+
+
+def test_request_ranges_nothing_fits() -> None:
+    from kvgen._engines.plans import request_ranges
+
+    assert request_ranges(lambda b: (False, None), 10, 100) == []
+    assert request_ranges(lambda b: (b <= 10, 5), 10, 100) == []
