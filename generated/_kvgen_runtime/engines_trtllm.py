@@ -53,6 +53,9 @@ _TRTLLM_SPLIT: Any
 # The budget-free part of a per-request release's split (``_trtllm_pools.SplitFrame``; None:
 # not modelled, the early answer stands) by (release, model, profile, max_seq_len, tp) as given.
 _TRTLLM_FRAMES: dict[tuple[Any, ...], SplitFrame | None]
+# ``_TRTLLM_PLANS``' one-stage entry and its batch by the key less the batch; batch 0 where
+# the terms move otherwise than in B * per-request bytes (``_trtllm_rebatched``).
+_TRTLLM_BASE: dict[tuple[Any, ...], tuple[_TrtllmKnown, int]]
 
 
 def _trtllm_capacity(
@@ -107,10 +110,19 @@ def _trtllm_capacity(
             _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
             raise
         if known is None:
-            options = _plain_options(model, speculative, max_batch_size, max_num_tokens,
-                                     max_seq_len, tp_size)  # fmt: skip
-            # The terms computed here alone (not kept in the answers cache: the plans keep them).
-            known = _trtllm_known(options, _compute(options)[0], key)
+            base = _TRTLLM_BASE.get(key[:2] + key[3:])  # these options at another batch
+            if base is not None and base[1] and 0 < max_batch_size <= _MAX_INT:
+                known = _trtllm_rebatched(base, max_batch_size, max_num_tokens, key)
+            else:
+                options = _plain_options(model, speculative, max_batch_size, max_num_tokens,
+                                         max_seq_len, tp_size)  # fmt: skip
+                # The terms computed here alone (not kept in the answers cache: the plans do).
+                known = _trtllm_known(options, _compute(options)[0], key)
+                if base is None:  # batch 0: terms that move otherwise (never rebatched)
+                    if len(_TRTLLM_BASE) >= 4096:
+                        _TRTLLM_BASE.clear()
+                    moves = all(t.resume_rounding is None and not t.states for t in known[0])
+                    _TRTLLM_BASE[key[:2] + key[3:]] = (known, max_batch_size if moves else 0)
     else:
         # The validated options and terms of these arguments (looked up as given: validated
         # on a miss), then their plans by the terms' identity (a look-up of an int).
@@ -218,6 +230,25 @@ def _trtllm_known(options: _Options, terms: tuple[_Terms, ...], key: object) -> 
     if len(_TRTLLM_PLANS) >= 4096:
         _TRTLLM_PLANS.clear()
     known = _TRTLLM_PLANS[key] = (terms, plans, request_bytes, {})
+    return known
+
+
+def _trtllm_rebatched(
+    base: tuple[_TrtllmKnown, int], batch: int, chunk: int, key: object
+) -> _TrtllmKnown:
+    """``_trtllm_known`` at ``batch`` from its entry at another batch (plain options of one
+    stage, no resume watermark or recurrent rows): only ``_compute``'s B * per-request bytes
+    move (intercept = B * per_request + chunk * ctx_swa, fixed pool bytes B * cross bytes)."""
+    (terms, plans, request_bytes, _held), was = base
+    rebatched: tuple[_Terms, ...] = ()
+    for t in terms:
+        values = (*t[:7], batch * t.per_request + chunk * t.ctx_swa, t.life_cycles,
+                  t.fixed_pool_bytes // was * batch, *t[10:])  # fmt: skip
+        rebatched += (_new(_Terms, values),)
+    moved = tuple([None if p is None else _new(TrtllmPlan, (*p[:2], batch, *p[3:])) for p in plans])
+    if len(_TRTLLM_PLANS) >= 4096:
+        _TRTLLM_PLANS.clear()
+    known = _TRTLLM_PLANS[key] = (rebatched, moved, request_bytes, {})
     return known
 
 
@@ -343,13 +374,14 @@ def _trtllm_refusal(name: str) -> str:
 def _derive_trtllm() -> None:
     """Per family, at bind: its own TensorRT-LLM plans, and each model's query heads or the
     reason its row has no answer."""
-    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_SPLIT, _TRTLLM_FRAMES
+    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_SPLIT, _TRTLLM_FRAMES, _TRTLLM_BASE
     _TRTLLM_HEADS = {name: _trtllm_refusal(name) or ENGINE_MODELS[name].query_heads
                      for name in _MODELS}  # fmt: skip
     _TRTLLM_PLANS = {}
     _TRTLLM_GIVEN = lru_cache(maxsize=4096, typed=True)(_trtllm_given)
     _TRTLLM_SPLIT = lru_cache(maxsize=4096, typed=True)(_trtllm_split_answer)
     _TRTLLM_FRAMES = {}
+    _TRTLLM_BASE = {}
 
 
 class _Namespace:
