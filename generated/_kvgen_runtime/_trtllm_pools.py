@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import types
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from ._trtllm_budget import (
@@ -700,7 +701,8 @@ class _ManagerFrame(NamedTuple):
     full: tuple[int, ...]
     first_full: int
     by_batch: bool
-    # The target's slots by (quota, batch size if by_batch else 0, context pages). Bounded.
+    # The target's slots by (budget, batch size if by_batch else 0, context pages), and the
+    # fallback split's (no pool ratio fits) by (budget, -1, -1). Bounded.
     slots: dict[tuple[int, int, int], tuple[int, ...]]
 
 
@@ -977,6 +979,14 @@ def _manager_slots(
     return tuple([slots[pg] for pg in frame.engine_group])
 
 
+@lru_cache(maxsize=4096)  # a function of the budget alone
+def _quota(budget: int) -> tuple[int, int]:
+    """The grain of ``budget`` and its quota: rounding down to a grain (a divisor of 1 GiB)
+    keeps the whole GiB the grain is chosen by, so the quota's grain is the budget's."""
+    grain = gpu_alloc_granularity(budget)
+    return grain, budget - budget % grain or budget
+
+
 def split_slots(
     frame: SplitFrame,
     plans: Sequence[TrtllmPlan],
@@ -988,24 +998,27 @@ def split_slots(
     ``trtllm_emit`` writes for ``budget`` (``terms``: each manager's terms at the call's
     batch, as ``manager_terms`` gives them); None where ``trtllm_emit`` raises ValueError
     (the early answer)."""
-    # The quota's grain is the budget's: rounding down to a grain (a divisor of 1 GiB) keeps
-    # the whole GiB the grain is chosen by.
-    grain = gpu_alloc_granularity(budget)
-    quota = budget - budget % grain or budget
     plan = plans[0]
     try:
         if frame.draft is None:
             target = frame.target
-            key = (quota, plan.batch if target.by_batch else 0, plan.context)
+            key = (budget, plan.batch if target.by_batch else 0, plan.context)
             slots = target.slots.get(key)
             if slots is None:
+                grain, quota = _quota(budget)
                 total = -(-quota // grain)
                 ratio = _target_ratio(target, plan.batch, plan.context, plan.grows, grain, total)
-                slots = _manager_slots(target, quota, grain, tpb, ratio)
+                # No ratio (not even k = 1 fits): the fallback split, a function of the budget
+                slots = target.slots.get((budget, -1, -1)) if ratio is None else None
+                if slots is None:
+                    slots = _manager_slots(target, quota, grain, tpb, ratio)
                 if len(target.slots) >= 256:
                     target.slots.clear()
                 target.slots[key] = slots
+                if ratio is None:
+                    target.slots[budget, -1, -1] = slots
             return slots
+        grain, quota = _quota(budget)
         target_spend, draft_spend = frame.spends
         shares = draft_budget_shares(
             quota, ManagerCost(terms[0].slope, terms[0].intercept, target_spend),

@@ -47,7 +47,8 @@ _TRTLLM_GIVEN: Any
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
 # UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_trtllm``).
 _TRTLLM_HEADS: dict[str, int | str]
-# ``_trtllm_split_answer`` remembered per family, by its arguments as given (typed).
+# ``_trtllm_capacity`` with a ``release`` remembered per family, by its arguments as given
+# (typed): the answers of ``_trtllm_split_capacity``.
 _TRTLLM_SPLIT: Any
 # The budget-free part of a per-request release's split (``_trtllm_pools.SplitFrame``; None:
 # not modelled, the early answer stands) by (release, model, profile, max_seq_len, tp) as given.
@@ -378,7 +379,7 @@ def _derive_trtllm() -> None:
                      for name in _MODELS}  # fmt: skip
     _TRTLLM_PLANS = {}
     _TRTLLM_GIVEN = lru_cache(maxsize=4096, typed=True)(_trtllm_given)
-    _TRTLLM_SPLIT = lru_cache(maxsize=4096, typed=True)(_trtllm_split_answer)
+    _TRTLLM_SPLIT = lru_cache(maxsize=4096, typed=True)(_trtllm_capacity)
     _TRTLLM_FRAMES = {}
     _TRTLLM_BASE = {}
 
@@ -396,37 +397,21 @@ def _trtllm_split_capacity(
     pp_size: int = 1, pp_rank: int = 0,
 ) -> EngineCapacity:  # fmt: skip
     """What a TensorRT-LLM release that splits per request (38198e34, docs/cost-model.md §11)
-    holds for a KV budget: remembered by the arguments as given, computed on a miss by
-    ``_trtllm_split_answer``."""
+    holds for a KV budget: remembered by the arguments as given (``_TRTLLM_SPLIT``), computed
+    on a miss by ``_trtllm_capacity`` with ``release``: the tokens of the pools the release
+    builds in whole grains with the settings ``plan --emit`` writes (``_trtllm_pools``'
+    ``trtllm_emit``), from the split's budget-free part kept per family (``split_frame``,
+    then ``split_slots``); the early-2026 answer where that split is not modelled (recurrent,
+    cross, chunked or sink layers, DCP, pp_size above 1), every argument checked as there."""
     try:
         capacity: EngineCapacity = _TRTLLM_SPLIT(
-            version, model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
-            tp_size, max_batch_size, pp_size, pp_rank,
+            model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative, tp_size,
+            max_batch_size, pp_size, pp_rank, version,
         )  # fmt: skip
     except TypeError:  # an unhashable argument: named as any other bad value
         _trtllm_capacity(model, budget_bytes, max_seq_len, max_num_tokens, block_size,
                          speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
         raise
-    return capacity
-
-
-def _trtllm_split_answer(
-    version: str, model: str, budget_bytes: int, max_seq_len: int, max_num_tokens: int,
-    block_size: int | None, speculative: str, tp_size: int, max_batch_size: int,
-    pp_size: int, pp_rank: int,
-) -> EngineCapacity:  # fmt: skip
-    """The tokens of the pools the release builds from ``budget_bytes`` in whole grains
-    with the settings ``plan --emit`` writes (``_trtllm_pools.trtllm_emit``: a target alone
-    takes the ``pool_ratio`` that makes its split build kvgen's pools; beside a separate draft
-    manager, the budget split per request with cap and floor, and each manager's own split),
-    computed from the split's budget-free part (``_trtllm_pools.split_frame``, kept per
-    family) by ``_trtllm_pools.split_slots``. Where that release's split is not modelled
-    (recurrent, cross, chunked or sink layers, DCP, pp_size above 1) the early-2026 answer
-    stands (§4). The arguments are checked as the early-2026 answer checks them."""
-    capacity: EngineCapacity = _trtllm_capacity(
-        model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative, tp_size,
-        max_batch_size, pp_size, pp_rank, version,
-    )  # fmt: skip
     return capacity
 
 
