@@ -242,11 +242,30 @@ def _trtllm_rebatched(
     move (intercept = B * per_request + chunk * ctx_swa, fixed pool bytes B * cross bytes)."""
     (terms, plans, request_bytes, _held), was = base
     rebatched: tuple[_Terms, ...] = ()
-    for t in terms:
-        values = (*t[:7], batch * t.per_request + chunk * t.ctx_swa, t.life_cycles,
-                  t.fixed_pool_bytes // was * batch, *t[10:])  # fmt: skip
-        rebatched += (_new(_Terms, values),)
-    moved = tuple([None if p is None else _new(TrtllmPlan, (*p[:2], batch, *p[3:])) for p in plans])
+    for t in terms:  # loops, not comprehensions: their frames cost a new question more
+        (
+            name,
+            slope,
+            per_request,
+            ctx_swa,
+            full,
+            ctx,
+            resume,
+            _,
+            cycles,
+            fixed,
+            pools,
+            states,
+            span,
+        ) = t
+        if per_request or fixed:  # else the same terms: intercept N * ctx_swa, no fixed pool
+            t = _new(_Terms, (name, slope, per_request, ctx_swa, full, ctx, resume,
+                              batch * per_request + chunk * ctx_swa, cycles,
+                              fixed // was * batch, pools, states, span))  # fmt: skip
+        rebatched += (t,)
+    moved: tuple[TrtllmPlan | None, ...] = ()
+    for p in plans:
+        moved += (p and _new(TrtllmPlan, (p[0], p[1], batch, p[3], p[4], p[5])),)
     if len(_TRTLLM_PLANS) >= 4096:
         _TRTLLM_PLANS.clear()
     known = _TRTLLM_PLANS[key] = (rebatched, moved, request_bytes, {})

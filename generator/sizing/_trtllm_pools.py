@@ -876,7 +876,7 @@ def _target_ratio(
         return _one_pool_ratio(frame, frame.one_pool, batch, context, grows, grain, total)
     sizes, sliding, full = frame.sizes, frame.sliding, frame.full
     count = len(sizes)
-    fixed = [batch * p for p in frame.pages]
+    fixed = list(map(batch.__mul__, frame.pages))  # no comprehension's frame
     early = [sliding[pg] + full[pg] for pg in range(count)]  # growth per k while k <= n
     if _grains_at(fixed, early, sizes, grain, 1) > total:
         return None
@@ -899,8 +899,10 @@ def _target_ratio(
             per_group[pg] += -(-n * s // grain)
         spent += per_group[pg]
     per_group[max(frame.first_full, 0)] += total - spent
-    pairs = zip(frame.group_of, frame.byte_share, strict=True)
-    return [per_group[pg] / total * share for pg, share in pairs]
+    ratio = []
+    for pg, share in zip(frame.group_of, frame.byte_share, strict=True):
+        ratio.append(per_group[pg] / total * share)
+    return ratio
 
 
 def _one_pool_ratio(
@@ -912,7 +914,7 @@ def _one_pool_ratio(
     largest k is (room * grain // s - a) // c; the same answer, fewer steps."""
     pages, sliding, full = frame.pages, frame.sliding, frame.full
     count = len(sizes)
-    fixed = [batch * p for p in pages]
+    fixed = list(map(batch.__mul__, pages))  # map, not a comprehension: no frame
     at_one = 0  # grains at k = 1 (min(1, n) = 1: n >= 1)
     for pg in range(count):
         at_one += -(-(fixed[pg] + sliding[pg] + full[pg]) * sizes[pg] // grain)
@@ -928,9 +930,8 @@ def _one_pool_ratio(
         growth = [sliding[pg] + full[pg] for pg in range(count)]
         best = _largest_k(fixed, growth, frame.sizes, grain, total, 1, context)
     else:  # past n: only full attention grows
-        growing = [pg for pg in range(count) if full[pg]]
-        if len(growing) == 1:
-            pg = growing[0]
+        if count - full.count(0) == 1:  # one group grows: the one of the most full cycles
+            pg = max(range(count), key=full.__getitem__)
             room = total
             for other in range(count):
                 if other != pg:
@@ -952,8 +953,10 @@ def _one_pool_ratio(
         spent += (grains := -(-(fixed[pg] + sliding[pg] * m + full[pg] * k) * sizes[pg] // grain))
         per_group[pg] = grains
     per_group[max(frame.first_full, 0)] += total - spent
-    pairs = zip(frame.group_of, frame.byte_share, strict=True)
-    return [per_group[pg] / total * share for pg, share in pairs]
+    ratio = []
+    for pg, share in zip(frame.group_of, frame.byte_share, strict=True):
+        ratio.append(per_group[pg] / total * share)
+    return ratio
 
 
 def _manager_slots(
@@ -975,7 +978,7 @@ def _manager_slots(
         slots = one_pool_slot_counts(used, frame.one_pool, group, grain, frame.least)
     else:
         slots = ratio_to_slot_count_list(used, frame.sizes, group, grain, frame.least)
-    return tuple([slots[pg] for pg in frame.engine_group])
+    return tuple(map(slots.__getitem__, frame.engine_group))
 
 
 @lru_cache(maxsize=4096)  # a function of the budget alone
