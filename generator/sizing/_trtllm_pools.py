@@ -701,7 +701,8 @@ class _ManagerFrame(NamedTuple):
     first_full: int
     by_batch: bool
     # The target's slots by (budget, batch size if by_batch else 0, context pages), and the
-    # fallback split's (no pool ratio fits) by (budget, -1, -1). Bounded.
+    # fallback split's (no pool ratio fits), the least batch with none last, by (budget, -1,
+    # -1). Bounded.
     slots: dict[tuple[int, int, int], tuple[int, ...]]
 
 
@@ -1007,18 +1008,26 @@ def split_slots(
             key = (budget, plan.batch if target.by_batch else 0, plan.context)
             slots = target.slots.get(key)
             if slots is None:
-                grain, quota = _quota(budget)
-                total = -(-quota // grain)
-                ratio = _target_ratio(target, plan.batch, plan.context, plan.grows, grain, total)
-                # No ratio (not even k = 1 fits): the fallback split, a function of the budget
-                slots = target.slots.get((budget, -1, -1)) if ratio is None else None
-                if slots is None:
-                    slots = _manager_slots(target, quota, grain, tpb, ratio)
+                # No ratio (not even k = 1 fits, so for no larger batch either: the grains at
+                # k = 1 grow with it): the fallback split, a function of the budget alone, kept
+                # with the least batch seen to have no ratio.
+                fallback = target.slots.get((budget, -1, -1))
+                if fallback is not None and plan.batch >= fallback[-1]:
+                    slots = fallback[:-1]
+                else:
+                    grain, quota = _quota(budget)
+                    total = -(-quota // grain)
+                    ratio = _target_ratio(target, plan.batch, plan.context, plan.grows, grain,
+                                          total)  # fmt: skip
+                    if ratio is None and fallback is not None:
+                        slots = fallback[:-1]
+                    else:
+                        slots = _manager_slots(target, quota, grain, tpb, ratio)
+                    if ratio is None:
+                        target.slots[budget, -1, -1] = (*slots, plan.batch)
                 if len(target.slots) >= 256:
                     target.slots.clear()
                 target.slots[key] = slots
-                if ratio is None:
-                    target.slots[budget, -1, -1] = slots
             return slots
         grain, quota = _quota(budget)
         target_spend, draft_spend = frame.spends

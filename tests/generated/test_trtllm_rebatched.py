@@ -74,3 +74,23 @@ def test_a_new_batch_size_computes_no_terms(monkeypatch):
                                          max_batch_size=batch, **kw)  # fmt: skip
             assert got.kv_tokens > 0
     assert before <= 1 and len(computed) == before
+
+
+def test_the_fallback_split_serves_larger_batches_alone():
+    # gemma3_27b at 40 GiB: 52 sliding layers hold 17 window pages a request (26 MiB slots),
+    # so from about 90 requests not even k = 1 page of full attention fits and the split falls
+    # back to its per-grain ratio, whatever the batch; a smaller batch asked after a larger
+    # one still gets its own pool ratio. Each answer is trtllm_emit's (plan --emit's route).
+    from kvgen.sizing._trtllm_pools import trtllm_emit
+
+    sizing = _sizing("gemma3")
+    kw = {"max_seq_len": 8192, "max_num_tokens": 8192, "speculative": "none", "tp_size": 1}
+    sizing._TRTLLM_FRAMES.clear()
+    for batch in (5000, 8, 3000, 91, 64, 7999, 1):
+        got = sizing.engine_capacity("gemma3_27b", 40 * GIB, engine="trtllm",
+                                     max_batch_size=batch, **kw)  # fmt: skip
+        emit = trtllm_emit(sizing, "gemma3_27b", 40 * GIB, revision="38198e34",
+                           max_batch_size=batch, **kw)  # fmt: skip
+        assert got.kv_tokens == emit.tokens, batch
+    frame = sizing._TRTLLM_FRAMES["38198e34", "gemma3_27b", "none", 8192, 1]
+    assert frame.target.slots[40 * GIB, -1, -1][-1] <= 3000  # the least batch with no ratio
