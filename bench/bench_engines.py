@@ -32,11 +32,13 @@ layout, is built when the module binds its tables, at import; TensorRT-LLM's pla
 pool groups, ``_TRTLLM_PLANS``, and 38198e34's answers, ``_TRTLLM_SPLIT``, SGLang's pools of a
 budget are emptied with its plans, ``_SGLANG_POOLS``, while the engine's split of one quota
 over the same slot bytes stays remembered, ``_engine_slots``, as do a life-cycle shape's pool
-groups, ``_trtllm_plan_of``, and 38198e34's split's budget-free part, ``_TRTLLM_FRAMES``);
+groups, ``_trtllm_plan_of``, 38198e34's split's budget-free part, ``_TRTLLM_FRAMES``, and
+TensorRT-LLM V2's terms of the same options at another batch size, ``_TRTLLM_BASE``);
 new question, the same with a batch size never asked as well, so that for TensorRT-LLM V2
-every cache of the call misses (its validation and the sizing terms too; vLLM and SGLang
-size no batch); first plan, the layouts emptied too, so each call builds its layout again
-(which no process does since bind builds them: the cost of a layout).
+every cache keyed by the batch misses (its terms rebuilt from another batch's where only
+B * per-request bytes move, else validated and computed; vLLM and SGLang size no batch);
+first plan, the layouts emptied too, so each call builds its layout again (which no process
+does since bind builds them: the cost of a layout).
 Each figure is the best of many short repeats (``--calls`` calls in all, 20 a repeat): on a
 shared machine a longer repeat is rarely undisturbed by other load. max_seq_len cycles
 through four lengths (for a model of under 4096 tokens: half its native context and all of

@@ -111,7 +111,8 @@ def _trtllm_capacity(
             _options(model, speculative, max_batch_size, max_num_tokens, max_seq_len, tp_size)
             raise
         if known is None:
-            base = _TRTLLM_BASE.get(key[:2] + key[3:])  # these options at another batch
+            other = (model, speculative, max_num_tokens, max_seq_len, tp_size)  # any batch
+            base = _TRTLLM_BASE.get(other)
             if base is not None and base[1] and 0 < max_batch_size <= _MAX_INT:
                 known = _trtllm_rebatched(base, max_batch_size, max_num_tokens, key)
             else:
@@ -123,7 +124,7 @@ def _trtllm_capacity(
                     if len(_TRTLLM_BASE) >= 4096:
                         _TRTLLM_BASE.clear()
                     moves = all(t.resume_rounding is None and not t.states for t in known[0])
-                    _TRTLLM_BASE[key[:2] + key[3:]] = (known, max_batch_size if moves else 0)
+                    _TRTLLM_BASE[other] = (known, max_batch_size if moves else 0)
     else:
         # The validated options and terms of these arguments (looked up as given: validated
         # on a miss), then their plans by the terms' identity (a look-up of an int).
