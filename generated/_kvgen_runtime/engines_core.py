@@ -181,10 +181,6 @@ def engine_capacity(
              or (type(pp_size) is int and type(pp_rank) is int and 0 <= pp_rank < pp_size))
     ):  # fmt: skip
         _engine_arguments(locals())
-    if found.answered_by:  # a release only kvgen's planners answer for
-        unanswered = found.unanswered()
-        assert unanswered is not None
-        raise NotModelled(unanswered)
     if found.refuses or found.minimums:  # settings this release refuses to start with
         refusal = found.refusal(locals())
         if refusal is not None:

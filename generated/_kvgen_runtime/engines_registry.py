@@ -172,9 +172,6 @@ class Release(NamedTuple):
     # --emit then writes so that its split builds kvgen's pools. False: intercepts reserved,
     # the rest split by slope, pools in proportion (the early-2026 revision, §4).
     per_request_split: bool = False
-    # Where engine_capacity does not answer for this release, where it is answered ("": it
-    # does): engine_capacity raises NotModelled naming the release and this.
-    answered_by: str = ""
     # (keyword, the keyword it may not be below, the release's words, where they are): a pair
     # of settings this release refuses to start with; the words are formatted with the
     # keywords' values
@@ -245,12 +242,6 @@ class Release(NamedTuple):
                     f"{self.named} refuses speculative {profile!r} ({mode}): {words!r} ({source})"
                 )
         return None
-
-    def unanswered(self) -> str | None:
-        """Why engine_capacity does not answer for this release, None where it does."""
-        if not self.answered_by:
-            return None
-        return f"{self.named}: engine_capacity does not model it; {self.answered_by}"
 
     @property
     def argument(self) -> str:

@@ -231,9 +231,6 @@ def engine_capacity(
              or (type(pp_size) is int and type(pp_rank) is int and 0 <= pp_rank < pp_size))
     ):  # fmt: skip
         _engine_arguments({k: v for k, v in locals().items() if k != "family"})
-    unanswered = found.unanswered()  # a release only kvgen's planners answer for
-    if unanswered is not None:
-        raise NotModelled(unanswered)
     if found.refuses or found.minimums:  # settings this release refuses to start with
         refusal = found.refusal(locals())
         if refusal is not None:

@@ -438,9 +438,6 @@ def make_plan(
     ``mamba_radix_cache_strategy``: SGLang's on a recurrent hybrid (its state slots per running
     request, ``engine_capacity``'s keyword); read by no other engine. ``heterogeneous_vocab``:
     vLLM's use_heterogeneous_vocab (``engine_capacity``'s keyword), for engine vllm only."""
-    unanswered = engine.unanswered()  # a release only --emit plans (TensorRT-LLM 38198e34)
-    if unanswered is not None:
-        raise PlanError(unanswered)
     if heterogeneous_vocab and "heterogeneous_vocab" not in engine.engine.reads:
         raise PlanError(
             "--heterogeneous-vocab is vLLM's use_heterogeneous_vocab: plan it with --engine vllm "
