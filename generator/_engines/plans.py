@@ -48,14 +48,15 @@ class BatchPlan:
     @property
     def misfit_note(self) -> str | None:
         """The line under "largest max_seq_len" where some shorter ones do not fit."""
-        if not self.misfits:
-            return None
-        spans = _spans(self.misfits)
-        return f"but not every shorter one fits: {spans} do not ({self.misfit_reason})"
+        return _misfit_note("shorter", self.misfits, self.misfit_reason)
 
 
-def _spans(ranges: list[tuple[int, int]]) -> str:
-    return ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in ranges)
+def _misfit_note(smaller: str, misfits: list[tuple[int, int]], reason: str) -> str | None:
+    """The line under a largest fit where some ``smaller`` values do not fit (None: all do)."""
+    if not misfits:
+        return None
+    spans = ", ".join(str(a) if a == b else f"{a} to {b}" for a, b in misfits)
+    return f"but not every {smaller} one fits: {spans} do not ({reason})"
 
 
 @dataclass
@@ -97,10 +98,7 @@ class Plan:
     @property
     def request_misfit_note(self) -> str | None:
         """The line under "max concurrent requests" where some smaller counts do not fit."""
-        if not self.request_misfits:
-            return None
-        spans = _spans(self.request_misfits)
-        return f"but not every smaller one fits: {spans} do not ({self.request_misfit_reason})"
+        return _misfit_note("smaller", self.request_misfits, self.request_misfit_reason)
 
     @property
     def fits(self) -> bool:
