@@ -19,6 +19,7 @@ __all__ = [
     "DTYPE_BYTES",
     "HEADROOM",
     "INDEX_SCALE_BLOCK",
+    "MODEL_DTYPES",
     "MX_BLOCK",
     "NVFP4_BLOCK",
     "SCALED_DTYPES",
@@ -41,6 +42,9 @@ __all__ = [
 
 # Bytes per element of the plain cache dtypes.
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+# The float ones, a model's dtype -> its name as torch_dtype and the engines' --dtype: a plain
+# float cache follows the model dtype (``Release.cache_dtype``); an SSM state is in one of them.
+MODEL_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 NVFP4_BLOCK = 16  # NVFP4: one FP8 (e4m3) block scale per 16 elements
 MX_BLOCK = 32  # OCP MX: one e8m0 scale byte per 32 elements

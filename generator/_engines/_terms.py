@@ -36,6 +36,7 @@ class TermsAsked(NamedTuple):
     speculative: str
     mamba_radix_cache_strategy: str
     heterogeneous_vocab: bool
+    dtype: str | None  # the model dtype the engine is launched with (None: its "auto")
 
 
 def _vllm_terms(found: Release, family: Family, model: str, asked: TermsAsked) -> list[PolicyTerm]:
@@ -45,7 +46,8 @@ def _vllm_terms(found: Release, family: Family, model: str, asked: TermsAsked) -
     spec_model = family.model(model)
     profile = family.profile(asked.speculative)
     plan = _vllm.vllm_plan(family, spec_model, block_size=block_size, speculative=profile,
-                           heterogeneous_vocab=heterogeneous_vocab)  # fmt: skip
+                           heterogeneous_vocab=heterogeneous_vocab, served_by=found,
+                           dtype=asked.dtype)  # fmt: skip
     terms = []
     if plan.padding_layers:
         layers = sum(g.group_count for g in plan.groups) * plan.group_size
@@ -102,7 +104,8 @@ def _sglang_terms(
     strategy = asked.mamba_radix_cache_strategy
     spec_model = family.model(model)
     profile = None if speculative == "none" else family.profile(speculative)
-    plan = _sglang.sglang_plan(family, spec_model, ssm_dtype=ssm_dtype, speculative=profile)
+    plan = _sglang.sglang_plan(family, spec_model, ssm_dtype=ssm_dtype, speculative=profile,
+                               served_by=found, dtype=asked.dtype)  # fmt: skip
     # An encoder-decoder model has SGLang rows only (its cross layers sized as the others).
     layers = () if plan.encoder_tokens else cached_layers(family, spec_model)
     sliding = sum(1 for lay in layers if lay.attention == "sliding")
@@ -222,13 +225,18 @@ def policy_terms(
     speculative: str = "none",
     mamba_radix_cache_strategy: str = _sglang.MAMBA_STRATEGY,
     heterogeneous_vocab: bool = False,
+    dtype: str | None = None,
 ) -> list[PolicyTerm]:
     """The policy terms of ``engine`` that apply to ``model``, each with its size (SGLang's
     ``mamba_radix_cache_strategy``: its state slots per running request; vLLM's
-    ``heterogeneous_vocab``: its use_heterogeneous_vocab, as ``engine_capacity`` reads it).
-    Each engine's terms are its hook (``kvgen.sizing.engines_registry``, ``Hooks.terms``)."""
+    ``heterogeneous_vocab``: its use_heterogeneous_vocab, as ``engine_capacity`` reads it),
+    sized in the cache dtype the engine serves the model in, launched with model dtype
+    ``dtype`` (None: its "auto"), as ``engine_capacity`` sizes it (``Release.cache_dtype``;
+    TensorRT-LLM keeps the checkpoint's). Each engine's terms are its hook
+    (``kvgen.sizing.engines_registry``, ``Hooks.terms``)."""
     found = release(engine)
     asked = TermsAsked(block_size, max_seq_len, max_num_tokens, max_batch_size, ssm_dtype,
-                  speculative, mamba_radix_cache_strategy, heterogeneous_vocab)  # fmt: skip
+                       speculative, mamba_radix_cache_strategy, heterogeneous_vocab,
+                       dtype)  # fmt: skip
     terms: list[PolicyTerm] = globals()[found.engine.hooks.terms](found, family, model, asked)
     return terms

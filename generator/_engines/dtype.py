@@ -26,12 +26,7 @@ from kvgen.sizing.engines_registry import MODEL_DTYPES, Release
 from kvgen.sizing.engines_rows import model_dtype as _rows_dtype
 from kvgen.sizing.engines_rows import served_tables
 
-__all__ = [
-    "FLOATS", "Served", "auto_dtype", "model_dtype", "serve", "served_family", "spec_served",
-]  # fmt: skip
-
-# kvgen's plain float cache dtypes -> the engines' names for the model dtype (--dtype)
-FLOATS = MODEL_DTYPES
+__all__ = ["Served", "auto_dtype", "model_dtype", "serve", "served_note", "spec_served"]
 
 
 class Served(NamedTuple):
@@ -76,42 +71,40 @@ def serve(
     serves (``served_dtype``); a plan in another float is the engine launched with that model
     dtype, so the module returned answers with ``dtype`` set to it."""
     spec = spec_dtype or model_dtype(sizing, model)
-    if asked is not None and asked not in FLOATS:
+    if asked is not None and asked not in MODEL_DTYPES:
         return sizing, None  # a quantized cache: the engine's kv-cache dtype names it
-    if spec not in FLOATS:
+    if spec not in MODEL_DTYPES:
         if asked is None or not engine.engine.settings.dtype_field:
             return sizing, None  # the spec's quantized cache, or TensorRT-LLM's own dtype
         # A float cache asked of a quantized spec: the checkpoint's model dtype is not in the
         # spec, so the engine is launched in the dtype asked, which its "auto" cache follows.
         field = engine.engine.settings.dtype_field
         note = (
-            f"{field} {FLOATS[asked]}: the spec caches {spec}, and {engine.named}'s {asked} "
+            f"{field} {MODEL_DTYPES[asked]}: the spec caches {spec}, and {engine.named}'s {asked} "
             f"cache follows the model dtype, so the model runs in {asked} as planned"
         )
-        served = Served(spec, asked, "", note, {field: FLOATS[asked]})
+        served = Served(spec, asked, "", note, {field: MODEL_DTYPES[asked]})
         return _launched_in(sizing, asked), served
     auto = auto_dtype(engine, spec)
     planned = asked or auto
     if planned == spec == auto:
         return sizing, None
-    why = engine.float32_words
     if planned == auto:  # the engine's own choice, over the checkpoint's
         if asked is None:
             sizing = _rebound(sizing, spec, planned)
-        note = (
-            f"{engine.named} serves this {spec} checkpoint in {planned} ({why}): planned with the "
-            f"cache in {planned}; for the checkpoint's {spec} plan --kv-cache-dtype {spec}"
-        )
+        hint = f"for the checkpoint's {spec} plan --kv-cache-dtype {spec}"
+        note = f"{_auto_note(engine, spec, planned)}; {hint}"
         return sizing, Served(spec, planned, auto, note, {})
     # ValueError where the engine has no model dtype setting
     engine.cache_dtype(spec, planned, "--kv-cache-dtype", "plan without --kv-cache-dtype")
     field = engine.engine.settings.dtype_field
     note = (
-        f"{field} {FLOATS[planned]}: {engine.named}'s dtype auto serves this {spec} checkpoint "
-        f"in {auto}; the cache follows the model dtype, so the model runs in {planned} as planned"
+        f"{field} {MODEL_DTYPES[planned]}: {engine.named}'s dtype auto serves this {spec} "
+        f"checkpoint in {auto}; the cache follows the model dtype, so the model runs in {planned} "
+        "as planned"
     )
     return _launched_in(sizing, planned), Served(
-        spec, planned, auto, note, {field: FLOATS[planned]}
+        spec, planned, auto, note, {field: MODEL_DTYPES[planned]}
     )
 
 
@@ -151,19 +144,18 @@ def spec_served(family: Any, model: str, engine: Release) -> tuple[str, str]:
     return spec, engine.serves(spec)
 
 
-def served_family(family: Any, model: str, engine: Release) -> tuple[Any, str]:
-    """A spec's family (``kvgen._spec.models.Family``) as ``engine`` serves ``model``'s cache (the
-    family again where that is the spec's dtype), and what the output says ("" nothing):
-    ``serve`` for the planning commands that read the spec itself (``kvgen compare``)."""
-    from kvgen._engines.whatif import Overrides, _override
-
+def served_note(family: Any, model: str, engine: Release) -> str:
+    """What output says of the dtype ``engine``'s "auto" serves a spec's (``kvgen._spec.models
+    .Family``) ``model`` in ("": the spec's): ``serve``'s note for the planning commands that
+    read the spec itself (``kvgen compare``), whose ``engine_capacity`` and policy terms plan
+    in that dtype as the generated module's do (``served_tables``)."""
     spec, auto = spec_served(family, model, engine)
-    if auto == spec:
-        return family, ""
-    data = _override(family.model_dump(mode="json", exclude_none=True), Overrides(
-        kv_cache_dtype=auto))  # fmt: skip
-    note = (
+    return "" if auto == spec else _auto_note(engine, spec, auto)
+
+
+def _auto_note(engine: Release, spec: str, auto: str) -> str:
+    """The note of a ``spec`` checkpoint that ``engine``'s dtype "auto" serves in ``auto``."""
+    return (
         f"{engine.named} serves this {spec} checkpoint in {auto} ({engine.float32_words}): "
         f"planned with the cache in {auto}"
     )
-    return type(family).model_validate(data), note

@@ -8,11 +8,12 @@ from typing import Any
 
 from kvgen._importhf._config import Abort, HfConfig
 from kvgen._util.codes import hf as codes
-from kvgen.sizing.facts import DTYPE_BYTES
+from kvgen.sizing.facts import DTYPE_BYTES, MODEL_DTYPES
 
 __all__ = ["DTYPES", "cache_dtype", "json_text"]
 
-DTYPES = {"bfloat16": ("bf16", 2), "float16": ("fp16", 2), "float32": ("fp32", 4)}
+# config.json's torch_dtype -> kvgen's dtype and its bytes per element
+DTYPES = {name: (dtype, DTYPE_BYTES[dtype]) for dtype, name in MODEL_DTYPES.items()}
 _DTYPES = DTYPES
 
 

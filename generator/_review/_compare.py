@@ -171,10 +171,10 @@ def engine_changes(
 
 def _served(side: Side, model: str, engine: str, asked: str | None) -> str:
     """What a line of ``engine_changes`` says of the dtype ``engine`` serves ``model`` in."""
-    from kvgen._engines.dtype import FLOATS, spec_served
-    from kvgen.sizing.engines_registry import release
+    from kvgen._engines.dtype import spec_served
+    from kvgen.sizing.engines_registry import MODEL_DTYPES, release
 
-    if asked in FLOATS:
+    if asked in MODEL_DTYPES:
         return ""
     try:
         found = release(engine)

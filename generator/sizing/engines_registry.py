@@ -24,6 +24,8 @@ release", lists the files each change touches.
 import math
 from typing import NamedTuple
 
+from .facts import MODEL_DTYPES  # the float cache dtypes a model dtype decides, re-exported
+
 __all__ = [
     "DEFAULT_ENGINE",
     "DEFAULT_MAX_BATCH_SIZE",
@@ -56,11 +58,6 @@ DEFAULT_MAX_NUM_TOKENS = 8192  # tokens per iteration (vLLM max_num_batched_toke
 DEFAULT_MAX_SEQ_LEN = 32768  # the default max_seq_len is min(the model's native length, this)
 
 _GIB = 1 << 30
-
-# kvgen's plain float cache dtypes -> the engines' names for the model dtype (vLLM's and
-# SGLang's --dtype): a plain float cache follows the model dtype ("auto" kv-cache dtype), so
-# these are the cache dtypes an engine's model dtype decides (``Release.cache_dtype``).
-MODEL_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 class Hooks(NamedTuple):

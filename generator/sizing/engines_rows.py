@@ -10,7 +10,7 @@ what each engine does with a row's kind (``_ROW_KINDS``) and a recurrent row's m
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from .facts import DS_MLA, DTYPE_BYTES, SCALED_LAYOUTS, ds_mla_bytes, index_k_bytes
+from .facts import DS_MLA, DTYPE_BYTES, MODEL_DTYPES, SCALED_LAYOUTS, ds_mla_bytes, index_k_bytes
 from .sizing_kinds import (
     _ELEMENT_CODES,
     _KIND_CLASSES,
@@ -343,9 +343,7 @@ class EngineModel(_Record):
 ENGINE_MODELS: dict[str, EngineModel] = {}
 
 
-SSM_DTYPES = ("fp32", "bf16", "fp16")
-
-
+SSM_DTYPES = tuple(MODEL_DTYPES)  # an SSM state's dtype: one of the float dtypes
 # kvgen's per-token-head layouts that vLLM 0.33.0 stores in the same bytes under the same
 # kv_cache_dtype name: one byte per element and, for K and for V, one fp32 scale per (token,
 # head) packed after the head's data (TritonAttentionBackend.customize_spec: state_content_bytes

@@ -157,19 +157,19 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
         "speculative": args.speculative,
     }
     rows = []
-    spec_family = family
     for found in releases(args):
         engine = found.engine
         row: dict[str, Any] = {"engine": engine.label, "version": found.shown,
                                "release": found.described}  # fmt: skip
         own = engine_keywords(args, engine)
-        family, served = spec_family, ""
-        if args.kv_cache_dtype is None:  # the cache dtype the engine serves the model in
-            from kvgen._engines.dtype import served_family
+        # engine_capacity and the terms answer in the cache dtype the engine serves the model
+        # in (launched with the model dtype --kv-cache-dtype asks for): what it is, said here
+        if args.kv_cache_dtype is None:
+            from kvgen._engines.dtype import served_note
 
-            family, served = served_family(spec_family, model, found)
-        if served:
-            row["dtype"] = served
+            served = served_note(family, model, found)
+            if served:
+                row["dtype"] = served
         try:
             if unmodelled is not None:
                 raise NotModelled(unmodelled)
@@ -203,7 +203,7 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
         try:
             terms = policy_terms(
                 family, model, engine=found.spelling, block_size=args.block_size,
-                max_batch_size=args.max_batch_size, **common, **own,
+                max_batch_size=args.max_batch_size, **common, **own, **launched(args),
             )  # fmt: skip
             # The terms are sized at tp 1 for the whole model: elsewhere their bytes would be
             # wrong figures.
@@ -213,7 +213,7 @@ def compare(family: Any, model: str, args: argparse.Namespace) -> dict[str, Any]
             row["terms"] = []
         rows.append(row)
     return {
-        "family": spec_family.family,
+        "family": family.family,
         "model": model,
         "gpu_memory": args.gpu_memory,
         "max_seq_len": seq_len,
