@@ -535,3 +535,52 @@ def _plan_out(capsys, *argv):
     code, out, err = plan(capsys, ROOT, *argv)
     assert code == 0, err
     return out
+
+
+def _compare(capsys, project, engine, *argv):
+    here = Path.cwd()
+    os.chdir(project)
+    try:
+        code = main(["-q", "compare", "olmo2", "olmo_2_1124_13b", "--gpu-memory", BUDGET,
+                     "--max-seq-len", "4096", "--engine", engine, "--format", "json",
+                     *argv])  # fmt: skip
+    finally:
+        os.chdir(here)
+    assert code == 0
+    (row,) = json.loads(capsys.readouterr().out)["engines"]
+    return row
+
+
+@pytest.mark.parametrize("engine", list(SERVED))
+def test_compare_and_the_generated_module_serve_the_dtype_by_one_rule(
+    capsys, project, olmo2_module, engine
+):
+    """``kvgen compare`` reads the spec, the generated module its tables; both serve a float32
+    checkpoint's cache in the dtype the release's "auto" gives (``Release.cache_dtype``) by one
+    rewrite of the rows (``engines_rows.served_tables``), so they answer alike (SERVED: the
+    hand figures above), and compare says so in ``plan``'s words (``kvgen._engines.dtype``)."""
+    from kvgen.sizing.engines_registry import release
+
+    found = release(engine)
+    row = _compare(capsys, project, engine)
+    module = olmo2_module.engine_capacity("olmo_2_1124_13b", 46_782_931_271, engine=engine, **SEQ)
+    assert {key: row[key] for key in module._fields} == module._asdict()
+    tokens, blocks, dtype = SERVED[engine]
+    assert (row["kv_tokens"], row["num_blocks"]) == (tokens, blocks)
+    if dtype == "fp32":  # TensorRT-LLM keeps the checkpoint's: nothing to say
+        assert "dtype" not in row
+        return
+    said = (f"{found.named} serves this fp32 checkpoint in {dtype} ({found.float32_words}): "
+            f"planned with the cache in {dtype}")  # fmt: skip
+    assert row["dtype"] == said
+    launch = emit(capsys, project, engine)  # plan's note: the same words, then its hint
+    assert f"{said}; for the checkpoint's fp32 plan --kv-cache-dtype fp32" in launch["notes"]
+
+
+def test_compare_s_terms_are_sized_in_the_served_dtype(capsys, project):
+    """vLLM 0.34.0's null block is one 64-token block of the cache vLLM serves: bf16,
+    64 x 819,200 = 52,428,800 B; launched in float32 (--kv-cache-dtype fp32), twice that."""
+    assert 64 * BF16_TOKEN == 52_428_800 and 64 * FP32_TOKEN == 104_857_600
+    for argv, held in (((), 52_428_800), (("--kv-cache-dtype", "fp32"), 104_857_600)):
+        terms = {t["name"]: t["detail"] for t in _compare(capsys, project, "vllm", *argv)["terms"]}
+        assert terms["null_block"] == f"one block of {held:,} bytes held back"

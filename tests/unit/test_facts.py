@@ -21,9 +21,18 @@ LITERALS = {
     "scale blocks": r"^\s*(?:NVFP4|MX|FP32_SCALE|DS_MLA_SCALE|INDEX_SCALE)_BLOCK\s*=",
     "two-model modes": r'"eagle3_two_model",\s*"mtp_eagle_two_model"',
     "DCP allow-list": r'"full",\s*"recurrent",\s*"none"',
+    # kvgen's float dtype -> the model dtype's name (torch_dtype, --dtype), either way round
+    "model dtype names": r'"(?:fp32|bf16|fp16)":\s*"(?:float32|bfloat16|float16)"'
+    r'|"(?:float32|bfloat16|float16)":\s*\(?\s*"(?:fp32|bf16|fp16)"',
 }
+_FLOAT = r'"(?:fp32|bf16|fp16)"'
 # Tables that were written inline where they were used and are now rows of a fact.
-GONE = {"backoff by mode": r'\{"eagle3": 1', "dtype set": r'\{\s*"nvfp4",\s*"fp8_per_token_head"'}
+GONE = {
+    "backoff by mode": r'\{"eagle3": 1',
+    "dtype set": r'\{\s*"nvfp4",\s*"fp8_per_token_head"',
+    # the float dtypes alone, in any order (engines_rows.SSM_DTYPES was one): tuple(MODEL_DTYPES)
+    "float dtypes": rf"[(\[{{]\s*{_FLOAT},\s*{_FLOAT},\s*{_FLOAT},?\s*[)\]}}]",
+}
 
 
 def sources() -> list[Path]:
@@ -65,6 +74,25 @@ def test_every_side_reads_the_same_table():
     for dtype, layout in facts.SCALED_LAYOUTS.items():
         assert codes[dtype] <= 0 and sizing_kinds._SCALED[codes[dtype]] == layout
     assert codes["nvfp4"] == 0  # a row without a dtype reads as NVFP4 (code 0)
+
+
+def test_the_float_dtypes_are_named_once_and_read_by_every_side():
+    # Written twice in the sizing runtime at 4e5873c (engines_rows.SSM_DTYPES, the keys of
+    # engines_registry.MODEL_DTYPES) and again by import-hf (its torch_dtype table): now one
+    # table of kvgen.sizing.facts, in the order messages list them.
+    from kvgen._importhf._dtype import DTYPES
+    from kvgen.sizing import engines_registry, engines_rows
+
+    assert engines_registry.MODEL_DTYPES is facts.MODEL_DTYPES
+    assert engines_rows.SSM_DTYPES == tuple(facts.MODEL_DTYPES) == ("fp32", "bf16", "fp16")
+    assert set(facts.MODEL_DTYPES) < set(facts.DTYPE_BYTES)  # each float has its width
+    assert DTYPES == {"float32": ("fp32", 4), "bfloat16": ("bf16", 2), "float16": ("fp16", 2)}
+    # The patterns see the old spellings (not vacuous).
+    assert re.search(GONE["float dtypes"], 'SSM_DTYPES = ("fp32", "bf16", "fp16")')
+    assert re.search(GONE["float dtypes"], 'Literal["bf16", "fp16", "fp32"]')
+    assert not re.search(GONE["float dtypes"], 'DTYPES = ("fp32", "bf16", "fp16", "fp8")')
+    names = LITERALS["model dtype names"]
+    assert re.search(names, 'DTYPES = {"bfloat16": ("bf16", 2), "float16": ("fp16", 2)}')
 
 
 def test_scaled_bytes_by_hand():

@@ -124,9 +124,10 @@ def test_relative_imports_are_resolved_and_the_runtime_modules_are_leaves_in_ord
         f"kvgen.sizing.sizing_{part}" for part in ("kinds", "options", "split", "terms", "quota")
     }
     assert graph["kvgen.sizing.sizing_core"] == parts  # the public functions and ``bind``
-    # The engine policies: the registry of engines and releases (a leaf), the row types, each
-    # engine's policy on them, then the core (``engine_capacity`` and ``bind``).
-    assert graph["kvgen.sizing.engines_registry"] == set()
+    # The engine policies: the registry of engines and releases (on the facts alone: the float
+    # dtypes a model dtype decides), the row types, each engine's policy on them, then the core
+    # (``engine_capacity`` and ``bind``).
+    assert graph["kvgen.sizing.engines_registry"] == {"kvgen.sizing.facts"}
     rows = {"kvgen.sizing.facts", "kvgen.sizing.sizing_kinds", "kvgen.sizing.sizing_options"}
     assert graph["kvgen.sizing.engines_rows"] == rows
     registry = {"kvgen.sizing.engines_registry"}
