@@ -145,10 +145,10 @@ def spec_served(family: Any, model: str, engine: Release) -> tuple[str, str]:
 
 
 def served_note(family: Any, model: str, engine: Release) -> str:
-    """What output says of the dtype ``engine``'s "auto" serves a spec's (``kvgen._spec.models
-    .Family``) ``model`` in ("": the spec's): ``serve``'s note for the planning commands that
-    read the spec itself (``kvgen compare``), whose ``engine_capacity`` and policy terms plan
-    in that dtype as the generated module's do (``served_tables``)."""
+    """What output says of the cache dtype ``engine``'s "auto" serves ``model`` of a spec's
+    family (``kvgen._spec.models.Family``) in ("": the spec's own): ``serve``'s note, for the
+    planning commands that read the spec itself (``kvgen compare``), whose ``engine_capacity``
+    and policy terms size that dtype's rows as a generated module does (``served_tables``)."""
     spec, auto = spec_served(family, model, engine)
     return "" if auto == spec else _auto_note(engine, spec, auto)
 
