@@ -48,9 +48,6 @@ _TRTLLM_GIVEN: Any
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
 # UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_trtllm``).
 _TRTLLM_HEADS: dict[str, int | str]
-# ``_trtllm_capacity`` with a ``release`` remembered per family, by its arguments as given
-# (typed): the answers of ``_trtllm_split_capacity``.
-_TRTLLM_SPLIT: Any
 # The budget-free part of a per-request release's split (``_trtllm_pools.SplitFrame``; None:
 # not modelled, the early answer stands) by (release, model, profile, max_seq_len, tp) as given.
 _TRTLLM_FRAMES: dict[tuple[Any, ...], SplitFrame | None]
@@ -156,12 +153,12 @@ def _trtllm_capacity(
         if plan is None:  # pools outside the engine's split: the affine estimate
             tokens = _tokens(target, budget, max_num_tokens)
         else:  # the engine's split of the share
-            # trtllm_held, its frame saved: the slots of the share's whole grains, then T
-            slots = _engine_slots(plan.pools, _whole_grains(budget))  # or its refusal
             if release is not None and pp_size == 1:
                 tokens = _trtllm_split_tokens(release, model, speculative, max_seq_len,
                                               tp_size, known, whole)  # fmt: skip
             if tokens == -1:  # the early-2026 split (not modelled for the release's own)
+                # trtllm_held, its frame saved: the slots of the share's whole grains, then T
+                slots = _engine_slots(plan.pools, _whole_grains(budget))  # or its refusal
                 tokens = trtllm_held_in(plan, slots)[0]
         if release is None:
             if len(held) >= 64:
@@ -395,12 +392,11 @@ def _trtllm_refusal(name: str) -> str:
 def _derive_trtllm() -> None:
     """Per family, at bind: its own TensorRT-LLM plans, and each model's query heads or the
     reason its row has no answer."""
-    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_SPLIT, _TRTLLM_FRAMES, _TRTLLM_BASE
+    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_FRAMES, _TRTLLM_BASE
     _TRTLLM_HEADS = {name: _trtllm_refusal(name) or ENGINE_MODELS[name].query_heads
                      for name in _MODELS}  # fmt: skip
     _TRTLLM_PLANS = {}
     _TRTLLM_GIVEN = lru_cache(maxsize=4096, typed=True)(_trtllm_given)
-    _TRTLLM_SPLIT = lru_cache(maxsize=4096, typed=True)(_trtllm_capacity)
     _TRTLLM_FRAMES = {}
     _TRTLLM_BASE = {}
 
@@ -410,30 +406,6 @@ class _Namespace:
 
     def __init__(self, namespace: dict[str, Any]) -> None:
         self.__dict__ = namespace
-
-
-def _trtllm_split_capacity(
-    version: str, model: str, budget_bytes: int, max_seq_len: int, max_num_tokens: int,
-    block_size: int | None, speculative: str, tp_size: int, max_batch_size: int,
-    pp_size: int = 1, pp_rank: int = 0,
-) -> EngineCapacity:  # fmt: skip
-    """What a TensorRT-LLM release that splits per request (38198e34, docs/cost-model.md §11)
-    holds for a KV budget: remembered by the arguments as given (``_TRTLLM_SPLIT``), computed
-    on a miss by ``_trtllm_capacity`` with ``release``: the tokens of the pools the release
-    builds in whole grains with the settings ``plan --emit`` writes (``_trtllm_pools``'
-    ``trtllm_emit``), from the split's budget-free part kept per family (``split_frame``,
-    then ``split_slots``); the early-2026 answer where that split is not modelled (recurrent,
-    cross, chunked or sink layers, DCP, pp_size above 1), every argument checked as there."""
-    try:
-        capacity: EngineCapacity = _TRTLLM_SPLIT(
-            model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative, tp_size,
-            max_batch_size, pp_size, pp_rank, version,
-        )  # fmt: skip
-    except TypeError:  # an unhashable argument: named as any other bad value
-        _trtllm_capacity(model, budget_bytes, max_seq_len, max_num_tokens, block_size,
-                         speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
-        raise
-    return capacity
 
 
 def _trtllm_split_tokens(

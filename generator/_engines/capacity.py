@@ -113,6 +113,8 @@ POLICY_TERMS = {
 # Static plans by (id(family), model, settings). An entry keeps its family object alive, so an
 # id is never reused while its entry exists; the cache is emptied when it grows past the bound.
 _CACHE: dict[tuple[object, ...], tuple[Family, object]] = {}
+# The first item of a plain call's answer's key in ``_CACHE`` (no plan key begins with it).
+_ANSWER = object()
 _CACHE_BOUND = 4096
 
 
@@ -215,7 +217,8 @@ def engine_capacity(
     found = _release(engine)
     # The default modes (by identity) and plain ints pass here; any other call has every
     # argument checked, read by this engine or not, as the generated modules do.
-    if not (
+    key: tuple[object, ...] | None = None
+    if (
         async_scheduling is True and heterogeneous_vocab is False and ssm_dtype is None
         and dtype is None and mamba_cache_mode is VLLM_MAMBA_CACHE_MODE
         and gdn_prefill_backend is GDN_PREFILL_BACKEND
@@ -230,9 +233,26 @@ def engine_capacity(
         and ((pp_size is _ONE and pp_rank is _ZERO)
              or (type(pp_size) is int and type(pp_rank) is int and 0 <= pp_rank < pp_size))
     ):  # fmt: skip
+        if (type(budget_bytes) is int and type(max_seq_len) is int and type(model) is str
+                and type(speculative) is str):  # fmt: skip
+            # A plain call's answer is looked up by the family's identity and the arguments as
+            # given, which a hit needs no check of: only an answered call is kept.
+            key = (_ANSWER, id(family), engine, model, budget_bytes, max_seq_len,
+                   max_num_tokens, block_size, speculative, tp_size, max_batch_size, pp_size,
+                   pp_rank)  # fmt: skip
+            hit = _CACHE.get(key)
+            if hit is not None and hit[0] is family:
+                return cast(EngineCapacity, hit[1])
+    else:
         _engine_arguments({k: v for k, v in locals().items() if k != "family"})
+    asked = (
+        model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative, tp_size,
+        max_batch_size, async_scheduling, mamba_cache_mode, gdn_prefill_backend,
+        swa_full_tokens_ratio, mamba_full_memory_ratio, ssm_dtype, pp_size, pp_rank,
+        mamba_radix_cache_strategy, heterogeneous_vocab, dtype,
+    )  # fmt: skip  # in the order of engines_registry.ASKED
     if found.refuses or found.minimums:  # settings this release refuses to start with
-        refusal = found.refusal(locals())
+        refusal = found.refusal(asked)
         if refusal is not None:
             raise ValueError(refusal)
     if pp_size != 1 and not found.engine.pipeline_parallel:
@@ -241,12 +261,9 @@ def engine_capacity(
             f"{found.engine.label!r} here (its pools are sized for the whole model)"
         )
     answer = globals()[found.engine.hooks.capacity]
-    capacity: EngineCapacity = answer(
-        found, family, model, budget_bytes, max_seq_len, max_num_tokens, block_size,
-        speculative, tp_size, max_batch_size, async_scheduling, mamba_cache_mode,
-        gdn_prefill_backend, swa_full_tokens_ratio, mamba_full_memory_ratio, ssm_dtype,
-        pp_size, pp_rank, mamba_radix_cache_strategy, heterogeneous_vocab, dtype,
-    )  # fmt: skip
+    capacity: EngineCapacity = answer(found, family, *asked)
+    if key is not None:
+        _remember(key, family, capacity)
     return capacity
 
 
