@@ -317,8 +317,10 @@ def _vllm_answer(
                 entry = _check_model(model, speculative)
             layout = vllm_layout(entry, speculative, heterogeneous_vocab, found.named)
             _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2 x dtypes
-        plan = vllm_plan_at(layout, int(size), int(tp_size), mamba_cache_mode,  # numpy ints too
-                            gdn_prefill_backend, ssm_dtype, found.named)  # fmt: skip
+        if type(size) is not int or type(tp_size) is not int:  # numpy ints too
+            size, tp_size = int(size), int(tp_size)
+        plan = vllm_plan_at(layout, size, tp_size, mamba_cache_mode, gdn_prefill_backend,
+                            ssm_dtype, found.named)  # fmt: skip
         if len(_VLLM_PLANS) >= 4096:
             _VLLM_PLANS.clear()
         _VLLM_PLANS[key] = plan

@@ -364,9 +364,10 @@ def vllm_plan_at(
     named: str = VLLM_NAMED,
 ) -> VllmPlan:
     """``vllm_plan`` for a model's layout: what depends on the block size, tp and modes."""
-    query = layout.query_heads
-    if (query and query % tp_size) or layout.split_heads:
-        _vllm_tp_refusal(layout, tp_size, named)
+    if tp_size != 1:  # tp 1 divides every head count
+        query = layout.query_heads
+        if (query and query % tp_size) or layout.split_heads:
+            _vllm_tp_refusal(layout, tp_size, named)
     checkpoint = mamba_padding = 0
     pages = []
     if layout.states:  # a Mamba hybrid: align mode and page unification
@@ -543,7 +544,8 @@ def vllm_capacity(
             ("budget_bytes", "max_seq_len", "max_num_tokens"),
             budget_bytes, max_seq_len, max_num_tokens,
         )  # fmt: skip
-    _native(max_seq_len, plan.native_max_seq_len)
+    if max_seq_len > plan.native_max_seq_len:
+        _native(max_seq_len, plan.native_max_seq_len)
     in_flight = (2 if async_scheduling else 1) * max_num_tokens  # concurrent batches x N
     blocks = vllm_request_blocks(plan, max_seq_len, in_flight, mamba_cache_mode)
     request_bytes = blocks * plan.bytes_per_block
