@@ -152,12 +152,12 @@ def _trtllm_capacity(
         if plan is None:  # pools outside the engine's split: the affine estimate
             tokens = _tokens(target, budget, max_num_tokens)
         else:  # the engine's split of the share
+            # trtllm_held, its frame saved: the slots of the share's whole grains, then T
+            slots = _engine_slots(plan.pools, _whole_grains(budget))  # or its refusal
             if release is not None and pp_size == 1:
                 tokens = _trtllm_split_tokens(release, model, speculative, max_seq_len,
                                               tp_size, known, whole)  # fmt: skip
             if tokens == -1:  # the early-2026 split (not modelled for the release's own)
-                # trtllm_held, its frame saved: the slots of the share's whole grains, then T
-                slots = _engine_slots(plan.pools, _whole_grains(budget))  # or its refusal
                 tokens = trtllm_held_in(plan, slots)[0]
         if release is None:
             if len(held) >= 64:
@@ -356,8 +356,9 @@ def trtllm_held_in(
     whichever split built them."""
     context, batch = plan.context, plan.batch
     most = -1  # the largest k every group allows (-1: no group bounds it)
-    for (_size, _cycles, pages, sliding, full), built in zip(plan.groups, slots, strict=True):
-        room = built - batch * pages
+    # not zip(strict=True): its keyword call costs more (a slot count per group, by its index)
+    for i, (_size, _cycles, pages, sliding, full) in enumerate(plan.groups):
+        room = slots[i] - batch * pages
         if room < 0:
             return 0, slots, 0  # not even B requests' window pages: nothing is served
         if full:  # k <= n: (sliding + 1) k <= room; past n: k <= room - sliding * n
@@ -433,7 +434,7 @@ def _trtllm_split_tokens(
         _TRTLLM_FRAMES[key] = frame
     if frame is None:
         return -1
-    slots = split_slots(frame, cast(Any, plans), terms, budget, TOKENS_PER_BLOCK)
+    slots = split_slots(frame, plans, terms, budget, TOKENS_PER_BLOCK)
     if slots is None:
         return -1
     return trtllm_held_in(target, slots)[0]

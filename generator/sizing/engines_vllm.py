@@ -382,23 +382,24 @@ def vllm_plan_at(
         )
     # A row's page at this block size (vLLM groups equal specs only: two layers with the same
     # page but other heads differ, hence the shape).
+    # (Loops by index, not zip(strict=True): its keyword call costs a never-seen call more.)
     specs = []
-    largest = 0
+    largest = per_block = total = 0
     for row in layout.rows:
         if row[4] >= 0:
             page = pages[row[4]] + mamba_padding
         else:
-            page = block_size * (row[5] or max(1, row[6] // tp_size) * row[7])
+            heads = row[6] // tp_size
+            page = block_size * (row[5] or (heads if heads > 1 else 1) * row[7])
         specs.append(page)
-        largest = max(largest, page)
+        if page > largest:
+            largest = page
+        per_block += page * row[3]
+        total += row[3]
     retained = layout.retained
     if layout.one_kind is not None:
         # One kind of layer (pages may differ): one group, a block holds every layer's page.
         kind, window = layout.one_kind
-        per_block = total = 0
-        for row, page in zip(layout.rows, specs, strict=True):
-            per_block += page * row[3]
-            total += row[3]
         return _vllm_plan(
             block_size, per_block, ((kind, window, block_size, 1, total),), total, 0, 0,
             layout.native_max_seq_len, retained, layout.state_blocks, checkpoint,
@@ -413,7 +414,9 @@ def vllm_plan_at(
         sliding = []
         chunked = []
         states = 0
-        for row, page, (count, per_group) in zip(layout.rows, specs, counts, strict=True):
+        for i, row in enumerate(layout.rows):
+            page = specs[i]
+            count, per_group = counts[i]
             kind = row[0]
             size = block_size
             if kind == "recurrent":
@@ -434,7 +437,8 @@ def vllm_plan_at(
             layout.state_blocks, checkpoint, tuple(chunked),
         )  # fmt: skip
     buckets: dict[tuple[str, int | None, int, tuple[object, ...]], int] = {}
-    for row, page in zip(layout.rows, specs, strict=True):
+    for i, row in enumerate(layout.rows):
+        page = specs[i]
         size = block_size
         if row[0] != "recurrent" and largest % page == 0:
             size = block_size * (largest // page)
