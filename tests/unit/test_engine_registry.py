@@ -208,9 +208,10 @@ def test_a_release_refuses_a_setting_in_its_own_words(monkeypatch: pytest.Monkey
 
 
 def test_asked_is_the_order_every_hook_and_engine_capacity_take_a_call_in() -> None:
-    # Release.refusal reads a call's values by their position in ASKED: each layer's
-    # engine_capacity builds that tuple and hands it to its hook after the release (and, from
-    # the spec, the family), so ASKED, both signatures and every hook's must agree.
+    # Release.refusal reads a call's values by their position in ASKED: the runtime's
+    # engine_capacity builds that tuple and hands it to its hook after the release; from the
+    # spec, kvgen.engine_capacity forwards to that same function, whose hooks are the spec's
+    # with the family bound first. ASKED, both signatures and every hook's must agree.
     import inspect
 
     from kvgen._engines import capacity
@@ -220,6 +221,6 @@ def test_asked_is_the_order_every_hook_and_engine_capacity_take_a_call_in() -> N
         names = tuple(inspect.signature(function).parameters)
         assert tuple(n for n in names if n not in ("engine", "family")) == ASKED
     for engine in ENGINES:
-        for module, before in ((engines_core, ("found",)), (capacity, ("found", "family"))):
+        for module, before in ((engines_core, ("found",)), (capacity, ("family", "found"))):
             names = tuple(inspect.signature(getattr(module, engine.hooks.capacity)).parameters)
             assert names == (*before, *ASKED), (engine.name, module.__name__)
