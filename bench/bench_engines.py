@@ -23,14 +23,15 @@ pools that release's own split builds from the budget, what ``plan --emit`` writ
 with a batch size never asked (shown, not judged).
 
 For each engine on every model of every shipped family (``--quick``: four of them):
-``kvgen._engines.capacity.engine_capacity`` (cold: the first call, building the plan; warm: the plan
-cached) and ``generated/<family>/sizing.py``'s ``engine_capacity``, which answers from the
-module's own tables; there TensorRT-LLM V2 runs at the spec's tokens_per_block. Its columns:
-warm; never-seen, its plan caches emptied before every call, so each call plans the model
-for a block size, tp and modes it has not seen (what the model and profile alone decide, the
-layout, is built when the module binds its tables, at import; TensorRT-LLM's plans are its
-pool groups, ``_TRTLLM_PLANS``, and 38198e34's answers, ``_TRTLLM_SPLIT``, SGLang's pools of a
-budget are emptied with its plans, ``_SGLANG_POOLS``, while the engine's split of one quota
+``kvgen._engines.capacity.engine_capacity`` (cold: the first call, building the plan; warm: the
+answer of the same arguments remembered) and ``generated/<family>/sizing.py``'s
+``engine_capacity``, which answers from the module's own tables; there TensorRT-LLM V2 runs at
+the spec's tokens_per_block. Its columns: warm (a plain call's answer looked up by its
+arguments, ``_ANSWERS``); never-seen, the answers and plan caches emptied before every call,
+so each call plans the model for a block size, tp and modes it has not seen (what the model
+and profile alone decide, the layout, is built when the module binds its tables, at import;
+TensorRT-LLM's plans are its pool groups, ``_TRTLLM_PLANS``, SGLang's pools of a budget are
+emptied with its plans, ``_SGLANG_POOLS``, while the engine's split of one quota
 over the same slot bytes stays remembered, ``_engine_slots``, as do a life-cycle shape's pool
 groups, ``_trtllm_plan_of``, 38198e34's split's budget-free part, ``_TRTLLM_FRAMES``, and
 TensorRT-LLM V2's terms of the same options at another batch size, ``_TRTLLM_BASE``);
@@ -72,8 +73,9 @@ BUDGET = 40 << 30
 REPEAT_CALLS = 20
 WARM_TARGET = 20.0  # cached calls (2 us where a cached call takes 0.10 us)
 NEVER_SEEN_TARGET = 50.0  # cached calls (5 us there)
-# The generated module's caches: plans by block size, tp and modes; layouts by model and profile.
-PLAN_CACHES = ("_VLLM_PLANS", "_SGLANG_PLANS", "_SGLANG_POOLS", "_TRTLLM_PLANS", "_TRTLLM_SPLIT")
+# The generated module's caches: plain calls' answers; plans by block size, tp and modes;
+# layouts by model and profile.
+PLAN_CACHES = ("_ANSWERS", "_VLLM_PLANS", "_SGLANG_PLANS", "_SGLANG_POOLS", "_TRTLLM_PLANS")
 LAYOUT_CACHES = ("_VLLM_LAYOUTS", "_SGLANG_LAYOUTS")
 
 
@@ -101,7 +103,7 @@ def best_us(call: Callable[[], object], calls: int) -> float:
 
 def emptied(module: ModuleType, names: tuple[str, ...]) -> Callable[[], None]:
     """A call that empties the module's caches ``names`` (those it has)."""
-    # a dict's clear, or an lru_cache's cache_clear (38198e34's answers, _TRTLLM_SPLIT)
+    # a dict's clear, or an lru_cache's cache_clear
     caches = [getattr(module, name) for name in names if hasattr(module, name)]
     clears = [getattr(cache, "cache_clear", None) or cache.clear for cache in caches]
 

@@ -993,7 +993,7 @@ def _quota(budget: int) -> tuple[int, int]:
 
 def split_slots(
     frame: SplitFrame,
-    plans: Sequence[TrtllmPlan],
+    plans: Sequence[TrtllmPlan | None],  # each manager's, the target's first (never None)
     terms: Sequence[Any],
     budget: int,
     tpb: int,
@@ -1003,6 +1003,7 @@ def split_slots(
     batch, as ``manager_terms`` gives them); None where ``trtllm_emit`` raises ValueError
     (the early answer)."""
     plan = plans[0]
+    assert plan is not None  # the caller answers early where a plan is None
     try:
         if frame.draft is None:
             target = frame.target

@@ -16,17 +16,21 @@ answers for it here: ``_trtllm_answer``, ``_vllm_answer``, ``_sglang_answer``). 
 the keyword defaults. ``POLICY_TERMS`` names each policy and says what it
 does (docs/cost-model.md §9); ``kvgen compare`` cites them.
 
-The static part of each plan is cached per (family object, model, settings), so a warm call is a
-few integer operations.
+``engine_capacity`` is the sizing runtime's own (``kvgen.sizing.engines_core``: its argument
+checks, the release's refusals, the answers of plain calls by their arguments), run per family
+object over these hooks, which take the family first (``_FRONTS``); the static part of each
+plan is cached per (family object, model, settings), so a warm call is a look-up.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from types import FunctionType
 from typing import TYPE_CHECKING, cast
 
 from kvgen._engines import _sglang, _trtllm, _vllm
-from kvgen.sizing import engines_registry
-from kvgen.sizing.engines_options import _BATCH, _engine_arguments
+from kvgen.sizing import engines_core, engines_registry
 from kvgen.sizing.engines_registry import (
     DEFAULT_MAX_BATCH_SIZE,
     SPELLINGS,
@@ -37,18 +41,14 @@ from kvgen.sizing.engines_registry import (
 )
 from kvgen.sizing.engines_rows import EngineCapacity, NotModelled
 from kvgen.sizing.engines_sglang import (
-    MAMBA_FULL_MEMORY_RATIO,
-    SGLANG_MAMBA_STRATEGY,
-    SWA_FULL_TOKENS_RATIO,
     sglang_capacity,
 )
 from kvgen.sizing.engines_vllm import (
     GDN_PREFILL_BACKEND,
-    VLLM_MAMBA_CACHE_MODE,
     VLLM_NAMED,
     vllm_capacity,
 )
-from kvgen.sizing.sizing_options import _MAX_INT, _ONE, _ZERO, _integer
+from kvgen.sizing.sizing_options import _integer
 
 __all__ = [
     "ENGINES",
@@ -212,42 +212,46 @@ def engine_capacity(
     (``Release.cache_dtype``; a generated module's ``served_dtype`` names it). TensorRT-LLM
     has no model dtype setting: a ``dtype`` other than the checkpoint's is a ``ValueError``.
     """
-    found = _release(engine)
-    # The default modes (by identity) and plain ints pass here; any other call has every
-    # argument checked, read by this engine or not, as the generated modules do.
-    if not (
-        async_scheduling is True and heterogeneous_vocab is False and ssm_dtype is None
-        and dtype is None and mamba_cache_mode is VLLM_MAMBA_CACHE_MODE
-        and gdn_prefill_backend is GDN_PREFILL_BACKEND
-        and swa_full_tokens_ratio is SWA_FULL_TOKENS_RATIO
-        and mamba_full_memory_ratio is MAMBA_FULL_MEMORY_RATIO
-        and mamba_radix_cache_strategy is SGLANG_MAMBA_STRATEGY
-        and type(max_num_tokens) is int and 0 < max_num_tokens <= _MAX_INT
-        and (max_batch_size is _BATCH
-             or (type(max_batch_size) is int and 0 < max_batch_size <= _MAX_INT))
-        and (tp_size is _ONE or (type(tp_size) is int and 0 < tp_size <= _MAX_INT))
-        and (block_size is None or (type(block_size) is int and 0 < block_size <= _MAX_INT))
-        and ((pp_size is _ONE and pp_rank is _ZERO)
-             or (type(pp_size) is int and type(pp_rank) is int and 0 <= pp_rank < pp_size))
-    ):  # fmt: skip
-        _engine_arguments({k: v for k, v in locals().items() if k != "family"})
-    if found.refuses or found.minimums:  # settings this release refuses to start with
-        refusal = found.refusal(locals())
-        if refusal is not None:
-            raise ValueError(refusal)
-    if pp_size != 1 and not found.engine.pipeline_parallel:
-        raise NotModelled(
-            f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine "
-            f"{found.engine.label!r} here (its pools are sized for the whole model)"
-        )
-    answer = globals()[found.engine.hooks.capacity]
-    capacity: EngineCapacity = answer(
-        found, family, model, budget_bytes, max_seq_len, max_num_tokens, block_size,
-        speculative, tp_size, max_batch_size, async_scheduling, mamba_cache_mode,
-        gdn_prefill_backend, swa_full_tokens_ratio, mamba_full_memory_ratio, ssm_dtype,
-        pp_size, pp_rank, mamba_radix_cache_strategy, heterogeneous_vocab, dtype,
+    front = _FRONTS.get(id(family))
+    if front is None or front[0] is not family:
+        front = _front(family)
+    answered: EngineCapacity = front[1](
+        model, budget_bytes, engine=engine, max_seq_len=max_seq_len,
+        max_num_tokens=max_num_tokens, block_size=block_size, speculative=speculative,
+        tp_size=tp_size, max_batch_size=max_batch_size, async_scheduling=async_scheduling,
+        mamba_cache_mode=mamba_cache_mode, gdn_prefill_backend=gdn_prefill_backend,
+        swa_full_tokens_ratio=swa_full_tokens_ratio,
+        mamba_full_memory_ratio=mamba_full_memory_ratio, ssm_dtype=ssm_dtype, pp_size=pp_size,
+        pp_rank=pp_rank, mamba_radix_cache_strategy=mamba_radix_cache_strategy,
+        heterogeneous_vocab=heterogeneous_vocab, dtype=dtype,
     )  # fmt: skip
-    return capacity
+    return answered
+
+
+# Per family (by identity; the entry keeps the family alive, so an id is never reused while it
+# exists): the sizing runtime's own ``engine_capacity`` (``kvgen.sizing.engines_core``: its
+# argument checks, refusals and answers of plain calls, one implementation) over a namespace
+# whose hooks answer from the family's spec. Emptied when it grows past the bound.
+_FRONTS: dict[int, tuple[Family, Callable[..., EngineCapacity]]] = {}
+
+
+def _front(family: Family) -> tuple[Family, Callable[..., EngineCapacity]]:
+    """``_FRONTS``' entry of ``family``, built (``ValueError`` unless it is a loaded spec)."""
+    _family(family)
+    namespace = dict(vars(engines_core))
+    hooks = globals()
+    namespace["_ENGINE_HOOKS"] = {
+        text: (found, partial(hooks[found.engine.hooks.capacity], family))
+        for text, found in SPELLINGS.items()
+    }
+    namespace["_ANSWERS"] = {}
+    code = engines_core.engine_capacity
+    front = FunctionType(code.__code__, namespace, code.__name__, code.__defaults__)
+    front.__kwdefaults__ = code.__kwdefaults__
+    if len(_FRONTS) >= _CACHE_BOUND:
+        _FRONTS.clear()
+    entry = _FRONTS[id(family)] = (family, front)
+    return entry
 
 
 def _release(engine: object) -> Release:
@@ -257,7 +261,7 @@ def _release(engine: object) -> Release:
 
 
 def _trtllm_answer(
-    found: Release, family: Family, model: str, budget_bytes: int, max_seq_len: int,
+    family: Family, found: Release, model: str, budget_bytes: int, max_seq_len: int,
     max_num_tokens: int, block_size: int | None, speculative: str, tp_size: int,
     max_batch_size: int, async_scheduling: bool, mamba_cache_mode: str,
     gdn_prefill_backend: str, swa_full_tokens_ratio: float, mamba_full_memory_ratio: float,
@@ -282,7 +286,7 @@ def _trtllm_answer(
 
 
 def _vllm_answer(
-    found: Release, family: Family, model: str, budget_bytes: int, max_seq_len: int,
+    family: Family, found: Release, model: str, budget_bytes: int, max_seq_len: int,
     max_num_tokens: int, block_size: int | None, speculative: str, tp_size: int,
     max_batch_size: int, async_scheduling: bool, mamba_cache_mode: str,
     gdn_prefill_backend: str, swa_full_tokens_ratio: float, mamba_full_memory_ratio: float,
@@ -320,7 +324,7 @@ def _vllm_answer(
 
 
 def _sglang_answer(
-    found: Release, family: Family, model: str, budget_bytes: int, max_seq_len: int,
+    family: Family, found: Release, model: str, budget_bytes: int, max_seq_len: int,
     max_num_tokens: int, block_size: int | None, speculative: str, tp_size: int,
     max_batch_size: int, async_scheduling: bool, mamba_cache_mode: str,
     gdn_prefill_backend: str, swa_full_tokens_ratio: float, mamba_full_memory_ratio: float,

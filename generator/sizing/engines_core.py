@@ -51,7 +51,6 @@ from .engines_sglang import (
 from .engines_trtllm import (
     _derive_trtllm,
     _trtllm_capacity,
-    _trtllm_split_capacity,
     trtllm_held,
     trtllm_held_in,
     trtllm_plans,
@@ -97,6 +96,9 @@ _SGLANG_LAYOUTS: dict[tuple[object, ...], tuple[SglangLayout, int, int]]
 # another dtype, by (model, that dtype): filled on first use, bounded by models x 3 floats.
 _MODEL_DTYPES: dict[str, str]
 _SERVED_MODELS: dict[tuple[str, str], EngineModel]
+# The answers of plain calls (the modes at their defaults, the sizes of type int, the model and
+# profile of type str) by their arguments as given; bounded, one per family.
+_ANSWERS: dict[tuple[object, ...], EngineCapacity]
 
 
 def _check_model(model: object, speculative: object) -> EngineModel:
@@ -164,7 +166,8 @@ def engine_capacity(
     found, answer = hit
     # The default modes (by identity) and plain ints pass here; any other call has every
     # argument checked, read by this engine or not (``_engine_arguments``).
-    if not (
+    key: tuple[object, ...] | None = None
+    if (
         async_scheduling is True and heterogeneous_vocab is False and ssm_dtype is None
         and dtype is None and mamba_cache_mode is VLLM_MAMBA_CACHE_MODE
         and gdn_prefill_backend is GDN_PREFILL_BACKEND
@@ -179,9 +182,25 @@ def engine_capacity(
         and ((pp_size is _ONE and pp_rank is _ZERO)
              or (type(pp_size) is int and type(pp_rank) is int and 0 <= pp_rank < pp_size))
     ):  # fmt: skip
+        if (type(budget_bytes) is int and type(max_seq_len) is int and type(model) is str
+                and type(speculative) is str):  # fmt: skip
+            # A plain call's answer is looked up by its arguments as given, which a hit needs
+            # no check of: only an answered call is kept (``_ANSWERS``).
+            key = (engine, model, budget_bytes, max_seq_len, max_num_tokens, block_size,
+                   speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
+            known = _ANSWERS.get(key)
+            if known is not None:
+                return known
+    else:
         _engine_arguments(locals())
+    asked = (
+        model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative, tp_size,
+        max_batch_size, async_scheduling, mamba_cache_mode, gdn_prefill_backend,
+        swa_full_tokens_ratio, mamba_full_memory_ratio, ssm_dtype, pp_size, pp_rank,
+        mamba_radix_cache_strategy, heterogeneous_vocab, dtype,
+    )  # fmt: skip  # in the order of engines_registry.ASKED
     if found.refuses or found.minimums:  # settings this release refuses to start with
-        refusal = found.refusal(locals())
+        refusal = found.refusal(asked)
         if refusal is not None:
             raise ValueError(refusal)
     if pp_size != 1 and not found.engine.pipeline_parallel:
@@ -189,12 +208,11 @@ def engine_capacity(
             f"pp_size {pp_size!r}: pipeline parallelism is not modelled for engine "
             f"{found.engine.label!r} here (its pools are sized for the whole model)"
         )
-    capacity: EngineCapacity = answer(
-        found, model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
-        tp_size, max_batch_size, async_scheduling, mamba_cache_mode, gdn_prefill_backend,
-        swa_full_tokens_ratio, mamba_full_memory_ratio, ssm_dtype, pp_size, pp_rank,
-        mamba_radix_cache_strategy, heterogeneous_vocab, dtype,
-    )  # fmt: skip
+    capacity: EngineCapacity = answer(found, *asked)
+    if key is not None:
+        if len(_ANSWERS) >= 4096:
+            _ANSWERS.clear()
+        _ANSWERS[key] = capacity
     return capacity
 
 
@@ -251,18 +269,13 @@ def _trtllm_answer(
     dtype: str | None,
 ) -> EngineCapacity:  # fmt: skip
     """TensorRT-LLM V2 (``engine_capacity``'s hook for it): one pipeline stage's pools, at
-    a release that splits per request as that release splits (``_trtllm_split_capacity``);
-    a ``dtype`` other than the checkpoint's is refused (``Release.cache_dtype``)."""
+    a release that splits per request as that release splits (``_trtllm_capacity`` with its
+    version); a ``dtype`` other than the checkpoint's is refused (``Release.cache_dtype``)."""
     if dtype is not None:
         _served(found, model, speculative, dtype)
-    if found.per_request_split:
-        return _trtllm_split_capacity(
-            found.version, model, budget_bytes, max_seq_len, max_num_tokens, block_size,
-            speculative, tp_size, max_batch_size, pp_size, pp_rank,
-        )  # fmt: skip
     return _trtllm_capacity(
-        model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative,
-        tp_size, max_batch_size, pp_size, pp_rank,
+        model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative, tp_size,
+        max_batch_size, pp_size, pp_rank, found.version if found.per_request_split else None,
     )  # fmt: skip
 
 
@@ -304,8 +317,10 @@ def _vllm_answer(
                 entry = _check_model(model, speculative)
             layout = vllm_layout(entry, speculative, heterogeneous_vocab, found.named)
             _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2 x dtypes
-        plan = vllm_plan_at(layout, int(size), int(tp_size), mamba_cache_mode,  # numpy ints too
-                            gdn_prefill_backend, ssm_dtype, found.named)  # fmt: skip
+        if type(size) is not int or type(tp_size) is not int:  # numpy ints too
+            size, tp_size = int(size), int(tp_size)
+        plan = vllm_plan_at(layout, size, tp_size, mamba_cache_mode, gdn_prefill_backend,
+                            ssm_dtype, found.named)  # fmt: skip
         if len(_VLLM_PLANS) >= 4096:
             _VLLM_PLANS.clear()
         _VLLM_PLANS[key] = plan
@@ -386,8 +401,9 @@ def _derive_engines() -> None:
     that each engine answers (what they alone decide), so that the first plan of a
     configuration is only its arithmetic (``vllm_plan_at``, ``sglang_plan_at``)."""
     global _ENGINE_HOOKS, ENGINE_MODELS, _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
-    global _MODEL_DTYPES, _SERVED_MODELS
+    global _MODEL_DTYPES, _SERVED_MODELS, _ANSWERS
     ENGINE_MODELS = engine_models(TABLES)
+    _ANSWERS = {}
     _MODEL_DTYPES = {
         model: model_dtype(entry, TABLES.kv_cache_dtype) for model, entry in ENGINE_MODELS.items()
     }

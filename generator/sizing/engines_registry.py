@@ -149,6 +149,17 @@ class Engine(NamedTuple):
         return f"Engine({self.name!r})"
 
 
+# ``engine_capacity``'s arguments but the engine, in the order its hooks take them after the
+# release: a call's values as one tuple in this order are what ``Release.refusal`` reads.
+ASKED = (
+    "model", "budget_bytes", "max_seq_len", "max_num_tokens", "block_size", "speculative",
+    "tp_size", "max_batch_size", "async_scheduling", "mamba_cache_mode", "gdn_prefill_backend",
+    "swa_full_tokens_ratio", "mamba_full_memory_ratio", "ssm_dtype", "pp_size", "pp_rank",
+    "mamba_radix_cache_strategy", "heterogeneous_vocab", "dtype",
+)  # fmt: skip
+_ASKED_AT = {name: at for at, name in enumerate(ASKED)}
+
+
 class Release(NamedTuple):
     """An engine at one release: what differs between its releases."""
 
@@ -213,14 +224,15 @@ class Release(NamedTuple):
             )
         return dtype
 
-    def refusal(self, asked: dict[str, object]) -> str | None:
-        """Why this release refuses the keywords ``asked`` (set: truthy; a pair of
-        ``minimums`` out of order), None if it takes them."""
+    def refusal(self, asked: tuple[object, ...]) -> str | None:
+        """Why this release refuses a call's values ``asked`` (in the order of ``ASKED``; a
+        keyword of ``refuses`` set: truthy; a pair of ``minimums`` out of order), None if it
+        takes them."""
         for keyword, words in self.refuses:
-            if asked.get(keyword):
+            if asked[_ASKED_AT[keyword]]:
                 return f"{self.named} refuses {keyword}: {words}"
         for keyword, floor, words, source in self.minimums:
-            value, least = asked.get(keyword), asked.get(floor)
+            value, least = asked[_ASKED_AT[keyword]], asked[_ASKED_AT[floor]]
             if type(value) is int and type(least) is int and value < least:
                 said = words.format(**{keyword: value, floor: least})
                 return (

@@ -47,9 +47,6 @@ _TRTLLM_GIVEN: Any
 # Per model: its query heads (TensorRT-LLM refuses a tp they do not divide by), or the
 # UNMODELLED reason of a model whose row TensorRT-LLM does not answer (``_derive_trtllm``).
 _TRTLLM_HEADS: dict[str, int | str]
-# ``_trtllm_capacity`` with a ``release`` remembered per family, by its arguments as given
-# (typed): the answers of ``_trtllm_split_capacity``.
-_TRTLLM_SPLIT: Any
 # The budget-free part of a per-request release's split (``_trtllm_pools.SplitFrame``; None:
 # not modelled, the early answer stands) by (release, model, profile, max_seq_len, tp) as given.
 _TRTLLM_FRAMES: dict[tuple[Any, ...], SplitFrame | None]
@@ -359,8 +356,9 @@ def trtllm_held_in(
     whichever split built them."""
     context, batch = plan.context, plan.batch
     most = -1  # the largest k every group allows (-1: no group bounds it)
-    for (_size, _cycles, pages, sliding, full), built in zip(plan.groups, slots, strict=True):
-        room = built - batch * pages
+    # not zip(strict=True): its keyword call costs more (a slot count per group, by its index)
+    for i, (_size, _cycles, pages, sliding, full) in enumerate(plan.groups):
+        room = slots[i] - batch * pages
         if room < 0:
             return 0, slots, 0  # not even B requests' window pages: nothing is served
         if full:  # k <= n: (sliding + 1) k <= room; past n: k <= room - sliding * n
@@ -394,12 +392,11 @@ def _trtllm_refusal(name: str) -> str:
 def _derive_trtllm() -> None:
     """Per family, at bind: its own TensorRT-LLM plans, and each model's query heads or the
     reason its row has no answer."""
-    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_SPLIT, _TRTLLM_FRAMES, _TRTLLM_BASE
+    global _TRTLLM_HEADS, _TRTLLM_PLANS, _TRTLLM_GIVEN, _TRTLLM_FRAMES, _TRTLLM_BASE
     _TRTLLM_HEADS = {name: _trtllm_refusal(name) or ENGINE_MODELS[name].query_heads
                      for name in _MODELS}  # fmt: skip
     _TRTLLM_PLANS = {}
     _TRTLLM_GIVEN = lru_cache(maxsize=4096, typed=True)(_trtllm_given)
-    _TRTLLM_SPLIT = lru_cache(maxsize=4096, typed=True)(_trtllm_capacity)
     _TRTLLM_FRAMES = {}
     _TRTLLM_BASE = {}
 
@@ -409,30 +406,6 @@ class _Namespace:
 
     def __init__(self, namespace: dict[str, Any]) -> None:
         self.__dict__ = namespace
-
-
-def _trtllm_split_capacity(
-    version: str, model: str, budget_bytes: int, max_seq_len: int, max_num_tokens: int,
-    block_size: int | None, speculative: str, tp_size: int, max_batch_size: int,
-    pp_size: int = 1, pp_rank: int = 0,
-) -> EngineCapacity:  # fmt: skip
-    """What a TensorRT-LLM release that splits per request (38198e34, docs/cost-model.md §11)
-    holds for a KV budget: remembered by the arguments as given (``_TRTLLM_SPLIT``), computed
-    on a miss by ``_trtllm_capacity`` with ``release``: the tokens of the pools the release
-    builds in whole grains with the settings ``plan --emit`` writes (``_trtllm_pools``'
-    ``trtllm_emit``), from the split's budget-free part kept per family (``split_frame``,
-    then ``split_slots``); the early-2026 answer where that split is not modelled (recurrent,
-    cross, chunked or sink layers, DCP, pp_size above 1), every argument checked as there."""
-    try:
-        capacity: EngineCapacity = _TRTLLM_SPLIT(
-            model, budget_bytes, max_seq_len, max_num_tokens, block_size, speculative, tp_size,
-            max_batch_size, pp_size, pp_rank, version,
-        )  # fmt: skip
-    except TypeError:  # an unhashable argument: named as any other bad value
-        _trtllm_capacity(model, budget_bytes, max_seq_len, max_num_tokens, block_size,
-                         speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
-        raise
-    return capacity
 
 
 def _trtllm_split_tokens(
@@ -461,7 +434,7 @@ def _trtllm_split_tokens(
         _TRTLLM_FRAMES[key] = frame
     if frame is None:
         return -1
-    slots = split_slots(frame, cast(Any, plans), terms, budget, TOKENS_PER_BLOCK)
+    slots = split_slots(frame, plans, terms, budget, TOKENS_PER_BLOCK)
     if slots is None:
         return -1
     return trtllm_held_in(target, slots)[0]

@@ -364,9 +364,10 @@ def vllm_plan_at(
     named: str = VLLM_NAMED,
 ) -> VllmPlan:
     """``vllm_plan`` for a model's layout: what depends on the block size, tp and modes."""
-    query = layout.query_heads
-    if (query and query % tp_size) or layout.split_heads:
-        _vllm_tp_refusal(layout, tp_size, named)
+    if tp_size != 1:  # tp 1 divides every head count
+        query = layout.query_heads
+        if (query and query % tp_size) or layout.split_heads:
+            _vllm_tp_refusal(layout, tp_size, named)
     checkpoint = mamba_padding = 0
     pages = []
     if layout.states:  # a Mamba hybrid: align mode and page unification
@@ -381,23 +382,24 @@ def vllm_plan_at(
         )
     # A row's page at this block size (vLLM groups equal specs only: two layers with the same
     # page but other heads differ, hence the shape).
+    # (Loops by index, not zip(strict=True): its keyword call costs a never-seen call more.)
     specs = []
-    largest = 0
+    largest = per_block = total = 0
     for row in layout.rows:
         if row[4] >= 0:
             page = pages[row[4]] + mamba_padding
         else:
-            page = block_size * (row[5] or max(1, row[6] // tp_size) * row[7])
+            heads = row[6] // tp_size
+            page = block_size * (row[5] or (heads if heads > 1 else 1) * row[7])
         specs.append(page)
-        largest = max(largest, page)
+        if page > largest:
+            largest = page
+        per_block += page * row[3]
+        total += row[3]
     retained = layout.retained
     if layout.one_kind is not None:
         # One kind of layer (pages may differ): one group, a block holds every layer's page.
         kind, window = layout.one_kind
-        per_block = total = 0
-        for row, page in zip(layout.rows, specs, strict=True):
-            per_block += page * row[3]
-            total += row[3]
         return _vllm_plan(
             block_size, per_block, ((kind, window, block_size, 1, total),), total, 0, 0,
             layout.native_max_seq_len, retained, layout.state_blocks, checkpoint,
@@ -412,7 +414,9 @@ def vllm_plan_at(
         sliding = []
         chunked = []
         states = 0
-        for row, page, (count, per_group) in zip(layout.rows, specs, counts, strict=True):
+        for i, row in enumerate(layout.rows):
+            page = specs[i]
+            count, per_group = counts[i]
             kind = row[0]
             size = block_size
             if kind == "recurrent":
@@ -433,7 +437,8 @@ def vllm_plan_at(
             layout.state_blocks, checkpoint, tuple(chunked),
         )  # fmt: skip
     buckets: dict[tuple[str, int | None, int, tuple[object, ...]], int] = {}
-    for row, page in zip(layout.rows, specs, strict=True):
+    for i, row in enumerate(layout.rows):
+        page = specs[i]
         size = block_size
         if row[0] != "recurrent" and largest % page == 0:
             size = block_size * (largest // page)
@@ -543,7 +548,8 @@ def vllm_capacity(
             ("budget_bytes", "max_seq_len", "max_num_tokens"),
             budget_bytes, max_seq_len, max_num_tokens,
         )  # fmt: skip
-    _native(max_seq_len, plan.native_max_seq_len)
+    if max_seq_len > plan.native_max_seq_len:
+        _native(max_seq_len, plan.native_max_seq_len)
     in_flight = (2 if async_scheduling else 1) * max_num_tokens  # concurrent batches x N
     blocks = vllm_request_blocks(plan, max_seq_len, in_flight, mamba_cache_mode)
     request_bytes = blocks * plan.bytes_per_block

@@ -12,6 +12,7 @@ from kvgen._generate.sizing_context import bound_module
 from kvgen._spec.loader import load_family
 from kvgen.sizing import engines_registry as registry
 from kvgen.sizing.engines_registry import (
+    ASKED,
     ENGINES,
     RELEASES,
     SGLANG,
@@ -202,4 +203,24 @@ def test_a_release_refuses_a_setting_in_its_own_words(monkeypatch: pytest.Monkey
     assert str(generated.value) == str(from_spec.value) == message
     old = module.engine_capacity("qwen2_5_7b", 40 * GIB, engine="vllm==0.33.0", **kw)
     assert old.num_blocks > 0
-    assert VLLM_0_33_0.refusal({"heterogeneous_vocab": True}) is None
+    vocab = tuple(name == "heterogeneous_vocab" for name in ASKED)  # only it set
+    assert VLLM_0_33_0.refusal(vocab) is None
+
+
+def test_asked_is_the_order_every_hook_and_engine_capacity_take_a_call_in() -> None:
+    # Release.refusal reads a call's values by their position in ASKED: the runtime's
+    # engine_capacity builds that tuple and hands it to its hook after the release; from the
+    # spec, kvgen.engine_capacity forwards to that same function, whose hooks are the spec's
+    # with the family bound first. ASKED, both signatures and every hook's must agree.
+    import inspect
+
+    from kvgen._engines import capacity
+    from kvgen.sizing import engines_core
+
+    for function in (engines_core.engine_capacity, capacity.engine_capacity):
+        names = tuple(inspect.signature(function).parameters)
+        assert tuple(n for n in names if n not in ("engine", "family")) == ASKED
+    for engine in ENGINES:
+        for module, before in ((engines_core, ("found",)), (capacity, ("family", "found"))):
+            names = tuple(inspect.signature(getattr(module, engine.hooks.capacity)).parameters)
+            assert names == (*before, *ASKED), (engine.name, module.__name__)
