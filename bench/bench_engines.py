@@ -27,7 +27,7 @@ For each engine on every model of every shipped family (``--quick``: four of the
 answer of the same arguments remembered) and ``generated/<family>/sizing.py``'s
 ``engine_capacity``, which answers from the module's own tables; there TensorRT-LLM V2 runs at
 the spec's tokens_per_block. Its columns: warm (a plain call's answer looked up by its
-arguments, ``_ANSWERS``); never-seen, the answers and plan caches emptied before every call,
+arguments, ``_ENGINE_ANSWERS``); never-seen, the answers and plan caches emptied before every call,
 so each call plans the model for a block size, tp and modes it has not seen (what the model
 and profile alone decide, the layout, is built when the module binds its tables, at import;
 TensorRT-LLM's plans are its pool groups, ``_TRTLLM_PLANS``, SGLang's pools of a budget are
@@ -75,7 +75,7 @@ WARM_TARGET = 20.0  # cached calls (2 us where a cached call takes 0.10 us)
 NEVER_SEEN_TARGET = 50.0  # cached calls (5 us there)
 # The generated module's caches: plain calls' answers; plans by block size, tp and modes;
 # layouts by model and profile.
-PLAN_CACHES = ("_ANSWERS", "_VLLM_PLANS", "_SGLANG_PLANS", "_SGLANG_POOLS", "_TRTLLM_PLANS")
+PLAN_CACHES = ("_ENGINE_ANSWERS", "_VLLM_PLANS", "_SGLANG_PLANS", "_SGLANG_POOLS", "_TRTLLM_PLANS")
 LAYOUT_CACHES = ("_VLLM_LAYOUTS", "_SGLANG_LAYOUTS")
 
 

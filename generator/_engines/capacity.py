@@ -244,7 +244,7 @@ def _front(family: Family) -> tuple[Family, Callable[..., EngineCapacity]]:
         text: (found, partial(hooks[found.engine.hooks.capacity], family))
         for text, found in SPELLINGS.items()
     }
-    namespace["_ANSWERS"] = {}
+    namespace["_ENGINE_ANSWERS"] = {}
     code = engines_core.engine_capacity
     front = FunctionType(code.__code__, namespace, code.__name__, code.__defaults__)
     front.__kwdefaults__ = code.__kwdefaults__

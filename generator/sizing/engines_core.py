@@ -98,7 +98,7 @@ _MODEL_DTYPES: dict[str, str]
 _SERVED_MODELS: dict[tuple[str, str], EngineModel]
 # The answers of plain calls (the modes at their defaults, the sizes of type int, the model and
 # profile of type str) by their arguments as given; bounded, one per family.
-_ANSWERS: dict[tuple[object, ...], EngineCapacity]
+_ENGINE_ANSWERS: dict[tuple[object, ...], EngineCapacity]
 
 
 def _check_model(model: object, speculative: object) -> EngineModel:
@@ -185,10 +185,10 @@ def engine_capacity(
         if (type(budget_bytes) is int and type(max_seq_len) is int and type(model) is str
                 and type(speculative) is str):  # fmt: skip
             # A plain call's answer is looked up by its arguments as given, which a hit needs
-            # no check of: only an answered call is kept (``_ANSWERS``).
+            # no check of: only an answered call is kept (``_ENGINE_ANSWERS``).
             key = (engine, model, budget_bytes, max_seq_len, max_num_tokens, block_size,
                    speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
-            known = _ANSWERS.get(key)
+            known = _ENGINE_ANSWERS.get(key)
             if known is not None:
                 return known
     else:
@@ -210,9 +210,9 @@ def engine_capacity(
         )
     capacity: EngineCapacity = answer(found, *asked)
     if key is not None:
-        if len(_ANSWERS) >= 4096:
-            _ANSWERS.clear()
-        _ANSWERS[key] = capacity
+        if len(_ENGINE_ANSWERS) >= 4096:
+            _ENGINE_ANSWERS.clear()
+        _ENGINE_ANSWERS[key] = capacity
     return capacity
 
 
@@ -401,9 +401,9 @@ def _derive_engines() -> None:
     that each engine answers (what they alone decide), so that the first plan of a
     configuration is only its arithmetic (``vllm_plan_at``, ``sglang_plan_at``)."""
     global _ENGINE_HOOKS, ENGINE_MODELS, _VLLM_PLANS, _SGLANG_PLANS, _VLLM_LAYOUTS, _SGLANG_LAYOUTS
-    global _MODEL_DTYPES, _SERVED_MODELS, _ANSWERS
+    global _MODEL_DTYPES, _SERVED_MODELS, _ENGINE_ANSWERS
     ENGINE_MODELS = engine_models(TABLES)
-    _ANSWERS = {}
+    _ENGINE_ANSWERS = {}
     _MODEL_DTYPES = {
         model: model_dtype(entry, TABLES.kv_cache_dtype) for model, entry in ENGINE_MODELS.items()
     }

@@ -45,11 +45,11 @@ def test_rebatched_terms_equal_fresh_ones(family):
                 for batch in (1, 2, 77, 4096):
                     key = (model, profile, batch, 3000, seq, 1)
                     sizing._TRTLLM_PLANS.pop(key, None)
-                    sizing._ANSWERS.clear()
+                    sizing._ENGINE_ANSWERS.clear()
                     ours = _answer(sizing, model, max_batch_size=batch, **kw)
                     entry = sizing._TRTLLM_PLANS.get(key)
                     sizing._TRTLLM_PLANS.pop(key, None)
-                    sizing._ANSWERS.clear()
+                    sizing._ENGINE_ANSWERS.clear()
                     base = sizing._TRTLLM_BASE.copy()
                     sizing._TRTLLM_BASE.clear()  # computed afresh
                     fresh = _answer(sizing, model, max_batch_size=batch, **kw)
