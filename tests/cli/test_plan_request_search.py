@@ -46,9 +46,8 @@ def _brute(bound: _Sizing, budget: int, length: int, seq: int, last: int) -> lis
 
 
 def _search(bound: _Sizing, budget: int, length: int, seq: int) -> list[tuple[int, int]]:
-    from kvgen._engines.plans import request_ranges
-
-    return request_ranges(lambda b: bound.probe(budget, b, seq, length), length, SEARCH_LIMIT)
+    """The planner's search: the target bisected, the draft alone at every B below."""
+    return bound.request_ranges(budget, seq, length, SEARCH_LIMIT)
 
 
 # gemma3_1b + draft_1b at 24 GiB, max_seq_len 1,000, requests of 1,000 tokens (the plan's
@@ -174,6 +173,41 @@ def test_full_attention_draft_counts_are_a_prefix(
     assert found[0][1] == largest(lambda b: bound.fits(budget, b, seq, seq), SEARCH_LIMIT)
 
 
+# What the scan evaluates at every B up to the target's last (T): the draft's tokens alone
+# (_Sizing.draft_tokens), which must be the probe's, the whole split's. Every B to T, in the
+# scan's order (from T down: the per-request spends are taken at the first B asked), for each
+# shipped target with draft_1b where the draft slides, up to 141 GiB (T = 3,289).
+@pytest.mark.parametrize(
+    ("model", "gib", "seq"),
+    [
+        ("gemma3_1b", 24, 1000),
+        ("gemma3_1b", 141, 600),
+        ("gemma3_1b", 12, 4096),
+        ("gemma3_4b", 80, 600),
+        ("gemma3_4b", 24, 32768),
+        ("gemma3_27b", 141, 1000),
+        ("gemma3_27b", 80, 513),
+    ],
+)
+def test_draft_tokens_equal_the_probe(model: str, gib: int, seq: int) -> None:
+    bound = _bound(model)
+    budget = gib * GiB
+    assert bound.draft_slides(seq)
+    top = largest(lambda b: bound.probe(budget, b, seq)[0], SEARCH_LIMIT)
+    assert top >= 1
+    tokens = bound.draft_tokens(budget, seq)
+    for b in range(top, 0, -1):
+        assert tokens(b) == bound.probe(budget, b, seq)[1], (model, gib, seq, b)
+
+
+def test_the_141_gib_plan_against_brute_force() -> None:
+    # The plan bench/bench_request_search.py times: every B to 5 past T evaluated.
+    bound = _bound("gemma3_1b")
+    budget = 141 * GiB
+    top = largest(lambda b: bound.probe(budget, b, 600)[0], SEARCH_LIMIT)
+    assert _search(bound, budget, 600, 600) == _brute(bound, budget, 600, 600, top + 5)
+
+
 def test_draft_1b_slides_above_its_window() -> None:
     bound = _bound("gemma3_1b")
     assert not bound.draft_slides(512) and bound.draft_slides(513)
@@ -207,6 +241,31 @@ def test_request_ranges_gaps_below_the_answer() -> None:
     assert misfits(ranges) == [(6, 40), (61, 70)]
     # the bisection's answer
     assert largest(lambda b: probe(b)[0] and (probe(b)[1] or 0) >= 10 * b, 1 << 20) == 5
+
+
+def test_request_ranges_scans_the_capacity_alone() -> None:
+    from kvgen._engines.plans import request_ranges
+
+    # The gaps case above with the growing capacity given apart: the same ranges, the probe
+    # asked only by the bisection of the settled 90 (1, 2, 4, ..., 128, then 64..128 halved:
+    # 14 counts), the capacity at each of the other B to 90 (90 - 10 of them probed already).
+    def cap(b: int) -> int:
+        return 100 if b <= 5 else 20 if b <= 40 else 1000 if b <= 60 else 0 if b <= 70 else 2000
+
+    probed: list[int] = []
+    scanned: list[int] = []
+
+    def probe(b: int) -> tuple[bool, int | None]:
+        probed.append(b)
+        return b <= 90, cap(b)
+
+    def capacity(b: int) -> int:
+        scanned.append(b)
+        return cap(b)
+
+    assert request_ranges(probe, 10, 1 << 20, capacity) == [(1, 5), (41, 60), (71, 90)]
+    assert sorted(probed) == [1, 2, 4, 8, 16, 32, 64, 80, 88, 90, 91, 92, 96, 128]
+    assert sorted(scanned) == sorted(set(range(1, 91)) - set(probed))
 
 
 def test_request_ranges_nothing_fits() -> None:
