@@ -325,10 +325,16 @@ class _Sizing:
         from kvgen.sizing._trtllm_budget import draft_budget_shares, manager_costs
         from kvgen.sizing._trtllm_pools import engine_plan_for_split, trtllm_emit
 
-        assert self.split is not None and len(self.ranks) == 1
+        assert self.split is not None and len(self.ranks) == 1 and "dcp_size" not in self.common
         version = self.split.version
-        serving = {k: v for k, v in self.common.items() if k != "semantics"}
-        serving["max_seq_len"] = max_seq_len
+        common = self.common
+        speculative, chunk, tp = (
+            str(common["speculative"]),
+            int(common["max_num_tokens"]),
+            int(common["tp_size"]),
+        )
+        serving = {"speculative": speculative, "max_num_tokens": chunk, "tp_size": tp,
+                   "max_seq_len": max_seq_len}  # fmt: skip
         first: list[tuple[int, dict[str, ManagerCost]]] = []  # quota, costs at the first B
 
         def tokens(batch: int) -> int | None:
@@ -336,7 +342,9 @@ class _Sizing:
                 emit = trtllm_emit(self.sizing, self.model, budget, max_batch_size=batch,
                                    revision=version, **serving)  # fmt: skip
                 first.append((emit.quota, manager_costs(
-                    self.sizing, self.model, max_batch_size=batch, revision=version, **serving
+                    self.sizing, self.model, max_batch_size=batch, max_num_tokens=chunk,
+                    max_seq_len=max_seq_len, speculative=speculative, tp_size=tp,
+                    revision=version,
                 )))  # fmt: skip
             quota, costs = first[0]
             at = {t.manager: t.intercept for t in self.sizing.manager_terms(
@@ -345,8 +353,11 @@ class _Sizing:
             target = costs["target"]._replace(intercept=at["target"])
             draft = costs["draft"]._replace(intercept=at["draft"])
             share = draft_budget_shares(quota, target, draft, batch)["draft"]
-            pools = engine_plan_for_split(self.sizing, self.model, {"draft": share},
-                                          max_batch_size=batch, **serving)  # fmt: skip
+            pools = engine_plan_for_split(
+                self.sizing, self.model, {"draft": share}, max_batch_size=batch,
+                max_num_tokens=chunk, max_seq_len=max_seq_len, speculative=speculative,
+                tp_size=tp,
+            )  # fmt: skip
             return pools["draft"][0]
 
         return tokens

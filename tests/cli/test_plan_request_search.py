@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import struct
 
 import pytest
 from kvgen._cli.main import main
@@ -71,8 +72,90 @@ def test_gemma3_1b_draft_1b_brute_force() -> None:
     assert largest(lambda b: bound.fits(24 * GiB, b, 1000, 1000), SEARCH_LIMIT) == 5
 
 
+def _float32(x: float) -> float:
+    """The nearest float32 (IEEE rounding, as the engine keeps a ratio)."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def _draft_tokens_by_hand(b: int) -> int:
+    """The draft's tokens at B requests, gemma3_1b + draft_1b at 24 GiB, S = L = 1,000, derived
+    from the spec rows and docs/cost-model.md §2-§4 and §11 alone (no kvgen function).
+
+    Rows (schema/families/gemma3.yaml): target gemma3_1b and drafter draft_1b are the same 26
+    layers, pattern 5 local + 1 global: 22 window-512 layers and 4 full; 1 kv head x 256 x
+    (K, V) x 2 B (bf16) = 1,024 B/token a layer. TensorRT-LLM's tpb 64, N 8,192, draft_target
+    with K 4: H = E + G = 3 + 5 = 8 (§2).
+
+    Terms (§4), both managers alike: pages(512, 8) = ceil(518 / 64) + 1 = 10 window pages a
+    request; per_request = 22 x 1,024 x 64 x 10 = 14,417,920; intercept(B) = B x 14,417,920 +
+    8,192 x 22 x 1,024 (= 184,549,376).
+
+    Budget split (§11): the quota is 24 GiB itself (a multiple of its 32 MiB grain). One
+    request's spend at full = ceil((1,000 + 8) / 64) x 64 = 1,024 tokens: the target 4 x
+    1,024 x 1,024 = 4,194,304 (its window pages are in its intercept); a draft mirror 26 x
+    1,024 x 1,024 - 22 x 1,024 x 640 = 12,845,056. The room 24 GiB - 2 x intercept(B) is
+    weighed 12,845,056 / 17,039,360 (0.754) to the draft, capped at B mirrors. Up to B = 151
+    the room is at least 25,769,803,776 - 2 x 2,361,655,296 = 21,046,493,184 B, whose draft
+    part (15.9e9) exceeds 151 mirrors (1,939,603,456): the cap binds, and the draft quota is
+    q(B) = intercept(B) + B x 12,845,056 = B x 27,262,976 + 184,549,376 (every layer of B
+    requests at the full 1,024 tokens, plus the context chunk's window bytes).
+
+    The draft's own split (§11, pools within a manager): grain g = 2 MiB below 2 GiB, 4 MiB
+    below 4 GiB, 8 MiB below 8 GiB; G = ceil(q / g) grains. Slots: window 22 x 2 x 256 x 2 x
+    64 = 1,441,792 B, full 4 x 2 x 256 x 2 x 64 = 262,144 B (the smaller, pool group 0); least
+    pages (512 + 62) // 64 + 1 = 9 each (never binding here). No avg_seq_len: the ratio is the
+    page need of one request of 2,049 tokens with 2,048 of history: full ceil(2049 / 64) = 33
+    pages, window 33 - (2,049 - 512) // 64 = 9 pages, each pool in whole grains: full
+    ceil(33 x 262,144 / g), window ceil(9 x 1,441,792 / g): 5 and 7 grains at 2 MiB (5/12,
+    7/12), 3 and 4 at 4 MiB (3/7, 4/7), 2 and 2 at 8 MiB (1/2, 1/2), each kept as the nearest
+    float32 (5/12 as 0.41666666, just under; 7/12 as 0.58333331; summed per pool group in
+    float32 they make 1, so renormalising leaves them) and their sum taken in double
+    (0.99999997 at 2 MiB). The group of the smaller ratio (full; on a tie the first
+    group, full) takes nearbyint(G x its ratio / that sum) grains (half to even), each grain
+    g / 262,144 full slots; the window group takes the G grains left, floor(grains x g /
+    1,441,792) slots. The float32 values matter only at an exact half: G x 5/12 is one where
+    G = 6 mod 12, and 5/12's quotient, 0.41666667 (over 5/12), rounds it up (B 14: G 270,
+    112.5 -> 113); G x 1/2 at 8 MiB is an exact half of exact values, to even.
+
+    Held (38198e34's pools for T = k x 64 tokens): the window pool keeps 10 pages per request
+    and min(k, 128) context pages (n = 8,192 / 64), the full pool k pages. With W window and
+    F full slots: W < 10 B holds nothing (0 tokens); else k = min(F, W - 10 B) where W - 10 B
+    < 128, k = F otherwise."""
+    q = b * 27_262_976 + 184_549_376
+    grain = next(g << 20 for g in (2, 4, 8) if q < g * GiB)
+    grains = -(-q // grain)
+    full_ratio, window_ratio = {2: (5, 7), 4: (3, 4), 8: (1, 1)}[grain >> 20]
+    r_full, r_window = (
+        _float32(r / (full_ratio + window_ratio)) for r in (full_ratio, window_ratio)
+    )
+    full_grains = round(grains * (r_full / (r_full + r_window)))  # half to even, as nearbyint
+    full = full_grains * grain // 262_144
+    window = (grains - full_grains) * grain // 1_441_792
+    if window < 10 * b:
+        return 0
+    room = window - 10 * b
+    return 64 * (min(full, room) if room < 128 else full)
+
+
 def test_gemma3_1b_draft_tokens_at_the_edges(capsys: pytest.CaptureFixture[str]) -> None:
-    # The hand check of each edge: the draft's max tokens in the plan's table at B requests.
+    # The draft's max tokens in the plan's table at B requests, at each edge of the ranges,
+    # against the hand derivation above. Worked through:
+    #   B 5: q = 320,864,256 = 153 grains of 2 MiB; full round(153 x 5/12 = 63.75) = 64 grains
+    #     = 512 slots; window 89 grains = floor(89 x 16 / 11) = 129 slots, room 129 - 50 = 79
+    #     < 128: 79 x 64 = 5,056 tokens >= 5 x 1,000 (fits);
+    #   B 6: q = 348,127,232 = 166 grains; full round(69.17) = 69 (552 slots); window 97 grains
+    #     = 141 slots, room 81: 5,184 < 6,000;
+    #   B 51: q = 1,574,961,152 = 751 grains; full round(312.92) = 313 (2,504 slots); window
+    #     438 grains = 637 slots, room 127: 8,128 < 51,000;
+    #   B 52: q = 1,602,224,128 = 764 grains; full round(318.33) = 318 (2,544 slots); window
+    #     446 grains = 648 slots, room 128: the window pool no longer bounds, 2,544 x 64 =
+    #     162,816 >= 52,000;
+    #   B 150: q = 4,273,995,776 (under 4 GiB) = 1,019 grains of 4 MiB; full round(436.71) =
+    #     437 grains x 16 = 6,992 slots; window 582 grains x 32 / 11 = 1,693 slots, room 193:
+    #     6,992 x 64 = 447,488 >= 150,000;
+    #   B 151: q = 4,301,258,752 (over 4 GiB): 8 MiB grains, ceil(512.75) = 513; full
+    #     round(256.5) = 256 (half to even); window 257 grains x 64 / 11 = 1,495 slots, fewer
+    #     than 151 x 10 = 1,510 window pages: 0 tokens (with the tie the other way, 1,489).
     def draft(b: int) -> int:
         # exit 1 at 151: a pool of 0 tokens is "does not cover its fixed cost"
         out = _plan(capsys, "gemma3", "gemma3_1b", "--gpu-memory", "24GiB", "--speculative",
@@ -80,10 +163,22 @@ def test_gemma3_1b_draft_tokens_at_the_edges(capsys: pytest.CaptureFixture[str])
                     code=int(b == 151))  # fmt: skip
         return int(next(ln for ln in out.splitlines() if ln.startswith("  draft")).split()[-1])
 
-    at = {b: draft(b) for b in (5, 6, 51, 52, 150, 151)}
-    assert at == {5: 5056, 6: 5184, 51: 8128, 52: 162816, 150: 447488, 151: 0}
-    assert at[5] >= 5 * 1000 and at[6] < 6 * 1000 and at[51] < 51 * 1000
-    assert at[52] >= 52 * 1000 and at[150] >= 150 * 1000 and at[151] < 151 * 1000
+    edges = (5, 6, 51, 52, 150, 151)
+    hand = {b: _draft_tokens_by_hand(b) for b in edges}
+    assert hand == {5: 5056, 6: 5184, 51: 8128, 52: 162816, 150: 447488, 151: 0}
+    assert {b: draft(b) for b in edges} == hand
+    assert hand[5] >= 5 * 1000 and hand[6] < 6 * 1000 and hand[51] < 51 * 1000
+    assert hand[52] >= 52 * 1000 and hand[150] >= 150 * 1000 and hand[151] < 151 * 1000
+
+
+def test_the_hand_derivation_at_every_count() -> None:
+    # The derivation above at every B to 151 (past that the cap argument is not made) against
+    # the planner's probe: the draft's tokens at each count, and so the ranges 1-5, 52-150.
+    bound = _bound("gemma3_1b")
+    for b in range(1, 152):
+        assert bound.probe(24 * GiB, b, 1000)[1] == _draft_tokens_by_hand(b), b
+    fits = [b for b in range(1, 152) if _draft_tokens_by_hand(b) >= b * 1000]
+    assert fits == [*range(1, 6), *range(52, 151)]
 
 
 def test_plan_prints_the_largest_count_and_the_smaller_misfits(
