@@ -77,9 +77,11 @@ def _float32(x: float) -> float:
     return float(struct.unpack("f", struct.pack("f", x))[0])
 
 
-def _draft_tokens_by_hand(b: int) -> int:
-    """The draft's tokens at B requests, gemma3_1b + draft_1b at 24 GiB, S = L = 1,000, derived
-    from the spec rows and docs/cost-model.md §2-§4 and §11 alone (no kvgen function).
+def _draft_tokens_by_hand(b: int, gib: int = 24, seq: int = 1000) -> int:
+    """The draft's tokens at B requests, gemma3_1b + draft_1b at ``gib`` GiB and max_seq_len
+    ``seq``, derived from the spec rows and docs/cost-model.md §2-§4 and §11 alone (no kvgen
+    function), where the draft's share is capped at B mirrors (below: up to B = 151 at 24 GiB
+    and S 1,000, B = 4,431 at 141 GiB and S 600). Worked at 24 GiB and S 1,000.
 
     Rows (schema/families/gemma3.yaml): target gemma3_1b and drafter draft_1b are the same 26
     layers, pattern 5 local + 1 global: 22 window-512 layers and 4 full; 1 kv head x 256 x
@@ -90,41 +92,47 @@ def _draft_tokens_by_hand(b: int) -> int:
     request; per_request = 22 x 1,024 x 64 x 10 = 14,417,920; intercept(B) = B x 14,417,920 +
     8,192 x 22 x 1,024 (= 184,549,376).
 
-    Budget split (§11): the quota is 24 GiB itself (a multiple of its 32 MiB grain). One
-    request's spend at full = ceil((1,000 + 8) / 64) x 64 = 1,024 tokens: the target 4 x
-    1,024 x 1,024 = 4,194,304 (its window pages are in its intercept); a draft mirror 26 x
-    1,024 x 1,024 - 22 x 1,024 x 640 = 12,845,056. The room 24 GiB - 2 x intercept(B) is
-    weighed 12,845,056 / 17,039,360 (0.754) to the draft, capped at B mirrors. Up to B = 151
+    Budget split (§11): the quota is the budget itself (24 and 141 GiB are multiples of their
+    32 MiB grain). One request's spend at full = ceil((S + 8) / 64) x 64 tokens (1,024 at S
+    1,000, 640 at S 600): the target 4 x 1,024 x full = 4,194,304 (its window pages are in its
+    intercept); a draft mirror 26 x 1,024 x full - 22 x 1,024 x 640 = 12,845,056 (2,621,440 at
+    S 600: the target's). The room budget - 2 x intercept(B) is weighed mirror / (target +
+    mirror) to the draft (0.754; 1/2 at S 600), capped at B mirrors. At 24 GiB up to B = 151
     the room is at least 25,769,803,776 - 2 x 2,361,655,296 = 21,046,493,184 B, whose draft
-    part (15.9e9) exceeds 151 mirrors (1,939,603,456): the cap binds, and the draft quota is
-    q(B) = intercept(B) + B x 12,845,056 = B x 27,262,976 + 184,549,376 (every layer of B
-    requests at the full 1,024 tokens, plus the context chunk's window bytes).
+    part (15.9e9) exceeds 151 mirrors (1,939,603,456); at 141 GiB and S 600 half the room
+    covers B mirrors while 151,397,597,184 - 2 x 184,549,376 >= B x (2 x 14,417,920 + 2 x
+    2,621,440), up to B = 4,431. Where the cap binds the draft quota is q(B) = intercept(B) +
+    B x mirror (24 GiB: B x 27,262,976 + 184,549,376, every layer of B requests at the full
+    1,024 tokens plus the context chunk's window bytes; 141 GiB, S 600: B x 17,039,360 +
+    184,549,376).
 
-    The draft's own split (§11, pools within a manager): grain g = 2 MiB below 2 GiB, 4 MiB
-    below 4 GiB, 8 MiB below 8 GiB; G = ceil(q / g) grains. Slots: window 22 x 2 x 256 x 2 x
+    The draft's own split (§11, pools within a manager): grain g = 2 MiB << min(4, floor(log2(
+    q // 1 GiB))), 2 MiB below 2 GiB; G = ceil(q / g) grains. Slots: window 22 x 2 x 256 x 2 x
     64 = 1,441,792 B, full 4 x 2 x 256 x 2 x 64 = 262,144 B (the smaller, pool group 0); least
     pages (512 + 62) // 64 + 1 = 9 each (never binding here). No avg_seq_len: the ratio is the
     page need of one request of 2,049 tokens with 2,048 of history: full ceil(2049 / 64) = 33
     pages, window 33 - (2,049 - 512) // 64 = 9 pages, each pool in whole grains: full
     ceil(33 x 262,144 / g), window ceil(9 x 1,441,792 / g): 5 and 7 grains at 2 MiB (5/12,
-    7/12), 3 and 4 at 4 MiB (3/7, 4/7), 2 and 2 at 8 MiB (1/2, 1/2), each kept as the nearest
-    float32 (5/12 as 0.41666666, just under; 7/12 as 0.58333331; summed per pool group in
-    float32 they make 1, so renormalising leaves them) and their sum taken in double
-    (0.99999997 at 2 MiB). The group of the smaller ratio (full; on a tie the first
-    group, full) takes nearbyint(G x its ratio / that sum) grains (half to even), each grain
-    g / 262,144 full slots; the window group takes the G grains left, floor(grains x g /
-    1,441,792) slots. The float32 values matter only at an exact half: G x 5/12 is one where
-    G = 6 mod 12, and 5/12's quotient, 0.41666667 (over 5/12), rounds it up (B 14: G 270,
-    112.5 -> 113); G x 1/2 at 8 MiB is an exact half of exact values, to even.
+    7/12), 3 and 4 at 4 MiB (3/7, 4/7), 2 and 2 at 8 MiB, 1 and 1 at 16 and 32 MiB (1/2, 1/2),
+    each kept as the nearest float32 (5/12 as 0.41666666, just under; 7/12 as 0.58333331;
+    summed per pool group in float32 they make 1, so renormalising leaves them) and their sum
+    taken in double (0.99999997 at 2 MiB). The group of the smaller ratio (full; on a tie the
+    first group, full) takes nearbyint(G x its ratio / that sum) grains (half to even), each
+    grain g / 262,144 full slots; the window group takes the G grains left, floor(grains x g
+    / 1,441,792) slots. The float32 values matter only at an exact half: G x 5/12 is one
+    where G = 6 mod 12, and 5/12's quotient, 0.41666667 (over 5/12), rounds it up (B 14: G
+    270, 112.5 -> 113); G x 1/2 is an exact half of exact values, to even.
 
     Held (38198e34's pools for T = k x 64 tokens): the window pool keeps 10 pages per request
     and min(k, 128) context pages (n = 8,192 / 64), the full pool k pages. With W window and
     F full slots: W < 10 B holds nothing (0 tokens); else k = min(F, W - 10 B) where W - 10 B
     < 128, k = F otherwise."""
-    q = b * 27_262_976 + 184_549_376
-    grain = next(g << 20 for g in (2, 4, 8) if q < g * GiB)
+    full_tokens = -(-(seq + 8) // 64) * 64
+    mirror = 26 * 1024 * full_tokens - 22 * 1024 * 640
+    q = b * (14_417_920 + mirror) + 184_549_376
+    grain = (2 << 20) << min(4, (q >> 30).bit_length() - 1) if q >> 30 else 2 << 20
     grains = -(-q // grain)
-    full_ratio, window_ratio = {2: (5, 7), 4: (3, 4), 8: (1, 1)}[grain >> 20]
+    full_ratio, window_ratio = {2: (5, 7), 4: (3, 4)}.get(grain >> 20, (1, 1))
     r_full, r_window = (
         _float32(r / (full_ratio + window_ratio)) for r in (full_ratio, window_ratio)
     )
@@ -295,12 +303,41 @@ def test_draft_tokens_equal_the_probe(model: str, gib: int, seq: int) -> None:
         assert tokens(b) == bound.probe(budget, b, seq)[1], (model, gib, seq, b)
 
 
-def test_the_141_gib_plan_against_brute_force() -> None:
-    # The plan bench/bench_request_search.py times: every B to 5 past T evaluated.
+def test_the_141_gib_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The plan bench/bench_request_search.py times: gemma3_1b + draft_1b at 141 GiB, S = L =
+    # 600. By hand (_draft_tokens_by_hand, the cap binding to 4,431 > T): at 5 requests q =
+    # 5 x 17,039,360 + 184,549,376 = 269,746,176 B, 129 grains of 2 MiB (128.63 up); full
+    # round(53.75) = 54 grains (432 slots), window 75 grains = 109 slots, room 109 - 50 = 59:
+    # 3,776 tokens >= 3,000; at 6, 137 grains, full 57 (456), window 80 grains = 116 slots,
+    # room 56: 3,584 < 3,600. Each further request adds 8.125 grains, of which the window
+    # pool gets about 7/12 x 8.125 x 16 / 11 = 6.9 slots (fewer at the larger grains) against
+    # its 10 pages: the room only shrinks, so nothing from 6 on fits.
     bound = _bound("gemma3_1b")
     budget = 141 * GiB
     top = largest(lambda b: bound.probe(budget, b, 600)[0], SEARCH_LIMIT)
-    assert _search(bound, budget, 600, 600) == _brute(bound, budget, 600, 600, top + 5)
+    assert top < 4431
+    fits = [b for b in range(1, top + 1) if _draft_tokens_by_hand(b, 141, 600) >= b * 600]
+    assert fits == [1, 2, 3, 4, 5]
+    assert _draft_tokens_by_hand(5, 141, 600) == 3776
+    assert _draft_tokens_by_hand(6, 141, 600) == 3584
+    # The speed of the scan: the whole probe (both managers' splits) runs only for the
+    # bisection of the target's last count T (at most two probes per bit of T: the gallop and
+    # the halving), the draft alone at every other count; 4e5873c ran the probe at all T.
+    probed: list[int] = []
+    probe = bound.probe
+
+    def counted(*args: int) -> tuple[bool, int | None]:
+        probed.append(args[1])
+        return probe(*args)
+
+    monkeypatch.setattr(bound, "probe", counted)
+    assert _search(bound, budget, 600, 600) == [(1, 5)]
+    assert 0 < len(probed) <= 2 * top.bit_length() + 2 < top
+    monkeypatch.undo()
+    # the hand figures against the probe at every B to T, and the brute force beyond it
+    for b in range(1, top + 1):
+        assert bound.probe(budget, b, 600)[1] == _draft_tokens_by_hand(b, 141, 600), b
+    assert _brute(bound, budget, 600, 600, top + 5) == [(1, 5)]
 
 
 def test_draft_1b_slides_above_its_window() -> None:
