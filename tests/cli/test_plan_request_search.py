@@ -279,28 +279,56 @@ def test_full_attention_draft_counts_are_a_prefix(
 # What the scan evaluates at every B up to the target's last (T): the draft's tokens alone
 # (_Sizing.draft_tokens), which must be the probe's, the whole split's. Every B to T, in the
 # scan's order (from T down: the per-request spends are taken at the first B asked), for each
-# shipped target with draft_1b where the draft slides, up to 141 GiB (T = 3,289).
+# shipped target with draft_1b where the draft slides, up to 141 GiB (T = 3,289), and at
+# another chunk (N) and tp.
 @pytest.mark.parametrize(
-    ("model", "gib", "seq"),
+    ("model", "gib", "seq", "chunk", "tp"),
     [
-        ("gemma3_1b", 24, 1000),
-        ("gemma3_1b", 141, 600),
-        ("gemma3_1b", 12, 4096),
-        ("gemma3_4b", 80, 600),
-        ("gemma3_4b", 24, 32768),
-        ("gemma3_27b", 141, 1000),
-        ("gemma3_27b", 80, 513),
+        ("gemma3_1b", 24, 1000, 8192, 1),
+        ("gemma3_1b", 141, 600, 8192, 1),
+        ("gemma3_1b", 12, 4096, 8192, 1),
+        ("gemma3_1b", 24, 1000, 2048, 1),
+        ("gemma3_4b", 80, 600, 8192, 1),
+        ("gemma3_4b", 24, 32768, 8192, 1),
+        ("gemma3_4b", 40, 700, 512, 1),
+        ("gemma3_12b", 80, 2000, 8192, 2),
+        ("gemma3_27b", 141, 1000, 8192, 1),
+        ("gemma3_27b", 80, 513, 8192, 1),
+        ("gemma3_27b", 80, 1000, 2048, 2),
     ],
 )
-def test_draft_tokens_equal_the_probe(model: str, gib: int, seq: int) -> None:
-    bound = _bound(model)
+def test_draft_tokens_equal_the_probe(model: str, gib: int, seq: int, chunk: int, tp: int) -> None:
+    bound = _Sizing(load_sizing("gemma3", quiet=True), model, "draft_1b", chunk, tp, "trtllm-v2")
     budget = gib * GiB
-    assert bound.draft_slides(seq)
+    assert bound.split is not None and bound.draft_slides(seq)
     top = largest(lambda b: bound.probe(budget, b, seq)[0], SEARCH_LIMIT)
     assert top >= 1
     tokens = bound.draft_tokens(budget, seq)
     for b in range(top, 0, -1):
         assert tokens(b) == bound.probe(budget, b, seq)[1], (model, gib, seq, b)
+
+
+# The search against brute force (every B to 5 past T) at other chunks, tps and lengths,
+# where the counts that fit have gaps of other shapes (a run of misfits after the first count,
+# a single misfit near the first or the last count that fits, none).
+@pytest.mark.parametrize(
+    ("model", "gib", "seq", "chunk", "tp"),
+    [
+        ("gemma3_1b", 24, 1000, 2048, 1),
+        ("gemma3_12b", 80, 2000, 8192, 2),
+        ("gemma3_27b", 141, 900, 8192, 4),
+        ("gemma3_4b", 40, 700, 512, 1),
+    ],
+)
+def test_search_against_brute_force_elsewhere(
+    model: str, gib: int, seq: int, chunk: int, tp: int
+) -> None:
+    bound = _Sizing(load_sizing("gemma3", quiet=True), model, "draft_1b", chunk, tp, "trtllm-v2")
+    budget = gib * GiB
+    top = largest(lambda b: bound.probe(budget, b, seq)[0], SEARCH_LIMIT)
+    found = _search(bound, budget, seq, seq)
+    assert found == _brute(bound, budget, seq, seq, top + 5)
+    assert found and found[-1][1] <= top
 
 
 def test_the_141_gib_plan(monkeypatch: pytest.MonkeyPatch) -> None:
