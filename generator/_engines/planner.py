@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import re
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvgen._engines.plans import (
     BatchPlan,
@@ -49,6 +51,9 @@ from kvgen.sizing.engines_registry import (
     Release,
 )
 from kvgen.sizing.engines_sglang import SGLANG_MAMBA_STRATEGY
+
+if TYPE_CHECKING:
+    from kvgen.sizing._trtllm_budget import ManagerCost
 
 __all__ = [
     "BatchPlan",
@@ -295,6 +300,68 @@ class _Sizing:
             self.sizing.TOKENS_PER_BLOCK, self.sizing.headroom(speculative),
         )  # fmt: skip
 
+    def request_ranges(
+        self, budget: int, max_seq_len: int, length: int, limit: int
+    ) -> list[tuple[int, int]]:
+        """The request counts B in [1, limit] at which B requests of ``length`` tokens fit at
+        ``max_seq_len``, at a release that splits per request with a draft that slides there
+        (``kvgen._engines.plans.request_ranges``: the target's conditions bisected, the
+        draft's tokens evaluated at every B below their last, by :meth:`draft_tokens`)."""
+        return request_ranges(
+            lambda n: self.probe(budget, n, max_seq_len, length), length, limit,
+            self.draft_tokens(budget, max_seq_len),
+        )  # fmt: skip
+
+    def draft_tokens(self, budget: int, max_seq_len: int) -> Callable[[int], int | None]:
+        """The draft's tokens at B requests (``probe``'s second value) where the budget
+        covers the intercepts: what ``trtllm_emit`` builds for the draft alone, without the
+        target's split and its own checks. Per B only what depends on B is computed: the
+        intercepts (``manager_terms``), the draft's share of ``trtllm_emit``'s quota
+        (``draft_budget_shares``, as ``split_budget`` calls it) and its pools
+        (``engine_plan_for_split`` on that share); the quota and each manager's per-request
+        spend and quota come from the first B asked (``manager_costs`` reads B only in the
+        intercepts). tests/cli/test_plan_request_search.py holds it equal to ``probe`` at
+        every B up to the target's last, over the shipped gemma3 pairs."""
+        from kvgen.sizing._trtllm_budget import draft_budget_shares, manager_costs
+        from kvgen.sizing._trtllm_pools import engine_plan_for_split, trtllm_emit
+
+        assert self.split is not None and len(self.ranks) == 1 and "dcp_size" not in self.common
+        version = self.split.version
+        common = self.common
+        speculative, chunk, tp = (
+            str(common["speculative"]),
+            int(common["max_num_tokens"]),
+            int(common["tp_size"]),
+        )
+        serving = {"speculative": speculative, "max_num_tokens": chunk, "tp_size": tp,
+                   "max_seq_len": max_seq_len}  # fmt: skip
+        first: list[tuple[int, dict[str, ManagerCost]]] = []  # quota, costs at the first B
+
+        def tokens(batch: int) -> int | None:
+            if not first:
+                emit = trtllm_emit(self.sizing, self.model, budget, max_batch_size=batch,
+                                   revision=version, **serving)  # fmt: skip
+                first.append((emit.quota, manager_costs(
+                    self.sizing, self.model, max_batch_size=batch, max_num_tokens=chunk,
+                    max_seq_len=max_seq_len, speculative=speculative, tp_size=tp,
+                    revision=version,
+                )))  # fmt: skip
+            quota, costs = first[0]
+            at = {t.manager: t.intercept for t in self.sizing.manager_terms(
+                self.model, max_batch_size=batch, **serving
+            )}  # fmt: skip
+            target = costs["target"]._replace(intercept=at["target"])
+            draft = costs["draft"]._replace(intercept=at["draft"])
+            share = draft_budget_shares(quota, target, draft, batch)["draft"]
+            pools = engine_plan_for_split(
+                self.sizing, self.model, {"draft": share}, max_batch_size=batch,
+                max_num_tokens=chunk, max_seq_len=max_seq_len, speculative=speculative,
+                tp_size=tp,
+            )  # fmt: skip
+            return pools["draft"][0]
+
+        return tokens
+
     def draft_slides(self, max_seq_len: int) -> bool:
         """Whether a separate draft has a window or chunk shorter than ``max_seq_len`` (a
         window of at least S is full attention). Where it has none, its pools are one full
@@ -487,9 +554,7 @@ def make_plan(
             lambda n: bound.fits(gpu_memory, n, seq_len, max_seq_len), SEARCH_LIMIT
         )
     else:  # a sliding draft at a release that splits per request: not monotone
-        found = request_ranges(
-            lambda n: bound.probe(gpu_memory, n, max_seq_len, seq_len), seq_len, SEARCH_LIMIT
-        )
+        found = bound.request_ranges(gpu_memory, max_seq_len, seq_len, SEARCH_LIMIT)
         plan.max_requests = found[-1][1] if found else 0
         plan.request_misfits = misfits(found)
         if plan.request_misfits:

@@ -191,7 +191,12 @@ def fit_ranges(
 RequestProbe = Callable[[int], tuple[bool, int | None]]
 
 
-def request_ranges(probe: RequestProbe, length: int, high: int) -> list[tuple[int, int]]:
+def request_ranges(
+    probe: RequestProbe,
+    length: int,
+    high: int,
+    capacity: Callable[[int], int | None] | None = None,
+) -> list[tuple[int, int]]:
     """Every request count B in [1, high] at which B requests of ``length`` tokens fit, as
     sorted disjoint (first, last) ranges: B fits when ``probe(B)`` settles and its growing
     capacity (if any) holds ``B * length`` tokens. Exact given one premise the caller states:
@@ -199,9 +204,11 @@ def request_ranges(probe: RequestProbe, length: int, high: int) -> list[tuple[in
     the need does), so a bisection finds their last B, T. The other capacity (a separate
     draft's at TensorRT-LLM 38198e34) follows no order in B (its share grows by a mirror per
     request, its own pool split jumps), so every B up to T is evaluated: from T down to the
-    first that fits (the answer), then below it for the counts that do not. The cost is the
-    bisection plus T evaluations (T is bounded by the budget over one request's fixed cost);
-    with no such capacity the bisection alone, and the answer of :func:`largest`."""
+    first that fits (the answer), then below it for the counts that do not. ``capacity(B)``,
+    where given, is that capacity alone for a B at which the settled conditions hold (equal
+    to ``probe(B)[1]`` there, cheaper: the scan does not recompute what settled). The cost is
+    the bisection plus T evaluations (T is bounded by the budget over one request's fixed
+    cost); with no such capacity the bisection alone, and the answer of :func:`largest`."""
     memo: dict[int, tuple[bool, int | None]] = {}
 
     def at(b: int) -> tuple[bool, int | None]:
@@ -210,10 +217,11 @@ def request_ranges(probe: RequestProbe, length: int, high: int) -> list[tuple[in
         return memo[b]
 
     top = largest(lambda b: at(b)[0], high)
+    grown = capacity or (lambda b: at(b)[1])
 
     def holds(b: int) -> bool:
-        capacity = at(b)[1]
-        return capacity is None or capacity >= b * length
+        found = memo[b][1] if b in memo else grown(b)
+        return found is None or found >= b * length
 
     ranges: list[tuple[int, int]] = []
     for b in range(top, 0, -1):
