@@ -239,9 +239,8 @@ def _trtllm_rebatched(
 ) -> _TrtllmKnown:
     """``_trtllm_known`` at ``batch`` from its entry at another batch (plain options of one
     stage, no resume watermark): only ``_compute``'s B * per-request bytes move (intercept =
-    B * per_request + chunk * ctx_swa, fixed pool bytes B * cross bytes), and a manager's
-    recurrent rows beyond one per request, which ``_state_rows`` gives again at ``batch``
-    from the same sums (``_RANKS``' entry of these options, in the terms' order)."""
+    B * per_request + chunk * ctx_swa, fixed pool bytes B * cross bytes) and the recurrent
+    rows beyond one per request (``_state_rows`` of the same sums, ``_RANKS``' entry)."""
     (terms, plans, request_bytes, _held), was = base
     rebatched: tuple[_Terms, ...] = ()
     ranked: Any = None
@@ -265,15 +264,12 @@ def _trtllm_rebatched(
         ) = t
         if states:  # the rows beyond one per request at ``batch`` (§8), by the same function
             if ranked is None:
-                model, speculative, tp_size = key[0], key[1], key[5]  # type: ignore[index]
-                ranked = _RANKS.get((model, speculative, 1, 0, tp_size, 1))
-                if ranked is None:
-                    ranked = _rank(model, speculative, 1, 0, tp_size, 1)
-            held = 0
+                split = (key[0], key[1], 1, 0, key[5], 1)  # type: ignore[index]
+                ranked = _RANKS.get(split) or _rank(*split)
+            held = rows = 0
             for _row, value in states:
                 held += value
-            states = _state_rows(ranked[i][2], batch, _PROFILES[speculative], False, "default")
-            rows = 0
+            states = _state_rows(ranked[i][2], batch, _PROFILES[split[1]], False, "default")
             for _row, value in states:
                 rows += value
             fixed = (fixed - held) // was * batch + rows
