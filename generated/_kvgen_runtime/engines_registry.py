@@ -150,8 +150,7 @@ class Engine(NamedTuple):
         return f"Engine({self.name!r})"
 
 
-# ``engine_capacity``'s arguments but the engine, in the order its hooks take them after the
-# release: a call's values as one tuple in this order are what ``Release.refusal`` reads.
+# engine_capacity's arguments but the engine, as its hooks take them (``Release.refusal``).
 ASKED = (
     "model", "budget_bytes", "max_seq_len", "max_num_tokens", "block_size", "speculative",
     "tp_size", "max_batch_size", "async_scheduling", "mamba_cache_mode", "gdn_prefill_backend",
@@ -226,9 +225,8 @@ class Release(NamedTuple):
         return dtype
 
     def refusal(self, asked: tuple[object, ...]) -> str | None:
-        """Why this release refuses a call's values ``asked`` (in the order of ``ASKED``; a
-        keyword of ``refuses`` set: truthy; a pair of ``minimums`` out of order), None if it
-        takes them."""
+        """Why this release refuses a call's values ``asked`` (in ``ASKED``'s order; ``refuses``:
+        set, truthy; ``minimums``: a pair out of order), None if it takes them."""
         for keyword, words in self.refuses:
             if asked[_ASKED_AT[keyword]]:
                 return f"{self.named} refuses {keyword}: {words}"

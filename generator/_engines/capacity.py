@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from types import FunctionType
 from typing import TYPE_CHECKING, cast
 
 from kvgen._engines import _sglang, _trtllm, _vllm
@@ -238,16 +237,13 @@ _FRONTS: dict[int, tuple[Family, Callable[..., EngineCapacity]]] = {}
 def _front(family: Family) -> tuple[Family, Callable[..., EngineCapacity]]:
     """``_FRONTS``' entry of ``family``, built (``ValueError`` unless it is a loaded spec)."""
     _family(family)
-    namespace = dict(vars(engines_core))
     hooks = globals()
-    namespace["_ENGINE_HOOKS"] = {
-        text: (found, partial(hooks[found.engine.hooks.capacity], family))
-        for text, found in SPELLINGS.items()
-    }
-    namespace["_ENGINE_ANSWERS"] = {}
-    code = engines_core.engine_capacity
-    front = FunctionType(code.__code__, namespace, code.__name__, code.__defaults__)
-    front.__kwdefaults__ = code.__kwdefaults__
+    front = engines_core.capacity_front(
+        {
+            text: (found, partial(hooks[found.engine.hooks.capacity], family))
+            for text, found in SPELLINGS.items()
+        }
+    )
     if len(_FRONTS) >= _CACHE_BOUND:
         _FRONTS.clear()
     entry = _FRONTS[id(family)] = (family, front)

@@ -9,7 +9,9 @@ each policy has one implementation. Here: ``engine_capacity``, its plan caches a
 the policies are the parts (``_PARTS``) described in docs/api.md, "The engine policies".
 """
 
+from collections.abc import Callable
 from contextlib import suppress
+from types import FunctionType
 from typing import Any
 
 from . import (
@@ -96,8 +98,7 @@ _SGLANG_LAYOUTS: dict[tuple[object, ...], tuple[SglangLayout, int, int]]
 # another dtype, by (model, that dtype): filled on first use, bounded by models x 3 floats.
 _MODEL_DTYPES: dict[str, str]
 _SERVED_MODELS: dict[tuple[str, str], EngineModel]
-# The answers of plain calls (the modes at their defaults, the sizes of type int, the model and
-# profile of type str) by their arguments as given; bounded, one per family.
+# Plain calls' answers (default modes, int sizes, str names) by the arguments as given.
 _ENGINE_ANSWERS: dict[tuple[object, ...], EngineCapacity]
 
 
@@ -184,8 +185,7 @@ def engine_capacity(
     ):  # fmt: skip
         if (type(budget_bytes) is int and type(max_seq_len) is int and type(model) is str
                 and type(speculative) is str):  # fmt: skip
-            # A plain call's answer is looked up by its arguments as given, which a hit needs
-            # no check of: only an answered call is kept (``_ENGINE_ANSWERS``).
+            # Looked up as given, which a hit needs no check of: only answers are kept.
             key = (engine, model, budget_bytes, max_seq_len, max_num_tokens, block_size,
                    speculative, tp_size, max_batch_size, pp_size, pp_rank)  # fmt: skip
             known = _ENGINE_ANSWERS.get(key)
@@ -214,6 +214,17 @@ def engine_capacity(
             _ENGINE_ANSWERS.clear()
         _ENGINE_ANSWERS[key] = capacity
     return capacity
+
+
+def capacity_front(
+    hooks: dict[str, tuple[Release, Callable[..., EngineCapacity]]],
+) -> Callable[..., EngineCapacity]:
+    """``engine_capacity`` over ``hooks`` (as ``_ENGINE_HOOKS``) with answers of its own, run by
+    ``kvgen.engine_capacity`` per spec family: the checks and refusals are written once."""
+    code, namespace = engine_capacity, {**globals(), "_ENGINE_HOOKS": hooks, "_ENGINE_ANSWERS": {}}
+    front = FunctionType(code.__code__, namespace, code.__name__, code.__defaults__)
+    front.__kwdefaults__ = code.__kwdefaults__
+    return front
 
 
 def served_dtype(model: str, *, engine: str, dtype: str | None = None) -> str:
@@ -317,10 +328,8 @@ def _vllm_answer(
                 entry = _check_model(model, speculative)
             layout = vllm_layout(entry, speculative, heterogeneous_vocab, found.named)
             _VLLM_LAYOUTS[layout_key] = layout  # bounded: models x profiles x 2 x dtypes
-        if type(size) is not int or type(tp_size) is not int:  # numpy ints too
-            size, tp_size = int(size), int(tp_size)
-        plan = vllm_plan_at(layout, size, tp_size, mamba_cache_mode, gdn_prefill_backend,
-                            ssm_dtype, found.named)  # fmt: skip
+        plan = vllm_plan_at(layout, int(size), int(tp_size), mamba_cache_mode,  # numpy ints too
+                            gdn_prefill_backend, ssm_dtype, found.named)  # fmt: skip
         if len(_VLLM_PLANS) >= 4096:
             _VLLM_PLANS.clear()
         _VLLM_PLANS[key] = plan

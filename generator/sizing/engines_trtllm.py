@@ -16,7 +16,7 @@ from .engines_rows import (
     EngineCapacity,
     NotModelled,
 )
-from .sizing_kinds import _MODELS, TOKENS_PER_BLOCK, _new
+from .sizing_kinds import _MODELS, _PROFILES, TOKENS_PER_BLOCK, _new
 from .sizing_options import (
     _BATCH_AT,
     _CHUNK_AT,
@@ -30,7 +30,8 @@ from .sizing_options import (
     _plain_options,
 )
 from .sizing_quota import _shares, _tokens
-from .sizing_terms import _answers, _cached_terms, _compute, _Terms
+from .sizing_split import _RANKS, _rank
+from .sizing_terms import _answers, _cached_terms, _compute, _state_rows, _Terms
 from .trtllm_split import PoolGroup, TrtllmPlan, slots_for_quota, whole_grains
 
 # By the arguments of a call of one stage whose four sizes are ints of type int (the model,
@@ -51,7 +52,8 @@ _TRTLLM_HEADS: dict[str, int | str]
 # not modelled, the early answer stands) by (release, model, profile, max_seq_len, tp) as given.
 _TRTLLM_FRAMES: dict[tuple[Any, ...], SplitFrame | None]
 # ``_TRTLLM_PLANS``' one-stage entry and its batch by the key less the batch; batch 0 where
-# the terms move otherwise than in B * per-request bytes (``_trtllm_rebatched``).
+# the terms move otherwise than in B * per-request bytes and recurrent rows (a resume
+# watermark: ``_trtllm_rebatched``).
 _TRTLLM_BASE: dict[tuple[Any, ...], tuple[_TrtllmKnown, int]]
 
 
@@ -119,7 +121,7 @@ def _trtllm_capacity(
                 if base is None:  # batch 0: terms that move otherwise (never rebatched)
                     if len(_TRTLLM_BASE) >= 4096:
                         _TRTLLM_BASE.clear()
-                    moves = all(t.resume_rounding is None and not t.states for t in known[0])
+                    moves = all(t.resume_rounding is None for t in known[0])
                     _TRTLLM_BASE[other] = (known, max_batch_size if moves else 0)
     else:
         # The validated options and terms of these arguments (looked up as given: validated
@@ -235,11 +237,15 @@ def _trtllm_rebatched(
     base: tuple[_TrtllmKnown, int], batch: int, chunk: int, key: object
 ) -> _TrtllmKnown:
     """``_trtllm_known`` at ``batch`` from its entry at another batch (plain options of one
-    stage, no resume watermark or recurrent rows): only ``_compute``'s B * per-request bytes
-    move (intercept = B * per_request + chunk * ctx_swa, fixed pool bytes B * cross bytes)."""
+    stage, no resume watermark): only ``_compute``'s B * per-request bytes move (intercept =
+    B * per_request + chunk * ctx_swa, fixed pool bytes B * cross bytes) and the recurrent
+    rows beyond one per request (``_state_rows`` of the same sums, ``_RANKS``' entry)."""
     (terms, plans, request_bytes, _held), was = base
     rebatched: tuple[_Terms, ...] = ()
+    ranked: Any = None
+    i = -1
     for t in terms:  # loops, not comprehensions: their frames cost a new question more
+        i += 1
         (
             name,
             slope,
@@ -255,7 +261,21 @@ def _trtllm_rebatched(
             states,
             span,
         ) = t
-        if per_request or fixed:  # else the same terms: intercept N * ctx_swa, no fixed pool
+        if states:  # the rows beyond one per request at ``batch`` (§8), by the same function
+            if ranked is None:
+                split = (key[0], key[1], 1, 0, key[5], 1)  # type: ignore[index]
+                ranked = _RANKS.get(split) or _rank(*split)
+            held = rows = 0
+            for _row, value in states:
+                held += value
+            states = _state_rows(ranked[i][2], batch, _PROFILES[split[1]], False, "default")
+            for _row, value in states:
+                rows += value
+            fixed = (fixed - held) // was * batch + rows
+            t = _new(_Terms, (name, slope, per_request, ctx_swa, full, ctx, resume,
+                              batch * per_request + chunk * ctx_swa + rows, cycles, fixed,
+                              pools, states, span))  # fmt: skip
+        elif per_request or fixed:  # else the same terms: intercept N * ctx_swa, no fixed pool
             t = _new(_Terms, (name, slope, per_request, ctx_swa, full, ctx, resume,
                               batch * per_request + chunk * ctx_swa, cycles,
                               fixed // was * batch, pools, states, span))  # fmt: skip

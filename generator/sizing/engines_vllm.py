@@ -364,10 +364,8 @@ def vllm_plan_at(
     named: str = VLLM_NAMED,
 ) -> VllmPlan:
     """``vllm_plan`` for a model's layout: what depends on the block size, tp and modes."""
-    if tp_size != 1:  # tp 1 divides every head count
-        query = layout.query_heads
-        if (query and query % tp_size) or layout.split_heads:
-            _vllm_tp_refusal(layout, tp_size, named)
+    if tp_size != 1 and (layout.query_heads % tp_size or layout.split_heads):  # 1 divides all
+        _vllm_tp_refusal(layout, tp_size, named)
     checkpoint = mamba_padding = 0
     pages = []
     if layout.states:  # a Mamba hybrid: align mode and page unification
@@ -382,18 +380,15 @@ def vllm_plan_at(
         )
     # A row's page at this block size (vLLM groups equal specs only: two layers with the same
     # page but other heads differ, hence the shape).
-    # (Loops by index, not zip(strict=True): its keyword call costs a never-seen call more.)
     specs = []
     largest = per_block = total = 0
     for row in layout.rows:
         if row[4] >= 0:
             page = pages[row[4]] + mamba_padding
         else:
-            heads = row[6] // tp_size
-            page = block_size * (row[5] or (heads if heads > 1 else 1) * row[7])
+            page = block_size * (row[5] or max(1, row[6] // tp_size) * row[7])
         specs.append(page)
-        if page > largest:
-            largest = page
+        largest = max(largest, page)
         per_block += page * row[3]
         total += row[3]
     retained = layout.retained
@@ -414,7 +409,7 @@ def vllm_plan_at(
         sliding = []
         chunked = []
         states = 0
-        for i, row in enumerate(layout.rows):
+        for i, row in enumerate(layout.rows):  # not zip(strict=True): a keyword call costs more
             page = specs[i]
             count, per_group = counts[i]
             kind = row[0]
@@ -548,8 +543,7 @@ def vllm_capacity(
             ("budget_bytes", "max_seq_len", "max_num_tokens"),
             budget_bytes, max_seq_len, max_num_tokens,
         )  # fmt: skip
-    if max_seq_len > plan.native_max_seq_len:
-        _native(max_seq_len, plan.native_max_seq_len)
+    _native(max_seq_len, plan.native_max_seq_len)
     in_flight = (2 if async_scheduling else 1) * max_num_tokens  # concurrent batches x N
     blocks = vllm_request_blocks(plan, max_seq_len, in_flight, mamba_cache_mode)
     request_bytes = blocks * plan.bytes_per_block

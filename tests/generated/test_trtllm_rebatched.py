@@ -59,18 +59,27 @@ def test_rebatched_terms_equal_fresh_ones(family):
                         assert entry[:3] == sizing._TRTLLM_PLANS[key][:3], (model, batch)
 
 
-def test_a_new_batch_size_computes_no_terms(monkeypatch):
-    sizing = _sizing("gemma3")
+@pytest.mark.parametrize(
+    ("family", "model", "speculative"),
+    [
+        ("gemma3", "gemma3_12b", "none"),
+        # recurrent rows: one reserved slot (batch-free) and, under MTP, B intermediate states (§8)
+        ("qwen3_next", "qwen3_next_80b_a3b", "none"),
+        ("qwen3_next", "qwen3_next_80b_a3b", "mtp2"),
+    ],
+)
+def test_a_new_batch_size_computes_no_terms(monkeypatch, family, model, speculative):
+    sizing = _sizing(family)
     computed = []
     real = sizing._compute
     monkeypatch.setattr(sizing, "_compute", lambda *a: computed.append(a) or real(*a))
-    kw = {"max_seq_len": 6144, "max_num_tokens": 3000}
+    kw = {"max_seq_len": 6144, "max_num_tokens": 3000, "speculative": speculative}
     for engine in ("trtllm", "trtllm==early-2026"):
-        sizing.engine_capacity("gemma3_12b", 33 * GIB, engine=engine, max_batch_size=3, **kw)
+        sizing.engine_capacity(model, 33 * GIB, engine=engine, max_batch_size=3, **kw)
     before = len(computed)
     for batch in range(4, 40):
         for engine in ("trtllm", "trtllm==early-2026"):
-            got = sizing.engine_capacity("gemma3_12b", 33 * GIB, engine=engine,
+            got = sizing.engine_capacity(model, 33 * GIB, engine=engine,
                                          max_batch_size=batch, **kw)  # fmt: skip
             assert got.kv_tokens > 0
     assert before <= 1 and len(computed) == before

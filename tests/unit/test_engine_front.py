@@ -30,7 +30,7 @@ def test_the_spec_path_runs_the_runtime_front_itself() -> None:
     engine_capacity(spec, "llama3_1_8b", 40 * GIB, engine="vllm", **KW)
     family, front = capacity._FRONTS[id(spec)]
     assert family is spec
-    assert front.__code__ is engines_core.engine_capacity.__code__
+    assert front.__code__ is engines_core.engine_capacity.__code__  # capacity_front
     # No second copy of the checks: the module holds neither the argument check nor the
     # refusal call, and its engine_capacity is one call of the front.
     source = inspect.getsource(capacity)
