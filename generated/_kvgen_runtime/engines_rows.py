@@ -11,7 +11,14 @@ what each engine does with a row's kind (``_ROW_KINDS``) and a recurrent row's m
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from .facts import DS_MLA, DTYPE_BYTES, MODEL_DTYPES, SCALED_LAYOUTS, ds_mla_bytes, index_k_bytes
+from .facts import (
+    DS_MLA,
+    DTYPE_BYTES,
+    MODEL_DTYPES,
+    SCALED_LAYOUTS,
+    ds_mla_bytes,
+    index_k_bytes,
+)
 from .sizing_kinds import (
     _ELEMENT_CODES,
     _KIND_CLASSES,

@@ -24,7 +24,7 @@ release", lists the files each change touches.
 import math
 from typing import NamedTuple
 
-from .facts import MODEL_DTYPES  # the float cache dtypes a model dtype decides, re-exported
+from .facts import MODEL_DTYPES  # the float cache dtypes a model dtype decides
 
 __all__ = [
     "DEFAULT_ENGINE",

@@ -141,7 +141,10 @@ def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_export
     # issue 30), the dtype each release serves a float32 checkpoint in (issue 32) and strict
     # types (issue 28): 12,400; 12,920 with 38198e34's split frame, the part of its split no
     # budget or batch changes built once per model, profile, length and tp, so that a new
-    # question is its arithmetic (issue 28's speed: 69-101 us to 7-11 us): 13,000). Families
+    # question is its arithmetic (issue 28's speed: 69-101 us to 7-11 us): 13,000; 13,004
+    # with the answers of plain engine_capacity calls looked up before any check, one copy
+    # of its checks for the spec path too (capacity_front), the refusals read by position
+    # (ASKED) and a recurrent model's terms rebatched (issue 28's speed): 13,100). Families
     # shipped since (falcon_h1 with four models, kimi_linear, ling_linear) bring their own
     # tables and a binding only: under 450 lines each, so a family costs its tables, not a
     # runtime copy.
@@ -152,7 +155,7 @@ def test_the_generated_tree_stays_under_its_line_budget_and_names_runtime_export
     files = [*GENERATED.glob("*/*.py"), *GENERATED.glob("*.py")]
     assert len(list(GENERATED.glob("*/sizing.py"))) == 22 + len(later)
     lines = count([p for p in files if p.parent.name not in later])
-    assert lines < 13_000, lines
+    assert lines < 13_100, lines
     for name in later:
         own = count(list((GENERATED / name).glob("*.py")))
         assert own < 450, (name, own)
