@@ -204,11 +204,12 @@ def main(argv: list[str] | None = None) -> int:
             lengths_g = itertools.cycle(cycled)
 
             def call_generated(
-                module=module, model=model, kwargs=kwargs, size=size, lengths=lengths_g, batch=8
+                module=module, model=model, engine=engine, size=size, lengths=lengths_g, batch=8
             ) -> None:
+                # keywords as a caller writes them (a ``**kwargs`` merge would be the bench's)
                 module.engine_capacity(
-                    model, BUDGET, block_size=size, max_seq_len=next(lengths),
-                    max_batch_size=batch, **kwargs,
+                    model, BUDGET, engine=engine, max_num_tokens=8192, block_size=size,
+                    max_seq_len=next(lengths), max_batch_size=batch,
                 )  # fmt: skip
 
             gen = best_us(call_generated, args.calls)
@@ -315,8 +316,11 @@ def trtllm_releases(calls: int, cached: float) -> dict[str, dict[str, tuple[floa
                 path = "trtllm_emit"
             else:
 
-                def call(batch: int = 8, module=module, model=model, kwargs=kwargs) -> None:
-                    module.engine_capacity(model, BUDGET, max_batch_size=batch, **kwargs)
+                def call(
+                    batch: int = 8, module=module, model=model, engine=found.spelling, n=length
+                ) -> None:
+                    module.engine_capacity(model, BUDGET, engine=engine, max_seq_len=n,
+                                           max_num_tokens=8192, max_batch_size=batch)  # fmt: skip
 
                 def never(call=call, empty=empty) -> None:
                     empty()
