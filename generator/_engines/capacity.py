@@ -36,7 +36,6 @@ from kvgen.sizing.engines_registry import (
     TRTLLM,
     Release,
     default_release,
-    release,
 )
 from kvgen.sizing.engines_rows import EngineCapacity, NotModelled
 from kvgen.sizing.engines_sglang import (
@@ -248,12 +247,6 @@ def _front(family: Family) -> tuple[Family, Callable[..., EngineCapacity]]:
         _FRONTS.clear()
     entry = _FRONTS[id(family)] = (family, front)
     return entry
-
-
-def _release(engine: object) -> Release:
-    """The release ``engine`` names; ``ValueError`` naming the engines modelled."""
-    found = SPELLINGS.get(engine) if type(engine) is str else None
-    return found if found is not None else release(engine)
 
 
 def _trtllm_answer(

@@ -243,9 +243,7 @@ def _trtllm_rebatched(
     (terms, plans, request_bytes, _held), was = base
     rebatched: tuple[_Terms, ...] = ()
     ranked: Any = None
-    i = -1
-    for t in terms:  # loops, not comprehensions: their frames cost a new question more
-        i += 1
+    for i, t in enumerate(terms):  # loops, not comprehensions: their frames cost more
         (
             name,
             slope,
